@@ -1,0 +1,592 @@
+"""The Experiment: the one currency of perfcast.
+
+An Experiment is
+
+* ``parameters`` -- names of the varied quantities (``p``, ``n``, ...), in order;
+* a calling-context tree (:class:`CallTree`) of callpaths with explicit parent links;
+* ``metrics`` -- :class:`Metric` with unit, kind and the meaning of its values on the tree;
+* ``data`` -- one tidy long :class:`pandas.DataFrame`, a row per measured value, with columns
+
+  ``<one float column per parameter>, rep, callpath, metric, value[, rank[, thread]]``
+
+  ``rep`` numbers the repetitions of a point (0, 1, ...); ``rank``/``thread`` are present when
+  the source kept per-location values (an absent column means the value is already a total);
+* ``meta`` -- a JSON-serialisable dict (sources, per-point metadata such as Adiak records).
+
+Points are the distinct parameter coordinates found in ``data``.  Experiments are treated as
+immutable: every operation returns a new one.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import math
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from .errors import PerfcastError
+
+#: Separator used to display callpaths as one string (Extra-P's convention).
+SEP = "->"
+#: Column names with a fixed meaning; parameters may not use them.
+RESERVED = ("rep", "callpath", "metric", "value", "rank", "thread")
+LOCATION_COLUMNS = ("rank", "thread")
+KINDS = ("time", "count", "bytes", "other")
+SCOPES = ("inclusive", "exclusive", "unknown")
+AGGREGATES = ("mean", "median", "min", "max", "sum", "std", "count")
+
+_TIME_UNITS = {"s", "sec", "secs", "second", "seconds", "ms", "us", "usec", "ns", "nsec", "cycles"}
+_BYTE_UNITS = {"b", "byte", "bytes", "kb", "mb", "gb", "kib", "mib", "gib"}
+
+
+def guess_kind(name: str, unit: str = "") -> str:
+    """Best guess of a metric's kind from its name and unit (readers may override)."""
+    u, n = unit.strip().lower(), name.strip().lower()
+    if u in _TIME_UNITS or n in {"time", "min_time", "max_time", "walltime", "runtime"} or "time" in n:
+        return "time"
+    if u in _BYTE_UNITS or "bytes" in n:
+        return "bytes"
+    if u in {"#", "occ", "count", "counts", "visits", "calls"} or n.startswith("papi_") or n in {
+        "visits", "calls", "count", "instructions", "cycles"}:
+        return "count"
+    return "other"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A measured quantity.
+
+    ``scope`` says what a value attached to a callpath means: ``inclusive`` (the callpath and
+    everything it calls), ``exclusive`` (the callpath's own cost) or ``unknown`` (a flat
+    measurement, e.g. one value per Extra-P region).
+    """
+
+    name: str
+    unit: str = ""
+    kind: str = "other"
+    scope: str = "unknown"
+    description: str = ""
+
+    def __post_init__(self):
+        if not self.name:
+            raise PerfcastError("metric with an empty name")
+        if self.kind not in KINDS:
+            raise PerfcastError(f"metric {self.name!r}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.scope not in SCOPES:
+            raise PerfcastError(f"metric {self.name!r}: scope {self.scope!r} is not one of {', '.join(SCOPES)}")
+
+    @classmethod
+    def guess(cls, name: str, unit: str = "", scope: str = "unknown", description: str = "") -> "Metric":
+        return cls(name, unit, guess_kind(name, unit), scope, description)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "unit": self.unit, "kind": self.kind, "scope": self.scope,
+                "description": self.description}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Metric":
+        return cls(d["name"], d.get("unit", ""), d.get("kind", "other"), d.get("scope", "unknown"),
+                   d.get("description", ""))
+
+
+class CallTree:
+    """Calling-context tree: callpath ids (display strings) with explicit parent links.
+
+    A callpath id is the frames joined by :data:`SEP`; the parent link is stored explicitly, so a
+    frame name containing the separator does not confuse the tree.  The tree may be a forest.
+    Order of insertion is kept (it is the order the source listed the callpaths in).
+    """
+
+    __slots__ = ("_parent", "_name", "_children")
+
+    def __init__(self, nodes: Iterable[tuple[str, str | None, str]] = ()):
+        """``nodes``: (path, parent_path_or_None, frame_name); parents must come before children."""
+        self._parent: dict[str, str | None] = {}
+        self._name: dict[str, str] = {}
+        self._children: dict[str, list[str]] = {}
+        for path, parent, name in nodes:
+            self.add(path, parent, name)
+
+    # -- construction -------------------------------------------------------------------------
+    def add(self, path: str, parent: str | None = None, name: str | None = None) -> str:
+        if path in self._parent:
+            if self._parent[path] != parent:
+                raise PerfcastError(f"callpath {path!r} given two parents ({self._parent[path]!r}, {parent!r})")
+            return path
+        if parent is not None and parent not in self._parent:
+            raise PerfcastError(f"callpath {path!r}: parent {parent!r} is not in the tree")
+        self._parent[path] = parent
+        self._name[path] = name if name is not None else path.rsplit(SEP, 1)[-1]
+        self._children[path] = []
+        if parent is not None:
+            self._children[parent].append(path)
+        return path
+
+    def add_frames(self, frames: Sequence[str]) -> str:
+        """Add a callpath given as its frames (root first), creating missing ancestors."""
+        parent = None
+        path = ""
+        for i, frame in enumerate(frames):
+            path = frame if i == 0 else path + SEP + frame
+            self.add(path, parent, frame)
+            parent = path
+        if not frames:
+            raise PerfcastError("empty callpath")
+        return path
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str]) -> "CallTree":
+        """Build from ``a->b->c`` strings, splitting on :data:`SEP` (ancestors are created)."""
+        tree = cls()
+        for p in paths:
+            if p not in tree._parent:
+                tree.add_frames(str(p).split(SEP))
+        return tree
+
+    # -- queries ------------------------------------------------------------------------------
+    def __contains__(self, path: str) -> bool:
+        return path in self._parent
+
+    def __len__(self) -> int:
+        return len(self._parent)
+
+    def __iter__(self):
+        return iter(self._parent)
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self._parent)
+
+    def parent(self, path: str) -> str | None:
+        return self._parent[path]
+
+    def name(self, path: str) -> str:
+        return self._name[path]
+
+    def children(self, path: str) -> list[str]:
+        return list(self._children[path])
+
+    def roots(self) -> list[str]:
+        return [p for p, par in self._parent.items() if par is None]
+
+    def depth(self, path: str) -> int:
+        d = 0
+        while (path := self._parent[path]) is not None:
+            d += 1
+        return d
+
+    def ancestors(self, path: str) -> list[str]:
+        out = []
+        while (path := self._parent[path]) is not None:
+            out.append(path)
+        return out
+
+    def descendants(self, path: str) -> list[str]:
+        out, stack = [], list(reversed(self._children[path]))
+        while stack:
+            p = stack.pop()
+            out.append(p)
+            stack.extend(reversed(self._children[p]))
+        return out
+
+    def preorder(self) -> list[str]:
+        out = []
+        for r in self.roots():
+            out.append(r)
+            out.extend(self.descendants(r))
+        return out
+
+    def subset(self, keep: Iterable[str]) -> "CallTree":
+        """The tree restricted to ``keep`` and their ancestors."""
+        wanted = set()
+        for p in keep:
+            if p in self._parent:
+                wanted.add(p)
+                wanted.update(self.ancestors(p))
+        return CallTree((p, self._parent[p], self._name[p]) for p in self._parent if p in wanted)
+
+    def merged(self, other: "CallTree") -> "CallTree":
+        tree = CallTree(self.to_records())
+        for path, parent, name in other.to_records():
+            tree.add(path, parent, name)
+        return tree
+
+    def to_records(self) -> list[tuple[str, str | None, str]]:
+        return [(p, self._parent[p], self._name[p]) for p in self._parent]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CallTree) and self._parent == other._parent and self._name == other._name
+
+    def __repr__(self) -> str:
+        return f"CallTree({len(self)} callpaths, {len(self.roots())} roots)"
+
+    def subtree_matrix(self, order: Sequence[str]) -> sp.csr_matrix:
+        """Sparse A with A[i, j] = 1 when order[j] is order[i] or one of its descendants."""
+        index = {p: i for i, p in enumerate(order)}
+        rows, cols = [], []
+        for p, i in index.items():
+            rows.append(i)
+            cols.append(i)
+            for a in self.ancestors(p):
+                if a in index:
+                    rows.append(index[a])
+                    cols.append(i)
+        n = len(order)
+        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+
+
+def _check_finite(values: np.ndarray, what: str):
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise PerfcastError(f"{what} holds {int(bad.sum())} non-finite value(s) (NaN or inf)")
+
+
+class Experiment:
+    """Parameters, points, repetitions, calling-context tree, metrics and a tidy value table."""
+
+    def __init__(self, parameters: Sequence[str], data: pd.DataFrame, metrics: Iterable[Metric] | Mapping,
+                 tree: CallTree | None = None, meta: Mapping | None = None, *, validate: bool = True):
+        self.parameters: tuple[str, ...] = tuple(str(p) for p in parameters)
+        if isinstance(metrics, Mapping):
+            metrics = metrics.values()
+        self.metrics: dict[str, Metric] = {m.name: m for m in metrics}
+        self.meta: dict = dict(meta or {})
+        self.data = self._normalise(data)
+        if tree is None:
+            tree = CallTree.from_paths(self.data["callpath"].cat.categories)
+        self.tree = tree
+        if validate:
+            self.validate()
+
+    # -- construction and checks ------------------------------------------------------------
+    def _normalise(self, data: pd.DataFrame) -> pd.DataFrame:
+        for p in self.parameters:
+            if p in RESERVED:
+                raise PerfcastError(f"parameter name {p!r} is reserved (reserved: {', '.join(RESERVED)})")
+        if len(set(self.parameters)) != len(self.parameters):
+            raise PerfcastError(f"parameter names repeat: {', '.join(self.parameters)}")
+        missing = [c for c in (*self.parameters, "callpath", "metric", "value") if c not in data.columns]
+        if missing:
+            raise PerfcastError(f"value table lacks column(s) {', '.join(missing)}")
+        cols = [*self.parameters, "rep", "callpath", "metric", "value",
+                *[c for c in LOCATION_COLUMNS if c in data.columns]]
+        df = pd.DataFrame(index=pd.RangeIndex(len(data)))
+        for p in self.parameters:
+            try:
+                df[p] = pd.to_numeric(data[p].to_numpy(), errors="raise").astype("float64")
+            except (ValueError, TypeError) as e:
+                raise PerfcastError(f"parameter {p!r} has a non-numeric value ({e})") from None
+        df["rep"] = (data["rep"].to_numpy().astype("int64") if "rep" in data.columns
+                     else np.zeros(len(data), dtype="int64"))
+        for c in ("callpath", "metric"):
+            col = data[c]
+            if isinstance(col.dtype, pd.CategoricalDtype) and all(isinstance(x, str) for x in col.cat.categories):
+                df[c] = pd.Categorical(col.to_numpy()).remove_unused_categories()
+            else:
+                df[c] = pd.Categorical(col.astype(str).to_numpy())
+        try:
+            df["value"] = pd.to_numeric(data["value"].to_numpy(), errors="raise").astype("float64")
+        except (ValueError, TypeError) as e:
+            raise PerfcastError(f"column 'value' has a non-numeric entry ({e})") from None
+        for c in LOCATION_COLUMNS:
+            if c in data.columns:
+                df[c] = data[c].to_numpy().astype("int64")
+        return df[cols]
+
+    def validate(self) -> "Experiment":
+        d = self.data
+        if len(d) == 0:
+            raise PerfcastError("the experiment is empty (no values)")
+        for p in self.parameters:
+            _check_finite(d[p].to_numpy(), f"parameter {p!r}")
+        _check_finite(d["value"].to_numpy(), "the value column")
+        undeclared = set(d["metric"].cat.categories) - set(self.metrics)
+        if undeclared:
+            raise PerfcastError(f"values for undeclared metric(s): {', '.join(sorted(undeclared))}")
+        unknown = [c for c in d["callpath"].cat.categories if c not in self.tree]
+        if unknown:
+            raise PerfcastError(f"values for callpath(s) not in the call tree: {', '.join(unknown[:5])}")
+        for name, m in self.metrics.items():
+            if m.kind in ("count", "bytes"):
+                neg = (d["metric"] == name).to_numpy() & (d["value"].to_numpy() < 0)
+                if neg.any():
+                    row = d[neg].iloc[0]
+                    raise PerfcastError(
+                        f"metric {name!r} counts {m.kind} but has {int(neg.sum())} negative value(s), "
+                        f"e.g. {row['value']} at callpath {row['callpath']!r}, point {self._point_str(row)}")
+        return self
+
+    def _point_str(self, row) -> str:
+        return "(" + ", ".join(f"{p}={_fmt_num(row[p])}" for p in self.parameters) + ")"
+
+    @classmethod
+    def from_pandas(cls, df: pd.DataFrame, parameters: Sequence[str] | None = None,
+                    metrics: Iterable[Metric] | None = None, tree: CallTree | None = None,
+                    meta: Mapping | None = None) -> "Experiment":
+        """Build from a tidy frame; parameters default to every non-reserved column."""
+        if parameters is None:
+            parameters = [c for c in df.columns if c not in RESERVED]
+        if metrics is None:
+            metrics = [Metric.guess(str(m)) for m in pd.unique(df["metric"].astype(str))]
+        return cls(parameters, df, metrics, tree, meta)
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self.data.copy()
+
+    def replace(self, **changes) -> "Experiment":
+        """A copy with some of parameters/data/metrics/tree/meta replaced (validated)."""
+        args = dict(parameters=self.parameters, data=self.data, metrics=self.metrics,
+                    tree=self.tree, meta=copy.deepcopy(self.meta))
+        args.update(changes)
+        return Experiment(**args)
+
+    # -- descriptive --------------------------------------------------------------------------
+    @property
+    def callpaths(self) -> list[str]:
+        """Callpaths that carry values, in tree order."""
+        present = set(self.data["callpath"].cat.categories[np.unique(self.data["callpath"].cat.codes)])
+        return [p for p in self.tree.preorder() if p in present]
+
+    @property
+    def has_locations(self) -> bool:
+        return "rank" in self.data.columns
+
+    def points(self) -> pd.DataFrame:
+        """Distinct coordinates, sorted, one column per parameter."""
+        if not self.parameters:
+            return pd.DataFrame(index=pd.RangeIndex(1))
+        return (self.data[list(self.parameters)].drop_duplicates()
+                .sort_values(list(self.parameters)).reset_index(drop=True))
+
+    def repetitions(self) -> pd.DataFrame:
+        """Repetitions per point (the number of distinct ``rep`` values)."""
+        keys = list(self.parameters)
+        if not keys:
+            return pd.DataFrame({"repetitions": [self.data["rep"].nunique()]})
+        return (self.data.groupby(keys, observed=True)["rep"].nunique()
+                .rename("repetitions").reset_index().sort_values(keys).reset_index(drop=True))
+
+    def summary(self) -> dict:
+        """A JSON-ready description (what ``perfcast show --json`` prints)."""
+        pts = self.repetitions()
+        points = [{**{p: _json_num(r[p]) for p in self.parameters}, "repetitions": int(r["repetitions"])}
+                  for _, r in pts.iterrows()]
+        present = set(self.callpaths)
+        return {
+            "parameters": list(self.parameters),
+            "points": points,
+            "n_points": len(points),
+            "metrics": [m.to_dict() for m in self.metrics.values()],
+            "callpaths": [{"path": p, "name": self.tree.name(p), "parent": self.tree.parent(p),
+                           "depth": self.tree.depth(p), "has_values": p in present}
+                          for p in self.tree.preorder()],
+            "n_callpaths": len(self.tree),
+            "n_values": int(len(self.data)),
+            "locations": {c: int(self.data[c].nunique()) for c in LOCATION_COLUMNS if c in self.data.columns},
+            "meta": self.meta,
+        }
+
+    def __repr__(self) -> str:
+        return (f"Experiment(parameters={list(self.parameters)}, points={len(self.points())}, "
+                f"callpaths={len(self.tree)}, metrics={list(self.metrics)}, values={len(self.data)})")
+
+    def equals(self, other: "Experiment") -> bool:
+        """Same parameters, metrics, tree, meta and values (row order ignored)."""
+        if not isinstance(other, Experiment):
+            return False
+        if (self.parameters != other.parameters or self.metrics != other.metrics or self.tree != other.tree
+                or self.meta != other.meta or list(self.data.columns) != list(other.data.columns)):
+            return False
+        a, b = _canonical(self.data), _canonical(other.data)
+        return a.equals(b)
+
+    __eq__ = equals
+    __hash__ = None  # mutable-looking container; not hashable
+
+    # -- selection ----------------------------------------------------------------------------
+    def select(self, callpath: str | Sequence[str] | None = None, metric: str | Sequence[str] | None = None,
+               **coords) -> "Experiment":
+        """Rows matching callpath glob(s), metric name(s) and parameter values (a value or a list)."""
+        mask = np.ones(len(self.data), dtype=bool)
+        d = self.data
+        if callpath is not None:
+            pats = [callpath] if isinstance(callpath, str) else list(callpath)
+            cats = d["callpath"].cat.categories
+            hit = np.array([any(fnmatch.fnmatchcase(c, pat) for pat in pats) for c in cats], dtype=bool)
+            mask &= hit[d["callpath"].cat.codes.to_numpy()]
+        if metric is not None:
+            names = [metric] if isinstance(metric, str) else list(metric)
+            unknown = [m for m in names if m not in self.metrics]
+            if unknown:
+                raise PerfcastError(f"no metric {unknown[0]!r}; the experiment has: {', '.join(self.metrics)}")
+            mask &= d["metric"].isin(names).to_numpy()
+        for p, v in coords.items():
+            if p not in self.parameters:
+                raise PerfcastError(f"no parameter {p!r}; the experiment has: {', '.join(self.parameters)}")
+            vals = [v] if np.isscalar(v) else list(v)
+            mask &= d[p].isin([float(x) for x in vals]).to_numpy()
+        sub = d[mask]
+        if len(sub) == 0:
+            raise PerfcastError("the selection is empty")
+        used = set(sub["metric"].astype(str).unique())
+        keep_paths = set(sub["callpath"].astype(str).unique())
+        return Experiment(self.parameters, sub.reset_index(drop=True),
+                          [m for n, m in self.metrics.items() if n in used],
+                          self.tree.subset(keep_paths), copy.deepcopy(self.meta))
+
+    def aggregate(self, how: str = "mean", over: Sequence[str] = ("rep",)) -> pd.DataFrame:
+        """Reduce ``over`` some of rep/rank/thread with mean/median/min/max/sum/std/count.
+
+        Returns a tidy frame without the reduced columns (``value`` holds the statistic).
+        """
+        if how not in AGGREGATES:
+            raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
+        over = [c for c in over if c in self.data.columns]
+        bad = [c for c in over if c not in ("rep", *LOCATION_COLUMNS)]
+        if bad:
+            raise PerfcastError(f"can only aggregate over rep, rank, thread (not {', '.join(bad)})")
+        keys = [c for c in self.data.columns if c not in (*over, "value")]
+        g = self.data.groupby(keys, observed=True, sort=True)["value"]
+        out = g.agg(how).reset_index()
+        if how == "std":
+            out["value"] = out["value"].fillna(0.0)
+        return out
+
+    def reduce_locations(self, how: str = "sum") -> "Experiment":
+        """Collapse per-rank/thread values into one value per point, repetition and callpath."""
+        if not self.has_locations:
+            return self
+        df = self.aggregate(how, over=LOCATION_COLUMNS)
+        meta = copy.deepcopy(self.meta)
+        meta.setdefault("history", []).append(f"locations reduced by {how}")
+        return Experiment(self.parameters, df, self.metrics, self.tree, meta)
+
+    # -- tree arithmetic ----------------------------------------------------------------------
+    def to_inclusive(self, metric: str, name: str | None = None) -> "Experiment":
+        """Exclusive -> inclusive: each callpath gets the sum over its subtree.
+
+        The result replaces ``metric`` (or is added as ``name``) with scope ``inclusive``.
+        """
+        return self._convert(metric, "inclusive", name)
+
+    def to_exclusive(self, metric: str, name: str | None = None) -> "Experiment":
+        """Inclusive -> exclusive: each callpath minus the inclusive values of its children."""
+        return self._convert(metric, "exclusive", name)
+
+    def _convert(self, metric: str, target: str, name: str | None) -> "Experiment":
+        if metric not in self.metrics:
+            raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(self.metrics)}")
+        m = self.metrics[metric]
+        source = "exclusive" if target == "inclusive" else "inclusive"
+        if m.scope != source:
+            raise PerfcastError(f"metric {metric!r} has scope {m.scope!r}; converting to {target} "
+                                f"needs {source} values")
+        d = self.data[self.data["metric"] == metric]
+        order = self.tree.preorder()
+        index = {p: i for i, p in enumerate(order)}
+        group_cols = [c for c in d.columns if c not in ("callpath", "metric", "value")]
+        if group_cols:
+            gid, groups = pd.factorize(pd.MultiIndex.from_frame(d[group_cols]))
+        else:
+            gid, groups = np.zeros(len(d), dtype=np.int64), pd.MultiIndex.from_tuples([()])
+        cp = np.array([index[c] for c in d["callpath"].astype(str)], dtype=np.int64)
+        shape = (len(groups), len(order))
+        vals = sp.csr_matrix((d["value"].to_numpy(), (gid, cp)), shape=shape)
+        present = sp.csr_matrix((np.ones(len(d)), (gid, cp)), shape=shape)
+        A = self.tree.subtree_matrix(order)  # A[i, j]: j in subtree(i)
+        if target == "inclusive":
+            out = vals @ A.T
+            has = (present @ A.T) > 0
+        else:
+            # exclusive(i) = inclusive(i) - sum over children; children matrix C[i, j] = 1 if parent(j) = i
+            rows = [index[self.tree.parent(p)] for p in order if self.tree.parent(p) is not None]
+            cols = [index[p] for p in order if self.tree.parent(p) is not None]
+            C = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(order), len(order)))
+            out = vals - vals @ C.T
+            has = present > 0
+        has = sp.coo_matrix(has)
+        out = sp.csr_matrix(out)
+        r, c = has.row, has.col
+        new_vals = np.asarray(out[r, c]).ravel()
+        if target == "exclusive":
+            # tiny negative residues from floating-point subtraction of equal sums
+            scale = np.abs(np.asarray(vals[r, c]).ravel())
+            new_vals = np.where(np.abs(new_vals) <= 1e-12 * np.maximum(scale, 1.0), 0.0, new_vals)
+        new = pd.DataFrame({col: np.asarray(groups.get_level_values(i))[r] for i, col in enumerate(group_cols)})
+        new["callpath"] = [order[i] for i in c]
+        new_name = name or metric
+        new["metric"] = new_name
+        new["value"] = new_vals
+        rest = self.data[self.data["metric"] != metric] if name is None else self.data
+        rest = rest.astype({"callpath": str, "metric": str})
+        data = pd.concat([rest, new[rest.columns]], ignore_index=True)
+        metrics = dict(self.metrics)
+        if name is None:
+            del metrics[metric]
+        metrics[new_name] = replace(m, name=new_name, scope=target)
+        return Experiment(self.parameters, data, metrics.values(), self.tree, copy.deepcopy(self.meta))
+
+
+def _canonical(df: pd.DataFrame) -> pd.DataFrame:
+    d = df.astype({"callpath": str, "metric": str})
+    return d.sort_values(list(d.columns)).reset_index(drop=True)
+
+
+def _fmt_num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _json_num(x):
+    x = float(x)
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = None) -> Experiment:
+    """Merge experiments that share parameters into one.
+
+    Values at a coordinate already present become further repetitions (never collapsed).
+    Metrics must agree in unit/kind/scope; trees are merged.
+    """
+    if not experiments:
+        raise PerfcastError("nothing to combine")
+    sources = list(sources) if sources is not None else [None] * len(experiments)
+    first = experiments[0]
+    params = first.parameters
+    metrics = dict(first.metrics)
+    tree = first.tree
+    frames = [first.data.astype({"callpath": str, "metric": str})]
+    meta = {"sources": []}
+    for e, src in zip(experiments, sources):
+        meta["sources"].extend(e.meta.get("sources", [src] if src else []))
+    for e, src in zip(experiments[1:], sources[1:]):
+        if set(e.parameters) != set(params):
+            raise PerfcastError(
+                f"parameters differ between inputs: {', '.join(params) or '(none)'} vs "
+                f"{', '.join(e.parameters) or '(none)'}; name the parameter values of each input", src)
+        for n, m in e.metrics.items():
+            if n in metrics and metrics[n] != m:
+                raise PerfcastError(f"metric {n!r} differs between inputs ({metrics[n]} vs {m})", src)
+            metrics.setdefault(n, m)
+        try:
+            tree = tree.merged(e.tree)
+        except PerfcastError as err:
+            raise err.at(src) from None
+        d = e.data.astype({"callpath": str, "metric": str})
+        # repetitions continue after those already present at the same coordinate/callpath/metric
+        prev = pd.concat(frames, ignore_index=True)
+        keys = [*params, "callpath", "metric"]
+        offset = prev.groupby(keys, observed=True)["rep"].max().rename("_off") + 1
+        d = d.merge(offset.reset_index(), on=keys, how="left")
+        d["rep"] = d["rep"] + d["_off"].fillna(0).astype("int64")
+        frames.append(d.drop(columns="_off")[[c for c in d.columns if c != "_off"]])
+    cols = set().union(*(f.columns for f in frames))
+    for c in LOCATION_COLUMNS:
+        if c in cols and not all(c in f.columns for f in frames):
+            raise PerfcastError("some inputs hold per-rank values and others totals; reduce them first")
+    data = pd.concat(frames, ignore_index=True)
+    return Experiment(params, data, metrics.values(), tree, meta)

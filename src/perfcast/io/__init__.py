@@ -1,0 +1,190 @@
+"""Readers: one module per external format, each turning a file or directory into an Experiment.
+
+Every reader module registers a :class:`Reader` with :func:`register`.  :func:`load` picks the
+reader (``format=`` or auto-detection: extension first, then content sniffing), reads each input
+and combines several inputs into one experiment.  Readers know nothing about models.
+
+A reader may return an experiment without parameters (one profile of one run); :func:`load`
+then gives it coordinates from the user (``points=``) or from its path
+(:func:`perfcast.io.paths.params_from_path`), and says clearly when neither is possible.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ..errors import PerfcastError
+from ..experiment import Experiment, combine
+
+__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load"]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Options every reader receives (each uses what applies to its format)."""
+
+    #: metadata keys to use as parameters (Caliper/Adiak globals such as ``jobsize``); empty = auto
+    parameters: tuple[str, ...] = ()
+    #: report progress: called with (done, total, label)
+    progress: Callable[[int, int, str], None] | None = None
+
+
+@dataclass(frozen=True)
+class Reader:
+    name: str
+    description: str
+    #: file name endings (lower case, with the dot) this reader claims, e.g. (".cubex",)
+    extensions: tuple[str, ...]
+    #: content check: True when the path (file or directory) is in this format
+    sniff: Callable[[Path], bool]
+    read: Callable[[Path, ReadOptions], Experiment]
+    #: True when the reader accepts directories
+    directories: bool = False
+
+
+_READERS: dict[str, Reader] = {}
+_MODULES = ("tidy", "extrap", "cube", "caliper", "hpctoolkit", "perf", "cachegrind", "pmpi", "collected")
+_loaded = False
+
+
+def register(reader: Reader) -> Reader:
+    _READERS[reader.name] = reader
+    return reader
+
+
+def _load_modules():
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for mod in _MODULES:
+        try:
+            importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as e:
+            # a reader module that does not exist yet in this version
+            if e.name != f"{__name__}.{mod}":
+                raise
+
+
+def readers() -> dict[str, Reader]:
+    _load_modules()
+    return dict(_READERS)
+
+
+def detect(path: Path) -> Reader:
+    """The reader for ``path``: by extension, then by content."""
+    from .. import store
+
+    _load_modules()
+    if store.is_store(path):
+        return _STORE_READER
+    if not path.exists():
+        raise PerfcastError("no such file or directory", path)
+    name = path.name.lower()
+    candidates = [r for r in _READERS.values()
+                  if any(name.endswith(ext) for ext in r.extensions) and (r.directories or path.is_file())]
+    for r in candidates:
+        if _safe_sniff(r, path):
+            return r
+    for r in _READERS.values():
+        if r not in candidates and (r.directories or path.is_file()) and _safe_sniff(r, path):
+            return r
+    if len(candidates) == 1:
+        return candidates[0]
+    kinds = ", ".join(sorted(_READERS))
+    what = "directory" if path.is_dir() else "file"
+    raise PerfcastError(f"unknown format: no reader recognises this {what} (formats: {kinds}; "
+                        f"choose one with --format)", path)
+
+
+def _safe_sniff(r: Reader, path: Path) -> bool:
+    try:
+        return bool(r.sniff(path))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+
+
+def _read_store(path: Path, options: ReadOptions) -> Experiment:
+    from .. import store
+
+    return store.read(path)
+
+
+_STORE_READER = Reader("perfcast", "a stored perfcast experiment (NAME.perfcast directory)", (".perfcast",),
+                       lambda p: False, _read_store, directories=True)
+
+
+def read_one(path: str | Path, format: str | None = None, options: ReadOptions | None = None) -> Experiment:
+    path = Path(path)
+    options = options or ReadOptions()
+    if format:
+        _load_modules()
+        table = {**_READERS, "perfcast": _STORE_READER}
+        if format not in table:
+            raise PerfcastError(f"unknown format {format!r}; known: {', '.join(sorted(table))}")
+        reader = table[format]
+        if not path.exists():
+            raise PerfcastError("no such file or directory", path)
+        if path.is_dir() and not reader.directories:
+            raise PerfcastError(f"is a directory; the {format} reader reads files", path)
+    else:
+        reader = detect(path)
+    try:
+        exp = reader.read(path, options)
+    except PerfcastError as e:
+        raise e.at(path) from None
+    except (UnicodeDecodeError, EOFError) as e:
+        raise PerfcastError(f"not a readable {reader.name} input ({type(e).__name__}: {e})", path) from None
+    exp.meta.setdefault("sources", [str(path)])
+    exp.meta.setdefault("format", reader.name)
+    return exp
+
+
+def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequence[Mapping] | None = None,
+         options: ReadOptions | None = None) -> Experiment:
+    """Read ``inputs`` and combine them into one experiment.
+
+    ``points`` (one mapping per input, optional) gives the coordinates of inputs that carry no
+    parameters of their own; otherwise the path is parsed (``mm.x10y1z1.r1``, ``run.p64.r2``).
+    """
+    from .paths import params_from_path
+
+    if not inputs:
+        raise PerfcastError("no input given")
+    if points is not None and len(points) not in (0, len(inputs)):
+        raise PerfcastError(f"{len(points)} --point value(s) for {len(inputs)} input(s); give one per input")
+    exps, names = [], []
+    for i, inp in enumerate(inputs):
+        exp = read_one(inp, format, options)
+        given = points[i] if points else None
+        if given:
+            if exp.parameters:
+                raise PerfcastError(f"already has parameters {', '.join(exp.parameters)}; "
+                                    f"--point applies only to inputs without parameters", inp)
+            exp = at_point(exp, given)
+        elif not exp.parameters and len(inputs) > 1:
+            found = params_from_path(Path(inp))
+            if found is None:
+                raise PerfcastError("cannot tell this input's parameter values (not in its metadata or "
+                                    "path); name them with --point, e.g. --point p=64", inp)
+            # the path's repetition number only labels the run: equal coordinates become
+            # further repetitions when the inputs are combined
+            exp = at_point(exp, found[0])
+        exps.append(exp)
+        names.append(str(inp))
+    if len(exps) == 1:
+        return exps[0]
+    return combine(exps, names)
+
+
+def at_point(exp: Experiment, coords: Mapping[str, float], rep: int | None = None) -> Experiment:
+    """Give a parameterless experiment the coordinates ``coords`` (and optionally a repetition)."""
+    data = exp.data.copy()
+    for k, v in coords.items():
+        data[k] = float(v)
+    if rep is not None:
+        data["rep"] = data["rep"] + int(rep)
+    return Experiment(list(coords), data, exp.metrics, exp.tree, exp.meta)
