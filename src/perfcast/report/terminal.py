@@ -1,0 +1,118 @@
+"""Terminal output: rich tables and trees on a TTY, plain text otherwise, progress on stderr."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Callable, Iterator
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.tree import Tree
+
+from ..experiment import Experiment
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+
+@contextlib.contextmanager
+def progress(label: str, enabled: bool | None = None) -> Iterator[Callable[[int, int, str], None]]:
+    """Yield a callback ``(done, total, what)`` drawing a progress bar with ETA on stderr.
+
+    Disabled when stderr is not a terminal (CI logs stay clean) unless ``enabled`` is True.
+    """
+    enabled = err.is_terminal if enabled is None else enabled
+    if not enabled:
+        yield lambda done, total, what="": None
+        return
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[what]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                   console=err, transient=True)
+    task = bar.add_task(label, total=None, what="")
+    with bar:
+        def update(done: int, total: int, what: str = ""):
+            bar.update(task, completed=done, total=total, what=escape(str(what))[-40:])
+        yield update
+
+
+def _num(x: float) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.6g}"
+
+
+def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None = None) -> None:
+    s = exp.summary()
+    out.print(f"[bold]Parameters:[/bold] {escape(', '.join(s['parameters'])) or '(none: a single run)'}")
+    out.print(f"[bold]Points:[/bold] {s['n_points']}   [bold]Callpaths:[/bold] {s['n_callpaths']}   "
+              f"[bold]Values:[/bold] {s['n_values']}"
+              + "".join(f"   [bold]{k}s:[/bold] {v}" for k, v in s["locations"].items()))
+    pts = Table(title="Points", title_justify="left", show_edge=False)
+    for p in s["parameters"]:
+        pts.add_column(escape(p), justify="right")
+    pts.add_column("repetitions", justify="right")
+    for row in s["points"][:100]:
+        pts.add_row(*[_num(row[p]) for p in s["parameters"]], str(row["repetitions"]))
+    if len(s["points"]) > 100:
+        pts.add_row(*(["…"] * (len(s["parameters"]) + 1)))
+    out.print(pts)
+    mt = Table(title="Metrics", title_justify="left", show_edge=False)
+    for c in ("name", "unit", "kind", "scope"):
+        mt.add_column(c)
+    for m in s["metrics"]:
+        mt.add_row(escape(m["name"]), escape(m["unit"]), m["kind"], m["scope"])
+    out.print(mt)
+    out.print(callpath_tree(exp, max_callpaths, depth))
+
+
+def callpath_tree(exp: Experiment, max_nodes: int = 200, depth: int | None = None) -> Tree:
+    tree = exp.tree
+    root = Tree("[bold]Callpaths[/bold]")
+    shown = 0
+    hidden = 0
+
+    def add(node_ui, path, d):
+        nonlocal shown, hidden
+        if shown >= max_nodes or (depth is not None and d > depth):
+            hidden += 1 + len(tree.descendants(path))
+            return
+        shown += 1
+        child = node_ui.add(escape(tree.name(path)))
+        for c in tree.children(path):
+            add(child, c, d + 1)
+
+    for r in tree.roots():
+        add(root, r, 0)
+    if hidden:
+        root.add(f"[dim]… {hidden} more callpath(s) (use --max-callpaths / --depth)[/dim]")
+    return root
+
+
+def table(title: str, columns: list[str], rows: list[list[str]], justify: dict[str, str] | None = None) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False)
+    justify = justify or {}
+    for c in columns:
+        t.add_column(escape(c), justify=justify.get(c, "left"))
+    for r in rows:
+        t.add_row(*[escape(str(x)) for x in r])
+    return t
+
+
+def write_json(obj) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(obj, indent=1, allow_nan=False, default=_json_default) + "\n")
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
