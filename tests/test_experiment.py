@@ -1,0 +1,159 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfcast import CallTree, Experiment, Metric, PerfcastError, combine
+from perfcast.io import at_point
+from perfcast.io.paths import params_from_path, parse_name
+from pathlib import Path
+
+# main (1) -> a (2) -> b (3); main -> c (4): exclusive values, scaled by p
+EXCL = {"main": 1.0, "main->a": 2.0, "main->a->b": 3.0, "main->c": 4.0}
+
+
+def small(scope="exclusive", reps=2, ranks=False):
+    tree = CallTree.from_paths(EXCL)
+    rows = []
+    for p in (2, 4):
+        for rep in range(reps):
+            for cp, v in EXCL.items():
+                if ranks:
+                    for r in range(p):
+                        rows.append(dict(p=p, rep=rep, callpath=cp, metric="time", value=v * (r + 1), rank=r))
+                else:
+                    rows.append(dict(p=p, rep=rep, callpath=cp, metric="time", value=v * p + rep))
+    return Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", scope)], tree)
+
+
+def test_tree_links():
+    t = CallTree.from_paths(["main->a->b", "main->c"])
+    assert t.roots() == ["main"]
+    assert t.children("main") == ["main->a", "main->c"]
+    assert t.parent("main->a->b") == "main->a"
+    assert t.descendants("main") == ["main->a", "main->a->b", "main->c"]
+    assert t.depth("main->a->b") == 2
+    assert t.name("main->a->b") == "b"
+
+
+def test_tree_rejects_conflicting_parent():
+    t = CallTree([("x", None, "x"), ("y", None, "y"), ("z", "x", "z")])
+    with pytest.raises(PerfcastError, match="two parents"):
+        t.add("z", "y", "z")
+
+
+def test_inclusive_by_hand():
+    inc = small().to_inclusive("time")
+    assert inc.metrics["time"].scope == "inclusive"
+    agg = inc.aggregate("mean").set_index(["p", "callpath"])["value"]
+    # p=2, rep mean of (v*2 + rep) with rep 0,1 -> v*2 + 0.5 ; inclusive sums over the subtree
+    assert agg[(2.0, "main")] == pytest.approx((1 + 2 + 3 + 4) * 2 + 4 * 0.5)
+    assert agg[(2.0, "main->a")] == pytest.approx((2 + 3) * 2 + 2 * 0.5)
+    assert agg[(4.0, "main->c")] == pytest.approx(4 * 4 + 0.5)
+
+
+def test_exclusive_inverts_inclusive():
+    e = small()
+    back = e.to_inclusive("time").to_exclusive("time")
+    assert back.equals(e)
+
+
+def test_conversion_needs_right_scope():
+    with pytest.raises(PerfcastError, match="needs exclusive"):
+        small(scope="inclusive").to_inclusive("time")
+
+
+def test_conversion_keeps_ranks_separate():
+    inc = small(ranks=True).to_inclusive("time", name="time (I)")
+    assert set(inc.metrics) == {"time", "time (I)"}
+    row = inc.data[(inc.data.metric == "time (I)") & (inc.data.callpath == "main") & (inc.data.p == 4)
+                   & (inc.data["rank"] == 3) & (inc.data.rep == 0)]
+    assert row["value"].item() == pytest.approx(10 * 4)
+
+
+def test_aggregate_statistics():
+    e = small(reps=3)
+    med = e.aggregate("median").set_index(["p", "callpath"])["value"]
+    assert med[(4.0, "main->a")] == pytest.approx(2 * 4 + 1)
+    mx = e.aggregate("max").set_index(["p", "callpath"])["value"]
+    assert mx[(2.0, "main")] == pytest.approx(2 + 2)
+    with pytest.raises(PerfcastError):
+        e.aggregate("mode")
+
+
+def test_reduce_locations_sums_ranks():
+    e = small(ranks=True).reduce_locations("sum")
+    assert not e.has_locations
+    v = e.data[(e.data.p == 4) & (e.data.callpath == "main->c") & (e.data.rep == 0)]["value"].item()
+    assert v == pytest.approx(4 * (1 + 2 + 3 + 4))
+
+
+def test_select_glob_and_coords():
+    e = small().select(callpath="main->a*", p=4)
+    assert set(e.callpaths) == {"main->a", "main->a->b"}
+    assert "main" in e.tree  # ancestors kept for the tree
+    assert e.points()["p"].tolist() == [4.0]
+    with pytest.raises(PerfcastError, match="no parameter"):
+        small().select(q=1)
+
+
+def test_combine_makes_repetitions_never_collapses():
+    e = small(reps=2)
+    c = combine([e, e])
+    assert c.repetitions()["repetitions"].tolist() == [4, 4]
+    assert len(c.data) == 2 * len(e.data)
+
+
+def test_combine_rejects_different_parameters():
+    e = small()
+    other = Experiment(["n"], e.data.rename(columns={"p": "n"}), e.metrics, e.tree)
+    with pytest.raises(PerfcastError, match="parameters differ"):
+        combine([e, other], ["a", "b"])
+
+
+@pytest.mark.parametrize("bad,match", [
+    (dict(value=np.nan), "non-finite"),
+    (dict(value=np.inf), "non-finite"),
+    (dict(p=np.nan), "non-finite"),
+])
+def test_validation_non_finite(bad, match):
+    df = small().data.copy()
+    for k, v in bad.items():
+        df.loc[0, k] = v
+    with pytest.raises(PerfcastError, match=match):
+        Experiment(["p"], df, [Metric("time", "s", "time", "exclusive")], CallTree.from_paths(EXCL))
+
+
+def test_validation_negative_counts():
+    df = small().data.copy()
+    df["metric"] = "visits"
+    df.loc[3, "value"] = -1
+    with pytest.raises(PerfcastError, match="negative"):
+        Experiment(["p"], df, [Metric("visits", "", "count")], CallTree.from_paths(EXCL))
+
+
+def test_validation_empty_and_reserved():
+    with pytest.raises(PerfcastError, match="empty"):
+        Experiment(["p"], small().data.iloc[:0], [Metric("time")])
+    with pytest.raises(PerfcastError, match="reserved"):
+        Experiment(["rank"], small().data.rename(columns={"p": "rank"}), [Metric("time")])
+
+
+def test_at_point_and_path_names():
+    e = small()
+    one = Experiment([], e.data[e.data.p == 2].drop(columns="p"), e.metrics, e.tree)
+    placed = at_point(one, {"x": 10, "y": 1})
+    assert placed.parameters == ("x", "y")
+    assert placed.points().values.tolist() == [[10.0, 1.0]]
+    assert parse_name("mm.x10y1z1.r1") == ({"x": 10.0, "y": 1.0, "z": 1.0}, 1)
+    assert parse_name("fastest.p16.size131072.r1") == ({"p": 16.0, "size": 131072.0}, 1)
+    assert parse_name("profile.cubex") is None
+    assert params_from_path(Path("set/mm.x25y1z1.r2/profile.cubex")) == ({"x": 25.0, "y": 1.0, "z": 1.0}, 2)
+
+
+def test_summary_is_json_ready():
+    import json
+
+    s = small(ranks=True).summary()
+    json.dumps(s, allow_nan=False)
+    assert s["points"] == [{"p": 2, "repetitions": 2}, {"p": 4, "repetitions": 2}]
+    assert s["locations"] == {"rank": 4}

@@ -1,0 +1,158 @@
+"""The on-disk store, the tidy reader and the CLI shell (import/show/formats, errors)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfcast import PerfcastError, store
+from perfcast.cli import main
+from perfcast.io import load
+
+from test_experiment import small
+
+CSV = """p,n,callpath,metric,value,unit
+2,10,main,time,1.0,s
+2,10,main->solve,time,0.5,s
+2,10,main,time,1.1,s
+4,10,main,time,2.0,s
+4,10,main->solve,time,1.5,s
+4,10,main,visits,3,
+"""
+
+
+@pytest.fixture
+def csv(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(CSV)
+    return p
+
+
+def run(*args):
+    """Run the real console script (one process, as a user would)."""
+    exe = Path(sys.executable).with_name("perfcast")
+    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_store_round_trip(tmp_path):
+    e = small(ranks=True)
+    e.meta["note"] = {"k": [1, 2]}
+    store.write(e, tmp_path / "x.perfcast")
+    back = store.read(tmp_path / "x.perfcast")
+    assert back.equals(e)
+    assert back.tree.to_records() == e.tree.to_records()
+    assert store.is_store(tmp_path / "x.perfcast")
+
+
+def test_store_write_is_atomic(tmp_path, monkeypatch):
+    e = small()
+    dest = tmp_path / "x.perfcast"
+    store.write(e, dest)
+    before = sorted(os.listdir(dest))
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store.pq, "write_table", boom)
+    with pytest.raises(OSError):
+        store.write(small(reps=3), dest)
+    # old store intact, no temporary directories left behind
+    assert store.read(dest).equals(e)
+    assert sorted(os.listdir(dest)) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["x.perfcast"]
+
+
+def test_tidy_reader_repetitions_and_metrics(csv):
+    e = load([csv])
+    assert e.parameters == ("p", "n")
+    reps = e.repetitions().set_index("p")["repetitions"]
+    assert reps[2.0] == 2 and reps[4.0] == 1
+    assert e.metrics["time"].unit == "s" and e.metrics["time"].kind == "time"
+    assert e.metrics["visits"].kind == "count"
+    assert e.tree.parent("main->solve") == "main"
+    mean = e.aggregate("mean").set_index(["p", "callpath", "metric"])["value"]
+    assert mean[(2.0, "main", "time")] == pytest.approx(1.05)
+
+
+@pytest.mark.parametrize("content,where", [
+    ("p,callpath,metric,value\n2,main,time,abc\n", ":2:"),
+    ("p,callpath,metric,value\n2,main,time,1\n4,main,time,nan\n", ":3:"),
+    ("p,callpath,metric,value\n2,main,time,1\nx,main,time,2\n", ":3:"),
+    ("p,callpath,metric,value\n2,main,visits,-4\n", ":2:"),
+    ("p,callpath,metric\n2,main,time\n", "(header)"),
+    ("p,callpath,metric,value,rep\n2,main,time,1,0\n2,main,time,2,0\n", ":3:"),
+    ("", "empty"),
+])
+def test_tidy_bad_input_names_file_and_line(tmp_path, content, where):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    with pytest.raises(PerfcastError) as ei:
+        load([p], format="tidy")
+    msg = ei.value.format()
+    assert str(p) in msg and where in msg
+
+
+def test_cli_import_show_json(tmp_path, csv):
+    out = tmp_path / "e.perfcast"
+    r = run("import", csv, "-o", out, "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["n_points"] == 2 and summary["parameters"] == ["p", "n"]
+    r = run("show", out, "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert [pt["repetitions"] for pt in s["points"]] == [2, 1]
+    assert {m["name"]: m["unit"] for m in s["metrics"]} == {"time": "s", "visits": ""}
+    assert [c["path"] for c in s["callpaths"]] == ["main", "main->solve"]
+    r = run("show", out)
+    assert r.returncode == 0 and "solve" in r.stdout and "repetitions" in r.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["show", "/nonexistent/file.csv"], "no such file"),
+    (["show", "--format", "nosuch", "{csv}"], "unknown format"),
+    (["import", "{csv}", "-o", "{csv}"], "exists"),
+    (["show", "{txt}"], "unknown format"),
+    (["show", "{csv}", "{csv}", "--point", "p=1"], "--point"),
+])
+def test_cli_errors_are_one_line_exit_2(tmp_path, csv, args, needle):
+    txt = tmp_path / "notes.txt"
+    txt.write_text("hello\n")
+    args = [a.format(csv=csv, txt=txt) for a in args]
+    r = run(*args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert needle in lines[0]
+
+
+def test_cli_failed_import_writes_nothing(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("p,callpath,metric,value\n2,main,time,1\n3,main,time,oops\n")
+    out = tmp_path / "o.perfcast"
+    assert main(["import", str(bad), "-o", str(out)]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+
+
+def test_cli_points_for_parameterless_inputs(tmp_path):
+    for i, v in enumerate((1.0, 2.5)):
+        (tmp_path / f"run{i}.csv").write_text(f"callpath,metric,value\nmain,time,{v}\n")
+    out = tmp_path / "o.perfcast"
+    assert main(["import", str(tmp_path / "run0.csv"), str(tmp_path / "run1.csv"),
+                 "--point", "p=4", "--point", "p=8", "-o", str(out)]) == 0
+    e = store.read(out)
+    assert e.aggregate().set_index("p")["value"].to_dict() == {4.0: 1.0, 8.0: 2.5}
+    # without --point and without parameters in the paths it says what to do
+    with pytest.raises(PerfcastError, match="--point"):
+        load([tmp_path / "run0.csv", tmp_path / "run1.csv"])
+
+
+def test_cli_help_and_version():
+    assert main(["--version"]) == 0
+    for cmd in ("import", "show", "formats"):
+        r = run(cmd, "--help")
+        assert r.returncode == 0 and "Usage" in r.stdout
