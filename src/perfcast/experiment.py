@@ -576,17 +576,16 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
             tree = tree.merged(e.tree)
         except PerfcastError as err:
             raise err.at(src) from None
-        d = e.data.astype({"callpath": str, "metric": str})
-        # repetitions continue after those already present at the same coordinate/callpath/metric
-        prev = pd.concat(frames, ignore_index=True)
-        keys = [*params, "callpath", "metric"]
-        offset = prev.groupby(keys, observed=True)["rep"].max().rename("_off") + 1
-        d = d.merge(offset.reset_index(), on=keys, how="left")
-        d["rep"] = d["rep"] + d["_off"].fillna(0).astype("int64")
-        frames.append(d.drop(columns="_off")[[c for c in d.columns if c != "_off"]])
+        frames.append(e.data.astype({"callpath": str, "metric": str}))
     cols = set().union(*(f.columns for f in frames))
     for c in LOCATION_COLUMNS:
         if c in cols and not all(c in f.columns for f in frames):
             raise PerfcastError("some inputs hold per-rank values and others totals; reduce them first")
-    data = pd.concat(frames, ignore_index=True)
-    return Experiment(params, data, metrics.values(), tree, meta)
+    data = pd.concat([f.assign(_src=i) for i, f in enumerate(frames)], ignore_index=True)
+    # repetitions: the (input, rep) pairs at one coordinate/callpath/metric/location, numbered in
+    # input order -- values at equal coordinates from different inputs are never collapsed
+    keys = [*params, "callpath", "metric", *[c for c in LOCATION_COLUMNS if c in data.columns]]
+    order = data["_src"].to_numpy(np.int64) * (int(data["rep"].max()) + 1) + data["rep"].to_numpy(np.int64)
+    data["rep"] = (data.assign(_k=order).groupby(keys, observed=True, sort=False)["_k"]
+                   .rank(method="dense").to_numpy(np.int64) - 1)
+    return Experiment(params, data.drop(columns="_src"), metrics.values(), tree, meta)
