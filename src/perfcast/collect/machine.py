@@ -1,0 +1,177 @@
+"""Describe the machine a campaign runs on, by probing (never assuming).
+
+:func:`describe` returns a JSON-ready dict: host, kernel, CPU model, frequency, logical and physical
+cores, cache geometry (from sysfs), memory, and the tools and hardware counters that actually work
+(``perf stat`` is run once on a trivial command and every event that comes back ``<not supported>``
+is marked unavailable).  Results are cached per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+#: Hardware events the counters collector asks for when the machine has them (perf's generic names).
+HW_EVENTS = ("instructions", "cycles", "cache-references", "cache-misses", "L1-dcache-loads",
+             "L1-dcache-load-misses", "LLC-loads", "LLC-load-misses", "stalled-cycles-frontend",
+             "stalled-cycles-backend", "branch-misses")
+#: Software events that always exist where perf works (no PMU needed).
+SW_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
+
+
+def _read(path: str | Path) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _run(args: list[str], timeout: float = 20.0) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _cpuinfo() -> dict:
+    text = _read("/proc/cpuinfo") or ""
+    model = None
+    mhz = []
+    cores = set()
+    for block in text.split("\n\n"):
+        fields = {}
+        for line in block.splitlines():
+            k, _, v = line.partition(":")
+            fields[k.strip()] = v.strip()
+        if "model name" in fields and model is None:
+            model = fields["model name"]
+        if "cpu MHz" in fields:
+            try:
+                mhz.append(float(fields["cpu MHz"]))
+            except ValueError:
+                pass
+        if "core id" in fields:
+            cores.add((fields.get("physical id", "0"), fields["core id"]))
+    return {"model": model, "mhz": mhz, "physical_cores": len(cores) or None,
+            "sockets": len({c[0] for c in cores}) or None}
+
+
+def _frequency_hz(mhz: list[float]) -> dict:
+    out: dict = {}
+    base = Path("/sys/devices/system/cpu/cpu0/cpufreq")
+    for key, name in (("cpuinfo_max_freq", "max_hz"), ("cpuinfo_min_freq", "min_hz"),
+                      ("scaling_cur_freq", "current_hz"), ("base_frequency", "base_hz")):
+        v = _read(base / key)
+        if v and v.isdigit():
+            out[name] = int(v) * 1000  # sysfs gives kHz
+    if mhz:
+        out.setdefault("current_hz", int(sum(mhz) / len(mhz) * 1e6))
+    # the nominal clock: base, else max, else what /proc/cpuinfo reports now
+    out["nominal_hz"] = out.get("base_hz") or out.get("max_hz") or out.get("current_hz")
+    out["scaling"] = base.is_dir()
+    return out
+
+
+def caches() -> list[dict]:
+    """Cache levels of CPU 0 from sysfs: level, type, size (bytes), line size, associativity."""
+    out = []
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    for d in sorted(root.glob("index*")):
+        size = _read(d / "size") or ""
+        m = re.fullmatch(r"(\d+)([KMG]?)", size)
+        if not m:
+            continue
+        mult = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group(2)]
+        try:
+            out.append({"level": int(_read(d / "level") or 0), "type": _read(d / "type"),
+                        "size": int(m.group(1)) * mult,
+                        "line": int(_read(d / "coherency_line_size") or 0),
+                        "ways": int(_read(d / "ways_of_associativity") or 0)})
+        except ValueError:
+            continue
+    return out
+
+
+def _memory_bytes() -> int | None:
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                return int(parts[1]) * 1024
+    return None
+
+
+def probe_perf_events(events: tuple[str, ...] | list[str]) -> dict[str, bool]:
+    """Which of ``events`` ``perf stat`` can count here (False for all when perf is missing)."""
+    result = {e: False for e in events}
+    if not shutil.which("perf") or not events:
+        return result
+    proc = _run(["perf", "stat", "-x", ",", "-e", ",".join(events), "--", "true"])
+    if proc is None:
+        return result
+    for line in proc.stderr.splitlines():
+        parts = line.split(",")
+        if len(parts) < 3:
+            continue
+        value, name = parts[0].strip(), parts[2].strip()
+        # perf may append modifiers (":u") to the name it prints
+        base = name.split(":")[0]
+        key = name if name in result else base if base in result else None
+        if key is None:
+            continue
+        result[key] = not value.startswith("<")
+    return result
+
+
+def _tool_version(args: list[str]) -> str | None:
+    if not shutil.which(args[0]):
+        return None
+    proc = _run(args)
+    if proc is None or proc.returncode != 0:
+        return None
+    text = (proc.stdout or proc.stderr).strip().splitlines()
+    return text[0].strip() if text else None
+
+
+@functools.lru_cache(maxsize=1)
+def describe() -> dict:
+    """The machine description recorded with every campaign (cached per process)."""
+    info = _cpuinfo()
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    perf_version = _tool_version(["perf", "--version"])
+    events = probe_perf_events(HW_EVENTS + SW_EVENTS) if perf_version else {}
+    return {
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "cpu_model": info["model"],
+        "frequency": _frequency_hz(info["mhz"]),
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": affinity,
+        "physical_cores": info["physical_cores"],
+        "sockets": info["sockets"],
+        "memory_bytes": _memory_bytes(),
+        "caches": caches(),
+        "tools": {
+            "perf": perf_version,
+            "valgrind": _tool_version(["valgrind", "--version"]),
+            "mpirun": _tool_version(["mpirun", "--version"]),
+            "sbatch": _tool_version(["sbatch", "--version"]),
+        },
+        "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
+        "counters": {e: ok for e, ok in events.items()},
+        "hardware_counters": any(events.get(e) for e in HW_EVENTS),
+    }
+
+
+def nominal_hz() -> float | None:
+    f = describe()["frequency"].get("nominal_hz")
+    return float(f) if f else None

@@ -1,0 +1,194 @@
+"""Reader for valgrind cachegrind output (``cachegrind.out.*``).
+
+The text format (valgrind manual, "Cachegrind output file format")::
+
+    desc: I1 cache: 32768 B, 64 B, 8-way associative
+    cmd: ./app 64
+    events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
+    fl=file.c
+    fn=function
+    <line> <count> <count> ...        (missing trailing counts are 0)
+    summary: <total per event>
+
+Counts are exclusive per function (cachegrind does not record callers).  Every function becomes
+callpath ``app-><function>``; a function that appears under several ``fl=`` (its own file and
+inlined headers) is summed into one.  One metric per event (``Ir``, ``Dr``, ``D1mr``, ...), kind
+``count``, scope ``exclusive``.  The ``summary:`` totals are checked against the sum of the counts, so
+a truncated file is an error rather than silently smaller numbers.
+
+A file name carrying ``rank<N>`` (``cachegrind.out.rank3``) gives the values a ``rank`` column; a
+directory of such files is read as one experiment with one rank per file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+from ..experiment import SEP, CallTree, Experiment, Metric
+from . import Reader, ReadOptions, register
+
+ROOT = "app"
+_RANK = re.compile(r"rank[._-]?(\d+)")
+
+_DESCRIPTIONS = {
+    "Ir": "instructions executed", "I1mr": "I1 cache read misses", "ILmr": "LL cache instruction read misses",
+    "Dr": "memory reads", "D1mr": "D1 cache read misses", "DLmr": "LL cache data read misses",
+    "Dw": "memory writes", "D1mw": "D1 cache write misses", "DLmw": "LL cache data write misses",
+    "Bc": "conditional branches", "Bcm": "conditional branches mispredicted",
+    "Bi": "indirect branches", "Bim": "indirect branches mispredicted",
+}
+
+
+def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
+    """Events, per-function totals (name -> int64 vector over events) and header fields."""
+    events: list[str] | None = None
+    header: dict = {"desc": []}
+    totals: dict[str, np.ndarray] = {}
+    summary = None
+    current = None
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = raw.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            if line[0].isdigit():
+                if events is None or current is None:
+                    raise PerfcastError("count line before 'events:' and 'fn='", path, lineno)
+                parts = line.split()
+                try:
+                    nums = [int(x) for x in parts[1:]]
+                except ValueError:
+                    raise PerfcastError(f"non-integer count in {line!r}", path, lineno) from None
+                if len(nums) > len(events):
+                    raise PerfcastError(f"{len(nums)} counts for {len(events)} events", path, lineno)
+                vec = totals[current]
+                vec[: len(nums)] += nums
+                continue
+            key, sep, value = line.partition(":") if ":" in line.split("=", 1)[0] else line.partition("=")
+            key = key.strip()
+            value = value.strip()
+            if sep == "=" and key in ("fl", "fi", "fe"):
+                continue
+            if sep == "=" and key == "fn":
+                if events is None:
+                    raise PerfcastError("'fn=' before the 'events:' line", path, lineno)
+                current = value or "???"
+                totals.setdefault(current, np.zeros(len(events), dtype=np.int64))
+                continue
+            if sep == ":" and key == "events":
+                events = value.split()
+                if not events:
+                    raise PerfcastError("empty 'events:' line", path, lineno)
+                continue
+            if sep == ":" and key == "summary":
+                if events is None:
+                    raise PerfcastError("'summary:' before 'events:'", path, lineno)
+                try:
+                    summary = np.array([int(x) for x in value.split()], dtype=np.int64)
+                except ValueError:
+                    raise PerfcastError("non-integer summary", path, lineno) from None
+                continue
+            if sep == ":" and key == "desc":
+                header["desc"].append(value)
+                continue
+            if sep == ":" and key in ("cmd", "pid", "version", "creator", "positions"):
+                header[key] = value
+                continue
+            raise PerfcastError(f"not a cachegrind output line: {line[:60]!r}", path, lineno)
+    if events is None:
+        raise PerfcastError("not a cachegrind output file (no 'events:' line)", path)
+    if summary is not None:
+        total = np.zeros(len(events), dtype=np.int64)
+        for v in totals.values():
+            total += v
+        full = np.zeros(len(events), dtype=np.int64)
+        full[: len(summary)] = summary[: len(events)]
+        if not np.array_equal(total, full):
+            raise PerfcastError("counts do not add up to the 'summary:' line (truncated or corrupt file)",
+                                path, "summary")
+    else:
+        raise PerfcastError("no 'summary:' line (truncated file?)", path)
+    header["caches"] = _geometry(header["desc"])
+    return events, totals, header
+
+
+def _geometry(desc: list[str]) -> dict:
+    out = {}
+    for d in desc:
+        m = re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, (\d+)-way", d)
+        if m:
+            out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)), "ways": int(m.group(4))}
+        elif (m := re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, direct-mapped", d)):
+            out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)), "ways": 1}
+        elif (m := re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, fully associative", d)):
+            out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)),
+                               "ways": int(m.group(2)) // max(int(m.group(3)), 1)}
+    return out
+
+
+def rank_of(path: Path) -> int | None:
+    m = _RANK.search(path.name)
+    return int(m.group(1)) if m else None
+
+
+def read_files(paths: list[Path], root: str = ROOT) -> Experiment:
+    """One experiment from per-rank cachegrind files (rank from the name, else the file's index)."""
+    frames, metrics, tree, headers = [], {}, CallTree(), []
+    tree.add(root, None, root)
+    ranks_seen: set[int] = set()
+    for i, path in enumerate(sorted(paths, key=lambda p: (rank_of(p) is None, rank_of(p) or 0, p.name))):
+        events, totals, header = parse(path)
+        rank = rank_of(path)
+        rank = i if rank is None else rank
+        if rank in ranks_seen:
+            raise PerfcastError(f"two files for rank {rank}", path)
+        ranks_seen.add(rank)
+        headers.append({"file": path.name, "rank": rank, **{k: v for k, v in header.items() if k != "desc"}})
+        names = list(totals)
+        paths_ = []
+        for fn in names:
+            name = "[unknown]" if fn == "???" else fn
+            cp = root + SEP + name
+            tree.add(cp, root, name)
+            paths_.append(cp)
+        mat = np.array([totals[f] for f in names], dtype=np.int64).reshape(len(names), len(events))
+        for j, ev in enumerate(events):
+            metrics.setdefault(ev, Metric(ev, "#", "count", "exclusive", _DESCRIPTIONS.get(ev, "")))
+            frames.append(pd.DataFrame({"callpath": paths_, "metric": ev, "value": mat[:, j].astype(float),
+                                        "rank": rank}))
+    if not frames:
+        raise PerfcastError("no cachegrind data")
+    data = pd.concat(frames, ignore_index=True)
+    # a function whose name repeats after "???" renaming, summed
+    data = data.groupby(["callpath", "metric", "rank"], sort=False, as_index=False)["value"].sum()
+    data["rep"] = 0
+    meta = {"cachegrind": headers}
+    exp = Experiment([], data, metrics.values(), tree, meta)
+    return exp
+
+
+def _sniff(path: Path) -> bool:
+    if path.is_dir():
+        return any(_sniff(p) for p in path.glob("cachegrind.out*") if p.is_file())
+    with open(path, "rb") as fh:
+        head = fh.read(4096).decode("utf-8", "replace")
+    return (bool(re.search(r"^events: ", head, re.M)) and ("fl=" in head or "summary:" in head)
+            and "callgrind" not in head and "\ncalls=" not in head)
+
+
+def _read(path: Path, options: ReadOptions) -> Experiment:
+    if path.is_dir():
+        files = sorted(p for p in path.glob("cachegrind.out*") if p.is_file())
+        if not files:
+            raise PerfcastError("no cachegrind.out* files in this directory", path)
+        return read_files(files)
+    return read_files([path])
+
+
+register(Reader("cachegrind", "valgrind cachegrind output (cachegrind.out.*; a directory of per-rank files)",
+                (), _sniff, _read, directories=True))
