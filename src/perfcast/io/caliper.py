@@ -1,0 +1,911 @@
+"""Caliper profiles: ``.cali`` files (via ``caliperreader``) and ``cali-query`` json-split output.
+
+One file is one run.  A directory (searched recursively) is one experiment: each file becomes a
+point, or a further repetition of a point, with coordinates taken from the run's global metadata
+(Adiak values such as ``jobsize``, ``problem_size``; Caliper's ``mpi.world.size``).
+
+* **Calling-context tree** -- from the region path (Caliper's nested attributes: ``region``,
+  ``function``, ``loop``, ``mpi.function``, ... in nesting order; in json-split the ``path``
+  column or the ``source.function#callpath.address`` call stack).  Records outside every region
+  go to the root callpath ``(unannotated)``, so the inclusive values of the roots add up to the
+  program's total.
+* **Metrics** -- the records' numeric attributes (``sum#time.duration``,
+  ``avg#inclusive#sum#time.duration``, ``count``, ``any#any#max#Bytes/Rep``, ...), named as in
+  Caliper, with the unit and alias of the attribute's metadata.  Scope: ``inclusive`` for
+  ``inclusive#``/``.inclusive.``/``(inc)`` names, ``exclusive`` for additive measurements
+  (durations, counts, bytes, hardware counters) otherwise, ``unknown`` for properties and
+  ratios (``Bytes/Rep``, ``ProblemSize``, bandwidths).
+* **Locations** -- records carrying ``mpi.rank`` (``omp.thread.id``) keep per-rank (per-thread)
+  values.  Records without a rank in such a file (e.g. before ``MPI_Init``) get rank -1.
+* Several records of one callpath and location (time series snapshots, sampled source lines)
+  are combined by the attribute's aggregation operator: ``sum#``/``count`` add, ``min#``/``max#``
+  take the extreme, ``avg#`` averages weighted by ``count``.  Spot profiles holding both a
+  ``regionprofile`` and a ``timeseries`` channel are read from the ``regionprofile`` records.
+
+Parameters: ``ReadOptions.parameters`` names global keys to use (each must be numeric in every
+file); otherwise, for several files, the numeric globals that vary between files are chosen,
+well-known keys first (``jobsize``, ``mpi.world.size``, ``problem_size``, ``threads``, ...),
+leaving out run information and results (``launchdate``, ``elapsed_time``,
+``figure_of_merit``, ...) and keys that repeat another chosen key.  ``meta["caliper"]`` records
+each run's globals and which keys were chosen and why.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+from ..experiment import SEP, CallTree, Experiment, Metric, guess_kind
+from . import ReadOptions, Reader, register
+
+#: callpath of records outside every annotated region
+UNANNOTATED = "(unannotated)"
+
+#: global keys tried first as parameters, in order of preference
+PREFERRED_PARAMETERS = (
+    "jobsize", "mpi.world.size", "nprocs", "num_procs", "ranks", "np", "p",
+    "problem_size", "ProblemSizeRunParam", "ProblemSize", "size", "n",
+    "threads", "omp_max_threads", "omp_num_threads", "num_threads", "nthreads", "omp.num.threads",
+    "nodes", "num_nodes", "numhosts",
+)
+#: name tokens of run information and results (never parameters when chosen automatically)
+_NOISE_TOKENS = {"time", "date", "day", "elapsed", "duration", "timestamp", "pid", "seed", "uid", "id", "fom",
+                 "figure", "merit", "version", "rate", "speed", "throughput", "score", "bandwidth", "walltime",
+                 "runtime", "seconds"}
+_NOISE_ENDINGS = ("time", "date", "day", "stamp")
+_NOISE_PREFIX = ("cali.", "spot.", "adiak.", "caliper.")
+_NOISE_ADIAK_TYPES = {"date", "timeval", "path", "set of path", "version", "catstring", "set of string"}
+_NOISE_SUBCATEGORIES = {"runinfo", "binary"}
+
+_RANK_KEYS = ("mpi.rank",)
+_THREAD_KEYS = ("omp.thread.id", "thread.id", "pthread.id")
+_NUMERIC_TYPES = {"int", "uint", "double", "float", "long", "ulong"}
+#: attributes that are bookkeeping, never metrics
+_NOT_METRICS = {"aggregate.slot", "timeseries.starttime", "timeseries.snapshot", "loop.start_iteration",
+                "block", "mpi.rank", *_THREAD_KEYS}
+#: plain (operator-less) attribute names that are measurements
+_MEASUREMENTS = {"time.duration", "time.duration.ns", "time.duration.us", "time.inclusive.duration",
+                 "time.inclusive.duration.ns", "count", "loop.iterations", "timeseries.duration"}
+
+
+# ------------------------------------------------------------------------------------------------
+# metric naming rules
+
+
+def _split_ops(name: str) -> tuple[list[str], str]:
+    """``avg#inclusive#sum#time.duration`` -> (['avg', 'inclusive', 'sum'], 'time.duration')."""
+    parts = name.split("#")
+    return parts[:-1], parts[-1]
+
+
+def metric_scope(name: str) -> str:
+    """Inclusive/exclusive/unknown from Caliper's naming conventions."""
+    ops, base = _split_ops(name)
+    low = name.lower()
+    if "inclusive" in ops or ".inclusive." in base.lower() or low.endswith("(inc)") or "inclusive" in base.lower():
+        return "inclusive"
+    if "/" in base:
+        return "unknown"  # ratios and per-repetition properties (Bytes/Rep, loop.iterations/time.duration)
+    if ops and ops[0] == "any":
+        return "unknown"  # a representative value, not an accumulated one
+    b = base.lower()
+    if (b in _MEASUREMENTS or b.startswith("time.") or b.endswith(".count") or b.endswith("count")
+            or "bytes" in b or b.startswith(("papi.", "libpfm.", "cupti.", "rocprof", "mem.", "io."))
+            or b.endswith(".duration") or "iterations" in b):
+        return "exclusive"
+    return "unknown"
+
+
+def _unit_from_name(base: str) -> str:
+    b = base.lower()
+    for suf, unit in ((".ns", "ns"), (".us", "us"), (".usec", "us"), (".ms", "ms"), (".sec", "s")):
+        if b.endswith(suf):
+            return unit
+    return ""
+
+
+def metric_kind(name: str, unit: str) -> str:
+    ops, base = _split_ops(name)
+    b = base.lower()
+    if "/" in b:
+        num, den = b.split("/", 1)
+        if "time" in den or "sec" in den or "/s" in unit.lower():
+            return "other"  # a rate
+        return guess_kind(num) if "bytes" in num else "other"
+    if b == "count" or b.endswith(".count") or b.endswith("count") or "iterations" in b:
+        return "count"
+    if b.startswith(("papi.", "libpfm.")):
+        return "count"
+    if "highwatermark" in b or b.startswith("alloc.") or "bytes" in b:
+        return "bytes"
+    return guess_kind(base, unit)
+
+
+def _combine_op(name: str, aggregatable: bool) -> str:
+    """How to merge several records' values of one metric at one callpath/location."""
+    ops, base = _split_ops(name)
+    ops = [o for o in ops if o != "inclusive"]
+    if ops:
+        op = ops[0].lower()
+        if op in ("sum", "count"):
+            return "sum"
+        if op in ("min", "max"):
+            return op
+        if op == "avg":
+            return "avg"
+        return "first"
+    b = base.lower()
+    if "highwatermark" in b or b.startswith("max"):
+        return "max"
+    if b in _MEASUREMENTS or aggregatable or b == "count" or b.endswith(".duration"):
+        return "sum"
+    return "first"
+
+
+# ------------------------------------------------------------------------------------------------
+# one parsed file
+
+
+@dataclass
+class _Profile:
+    path: Path
+    #: callpath frames -> (rank, thread) -> metric -> accumulator
+    cells: dict = field(default_factory=dict)
+    order: list = field(default_factory=list)  # frames in first-seen order
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    combine: dict[str, str] = field(default_factory=dict)
+    globals: dict[str, Any] = field(default_factory=dict)
+    #: key -> {"type", "adiak.type", "adiak.subcategory"} where known
+    global_info: dict[str, dict] = field(default_factory=dict)
+    has_rank: bool = False
+    has_thread: bool = False
+    n_records: int = 0
+    notes: list[str] = field(default_factory=list)
+    dropped_nonfinite: int = 0
+
+    def add(self, frames: tuple[str, ...], loc: tuple[int | None, int | None], values: dict[str, float],
+            weight: float):
+        by_loc = self.cells.get(frames)
+        if by_loc is None:
+            by_loc = self.cells[frames] = {}
+            self.order.append(frames)
+        acc = by_loc.setdefault(loc, {})
+        for m, v in values.items():
+            if not math.isfinite(v):
+                self.dropped_nonfinite += 1
+                continue
+            op = self.combine[m]
+            cur = acc.get(m)
+            if cur is None:
+                acc[m] = [v * weight, weight, 1] if op == "avg" else [v, 1]
+                continue
+            if op == "sum":
+                cur[0] += v
+            elif op == "min":
+                cur[0] = min(cur[0], v)
+            elif op == "max":
+                cur[0] = max(cur[0], v)
+            elif op == "avg":
+                cur[0] += v * weight
+                cur[1] += weight
+            # "first": keep the first value
+            cur[-1] += 1
+
+    def frame(self) -> tuple[pd.DataFrame, CallTree, int]:
+        """Tidy rows (callpath, metric, value[, rank[, thread]]), the tree, merged-record count."""
+        tree = CallTree()
+        cp, met, val, rank, thread = [], [], [], [], []
+        merged = 0
+        for frames in self.order:
+            try:
+                path = tree.add_frames(list(frames))
+            except PerfcastError as e:
+                raise PerfcastError(f"region path {' / '.join(frames)!r}: {e.message}", self.path) from None
+            for (r, t), acc in self.cells[frames].items():
+                for m, a in acc.items():
+                    if self.combine[m] == "avg":
+                        v = a[0] / a[1] if a[1] else a[0]
+                    else:
+                        v = a[0]
+                    merged = max(merged, a[-1])
+                    cp.append(path)
+                    met.append(m)
+                    val.append(v)
+                    rank.append(-1 if r is None else r)
+                    thread.append(0 if t is None else t)
+        df = pd.DataFrame({"callpath": cp, "metric": met, "value": np.asarray(val, dtype="float64")})
+        if self.has_rank or self.has_thread:
+            df["rank"] = np.asarray(rank, dtype="int64") if self.has_rank else 0
+        if self.has_thread:
+            df["thread"] = np.asarray(thread, dtype="int64")
+        return df, tree, merged
+
+
+def _to_int_location(v, what: str, path: Path, where) -> int:
+    if isinstance(v, list):
+        v = v[-1]
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise PerfcastError(f"{what} {v!r} is not a number", path, where) from None
+    if not f.is_integer():
+        raise PerfcastError(f"{what} {v!r} is not an integer", path, where)
+    return int(f)
+
+
+def _convert_global(value, typ: str | None):
+    """A global's value as JSON: numbers for numeric Caliper types, text otherwise."""
+    if isinstance(value, list):
+        return [_convert_global(v, typ) for v in value]
+    if not isinstance(value, str):
+        return value
+    if typ in ("int", "uint", "long", "ulong"):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    if typ in ("double", "float"):
+        try:
+            f = float(value)
+            return f if math.isfinite(f) else value
+        except ValueError:
+            pass
+    if typ == "bool":
+        if value.lower() in ("true", "false"):
+            return value.lower() == "true"
+    return value
+
+
+# ------------------------------------------------------------------------------------------------
+# .cali
+
+
+def _sniff_cali(path: Path) -> bool:
+    if path.is_dir():
+        return _has_files(path, (".cali",))
+    with open(path, "rb") as f:
+        return f.read(6) == b"__rec="
+
+
+def _has_files(root: Path, exts: tuple[str, ...], check=None) -> bool:
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            if name.lower().endswith(exts) and (check is None or check(Path(dirpath) / name)):
+                return True
+    return False
+
+
+def _list_files(root: Path, exts: tuple[str, ...]) -> list[Path]:
+    out = []
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        out.extend(Path(dirpath) / n for n in files if n.lower().endswith(exts) and not n.startswith("."))
+    return sorted(out)
+
+
+def _parse_cali(path: Path) -> _Profile:
+    try:
+        from caliperreader import CaliperStreamReader
+        from caliperreader.readererror import ReaderError
+    except ImportError:  # pragma: no cover - declared dependency
+        raise PerfcastError("reading .cali files needs the 'caliper-reader' package", path) from None
+
+    state = {"line": 0, "globals": 0, "last": ""}
+
+    def lines(f):
+        for i, line in enumerate(f, 1):
+            state["line"] = i
+            if not line.endswith("\n"):
+                raise PerfcastError("truncated: the last line is incomplete", path, i)
+            if not line.strip():
+                continue
+            if line.startswith("__rec=globals"):
+                state["globals"] += 1
+            yield line
+
+    raw: list[dict] = []
+    sr = CaliperStreamReader()
+    try:
+        with open(path, "r", encoding="utf-8", errors="strict", newline="") as f:
+            sr.read(lines(f), raw.append)
+    except PerfcastError:
+        raise
+    except UnicodeDecodeError:
+        raise PerfcastError("not a Caliper .cali file (binary content)", path, state["line"] + 1) from None
+    except ReaderError as e:
+        msg = str(e.message).strip()
+        if len(msg) > 80:
+            msg = msg[:77] + "..."
+        raise PerfcastError(f"not a Caliper .cali file ({msg})", path, state["line"]) from None
+    except Exception as e:  # malformed records make caliperreader fail in many ways
+        raise PerfcastError(f"corrupt Caliper record ({type(e).__name__}: {e})", path, state["line"]) from None
+    if state["line"] == 0:
+        raise PerfcastError("empty file", path)
+    if not state["globals"]:
+        raise PerfcastError("no globals record: the file is truncated or was not completely written", path,
+                            state["line"])
+
+    prof = _Profile(path)
+    attrs = sr.db.attributes
+    info: dict[str, dict] = {}
+
+    def attr_info(name: str) -> dict:
+        got = info.get(name)
+        if got is not None:
+            return got
+        a = attrs.get(name)
+        d = {"type": None, "global": False, "nested": False, "aggregatable": False, "unit": "", "alias": "",
+             "adiak.type": None, "adiak.subcategory": None, "iteration": False}
+        if a is not None:
+            try:
+                d["type"] = a.attribute_type()
+            except Exception:
+                d["type"] = None
+            d["global"] = a.is_global()
+            d["nested"] = a.is_nested()
+            d["aggregatable"] = a.is_aggregatable()
+            for key, meta_key in (("unit", "attribute.unit"), ("alias", "attribute.alias"),
+                                  ("adiak.type", "adiak.type"), ("adiak.subcategory", "adiak.subcategory")):
+                try:
+                    v = a.get(meta_key)
+                except Exception:
+                    v = None
+                if v is not None:
+                    d[key] = v
+            try:
+                d["iteration"] = a.get("class.iteration") == "true"
+            except Exception:
+                pass
+        info[name] = d
+        return d
+
+    # globals
+    for k, v in sr.globals.items():
+        d = attr_info(k)
+        prof.globals[k] = _convert_global(v, d["type"])
+        prof.global_info[k] = {x: d[x] for x in ("type", "adiak.type", "adiak.subcategory") if d[x] is not None}
+
+    # spot profiles may mix channels; the region profile is the one to read
+    channels = {r.get("spot.channel") for r in raw if "spot.channel" in r}
+    keep_channel = "regionprofile" if "regionprofile" in channels and len(channels) > 1 else None
+    if keep_channel:
+        skipped = sum(1 for r in raw if r.get("spot.channel") != keep_channel)
+        prof.notes.append(f"{skipped} record(s) of spot channel(s) "
+                          f"{', '.join(sorted(str(c) for c in channels if c != keep_channel))} skipped; "
+                          f"read the {keep_channel} records")
+
+    metric_names: dict[str, bool] = {}
+
+    def is_metric(name: str) -> bool:
+        got = metric_names.get(name)
+        if got is not None:
+            return got
+        d = attr_info(name)
+        ops, base = _split_ops(name)
+        ok = (d["type"] in _NUMERIC_TYPES and not d["global"] and not d["nested"] and not d["iteration"]
+              and base not in _NOT_METRICS and name not in _NOT_METRICS and not name.startswith("iteration#")
+              and not name.startswith(("cali.", "spot.", "adiak."))
+              and (d["aggregatable"] or bool(ops) or base in _MEASUREMENTS))
+        metric_names[name] = ok
+        if ok:
+            unit = d["unit"] or _unit_from_name(base)
+            prof.metrics[name] = Metric(name, unit, metric_kind(name, unit), metric_scope(name), d["alias"])
+            prof.combine[name] = _combine_op(name, d["aggregatable"])
+        return ok
+
+    rank_key = next((k for k in _RANK_KEYS if k in attrs), None)
+    thread_key = next((k for k in _THREAD_KEYS if k in attrs), None)
+    prof.has_rank = rank_key is not None and any(rank_key in r for r in raw)
+    prof.has_thread = thread_key is not None and any(thread_key in r for r in raw)
+    missing_rank = 0
+    for i, rec in enumerate(raw):
+        if keep_channel and rec.get("spot.channel") != keep_channel:
+            continue
+        values = {}
+        for k, v in rec.items():
+            if k == "path" or not is_metric(k):
+                continue
+            if isinstance(v, list):
+                raise PerfcastError(f"metric attribute {k!r} holds several values in one record", path,
+                                    f"record {i + 1}")
+            try:
+                values[k] = float(v)
+            except ValueError:
+                raise PerfcastError(f"metric attribute {k!r} has a non-numeric value {v!r}", path,
+                                    f"record {i + 1}") from None
+        if not values:
+            continue
+        frames = rec.get("path")
+        if frames is None:
+            frames = (UNANNOTATED,)
+        elif isinstance(frames, str):
+            frames = (frames,)
+        else:
+            frames = tuple(str(x) for x in frames)
+        r = t = None
+        if prof.has_rank:
+            if rank_key in rec:
+                r = _to_int_location(rec[rank_key], "mpi.rank", path, f"record {i + 1}")
+            else:
+                missing_rank += 1
+        if prof.has_thread and thread_key in rec:
+            t = _to_int_location(rec[thread_key], thread_key, path, f"record {i + 1}")
+        weight = 1.0
+        if "count" in rec and prof.combine and is_metric("count"):
+            try:
+                weight = float(rec["count"])
+            except (TypeError, ValueError):
+                weight = 1.0
+        prof.add(frames, (r, t), values, weight)
+        prof.n_records += 1
+    if missing_rank:
+        prof.notes.append(f"{missing_rank} record(s) without mpi.rank (e.g. before MPI_Init) kept as rank -1")
+    if not prof.cells:
+        raise PerfcastError("no performance records (no record carries a numeric metric attribute)", path)
+    return prof
+
+
+# ------------------------------------------------------------------------------------------------
+# json-split
+
+_JSON_SPLIT_KEYS = ("data", "columns", "nodes")
+
+
+def _sniff_json_split_file(path: Path) -> bool:
+    if not path.name.lower().endswith(".json"):
+        return False
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(65536)
+        tail = b""
+        if size > 65536:
+            f.seek(max(65536, size - 65536))
+            tail = f.read()
+    text = head + tail
+    s = head.lstrip()
+    return s[:1] == b"{" and all(f'"{k}"'.encode() in text for k in _JSON_SPLIT_KEYS)
+
+
+def _sniff_json_split(path: Path) -> bool:
+    if path.is_dir():
+        if _has_files(path, (".cali",)):
+            return False
+        return _has_files(path, (".json",), _safe(_sniff_json_split_file))
+    return _sniff_json_split_file(path)
+
+
+def _safe(fn):
+    def inner(p):
+        try:
+            return fn(p)
+        except (OSError, ValueError):
+            return False
+    return inner
+
+
+def _json_safe(v):
+    """Globals as strict JSON (NaN and infinities become text)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, list):
+        return [_json_safe(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    return v
+
+
+def _parse_json_split(path: Path) -> _Profile:
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as e:
+        raise PerfcastError(f"not valid JSON ({e.msg})", path, e.lineno) from None
+    except UnicodeDecodeError:
+        raise PerfcastError("not a JSON text file (binary content)", path) from None
+    if not isinstance(doc, dict) or not all(k in doc for k in _JSON_SPLIT_KEYS):
+        raise PerfcastError("not Caliper json-split output (needs the keys data, columns, nodes)", path)
+    data, columns, nodes = doc["data"], doc["columns"], doc["nodes"]
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise PerfcastError("'columns' must be a list of names", path, "columns")
+    if not isinstance(data, list):
+        raise PerfcastError("'data' must be a list of rows", path, "data")
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+        raise PerfcastError("'nodes' must be a list of objects", path, "nodes")
+    cmeta = doc.get("column_metadata")
+    if cmeta is not None and (not isinstance(cmeta, list) or len(cmeta) != len(columns)
+                              or not all(isinstance(m, dict) for m in cmeta)):
+        raise PerfcastError("'column_metadata' must hold one object per column", path, "column_metadata")
+    node_columns = {n.get("column") for n in nodes}
+    if cmeta is not None:
+        is_value = [bool(m.get("is_value", False)) for m in cmeta]
+    else:
+        is_value = [c not in node_columns for c in columns]
+    for i, row in enumerate(data):
+        if not isinstance(row, list) or len(row) != len(columns):
+            raise PerfcastError(f"row has {len(row) if isinstance(row, list) else 'no'} entries for "
+                                f"{len(columns)} columns", path, f"data[{i}]")
+
+    # node paths
+    n_nodes = len(nodes)
+    paths: list[tuple[str, ...] | None] = [None] * n_nodes
+
+    def node_path(idx: int) -> tuple[str, ...]:
+        chain = []
+        j = idx
+        seen = 0
+        while j is not None:
+            if paths[j] is not None:
+                break
+            if not isinstance(j, int) or not 0 <= j < n_nodes:
+                raise PerfcastError(f"node parent {j!r} is not a node index", path, f"nodes[{idx}]")
+            chain.append(j)
+            seen += 1
+            if seen > n_nodes:
+                raise PerfcastError("node parents form a cycle", path, f"nodes[{idx}]")
+            j = nodes[j].get("parent")
+        prefix = paths[j] if j is not None else ()
+        for k in reversed(chain):
+            label = nodes[k].get("label")
+            if label is None:
+                raise PerfcastError("node without a label", path, f"nodes[{k}]")
+            prefix = prefix + (str(label),)
+            paths[k] = prefix
+        return paths[idx]
+
+    ref_cols = [c for c, v in zip(columns, is_value) if not v]
+    has_parents = {n.get("column") for n in nodes if n.get("parent") is not None}
+    if "path" in ref_cols:
+        path_col = "path"
+    else:
+        tree_cols = [c for c in ref_cols if c in has_parents]
+        callpath_cols = [c for c in tree_cols if "callpath" in c]
+        if callpath_cols:
+            path_col = callpath_cols[0]
+        elif tree_cols:
+            path_col = tree_cols[0]
+        elif len(ref_cols) == 1:
+            path_col = ref_cols[0]
+        else:
+            raise PerfcastError("no calling-context column (no 'path' column and no column of nested nodes)",
+                                path, "columns")
+    pidx = columns.index(path_col)
+
+    prof = _Profile(path)
+    for k, v in doc.items():
+        if k not in ("data", "columns", "column_metadata", "nodes"):
+            prof.globals[k] = _json_safe(v)
+    folded = [c for c in ref_cols if c != path_col]
+    if folded:
+        prof.notes.append(f"values summed over {', '.join(folded)} (not part of the calling context)")
+
+    rank_i = columns.index("mpi.rank") if "mpi.rank" in columns else None
+    thread_i = next((columns.index(k) for k in _THREAD_KEYS if k in columns), None)
+    metric_cols = []
+    for i, (c, v) in enumerate(zip(columns, is_value)):
+        if not v or i in (rank_i, thread_i):
+            continue
+        ops, base = _split_ops(c)
+        if base in _NOT_METRICS or c.startswith("iteration#") or c.startswith(("cali.", "spot.")):
+            continue
+        vals = [row[i] for row in data if row[i] is not None]
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+            metric_cols.append(i)
+            unit = _unit_from_name(base)
+            prof.metrics[c] = Metric(c, unit, metric_kind(c, unit), metric_scope(c))
+            prof.combine[c] = _combine_op(c, False)
+        else:
+            prof.notes.append(f"column {c!r} is not numeric: not a metric")
+    if not metric_cols:
+        raise PerfcastError("no numeric metric column", path, "columns")
+    prof.has_rank = rank_i is not None
+    prof.has_thread = thread_i is not None
+    count_i = columns.index("count") if "count" in columns else None
+
+    for i, row in enumerate(data):
+        ref = row[pidx]
+        if ref is None:
+            frames = (UNANNOTATED,)
+        else:
+            if not isinstance(ref, int) or isinstance(ref, bool) or not 0 <= ref < n_nodes:
+                raise PerfcastError(f"{path_col} refers to node {ref!r}, not one of the {n_nodes} nodes", path,
+                                    f"data[{i}]")
+            frames = node_path(ref)
+        r = t = None
+        if rank_i is not None and row[rank_i] is not None:
+            r = _to_int_location(row[rank_i], "mpi.rank", path, f"data[{i}]")
+        if thread_i is not None and row[thread_i] is not None:
+            t = _to_int_location(row[thread_i], columns[thread_i], path, f"data[{i}]")
+        values = {columns[j]: float(row[j]) for j in metric_cols if row[j] is not None}
+        if not values:
+            continue
+        weight = 1.0
+        if count_i is not None and isinstance(row[count_i], (int, float)):
+            weight = float(row[count_i])
+        prof.add(frames, (r, t), values, weight)
+        prof.n_records += 1
+    if not prof.cells:
+        raise PerfcastError("no performance records", path, "data")
+    return prof
+
+
+# ------------------------------------------------------------------------------------------------
+# parameters
+
+
+def _numeric(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            return None
+        return f if math.isfinite(f) else None
+    return None
+
+
+def _is_noise(key: str, info: dict) -> bool:
+    if key.startswith(_NOISE_PREFIX):
+        return True
+    if info.get("adiak.subcategory") in _NOISE_SUBCATEGORIES:
+        return True
+    if info.get("adiak.type") in _NOISE_ADIAK_TYPES:
+        return True
+    tokens = [t for t in re.split(r"[^a-z0-9]+", key.lower()) if t]
+    return any(t in _NOISE_TOKENS or t.endswith(_NOISE_ENDINGS) for t in tokens)
+
+
+def _determined_by(key: str, chosen: Sequence[str], table: list[dict]) -> bool:
+    """True when ``key``'s value is a function of the chosen keys' values across the files."""
+    seen: dict[tuple, float] = {}
+    for row in table:
+        sig = tuple(row[c] for c in chosen)
+        if sig in seen and seen[sig] != row[key]:
+            return False
+        seen.setdefault(sig, row[key])
+    return True
+
+
+def choose_parameters(profiles: Sequence[_Profile], requested: Sequence[str]) -> tuple[list[str], list[dict], dict]:
+    """Parameter keys, each file's coordinates, and the explanation stored in meta."""
+    if requested:
+        coords = []
+        for p in profiles:
+            c = {}
+            for key in requested:
+                if key not in p.globals:
+                    have = sorted(k for k, v in p.globals.items() if _numeric(v) is not None)
+                    raise PerfcastError(f"no global metadata {key!r} in this run; numeric globals here: "
+                                        f"{', '.join(have) or '(none)'}", p.path, key)
+                v = _numeric(p.globals[key])
+                if v is None:
+                    raise PerfcastError(f"global metadata {key!r} is not numeric ({p.globals[key]!r})", p.path, key)
+                c[key] = v
+            coords.append(c)
+        return list(requested), coords, {"keys": list(requested), "how": "given",
+                                         "reason": "named by the user"}
+    if len(profiles) < 2:
+        return [], [{}], {"keys": [], "how": "auto", "reason": "a single run: no parameter varies"}
+
+    common = set(profiles[0].globals)
+    for p in profiles[1:]:
+        common &= set(p.globals)
+    info = {}
+    for p in profiles:
+        for k, v in p.global_info.items():
+            info.setdefault(k, v)
+    table = [{} for _ in profiles]
+    varying, noise = [], []
+    for key in sorted(common):
+        vals = [_numeric(p.globals[key]) for p in profiles]
+        if any(v is None for v in vals):
+            continue
+        typed = info.get(key, {}).get("type") in _NUMERIC_TYPES or all(
+            isinstance(p.globals[key], (int, float)) for p in profiles)
+        if not typed and key not in PREFERRED_PARAMETERS:
+            continue  # numbers written as text count only for well-known keys
+        if len(set(vals)) < 2:
+            continue
+        for row, v in zip(table, vals):
+            row[key] = v
+        (noise if _is_noise(key, info.get(key, {})) else varying).append(key)
+    preferred = [k for k in PREFERRED_PARAMETERS if k in varying]
+    others = [k for k in varying if k not in PREFERRED_PARAMETERS]
+    pool = preferred if preferred else others
+    chosen: list[str] = []
+    redundant: dict[str, str] = {}
+    for key in pool:
+        if chosen and _determined_by(key, chosen, table):
+            redundant[key] = ", ".join(chosen)
+            continue
+        chosen.append(key)
+    if chosen:
+        reason = ("well-known parameter key(s) that vary between runs" if preferred else
+                  "numeric metadata that varies between runs (no well-known parameter key varies)")
+    else:
+        reason = "no numeric metadata varies between runs: the runs are repetitions of one point"
+    explanation = {"keys": chosen, "how": "auto", "reason": reason,
+                   "varying": {k: sorted(set(r[k] for r in table)) for k in varying + noise}}
+    if redundant:
+        explanation["redundant"] = {k: f"determined by {v}" for k, v in redundant.items()}
+    if noise:
+        explanation["ignored"] = {k: "run information or a result, not an input" for k in noise}
+    unused = [k for k in varying if k not in chosen and k not in redundant]
+    if unused:
+        explanation["not_chosen"] = unused
+    coords = [{k: row[k] for k in chosen} for row in table]
+    return chosen, coords, explanation
+
+
+def _mixed_within_points(profiles: Sequence[_Profile], coords: list[dict]) -> dict[str, list]:
+    """Non-numeric, non-noise globals that differ between runs sharing a point."""
+    groups: dict[tuple, list[int]] = {}
+    for i, c in enumerate(coords):
+        groups.setdefault(tuple(sorted(c.items())), []).append(i)
+    mixed: dict[str, set] = {}
+    for idx in groups.values():
+        if len(idx) < 2:
+            continue
+        keys = set().union(*(profiles[i].globals for i in idx))
+        for key in keys:
+            info = next((profiles[i].global_info.get(key) for i in idx if key in profiles[i].global_info), {}) or {}
+            if _is_noise(key, info) or key in ("cmdline", "libraries", "executablepath", "user"):
+                continue
+            vals = {_text(profiles[i].globals.get(key)) for i in idx}
+            if len(vals) > 1:
+                mixed.setdefault(key, set()).update(vals)
+    return {k: sorted(vs) for k, vs in sorted(mixed.items())}
+
+
+def _text(v) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# assembling an experiment
+
+
+def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | None) -> Experiment:
+    params, coords, explanation = choose_parameters(profiles, tuple(options.parameters))
+    ranked = {p.has_rank or p.has_thread for p in profiles}
+    if len(ranked) > 1:
+        with_r = next(p for p in profiles if p.has_rank or p.has_thread)
+        without = next(p for p in profiles if not (p.has_rank or p.has_thread))
+        raise PerfcastError(f"holds totals while {with_r.path} holds per-rank values; read them separately",
+                            without.path)
+    threaded = any(p.has_thread for p in profiles)
+
+    metrics: dict[str, Metric] = {}
+    first_of: dict[str, Path] = {}
+    tree = CallTree()
+    frames = []
+    reps: dict[tuple, int] = {}
+    runs = []
+    total_nonfinite = 0
+    for prof, c in zip(profiles, coords):
+        for name, m in prof.metrics.items():
+            if name in metrics:
+                old = metrics[name]
+                if (old.unit, old.kind, old.scope) != (m.unit, m.kind, m.scope):
+                    raise PerfcastError(f"metric {name!r} has unit {m.unit!r} here but {old.unit!r} in "
+                                        f"{first_of[name]}", prof.path, name)
+            else:
+                metrics[name] = m
+                first_of[name] = prof.path
+        df, t, merged = prof.frame()
+        try:
+            tree = tree.merged(t)
+        except PerfcastError as e:
+            raise PerfcastError(e.message, prof.path) from None
+        key = tuple(c[p] for p in params)
+        rep = reps.get(key, 0)
+        reps[key] = rep + 1
+        for p in params:
+            df[p] = c[p]
+        df["rep"] = rep
+        if threaded and "thread" not in df.columns:
+            df["thread"] = 0
+        frames.append(df)
+        total_nonfinite += prof.dropped_nonfinite
+        label = str(prof.path.relative_to(root)) if root is not None else str(prof.path)
+        run = {"file": label, "point": {p: _json_num(c[p]) for p in params}, "rep": rep,
+               "records": prof.n_records, "globals": prof.globals}
+        if merged > 1:
+            run["records_merged"] = f"up to {merged} records per callpath and location combined"
+        if prof.notes:
+            run["notes"] = list(prof.notes)
+        if prof.dropped_nonfinite:
+            run["dropped_nonfinite_values"] = prof.dropped_nonfinite
+        runs.append(run)
+    data = pd.concat(frames, ignore_index=True)
+    cal: dict[str, Any] = {"parameters": explanation, "runs": runs,
+                           "unannotated": f"records outside every region are under the root {UNANNOTATED!r}"}
+    warnings = []
+    if len(profiles) > 1:
+        mixed = _mixed_within_points(profiles, coords)
+        if mixed:
+            cal["mixed_within_points"] = mixed
+            warnings.append("runs treated as repetitions of one point differ in " + ", ".join(mixed)
+                            + "; read them separately or name a distinguishing numeric key as parameter")
+    if warnings:
+        cal["warnings"] = warnings
+    meta = {"sources": [str(p.path) for p in profiles], "caliper": cal}
+    return Experiment(params, data, metrics.values(), tree, meta)
+
+
+def _json_num(x: float):
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
+
+
+def _read_paths(files: Sequence[Path], parse, options: ReadOptions, root: Path | None) -> Experiment:
+    profiles = []
+    total = len(files)
+    for i, f in enumerate(files):
+        if options.progress is not None:
+            options.progress(i, total, str(f))
+        profiles.append(parse(f))
+    if options.progress is not None:
+        options.progress(total, total, "done")
+    return _assemble(profiles, options, root)
+
+
+def read_many(paths: Sequence[str | Path], options: ReadOptions | None = None) -> Experiment:
+    """Read several Caliper files (``.cali`` or json-split) as one experiment."""
+    options = options or ReadOptions()
+    files = [Path(p) for p in paths]
+    if not files:
+        raise PerfcastError("no input given")
+    parse = [(_parse_cali if f.name.lower().endswith(".cali") or _sniff_cali_file(f) else _parse_json_split)
+             for f in files]
+    profiles = []
+    for i, (f, fn) in enumerate(zip(files, parse)):
+        if options.progress is not None:
+            options.progress(i, len(files), str(f))
+        profiles.append(fn(f))
+    return _assemble(profiles, options, None)
+
+
+def _sniff_cali_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(6) == b"__rec="
+    except OSError:
+        return False
+
+
+def read_cali(path: Path, options: ReadOptions) -> Experiment:
+    path = Path(path)
+    if path.is_dir():
+        files = _list_files(path, (".cali",))
+        if not files:
+            raise PerfcastError("no .cali files in this directory", path)
+        return _read_paths(files, _parse_cali, options, path)
+    return _assemble([_parse_cali(path)], options, None)
+
+
+def read_json_split(path: Path, options: ReadOptions) -> Experiment:
+    path = Path(path)
+    if path.is_dir():
+        files = [f for f in _list_files(path, (".json",)) if _safe(_sniff_json_split_file)(f)]
+        if not files:
+            raise PerfcastError("no Caliper json-split files (.json) in this directory", path)
+        return _read_paths(files, _parse_json_split, options, path)
+    return _assemble([_parse_json_split(path)], options, None)
+
+
+register(Reader("caliper", "Caliper .cali profile (a directory of .cali files = one experiment)", (".cali",),
+                _sniff_cali, read_cali, directories=True))
+register(Reader("caliper-json", "Caliper json-split profile from cali-query (a directory of them = one experiment)",
+                (".json",), _sniff_json_split, read_json_split, directories=True))
