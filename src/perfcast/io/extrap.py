@@ -1,0 +1,792 @@
+"""Extra-P input formats: text, JSON (both layouts), JSON Lines and Talpas.
+
+Four readers are registered:
+
+``extrap-text``
+    Extra-P's text format (``PARAMETER`` / ``POINTS`` / ``METRIC`` / ``REGION`` / ``DATA`` lines).
+    ``PARAMETER`` lines name the parameters (several names per line allowed); ``POINTS`` lines list
+    the coordinates, each point in parentheses ``( 4 10 )`` (parentheses are optional with one
+    parameter); ``METRIC`` and ``REGION`` select the metric and callpath of the following ``DATA``
+    lines; a run of ``DATA`` lines gives, in order, the values of every point -- exactly one line
+    per declared point.  ``#`` starts a comment line.  Callpaths nest with ``->``.  A file
+    without any ``METRIC`` line has one metric, named :data:`DEFAULT_METRIC`.
+``extrap-json``
+    Extra-P's JSON input, both layouts: the newer
+    ``{"parameters": [...], "measurements": {callpath: {metric: [{"point": [...], "values": [...]}]}}}``
+    and the older id-based one with ``parameters`` / ``callpaths`` / ``metrics`` / ``coordinates`` /
+    ``measurements`` lists.
+``extrap-jsonl``
+    JSON Lines: one object per line, ``{"params": {...}, "value": v | [v, ...]}`` with optional
+    ``callpath`` and ``metric`` (defaults :data:`DEFAULT_CALLPATH`, :data:`DEFAULT_METRIC`).
+``talpas``
+    The Talpas format: one measurement per line,
+    ``{"parameters":{"x":20};"metric":"time";"callpath":"compute";"value":82.0}`` (``;`` separates
+    the fields).
+
+Every value list at a point becomes repetitions 0..k-1; values met again for a point, callpath and
+metric (a repeated coordinate, a repeated REGION block, a second line) continue the repetition
+numbering -- nothing is collapsed.  These formats carry no units and no inclusive/exclusive
+meaning, so metrics get ``Metric.guess(name)`` with scope ``unknown`` (the old JSON layout may
+give a ``unit`` per metric).  Errors name the file and the line (text, JSON Lines, Talpas) or the
+JSON field path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric
+from . import ReadOptions, Reader, register
+
+__all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas"]
+
+#: metric name used when a file does not name its metric (Extra-P leaves it empty)
+DEFAULT_METRIC = "metric"
+#: callpath used when a JSON Lines record has no callpath (Extra-P calls it ``<root>``)
+DEFAULT_CALLPATH = "root"
+
+#: how much of a file the sniffers look at
+_SNIFF_BYTES = 1 << 16
+#: JSON files up to this size are parsed completely when sniffing
+_SNIFF_PARSE_LIMIT = 64 << 20
+
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_NONFINITE = re.compile(r"[-+]?(?:nan|inf|infinity)", re.IGNORECASE)
+_KEYWORDS = ("PARAMETER", "POINTS", "METRIC", "REGION", "DATA")
+
+
+# ---------------------------------------------------------------------------------------------
+# shared pieces
+
+
+class _Builder:
+    """Collects values into tidy columns, numbering repetitions per point, callpath and metric."""
+
+    def __init__(self, parameters: Iterable[str]):
+        self.parameters = tuple(parameters)
+        self.coords: list[tuple[float, ...]] = []
+        self.reps: list[int] = []
+        self.callpaths: list[str] = []
+        self.metric_col: list[str] = []
+        self.values: list[float] = []
+        self._next_rep: dict[tuple, int] = {}
+        self.tree = CallTree()
+        self.metrics: dict[str, Metric] = {}
+
+    def callpath(self, name: str) -> str:
+        """Add ``name`` (frames joined by ``->``) to the tree; returns the callpath id.
+
+        Raises a location-less PerfcastError on an empty frame; callers add the place.
+        """
+        frames = [f.strip() for f in name.split(SEP)]
+        if any(not f for f in frames):
+            raise PerfcastError(f"callpath {name!r} has an empty frame")
+        path = SEP.join(frames)
+        if path not in self.tree:
+            self.tree.add_frames(frames)
+        return path
+
+    def metric(self, name: str, unit: str = "") -> str:
+        if name not in self.metrics:
+            self.metrics[name] = Metric.guess(name, unit)
+        elif unit and self.metrics[name].unit != unit:
+            raise PerfcastError(f"metric {name!r} given two units ({self.metrics[name].unit!r}, {unit!r})")
+        return name
+
+    def add(self, coords: tuple[float, ...], callpath: str, metric: str, values: list[float]):
+        """Append ``values`` as the next repetitions; a location-less PerfcastError for a negative
+        count (callers add the place)."""
+        m = self.metrics[metric]
+        if m.kind in ("count", "bytes") and any(v < 0 for v in values):
+            raise PerfcastError(f"metric {metric!r} counts {m.kind} but the value {min(values)} is negative")
+        key = (coords, callpath, metric)
+        rep = self._next_rep.get(key, 0)
+        for v in values:
+            self.coords.append(coords)
+            self.reps.append(rep)
+            self.callpaths.append(callpath)
+            self.metric_col.append(metric)
+            self.values.append(v)
+            rep += 1
+        self._next_rep[key] = rep
+
+    def experiment(self, meta: dict | None = None) -> Experiment:
+        if not self.values:
+            raise PerfcastError("no measured values")
+        n = len(self.values)
+        frame: dict[str, Any] = {}
+        if self.parameters:
+            arr = np.asarray(self.coords, dtype="float64").reshape(n, len(self.parameters))
+            for i, p in enumerate(self.parameters):
+                frame[p] = arr[:, i]
+        frame["rep"] = np.asarray(self.reps, dtype="int64")
+        frame["callpath"] = pd.Categorical(self.callpaths)
+        frame["metric"] = pd.Categorical(self.metric_col)
+        frame["value"] = np.asarray(self.values, dtype="float64")
+        return Experiment(self.parameters, pd.DataFrame(frame), self.metrics.values(), self.tree, meta or {})
+
+
+def _check_parameter_names(names: list[str]) -> str | None:
+    """A message when the names cannot be parameters, else None."""
+    seen = set()
+    for n in names:
+        if n in RESERVED:
+            return f"parameter name {n!r} is reserved (reserved: {', '.join(RESERVED)})"
+        if n in seen:
+            return f"parameter {n!r} is declared twice"
+        seen.add(n)
+    return None
+
+
+def _read_text_file(path: Path) -> str:
+    """The file as text (UTF-8, BOM tolerated); a decoding error names the line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise PerfcastError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})", path, line) from None
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on newlines only (so numbers match what editors show), CR stripped."""
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+
+
+def _head(path: Path, limit: int = _SNIFF_BYTES) -> str | None:
+    """The start of a file as text, or None when it is not text."""
+    with open(path, "rb") as f:
+        raw = f.read(limit)
+    if b"\x00" in raw:
+        return None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        if e.start >= len(raw) - 3:  # a multi-byte character cut by the limit
+            return raw[:e.start].decode("utf-8-sig")
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# text format
+
+
+def _text_number(tok: str) -> float | str:
+    """The float value of ``tok``, or a message saying what is wrong with it."""
+    if _NUMBER.fullmatch(tok):
+        v = float(tok)
+        if math.isfinite(v):
+            return v
+        return f"value {tok!r} overflows to infinity"
+    if _NONFINITE.fullmatch(tok):
+        return f"value {tok!r} is not finite (NaN and infinity are not measurements)"
+    return f"{tok!r} is not a number"
+
+
+def _parse_points(text: str, nparams: int) -> list[tuple[float, ...]] | str:
+    """The points of a POINTS line, or a message saying what is wrong."""
+    tokens = re.findall(r"\(|\)|[^\s()]+", text)
+    if not tokens:
+        return "POINTS line lists no point"
+    points: list[list[float]] = []
+    bare: list[bool] = []  # the point was a bare number, not parenthesised
+    depth = 0
+    cur: list[float] = []
+    inner = 0  # numbers inside a parenthesised coordinate
+    for tok in tokens:
+        if tok == "(":
+            if depth == 0:
+                cur = []
+            elif depth == 1:
+                inner = 0
+            else:
+                return "parentheses nested too deeply in POINTS"
+            depth += 1
+        elif tok == ")":
+            if depth == 0:
+                return "')' without a matching '(' in POINTS"
+            if depth == 2 and inner != 1:
+                return "a parenthesised coordinate must hold exactly one number"
+            depth -= 1
+            if depth == 0:
+                points.append(cur)
+                bare.append(False)
+        else:
+            v = _text_number(tok)
+            if isinstance(v, str):
+                return f"coordinate {v}" if v.startswith("value") else v
+            if depth == 0:
+                points.append([v])
+                bare.append(True)
+            else:
+                cur.append(v)
+                if depth == 2:
+                    inner += 1
+    if depth:
+        return "'(' is not closed in POINTS (truncated line?)"
+    for pt, was_bare in zip(points, bare):
+        if len(pt) != nparams:
+            shown = "( " + " ".join(_fmt(v) for v in pt) + " )"
+            hint = "; put each point in parentheses" if was_bare else ""
+            return (f"point {shown} has {len(pt)} coordinate(s) but {nparams} parameter(s) are "
+                    f"declared{hint}")
+    return [tuple(pt) for pt in points]
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
+    """Read an Extra-P text file."""
+    lines = _lines(_read_text_file(path))
+
+    def err(msg: str, line: int) -> PerfcastError:
+        return PerfcastError(msg, path, line)
+
+    has_metric = any(ln.split(None, 1)[:1] == ["METRIC"] for ln in lines)
+    parameters: list[str] = []
+    points: list[tuple[float, ...]] = []
+    b: _Builder | None = None
+    region: str | None = None
+    metric: str | None = None
+    block = {"count": 0, "first": 0, "last": 0}
+    comments: list[str] = []
+    last_line = 0
+
+    def close_block():
+        n = block["count"]
+        if 0 < n < len(points):
+            raise err(f"REGION {region!r} METRIC {metric!r} has {n} DATA line(s) (lines {block['first']}-"
+                      f"{block['last']}) but {len(points)} POINTS are declared; give one DATA line per point",
+                      block["last"])
+        block.update(count=0, first=0, last=0)
+
+    for no, raw in enumerate(lines, 1):
+        s = raw.strip()
+        if not s:
+            continue
+        last_line = no
+        if s.startswith("#"):
+            comments.append(s[1:].strip())
+            continue
+        parts = s.split(None, 1)
+        key = parts[0]
+        rest = " ".join(parts[1].split()) if len(parts) > 1 else ""
+        if key == "PARAMETER":
+            if points:
+                raise err("PARAMETER after POINTS: declare all parameters first", no)
+            names = rest.split()
+            if not names:
+                raise err("PARAMETER line names no parameter", no)
+            msg = _check_parameter_names(parameters + names)
+            if msg:
+                raise err(msg, no)
+            parameters += names
+        elif key == "POINTS":
+            if not parameters:
+                raise err("POINTS before any PARAMETER line", no)
+            if b is not None and b.values:
+                raise err("POINTS after DATA lines: declare all points before the measurements", no)
+            pts = _parse_points(rest, len(parameters))
+            if isinstance(pts, str):
+                raise err(pts, no)
+            points += pts
+        elif key in ("REGION", "METRIC"):
+            if not rest:
+                raise err(f"{key} line without a name", no)
+            close_block()
+            if key == "REGION":
+                if b is None:
+                    b = _Builder(parameters)
+                try:
+                    region = b.callpath(rest)
+                except PerfcastError as e:
+                    raise err(e.message, no) from None
+            else:
+                metric = rest
+        elif key == "DATA":
+            if not points:
+                raise err("DATA before any POINTS line", no)
+            if region is None:
+                raise err("DATA before any REGION line", no)
+            if metric is None:
+                if has_metric:
+                    raise err("DATA line before the first METRIC line: its metric is unknown", no)
+                metric = DEFAULT_METRIC
+            if block["count"] >= len(points):
+                raise err(f"more DATA lines than the {len(points)} declared POINTS for REGION {region!r} "
+                          f"METRIC {metric!r}", no)
+            toks = rest.split()
+            if not toks:
+                raise err("DATA line without values", no)
+            values = []
+            for tok in toks:
+                v = _text_number(tok)
+                if isinstance(v, str):
+                    raise err(f"DATA {v}", no)
+                values.append(v)
+            assert b is not None
+            b.metric(metric)
+            try:
+                b.add(points[block["count"]], region, metric, values)
+            except PerfcastError as e:
+                raise err(e.message, no) from None
+            if block["count"] == 0:
+                block["first"] = no
+            block["count"] += 1
+            block["last"] = no
+        else:
+            word = key if len(key) <= 40 else key[:40] + "..."
+            raise err(f"unknown keyword {word!r} (expected one of {', '.join(_KEYWORDS)} or a # comment)", no)
+
+    close_block()
+    if not parameters:
+        raise PerfcastError("no PARAMETER line (not an Extra-P text file, or empty)", path, last_line or None)
+    if b is None or not b.values:
+        raise PerfcastError("no DATA lines (truncated file?)", path, last_line or None)
+    meta = {"comments": comments} if comments else {}
+    return b.experiment(meta)
+
+
+def _sniff_text(path: Path) -> bool:
+    head = _head(path)
+    if head is None:
+        return False
+    for ln in _lines(head):
+        s = ln.strip()
+        if not s or s.startswith("#"):
+            continue
+        toks = s.split()
+        return toks[0] == "PARAMETER" and len(toks) >= 2
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON helpers
+
+
+class _DupObject(dict):
+    """A JSON object whose keys repeat; ``pairs`` keeps every (key, value) in file order."""
+
+    def __init__(self, pairs):
+        super().__init__(pairs)
+        self.pairs = list(pairs)
+
+
+def _object_hook(pairs):
+    d = dict(pairs)
+    return d if len(d) == len(pairs) else _DupObject(pairs)
+
+
+def _items(obj: dict):
+    return obj.pairs if isinstance(obj, _DupObject) else list(obj.items())
+
+
+def _field(where: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        return f"{where}.{key}" if where else key
+    return f"{where}[{json.dumps(key)}]"
+
+
+def _no_dups(obj: dict, path: Path, where: str, line: int | None = None):
+    if isinstance(obj, _DupObject):
+        seen, dup = set(), None
+        for k, _ in obj.pairs:
+            if k in seen:
+                dup = k
+                break
+            seen.add(k)
+        raise _jerr(f"key {dup!r} appears twice", path, _field(where, dup), line)
+
+
+def _jerr(msg: str, path: Path, where: str, line: int | None = None) -> PerfcastError:
+    """A JSON error: at a field path (whole-file JSON) or at a line with the field in the message."""
+    if line is None:
+        return PerfcastError(msg, path, where or "top level")
+    return PerfcastError(f"{where}: {msg}" if where else msg, path, line)
+
+
+def _jnum(v, path: Path, where: str, line: int | None = None) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _jerr(f"{json.dumps(v)[:40]} is not a number", path, where, line)
+    try:
+        f = float(v)
+    except OverflowError:
+        raise _jerr("number too large", path, where, line) from None
+    if not math.isfinite(f):
+        raise _jerr(f"{v} is not finite (NaN and infinity are not measurements)", path, where, line)
+    return f
+
+
+def _jvalues(v, path: Path, where: str, line: int | None = None) -> list[float]:
+    if isinstance(v, list):
+        if not v:
+            raise _jerr("empty list of values", path, where, line)
+        return [_jnum(x, path, _field(where, i), line) for i, x in enumerate(v)]
+    return [_jnum(v, path, where, line)]
+
+
+def _jstr(v, path: Path, where: str, line: int | None = None) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise _jerr(f"{json.dumps(v)[:40]} is not a non-empty string", path, where, line)
+    return v.strip()
+
+
+def _jget(obj, key: str, path: Path, where: str, line: int | None = None, kind: type | None = None):
+    if not isinstance(obj, dict):
+        raise _jerr(f"expected an object, found {type(obj).__name__}", path, where, line)
+    if key not in obj:
+        raise _jerr(f"missing field {key!r}", path, where, line)
+    v = obj[key]
+    if kind is not None and not isinstance(v, kind):
+        raise _jerr(f"expected {'an object' if kind is dict else 'a list'}, found {json.dumps(v)[:40]}",
+                    path, _field(where, key), line)
+    return v
+
+
+def _jcallpath(b: _Builder, name, path: Path, where: str, line: int | None = None) -> str:
+    name = _jstr(name, path, where, line)
+    try:
+        return b.callpath(name)
+    except PerfcastError as e:
+        raise _jerr(e.message, path, where, line) from None
+
+
+def _jint(v, path: Path, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        raise _jerr(f"{json.dumps(v)[:40]} is not an integer id", path, where)
+    return v
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON (both layouts)
+
+
+def _json_layout(obj) -> str | None:
+    if not isinstance(obj, dict):
+        return None
+    if {"callpaths", "coordinates", "measurements"} <= obj.keys():
+        return "ids"
+    if "callpaths" not in obj and {"parameters", "measurements"} <= obj.keys() \
+            and isinstance(obj["measurements"], dict):
+        return "points"
+    return None
+
+
+def read_json(path: Path, options: ReadOptions | None = None) -> Experiment:
+    """Read an Extra-P JSON input file (either layout)."""
+    text = _read_text_file(path)
+    try:
+        obj = json.loads(text, object_pairs_hook=_object_hook)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data" and _looks_jsonl(text):
+            return _read_lines_format(path, text, "jsonl")  # Extra-P accepts JSON Lines in .json too
+        raise PerfcastError(f"invalid JSON at column {e.colno}: {e.msg}", path, e.lineno) from None
+    except RecursionError:
+        raise PerfcastError("JSON nested too deeply", path) from None
+    layout = _json_layout(obj)
+    if layout is None:
+        raise PerfcastError("not an Extra-P JSON input: expected an object with 'parameters' and "
+                            "'measurements' (or the id-based 'callpaths', 'coordinates', 'measurements', "
+                            "'metrics', 'parameters')", path, "top level")
+    _no_dups(obj, path, "")
+    b = _read_json_ids(obj, path) if layout == "ids" else _read_json_points(obj, path)
+    try:
+        return b.experiment({"extrap_json_layout": layout})
+    except PerfcastError as e:
+        raise e.at(path, "measurements") from None
+
+
+def _read_json_points(obj: dict, path: Path) -> _Builder:
+    params = _jget(obj, "parameters", path, "", kind=list)
+    names = [_jstr(p, path, _field("parameters", i)) for i, p in enumerate(params)]
+    if not names:
+        raise _jerr("no parameters", path, "parameters")
+    msg = _check_parameter_names(names)
+    if msg:
+        raise _jerr(msg, path, "parameters")
+    b = _Builder(names)
+    meas = obj["measurements"]
+    if not meas:
+        raise _jerr("no measurements", path, "measurements")
+    for cp_name, by_metric in _items(meas):
+        w_cp = _field("measurements", cp_name)
+        cp = _jcallpath(b, cp_name, path, w_cp)
+        if not isinstance(by_metric, dict):
+            raise _jerr("expected an object of metrics", path, w_cp)
+        for metric_name, entries in _items(by_metric):
+            w_m = _field(w_cp, metric_name)
+            metric = b.metric(_jstr(metric_name, path, w_m))
+            if not isinstance(entries, list):
+                raise _jerr("expected a list of {\"point\": [...], \"values\": [...]}", path, w_m)
+            for i, entry in enumerate(entries):
+                w_e = _field(w_m, i)
+                point = _jget(entry, "point", path, w_e, kind=list)
+                _no_dups(entry, path, w_e)
+                w_p = _field(w_e, "point")
+                if len(point) != len(names):
+                    raise _jerr(f"point has {len(point)} coordinate(s) but {len(names)} parameter(s) are "
+                                f"declared", path, w_p)
+                coords = tuple(_jnum(c, path, _field(w_p, k)) for k, c in enumerate(point))
+                w_v = _field(w_e, "values")
+                values = _jvalues(_jget(entry, "values", path, w_e), path, w_v)
+                try:
+                    b.add(coords, cp, metric, values)
+                except PerfcastError as e:
+                    raise _jerr(e.message, path, w_v) from None
+    return b
+
+
+def _read_json_ids(obj: dict, path: Path) -> _Builder:
+    def table(key: str) -> list:
+        return _jget(obj, key, path, "", kind=list)
+
+    def by_id(key: str, fields: tuple[str, ...]) -> dict[int, dict]:
+        out: dict[int, dict] = {}
+        for i, e in enumerate(table(key)):
+            w = _field(key, i)
+            if not isinstance(e, dict):
+                raise _jerr("expected an object", path, w)
+            _no_dups(e, path, w)
+            for f in ("id", *fields):
+                _jget(e, f, path, w)
+            ident = _jint(e["id"], path, _field(w, "id"))
+            if ident in out:
+                raise _jerr(f"id {ident} is used twice", path, _field(w, "id"))
+            out[ident] = {**e, "_where": w}
+        return out
+
+    params = by_id("parameters", ("name",))
+    order = sorted(params)  # Extra-P orders parameters by id
+    names = [_jstr(params[i]["name"], path, _field(params[i]["_where"], "name")) for i in order]
+    msg = _check_parameter_names(names)
+    if msg:
+        raise _jerr(msg, path, "parameters")
+    b = _Builder(names)
+    index = {pid: k for k, pid in enumerate(order)}
+
+    callpaths = {}
+    for cid, e in sorted(by_id("callpaths", ("name",)).items()):
+        callpaths[cid] = _jcallpath(b, e["name"], path, _field(e["_where"], "name"))
+    metrics = {}
+    for mid, e in sorted(by_id("metrics", ("name",)).items()):
+        unit = e.get("unit", "")
+        if not isinstance(unit, str):
+            raise _jerr("unit is not a string", path, _field(e["_where"], "unit"))
+        name = _jstr(e["name"], path, _field(e["_where"], "name"))
+        try:
+            metrics[mid] = b.metric(name, unit.strip())
+        except PerfcastError as err:
+            raise _jerr(err.message, path, e["_where"]) from None
+    coords: dict[int, tuple[float, ...]] = {}
+    for cid, e in by_id("coordinates", ("parameter_value_pairs",)).items():
+        w = _field(e["_where"], "parameter_value_pairs")
+        pairs = e["parameter_value_pairs"]
+        if not isinstance(pairs, list):
+            raise _jerr("expected a list", path, w)
+        vals: list[float | None] = [None] * len(names)
+        for k, pv in enumerate(pairs):
+            wk = _field(w, k)
+            pid = _jint(_jget(pv, "parameter_id", path, wk), path, _field(wk, "parameter_id"))
+            if pid not in index:
+                raise _jerr(f"no parameter with id {pid}", path, _field(wk, "parameter_id"))
+            if vals[index[pid]] is not None:
+                raise _jerr(f"parameter {names[index[pid]]!r} given twice", path, _field(wk, "parameter_id"))
+            vals[index[pid]] = _jnum(_jget(pv, "parameter_value", path, wk), path, _field(wk, "parameter_value"))
+        missing = [names[k] for k, v in enumerate(vals) if v is None]
+        if missing:
+            raise _jerr(f"no value for parameter(s) {', '.join(missing)}", path, w)
+        coords[cid] = tuple(vals)  # type: ignore[arg-type]
+
+    for i, m in enumerate(table("measurements")):
+        w = _field("measurements", i)
+        if not isinstance(m, dict):
+            raise _jerr("expected an object", path, w)
+        _no_dups(m, path, w)
+        refs = []
+        for f, known in (("coordinate_id", coords), ("callpath_id", callpaths), ("metric_id", metrics)):
+            ref = _jint(_jget(m, f, path, w), path, _field(w, f))
+            if ref not in known:
+                raise _jerr(f"no {f[:-3]} with id {ref}", path, _field(w, f))
+            refs.append(known[ref])
+        value = _jnum(_jget(m, "value", path, w), path, _field(w, "value"))
+        try:
+            b.add(refs[0], refs[1], refs[2], [value])
+        except PerfcastError as e:
+            raise _jerr(e.message, path, _field(w, "value")) from None
+    if not b.values:
+        raise _jerr("no measurements", path, "measurements")
+    return b
+
+
+def _sniff_json(path: Path) -> bool:
+    head = _head(path)
+    if head is None or not head.lstrip().startswith("{"):
+        return False
+    if path.stat().st_size <= _SNIFF_PARSE_LIMIT:
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (ValueError, RecursionError):
+            obj = None
+        if obj is not None:
+            return _json_layout(obj) is not None
+    # too large, or broken: recognise the layout's characteristic keys so that the reader
+    # (and its precise error) is chosen; JSON Lines go to extrap-jsonl
+    if _looks_jsonl(head):
+        return False
+    return ('"parameter_value_pairs"' in head and '"callpaths"' in head) or \
+        ('"measurements"' in head and '"point"' in head and '"values"' in head)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Lines and Talpas
+
+
+def _talpas_to_json(line: str) -> str:
+    """Replace the ``;`` field separators outside strings with commas (same length)."""
+    if ";" not in line:
+        return line
+    out = []
+    in_str = esc = False
+    for ch in line:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == ";":
+            ch = ","
+        out.append(ch)
+    return "".join(out)
+
+
+_FORMATS = {
+    # name: (parameter key, callpath required, metric required, transform)
+    "jsonl": ("params", False, False, None),
+    "talpas": ("parameters", True, True, _talpas_to_json),
+}
+
+
+def _read_lines_format(path: Path, text: str, fmt: str) -> Experiment:
+    pkey, need_cp, need_metric, transform = _FORMATS[fmt]
+    b: _Builder | None = None
+    first_names: list[str] | None = None
+    first_line = 0
+    for no, line in enumerate(_lines(text), 1):
+        if not line.strip():
+            continue
+        src = transform(line) if transform else line
+        try:
+            obj = json.loads(src, object_pairs_hook=_object_hook)
+        except json.JSONDecodeError as e:
+            msg = e.msg.replace("','", "';' or ','") if transform else e.msg
+            raise PerfcastError(f"invalid JSON at column {e.colno}: {msg}", path, no) from None
+        except RecursionError:
+            raise PerfcastError("JSON nested too deeply", path, no) from None
+        if not isinstance(obj, dict):
+            raise PerfcastError(f"expected a JSON object per line, found {type(obj).__name__}", path, no)
+        _no_dups(obj, path, "", no)
+        params = _jget(obj, pkey, path, "", no, kind=dict)
+        _no_dups(params, path, pkey, no)
+        names = list(params)
+        if first_names is None:
+            msg = _check_parameter_names(names)
+            if msg:
+                raise PerfcastError(msg, path, no)
+            first_names, first_line = names, no
+            b = _Builder(names)
+        elif set(names) != set(first_names):
+            raise PerfcastError(f"parameters {', '.join(names) or '(none)'} differ from those of line "
+                                f"{first_line} ({', '.join(first_names) or 'none'})", path, no)
+        assert b is not None
+        coords = tuple(_jnum(params[p], path, _field(pkey, p), no) for p in first_names)
+        if "callpath" in obj:
+            cp = _jcallpath(b, obj["callpath"], path, "callpath", no)
+        elif need_cp:
+            raise PerfcastError("missing field 'callpath'", path, no)
+        else:
+            cp = b.callpath(DEFAULT_CALLPATH)
+        if "metric" in obj:
+            metric = _jstr(obj["metric"], path, "metric", no)
+        elif need_metric:
+            raise PerfcastError("missing field 'metric'", path, no)
+        else:
+            metric = DEFAULT_METRIC
+        b.metric(metric)
+        values = _jvalues(_jget(obj, "value", path, "", no), path, "value", no)
+        try:
+            b.add(coords, cp, metric, values)
+        except PerfcastError as e:
+            raise PerfcastError(e.message, path, no) from None
+    if b is None:
+        raise PerfcastError("no measurements (empty file)", path)
+    return b.experiment()
+
+
+def _looks_jsonl(text: str) -> bool:
+    lines = [ln.strip() for ln in _lines(text) if ln.strip()][:50]
+    return len(lines) >= 2 and all(ln.startswith("{") for ln in lines)
+
+
+def read_jsonl(path: Path, options: ReadOptions | None = None) -> Experiment:
+    """Read an Extra-P JSON Lines file."""
+    return _read_lines_format(path, _read_text_file(path), "jsonl")
+
+
+def read_talpas(path: Path, options: ReadOptions | None = None) -> Experiment:
+    """Read a Talpas file."""
+    return _read_lines_format(path, _read_text_file(path), "talpas")
+
+
+def _first_record(path: Path, fmt: str):
+    head = _head(path, 1 << 20)
+    if head is None:
+        return None
+    for ln in _lines(head):
+        if ln.strip():
+            src = _talpas_to_json(ln) if fmt == "talpas" else ln
+            try:
+                return json.loads(src)
+            except (ValueError, RecursionError):
+                return None
+    return None
+
+
+def _sniff_jsonl(path: Path) -> bool:
+    rec = _first_record(path, "jsonl")
+    return isinstance(rec, dict) and isinstance(rec.get("params"), dict) and "value" in rec
+
+
+def _sniff_talpas(path: Path) -> bool:
+    rec = _first_record(path, "talpas")
+    return isinstance(rec, dict) and isinstance(rec.get("parameters"), dict) and "value" in rec
+
+
+register(Reader("extrap-text", "Extra-P text input (PARAMETER / POINTS / REGION / METRIC / DATA lines)",
+                (".txt",), _sniff_text, read_text))
+register(Reader("extrap-json", "Extra-P JSON input (points layout or the older id-based layout)",
+                (".json",), _sniff_json, read_json))
+register(Reader("extrap-jsonl", "Extra-P JSON Lines input (one {\"params\": ..., \"value\": ...} per line)",
+                (".jsonl",), _sniff_jsonl, read_jsonl))
+register(Reader("talpas", "Talpas input (one {\"parameters\":...;\"metric\":...;\"callpath\":...;\"value\":...} "
+                "per line)", (".txt",), _sniff_talpas, read_talpas))
