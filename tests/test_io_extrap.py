@@ -421,6 +421,7 @@ TEXT_CASES = {
     "data_before_points": ("PARAMETER x\nREGION r\nDATA 1\n", 3, "before any POINTS"),
     "data_before_region": ("PARAMETER x\nPOINTS (1)\nMETRIC m\nDATA 1\n", 4, "before any REGION"),
     "points_after_data": ("PARAMETER x\nPOINTS (1)\nREGION r\nDATA 1\nPOINTS (2)\n", 5, "POINTS after DATA"),
+    "parameter_late": ("PARAMETER x\nREGION r\nPARAMETER y\nPOINTS ( 1 2 )\nDATA 1\n", 3, "declare all parameters"),
     "reserved": ("PARAMETER x rep\nPOINTS ( 1 2 )\n", 1, "reserved"),
     "empty_frame": ("PARAMETER x\nPOINTS (1)\nREGION a->\nDATA 1\n", 3, "empty frame"),
     "no_data": ("PARAMETER x\nPOINTS (1)\n", 2, "no DATA"),

@@ -56,7 +56,7 @@ DEFAULT_CALLPATH = "root"
 #: how much of a file the sniffers look at
 _SNIFF_BYTES = 1 << 16
 #: JSON files up to this size are parsed completely when sniffing
-_SNIFF_PARSE_LIMIT = 64 << 20
+_SNIFF_PARSE_LIMIT = 16 << 20
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 _NONFINITE = re.compile(r"[-+]?(?:nan|inf|infinity)", re.IGNORECASE)
@@ -285,8 +285,8 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
         key = parts[0]
         rest = " ".join(parts[1].split()) if len(parts) > 1 else ""
         if key == "PARAMETER":
-            if points:
-                raise err("PARAMETER after POINTS: declare all parameters first", no)
+            if points or region is not None or metric is not None:
+                raise err("PARAMETER after POINTS/REGION/METRIC: declare all parameters first", no)
             names = rest.split()
             if not names:
                 raise err("PARAMETER line names no parameter", no)
