@@ -38,13 +38,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import SEP, CallTree, Experiment, Metric, guess_kind
+from ..experiment import CallTree, Experiment, Metric, guess_kind
 from . import ReadOptions, Reader, register
 
 #: callpath of records outside every annotated region

@@ -1,0 +1,554 @@
+"""Caliper readers (.cali and json-split) against the raw files of real runs.
+
+Ground truth comes from the files themselves, read here without caliperreader: a small parser of
+the .cali text format (node and ctx records), the JSON rows of json-split output, and formulas
+that RAJAPerf's kernels obey (DAXPY: 2 flops and 24 bytes per element).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfcast import store
+from perfcast.errors import PerfcastError
+from perfcast.experiment import SEP
+from perfcast.io import ReadOptions, load
+from perfcast.io.caliper import UNANNOTATED, read_many
+
+LULESH = "thicket/lulesh_weak_scaling_cali"
+
+
+# ----------------------------------------------------------------------------------------------
+# an independent reader of the .cali text format, enough for the region profiles used here
+
+
+def _split_record(line: str) -> dict[str, list[str]]:
+    out, entry, cur = {}, [], ""
+    it = iter(line.rstrip("\n"))
+    for c in it:
+        if c == "\\":
+            cur += next(it)
+        elif c == ",":
+            entry.append(cur)
+            out[entry[0]] = entry[1:]
+            entry, cur = [], ""
+        elif c == "=":
+            entry.append(cur)
+            cur = ""
+        else:
+            cur += c
+    entry.append(cur)
+    out[entry[0]] = entry[1:]
+    return out
+
+
+def raw_cali(path: Path, channel: str | None = None) -> tuple[dict[tuple, dict[str, float]], dict[str, str]]:
+    """{region path: {metric: value}} and globals, parsed from the text by hand.
+
+    Region frames are the values of attributes with the nested property; metrics are the
+    visible attributes named ``op#...``.  ``channel`` keeps only records of that spot channel.
+    """
+    nodes = {}  # id -> (attr id, data, parent id)
+    names = {8: "cali.attribute.name"}
+    rows, globals_ = {}, {}
+
+    def prop(attr_id: int) -> int:
+        # an attribute's properties hang above its name node (attr 10 = cali.attribute.prop)
+        n = nodes[attr_id][2] if attr_id in nodes else None
+        while n is not None:
+            attr, data, parent = nodes[n]
+            if attr == 10:
+                return int(data)
+            n = parent
+        return 0
+
+    for line in path.read_text().splitlines():
+        rec = _split_record(line)
+        kind = rec["__rec"][0]
+        if kind == "node":
+            nid, attr = int(rec["id"][0]), int(rec["attr"][0])
+            parent = int(rec["parent"][0]) if "parent" in rec else None
+            nodes[nid] = (attr, rec["data"][0], parent)
+            if attr == 8:
+                names[nid] = rec["data"][0]
+        elif kind in ("ctx", "globals"):
+            frames, refvals = [], {}
+            for ref in rec.get("ref", []):
+                n = int(ref)
+                chain = []
+                while n is not None:
+                    attr, data, parent = nodes[n]
+                    refvals.setdefault(names[attr], data)
+                    if kind == "ctx" and prop(attr) & 256:  # CALI_ATTR_NESTED
+                        chain.append(data)
+                    n = parent
+                frames.extend(reversed(chain))
+            values = {int(a): d for a, d in zip(rec.get("attr", []), rec.get("data", []))}
+            if kind == "globals":
+                globals_.update(refvals)
+                globals_.update({names[a]: d for a, d in values.items()})
+                continue
+            if channel is not None and refvals.get("spot.channel") != channel:
+                continue
+            key = tuple(frames) if frames else (UNANNOTATED,)
+            assert key not in rows, f"{path}: region {key} twice"
+            # 128 = CALI_ATTR_HIDDEN (internal values such as avg.count#...)
+            rows[key] = {names[a]: float(v) for a, v in values.items()
+                         if "#" in names[a] and "aggregate.slot" not in names[a] and not prop(a) & 128}
+    return rows, globals_
+
+
+def _values(exp, **coords) -> dict[tuple[str, str], float]:
+    d = exp.data
+    for k, v in coords.items():
+        d = d[d[k] == v]
+    return {(str(r.callpath), str(r.metric)): r.value for r in d.itertuples()}
+
+
+# ----------------------------------------------------------------------------------------------
+# .cali: LULESH weak scaling
+
+
+@pytest.fixture(scope="module")
+def lulesh(data_dir):
+    seen = []
+    exp = load([data_dir / LULESH], options=ReadOptions(progress=lambda i, n, label: seen.append((i, n))))
+    return exp, seen
+
+
+def test_lulesh_points_from_adiak_jobsize(lulesh):
+    exp, progress = lulesh
+    assert exp.parameters == ("jobsize",)
+    assert exp.points()["jobsize"].tolist() == [27.0, 64.0, 125.0, 216.0, 343.0]
+    assert exp.repetitions()["repetitions"].tolist() == [1] * 5
+    # one progress call per file and a final one
+    assert progress[0] == (0, 5) and progress[-1] == (5, 5) and len(progress) == 6
+    choice = exp.meta["caliper"]["parameters"]
+    assert choice["keys"] == ["jobsize"] and choice["how"] == "auto"
+    # mpi.world.size and numhosts repeat jobsize; results and dates are not parameters
+    assert set(choice["redundant"]) == {"mpi.world.size", "numhosts"}
+    assert {"elapsed_time", "figure_of_merit"} <= set(choice["ignored"])
+    # per-run globals are kept, numbers as numbers
+    runs = {r["file"]: r for r in exp.meta["caliper"]["runs"]}
+    assert runs["27_cores.cali"]["globals"]["problem_size"] == 30
+    assert runs["343_cores.cali"]["globals"]["cluster"] == "opal"
+    assert runs["343_cores.cali"]["point"] == {"jobsize": 343}
+    assert exp.meta["format"] == "caliper"
+
+
+def test_lulesh_tree_and_metrics(lulesh):
+    exp, _ = lulesh
+    tree = exp.tree
+    cff = SEP.join(["main", "lulesh.cycle", "LagrangeLeapFrog", "LagrangeNodal", "CalcForceForNodes"])
+    assert cff in tree
+    assert tree.parent(cff) == SEP.join(["main", "lulesh.cycle", "LagrangeLeapFrog", "LagrangeNodal"])
+    assert tree.name(cff) == "CalcForceForNodes"
+    assert tree.depth(cff) == 4
+    assert set(tree.roots()) >= {"main", UNANNOTATED, "MPI_Comm_dup"}
+    m = exp.metrics["avg#inclusive#sum#time.duration"]
+    assert (m.unit, m.kind, m.scope, m.description) == ("sec", "time", "inclusive", "Avg time/rank")
+    assert exp.metrics["sum#inclusive#sum#time.duration"].description == "Total time"
+    assert not exp.has_locations  # spot profiles hold cross-rank statistics
+    # inclusive values: each callpath's exclusive share (value minus children) is not negative
+    ex = exp.to_exclusive("sum#inclusive#sum#time.duration", name="x")
+    assert ex.select(metric="x").data["value"].min() >= -1e-9
+
+
+@pytest.mark.parametrize("cores", [27, 64, 125, 216, 343])
+def test_lulesh_values_match_raw_file(lulesh, data_dir, cores):
+    exp, _ = lulesh
+    rows, globals_ = raw_cali(data_dir / LULESH / f"{cores}_cores.cali")
+    assert int(globals_["jobsize"]) == cores and int(globals_["mpi.world.size"]) == cores
+    got = _values(exp, jobsize=float(cores))
+    want = {(SEP.join(frames), m): v for frames, ms in rows.items() for m, v in ms.items()}
+    assert len(want) > 150
+    assert got.keys() == want.keys()
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, rel=1e-12, abs=0), k
+
+
+def test_lulesh_literal_values(lulesh):
+    exp, _ = lulesh
+    got = _values(exp, jobsize=27.0)
+    # 27_cores.cali: "__rec=ctx,ref=43=101,attr=86=89=92=96=94=99,data=47.226995=47.248547=47.238297=..."
+    # (node 43 is function=main; attr 92 is avg#inclusive#sum#time.duration)
+    assert got[("main", "avg#inclusive#sum#time.duration")] == 47.238297
+    assert got[("main", "min#inclusive#sum#time.duration")] == 47.226995
+    assert got[("main", "sum#inclusive#sum#time.duration")] == 1275.434023
+    # the record without any region is kept under the unannotated root
+    assert got[(UNANNOTATED, "sum#inclusive#sum#time.duration")] == 0.053702
+
+
+def test_lulesh_parameter_given_by_user(data_dir):
+    exp = load([data_dir / LULESH], options=ReadOptions(parameters=("mpi.world.size",)))
+    assert exp.parameters == ("mpi.world.size",)
+    assert exp.points()["mpi.world.size"].tolist() == [27.0, 64.0, 125.0, 216.0, 343.0]
+    assert exp.meta["caliper"]["parameters"]["how"] == "given"
+    two = load([data_dir / LULESH], options=ReadOptions(parameters=("jobsize", "problem_size")))
+    assert two.points()["problem_size"].unique().tolist() == [30.0]
+
+
+def test_lulesh_single_file_has_no_parameters(data_dir):
+    exp = load([data_dir / LULESH / "64_cores.cali"])
+    assert exp.parameters == ()
+    assert exp.meta["caliper"]["runs"][0]["globals"]["jobsize"] == 64
+    one = load([data_dir / LULESH / "64_cores.cali"], options=ReadOptions(parameters=("jobsize",)))
+    assert one.points()["jobsize"].tolist() == [64.0]
+
+
+def test_read_many_files_as_one_experiment(data_dir):
+    files = [data_dir / LULESH / f"{c}_cores.cali" for c in (27, 64, 125)]
+    exp = read_many(files)
+    assert exp.parameters == ("jobsize",)
+    assert exp.points()["jobsize"].tolist() == [27.0, 64.0, 125.0]
+
+
+def test_round_trip_through_store(lulesh, tmp_path):
+    exp, _ = lulesh
+    dest = store.write(exp, tmp_path / "lulesh.perfcast")
+    back = store.read(dest)
+    assert back.equals(exp)
+    again = load([dest])
+    assert again.equals(exp)
+
+
+# ----------------------------------------------------------------------------------------------
+# .cali: RAJAPerf
+
+
+def _cali_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.cali"))
+
+
+def test_rajaperf_lassen_sizes_kernels_and_formulas(data_dir):
+    root = data_dir / "thicket/rajaperf_lassen_sizes"
+    exp = load([root])
+    assert exp.parameters == ("ProblemSizeRunParam",)
+    sizes = [1048576.0, 2097152.0, 4194304.0, 8388608.0]
+    assert exp.points()["ProblemSizeRunParam"].tolist() == sizes
+    # repetitions = files per size (directory names end in the size)
+    per_size = defaultdict(int)
+    for f in _cali_files(root):
+        per_size[float(f.parent.parent.name.rsplit("_", 1)[1])] += 1
+    assert exp.repetitions()["repetitions"].tolist() == [per_size[s] for s in sizes]
+    # the GPU block sizes are not numeric globals: flagged, not silently merged
+    assert exp.meta["caliper"]["mixed_within_points"]["tuning"] == ["block_1024", "block_128", "block_256",
+                                                                    "block_512"]
+    assert exp.meta["caliper"]["warnings"]
+    daxpy = "RAJAPerf->Basic->Basic_DAXPY"
+    assert exp.tree.parent(daxpy) == "RAJAPerf->Basic"
+    assert exp.metrics["any#any#max#Bytes/Rep"].scope == "unknown"
+    for n in sizes:
+        s = exp.select(callpath=daxpy, ProblemSizeRunParam=n).data
+        by = {m: g["value"].to_numpy() for m, g in s.groupby("metric", observed=True)}
+        # y[i] += a * x[i]: 2 flops, two 8-byte loads and one store per element
+        assert np.all(by["any#any#max#Flops/Rep"] == 2 * n)
+        assert np.all(by["any#any#max#Bytes/Rep"] == 24 * n)
+        assert np.all(by["any#any#max#Iterations/Rep"] == n)
+        assert sorted(set(by["any#any#max#BlockSize"])) == [128, 256, 512, 1024]
+
+
+def test_rajaperf_values_match_raw_file(data_dir):
+    root = data_dir / "thicket/rajaperf_lassen_sizes"
+    exp = load([root])
+    f = root / "clang10.0.1_nvcc10.2.89_4194304/1/Base_CUDA-block_512.cali"
+    run = next(r for r in exp.meta["caliper"]["runs"] if r["file"] == str(f.relative_to(root)))
+    rows, globals_ = raw_cali(f)
+    assert globals_["tuning"] == "block_512" and run["globals"]["tuning"] == "block_512"
+    got = _values(exp, ProblemSizeRunParam=4194304.0, rep=run["rep"])
+    want = {(SEP.join(fr), m): v for fr, ms in rows.items() for m, v in ms.items()}
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+
+
+@pytest.mark.parametrize("sub", ["thicket/rajaperf", "thicket/rajaperf_quartz_8M"])
+def test_rajaperf_directories_read(data_dir, sub):
+    root = data_dir / sub
+    exp = load([root])
+    files = _cali_files(root)
+    assert len(exp.meta["caliper"]["runs"]) == len(files)
+    assert int(exp.repetitions()["repetitions"].sum()) == len(files)
+    kernels = [p for p in exp.tree if exp.tree.depth(p) == 2 and p.startswith("RAJAPerf->")]
+    assert len(kernels) > 40
+    assert any(m.endswith("Bytes/Rep") for m in exp.metrics)
+    assert any(m.endswith("Flops/Rep") for m in exp.metrics)
+    if sub.endswith("8M"):
+        # only compiler flags differ: one point, the flags are reported as mixed
+        assert exp.parameters == ()
+        assert "cmake_cxx_flags" in exp.meta["caliper"]["mixed_within_points"]
+        assert exp.metrics["inclusive#sum#time.duration.ns"].unit == "ns"
+        assert exp.metrics["sum#sum#time.duration.ns"].scope == "exclusive"
+    else:
+        assert exp.parameters == ("ProblemSizeRunParam", "omp_max_threads")
+
+
+# ----------------------------------------------------------------------------------------------
+# .cali: other shapes (spot channels, time series, old aggregation profiles)
+
+
+def test_spotdb_two_parameters_and_regionprofile_channel(data_dir):
+    root = data_dir / "formats/caliper/spotdb"
+    exp = load([root])
+    assert exp.parameters == ("jobsize", "threads")
+    pts = exp.points()
+    assert list(map(tuple, pts.to_numpy())) == [(1.0, 4.0), (64.0, 1.0), (64.0, 2.0)]
+    assert exp.repetitions()["repetitions"].tolist() == [2, 1, 1]
+    # the timeseries channel's metrics are not mixed into the region profile
+    assert not any("loop.iterations" in m for m in exp.metrics)
+    rows, _ = raw_cali(root / "1.cali", channel="regionprofile")
+    got = _values(exp, jobsize=64.0, threads=2.0)
+    want = {(SEP.join(fr), m): v for fr, ms in rows.items() for m, v in ms.items()}
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+
+
+def test_old_aggregation_profile_exclusive_metrics(data_dir):
+    f = data_dir / "formats/caliper/caliper-lulesh-cali/lulesh-annotation-profile.cali"
+    exp = load([f])
+    assert exp.metrics["sum#time.duration"].scope == "exclusive"
+    assert exp.metrics["count"].kind == "count"
+    rows, _ = raw_cali(f)
+    got = _values(exp)
+    want = {(SEP.join(fr), m): v for fr, ms in rows.items() for m, v in ms.items()}
+    assert {k for k in got if k[1] != "count"} == set(want)
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+    # "main" record: count=2, sum#time.duration=0.025121 (line with ref to function=main)
+    assert got[("main", "count")] == 2
+    assert got[("main", "sum#time.duration")] == 0.025121
+
+
+def test_timeseries_snapshots_are_combined(data_dir):
+    f = data_dir / "formats/caliper/caliper-timeseries-cali/timeseries.cali"
+    exp = load([f])
+    import caliperreader
+
+    r = caliperreader.CaliperReader()
+    r.read(str(f))
+    # sum over all snapshots of the main->lulesh.cycle records, by hand
+    target = ["main", "lulesh.cycle"]
+    recs = [x for x in r.records if x.get("path") == target and "sum#time.duration.ns" in x]
+    assert len(recs) > 10
+    total = sum(float(x["sum#time.duration.ns"]) for x in recs)
+    count = sum(float(x["count"]) for x in recs)
+    mx = max(float(x["max#time.duration.ns"]) for x in recs)
+    mn = min(float(x["min#time.duration.ns"]) for x in recs)
+    got = _values(exp)
+    cp = SEP.join(target)
+    assert got[(cp, "sum#time.duration.ns")] == pytest.approx(total, rel=1e-12)
+    assert got[(cp, "count")] == count
+    assert got[(cp, "max#time.duration.ns")] == mx
+    assert got[(cp, "min#time.duration.ns")] == mn
+    assert exp.metrics["sum#time.duration.ns"].unit == "ns"
+
+
+# ----------------------------------------------------------------------------------------------
+# json-split
+
+
+def test_json_split_lulesh_tree_ranks_and_values(data_dir):
+    f = data_dir / "formats/caliper/caliper-lulesh-json/lulesh-annotation-profile.json"
+    exp = load([f])
+    assert exp.meta["format"] == "caliper-json"
+    doc = json.loads(f.read_text())
+    nodes = doc["nodes"]
+
+    def path(i):
+        out = []
+        while i is not None:
+            out.append(nodes[i]["label"])
+            i = nodes[i].get("parent")
+        return SEP.join(reversed(out))
+
+    assert len(exp.tree) == len(nodes) + 1  # + the unannotated root
+    for i, n in enumerate(nodes):
+        p = path(i)
+        assert exp.tree.parent(p) == (path(n["parent"]) if "parent" in n else None)
+    assert exp.has_locations
+    assert sorted(exp.data["rank"].unique()) == list(range(8))
+    cols = doc["columns"]
+    d = exp.data
+    got = {(str(r.callpath), int(r.rank), str(r.metric)): r.value for r in d.itertuples()}
+    n = 0
+    for row in doc["data"]:
+        rec = dict(zip(cols, row))
+        cp = UNANNOTATED if rec["path"] is None else path(rec["path"])
+        for m in ("inclusive#sum#time.duration", "sum#time.duration"):
+            assert got[(cp, rec["mpi.rank"], m)] == rec[m]
+            n += 1
+    assert n == len(d)
+    assert exp.metrics["inclusive#sum#time.duration"].scope == "inclusive"
+    assert exp.metrics["sum#time.duration"].scope == "exclusive"
+    # the scopes are right: inclusive minus children's inclusive is exactly the exclusive column
+    x = exp.to_exclusive("inclusive#sum#time.duration", name="derived")
+    t = x.data.pivot_table(index=["callpath", "rank"], columns="metric", values="value", observed=True)
+    assert np.array_equal(t["derived"].to_numpy(), t["sum#time.duration"].to_numpy())
+
+
+def test_json_split_cpi_sums_over_source_lines(data_dir):
+    f = data_dir / "formats/caliper/caliper-cpi-json/cpi-callpath-profile.json"
+    exp = load([f])
+    doc = json.loads(f.read_text())
+    nodes, cols = doc["nodes"], doc["columns"]
+
+    def path(i):
+        out = []
+        while i is not None:
+            out.append(nodes[i]["label"])
+            i = nodes[i].get("parent")
+        return SEP.join(reversed(out))
+
+    want = defaultdict(float)
+    for row in doc["data"]:
+        rec = dict(zip(cols, row))
+        cp = path(rec["source.function#callpath.address"])
+        want[(cp, rec["mpi.rank"], "sum#time.duration")] += rec["sum#time.duration"]
+        want[(cp, rec["mpi.rank"], "count")] += rec["count"]
+    got = {(str(r.callpath), int(r.rank), str(r.metric)): r.value for r in exp.data.itertuples()}
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+    main = "_start->__libc_start_main->main"
+    assert exp.tree.parent(main) == "_start->__libc_start_main"
+    assert any("sourceloc#cali.sampler.pc" in n for n in exp.meta["caliper"]["runs"][0]["notes"])
+
+
+def test_json_split_directory(data_dir, tmp_path):
+    src = data_dir / "formats/caliper/caliper-lulesh-json/lulesh-annotation-profile.json"
+    for n in (4, 8):
+        d = tmp_path / f"run{n}"
+        d.mkdir()
+        doc = json.loads(src.read_text())
+        doc["jobsize"] = n
+        (d / "profile.json").write_text(json.dumps(doc))
+    exp = load([tmp_path])
+    assert exp.meta["format"] == "caliper-json"
+    assert exp.parameters == ("jobsize",)
+    assert exp.points()["jobsize"].tolist() == [4.0, 8.0]
+
+
+# ----------------------------------------------------------------------------------------------
+# bad input
+
+
+def _err(excinfo) -> PerfcastError:
+    e = excinfo.value
+    assert "\n" not in str(e)
+    return e
+
+
+def test_truncated_cali_mid_line(data_dir, tmp_path):
+    text = (data_dir / LULESH / "27_cores.cali").read_text()
+    bad = tmp_path / "cut.cali"
+    bad.write_text(text[: len(text) // 2])
+    with pytest.raises(PerfcastError) as ei:
+        load([bad])
+    e = _err(ei)
+    assert e.path == str(bad) and "truncated" in e.message and e.where.isdigit()
+
+
+def test_truncated_cali_at_line_boundary(data_dir, tmp_path):
+    lines = (data_dir / LULESH / "27_cores.cali").read_text().splitlines(keepends=True)
+    bad = tmp_path / "cut.cali"
+    bad.write_text("".join(lines[: len(lines) // 2]))
+    with pytest.raises(PerfcastError) as ei:
+        load([bad])
+    e = _err(ei)
+    assert e.path == str(bad) and "truncated" in e.message
+
+
+def test_truncated_file_inside_directory_names_the_file(data_dir, tmp_path):
+    d = tmp_path / "runs"
+    shutil.copytree(data_dir / LULESH, d)
+    victim = d / "125_cores.cali"
+    os.chmod(victim, 0o644)
+    victim.write_text(victim.read_text()[:3000])
+    with pytest.raises(PerfcastError) as ei:
+        load([d])
+    assert _err(ei).path == str(victim)
+
+
+def test_non_caliper_files_with_format_caliper(data_dir, tmp_path):
+    j = data_dir / "formats/caliper/caliper-lulesh-json/lulesh-annotation-profile.json"
+    with pytest.raises(PerfcastError) as ei:
+        load([j], format="caliper")
+    e = _err(ei)
+    assert e.path == str(j) and "not a Caliper .cali file" in e.message and e.where == "1"
+    binary = tmp_path / "x.cali"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(PerfcastError) as ei:
+        load([binary], format="caliper")
+    assert _err(ei).path == str(binary)
+    empty = tmp_path / "empty.cali"
+    empty.write_text("")
+    with pytest.raises(PerfcastError, match="empty"):
+        load([empty], format="caliper")
+
+
+def test_corrupt_record_reference(data_dir, tmp_path):
+    text = (data_dir / LULESH / "27_cores.cali").read_text()
+    bad = tmp_path / "bad.cali"
+    bad.write_text(text.replace("__rec=ctx,ref=43=101,", "__rec=ctx,ref=99999=101,"))
+    with pytest.raises(PerfcastError) as ei:
+        load([bad])
+    e = _err(ei)
+    assert e.path == str(bad) and e.where.isdigit()
+    assert text.splitlines()[int(e.where) - 1].startswith("__rec=ctx,ref=43=101,")
+
+
+def test_directory_without_cali(tmp_path):
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    with pytest.raises(PerfcastError) as ei:
+        load([tmp_path], format="caliper")
+    e = _err(ei)
+    assert e.path == str(tmp_path) and "no .cali files" in e.message
+    with pytest.raises(PerfcastError) as ei:
+        load([tmp_path], format="caliper-json")
+    assert _err(ei).path == str(tmp_path)
+
+
+def test_requested_parameter_missing_or_not_numeric(data_dir):
+    with pytest.raises(PerfcastError) as ei:
+        load([data_dir / LULESH], options=ReadOptions(parameters=("nodecount",)))
+    e = _err(ei)
+    assert e.path.endswith(".cali") and e.where == "nodecount" and "jobsize" in e.message
+    with pytest.raises(PerfcastError) as ei:
+        load([data_dir / LULESH], options=ReadOptions(parameters=("cluster",)))
+    e = _err(ei)
+    assert e.where == "cluster" and "not numeric" in e.message and "'opal'" in e.message
+
+
+def test_bad_json_split(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"data": [[1, 0]],\n "columns": ["count", "path"],\n "nodes": [ }')
+    with pytest.raises(PerfcastError) as ei:
+        load([broken], format="caliper-json")
+    e = _err(ei)
+    assert e.path == str(broken) and e.where == "3"
+    dangling = tmp_path / "dangling.json"
+    dangling.write_text(json.dumps({"data": [[1.0, 7]], "columns": ["count", "path"],
+                                    "column_metadata": [{"is_value": True}, {"is_value": False}],
+                                    "nodes": [{"column": "path", "label": "main"}]}))
+    with pytest.raises(PerfcastError) as ei:
+        load([dangling], format="caliper-json")
+    e = _err(ei)
+    assert e.where == "data[0]" and "node 7" in e.message
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"data": [[1.0]], "columns": ["count", "path"], "nodes": []}))
+    with pytest.raises(PerfcastError) as ei:
+        load([short], format="caliper-json")
+    assert _err(ei).where == "data[0]"
+
+
+def test_detection_by_content(data_dir):
+    from perfcast.io import detect
+
+    assert detect(data_dir / LULESH).name == "caliper"
+    assert detect(data_dir / LULESH / "27_cores.cali").name == "caliper"
+    assert detect(data_dir / "formats/caliper/caliper-cpi-json/cpi-callpath-profile.json").name == "caliper-json"
+    assert detect(data_dir / "formats/caliper/caliper-cpi-json").name == "caliper-json"
