@@ -458,6 +458,7 @@ def _parse_cali(path: Path) -> _Profile:
 # json-split
 
 _JSON_SPLIT_KEYS = ("data", "columns", "nodes")
+_JSON_SPLIT_MARKERS = (*_JSON_SPLIT_KEYS, "label")
 
 
 def _sniff_json_split_file(path: Path) -> bool:
@@ -472,7 +473,7 @@ def _sniff_json_split_file(path: Path) -> bool:
             tail = f.read()
     text = head + tail
     s = head.lstrip()
-    return s[:1] == b"{" and all(f'"{k}"'.encode() in text for k in _JSON_SPLIT_KEYS)
+    return s[:1] == b"{" and all(f"\"{k}\"".encode() in text for k in _JSON_SPLIT_MARKERS)
 
 
 def _sniff_json_split(path: Path) -> bool:
@@ -839,9 +840,9 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             cal["mixed_within_points"] = mixed
             warnings.append("runs treated as repetitions of one point differ in " + ", ".join(mixed)
                             + "; read them separately or name a distinguishing numeric key as parameter")
-    if warnings:
-        cal["warnings"] = warnings
     meta = {"sources": [str(p.path) for p in profiles], "caliper": cal}
+    if warnings:
+        meta["warnings"] = warnings
     return Experiment(params, data, metrics.values(), tree, meta)
 
 
@@ -850,31 +851,35 @@ def _json_num(x: float):
 
 
 def _read_paths(files: Sequence[Path], parse, options: ReadOptions, root: Path | None) -> Experiment:
+    """Parse ``files`` (``parse``: one function, or one per file) with progress, then assemble."""
+    parsers = list(parse) if isinstance(parse, (list, tuple)) else [parse] * len(files)
     profiles = []
     total = len(files)
-    for i, f in enumerate(files):
+    for i, (f, fn) in enumerate(zip(files, parsers)):
         if options.progress is not None:
             options.progress(i, total, str(f))
-        profiles.append(parse(f))
+        profiles.append(fn(f))
     if options.progress is not None:
         options.progress(total, total, "done")
     return _assemble(profiles, options, root)
 
 
 def read_many(paths: Sequence[str | Path], options: ReadOptions | None = None) -> Experiment:
-    """Read several Caliper files (``.cali`` or json-split) as one experiment."""
+    """Read several Caliper files (``.cali`` or json-split) as one experiment.
+
+    Unlike reading them one by one, the parameters can be chosen from the globals that vary
+    between the files.
+    """
     options = options or ReadOptions()
     files = [Path(p) for p in paths]
     if not files:
         raise PerfcastError("no input given")
-    parse = [(_parse_cali if f.name.lower().endswith(".cali") or _sniff_cali_file(f) else _parse_json_split)
-             for f in files]
-    profiles = []
-    for i, (f, fn) in enumerate(zip(files, parse)):
-        if options.progress is not None:
-            options.progress(i, len(files), str(f))
-        profiles.append(fn(f))
-    return _assemble(profiles, options, None)
+    for f in files:
+        if not f.is_file():
+            raise PerfcastError("not a file", f)
+    parsers = [_parse_cali if f.name.lower().endswith(".cali") or _sniff_cali_file(f) else _parse_json_split
+               for f in files]
+    return _read_paths(files, parsers, options, None)
 
 
 def _sniff_cali_file(path: Path) -> bool:
