@@ -1,0 +1,455 @@
+"""CUBE4 (.cubex) reader against independent ground truth.
+
+* CubeLib CSV dumps shipped with three profiles (``excl.csv``/``incl.csv``: a row per cnode id and
+  location, a column per metric) -- every value, exclusive as read and inclusive through
+  ``Experiment.to_inclusive``, to the precision printed in the dump;
+* pycubexr's own per-cnode API (``MetricValues.cnode_values`` with its recursive exclusive
+  conversion), keyed by cnode id, for files without a dump;
+* facts read straight from anchor.xml with ElementTree in this file (metric names, location ranks).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import tarfile
+import time
+import warnings
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import numpy as np
+import pytest
+from pycubexr import CubexParser
+
+from perfcast import store
+from perfcast.errors import PerfcastError
+from perfcast.io import ReadOptions, detect, load
+from perfcast.io.cube import read_cube
+
+CSV_SETS = ["blast.p64.r1", "call_tree_test", "time.p4.n2000.x1.r0"]
+MAX_UINT64_DOUBLE = 0xFFFF_FFFF_FFFF_FBFF
+
+
+@pytest.fixture(scope="module")
+def cube_dir(data_dir) -> Path:
+    return data_dir / "formats" / "cube"
+
+
+@pytest.fixture(scope="module")
+def cubeset(data_dir) -> Path:
+    return data_dir / "extrap" / "cubeset"
+
+
+# -- independent helpers ------------------------------------------------------------------------
+def _anchor(path: Path) -> ET.Element:
+    """anchor.xml of a cubex, read with the standard library only."""
+    import gzip
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tar = tarfile.open(path)
+        except tarfile.ReadError:
+            from pycubexr.utils.custom_tarinfo import TarInfoWithoutCheck
+
+            tar = tarfile.open(path, tarinfo=TarInfoWithoutCheck)
+        with tar:
+            raw = tar.extractfile("anchor.xml").read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return ET.fromstring(raw)
+
+
+def _locations(path: Path) -> dict[int, tuple[int, int]]:
+    """location Id -> (rank of its location group, its own rank)."""
+    out = {}
+    for g in _anchor(path).iter("locationgroup"):
+        for loc in g.iter("location"):
+            out[int(loc.get("Id"))] = (int(g.findtext("rank")), int(loc.findtext("rank")))
+    return out
+
+
+def _pycubexr_values(path: Path, metric: str, exclusive: bool = True) -> dict[tuple[str, int, int], float]:
+    """(callpath of region names, rank, thread) -> value, as pycubexr computes it (per cnode id)."""
+    locs = _locations(path)
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with CubexParser(path) as c:
+            m = c.get_metric_by_name(metric)
+            mv = c.get_metric_values(m)
+            for cn in c.all_cnodes():
+                names, x = [], cn
+                while x is not None:
+                    names.append(x.region.name)
+                    x = x.parent
+                cp = "->".join(reversed(names))
+                vals = mv.cnode_values(cn, convert_to_exclusive=exclusive)
+                vals = vals.astype(float) if hasattr(vals, "astype") else np.asarray(vals, dtype=float)
+                for j, v in enumerate(np.asarray(vals, dtype=float)):
+                    out[(cp, *locs[j])] = float(v)
+    return out
+
+
+def _ours(exp, metric: str) -> dict[tuple[str, int, int], float]:
+    d = exp.data[exp.data["metric"] == metric]
+    return {(str(cp), int(r), int(t)): float(v)
+            for cp, r, t, v in zip(d["callpath"], d["rank"], d["thread"], d["value"])}
+
+
+def _printed_tolerance(text: str) -> float:
+    """One unit in the last printed digit of a CSV number ("45.2808" -> 1e-4, "3.57e-005" -> 1e-7)."""
+    mant, _, exp = text.strip().lower().partition("e")
+    decimals = len(mant.split(".")[1]) if "." in mant else 0
+    return 10.0 ** ((int(exp) if exp else 0) - decimals)
+
+
+def _cnode_paths(path: Path) -> dict[int, str]:
+    """cnode id -> region names from the root, joined by '->' (anchor.xml, ElementTree)."""
+    root = _anchor(path)
+    program = root.find("program")
+    names = {int(r.get("id")): r.findtext("name") for r in program.findall("region")}
+    out = {}
+    stack = [(c, "") for c in program.findall("cnode")]
+    while stack:
+        c, prefix = stack.pop()
+        p = names[int(c.get("calleeId"))] if not prefix else prefix + "->" + names[int(c.get("calleeId"))]
+        out[int(c.get("id"))] = p
+        stack.extend((k, p) for k in c.findall("cnode"))
+    return out
+
+
+# -- CubeLib dumps --------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", CSV_SETS)
+def test_values_equal_cubelib_dump(cube_dir, name):
+    folder = cube_dir / name
+    cubex = next(folder.glob("*.cubex"))
+    exp = read_cube(cubex)
+    paths = _cnode_paths(cubex)
+    locs = _locations(cubex)
+    assert not exp.parameters and exp.has_locations
+    checked = 0
+    for scope in ("excl", "incl"):
+        with open(folder / f"{scope}.csv", newline="") as f:
+            rows = list(csv.reader(f))
+        header = [h.strip() for h in rows[0]]
+        body = rows[1:]
+        assert header[:2] == ["Cnode ID", "Thread ID"]
+        for j, metric in enumerate(header[2:], start=2):
+            if metric not in exp.metrics:
+                # declared without stored values: CubeLib dumps zeros
+                assert metric in {s["metric"] for s in exp.meta["skipped_metrics"]}
+                assert all(float(r[j]) == 0 for r in body), metric
+                continue
+            m = exp.metrics[metric]
+            if scope == "incl":
+                if m.scope != "exclusive":
+                    assert m.scope == "unknown" and metric in ("min_time", "max_time")
+                    continue  # extrema are not sums over the tree
+                e = exp.to_inclusive(metric)
+                assert e.metrics[metric].scope == "inclusive"
+            else:
+                e = exp
+            got = _ours(e, metric)
+            want = {(paths[int(r[0])], *locs[int(r[1])]): (float(r[j]), _printed_tolerance(r[j])) for r in body}
+            assert len(want) == len(body)
+            # values absent from our table are CUBE's implicit zeros
+            assert set(got) <= set(want)
+            for key, (v, tol) in want.items():
+                assert abs(got.get(key, 0.0) - v) <= tol, (scope, metric, key, got.get(key), v)
+                checked += 1
+    assert checked > 0
+
+
+def test_location_values_sum_to_cnode_totals(cube_dir):
+    """Per-rank values reduce to the per-cnode totals of the dump (sum over its location rows)."""
+    folder = cube_dir / "blast.p64.r1"
+    cubex = folder / "profile.cubex"
+    exp = read_cube(cubex)
+    assert sorted(exp.data["rank"].unique()) == list(range(64))
+    assert set(exp.data["thread"].unique()) == {0}
+    totals = exp.reduce_locations("sum")
+    assert not totals.has_locations
+    paths = _cnode_paths(cubex)
+    with open(folder / "excl.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    header = [h.strip() for h in rows[0]]
+    for metric in ("time", "visits", "PAPI_TOT_INS", "bytes_sent"):
+        j = header.index(metric)
+        want: dict[str, float] = {}
+        tol: dict[str, float] = {}
+        for r in rows[1:]:
+            p = paths[int(r[0])]
+            want[p] = want.get(p, 0.0) + float(r[j])
+            tol[p] = tol.get(p, 0.0) + _printed_tolerance(r[j])
+        d = totals.data[totals.data["metric"] == metric]
+        got = dict(zip(d["callpath"].astype(str), d["value"]))
+        for p, v in want.items():
+            assert abs(got.get(p, 0.0) - v) <= tol[p] + 1e-9 * abs(v), (metric, p)
+    # and the grand total of exclusive time is the inclusive time of the root
+    d = totals.data[totals.data["metric"] == "time"]
+    j = header.index("time")
+    with open(folder / "incl.csv", newline="") as f:
+        incl = list(csv.reader(f))[1:]
+    root_id = min(paths, key=lambda i: paths[i].count("->"))
+    root_incl = sum(float(r[j]) for r in incl if int(r[0]) == root_id)
+    assert abs(d["value"].sum() - root_incl) <= 64 * 1e-4
+
+
+# -- Extra-P CUBE sets ----------------------------------------------------------------------------
+def test_multi_parameter_set(cubeset):
+    root = cubeset / "multi_parameter"
+    seen = []
+    t0 = time.perf_counter()
+    exp = read_cube(root, ReadOptions(progress=lambda done, total, what: seen.append((done, total, what))))
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 15, f"reading 27 runs took {elapsed:.1f} s"
+    assert exp.parameters == ("x", "y", "z")
+    pts = exp.points()
+    assert len(pts) == 27
+    assert {tuple(r) for r in pts.to_numpy()} == {(x, y, z) for x in (1, 10, 25) for y in (1, 10, 25)
+                                                  for z in (1, 10, 25)}
+    assert (exp.repetitions()["repetitions"] == 1).all()
+    # metric names as declared in the runs' anchor.xml, minus those without stored values
+    declared = [m.findtext("uniq_name") for m in _anchor(root / "mm.x1y1z1.r1" / "profile.cubex").iter("metric")]
+    assert declared == ["visits", "time", "min_time", "max_time", "bytes_put", "bytes_get",
+                        "PAPI_FP_OPS", "PAPI_L3_TCM", "PAPI_L2_TCM"]
+    assert list(exp.metrics) == ["visits", "time", "min_time", "max_time", "PAPI_FP_OPS", "PAPI_L3_TCM",
+                                 "PAPI_L2_TCM"]
+    assert {s["metric"]: s["runs"] for s in exp.meta["skipped_metrics"]} == {"bytes_put": 27, "bytes_get": 27}
+    for name in ("PAPI_FP_OPS", "PAPI_L3_TCM", "PAPI_L2_TCM", "visits"):
+        assert exp.metrics[name].kind == "count" and exp.metrics[name].scope == "exclusive"
+    assert exp.metrics["time"].kind == "time" and exp.metrics["time"].unit == "sec"
+    assert exp.metrics["min_time"].scope == "unknown"
+    assert set(exp.tree.paths) == {"main", "main->init_mat", "main->zero_mat", "main->mat_mul"}
+    assert seen[-1][:2] == (27, 27) and len(seen) == 27
+    # every value equals pycubexr's exclusive conversion of the run at its coordinates
+    for run in sorted(root.iterdir()):
+        x, y, z = (float(v) for v in run.name.split(".")[1].replace("x", " ").replace("y", " ")
+                   .replace("z", " ").split())
+        sub = exp.select(x=x, y=y, z=z)
+        for metric in ("time", "PAPI_FP_OPS", "PAPI_L2_TCM", "visits", "max_time"):
+            want = _pycubexr_values(run / "profile.cubex", metric)
+            got = _ours(sub, metric)
+            assert got.keys() == want.keys()
+            for k, v in want.items():
+                assert got[k] == pytest.approx(v, rel=1e-12, abs=1e-15), (run.name, metric, k)
+
+
+def test_single_parameter_set(cubeset):
+    exp = read_cube(cubeset / "single_parameter")
+    # y and z never vary: like Extra-P, one parameter x (the constants are kept in meta)
+    assert exp.parameters == ("x",)
+    assert sorted(exp.points()["x"]) == [1, 10, 25, 50, 100, 250, 500, 1000, 2000]
+    assert exp.meta["cube"]["constant_parameters"] == {"y": 1, "z": 1}
+    run = cubeset / "single_parameter" / "mm.x250y1z1.r1" / "profile.cubex"
+    want = _pycubexr_values(run, "PAPI_L3_TCM")
+    got = _ours(exp.select(x=250), "PAPI_L3_TCM")
+    assert got == pytest.approx(want)
+
+
+def test_threads_and_ranks(cube_dir, cubeset):
+    # Score-P hybrid run: 2 MPI ranks x 4 OpenMP threads (and the CubeWriter 4.8 checksum bug)
+    cubex = cube_dir / "bt-mz_sum.p2.r1" / "cube4.8_with_checksum_bug.cubex"
+    exp = read_cube(cubex)
+    locs = exp.data[["rank", "thread"]].drop_duplicates()
+    assert sorted(map(tuple, locs.to_numpy())) == sorted(set(_locations(cubex).values()))
+    assert sorted(map(tuple, locs.to_numpy())) == [(r, t) for r in (0, 1) for t in range(4)]
+    assert exp.meta["cube"]["tar_checksums_ignored"] is True
+    for metric in ("visits", "time", "bytes_sent"):
+        want = _pycubexr_values(cubex, metric)
+        got = _ours(exp, metric)
+        for k, v in want.items():
+            assert got.get(k, 0.0) == pytest.approx(v, rel=1e-9, abs=1e-12), (metric, k)
+    # threaded Extra-P example: 2 processes x 2 threads, one parameter f from example.f<N>
+    st = read_cube(cubeset / "simple_threaded")
+    assert st.parameters == ("f",) and sorted(st.points()["f"]) == [1, 2, 3, 4, 5]
+    assert sorted(map(tuple, st.data[["rank", "thread"]].drop_duplicates().to_numpy())) == [
+        (0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_same_name_siblings_stay_distinct(cube_dir):
+    # cpi: main->iteration calls MPI_Bcast (region of the MPI adapter) and a second region also
+    # named MPI_Bcast defined in SCOREP_Mpi_Coll.c line 719
+    cubex = cube_dir / "scorep-cpi-cubex" / "profile.cubex"
+    exp = read_cube(cubex)
+    plain = "cpi->main->iteration->MPI_Bcast"
+    other = "cpi->main->iteration->MPI_Bcast @SCOREP_Mpi_Coll.c:719"
+    assert plain in exp.tree and other in exp.tree
+    assert exp.tree.parent(other) == exp.tree.parent(plain) == "cpi->main->iteration"
+    assert exp.meta["cube"]["disambiguated"] == [other]
+    # values go to the right cnode: compare per cnode id with pycubexr
+    root = _anchor(cubex)
+    regions = {int(r.get("id")): (r.findtext("name"), r.get("mod")) for r in root.find("program").findall("region")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with CubexParser(cubex) as c:
+            mv = c.get_metric_values(c.get_metric_by_name("visits"))
+            for cn in c.all_cnodes():
+                if cn.region.name != "MPI_Bcast" or cn.parent.region.name != "iteration":
+                    continue
+                cp = other if regions[cn.callee_region_id][1].endswith("SCOREP_Mpi_Coll.c") else plain
+                want = np.asarray(mv.cnode_values(cn), dtype=float)
+                got = exp.select(callpath=cp, metric="visits").data.sort_values("rank")["value"].to_numpy()
+                assert np.array_equal(got, want)
+
+
+def test_wrapped_counters_and_negative_exclusive(cube_dir):
+    """PAPI_L3_DCA holds small negative deltas written as UINT64; CubeLib/pycubexr read them as 0."""
+    cubex = cube_dir / "hw_counter" / "L3_DCA_negative.cubex"
+    exp = read_cube(cubex)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with CubexParser(cubex) as c:
+            raw = c.get_metric_values(c.get_metric_by_name("PAPI_L3_DCA"), allow_full_uint64_values=True).values
+    assert exp.meta["cube"]["uint64_wrapped"] == {"PAPI_L3_DCA": int((raw > MAX_UINT64_DOUBLE).sum())}
+    want = _pycubexr_values(cubex, "PAPI_L3_DCA")  # pycubexr clamps negative unsigned differences at 0
+    got = _ours(exp, "PAPI_L3_DCA")
+    assert got.keys() <= want.keys()
+    for k, v in want.items():
+        assert got.get(k, 0.0) == v, k
+    assert (exp.select(metric="PAPI_L3_DCA").data["value"] >= 0).all()
+    assert exp.metrics["PAPI_L3_DCA"].kind == "count"
+    assert exp.meta["cube"]["clamped_negative"]["PAPI_L3_DCA"] > 0
+
+
+def test_unreadable_metric_types_are_skipped(cube_dir):
+    cubex = cube_dir / "test_only_files" / "cube-values_example.cubex"
+    exp = read_cube(cubex)
+    dtypes = {m.findtext("uniq_name"): m.findtext("dtype") for m in _anchor(cubex).iter("metric")}
+    non_scalar = {n for n, t in dtypes.items()
+                  if t.split("(")[0] in ("RATE", "TAU_ATOMIC", "HISTOGRAM", "NDOUBLES", "SCALE_FUNC", "COMPLEX")}
+    assert non_scalar == {"RATE", "TAU_ATOMIC", "TAU_ATOMIC2", "HISTOGRAM5", "NDOUBLES10", "SCALE_FUNC3", "COMPLEX"}
+    assert {s["metric"] for s in exp.meta["skipped_metrics"]} == non_scalar
+    assert set(exp.metrics) == set(dtypes) - non_scalar
+    for metric in ("INT8", "UINT16", "INT64", "UINT64", "DOUBLE"):
+        want = _pycubexr_values(cubex, metric)
+        got = _ours(exp, metric)
+        for k, v in want.items():
+            assert got.get(k, 0.0) == pytest.approx(v), (metric, k)
+
+
+def _rewrite(src: Path, dest: Path, replace: dict[str, bytes]):
+    """Copy a cubex archive, replacing some members' contents."""
+    with tarfile.open(src) as tin, tarfile.open(dest, "w") as tout:
+        for member in tin.getmembers():
+            data = replace.get(member.name, tin.extractfile(member).read())
+            info = tarfile.TarInfo(member.name)
+            info.size = len(data)
+            tout.addfile(info, io.BytesIO(data))
+
+
+def test_derived_metric_is_skipped(cube_dir, tmp_path):
+    src = cube_dir / "call_tree_test" / "call_tree_test.cubex"
+    with tarfile.open(src) as t:
+        anchor = t.extractfile("anchor.xml").read().decode()
+    derived = ('<metric id="50" type="POSTDERIVED"><disp_name>Per visit</disp_name><uniq_name>time_per_visit'
+               '</uniq_name><dtype>DOUBLE</dtype><uom>sec</uom><cubepl>metric::time()/metric::visits()</cubepl>'
+               '</metric>')
+    assert "</metrics>" in anchor
+    dest = tmp_path / "derived.cubex"
+    _rewrite(src, dest, {"anchor.xml": anchor.replace("</metrics>", derived + "</metrics>").encode()})
+    exp = read_cube(dest)
+    skipped = {s["metric"]: s["reason"] for s in exp.meta["skipped_metrics"]}
+    assert "derived" in skipped["time_per_visit"]
+    assert "time" in exp.metrics and "time_per_visit" not in exp.metrics
+    assert exp.equals(read_cube(src).replace(meta=exp.meta))
+
+
+# -- bad input --------------------------------------------------------------------------------------
+def _fails(path, match: str, **kw) -> PerfcastError:
+    with pytest.raises(PerfcastError, match=match) as info:
+        read_cube(path, **kw)
+    return info.value
+
+
+def test_bad_files_raise_perfcast_errors(cube_dir, tmp_path):
+    good = (cube_dir / "blast.p64.r1" / "profile.cubex").read_bytes()
+    for cut in (100, len(good) // 3, len(good) - 3000):
+        p = tmp_path / f"cut{cut}.cubex"
+        p.write_bytes(good[:cut])
+        err = _fails(p, "truncated|damaged|not a CUBE4")
+        assert err.path == str(p)
+    junk = tmp_path / "junk.cubex"
+    junk.write_bytes(b"this is not a tar archive\n" * 40)
+    assert _fails(junk, "not a CUBE4 file").path == str(junk)
+    # a damaged data member: the error names the member
+    src = cube_dir / "call_tree_test" / "call_tree_test.cubex"
+    bad = tmp_path / "bad_data.cubex"
+    _rewrite(src, bad, {"1.data": b"CUBEX.DATA" + b"\x00" * 13})
+    err = _fails(bad, "metric 'time'")
+    assert err.path == str(bad) and err.where == "1.data"
+    bad_xml = tmp_path / "bad_xml.cubex"
+    _rewrite(src, bad_xml, {"anchor.xml": b"<?xml version='1.0'?>\n<cube>\n<metrics>\n</cube>"})
+    err = _fails(bad_xml, "not well-formed XML")
+    assert err.where == "anchor.xml line 4"
+    # through the registry: same error, one line, naming the file
+    with pytest.raises(PerfcastError) as info:
+        load([junk], format="cube")
+    assert str(junk) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_bad_directories(cubeset, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("no profiles here")
+    assert _fails(empty, "no .cubex file").path == str(empty)
+    with pytest.raises(PerfcastError, match="no .cubex file"):
+        load([empty], format="cube")
+    # runs whose names carry no parameters
+    unnamed = tmp_path / "unnamed"
+    for i, run in enumerate(("mm.x1y1z1.r1", "mm.x10y1z1.r1")):
+        (unnamed / f"run_{'ab'[i]}").mkdir(parents=True)
+        shutil.copy(cubeset / "single_parameter" / run / "profile.cubex", unnamed / f"run_{'ab'[i]}")
+    err = _fails(unnamed, "--point")
+    assert err.path == str(unnamed)
+    # one named, one not: the error names the unnamed run
+    mixed = tmp_path / "mixed"
+    shutil.copytree(unnamed / "run_a", mixed / "run_a")
+    shutil.copytree(cubeset / "single_parameter" / "mm.x10y1z1.r1", mixed / "mm.x10y1z1.r1")
+    err = _fails(mixed, "--point")
+    assert err.path == str(mixed / "run_a" / "profile.cubex")
+
+
+# -- repetitions, registry, store -------------------------------------------------------------------
+def test_repetitions_follow_run_numbers(cubeset, tmp_path):
+    single = cubeset / "single_parameter"
+    exp_dir = tmp_path / "reps"
+    # x=1 measured twice: r2 is (deliberately) the x=10 profile, r1 the x=1 profile
+    for src, dest in (("mm.x1y1z1.r1", "mm.x1.r2"), ("mm.x10y1z1.r1", "mm.x1.r1"), ("mm.x25y1z1.r1", "mm.x25.r1")):
+        (exp_dir / dest).mkdir(parents=True)
+        shutil.copy(single / src / "profile.cubex", exp_dir / dest / "profile.cubex")
+    exp = read_cube(exp_dir)
+    assert exp.parameters == ("x",)
+    reps = dict(zip(exp.repetitions()["x"], exp.repetitions()["repetitions"]))
+    assert reps == {1.0: 2, 25.0: 1}
+    for rep, src in ((0, "mm.x10y1z1.r1"), (1, "mm.x1y1z1.r1")):
+        rows = exp.data[(exp.data["x"] == 1) & (exp.data["rep"] == rep)].reset_index(drop=True)
+        got = _ours(exp.replace(data=rows), "time")
+        assert got == pytest.approx(_pycubexr_values(single / src / "profile.cubex", "time"))
+    assert [(r["path"], r["rep"]) for r in exp.meta["cube"]["runs"]] == [
+        ("mm.x1.r1/profile.cubex", 0), ("mm.x1.r2/profile.cubex", 1), ("mm.x25.r1/profile.cubex", 0)]
+
+
+def test_registry_detects_and_loads_runs(cubeset):
+    runs = [cubeset / "multi_parameter" / n for n in ("mm.x1y1z1.r1", "mm.x25y1z10.r1")]
+    assert detect(runs[0] / "profile.cubex").name == "cube"
+    assert detect(cubeset / "multi_parameter").name == "cube"
+    # one run directory = one run without parameters; perfcast.io.load names it from its path
+    one = read_cube(runs[0])
+    assert one.parameters == ()
+    both = load(runs)
+    assert both.parameters == ("x", "y", "z")
+    assert {tuple(r) for r in both.points().to_numpy()} == {(1, 1, 1), (25, 1, 10)}
+
+
+def test_store_round_trip(cubeset, cube_dir, tmp_path):
+    for i, src in enumerate((cubeset / "multi_parameter", cube_dir / "bt-mz_sum.p2.r1",
+                             cube_dir / "scorep-cpi-cubex" / "profile.cubex")):
+        exp = read_cube(src)
+        dest = store.write(exp, tmp_path / f"e{i}.perfcast")
+        back = store.read(dest)
+        assert back.equals(exp)
+        assert back.meta["skipped_metrics"] == exp.meta["skipped_metrics"]
