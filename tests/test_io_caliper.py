@@ -552,3 +552,82 @@ def test_detection_by_content(data_dir):
     assert detect(data_dir / LULESH / "27_cores.cali").name == "caliper"
     assert detect(data_dir / "formats/caliper/caliper-cpi-json/cpi-callpath-profile.json").name == "caliper-json"
     assert detect(data_dir / "formats/caliper/caliper-cpi-json").name == "caliper-json"
+
+
+# ----------------------------------------------------------------------------------------------
+# Thicket JSON ensemble
+
+ENSEMBLE = "thicket/lulesh_user_ensemble.json"
+
+
+@pytest.fixture(scope="module")
+def ensemble(data_dir):
+    import perfcast.io.thicket  # noqa: F401  (registers the reader)
+
+    return load([data_dir / ENSEMBLE]), json.loads((data_dir / ENSEMBLE).read_text())
+
+
+def test_thicket_points_from_metadata(ensemble):
+    exp, doc = ensemble
+    assert exp.meta["format"] == "thicket"
+    assert exp.parameters == ("jobsize", "problem_size", "threads")
+    want = defaultdict(int)
+    for m in doc["metadata"]:
+        want[(float(m["jobsize"]), float(m["problem_size"]), float(m["threads"]))] += 1
+    reps = exp.repetitions()
+    got = {(r.jobsize, r.problem_size, r.threads): r.repetitions for r in reps.itertuples()}
+    assert got == dict(want)
+    assert sum(got.values()) == 172
+    # compilers differ between runs of one point: reported, not hidden
+    assert exp.meta["caliper"]["mixed_within_points"]["compiler"] == ["clang", "gnu", "intel"]
+
+
+def test_thicket_values_and_tree_match_json(ensemble):
+    exp, doc = ensemble
+    graph = doc["graph"][0]
+
+    def path(nid):
+        out = []
+        while True:
+            out.append(graph[str(nid)]["data"]["name"])
+            if not graph[str(nid)]["parents"]:
+                return SEP.join(reversed(out))
+            nid = graph[str(nid)]["parents"][0]
+
+    assert sorted(exp.tree) == sorted(path(n) for n in graph)
+    run_of = {r["file"]: r for r in exp.meta["caliper"]["runs"]}
+    params = exp.parameters
+    d = exp.data
+    got = {(tuple(getattr(r, p) for p in params), r.rep, str(r.callpath), str(r.metric)): r.value
+           for r in d.itertuples()}
+    n = 0
+    for rec in doc["dataframe"]:
+        run = run_of[doc["profile_mapping"][str(rec["profile"])]]
+        key = (tuple(float(run["point"][p]) for p in params), run["rep"], path(rec["node"]))
+        for m in doc["inclusive_metrics"]:
+            assert got[(*key, m)] == rec[m]
+            n += 1
+    assert n == len(d) == 13112
+    assert all(exp.metrics[m].scope == "inclusive" for m in doc["inclusive_metrics"])
+
+
+def test_thicket_bad_input(ensemble, tmp_path):
+    _, doc = ensemble
+    small = dict(doc)
+    small["metadata"] = [dict(m) for m in doc["metadata"]]
+    del small["metadata"][3]["jobsize"]
+    f = tmp_path / "ens.json"
+    f.write_text(json.dumps(small))
+    with pytest.raises(PerfcastError) as ei:
+        load([f], options=ReadOptions(parameters=("jobsize",)))
+    e = _err(ei)
+    label = doc["profile_mapping"][str(doc["metadata"][3]["profile"])]
+    assert e.path == str(f) and e.where == f"{label}: jobsize"
+    small = dict(doc)
+    small["dataframe"] = [dict(r) for r in doc["dataframe"]]
+    small["dataframe"][5]["node"] = 999
+    f.write_text(json.dumps(small))
+    with pytest.raises(PerfcastError) as ei:
+        load([f])
+    e = _err(ei)
+    assert e.where == "dataframe[5]" and "999" in e.message

@@ -55,7 +55,7 @@ PREFERRED_PARAMETERS = (
     "jobsize", "mpi.world.size", "nprocs", "num_procs", "ranks", "np", "p",
     "problem_size", "ProblemSizeRunParam", "ProblemSize", "size", "n",
     "threads", "omp_max_threads", "omp_num_threads", "num_threads", "nthreads", "omp.num.threads",
-    "nodes", "num_nodes", "numhosts",
+    "nodes", "num_nodes",
 )
 #: name tokens of run information and results (never parameters when chosen automatically)
 _NOISE_TOKENS = {"time", "date", "day", "elapsed", "duration", "timestamp", "pid", "seed", "uid", "id", "fom",
@@ -169,6 +169,8 @@ class _Profile:
     has_rank: bool = False
     has_thread: bool = False
     n_records: int = 0
+    #: how the run is named in meta and messages when ``path`` holds several runs (Thicket)
+    label: str | None = None
     notes: list[str] = field(default_factory=list)
     dropped_nonfinite: int = 0
 
@@ -686,13 +688,15 @@ def choose_parameters(profiles: Sequence[_Profile], requested: Sequence[str]) ->
         for p in profiles:
             c = {}
             for key in requested:
+                where = key if p.label is None else f"{p.label}: {key}"
                 if key not in p.globals:
                     have = sorted(k for k, v in p.globals.items() if _numeric(v) is not None)
                     raise PerfcastError(f"no global metadata {key!r} in this run; numeric globals here: "
-                                        f"{', '.join(have) or '(none)'}", p.path, key)
+                                        f"{', '.join(have) or '(none)'}", p.path, where)
                 v = _numeric(p.globals[key])
                 if v is None:
-                    raise PerfcastError(f"global metadata {key!r} is not numeric ({p.globals[key]!r})", p.path, key)
+                    raise PerfcastError(f"global metadata {key!r} is not numeric ({p.globals[key]!r})", p.path,
+                                        where)
                 c[key] = v
             coords.append(c)
         return list(requested), coords, {"keys": list(requested), "how": "given",
@@ -739,10 +743,13 @@ def choose_parameters(profiles: Sequence[_Profile], requested: Sequence[str]) ->
         reason = "no numeric metadata varies between runs: the runs are repetitions of one point"
     explanation = {"keys": chosen, "how": "auto", "reason": reason,
                    "varying": {k: sorted(set(r[k] for r in table)) for k in varying + noise}}
-    if redundant:
-        explanation["redundant"] = {k: f"determined by {v}" for k, v in redundant.items()}
     if noise:
         explanation["ignored"] = {k: "run information or a result, not an input" for k in noise}
+    for key in varying:
+        if key not in chosen and key not in redundant and _determined_by(key, chosen, table):
+            redundant[key] = ", ".join(chosen)
+    if redundant:
+        explanation["redundant"] = {k: f"determined by {v}" for k, v in redundant.items()}
     unused = [k for k in varying if k not in chosen and k not in redundant]
     if unused:
         explanation["not_chosen"] = unused
@@ -767,7 +774,11 @@ def _mixed_within_points(profiles: Sequence[_Profile], coords: list[dict]) -> di
             vals = {_text(profiles[i].globals.get(key)) for i in idx}
             if len(vals) > 1:
                 mixed.setdefault(key, set()).update(vals)
-    return {k: sorted(vs) for k, vs in sorted(mixed.items())}
+    out = {}
+    for k, vs in sorted(mixed.items()):
+        vals = sorted(vs)
+        out[k] = vals if len(vals) <= 20 else [*vals[:20], f"... ({len(vals)} distinct values)"]
+    return out
 
 
 def _text(v) -> str:
@@ -809,7 +820,7 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
         try:
             tree = tree.merged(t)
         except PerfcastError as e:
-            raise PerfcastError(e.message, prof.path) from None
+            raise PerfcastError(e.message, prof.path, prof.label) from None
         key = tuple(c[p] for p in params)
         rep = reps.get(key, 0)
         reps[key] = rep + 1
@@ -820,7 +831,10 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             df["thread"] = 0
         frames.append(df)
         total_nonfinite += prof.dropped_nonfinite
-        label = str(prof.path.relative_to(root)) if root is not None else str(prof.path)
+        if prof.label is not None:
+            label = prof.label
+        else:
+            label = str(prof.path.relative_to(root)) if root is not None else str(prof.path)
         run = {"file": label, "point": {p: _json_num(c[p]) for p in params}, "rep": rep,
                "records": prof.n_records, "globals": prof.globals}
         if merged > 1:
@@ -840,7 +854,7 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             cal["mixed_within_points"] = mixed
             warnings.append("runs treated as repetitions of one point differ in " + ", ".join(mixed)
                             + "; read them separately or name a distinguishing numeric key as parameter")
-    meta = {"sources": [str(p.path) for p in profiles], "caliper": cal}
+    meta = {"sources": list(dict.fromkeys(str(p.path) for p in profiles)), "caliper": cal}
     if warnings:
         meta["warnings"] = warnings
     return Experiment(params, data, metrics.values(), tree, meta)
