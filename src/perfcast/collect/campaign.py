@@ -1,0 +1,681 @@
+"""Profiling campaigns: run an application over a parameter grid and store the result as an Experiment.
+
+::
+
+    spec = CampaignSpec(command="mpirun -np {p} ./app {n}", parameters={"p": [1, 2, 4], "n": [64, 128]},
+                        reps_min=3, reps_max=10, cv=0.05)
+    exp = run_campaign(spec, "app.perfcast")
+
+How it runs
+  * Rounds.  Each round runs every configuration (grid point) that still needs a run once, in a
+    seeded shuffle of the grid, so configurations are interleaved in time (drift and noise spread
+    over all of them instead of hitting one).  A configuration needs runs until it has ``reps_min``
+    successful ones and then until the coefficient of variation (sample std / mean) of its runtime
+    is at most ``cv`` or it has ``reps_max``.  The runtime is the wall time of the run, or the
+    application timer named by ``cv_metric``.
+  * Failures.  A run that exits non-zero, times out (``timeout``: the whole process group is
+    killed), cannot start, or whose collector output cannot be read is recorded with its reason and
+    left out of the experiment; the configuration is retried until it has failed ``max_failures``
+    times, then given up.  The campaign goes on either way.
+  * Journal.  Next to the output, ``<output>.campaign/`` holds ``campaign.json`` (the spec and the
+    machine), ``journal.jsonl`` (one JSON record per finished run, appended with a single write and
+    fsync'd) and ``runs/<id>/`` (stdout, stderr, profiler files).  A run counts as done once its
+    record is in the journal.  Killing the campaign at any moment and running it again finishes the
+    grid without repeating or losing a finished run (a torn last line is cut off; the orphaned
+    processes of the interrupted run are killed).  The stored experiment is rebuilt from the journal
+    at the end of every campaign (atomically, via :func:`perfcast.store.write`).
+  * Per run the journal keeps the command, the relevant environment, the host, start/end, exit
+    code, the tails of stdout/stderr, the application's timers and the measured values.
+
+The experiment's parameters are the grid's names; each successful run is one repetition of its
+point.  Wall time is callpath ``app`` / metric ``time``; timers are ``app-><name>``.  Collectors
+with per-rank output (perf, counters, cachegrind, mpi) keep a ``rank`` column; run-level values
+(wall time, timers without a rank) are then stored at rank 0.
+"""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import itertools
+import json
+import math
+import os
+import random
+import re
+import shlex
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from .. import store
+from ..errors import PerfcastError
+from ..experiment import CallTree, Experiment, Metric
+from . import collectors as coll
+from . import machine
+from .launchers import LocalLauncher, RunRequest, SlurmLauncher, SlurmOptions, _atomic_write
+
+JOURNAL = "journal.jsonl"
+HEADER = "campaign.json"
+FORMAT = "perfcast-campaign"
+
+_MPI_LAUNCHERS = {"mpirun", "mpiexec", "orterun", "mpiexec.hydra", "mpiexec.openmpi", "mpirun.openmpi", "srun"}
+# launcher options followed by one (or two) separate arguments
+_ARG1 = {"-np", "-n", "--np", "--n", "-c", "-N", "-H", "--host", "-host", "-hostfile", "--hostfile",
+         "-machinefile", "--machinefile", "--map-by", "-map-by", "--bind-to", "-bind-to", "--rank-by",
+         "-rank-by", "-x", "-wdir", "--wdir", "-wd", "--prefix", "-npernode", "--npernode", "-npersocket",
+         "--npersocket", "-ppn", "--ppn", "--cpus-per-proc", "-cpus-per-proc", "--cpus-per-rank",
+         "--output-filename", "-output-filename", "--timeout", "-p", "-t", "-A", "-J", "-o", "-e", "-w",
+         "--partition", "--time", "--account", "--nodes", "--ntasks", "--cpu-bind", "--mpi", "-f",
+         "--hosts", "-hosts", "-bind-to", "-map-by", "-launcher", "-iface"}
+_ARG2 = {"--mca", "-mca", "--gmca", "-gmca", "-genv", "-env", "--env"}
+_PLACEHOLDER = re.compile(r"\{(\w*)\}")
+_KEYS = {"command", "parameters", "reps", "cv", "timeout", "collect", "timer_regex", "launcher", "oversubscribe",
+         "seed", "max_failures", "env", "workdir", "cv_metric", "perf", "counters", "cachegrind", "slurm",
+         "output"}
+
+Progress = Callable[[int, int, str], None]
+
+
+def fmt_value(v: float) -> str:
+    v = float(v)
+    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def parse_param(text: str) -> tuple[str, list[float]]:
+    """``p=1,2,4,8`` -> ("p", [1, 2, 4, 8])."""
+    name, sep, values = text.partition("=")
+    name = name.strip()
+    if not sep or not name or not values.strip():
+        raise PerfcastError(f"-P {text!r}: expected NAME=V1,V2,...", where="-P")
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        raise PerfcastError(f"-P {text!r}: parameter names are identifiers", where="-P")
+    out = []
+    for v in values.split(","):
+        try:
+            x = float(v)
+        except ValueError:
+            raise PerfcastError(f"-P {text!r}: {v.strip()!r} is not a number", where="-P") from None
+        if not math.isfinite(x):
+            raise PerfcastError(f"-P {text!r}: {v.strip()!r} is not finite", where="-P")
+        if x not in out:
+            out.append(x)
+    return name, out
+
+
+def parse_reps(text) -> tuple[int, int]:
+    """``3..10`` -> (3, 10); ``5`` -> (5, 5)."""
+    if isinstance(text, int):
+        lo = hi = text
+    elif isinstance(text, (list, tuple)) and len(text) == 2:
+        lo, hi = text
+    else:
+        s = str(text).strip()
+        m = re.fullmatch(r"(\d+)\s*(?:\.\.|-|:)\s*(\d+)", s)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+        elif s.isdigit():
+            lo = hi = int(s)
+        else:
+            raise PerfcastError(f"--reps {text!r}: expected MIN..MAX or N", where="reps")
+    try:
+        lo, hi = int(lo), int(hi)
+    except (TypeError, ValueError):
+        raise PerfcastError(f"--reps {text!r}: expected integers", where="reps") from None
+    if lo < 1 or hi < lo:
+        raise PerfcastError(f"--reps {text!r}: need 1 <= MIN <= MAX", where="reps")
+    return lo, hi
+
+
+@dataclass
+class CampaignSpec:
+    command: str | list[str]
+    parameters: dict[str, list[float]]
+    reps_min: int = 3
+    reps_max: int = 10
+    cv: float = 0.05
+    timeout: float | None = None
+    collect: list[tuple[str, bool]] = field(default_factory=lambda: [("time", True)])
+    #: collector settings: timer_regex, perf {frequency, event, callgraph}, counters {events},
+    #: cachegrind {I1, D1, LL, reps}
+    settings: dict = field(default_factory=dict)
+    launcher: str = "local"
+    oversubscribe: bool = True
+    seed: int = 0
+    max_failures: int = 2
+    env: dict = field(default_factory=dict)
+    workdir: str = "."
+    cv_metric: str = "time"
+    slurm: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if isinstance(self.collect, str):
+            self.collect = coll.parse_names(self.collect)
+        self.collect = [tuple(x) if not isinstance(x, str) else (x, True) for x in self.collect]
+        self.parameters = {str(k): [float(v) for v in vs] for k, vs in self.parameters.items()}
+        self.validate()
+
+    def validate(self):
+        if not self.parameters:
+            raise PerfcastError("a campaign needs at least one parameter (-P NAME=V1,V2)", where="parameters")
+        for k, vs in self.parameters.items():
+            if k in ("rep", "callpath", "metric", "value", "rank", "thread", "wrap"):
+                raise PerfcastError(f"parameter name {k!r} is reserved", where="parameters")
+            if not vs:
+                raise PerfcastError(f"parameter {k!r} has no values", where="parameters")
+        if not (1 <= self.reps_min <= self.reps_max):
+            raise PerfcastError("need 1 <= reps_min <= reps_max", where="reps")
+        if not (self.cv >= 0):
+            raise PerfcastError(f"cv {self.cv} must be >= 0", where="cv")
+        if self.timeout is not None and not self.timeout > 0:
+            raise PerfcastError(f"timeout {self.timeout} must be > 0 seconds", where="timeout")
+        if self.launcher not in ("local", "slurm"):
+            raise PerfcastError(f"launcher {self.launcher!r}: use local or slurm", where="launcher")
+        if self.max_failures < 1:
+            raise PerfcastError("max_failures must be >= 1", where="max_failures")
+        tokens = self.tokens()
+        if not tokens:
+            raise PerfcastError("empty command", where="command")
+        for t in tokens:
+            for name in _PLACEHOLDER.findall(t):
+                if name != "wrap" and name not in self.parameters:
+                    raise PerfcastError(f"command uses {{{name}}} but there is no parameter {name!r} "
+                                        f"(parameters: {', '.join(self.parameters)})", where="command")
+        if "{wrap}" in tokens and not all(t == "{wrap}" or "{wrap}" not in t for t in tokens):
+            raise PerfcastError("{wrap} must be a word of its own in the command", where="command")
+
+    def tokens(self) -> list[str]:
+        if isinstance(self.command, str):
+            try:
+                return shlex.split(self.command)
+            except ValueError as e:
+                raise PerfcastError(f"cannot split the command: {e}", where="command") from None
+        return [str(t) for t in self.command]
+
+    def grid(self) -> list[dict[str, float]]:
+        names = list(self.parameters)
+        return [dict(zip(names, combo)) for combo in itertools.product(*self.parameters.values())]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["collect"] = [n + ("" if r else "?") for n, r in self.collect]
+        return d
+
+    def fingerprint(self) -> dict:
+        """What must not change when a campaign is resumed (the grid, reps and cv may)."""
+        return {"command": self.tokens(), "collect": sorted(n for n, _ in self.collect),
+                "settings": self.settings, "env": self.env, "workdir": str(Path(self.workdir).resolve()),
+                "parameters": sorted(self.parameters)}
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str | Path | None = None) -> "CampaignSpec":
+        if not isinstance(d, dict):
+            raise PerfcastError("a campaign file is a mapping (command:, parameters:, ...)", source)
+        unknown = set(d) - _KEYS
+        if unknown:
+            raise PerfcastError(f"unknown key(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(_KEYS))})",
+                                source, sorted(unknown)[0])
+        if "command" not in d:
+            raise PerfcastError("no command", source, "command")
+        params = d.get("parameters")
+        if not isinstance(params, dict) or not params:
+            raise PerfcastError("parameters: a mapping NAME: [values]", source, "parameters")
+        grid = {}
+        for k, v in params.items():
+            if isinstance(v, str):
+                _, vals = parse_param(f"{k}={v}")
+            elif isinstance(v, (int, float)):
+                vals = [float(v)]
+            elif isinstance(v, list):
+                try:
+                    vals = [float(x) for x in v]
+                except (TypeError, ValueError):
+                    raise PerfcastError(f"parameter {k!r}: values must be numbers", source, f"parameters.{k}") from None
+            else:
+                raise PerfcastError(f"parameter {k!r}: give a list of numbers", source, f"parameters.{k}")
+            grid[str(k)] = vals
+        try:
+            lo, hi = parse_reps(d.get("reps", "3..10"))
+            settings = {k: d[k] for k in ("timer_regex", "perf", "counters", "cachegrind") if d.get(k) is not None}
+            for k in ("perf", "counters", "cachegrind"):
+                if k in settings and not isinstance(settings[k], dict):
+                    raise PerfcastError(f"{k}: a mapping of options", where=k)
+            workdir = d.get("workdir", ".")
+            if source is not None and not Path(workdir).is_absolute():
+                workdir = str((Path(source).parent / workdir).resolve())
+            collect = d.get("collect", ["time"])
+            return cls(command=d["command"], parameters=grid, reps_min=lo, reps_max=hi,
+                       cv=float(d.get("cv", 0.05)),
+                       timeout=None if d.get("timeout") is None else float(d["timeout"]),
+                       collect=coll.parse_names(collect), settings=settings,
+                       launcher=str(d.get("launcher", "local")), oversubscribe=bool(d.get("oversubscribe", True)),
+                       seed=int(d.get("seed", 0)), max_failures=int(d.get("max_failures", 2)),
+                       env={str(k): str(v) for k, v in (d.get("env") or {}).items()}, workdir=workdir,
+                       cv_metric=str(d.get("cv_metric", "time")), slurm=dict(d.get("slurm") or {}))
+        except PerfcastError as e:
+            raise e.at(source) from None
+        except (TypeError, ValueError) as e:
+            raise PerfcastError(f"bad value: {e}", source) from None
+
+
+def load_spec(path: str | Path) -> tuple[CampaignSpec, str | None]:
+    """A campaign from a YAML file; also returns its ``output`` (relative to the file) if given."""
+    import yaml
+
+    path = Path(path)
+    try:
+        d = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise PerfcastError(f"cannot read: {e.strerror}", path) from None
+    except yaml.YAMLError as e:
+        line = getattr(getattr(e, "problem_mark", None), "line", None)
+        raise PerfcastError(f"not valid YAML: {getattr(e, 'problem', e)}", path,
+                            None if line is None else line + 1) from None
+    spec = CampaignSpec.from_dict(d, path)
+    out = d.get("output")
+    if out is not None and not Path(out).is_absolute():
+        out = str(path.parent / out)
+    return spec, out
+
+
+def campaign_dir(output: str | Path) -> Path:
+    output = Path(output)
+    return output.with_name(output.name + ".campaign")
+
+
+def config_key(config: dict) -> str:
+    return "_".join(f"{k}{fmt_value(v)}" for k, v in config.items())
+
+
+# -- journal ------------------------------------------------------------------------------------------
+class Journal:
+    """Append-only JSON lines; each record is one write + fsync, a torn tail is cut off on load."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def load(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        raw = self.path.read_bytes()
+        if raw and not raw.endswith(b"\n"):
+            cut = raw.rfind(b"\n") + 1
+            with open(self.path, "r+b") as fh:
+                fh.truncate(cut)
+                fh.flush()
+                os.fsync(fh.fileno())
+            raw = raw[:cut]
+        out = []
+        for i, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                raise PerfcastError("corrupt journal line (not JSON)", self.path, i) from None
+        return out
+
+    def append(self, record: dict):
+        data = (json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# -- command preparation ------------------------------------------------------------------------------
+def _is_openmpi() -> bool:
+    v = machine.describe()["tools"].get("mpirun") or ""
+    return "Open MPI" in v or "OpenRTE" in v
+
+
+def _program_index(tokens: list[str]) -> int | None:
+    """Index of the program in an MPI launcher command line (None: not an MPI launch)."""
+    if not tokens or Path(tokens[0]).name not in _MPI_LAUNCHERS:
+        return None
+    i = 1
+    while i < len(tokens):
+        t = tokens[i]
+        if t == "--":
+            return i + 1
+        if not t.startswith("-") or t == "-":
+            return i
+        if "=" in t:
+            i += 1
+        elif t in _ARG2:
+            i += 3
+        elif t in _ARG1:
+            i += 2
+        else:
+            i += 1
+    raise PerfcastError("cannot find the program in the MPI launcher command; mark it with {wrap} "
+                        "(e.g. mpirun -np {p} {wrap} ./app)", where="command")
+
+
+def build_argv(spec: CampaignSpec, config: dict, wrapper: str | None, extra_mpi_args: list[str]) -> list[str]:
+    values = {k: fmt_value(v) for k, v in config.items()}
+    tokens = [_PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) == "wrap" else values[m.group(1)], t)
+              for t in spec.tokens()]
+    launcher = Path(tokens[0]).name in _MPI_LAUNCHERS
+    if "{wrap}" in tokens:
+        i = tokens.index("{wrap}")
+        tokens = tokens[:i] + ([wrapper] if wrapper else []) + tokens[i + 1:]
+    elif wrapper:
+        i = _program_index(tokens)
+        tokens = tokens[: i or 0] + [wrapper] + tokens[i or 0:]
+    if launcher and Path(tokens[0]).name != "srun":
+        extra = list(extra_mpi_args)
+        if spec.oversubscribe and "--oversubscribe" not in tokens and "-oversubscribe" not in tokens and _is_openmpi():
+            extra.insert(0, "--oversubscribe")
+        tokens = tokens[:1] + extra + tokens[1:]
+    return tokens
+
+
+_ORDER = {"perf": 0, "counters": 1, "cachegrind": 2}
+
+
+def write_wrapper(run_dir: Path, colls: list[coll.Collector]) -> str | None:
+    parts = sorted(((c.name, c.wrapper()) for c in colls if c.wrapper()), key=lambda x: _ORDER.get(x[0], 9))
+    if not parts:
+        return None
+    path = run_dir / "wrap.sh"
+    path.write_text("#!/bin/sh\n# perfcast: run one rank under the profilers of this run\n"
+                    f"D={shlex.quote(str(run_dir))}\n{coll.RANK_SH}\n"
+                    f"exec {' '.join(p for _, p in parts)} \"$@\"\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+# -- the campaign -------------------------------------------------------------------------------------
+class Campaign:
+    def __init__(self, spec: CampaignSpec, output: str | Path, progress: Progress | None = None,
+                 log: Callable[[str], None] | None = None, launcher=None):
+        self.spec = spec
+        self.output = Path(output)
+        self.dir = campaign_dir(self.output)
+        self.progress = progress or (lambda done, total, what="": None)
+        self.log = log or (lambda msg: None)
+        self.launcher = launcher
+        self.journal = Journal(self.dir / JOURNAL)
+        self.records: list[dict] = []
+        self.warnings: list[str] = []
+
+    # state
+    def _runs(self, config: dict, mode: str) -> list[dict]:
+        key = config_key(config)
+        return [r for r in self.records if r.get("type") == "run" and r["key"] == key and r["mode"] == mode]
+
+    def _cv(self, runs: list[dict]) -> float | None:
+        vals = []
+        for r in runs:
+            if r["status"] != "ok":
+                continue
+            if self.spec.cv_metric == "time":
+                vals.append(r["wall"])
+            else:
+                t = (r.get("timers") or {}).get(self.spec.cv_metric)
+                if t is not None:
+                    vals.append(t)
+        if len(vals) < 2:
+            return None
+        mean = sum(vals) / len(vals)
+        if mean <= 0:
+            return 0.0
+        var = sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)
+        return math.sqrt(var) / mean
+
+    def _needs(self, config: dict, mode: str) -> int:
+        """Runs this (config, mode) still needs at least (0 = done)."""
+        runs = self._runs(config, mode)
+        ok = sum(r["status"] == "ok" for r in runs)
+        failed = len(runs) - ok
+        if failed >= self.spec.max_failures:
+            return 0
+        if mode != "main":
+            target = self.sel.for_mode(mode)[0].reps if mode == "cachegrind" else 1
+            return max(0, target - ok)
+        if ok < self.spec.reps_min:
+            return self.spec.reps_min - ok
+        if ok >= self.spec.reps_max:
+            return 0
+        cv = self._cv(runs)
+        return 0 if (cv is not None and cv <= self.spec.cv) else 1
+
+    def _plan(self) -> list[tuple[dict, str]]:
+        todo = [(c, m) for c in self.spec.grid() for m in self.sel.modes if self._needs(c, m) > 0]
+        rng = random.Random(f"{self.spec.seed}:{len(self.records)}")
+        rng.shuffle(todo)
+        return todo
+
+    def _remaining(self) -> int:
+        return sum(self._needs(c, m) for c in self.spec.grid() for m in self.sel.modes)
+
+    def _request(self, config: dict, mode: str) -> RunRequest:
+        attempt = len(self._runs(config, mode))
+        rid = f"{config_key(config)}.{mode}.{attempt}"
+        run_dir = (self.dir / "runs" / rid).resolve()
+        if run_dir.exists():
+            shutil.rmtree(run_dir)  # an interrupted, unrecorded attempt: its files are stale
+        run_dir.mkdir(parents=True)
+        colls = self.sel.for_mode(mode)
+        wrapper = write_wrapper(run_dir, colls)
+        env = {k: str(v) for k, v in self.spec.env.items()}
+        mpi_args: list[str] = []
+        for c in colls:
+            env.update(c.env(run_dir))
+            mpi_args += c.mpirun_args(run_dir)
+        if os.geteuid() == 0:
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        env["PERFCAST_RUN_ID"] = rid
+        argv = build_argv(self.spec, config, wrapper, mpi_args)
+        return RunRequest(id=rid, config=dict(config), mode=mode, attempt=attempt, argv=argv, env=env,
+                          run_dir=str(run_dir), cwd=str(Path(self.spec.workdir).resolve()),
+                          timeout=None if mode == "cachegrind" and self.spec.timeout is None else
+                          (self.spec.timeout * (50 if mode == "cachegrind" else 1) if self.spec.timeout else None))
+
+    def _finish(self, req: RunRequest, result: dict):
+        run_dir = Path(req.run_dir)
+        status, reason = result.get("status", "error"), result.get("reason")
+        values = None
+        if status == "ok":
+            try:
+                values = self._values(req.mode, run_dir, result)
+            except PerfcastError as e:
+                status, reason = "failed", f"collector output unreadable: {e.format()}"
+        record = {"type": "run", "id": req.id, "key": config_key(req.config), "config": req.config,
+                  "mode": req.mode, "attempt": req.attempt, "status": status, "reason": reason,
+                  "command": req.argv, "env": result.get("env", {}), "host": result.get("host"),
+                  "start": result.get("start"), "end": result.get("end"), "start_epoch": result.get("start_epoch"),
+                  "wall": result.get("wall"), "exit_code": result.get("exit_code"),
+                  "stdout_tail": result.get("stdout_tail", ""), "stderr_tail": result.get("stderr_tail", ""),
+                  "timers": result.get("timers", {}), "values": values}
+        if "machine" in result:
+            record["machine"] = result["machine"]
+        self.journal.append(record)
+        self.records.append(record)
+        if status != "ok":
+            self.log(f"run {req.id} {status}: {reason}")
+        self.progress(self._done(), self._done() + self._remaining(), req.id)
+
+    def _done(self) -> int:
+        return sum(1 for r in self.records if r.get("type") == "run")
+
+    def _values(self, mode: str, run_dir: Path, result: dict) -> dict:
+        exps: list[tuple[coll.Collector, Experiment]] = []
+        for c in self.sel.for_mode(mode):
+            try:
+                e = c.collect(run_dir, result)
+            except PerfcastError as err:
+                raise PerfcastError(f"{c.name}: {err.format()}") from None
+            if e is not None:
+                exps.append((c, e))
+        metrics: dict[str, dict] = {}
+        tree = CallTree()
+        frames = []
+        for c, e in exps:
+            rename = {}
+            for name, m in e.metrics.items():
+                new = name
+                if name in metrics and metrics[name] != m.to_dict():
+                    new = ("pmpi_" if c.name == "mpi" else f"{c.name}_") + name
+                    rename[name] = new
+                metrics[new] = Metric(new, m.unit, m.kind, m.scope, m.description).to_dict()
+            tree = tree.merged(e.tree)
+            d = e.data.astype({"callpath": str, "metric": str})
+            if rename:
+                d["metric"] = d["metric"].map(lambda x: rename.get(x, x))
+            frames.append(d)
+        data = pd.concat(frames, ignore_index=True)
+        out = {"callpath": data["callpath"].tolist(), "metric": data["metric"].tolist(),
+               "value": [float(v) for v in data["value"]],
+               "metrics": list(metrics.values()), "tree": tree.to_records()}
+        if "rank" in data.columns:
+            out["rank"] = [int(r) for r in data["rank"].fillna(0)]
+        return out
+
+    # main loop
+    def run(self) -> Experiment:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lock = open(self.dir / "lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PerfcastError("another perfcast collect is running this campaign", self.dir) from None
+        try:
+            return self._run()
+        finally:
+            lock.close()
+
+    def _run(self) -> Experiment:
+        head = self.dir / HEADER
+        fp = self.spec.fingerprint()
+        if head.is_file():
+            try:
+                old = json.loads(head.read_text())
+            except ValueError:
+                raise PerfcastError("corrupt campaign header", head) from None
+            if old.get("fingerprint") != json.loads(json.dumps(fp)):
+                diff = [k for k in fp if old.get("fingerprint", {}).get(k) != json.loads(json.dumps(fp[k]))]
+                raise PerfcastError(f"this campaign directory holds a different campaign ({', '.join(diff)} "
+                                    f"differ); choose another output or remove {self.dir}", head)
+        self.sel = coll.select(self.spec.collect, self.spec.settings)
+        for w in self.sel.warnings:
+            self.warnings.append(w)
+            self.log(w)
+        _atomic_write(head, json.dumps({"format": FORMAT, "spec": self.spec.to_dict(), "fingerprint": fp,
+                                        "machine": machine.describe(),
+                                        "collectors": {c.name: c.options() for c in self.sel.collectors}},
+                                       indent=1))
+        self.records = self.journal.load()
+        if self.launcher is None:
+            if self.spec.launcher == "slurm":
+                ok, why = SlurmLauncher.available()
+                if not ok:
+                    raise PerfcastError(f"the Slurm launcher cannot work here: {why}", where="launcher")
+                self.launcher = SlurmLauncher(self.dir, SlurmOptions(**self.spec.slurm))
+            else:
+                self.launcher = LocalLauncher(self.dir)
+        known = {r["id"] for r in self.records if r.get("type") == "run"}
+        self.launcher.recover(lambda req, res: None if req.id in known else self._finish(req, res), None)
+        self.progress(self._done(), self._done() + self._remaining(), "")
+        while True:
+            todo = self._plan()
+            if not todo:
+                break
+            requests = [self._request(c, m) for c, m in todo]
+            self.launcher.run_batch(requests, self._finish)
+        exp = build_experiment(self.spec, self.records, self._header_meta())
+        store.write(exp, self.output)
+        return exp
+
+    def _header_meta(self) -> dict:
+        return {"machine": machine.describe(), "collectors": {c.name: c.options() for c in self.sel.collectors},
+                "warnings": self.warnings, "campaign_dir": str(self.dir)}
+
+
+def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None = None) -> Experiment:
+    """The experiment of a campaign's journal: one repetition per successful run of a point."""
+    params = list(spec.parameters)
+    frames, metrics, tree = [], {}, CallTree()
+    reps: dict[tuple, int] = {}
+    runs_meta, failed = [], []
+    seen: set[str] = set()
+    any_rank = any(r.get("values") and "rank" in r["values"] for r in records if r.get("type") == "run")
+    for r in records:
+        if r.get("type") != "run" or r["id"] in seen:
+            continue
+        seen.add(r["id"])
+        info = {k: r.get(k) for k in ("id", "config", "mode", "status", "reason", "wall", "start", "host", "exit_code")}
+        runs_meta.append(info)
+        if r["status"] != "ok":
+            failed.append(info)
+            continue
+        v = r["values"]
+        if set(r["config"]) != set(params):
+            continue  # a run of a campaign with other parameter names cannot be placed
+        key = (r["key"], r["mode"])
+        rep = reps.get(key, 0)
+        reps[key] = rep + 1
+        for m in v["metrics"]:
+            metric = Metric.from_dict(m)
+            if m["name"] in metrics and metrics[m["name"]] != metric:
+                if metrics[m["name"]].kind != metric.kind or metrics[m["name"]].scope != metric.scope:
+                    raise PerfcastError(f"metric {m['name']!r} changes meaning between runs (run {r['id']})")
+                continue
+            metrics[m["name"]] = metric
+        for path, parent, name in v["tree"]:
+            tree.add(path, parent, name)
+        df = pd.DataFrame({"callpath": v["callpath"], "metric": v["metric"], "value": v["value"]})
+        if any_rank:
+            df["rank"] = v.get("rank", [0] * len(df))
+        for p in params:
+            df[p] = float(r["config"][p])
+        df["rep"] = rep
+        frames.append(df)
+    if not frames:
+        first = failed[0] if failed else None
+        raise PerfcastError("no run succeeded" + (f"; e.g. {first['id']}: {first['status']}: {first['reason']}"
+                                                   if first else ""))
+    data = pd.concat(frames, ignore_index=True)
+    meta = {"campaign": {"command": spec.tokens(), "grid": spec.parameters, "reps": [spec.reps_min, spec.reps_max],
+                         "cv": spec.cv, "cv_metric": spec.cv_metric, "collect": [n for n, _ in spec.collect],
+                         "launcher": spec.launcher, "runs": runs_meta, "failed": failed,
+                         "rank_note": ("run-level values (wall time, timers without a rank) are stored at rank 0"
+                                       if any_rank else None),
+                         **copy.deepcopy(extra or {})},
+            "sources": [str(extra.get("campaign_dir"))] if extra and extra.get("campaign_dir") else []}
+    return Experiment(params, data, metrics.values(), tree, meta)
+
+
+def run_campaign(spec: CampaignSpec, output: str | Path, progress: Progress | None = None,
+                 log: Callable[[str], None] | None = None, launcher=None) -> Experiment:
+    """Run (or resume) the campaign and store its experiment at ``output``; returns the experiment."""
+    out = Path(output)
+    if out.exists() and not store.is_store(out):
+        raise PerfcastError("output exists and is not a perfcast experiment", out)
+    if not out.parent.resolve().is_dir():
+        raise PerfcastError("output directory does not exist", out.parent)
+    return Campaign(spec, out, progress, log, launcher).run()
+
+
+def rebuild(output: str | Path) -> Experiment:
+    """Rebuild (and store) the experiment of an existing campaign from its journal alone."""
+    cdir = campaign_dir(output)
+    head = cdir / HEADER
+    if not head.is_file():
+        raise PerfcastError("no campaign here", cdir)
+    h = json.loads(head.read_text())
+    spec = CampaignSpec(**{**h["spec"], "collect": coll.parse_names(h["spec"]["collect"])})
+    exp = build_experiment(spec, Journal(cdir / JOURNAL).load(),
+                           {"machine": h.get("machine"), "collectors": h.get("collectors"), "campaign_dir": str(cdir)})
+    store.write(exp, output)
+    return exp

@@ -1,0 +1,374 @@
+"""Collectors: what a campaign measures in each run.
+
+Every collector probes its availability (``available() -> (ok, reason)``) before the campaign
+starts.  A collector named in ``--collect`` is *required*: if it cannot work here the campaign stops
+with an error before running anything.  A name with a trailing ``?`` (``counters?``) is *optional*:
+it is dropped with a one-line warning when unavailable.
+
+==========  =================================================================================
+time        wall time of the whole run (callpath ``app``, metric ``time``) and the timers the
+            application prints (default regex ``perfcast-timer (\\S+) ([0-9.eE+-]+)``; callpath
+            ``app-><name>``).  A timer printed several times (one line per rank) keeps the maximum
+            unless the regex has a named group ``rank``.  Always on.
+perf        ``perf record`` per rank (cycles where the PMU has them, cpu-clock otherwise), call
+            graphs by frame pointers, ``-N -B --no-bpf-event``; read by :mod:`perfcast.io.perf`.
+counters    ``perf stat`` per rank on the hardware events the machine supports (probed).
+cachegrind  ``valgrind --tool=cachegrind --cache-sim=yes`` per rank with a configurable geometry, in
+            runs of its own (it slows the program ~50x, so those runs give no times); deterministic,
+            one run per configuration unless told otherwise.
+mpi         the PMPI interposition library (:mod:`perfcast.collect.pmpi`) via LD_PRELOAD.
+==========  =================================================================================
+
+Per-rank tools wrap each rank: ``mpirun -np 4 <run_dir>/wrap.sh ./app``; the wrapper reads the rank
+from ``OMPI_COMM_WORLD_RANK``/``PMIX_RANK``/``PMI_RANK``/``SLURM_PROCID`` and names its files
+``perf.rank<R>.data``, ``perf.stat.rank<R>.csv``, ``cachegrind.out.rank<R>``.  perf record wraps
+perf stat (perf stat only waits for the program, so the samples hardly see it; perf stat counts only
+its child, not perf record).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import PerfcastError
+from ..experiment import SEP, CallTree, Experiment, Metric
+from . import machine
+
+ROOT = "app"
+DEFAULT_TIMER_REGEX = r"perfcast-timer (\S+) ([0-9.eE+-]+)"
+NAMES = ("time", "perf", "counters", "cachegrind", "mpi")
+RANK_SH = 'R="${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-0}}}}"'
+
+
+class Collector:
+    name = ""
+    #: "main" runs (timed, repeated) or "cachegrind" runs (separate)
+    mode = "main"
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def wrapper(self) -> str | None:
+        """Shell words (may use $D = run directory, $R = rank) put before the rank's command."""
+        return None
+
+    def env(self, run_dir: Path) -> dict[str, str]:
+        return {}
+
+    def mpirun_args(self, run_dir: Path) -> list[str]:
+        return []
+
+    def collect(self, run_dir: Path, result: dict) -> Experiment | None:
+        return None
+
+    def options(self) -> dict:
+        return {}
+
+
+# -- time ---------------------------------------------------------------------------------------------
+class TimeCollector(Collector):
+    name = "time"
+
+    def __init__(self, timer_regex: str = DEFAULT_TIMER_REGEX):
+        try:
+            self.regex = re.compile(timer_regex)
+        except re.error as e:
+            raise PerfcastError(f"timer regex {timer_regex!r} is invalid: {e}", where="timer_regex") from None
+        names = self.regex.groupindex
+        if not (("name" in names and "value" in names) or self.regex.groups >= 2):
+            raise PerfcastError("the timer regex needs two groups (name, seconds) or named groups "
+                                "'name' and 'value'", where="timer_regex")
+        self.pattern = timer_regex
+
+    def options(self) -> dict:
+        return {"timer_regex": self.pattern}
+
+    def timers(self, text: str) -> dict[tuple[str, int | None], float]:
+        out: dict[tuple[str, int | None], float] = {}
+        gi = self.regex.groupindex
+        for m in self.regex.finditer(text):
+            name = m.group("name") if "name" in gi else m.group(1)
+            raw = m.group("value") if "value" in gi else m.group(2)
+            rank = int(m.group("rank")) if "rank" in gi and m.group("rank") is not None else None
+            try:
+                v = float(raw)
+            except (TypeError, ValueError):
+                continue
+            if not (v == v and abs(v) != float("inf")):
+                continue
+            key = (name, rank)
+            out[key] = max(out.get(key, v), v)
+        return out
+
+    def collect(self, run_dir: Path, result: dict) -> Experiment:
+        stdout = (run_dir / "stdout.txt").read_text(errors="replace") if (run_dir / "stdout.txt").is_file() \
+            else result.get("stdout_tail", "")
+        timers = self.timers(stdout)
+        result["timers"] = {f"{n}" + (f"@{r}" if r is not None else ""): v for (n, r), v in timers.items()}
+        tree = CallTree()
+        tree.add(ROOT, None, ROOT)
+        rows = [(ROOT, "time", float(result["wall"]), None)]
+        for (name, rank), v in timers.items():
+            cp = tree.add(ROOT + SEP + name, ROOT, name)
+            rows.append((cp, "time", v, rank))
+        df = pd.DataFrame(rows, columns=["callpath", "metric", "value", "rank"])
+        if df["rank"].isna().all():
+            df = df.drop(columns="rank")
+        else:
+            df["rank"] = df["rank"].fillna(0).astype("int64")
+        df["rep"] = 0
+        m = Metric("time", "s", "time", "inclusive", "wall time of the run (app) and application-reported timers")
+        return Experiment([], df, [m], tree, {})
+
+
+# -- perf record --------------------------------------------------------------------------------------
+def _probe_record(event: str) -> tuple[bool, str]:
+    if not shutil.which("perf"):
+        return False, "perf is not on PATH"
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            proc = subprocess.run(["perf", "record", "-e", event, "-N", "-B", "--no-bpf-event", "-q", "-o",
+                                   f"{d}/probe.data", "--", "true"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return False, f"perf record does not run: {e}"
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        return False, f"perf record -e {event} fails here: {last.strip()[:160]}"
+    return True, ""
+
+
+class PerfCollector(Collector):
+    name = "perf"
+
+    def __init__(self, frequency: int = 999, event: str | None = None, callgraph: str = "fp"):
+        if not (1 <= int(frequency) <= 100000):
+            raise PerfcastError(f"perf frequency {frequency} is outside 1..100000 Hz", where="perf.frequency")
+        self.frequency = int(frequency)
+        self.requested_event = event
+        self.callgraph = callgraph
+        self._event: str | None = None
+
+    @property
+    def event(self) -> str:
+        if self._event is None:
+            if self.requested_event:
+                self._event = self.requested_event
+            else:
+                self._event = "cycles" if machine.describe()["counters"].get("cycles") else "cpu-clock"
+        return self._event
+
+    def options(self) -> dict:
+        return {"frequency": self.frequency, "event": self.requested_event, "callgraph": self.callgraph}
+
+    def available(self):
+        return _probe_record(self.event)
+
+    def wrapper(self):
+        cg = "-g" if self.callgraph == "fp" else f"--call-graph={shlex.quote(self.callgraph)}"
+        return (f"perf record -F {self.frequency} -e {shlex.quote(self.event)} -N -B --no-bpf-event {cg} -q "
+                f'-o "$D/perf.rank$R.data" --')
+
+    def collect(self, run_dir: Path, result: dict) -> Experiment:
+        from ..io import perf as perf_io
+
+        files = sorted(run_dir.glob("perf.rank*.data"))
+        if not files:
+            raise PerfcastError("perf wrote no perf.rank*.data file", run_dir)
+        return perf_io.read_files(files, hz=machine.nominal_hz())
+
+
+# -- perf stat ----------------------------------------------------------------------------------------
+class CountersCollector(Collector):
+    name = "counters"
+
+    def __init__(self, events: list[str] | None = None):
+        self.requested = list(events) if events else None
+        self._events: list[str] | None = None
+
+    def options(self) -> dict:
+        return {"events": self.requested}
+
+    @property
+    def events(self) -> list[str]:
+        if self._events is None:
+            if self.requested:
+                probe = machine.probe_perf_events(tuple(self.requested))
+            else:
+                probe = {e: ok for e, ok in machine.describe()["counters"].items() if e in machine.HW_EVENTS}
+            self._events = [e for e, ok in probe.items() if ok]
+        return self._events
+
+    def available(self):
+        if not shutil.which("perf"):
+            return False, "perf is not on PATH"
+        if not self.events:
+            what = ", ".join(self.requested) if self.requested else "any hardware event"
+            return False, (f"perf stat cannot count {what} on this machine (no PMU access?); "
+                           f"perf sampling with cpu-clock and cachegrind still work")
+        return True, ""
+
+    def wrapper(self):
+        return f'perf stat -x , -e {shlex.quote(",".join(self.events))} -o "$D/perf.stat.rank$R.csv" --'
+
+    def collect(self, run_dir: Path, result: dict) -> Experiment:
+        from ..io import perf as perf_io
+
+        files = sorted(run_dir.glob("perf.stat.rank*.csv"))
+        if not files:
+            raise PerfcastError("perf stat wrote no perf.stat.rank*.csv file", run_dir)
+        return perf_io.read_files(files)
+
+
+# -- cachegrind ---------------------------------------------------------------------------------------
+_GEOM = re.compile(r"^\d+,\d+,\d+$")
+
+
+class CachegrindCollector(Collector):
+    name = "cachegrind"
+    mode = "cachegrind"
+
+    def __init__(self, I1: str | None = None, D1: str | None = None, LL: str | None = None, reps: int = 1):
+        for key, g in (("I1", I1), ("D1", D1), ("LL", LL)):
+            if g is not None and not _GEOM.match(str(g)):
+                raise PerfcastError(f"cache geometry {g!r}: expected SIZE,ASSOC,LINE (bytes, ways, bytes)",
+                                    where=f"cachegrind.{key}")
+        self.geometry = {"I1": I1, "D1": D1, "LL": LL}
+        self.reps = int(reps)
+
+    def options(self) -> dict:
+        return {**self.geometry, "reps": self.reps}
+
+    def available(self):
+        if not shutil.which("valgrind"):
+            return False, "valgrind is not on PATH"
+        return True, ""
+
+    def wrapper(self):
+        geo = " ".join(f"--{k}={v}" for k, v in self.geometry.items() if v)
+        return (f"valgrind --tool=cachegrind --cache-sim=yes {geo} -q "
+                f'--cachegrind-out-file="$D/cachegrind.out.rank$R"').replace("  ", " ")
+
+    def collect(self, run_dir: Path, result: dict) -> Experiment:
+        from ..io import cachegrind as cg_io
+
+        files = sorted(run_dir.glob("cachegrind.out.rank*"))
+        if not files:
+            raise PerfcastError("cachegrind wrote no cachegrind.out.rank* file", run_dir)
+        return cg_io.read_files(files)
+
+
+# -- PMPI shim ----------------------------------------------------------------------------------------
+class MpiCollector(Collector):
+    name = "mpi"
+
+    def _pmpi(self):
+        try:
+            from . import pmpi
+        except ImportError as e:
+            return None, f"the PMPI shim module is missing ({e})"
+        return pmpi, ""
+
+    def available(self):
+        pmpi, why = self._pmpi()
+        if pmpi is None:
+            return False, why
+        ok, reason = pmpi.available()
+        if ok:
+            try:
+                pmpi.build_shim()
+            except PerfcastError as e:
+                return False, f"cannot build the PMPI shim: {e.message}"
+        return ok, reason
+
+    def env(self, run_dir):
+        pmpi, _ = self._pmpi()
+        return pmpi.shim_env(run_dir / "pmpi")
+
+    def mpirun_args(self, run_dir):
+        pmpi, _ = self._pmpi()
+        return pmpi.mpirun_args(run_dir / "pmpi")
+
+    def collect(self, run_dir: Path, result: dict) -> Experiment:
+        from ..io import read_one
+
+        d = run_dir / "pmpi"
+        if not d.is_dir() or not any(d.iterdir()):
+            raise PerfcastError("the PMPI shim wrote nothing (is the program an MPI program?)", d)
+        return read_one(d, format="pmpi")
+
+
+# -- selection ----------------------------------------------------------------------------------------
+@dataclass
+class Selection:
+    collectors: list[Collector]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.collectors]
+
+    def for_mode(self, mode: str) -> list[Collector]:
+        return [c for c in self.collectors if c.mode == mode]
+
+    @property
+    def modes(self) -> list[str]:
+        return ["main"] + sorted({c.mode for c in self.collectors if c.mode != "main"})
+
+
+def parse_names(spec: str | list[str]) -> list[tuple[str, bool]]:
+    """``"time,perf,counters?"`` -> [(name, required)]."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    out = []
+    for item in items:
+        item = str(item).strip()
+        if not item:
+            continue
+        required = not item.endswith("?")
+        name = item.rstrip("?")
+        if name not in NAMES:
+            raise PerfcastError(f"unknown collector {name!r}; choose from {', '.join(NAMES)}", where="collect")
+        if name not in [n for n, _ in out]:
+            out.append((name, required))
+    return out
+
+
+def build(names: list[tuple[str, bool]], settings: dict) -> list[Collector]:
+    """Collectors for ``names`` (``time`` first, always present) configured by ``settings``."""
+    made: list[Collector] = [TimeCollector(settings.get("timer_regex") or DEFAULT_TIMER_REGEX)]
+    for name, _ in names:
+        s = settings.get(name) or {}
+        if name == "time":
+            continue
+        if name == "perf":
+            made.append(PerfCollector(s.get("frequency", 999), s.get("event"), s.get("callgraph", "fp")))
+        elif name == "counters":
+            made.append(CountersCollector(s.get("events")))
+        elif name == "cachegrind":
+            made.append(CachegrindCollector(s.get("I1"), s.get("D1"), s.get("LL"), s.get("reps", 1)))
+        elif name == "mpi":
+            made.append(MpiCollector())
+    return made
+
+
+def select(names: list[tuple[str, bool]], settings: dict) -> Selection:
+    """Probe and keep the usable collectors: required ones must work, optional ones warn."""
+    required = {n: r for n, r in names}
+    chosen, warnings = [], []
+    for c in build(names, settings):
+        ok, reason = c.available()
+        if ok:
+            chosen.append(c)
+        elif required.get(c.name, True):
+            raise PerfcastError(f"collector {c.name!r} is not available here: {reason} "
+                                f"(write '{c.name}?' to make it optional)", where="collect")
+        else:
+            warnings.append(f"collector {c.name!r} skipped: {reason}")
+    return Selection(chosen, warnings)

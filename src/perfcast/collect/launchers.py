@@ -1,0 +1,339 @@
+"""Launchers: run one campaign run (a prepared command line) and report what happened.
+
+* :class:`LocalLauncher` runs each run as a subprocess in its own session; a timeout kills the whole
+  process group (mpirun and every rank), first with SIGTERM, then SIGKILL.
+* :class:`SlurmLauncher` submits a round of runs as one ``sbatch`` job array; every array task runs
+  ``python -m perfcast.collect.launchers task BATCH INDEX`` on its node, which executes the run exactly as
+  the local launcher does and leaves ``result.json`` in the run's directory.  The campaign gathers the
+  results back into its journal.  A submitted, unfinished job survives a killed campaign: on restart the
+  campaign waits for it and gathers its results (``slurm/pending.json``).
+
+Both call ``finish(request, result)`` once per run as soon as its result is known.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from ..errors import PerfcastError
+
+TAIL = 4000  # characters of stdout/stderr kept in the journal
+_ENV_KEYS = ("OMP_", "OMPI_", "MPI", "PMIX_", "SLURM_", "PERFCAST_", "I_MPI_", "UCX_", "KMP_", "GOMP_",
+             "MKL_", "OPENBLAS_")
+_ENV_NAMES = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "HOSTNAME", "CC", "CFLAGS")
+
+
+@dataclass
+class RunRequest:
+    """One run of a campaign: everything needed to execute it anywhere."""
+
+    id: str
+    config: dict            # parameter -> value
+    mode: str               # "main" or "cachegrind"
+    attempt: int
+    argv: list[str]
+    env: dict               # variables added to the inherited environment
+    run_dir: str
+    cwd: str
+    timeout: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunRequest":
+        return cls(**d)
+
+
+def relevant_env(env: dict) -> dict:
+    """The part of an environment worth recording with a run."""
+    return {k: v for k, v in sorted(env.items()) if k in _ENV_NAMES or k.startswith(_ENV_KEYS)}
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - TAIL))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _kill_group(pgid: int, grace: float = 2.0, proc: subprocess.Popen | None = None):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        if proc is not None:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                continue
+        # the leader is gone; make sure no straggler of the group is left
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05 if sig == signal.SIGKILL else grace / 10)
+
+
+def execute(req: RunRequest, running_file: Path | None = None) -> dict:
+    """Run ``req`` to completion (or its timeout) and describe the outcome.
+
+    stdout/stderr go to ``stdout.txt``/``stderr.txt`` in the run directory.  ``running_file`` (if
+    given) holds the process-group id while the run is alive, so a restarted campaign can kill the
+    orphans of a killed one.
+    """
+    run_dir = Path(req.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(req.env)
+    env["PERFCAST_RUN_DIR"] = str(run_dir)
+    result = {"id": req.id, "host": platform.node(), "env": relevant_env({**env}), "command": req.argv}
+    out_f, err_f = run_dir / "stdout.txt", run_dir / "stderr.txt"
+    start = time.time()
+    t0 = time.perf_counter()
+    status, reason, code = "ok", None, None
+    with open(out_f, "wb") as out, open(err_f, "wb") as err:
+        try:
+            proc = subprocess.Popen(req.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
+                                    cwd=req.cwd, start_new_session=True)
+        except OSError as e:
+            proc = None
+            status, reason = "error", f"cannot start {req.argv[0]!r}: {e.strerror or e}"
+        if proc is not None:
+            if running_file is not None:
+                running_file.write_text(json.dumps({"pgid": proc.pid, "run_dir": str(run_dir)}))
+            try:
+                code = proc.wait(timeout=req.timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc.pid, proc=proc)
+                code = proc.wait()
+                status, reason = "timeout", f"timed out after {req.timeout:g} s"
+            except BaseException:
+                _kill_group(proc.pid, proc=proc)
+                raise
+            finally:
+                # children of the run that outlived its leader (daemonised ranks) go too
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                if running_file is not None:
+                    running_file.unlink(missing_ok=True)
+            if status == "ok" and code != 0:
+                status = "failed"
+                reason = (f"killed by signal {-code}" if code < 0 else f"exit code {code}")
+                last = [l for l in _tail(err_f).strip().splitlines() if l.strip()]
+                if last:
+                    reason += f": {last[-1].strip()[:200]}"
+    wall = time.perf_counter() - t0
+    end = time.time()
+    result.update({"status": status, "reason": reason, "exit_code": code, "start": _iso(start), "end": _iso(end),
+                   "start_epoch": start, "wall": wall,
+                   "stdout_tail": _tail(out_f), "stderr_tail": _tail(err_f)})
+    return result
+
+
+def kill_orphans(running_file: Path):
+    """Kill the process group a killed campaign left running (checked against its run directory)."""
+    try:
+        info = json.loads(running_file.read_text())
+        pgid, run_dir = int(info["pgid"]), str(info["run_dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        running_file.unlink(missing_ok=True)
+        return
+    try:
+        environ = Path(f"/proc/{pgid}/environ").read_bytes().split(b"\0")
+        ours = f"PERFCAST_RUN_DIR={run_dir}".encode() in environ
+    except OSError:
+        ours = False
+    if ours:
+        _kill_group(pgid)
+    running_file.unlink(missing_ok=True)
+
+
+Finish = Callable[[RunRequest, dict], None]
+
+
+class LocalLauncher:
+    name = "local"
+
+    def __init__(self, campaign_dir: Path):
+        self.dir = Path(campaign_dir)
+        self.running = self.dir / "running.json"
+
+    def recover(self, finish: Finish, requests_by_id: Callable[[str], RunRequest | None]):
+        kill_orphans(self.running)
+
+    def run_batch(self, requests: list[RunRequest], finish: Finish):
+        for req in requests:
+            finish(req, execute(req, self.running))
+
+
+def _atomic_write(path: Path, text: str):
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass
+class SlurmOptions:
+    partition: str | None = None
+    #: extra sbatch options, e.g. ["--nodes=1", "--account=x"]
+    options: list[str] = field(default_factory=list)
+    #: array tasks allowed to run at once (None: as many as Slurm schedules)
+    parallel: int | None = None
+    #: ask for whole nodes so runs do not disturb each other
+    exclusive: bool = True
+    #: time limit per task in minutes (default: from the run timeout, else 60)
+    time_minutes: int | None = None
+    poll: float = 1.0
+
+
+class SlurmLauncher:
+    name = "slurm"
+
+    def __init__(self, campaign_dir: Path, options: SlurmOptions | None = None):
+        self.dir = Path(campaign_dir) / "slurm"
+        self.opts = options or SlurmOptions()
+
+    @staticmethod
+    def available() -> tuple[bool, str]:
+        for tool in ("sbatch", "squeue"):
+            if not shutil.which(tool):
+                return False, f"{tool} is not on PATH"
+        proc = subprocess.run(["squeue", "-h", "-o", "%i", "-u", str(os.getuid())], capture_output=True, text=True)
+        if proc.returncode != 0:
+            return False, f"squeue fails: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
+        return True, ""
+
+    def _submit(self, requests: list[RunRequest]) -> dict:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        k = len(list(self.dir.glob("batch-*.json")))
+        batch = self.dir / f"batch-{k:04d}.json"
+        _atomic_write(batch, json.dumps([r.to_dict() for r in requests]))
+        timeouts = [r.timeout for r in requests if r.timeout]
+        minutes = self.opts.time_minutes or (int(max(timeouts) * 1.5 / 60) + 5 if timeouts else 60)
+        array = f"0-{len(requests) - 1}" + (f"%{self.opts.parallel}" if self.opts.parallel else "")
+        lines = ["#!/bin/sh", "#SBATCH --job-name=perfcast", f"#SBATCH --array={array}",
+                 f"#SBATCH --output={self.dir}/job-%A_%a.out", f"#SBATCH --time={minutes}",
+                 f"#SBATCH --chdir={requests[0].cwd}"]
+        if self.opts.exclusive:
+            lines.append("#SBATCH --exclusive")
+        if self.opts.partition:
+            lines.append(f"#SBATCH --partition={self.opts.partition}")
+        lines += [f"#SBATCH {o}" for o in self.opts.options]
+        lines.append(f"exec {shlex.quote(sys.executable)} -m perfcast.collect.launchers task "
+                     f"{shlex.quote(str(batch))} \"$SLURM_ARRAY_TASK_ID\"")
+        script = self.dir / f"batch-{k:04d}.sh"
+        script.write_text("\n".join(lines) + "\n")
+        proc = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            msg = (proc.stderr.strip().splitlines() or ["sbatch failed"])[-1]
+            raise PerfcastError(f"sbatch refused the job array: {msg}", script)
+        job = proc.stdout.strip().split(";")[0]
+        pending = {"job": job, "batch": str(batch)}
+        _atomic_write(self.dir / "pending.json", json.dumps(pending))
+        return pending
+
+    def _alive(self, job: str) -> bool:
+        proc = subprocess.run(["squeue", "-h", "-j", job, "-o", "%i %T"], capture_output=True, text=True)
+        if proc.returncode != 0:
+            # squeue errors for a job id it no longer knows
+            return "Invalid job id" not in proc.stderr and bool(proc.stdout.strip())
+        return bool(proc.stdout.strip())
+
+    def _gather(self, pending: dict, finish: Finish):
+        requests = [RunRequest.from_dict(d) for d in json.loads(Path(pending["batch"]).read_text())]
+        left = {r.id: r for r in requests}
+        job = pending["job"]
+        while left:
+            for rid, req in list(left.items()):
+                res = Path(req.run_dir) / "result.json"
+                if res.is_file():
+                    try:
+                        result = json.loads(res.read_text())
+                    except ValueError:
+                        continue
+                    if result.get("id") == rid:
+                        del left[rid]
+                        finish(req, result)
+            if not left:
+                break
+            if not self._alive(job):
+                # a last look: the job may have finished between the two checks
+                time.sleep(self.opts.poll)
+                for rid, req in list(left.items()):
+                    res = Path(req.run_dir) / "result.json"
+                    if res.is_file():
+                        continue
+                    idx = requests.index(req)
+                    log = self.dir / f"job-{job}_{idx}.out"
+                    tail = _tail(log).strip().splitlines()
+                    del left[rid]
+                    finish(req, {"id": rid, "status": "error", "reason": "Slurm task ended without a result"
+                                 + (f": {tail[-1][:200]}" if tail else ""), "command": req.argv,
+                                 "exit_code": None, "wall": None, "start": None, "end": None, "host": None,
+                                 "stdout_tail": "", "stderr_tail": "\n".join(tail[-20:]), "env": {}})
+                continue
+            time.sleep(self.opts.poll)
+        (self.dir / "pending.json").unlink(missing_ok=True)
+
+    def recover(self, finish: Finish, requests_by_id):
+        p = self.dir / "pending.json"
+        if p.is_file():
+            try:
+                pending = json.loads(p.read_text())
+            except ValueError:
+                p.unlink()
+                return
+            self._gather(pending, finish)
+
+    def run_batch(self, requests: list[RunRequest], finish: Finish):
+        if not requests:
+            return
+        for r in requests:
+            (Path(r.run_dir) / "result.json").unlink(missing_ok=True)
+        self._gather(self._submit(requests), finish)
+
+
+def _task_main(argv: list[str]) -> int:
+    """Entry of one Slurm array task: execute request INDEX of BATCH and leave result.json."""
+    if len(argv) != 3 or argv[0] != "task":
+        print("usage: python -m perfcast.collect.launchers task BATCH.json INDEX", file=sys.stderr)
+        return 2
+    requests = json.loads(Path(argv[1]).read_text())
+    req = RunRequest.from_dict(requests[int(argv[2])])
+    from .machine import describe
+
+    result = execute(req)
+    result["machine"] = describe()
+    _atomic_write(Path(req.run_dir) / "result.json", json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_task_main(sys.argv[1:]))
