@@ -447,6 +447,8 @@ def _parse_cali(path: Path) -> _Profile:
                 weight = float(rec["count"])
             except (TypeError, ValueError):
                 weight = 1.0
+        if not (math.isfinite(weight) and weight > 0):
+            weight = 1.0
         prof.add(frames, (r, t), values, weight)
         prof.n_records += 1
     if missing_rank:
@@ -633,6 +635,8 @@ def _parse_json_split(path: Path) -> _Profile:
         weight = 1.0
         if count_i is not None and isinstance(row[count_i], (int, float)):
             weight = float(row[count_i])
+            if not (math.isfinite(weight) and weight > 0):
+                weight = 1.0
         prof.add(frames, (r, t), values, weight)
         prof.n_records += 1
     if not prof.cells:
