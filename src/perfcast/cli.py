@@ -53,9 +53,14 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
     from .io import ReadOptions, load
     from .report.terminal import progress
 
+    from .report.terminal import err
+
     pts = [parse_coords(p) for p in points] if points else None
     with progress("reading", enabled=None if not quiet else False) as cb:
-        return load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb))
+        exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb))
+    for w in exp.meta.get("warnings", []):
+        err.print(f"perfcast: warning: {w}", markup=False, highlight=False)
+    return exp
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -136,6 +141,251 @@ def formats_cmd(as_json):
                      "description": r.description} for r in rs])
     else:
         out.print(table("Formats", ["format", "inputs", "description"], rows))
+
+
+# -- analysis in the HPCToolkit way: derived metrics, views, waste, scaling loss (issue #6) ------
+def _at_option(f):
+    return click.option("--at", "at", metavar="P=V[,Q=W]", default=None,
+                        help="Point to analyse when the experiment holds several (fixes parameters).")(f)
+
+
+def _parse_rate(text: str, what: str) -> float:
+    """``12.5``, ``100G``, ``2.5e9`` -> float (suffixes K, M, G, T are powers of 1000)."""
+    t = text.strip()
+    mult = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+    factor = 1.0
+    if t and t[-1].lower() in mult:
+        factor = mult[t[-1].lower()]
+        t = t[:-1]
+    try:
+        v = float(t) * factor
+    except ValueError:
+        raise PerfcastError(f"{what} {text!r}: not a number (suffixes K, M, G, T allowed)") from None
+    if not (v > 0 and v != float("inf")):
+        raise PerfcastError(f"{what} {text!r}: must be a positive number")
+    return v
+
+
+@cli.command("metrics")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("--derive", "derives", multiple=True, metavar='"NAME = FORMULA"',
+              help="Add a derived metric; repeatable, applied in order.")
+@click.option("--scope", type=click.Choice(["both", "inclusive", "exclusive"]), default="both", show_default=True,
+              help="Scopes to evaluate derived metrics in: both gives NAME (exclusive) and 'NAME (inc)'.")
+@click.option("--unit", default="", help="Unit of the derived metrics.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Store the experiment with its derived metrics (NAME.perfcast).")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force, as_json):
+    """List an experiment's metrics with their positional names ($0, $1, ...) and derive new ones.
+
+    \b
+    Formulas (no code is ever executed):
+      names       cycles, PAPI_TOT_CYC, "time (inc)" (quote names with spaces/punctuation)
+      $n          the n-th metric as listed here, 0-based
+      @name       the metric's total (root inclusive) for the same point/rep/rank
+      operators   + - * / ^  ( )  < <= > >= == !=
+      functions   min max abs sqrt exp log log2 log10 if(cond, a, b) inc(m) exc(m)
+    Each derivation is evaluated per callpath, point, repetition and rank, on exclusive values
+    (metric NAME) and inclusive values (metric 'NAME (inc)').  Division by zero, sqrt/log of a
+    negative number give an empty cell: not stored, counted in the report.
+
+    \b
+    Examples:
+      perfcast metrics run.perfcast --derive "CPI = PAPI_TOT_CYC / PAPI_TOT_INS" -o run.perfcast --force
+      perfcast metrics run.perfcast --derive "share = 100 * time / @time"
+    """
+    from . import store
+    from .analysis.derived import derive
+    from .report.terminal import out, write_json
+    from .report.views import metrics_table, print_derived
+
+    if output is not None and output.exists() and not force:
+        raise PerfcastError("output exists; use --force to replace it", output)
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    reports = []
+    if derives:
+        exp, reports = derive(exp, derives, scope, unit)
+    derived = exp.meta.get("derived", {}) if isinstance(exp.meta.get("derived"), dict) else {}
+    rows = [{"index": i, **m.to_dict(), "formula": (derived.get(n) or {}).get("formula")}
+            for i, (n, m) in enumerate(exp.metrics.items())]
+    if output is not None:
+        store.write(exp, output)
+    if as_json:
+        write_json({"metrics": rows, "derived": reports, "output": str(output) if output else None})
+        return
+    print_derived(reports)
+    out.print(metrics_table(rows))
+    if output is not None:
+        out.print(f"wrote {output}")
+
+
+@cli.command("view")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("--mode", type=click.Choice(["top-down", "bottom-up", "flat"]), default="top-down", show_default=True,
+              help="Calling-context tree, callers of each procedure, or procedures.")
+@click.option("--metric", default=None, help="Metric to show (default: the first time metric).")
+@click.option("--inclusive/--exclusive", "inclusive", default=None,
+              help="Cost that sorts and thresholds (default: inclusive top-down, exclusive otherwise).")
+@click.option("--sort", type=click.Choice(["inclusive", "exclusive", "name", "tree"]), default=None,
+              help="Order of siblings/rows (overrides --inclusive/--exclusive).")
+@click.option("--threshold", type=float, default=0.0, metavar="PCT",
+              help="Hide scopes below PCT percent of the total.")
+@click.option("--depth", type=int, default=None, help="Deepest level (top-down) or caller levels (bottom-up).")
+@click.option("--hot-path", "hot", default=None, metavar="CALLPATH",
+              help="Show the hot path from CALLPATH (a full callpath or a unique frame name; '-' = the root).")
+@click.option("--hot-fraction", type=float, default=0.5, show_default=True,
+              help="Follow a child while it holds this fraction of its parent's inclusive cost.")
+@click.option("--ranks", type=click.Choice(["sum", "mean", "max", "min"]), default="sum", show_default=True,
+              help="How per-rank/thread values are combined.")
+@click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (flat, bottom-up).")
+@_at_option
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, threshold, depth, hot, hot_fraction,
+             ranks, limit, at, as_json):
+    """Top-down, bottom-up (callers) and flat views of one profile, and the hot path.
+
+    Costs are inclusive and exclusive per scope, ranks summed (--ranks), repetitions averaged,
+    percentages of the root's inclusive total.
+    """
+    from .analysis import views as V
+    from .report import views as R
+    from .report.terminal import write_json
+
+    if threshold < 0 or threshold > 100:
+        raise PerfcastError(f"--threshold {threshold}: must be a percentage between 0 and 100")
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    prof = V.profile(exp, metric, parse_coords(at, "--at") if at else None, ranks)
+    if sort is None:
+        sort = ("inclusive" if mode == "top-down" else "exclusive") if inclusive is None else \
+            ("inclusive" if inclusive else "exclusive")
+    if hot is not None:
+        res = V.hot_path(prof, None if hot == "-" else hot, hot_fraction)
+        return write_json(res) if as_json else R.print_hot_path(res)
+    if mode == "top-down":
+        res = V.top_down(prof, threshold, sort, depth)
+        return write_json(res) if as_json else R.print_top_down(res)
+    if mode == "flat":
+        res = V.flat(prof, threshold, sort)
+    else:
+        res = V.bottom_up(prof, threshold, sort, depth)
+    if as_json:
+        return write_json(res)
+    shown = dict(res, rows=res["rows"][:limit])
+    R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, depth if depth is not None else 2)
+
+
+@cli.command("waste")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("--ops", default=None, metavar="METRIC", help="Floating-point (or other) operations done.")
+@click.option("--cycles", default=None, metavar="METRIC", help="Cycles spent.")
+@click.option("--peak-ops-per-cycle", "peak_ops", default=None, metavar="RATE", help="Peak operations per cycle.")
+@click.option("--bytes", "bytes_", default=None, metavar="METRIC", help="Bytes moved.")
+@click.option("--time", "time_", default=None, metavar="METRIC", help="Time spent (unit from the metric, else s).")
+@click.option("--peak-bandwidth", "peak_bw", default=None, metavar="BYTES/S",
+              help="Peak bandwidth in bytes per second (suffix K, M, G, T allowed: 100G).")
+@click.option("--ranks", type=click.Choice(["sum", "mean", "max", "min"]), default="sum", show_default=True,
+              help="How per-rank/thread values are combined.")
+@click.option("--threshold", type=float, default=0.0, metavar="PCT",
+              help="Leave out scopes below PCT percent of the total waste.")
+@click.option("--limit", type=int, default=30, show_default=True, help="Rows to print.")
+@_at_option
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, bytes_, time_, peak_bw, ranks, threshold, limit,
+              at, as_json):
+    """Rank scopes by waste (potential minus actual work) with the companion efficiency.
+
+    FP waste = cycles x peak ops per cycle - ops; efficiency = ops / potential x 100.
+    Bandwidth waste = time x peak bandwidth - bytes, likewise.  Peak rates come from flags
+    (a machine description file will supply them later).
+
+    \b
+    Example:
+      perfcast waste run.perfcast --ops PAPI_FP_OPS --cycles PAPI_TOT_CYC --peak-ops-per-cycle 16
+    """
+    from .analysis.waste import time_factor, waste
+    from .report.terminal import write_json
+    from .report.views import print_waste
+
+    fp = (ops, cycles, peak_ops)
+    bw = (bytes_, time_, peak_bw)
+    for group, names in ((fp, "--ops, --cycles, --peak-ops-per-cycle"), (bw, "--bytes, --time, --peak-bandwidth")):
+        if any(x is not None for x in group) and not all(x is not None for x in group):
+            raise PerfcastError(f"give all of {names} together")
+    if all(x is None for x in fp + bw):
+        raise PerfcastError("nothing to compute: give --ops/--cycles/--peak-ops-per-cycle and/or "
+                            "--bytes/--time/--peak-bandwidth")
+    if threshold < 0 or threshold > 100:
+        raise PerfcastError(f"--threshold {threshold}: must be a percentage between 0 and 100")
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    coords = parse_coords(at, "--at") if at else None
+    results = []
+    if ops is not None:
+        results.append(waste(exp, ops, cycles, _parse_rate(peak_ops, "--peak-ops-per-cycle"), coords, ranks,
+                             "FP waste", 1.0, threshold))
+    if bytes_ is not None:
+        if time_ not in exp.metrics:
+            raise PerfcastError(f"no metric {time_!r}; the experiment has: {', '.join(exp.metrics)}")
+        results.append(waste(exp, bytes_, time_, _parse_rate(peak_bw, "--peak-bandwidth"), coords, ranks,
+                             "bandwidth waste", time_factor(exp, time_), threshold))
+    if as_json:
+        return write_json(results)
+    for r in results:
+        print_waste(r, limit)
+
+
+@cli.command("scaling-loss")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("--mode", type=click.Choice(["weak", "strong"]), required=True,
+              help="weak: ideal cost per process constant; strong: ideal cost per process ~ 1/p.")
+@click.option("--from", "from_", default=None, metavar="P=V", help="Smaller run, e.g. p=27 (with --to).")
+@click.option("--to", "to", default=None, metavar="P=V", help="Larger run, e.g. p=343 (with --from).")
+@click.option("--metric", default=None, help="Cost metric (default: the first time metric).")
+@click.option("--procs", default=None, metavar="PARAM", help="Parameter counting processes (default: detected).")
+@click.option("--ranks", type=click.Choice(["mean", "max", "sum", "min"]), default="mean", show_default=True,
+              help="Per-process cost from per-rank values (mean = sum over ranks / ranks).")
+@click.option("--sort", type=click.Choice(["exclusive", "inclusive"]), default="exclusive", show_default=True,
+              help="Rank scopes by exclusive or inclusive loss.")
+@click.option("--limit", type=int, default=20, show_default=True, help="Rows to print per pair.")
+@_at_option
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs, ranks, sort, limit, at, as_json):
+    """Excess work per scope between runs at p and q processes (differential profiling).
+
+    weak: (C_q - C_p) / T_q; strong: (q/p C_q - C_p) / (q/p T_q), C per-process cost of a
+    scope (inclusive and exclusive), T the run's total.  0 = perfect, > 0 loss, < 0 superlinear.
+    'where' tells whether the loss lives in the scope itself (self) or in its callees.
+    Every consecutive pair of process counts unless --from/--to.
+
+    \b
+    Example:
+      perfcast scaling-loss lulesh_weak_scaling_cali/ --mode weak --from jobsize=27 --to jobsize=343
+    """
+    from .analysis.scaling_loss import scaling_loss
+    from .report.terminal import write_json
+    from .report.views import print_scaling_loss
+
+    pairs = None
+    if (from_ is None) != (to is None):
+        raise PerfcastError("give --from and --to together")
+    if from_ is not None:
+        a, b = parse_coords(from_, "--from"), parse_coords(to, "--to")
+        if len(a) != 1 or len(b) != 1 or set(a) != set(b):
+            raise PerfcastError("--from and --to name the same single parameter, e.g. --from p=8 --to p=64")
+        name = next(iter(a))
+        if procs is not None and procs != name:
+            raise PerfcastError(f"--procs {procs!r} differs from the parameter of --from/--to ({name!r})")
+        procs, pairs = name, [(a[name], b[name])]
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    res = scaling_loss(exp, mode, metric, procs, pairs, parse_coords(at, "--at") if at else None, ranks, sort)
+    if as_json:
+        return write_json(res)
+    print_scaling_loss(res, limit)
 
 
 def main(argv=None) -> int:

@@ -43,10 +43,13 @@ class Reader:
     read: Callable[[Path, ReadOptions], Experiment]
     #: True when the reader accepts directories
     directories: bool = False
+    #: optional: read several files of this format as one experiment, choosing parameters across
+    #: them (e.g. the Caliper globals that vary between runs)
+    read_many: Callable[[Sequence[Path], ReadOptions], Experiment] | None = None
 
 
 _READERS: dict[str, Reader] = {}
-_MODULES = ("tidy", "extrap", "cube", "caliper", "hpctoolkit", "perf", "cachegrind", "pmpi", "collected")
+_MODULES = ("tidy", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi", "collected")
 _loaded = False
 
 
@@ -156,6 +159,15 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
         raise PerfcastError("no input given")
     if points is not None and len(points) not in (0, len(inputs)):
         raise PerfcastError(f"{len(points)} --point value(s) for {len(inputs)} input(s); give one per input")
+    if len(inputs) > 1 and not points:
+        paths = [Path(i) for i in inputs]
+        found = [detect(p) if not format else None for p in paths]
+        if (not format and all(p.is_file() for p in paths) and found[0].read_many is not None
+                and all(r is found[0] for r in found)):
+            exp = found[0].read_many(paths, options or ReadOptions())
+            exp.meta.setdefault("sources", [str(p) for p in paths])
+            exp.meta.setdefault("format", found[0].name)
+            return exp
     exps, names = [], []
     for i, inp in enumerate(inputs):
         exp = read_one(inp, format, options)

@@ -929,6 +929,7 @@ def read_json_split(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("caliper", "Caliper .cali profile (a directory of .cali files = one experiment)", (".cali",),
-                _sniff_cali, read_cali, directories=True))
+                _sniff_cali, read_cali, directories=True, read_many=read_many))
 register(Reader("caliper-json", "Caliper json-split profile from cali-query (a directory of them = one experiment)",
-                (".json",), _sniff_json_split, read_json_split, directories=True))
+                (".json",), _sniff_json_split, read_json_split, directories=True,
+                read_many=read_many))

@@ -15,7 +15,7 @@ from rich.tree import Tree
 from ..experiment import Experiment
 
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager
