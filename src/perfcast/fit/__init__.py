@@ -1,0 +1,36 @@
+"""Scaling models in the performance model normal form (PMNF), fitted in batch.
+
+>>> from perfcast import fit
+>>> models = fit.model_experiment(exp)                 # one per callpath x metric
+>>> m = models[0].model
+>>> m.formula(), m.predict({"p": 4096}), m.interval({"p": 4096}, 0.9), m.to_dict()
+
+No file I/O happens in this package.
+"""
+
+from .core import FitOptions, GroupFit, fit_group
+from .model import Model, Quality, Term
+from .series import LOCATION_REDUCTIONS, SeriesModel, fit_experiment, model_experiment, series_statistics
+from .terms import DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, make_blocks, parse_fraction
+
+__all__ = ["FitOptions", "GroupFit", "fit_group", "Model", "Quality", "Term", "SeriesModel",
+           "fit_experiment", "model_experiment", "series_statistics", "LOCATION_REDUCTIONS",
+           "DEFAULT_EXPONENTS", "DEFAULT_LOG_EXPONENTS", "make_blocks", "parse_fraction", "fit_series"]
+
+
+def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) -> Model:
+    """Model one series given as points ``x`` (n or n x m) and ``values`` (n values, or n lists of
+    repetitions)."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1:
+        x = x[:, None]
+    reps = [np.atleast_1d(np.asarray(v, dtype=float)) for v in values]
+    if len(reps) != len(x):
+        from ..errors import PerfcastError
+        raise PerfcastError(f"{len(reps)} value lists for {len(x)} points")
+    mean = np.array([[r.mean() for r in reps]])
+    count = np.array([[len(r) for r in reps]])
+    ssd = np.array([[((r - r.mean()) ** 2).sum() for r in reps]])
+    return fit_group(x, mean, count, ssd, tuple(parameters), options).model(0)

@@ -1,0 +1,308 @@
+#!/usr/bin/env python
+"""perfcast vs. Extra-P 4.2.5 on synthetic experiments with known ground truth, side by side.
+
+    .venv/bin/python bench/vs_extrap.py                  # all sets, both tools
+    .venv/bin/python bench/vs_extrap.py --sets sp,mp     # some sets
+    .venv/bin/python bench/vs_extrap.py --no-extrap      # perfcast only (quick tuning)
+
+Every set is written in Extra-P's text format to bench/out/<set>.txt; both tools read the same
+file.  Extra-P runs in its own virtual environment bench/.venv-extrap (created on first use with
+``pip install extrap``; it pins numpy<2 and pulls PySide6, so it never goes into the main venv),
+through a small helper that times reading and modelling separately.
+
+Truths: c0 + c1*b(p) with b drawn uniformly from Extra-P's 42 default building blocks (as the
+anchor measurements did); noise is multiplicative uniform, y = f(x) * (1 + U(-eta, eta)).
+Reported per set and tool: modelling time per callpath (and the ratio), end-to-end time
+(read + model), lead-order term exactness, relative extrapolation error at 4x the largest
+measured value of every parameter (median / p90), and coverage of the 90% prediction interval
+for 20 new noisy observations per series at that point (Extra-P has no intervals).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import zlib
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+VENV = HERE / ".venv-extrap"
+
+#: Extra-P's default single-parameter building blocks (numerator, denominator, log exponent),
+#: restated from its documentation/behaviour so truths come from its own hypothesis space.
+EXTRAP_BLOCKS = [(0, 1, 1), (0, 1, 2), (1, 4, 0), (1, 3, 0), (1, 4, 1), (1, 3, 1), (1, 4, 2), (1, 3, 2),
+                 (1, 2, 0), (1, 2, 1), (1, 2, 2), (2, 3, 0), (3, 4, 0), (2, 3, 1), (3, 4, 1), (4, 5, 0),
+                 (2, 3, 2), (3, 4, 2), (1, 1, 0), (1, 1, 1), (1, 1, 2), (5, 4, 0), (5, 4, 1), (4, 3, 0),
+                 (4, 3, 1), (3, 2, 0), (3, 2, 1), (3, 2, 2), (5, 3, 0), (7, 4, 0), (2, 1, 0), (2, 1, 1),
+                 (2, 1, 2), (9, 4, 0), (7, 3, 0), (5, 2, 0), (5, 2, 1), (5, 2, 2), (8, 3, 0), (11, 4, 0),
+                 (3, 1, 0), (3, 1, 1)]
+BLOCKS = [(Fraction(a, b), j) for a, b, j in EXTRAP_BLOCKS]
+
+P_VALUES = [4, 8, 16, 32, 64]
+N_VALUES = [16, 32, 64, 128, 256]
+
+SETS = {
+    #  name: (parameters, callpaths, noise, repetitions, kind, p values)
+    "sp": (1, 2000, 0.05, 5, "one", P_VALUES),
+    "mp": (2, 200, 0.05, 5, "one", P_VALUES),
+    "sp-1pct": (1, 500, 0.01, 5, "one", P_VALUES),
+    "sp-20pct": (1, 500, 0.20, 5, "one", P_VALUES),
+    "sp-6pts": (1, 500, 0.05, 5, "one", [4, 8, 16, 32, 64, 128]),
+    "sp-2term": (1, 500, 0.05, 5, "two", P_VALUES),
+    "sp-small": (1, 500, 0.05, 5, "small", P_VALUES),
+}
+
+
+def bval(block, x):
+    i, j = block
+    x = np.asarray(x, dtype=float)
+    return x ** float(i) * (np.log2(x) ** j if j else 1.0)
+
+
+def make_truths(rng, nparam, count, kind, pmax, nmax):
+    """Truths as dicts: c0, terms [(coef, {param: block})], lead {param: block}."""
+    out = []
+    for _ in range(count):
+        c0 = float(10 ** rng.uniform(0, 3))
+        if nparam == 1:
+            b = BLOCKS[rng.integers(len(BLOCKS))]
+            if kind == "one":
+                share = rng.uniform(0.1, 0.95)
+            else:  # "small": the term explains 3-25% of the value at the largest measured point
+                share = rng.uniform(0.03, 0.25)
+            c1 = share / (1 - share) * c0 / bval(b, pmax)
+            terms = [(c1, {"p": b})]
+            if kind == "two":
+                lower = [q for q in BLOCKS if q < b]
+                if lower:
+                    b2 = lower[rng.integers(len(lower))]
+                    s2 = rng.uniform(0.2, 0.6)  # second term's share of the first at pmax
+                    terms.append((s2 * c1 * bval(b, pmax) / bval(b2, pmax), {"p": b2}))
+            out.append({"c0": c0, "terms": terms, "lead": {"p": b}})
+        else:
+            bp = BLOCKS[rng.integers(len(BLOCKS))]
+            bn = BLOCKS[rng.integers(len(BLOCKS))]
+            share = rng.uniform(0.1, 0.95)
+            if rng.random() < 0.5:  # product
+                c1 = share / (1 - share) * c0 / (bval(bp, pmax) * bval(bn, nmax))
+                terms = [(c1, {"p": bp, "n": bn})]
+            else:  # sum, both terms of similar size at the largest point
+                c1 = share / (1 - share) * c0 / 2 / bval(bp, pmax)
+                c2 = share / (1 - share) * c0 / 2 / bval(bn, nmax)
+                terms = [(c1, {"p": bp}), (c2, {"n": bn})]
+            out.append({"c0": c0, "terms": terms, "lead": {"p": bp, "n": bn}})
+    return out
+
+
+def evaluate(truth, cols):
+    v = truth["c0"]
+    for c, fac in truth["terms"]:
+        t = c
+        for p, b in fac.items():
+            t = t * bval(b, cols[p])
+        v = v + t
+    return v
+
+
+def write_text(path, params, points, truths, noise, reps, rng):
+    lines = [f"PARAMETER {p}" for p in params] + [""]
+    lines += ["POINTS " + " ".join("( " + " ".join(str(v) for v in pt) + " )" for pt in points), "",
+              "METRIC time", ""]
+    cols = {p: np.array([pt[k] for pt in points], dtype=float) for k, p in enumerate(params)}
+    for i, t in enumerate(truths):
+        f = evaluate(t, cols)
+        lines.append(f"REGION r{i}")
+        y = f[:, None] * (1 + rng.uniform(-noise, noise, size=(len(points), reps)))
+        for row in y:
+            lines.append("DATA " + " ".join(repr(float(v)) for v in row))
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+HELPER = r'''
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+import numpy as np
+t0 = time.perf_counter()
+from extrap.fileio.file_reader.text_file_reader import TextFileReader
+from extrap.modelers.model_generator import ModelGenerator
+t1 = time.perf_counter()
+exp = TextFileReader().read_experiment(sys.argv[1])
+t2 = time.perf_counter()
+ModelGenerator(exp).model_all()
+t3 = time.perf_counter()
+target = [float(v) for v in sys.argv[2].split(",")]
+models = exp.modelers[0].models
+out = {}
+for (cp, metric), m in models.items():
+    f = m.hypothesis.function
+    lead = {}
+    terms = []
+    for ct in f.compound_terms:
+        pairs = getattr(ct, "parameter_term_pairs", None)
+        if pairs is None:
+            pairs = [(0, ct)]
+        for pidx, c in pairs:
+            poly = 0.0; lg = 0.0
+            for st in c.simple_terms:
+                if st.term_type == "polynomial":
+                    poly = float(st.exponent)
+                else:
+                    lg = float(st.exponent)
+            cur = lead.get(pidx, (0.0, 0.0))
+            if (poly, lg) > cur:
+                lead[pidx] = (poly, lg)
+    if len(target) == 1:
+        pred = float(f.evaluate(target[0]))
+    else:
+        pred = float(np.asarray(f.evaluate(np.array([[v] for v in target]))).ravel()[0])
+    out[str(cp)] = {"lead": {str(k): v for k, v in lead.items()}, "pred": pred,
+                    "formula": f.to_string(*exp.parameters)}
+json.dump({"import": t1 - t0, "read": t2 - t1, "model": t3 - t2, "models": out}, open(sys.argv[3], "w"))
+'''
+
+
+def ensure_extrap():
+    py = VENV / "bin" / "python"
+    if not py.exists():
+        print("creating", VENV, "(pip install extrap) ...", flush=True)
+        subprocess.run([sys.executable if False else "python3", "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "extrap"], check=True)
+    return py
+
+
+def run_extrap(path, target, params):
+    py = ensure_extrap()
+    helper = OUT / "_extrap_helper.py"
+    helper.write_text(HELPER)
+    res = OUT / (path.stem + ".extrap.json")
+    t0 = time.perf_counter()
+    subprocess.run([str(py), str(helper), str(path), ",".join(str(v) for v in target), str(res)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    d = json.loads(res.read_text())
+    d["wall"] = wall
+    preds, leads = {}, {}
+    for cp, m in d["models"].items():
+        preds[cp] = m["pred"]
+        leads[cp] = {params[int(k)]: (Fraction(v[0]).limit_denominator(12), int(v[1])) for k, v in m["lead"].items()}
+    return d, preds, leads
+
+
+def run_perfcast(path, target, params, options=None):
+    t0 = time.perf_counter()
+    from perfcast import fit, io
+    t1 = time.perf_counter()
+    exp = io.load([path])
+    t2 = time.perf_counter()
+    res = fit.model_experiment(exp, options=options)
+    t3 = time.perf_counter()
+    preds, leads, ivs = {}, {}, {}
+    at = dict(zip(params, target))
+    for r in res:
+        m = r.model
+        preds[r.callpath] = m.predict(at)
+        ivs[r.callpath] = m.interval(at, 0.9)
+        leads[r.callpath] = m.lead_order()
+    return {"import": t1 - t0, "read": t2 - t1, "model": t3 - t2}, preds, leads, ivs
+
+
+def score(truths, preds, leads, ivs, target, params, noise, rng):
+    cols = {p: np.array([v]) for p, v in zip(params, target)}
+    exact, errs, cover = [], [], []
+    for i, t in enumerate(truths):
+        cp = f"r{i}"
+        if cp not in preds:
+            exact.append(False)
+            errs.append(np.inf)
+            continue
+        truth_lead = {p: t["lead"].get(p, (Fraction(0), 0)) for p in params}
+        got = {p: leads[cp].get(p, (Fraction(0), 0)) for p in params}
+        exact.append(all(got[p] == truth_lead[p] for p in params))
+        f = float(evaluate(t, cols)[0])
+        errs.append(abs(preds[cp] - f) / f)
+        if ivs is not None:
+            lo, hi = ivs[cp]
+            new = f * (1 + rng.uniform(-noise, noise, 20))
+            cover.append(np.mean((new >= lo) & (new <= hi)) if np.isfinite(lo) else 0.0)
+    errs = np.array(errs)
+    return {"exact": float(np.mean(exact)), "err_median": float(np.median(errs)),
+            "err_p90": float(np.quantile(errs, 0.9)), "coverage": float(np.mean(cover)) if cover else None}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--no-extrap", action="store_true", help="perfcast only")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the number of callpaths")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--selection", default=None, help="perfcast selection criterion (cv, bic)")
+    ap.add_argument("--max-terms", type=int, default=None)
+    ap.add_argument("--json", default=None, help="write all numbers to this file")
+    args = ap.parse_args(argv)
+    OUT.mkdir(exist_ok=True)
+    from perfcast.fit import FitOptions
+    kw = {}
+    if args.selection:
+        kw["selection"] = args.selection
+    if args.max_terms:
+        kw["max_terms"] = args.max_terms
+    options = FitOptions(**kw)
+    results = {}
+    for name in args.sets.split(","):
+        nparam, count, noise, reps, kind, pvals = SETS[name]
+        count = max(10, int(count * args.scale))
+        rng = np.random.default_rng(args.seed + zlib.crc32(name.encode()) % 1000)
+        params = ["p"] if nparam == 1 else ["p", "n"]
+        if nparam == 1:
+            points = [(p,) for p in pvals]
+            target = [4 * pvals[-1]]
+        else:
+            points = [(p, n) for p in pvals for n in N_VALUES]
+            target = [4 * pvals[-1], 4 * N_VALUES[-1]]
+        truths = make_truths(rng, nparam, count, kind, pvals[-1], N_VALUES[-1])
+        path = OUT / f"{name}.txt"
+        write_text(path, params, points, truths, noise, reps, rng)
+        row = {"callpaths": count, "noise": noise}
+        pt, preds, leads, ivs = run_perfcast(path, target, params, options)
+        row["perfcast"] = {**score(truths, preds, leads, ivs, target, params, noise, np.random.default_rng(7)),
+                           "model_s": pt["model"], "read_s": pt["read"],
+                           "ms_per_callpath": 1000 * pt["model"] / count}
+        if not args.no_extrap:
+            d, epreds, eleads = run_extrap(path, target, params)
+            row["extrap"] = {**score(truths, epreds, eleads, None, target, params, noise, np.random.default_rng(7)),
+                             "model_s": d["model"], "read_s": d["read"], "wall_s": d["wall"],
+                             "ms_per_callpath": 1000 * d["model"] / count}
+            row["speedup_model"] = d["model"] / max(pt["model"], 1e-9)
+            row["speedup_read_model"] = (d["read"] + d["model"]) / max(pt["read"] + pt["model"], 1e-9)
+        results[name] = row
+        report(name, row)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return results
+
+
+def report(name, row):
+    pc = row["perfcast"]
+    line = (f"{name:9s} n={row['callpaths']:5d} noise={row['noise']:.0%} | perfcast: "
+            f"{pc['ms_per_callpath']:.3f} ms/cp, exact {pc['exact']:.1%}, err med {pc['err_median']:.2%} "
+            f"p90 {pc['err_p90']:.2%}, 90%-PI coverage {pc['coverage']:.1%}")
+    if "extrap" in row:
+        ex = row["extrap"]
+        line += (f" | Extra-P: {ex['ms_per_callpath']:.2f} ms/cp, exact {ex['exact']:.1%}, err med "
+                 f"{ex['err_median']:.2%} p90 {ex['err_p90']:.2%} | speed x{row['speedup_model']:.0f} "
+                 f"(read+model x{row['speedup_read_model']:.0f}), p90 ratio "
+                 f"{pc['err_p90'] / max(ex['err_p90'], 1e-12):.2f}")
+    print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,647 @@
+"""Batched hypothesis search: fit every series measured on one point set at once.
+
+Statistical model.  One observation is ``y = f(x) * (1 + e)`` with relative noise ``e`` of
+variance ``s2`` (performance noise is multiplicative).  A series is summarised per point by the
+mean, the repetition count ``r`` and the within-point sum of squared deviations.  Coefficients
+come from weighted least squares on the means with weights ``r / f^2`` (``f`` = the observed mean,
+floored at 1e-3 of the series' largest value), i.e. least squares in relative terms using every
+repetition.  For a hypothesis ``h`` the cross-validated deviance of the individual observations is
+
+    SS_pe + PRESS_w(h)       (pure-error sum of squares + weighted leave-one-point-out residuals,
+                              the latter in closed form from the hat matrix)
+
+and the selection criterion is ``N log(deviance / N) + 2 log |class(h)|`` -- a profile
+log-likelihood of the N observations under leave-one-point-out prediction, plus the log of the
+number of hypotheses of the same shape (a uniform prior over shapes, then over hypotheses of a
+shape; this is what stops a 3-coefficient model with 1,700 candidate pairs from winning by search
+alone).  ``selection="bic"`` uses in-sample RSS with ``k log N`` instead.
+
+Multi-parameter search (no cartesian explosion): per parameter, every line of points (the other
+coordinates fixed, >= 3 distinct values) scores the single-parameter hypotheses with a free
+constant and slope per line (valid for additive and multiplicative combinations and for sparse
+point sets); the best ``shortlist`` blocks per parameter are then combined into sums and
+products of monomials (a*b, a+b, a*b+a, a*b+b, a+b+a*b, ...) and refitted on all points.
+
+Everything is vectorised over series (chunks of ``FitOptions.chunk``); models are built lazily.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import PerfcastError
+from .model import Model, Quality, Term
+from .terms import DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, make_blocks, parse_fraction
+
+TINY = 1e-12          # relative variance floor (relative precision 1e-6)
+FLOOR = 1e-3          # weights: |mean| floored at FLOOR * max |mean| of the series
+MIN_WEIGHT = 0.02     # alternatives lighter than this are dropped
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """Options of the hypothesis search."""
+
+    exponents: tuple = DEFAULT_EXPONENTS
+    log_exponents: tuple = DEFAULT_LOG_EXPONENTS
+    #: (exponent, log exponent) building blocks; None = the grid exponents x log_exponents
+    space: tuple | None = DEFAULT_SPACE
+    #: add negative exponents (strong scaling: time per rank falling with p)
+    negative: bool = False
+    #: terms per parameter (1 or 2); in multi-parameter models the number of monomials is <= 3
+    max_terms: int = 1
+    #: "bic" (in-sample deviance + k log N, default) or "cv" (leave-one-point-out deviance)
+    selection: str = "bic"
+    #: per-parameter candidates carried into the multi-parameter combination
+    shortlist: int = 3
+    #: competing hypotheses kept in each model for the model-uncertainty part of intervals
+    alternatives: int = 8
+    #: performance is a sum of costs: coefficients of terms must be >= 0 and a negative constant
+    #: is replaced by a fit through the origin (set False for unconstrained least squares)
+    nonnegative: bool = True
+    #: series fitted at once (memory vs. speed)
+    chunk: int = 20000
+
+    def __post_init__(self):
+        if self.max_terms not in (1, 2):
+            raise PerfcastError(f"max_terms must be 1 or 2, not {self.max_terms}", where="max_terms")
+        if self.selection not in ("cv", "bic"):
+            raise PerfcastError(f"selection must be 'cv' or 'bic', not {self.selection!r}", where="selection")
+        if self.shortlist < 1:
+            raise PerfcastError("shortlist must be >= 1", where="shortlist")
+
+    def blocks(self) -> tuple[Block, ...]:
+        if self.space is not None:
+            blocks = sorted({(parse_fraction(i), int(j)) for i, j in self.space} - {(Fraction(0), 0)})
+            if not blocks:
+                raise PerfcastError("the hypothesis space is empty", where="space")
+            if self.negative:
+                blocks = sorted(set(blocks) | {(-i, j) for i, j in blocks if i != 0})
+            return tuple(blocks)
+        return make_blocks(self.exponents, self.log_exponents, self.negative)
+
+
+# ---------------------------------------------------------------------------------------------
+# weighted least squares, batched
+# ---------------------------------------------------------------------------------------------
+def _inv_small(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of a stack of small symmetric PSD matrices (..., k, k) and a mask of usable ones."""
+    k = A.shape[-1]
+    if k == 1:
+        a = A[..., 0, 0]
+        ok = a > 0
+        inv = (1.0 / np.where(ok, a, 1.0))[..., None, None]
+        return np.where(ok[..., None, None], inv, 0.0), ok
+    if k == 2:
+        a, b, d = A[..., 0, 0], A[..., 0, 1], A[..., 1, 1]
+        det = a * d - b * b
+        ok = det > 1e-11 * a * d
+        r = 1.0 / np.where(ok, det, 1.0)
+        inv = np.empty_like(A)
+        inv[..., 0, 0] = d * r
+        inv[..., 1, 1] = a * r
+        inv[..., 0, 1] = inv[..., 1, 0] = -b * r
+        return np.where(ok[..., None, None], inv, 0.0), ok
+    if k == 3:
+        a, b, c = A[..., 0, 0], A[..., 0, 1], A[..., 0, 2]
+        d, e, f = A[..., 1, 1], A[..., 1, 2], A[..., 2, 2]
+        c00 = d * f - e * e
+        c01 = c * e - b * f
+        c02 = b * e - c * d
+        c11 = a * f - c * c
+        c12 = b * c - a * e
+        c22 = a * d - b * b
+        det = a * c00 + b * c01 + c * c02
+        ok = det > 1e-11 * a * d * f
+        r = 1.0 / np.where(ok, det, 1.0)
+        inv = np.empty_like(A)
+        inv[..., 0, 0], inv[..., 1, 1], inv[..., 2, 2] = c00 * r, c11 * r, c22 * r
+        inv[..., 0, 1] = inv[..., 1, 0] = c01 * r
+        inv[..., 0, 2] = inv[..., 2, 0] = c02 * r
+        inv[..., 1, 2] = inv[..., 2, 1] = c12 * r
+        return np.where(ok[..., None, None], inv, 0.0), ok
+    # larger: eigen-decomposition based pseudo-inverse with a rank check
+    vals, vecs = np.linalg.eigh(A)
+    top = vals[..., -1:]
+    ok = vals[..., 0] > 1e-11 * top[..., 0]
+    rinv = np.where(vals > 1e-11 * top, 1.0 / np.where(vals > 0, vals, 1.0), 0.0)
+    inv = np.einsum("...ik,...k,...jk->...ij", vecs, rinv, vecs)
+    return inv, ok
+
+
+@dataclass
+class _WLS:
+    beta: np.ndarray     # (S, k) in scaled-column units
+    rss: np.ndarray      # (S,) weighted
+    press: np.ndarray    # (S,) weighted leave-one-out, inf when a point has leverage 1
+    ainv: np.ndarray     # (S, k, k)
+    ok: np.ndarray       # (S,)
+    resid: np.ndarray    # (S, n)
+    hat: np.ndarray      # (S, n)
+
+
+def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
+    """Weighted least squares of y (S, n) on design D ((n, k) shared or (S, n, k) per series)."""
+    S, n = y.shape
+    if D.ndim == 2:
+        k = D.shape[1]
+        P = (D[:, :, None] * D[:, None, :]).reshape(n, k * k)
+        A = (w @ P).reshape(S, k, k)
+        b = (w * y) @ D
+        ainv, ok = _inv_small(A)
+        beta = np.einsum("sij,sj->si", ainv, b)
+        fitted = beta @ D.T
+        hat = w * (ainv.reshape(S, k * k) @ P.T)
+    else:
+        k = D.shape[2]
+        WDt = (w[:, :, None] * D).transpose(0, 2, 1)  # (S, k, n)
+        A = np.matmul(WDt, D)
+        b = np.matmul(WDt, y[:, :, None])[:, :, 0]
+        ainv, ok = _inv_small(A)
+        beta = np.matmul(ainv, b[:, :, None])[:, :, 0]
+        fitted = np.matmul(D, beta[:, :, None])[:, :, 0]
+        hat = w * np.sum(np.matmul(D, ainv) * D, axis=2)
+    resid = y - fitted
+    rss = np.sum(w * resid * resid, axis=1)
+    lev_ok = np.all(hat < 1 - 1e-9, axis=1)
+    denom = np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
+    press = np.sum(w * (resid / denom) ** 2, axis=1)
+    press = np.where(lev_ok & ok, press, np.inf)
+    rss = np.where(ok, rss, np.inf)
+    return _WLS(beta, rss, press, ainv, ok, resid, hat)
+
+
+def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg: bool) -> _WLS:
+    """:func:`_wls` with the non-negativity constraint: rows whose constant comes out negative are
+    refitted without the constant (the constrained optimum lies on that boundary when the terms
+    are kept), rows with a negative term coefficient are rejected (criterion inf)."""
+    fit = _wls(D, y, w)
+    if not nonneg or (D.shape[-1] < 2):
+        return fit
+    neg0 = fit.ok & (fit.beta[:, 0] < 0)
+    if neg0.any():
+        rows = np.nonzero(neg0)[0]
+        D0 = D[:, 1:] if D.ndim == 2 else D[rows][:, :, 1:]
+        sub = _wls(D0, y[rows], w[rows])
+        fit.beta[rows, 0] = 0.0
+        fit.beta[rows, 1:] = sub.beta
+        fit.rss[rows], fit.press[rows] = sub.rss, sub.press
+        fit.resid[rows], fit.hat[rows] = sub.resid, sub.hat
+        k = D.shape[-1]
+        a = np.zeros((len(rows), k, k))
+        a[:, 1:, 1:] = sub.ainv
+        fit.ainv[rows] = a
+        fit.ok[rows] = sub.ok
+    bad = np.any(fit.beta[:, 1:] < 0, axis=1)
+    fit.rss = np.where(bad, np.inf, fit.rss)
+    fit.press = np.where(bad, np.inf, fit.press)
+    return fit
+
+
+# ---------------------------------------------------------------------------------------------
+# hypotheses as monomial matrices
+# ---------------------------------------------------------------------------------------------
+# A hypothesis is an int array (K, m): K monomial slots, each with a block index per parameter
+# (-1: the parameter is absent from the monomial).  A slot with all -1 is unused.  The constant
+# is always part of the model.
+
+
+class _Space:
+    """Per-parameter block tables evaluated at the points, with a column of ones appended."""
+
+    def __init__(self, X: np.ndarray, blocks: Sequence[Block]):
+        self.blocks = tuple(blocks)
+        self.m = X.shape[1]
+        self.n = X.shape[0]
+        self.H = len(self.blocks)
+        tabs = []
+        for p in range(self.m):
+            t = block_values(self.blocks, X[:, p])
+            tabs.append(np.concatenate([t, np.ones((self.n, 1))], axis=1))  # index -1 -> ones
+        self.tabs = tabs  # each (n, H + 1)
+
+    def design(self, hyp: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """Per-series design (S, n, 1 + k) with unit-max columns, column scales (S, 1 + k), k.
+
+        All hypotheses in ``hyp`` (S, K, m) must use the same number k of monomial slots, stored
+        first.
+        """
+        S, K, m = hyp.shape
+        used = np.any(hyp >= 0, axis=2)  # (S, K)
+        k = int(used[0].sum()) if S else 0
+        D = np.ones((S, self.n, 1 + k))
+        for t in range(k):
+            col = np.ones((S, self.n))
+            for p in range(m):
+                col = col * self.tabs[p][:, hyp[:, t, p]].T
+            D[:, :, 1 + t] = col
+        scale = np.max(np.abs(D), axis=1)
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        D = D / scale[:, None, :]
+        return D, scale, k
+
+
+def _terms_of(hyp: np.ndarray) -> int:
+    return int(np.any(hyp >= 0, axis=1).sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# per-chunk state
+# ---------------------------------------------------------------------------------------------
+class _Chunk:
+    """Normalised data of a chunk of series and the running top-M hypotheses."""
+
+    def __init__(self, mean, count, ssd, K, m, M):
+        S, n = mean.shape
+        self.n = n
+        scale = np.max(np.abs(mean), axis=1)
+        self.zero = scale == 0
+        self.scale = np.where(self.zero, 1.0, scale)
+        self.y = mean / self.scale[:, None]
+        self.f = np.maximum(np.abs(self.y), FLOOR)
+        self.count = count.astype(float)
+        self.w = self.count / self.f ** 2
+        self.pe_point = ssd / (self.scale[:, None] ** 2 * self.f ** 2)
+        self.ss_pe = np.sum(self.pe_point, axis=1)
+        self.N = np.sum(self.count, axis=1)
+        self.best_crit = np.full((S, M), np.inf)
+        self.best_hyp = np.full((S, M, K, m), -1, dtype=np.int32)
+
+    def criterion(self, fit: _WLS, k: int, pen: float, selection: str) -> np.ndarray:
+        err = fit.press if selection == "cv" else fit.rss
+        with np.errstate(divide="ignore", invalid="ignore"):
+            crit = self.N * np.log((self.ss_pe + err) / self.N + TINY) + pen
+        if selection == "bic":
+            crit = crit + (k + 1) * np.log(self.N)
+        return np.where(np.isfinite(crit), crit, np.inf)
+
+    def merge(self, rows: np.ndarray, crit: np.ndarray, hyp: np.ndarray):
+        """Offer (len(rows), B) criteria of hypotheses ``hyp`` ((B, K, m) shared or
+        (len(rows), B, K, m)) to the series ``rows``."""
+        M = self.best_crit.shape[1]
+        B = crit.shape[1]
+        allc = np.concatenate([self.best_crit[rows], crit], axis=1)
+        if hyp.ndim == 3:
+            hyp = np.broadcast_to(hyp[None], (len(rows), *hyp.shape))
+        allh = np.concatenate([self.best_hyp[rows], hyp], axis=1)
+        if M + B > M:
+            idx = np.argsort(allc, axis=1, kind="stable")[:, :M]
+        else:
+            idx = np.broadcast_to(np.arange(M), (len(rows), M))
+        r = np.arange(len(rows))[:, None]
+        self.best_crit[rows] = allc[r, idx]
+        self.best_hyp[rows] = allh[r, idx]
+
+
+# ---------------------------------------------------------------------------------------------
+# the search
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class GroupFit:
+    """Array results for S series on one point set (models are built on demand)."""
+
+    parameters: tuple[str, ...]
+    blocks: tuple[Block, ...]
+    n_points: int
+    status: np.ndarray          # (S,) 0 ok, 1 insufficient
+    needed: np.ndarray          # (S,)
+    hyp: np.ndarray             # (S, M, K, m) best first
+    weight: np.ndarray          # (S, M) model weights (0 = unused slot)
+    coef: np.ndarray            # (S, M, 1 + K) constant first, absolute units
+    cov: np.ndarray             # (S, M, 1 + K, 1 + K)
+    quality: np.ndarray         # (S, 8): rss, adj_r2, smape, cv, noise, n_points, n_obs, criterion
+    noise: np.ndarray           # (S,) relative std of one observation
+    dof: np.ndarray             # (S,)
+    notes: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+    def model(self, s: int) -> Model:
+        q = self.quality[s]
+        quality = Quality(float(q[0]), float(q[1]), float(q[2]),
+                          None if not np.isfinite(q[3]) else float(q[3]),
+                          None if not np.isfinite(q[4]) else float(q[4]),
+                          int(q[5]), int(q[6]), None if not np.isfinite(q[7]) else float(q[7]))
+        if self.status[s] != 0:
+            return Model(self.parameters, float(self.coef[s, 0, 0]), (), quality, None, 0.0, 0, (),
+                         "insufficient", int(self.needed[s]), self.notes)
+        main = self._one(s, 0, quality)
+        alts = []
+        for a in range(1, self.hyp.shape[1]):
+            wgt = float(self.weight[s, a])
+            if wgt >= MIN_WEIGHT:
+                alts.append((wgt, self._one(s, a, None)))
+        if alts:
+            main = Model(main.parameters, main.constant, main.terms, main.quality, main.cov, main.noise,
+                         main.dof, tuple(alts), main.status, main.needed, main.notes)
+        return main
+
+    def _one(self, s: int, a: int, quality) -> Model:
+        h = self.hyp[s, a]
+        terms = []
+        for t in range(h.shape[0]):
+            if np.all(h[t] < 0):
+                continue
+            factors = tuple((self.parameters[p], self.blocks[h[t, p]][0], self.blocks[h[t, p]][1])
+                            for p in range(h.shape[1]) if h[t, p] >= 0)
+            terms.append(Term(float(self.coef[s, a, 1 + len(terms)]), factors))
+        k = 1 + len(terms)
+        cov = tuple(tuple(float(v) for v in row[:k]) for row in self.cov[s, a, :k])
+        return Model(self.parameters, float(self.coef[s, a, 0]), tuple(terms), quality, cov,
+                     float(self.noise[s]), int(self.dof[s]), (), "ok", 0, self.notes)
+
+    def models(self) -> list[Model]:
+        return [self.model(s) for s in range(len(self))]
+
+
+def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarray,
+              parameters: Sequence[str], options: FitOptions | None = None, progress=None) -> GroupFit:
+    """Fit all series measured on one point set.
+
+    ``X`` (n, m) coordinates; ``mean``/``count``/``ssd`` (S, n): per point mean, number of
+    repetitions (>= 1) and sum of squared deviations from the mean.
+    """
+    opt = options or FitOptions()
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    n, m = X.shape
+    mean = np.atleast_2d(np.asarray(mean, dtype=float))
+    count = np.atleast_2d(np.asarray(count, dtype=float))
+    ssd = np.atleast_2d(np.asarray(ssd, dtype=float))
+    S = mean.shape[0]
+    if mean.shape != (S, n) or count.shape != (S, n) or ssd.shape != (S, n):
+        raise PerfcastError(f"series arrays must be (series, {n} points)")
+    if len(parameters) != m:
+        raise PerfcastError(f"{len(parameters)} parameter names for {m} coordinate columns")
+    blocks = opt.blocks()
+    space = _Space(X, blocks)
+    # parameters that cannot be modelled: fewer than 3 distinct values on some line
+    lines = [_lines(X, p) for p in range(m)]
+    usable = [p for p in range(m) if lines[p]]
+    notes = tuple(f"parameter {parameters[p]!r}: no line of >= 3 points with the other parameters fixed; "
+                  f"treated as having no effect" for p in range(m) if not lines[p] and len(np.unique(X[:, p])) > 1)
+    K = (opt.max_terms if m == 1 else min(3, 2 ** len(usable) - 1)) if usable else 1
+    K = max(K, 1)
+    M = max(1, opt.alternatives + 1)
+
+    out_hyp = np.full((S, M, K, m), -1, dtype=np.int32)
+    out_crit = np.full((S, M), np.inf)
+    out_coef = np.zeros((S, M, 1 + K))
+    out_cov = np.zeros((S, M, 1 + K, 1 + K))
+    out_q = np.full((S, 8), np.nan)
+    out_noise = np.zeros(S)
+    out_dof = np.zeros(S, dtype=np.int64)
+    status = np.zeros(S, dtype=np.int8)
+    needed = np.zeros(S, dtype=np.int64)
+
+    for lo in range(0, S, opt.chunk):
+        hi = min(S, lo + opt.chunk)
+        ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M)
+        rows = np.arange(hi - lo)
+        # constant model
+        const_fit = _wls(np.ones((n, 1)), ch.y, ch.w)
+        ch.merge(rows, ch.criterion(const_fit, 0, 0.0, opt.selection)[:, None],
+                 np.full((1, K, m), -1, dtype=np.int32))
+        if usable and n >= 3:
+            if m == 1:
+                _search_single(space, ch, opt, K)
+            else:
+                _search_multi(space, ch, opt, K, lines, usable)
+        _finish(space, ch, opt, lo, hi, out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof)
+        if progress is not None:
+            progress(hi, S)
+    if n < 3 or not usable:
+        # no scaling model can be chosen: report the repetition-weighted mean as the value
+        status[:] = 1
+        needed[:] = 3
+        out_hyp[:] = -1
+        out_crit[:, 1:] = np.inf
+        out_coef[:] = 0.0
+        out_coef[:, 0, 0] = np.sum(mean * count, axis=1) / np.sum(count, axis=1)
+        out_cov[:] = 0.0
+        Ntot = np.sum(count, axis=1)
+        out_q[:] = np.nan
+        out_q[:, 5], out_q[:, 6] = n, Ntot
+    # an all-zero series is exactly the constant 0, however few points
+    allzero = np.all(mean == 0, axis=1)
+    status[allzero & (n >= 1)] = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        w = np.exp(-(out_crit - out_crit[:, :1]) / 2)
+    w = np.where(np.isfinite(out_crit) & np.isfinite(w), w, 0.0)
+    w[:, 0] = np.where(np.isfinite(out_crit[:, 0]), w[:, 0], 1.0)
+    w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+    return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
+                    out_noise, out_dof, notes)
+
+
+def _lines(X: np.ndarray, p: int) -> list[np.ndarray]:
+    """Index arrays of the lines along parameter p (others fixed) with >= 3 distinct values."""
+    others = [q for q in range(X.shape[1]) if q != p]
+    if not others:
+        return [np.arange(len(X))] if len(np.unique(X[:, p])) >= 3 else []
+    keys = {}
+    for i, row in enumerate(X[:, others]):
+        keys.setdefault(tuple(row), []).append(i)
+    out = [np.array(ix) for ix in keys.values() if len(np.unique(X[ix, p])) >= 3]
+    return out
+
+
+def _single_table(space: _Space, p: int, idx: np.ndarray):
+    """Scaled single-block design columns of parameter p restricted to points idx."""
+    T = space.tabs[p][idx, :-1]
+    valid = np.all(np.isfinite(T), axis=0)
+    sc = np.max(np.abs(np.where(np.isfinite(T), T, 0)), axis=0)
+    valid &= sc > 0
+    Tn = np.where(valid, T / np.where(sc > 0, sc, 1.0), 0.0)
+    return Tn, valid
+
+
+def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
+    n, H = space.n, space.H
+    Tn, valid = _single_table(space, 0, np.arange(n))
+    S = len(ch.y)
+    rows = np.arange(S)
+    pen1 = 2 * math.log(H)
+    crit1 = np.full((S, H), np.inf)
+    ones = np.ones(n)
+    for h in range(H):
+        if not valid[h] or n < 3:
+            continue
+        fit = _fit(np.column_stack([ones, Tn[:, h]]), ch.y, ch.w, opt.nonnegative)
+        crit1[:, h] = ch.criterion(fit, 1, pen1, opt.selection)
+    hyp1 = np.full((H, K, 1), -1, dtype=np.int32)
+    hyp1[:, 0, 0] = np.arange(H)
+    ch.merge(rows, crit1, hyp1)
+    if opt.max_terms < 2 or n < 4:
+        return
+    # two terms: only where a 3-coefficient model could still win (its deviance >= SS_pe)
+    pairs = [(a, b) for a in range(H) for b in range(a) if valid[a] and valid[b]]
+    if not pairs:
+        return
+    pen2 = 2 * math.log(len(pairs))
+    bound = ch.N * np.log(ch.ss_pe / ch.N + TINY) + pen2
+    if opt.selection == "bic":
+        bound = bound + 3 * np.log(ch.N)
+    need = np.nonzero(ch.best_crit[:, 0] > bound)[0]
+    if len(need) == 0:
+        return
+    sub = _SubChunk(ch, need)
+    B = 256
+    for start in range(0, len(pairs), B):
+        batch = pairs[start:start + B]
+        crit = np.full((len(need), len(batch)), np.inf)
+        hyp = np.full((len(batch), K, 1), -1, dtype=np.int32)
+        for c, (a, b) in enumerate(batch):
+            fit = _fit(np.column_stack([ones, Tn[:, a], Tn[:, b]]), sub.y, sub.w, opt.nonnegative)
+            crit[:, c] = sub.criterion(fit, 2, pen2, opt.selection)
+            hyp[c, 0, 0], hyp[c, 1, 0] = a, b
+        ch.merge(need, crit, hyp)
+
+
+class _SubChunk:
+    """Rows ``rows`` of a chunk (same normalisation), for stages run on a subset."""
+
+    def __init__(self, ch: _Chunk, rows: np.ndarray):
+        self.y, self.w = ch.y[rows], ch.w[rows]
+        self.ss_pe, self.N = ch.ss_pe[rows], ch.N[rows]
+
+    criterion = _Chunk.criterion
+
+
+def _forms(usable: Sequence[int], K: int) -> list[tuple[frozenset, ...]]:
+    """Sets of monomials (non-empty subsets of usable parameters), at most K of them."""
+    monos = [frozenset(c) for r in range(1, len(usable) + 1) for c in itertools.combinations(usable, r)]
+    out = []
+    for size in range(1, K + 1):
+        for combo in itertools.combinations(monos, size):
+            out.append(combo)
+    return out
+
+
+def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usable):
+    n, H, m = space.n, space.H, space.m
+    S = len(ch.y)
+    rows = np.arange(S)
+    L = min(opt.shortlist, H)
+    shortlist = {}
+    # stage 1: per-parameter scores summed over lines (free constant and slope per line)
+    for p in usable:
+        score = np.zeros((S, H))
+        for idx in lines[p]:
+            Tn, valid = _single_table(space, p, idx)
+            sub_y, sub_w = ch.y[:, idx], ch.w[:, idx]
+            pe = ch.pe_point[:, idx].sum(axis=1)
+            Nl = np.sum(ch.count[:, idx], axis=1)
+            ones = np.ones(len(idx))
+            for h in range(H):
+                if not valid[h]:
+                    score[:, h] = np.inf
+                    continue
+                fit = _fit(np.column_stack([ones, Tn[:, h]]), sub_y, sub_w, opt.nonnegative)
+                err = fit.press if opt.selection == "cv" else fit.rss
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    score[:, h] += Nl * np.log((pe + err) / Nl + TINY)
+        score = np.where(np.isfinite(score), score, np.inf)
+        shortlist[p] = np.argsort(score, axis=1, kind="stable")[:, :L].astype(np.int32)  # (S, L)
+    # stage 2: combinations of shortlisted blocks into sums/products of monomials
+    forms = _forms(usable, K)
+    for form in forms:
+        params_in = sorted(set().union(*form))
+        count = len(params_in) * math.log(H) + math.log(sum(1 for f in forms if len(f) == len(form)
+                                                           and set().union(*f) == set(params_in)))
+        pen = 2 * count
+        for choice in itertools.product(range(L), repeat=len(params_in)):
+            hyp = np.full((S, K, m), -1, dtype=np.int32)
+            for t, mono in enumerate(form):
+                for p in mono:
+                    hyp[:, t, p] = shortlist[p][:, choice[params_in.index(p)]]
+            k = len(form)
+            if k + 1 >= n:
+                continue
+            D, _, _ = space.design(hyp)
+            fit = _fit(D, ch.y, ch.w, opt.nonnegative)
+            crit = ch.criterion(fit, k, pen, opt.selection)
+            ch.merge(rows, crit[:, None], hyp[:, None])
+
+
+def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
+            out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof):
+    S, M = ch.best_crit.shape
+    n = space.n
+    out_hyp[lo:hi] = ch.best_hyp
+    out_crit[lo:hi] = ch.best_crit
+    nterms = np.sum(np.any(ch.best_hyp >= 0, axis=3), axis=2)  # (S, M)
+    for a in range(M):
+        for k in np.unique(nterms[:, a]):
+            rows = np.nonzero((nterms[:, a] == k) & np.isfinite(ch.best_crit[:, a]))[0]
+            if len(rows) == 0:
+                continue
+            hyp = ch.best_hyp[rows, a]
+            order = np.argsort(~np.any(hyp >= 0, axis=2), axis=1, kind="stable")  # used slots first
+            hyp = np.take_along_axis(hyp, order[:, :, None], axis=1)
+            D, scale, k = space.design(hyp)
+            y, w = ch.y[rows], ch.w[rows]
+            fit = _fit(D, y, w, opt.nonnegative)
+            sc = ch.scale[rows]
+            beta = fit.beta / scale * sc[:, None]
+            kk = k + 1
+            N = ch.N[rows]
+            pooled = (ch.ss_pe[rows] + fit.rss) / np.maximum(N - kk, 1)
+            lof = fit.rss / max(n - kk, 1)
+            s2 = np.maximum(pooled, lof)
+            s2 = np.where(np.isfinite(s2), s2, 0.0)
+            cov = fit.ainv * s2[:, None, None] * (sc[:, None, None] ** 2) / (scale[:, :, None] * scale[:, None, :])
+            out_hyp[lo + rows, a] = hyp
+            out_coef[lo + rows, a, :kk] = beta
+            out_cov[lo + rows, a, :kk, :kk] = cov
+            if a == 0:
+                out_noise[lo + rows] = np.sqrt(s2)
+                out_dof[lo + rows] = np.where(pooled >= lof, N - kk, n - kk)
+                out_q[lo + rows] = _quality(ch, rows, fit, D, kk, n)
+    # all-zero series: exactly the constant 0
+    z = np.nonzero(ch.zero)[0]
+    if len(z):
+        out_hyp[lo + z] = -1
+        out_coef[lo + z] = 0.0
+        out_cov[lo + z] = 0.0
+        out_crit[lo + z, 1:] = np.inf
+        out_crit[lo + z, 0] = 0.0
+        out_noise[lo + z] = 0.0
+        out_dof[lo + z] = np.maximum(ch.N[z] - 1, 0)
+        q = np.zeros((len(z), 8))
+        q[:, 1] = 1.0
+        q[:, 4] = np.where(ch.N[z] > n, 0.0, np.nan)
+        q[:, 5], q[:, 6], q[:, 7] = n, ch.N[z], np.nan
+        out_q[lo + z] = q
+
+
+def _quality(ch: _Chunk, rows, fit: _WLS, D, kk: int, n: int) -> np.ndarray:
+    sc = ch.scale[rows]
+    y = ch.y[rows]
+    fitted = y - fit.resid
+    rss = np.sum(fit.resid ** 2, axis=1) * sc ** 2
+    tss = np.sum((y - y.mean(axis=1, keepdims=True)) ** 2, axis=1) * sc ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if n > kk:
+            adj = 1 - (rss / (n - kk)) / (tss / max(n - 1, 1))
+        else:
+            adj = np.full(len(rows), np.nan)
+        adj = np.where(tss > 0, adj, np.where(rss <= 1e-24 * np.maximum(sc ** 2, 1e-300), 1.0, 0.0))
+        den = np.abs(fitted) + np.abs(y)
+        smape = 100 * np.mean(np.where(den > 0, 2 * np.abs(fitted - y) / np.where(den > 0, den, 1), 0.0), axis=1)
+        f = ch.f[rows]
+        lev_ok = np.all(fit.hat < 1 - 1e-9, axis=1)
+        loo = fit.resid / np.where(fit.hat < 1 - 1e-9, 1 - fit.hat, 1.0) / f
+        cv = np.where(lev_ok, 100 * np.sqrt(np.mean(loo ** 2, axis=1)), np.nan)
+        N = ch.N[rows]
+        noise = np.where(N > n, 100 * np.sqrt(ch.ss_pe[rows] / np.maximum(N - n, 1)), np.nan)
+    crit = ch.best_crit[rows, 0]
+    return np.column_stack([rss, adj, smape, cv, noise, np.full(len(rows), n), N, crit])

@@ -1,0 +1,310 @@
+"""Fitted scaling models: small immutable objects with prediction, intervals, formulas and JSON.
+
+A :class:`Model` is ``constant + sum(term)``, each :class:`Term` a coefficient times a product
+of factors ``p^i * log2(p)^j``.  Besides the point estimate it keeps what a calibrated
+prediction interval needs:
+
+* ``cov`` -- covariance of (constant, coefficients) in the units of the values;
+* ``noise`` -- the relative standard deviation of one observation (from repetitions);
+* ``alternatives`` -- the runner-up hypotheses with their posterior-like weights, whose spread
+  stands for model-selection uncertainty when extrapolating.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from ..errors import PerfcastError
+from .terms import block_str, fraction_str, parse_fraction
+
+STATUSES = ("ok", "insufficient")
+
+
+@dataclass(frozen=True)
+class Term:
+    """``coefficient * prod(param^exponent * log2(param)^log_exponent)``."""
+
+    coefficient: float
+    #: (param, exponent, log_exponent), one per parameter, in the model's parameter order
+    factors: tuple[tuple[str, Fraction, int], ...]
+
+    def evaluate(self, cols: Mapping[str, np.ndarray]) -> np.ndarray:
+        v = None
+        for p, i, j in self.factors:
+            x = np.asarray(cols[p], dtype=float)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                f = np.power(x, float(i)) if i != 0 else np.ones_like(x)
+                if j:
+                    f = f * np.log2(x) ** j
+            v = f if v is None else v * f
+        if v is None:
+            raise PerfcastError("a term without factors")
+        return v
+
+    def basis_str(self, style: str = "plain") -> str:
+        sep = " \\cdot " if style == "latex" else " * "
+        return sep.join(block_str(p, (i, j), style) for p, i, j in self.factors)
+
+    def to_dict(self) -> dict:
+        return {"coefficient": float(self.coefficient),
+                "factors": {p: {"exponent": fraction_str(i), "log_exponent": int(j)} for p, i, j in self.factors}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping, parameters: Sequence[str]) -> "Term":
+        try:
+            fac = d["factors"]
+            factors = tuple((p, parse_fraction(fac[p]["exponent"]), int(fac[p].get("log_exponent", 0)))
+                            for p in parameters if p in fac)
+            unknown = set(fac) - set(parameters)
+            if unknown:
+                raise PerfcastError(f"term names unknown parameter(s) {', '.join(sorted(unknown))}", where="factors")
+            return cls(float(d["coefficient"]), factors)
+        except (KeyError, TypeError, ValueError) as e:
+            raise PerfcastError(f"malformed term ({e})", where="terms") from None
+
+
+@dataclass(frozen=True)
+class Quality:
+    """Goodness of fit, on the per-point means.
+
+    ``rss``: residual sum of squares of the means; ``adj_r2``: adjusted R²; ``smape``: symmetric
+    mean absolute percentage error (%); ``cv``: leave-one-point-out relative RMS prediction error
+    (%, closed form); ``noise``: relative standard deviation of one repetition (%, None without
+    repetitions); ``criterion``: the selection score (lower is better).
+    """
+
+    rss: float
+    adj_r2: float
+    smape: float
+    cv: float | None
+    noise: float | None
+    n_points: int
+    n_obs: int
+    criterion: float | None = None
+
+    def to_dict(self) -> dict:
+        return {k: _clean(getattr(self, k)) for k in
+                ("rss", "adj_r2", "smape", "cv", "noise", "n_points", "n_obs", "criterion")}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Quality":
+        g = lambda k: (None if d.get(k) is None else float(d[k]))  # noqa: E731
+        return cls(float(d.get("rss", 0.0)), float(d.get("adj_r2", 0.0)), float(d.get("smape", 0.0)),
+                   g("cv"), g("noise"), int(d.get("n_points", 0)), int(d.get("n_obs", 0)), g("criterion"))
+
+
+def _clean(v):
+    if v is None:
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+@dataclass(frozen=True)
+class Model:
+    parameters: tuple[str, ...]
+    constant: float
+    terms: tuple[Term, ...] = ()
+    quality: Quality | None = None
+    #: covariance of (constant, *coefficients), value units squared; None = unknown
+    cov: tuple[tuple[float, ...], ...] | None = None
+    #: relative standard deviation of one observation
+    noise: float = 0.0
+    #: degrees of freedom of the noise estimate (t quantiles); 0 = no interval possible
+    dof: int = 0
+    #: (weight, model) of competing hypotheses; weights of all alternatives sum to < 1
+    alternatives: tuple[tuple[float, "Model"], ...] = ()
+    #: "ok" or "insufficient" (then ``needed`` says how many points a scaling model needs)
+    status: str = "ok"
+    needed: int = 0
+    notes: tuple[str, ...] = ()
+
+    # -- evaluation -----------------------------------------------------------------------------
+    def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
+        if isinstance(X, Mapping):
+            missing = [p for p in self.parameters if p not in X]
+            if missing:
+                raise PerfcastError(f"no value for parameter(s) {', '.join(missing)}", where="at")
+            arrs = [np.asarray(X[p], dtype=float) for p in self.parameters]
+            shape = np.broadcast_shapes(*(a.shape for a in arrs)) if arrs else ()
+            return {p: np.broadcast_to(a, shape).ravel() for p, a in zip(self.parameters, arrs)}, shape
+        a = np.asarray(X, dtype=float)
+        m = len(self.parameters)
+        if m == 0:
+            return {}, a.shape if a.ndim else ()
+        if m == 1 and (a.ndim <= 1):
+            return {self.parameters[0]: a.ravel()}, a.shape
+        if a.ndim == 1 and a.shape[0] == m:
+            a = a[None, :]
+            shape = ()
+        elif a.ndim == 2 and a.shape[1] == m:
+            shape = (a.shape[0],)
+        else:
+            raise PerfcastError(f"expected points with {m} coordinate(s) ({', '.join(self.parameters)}), "
+                                f"got an array of shape {a.shape}", where="at")
+        return {p: a[:, k] for k, p in enumerate(self.parameters)}, shape
+
+    def _design(self, cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+        D = np.empty((n, 1 + len(self.terms)))
+        D[:, 0] = 1.0
+        for k, t in enumerate(self.terms):
+            D[:, k + 1] = t.evaluate(cols)
+        return D
+
+    def predict(self, X, averaged: bool = False) -> np.ndarray | float:
+        """Model value at ``X``: a mapping {param: values}, an array of points, or scalars for one
+        parameter.  Returns a float for one point, else an array.
+
+        ``averaged=True`` averages over this hypothesis and its ``alternatives`` with their
+        weights (Bayesian model averaging; smaller extrapolation errors when the data cannot tell
+        the hypotheses apart)."""
+        cols, shape = self._columns(X)
+        y = self._raw(cols, shape)
+        if averaged and self.alternatives:
+            y = self._averaged(cols, shape, y)
+        return float(y[0]) if shape == () else y.reshape(shape)
+
+    def _raw(self, cols, shape) -> np.ndarray:
+        n = int(np.prod(shape)) if shape else 1
+        D = self._design(cols, n)
+        coef = np.array([self.constant, *(t.coefficient for t in self.terms)])
+        return D @ coef
+
+    def _alt_values(self, cols, shape):
+        for w, alt in self.alternatives:
+            yield w, alt._raw({p: cols[p] for p in alt.parameters}, shape)
+
+    def _averaged(self, cols, shape, y) -> np.ndarray:
+        w0 = 1.0 - sum(w for w, _ in self.alternatives)
+        out = w0 * y
+        for w, ya in self._alt_values(cols, shape):
+            out = out + w * ya
+        return out
+
+    def interval(self, X, level: float = 0.9, averaged: bool = False) -> tuple:
+        """(lower, upper) prediction interval for a *new observation* at ``X``.
+
+        Combines repetition noise (relative), coefficient uncertainty and the spread of competing
+        hypotheses (their weighted squared distance to the centre); centred on
+        ``predict(X, averaged)``.  NaN when the data cannot support an interval.
+        """
+        if not 0 < level < 1:
+            raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
+        cols, shape = self._columns(X)
+        n = int(np.prod(shape)) if shape else 1
+        D = self._design(cols, n)
+        y = self._raw(cols, shape)
+        centre = self._averaged(cols, shape, y) if (averaged and self.alternatives) else y
+        if self.cov is None or self.dof <= 0 or self.status != "ok":
+            lo = hi = np.full(n, np.nan)
+        else:
+            C = np.asarray(self.cov, dtype=float)
+            var = np.maximum(np.einsum("ni,ij,nj->n", D, C, D), 0.0) + (self.noise * y) ** 2
+            w0 = 1.0 - sum(w for w, _ in self.alternatives)
+            var = var + w0 * (y - centre) ** 2
+            for w, ya in self._alt_values(cols, shape):
+                var = var + w * (ya - centre) ** 2
+            q = float(stats.t.ppf(0.5 + level / 2, self.dof))
+            half = q * np.sqrt(var)
+            lo, hi = centre - half, centre + half
+        if shape == ():
+            return float(lo[0]), float(hi[0])
+        return lo.reshape(shape), hi.reshape(shape)
+
+    # -- description ----------------------------------------------------------------------------
+    def lead(self) -> dict[str, dict]:
+        """Lead-order factor per parameter: {param: {"exponent": "3/2", "log_exponent": 1}}."""
+        out = {}
+        for p in self.parameters:
+            best = (Fraction(0), 0)
+            for t in self.terms:
+                for q, i, j in t.factors:
+                    if q == p and (i, j) > best:
+                        best = (i, j)
+            out[p] = {"exponent": fraction_str(best[0]), "log_exponent": int(best[1])}
+        return out
+
+    def lead_order(self) -> dict[str, tuple[Fraction, int]]:
+        return {p: (Fraction(v["exponent"]), v["log_exponent"]) for p, v in self.lead().items()}
+
+    def formula(self, style: str = "plain", digits: int = 4) -> str:
+        """``plain`` (``3.1 + 0.2 * p^(3/2) * log2(p)``), ``python`` (uses ``log2`` from math) or
+        ``latex``."""
+        if style not in ("plain", "python", "latex"):
+            raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
+        num = lambda v: _num(v, digits, style)  # noqa: E731
+        out = num(self.constant)
+        mul = " \\cdot " if style == "latex" else " * "
+        for t in self.terms:
+            c = t.coefficient
+            sign = " - " if c < 0 else " + "
+            out += sign + num(abs(c)) + mul + t.basis_str(style)
+        return out
+
+    def __str__(self) -> str:
+        return self.formula()
+
+    # -- JSON -----------------------------------------------------------------------------------
+    def to_dict(self, alternatives: bool = True) -> dict:
+        d = {
+            "parameters": list(self.parameters),
+            "status": self.status,
+            "formula": self.formula(),
+            "constant": float(self.constant),
+            "terms": [t.to_dict() for t in self.terms],
+            "quality": None if self.quality is None else self.quality.to_dict(),
+            "lead": self.lead(),
+            "noise": _clean(self.noise),
+            "dof": int(self.dof),
+            "cov": None if self.cov is None else [[_clean(v) for v in row] for row in self.cov],
+        }
+        if self.status != "ok":
+            d["needed"] = int(self.needed)
+        if self.notes:
+            d["notes"] = list(self.notes)
+        if alternatives and self.alternatives:
+            d["alternatives"] = [{"weight": float(w), **m.to_dict(alternatives=False)} for w, m in self.alternatives]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Model":
+        try:
+            params = tuple(d["parameters"])
+            terms = tuple(Term.from_dict(t, params) for t in d.get("terms", []))
+            cov = d.get("cov")
+            if cov is not None:
+                cov = tuple(tuple(float("nan") if v is None else float(v) for v in row) for row in cov)
+                if len(cov) != 1 + len(terms) or any(len(r) != 1 + len(terms) for r in cov):
+                    raise PerfcastError("covariance does not match the number of terms", where="cov")
+            alts = tuple((float(a["weight"]), cls.from_dict(a)) for a in d.get("alternatives", []))
+            status = d.get("status", "ok")
+            if status not in STATUSES:
+                raise PerfcastError(f"unknown model status {status!r}", where="status")
+            q = d.get("quality")
+            return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
+                       float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
+                       int(d.get("needed", 0)), tuple(d.get("notes", ())))
+        except (KeyError, TypeError, ValueError) as e:
+            raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
+
+
+def _num(v: float, digits: int, style: str) -> str:
+    v = float(v)
+    if v == 0:
+        return "0"
+    s = f"{v:.{digits}g}"
+    if "e" in s:
+        m, e = s.split("e")
+        e = int(e)
+        if style == "latex":
+            return f"{m} \\times 10^{{{e}}}"
+        return f"{m}e{e}"
+    return s

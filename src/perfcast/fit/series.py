@@ -1,0 +1,129 @@
+"""From an Experiment to models: one per callpath x metric series (no file I/O).
+
+Per-location values (``rank``/``thread`` columns) are first reduced to one value per point,
+repetition and callpath.  ``locations="auto"`` sums counts and bytes over locations (the total
+work of the run) and averages times and other metrics (the time of a typical rank; use ``max``
+for the critical path).  Repetitions are kept: each series is summarised per point by mean,
+count and the sum of squared deviations, and the fitter uses all three.
+
+Series measured on the same point set are fitted together in one batch; an experiment whose
+callpaths were measured on different point sets is split into as many batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+from ..experiment import LOCATION_COLUMNS, Experiment
+from .core import FitOptions, GroupFit, fit_group
+from .model import Model
+
+LOCATION_REDUCTIONS = ("auto", "sum", "mean", "max", "min", "median")
+
+
+@dataclass(frozen=True)
+class SeriesModel:
+    callpath: str
+    metric: str
+    model: Model
+
+    def to_dict(self, alternatives: bool = False) -> dict:
+        return {"callpath": self.callpath, "metric": self.metric, **self.model.to_dict(alternatives)}
+
+
+def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
+    if locations not in LOCATION_REDUCTIONS:
+        raise PerfcastError(f"unknown location reduction {locations!r}; use one of "
+                            f"{', '.join(LOCATION_REDUCTIONS)}", where="locations")
+    if not exp.has_locations:
+        return exp.data
+    frames = []
+    for name, m in exp.metrics.items():
+        how = locations
+        if how == "auto":
+            how = "sum" if m.kind in ("count", "bytes") else "mean"
+        sub = exp.data[exp.data["metric"] == name]
+        if len(sub) == 0:
+            continue
+        keys = [c for c in sub.columns if c not in (*LOCATION_COLUMNS, "value")]
+        frames.append(sub.groupby(keys, observed=True, sort=False)["value"].agg(how).reset_index())
+    return pd.concat(frames, ignore_index=True)
+
+
+def series_statistics(exp: Experiment, locations: str = "auto") -> pd.DataFrame:
+    """Per (point, callpath, metric): ``mean``, ``count`` (repetitions) and ``ssd`` (sum of squared
+    deviations from the mean)."""
+    d = _reduce_locations(exp, locations)
+    keys = [*exp.parameters, "callpath", "metric"]
+    g = d.groupby(keys, observed=True, sort=False)["value"]
+    st = g.agg(["mean", "count"]).reset_index()
+    var = g.var(ddof=0).to_numpy()
+    st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
+    return st
+
+
+def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
+                     callpath: str | Sequence[str] | None = None, options: FitOptions | None = None,
+                     locations: str = "auto",
+                     progress: Callable[[int, int], None] | None = None) -> list[SeriesModel]:
+    """Model every callpath x metric series of ``exp`` (optionally filtered by metric name(s) and
+    callpath glob(s)); results in tree order, then metric order."""
+    if metric is not None or callpath is not None:
+        exp = exp.select(callpath=callpath, metric=metric)
+    groups, index = fit_experiment(exp, options, locations, progress)
+    order = {p: i for i, p in enumerate(exp.tree.preorder())}
+    morder = {m: i for i, m in enumerate(exp.metrics)}
+    out = [SeriesModel(cp, mt, groups[g].model(s)) for (cp, mt), (g, s) in index.items()]
+    out.sort(key=lambda r: (order.get(r.callpath, len(order)), morder.get(r.metric, len(morder))))
+    return out
+
+
+def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations: str = "auto",
+                   progress: Callable[[int, int], None] | None = None
+                   ) -> tuple[list[GroupFit], dict[tuple[str, str], tuple[int, int]]]:
+    """Batched fits of all series: the list of :class:`GroupFit` (one per point set) and, per
+    (callpath, metric), (group number, row in the group)."""
+    st = series_statistics(exp, locations)
+    params = list(exp.parameters)
+    sid, series = pd.factorize(pd.MultiIndex.from_frame(st[["callpath", "metric"]].astype(str)))
+    if params:
+        pid, pts = pd.factorize(pd.MultiIndex.from_frame(st[params]))
+        coords = np.array([list(t) for t in pts], dtype=float).reshape(len(pts), len(params))
+    else:
+        pid = np.zeros(len(st), dtype=np.int64)
+        coords = np.zeros((1, 0))
+    S, P = len(series), len(coords)
+    mean = np.zeros((S, P))
+    count = np.zeros((S, P))
+    ssd = np.zeros((S, P))
+    mean[sid, pid] = st["mean"].to_numpy()
+    count[sid, pid] = st["count"].to_numpy()
+    ssd[sid, pid] = st["ssd"].to_numpy()
+    present = count > 0
+    sigs, inverse = np.unique(present, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    groups: list[GroupFit] = []
+    index: dict[tuple[str, str], tuple[int, int]] = {}
+    done = [0]
+
+    def prog(k, total):
+        if progress is not None:
+            progress(done[0] + k, S)
+
+    for g, sig in enumerate(sigs):
+        rows = np.nonzero(inverse == g)[0]
+        cols = np.nonzero(sig)[0]
+        # sort the point set for readability of the design (not needed for correctness)
+        X = coords[cols]
+        gf = fit_group(X, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)], ssd[np.ix_(rows, cols)],
+                       params, options, prog)
+        done[0] += len(rows)
+        groups.append(gf)
+        for j, r in enumerate(rows):
+            index[(str(series[r][0]), str(series[r][1]))] = (g, j)
+    return groups, index

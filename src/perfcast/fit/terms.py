@@ -1,0 +1,110 @@
+"""Building blocks of the performance model normal form (PMNF).
+
+A *factor* is ``p^i * log2(p)^j`` of one parameter ``p`` with a rational exponent ``i`` and an
+integer log exponent ``j``; a *term* is a coefficient times a product of factors of distinct
+parameters; a model is a constant plus terms.
+
+Exponents are :class:`fractions.Fraction` so formulas print exactly (``p^(3/2)``) and compare
+exactly (lead-order terms, expectations).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import PerfcastError
+
+#: The exponents of the notes (methods.md §2) plus 4/5, which Extra-P also uses.
+DEFAULT_EXPONENTS: tuple[Fraction, ...] = tuple(Fraction(s) for s in (
+    "0", "1/4", "1/3", "1/2", "2/3", "3/4", "4/5", "1", "5/4", "4/3", "3/2", "5/3", "7/4", "2",
+    "9/4", "7/3", "5/2", "8/3", "11/4", "3"))
+DEFAULT_LOG_EXPONENTS: tuple[int, ...] = (0, 1, 2)
+
+#: The default hypothesis space: 42 blocks -- every exponent above with log^0, and the smaller /
+#: commoner ones with log^1 and log^2 (the same building blocks Extra-P uses by default).  On
+#: synthetic truths from this set, the full 20 x 3 grid (59 blocks) identified the lead term
+#: 5-7 points less often (bench/README.md), so the grid is opt-in (``FitOptions(space=None)``).
+DEFAULT_SPACE: tuple[tuple[Fraction, int], ...] = tuple(sorted(
+    [(e, 0) for e in DEFAULT_EXPONENTS if e != 0]
+    + [(Fraction(s), 1) for s in ("0", "1/4", "1/3", "1/2", "2/3", "3/4", "1", "5/4", "4/3", "3/2", "2", "5/2", "3")]
+    + [(Fraction(s), 2) for s in ("0", "1/4", "1/3", "1/2", "2/3", "3/4", "1", "3/2", "2", "5/2")]))
+
+#: A single-parameter factor: (exponent, log exponent).
+Block = tuple[Fraction, int]
+
+
+def parse_fraction(text: str | float | int | Fraction, what: str = "exponent") -> Fraction:
+    """``"3/2"``, ``"1.5"``, ``1.5`` -> Fraction(3, 2) (floats are limited to denominators <= 12)."""
+    if isinstance(text, Fraction):
+        return text
+    try:
+        if isinstance(text, float):
+            return Fraction(text).limit_denominator(12)
+        return Fraction(str(text).strip())
+    except (ValueError, ZeroDivisionError):
+        raise PerfcastError(f"not a number or fraction: {text!r}", where=what) from None
+
+
+def fraction_str(f: Fraction) -> str:
+    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
+
+
+def make_blocks(exponents: Iterable = DEFAULT_EXPONENTS, log_exponents: Iterable[int] = DEFAULT_LOG_EXPONENTS,
+                negative: bool = False) -> tuple[Block, ...]:
+    """All (i, j) pairs except the constant (0, 0), sorted by growth order; ``negative`` adds -i."""
+    ex = sorted({parse_fraction(e) for e in exponents})
+    if negative:
+        ex = sorted(set(ex) | {-e for e in ex})
+    logs = sorted({int(j) for j in log_exponents})
+    if any(j < 0 for j in logs):
+        raise PerfcastError("log exponents must be >= 0", where="log_exponents")
+    blocks = [(i, j) for i in ex for j in logs if (i, j) != (0, 0)]
+    if not blocks:
+        raise PerfcastError("the hypothesis space is empty (no exponent other than the constant)",
+                            where="exponents")
+    return tuple(sorted(blocks))
+
+
+def block_values(blocks: Sequence[Block], x: np.ndarray) -> np.ndarray:
+    """Matrix [len(x), len(blocks)] of x^i * log2(x)^j (NaN where undefined: x <= 0)."""
+    x = np.asarray(x, dtype=float)
+    out = np.full((len(x), len(blocks)), np.nan)
+    pos = x > 0
+    xp = x[pos]
+    lg = np.log2(xp)
+    for c, (i, j) in enumerate(blocks):
+        v = np.power(xp, float(i)) if i != 0 else np.ones_like(xp)
+        if j:
+            v = v * lg ** j
+        out[pos, c] = v
+    return out
+
+
+def block_str(param: str, block: Block, style: str = "plain") -> str:
+    i, j = block
+    parts = []
+    if i != 0:
+        fs = fraction_str(i)
+        if style == "python":
+            parts.append(f"{param}**{'(' + fs + ')' if i.denominator != 1 or i < 0 else fs}")
+        elif style == "latex":
+            parts.append(f"{param}^{{{fs}}}" if i != 1 else param)
+        else:
+            parts.append(f"{param}^({fs})" if i.denominator != 1 or i < 0 else (f"{param}^{fs}" if i != 1 else param))
+    if j:
+        if style == "python":
+            parts.append(f"log2({param})" + (f"**{j}" if j != 1 else ""))
+        elif style == "latex":
+            parts.append(f"\\log_2^{{{j}}}{{{param}}}" if j != 1 else f"\\log_2{{{param}}}")
+        else:
+            parts.append(f"log2({param})" + (f"^{j}" if j != 1 else ""))
+    sep = " \\cdot " if style == "latex" else " * "
+    return sep.join(parts) if parts else "1"
+
+
+def order_key(block: Block) -> tuple[Fraction, int]:
+    """Asymptotic growth order of a block (lexicographic: polynomial exponent, then log exponent)."""
+    return (block[0], block[1])
