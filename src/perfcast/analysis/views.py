@@ -1,0 +1,329 @@
+"""Calling-context views of one profile: top-down tree, bottom-up callers, flat, hot path.
+
+Every view starts from :func:`profile`: the inclusive and exclusive cost of each callpath for one
+metric at one point.  How the raw values are reduced (documented here, used everywhere):
+
+* inclusive/exclusive values are formed per point, repetition and location first (a metric known
+  in one scope is converted with ``Experiment.to_inclusive``/``to_exclusive``; a metric ``X`` with
+  a partner ``X (inc)`` uses the partner), so a max over ranks is the max of each rank's own
+  inclusive cost;
+* locations (rank/thread) are then reduced with ``ranks`` (default ``sum``: the cost over the whole
+  run, as hpcviewer and the CUBE browser show it), repetitions with the mean;
+* percentages are of the total: the inclusive cost of the tree's root(s).
+
+Bottom-up and flat views group calling contexts by their frame name (the procedure).  A
+procedure's exclusive cost is the sum over all its contexts; its inclusive cost sums only the
+contexts that have no ancestor of the same name, so recursion is not counted twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+from ..experiment import LOCATION_COLUMNS, Experiment
+from .derived import _Scoped, partner
+
+__all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
+           "SORT_KEYS"]
+
+RANK_REDUCTIONS = ("sum", "mean", "max", "min")
+SORT_KEYS = ("inclusive", "exclusive", "name", "tree")
+
+
+@dataclass
+class Profile:
+    """Costs of one metric at one point: ``table`` indexed by callpath (tree preorder) with columns
+    ``inclusive`` and ``exclusive``; ``total`` is the root inclusive cost."""
+
+    exp: Experiment
+    metric: str
+    point: dict
+    ranks: str
+    table: pd.DataFrame
+    total: float
+
+    def pct(self, x):
+        return 100.0 * np.asarray(x, dtype=float) / self.total if self.total else np.full(np.shape(x), np.nan)
+
+
+def default_metric(exp: Experiment) -> str:
+    """The first time metric with a known scope (else the first metric with a known scope)."""
+    known = [m for m in exp.metrics.values() if m.scope != "unknown"]
+    if not known:
+        raise PerfcastError("no metric has inclusive or exclusive values (all scopes unknown); views need a "
+                            "calling-context profile")
+    # prefer a metric's exclusive member of a pair, the name "time", per-process averages
+    def rank(m):
+        paired_inc = m.scope == "inclusive" and partner(exp, m.name, "exclusive") is not None
+        return (m.kind != "time", paired_inc, m.name != "time", not m.name.startswith("avg#"))
+
+    return min(known, key=rank).name
+
+
+def select_point(exp: Experiment, at: Mapping[str, float] | None = None) -> tuple[Experiment, dict]:
+    """Restrict to one point (``at`` may fix some parameters); error listing points when ambiguous."""
+    at = dict(at or {})
+    if at:
+        exp = exp.select(**at)
+    pts = exp.points()
+    if len(pts) > 1:
+        listing = "; ".join(", ".join(f"{k}={_num(v)}" for k, v in r.items()) for r in pts.head(8).to_dict("records"))
+        more = " ..." if len(pts) > 8 else ""
+        raise PerfcastError(f"the experiment holds {len(pts)} points ({listing}{more}); choose one with "
+                            f"--at NAME=VALUE")
+    point = {k: float(v) for k, v in pts.iloc[0].to_dict().items()} if exp.parameters else {}
+    return exp, point
+
+
+def _num(v) -> str:
+    v = float(v)
+    return str(int(v)) if v.is_integer() else f"{v:g}"
+
+
+def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "mean") -> pd.DataFrame:
+    """Inclusive and exclusive values of ``metric`` per point and callpath (locations reduced with
+    ``ranks``, repetitions with ``reps``): columns parameters..., callpath, inclusive, exclusive."""
+    if metric not in exp.metrics:
+        raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}")
+    if ranks not in RANK_REDUCTIONS:
+        raise PerfcastError(f"ranks reduction {ranks!r}: use one of {', '.join(RANK_REDUCTIONS)}")
+    m = exp.metrics[metric]
+    if m.scope == "unknown":
+        raise PerfcastError(f"metric {metric!r} has scope 'unknown' (flat values); this needs inclusive or "
+                            f"exclusive values on a calling-context tree")
+    sc = _Scoped(exp)
+    keys = list(exp.parameters)
+    loc = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
+    d = exp.data
+    # a value missing for some locations or repetitions is a 0 there (sparse profiles), so means
+    # divide by the number of locations of the point/repetition and of repetitions of the point
+    n_loc = d[[*keys, "rep", *loc]].drop_duplicates().groupby([*keys, "rep"], sort=False).size().rename("_n")
+    n_rep = d[[*keys, "rep"]].drop_duplicates().groupby(keys, sort=False).size().rename("_n") if keys else d["rep"].nunique()
+    out = None
+    for scope in ("inclusive", "exclusive"):
+        v = sc.values(metric, scope)
+        if loc:
+            v = _reduce(v, [*keys, "rep"], ranks, n_loc)
+        v = _reduce(v, keys, reps, n_rep)
+        v = v.rename(columns={"value": scope})
+        out = v if out is None else out.merge(v, on=[*keys, "callpath"], how="outer")
+    return out.fillna({"inclusive": 0.0, "exclusive": 0.0})
+
+
+def _reduce(v: pd.DataFrame, keys: list[str], how: str, counts) -> pd.DataFrame:
+    """Reduce ``v`` (keys + ... + callpath + value) to one value per keys + callpath."""
+    by = [*keys, "callpath"]
+    if how != "mean":
+        return v.groupby(by, sort=False)["value"].agg(how).reset_index()
+    s = v.groupby(by, sort=False)["value"].sum().reset_index()
+    if not keys:
+        s["value"] = s["value"] / float(counts)
+        return s
+    s = s.merge(counts.reset_index(), on=keys, how="left")
+    s["value"] = s["value"] / s["_n"]
+    return s.drop(columns="_n")
+
+
+def tree_total(exp: Experiment, table: pd.DataFrame) -> float:
+    """Sum of the inclusive cost of the topmost callpaths present in ``table`` (index callpath)."""
+    present = set(table.index)
+    top = [p for p in table.index if not any(a in present for a in exp.tree.ancestors(p))]
+    return float(table.loc[top, "inclusive"].sum())
+
+
+def profile(exp: Experiment, metric: str | None = None, at: Mapping[str, float] | None = None,
+            ranks: str = "sum") -> Profile:
+    """Inclusive/exclusive costs per callpath of ``metric`` at one point (see module doc)."""
+    metric = metric or default_metric(exp)
+    if metric not in exp.metrics:
+        raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}")
+    exp, point = select_point(exp, at)
+    v = scope_values(exp, metric, ranks).set_index("callpath")[["inclusive", "exclusive"]]
+    order = [p for p in exp.tree.preorder() if p in v.index]
+    table = v.loc[order]
+    return Profile(exp, metric, point, ranks, table, tree_total(exp, table))
+
+
+# -- top-down -------------------------------------------------------------------------------------
+def _sorted_children(prof: Profile, kids: list[str], sort: str) -> list[str]:
+    if sort not in SORT_KEYS:
+        raise PerfcastError(f"sort key {sort!r}: use one of {', '.join(SORT_KEYS)}")
+    if sort == "tree":
+        return kids
+    if sort == "name":
+        return sorted(kids, key=lambda p: prof.exp.tree.name(p))
+    col = prof.table[sort]
+    return sorted(kids, key=lambda p: -col.get(p, 0.0))
+
+
+def top_down(prof: Profile, threshold: float = 0.0, sort: str = "inclusive", depth: int | None = None) -> dict:
+    """The calling-context tree with inclusive/exclusive cost and % of total per node.
+
+    Nodes whose inclusive cost is below ``threshold`` percent of the total are hidden with their
+    subtrees (counted in ``hidden``).  Returns ``{"nodes": [...], "hidden": n, ...}`` with nodes in
+    display order (each with ``depth``)."""
+    tree, t = prof.exp.tree, prof.table
+    present = set(t.index)
+    nodes, hidden = [], 0
+    roots = [p for p in t.index if not any(a in present for a in tree.ancestors(p))]
+
+    def kids_of(p):
+        # children with values; a child without values is skipped through to its valued descendants
+        out = []
+        for c in tree.children(p):
+            out.extend([c] if c in present else kids_of(c))
+        return out
+
+    def visit(p, d):
+        nonlocal hidden
+        inc = float(t.at[p, "inclusive"])
+        if threshold and abs(prof.pct(inc)) < threshold:
+            hidden += 1 + sum(1 for q in tree.descendants(p) if q in present)
+            return
+        if depth is not None and d > depth:
+            hidden += 1 + sum(1 for q in tree.descendants(p) if q in present)
+            return
+        exc = float(t.at[p, "exclusive"])
+        nodes.append({"path": p, "name": tree.name(p), "depth": d, "inclusive": inc, "exclusive": exc,
+                      "inclusive_pct": _f(prof.pct(inc)), "exclusive_pct": _f(prof.pct(exc))})
+        for c in _sorted_children(prof, kids_of(p), sort):
+            visit(c, d + 1)
+
+    for r in _sorted_children(prof, roots, sort):
+        visit(r, 0)
+    return {"view": "top-down", **_head(prof), "nodes": nodes, "hidden": hidden}
+
+
+def _f(x) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _head(prof: Profile) -> dict:
+    m = prof.exp.metrics[prof.metric]
+    return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "total": prof.total}
+
+
+# -- bottom-up and flat ---------------------------------------------------------------------------
+def _instances(prof: Profile) -> dict[str, list[str]]:
+    """Procedure name -> its calling contexts (callpaths with values)."""
+    by: dict[str, list[str]] = {}
+    for p in prof.table.index:
+        by.setdefault(prof.exp.tree.name(p), []).append(p)
+    return by
+
+
+def _outermost(tree, p: str) -> bool:
+    name = tree.name(p)
+    return not any(tree.name(a) == name for a in tree.ancestors(p))
+
+
+def flat(prof: Profile, threshold: float = 0.0, sort: str = "exclusive") -> dict:
+    """Costs of each procedure aggregated over all its calling contexts."""
+    tree, t = prof.exp.tree, prof.table
+    rows = []
+    for name, ctxs in _instances(prof).items():
+        exc = float(t.loc[ctxs, "exclusive"].sum())
+        inc = float(t.loc[[c for c in ctxs if _outermost(tree, c)], "inclusive"].sum())
+        rows.append({"name": name, "inclusive": inc, "exclusive": exc, "inclusive_pct": _f(prof.pct(inc)),
+                     "exclusive_pct": _f(prof.pct(exc)), "contexts": len(ctxs)})
+    return {"view": "flat", **_head(prof), "rows": _sort_rows(rows, threshold, sort, prof)}
+
+
+def _sort_rows(rows, threshold, sort, prof, key_thr="inclusive"):
+    if sort not in SORT_KEYS:
+        raise PerfcastError(f"sort key {sort!r}: use one of {', '.join(SORT_KEYS)}")
+    if threshold:
+        rows = [r for r in rows if abs(prof.pct(r[key_thr])) >= threshold]
+    if sort == "name":
+        return sorted(rows, key=lambda r: r["name"])
+    if sort == "tree":
+        return rows
+    return sorted(rows, key=lambda r: -r[sort])
+
+
+def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", depth: int | None = None) -> dict:
+    """Callers view: each procedure with its costs over all contexts, expandable upward.
+
+    ``callers`` of a procedure f nest the chains of calling procedures: the entry f <- g holds the
+    costs of the contexts of f called from g, f <- g <- h those called from g called from h, and so
+    on up to ``depth`` levels (all when None).  Inclusive costs count outermost contexts only."""
+    tree, t = prof.exp.tree, prof.table
+    out = []
+    for name, ctxs in _instances(prof).items():
+        top: dict = {"name": name, "inclusive": 0.0, "exclusive": 0.0, "contexts": 0, "callers": {}}
+        for c in ctxs:
+            exc = float(t.at[c, "exclusive"])
+            inc = float(t.at[c, "inclusive"]) if _outermost(tree, c) else 0.0
+            node = top
+            node["inclusive"] += inc
+            node["exclusive"] += exc
+            node["contexts"] += 1
+            for lvl, a in enumerate(tree.ancestors(c)):
+                if depth is not None and lvl >= depth:
+                    break
+                an = tree.name(a)
+                node = node["callers"].setdefault(an, {"name": an, "inclusive": 0.0, "exclusive": 0.0,
+                                                       "contexts": 0, "callers": {}})
+                node["inclusive"] += inc
+                node["exclusive"] += exc
+                node["contexts"] += 1
+        out.append(top)
+
+    def finish(node):
+        node["inclusive_pct"] = _f(prof.pct(node["inclusive"]))
+        node["exclusive_pct"] = _f(prof.pct(node["exclusive"]))
+        kids = [finish(k) for k in node["callers"].values()]
+        node["callers"] = sorted(kids, key=lambda r: (-r[sort], r["name"]) if sort in ("inclusive", "exclusive")
+                                 else r["name"])
+        return node
+
+    rows = [finish(r) for r in out]
+    return {"view": "bottom-up", **_head(prof), "rows": _sort_rows(rows, threshold, sort, prof)}
+
+
+# -- hot path -------------------------------------------------------------------------------------
+def hot_path(prof: Profile, start: str | None = None, fraction: float = 0.5) -> dict:
+    """From ``start`` (default: the costliest root), follow the child with the largest inclusive
+    cost while it holds at least ``fraction`` of its parent's inclusive cost (hpcviewer's rule,
+    default 50 %).  The last node is where the cost concentrates."""
+    tree, t = prof.exp.tree, prof.table
+    if not 0 < fraction <= 1:
+        raise PerfcastError(f"hot-path fraction {fraction}: must be in (0, 1]")
+    present = set(t.index)
+    if start is None:
+        roots = [p for p in t.index if not any(a in present for a in tree.ancestors(p))]
+        start = max(roots, key=lambda p: t.at[p, "inclusive"])
+    elif start not in present:
+        hits = [p for p in t.index if tree.name(p) == start]
+        if len(hits) == 1:
+            start = hits[0]
+        else:
+            what = f"names {len(hits)} calling contexts" if hits else "is not a callpath with values"
+            raise PerfcastError(f"hot path start {start!r} {what}; give the full callpath (a->b->c)")
+    path = [start]
+    while True:
+        cur = path[-1]
+        kids = [c for c in tree.descendants(cur) if c in present and _nearest_valued_parent(tree, c, present) == cur]
+        if not kids:
+            break
+        best = max(kids, key=lambda c: t.at[c, "inclusive"])
+        if t.at[best, "inclusive"] < fraction * t.at[cur, "inclusive"] or t.at[cur, "inclusive"] <= 0:
+            break
+        path.append(best)
+    nodes = [{"path": p, "name": tree.name(p), "inclusive": float(t.at[p, "inclusive"]),
+              "exclusive": float(t.at[p, "exclusive"]), "inclusive_pct": _f(prof.pct(t.at[p, "inclusive"])),
+              "exclusive_pct": _f(prof.pct(t.at[p, "exclusive"]))} for p in path]
+    return {"view": "hot-path", **_head(prof), "fraction": fraction, "nodes": nodes}
+
+
+def _nearest_valued_parent(tree, p, present):
+    for a in tree.ancestors(p):
+        if a in present:
+            return a
+    return None

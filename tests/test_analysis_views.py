@@ -1,0 +1,167 @@
+"""Calling-context views: by hand on small trees, and against the databases' own inclusive and
+exclusive values (pycubexr CSV ground truth for CUBE; HPCToolkit's stored (I) metrics)."""
+
+import tarfile
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfcast import CallTree, Experiment, Metric, PerfcastError
+from perfcast.analysis.views import bottom_up, flat, hot_path, profile, top_down
+from perfcast.io import load
+
+from test_experiment import small
+
+# recursion: main -> f -> g -> f ; main -> h -> g   (exclusive costs)
+REC = {"main": 1.0, "main->f": 2.0, "main->f->g": 4.0, "main->f->g->f": 8.0, "main->h": 16.0, "main->h->g": 32.0}
+
+
+def recursive():
+    rows = [dict(callpath=c, metric="time", value=v) for c, v in REC.items()]
+    return Experiment([], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")], CallTree.from_paths(REC))
+
+
+def test_top_down_by_hand():
+    prof = profile(small(ranks=True), at={"p": 4})
+    # p = 4: rank r holds v * (r + 1); summed over 4 ranks -> 10 v (both repetitions equal)
+    assert prof.total == pytest.approx(10 * 10)
+    td = top_down(prof)
+    got = {n["path"]: (n["inclusive"], n["exclusive"], n["depth"]) for n in td["nodes"]}
+    assert got == {"main": (100.0, 10.0, 0), "main->a": (50.0, 20.0, 1), "main->a->b": (30.0, 30.0, 2),
+                   "main->c": (40.0, 40.0, 1)}
+    # siblings sorted by inclusive cost: a (50) before c (40); by exclusive: c (40) before a (20)
+    assert [n["path"] for n in td["nodes"]] == ["main", "main->a", "main->a->b", "main->c"]
+    assert [n["path"] for n in top_down(prof, sort="exclusive")["nodes"]] == ["main", "main->c", "main->a",
+                                                                               "main->a->b"]
+    # threshold 45 %: c (40 %) hidden; b (30 %) hidden under a
+    th = top_down(prof, threshold=45)
+    assert [n["path"] for n in th["nodes"]] == ["main", "main->a"] and th["hidden"] == 2
+    assert top_down(prof, depth=0)["hidden"] == 3
+    assert td["nodes"][1]["inclusive_pct"] == pytest.approx(50.0)
+
+
+def test_ranks_and_repetitions_reduction():
+    e = small(ranks=True)
+    # mean over ranks: p = 4 -> v * (1 + 2 + 3 + 4) / 4
+    assert profile(e, "time", {"p": 4}, "mean").table.at["main->c", "exclusive"] == pytest.approx(4 * 2.5)
+    assert profile(e, "time", {"p": 4}, "max").table.at["main->a", "inclusive"] == pytest.approx(5 * 4)
+    # repetitions: v * p + rep averaged over rep 0, 1
+    assert profile(small(), "time", {"p": 2}).table.at["main->a", "inclusive"] == pytest.approx(5 * 2 + 2 * 0.5)
+    with pytest.raises(PerfcastError, match="2 points"):
+        profile(e)
+
+
+def test_bottom_up_and_flat_with_recursion():
+    prof = profile(recursive())
+    fl = {r["name"]: r for r in flat(prof)["rows"]}
+    # f: exclusive 2 + 8; inclusive only the outermost f (2 + 4 + 8), not the nested one again
+    assert (fl["f"]["exclusive"], fl["f"]["inclusive"], fl["f"]["contexts"]) == (10.0, 14.0, 2)
+    assert (fl["g"]["exclusive"], fl["g"]["inclusive"]) == (36.0, 12.0 + 32.0)
+    assert fl["main"]["inclusive"] == prof.total == 63.0
+    bu = {r["name"]: r for r in bottom_up(prof)["rows"]}
+    g = bu["g"]
+    callers = {c["name"]: c for c in g["callers"]}
+    assert set(callers) == {"f", "h"}
+    assert (callers["h"]["exclusive"], callers["h"]["inclusive"]) == (32.0, 32.0)
+    assert (callers["f"]["exclusive"], callers["f"]["inclusive"]) == (4.0, 12.0)
+    # expandable upward: g <- f <- main, g <- h <- main
+    assert [c["name"] for c in callers["f"]["callers"]] == ["main"]
+    f_callers = {c["name"]: c for c in bu["f"]["callers"]}
+    assert f_callers["g"]["exclusive"] == 8.0 and f_callers["main"]["exclusive"] == 2.0
+    assert f_callers["g"]["inclusive"] == 0.0  # the nested f adds nothing to f's inclusive cost
+    # sorted by exclusive cost
+    assert [r["name"] for r in bottom_up(prof)["rows"]] == ["g", "h", "f", "main"]
+    assert bottom_up(prof, depth=1)["rows"][0]["callers"][0]["callers"] == []
+
+
+def test_hot_path():
+    prof = profile(recursive())
+    # main (63) -> h (48 >= 31.5) -> g (32 >= 24): stops at the leaf
+    assert [n["path"] for n in hot_path(prof)["nodes"]] == ["main", "main->h", "main->h->g"]
+    # from f (14): g holds 12 >= 7 -> f (8 >= 6)
+    assert [n["path"] for n in hot_path(prof, "main->f")["nodes"]] == ["main->f", "main->f->g", "main->f->g->f"]
+    assert [n["path"] for n in hot_path(prof, "main", 0.8)["nodes"]] == ["main"]  # h has 48/63 < 80 %
+    assert hot_path(prof, "h")["nodes"][0]["path"] == "main->h"  # a unique frame name
+    with pytest.raises(PerfcastError, match="2 calling contexts"):
+        hot_path(prof, "f")
+    with pytest.raises(PerfcastError, match="not a callpath"):
+        hot_path(prof, "nope")
+
+
+def test_flat_metric_is_refused():
+    d = pd.DataFrame({"callpath": ["f"], "metric": ["t"], "value": [1.0]})
+    with pytest.raises(PerfcastError, match="scope 'unknown'"):
+        profile(Experiment.from_pandas(d, parameters=[]), "t")
+
+
+# -- real databases -------------------------------------------------------------------------------
+def cube_paths(cubex):
+    """cnode id -> callpath, parsed here from the archive's anchor.xml (independently of the reader)."""
+    root = ET.fromstring(tarfile.open(cubex).extractfile("anchor.xml").read())
+    regions = {r.get("id"): r.findtext("name") for r in root.iter("region")}
+    out = {}
+
+    def walk(c, prefix):
+        path = (prefix + "->" if prefix else "") + regions[c.get("calleeId")]
+        out[int(c.get("id"))] = path
+        for k in c.findall("cnode"):
+            walk(k, path)
+
+    for c in root.find("program").findall("cnode"):
+        walk(c, "")
+    assert len(set(out.values())) == len(out)
+    return out
+
+
+@pytest.mark.parametrize("run,cubex,metric", [("time.p4.n2000.x1.r0", "profile.cubex", "time"),
+                                              ("blast.p64.r1", "profile.cubex", "time"),
+                                              ("blast.p64.r1", "profile.cubex", "PAPI_FP_OPS"),
+                                              ("call_tree_test", "call_tree_test.cubex", "time")])
+def test_cube_views_match_pycubexr_ground_truth(data_dir, run, cubex, metric):
+    d = data_dir / "formats" / "cube" / run
+    paths = cube_paths(d / cubex)
+    truth = {}
+    for scope in ("incl", "excl"):
+        csv = pd.read_csv(d / f"{scope}.csv", skipinitialspace=True)
+        s = csv.groupby("Cnode ID")[metric].sum()  # summed over all locations
+        truth[scope] = {paths[i]: v for i, v in s.items()}
+    prof = profile(load([d / cubex]), metric, ranks="sum")
+    td = {n["path"]: n for n in top_down(prof)["nodes"]}
+    assert set(td) <= set(paths.values())
+    checked = 0
+    for path in paths.values():
+        inc, exc = truth["incl"][path], truth["excl"][path]
+        node = td.get(path)
+        if node is None:  # not in the profile: no value stored anywhere in its subtree
+            assert inc == 0 and exc == 0
+            continue
+        # the CSVs print 6 significant digits
+        assert node["inclusive"] == pytest.approx(inc, rel=2e-5, abs=1e-5)
+        assert node["exclusive"] == pytest.approx(exc, rel=2e-5, abs=1e-5)
+        checked += 1
+    assert checked >= 15
+    roots = [p for p in paths.values() if "->" not in p]
+    assert prof.total == pytest.approx(sum(truth["incl"][r] for r in roots), rel=2e-5)
+
+
+@pytest.mark.parametrize("db", ["hpctoolkit-cpi-database", "hpctoolkit-allgather-database"])
+def test_hpctoolkit_views_match_stored_inclusive_values(data_dir, db):
+    exp = load([data_dir / "formats" / "hpctoolkit" / db])
+    # the views' inclusive costs are computed from the exclusive metric alone ...
+    only_exc = exp.select(metric="CPUTIME (E)")
+    prof = profile(only_exc, "CPUTIME (E)", ranks="sum")
+    # ... and must equal HPCToolkit's own inclusive metric, summed over ranks and threads by hand
+    d = exp.data[exp.data["metric"] == "CPUTIME (I)"]
+    stored = d.groupby(d["callpath"].astype(str))["value"].sum()
+    td = {n["path"]: n for n in top_down(prof)["nodes"]}
+    assert len(td) > 10
+    for path, node in td.items():
+        assert node["inclusive"] == pytest.approx(stored.get(path, 0.0), rel=1e-9, abs=1e-9)
+    roots = [p for p in exp.tree.roots() if p in stored.index]
+    assert prof.total == pytest.approx(stored[roots].sum(), rel=1e-9)
+    # flat view: the root procedures (<program root>, and <partial call paths> when unwinding
+    # failed) together hold the total
+    fl = {r["name"]: r["inclusive"] for r in flat(prof)["rows"]}
+    assert sum(fl[exp.tree.name(r)] for r in roots) == pytest.approx(prof.total)
