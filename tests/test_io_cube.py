@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+import struct
 import tarfile
 import time
 import warnings
@@ -411,6 +412,19 @@ def test_bad_directories(cubeset, tmp_path):
     shutil.copytree(cubeset / "single_parameter" / "mm.x10y1z1.r1", mixed / "mm.x10y1z1.r1")
     err = _fails(mixed, "--point")
     assert err.path == str(mixed / "run_a" / "profile.cubex")
+    # two profiles in one run directory without a profile.cubex: ambiguous
+    two = tmp_path / "two" / "mm.x1.r1"
+    two.mkdir(parents=True)
+    for n in ("summary.cubex", "trace.cubex"):
+        shutil.copy(cubeset / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex", two / n)
+    (tmp_path / "two" / "mm.x2.r1").mkdir()
+    shutil.copy(cubeset / "single_parameter" / "mm.x10y1z1.r1" / "profile.cubex", tmp_path / "two" / "mm.x2.r1")
+    assert _fails(tmp_path / "two", "several .cubex files").path == str(two)
+    # with a profile.cubex beside them, that one is the run and the others are listed as ignored
+    shutil.copy(two / "summary.cubex", two / "profile.cubex")
+    exp = read_cube(tmp_path / "two")
+    assert sorted(exp.points()["x"]) == [1, 2]
+    assert exp.meta["cube"]["ignored_files"] == ["mm.x1.r1/summary.cubex", "mm.x1.r1/trace.cubex"]
 
 
 # -- repetitions, registry, store -------------------------------------------------------------------
@@ -453,3 +467,80 @@ def test_store_round_trip(cubeset, cube_dir, tmp_path):
         back = store.read(dest)
         assert back.equals(exp)
         assert back.meta["skipped_metrics"] == exp.meta["skipped_metrics"]
+
+
+# -- a hand-made profile: two roots, same-region siblings, sparse inclusive index ------------------
+HAND_ANCHOR = """<?xml version="1.0" encoding="UTF-8"?>
+<cube version="4.4">
+ <attr key="Creator" value="perfcast test"/>
+ <metrics>
+  <metric id="0" type="EXCLUSIVE"><uniq_name>visits</uniq_name><dtype>UINT64</dtype><uom>occ</uom></metric>
+  <metric id="1" type="INCLUSIVE"><uniq_name>time</uniq_name><dtype>DOUBLE</dtype><uom>sec</uom></metric>
+ </metrics>
+ <program>
+  <region id="0" mod="a.c" begin="1" end="9"><name>A</name></region>
+  <region id="1" mod="a.c" begin="10" end="19"><name>work</name></region>
+  <region id="2" mod="a.c" begin="20" end="29"><name>D</name></region>
+  <region id="3" mod="e.c" begin="1" end="9"><name>E</name></region>
+  <region id="4" mod="e.c" begin="10" end="19"><name>F</name></region>
+  <cnode id="10" calleeId="0">
+   <cnode id="11" calleeId="1" line="7"><cnode id="12" calleeId="2" line="12"/></cnode>
+   <cnode id="13" calleeId="1" line="9"/>
+  </cnode>
+  <cnode id="14" calleeId="3"><cnode id="15" calleeId="4" line="3"/></cnode>
+ </program>
+ <system>
+  <systemtreenode Id="0"><name>machine</name><class>machine</class>
+   <locationgroup Id="0"><name>rank 0</name><rank>0</rank><type>process</type>
+    <location Id="0"><name>t0</name><rank>0</rank><type>thread</type></location>
+    <location Id="1"><name>t1</name><rank>1</rank><type>thread</type></location>
+   </locationgroup>
+  </systemtreenode>
+ </system>
+</cube>
+"""
+
+
+def _index(tree_indices) -> bytes:
+    # CUBEX.INDEX, endianness check 1, version, index type, count, then the tree indices (int32)
+    return (b"CUBEX.INDEX" + struct.pack("<ihbi", 1, 0, 1, len(tree_indices))
+            + struct.pack(f"<{len(tree_indices)}i", *tree_indices))
+
+
+def _write_cubex(path: Path, anchor: str, members: dict[str, bytes]):
+    with tarfile.open(path, "w") as tar:
+        for name, data in [*members.items(), ("anchor.xml", anchor.encode())]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_hand_made_profile(tmp_path):
+    """Inclusive values listed in CUBE's 'wide' order: a node's children numbered together.
+
+    Preorder A, work(7), D, work(9), E, F; wide order A, work(7), work(9), D, E, F.
+    Inclusive time A=10, work(7)=6, D=4, work(9)=3 (not stored: index omits it -> 0), E=5, F=2,
+    hence exclusive A=10-6-0=4, work(7)=2, D=4, E=3, F=2; thread 1 holds ten times thread 0.
+    """
+    time_rows = [0, 1, 3, 4, 5]  # wide positions of A, work(7), D, E, F
+    time_vals = np.array([10.0, 6.0, 4.0, 5.0, 2.0])
+    visits = np.array([1, 2, 3, 4, 5, 6], dtype="<u8")  # preorder A, work7, D, work9, E, F
+    path = tmp_path / "hand.cubex"
+    _write_cubex(path, HAND_ANCHOR, {
+        "0.index": _index(range(6)),
+        "0.data": b"CUBEX.DATA" + (visits[:, None] * np.array([1, 10], dtype="<u8")).astype("<u8").tobytes(),
+        "1.index": _index(time_rows),
+        "1.data": b"CUBEX.DATA" + (time_vals[:, None] * [1.0, 10.0]).astype("<f8").tobytes(),
+    })
+    exp = read_cube(path)
+    assert exp.tree.roots() == ["A", "E"]
+    assert exp.tree.children("A") == ["A->work", "A->work @line 9"]
+    assert exp.meta["cube"]["disambiguated"] == ["A->work @line 9"]
+    t = _ours(exp, "time")
+    want = {"A": 4.0, "A->work": 2.0, "A->work->D": 4.0, "E": 3.0, "E->F": 2.0}
+    assert t == {(cp, 0, th): v * (10 if th else 1) for cp, v in want.items() for th in (0, 1)}
+    v = _ours(exp, "visits")
+    order = ["A", "A->work", "A->work->D", "A->work @line 9", "E", "E->F"]
+    assert v == {(cp, 0, th): float(i + 1) * (10 if th else 1) for i, cp in enumerate(order) for th in (0, 1)}
+    inc = _ours(exp.to_inclusive("time"), "time")
+    assert inc[("A", 0, 0)] == 10.0 and inc[("E", 0, 1)] == 50.0 and inc[("A->work", 0, 0)] == 6.0

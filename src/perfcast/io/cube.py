@@ -62,7 +62,11 @@ Several files are runs whose parameter values are read from their paths below th
 following the Score-P/Extra-P convention (``mm.x10y1z1.r1/profile.cubex``: x=10, y=1, z=1,
 repetition 1; the file name is tried first, then its directories from the innermost out).
 Runs at the same coordinates become repetitions (numbered in the order of their ``.rN``).
-A run directory holding several ``.cubex`` files is read through its ``profile.cubex``.
+A run directory holding several ``.cubex`` files (Scalasca adds ``summary.cubex``,
+``scout.cubex``, ...) is read through its ``profile.cubex``; the others are listed in
+``meta["cube"]["ignored_files"]``.  Parameters that never vary between runs are dropped, as
+Extra-P does (``mm.x10y1z1`` ... ``mm.x2000y1z1`` has the one parameter x), and kept in
+``meta["cube"]["constant_parameters"]``.
 """
 
 from __future__ import annotations
@@ -716,14 +720,15 @@ def _coords_of(rel: PurePath) -> tuple[dict[str, float], int | None] | None:
     return None
 
 
-def _runs_in(root: Path) -> list[Path]:
+def _runs_in(root: Path) -> tuple[list[Path], list[Path]]:
+    """The run files below ``root``, and the other .cubex files it passed over."""
     files = _find_cubex(root)
     if not files:
         raise PerfcastError("no .cubex file in this directory (looked three levels deep)", root)
     by_dir: dict[Path, list[Path]] = {}
     for f in files:
         by_dir.setdefault(f.parent, []).append(f)
-    chosen = []
+    chosen, ignored = [], []
     for d, fs in by_dir.items():
         if len(fs) == 1 or all(parse_name(f.name) for f in fs):
             chosen.extend(fs)  # one run, or runs named by their files (run.p4.cubex, run.p8.cubex)
@@ -733,7 +738,8 @@ def _runs_in(root: Path) -> list[Path]:
             raise PerfcastError(f"several .cubex files in one run directory ({', '.join(f.name for f in fs)}); "
                                 f"import the one you mean", d)
         chosen.extend(prof)
-    return sorted(chosen)
+        ignored.extend(f for f in fs if f.name != "profile.cubex")
+    return sorted(chosen), sorted(ignored)
 
 
 def read_cube(path: Path, options: ReadOptions | None = None) -> Experiment:
@@ -743,11 +749,13 @@ def read_cube(path: Path, options: ReadOptions | None = None) -> Experiment:
     if not path.is_dir():
         run = _read_file(path)
         return _experiment([run], [{}], [0], [], None)
-    files = _runs_in(path)
+    files, ignored = _runs_in(path)
     if len(files) == 1:
         run = _read_file(files[0])
         exp = _experiment([run], [{}], [0], [], [str(files[0].relative_to(path))])
         exp.meta["sources"] = [str(files[0])]
+        if ignored:
+            exp.meta["cube"]["ignored_files"] = [str(f.relative_to(path)) for f in ignored]
         return exp
     rels = [f.relative_to(path) for f in files]
     parsed = [_coords_of(r) for r in rels]
@@ -790,6 +798,8 @@ def read_cube(path: Path, options: ReadOptions | None = None) -> Experiment:
     exp.meta["sources"] = [str(f) for f in files]
     if constant:
         exp.meta["cube"]["constant_parameters"] = {p: _num(v) for p, v in constant.items()}
+    if ignored:
+        exp.meta["cube"]["ignored_files"] = [str(f.relative_to(path)) for f in ignored]
     return exp
 
 
