@@ -1,0 +1,143 @@
+"""Scaling loss by differential profiling (HPCToolkit's excess work, seed 003 §3).
+
+For two runs on p < q processes and a scope s with per-process cost C_p(s), C_q(s):
+
+* weak scaling (work per process constant; ideal C_q = C_p):
+  ``loss(s) = (C_q(s) - C_p(s)) / T_q``
+* strong scaling (total work constant; ideal C_q = p/q C_p), with k = q / p:
+  ``loss(s) = (k C_q(s) - C_p(s)) / (k T_q)``
+
+T_q is the total cost of run q: the inclusive cost of the tree's root(s).  The loss is computed
+for inclusive costs I(s) and exclusive costs E(s): 0 is perfect scaling, > 0 a loss (a fraction
+of run q's total), < 0 superlinear.  The root's inclusive loss is the run's whole excess.
+
+Where the loss lives: a scope whose exclusive loss is at least half its inclusive loss loses
+scalability in its own code (``self``); when the inclusive loss outweighs it (exclusive < half of
+inclusive) the loss comes from its callees (``callees``, follow the hot path); scopes with no
+positive inclusive loss scale (``-``).
+
+Aggregation (decided here, documented for users): cost is *per process*: per repetition, the
+values of the locations (ranks/threads) are reduced with ``ranks`` -- ``mean`` by default, i.e.
+the sum over ranks divided by their number, which is what the formulas assume (summing would make
+perfect weak scaling look like a loss of (q - p)/q); ``max`` takes the critical path instead --
+and repetitions are then averaged.  An experiment without location columns is used as stored
+(its values are taken to be per-process already, e.g. Caliper's ``avg#...`` aggregates).  A scope
+present in only one run has cost 0 in the other, so diverging trees show up as losses or gains.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+from ..experiment import Experiment
+from .views import _num, default_metric, scope_values
+
+__all__ = ["scaling_loss", "process_parameter", "MODES"]
+
+MODES = ("weak", "strong")
+_PROC_NAMES = ("p", "procs", "processes", "ranks", "np", "nprocs", "jobsize", "mpi.world.size", "cores", "nodes")
+
+
+def process_parameter(exp: Experiment, given: str | None = None) -> str:
+    """The parameter counting processes: ``given``, the only varying one, or a conventional name."""
+    if given is not None:
+        if given not in exp.parameters:
+            raise PerfcastError(f"no parameter {given!r}; the experiment has: {', '.join(exp.parameters) or '(none)'}")
+        return given
+    if not exp.parameters:
+        raise PerfcastError("the experiment has no parameters: scaling loss needs runs at several process counts")
+    if len(exp.parameters) == 1:
+        return exp.parameters[0]
+    pts = exp.points()
+    varying = [p for p in exp.parameters if pts[p].nunique() > 1]
+    if len(varying) == 1:
+        return varying[0]
+    named = [p for p in varying if p.lower() in _PROC_NAMES]
+    if len(named) == 1:
+        return named[0]
+    raise PerfcastError(f"cannot tell which parameter counts processes ({', '.join(varying) or 'none varies'}); "
+                        f"name it with --procs")
+
+
+def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: str | None = None,
+                 pairs: Sequence[tuple[float, float]] | None = None, at: Mapping[str, float] | None = None,
+                 ranks: str = "mean", sort: str = "exclusive") -> dict:
+    """Excess work of every scope for each pair of runs (default: consecutive process counts).
+
+    Returns ``{"mode", "metric", "procs", "ranks", "pairs": [{"p", "q", "total_p", "total_q",
+    "loss", "rows": [...]}, ...]}``; rows (one per callpath, ranked by ``sort``: ``exclusive`` or
+    ``inclusive`` loss) hold ``path, name, depth, inclusive_p, inclusive_q, exclusive_p,
+    exclusive_q, inclusive_loss, exclusive_loss, where``."""
+    if mode not in MODES:
+        raise PerfcastError(f"scaling mode {mode!r}: use weak or strong")
+    if sort not in ("exclusive", "inclusive"):
+        raise PerfcastError(f"sort key {sort!r}: use exclusive or inclusive")
+    metric = metric or default_metric(exp)
+    if metric not in exp.metrics:
+        raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}")
+    proc = process_parameter(exp, procs)
+    at = dict(at or {})
+    if proc in at:
+        raise PerfcastError(f"--at fixes {proc!r}, the process count being compared; fix only other parameters")
+    if at:
+        exp = exp.select(**at)
+    others = [p for p in exp.parameters if p != proc and exp.points()[p].nunique() > 1]
+    if others:
+        raise PerfcastError(f"parameter(s) {', '.join(others)} vary too; fix them with --at NAME=VALUE")
+    counts = sorted(float(x) for x in exp.points()[proc].unique())
+    if pairs is None:
+        if len(counts) < 2:
+            raise PerfcastError(f"only one value of {proc!r} ({_num(counts[0])}); scaling loss compares two runs")
+        pairs = list(zip(counts[:-1], counts[1:]))
+    for p, q in pairs:
+        for v in (p, q):
+            if v not in counts:
+                raise PerfcastError(f"no run with {proc}={_num(v)}; runs: {', '.join(_num(c) for c in counts)}")
+        if not (0 < p < q):
+            raise PerfcastError(f"compare a smaller run with a larger one (0 < p < q), got {_num(p)} -> {_num(q)}")
+    vals = scope_values(exp, metric, ranks=ranks).set_index([proc, "callpath"])
+    vals = vals[[c for c in ("inclusive", "exclusive")]]
+    tree = exp.tree
+    order = {c: i for i, c in enumerate(tree.preorder())}
+    result = []
+    for p, q in pairs:
+        a = vals.xs(p, level=proc)
+        b = vals.xs(q, level=proc)
+        both = a.add_suffix("_p").join(b.add_suffix("_q"), how="outer").fillna(0.0)
+        tot_p = _total(tree, a)
+        tot_q = _total(tree, b)
+        k = q / p if mode == "strong" else 1.0
+        denom = k * tot_q
+        if denom == 0:
+            raise PerfcastError(f"the total {metric!r} of the run with {proc}={_num(q)} is 0; no loss to relate")
+        rows = []
+        for path, r in both.iterrows():
+            inc_l = (k * r["inclusive_q"] - r["inclusive_p"]) / denom
+            exc_l = (k * r["exclusive_q"] - r["exclusive_p"]) / denom
+            rows.append({"path": path, "name": tree.name(path), "depth": tree.depth(path),
+                         "inclusive_p": float(r["inclusive_p"]), "inclusive_q": float(r["inclusive_q"]),
+                         "exclusive_p": float(r["exclusive_p"]), "exclusive_q": float(r["exclusive_q"]),
+                         "inclusive_loss": float(inc_l), "exclusive_loss": float(exc_l),
+                         "where": _where(inc_l, exc_l)})
+        rows.sort(key=lambda r: (-r[f"{sort}_loss"], order.get(r["path"], 0)))
+        result.append({"p": p, "q": q, "total_p": tot_p, "total_q": tot_q,
+                       "loss": float((k * tot_q - tot_p) / denom), "rows": rows})
+    m = exp.metrics[metric]
+    return {"mode": mode, "metric": metric, "unit": m.unit, "procs": proc, "ranks": ranks, "sort": sort,
+            "at": {k: float(v) for k, v in at.items()}, "pairs": result}
+
+
+def _where(inc: float, exc: float) -> str:
+    if not inc > 0:
+        return "-"
+    return "self" if exc >= 0.5 * inc else "callees"
+
+
+def _total(tree, table: pd.DataFrame) -> float:
+    present = set(table.index)
+    top = [c for c in table.index if not any(a in present for a in tree.ancestors(c))]
+    return float(table.loc[top, "inclusive"].sum())

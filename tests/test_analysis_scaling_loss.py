@@ -1,0 +1,183 @@
+"""Scaling loss by differential profiling: formulas by hand on built experiments, and the LULESH
+weak-scaling series (27 -> 343 ranks) against a hand calculation from the raw .cali region times."""
+
+import caliperreader
+import pandas as pd
+import pytest
+
+from perfcast import CallTree, Experiment, Metric, PerfcastError
+from perfcast.analysis.scaling_loss import scaling_loss
+from perfcast.io import load
+
+AVG = "avg#inclusive#sum#time.duration"
+
+
+def series(costs, ranks_per_run=None, scope="exclusive", extra=None):
+    """costs: {p: {callpath: per-process cost}}; with ranks_per_run each rank r gets cost * (r + 1) /
+    mean(1..p) so that the mean over ranks is the given cost."""
+    rows = []
+    for p, by in costs.items():
+        for cp, v in by.items():
+            if ranks_per_run:
+                k = sum(range(1, p + 1)) / p
+                rows += [dict(p=p, rep=0, callpath=cp, metric="time", value=v * (r + 1) / k, rank=r) for r in range(p)]
+            else:
+                rows.append(dict(p=p, rep=0, callpath=cp, metric="time", value=v, **(extra or {})))
+    paths = sorted({cp for by in costs.values() for cp in by}, key=lambda c: c.count("->"))
+    return Experiment(["p", *(extra or {})], pd.DataFrame(rows), [Metric("time", "s", "time", scope)],
+                      CallTree.from_paths(paths))
+
+
+def rows_of(pair):
+    return {r["path"]: r for r in pair["rows"]}
+
+
+def test_weak_scaling_by_hand():
+    # exclusive per-process cost; perfect weak scaling keeps it constant
+    e = series({2: {"main": 1.0, "main->work": 6.0, "main->comm": 1.0, "main->comm->wait": 2.0},
+                4: {"main": 1.0, "main->work": 6.0, "main->comm": 1.5, "main->comm->wait": 4.5}}, ranks_per_run=True)
+    res = scaling_loss(e, "weak")
+    (pair,) = res["pairs"]
+    assert (pair["p"], pair["q"], pair["total_p"], pair["total_q"]) == (2.0, 4.0, pytest.approx(10.0),
+                                                                       pytest.approx(13.0))
+    r = rows_of(pair)
+    assert r["main->work"]["exclusive_loss"] == pytest.approx(0.0)
+    assert r["main->comm->wait"]["exclusive_loss"] == pytest.approx((4.5 - 2.0) / 13)
+    assert r["main->comm"]["exclusive_loss"] == pytest.approx(0.5 / 13)
+    assert r["main->comm"]["inclusive_loss"] == pytest.approx((6.0 - 3.0) / 13)
+    assert r["main"]["inclusive_loss"] == pytest.approx(3.0 / 13) == pytest.approx(pair["loss"])
+    # wait's loss is its own; comm's lives in its callee; work scales
+    assert (r["main->comm->wait"]["where"], r["main->comm"]["where"], r["main->work"]["where"]) == (
+        "self", "callees", "-")
+    assert [x["path"] for x in pair["rows"]][:2] == ["main->comm->wait", "main->comm"]
+    assert [x["path"] for x in scaling_loss(e, "weak", sort="inclusive")["pairs"][0]["rows"]][:2] == [
+        "main", "main->comm"]
+
+
+def test_strong_scaling_by_hand_and_consecutive_pairs():
+    # work halves with doubled processes (perfect), the allreduce does not shrink
+    e = series({2: {"main": 8.0, "main->work": 8.0, "main->allreduce": 1.0},
+                4: {"main": 4.0, "main->work": 4.0, "main->allreduce": 1.0},
+                8: {"main": 2.0, "main->work": 1.5, "main->allreduce": 1.5}})
+    res = scaling_loss(e, "strong")
+    assert [(x["p"], x["q"]) for x in res["pairs"]] == [(2.0, 4.0), (4.0, 8.0)]
+    r = rows_of(res["pairs"][0])
+    k, tq = 2.0, 9.0
+    assert r["main->work"]["exclusive_loss"] == pytest.approx(0.0)
+    assert r["main->allreduce"]["exclusive_loss"] == pytest.approx((k * 1.0 - 1.0) / (k * tq))
+    assert r["main"]["inclusive_loss"] == pytest.approx((k * 9.0 - 17.0) / (k * tq))
+    r = rows_of(res["pairs"][1])
+    assert r["main->work"]["exclusive_loss"] == pytest.approx((2 * 1.5 - 4.0) / (2 * 5.0))  # superlinear: < 0
+    one = scaling_loss(e, "strong", pairs=[(2.0, 8.0)])["pairs"][0]
+    assert rows_of(one)["main->allreduce"]["exclusive_loss"] == pytest.approx((4 * 1.5 - 1.0) / (4 * 5.0))
+
+
+def test_inclusive_metric_and_diverging_trees():
+    # inclusive values (converted to exclusive here); a scope only in the larger run
+    e = series({8: {"main": 10.0, "main->a": 4.0}, 16: {"main": 12.0, "main->a": 4.0, "main->b": 1.0}},
+               scope="inclusive")
+    r = rows_of(scaling_loss(e, "weak")["pairs"][0])
+    assert r["main->b"]["inclusive_p"] == 0.0 and r["main->b"]["inclusive_loss"] == pytest.approx(1 / 12)
+    assert r["main"]["exclusive_loss"] == pytest.approx(((12 - 5) - (10 - 4)) / 12)
+
+
+def test_errors():
+    e = series({2: {"main": 1.0}, 4: {"main": 2.0}})
+    with pytest.raises(PerfcastError, match="weak or strong"):
+        scaling_loss(e, "medium")
+    with pytest.raises(PerfcastError, match="no run with p=3"):
+        scaling_loss(e, "weak", pairs=[(2.0, 3.0)])
+    with pytest.raises(PerfcastError, match="0 < p < q"):
+        scaling_loss(e, "weak", pairs=[(4.0, 2.0)])
+    with pytest.raises(PerfcastError, match="only one value"):
+        scaling_loss(series({2: {"main": 1.0}}), "weak")
+    two = Experiment(["x", "n"], pd.DataFrame([dict(x=x, n=n, callpath="main", metric="time", value=1.0)
+                                               for x in (2, 4) for n in (1, 2)]),
+                     [Metric("time", "s", "time", "exclusive")])
+    with pytest.raises(PerfcastError, match="which parameter counts processes"):
+        scaling_loss(two, "weak")
+    with pytest.raises(PerfcastError, match="fix them with --at"):
+        scaling_loss(two, "weak", procs="x")
+    assert len(scaling_loss(two, "weak", procs="x", at={"n": 2})["pairs"]) == 1
+    # a conventional name (p, ranks, jobsize, ...) is taken when several parameters vary
+    p_n = Experiment(["p", "n"], two.data.rename(columns={"x": "p"}), two.metrics)
+    with pytest.raises(PerfcastError, match="parameter\\(s\\) n vary too"):
+        scaling_loss(p_n, "weak")
+
+
+# -- LULESH weak scaling, checked against the raw region times --------------------------------
+def raw_lulesh(path):
+    """callpath -> avg inclusive time, read with caliper-reader; the path-less record is time
+    outside every region (a root of its own)."""
+    r = caliperreader.CaliperReader()
+    r.read(str(path))
+    out, outside = {}, 0.0
+    for rec in r.records:
+        if AVG not in rec:
+            continue
+        if "path" not in rec:
+            outside += float(rec[AVG])
+            continue
+        frames = rec["path"] if isinstance(rec["path"], list) else [rec["path"]]
+        out["->".join(frames)] = float(rec[AVG])
+    return out, outside, int(r.globals["jobsize"])
+
+
+def by_hand(p_file, q_file):
+    inc_p, out_p, p = raw_lulesh(p_file)
+    inc_q, out_q, q = raw_lulesh(q_file)
+    paths = set(inc_p) | set(inc_q)
+
+    def exclusive(inc, path):
+        kids = [c for c in inc if c.startswith(path + "->") and "->" not in c[len(path) + 2:]]
+        return inc[path] - sum(inc[c] for c in kids) if path in inc else 0.0
+
+    total_q = sum(v for c, v in inc_q.items() if "->" not in c) + out_q
+    return p, q, total_q, {c: ((inc_q.get(c, 0.0) - inc_p.get(c, 0.0)) / total_q,
+                               (exclusive(inc_q, c) - exclusive(inc_p, c)) / total_q) for c in paths}
+
+
+@pytest.fixture(scope="module")
+def lulesh(data_dir):
+    d = data_dir / "thicket" / "lulesh_weak_scaling_cali"
+    return d, load([d])
+
+
+def test_lulesh_weak_scaling_loss_against_raw_times(lulesh):
+    d, exp = lulesh
+    res = scaling_loss(exp, "weak", AVG, pairs=[(27.0, 343.0)])
+    assert res["procs"] == "jobsize"
+    pair = res["pairs"][0]
+    p, q, total_q, want = by_hand(d / "27_cores.cali", d / "343_cores.cali")
+    assert (pair["p"], pair["q"]) == (p, q)
+    assert pair["total_q"] == pytest.approx(total_q, rel=1e-12)
+    got = rows_of(pair)
+    assert set(want) <= set(got)
+    for path, (inc_l, exc_l) in want.items():
+        assert got[path]["inclusive_loss"] == pytest.approx(inc_l, rel=1e-9, abs=1e-12), path
+        assert got[path]["exclusive_loss"] == pytest.approx(exc_l, rel=1e-9, abs=1e-12), path
+    # the ranking: by exclusive excess work, the hand calculation's order
+    ranked = [r["path"] for r in pair["rows"] if r["path"] in want][:8]
+    assert ranked == sorted(want, key=lambda c: -want[c][1])[:8]
+    # the biggest loss: the MPI_Allreduce in TimeIncrement, its own (16 % of the 343-rank run)
+    top = pair["rows"][0]
+    assert top["path"] == "main->lulesh.cycle->TimeIncrement->MPI_Allreduce" and top["where"] == "self"
+    assert top["exclusive_loss"] == pytest.approx(0.1626, abs=5e-4)
+    # CalcForceForNodes gains inclusively (its callees got faster) though its waits lose
+    cf = got["main->lulesh.cycle->LagrangeLeapFrog->LagrangeNodal->CalcForceForNodes"]
+    assert cf["inclusive_loss"] < 0 and cf["where"] == "-"
+
+
+def test_lulesh_consecutive_pairs(lulesh):
+    d, exp = lulesh
+    res = scaling_loss(exp, "weak", AVG)
+    assert [(x["p"], x["q"]) for x in res["pairs"]] == [(27, 64), (64, 125), (125, 216), (216, 343)]
+    files = {27: "27_cores.cali", 64: "64_cores.cali", 125: "125_cores.cali", 216: "216_cores.cali",
+             343: "343_cores.cali"}
+    for pair in res["pairs"]:
+        _, _, total_q, want = by_hand(d / files[int(pair["p"])], d / files[int(pair["q"])])
+        got = rows_of(pair)
+        assert pair["total_q"] == pytest.approx(total_q, rel=1e-12)
+        for path, (inc_l, exc_l) in want.items():
+            assert got[path]["inclusive_loss"] == pytest.approx(inc_l, rel=1e-9, abs=1e-12)
+            assert got[path]["exclusive_loss"] == pytest.approx(exc_l, rel=1e-9, abs=1e-12)
