@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -80,8 +81,8 @@ def cache_dir() -> Path:
 
 def _first_error(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        if "error" in ln.lower():
+    for ln in lines:  # gcc/clang: "file:line:col: error: ...", "fatal error:"; linkers: "error: ..."
+        if re.search(r"(^|\s|:)(fatal )?error:", ln, re.IGNORECASE):
             return ln
     return lines[0] if lines else "(no compiler output)"
 

@@ -1379,43 +1379,43 @@ static void f_finalize(F *ierr)
 FALIASES((F * ierr), f_finalize, mpi_finalize, MPI_FINALIZE)
 void ompi_finalize_f(F *ierr) __attribute__((alias("f_finalize")));
 
-#define F_SEND(NAME, lower, UPPER)                                                                     \
-    extern void p##lower##_(char *, F *, F *, F *, F *, F *, F *) __attribute__((weak));               \
-    static void f_##lower(char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr)             \
+#define F_SEND(NAME, sh, SH)                                                                     \
+    extern void pmpi_##sh##_(char *, F *, F *, F *, F *, F *, F *) __attribute__((weak));               \
+    static void f_##sh(char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr)             \
     {                                                                                                  \
         ENTER();                                                                                       \
-        p##lower##_(buf, count, type, dest, tag, comm, ierr);                                          \
+        pmpi_##sh##_(buf, count, type, dest, tag, comm, ierr);                                          \
         if (OUTER)                                                                                     \
             acc_send(R_##NAME, PMPI_Comm_f2c(*comm), *dest, nbytes(*count, PMPI_Type_f2c(*type)));     \
         LEAVE(R_##NAME);                                                                               \
     }                                                                                                  \
-    FALIASES((char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr), f_##lower, lower, UPPER) \
-    void ompi_##lower##_f(char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr)            \
-        __attribute__((alias("f_" #lower)));
-F_SEND(Send, mpi_send, MPI_SEND)
-F_SEND(Bsend, mpi_bsend, MPI_BSEND)
-F_SEND(Ssend, mpi_ssend, MPI_SSEND)
-F_SEND(Rsend, mpi_rsend, MPI_RSEND)
+    FALIASES((char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr), f_##sh, mpi_##sh, MPI_##SH) \
+    void ompi_##sh##_f(char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *ierr)            \
+        __attribute__((alias("f_" #sh)));
+F_SEND(Send, send, SEND)
+F_SEND(Bsend, bsend, BSEND)
+F_SEND(Ssend, ssend, SSEND)
+F_SEND(Rsend, rsend, RSEND)
 
-#define F_ISEND(NAME, lower, UPPER)                                                                    \
-    extern void p##lower##_(char *, F *, F *, F *, F *, F *, F *, F *) __attribute__((weak));          \
-    static void f_##lower(char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, F *ierr)     \
+#define F_ISEND(NAME, sh, SH)                                                                    \
+    extern void pmpi_##sh##_(char *, F *, F *, F *, F *, F *, F *, F *) __attribute__((weak));          \
+    static void f_##sh(char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, F *ierr)     \
     {                                                                                                  \
         ENTER();                                                                                       \
-        p##lower##_(buf, count, type, dest, tag, comm, req, ierr);                                     \
+        pmpi_##sh##_(buf, count, type, dest, tag, comm, req, ierr);                                     \
         if (OUTER) {                                                                                   \
             acc_send(R_##NAME, PMPI_Comm_f2c(*comm), *dest, nbytes(*count, PMPI_Type_f2c(*type)));     \
             if (*ierr == MPI_SUCCESS) rt_drop((uintptr_t)PMPI_Request_f2c(*req));                      \
         }                                                                                              \
         LEAVE(R_##NAME);                                                                               \
     }                                                                                                  \
-    FALIASES((char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, F *ierr), f_##lower, lower, UPPER) \
-    void ompi_##lower##_f(char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, F *ierr)    \
-        __attribute__((alias("f_" #lower)));
-F_ISEND(Isend, mpi_isend, MPI_ISEND)
-F_ISEND(Ibsend, mpi_ibsend, MPI_IBSEND)
-F_ISEND(Issend, mpi_issend, MPI_ISSEND)
-F_ISEND(Irsend, mpi_irsend, MPI_IRSEND)
+    FALIASES((char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, F *ierr), f_##sh, mpi_##sh, MPI_##SH) \
+    void ompi_##sh##_f(char *buf, F *count, F *type, F *dest, F *tag, F *comm, F *req, F *ierr)    \
+        __attribute__((alias("f_" #sh)));
+F_ISEND(Isend, isend, ISEND)
+F_ISEND(Ibsend, ibsend, IBSEND)
+F_ISEND(Issend, issend, ISSEND)
+F_ISEND(Irsend, irsend, IRSEND)
 
 #pragma weak pmpi_recv_
 void pmpi_recv_(char *, F *, F *, F *, F *, F *, F *, F *);
@@ -1624,12 +1624,12 @@ FALIASES((char *sb, char *rb, F *count, F *type, F *op, F *comm, F *ierr), f_all
 void ompi_allreduce_f(char *sb, char *rb, F *count, F *type, F *op, F *comm, F *ierr)
     __attribute__((alias("f_allreduce")));
 
-#define F_GATHERLIKE(NAME, lower, UPPER, IO)                                                           \
-    extern void p##lower##_(char *, F *, F *, char *, F *, F *, F *, F *, F *) __attribute__((weak));  \
-    static void f_##lower(char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *root, F *comm, F *ierr)   \
+#define F_GATHERLIKE(NAME, sh, SH, IO)                                                           \
+    extern void pmpi_##sh##_(char *, F *, F *, char *, F *, F *, F *, F *, F *) __attribute__((weak));  \
+    static void f_##sh(char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *root, F *comm, F *ierr)   \
     {                                                                                                  \
         ENTER();                                                                                       \
-        p##lower##_(sb, sc, st, rb, rc, rt, root, comm, ierr);                                         \
+        pmpi_##sh##_(sb, sc, st, rb, rc, rt, root, comm, ierr);                                         \
         if (OUTER) {                                                                                   \
             MPI_Comm c = PMPI_Comm_f2c(*comm);                                                         \
             MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);                           \
@@ -1638,18 +1638,18 @@ void ompi_allreduce_f(char *sb, char *rb, F *count, F *type, F *op, F *comm, F *
         }                                                                                              \
         LEAVE(R_##NAME);                                                                               \
     }                                                                                                  \
-    FALIASES((char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *root, F *comm, F *ierr), f_##lower, lower, UPPER) \
-    void ompi_##lower##_f(char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *root, F *comm, F *ierr)  \
-        __attribute__((alias("f_" #lower)));
-F_GATHERLIKE(Gather, mpi_gather, MPI_GATHER, b_gather(f_inplace(sb), *sc, cst, *rc, crt, *root, c))
-F_GATHERLIKE(Scatter, mpi_scatter, MPI_SCATTER, b_scatter(*sc, cst, f_inplace(rb), *rc, crt, *root, c))
+    FALIASES((char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *root, F *comm, F *ierr), f_##sh, mpi_##sh, MPI_##SH) \
+    void ompi_##sh##_f(char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *root, F *comm, F *ierr)  \
+        __attribute__((alias("f_" #sh)));
+F_GATHERLIKE(Gather, gather, GATHER, b_gather(f_inplace(sb), *sc, cst, *rc, crt, *root, c))
+F_GATHERLIKE(Scatter, scatter, SCATTER, b_scatter(*sc, cst, f_inplace(rb), *rc, crt, *root, c))
 
-#define F_ALLLIKE(NAME, lower, UPPER, IO)                                                              \
-    extern void p##lower##_(char *, F *, F *, char *, F *, F *, F *, F *) __attribute__((weak));       \
-    static void f_##lower(char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *comm, F *ierr)            \
+#define F_ALLLIKE(NAME, sh, SH, IO)                                                              \
+    extern void pmpi_##sh##_(char *, F *, F *, char *, F *, F *, F *, F *) __attribute__((weak));       \
+    static void f_##sh(char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *comm, F *ierr)            \
     {                                                                                                  \
         ENTER();                                                                                       \
-        p##lower##_(sb, sc, st, rb, rc, rt, comm, ierr);                                               \
+        pmpi_##sh##_(sb, sc, st, rb, rc, rt, comm, ierr);                                               \
         if (OUTER) {                                                                                   \
             MPI_Comm c = PMPI_Comm_f2c(*comm);                                                         \
             MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);                           \
@@ -1658,8 +1658,8 @@ F_GATHERLIKE(Scatter, mpi_scatter, MPI_SCATTER, b_scatter(*sc, cst, f_inplace(rb
         }                                                                                              \
         LEAVE(R_##NAME);                                                                               \
     }                                                                                                  \
-    FALIASES((char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *comm, F *ierr), f_##lower, lower, UPPER) \
-    void ompi_##lower##_f(char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *comm, F *ierr)           \
-        __attribute__((alias("f_" #lower)));
-F_ALLLIKE(Allgather, mpi_allgather, MPI_ALLGATHER, b_allgather(f_inplace(sb), *sc, cst, *rc, crt, c))
-F_ALLLIKE(Alltoall, mpi_alltoall, MPI_ALLTOALL, b_alltoall(f_inplace(sb), *sc, cst, *rc, crt, c))
+    FALIASES((char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *comm, F *ierr), f_##sh, mpi_##sh, MPI_##SH) \
+    void ompi_##sh##_f(char *sb, F *sc, F *st, char *rb, F *rc, F *rt, F *comm, F *ierr)           \
+        __attribute__((alias("f_" #sh)));
+F_ALLLIKE(Allgather, allgather, ALLGATHER, b_allgather(f_inplace(sb), *sc, cst, *rc, crt, c))
+F_ALLLIKE(Alltoall, alltoall, ALLTOALL, b_alltoall(f_inplace(sb), *sc, cst, *rc, crt, c))
