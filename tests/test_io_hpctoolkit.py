@@ -132,6 +132,20 @@ def test_legacy_cpi_values_against_xml_and_metric_db(hpc, exps):
     assert sorted({k[1] for k in inc}) == [0, 1, 2, 3] and {k[2] for k in inc} == {0}
 
 
+def test_legacy_without_metric_db_reads_the_xml_totals(hpc, exps, tmp_path):
+    (tmp_path / "db").mkdir()
+    shutil.copy(hpc / LEGACY / "experiment.xml", tmp_path / "db")
+    e = H.read(tmp_path / "db")
+    assert e.tree == exps[LEGACY].tree and not e.has_locations
+    assert e.meta["hpctoolkit"]["metric_db_missing"] == ["*.metric-db"]
+    full = exps[LEGACY].reduce_locations("sum").data
+    for path in e.tree.paths:
+        for m in ("CPUTIME (I)", "CPUTIME (E)"):
+            mine = e.data[(e.data["callpath"] == path) & (e.data["metric"] == m)]["value"].sum()
+            exact = full[(full["callpath"] == path) & (full["metric"] == m)]["value"].sum()
+            assert mine == pytest.approx(exact, rel=2 * XML_REL), (path, m)
+
+
 # ---- invariants on every database ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name", [LEGACY, V4, ALLGATHER, FLASH])

@@ -36,8 +36,9 @@ of one parent that share a name but come from *different* call-site lines are na
 ``NAME@FILE:LINE`` (the call site); contexts that still coincide -- same name and same call site,
 or statements of the same line -- are the same source-level context and are merged into one frame
 whose values are the sums (values of distinct contexts of one thread are disjoint sample sets, so
-sums are exact for inclusive and exclusive costs).  A call site on line 0 counts as unknown.
-Frames without any non-zero value in any metric are left out of the tree.
+sums are exact for inclusive and exclusive costs).  A call site on line 0 counts as unknown.  (A
+name that would still repeat -- a procedure literally called like a suffixed sibling -- gets
+`` #2``, `` #3`` in order of appearance.)  Frames without any non-zero value in any metric are left out of the tree.
 
 **Metrics.** Every HPCToolkit base metric ``X`` becomes two metrics:
 
@@ -860,10 +861,11 @@ def _read_legacy(xml_path: Path, options: ReadOptions) -> Experiment:
         mat = sp.csr_matrix((vals, (rows, np.zeros(len(rows), dtype=np.int64))), shape=(len(src), 1))
         metrics.append(_MetricValues(short, unit, kind, scale, mat, _XML_REL_TOL))
     info["value_source"] = "experiment.xml summary (Sum over threads)"
+    if incl:
+        info["metric_db_missing"] = sorted({e.get("db-glob") or "*.metric-db" for e in incl})
     if skipped:
         info["skipped_metrics"] = skipped
-    exp = _build(src, metrics, None, {"hpctoolkit": info}, xml_path, options)
-    return exp
+    return _build(src, metrics, None, {"hpctoolkit": info}, xml_path, options)
 
 
 def _read_metric_dbs(xml_path: Path, db_files: list[Path], incl: list, src: _Sources, node_ids: np.ndarray,
@@ -960,7 +962,7 @@ def _is_experiment_xml(path: Path) -> bool:
             head = fh.read(16384)
     except OSError:
         return False
-    return b"<HPCToolkitExperiment" in head
+    return b"<HPCToolkitExperiment" in head or b"<!DOCTYPE HPCToolkitExperiment" in head
 
 
 def sniff(path: Path) -> bool:
