@@ -9,7 +9,8 @@
  * What is counted (all per calling rank):
  *   calls       calls of the routine made by the application (MPI calls made from inside another
  *               intercepted call are not counted again);
- *   time        seconds inside the routine (CLOCK_MONOTONIC);
+ *   time        seconds inside the routine (TSC ticks calibrated against CLOCK_MONOTONIC where the
+ *               kernel clocksource is tsc, CLOCK_MONOTONIC otherwise; "clock" in the file says which);
  *   bytes_sent / bytes_recv
  *     point-to-point sends (Send, Bsend, Ssend, Rsend, Isend, ... and persistent sends at each
  *               MPI_Start): count * type size; towards MPI_PROC_NULL: 0;
@@ -92,7 +93,7 @@ static const char *const routine_name[R_COUNT] = {ROUTINES(X_NAME)};
 
 typedef struct {
     uint64_t calls, bytes_sent, bytes_recv;
-    double time;
+    uint64_t ticks; /* time in ticks of tick() */
     uint64_t hist[NBUCKET];
 } stat_t;
 
@@ -118,6 +119,45 @@ static inline double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Per-call timestamps.  clock_gettime costs 20-100 ns (more in VMs), a large part of a short MPI
+ * call, so on x86-64 with the kernel's clocksource = tsc (invariant, synchronised TSC) the wrappers
+ * read the TSC and convert ticks to seconds with the rate measured against CLOCK_MONOTONIC between
+ * MPI_Init and MPI_Finalize; otherwise ticks are CLOCK_MONOTONIC nanoseconds. */
+static int use_tsc;
+static uint64_t tsc_at_init;
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static inline uint64_t tick(void)
+{
+    if (use_tsc) return __rdtsc();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#else
+static inline uint64_t tick(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#endif
+
+static void choose_clock(void)
+{
+#if defined(__x86_64__)
+    char buf[64] = "";
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
+        fclose(f);
+    }
+    use_tsc = strncmp(buf, "tsc", 3) == 0 && (buf[3] == '\n' || buf[3] == 0);
+    if (getenv("PERFCAST_PMPI_NO_TSC")) use_tsc = 0;
+#endif
+}
+
 static inline int bucket(uint64_t n)
 {
     return n == 0 ? 0 : 64 - __builtin_clzll(n);
@@ -126,14 +166,14 @@ static inline int bucket(uint64_t n)
 /* ENTER/LEAVE bracket every wrapper: only the outermost intercepted call is accounted. */
 #define ENTER()                                                                                        \
     const int outer_ = (depth++ == 0) && active;                                                       \
-    const double t0_ = outer_ ? now() : 0.0
+    const uint64_t t0_ = outer_ ? tick() : 0
 #define LEAVE(id)                                                                                      \
     do {                                                                                               \
         if (outer_) {                                                                                  \
-            double dt_ = now() - t0_;                                                                  \
+            uint64_t dt_ = tick() - t0_;                                                               \
             LOCK();                                                                                    \
             S[id].calls++;                                                                             \
-            S[id].time += dt_;                                                                         \
+            S[id].ticks += dt_;                                                                        \
             UNLOCK();                                                                                  \
         }                                                                                              \
         depth--;                                                                                       \
@@ -397,7 +437,9 @@ static void after_init(void)
         fprintf(stderr, "perfcast_pmpi: out of memory; profiling disabled\n");
         return;
     }
+    choose_clock();
     t_init_exit = now();
+    tsc_at_init = tick();
     t_init_dur = t_init_exit - t_init_enter;
     active = 1;
 }
@@ -435,17 +477,22 @@ static void write_profile(double t_end)
         fprintf(stderr, "perfcast_pmpi: cannot write %s: %s\n", tmp, strerror(errno));
         return;
     }
-    double region = t_end - t_init_exit, mpi = 0.0;
-    for (int r = 0; r < R_COUNT; r++)
-        if (r != R_Init && r != R_Init_thread && r != R_Finalize) mpi += S[r].time;
+    double region = t_end - t_init_exit, mpi = 0.0, sec[R_COUNT];
+    uint64_t ticks_region = tick() - tsc_at_init;
+    double per_tick = use_tsc ? (ticks_region ? (now() - t_init_exit) / (double)ticks_region : 0.0) : 1e-9;
+    for (int r = 0; r < R_COUNT; r++) {
+        sec[r] = (double)S[r].ticks * per_tick;
+        if (r == R_Init || r == R_Init_thread) sec[r] = S[r].calls ? t_init_dur : 0.0;
+        else mpi += sec[r];
+    }
     fprintf(f, "{\"format\": \"perfcast-pmpi\", \"version\": %d, \"rank\": %d, \"size\": %d, ",
             PERFCAST_PMPI_VERSION, world_rank, world_size);
     fprintf(f, "\"host\": ");
     json_str(f, host);
     fprintf(f, ", \"pid\": %ld, \"mpi_version\": \"%d.%d\", \"library\": ", (long)getpid(), ver, sub);
     json_str(f, lib);
-    fprintf(f, ", \"thread_level\": %d, \"clock\": \"CLOCK_MONOTONIC\", \"untracked_requests\": %llu,\n",
-            provided, (unsigned long long)untracked_requests);
+    fprintf(f, ", \"thread_level\": %d, \"clock\": \"%s\", \"untracked_requests\": %llu,\n",
+            provided, use_tsc ? "tsc" : "CLOCK_MONOTONIC", (unsigned long long)untracked_requests);
     fprintf(f, " \"time\": {\"init\": %.9f, \"region\": %.9f, \"mpi\": %.9f, \"app\": %.9f},\n",
             t_init_dur, region, mpi, region - mpi);
     fprintf(f, " \"routines\": [");
@@ -455,7 +502,7 @@ static void write_profile(double t_end)
         fprintf(f, "%s\n  {\"name\": \"%s\", \"calls\": %llu, \"bytes_sent\": %llu, \"bytes_recv\": %llu, "
                    "\"time\": %.9f, \"hist\": [",
                 first ? "" : ",", routine_name[r], (unsigned long long)S[r].calls,
-                (unsigned long long)S[r].bytes_sent, (unsigned long long)S[r].bytes_recv, S[r].time);
+                (unsigned long long)S[r].bytes_sent, (unsigned long long)S[r].bytes_recv, sec[r]);
         first = 0;
         int hf = 1;
         for (int b = 0; b < NBUCKET; b++) {
@@ -496,7 +543,7 @@ int MPI_Init(int *argc, char ***argv)
     depth--;
     if (rc == MPI_SUCCESS) {
         after_init();
-        if (active) { S[R_Init].calls++; S[R_Init].time += t_init_dur; }
+        if (active) S[R_Init].calls++;
     }
     return rc;
 }
@@ -509,7 +556,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     depth--;
     if (rc == MPI_SUCCESS) {
         after_init();
-        if (active) { S[R_Init_thread].calls++; S[R_Init_thread].time += t_init_dur; }
+        if (active) S[R_Init_thread].calls++;
     }
     return rc;
 }
@@ -1348,7 +1395,7 @@ static void f_init(F *ierr)
     depth--;
     if (*ierr == MPI_SUCCESS) {
         after_init();
-        if (active) { S[R_Init].calls++; S[R_Init].time += t_init_dur; }
+        if (active) S[R_Init].calls++;
     }
 }
 FALIASES((F * ierr), f_init, mpi_init, MPI_INIT)
@@ -1362,7 +1409,7 @@ static void f_init_thread(F *required, F *provided, F *ierr)
     depth--;
     if (*ierr == MPI_SUCCESS) {
         after_init();
-        if (active) { S[R_Init_thread].calls++; S[R_Init_thread].time += t_init_dur; }
+        if (active) S[R_Init_thread].calls++;
     }
 }
 FALIASES((F * required, F *provided, F *ierr), f_init_thread, mpi_init_thread, MPI_INIT_THREAD)
