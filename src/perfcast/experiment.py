@@ -286,7 +286,7 @@ class Experiment:
         for c in ("callpath", "metric"):
             col = data[c]
             if isinstance(col.dtype, pd.CategoricalDtype) and all(isinstance(x, str) for x in col.cat.categories):
-                df[c] = pd.Categorical(col.to_numpy()).remove_unused_categories()
+                df[c] = pd.Categorical(col.array).remove_unused_categories()
             else:
                 df[c] = pd.Categorical(col.astype(str).to_numpy())
         try:
