@@ -282,12 +282,14 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
 @click.option("--ops", default=None, metavar="METRIC", help="Floating-point (or other) operations done.")
-@click.option("--cycles", default=None, metavar="METRIC", help="Cycles spent.")
+@click.option("--cycles", default=None, metavar="METRIC", help="Cycles spent (with --peak-ops-per-cycle).")
 @click.option("--peak-ops-per-cycle", "peak_ops", default=None, metavar="RATE", help="Peak operations per cycle.")
+@click.option("--peak-ops-per-second", "peak_ops_s", default=None, metavar="RATE",
+              help="Peak operations per second, against --time (suffix K, M, G, T allowed: 12.8G).")
 @click.option("--bytes", "bytes_", default=None, metavar="METRIC", help="Bytes moved.")
 @click.option("--time", "time_", default=None, metavar="METRIC", help="Time spent (unit from the metric, else s).")
 @click.option("--peak-bandwidth", "peak_bw", default=None, metavar="BYTES/S",
-              help="Peak bandwidth in bytes per second (suffix K, M, G, T allowed: 100G).")
+              help="Peak bandwidth in bytes per second, against --time (suffix K, M, G, T allowed: 100G).")
 @click.option("--ranks", type=click.Choice(["sum", "mean", "max", "min"]), default="sum", show_default=True,
               help="How per-rank/thread values are combined.")
 @click.option("--threshold", type=float, default=0.0, metavar="PCT",
@@ -295,43 +297,55 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
 @click.option("--limit", type=int, default=30, show_default=True, help="Rows to print.")
 @_at_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, bytes_, time_, peak_bw, ranks, threshold, limit,
-              at, as_json):
+def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, bytes_, time_, peak_bw, ranks,
+              threshold, limit, at, as_json):
     """Rank scopes by waste (potential minus actual work) with the companion efficiency.
 
-    FP waste = cycles x peak ops per cycle - ops; efficiency = ops / potential x 100.
-    Bandwidth waste = time x peak bandwidth - bytes, likewise.  Peak rates come from flags
-    (a machine description file will supply them later).
+    FP waste = cycles x peak ops per cycle - ops (or time x peak ops per second - ops);
+    efficiency = ops / potential x 100.  Bandwidth waste = time x peak bandwidth - bytes,
+    likewise.  Peak rates come from flags (a machine description file will supply them later).
 
     \b
-    Example:
+    Examples:
       perfcast waste run.perfcast --ops PAPI_FP_OPS --cycles PAPI_TOT_CYC --peak-ops-per-cycle 16
+      perfcast waste profile.cubex --ops PAPI_FP_OPS --time time --peak-ops-per-second 12.8G
     """
     from .analysis.waste import time_factor, waste
     from .report.terminal import write_json
     from .report.views import print_waste
 
-    fp = (ops, cycles, peak_ops)
-    bw = (bytes_, time_, peak_bw)
-    for group, names in ((fp, "--ops, --cycles, --peak-ops-per-cycle"), (bw, "--bytes, --time, --peak-bandwidth")):
-        if any(x is not None for x in group) and not all(x is not None for x in group):
-            raise PerfcastError(f"give all of {names} together")
-    if all(x is None for x in fp + bw):
-        raise PerfcastError("nothing to compute: give --ops/--cycles/--peak-ops-per-cycle and/or "
-                            "--bytes/--time/--peak-bandwidth")
+    if ops is not None:
+        if (cycles is None) == (time_ is None) or (cycles is not None and peak_ops is None) or \
+                (cycles is None and peak_ops_s is None) or (peak_ops is not None and peak_ops_s is not None):
+            raise PerfcastError("--ops needs --cycles with --peak-ops-per-cycle, or --time with --peak-ops-per-second")
+    elif cycles is not None or peak_ops is not None or peak_ops_s is not None:
+        raise PerfcastError("--cycles/--peak-ops-per-cycle/--peak-ops-per-second need --ops")
+    if bytes_ is not None or peak_bw is not None:
+        if bytes_ is None or peak_bw is None or time_ is None:
+            raise PerfcastError("give --bytes, --time and --peak-bandwidth together")
+    if ops is None and bytes_ is None:
+        raise PerfcastError("nothing to compute: give --ops with --cycles/--peak-ops-per-cycle or "
+                            "--time/--peak-ops-per-second, and/or --bytes/--time/--peak-bandwidth")
     if threshold < 0 or threshold > 100:
         raise PerfcastError(f"--threshold {threshold}: must be a percentage between 0 and 100")
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     coords = parse_coords(at, "--at") if at else None
+
+    def seconds(metric):
+        if metric not in exp.metrics:
+            raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}")
+        return time_factor(exp, metric)
+
     results = []
-    if ops is not None:
+    if ops is not None and cycles is not None:
         results.append(waste(exp, ops, cycles, _parse_rate(peak_ops, "--peak-ops-per-cycle"), coords, ranks,
                              "FP waste", 1.0, threshold))
+    elif ops is not None:
+        results.append(waste(exp, ops, time_, _parse_rate(peak_ops_s, "--peak-ops-per-second"), coords, ranks,
+                             "FP waste", seconds(time_), threshold))
     if bytes_ is not None:
-        if time_ not in exp.metrics:
-            raise PerfcastError(f"no metric {time_!r}; the experiment has: {', '.join(exp.metrics)}")
         results.append(waste(exp, bytes_, time_, _parse_rate(peak_bw, "--peak-bandwidth"), coords, ranks,
-                             "bandwidth waste", time_factor(exp, time_), threshold))
+                             "bandwidth waste", seconds(time_), threshold))
     if as_json:
         return write_json(results)
     for r in results:

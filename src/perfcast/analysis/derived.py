@@ -629,6 +629,8 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
         ref = r.ref if isinstance(r, Total) else r
         resolved[id(ref)] = _resolve_name(exp, ref, text)
     scoped = _Scoped(exp)
+    # the formula as stored and shown: positional $n replaced by the metric's name
+    formula = render(_named(d.expr, resolved))
     plain = [r for r in refs if isinstance(r, Ref)]
     known = {exp.metrics[resolved[id(r)]].scope for r in plain}
     if plain and known == {"unknown"} and not any(r.pin for r in plain):
@@ -687,9 +689,9 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
         out["metric"] = name
         out["value"] = val[ok]
         frames.append(out)
-        reports.append({"name": name, "scope": scope, "formula": render(d.expr), "values": int(ok.sum()),
+        reports.append({"name": name, "scope": scope, "formula": formula, "values": int(ok.sum()),
                         "empty": int((~ok).sum())})
-        new_metrics.append(Metric(name, unit, "other", scope, f"derived: {render(d.expr)}"))
+        new_metrics.append(Metric(name, unit, "other", scope, f"derived: {formula}"))
     if all(len(f) == 0 for f in frames):
         raise _error(text, len(d.name), f"{d.name!r} is empty everywhere (every cell divides by zero or "
                                         f"has no operand values)")
@@ -702,6 +704,21 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
     meta["derived"] = derived
     metrics = [*exp.metrics.values(), *new_metrics]
     return Experiment(exp.parameters, data, metrics, exp.tree, meta), reports
+
+
+def _named(node, resolved: dict):
+    """``node`` with every reference spelled by the metric name it resolved to."""
+    if isinstance(node, Ref):
+        return Ref(resolved[id(node)], None, node.pin, node.pos)
+    if isinstance(node, Total):
+        return Total(_named(node.ref, resolved), node.pos)
+    if isinstance(node, Unary):
+        return Unary(node.op, _named(node.arg, resolved), node.pos)
+    if isinstance(node, Binary):
+        return Binary(node.op, _named(node.left, resolved), _named(node.right, resolved), node.pos)
+    if isinstance(node, Call):
+        return Call(node.fn, tuple(_named(a, resolved) for a in node.args), node.pos)
+    return node
 
 
 def _group_index(frame: pd.DataFrame, keys: list[str]) -> pd.Index:

@@ -1,0 +1,151 @@
+"""Terminal rendering of the analysis views (derived metrics, top-down/bottom-up/flat, hot path,
+waste, scaling loss).  Input is the JSON-ready dicts of :mod:`perfcast.analysis`."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from .terminal import out
+
+
+def _v(x, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    x = float(x)
+    if x == 0:
+        return "0"
+    if x.is_integer() and abs(x) < 1e6:
+        return str(int(x))
+    return f"{x:.{digits}g}"
+
+
+def _pct(x) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.1f}%" if abs(x) >= 1 or x == 0 else f"{x:.2g}%"
+
+
+def _point(d: dict) -> str:
+    p = d.get("point") or {}
+    return ", ".join(f"{k}={_v(v)}" for k, v in p.items()) or "the only run"
+
+
+def metrics_table(rows: list[dict], title: str = "Metrics") -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False)
+    for c, j in (("$n", "right"), ("name", "left"), ("unit", "left"), ("kind", "left"), ("scope", "left"),
+                 ("derived from", "left")):
+        t.add_column(c, justify=j)
+    for r in rows:
+        t.add_row(f"${r['index']}", escape(r["name"]), escape(r["unit"]), r["kind"], r["scope"],
+                  escape(r.get("formula") or ""))
+    return t
+
+
+def print_derived(reports: list[dict]) -> None:
+    for r in reports:
+        empty = f", {r['empty']} empty cell(s) left out" if r["empty"] else ""
+        out.print(f"derived {escape(r['name'])} ({r['scope']}) = {escape(r['formula'])}: {r['values']} value(s){empty}")
+
+
+def _heading(d: dict) -> str:
+    unit = f" [{escape(d['unit'])}]" if d.get("unit") else ""
+    return (f"[bold]{escape(d['metric'])}[/bold]{unit} at {escape(_point(d))}, ranks {d['ranks']}, "
+            f"total {_v(d['total'])}")
+
+
+def print_top_down(d: dict) -> None:
+    out.print(f"Top-down: {_heading(d)}")
+    t = Table(show_edge=False)
+    t.add_column("callpath")
+    for c in ("inclusive", "%", "exclusive", "%"):
+        t.add_column(c, justify="right")
+    for n in d["nodes"]:
+        t.add_row("  " * n["depth"] + escape(n["name"]), _v(n["inclusive"]), _pct(n["inclusive_pct"]),
+                  _v(n["exclusive"]), _pct(n["exclusive_pct"]))
+    out.print(t)
+    if d["hidden"]:
+        out.print(f"[dim]{d['hidden']} callpath(s) below the threshold or depth hidden[/dim]")
+
+
+def print_flat(d: dict) -> None:
+    out.print(f"Flat: {_heading(d)}")
+    t = Table(show_edge=False)
+    t.add_column("procedure")
+    for c in ("inclusive", "%", "exclusive", "%", "contexts"):
+        t.add_column(c, justify="right")
+    for r in d["rows"]:
+        t.add_row(escape(r["name"]), _v(r["inclusive"]), _pct(r["inclusive_pct"]), _v(r["exclusive"]),
+                  _pct(r["exclusive_pct"]), str(r["contexts"]))
+    out.print(t)
+
+
+def print_bottom_up(d: dict, depth: int = 2) -> None:
+    out.print(f"Bottom-up (callers): {_heading(d)}")
+    root = Tree("[bold]procedure[/bold]  inclusive (%)  exclusive (%)")
+
+    def label(r):
+        return (f"{escape(r['name'])}  {_v(r['inclusive'])} ({_pct(r['inclusive_pct'])})  "
+                f"{_v(r['exclusive'])} ({_pct(r['exclusive_pct'])})")
+
+    def add(ui, r, lvl):
+        node = ui.add(label(r))
+        if lvl < depth:
+            for c in r["callers"]:
+                add(node, c, lvl + 1)
+        elif r["callers"]:
+            node.add(f"[dim]… {len(r['callers'])} caller(s)[/dim]")
+
+    for r in d["rows"]:
+        add(root, r, 0)
+    out.print(root)
+
+
+def print_hot_path(d: dict) -> None:
+    out.print(f"Hot path (child >= {d['fraction'] * 100:.0f}% of its parent): {_heading(d)}")
+    t = Table(show_edge=False)
+    t.add_column("callpath")
+    for c in ("inclusive", "%", "exclusive", "%"):
+        t.add_column(c, justify="right")
+    for i, n in enumerate(d["nodes"]):
+        t.add_row("  " * i + escape(n["name"]), _v(n["inclusive"]), _pct(n["inclusive_pct"]), _v(n["exclusive"]),
+                  _pct(n["exclusive_pct"]))
+    out.print(t)
+
+
+def print_waste(d: dict, limit: int = 30) -> None:
+    out.print(f"[bold]{escape(d['label'])}[/bold]: {escape(d['work'])} against {escape(d['resource'])} x "
+              f"peak {_v(d['peak'])} at {escape(_point(d))}; total waste {_v(d['total_waste'])}, "
+              f"overall efficiency {_pct(d['efficiency'])}")
+    t = Table(show_edge=False)
+    t.add_column("scope", no_wrap=True, max_width=28)
+    for c in ("waste exc", "share", "eff. exc", "waste inc", "share", "eff. inc"):
+        t.add_column(c, justify="right", no_wrap=True)
+    t.add_column("callpath", overflow="fold", min_width=20)
+    for r in d["rows"][:limit]:
+        t.add_row(escape(r["name"]), _v(r["waste_exclusive"]), _pct(r["waste_exclusive_share"]),
+                  _pct(r["efficiency_exclusive"]), _v(r["waste_inclusive"]), _pct(r["waste_inclusive_share"]),
+                  _pct(r["efficiency_inclusive"]), escape(r["path"]))
+    out.print(t)
+    if len(d["rows"]) > limit:
+        out.print(f"[dim]… {len(d['rows']) - limit} more scope(s) (--limit)[/dim]")
+
+
+def print_scaling_loss(d: dict, limit: int = 20) -> None:
+    for pair in d["pairs"]:
+        out.print(f"[bold]{d['mode']} scaling loss[/bold] of {escape(d['metric'])}, {escape(d['procs'])} "
+                  f"{_v(pair['p'])} -> {_v(pair['q'])}: total {_v(pair['total_p'])} -> {_v(pair['total_q'])}, "
+                  f"excess work {pair['loss'] * 100:.2f}% of the {_v(pair['q'])} run "
+                  f"(ranked by {d['sort']} loss; per-process cost, ranks {d['ranks']})")
+        t = Table(show_edge=False)
+        t.add_column("scope", no_wrap=True, max_width=28)
+        for c in ("excl. loss", "incl. loss", "where", f"incl. @{_v(pair['p'])}", f"incl. @{_v(pair['q'])}"):
+            t.add_column(c, justify="right", no_wrap=True)
+        t.add_column("callpath", overflow="fold", min_width=20)
+        for r in pair["rows"][:limit]:
+            t.add_row(escape(r["name"]), f"{r['exclusive_loss'] * 100:.2f}%", f"{r['inclusive_loss'] * 100:.2f}%",
+                      r["where"], _v(r["inclusive_p"]), _v(r["inclusive_q"]), escape(r["path"]))
+        out.print(t)
+        if len(pair["rows"]) > limit:
+            out.print(f"[dim]… {len(pair['rows']) - limit} more scope(s) (--limit)[/dim]")
