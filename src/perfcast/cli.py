@@ -402,6 +402,119 @@ def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs
     print_scaling_loss(res, limit)
 
 
+# -- collection: profiling campaigns (issue #4) ---------------------------------------------------
+@cli.command("collect", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Experiment to write (NAME.perfcast); the journal goes to NAME.perfcast.campaign/.")
+@click.option("-P", "--param", "grid", multiple=True, metavar="NAME=V1,V2,...",
+              help="A parameter and its values; repeatable; {NAME} in the command is replaced.")
+@click.option("--reps", default=None, metavar="MIN..MAX", help="Repetitions per configuration [3..10].")
+@click.option("--cv", type=float, default=None, help="Stop repeating when the runtime's CV is below this [0.05].")
+@click.option("--cv-metric", default=None, help="Runtime for --cv: 'time' (wall) or an application timer's name.")
+@click.option("--timeout", type=float, default=None, help="Seconds before a run is killed (its process group).")
+@click.option("--collect", "collect", default=None, metavar="LIST",
+              help="Collectors: time,perf,counters,cachegrind,mpi; NAME? = optional (warn if unavailable).")
+@click.option("--timer-regex", default=None, help=r"Regex of app timers [perfcast-timer (\S+) ([0-9.eE+-]+)].")
+@click.option("--launcher", type=click.Choice(["local", "slurm"]), default=None, help="Where runs execute [local].")
+@click.option("--oversubscribe/--no-oversubscribe", default=None, help="Add --oversubscribe to Open MPI's mpirun [on].")
+@click.option("--perf-freq", type=int, default=None, help="perf sampling frequency in Hz [999].")
+@click.option("--perf-event", default=None, help="perf sampling event [cycles where supported, else cpu-clock].")
+@click.option("--call-graph", default=None, help="perf call graphs: fp or dwarf[,SIZE] [fp].")
+@click.option("--counters", "counter_events", default=None, metavar="EV1,EV2", help="perf stat events [probed hardware events].")
+@click.option("--I1", "cg_i1", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind I1 geometry.")
+@click.option("--D1", "cg_d1", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind D1 geometry.")
+@click.option("--LL", "cg_ll", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind LL geometry.")
+@click.option("--max-failures", type=int, default=None, help="Failed runs before a configuration is given up [2].")
+@click.option("--seed", type=int, default=None, help="Seed of the run order shuffle [0].")
+@click.option("--slurm-opt", "slurm_opts", multiple=True, help="Extra sbatch option (e.g. --partition=x); repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer_regex, launcher, oversubscribe,
+                perf_freq, perf_event, call_graph, counter_events, cg_i1, cg_d1, cg_ll, max_failures, seed,
+                slurm_opts, as_json):
+    """Run an application over a parameter grid and store the profiles as one experiment.
+
+    Give the command after `--` (with {NAME} placeholders, and optionally {wrap} where per-rank
+    profilers go), or a YAML campaign file with the same settings (command:, parameters:, reps:,
+    cv:, timeout:, collect:, output:, perf:, counters:, cachegrind:, slurm:); options given on the
+    command line override the file.  Configurations are interleaved, repeated until their runtime's
+    coefficient of variation is below --cv, failed and timed-out runs are recorded and skipped.
+    Interrupt it at any time: rerunning the same command resumes where it stopped.
+
+    \b
+    Examples:
+      perfcast collect -o jacobi.perfcast -P p=1,2,4 -P n=64,128 --reps 3..10 -- mpirun -np {p} ./jacobi {n}
+      perfcast collect --collect time,perf,cachegrind? -o app.perfcast -P n=1,2 -- ./app {n}
+      perfcast collect campaign.yaml
+    """
+    from .collect import campaign as cp
+    from .report.terminal import err, out, progress, write_json
+
+    args = list(args)
+    if len(args) == 1 and args[0].lower().endswith((".yaml", ".yml")) and Path(args[0]).is_file():
+        spec, yaml_out = cp.load_spec(args[0])
+        d = spec
+    elif args:
+        if not grid:
+            raise PerfcastError("give the parameters with -P NAME=V1,V2 (or use a YAML campaign file)")
+        params = dict(cp.parse_param(g) for g in grid)
+        d = cp.CampaignSpec(command=args, parameters=params)
+        yaml_out = None
+    else:
+        raise PerfcastError("nothing to run: give a command after -- or a campaign.yaml")
+    if grid and len(args) == 1 and args[0].lower().endswith((".yaml", ".yml")):
+        d.parameters = dict(cp.parse_param(g) for g in grid)
+    if reps is not None:
+        d.reps_min, d.reps_max = cp.parse_reps(reps)
+    for name, value in (("cv", cv), ("cv_metric", cv_metric), ("timeout", timeout), ("launcher", launcher),
+                        ("oversubscribe", oversubscribe), ("max_failures", max_failures), ("seed", seed)):
+        if value is not None:
+            setattr(d, name, value)
+    if collect is not None:
+        d.collect = cp.coll.parse_names(collect)
+    settings = dict(d.settings)
+    if timer_regex is not None:
+        settings["timer_regex"] = timer_regex
+    perf = dict(settings.get("perf") or {})
+    for k, v in (("frequency", perf_freq), ("event", perf_event), ("callgraph", call_graph)):
+        if v is not None:
+            perf[k] = v
+    if perf:
+        settings["perf"] = perf
+    if counter_events is not None:
+        settings["counters"] = {"events": [e.strip() for e in counter_events.split(",") if e.strip()]}
+    cg = dict(settings.get("cachegrind") or {})
+    for k, v in (("I1", cg_i1), ("D1", cg_d1), ("LL", cg_ll)):
+        if v is not None:
+            cg[k] = v
+    if cg:
+        settings["cachegrind"] = cg
+    d.settings = settings
+    if slurm_opts:
+        d.slurm = {**d.slurm, "options": [*d.slurm.get("options", []), *slurm_opts]}
+    d.validate()
+    output = output or (Path(yaml_out) if yaml_out else None)
+    if output is None:
+        raise PerfcastError("no output: give -o NAME.perfcast (or output: in the campaign file)")
+
+    def log(msg: str):
+        err.print(f"perfcast: warning: {msg}", markup=False, highlight=False)
+
+    with progress("collecting", enabled=None if not as_json else False) as cb:
+        exp = cp.run_campaign(d, output, progress=cb, log=log)
+    s = exp.summary()
+    failed = exp.meta["campaign"]["failed"]
+    runs = exp.meta["campaign"]["runs"]
+    if as_json:
+        write_json({"output": str(output), "campaign": str(cp.campaign_dir(output)), "parameters": s["parameters"],
+                    "points": s["points"], "runs": len(runs), "failed": failed,
+                    "metrics": [m["name"] for m in s["metrics"]], "warnings": exp.meta["campaign"]["warnings"]})
+    else:
+        out.print(f"wrote {output}: {s['n_points']} point(s) over {', '.join(s['parameters'])}, {len(runs)} run(s)"
+                  f" ({len(failed)} failed), {len(s['metrics'])} metric(s); journal in {cp.campaign_dir(output)}",
+                  markup=False, highlight=False)
+
+
 def main(argv=None) -> int:
     """Console entry point: runs the CLI, turning input errors into one line and exit code 2."""
     try:
