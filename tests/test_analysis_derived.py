@@ -342,3 +342,22 @@ def test_formulas_never_execute_code(monkeypatch, tmp_path):
     monkeypatch.undo()
     assert not target.exists()
     assert [c for c in calls if c != "__import__"] == []
+
+
+def test_a_stored_derived_metric_is_modeled_like_any_other(tmp_path):
+    from perfcast.fit import model_experiment
+
+    # exclusive cycles 100 p log2 p and instructions 50 p at main, a leaf with 3x main's values:
+    # CPI = 2 log2 p in every scope (inclusive: 400 p log2 p / 200 p)
+    rows = []
+    for p in (2.0, 4.0, 8.0, 16.0, 32.0, 64.0):
+        for cp, k in (("main", 1.0), ("main->leaf", 3.0)):
+            rows.append(dict(p=p, callpath=cp, metric="cycles", value=k * 100 * p * math.log2(p)))
+            rows.append(dict(p=p, callpath=cp, metric="instructions", value=k * 50 * p))
+    e = Experiment(["p"], pd.DataFrame(rows), [Metric("cycles", "", "count", "exclusive"),
+                                               Metric("instructions", "", "count", "exclusive")])
+    e, _ = derive(e, ["CPI = cycles / instructions"])
+    store.write(e, tmp_path / "cpi.perfcast")
+    (m,) = model_experiment(store.read(tmp_path / "cpi.perfcast"), "CPI (inc)", "main")
+    assert m.model.predict(1024.0) == pytest.approx(2 * 10, rel=1e-6)
+    assert "log2(p)" in m.model.formula()
