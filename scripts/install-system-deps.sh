@@ -2,7 +2,7 @@
 # System packages perfcast's collection, examples and tests use (Debian 12).
 # Installs only what is missing; needs root (or sudo) the first time. Safe to run repeatedly.
 set -euo pipefail
-pkgs=(openmpi-bin libopenmpi-dev valgrind linux-perf slurm-wlm munge chromium)
+pkgs=(openmpi-bin libopenmpi-dev gfortran valgrind linux-perf slurm-wlm munge chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
