@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Sequence
+from collections.abc import Sequence as _Seq  # noqa: F401
 
 import numpy as np
 
@@ -54,12 +55,12 @@ class FitOptions:
     space: tuple | None = DEFAULT_SPACE
     #: add negative exponents (strong scaling: time per rank falling with p)
     negative: bool = False
-    #: terms per parameter (1 or 2); in multi-parameter models the number of monomials is <= 3
+    #: terms per parameter (1 or 2); multi-parameter models have <= 2 monomials (a*b, a+b, a*b+a, ...)
     max_terms: int = 1
     #: "bic" (in-sample deviance + k log N, default) or "cv" (leave-one-point-out deviance)
     selection: str = "bic"
     #: per-parameter candidates carried into the multi-parameter combination
-    shortlist: int = 3
+    shortlist: int = 5
     #: competing hypotheses kept in each model for the model-uncertainty part of intervals
     alternatives: int = 8
     #: performance is a sum of costs: coefficients of terms must be >= 0 and a negative constant
@@ -177,7 +178,7 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
     return _WLS(beta, rss, press, ainv, ok, resid, hat)
 
 
-def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg: bool) -> _WLS:
+def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg: bool, clamp: _WLS | None = None) -> _WLS:
     """:func:`_wls` with the non-negativity constraint: rows whose constant comes out negative are
     refitted without the constant (the constrained optimum lies on that boundary when the terms
     are kept), rows with a negative term coefficient are rejected (criterion inf)."""
@@ -199,8 +200,13 @@ def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg: bool) -> _WLS:
         fit.ainv[rows] = a
         fit.ok[rows] = sub.ok
     bad = np.any(fit.beta[:, 1:] < 0, axis=1)
-    fit.rss = np.where(bad, np.inf, fit.rss)
-    fit.press = np.where(bad, np.inf, fit.press)
+    if clamp is not None:
+        # the constrained optimum with a negative slope is the slope 0: the constant model's fit
+        fit.rss = np.where(bad, clamp.rss, fit.rss)
+        fit.press = np.where(bad, clamp.press, fit.press)
+    else:
+        fit.rss = np.where(bad, np.inf, fit.rss)
+        fit.press = np.where(bad, np.inf, fit.press)
     return fit
 
 
@@ -302,6 +308,41 @@ class _Chunk:
 # ---------------------------------------------------------------------------------------------
 # the search
 # ---------------------------------------------------------------------------------------------
+class _LazyAlternatives(Sequence):
+    """(weight, Model) pairs of a series' competing hypotheses, built on first use (most models
+    are only printed, and building thousands of small objects costs more than fitting)."""
+
+    __slots__ = ("_group", "_s", "_idx", "_items")
+
+    def __init__(self, group: "GroupFit", s: int, idx: list[int]):
+        self._group, self._s, self._idx, self._items = group, s, idx, None
+
+    def _get(self) -> tuple:
+        if self._items is None:
+            g = self._group
+            self._items = tuple((float(g.weight[self._s, a]), g._one(self._s, a, None)) for a in self._idx)
+            self._group = None
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._idx)
+
+    def __getitem__(self, i):
+        return self._get()[i]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __eq__(self, other) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, (tuple, Sequence)) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._get())
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+
 @dataclass
 class GroupFit:
     """Array results for S series on one point set (models are built on demand)."""
@@ -333,29 +374,25 @@ class GroupFit:
             return Model(self.parameters, float(self.coef[s, 0, 0]), (), quality, None, 0.0, 0, (),
                          "insufficient", int(self.needed[s]), self.notes)
         main = self._one(s, 0, quality)
-        alts = []
-        for a in range(1, self.hyp.shape[1]):
-            wgt = float(self.weight[s, a])
-            if wgt >= MIN_WEIGHT:
-                alts.append((wgt, self._one(s, a, None)))
-        if alts:
+        idx = [a for a in range(1, self.hyp.shape[1]) if self.weight[s, a] >= MIN_WEIGHT]
+        if idx:
             main = Model(main.parameters, main.constant, main.terms, main.quality, main.cov, main.noise,
-                         main.dof, tuple(alts), main.status, main.needed, main.notes)
+                         main.dof, _LazyAlternatives(self, s, idx), main.status, main.needed, main.notes)
         return main
 
     def _one(self, s: int, a: int, quality) -> Model:
-        h = self.hyp[s, a]
+        h = self.hyp[s, a].tolist()
+        coef = self.coef[s, a].tolist()
         terms = []
-        for t in range(h.shape[0]):
-            if np.all(h[t] < 0):
-                continue
-            factors = tuple((self.parameters[p], self.blocks[h[t, p]][0], self.blocks[h[t, p]][1])
-                            for p in range(h.shape[1]) if h[t, p] >= 0)
-            terms.append(Term(float(self.coef[s, a, 1 + len(terms)]), factors))
+        params, blocks = self.parameters, self.blocks
+        for slot in h:
+            factors = tuple((params[p], blocks[b][0], blocks[b][1]) for p, b in enumerate(slot) if b >= 0)
+            if factors:
+                terms.append(Term(coef[1 + len(terms)], factors))
         k = 1 + len(terms)
-        cov = tuple(tuple(float(v) for v in row[:k]) for row in self.cov[s, a, :k])
-        return Model(self.parameters, float(self.coef[s, a, 0]), tuple(terms), quality, cov,
-                     float(self.noise[s]), int(self.dof[s]), (), "ok", 0, self.notes)
+        cov = tuple(map(tuple, self.cov[s, a, :k, :k].tolist()))
+        return Model(params, coef[0], tuple(terms), quality, cov, float(self.noise[s]), int(self.dof[s]), (),
+                     "ok", 0, self.notes)
 
     def models(self) -> list[Model]:
         return [self.model(s) for s in range(len(self))]
@@ -388,7 +425,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     usable = [p for p in range(m) if lines[p]]
     notes = tuple(f"parameter {parameters[p]!r}: no line of >= 3 points with the other parameters fixed; "
                   f"treated as having no effect" for p in range(m) if not lines[p] and len(np.unique(X[:, p])) > 1)
-    K = (opt.max_terms if m == 1 else min(3, 2 ** len(usable) - 1)) if usable else 1
+    K = (opt.max_terms if m == 1 else min(2, 2 ** len(usable) - 1)) if usable else 1
     K = max(K, 1)
     M = max(1, opt.alternatives + 1)
 
@@ -541,11 +578,12 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
             pe = ch.pe_point[:, idx].sum(axis=1)
             Nl = np.sum(ch.count[:, idx], axis=1)
             ones = np.ones(len(idx))
+            flat = _wls(ones[:, None], sub_y, sub_w)
             for h in range(H):
                 if not valid[h]:
                     score[:, h] = np.inf
                     continue
-                fit = _fit(np.column_stack([ones, Tn[:, h]]), sub_y, sub_w, opt.nonnegative)
+                fit = _fit(np.column_stack([ones, Tn[:, h]]), sub_y, sub_w, opt.nonnegative, flat)
                 err = fit.press if opt.selection == "cv" else fit.rss
                 with np.errstate(divide="ignore", invalid="ignore"):
                     score[:, h] += Nl * np.log((pe + err) / Nl + TINY)

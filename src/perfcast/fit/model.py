@@ -241,10 +241,13 @@ class Model:
         if style not in ("plain", "python", "latex"):
             raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
         num = lambda v: _num(v, digits, style)  # noqa: E731
-        out = num(self.constant)
         mul = " \\cdot " if style == "latex" else " * "
+        out = num(self.constant) if (self.constant != 0 or not self.terms) else ""
         for t in self.terms:
             c = t.coefficient
+            if not out:
+                out = ("-" if c < 0 else "") + num(abs(c)) + mul + t.basis_str(style)
+                continue
             sign = " - " if c < 0 else " + "
             out += sign + num(abs(c)) + mul + t.basis_str(style)
         return out

@@ -98,6 +98,8 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
         pid = np.zeros(len(st), dtype=np.int64)
         coords = np.zeros((1, 0))
     S, P = len(series), len(coords)
+    cps = [str(c) for c in series.get_level_values(0)]
+    mts = [str(m) for m in series.get_level_values(1)]
     mean = np.zeros((S, P))
     count = np.zeros((S, P))
     ssd = np.zeros((S, P))
@@ -124,6 +126,6 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
                        params, options, prog)
         done[0] += len(rows)
         groups.append(gf)
-        for j, r in enumerate(rows):
-            index[(str(series[r][0]), str(series[r][1]))] = (g, j)
+        for j, r in enumerate(rows.tolist()):
+            index[(cps[r], mts[r])] = (g, j)
     return groups, index

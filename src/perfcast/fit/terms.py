@@ -80,6 +80,8 @@ def block_values(blocks: Sequence[Block], x: np.ndarray) -> np.ndarray:
         if j:
             v = v * lg ** j
         out[pos, c] = v
+        if i > 0 and j == 0:  # 0^i = 0; log2(0) stays undefined
+            out[x == 0, c] = 0.0
     return out
 
 

@@ -1,0 +1,241 @@
+"""The modeler on series generated from known formulas (ground truth = the generating formula)."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfcast.errors import PerfcastError
+from perfcast.experiment import Experiment, Metric
+from perfcast.fit import FitOptions, Model, fit_group, fit_series, model_experiment
+
+P = np.array([4, 8, 16, 32, 64], dtype=float)
+
+
+def noisy(f, x, noise, reps, rng):
+    return [f(v) * (1 + rng.uniform(-noise, noise, reps)) for v in x]
+
+
+@pytest.mark.parametrize("f, lead", [
+    (lambda p: 10 + 2 * p * math.log2(p), (Fraction(1), 1)),
+    (lambda p: 3 + 0.5 * p ** 1.5, (Fraction(3, 2), 0)),
+    (lambda p: 100 + 4 * math.log2(p) ** 2, (Fraction(0), 2)),
+    (lambda p: 1 + 0.01 * p ** 3, (Fraction(3), 0)),
+    (lambda p: 7 + 3 * p ** (1 / 3), (Fraction(1, 3), 0)),
+])
+def test_exact_recovery_without_noise(f, lead):
+    m = fit_series(P, [[f(p)] * 3 for p in P])
+    assert m.status == "ok"
+    assert m.lead_order()["p"] == lead
+    for x in (128.0, 512.0):
+        assert m.predict(x) == pytest.approx(f(x), rel=1e-6)
+
+
+def test_coefficients_without_noise():
+    m = fit_series(P, [[10 + 2 * p * math.log2(p)] for p in P])
+    assert m.constant == pytest.approx(10, rel=1e-8)
+    (t,) = m.terms
+    assert t.coefficient == pytest.approx(2, rel=1e-8)
+    assert t.factors == (("p", Fraction(1), 1),)
+
+
+def test_lead_term_at_one_percent_noise():
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(20):
+        m = fit_series(P, noisy(lambda p: 5 + 0.2 * p ** 2, P, 0.01, 5, rng))
+        hits += m.lead_order()["p"] == (Fraction(2), 0)
+    assert hits >= 18
+
+
+def test_batched_equals_one_by_one():
+    rng = np.random.default_rng(2)
+    fs = [lambda p: 3 + p, lambda p: 1 + 0.1 * p ** 2, lambda p: 50 + np.log2(p), lambda p: 8 + 0 * p]
+    reps = [np.array(noisy(f, P, 0.05, 4, rng)) for f in fs]
+    mean = np.array([r.mean(axis=1) for r in reps])
+    count = np.full(mean.shape, 4.0)
+    ssd = np.array([((r - r.mean(axis=1, keepdims=True)) ** 2).sum(axis=1) for r in reps])
+    g = fit_group(P[:, None], mean, count, ssd, ["p"])
+    for s, r in enumerate(reps):
+        one = fit_series(P, list(r))
+        both = g.model(s)
+        assert both.formula() == one.formula()
+        assert both.predict(256) == pytest.approx(one.predict(256), rel=1e-9)
+
+
+def test_closed_form_loo_matches_refitting():
+    """quality.cv (closed form, hat matrix) equals leaving each point out and refitting the same
+    hypothesis with the same relative weights."""
+    rng = np.random.default_rng(3)
+    reps = np.array(noisy(lambda p: 2 + 0.3 * p, P, 0.05, 5, rng))
+    m = fit_series(P, list(reps), options=FitOptions(nonnegative=False))
+    (t,) = m.terms
+    i, j = t.factors[0][1], t.factors[0][2]
+    ybar = reps.mean(axis=1)
+    w = 5 / ybar ** 2
+    basis = P ** float(i) * np.log2(P) ** j
+    errs = []
+    for k in range(len(P)):
+        keep = np.arange(len(P)) != k
+        A = np.column_stack([np.ones(keep.sum()), basis[keep]]) * np.sqrt(w[keep])[:, None]
+        beta = np.linalg.lstsq(A, ybar[keep] * np.sqrt(w[keep]), rcond=None)[0]
+        pred = beta[0] + beta[1] * basis[k]
+        errs.append((ybar[k] - pred) / ybar[k])
+    assert m.quality.cv == pytest.approx(100 * np.sqrt(np.mean(np.square(errs))), rel=1e-6)
+
+
+def test_quality_numbers_by_hand():
+    rng = np.random.default_rng(4)
+    reps = np.array(noisy(lambda p: 20 + 3 * p, P, 0.03, 4, rng))
+    m = fit_series(P, list(reps))
+    ybar = reps.mean(axis=1)
+    pred = m.predict(P)
+    assert m.quality.rss == pytest.approx(np.sum((ybar - pred) ** 2), rel=1e-9)
+    smape = 100 * np.mean(2 * np.abs(pred - ybar) / (np.abs(pred) + np.abs(ybar)))
+    assert m.quality.smape == pytest.approx(smape, rel=1e-9)
+    noise = 100 * np.sqrt(np.sum(((reps - ybar[:, None]) / ybar[:, None]) ** 2) / (reps.size - len(P)))
+    assert m.quality.noise == pytest.approx(noise, rel=1e-9)
+    assert m.quality.n_points == 5 and m.quality.n_obs == 20
+
+
+def test_interval_coverage_at_measured_scale():
+    """90% intervals for a new observation at a measured point cover about 90% of them."""
+    rng = np.random.default_rng(5)
+    inside = total = 0
+    for _ in range(150):
+        f = lambda p: 30 + 0.5 * p ** 1.5  # noqa: E731
+        m = fit_series(P, noisy(f, P, 0.05, 5, rng))
+        lo, hi = m.interval(32.0, 0.9)
+        new = f(32.0) * (1 + rng.uniform(-0.05, 0.05, 10))
+        inside += int(np.sum((new >= lo) & (new <= hi)))
+        total += 10
+    assert 0.82 <= inside / total <= 0.98
+
+
+def test_interval_contains_prediction_and_grows_with_noise():
+    rng = np.random.default_rng(6)
+    f = lambda p: 5 + p  # noqa: E731
+    quiet = fit_series(P, noisy(f, P, 0.01, 5, rng))
+    loud = fit_series(P, noisy(f, P, 0.2, 5, rng))
+    for m in (quiet, loud):
+        lo, hi = m.interval(256.0)
+        assert lo < m.predict(256.0) < hi
+    assert np.subtract(*loud.interval(64.0)[::-1]) > np.subtract(*quiet.interval(64.0)[::-1])
+    lo95, hi95 = quiet.interval(64.0, 0.95)
+    lo90, hi90 = quiet.interval(64.0, 0.9)
+    assert lo95 < lo90 and hi95 > hi90
+    with pytest.raises(PerfcastError):
+        quiet.interval(64.0, 1.5)
+
+
+def test_degenerate_series():
+    one = fit_series([8], [[3.0, 3.2]])
+    assert one.status == "insufficient" and one.needed == 3 and one.constant == pytest.approx(3.1)
+    assert math.isnan(one.interval(8.0)[0])
+    two = fit_series([8, 16], [[1.0], [3.0, 3.0]])
+    assert two.status == "insufficient" and two.needed == 3
+    assert two.constant == pytest.approx(7 / 3)
+    const = fit_series(P, [[4.0, 4.0]] * 5)
+    assert const.status == "ok" and const.terms == () and const.constant == pytest.approx(4.0)
+    zero = fit_series(P, [[0.0, 0.0]] * 5)
+    assert zero.status == "ok" and zero.formula() == "0" and zero.predict(1e6) == 0.0
+    mixed = fit_series(P, [[0.0], [0.0], [1.0], [0.0], [2.0]])
+    assert np.isfinite(mixed.predict(128.0))
+    negative = fit_series(P, [[-1.0], [-2.0], [-3.0], [-4.0], [-5.0]], options=FitOptions(nonnegative=False))
+    assert np.isfinite(negative.predict(128.0))
+    # p <= 0 makes log terms undefined: those hypotheses are skipped, not crashed on
+    m = fit_series([0, 1, 2, 3, 4], [[1.0], [2.0], [3.0], [4.0], [5.0]])
+    assert m.predict(5.0) == pytest.approx(6.0, rel=1e-6)
+
+
+def test_two_terms_option():
+    f = lambda p: 5 + 0.01 * p ** 2 + 40 * math.log2(p)  # noqa: E731
+    x = np.array([2, 4, 8, 16, 32, 64, 128], dtype=float)
+    m = fit_series(x, [[f(p)] * 2 for p in x], options=FitOptions(max_terms=2))
+    assert len(m.terms) == 2
+    assert {t.factors[0][1:] for t in m.terms} == {(Fraction(2), 0), (Fraction(0), 1)}
+    assert m.predict(1024.0) == pytest.approx(f(1024.0), rel=1e-6)
+
+
+def test_negative_exponents_for_strong_scaling():
+    f = lambda p: 2 + 1000 / p  # noqa: E731
+    m = fit_series(P, [[f(p)] * 3 for p in P], options=FitOptions(negative=True))
+    assert m.lead_order()["p"] == (Fraction(0), 0)
+    assert any(t.factors[0][1] == -1 for t in m.terms)
+    assert m.predict(1024.0) == pytest.approx(f(1024.0), rel=1e-6)
+
+
+def test_formula_styles_and_json_roundtrip():
+    rng = np.random.default_rng(7)
+    m = fit_series(P, noisy(lambda p: 3 + 0.5 * p * math.log2(p), P, 0.02, 5, rng))
+    code = m.formula("python", digits=17)
+    assert eval(code, {"log2": math.log2, "p": 100.0}) == pytest.approx(m.predict(100.0), rel=1e-12)
+    assert "\\log_2" in m.formula("latex")
+    d = m.to_dict()
+    assert d["lead"] == {"p": {"exponent": "1", "log_exponent": 1}}
+    assert d["terms"][0]["factors"] == {"p": {"exponent": "1", "log_exponent": 1}}
+    back = Model.from_dict(d)
+    assert back.formula() == m.formula()
+    assert back.interval(512.0) == pytest.approx(m.interval(512.0), rel=1e-12)
+    assert back.predict(512.0, averaged=True) == pytest.approx(m.predict(512.0, averaged=True), rel=1e-12)
+    with pytest.raises(PerfcastError):
+        Model.from_dict({"parameters": ["p"], "terms": [{"coefficient": 1, "factors": {"q": {"exponent": "1"}}}],
+                         "constant": 0})
+    with pytest.raises(PerfcastError):
+        m.formula("fortran")
+
+
+def test_multi_parameter_product_and_sum():
+    ps, ns = [4, 8, 16, 32, 64], [10, 20, 40, 80, 160]
+    X = np.array([(p, n) for p in ps for n in ns], dtype=float)
+    prod = 3 + 0.5 * X[:, 0] * np.sqrt(X[:, 1])
+    summ = 1 + 2 * X[:, 0] ** 2 + 5 * np.log2(X[:, 1])
+    mean = np.array([prod, summ])
+    g = fit_group(X, mean, np.full(mean.shape, 2.0), np.zeros(mean.shape), ["p", "n"])
+    mp, ms = g.model(0), g.model(1)
+    assert mp.lead_order() == {"p": (Fraction(1), 0), "n": (Fraction(1, 2), 0)}
+    assert len(mp.terms) == 1
+    assert ms.lead_order() == {"p": (Fraction(2), 0), "n": (Fraction(0), 1)}
+    assert len(ms.terms) == 2
+    assert mp.predict({"p": 1024, "n": 1000}) == pytest.approx(3 + 0.5 * 1024 * math.sqrt(1000), rel=1e-6)
+
+
+def test_multi_parameter_sparse_points():
+    """A cross of two lines plus two off-line points (not a grid) is enough."""
+    pts = [(p, 10) for p in (4, 8, 16, 32, 64)] + [(4, n) for n in (20, 40, 80, 160)] + [(16, 40), (64, 160)]
+    X = np.array(pts, dtype=float)
+    y = 2 + 0.1 * X[:, 0] * X[:, 1]
+    g = fit_group(X, y[None], np.ones((1, len(X))), np.zeros((1, len(X))), ["p", "n"])
+    m = g.model(0)
+    assert m.lead_order() == {"p": (Fraction(1), 0), "n": (Fraction(1), 0)}
+    assert m.predict({"p": 256, "n": 640}) == pytest.approx(2 + 0.1 * 256 * 640, rel=1e-6)
+
+
+def test_model_experiment_groups_point_sets_and_locations():
+    rows = []
+    for p in (4, 8, 16, 32):
+        for rep in range(2):
+            for rank in range(int(p)):
+                rows.append({"p": p, "rep": rep, "callpath": "main", "metric": "time", "value": 1.0 + p,
+                             "rank": rank})
+                rows.append({"p": p, "rep": rep, "callpath": "main", "metric": "visits", "value": 3.0,
+                             "rank": rank})
+            if p > 4:  # measured on fewer points
+                rows.append({"p": p, "rep": rep, "callpath": "main->solve", "metric": "time",
+                             "value": 2.0 * p * p, "rank": 0})
+    exp = Experiment(["p"], pd.DataFrame(rows),
+                     [Metric("time", "s", "time"), Metric("visits", "", "count")])
+    res = {(r.callpath, r.metric): r.model for r in model_experiment(exp)}
+    # time: mean over ranks -> 1 + p; visits: sum over ranks -> 3 p
+    assert res[("main", "time")].predict(100.0) == pytest.approx(101.0, rel=1e-6)
+    assert res[("main", "visits")].predict(100.0) == pytest.approx(300.0, rel=1e-6)
+    assert res[("main->solve", "time")].predict(100.0) == pytest.approx(20000.0, rel=1e-6)
+    assert res[("main->solve", "time")].quality.n_points == 3
+    maxed = model_experiment(exp, metric="time", callpath="main", locations="max")
+    assert [(r.callpath, r.metric) for r in maxed] == [("main", "time")]
+    with pytest.raises(PerfcastError):
+        model_experiment(exp, locations="avg")
+    d = maxed[0].to_dict()
+    assert d["callpath"] == "main" and d["metric"] == "time" and "formula" in d and "lead" in d
