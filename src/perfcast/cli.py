@@ -402,6 +402,167 @@ def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs
     print_scaling_loss(res, limit)
 
 
+# -- scaling models (issue #3): model, predict, check ------------------------------------------
+def _model_options(f):
+    f = click.option("--metric", "metrics", multiple=True, help="Metric(s) to model (default: all).")(f)
+    f = click.option("--callpath", "callpaths", multiple=True, metavar="GLOB",
+                     help="Callpath glob(s) to model (default: all).")(f)
+    f = click.option("--terms", "max_terms", type=click.IntRange(1, 2), default=1, show_default=True,
+                     help="Terms per parameter in single-parameter models.")(f)
+    f = click.option("--negative", is_flag=True, help="Allow negative exponents (strong scaling).")(f)
+    f = click.option("--ranks", "locations", type=click.Choice(["auto", "sum", "mean", "max", "min", "median"]),
+                     default="auto", show_default=True,
+                     help="Reduce per-rank values: auto sums counts/bytes and averages times.")(f)
+    return f
+
+
+def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet):
+    from .fit import FitOptions, model_experiment
+    from .report.terminal import progress
+
+    if not exp.parameters:
+        raise PerfcastError("the experiment has no parameters (one run): scaling models need runs at "
+                            "several points; combine inputs or give --point")
+    opts = FitOptions(max_terms=max_terms, negative=negative)
+    with progress("modeling", enabled=None if not quiet else False) as cb:
+        return model_experiment(exp, list(metrics) or None, list(callpaths) or None, opts, locations,
+                                lambda done, total: cb(done, total, ""))
+
+
+@cli.command("model")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@_model_options
+@click.option("--target", default=None, metavar="P=V[,Q=W]",
+              help="Scale at which to rank by predicted cost (after asymptotic order).")
+@click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (not with --json).")
+@click.option("--json", "as_json", is_flag=True, help="Print every model as JSON.")
+def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, target, limit,
+              as_json):
+    """Fit a scaling model to every callpath x metric, ranked as scalability bugs.
+
+    Ranking: asymptotic order of the lead term first, then the predicted cost at --target.
+
+    \b
+    Examples:
+      perfcast model relearn_data.txt --target p=4096,n=9000
+      perfcast model exp.perfcast --metric time --callpath 'main->*' --json
+    """
+    from .analysis.ranking import rank
+    from .report.terminal import out, table, write_json
+
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
+    ranked = rank(res, parse_coords(target, "--target") if target else None)
+    if as_json:
+        rows = []
+        for r in ranked:
+            sm = next(x for x in res if x.callpath == r.callpath and x.metric == r.metric)
+            d = sm.to_dict()
+            d["rank"] = r.rank
+            if r.predicted is not None:
+                d["predicted_at_target"] = r.predicted
+            rows.append(d)
+        return write_json(rows)
+    cols = ["#", "callpath", "metric", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
+    rows = []
+    for r in ranked[:limit]:
+        m, q = r.model, r.model.quality
+        formula = m.formula() if m.status == "ok" else f"{m.formula()}  (insufficient points: need {m.needed})"
+        row = [r.rank, r.callpath, r.metric, formula,
+               "-" if q is None or q.smape != q.smape else f"{q.smape:.2f}",
+               "-" if q is None or q.noise is None else f"{q.noise:.2f}"]
+        if target:
+            row.append(f"{r.predicted:.6g}")
+        rows.append(row)
+    out.print(table(f"Scaling models ({len(ranked)} series, ranked as scalability bugs)", cols, rows))
+
+
+@cli.command("predict")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@_model_options
+@click.option("--at", "at", required=True, multiple=True, metavar="P=V[,Q=W]", help="Point(s) to predict.")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9,
+              show_default=True, help="Probability of the prediction interval.")
+@click.option("--selected", is_flag=True,
+              help="Use only the selected hypothesis (default: average over the competing hypotheses "
+                   "with their weights, which extrapolates more safely).")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, level,
+                selected, as_json):
+    """Predict every callpath x metric at --at with a prediction interval for a new measurement.
+
+    \b
+    Example:
+      perfcast predict exp.perfcast --at p=4096 --metric time
+    """
+    import math
+
+    from .report.terminal import out, table, write_json
+
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    targets = [parse_coords(a, "--at") for a in at]
+    for t in targets:
+        extra = [k for k in t if k not in exp.parameters]
+        missing = [p for p in exp.parameters if p not in t]
+        if extra or missing:
+            raise PerfcastError(f"--at {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
+                                f"parameters {', '.join(exp.parameters)}")
+    res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
+    rows = []
+    for sm in res:
+        for t in targets:
+            m = sm.model
+            value = m.predict(t, averaged=not selected)
+            lo, hi = m.interval(t, level, averaged=not selected)
+            rows.append({"callpath": sm.callpath, "metric": sm.metric, "at": t, "value": value,
+                         "lower": None if math.isnan(lo) else lo, "upper": None if math.isnan(hi) else hi,
+                         "level": level, "formula": m.formula(), "status": m.status})
+    if as_json:
+        return write_json(rows)
+    cols = ["callpath", "metric", "at", "value", f"{level:.0%} interval", "model"]
+    out.print(table("Predictions", cols, [
+        [r["callpath"], r["metric"], ",".join(f"{k}={v:g}" for k, v in r["at"].items()), f"{r['value']:.6g}",
+         "-" if r["lower"] is None else f"[{r['lower']:.6g}, {r['upper']:.6g}]",
+         r["formula"] if r["status"] == "ok" else "insufficient points"] for r in rows]))
+
+
+@cli.command("check")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@_model_options
+@click.option("--expect", "expects", multiple=True, required=True, metavar='"GLOB: O(...)"',
+              help='Expected growth, e.g. "main->solve*: O(p log p)"; repeatable.')
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, expects, as_json):
+    """Exit 1 when a callpath's model grows faster than expected (performance regression test).
+
+    \b
+    Example:
+      perfcast check exp.perfcast --metric time --expect "*: O(p log p)" --expect "main->io: O(1)"
+    """
+    from .analysis.expectations import check, parse_expectation
+    from .report.terminal import out, table, write_json
+
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    parsed = [parse_expectation(e, exp.parameters) for e in expects]
+    res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
+    bad, checked = check(res, parsed)
+    if checked == 0:
+        raise PerfcastError("no modelled callpath matches the expectations' globs")
+    if as_json:
+        write_json({"checked": checked, "violations": [v.to_dict() for v in bad], "ok": not bad})
+    elif bad:
+        out.print(table(f"{len(bad)} of {checked} check(s) failed: growing faster than expected",
+                        ["callpath", "metric", "expected", "found", "model"],
+                        [[v.callpath, v.metric, v.expected, v.found, v.formula] for v in bad]))
+    else:
+        out.print(f"all {checked} check(s) passed")
+    if bad:
+        sys.exit(1)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
+
+
 # -- collection: profiling campaigns (issue #4) ---------------------------------------------------
 @cli.command("collect", context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
