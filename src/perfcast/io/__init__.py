@@ -49,7 +49,7 @@ class Reader:
 
 
 _READERS: dict[str, Reader] = {}
-_MODULES = ("tidy", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi", "collected")
+_MODULES = ("tidy", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi")
 _loaded = False
 
 
