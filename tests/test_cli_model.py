@@ -1,0 +1,84 @@
+"""perfcast model / predict / check on files whose generating formulas are known."""
+
+import json
+
+import pytest
+
+from perfcast.cli import main
+
+
+def cli(capsys, *args):
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as e:  # check exits 1 on violations
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def text_file(tmp_path):
+    """Extra-P text file: a = 3 + 2 p^2 (exact), b = 10 + 5 log2(p) (exact), c: one point only."""
+    ps = [4, 8, 16, 32, 64]
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in ps), "", "METRIC time", ""]
+    lines.append("REGION a")
+    lines += [f"DATA {3 + 2 * p * p} {3 + 2 * p * p}" for p in ps]
+    lines += ["", "REGION b"]
+    import math
+    lines += [f"DATA {10 + 5 * math.log2(p)} {10 + 5 * math.log2(p)}" for p in ps]
+    path = tmp_path / "exp.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_model_json_ranked(capsys, text_file):
+    code, out, err = cli(capsys, "model", text_file, "--json", "--target", "p=1024")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["callpath"] for r in rows] == ["a", "b"]  # p^2 outranks log p
+    a, b = rows
+    assert a["rank"] == 1 and a["lead"] == {"p": {"exponent": "2", "log_exponent": 0}}
+    assert a["terms"][0]["factors"] == {"p": {"exponent": "2", "log_exponent": 0}}
+    assert a["terms"][0]["coefficient"] == pytest.approx(2, rel=1e-6)
+    assert a["constant"] == pytest.approx(3, rel=1e-4)
+    assert a["predicted_at_target"] == pytest.approx(3 + 2 * 1024 ** 2, rel=1e-6)
+    assert b["lead"] == {"p": {"exponent": "0", "log_exponent": 1}}
+    assert set(a["quality"]) >= {"rss", "adj_r2", "smape", "cv", "noise"}
+
+
+def test_model_table_and_filters(capsys, text_file):
+    code, out, err = cli(capsys, "model", text_file, "--callpath", "b")
+    assert code == 0, err
+    assert "log2(p)" in out and "p^2" not in out
+
+
+def test_predict_json(capsys, text_file):
+    code, out, err = cli(capsys, "predict", text_file, "--at", "p=256", "--json", "--selected")
+    assert code == 0, err
+    rows = {r["callpath"]: r for r in json.loads(out)}
+    assert rows["a"]["value"] == pytest.approx(3 + 2 * 256 ** 2, rel=1e-6)
+    assert rows["b"]["value"] == pytest.approx(10 + 5 * 8, rel=1e-6)
+    for r in rows.values():
+        assert r["lower"] <= r["value"] <= r["upper"] and r["level"] == 0.9
+
+
+def test_check_exit_codes(capsys, text_file):
+    code, out, err = cli(capsys, "check", text_file, "--expect", "*: O(p log p)")
+    assert code == 1
+    assert "a" in out and "O(p^2)" in out
+    code, out, err = cli(capsys, "check", text_file, "--expect", "a: O(p^2)", "--expect", "b: O(log p)", "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"checked": 2, "violations": [], "ok": True}
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["check", "--expect", "*: O(q^2)"], "unknown parameter"),
+    (["check", "--expect", "*: O(p^^2)"], "cannot read growth order"),
+    (["check", "--expect", "nomatch: O(p)"], "no modelled callpath"),
+    (["predict", "--at", "q=3"], "give exactly the parameters"),
+    (["model", "--metric", "bytes"], "no metric"),
+])
+def test_errors_are_one_line(capsys, text_file, args, needle):
+    code, out, err = cli(capsys, args[0], text_file, *args[1:])
+    assert code == 2
+    assert needle in err and len(err.strip().splitlines()) == 1

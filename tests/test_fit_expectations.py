@@ -1,0 +1,69 @@
+"""Growth-order expectations and scalability-bug ranking."""
+
+from fractions import Fraction as F
+
+import pytest
+
+from perfcast.analysis.expectations import check, exceeds, order_str, parse_expectation, parse_order
+from perfcast.analysis.ranking import rank
+from perfcast.errors import PerfcastError
+from perfcast.fit import SeriesModel, fit_series
+
+
+@pytest.mark.parametrize("text, order", [
+    ("O(p log p)", {"p": (F(1), 1)}),
+    ("O(p^2)", {"p": (F(2), 0)}),
+    ("O(p**(3/2) * log^2(p))", {"p": (F(3, 2), 2)}),
+    ("O(p^1.5)", {"p": (F(3, 2), 0)}),
+    ("O(sqrt(p) log2(p)^2)", {"p": (F(1, 2), 2)}),
+    ("O(1)", {}),
+    ("O(log p)", {"p": (F(0), 1)}),
+    ("O(p n^2 log n)", {"p": (F(1), 0), "n": (F(2), 1)}),
+    ("p·log(p)", {"p": (F(1), 1)}),
+])
+def test_parse_order(text, order):
+    assert parse_order(text) == order
+
+
+def test_parse_errors():
+    for bad in ("O()", "O(p^^2)", "O(log^1/2 p)", "O(p +)"):
+        with pytest.raises(PerfcastError):
+            parse_order(bad)
+    with pytest.raises(PerfcastError):
+        parse_order("O(q)", ["p"])
+    with pytest.raises(PerfcastError):
+        parse_expectation("main p log p")
+
+
+def test_expectation_glob_and_order_string():
+    e = parse_expectation("main->solve*: O(p log p)")
+    assert e.pattern == "main->solve*" and e.order == {"p": (F(1), 1)}
+    assert parse_expectation("O(p)").pattern == "*"
+    assert order_str({"p": (F(3, 2), 1)}) == "O(p^(3/2) log p)"
+
+
+def test_exceeds_is_lexicographic():
+    assert exceeds({"p": (F(1), 1)}, {"p": (F(1), 0)}) == ["p"]
+    assert exceeds({"p": (F(1), 0)}, {"p": (F(1), 1)}) == []
+    assert exceeds({"p": (F(1, 2), 2)}, {"p": (F(2, 3), 0)}) == []  # p^(1/2) log^2 p < p^(2/3)
+    assert exceeds({"p": (F(0), 1), "n": (F(1), 0)}, {"p": (F(1), 0)}) == ["n"]
+
+
+P = [4, 8, 16, 32, 64]
+
+
+def _sm(name, f):
+    return SeriesModel(name, "time", fit_series(P, [[f(p)] * 2 for p in P]))
+
+
+def test_rank_and_check_on_fitted_models():
+    import math
+    models = [_sm("lin", lambda p: 1000 + p), _sm("sq", lambda p: 1 + 0.001 * p * p),
+              _sm("log", lambda p: 5000 + 10 * math.log2(p)), _sm("lin_big", lambda p: 10 + 50 * p),
+              SeriesModel("one", "time", fit_series([4], [[1.0]]))]
+    r = rank(models, {"p": 1e4})
+    assert [x.callpath for x in r] == ["sq", "lin_big", "lin", "log", "one"]
+    assert r[1].predicted == pytest.approx(10 + 50 * 1e4, rel=1e-6)
+    bad, checked = check(models, [parse_expectation("*: O(p)")])
+    assert checked == 4  # the one-point series is not judged
+    assert [v.callpath for v in bad] == ["sq"] and bad[0].found == "O(p^2)"
