@@ -1,0 +1,17 @@
+"""Projection onto machines the user does not have (Sharkawi's surrogate method, seed 002).
+
+* :mod:`.database` -- published benchmark results (SPEC CPU2017, user CSVs), system search;
+* :mod:`.signatures` -- per-instruction counter signatures (characterisation data, Experiments);
+* :mod:`.surrogate` -- surrogate search and compute scaling factor;
+* :mod:`.comm` -- MPI micro-benchmark tables, interpolation, transfer/wait projection;
+* :mod:`.closed_loop` -- validation on published data.
+
+SPEC CPU2017 (rate) replaces the seed's CFP2006 because that is the data at hand.
+"""
+
+from .database import BenchmarkDB, load_spec, load_user_csv
+from .signatures import GROUPS, PORTABLE, Signature, load_navarro, load_signature_csv, signature_from_experiment
+from .surrogate import Surrogate, find_surrogate
+
+__all__ = ["BenchmarkDB", "load_spec", "load_user_csv", "GROUPS", "PORTABLE", "Signature", "load_navarro",
+           "load_signature_csv", "signature_from_experiment", "Surrogate", "find_surrogate"]

@@ -1,0 +1,87 @@
+"""Closed-loop validation of the compute projection on published data.
+
+Each SPEC CPU2017 FP benchmark in turn plays "the application": its signature comes from the
+characterisation data, its surrogate is built from the *other* benchmarks only, and its runtime
+on a target system is projected from its published runtime on a base system; the published
+runtime on the target is the truth.  The naive baseline scales by the geometric mean of the other
+benchmarks' target/base ratios.  Error = |projected / published - 1|.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import PerfcastError
+from .database import BenchmarkDB
+from .signatures import Signature
+from .surrogate import find_surrogate
+
+
+@dataclass
+class LoopResult:
+    app: np.ndarray          # benchmark name per row
+    base: np.ndarray
+    target: np.ndarray
+    error: np.ndarray        # surrogate method
+    baseline: np.ndarray     # geometric-mean baseline
+    quality: np.ndarray
+
+    def summary(self) -> dict:
+        def s(e):
+            return {"mean": float(np.mean(e)), "median": float(np.median(e)), "p90": float(np.quantile(e, 0.9))}
+        per = {}
+        for a in np.unique(self.app):
+            m = self.app == a
+            per[str(a)] = {"method": float(self.error[m].mean()), "baseline": float(self.baseline[m].mean())}
+        return {"pairs": int(len(np.unique(np.stack([self.base, self.target]), axis=1)[0])),
+                "projections": int(len(self.error)), "method": s(self.error), "baseline": s(self.baseline),
+                "per_benchmark": per}
+
+
+def random_pairs(db: BenchmarkDB, benchmarks: list[str], n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` random ordered (base, target) pairs of distinct systems having every benchmark."""
+    t = db.times()
+    t = t[[b for b in benchmarks if b in t.columns]].dropna()
+    if len(t) < 2:
+        raise PerfcastError("fewer than two systems have every benchmark")
+    rng = np.random.default_rng(seed)
+    ids = t.index.to_numpy()
+    b = rng.integers(0, len(ids), 2 * n)
+    g = rng.integers(0, len(ids), 2 * n)
+    keep = b != g
+    return list(zip(ids[b[keep]][:n], ids[g[keep]][:n]))
+
+
+def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs, target_aware: bool = True,
+                max_members: int = 4) -> LoopResult:
+    benches = [b for b in sorted(signatures) if b in db.benchmarks]
+    if len(benches) < 3:
+        raise PerfcastError("fewer than three benchmarks have both a signature and published results")
+    t = db.times()[benches]
+    rows = {k: [] for k in ("app", "base", "target", "error", "baseline", "quality")}
+    cache = {}
+    for base, target in pairs:
+        lr = np.log(t.loc[target].to_numpy(float) / t.loc[base].to_numpy(float))
+        ratios = dict(zip(benches, np.exp(lr)))
+        for i, app in enumerate(benches):
+            others = {b: signatures[b] for b in benches if b != app}
+            logr = {b: lr[j] for j, b in enumerate(benches) if b != app}
+            if target_aware:
+                sur = find_surrogate(signatures[app], others, groups, logr, max_members)
+            else:
+                key = app
+                if key not in cache:
+                    cache[key] = find_surrogate(signatures[app], others, groups, None, max_members)
+                sur = cache[key]
+            sf = sur.scaling_factor(ratios)
+            truth = ratios[app]
+            base_sf = float(np.exp(np.mean([logr[b] for b in others])))
+            rows["app"].append(app)
+            rows["base"].append(base)
+            rows["target"].append(target)
+            rows["error"].append(abs(sf / truth - 1))
+            rows["baseline"].append(abs(base_sf / truth - 1))
+            rows["quality"].append(sur.quality)
+    return LoopResult(**{k: np.array(v) for k, v in rows.items()})

@@ -1,0 +1,243 @@
+"""Published benchmark results: which system ran which benchmark in how many seconds.
+
+A :class:`BenchmarkDB` is one tidy table ``system, suite, benchmark, time`` (seconds, lower is
+better) plus a table of system attributes (one row per system: ``system`` = a unique id, ``name``
+for display, and any descriptive columns such as ``vendor``, ``model_name``, ``sockets``).
+
+Sources
+-------
+* SPEC CPU2017 published results as flattened by spec17-ml (``spec17ml_input_FP_rate.csv``):
+  one row per result, ``t_<benchmark>`` = base runtime; the result file name is the system id.
+* A user CSV in tidy form (:func:`load_user_csv`)::
+
+      system,benchmark,time[,suite][,<any attribute column>...]
+      mybox,503.bwaves_r,412.5,,Xeon Gold 6148,...
+
+  ``time`` is seconds (> 0); attribute columns must be constant per system.  Several sources
+  can be merged with :meth:`BenchmarkDB.merged` (system ids must not collide).
+
+Selecting systems
+-----------------
+:meth:`BenchmarkDB.find` takes a query of words and filters: every word must occur
+(case-insensitive) in the system's id or name fields; ``key=value`` keeps systems whose attribute
+``key`` equals ``value`` (numbers compare numerically, text case-insensitively as a substring),
+``key>value`` / ``key<value`` compare numerically.  :meth:`BenchmarkDB.resolve` insists on one
+system: no match is an error naming the closest names, several matches an error listing the
+candidates (never a guess).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+
+#: Columns searched by free words (those present).
+NAME_FIELDS = ("system", "name", "vendor", "hardware_vendor", "model_name", "test_sponsor")
+_FILTER_RE = re.compile(r"^([A-Za-z_][\w.]*)\s*(=|<=|>=|<|>)\s*(.+)$")
+
+
+@dataclass(frozen=True)
+class BenchmarkDB:
+    """Tidy benchmark results: ``results`` (system, suite, benchmark, time) and ``systems``."""
+
+    results: pd.DataFrame
+    systems: pd.DataFrame
+    source: str = ""
+
+    def __post_init__(self):
+        if self.systems["system"].duplicated().any():
+            dup = self.systems["system"][self.systems["system"].duplicated()].iloc[0]
+            raise PerfcastError(f"system id {dup!r} appears twice", self.source)
+
+    # -- access -------------------------------------------------------------------------------
+    @property
+    def benchmarks(self) -> list[str]:
+        return sorted(self.results["benchmark"].unique())
+
+    def __len__(self) -> int:
+        return len(self.systems)
+
+    def times(self) -> pd.DataFrame:
+        """Wide table: one row per system (index = id), one column per benchmark (seconds)."""
+        return self.results.pivot_table(index="system", columns="benchmark", values="time", aggfunc="first")
+
+    def time(self, system: str, benchmark: str) -> float:
+        """One published runtime; missing is a :class:`PerfcastError`."""
+        r = self.results[(self.results["system"] == system) & (self.results["benchmark"] == benchmark)]
+        if r.empty:
+            raise PerfcastError(f"benchmark {benchmark!r} has no published result on system {system!r}")
+        return float(r["time"].iloc[0])
+
+    def name(self, system: str) -> str:
+        row = self.systems[self.systems["system"] == system]
+        return str(row["name"].iloc[0]) if len(row) else system
+
+    def merged(self, other: "BenchmarkDB") -> "BenchmarkDB":
+        clash = set(self.systems["system"]) & set(other.systems["system"])
+        if clash:
+            raise PerfcastError(f"system ids defined twice: {', '.join(sorted(clash)[:5])}", other.source)
+        return BenchmarkDB(pd.concat([self.results, other.results], ignore_index=True),
+                           pd.concat([self.systems, other.systems], ignore_index=True),
+                           "+".join(s for s in (self.source, other.source) if s))
+
+    # -- selection ----------------------------------------------------------------------------
+    def find(self, query: str) -> pd.DataFrame:
+        """Systems matching every word and filter of ``query`` (see module doc)."""
+        words, filters = _parse_query(query)
+        s = self.systems
+        keep = np.ones(len(s), dtype=bool)
+        if words:
+            fields = [c for c in NAME_FIELDS if c in s.columns]
+            text = s[fields].astype(str).agg(" ".join, axis=1).str.lower()
+            for w in words:
+                keep &= text.str.contains(w.lower(), regex=False).to_numpy()
+        for key, op, value in filters:
+            if key not in s.columns:
+                raise PerfcastError(f"unknown system attribute {key!r} in filter; known: "
+                                    f"{', '.join(c for c in s.columns if c != 'name')}", where="query")
+            col = s[key]
+            num = pd.to_numeric(col, errors="coerce")
+            try:
+                v = float(value)
+            except ValueError:
+                v = None
+            if op == "=":
+                if v is not None and num.notna().any():
+                    keep &= (num == v).to_numpy()
+                else:
+                    keep &= col.astype(str).str.lower().str.contains(value.lower(), regex=False).to_numpy()
+            else:
+                if v is None:
+                    raise PerfcastError(f"filter {key}{op}{value}: {value!r} is not a number", where="query")
+                cmp = {"<": num < v, ">": num > v, "<=": num <= v, ">=": num >= v}[op]
+                keep &= cmp.fillna(False).to_numpy(dtype=bool)
+        return s[keep]
+
+    def resolve(self, query: str, max_listed: int = 8) -> str:
+        """The one system id ``query`` designates; an exact id always wins."""
+        q = query.strip()
+        if not q:
+            raise PerfcastError("empty system query")
+        exact = self.systems[self.systems["system"].str.lower() == q.lower()]
+        if len(exact) == 1:
+            return str(exact["system"].iloc[0])
+        hits = self.find(q)
+        if len(hits) == 1:
+            return str(hits["system"].iloc[0])
+        if hits.empty:
+            names = self.systems.get("model_name", self.systems["name"]).astype(str).unique().tolist()
+            close = difflib.get_close_matches(q, names, n=4, cutoff=0.5)
+            hint = f"; closest names: {', '.join(close)}" if close else ""
+            raise PerfcastError(f"no system matches {q!r} ({len(self)} systems in {self.source or 'the database'})"
+                                f"{hint}", where="system")
+        listed = "; ".join(f"{r.system} = {r.name}" for r in hits.head(max_listed).itertuples())
+        more = f"; ... and {len(hits) - max_listed} more" if len(hits) > max_listed else ""
+        raise PerfcastError(f"{q!r} is ambiguous: {len(hits)} systems match ({listed}{more}); narrow it with "
+                            f"more words, key=value filters (e.g. sockets=2) or give a system id", where="system")
+
+
+def _parse_query(query: str) -> tuple[list[str], list[tuple[str, str, str]]]:
+    words, filters = [], []
+    for tok in query.split():
+        m = _FILTER_RE.match(tok)
+        if m:
+            filters.append((m.group(1), m.group(2), m.group(3)))
+        else:
+            words.append(tok)
+    return words, filters
+
+
+# -- loaders ----------------------------------------------------------------------------------
+def _read_csv(path: Path) -> pd.DataFrame:
+    if not path.exists():
+        raise PerfcastError("no such file", path)
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise PerfcastError(f"not a readable CSV: {str(e).splitlines()[0]}", path) from None
+
+
+def load_spec(path: str | Path, suite: str | None = None) -> BenchmarkDB:
+    """SPEC CPU2017 results flattened one result per row (spec17-ml's ``spec17ml_input_*.csv``).
+
+    System id = the result file name without ``.csv``; name = ``hardware_vendor model_name
+    (sockets x cores_per_socket, copies/threads)``.  Non-positive or missing runtimes are dropped.
+    """
+    path = Path(path)
+    df = _read_csv(path)
+    tcols = [c for c in df.columns if c.startswith("t_")]
+    if not tcols or "file" not in df.columns:
+        raise PerfcastError("not a spec17-ml table: needs a 'file' column and t_<benchmark> runtime columns", path)
+    if suite is None:
+        suite = "cpu2017_" + ("rate" if "rate" in path.name.lower() else "speed" if "speed" in path.name.lower()
+                              else "unknown")
+    ids = df["file"].astype(str).str.replace(r"\.csv$", "", regex=True)
+    if ids.duplicated().any():
+        # keep the first of duplicated result files (the data set holds a few re-submissions)
+        df = df[~ids.duplicated()].reset_index(drop=True)
+        ids = ids[~ids.duplicated()].reset_index(drop=True)
+    attrs = [c for c in df.columns if not c.startswith("t_") and not re.match(r"^\d{3}\.", c) and c != "file"]
+    systems = df[attrs].copy()
+    systems.insert(0, "system", ids)
+
+    def _n(v):
+        try:
+            return f"{int(float(v))}"
+        except (TypeError, ValueError):
+            return "?"
+
+    systems.insert(1, "name", [
+        f"{hv} {mn} ({_n(so)}x{_n(cs)} cores, {_n(tc)} {'copies' if 'rate' in suite else 'threads'})"
+        for hv, mn, so, cs, tc in zip(df.get("hardware_vendor", ""), df.get("model_name", ""), df.get("sockets"),
+                                      df.get("cores_per_socket"), df.get("threads_or_copies"))])
+    long = df[tcols].copy()
+    long.columns = [c[2:] for c in tcols]
+    long.insert(0, "system", ids)
+    long = long.melt(id_vars="system", var_name="benchmark", value_name="time")
+    long["time"] = pd.to_numeric(long["time"], errors="coerce")
+    long = long[np.isfinite(long["time"]) & (long["time"] > 0)]
+    long.insert(1, "suite", suite)
+    return BenchmarkDB(long.reset_index(drop=True), systems.reset_index(drop=True), str(path))
+
+
+def load_user_csv(path: str | Path) -> BenchmarkDB:
+    """Tidy user results ``system, benchmark, time[, suite][, attributes...]`` (see module doc)."""
+    path = Path(path)
+    df = _read_csv(path)
+    missing = [c for c in ("system", "benchmark", "time") if c not in df.columns]
+    if missing:
+        raise PerfcastError(f"missing column(s) {', '.join(missing)}; a benchmark table needs "
+                            f"system, benchmark, time[, suite, attributes...]", path)
+    if df.empty:
+        raise PerfcastError("no rows", path)
+    t = pd.to_numeric(df["time"], errors="coerce")
+    bad = ~(np.isfinite(t) & (t > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise PerfcastError(f"time {df['time'].iloc[i]!r} is not a positive number of seconds", path, i + 2)
+    df = df.assign(time=t.astype(float), system=df["system"].astype(str), benchmark=df["benchmark"].astype(str))
+    if "suite" not in df.columns:
+        df["suite"] = "user"
+    df["suite"] = df["suite"].fillna("user").astype(str)
+    dup = df.duplicated(["system", "suite", "benchmark"])
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise PerfcastError(f"second result for system {df['system'].iloc[i]!r}, benchmark "
+                            f"{df['benchmark'].iloc[i]!r}", path, i + 2)
+    attrs = [c for c in df.columns if c not in ("system", "benchmark", "time", "suite")]
+    systems = df.groupby("system", sort=False)[attrs].first().reset_index() if attrs else \
+        pd.DataFrame({"system": df["system"].unique()})
+    for a in attrs:
+        if (df.groupby("system")[a].nunique(dropna=False) > 1).any():
+            raise PerfcastError(f"attribute column {a!r} differs between rows of one system", path)
+    if "name" not in systems.columns:
+        systems.insert(1, "name", systems["system"])
+    return BenchmarkDB(df[["system", "suite", "benchmark", "time"]].reset_index(drop=True),
+                       systems.reset_index(drop=True), str(path))

@@ -1,0 +1,201 @@
+"""Surrogate search and the compute scaling factor (Sharkawi Sec. 3, Eq 6-10 as reconstructed).
+
+A surrogate is a serial combination of 1..4 benchmarks: benchmark k executes a fraction phi_k of
+the instructions (phi >= 0, sum 1).  Its per-instruction metrics are sum_k phi_k m_k (Eq 7), its
+share of base time is s_k = phi_k CPI_k / sum_j phi_j CPI_j, and its target/base time ratio is the
+scaling factor (Eq 10)
+
+    SF = sum_k s_k P_k,        P_k = t_k(target) / t_k(base)   (published runtimes)
+
+which equals sum_k phi_k I CPI_k t'_k/t_k / sum phi_k I CPI_k: the combination's target time over
+its base time.  Projected compute time = SF x the application's compute time on the base.
+
+Matching (Eq 8-9).  Per metric group g the match error is Sharkawi's
+E_g = sum_j |m_j(app) - m_j(comb)| / sum_j m_j(app) (a floor of 10 % of the benchmarks' median
+group size keeps near-zero groups, e.g. povray's cache misses, from dominating), and a group
+"matches" when E_g <= tolerance (10 %).  The weights phi of every candidate subset of 1..4
+benchmarks are found by non-negative least squares on the group-scaled metric residuals (sum to
+one enforced by a heavily weighted extra row); subsets are searched exhaustively among the
+candidates that a first NNLS over all benchmarks, and the best single benchmarks, propose.
+
+Group ranking (Eq 2-5).  Sharkawi ranks the groups by their share of cycles on the target,
+obtained by fitting the benchmarks' published target/base ratios.  Here the same data are used
+directly: a ridge regression across the candidate benchmarks of log P_b on their standardised
+(log-compressed) metrics tells which metrics explain how this target differs from this base; the
+absolute coefficients weight the metrics in the match (plus a floor so nothing is ignored), and
+the groups are ranked by the summed weights.  Without target data all metrics weigh the same.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import nnls
+
+from ..errors import PerfcastError
+from .signatures import GROUPS, Signature, check_groups
+
+TOLERANCE = 0.10
+_SUM_ROW = 1e3  # weight of the sum-to-one row in the NNLS
+
+
+@dataclass
+class Surrogate:
+    """The chosen benchmarks, their instruction fractions and base-time shares, and match quality."""
+
+    members: list[str]
+    fractions: np.ndarray          # phi_k, instruction fractions
+    shares: np.ndarray             # s_k, base-time shares (weights of the scaling factor)
+    groups: list[str]              # groups used, in rank order (most important first)
+    group_error: dict[str, float]  # Sharkawi's E_g per group
+    group_weight: dict[str, float]
+    residual: float                # weighted least-squares residual norm of the match
+    tolerance: float = TOLERANCE
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def poor(self) -> list[str]:
+        """Groups whose error exceeds the tolerance (the match is flagged when any does)."""
+        return [g for g in self.groups if self.group_error[g] > self.tolerance]
+
+    @property
+    def quality(self) -> str:
+        bad = self.poor
+        if not bad:
+            return "good"
+        return "poor" if bad[0] == self.groups[0] or len(bad) * 2 > len(self.groups) else "fair"
+
+    def scaling_factor(self, ratios: Mapping[str, float]) -> float:
+        """sum_k s_k P_k with P_k = target/base time ratio of member k."""
+        missing = [m for m in self.members if m not in ratios or not np.isfinite(ratios[m])]
+        if missing:
+            raise PerfcastError(f"no target/base ratio for surrogate member(s) {', '.join(missing)}")
+        return float(sum(s * ratios[m] for m, s in zip(self.members, self.shares)))
+
+    def describe(self) -> str:
+        return " + ".join(f"{s:.2f} {m}" for m, s in sorted(zip(self.members, self.shares), key=lambda x: -x[1]))
+
+    def to_dict(self) -> dict:
+        return {"members": self.members, "instruction_fractions": [float(x) for x in self.fractions],
+                "time_shares": [float(x) for x in self.shares], "groups": self.groups,
+                "group_error": {g: float(e) for g, e in self.group_error.items()},
+                "group_weight": {g: float(w) for g, w in self.group_weight.items()},
+                "residual": float(self.residual), "quality": self.quality, "poor_groups": self.poor,
+                "notes": self.notes}
+
+
+def _compress(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.log1p(np.abs(x) / ref)
+
+
+def metric_weights(cands: np.ndarray, log_ratios: np.ndarray, alpha: float = 3.0, floor: float = 0.05) -> np.ndarray:
+    """Per-metric weights from a ridge fit of log target/base ratios on the candidates' metrics.
+
+    ``cands`` is (n_candidates, n_metrics).  Metrics are log-compressed (log1p of the value over
+    its median magnitude) and standardised; the weights are |beta| + ``floor``, normalised to
+    mean 1.  Metrics constant over the candidates get the floor.
+    """
+    ref = np.median(np.abs(cands), axis=0)
+    ref = np.where(ref > 0, ref, 1.0)
+    z = _compress(cands, ref)
+    sd = z.std(axis=0)
+    ok = sd > 1e-12
+    zs = np.zeros_like(z)
+    zs[:, ok] = (z[:, ok] - z[:, ok].mean(axis=0)) / sd[ok]
+    y = log_ratios - log_ratios.mean()
+    A = zs[:, ok]
+    beta = np.zeros(cands.shape[1])
+    if A.shape[1]:
+        beta[ok] = np.linalg.solve(A.T @ A + alpha * np.eye(A.shape[1]), A.T @ y)
+    w = np.abs(beta) + floor * (np.abs(beta).max() if np.abs(beta).max() > 0 else 1.0)
+    return w / w.mean()
+
+
+def find_surrogate(app: Signature, candidates: Mapping[str, Signature], groups: Sequence[str],
+                   log_ratios: Mapping[str, float] | None = None, max_members: int = 4,
+                   tolerance: float = TOLERANCE, screen: int = 8) -> Surrogate:
+    """The best 1..``max_members`` benchmark combination matching ``app`` on ``groups``.
+
+    ``log_ratios`` (log target/base time per candidate) turn on the target-aware metric weighting
+    (see module doc).  Candidates lacking a metric of ``groups`` are skipped (noted); the
+    application lacking one is an error.
+    """
+    groups = check_groups(groups)
+    if not 1 <= max_members <= 6:
+        raise PerfcastError("a surrogate has 1 to 6 members", where="max_members")
+    app.require(groups)
+    metrics = [m for g in groups for m in GROUPS[g]]
+    names, notes = [], []
+    for n, s in candidates.items():
+        if n == app.name:
+            continue
+        if all(m in s.values for m in metrics) and (log_ratios is None or np.isfinite(log_ratios.get(n, np.nan))):
+            names.append(n)
+        else:
+            notes.append(f"{n} skipped (incomplete signature or no published ratio)")
+    if not names:
+        raise PerfcastError(f"no benchmark has a complete signature for groups {', '.join(groups)}")
+    M = np.array([candidates[n].vector(metrics) for n in names])  # (n_cand, n_metrics)
+    a = app.vector(metrics)
+    # group scaling: Sharkawi's E_g denominator with a floor
+    scale = np.empty(len(metrics))
+    gidx = {}
+    i = 0
+    for g in groups:
+        k = len(GROUPS[g])
+        size = np.abs(M[:, i:i + k]).sum(axis=1)
+        floor = 0.1 * float(np.median(size)) if np.median(size) > 0 else 1.0
+        scale[i:i + k] = max(float(np.abs(a[i:i + k]).sum()), floor)
+        gidx[g] = slice(i, i + k)
+        i += k
+    if log_ratios is not None and len(names) >= 3:
+        w = metric_weights(M, np.array([log_ratios[n] for n in names]))
+    else:
+        w = np.ones(len(metrics))
+    gw = {g: float(w[gidx[g]].sum() / len(GROUPS[g])) for g in groups}
+    ranked = sorted(groups, key=lambda g: -gw[g])
+    A = (M / scale).T * w[:, None]        # (n_metrics, n_cand)
+    y = a / scale * w
+
+    def solve(idx):
+        Ai = np.vstack([A[:, idx], np.full(len(idx), _SUM_ROW)])
+        phi, _ = nnls(Ai, np.append(y, _SUM_ROW))
+        s = phi.sum()
+        if s <= 0:
+            return None, np.inf
+        phi = phi / s
+        return phi, float(np.linalg.norm(A[:, idx] @ phi - y))
+
+    # screening: one NNLS over everything + the best single benchmarks
+    phi_all, _ = solve(list(range(len(names))))
+    singles = sorted(range(len(names)), key=lambda j: solve([j])[1])
+    pool = [j for j in np.argsort(-(phi_all if phi_all is not None else np.zeros(len(names))))
+            if phi_all is not None and phi_all[j] > 1e-9][:screen]
+    for j in singles:
+        if len(pool) >= screen:
+            break
+        if j not in pool:
+            pool.append(j)
+    best = (np.inf, None, None)
+    for k in range(1, min(max_members, len(pool)) + 1):
+        for sub in itertools.combinations(pool, k):
+            phi, r = solve(list(sub))
+            if phi is not None and r < best[0] - 1e-12:
+                best = (r, list(sub), phi)
+    r, sub, phi = best
+    keep = phi > 1e-6
+    sub, phi = [s for s, kp in zip(sub, keep) if kp], phi[keep] / phi[keep].sum()
+    members = [names[j] for j in sub]
+    comb = M[sub].T @ phi
+    gerr = {g: float(np.abs(a[gidx[g]] - comb[gidx[g]]).sum() / scale[gidx[g]][0]) for g in groups}
+    cpis = [candidates[m].values.get("cpi") for m in members]
+    if all(c is not None and c > 0 for c in cpis):
+        shares = phi * np.array(cpis)
+        shares = shares / shares.sum()
+    else:
+        shares = phi.copy()
+        notes.append("no CPI for every member: time shares taken equal to instruction fractions")
+    return Surrogate(members, phi, shares, ranked, gerr, gw, r, tolerance, notes)
