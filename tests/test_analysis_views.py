@@ -165,3 +165,19 @@ def test_hpctoolkit_views_match_stored_inclusive_values(data_dir, db):
     # failed) together hold the total
     fl = {r["name"]: r["inclusive"] for r in flat(prof)["rows"]}
     assert sum(fl[exp.tree.name(r)] for r in roots) == pytest.approx(prof.total)
+
+
+def test_deep_trees_do_not_hit_the_recursion_limit():
+    n = 1200  # deeper than Python's default recursion limit (1000)
+    nodes = [(f"n{i}", f"n{i - 1}" if i else None, "rec" if i % 2 else f"f{i}") for i in range(n)]
+    rows = [dict(callpath=f"n{i}", metric="time", value=1.0) for i in range(n)]
+    e = Experiment([], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")], CallTree(nodes))
+    prof = profile(e)
+    assert prof.total == n
+    td = top_down(prof)
+    assert len(td["nodes"]) == n and td["nodes"][-1]["depth"] == n - 1
+    assert len(hot_path(prof)["nodes"]) == n  # every child holds all but 1 of its parent's cost
+    rec = {r["name"]: r for r in bottom_up(prof, depth=2)["rows"]}["rec"]
+    # n / 2 contexts of "rec"; inclusive counts only the outermost (n1: n - 1)
+    assert (rec["contexts"], rec["exclusive"], rec["inclusive"]) == (n // 2, n // 2, n - 1)
+    assert len(bottom_up(prof, depth=2)["rows"]) == n // 2 + 1

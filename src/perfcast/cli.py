@@ -234,7 +234,8 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
               help="Order of siblings/rows (overrides --inclusive/--exclusive).")
 @click.option("--threshold", type=float, default=0.0, metavar="PCT",
               help="Hide scopes below PCT percent of the total.")
-@click.option("--depth", type=int, default=None, help="Deepest level (top-down) or caller levels (bottom-up).")
+@click.option("--depth", type=int, default=None,
+              help="Deepest level shown (top-down), or caller levels computed (bottom-up, default 3).")
 @click.option("--hot-path", "hot", default=None, metavar="CALLPATH",
               help="Show the hot path from CALLPATH (a full callpath or a unique frame name; '-' = the root).")
 @click.option("--hot-fraction", type=float, default=0.5, show_default=True,
@@ -271,11 +272,11 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
     if mode == "flat":
         res = V.flat(prof, threshold, sort)
     else:
-        res = V.bottom_up(prof, threshold, sort, depth)
+        res = V.bottom_up(prof, threshold, sort, 3 if depth is None else depth)
     if as_json:
         return write_json(res)
     shown = dict(res, rows=res["rows"][:limit])
-    R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, depth if depth is not None else 2)
+    R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, 3 if depth is None else depth)
 
 
 @cli.command("waste")

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -47,8 +49,9 @@ class Profile:
     table: pd.DataFrame
     total: float
 
-    def pct(self, x):
-        return 100.0 * np.asarray(x, dtype=float) / self.total if self.total else np.full(np.shape(x), np.nan)
+    def pct(self, x) -> float:
+        """``x`` as a percentage of the total (NaN when the total is 0)."""
+        return 100.0 * float(x) / self.total if self.total else math.nan
 
 
 def default_metric(exp: Experiment) -> str:
@@ -132,7 +135,7 @@ def _reduce(v: pd.DataFrame, keys: list[str], how: str, counts) -> pd.DataFrame:
 def tree_total(exp: Experiment, table: pd.DataFrame) -> float:
     """Sum of the inclusive cost of the topmost callpaths present in ``table`` (index callpath)."""
     present = set(table.index)
-    top = [p for p in table.index if not any(a in present for a in exp.tree.ancestors(p))]
+    top = topmost(exp.tree, present)
     return float(table.loc[top, "inclusive"].sum())
 
 
@@ -168,35 +171,43 @@ def top_down(prof: Profile, threshold: float = 0.0, sort: str = "inclusive", dep
     subtrees (counted in ``hidden``).  Returns ``{"nodes": [...], "hidden": n, ...}`` with nodes in
     display order (each with ``depth``)."""
     tree, t = prof.exp.tree, prof.table
+    I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
     present = set(t.index)
     nodes, hidden = [], 0
-    roots = [p for p in t.index if not any(a in present for a in tree.ancestors(p))]
+    roots = topmost(tree, present)
 
     def kids_of(p):
-        # children with values; a child without values is skipped through to its valued descendants
-        out = []
-        for c in tree.children(p):
-            out.extend([c] if c in present else kids_of(c))
-        return out
+        return _valued_children(tree, p, present)
 
-    def visit(p, d):
-        nonlocal hidden
-        inc = float(t.at[p, "inclusive"])
-        if threshold and abs(prof.pct(inc)) < threshold:
-            hidden += 1 + sum(1 for q in tree.descendants(p) if q in present)
-            return
-        if depth is not None and d > depth:
-            hidden += 1 + sum(1 for q in tree.descendants(p) if q in present)
-            return
-        exc = float(t.at[p, "exclusive"])
+    def n_below(p):
+        return 1 + sum(1 for q in tree.descendants(p) if q in present)
+
+    # iterative depth-first walk (calling-context trees can be deeper than Python's recursion limit)
+    stack = [(r, 0) for r in reversed(_sorted_children(prof, roots, sort))]
+    while stack:
+        p, d = stack.pop()
+        inc = float(I[p])
+        if (threshold and abs(prof.pct(inc)) < threshold) or (depth is not None and d > depth):
+            hidden += n_below(p)
+            continue
+        exc = float(E[p])
         nodes.append({"path": p, "name": tree.name(p), "depth": d, "inclusive": inc, "exclusive": exc,
                       "inclusive_pct": _f(prof.pct(inc)), "exclusive_pct": _f(prof.pct(exc))})
-        for c in _sorted_children(prof, kids_of(p), sort):
-            visit(c, d + 1)
-
-    for r in _sorted_children(prof, roots, sort):
-        visit(r, 0)
+        stack.extend((c, d + 1) for c in reversed(_sorted_children(prof, kids_of(p), sort)))
     return {"view": "top-down", **_head(prof), "nodes": nodes, "hidden": hidden}
+
+
+def _valued_children(tree, p: str, present: set) -> list[str]:
+    """Children of ``p`` with values; a child without values is skipped through to its valued
+    descendants."""
+    out, stack = [], list(reversed(tree.children(p)))
+    while stack:
+        c = stack.pop()
+        if c in present:
+            out.append(c)
+        else:
+            stack.extend(reversed(tree.children(c)))
+    return out
 
 
 def _f(x) -> float | None:
@@ -218,18 +229,48 @@ def _instances(prof: Profile) -> dict[str, list[str]]:
     return by
 
 
-def _outermost(tree, p: str) -> bool:
-    name = tree.name(p)
-    return not any(tree.name(a) == name for a in tree.ancestors(p))
+def outermost(tree) -> dict[str, bool]:
+    """Callpath -> True when no ancestor has the same frame name (one pass over the tree)."""
+    out: dict[str, bool] = {}
+    on_path: dict[str, int] = {}
+    for r in tree.roots():
+        stack = [(r, False)]
+        while stack:
+            p, leaving = stack.pop()
+            name = tree.name(p)
+            if leaving:
+                on_path[name] -= 1
+                continue
+            out[p] = not on_path.get(name)
+            on_path[name] = on_path.get(name, 0) + 1
+            stack.append((p, True))
+            stack.extend((c, False) for c in reversed(tree.children(p)))
+    return out
+
+
+def topmost(tree, present) -> list[str]:
+    """Callpaths in ``present`` none of whose ancestors is in ``present``, in tree order."""
+    out = []
+    for r in tree.roots():
+        stack = [r]
+        while stack:
+            p = stack.pop()
+            if p in present:
+                out.append(p)  # its subtree is covered
+            else:
+                stack.extend(reversed(tree.children(p)))
+    return out
 
 
 def flat(prof: Profile, threshold: float = 0.0, sort: str = "exclusive") -> dict:
     """Costs of each procedure aggregated over all its calling contexts."""
     tree, t = prof.exp.tree, prof.table
+    I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
     rows = []
+    outer = outermost(tree)
     for name, ctxs in _instances(prof).items():
         exc = float(t.loc[ctxs, "exclusive"].sum())
-        inc = float(t.loc[[c for c in ctxs if _outermost(tree, c)], "inclusive"].sum())
+        inc = float(t.loc[[c for c in ctxs if outer[c]], "inclusive"].sum())
         rows.append({"name": name, "inclusive": inc, "exclusive": exc, "inclusive_pct": _f(prof.pct(inc)),
                      "exclusive_pct": _f(prof.pct(exc)), "contexts": len(ctxs)})
     return {"view": "flat", **_head(prof), "rows": _sort_rows(rows, threshold, sort, prof)}
@@ -254,36 +295,45 @@ def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", de
     costs of the contexts of f called from g, f <- g <- h those called from g called from h, and so
     on up to ``depth`` levels (all when None).  Inclusive costs count outermost contexts only."""
     tree, t = prof.exp.tree, prof.table
+    I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
     out = []
+    outer = outermost(tree)
     for name, ctxs in _instances(prof).items():
         top: dict = {"name": name, "inclusive": 0.0, "exclusive": 0.0, "contexts": 0, "callers": {}}
         for c in ctxs:
-            exc = float(t.at[c, "exclusive"])
-            inc = float(t.at[c, "inclusive"]) if _outermost(tree, c) else 0.0
+            exc = float(E[c])
+            inc = float(I[c]) if outer[c] else 0.0
             node = top
             node["inclusive"] += inc
             node["exclusive"] += exc
             node["contexts"] += 1
-            for lvl, a in enumerate(tree.ancestors(c)):
-                if depth is not None and lvl >= depth:
-                    break
+            a, lvl = tree.parent(c), 0
+            while a is not None and (depth is None or lvl < depth):
                 an = tree.name(a)
                 node = node["callers"].setdefault(an, {"name": an, "inclusive": 0.0, "exclusive": 0.0,
                                                        "contexts": 0, "callers": {}})
                 node["inclusive"] += inc
                 node["exclusive"] += exc
                 node["contexts"] += 1
+                a, lvl = tree.parent(a), lvl + 1
         out.append(top)
 
-    def finish(node):
-        node["inclusive_pct"] = _f(prof.pct(node["inclusive"]))
-        node["exclusive_pct"] = _f(prof.pct(node["exclusive"]))
-        kids = [finish(k) for k in node["callers"].values()]
-        node["callers"] = sorted(kids, key=lambda r: (-r[sort], r["name"]) if sort in ("inclusive", "exclusive")
-                                 else r["name"])
-        return node
+    def key(r):
+        return (-r[sort], r["name"]) if sort in ("inclusive", "exclusive") else r["name"]
 
-    rows = [finish(r) for r in out]
+    # children before parents, without recursion (caller chains are as deep as the tree)
+    for top in out:
+        todo, order = [top], []
+        while todo:
+            node = todo.pop()
+            order.append(node)
+            todo.extend(node["callers"].values())
+        for node in reversed(order):
+            node["inclusive_pct"] = _f(prof.pct(node["inclusive"]))
+            node["exclusive_pct"] = _f(prof.pct(node["exclusive"]))
+            node["callers"] = sorted(node["callers"].values(), key=key)
+
+    rows = out
     return {"view": "bottom-up", **_head(prof), "rows": _sort_rows(rows, threshold, sort, prof)}
 
 
@@ -293,12 +343,13 @@ def hot_path(prof: Profile, start: str | None = None, fraction: float = 0.5) -> 
     cost while it holds at least ``fraction`` of its parent's inclusive cost (hpcviewer's rule,
     default 50 %).  The last node is where the cost concentrates."""
     tree, t = prof.exp.tree, prof.table
+    I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
     if not 0 < fraction <= 1:
         raise PerfcastError(f"hot-path fraction {fraction}: must be in (0, 1]")
     present = set(t.index)
     if start is None:
-        roots = [p for p in t.index if not any(a in present for a in tree.ancestors(p))]
-        start = max(roots, key=lambda p: t.at[p, "inclusive"])
+        roots = topmost(tree, present)
+        start = max(roots, key=lambda p: I[p])
     elif start not in present:
         hits = [p for p in t.index if tree.name(p) == start]
         if len(hits) == 1:
@@ -309,21 +360,14 @@ def hot_path(prof: Profile, start: str | None = None, fraction: float = 0.5) -> 
     path = [start]
     while True:
         cur = path[-1]
-        kids = [c for c in tree.descendants(cur) if c in present and _nearest_valued_parent(tree, c, present) == cur]
+        kids = _valued_children(tree, cur, present)
         if not kids:
             break
-        best = max(kids, key=lambda c: t.at[c, "inclusive"])
-        if t.at[best, "inclusive"] < fraction * t.at[cur, "inclusive"] or t.at[cur, "inclusive"] <= 0:
+        best = max(kids, key=lambda c: I[c])
+        if I[best] < fraction * I[cur] or I[cur] <= 0:
             break
         path.append(best)
-    nodes = [{"path": p, "name": tree.name(p), "inclusive": float(t.at[p, "inclusive"]),
-              "exclusive": float(t.at[p, "exclusive"]), "inclusive_pct": _f(prof.pct(t.at[p, "inclusive"])),
-              "exclusive_pct": _f(prof.pct(t.at[p, "exclusive"]))} for p in path]
+    nodes = [{"path": p, "name": tree.name(p), "inclusive": float(I[p]),
+              "exclusive": float(E[p]), "inclusive_pct": _f(prof.pct(I[p])),
+              "exclusive_pct": _f(prof.pct(E[p]))} for p in path]
     return {"view": "hot-path", **_head(prof), "fraction": fraction, "nodes": nodes}
-
-
-def _nearest_valued_parent(tree, p, present):
-    for a in tree.ancestors(p):
-        if a in present:
-            return a
-    return None
