@@ -1,0 +1,992 @@
+"""The HTML report: one self-contained file (inline CSS, static SVG plots, MathML formulas, a few
+lines of inline JavaScript for sorting and filtering) that works offline.
+
+Two steps, so that the numbers can be tested without HTML and the HTML without fitting:
+
+* :func:`build_report` computes a :class:`Report` from an Experiment -- summary, models of one
+  metric for every callpath, the scalability-bug ranking, measured medians with repetition spread,
+  curves and prediction bands for the plotted kernels, the cost breakdown over the process count,
+  the scaling-loss tree, the metric/derived-metric table and, when given, an APMT breakdown
+  (computation / memory / communication) and projections to target machines;
+* :func:`render_html` turns a Report into the HTML text (jinja2 with autoescaping; SVG built by
+  :mod:`perfcast.report.svg`, which escapes every name it writes).
+
+Big experiments stay small: the ranked table holds ``kernels`` rows, plots are drawn for the first
+``plots`` of them, everything else is collapsed into an "other kernels" row, and the scaling-loss
+tree keeps the scopes that matter (capped at ``tree_rows``).
+
+Which kernels are shown (decided here, printed in the report): the ranking is the SC13 one
+(:mod:`perfcast.analysis.ranking`: asymptotic growth first, then the value at the target); a
+callpath enters the table when it is *significant*, i.e. holds at least ``min_share`` of the
+total at the largest measured point or is predicted to hold at least that share at the target
+-- a tiny callpath fitted with a steep exponent from noise is not a scalability bug, a small one
+predicted to dominate is.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup, escape
+
+from .. import __version__
+from ..errors import PerfcastError
+from ..experiment import Experiment
+from . import svg as S
+
+__all__ = ["ReportOptions", "Report", "build_report", "render_html", "write_report", "formula_mathml"]
+
+
+@dataclass
+class ReportOptions:
+    metric: str | None = None
+    #: target point {param: value}; default: 4x the largest measured value of ``x``
+    target: Mapping[str, float] | None = None
+    #: parameter on the x axis of the plots (default: the process count, else the first parameter)
+    x: str | None = None
+    kernels: int = 30
+    plots: int = 12
+    min_share: float = 0.01
+    #: weak, strong, auto (guess from the totals) or none (no scaling-loss section)
+    scaling: str = "auto"
+    level: float = 0.9
+    title: str | None = None
+    locations: str = "auto"
+    tree_rows: int = 300
+    max_terms: int = 1
+    negative: bool = False
+
+
+@dataclass
+class Report:
+    title: str
+    options: ReportOptions
+    summary: dict
+    metric: str
+    unit: str
+    x: str | None
+    target: dict | None
+    target_default: bool
+    kernels: list[dict] = field(default_factory=list)
+    other: dict | None = None
+    n_models: int = 0
+    plots: list[dict] = field(default_factory=list)
+    cost_breakdown: dict | None = None
+    apmt: dict | None = None
+    scaling_loss: dict | None = None
+    metrics_table: dict | None = None
+    projections: dict | None = None
+    notes: list[str] = field(default_factory=list)
+    #: prediction intervals clipped at 0 (a cost that cannot be negative)
+    clipped: bool = False
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary of what the report shows (no SVG)."""
+        ks = [{k: v for k, v in r.items() if k not in ("mathml", "trend", "series")} for r in self.kernels]
+        sl = None
+        if self.scaling_loss:
+            sl = {k: v for k, v in self.scaling_loss.items() if k != "rows"}
+            sl["n_rows"] = len(self.scaling_loss.get("rows", []))
+        return {"title": self.title, "metric": self.metric, "unit": self.unit, "x": self.x, "target": self.target,
+                "target_default": self.target_default, "n_models": self.n_models, "kernels": ks,
+                "other": self.other, "plots": [p["callpath"] for p in self.plots],
+                "sections": self.sections(), "scaling_loss": sl, "notes": self.notes,
+                "summary": {k: v for k, v in self.summary.items() if k != "points"}}
+
+    def sections(self) -> list[str]:
+        out = ["summary"]
+        if self.kernels:
+            out.append("ranking")
+        if self.plots:
+            out.append("plots")
+        if self.apmt:
+            out.append("apmt")
+        if self.cost_breakdown:
+            out.append("breakdown")
+        if self.scaling_loss:
+            out.append("scaling-loss")
+        if self.metrics_table:
+            out.append("metrics")
+        if self.projections:
+            out.append("projections")
+        return out
+
+
+# -- numbers and formulas -------------------------------------------------------------------------
+def _num(v, digits: int = 4) -> str:
+    if v is None:
+        return "–"
+    v = float(v)
+    if not math.isfinite(v):
+        return "–"
+    if v == 0:
+        return "0"
+    if v.is_integer() and abs(v) < 1e7:
+        return str(int(v))
+    a = abs(v)
+    if a >= 1e6 or a < 1e-3:
+        m, e = f"{v:.{digits - 1}e}".split("e")
+        return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
+    return f"{v:.{digits}g}"
+
+
+def _pct(v) -> str:
+    if v is None or not math.isfinite(float(v)):
+        return "–"
+    return f"{100 * float(v):.1f}%"
+
+
+def _mn(v: float, digits: int = 4) -> str:
+    """A number as MathML (m x 10^e for large and small magnitudes)."""
+    v = float(v)
+    s = f"{v:.{digits}g}"
+    if "e" in s:
+        m, e = s.split("e")
+        return (f"<mn>{escape(m)}</mn><mo>&#xD7;</mo><msup><mn>10</mn><mn>{int(e)}</mn></msup>"
+                if m != "1" else f"<msup><mn>10</mn><mn>{int(e)}</mn></msup>")
+    return f"<mn>{escape(s)}</mn>"
+
+
+def _factor_mathml(param: str, i: Fraction, j: int) -> str:
+    p = f"<mi>{escape(param)}</mi>"
+    parts = []
+    if i != 0:
+        if i == 1:
+            parts.append(p)
+        else:
+            ex = (f"<mn>{i.numerator}</mn>" if i.denominator == 1 and i > 0 else
+                  f"<mrow><mn>{escape(str(i.numerator))}</mn><mo>/</mo><mn>{i.denominator}</mn></mrow>")
+            parts.append(f"<msup>{p}{ex}</msup>")
+    if j:
+        log = "<msub><mi>log</mi><mn>2</mn></msub>" if j == 1 else \
+            f"<msubsup><mi>log</mi><mn>2</mn><mn>{int(j)}</mn></msubsup>"
+        parts.append(f"{log}<mo>&#x2061;</mo><mi>{escape(param)}</mi>")
+    return "<mo>&#xB7;</mo>".join(parts)
+
+
+def formula_mathml(model, digits: int = 4) -> Markup:
+    """The model as a MathML ``<math>`` element (parameter names escaped)."""
+    items = []
+    if model.constant != 0 or not model.terms:
+        items.append(_mn(model.constant, digits))
+    for t in model.terms:
+        c = float(t.coefficient)
+        sign = "-" if c < 0 else "+"
+        if items:
+            items.append(f"<mo>{'&#x2212;' if sign == '-' else '+'}</mo>")
+        elif sign == "-":
+            items.append("<mo>&#x2212;</mo>")
+        fac = "<mo>&#xB7;</mo>".join(_factor_mathml(p, i, j) for p, i, j in t.factors if i != 0 or j)
+        items.append(_mn(abs(c), digits) + ("<mo>&#xB7;</mo>" + fac if fac else ""))
+    plain = escape(model.formula())
+    return Markup(f'<math display="inline" title="{plain}"><mrow>{"".join(items)}</mrow></math>')
+
+
+def _order_str(model) -> str:
+    from ..analysis.expectations import order_str
+
+    return order_str(model.lead_order())
+
+
+# -- building -------------------------------------------------------------------------------------
+def _primary_metric(exp: Experiment, metric: str | None) -> str:
+    if metric is not None:
+        if metric not in exp.metrics:
+            raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}", where="metric")
+        return metric
+    from ..analysis.views import default_metric
+
+    try:
+        return default_metric(exp)
+    except PerfcastError:
+        times = [m.name for m in exp.metrics.values() if m.kind == "time"]
+        if not exp.metrics:
+            raise PerfcastError("the experiment has no metrics") from None
+        return times[0] if times else next(iter(exp.metrics))
+
+
+def _x_param(exp: Experiment, x: str | None) -> str | None:
+    if not exp.parameters:
+        return None
+    if x is not None:
+        if x not in exp.parameters:
+            raise PerfcastError(f"no parameter {x!r}; the experiment has: {', '.join(exp.parameters)}", where="x")
+        return x
+    from ..analysis.scaling_loss import process_parameter
+
+    try:
+        return process_parameter(exp)
+    except PerfcastError:
+        pts = exp.points()
+        varying = [p for p in exp.parameters if pts[p].nunique() > 1]
+        return (varying or list(exp.parameters))[0]
+
+
+def _measurements(exp: Experiment, metric: str, locations: str) -> pd.DataFrame:
+    """Per point and callpath: median, min, max, mean and count over repetitions (locations
+    reduced as the modeler does)."""
+    from ..fit.series import _reduce_locations
+
+    sub = exp.select(metric=metric)
+    d = _reduce_locations(sub, locations)
+    keys = [*exp.parameters, "callpath"]
+    g = d.groupby(keys, observed=True, sort=False)["value"]
+    st = g.agg(["median", "min", "max", "mean", "count"]).reset_index()
+    st["callpath"] = st["callpath"].astype(str)
+    return st
+
+
+def _guess_mode(first: float, last: float, p: float, q: float) -> str:
+    """weak when the per-process total stays nearer constant than ~1/p (log distance)."""
+    if not (first > 0 and last > 0):
+        return "weak"
+    r = math.log(last / first)
+    return "weak" if abs(r) <= abs(r - math.log(p / q)) else "strong"
+
+
+def build_report(exp: Experiment, options: ReportOptions | None = None, *, models=None,
+                 apmt: Mapping | None = None, projections: Mapping | Sequence | None = None) -> Report:
+    """Compute everything the report shows.  ``models``: fitted :class:`perfcast.fit.SeriesModel`
+    list to reuse (default: fit the metric now); ``apmt``: ``{"x": name, "points": [...],
+    "components": {"computation": [...], "memory": [...], "communication": [...]}, "unit": ...}``;
+    ``projections``: ``{"columns": [...], "rows": [[...], ...]}`` or a list of dicts (one per target
+    machine)."""
+    o = options or ReportOptions()
+    if o.kernels < 1 or o.plots < 0:
+        raise PerfcastError("kernels must be >= 1 and plots >= 0")
+    if not 0 <= o.min_share < 1:
+        raise PerfcastError(f"min share {o.min_share}: must be between 0 and 1", where="min_share")
+    if o.scaling not in ("auto", "weak", "strong", "none"):
+        raise PerfcastError(f"scaling mode {o.scaling!r}: use auto, weak, strong or none")
+    metric = _primary_metric(exp, o.metric)
+    m = exp.metrics[metric]
+    x = _x_param(exp, o.x)
+    s = exp.summary()
+    summary = {"parameters": s["parameters"], "points": s["points"][:200], "n_points": s["n_points"],
+               "metrics": s["metrics"], "n_callpaths": s["n_callpaths"], "n_values": s["n_values"],
+               "locations": s["locations"], "sources": [str(v) for v in (exp.meta.get("sources") or [])][:20],
+               "n_sources": len(exp.meta.get("sources") or []), "format": exp.meta.get("format"),
+               "warnings": [str(w) for w in exp.meta.get("warnings", [])][:20],
+               "max_reps": max((p["repetitions"] for p in s["points"]), default=0)}
+    camp = exp.meta.get("campaign")
+    if isinstance(camp, dict) and camp.get("command"):
+        summary["command"] = " ".join(str(c) for c in camp["command"])
+    title = o.title or _default_title(exp)
+    rep = Report(title=title, options=o, summary=summary, metric=metric, unit=m.unit, x=x, target=None,
+                 target_default=False)
+    if o.level <= 0 or o.level >= 1:
+        raise PerfcastError(f"interval level {o.level}: must be between 0 and 1", where="level")
+
+    meas = _measurements(exp, metric, o.locations)
+    if exp.parameters:
+        _models_section(rep, exp, meas, models, o)
+    else:
+        rep.notes.append("The experiment holds a single run (no parameters): no scaling models; "
+                         "combine runs at several process counts to model them.")
+    _breakdown_section(rep, exp, o)
+    if o.scaling != "none":
+        _scaling_loss_section(rep, exp, o)
+    _metrics_section(rep, exp, o)
+    if apmt:
+        rep.apmt = _check_apmt(apmt)
+    if projections:
+        rep.projections = _check_projections(projections)
+    return rep
+
+
+def _default_title(exp: Experiment) -> str:
+    src = exp.meta.get("sources") or []
+    if src:
+        p = Path(str(src[0]))
+        name = p.parent.name if len(src) > 1 else p.name
+        return f"perfcast report: {name}"
+    return "perfcast report"
+
+
+def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o: ReportOptions):
+    from ..analysis.ranking import rank
+    from ..fit import FitOptions, model_experiment
+
+    x = rep.x
+    pts = exp.points()
+    maxpt = {p: float(pts[p].max()) for p in exp.parameters}
+    if o.target:
+        target = {k: float(v) for k, v in o.target.items()}
+        unknown = [k for k in target if k not in exp.parameters]
+        if unknown:
+            raise PerfcastError(f"target names unknown parameter(s) {', '.join(unknown)}; the experiment has: "
+                                f"{', '.join(exp.parameters)}", where="target")
+        for p in exp.parameters:
+            target.setdefault(p, maxpt[p])
+        bad = [k for k, v in target.items() if not (v > 0 and math.isfinite(v))]
+        if bad:
+            raise PerfcastError(f"target value(s) of {', '.join(bad)} must be positive numbers", where="target")
+    else:
+        target = dict(maxpt)
+        target[x] = 4 * maxpt[x]
+        rep.target_default = True
+    rep.target = target
+    if models is None:
+        models = model_experiment(exp, metric=[rep.metric], options=FitOptions(max_terms=o.max_terms,
+                                                                               negative=o.negative),
+                                  locations=o.locations)
+    models = [sm for sm in models if sm.metric == rep.metric]
+    rep.n_models = len(models)
+    if not models:
+        rep.notes.append(f"No series of metric {rep.metric!r} to model.")
+        return
+    ranked = rank(models, target)
+
+    # shares: of the total at the largest measured point, and predicted at the target
+    scope = exp.metrics[rep.metric].scope
+    tree = exp.tree
+    at_max = meas
+    for p in exp.parameters:
+        at_max = at_max[at_max[p] == maxpt[p]]
+    now = dict(zip(at_max["callpath"], at_max["median"].astype(float)))
+    if not now:  # no callpath measured at the corner point: use each callpath's largest x
+        last = meas.sort_values(list(exp.parameters)).groupby("callpath", sort=False).tail(1)
+        now = dict(zip(last["callpath"], last["median"].astype(float)))
+    pred = {r.callpath: (r.predicted if r.predicted is not None and math.isfinite(r.predicted) else None)
+            for r in ranked}
+    tops = _topmost(tree, set(now)) if scope == "inclusive" else set(now)
+    total_now = sum(v for c, v in now.items() if c in tops and v > 0)
+    ptops = _topmost(tree, {c for c, v in pred.items() if v is not None}) if scope == "inclusive" else \
+        {c for c, v in pred.items() if v is not None}
+    total_pred = sum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
+
+    by_cp = {cp: g for cp, g in meas.groupby("callpath", sort=False)}
+    nonneg = _nonnegative(exp, rep.metric, meas)
+    rep.clipped = nonneg
+    rows, rest = [], []
+    for r in ranked:
+        sh_now = now.get(r.callpath, 0.0) / total_now if total_now > 0 else None
+        pv = pred.get(r.callpath)
+        sh_pred = pv / total_pred if (pv is not None and total_pred > 0) else None
+        significant = ((sh_now is not None and sh_now >= o.min_share) or
+                       (sh_pred is not None and sh_pred >= o.min_share) or o.min_share == 0)
+        row = {"rank": r.rank, "callpath": r.callpath, "name": tree.name(r.callpath) if r.callpath in tree else r.callpath,
+               "context": _context(tree, r.callpath),
+               "depth": tree.depth(r.callpath) if r.callpath in tree else 0,
+               "status": r.model.status, "share_now": sh_now, "share_target": sh_pred, "now": now.get(r.callpath),
+               "predicted": pv, "model": r.model}
+        (rows if significant and len(rows) < o.kernels else rest).append(row)
+    rep.other = None
+    if rest:
+        rep.other = {"count": len(rest),
+                     "max_share_now": max((r["share_now"] or 0.0) for r in rest),
+                     "max_share_target": max((r["share_target"] or 0.0) for r in rest),
+                     "insignificant": sum(1 for r in rest if not ((r["share_now"] or 0) >= o.min_share or
+                                                                   (r["share_target"] or 0) >= o.min_share))}
+    for row in rows:
+        mdl = row.pop("model")
+        q = mdl.quality
+        lo = hi = None
+        if mdl.status == "ok":
+            lo, hi = mdl.interval(target, o.level)
+            lo = max(lo, 0.0) if (math.isfinite(lo) and nonneg) else (lo if math.isfinite(lo) else None)
+            hi = hi if math.isfinite(hi) else None
+        g = by_cp.get(row["callpath"])
+        series = []
+        if g is not None:
+            gg = g
+            for p in exp.parameters:
+                if p != x:
+                    gg = gg[gg[p] == maxpt[p]]
+            gg = gg.sort_values(x)
+            series = [float(v) for v in gg["median"]]
+        row.update({"formula": mdl.formula(), "mathml": formula_mathml(mdl), "order": _order_str(mdl),
+                    "smape": None if q is None or not math.isfinite(q.smape) else q.smape,
+                    "noise": None if q is None or q.noise is None else q.noise,
+                    "lower": lo, "upper": hi, "needed": mdl.needed, "series": series,
+                    "growth_factor": (row["predicted"] / row["now"] if row["predicted"] is not None and row["now"]
+                                      and row["now"] > 0 else None),
+                    "trend": Markup(S.sparkline(series, tooltip=f"median {rep.metric} over {x}"))})
+        row["_model"] = mdl
+    rep.kernels = rows
+    for row in rows[: o.plots]:
+        if row["status"] == "ok":
+            rep.plots.append(_plot(exp, rep, row, by_cp.get(row["callpath"]), maxpt, o))
+    for row in rows:
+        row.pop("_model", None)
+
+
+def _context(tree, path: str, keep: int = 2) -> str:
+    """The callers of ``path`` for display: ``main › … › solve › iterate`` (last ``keep`` frames)."""
+    if path not in tree:
+        return ""
+    anc = [tree.name(a) for a in reversed(tree.ancestors(path))]
+    if len(anc) > keep + 1:
+        anc = [anc[0], "…", *anc[-keep:]]
+    return " › ".join(anc)
+
+
+def _topmost(tree, present: set) -> set:
+    out = set()
+    for c in present:
+        if c not in tree or not any(a in present for a in tree.ancestors(c)):
+            out.add(c)
+    return out
+
+
+def _nonnegative(exp: Experiment, metric: str, meas: pd.DataFrame) -> bool:
+    """Costs that cannot be negative (time, counts, bytes measured >= 0): intervals clip at 0."""
+    return exp.metrics[metric].kind in ("time", "count", "bytes") and bool((meas["min"] >= 0).all())
+
+
+def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt: dict, o: ReportOptions) -> dict:
+    """Measured medians with min-max spread per combination of the other parameters, the model
+    (solid where measured, dashed beyond), its prediction band, the target marker."""
+    mdl = row["_model"]
+    x = rep.x
+    target = rep.target
+    others = [p for p in exp.parameters if p != x]
+    fig = S.Figure(540, 300, xlabel=x, ylabel=f"{rep.metric}" + (f" [{rep.unit}]" if rep.unit else ""))
+    combos: list[tuple] = []
+    if g is not None and len(g):
+        if others:
+            cnt = g.groupby(others, sort=False).size().reset_index(name="n")
+            cnt = cnt.sort_values(["n", *others], ascending=False)
+            combos = [tuple(float(v) for v in r) for r in cnt[others].to_numpy()[:4]]
+        else:
+            combos = [()]
+    xs_meas = g[x].to_numpy(dtype=float) if g is not None else np.array([])
+    x_lo = float(xs_meas.min()) if len(xs_meas) else target[x]
+    x_hi = float(xs_meas.max()) if len(xs_meas) else target[x]
+    x_end = max(x_hi, target[x])
+    x_start = min(x_lo, target[x])
+    xkind = S.choose_scale([x_start, x_end, *xs_meas])
+    grid = (np.geomspace(x_start, x_end, 80) if xkind == "log" and x_start > 0 else np.linspace(x_start, x_end, 80))
+    grid = np.unique(np.concatenate([grid, xs_meas, [x_hi]]))
+    layers = []
+    yvals = []
+    tcombo = tuple(target[p] for p in others)
+    for k, combo in enumerate(combos):
+        colour = S.PALETTE[k % len(S.PALETTE)]
+        sel = g
+        for p, v in zip(others, combo):
+            sel = sel[sel[p] == v]
+        sel = sel.sort_values(x)
+        fixed = dict(zip(others, combo))
+        lab = ", ".join(f"{p}={_num(v)}" for p, v in fixed.items())
+        tips = [f"{x}={_num(a)}{', ' + lab if lab else ''}: median {_num(b)} (min {_num(c)}, max {_num(d)}, {int(n)} rep.)"
+                for a, b, c, d, n in sel[[x, "median", "min", "max", "count"]].to_numpy()]
+        xm = sel[x].to_numpy(dtype=float)
+        inside = grid[(grid >= xm.min()) & (grid <= xm.max())] if len(xm) else grid[:0]
+        ym = mdl.predict({x: inside, **{p: np.full(len(inside), v) for p, v in fixed.items()}}) if len(inside) else []
+        layers.append(("points", xm, sel["median"].to_numpy(float), sel["min"].to_numpy(float),
+                       sel["max"].to_numpy(float), colour, "measured median, min–max" + (f" ({lab})" if lab else ""), tips))
+        layers.append(("curve", inside, np.asarray(ym, dtype=float), colour, None))
+        yvals += [*sel["min"], *sel["max"], *np.asarray(ym, dtype=float)]
+    # the target curve: band over the whole range, dashed beyond the measured range
+    tfixed = {p: target[p] for p in others}
+    ty = np.asarray(mdl.predict({x: grid, **{p: np.full(len(grid), v) for p, v in tfixed.items()}}), dtype=float)
+    tlo, thi = mdl.interval({x: grid, **{p: np.full(len(grid), v) for p, v in tfixed.items()}}, o.level)
+    if rep.clipped:
+        tlo = np.maximum(tlo, 0.0)
+    measured_combo = (tcombo in combos) if others else bool(combos)
+    ext = grid >= x_hi if measured_combo else np.ones(len(grid), bool)
+    tv = float(mdl.predict(target))
+    tl, th = mdl.interval(target, o.level)
+    if rep.clipped and math.isfinite(tl):
+        tl = max(tl, 0.0)
+    yvals += [*ty[np.isfinite(ty)], tv, *[v for v in (tl, th) if math.isfinite(v)]]
+    band_ok = np.isfinite(tlo) & np.isfinite(thi)
+    if band_ok.any():
+        yvals += [*np.asarray(tlo)[band_ok], *np.asarray(thi)[band_ok]]
+    yv = np.asarray(yvals, dtype=float)
+    yv = yv[np.isfinite(yv)]
+    pos = yv[yv > 0]
+    ykind = "log" if len(pos) == len(yv) and len(pos) and pos.max() / pos.min() >= 100 else "linear"
+    if ykind == "log":
+        # keep the band from stretching the axis over many decades (interval lower ends near 0)
+        top = float(pos.max())
+        lo = max(float(pos.min()), top * 1e-6)
+        yr = S.padded_range([lo, top], "log")
+    else:
+        core = yv
+        yr = S.padded_range(core, "linear")
+    fig.set_scales(xkind, S.padded_range([x_start, x_end], xkind, 0.04), ykind, yr)
+    band_label = f"{o.level:.0%} prediction interval" + (f" ({', '.join(f'{p}={_num(v)}' for p, v in tfixed.items())})"
+                                                          if tfixed else "")
+    if band_ok.sum() >= 2:
+        fig.band(grid[band_ok], np.asarray(tlo)[band_ok], np.asarray(thi)[band_ok], "#0072B2", 0.15, legend=band_label)
+    for layer in layers:
+        if layer[0] == "curve" and len(layer[1]) >= 2:
+            fig.line(layer[1], layer[2], layer[3], tooltip=row["formula"])
+    if ext.sum() >= 2:
+        fig.line(grid[ext], ty[ext], "#0072B2" if not others else "#333333", dashed=True,
+                 legend="model, extrapolated", tooltip=row["formula"])
+    for layer in layers:
+        if layer[0] == "points":
+            _, xm, med, mn, mx, colour, lab, tips = layer
+            fig.points(xm, med, colour, lo=mn, hi=mx, legend=lab, tooltips=tips)
+    tlabel = ", ".join(f"{p}={_num(v)}" for p, v in target.items())
+    fig.vline(target[x], text="target")
+    fig.marker(target[x], tv, "#D55E00", lo=tl if math.isfinite(tl) else None, hi=th if math.isfinite(th) else None,
+               legend=f"prediction at {tlabel}",
+               tooltip=f"{tlabel}: {_num(tv)} [{_num(tl)}, {_num(th)}]")
+    return {"callpath": row["callpath"], "name": row["name"], "context": row["context"], "rank": row["rank"],
+            "svg": Markup(fig.svg(aria=f"model of {row['callpath']}")),
+            "mathml": row["mathml"], "formula": row["formula"], "predicted": tv, "lower": tl, "upper": th,
+            "xkind": xkind, "ykind": ykind}
+
+
+def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions):
+    """Exclusive cost of the heaviest callpaths vs the x parameter, the rest as "other"."""
+    x = rep.x
+    if x is None:
+        return
+    m = exp.metrics[rep.metric]
+    if m.scope == "unknown":
+        rep.notes.append(f"Metric {rep.metric!r} has no calling-context scope: no cost breakdown over {x}.")
+        return
+    from ..analysis.views import scope_values
+
+    ranks = "mean"
+    try:
+        v = scope_values(exp, rep.metric, ranks=ranks)
+    except PerfcastError as e:
+        rep.notes.append(f"No cost breakdown: {e}")
+        return
+    pts = exp.points()
+    for p in exp.parameters:
+        if p != x:
+            v = v[v[p] == float(pts[p].max())]
+    if v[x].nunique() < 2:
+        return
+    piv = v.pivot_table(index="callpath", columns=x, values="exclusive", aggfunc="sum", fill_value=0.0, observed=True)
+    piv.index = piv.index.astype(str)
+    xs = sorted(float(c) for c in piv.columns)
+    piv = piv[xs]
+    last = piv[xs[-1]]
+    top = [c for c in last.sort_values(ascending=False).index[:8] if last[c] > 0]
+    series = [(c, piv.loc[c].to_numpy(float)) for c in top]
+    rest = piv.drop(index=top).sum(axis=0).to_numpy(float)
+    names = [exp.tree.name(c) if c in exp.tree else c for c in top]
+    colours = [S.PALETTE[i % len(S.PALETTE)] for i in range(len(series))]
+    if len(piv) > len(top) and rest.sum() > 0:
+        series.append((f"other ({len(piv) - len(top)} callpaths)", rest))
+        names.append(series[-1][0])
+        colours.append(S.OTHER_COLOUR)
+    totals = np.sum([s[1] for s in series], axis=0)
+    fig = S.Figure(max(360, 90 * len(xs) + 80), 320, title=f"Exclusive cost per process by callpath", xlabel=x,
+                   ylabel=f"{rep.metric}" + (f" [{rep.unit}]" if rep.unit else ""))
+    fig.set_scales("linear", (-0.6, len(xs) - 0.4), "linear", (0.0, float(totals.max()) * 1.05 or 1.0))
+    fig.stacked_bars([_num(c) for c in xs], [(n, s[1]) for n, s in zip(names, series)], colours)
+    # legend outside the plot area, on the right
+    fig.legend_items = []
+    svg = fig.svg()
+    legend = "".join(f'<li><span class="sw" style="background:{c}"></span>{escape(n)}</li>'
+                     for n, c in zip(reversed(names), reversed(colours)))
+    rep.cost_breakdown = {"x": x, "points": xs, "names": names, "ranks": ranks,
+                          "svg": Markup(svg), "legend": Markup(legend),
+                          "values": {n: [float(a) for a in s[1]] for n, s in zip(names, series)}}
+
+
+def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions):
+    from ..analysis.scaling_loss import process_parameter, scaling_loss
+
+    m = exp.metrics[rep.metric]
+    if not exp.parameters or m.scope == "unknown":
+        return
+    try:
+        proc = process_parameter(exp, rep.x)
+        pts = exp.points()
+        at = {p: float(pts[p].max()) for p in exp.parameters if p != proc and pts[p].nunique() > 1}
+        sub = exp.select(**at) if at else exp
+        counts = sorted(float(c) for c in sub.points()[proc].unique())
+        if len(counts) < 2:
+            return
+        pair = [(counts[0], counts[-1])]
+        mode = o.scaling
+        if mode == "auto":
+            probe = scaling_loss(exp, "weak", rep.metric, proc, pair, at or None)
+            pr = probe["pairs"][0]
+            mode = _guess_mode(pr["total_p"], pr["total_q"], counts[0], counts[-1])
+            guessed = True
+        else:
+            guessed = False
+        res = scaling_loss(exp, mode, rep.metric, proc, pair, at or None)
+    except PerfcastError as e:
+        rep.notes.append(f"No scaling-loss tree: {e}")
+        return
+    pr = res["pairs"][0]
+    rows = pr["rows"]
+    byp = {r["path"]: r for r in rows}
+    tree = exp.tree
+    thr = 0.002  # scopes with |inclusive loss| below 0.2% of the larger run are folded
+    keep = {r["path"] for r in rows if abs(r["inclusive_loss"]) >= thr or abs(r["exclusive_loss"]) >= thr}
+    keep = set(sorted(keep, key=lambda c: -abs(byp[c]["inclusive_loss"]))[: o.tree_rows])
+    for c in list(keep):
+        if c in tree:
+            keep.update(a for a in tree.ancestors(c) if a in byp)
+    order = [c for c in tree.preorder() if c in keep] + sorted(c for c in keep if c not in tree)
+    out = []
+    scale = max((abs(byp[c]["inclusive_loss"]) for c in order), default=0.0) or 1.0
+    for c in order:
+        r = byp[c]
+        hidden = 0
+        if c in tree:
+            hidden = sum(1 for k in tree.children(c) if k in byp and k not in keep)
+        out.append({**r, "hidden_children": hidden,
+                    "bar": Markup(S.hbar(r["inclusive_loss"] / scale))})
+    rep.scaling_loss = {"mode": mode, "guessed": guessed, "procs": proc, "p": pr["p"], "q": pr["q"],
+                        "total_p": pr["total_p"], "total_q": pr["total_q"], "loss": pr["loss"], "at": at,
+                        "rows": out, "n_scopes": len(rows), "n_hidden": len(rows) - len(out),
+                        "ranks": res["ranks"]}
+
+
+def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
+    """Every metric (derived ones with their formulas) at the largest point for the top kernels."""
+    derived = exp.meta.get("derived") if isinstance(exp.meta.get("derived"), dict) else {}
+    names = list(exp.metrics)[:12]
+    cps = [k["callpath"] for k in rep.kernels[:15]]
+    if not cps:
+        from ..analysis.ranking import rank  # noqa: F401  (kept simple: no kernels, no values table)
+        cps = []
+    pts = exp.points()
+    sub = exp
+    if exp.parameters:
+        sub = exp.select(**{p: float(pts[p].max()) for p in exp.parameters})
+    values = {}
+    if cps:
+        from ..fit.series import _reduce_locations
+
+        d = _reduce_locations(sub.select(callpath=cps, metric=names) if names else sub, o.locations)
+        mean = d.groupby(["callpath", "metric"], observed=True)["value"].mean()
+        values = {(str(c), str(mm)): float(v) for (c, mm), v in mean.items()}
+    mrows = []
+    for i, n in enumerate(exp.metrics):
+        mt = exp.metrics[n]
+        f = (derived.get(n) or {}).get("formula") if isinstance(derived.get(n), dict) else None
+        mrows.append({"index": i, "name": n, "unit": mt.unit, "kind": mt.kind, "scope": mt.scope,
+                      "description": mt.description, "formula": f})
+    at = {p: float(pts[p].max()) for p in exp.parameters}
+    rep.metrics_table = {"metrics": mrows, "columns": names, "at": at,
+                         "rows": [{"callpath": c, "name": exp.tree.name(c) if c in exp.tree else c,
+                                   "values": [values.get((c, n)) for n in names]} for c in cps],
+                         "n_derived": sum(1 for r in mrows if r["formula"])}
+
+
+def _check_apmt(a: Mapping) -> dict:
+    try:
+        xs = [float(v) for v in a["points"]]
+        comps = {str(k): [float(v) for v in vals] for k, vals in a["components"].items()}
+    except (KeyError, TypeError, ValueError) as e:
+        raise PerfcastError(f"malformed APMT breakdown ({e})") from None
+    if any(len(v) != len(xs) for v in comps.values()) or not xs:
+        raise PerfcastError("APMT breakdown: every component needs one value per point")
+    order = np.argsort(xs)
+    xs = [xs[i] for i in order]
+    comps = {k: [v[i] for i in order] for k, v in comps.items()}
+    unit = str(a.get("unit", ""))
+    x = str(a.get("x", "p"))
+    kind = S.choose_scale(xs)
+    tot = np.sum(list(comps.values()), axis=0)
+    fig = S.Figure(620, 320, title="Computation / memory / communication", xlabel=x,
+                   ylabel="time" + (f" [{unit}]" if unit else ""))
+    fig.set_scales(kind, S.padded_range(xs, kind, 0.02), "linear", (0.0, float(np.nanmax(tot)) * 1.08 or 1.0))
+    colours = {"computation": "#0072B2", "memory": "#E69F00", "communication": "#D55E00"}
+    fig.stacked_areas(xs, list(comps.items()), [colours.get(k, S.PALETTE[i % 10]) for i, k in enumerate(comps)])
+    return {"x": x, "points": xs, "components": comps, "unit": unit, "svg": Markup(fig.svg()),
+            "note": str(a.get("note", ""))}
+
+
+def _check_projections(p) -> dict:
+    if isinstance(p, Mapping):
+        cols = [str(c) for c in p.get("columns", [])]
+        rows = [list(r) for r in p.get("rows", [])]
+        note = str(p.get("note", ""))
+    else:
+        rows_d = list(p)
+        cols = []
+        for r in rows_d:
+            for k in r:
+                if k not in cols:
+                    cols.append(str(k))
+        rows = [[r.get(c) for c in cols] for r in rows_d]
+        note = ""
+    if any(len(r) != len(cols) for r in rows):
+        raise PerfcastError("projection table: rows and columns do not match")
+    fmt_rows = [[_num(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else ("–" if v is None else str(v))
+                 for v in r] for r in rows]
+    return {"columns": cols, "rows": fmt_rows, "note": note}
+
+
+# -- rendering ------------------------------------------------------------------------------------
+_CSS = """
+:root{--fg:#1d232b;--mute:#5c6670;--line:#dde2e7;--bg:#fff;--acc:#0072B2;--bad:#D55E00}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:#f6f7f9;margin:0}
+header{background:#1d232b;color:#fff;padding:14px 28px}
+header h1{margin:0;font-size:20px;font-weight:600;overflow-wrap:anywhere}
+header .sub{color:#b9c2cc;font-size:12px}
+nav{position:sticky;top:0;background:#fff;border-bottom:1px solid var(--line);padding:6px 28px;z-index:2}
+nav a{margin-right:14px;color:var(--acc);text-decoration:none;font-size:13px}
+main{padding:8px 28px 40px;max-width:1400px}
+section{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:12px 18px;margin:16px 0}
+h2{font-size:17px;margin:4px 0 10px}
+h3{font-size:14px;margin:2px 0 6px;overflow-wrap:anywhere}
+table{border-collapse:collapse;font-size:13px;width:100%}
+th,td{border-bottom:1px solid var(--line);padding:4px 6px;text-align:left;vertical-align:middle}
+th{background:#f0f2f5;font-weight:600;white-space:nowrap}
+th.sortable{cursor:pointer}
+th.sortable:after{content:" \\2195";color:#aab}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.path{min-width:220px;max-width:420px;overflow-wrap:anywhere}
+.scroll{overflow-x:auto}
+.full{display:block;color:var(--mute);font-size:11px;font-weight:normal}
+td.order{white-space:nowrap}
+tr.other td{color:var(--mute);font-style:italic}
+.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:13px}
+.kv dt{color:var(--mute)}
+.kv dd{margin:0;overflow-wrap:anywhere}
+.note{color:var(--mute);font-size:12px;margin:6px 0}
+.warn{color:var(--bad)}
+.plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:14px}
+.plotcard svg{max-width:100%;height:auto}
+.plotcard{border:1px solid var(--line);border-radius:5px;padding:8px}
+.plotcard .f{font-size:13px;margin:4px 0 0}
+svg text{font-family:system-ui,sans-serif;fill:#333}
+svg .tick{font-size:10px}
+svg .axis{font-size:11px}
+svg .title{font-size:12px;font-weight:600}
+svg .legend{font-size:10px}
+svg .small{font-size:9px;fill:#777}
+svg .legend-box{pointer-events:none}
+.bd{display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap}
+.bd ul{list-style:none;padding:0;margin:30px 0 0;font-size:12px}
+.bd li{margin:2px 0;overflow-wrap:anywhere;max-width:360px}
+.sw{display:inline-block;width:11px;height:11px;margin-right:6px;vertical-align:-1px}
+.tree td.name{white-space:nowrap;overflow:hidden;text-overflow:ellipsis;max-width:480px}
+.where-self{color:var(--bad);font-weight:600}
+.where-callees{color:var(--acc)}
+input.filter{padding:4px 8px;border:1px solid var(--line);border-radius:4px;width:280px;margin-bottom:6px}
+math{font-size:1.05em}
+.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
+"""
+
+_JS = """
+(function(){
+  function val(td){var v=td.getAttribute('data-v');if(v!==null&&v!==''){var f=parseFloat(v);if(!isNaN(f))return f;}
+    return td.textContent.trim().toLowerCase();}
+  document.querySelectorAll('table.sortable').forEach(function(t){
+    var ths=t.querySelectorAll('thead th');
+    ths.forEach(function(th,i){
+      if(!th.classList.contains('sortable'))return;
+      th.addEventListener('click',function(){
+        var tb=t.tBodies[0];var rows=Array.prototype.slice.call(tb.querySelectorAll('tr:not(.other)'));
+        var dir=th.getAttribute('data-dir')==='asc'?-1:1;th.setAttribute('data-dir',dir===1?'asc':'desc');
+        rows.sort(function(a,b){var x=val(a.cells[i]),y=val(b.cells[i]);
+          if(typeof x===typeof y)return (x<y?-1:x>y?1:0)*dir;return (typeof x==='number'?-1:1)*dir;});
+        var other=tb.querySelector('tr.other');
+        rows.forEach(function(r){tb.insertBefore(r,other);});
+      });
+    });
+  });
+  document.querySelectorAll('input.filter').forEach(function(inp){
+    var t=document.getElementById(inp.getAttribute('data-table'));
+    if(!t)return;
+    inp.addEventListener('input',function(){
+      var q=inp.value.toLowerCase();
+      Array.prototype.forEach.call(t.tBodies[0].rows,function(r){
+        if(r.classList.contains('other'))return;
+        r.style.display=(q===''||r.textContent.toLowerCase().indexOf(q)>=0)?'':'none';});
+    });
+  });
+})();
+"""
+
+_TEMPLATE = r"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="perfcast {{ version }}">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{{ js_hash }}'; img-src data:">
+<title>{{ r.title }}</title>
+<style>{{ css }}</style>
+</head>
+<body>
+<header><h1>{{ r.title }}</h1>
+<div class="sub">generated by perfcast {{ version }} on {{ generated }} · metric {{ r.metric }}{% if r.unit %} [{{ r.unit }}]{% endif %}</div></header>
+<nav>{% for id, label in nav %}<a href="#{{ id }}">{{ label }}</a>{% endfor %}</nav>
+<main>
+<section id="summary"><h2>Experiment</h2>
+<dl class="kv">
+<dt>parameters</dt><dd>{{ s.parameters|join(", ") or "(none: one run)" }}</dd>
+<dt>points</dt><dd>{{ s.n_points }}{% if s.parameters %}: {% for p in s.points[:40] %}({% for k in s.parameters %}{{ k }}={{ fnum(p[k]) }}{% if not loop.last %}, {% endif %}{% endfor %}{% if p.repetitions > 1 %} ×{{ p.repetitions }}{% endif %}){% if not loop.last %} {% endif %}{% endfor %}{% if s.n_points > 40 %} …{% endif %}{% endif %}</dd>
+<dt>repetitions</dt><dd>up to {{ s.max_reps }} per point</dd>
+<dt>callpaths</dt><dd>{{ s.n_callpaths }}</dd>
+<dt>metrics</dt><dd>{% for m in s.metrics %}{{ m.name }}{% if m.unit %} [{{ m.unit }}]{% endif %}{% if not loop.last %}, {% endif %}{% endfor %}</dd>
+<dt>values</dt><dd>{{ s.n_values }}{% for k, v in s.locations.items() %} · {{ v }} {{ k }}s{% endfor %}</dd>
+{% if s.format %}<dt>format</dt><dd>{{ s.format }}</dd>{% endif %}
+{% if s.get("command") %}<dt>command</dt><dd class="mono">{{ s.command }}</dd>{% endif %}
+{% if s.n_sources %}<dt>sources</dt><dd class="mono">{% for src in s.sources[:6] %}{{ src }}{% if not loop.last %}<br>{% endif %}{% endfor %}{% if s.n_sources > 6 %}<br>… {{ s.n_sources - 6 }} more{% endif %}</dd>{% endif %}
+{% if r.target %}<dt>target</dt><dd>{% for k, v in r.target.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %}{% if r.target_default %} <span class="note">(default: 4× the largest measured {{ r.x }}; set with --target)</span>{% endif %}</dd>{% endif %}
+</dl>
+{% for w in s.warnings %}<p class="note warn">reader warning: {{ w }}</p>{% endfor %}
+{% for n in r.notes %}<p class="note">{{ n }}</p>{% endfor %}
+</section>
+
+{% if r.kernels %}
+<section id="ranking"><h2>Scalability bugs: kernels ranked by growth</h2>
+<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}. Ranked by the asymptotic order of the lead term, then by the value predicted at the target. Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}); interval: {{ pct(r.options.level) }} prediction interval for a new measurement.</p>
+<input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
+<div class="scroll"><table id="ranktable" class="sortable">
+<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th>trend</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="num sortable">share at target</th><th class="num sortable">growth</th></tr></thead>
+<tbody>
+{% for k in r.kernels %}<tr>
+<td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
+<td class="path" title="{{ k.callpath }}"><a href="#plot-{{ k.rank }}">{{ k.name }}</a>{% if k.context %}<span class="full">{{ k.context }}</span>{% endif %}</td>
+<td>{% if k.status == "ok" %}{{ k.mathml }}{% else %}<span class="note">insufficient points (needs {{ k.needed }})</span>{% endif %}</td>
+<td class="order">{{ k.order }}</td>
+<td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}</td>
+<td class="num" data-v="{{ k.noise if k.noise is not none else '' }}">{{ fpct1(k.noise) }}</td>
+<td class="num" data-v="{{ k.now if k.now is not none else '' }}">{{ fnum(k.now) }}</td>
+<td class="num" data-v="{{ k.share_now if k.share_now is not none else '' }}">{{ pct(k.share_now) }}</td>
+<td>{{ k.trend }}</td>
+<td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.lower is not none %}<span class="full">[{{ fnum(k.lower) }}, {{ fnum(k.upper) }}]</span>{% endif %}</td>
+<td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}</td>
+<td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}</td>
+</tr>
+{% endfor %}
+{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="11">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total{% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
+</tbody></table></div>
+</section>
+{% endif %}
+
+{% if r.plots %}
+<section id="plots"><h2>Models of the top kernels</h2>
+<p class="note">Points: median over repetitions, bars: min–max; solid line: the model over the measured range, dashed: extrapolation; shaded: {{ pct(r.options.level) }} prediction interval{% if r.clipped %} (clipped at 0){% endif %}; diamond: prediction at the target.</p>
+<div class="plots">
+{% for p in r.plots %}<div class="plotcard" id="plot-{{ p.rank }}">
+<h3 title="{{ p.callpath }}">#{{ p.rank }} {{ p.name }}{% if p.context %} <span class="note">in {{ p.context }}</span>{% endif %}</h3>
+{{ p.svg }}
+<p class="f">{{ p.mathml }}</p>
+<p class="note">at target: {{ fnum(p.predicted) }}{% if p.lower == p.lower %} [{{ fnum(p.lower) }}, {{ fnum(p.upper) }}]{% endif %} {{ r.unit }}</p>
+</div>
+{% endfor %}
+</div>
+</section>
+{% endif %}
+
+{% if r.apmt %}
+<section id="apmt"><h2>Computation, memory and communication vs {{ r.apmt.x }}</h2>
+{{ r.apmt.svg }}
+{% if r.apmt.note %}<p class="note">{{ r.apmt.note }}</p>{% endif %}
+<table><thead><tr><th class="num">{{ r.apmt.x }}</th>{% for c in r.apmt.components %}<th class="num">{{ c }}</th>{% endfor %}</tr></thead><tbody>
+{% for i in range(r.apmt.points|length) %}<tr><td class="num">{{ fnum(r.apmt.points[i]) }}</td>{% for c, v in r.apmt.components.items() %}<td class="num">{{ fnum(v[i]) }}</td>{% endfor %}</tr>{% endfor %}
+</tbody></table>
+</section>
+{% endif %}
+
+{% if r.cost_breakdown %}
+<section id="breakdown"><h2>Where the {{ r.metric }} goes, by {{ r.cost_breakdown.x }}</h2>
+<div class="bd">{{ r.cost_breakdown.svg }}<ul>{{ r.cost_breakdown.legend }}</ul></div>
+<p class="note">Exclusive cost per process (ranks averaged, repetitions averaged){% if r.summary.parameters|length > 1 %}; other parameters at their largest values{% endif %}.</p>
+</section>
+{% endif %}
+
+{% if r.scaling_loss %}{% set sl = r.scaling_loss %}
+<section id="scaling-loss"><h2>Scaling loss from {{ sl.procs }}={{ fnum(sl.p) }} to {{ fnum(sl.q) }} ({{ sl.mode }} scaling)</h2>
+<p class="note">Excess work of each scope as a fraction of the larger run's total ({{ fnum(sl.total_q) }} {{ r.unit }}); the whole run loses {{ pct(sl.loss) }}.{% if sl.guessed %} Mode guessed from the totals ({{ fnum(sl.total_p) }} → {{ fnum(sl.total_q) }}); set it with --scaling.{% endif %} “self”: the scope's own code loses, “callees”: look below it.{% if sl.n_hidden %} {{ sl.n_hidden }} scope(s) with a loss under 0.2% are folded.{% endif %}</p>
+<table class="tree"><thead><tr><th>scope</th><th class="num">inclusive loss</th><th></th><th class="num">exclusive loss</th><th>where</th><th class="num">inclusive {{ fnum(sl.p) }}</th><th class="num">inclusive {{ fnum(sl.q) }}</th></tr></thead><tbody>
+{% for row in sl.rows %}<tr><td class="name" style="padding-left:{{ 8 + 14 * row.depth }}px" title="{{ row.path }}">{{ row.name }}{% if row.hidden_children %} <span class="note">(+{{ row.hidden_children }})</span>{% endif %}</td>
+<td class="num">{{ pct(row.inclusive_loss) }}</td><td>{{ row.bar }}</td><td class="num">{{ pct(row.exclusive_loss) }}</td>
+<td class="where-{{ row.where if row.where in ('self', 'callees') else 'none' }}">{{ row.where }}</td>
+<td class="num">{{ fnum(row.inclusive_p) }}</td><td class="num">{{ fnum(row.inclusive_q) }}</td></tr>
+{% endfor %}</tbody></table>
+</section>
+{% endif %}
+
+{% if r.metrics_table %}{% set mt = r.metrics_table %}
+<section id="metrics"><h2>Metrics{% if mt.n_derived %} and derived metrics{% endif %}</h2>
+<table><thead><tr><th class="num">$</th><th>metric</th><th>unit</th><th>kind</th><th>scope</th><th>formula / description</th></tr></thead><tbody>
+{% for m in mt.metrics %}<tr><td class="num">{{ m.index }}</td><td>{{ m.name }}</td><td>{{ m.unit }}</td><td>{{ m.kind }}</td><td>{{ m.scope }}</td><td>{% if m.formula %}<span class="mono">{{ m.formula }}</span>{% else %}{{ m.description }}{% endif %}</td></tr>
+{% endfor %}</tbody></table>
+{% if mt.rows %}
+<h3 style="margin-top:14px">Values at {% for k, v in mt.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %} (mean over repetitions)</h3>
+<div style="overflow-x:auto"><table><thead><tr><th>callpath</th>{% for c in mt.columns %}<th class="num">{{ c }}</th>{% endfor %}</tr></thead><tbody>
+{% for row in mt.rows %}<tr><td class="path" title="{{ row.callpath }}">{{ row.name }}</td>{% for v in row["values"] %}<td class="num">{{ fnum(v) }}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table></div>
+{% endif %}
+</section>
+{% endif %}
+
+{% if r.projections %}
+<section id="projections"><h2>Projections to target machines</h2>
+{% if r.projections.note %}<p class="note">{{ r.projections.note }}</p>{% endif %}
+<table><thead><tr>{% for c in r.projections.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead><tbody>
+{% for row in r.projections.rows %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</tbody></table>
+</section>
+{% endif %}
+</main>
+<script>{{ js }}</script>
+</body>
+</html>
+"""
+
+
+def _js_hash() -> str:
+    import base64
+    import hashlib
+
+    return base64.b64encode(hashlib.sha256(_JS.encode()).digest()).decode()
+
+
+def render_html(rep: Report) -> str:
+    import jinja2
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=False)
+    tmpl = env.from_string(_TEMPLATE)
+    nav = [("summary", "Experiment")]
+    names = {"ranking": "Ranking", "plots": "Plots", "apmt": "Breakdown", "breakdown": "Cost by callpath",
+             "scaling-loss": "Scaling loss", "metrics": "Metrics", "projections": "Projections"}
+    nav += [(s, names[s]) for s in rep.sections() if s in names]
+    pts = rep.summary.get("points") or []
+    maxlabel = ", ".join(f"{p}={_num(max(pt[p] for pt in pts))}" for p in rep.summary["parameters"]) if pts and \
+        rep.summary["parameters"] else "the run"
+    return tmpl.render(r=rep, s=rep.summary, version=__version__, css=Markup(_CSS), js=Markup(_JS),
+                       js_hash=_js_hash(), nav=nav, fnum=_num, pct=_pct, maxlabel=maxlabel,
+                       fpct1=lambda v: "–" if v is None else f"{float(v):.1f}%",
+                       generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def write_report(exp: Experiment, path: str | Path, options: ReportOptions | None = None, **kw) -> Report:
+    """Build and write the report to ``path`` atomically; returns the Report."""
+    import os
+    import tempfile
+
+    rep = build_report(exp, options, **kw)
+    text = render_html(rep)
+    path = Path(path)
+    if path.is_dir():
+        raise PerfcastError("output is a directory", path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise PerfcastError("output directory does not exist", parent)
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return rep
