@@ -559,9 +559,7 @@ class _Scoped:
         if m.scope == "unknown":
             raise PerfcastError(f"metric {name!r} has scope 'unknown': its total over the tree is undefined")
         d = self.values(name, "inclusive")
-        present = set(d["callpath"].unique())
-        tree = self.exp.tree
-        top = [p for p in present if not any(a in present for a in tree.ancestors(p))]
+        top = topmost(self.exp.tree, set(d["callpath"].unique()))
         d = d[d["callpath"].isin(top)]
         if not self.keys:
             return pd.Series([d["value"].sum()])
@@ -587,6 +585,20 @@ def partner(exp: Experiment, name: str, scope: str) -> str | None:
         if cand != name and cand in exp.metrics and exp.metrics[cand].scope == scope:
             return cand
     return None
+
+
+def topmost(tree, present) -> list[str]:
+    """Callpaths in ``present`` none of whose ancestors is in ``present``, in tree order."""
+    out = []
+    for r in tree.roots():
+        stack = [r]
+        while stack:
+            p = stack.pop()
+            if p in present:
+                out.append(p)  # its subtree is covered
+            else:
+                stack.extend(reversed(tree.children(p)))
+    return out
 
 
 def _resolve_name(exp: Experiment, ref: Ref, text: str) -> str:

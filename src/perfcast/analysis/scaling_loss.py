@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import Experiment
+from .derived import topmost
 from .views import _num, default_metric, scope_values
 
 __all__ = ["scaling_loss", "process_parameter", "MODES"]
@@ -138,6 +139,4 @@ def _where(inc: float, exc: float) -> str:
 
 
 def _total(tree, table: pd.DataFrame) -> float:
-    present = set(table.index)
-    top = [c for c in table.index if not any(a in present for a in tree.ancestors(c))]
-    return float(table.loc[top, "inclusive"].sum())
+    return float(table.loc[topmost(tree, set(table.index)), "inclusive"].sum())

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import LOCATION_COLUMNS, Experiment
-from .derived import _Scoped, partner
+from .derived import _Scoped, partner, topmost
 
 __all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
            "SORT_KEYS"]
@@ -248,18 +248,6 @@ def outermost(tree) -> dict[str, bool]:
     return out
 
 
-def topmost(tree, present) -> list[str]:
-    """Callpaths in ``present`` none of whose ancestors is in ``present``, in tree order."""
-    out = []
-    for r in tree.roots():
-        stack = [r]
-        while stack:
-            p = stack.pop()
-            if p in present:
-                out.append(p)  # its subtree is covered
-            else:
-                stack.extend(reversed(tree.children(p)))
-    return out
 
 
 def flat(prof: Profile, threshold: float = 0.0, sort: str = "exclusive") -> dict:
