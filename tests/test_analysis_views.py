@@ -146,7 +146,8 @@ def test_cube_views_match_pycubexr_ground_truth(data_dir, run, cubex, metric):
     assert prof.total == pytest.approx(sum(truth["incl"][r] for r in roots), rel=2e-5)
 
 
-@pytest.mark.parametrize("db", ["hpctoolkit-cpi-database", "hpctoolkit-allgather-database"])
+@pytest.mark.parametrize("db", ["hpctoolkit-cpi-database", "hpctoolkit-allgather-database",
+                                "hpctoolkit-cpi-v4-database"])
 def test_hpctoolkit_views_match_stored_inclusive_values(data_dir, db):
     exp = load([data_dir / "formats" / "hpctoolkit" / db])
     # the views' inclusive costs are computed from the exclusive metric alone ...
