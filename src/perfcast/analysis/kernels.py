@@ -1,0 +1,341 @@
+"""Key-kernel identification (APMT, seed 000; methods.md §1).
+
+From >= 3 profiled process counts (and, the same way, problem sizes) the functions of an application
+are sorted into
+
+1. **hot** kernels: share of the cost metric (cycles, else time, else instructions) >= ``threshold``
+   (default 5 %) at some profiled point;
+2. **non-scalable** kernels (future hotspots): the cost *per rank* does not decrease as p grows
+   (log-log slope against p > ``-flat``, default -0.1, i.e. slower than p^-0.1) -- or, along a size
+   parameter, the share grows with the size (slope of the share > ``flat``) -- provided the function
+   holds at least ``min_share`` (1 %) at the largest such point, so constant crumbs are not listed;
+3. **rest**: everything else, aggregated into one kernel.
+
+Functions are identified by their frame name (the leaf of the callpath): the same function reached
+through several callpaths is one kernel.  Functions of the MPI library and its runtime (and of the
+dynamic loader) are *communication or start-up*, not computation kernels: they are excluded by
+name pattern (``DEFAULT_EXCLUDE``, extendable) and their share is reported.  A candidate measured at
+some profiled points only cannot be modelled over the scales; it goes into the rest kernel with a
+note naming the points where it is missing.
+
+:func:`kernel_experiment` turns an experiment into one with a callpath per kernel (values summed
+over the kernel's callpaths, ranks kept), ready for the modeler.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+from ..experiment import CallTree, Experiment, Metric
+
+REST = "rest"
+#: MPI library / runtime / loader functions (communication and start-up, not computation kernels)
+DEFAULT_EXCLUDE = ("MPI_*", "PMPI_*", "mpi_*", "pmpi_*", "ompi_*", "opal_*", "orte_*", "mca_*", "pmix_*",
+                   "PMIx_*", "ucp_*", "uct_*", "ucs_*", "hwloc_*", "MPIR_*", "MPID*", "MPIU_*", "psm*",
+                   "fi_*", "ibv_*", "event_*", "_dl_*", "dl_*", "do_lookup*", "check_match", "_dl_*",
+                   "__GI__dl*", "???", "MPI", "APP")
+#: cost metrics in order of preference (APMT uses cycles; time samples and instructions stand in)
+CYCLE_METRICS = ("cycles", "PAPI_TOT_CYC", "CPU_CLK_UNHALTED", "CPU_CLK_UNHALTED.THREAD_P", "cpu-cycles")
+TIME_METRICS = ("cpu_time", "time", "samples")
+INSTR_METRICS = ("instructions", "Ir", "PAPI_TOT_INS", "INST_RETIRED.ANY", "INST_RETIRED")
+PROC_PARAMS = ("p", "procs", "np", "nprocs", "ranks", "processes", "mpi_ranks", "jobsize", "P")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    #: callpaths whose values make up the kernel
+    callpaths: tuple[str, ...]
+    #: why it was chosen (plain sentences)
+    reasons: tuple[str, ...]
+    #: share of the cost metric per point (point label -> fraction)
+    share: dict
+    kind: str = "hot"  # hot | non-scalable | rest
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "reasons": list(self.reasons),
+                "share": {k: float(v) for k, v in self.share.items()}, "callpaths": list(self.callpaths)}
+
+
+@dataclass
+class KernelSet:
+    kernels: list[Kernel]
+    metric: str
+    procs: str | None
+    threshold: float
+    #: share of the selected kernels (without rest) per point
+    coverage: dict
+    #: share of excluded (MPI/runtime/loader) functions per point
+    excluded_share: dict
+    notes: list[str] = field(default_factory=list)
+
+    def names(self) -> list[str]:
+        return [k.name for k in self.kernels]
+
+    def assignment(self) -> dict[str, str]:
+        return {cp: k.name for k in self.kernels for cp in k.callpaths}
+
+    def explain(self) -> list[str]:
+        out = [f"cost metric: {self.metric}; threshold {self.threshold:.0%}"
+               + (f"; process-count parameter {self.procs}" if self.procs else "")]
+        for k in self.kernels:
+            sh = ", ".join(f"{p}: {v:.1%}" for p, v in k.share.items())
+            out.append(f"{k.name} [{k.kind}] -- " + "; ".join(k.reasons) + f" (share {sh})")
+        cov = ", ".join(f"{p}: {v:.1%}" for p, v in self.coverage.items())
+        out.append(f"the {len(self.kernels) - 1} kernel(s) cover {cov} of the application's {self.metric}")
+        if any(v > 0 for v in self.excluded_share.values()):
+            ex = ", ".join(f"{p}: {v:.1%}" for p, v in self.excluded_share.items())
+            out.append(f"MPI library/runtime/loader functions (not computation kernels; left out of the "
+                       f"shares): {ex} of all {self.metric}")
+        out.extend(self.notes)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "procs": self.procs, "threshold": self.threshold,
+                "kernels": [k.to_dict() for k in self.kernels],
+                "coverage": {k: float(v) for k, v in self.coverage.items()},
+                "excluded_share": {k: float(v) for k, v in self.excluded_share.items()}, "notes": list(self.notes)}
+
+
+def find_metric(exp: Experiment, names: Sequence[str]) -> str | None:
+    low = {m.lower(): m for m in exp.metrics}
+    for n in names:
+        if n.lower() in low:
+            return low[n.lower()]
+    return None
+
+
+def cost_metric(exp: Experiment) -> str:
+    for group in (CYCLE_METRICS, TIME_METRICS, INSTR_METRICS):
+        m = find_metric(exp, group)
+        if m is not None:
+            return m
+    raise PerfcastError("no cost metric to rank functions by: need cycles, a time metric (cpu_time, time) or "
+                        f"instructions (Ir, PAPI_TOT_INS); the experiment has {', '.join(exp.metrics)}")
+
+
+def procs_param(exp: Experiment, procs: str | None = None) -> str | None:
+    if procs is not None:
+        if procs not in exp.parameters:
+            raise PerfcastError(f"no parameter {procs!r}; the experiment has {', '.join(exp.parameters) or 'none'}",
+                                where="procs")
+        return procs
+    for p in PROC_PARAMS:
+        if p in exp.parameters:
+            return p
+    return None
+
+
+def point_label(params: Sequence[str], row) -> str:
+    return ",".join(f"{p}={_num(row[p])}" for p in params)
+
+
+def _num(x) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:g}"
+
+
+def exclusive_values(exp: Experiment, metric: str) -> Experiment:
+    m = exp.metrics[metric]
+    if m.scope == "inclusive":
+        return exp.select(metric=metric).to_exclusive(metric)
+    return exp.select(metric=metric)
+
+
+def per_function(exp: Experiment, metric: str) -> pd.DataFrame:
+    """Per point and function (frame name): ``total`` (summed over ranks, mean over repetitions) and
+    ``per_rank`` (total / number of ranks of the point)."""
+    sub = exclusive_values(exp, metric)
+    d = sub.data
+    params = list(exp.parameters)
+    names = pd.Series({cp: sub.tree.name(cp) for cp in d["callpath"].cat.categories})
+    d = d.assign(function=d["callpath"].astype(str).map(names))
+    if "rank" in d.columns:
+        nranks = d.groupby(params, observed=True)["rank"].nunique() if params else pd.Series([d["rank"].nunique()])
+    keys = [*params, "rep", "function"]
+    tot = d.groupby(keys, observed=True)["value"].sum().groupby([*params, "function"], observed=True).mean()
+    out = tot.rename("total").reset_index()
+    if "rank" in d.columns:
+        if params:
+            out = out.merge(nranks.rename("_n").reset_index(), on=params)
+        else:
+            out["_n"] = int(nranks.iloc[0])
+        out["per_rank"] = out["total"] / out["_n"]
+        out = out.drop(columns="_n")
+    else:
+        out["per_rank"] = out["total"]
+    return out
+
+
+def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | None = None,
+                     threshold: float = 0.05, flat: float = 0.1, min_share: float = 0.01,
+                     exclude: Sequence[str] = DEFAULT_EXCLUDE, include: Sequence[str] = ()) -> KernelSet:
+    """Sort the functions of ``exp`` into hot, non-scalable and rest kernels (module docstring)."""
+    if not 0 < threshold < 1:
+        raise PerfcastError(f"threshold must be between 0 and 1, got {threshold}", where="threshold")
+    metric = metric or cost_metric(exp)
+    if metric not in exp.metrics:
+        raise PerfcastError(f"no metric {metric!r}; the experiment has {', '.join(exp.metrics)}", where="metric")
+    procs = procs_param(exp, procs)
+    params = list(exp.parameters)
+    pts = exp.points()
+    if len(pts) < 3:
+        raise PerfcastError(f"kernel identification needs >= 3 profiled points (APMT: three process counts); "
+                            f"the experiment has {len(pts)}")
+    if procs is not None and pts[procs].nunique() < 3:
+        raise PerfcastError(f"kernel identification needs >= 3 process counts; {procs} takes "
+                            f"{', '.join(_num(v) for v in sorted(pts[procs].unique()))} only")
+    pf = per_function(exp, metric)
+    if (pf["total"] < 0).any():
+        raise PerfcastError(f"metric {metric!r} has negative exclusive values; cannot rank functions by it")
+    labels = [point_label(params, r) for _, r in pts.iterrows()]
+    pf["point"] = [point_label(params, r) for _, r in pf.iterrows()]
+    totals = pf.groupby("point")["total"].sum()
+    if (totals <= 0).any():
+        bad = totals[totals <= 0].index[0]
+        raise PerfcastError(f"metric {metric!r} sums to zero at {bad}; nothing to rank")
+    funcs = list(dict.fromkeys(pf["function"]))
+    excluded = [f for f in funcs if _matches(f, exclude) and not _matches(f, include)]
+    ex_share = {lab: float(pf[(pf.point == lab) & pf.function.isin(excluded)]["total"].sum() / totals[lab])
+                for lab in labels}
+    # shares are of the application's own cost (MPI library/runtime/loader functions left out)
+    app_tot = pf[~pf.function.isin(excluded)].groupby("point")["total"].sum()
+    if app_tot.reindex(labels).fillna(0).le(0).any():
+        bad = [lab for lab in labels if not app_tot.get(lab, 0) > 0][0]
+        raise PerfcastError(f"at {bad} all of {metric!r} is in MPI library/runtime functions; no application "
+                            "function to rank")
+    pf["share"] = pf["total"] / pf["point"].map(app_tot)
+    share = pf.pivot_table(index="function", columns="point", values="share", aggfunc="sum").reindex(columns=labels)
+    per_rank = pf.pivot_table(index="function", columns="point", values="per_rank", aggfunc="sum")
+    notes: list[str] = []
+    chosen: dict[str, list[str]] = {}
+    kinds: dict[str, str] = {}
+    for f in funcs:
+        if f in excluded:
+            continue
+        sh = share.loc[f]
+        present = sh.notna() & (sh > 0)
+        reasons = []
+        if (sh.fillna(0) >= threshold).any():
+            lab = sh.idxmax()
+            reasons.append(f"share {sh.max():.1%} >= {threshold:.0%} at {lab}")
+            kinds[f] = "hot"
+        trend = _trend(pts, params, procs, per_rank.loc[f], share.loc[f], labels)
+        for what, slope, lab in trend:
+            if share.loc[f].get(lab, 0) is None or not (share.loc[f].fillna(0).get(lab, 0) >= min_share):
+                continue
+            if what == "procs" and slope > -flat:
+                reasons.append(f"non-scalable: cost per rank ~ {procs}^{slope:.2f} (does not decrease as "
+                               f"{procs} grows; {share.loc[f][lab]:.1%} at {lab})")
+                kinds.setdefault(f, "non-scalable")
+                break
+            if what != "procs" and slope > flat:
+                reasons.append(f"share grows with {what} (~ {what}^{slope:.2f}; {share.loc[f][lab]:.1%} at {lab})")
+                kinds.setdefault(f, "non-scalable")
+                break
+        if not reasons:
+            continue
+        if not present.all():
+            miss = [lab for lab in labels if not present.get(lab, False)]
+            notes.append(f"{f}: " + "; ".join(reasons) + f", but it has no {metric} at {', '.join(miss)} "
+                         f"(present at some scales only); aggregated into {REST}")
+            kinds.pop(f, None)
+            continue
+        chosen[f] = reasons
+    assign: dict[str, list[str]] = {}
+    sub = exclusive_values(exp, metric)
+    for cp in sub.data["callpath"].cat.categories:
+        fn = sub.tree.name(cp)
+        if fn in excluded:
+            continue
+        assign.setdefault(fn if fn in chosen else REST, []).append(cp)
+    kernels = []
+    order = sorted(chosen, key=lambda f: -float(share.loc[f].fillna(0).max()))
+    for f in order:
+        kernels.append(Kernel(f, tuple(assign.get(f, ())), tuple(chosen[f]),
+                              {lab: float(share.loc[f].fillna(0)[lab]) for lab in labels}, kinds[f]))
+    rest_funcs = [f for f in funcs if f not in chosen and f not in excluded]
+    rest_share = {lab: float(share.loc[rest_funcs, lab].fillna(0).sum()) if rest_funcs else 0.0 for lab in labels}
+    kernels.append(Kernel(REST, tuple(assign.get(REST, ())),
+                          (f"{len(rest_funcs)} other function(s), each below {threshold:.0%} and scaling",),
+                          rest_share, "rest"))
+    coverage = {lab: float(sum(k.share[lab] for k in kernels[:-1])) for lab in labels}
+    return KernelSet(kernels, metric, procs, threshold, coverage, ex_share, notes)
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd.Series, share: pd.Series,
+           labels: list[str]) -> list[tuple[str, float, str]]:
+    """Per parameter: the largest log-log slope over lines of >= 2 points (others fixed); for the
+    process count on the cost per rank, for other parameters on the share.  Also the label of the
+    largest point of the line with that slope."""
+    out = []
+    lab = pd.Series(labels, index=pts.index)
+    for q in params:
+        others = [o for o in params if o != q]
+        groups = pts.groupby(others) if others else [((), pts)]
+        best = None
+        for _, g in groups:
+            if g[q].nunique() < 2:
+                continue
+            g = g.sort_values(q)
+            ys = (per_rank if q == procs else share).reindex(lab[g.index]).to_numpy(dtype=float)
+            xs = g[q].to_numpy(dtype=float)
+            ok = np.isfinite(ys) & (ys > 0) & (xs > 0)
+            if ok.sum() < 2:
+                continue
+            slope = float(np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)[0])
+            if best is None or slope > best[0]:
+                best = (slope, lab[g.index[-1]])
+        if best is not None:
+            out.append(("procs" if q == procs else q, best[0], best[1]))
+    return out
+
+
+def kernel_experiment(exp: Experiment, kernels: KernelSet, metrics: Sequence[str] | None = None) -> Experiment:
+    """An experiment with one callpath per kernel (``rest`` included): exclusive values of
+    ``metrics`` (default: all count/time metrics) summed over each kernel's callpaths, per point,
+    repetition and rank.  Excluded (MPI/runtime) functions are dropped."""
+    metrics = list(metrics) if metrics is not None else [m for m, d in exp.metrics.items()
+                                                         if d.kind in ("count", "time")]
+    frames, mets = [], []
+    for m in metrics:
+        if m not in exp.metrics:
+            raise PerfcastError(f"no metric {m!r}; the experiment has {', '.join(exp.metrics)}")
+        try:
+            sub = exclusive_values(exp, m)
+        except PerfcastError:
+            continue
+        d = sub.data
+        fn_of = {cp: sub.tree.name(cp) for cp in d["callpath"].cat.categories}
+        # a callpath belongs to the kernel named like its function, else rest unless excluded
+        names = set(kernels.names())
+        excl_patterns = DEFAULT_EXCLUDE
+        kmap = {}
+        for cp, fn in fn_of.items():
+            if fn in names and fn != REST:
+                kmap[cp] = fn
+            elif _matches(fn, excl_patterns) and cp not in kernels.assignment():
+                kmap[cp] = None
+            else:
+                kmap[cp] = REST
+        k = d["callpath"].astype(str).map(kmap)
+        d = d.assign(callpath=k).dropna(subset=["callpath"])
+        keys = [c for c in d.columns if c not in ("value",)]
+        frames.append(d.groupby(keys, observed=True)["value"].sum().reset_index())
+        mets.append(Metric(m, exp.metrics[m].unit, exp.metrics[m].kind, "exclusive", exp.metrics[m].description))
+    if not frames:
+        raise PerfcastError("none of the metrics has values on the kernels")
+    data = pd.concat(frames, ignore_index=True)
+    tree = CallTree((k, None, k) for k in kernels.names())
+    return Experiment(exp.parameters, data, mets, tree, {"kernels": kernels.to_dict()})

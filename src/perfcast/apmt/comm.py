@@ -1,0 +1,276 @@
+"""Communication model from PMPI profiles (APMT, seed 000; methods.md §1).
+
+Input: an experiment holding the PMPI reader's callpaths ``MPI-><routine>`` with per-rank metrics
+``time`` (or ``pmpi_time`` when a campaign renamed it), ``calls`` and ``bytes`` (sent + received).
+
+* Point-to-point (Send/Recv/Isend/Irecv/Sendrecv and the Wait/Test calls where their time lands):
+  the Hockney model.  One observation per rank and run: ``t = a * s_tot + b * n_msg`` with ``s_tot``
+  the bytes a rank moved (sent + received) and ``n_msg`` its messages (sends + receives;
+  Sendrecv counts two) -- ``a`` is the inverse bandwidth, ``b`` the latency per message.  APMT
+  writes ``t = a * s_tot + b`` with a constant ``b`` (a fixed message count); ``form="apmt"`` fits
+  exactly that.  Coefficients are non-negative least squares.  ``s_tot`` and ``n_msg`` of the
+  critical rank (``ranks="max"``, default; ``"mean"`` for the average rank) are modelled as functions
+  of the parameters with the PMNF modeler.
+* Collectives, per routine: per call ``t = a * log2(p) + b * s + c`` with ``s`` the average bytes
+  per call; calls per rank and ``s`` are PMNF models.  A regressor that does not vary over the
+  profiled runs (e.g. a fixed 8-byte Allreduce) cannot be separated from ``c``: it is dropped and
+  the model says so.
+* ``BF_comm`` (overlap of communication with computation) is 1 -- bulk-synchronous -- unless the
+  caller measured it.
+
+Larger problems (APMT): ``size_ratio`` scales the communication volume, ``t = a * ratio * s + b``
+and ``a * log2(p) + b * ratio * s + c``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+
+from .. import fit
+from ..errors import PerfcastError
+from ..experiment import Experiment
+
+P2P = re.compile(r"^MPI_(I?[sbr]?send|Send|I?recv|Recv|Sendrecv(_replace)?|Ssend|Bsend|Rsend|Issend|Ibsend|Irsend|"
+                 r"Wait(all|any|some)?|Test(all|any|some)?|Probe|Iprobe|Mprobe|Improbe|Mrecv|Imrecv|Start(all)?|"
+                 r"Send_init|Recv_init)$", re.IGNORECASE)
+SEND = re.compile(r"^MPI_(I?[sbr]?send|Send|Ssend|Bsend|Rsend|Issend|Ibsend|Irsend)$", re.IGNORECASE)
+RECV = re.compile(r"^MPI_(I?recv|Recv|Mrecv|Imrecv)$", re.IGNORECASE)
+COLLECTIVE = re.compile(r"^MPI_I?(Allreduce|Reduce|Bcast|Alltoallv?w?|Allgatherv?|Gatherv?|Scatterv?|Barrier|"
+                        r"Reduce_scatter(_block)?|Scan|Exscan|Neighbor_\w+)$", re.IGNORECASE)
+ROOT = "MPI"
+
+
+@dataclass
+class P2PModel:
+    a: float                    # s per byte (inverse bandwidth)
+    b: float                    # s per message (latency); per run when form == "apmt"
+    form: str
+    volume: fit.Model           # bytes per rank
+    messages: fit.Model | None  # messages per rank
+    r2: float
+    n_obs: int
+    routines: list[str]
+
+    def predict(self, at: Mapping, size_ratio: float = 1.0) -> float:
+        s = max(float(self.volume.predict(at)), 0.0) * size_ratio
+        if self.form == "apmt":
+            return self.a * s + self.b
+        n = max(float(self.messages.predict(at)), 0.0)
+        return self.a * s + self.b * n
+
+    def to_dict(self) -> dict:
+        return {"form": self.form, "a_s_per_byte": self.a, "b_s": self.b,
+                "bandwidth_bytes_per_s": (1 / self.a) if self.a > 0 else None, "r2": self.r2, "n_obs": self.n_obs,
+                "volume_model": self.volume.formula(),
+                "messages_model": None if self.messages is None else self.messages.formula(),
+                "routines": self.routines}
+
+
+@dataclass
+class CollectiveModel:
+    routine: str
+    a: float                  # s per log2(p)
+    b: float                  # s per byte
+    c: float                  # s
+    calls: fit.Model
+    size: fit.Model
+    procs: str | None
+    r2: float
+    dropped: list[str] = field(default_factory=list)
+
+    def per_call(self, at: Mapping, size_ratio: float = 1.0) -> float:
+        lp = math.log2(float(at[self.procs])) if self.procs else 0.0
+        s = max(float(self.size.predict(at)), 0.0) * size_ratio
+        return self.a * lp + self.b * s + self.c
+
+    def predict(self, at: Mapping, size_ratio: float = 1.0) -> float:
+        return max(float(self.calls.predict(at)), 0.0) * self.per_call(at, size_ratio)
+
+    def to_dict(self) -> dict:
+        return {"routine": self.routine, "a_s_per_log2p": self.a, "b_s_per_byte": self.b, "c_s": self.c,
+                "r2": self.r2, "calls_model": self.calls.formula(), "size_model": self.size.formula(),
+                "dropped": self.dropped}
+
+
+@dataclass
+class CommModel:
+    p2p: P2PModel | None
+    collectives: list[CollectiveModel]
+    bf_comm: float = 1.0
+    notes: list[str] = field(default_factory=list)
+
+    def predict(self, at: Mapping, size_ratio: float = 1.0) -> dict[str, float]:
+        out = {}
+        if self.p2p is not None:
+            out["point-to-point"] = self.bf_comm * self.p2p.predict(at, size_ratio)
+        for c in self.collectives:
+            out[c.routine] = self.bf_comm * c.predict(at, size_ratio)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"bf_comm": self.bf_comm, "p2p": None if self.p2p is None else self.p2p.to_dict(),
+                "collectives": [c.to_dict() for c in self.collectives], "notes": list(self.notes)}
+
+
+def _metric(exp: Experiment, names: tuple[str, ...]) -> str | None:
+    mpi_cps = [c for c in exp.data["callpath"].cat.categories if str(c).startswith(ROOT + "->")]
+    have = set(exp.data[exp.data["callpath"].isin(mpi_cps)]["metric"].astype(str).unique())
+    for n in names:
+        if n in have:
+            return n
+    return None
+
+
+def mpi_table(exp: Experiment) -> tuple[pd.DataFrame, list[str]]:
+    """Per (point, rep, rank, routine): time, calls, bytes."""
+    tm = _metric(exp, ("pmpi_time", "time"))
+    calls = _metric(exp, ("pmpi_calls", "calls"))
+    by = _metric(exp, ("pmpi_bytes", "bytes"))
+    missing = [n for n, m in (("time", tm), ("calls", calls), ("bytes", by)) if m is None]
+    if missing:
+        raise PerfcastError(f"no MPI profile: the experiment lacks {', '.join(missing)} on MPI-><routine> "
+                            "callpaths (collect with --collect mpi, or read pmpi.rank*.json)")
+    if not exp.has_locations:
+        raise PerfcastError("the MPI profile has no rank column; the communication model needs per-rank values")
+    params = list(exp.parameters)
+    d = exp.data[exp.data["callpath"].astype(str).str.startswith(ROOT + "->")
+                 & exp.data["metric"].isin([tm, calls, by])]
+    d = d.assign(routine=d["callpath"].astype(str).str.slice(len(ROOT) + 2),
+                 metric=d["metric"].astype(str).map({tm: "time", calls: "calls", by: "bytes"}))
+    t = d.pivot_table(index=[*params, "rep", "rank", "routine"], columns="metric", values="value",
+                      aggfunc="sum", observed=True).reset_index()
+    for c in ("time", "calls", "bytes"):
+        if c not in t.columns:
+            t[c] = 0.0
+    t = t.fillna(0.0)
+    # runs with different rank sets at one point are a mismatch
+    if params:
+        sizes = t.groupby([*params, "rep"], observed=True)["rank"].nunique()
+        for key, n in sizes.items():
+            key = key if isinstance(key, tuple) else (key,)
+            coords = dict(zip(params, key[:-1]))
+            procs = next((p for p in ("p", "procs", "np", "nprocs", "ranks") if p in coords), None)
+            if procs is not None and int(coords[procs]) != n:
+                raise PerfcastError(f"mismatched ranks: the MPI profile at "
+                                    f"{', '.join(f'{k}={v:g}' for k, v in coords.items())} (repetition {key[-1]}) "
+                                    f"has {n} rank(s) but {procs}={coords[procs]:g}")
+    return t, params
+
+
+def _messages(row_routine: str, calls: float) -> float:
+    if SEND.match(row_routine) or RECV.match(row_routine):
+        return calls
+    if row_routine.lower().startswith("mpi_sendrecv"):
+        return 2 * calls
+    return 0.0
+
+
+def _reduce_ranks(df: pd.DataFrame, params: list[str], col: str, ranks: str) -> pd.DataFrame:
+    per = df.groupby([*params, "rep", "rank"], observed=True)[col].sum().reset_index()
+    return per.groupby([*params, "rep"], observed=True)[col].agg(ranks).reset_index()
+
+
+def _fit(points: pd.DataFrame, params: list[str], col: str, options) -> fit.Model:
+    g = points.groupby(params, observed=True)[col]
+    xs = np.array([list(k) if isinstance(k, tuple) else [k] for k in g.groups.keys()], dtype=float)
+    vals = [grp.to_numpy(dtype=float) for _, grp in g]
+    return fit.fit_series(xs, vals, params, options)
+
+
+def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form: str = "hockney",
+             options: fit.FitOptions | None = None, bf_comm: float = 1.0) -> CommModel:
+    if ranks not in ("max", "mean"):
+        raise PerfcastError(f"ranks must be max or mean, not {ranks!r}", where="ranks")
+    if form not in ("hockney", "apmt"):
+        raise PerfcastError(f"form must be hockney or apmt, not {form!r}", where="form")
+    t, params = mpi_table(exp)
+    if not params:
+        raise PerfcastError("the MPI profile has no parameters; profile >= 3 process counts")
+    from ..analysis.kernels import procs_param
+    procs = procs_param(exp, procs)
+    notes = []
+    routines = sorted(t["routine"].unique())
+    p2p_r = [r for r in routines if P2P.match(r)]
+    coll_r = [r for r in routines if COLLECTIVE.match(r)]
+    other = [r for r in routines if r not in p2p_r and r not in coll_r]
+    if other:
+        notes.append(f"not modelled (set-up or other): {', '.join(other)}")
+    npoints = len(t[params].drop_duplicates())
+    p2p = None
+    if p2p_r:
+        d = t[t["routine"].isin(p2p_r)].copy()
+        d["msgs"] = [_messages(r, c) for r, c in zip(d["routine"], d["calls"])]
+        obs = d.groupby([*params, "rep", "rank"], observed=True)[["time", "bytes", "msgs"]].sum().reset_index()
+        y = obs["time"].to_numpy(float)
+        if form == "hockney":
+            X = obs[["bytes", "msgs"]].to_numpy(float)
+        else:
+            X = np.column_stack([obs["bytes"].to_numpy(float), np.ones(len(obs))])
+        scale = np.where(X.max(axis=0) > 0, X.max(axis=0), 1.0)
+        coef, _ = nnls(X / scale, y)
+        coef = coef / scale
+        pred = X @ coef
+        ss = float(((y - y.mean()) ** 2).sum())
+        r2 = 1 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else 1.0
+        vol = _fit(_reduce_ranks(obs, params, "bytes", ranks), params, "bytes", options)
+        msgs = _fit(_reduce_ranks(obs, params, "msgs", ranks), params, "msgs", options) if form == "hockney" else None
+        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(obs), p2p_r)
+        if r2 < 0.5:
+            notes.append(f"point-to-point: the Hockney fit explains only {r2:.0%} of the variance of the "
+                         "per-rank p2p time (waiting for late partners is not a transfer cost)")
+    colls = []
+    for r in coll_r:
+        d = t[(t["routine"] == r) & (t["calls"] > 0)]
+        if d.empty:
+            continue
+        pt = d.groupby(params, observed=True).agg(time=("time", "sum"), calls=("calls", "sum"),
+                                                  bytes=("bytes", "sum")).reset_index()
+        per_call = (pt["time"] / pt["calls"]).to_numpy(float)
+        size = (pt["bytes"] / pt["calls"]).to_numpy(float)
+        cols, names = [], []
+        if procs is not None:
+            cols.append(np.log2(pt[procs].to_numpy(float)))
+            names.append("log2p")
+        cols.append(size)
+        names.append("size")
+        dropped = []
+        keep_cols, keep_names = [], []
+        for c, n in zip(cols, names):
+            if np.ptp(c) > 1e-12 * max(1.0, float(np.abs(c).max())):
+                keep_cols.append(c)
+                keep_names.append(n)
+            else:
+                dropped.append(n)
+        X = np.column_stack([*keep_cols, np.ones(len(pt))])
+        if len(pt) < X.shape[1]:
+            notes.append(f"{r}: {len(pt)} point(s) cannot fix {X.shape[1]} coefficients; modelled as a constant per call")
+            X = np.ones((len(pt), 1))
+            keep_names = []
+        scale = np.where(np.abs(X).max(axis=0) > 0, np.abs(X).max(axis=0), 1.0)
+        coef, _ = nnls(X / scale, per_call)
+        coef = coef / scale
+        pred = X @ coef
+        ss = float(((per_call - per_call.mean()) ** 2).sum())
+        r2 = 1 - float(((per_call - pred) ** 2).sum()) / ss if ss > 0 else 1.0
+        vals = dict(zip(keep_names, coef[:-1]))
+        calls_pts = _reduce_ranks(d, params, "calls", ranks)
+        d2 = d.assign(avg=d["bytes"] / d["calls"])
+        size_pts = d2.groupby([*params, "rep"], observed=True)["avg"].mean().reset_index()
+        cm = CollectiveModel(r, float(vals.get("log2p", 0.0)), float(vals.get("size", 0.0)), float(coef[-1]),
+                             _fit(calls_pts, params, "calls", options), _fit(size_pts, params, "avg", options),
+                             procs, r2, dropped)
+        if dropped:
+            notes.append(f"{r}: {', '.join(dropped)} does not vary over the profiled runs; its effect is in the constant")
+        colls.append(cm)
+    if p2p is None and not colls:
+        raise PerfcastError("the MPI profile has no point-to-point or collective routine to model")
+    if npoints < 3:
+        notes.append(f"only {npoints} profiled point(s); APMT needs >= 3 process counts")
+    return CommModel(p2p, colls, bf_comm, notes)

@@ -1,0 +1,504 @@
+"""APMT application model: kernels x (computation + memory) + communication (seed 000, Eq 2).
+
+    T(x) = sum_i [ T_comp_i(x) + BF_mem_i * T_mem_i(x) ] + BF_comm * T_comm(x)
+
+Per kernel (from :func:`perfcast.analysis.kernels.identify_kernels`), every hardware counter the
+profile has is modelled as a function of the parameters with the PMNF modeler (APMT's predefined
+one-term functions are ``FitOptions(max_terms=1)`` over :data:`APMT_SPACE`, chosen with
+``functions="apmt"``).  Counters are per rank: the critical rank (``ranks="max"``) by default.
+
+* CPI: measured = cycles / instructions (computation cycles only, cycles - stall cycles, when a stall
+  counter exists); without a cycles counter the *effective* CPI = kernel time x f / instructions
+  from a time the profile has for the kernel (sampled time on its callpaths, or an application
+  timer mapped to it with ``timers``) -- it includes memory stalls.  The mean over the profiling
+  runs is used and its standard deviation reported (APMT Eq 4).
+* ``T_comp = N_instr x CPI / f``.
+* ``T_mem = sum over levels of hits x latency / f`` (L1 hits = loads + stores - L1 misses, L2 hits =
+  L1 misses - L2 misses, LLC hits = (L2 or L1) misses - LLC misses, memory = LLC misses; latencies
+  from the machine description).  ``BF_mem = T_stall / T_mem`` needs a stall counter; without it
+  the memory time is not split off (the effective CPI already contains it) and ``T_mem`` is shown
+  only as the no-overlap latency bound.
+* A kernel with a time but no instruction counter is modelled on its time directly; one with
+  neither has no prediction (it is listed).
+
+Communication: :mod:`perfcast.apmt.comm`.  Larger problems: ``size_ratio`` R evaluates the
+computation models at the equivalent per-rank work ``p / R`` (APMT) and scales the communication
+volume by R.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import fit
+from ..analysis import kernels as kmod
+from ..errors import PerfcastError
+from ..experiment import Experiment
+from ..machine import Machine
+from . import comm as cmod
+from .counters import missing_insights, resolve
+
+#: APMT's predefined one-term functions a * x^m * log2(x)^k + b (polynomial and logarithmic;
+#: negative m for work divided among ranks)
+APMT_SPACE = tuple((Fraction(m), k) for m in ("-1", "-1/2", "1/2", "1", "3/2", "2", "3") for k in (0,)) + \
+    ((Fraction(0), 1), (Fraction(1), 1), (Fraction(-1), 1))
+FREQ_PARAMS = ("f", "freq", "frequency", "cpu_freq", "ghz", "mhz")
+CONTENTION_E = 1e-4
+
+
+def fit_options(functions: str = "pmnf", negative: bool = True) -> fit.FitOptions:
+    if functions == "apmt":
+        return fit.FitOptions(space=APMT_SPACE, max_terms=1, negative=False)
+    if functions == "pmnf":
+        return fit.FitOptions(negative=negative, max_terms=2)
+    raise PerfcastError(f"functions must be pmnf or apmt, not {functions!r}", where="functions")
+
+
+@dataclass
+class KernelModel:
+    name: str
+    kind: str
+    counters: dict = field(default_factory=dict)      # role -> fit.Model (per rank)
+    time_model: fit.Model | None = None                # direct time model (no instructions)
+    cpi: float | None = None
+    cpi_std: float | None = None
+    cpi_values: list = field(default_factory=list)     # (point label, CPI)
+    cpi_source: str | None = None
+    bf_mem: float | None = None
+    cpi_core: float | None = None
+    notes: list = field(default_factory=list)
+
+    def _count(self, role, at):
+        m = self.counters.get(role)
+        return None if m is None else max(float(m.predict(at)), 0.0)
+
+    def memory_time(self, at, machine: Machine) -> tuple[float | None, dict]:
+        """Latency-weighted T_mem (seconds) and per-level hits; None when no level is known."""
+        acc = None
+        if self.counters.get("loads") is not None:
+            acc = self._count("loads", at) + (self._count("stores", at) or 0.0)
+        l1m, l2m, llcm = self._count("l1_misses", at), self._count("l2_misses", at), self._count("llc_misses", at)
+        hits = {}
+        if acc is not None and l1m is not None:
+            hits["L1"] = max(acc - l1m, 0.0)
+        upper = l1m
+        if l2m is not None and l1m is not None:
+            hits["L2"] = max(l1m - l2m, 0.0)
+            upper = l2m
+        elif l2m is not None:
+            upper = l2m
+        if llcm is not None and upper is not None:
+            hits["LLC"] = max(upper - llcm, 0.0)
+        if llcm is not None:
+            hits["memory"] = llcm
+        if not hits:
+            return None, {}
+        t = sum(h * machine.latency_cycles[lvl] for lvl, h in hits.items()) / machine.frequency_hz
+        return t, hits
+
+    def predict(self, at, machine: Machine) -> dict:
+        """{'computation', 'memory', 'total', 'memory_bound'} in seconds (None where unavailable)."""
+        n = self._count("instructions", at)
+        if n is not None and self.cpi is not None:
+            comp = n * self.cpi / machine.frequency_hz
+            tmem, _ = self.memory_time(at, machine)
+            mem = None
+            if self.bf_mem is not None and tmem is not None:
+                mem = self.bf_mem * tmem
+            return {"computation": comp, "memory": mem, "total": comp + (mem or 0.0),
+                    "memory_bound": tmem}
+        if self.time_model is not None:
+            t = max(float(self.time_model.predict(at)), 0.0)
+            return {"computation": t, "memory": None, "total": t, "memory_bound": None}
+        return {"computation": None, "memory": None, "total": None, "memory_bound": None}
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind,
+                "counters": {r: m.formula() for r, m in self.counters.items()},
+                "time_model": None if self.time_model is None else self.time_model.formula(),
+                "cpi": self.cpi, "cpi_std": self.cpi_std, "cpi_source": self.cpi_source,
+                "cpi_values": [[p, v] for p, v in self.cpi_values], "bf_mem": self.bf_mem,
+                "cpi_core": self.cpi_core, "notes": list(self.notes)}
+
+
+@dataclass
+class Prediction:
+    at: dict
+    size_ratio: float
+    kernels: dict          # name -> {computation, memory, total, memory_bound}
+    communication: dict    # routine class -> seconds
+    total: float
+    notes: list = field(default_factory=list)
+
+    @property
+    def computation(self) -> float:
+        return sum(v["total"] or 0.0 for v in self.kernels.values())
+
+    @property
+    def comm_total(self) -> float:
+        return sum(self.communication.values())
+
+    def to_dict(self) -> dict:
+        return {"at": self.at, "size_ratio": self.size_ratio, "total": self.total,
+                "computation": self.computation, "communication_total": self.comm_total,
+                "kernels": self.kernels, "communication": self.communication, "notes": list(self.notes)}
+
+    def lines(self) -> list[str]:
+        at = ", ".join(f"{k}={kmod._num(v)}" for k, v in self.at.items())
+        out = [f"prediction at {at}" + (f" (problem {self.size_ratio:g}x the profiled size)"
+                                        if self.size_ratio != 1 else "") + f": {self.total:.4g} s"]
+        untimed = [k for k, v in self.kernels.items() if v["total"] is None]
+        for k, v in self.kernels.items():
+            if v["total"] is None:
+                continue
+            mem = "n/a (no stall counter)" if v["memory"] is None else f"{v['memory']:.4g} s"
+            out.append(f"  {k:<24} {v['total']:.4g} s  computation {v['computation']:.4g} s, memory {mem}"
+                       + (f" [latency bound {v['memory_bound']:.3g} s]" if v.get("memory_bound") else ""))
+        for k, v in self.communication.items():
+            out.append(f"  {k:<24} {v:.4g} s  communication")
+        if untimed:
+            out.append(f"  not in the total (no cycles counter, no time to derive a CPI from): {', '.join(untimed)}")
+        out.extend("  note: " + n for n in self.notes)
+        return out
+
+
+@dataclass
+class APMTModel:
+    parameters: tuple
+    procs: str | None
+    machine: Machine
+    kernelset: kmod.KernelSet
+    kernels: list[KernelModel]
+    comm: cmod.CommModel | None
+    roles: dict
+    contention: dict        # kernel -> {point: E}
+    notes: list = field(default_factory=list)
+    profiled: pd.DataFrame | None = None
+
+    # -- prediction ------------------------------------------------------------------------------
+    def predict(self, at: Mapping, size_ratio: float = 1.0) -> Prediction:
+        at = {k: float(v) for k, v in at.items()}
+        missing = [p for p in self.parameters if p not in at]
+        if missing:
+            raise PerfcastError(f"no value for parameter(s) {', '.join(missing)} (give --at "
+                                f"{','.join(f'{p}=...' for p in self.parameters)})", where="at")
+        if not size_ratio > 0:
+            raise PerfcastError(f"size ratio must be > 0, got {size_ratio}", where="size_ratio")
+        notes = []
+        comp_at = dict(at)
+        if size_ratio != 1.0:
+            if self.procs is None:
+                raise PerfcastError("a size ratio needs a process-count parameter (work per rank = size / p)")
+            comp_at[self.procs] = at[self.procs] / size_ratio
+            notes.append(f"computation evaluated at the equivalent work per rank: {self.procs}="
+                         f"{comp_at[self.procs]:.4g} on the profiled size (APMT)")
+        ks = {k.name: k.predict(comp_at, self.machine) for k in self.kernels}
+        cm = self.comm.predict(at, size_ratio) if self.comm is not None else {}
+        total = sum(v["total"] or 0.0 for v in ks.values()) + sum(cm.values())
+        if self.comm is None:
+            notes.append("no MPI profile: communication is not modelled")
+        return Prediction(at, size_ratio, ks, cm, total, notes)
+
+    def strong_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:
+        return [self.predict({**at, self.procs: p}) for p in procs_values]
+
+    def weak_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:
+        """Problem grows with p (size ratio p / p0, p0 = the ``at`` process count): APMT's method."""
+        p0 = float(at[self.procs])
+        return [self.predict({**at, self.procs: p}, size_ratio=p / p0) for p in procs_values]
+
+    def crossover(self, at: Mapping, limit: float = 2 ** 20) -> float | None:
+        """Smallest p (powers of 2 above the profiled ones) where communication exceeds computation."""
+        if self.comm is None or self.procs is None:
+            return None
+        p = float(self.profiled[self.procs].max()) if self.profiled is not None else 1.0
+        while p <= limit:
+            pr = self.predict({**at, self.procs: p})
+            if pr.comm_total > pr.computation > 0 or (pr.comm_total > 0 and pr.computation <= 0):
+                return p
+            p *= 2
+        return None
+
+    # -- words -------------------------------------------------------------------------------------
+    def insights(self, at: Mapping | None = None) -> list[str]:
+        out = []
+        for k in self.kernels:
+            parts = []
+            if k.cpi is not None:
+                rel = (k.cpi_std / k.cpi) if k.cpi else 0.0
+                parts.append(f"{k.cpi_source} CPI {k.cpi:.3g} (std {k.cpi_std:.2g}, {rel:.0%} across runs, Eq 4)")
+                if rel > 0.15:
+                    parts.append("CPI varies a lot between runs: the constant-CPI model is uncertain "
+                                 "(oversubscribed or memory-contended runs?)")
+            if k.bf_mem is not None:
+                parts.append(("memory-bound" if k.bf_mem > 0.5 else "compute-bound")
+                             + f": BF_mem {k.bf_mem:.2f}")
+            ins = k.counters.get("instructions")
+            if ins is not None and self.procs:
+                lead = ins.lead().get(self.procs)
+                if lead:
+                    parts.append(f"instructions per rank ~ {ins.formula(digits=3)}")
+            e = self.contention.get(k.name)
+            if e:
+                worst = max(e.values())
+                parts.append(f"E = LLC misses / accesses up to {worst:.1e}"
+                             + (" > 1e-4: memory contention already shows at the profiled scales" if worst > CONTENTION_E
+                                else " (<= 1e-4: contention negligible)"))
+            if k.time_model is not None and ins is None:
+                parts.append(f"time modelled directly: {k.time_model.formula(digits=3)}")
+            if not parts:
+                parts.append("no counters or time to model")
+            out.append(f"{k.name}: " + "; ".join(parts))
+        if self.comm is not None and self.comm.p2p is not None:
+            p = self.comm.p2p
+            bw = f"{1 / p.a / 1e6:.0f} MB/s" if p.a > 0 else "unbounded"
+            out.append(f"point-to-point: Hockney fit latency {p.b * 1e6:.2f} us/message, bandwidth {bw} "
+                       f"(R^2 {p.r2:.2f}); volume per rank ~ {p.volume.formula(digits=3)}")
+        if self.comm is not None:
+            for c in self.comm.collectives:
+                out.append(f"{c.routine}: per call {c.a * 1e6:.2f} us * log2(p) + {c.b * 1e9:.3g} ns/byte * s + "
+                           f"{c.c * 1e6:.2f} us (R^2 {c.r2:.2f})")
+        if at is not None:
+            x = self.crossover(at)
+            if x is not None:
+                out.append(f"communication overtakes computation at {self.procs}~{kmod._num(x)}")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"parameters": list(self.parameters), "procs": self.procs, "machine": self.machine.to_dict(),
+                "kernels": self.kernelset.to_dict(), "kernel_models": [k.to_dict() for k in self.kernels],
+                "communication": None if self.comm is None else self.comm.to_dict(),
+                "counters": {r: list(v) if v else None for r, v in self.roles.items()},
+                "contention": self.contention, "notes": list(self.notes)}
+
+
+# ---------------------------------------------------------------------------------------------
+def _point_values(kexp: Experiment, metrics: Sequence[str], ranks: str) -> pd.DataFrame:
+    """Per (point, rep, kernel, metric): value of the critical (max) or mean rank."""
+    d = kexp.data[kexp.data["metric"].isin(list(metrics))]
+    params = list(kexp.parameters)
+    if "rank" in d.columns:
+        keys = [*params, "rep", "callpath", "metric"]
+        d = d.groupby(keys, observed=True)["value"].agg(ranks).reset_index()
+    return d
+
+
+def _series(df: pd.DataFrame, params: list[str], kernel: str, metrics: Sequence[str]):
+    """Summed metrics of one kernel: (xs, list of rep arrays) per point, and the means."""
+    sub = df[(df["callpath"] == kernel) & df["metric"].isin(list(metrics))]
+    if sub.empty:
+        return None
+    per = sub.groupby([*params, "rep"], observed=True)["value"].sum().reset_index()
+    g = per.groupby(params, observed=True)["value"]
+    xs = np.array([list(k) if isinstance(k, tuple) else [k] for k in g.groups.keys()], dtype=float)
+    vals = [grp.to_numpy(float) for _, grp in g]
+    return xs, vals
+
+
+def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | None = None,
+             threshold: float = 0.05, cost: str | None = None, timers: Mapping[str, str] | None = None,
+             ranks: str = "max", functions: str = "pmnf", comm_form: str = "hockney",
+             bf_comm: float = 1.0) -> APMTModel:
+    """Fit the whole APMT model to a profiled experiment (module docstring)."""
+    machine = machine or Machine.host()
+    if ranks not in ("max", "mean"):
+        raise PerfcastError(f"ranks must be max or mean, not {ranks!r}", where="ranks")
+    params = [p for p in exp.parameters if p.lower() not in FREQ_PARAMS]
+    freq = [p for p in exp.parameters if p.lower() in FREQ_PARAMS]
+    notes = []
+    base = exp
+    if freq:
+        fp = freq[0]
+        top = float(exp.data[fp].max())
+        base = exp.select(**{fp: top})
+        base = Experiment([p for p in exp.parameters if p != fp], base.data.drop(columns=[fp]), base.metrics,
+                          base.tree, base.meta)
+        notes.append(f"counters and CPI from the runs at {fp}={kmod._num(top)}; the other frequencies refine "
+                     "CPI_core and BF_mem (Eq 5)")
+    procs = kmod.procs_param(base, procs)
+    opts = fit_options(functions)
+    # computation part: the non-MPI callpaths
+    mpi_paths = [c for c in base.data["callpath"].cat.categories if str(c) == "MPI" or str(c).startswith("MPI->")
+                 or str(c) == "APP"]
+    comp_exp = base
+    if mpi_paths:
+        keep = [c for c in base.data["callpath"].cat.categories if c not in mpi_paths]
+        comp_exp = base.select(callpath=keep) if keep else None
+    timers = dict(timers or {})
+    roles = resolve(comp_exp) if comp_exp is not None else {}
+    ks = None
+    kms: list[KernelModel] = []
+    contention = {}
+    if comp_exp is not None:
+        timer_paths = set(timers.values())
+        cand = comp_exp
+        fn_metrics = [m for r in ("instructions", "cycles") for m in (roles.get(r) or ())]
+        if fn_metrics:
+            # functions are the callpaths that carry instruction/cycle counts (a campaign's wall
+            # time and timers sit on other callpaths of the same root)
+            d = cand.data
+            keep = list(d[d["metric"].isin(fn_metrics)]["callpath"].astype(str).unique())
+        else:
+            keep = [c for c in cand.data["callpath"].cat.categories if c not in timer_paths]
+        if len(keep) < len(cand.data["callpath"].cat.categories):
+            cand = cand.select(callpath=keep)
+        cost_metric = cost or _cost(cand, roles)
+        # only callpaths carrying the cost metric are functions (the campaign's app/timer paths are not)
+        ks = kmod.identify_kernels(cand, metric=cost_metric, procs=procs, threshold=threshold)
+        counter_metrics = sorted({m for v in roles.values() if v for m in v})
+        time_metrics = [m for m in kmod.TIME_METRICS if m in cand.metrics and m != "time"] + \
+            [m for m in cand.metrics if cand.metrics[m].kind == "time" and m not in kmod.TIME_METRICS
+             and cand.metrics[m].scope != "unknown"]
+        if "time" in cand.metrics and cand.metrics["time"].scope in ("exclusive", "inclusive"):
+            # a time metric on the functions themselves (sampled profiles, CUBE), not the campaign's wall time
+            fn_paths = set(cp for k in ks.kernels for cp in k.callpaths)
+            has = cand.data[(cand.data["metric"] == "time") & cand.data["callpath"].isin(list(fn_paths))]
+            if not has.empty:
+                time_metrics.append("time")
+        kexp = kmod.kernel_experiment(cand, ks, counter_metrics + time_metrics)
+        vals = _point_values(kexp, list(kexp.metrics), ranks)
+        bparams = list(base.parameters)
+        missing = missing_insights(roles)
+        notes.extend(missing)
+        for k in ks.kernels:
+            km = KernelModel(k.name, k.kind)
+            for role, mets in roles.items():
+                if not mets or role in ("store_stalls",):
+                    continue
+                s = _series(vals, bparams, k.name, mets)
+                if s is None:
+                    continue
+                xs, v = s
+                if len(xs) < 3:
+                    km.notes.append(f"{role}: measured at {len(xs)} point(s) only")
+                    continue
+                km.counters[role] = fit.fit_series(xs, v, bparams, opts)
+            # time for the kernel
+            tser = None
+            tsrc = None
+            if k.name in timers:
+                tp = timers[k.name]
+                if tp not in base.data["callpath"].cat.categories:
+                    raise PerfcastError(f"timer {tp!r} for kernel {k.name!r} is not a callpath of the experiment")
+                tsel = base.select(callpath=tp)
+                tm = "time" if "time" in tsel.metrics else next(iter(tsel.metrics))
+                td = tsel.data[tsel.data["metric"] == tm]
+                if "rank" in td.columns:
+                    td = td.groupby([*bparams, "rep"], observed=True)["value"].max().reset_index()
+                tser = td.groupby(bparams, observed=True)["value"].mean()
+                tsrc = f"timer {tp}"
+            elif time_metrics:
+                s = _series(vals, bparams, k.name, time_metrics[:1])
+                if s is not None:
+                    xs, v = s
+                    tser = pd.Series([a.mean() for a in v],
+                                     index=pd.MultiIndex.from_arrays(xs.T, names=bparams) if len(bparams) > 1
+                                     else pd.Index(xs[:, 0], name=bparams[0]))
+                    tsrc = f"{time_metrics[0]} samples"
+            instr = _means(vals, bparams, k.name, roles.get("instructions"))
+            cyc = _means(vals, bparams, k.name, roles.get("cycles"))
+            stalls = _means(vals, bparams, k.name, roles.get("stall_cycles"))
+            if instr is not None and (instr <= 0).any():
+                zero = [kmod._num(i) if not isinstance(i, tuple) else ",".join(kmod._num(x) for x in i)
+                        for i in instr.index[instr <= 0]]
+                km.notes.append(f"zero instructions at {', '.join(zero)}: no CPI there")
+                instr = instr[instr > 0]
+                if instr.empty:
+                    instr = None
+            cpis = None
+            if instr is not None and cyc is not None:
+                c = cyc - (stalls if stalls is not None else 0.0)
+                cpis = (c / instr).dropna()
+                km.cpi_source = "measured" + (" (computation cycles: cycles - stalls)" if stalls is not None else "")
+                if stalls is not None:
+                    km.bf_mem = _bf_mem(km, vals, bparams, k.name, stalls, machine, roles)
+            elif instr is not None and tser is not None:
+                common = instr.index.intersection(tser.index)
+                if len(common) == 0:
+                    km.notes.append(f"the time ({tsrc}) and the instruction counts share no profiled point")
+                else:
+                    cpis = (tser.loc[common] * machine.frequency_hz / instr.loc[common]).dropna()
+                    km.cpi_source = f"effective (time from {tsrc} x f / instructions)"
+            elif instr is not None:
+                km.notes.append("no cycles counter and no time for this kernel: CPI unavailable, so the kernel "
+                                "has no time prediction (map an application timer to it, or sample it with perf)")
+            if cpis is not None and len(cpis):
+                km.cpi = float(cpis.mean())
+                km.cpi_std = float(cpis.std(ddof=0))   # APMT Eq 4
+                km.cpi_values = [(_label(bparams, i), float(v)) for i, v in cpis.items()]
+            if instr is None and tser is not None and len(tser) >= 3:
+                xs = np.array([list(i) if isinstance(i, tuple) else [i] for i in tser.index], dtype=float)
+                km.time_model = fit.fit_series(xs, [[v] for v in tser.to_numpy()], bparams, opts)
+            # contention check E = LLC misses / memory accesses
+            llc = _means(vals, bparams, k.name, roles.get("llc_misses"))
+            acc = _means(vals, bparams, k.name, roles.get("loads"))
+            st = _means(vals, bparams, k.name, roles.get("stores"))
+            if llc is not None and acc is not None:
+                tot = acc + (st if st is not None else 0.0)
+                e = (llc / tot.where(tot > 0)).dropna()
+                contention[k.name] = {_label(bparams, i): float(v) for i, v in e.items()}
+                if (e > CONTENTION_E).any():
+                    km.notes.append(f"memory contention: E = LLC misses / accesses reaches {e.max():.1e} > 1e-4 "
+                                    "at the profiled scales; predictions for larger problems per node are optimistic")
+            kms.append(km)
+        if freq:
+            from .refine import apply_eq5
+            notes.extend(apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks))
+    comm = None
+    if mpi_paths:
+        comm = cmod.fit_comm(base, procs=procs, ranks=ranks, form=comm_form, options=opts, bf_comm=bf_comm)
+        notes.extend(comm.notes)
+    if ks is None and comm is None:
+        raise PerfcastError("nothing to model: the experiment has neither function profiles nor an MPI profile")
+    if ks is None:
+        ks = kmod.KernelSet([], "", procs, threshold, {}, {}, ["no computation profile"])
+    return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
+                     base.points())
+
+
+def _cost(exp: Experiment, roles: dict) -> str:
+    if roles.get("cycles"):
+        return roles["cycles"][0]
+    for m in kmod.TIME_METRICS:
+        if m in exp.metrics and exp.metrics[m].scope != "unknown" and m != "time":
+            return m
+    if "time" in exp.metrics and exp.metrics["time"].scope in ("exclusive", "inclusive"):
+        return "time"
+    if roles.get("instructions"):
+        return roles["instructions"][0]
+    return kmod.cost_metric(exp)
+
+
+def _label(params, idx) -> str:
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    return ",".join(f"{p}={kmod._num(v)}" for p, v in zip(params, idx))
+
+
+def _means(vals: pd.DataFrame, params, kernel, metrics) -> pd.Series | None:
+    if not metrics:
+        return None
+    sub = vals[(vals["callpath"] == kernel) & vals["metric"].isin(list(metrics))]
+    if sub.empty:
+        return None
+    per = sub.groupby([*params, "rep"], observed=True)["value"].sum()
+    return per.groupby(level=list(range(len(params))) if len(params) > 1 else 0).mean()
+
+
+def _bf_mem(km: KernelModel, vals, params, kernel, stalls: pd.Series, machine: Machine, roles) -> float | None:
+    """Mean over profiled points of T_stall / T_mem (from the counter values at the points)."""
+    ratios = []
+    for idx, st in stalls.items():
+        at = dict(zip(params, idx if isinstance(idx, tuple) else (idx,)))
+        tmem, _ = km.memory_time(at, machine) if km.counters else (None, {})
+        if tmem and tmem > 0:
+            ratios.append(st / machine.frequency_hz / tmem)
+    if not ratios:
+        km.notes.append("stall cycles measured but no memory level counted: BF_mem unavailable")
+        return None
+    return float(np.mean(ratios))
