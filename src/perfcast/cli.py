@@ -677,6 +677,84 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer
                   markup=False, highlight=False)
 
 
+# -- projection onto machines the user does not have (issue #7) ------------------------------------
+@cli.command("systems")
+@click.argument("query", required=False, default="")
+@click.option("--db", "dbs", multiple=True, type=click.Path(path_type=Path),
+              help="Benchmark results (spec17-ml table or tidy system,benchmark,time CSV); repeatable. "
+                   "Default: SPEC CPU2017 FP rate.")
+@click.option("--limit", type=int, default=25, show_default=True, help="Rows to list.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def systems_cmd(query, dbs, limit, as_json):
+    """Search the benchmark database: words must all match; KEY=V, KEY>V, KEY<V filter attributes."""
+    from .projection.project import load_db
+    from .report.terminal import out, table, write_json
+
+    db = load_db(dbs)
+    hits = db.find(query) if query.strip() else db.systems
+    cols = [c for c in ("system", "name") if c in hits.columns]
+    if as_json:
+        write_json({"query": query, "matches": len(hits), "unique": len(hits) == 1,
+                    "systems": hits[cols].head(limit).astype(str).to_dict("records")})
+        return
+    if hits.empty:
+        db.resolve(query)  # raises with suggestions
+    rows = [[str(r[c]) for c in cols] for _, r in hits.head(limit).iterrows()]
+    title = f"{len(hits)} system(s) match {query!r}" if query else f"{len(hits)} systems in {db.source}"
+    if len(hits) > 1 and query:
+        title += " (ambiguous as a --base/--target: add words, filters or use an id)"
+    out.print(table(title, cols, rows))
+
+
+@cli.command("project")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("--base", required=True, metavar="SYSTEM", help="System the experiment was measured on (query or id).")
+@click.option("--target", "targets", multiple=True, required=True, metavar="SYSTEM",
+              help="System to project onto (query or id); repeatable.")
+@click.option("--all-matches", is_flag=True, help="Project onto every system matching each --target query.")
+@click.option("--at", "at", metavar="P=V[,Q=W]", default=None, help="Point of the experiment to project.")
+@click.option("--groups", default=None, metavar="G1,G2", help="Metric groups to match (default: all the "
+              "application's signature has; cpi, mix, cache, llc, bandwidth, prefetch).")
+@click.option("--db", "dbs", multiple=True, type=click.Path(path_type=Path), help="Benchmark results; repeatable.")
+@click.option("--signatures", type=click.Path(path_type=Path), default=None,
+              help="Benchmark signatures: a Navarro-style directory or a name,metric,value CSV.")
+@click.option("--micro", type=click.Path(path_type=Path), default=None,
+              help="MPI micro-benchmark table (system,routine,nprocs,bytes,time_us, or archer/stackhpc CSV).")
+@click.option("--micro-base", default=None, help="Micro-benchmark system of the base (default: --base query).")
+@click.option("--micro-target", "micro_targets", multiple=True, help="Micro-benchmark system per target.")
+@click.option("--limit", type=int, default=30, show_default=True, help="Targets listed.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,
+                micro_base, micro_targets, limit, as_json):
+    """Project EXP's runtime from --base onto --target machines (surrogate method, seed 002)."""
+    from .projection.comm import load_micro
+    from .projection.project import load_db, load_signatures, project
+    from .report.terminal import out, table, write_json
+
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    point = parse_coords(at, "--at") if at else None
+    res = project(exp, load_db(dbs), load_signatures(signatures), base, targets, point,
+                  [g.strip() for g in groups.split(",") if g.strip()] if groups else None,
+                  load_micro(micro) if micro else None, micro_base, micro_targets, all_matches)
+    if as_json:
+        write_json(res.to_dict())
+        return
+    s = res.surrogate
+    out.print(f"base {res.base} = {res.base_name}: compute {res.compute_base:.4g} s"
+              + (f", communication {res.comm_base:.4g} s" if res.comm_base is not None else ""),
+              markup=False, highlight=False)
+    if s is not None:
+        out.print(f"surrogate (first target): {s.describe()}  match {s.quality}; group errors "
+                  + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
+    rows = [[t.system, t.name, f"{t.compute_factor:.3f}", f"{t.compute:.4g}",
+             "-" if t.comm is None else f"{t.comm:.4g}", f"{t.total:.4g}"] for t in res.targets[:limit]]
+    out.print(table("Projected runtime (s), fastest first", ["system", "name", "factor", "compute", "comm", "total"],
+                    rows, {"factor": "right", "compute": "right", "comm": "right", "total": "right"}))
+    for n in res.notes:
+        out.print(f"note: {n}", markup=False, highlight=False)
+
+
 def main(argv=None) -> int:
     """Console entry point: runs the CLI, turning input errors into one line and exit code 2."""
     try:

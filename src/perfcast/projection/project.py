@@ -1,0 +1,172 @@
+"""Whole projection: compute (surrogate) + communication (micro-benchmarks) onto target systems.
+
+Default data: ``PERFCAST_PROJECTION_DATA`` (a directory laid out like ../shared/data: ``spec/``
+and ``mpi/``), else ``/work/shared/data``; ``--db``/``--signatures``/``--micro`` override.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import PerfcastError
+from .comm import MicroTable, profile_from_experiment, project_comm
+from .database import BenchmarkDB, load_spec, load_user_csv
+from .signatures import GROUPS, Signature, check_groups, experiment_totals, load_navarro, signature_from_totals
+from .surrogate import Surrogate, find_surrogate
+
+
+def data_root() -> Path:
+    return Path(os.environ.get("PERFCAST_PROJECTION_DATA", "/work/shared/data"))
+
+
+def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
+    """Benchmark database from ``paths`` (spec17-ml tables or tidy user CSVs), default SPEC FP rate."""
+    if not paths:
+        p = data_root() / "spec" / "spec17ml_input_FP_rate.csv"
+        if not p.exists():
+            raise PerfcastError("default SPEC CPU2017 table not found; give --db FILE "
+                                "(or set PERFCAST_PROJECTION_DATA)", p)
+        return load_spec(p)
+    db = None
+    for path in paths:
+        import pandas as pd
+        head = pd.read_csv(path, nrows=0).columns if Path(path).exists() else []
+        part = load_spec(path) if any(str(c).startswith("t_") for c in head) else load_user_csv(path)
+        db = part if db is None else db.merged(part)
+    return db
+
+
+def load_signatures(path: str | Path | None = None) -> dict[str, Signature]:
+    if path is None:
+        return load_navarro(data_root() / "spec" / "counters")
+    p = Path(path)
+    if p.is_dir():
+        return load_navarro(p)
+    from .signatures import load_signature_csv
+    return load_signature_csv(p)
+
+
+@dataclass
+class TargetProjection:
+    system: str
+    name: str
+    compute_factor: float
+    compute: float
+    comm: float | None
+    total: float
+    comm_detail: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {"system": self.system, "name": self.name, "compute_factor": self.compute_factor,
+                "compute": self.compute, "communication": self.comm, "total": self.total,
+                "communication_detail": self.comm_detail}
+
+
+@dataclass
+class Projection:
+    base: str
+    base_name: str
+    compute_base: float
+    comm_base: float | None
+    surrogate: Surrogate | None
+    targets: list[TargetProjection]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"base": self.base, "base_name": self.base_name, "compute_base": self.compute_base,
+                "communication_base": self.comm_base,
+                "surrogate": None if self.surrogate is None else self.surrogate.to_dict(),
+                "targets": [t.to_dict() for t in self.targets], "notes": self.notes,
+                "data_note": "SPEC CPU2017 (rate) replaces the seed's SPEC CFP2006; signatures of the benchmarks "
+                             "are Skylake-SP measurements (Navarro-Torres et al. 2019)"}
+
+
+def compute_time(totals: Mapping[str, float], has_mpi: bool, exp=None, point=None) -> float:
+    for name in ("time", "cpu_time", "runtime", "walltime"):
+        if name in totals and totals[name] > 0:
+            return float(totals[name])
+    raise PerfcastError("the experiment has no time metric (time, cpu_time, runtime) to project")
+
+
+def project(exp, db: BenchmarkDB, signatures: Mapping[str, Signature], base: str, targets: Sequence[str],
+            point: Mapping[str, float] | None = None, groups: Sequence[str] | None = None,
+            micro: MicroTable | None = None, micro_base: str | None = None, micro_targets: Sequence[str] = (),
+            all_matches: bool = False, max_members: int = 4, signature: Signature | None = None) -> Projection:
+    """Project ``exp`` (counters [+ PMPI profile]) from ``base`` onto each of ``targets``."""
+    notes: list[str] = []
+    base_id = db.resolve(base)
+    tids: list[str] = []
+    for q in targets:
+        if all_matches:
+            hits = db.find(q)
+            if hits.empty:
+                db.resolve(q)  # raises the "no system matches" error with suggestions
+            tids += [s for s in hits["system"] if s != base_id and s not in tids]
+        else:
+            s = db.resolve(q)
+            if s not in tids:
+                tids.append(s)
+    if not tids:
+        raise PerfcastError("no target system left (the base is not its own target)", where="--target")
+    has_mpi = {"calls", "time"} <= set(exp.metrics) and any(str(c).startswith("MPI->") for c in exp.callpaths)
+    totals = experiment_totals(exp, point)
+    profile, nprocs = [], 1.0
+    if has_mpi:
+        profile, compute_base, nprocs = profile_from_experiment(exp, point)
+    else:
+        compute_base = compute_time(totals, False)
+    sig = signature or signature_from_totals(totals, "application")
+    if groups is None:
+        groups = [g for g in GROUPS if g in sig.groups()]
+        if not groups:
+            sig.require(["cpi", "mix", "cache"], "the application")
+        notes.append(f"metric groups matched: {', '.join(groups)}")
+    groups = check_groups(groups)
+    sig.require(groups, "the application")
+    # benchmarks usable: signature and published result on base and every target
+    t = db.times()
+    usable = [b for b in signatures if b in t.columns]
+    if not usable:
+        raise PerfcastError("no benchmark of the database has a counter signature")
+    missing_base = [b for b in usable if not np.isfinite(t.at[base_id, b])] if base_id in t.index else usable
+    if len(missing_base) == len(usable):
+        raise PerfcastError(f"base system {base_id!r} has no published result for any signature benchmark")
+    cand = [b for b in usable if b not in missing_base]
+    results = []
+    surrogate = None
+    for tid in tids:
+        have = [b for b in cand if tid in t.index and np.isfinite(t.at[tid, b])]
+        if len(have) < 2:
+            raise PerfcastError(f"target {tid!r} ({db.name(tid)}) lacks published results for the surrogate "
+                                f"benchmarks ({', '.join(b for b in cand if b not in have)})", where="--target")
+        ratios = {b: float(t.at[tid, b] / t.at[base_id, b]) for b in have}
+        sur = find_surrogate(sig, {b: signatures[b] for b in have}, groups,
+                             {b: math.log(r) for b, r in ratios.items()}, max_members)
+        surrogate = surrogate or sur
+        sf = sur.scaling_factor(ratios)
+        comp_t = sf * compute_base
+        comm_t, detail = None, None
+        if has_mpi and profile:
+            if micro is None:
+                notes.append("no micro-benchmark table given (--micro): communication scaled by the compute factor")
+                comm_t = sf * sum(r.elapsed for r in profile)
+            else:
+                mb = micro.resolve(micro_base or base)
+                mt = micro.resolve(micro_targets[len(results)] if len(micro_targets) > len(results)
+                                   else micro_targets[0] if micro_targets else tid)
+                cp = project_comm(profile, nprocs, micro, mb, mt, compute_base, sf)
+                comm_t, detail = cp.elapsed_target, cp.to_dict()
+                detail["surrogate"] = sur.to_dict()
+        elif has_mpi:
+            comm_t = 0.0
+        results.append(TargetProjection(tid, db.name(tid), sf, comp_t, comm_t, comp_t + (comm_t or 0.0),
+                                        detail if detail else {"surrogate": sur.to_dict()}))
+    results.sort(key=lambda r: r.total)
+    comm_base = sum(r.elapsed for r in profile) if has_mpi else None
+    return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes)
