@@ -564,6 +564,73 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         sys.exit(1)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
 
 
+# -- reports people look at (issue #8) -----------------------------------------------------------
+@cli.command("report")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="HTML file to write.")
+@click.option("--metric", default=None, help="Metric to model and plot (default: the first time metric).")
+@click.option("--target", default=None, metavar="P=V[,Q=W]",
+              help="Scale to extrapolate to and rank at (default: 4x the largest process count).")
+@click.option("--x", "x", default=None, metavar="PARAM", help="Parameter on the plots' x axis (default: process count).")
+@click.option("--kernels", type=click.IntRange(1, 10_000), default=30, show_default=True,
+              help="Rows of the ranked table; the rest is collapsed into 'other kernels'.")
+@click.option("--plots", type=click.IntRange(0, 200), default=12, show_default=True, help="Kernels to plot.")
+@click.option("--min-share", type=click.FloatRange(0, 100, max_open=True), default=1.0, show_default=True, metavar="PCT",
+              help="Show kernels holding at least PCT percent of the total, now or at the target.")
+@click.option("--scaling", type=click.Choice(["auto", "weak", "strong", "none"]), default="auto", show_default=True,
+              help="Scaling mode of the scaling-loss tree (auto: guessed from the totals; none: leave it out).")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
+              help="Probability of the prediction intervals.")
+@click.option("--terms", "max_terms", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="Terms per parameter in single-parameter models.")
+@click.option("--negative", is_flag=True, help="Allow negative exponents (strong scaling).")
+@click.option("--ranks", "locations", type=click.Choice(["auto", "sum", "mean", "max", "min", "median"]),
+              default="auto", show_default=True, help="Reduce per-rank values: auto sums counts/bytes and averages times.")
+@click.option("--derive", "derives", multiple=True, metavar='"NAME = FORMULA"',
+              help="Add a derived metric before reporting (as in `perfcast metrics`); repeatable.")
+@click.option("--base", default=None, metavar="SYSTEM",
+              help="System the experiment was measured on: adds projections to each --machine.")
+@click.option("--machine", "machines", multiple=True, metavar="SYSTEM",
+              help="Target machine to project onto (with --base); repeatable.")
+@click.option("--title", default=None, help="Title of the report.")
+@click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
+def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, plots, min_share, scaling, level,
+               max_terms, negative, locations, derives, base, machines, title, as_json):
+    """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
+    with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
+
+    \b
+    Examples:
+      perfcast report lulesh_weak_scaling_cali/ -o lulesh.html --target jobsize=1000
+      perfcast report jacobi.perfcast -o jacobi.html --derive "share = 100 * time / @time"
+    """
+    from .report.html import ReportOptions, projection_table, write_report
+    from .report.terminal import out, write_json
+
+    if (base is None) != (not machines):
+        raise PerfcastError("give --base and --machine together")
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    if derives:
+        from .analysis.derived import derive
+
+        exp, _ = derive(exp, derives)
+    projections = None
+    if base is not None:
+        from .projection.project import load_db, load_signatures, project
+
+        projections = projection_table(project(exp, load_db(()), load_signatures(None), base, list(machines)))
+    opts = ReportOptions(metric=metric, target=parse_coords(target, "--target") if target else None, x=x,
+                         kernels=kernels, plots=plots, min_share=min_share / 100.0, scaling=scaling, level=level,
+                         title=title, locations=locations, max_terms=max_terms, negative=negative)
+    rep = write_report(exp, output, opts, projections=projections)
+    if as_json:
+        write_json({"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
+    else:
+        out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked, "
+                  f"{len(rep.plots)} plot(s), sections: {', '.join(rep.sections())}", markup=False, highlight=False)
+
+
 # -- collection: profiling campaigns (issue #4) ---------------------------------------------------
 @cli.command("collect", context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)

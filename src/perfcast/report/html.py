@@ -199,7 +199,7 @@ def _order_str(model) -> str:
 def _primary_metric(exp: Experiment, metric: str | None) -> str:
     if metric is not None:
         if metric not in exp.metrics:
-            raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}", where="metric")
+            raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}", where="--metric")
         return metric
     from ..analysis.views import default_metric
 
@@ -217,7 +217,7 @@ def _x_param(exp: Experiment, x: str | None) -> str | None:
         return None
     if x is not None:
         if x not in exp.parameters:
-            raise PerfcastError(f"no parameter {x!r}; the experiment has: {', '.join(exp.parameters)}", where="x")
+            raise PerfcastError(f"no parameter {x!r}; the experiment has: {', '.join(exp.parameters)}", where="--x")
         return x
     from ..analysis.scaling_loss import process_parameter
 
@@ -321,13 +321,13 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
         target = {k: float(v) for k, v in o.target.items()}
         unknown = [k for k in target if k not in exp.parameters]
         if unknown:
-            raise PerfcastError(f"target names unknown parameter(s) {', '.join(unknown)}; the experiment has: "
-                                f"{', '.join(exp.parameters)}", where="target")
+            raise PerfcastError(f"unknown parameter(s) {', '.join(unknown)}; the experiment has: "
+                                f"{', '.join(exp.parameters)}", where="--target")
         for p in exp.parameters:
             target.setdefault(p, maxpt[p])
         bad = [k for k, v in target.items() if not (v > 0 and math.isfinite(v))]
         if bad:
-            raise PerfcastError(f"target value(s) of {', '.join(bad)} must be positive numbers", where="target")
+            raise PerfcastError(f"target value(s) of {', '.join(bad)} must be positive numbers", where="--target")
     else:
         target = dict(maxpt)
         target[x] = 4 * maxpt[x]
@@ -698,6 +698,19 @@ def _check_apmt(a: Mapping) -> dict:
     fig.stacked_areas(xs, list(comps.items()), [colours.get(k, S.PALETTE[i % 10]) for i, k in enumerate(comps)])
     return {"x": x, "points": xs, "components": comps, "unit": unit, "svg": Markup(fig.svg()),
             "note": str(a.get("note", ""))}
+
+
+def projection_table(proj) -> dict:
+    """Table of target machines from a :class:`perfcast.projection.project.Projection`."""
+    try:
+        rows = [[t.system, t.name, t.compute_factor, t.compute, t.comm, t.total] for t in proj.targets]
+        note = (f"Measured on {proj.base} ({proj.base_name}): compute {_num(proj.compute_base)} s"
+                + (f", communication {_num(proj.comm_base)} s" if proj.comm_base is not None else "")
+                + (". " + " ".join(str(n) for n in proj.notes) if proj.notes else ""))
+    except AttributeError as e:
+        raise PerfcastError(f"not a projection result ({e})") from None
+    return {"columns": ["system", "name", "compute factor", "compute [s]", "communication [s]", "total [s]"],
+            "rows": rows, "note": note}
 
 
 def _check_projections(p) -> dict:
