@@ -101,9 +101,8 @@ def test_errors_point_at_the_column(spec, column, fragment):
         parse(spec)
     assert e.value.where == f"column {column}"
     assert fragment in e.value.message
-    caret = e.value.message.splitlines()[-1]
-    assert caret.index("^") - 2 == column - 1  # the caret line sits under the column
-    assert e.value.message.splitlines()[-2].strip() == spec.strip()
+    assert len(e.value.format().splitlines()) == 1  # one line, quoting the formula
+    assert repr(spec) in e.value.message
 
 
 def test_deep_nesting_is_an_error_not_a_crash():

@@ -79,10 +79,9 @@ def test_formula_errors_are_located(capsys, tmp_path, csv):
     exp = tidy_scopes(tmp_path, csv)
     code, out, err = cli(capsys, "metrics", exp, "--derive", "CPI = cycles / / instructions")
     assert code == 2 and out == ""
-    first, formula, caret = err.rstrip("\n").splitlines()
-    assert first.startswith("perfcast: error: column 16: expected a number")
-    assert formula.strip() == "CPI = cycles / / instructions"
-    assert caret.index("^") - formula.index("C") == 15
+    (line,) = err.rstrip("\n").splitlines()
+    assert line.startswith("perfcast: error: column 16: expected a number")
+    assert line.endswith("in 'CPI = cycles / / instructions'")
     code, _, err = cli(capsys, "metrics", exp, "--derive", "x = cycels")
     assert code == 2 and "no metric 'cycels'; did you mean cycles" in err
     assert not (tmp_path / "x.perfcast").exists()

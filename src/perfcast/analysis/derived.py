@@ -133,10 +133,11 @@ class Derivation:
 
 # -- errors with a caret --------------------------------------------------------------------------
 def _error(text: str, pos: int, message: str) -> PerfcastError:
-    """A PerfcastError naming the (1-based) column of ``text`` with the formula and a caret line."""
+    """A PerfcastError naming the (1-based) column of ``text`` and quoting the formula."""
     pos = max(0, min(pos, len(text)))
     shown = text.replace("\n", " ").replace("\t", " ")
-    return PerfcastError(f"{message}\n  {shown}\n  {' ' * pos}^", None, f"column {pos + 1}")
+    # one line (the CLI's contract): the column is in `where`, the formula quoted after the message
+    return PerfcastError(f"{message} in {shown!r}", None, f"column {pos + 1}")
 
 
 # -- tokenizer ------------------------------------------------------------------------------------
@@ -460,7 +461,8 @@ def _apply(node, env) -> np.ndarray:
                    "==": np.equal, "!=": np.not_equal}[op]
             return np.where(np.isnan(a) | np.isnan(b), np.nan, cmp(a, b).astype(float))
         f = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "^": np.power}[op]
-        return _finite(f(a, b))
+        # IEEE pow(1, nan) = 1 and pow(nan, 0) = 1: an empty operand must keep the cell empty
+        return np.where(np.isnan(a) | np.isnan(b), np.nan, _finite(f(a, b)))
     if isinstance(node, Call):
         fn = node.fn
         vals = [_apply(a, env) for a in node.args]
