@@ -1,0 +1,176 @@
+"""Projection (issue #7): interpolation, surrogate search, loaders and bad input, by hand calculation."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfcast.errors import PerfcastError
+from perfcast.projection.comm import MicroTable, RoutineProfile, load_micro, project_comm
+from perfcast.projection.database import load_user_csv
+from perfcast.projection.signatures import Signature, load_navarro, signature_from_totals
+from perfcast.projection.surrogate import find_surrogate
+
+DATA = Path("/work/shared/data")
+
+
+def _table():
+    rows = []
+    for sysname, f in (("base", 1.0), ("tgt", 2.0)):
+        for p, pf in ((2, 1.0), (8, 4.0)):
+            for b, t in ((0, 2.0), (1024, 10.0), (4096, 40.0)):
+                rows.append((sysname, "PingPong", p, b, t * pf * f))
+    return MicroTable(pd.DataFrame(rows, columns=["system", "routine", "nprocs", "bytes", "time_us"]))
+
+
+def test_interpolation_in_size_and_process_count():
+    t = _table()
+    # log-linear between 1024 (10 us) and 4096 (40 us): at 2048 the geometric mean 20 us
+    assert t.time("base", "PingPong", 2048, 2)[0] == pytest.approx(20.0)
+    # exact tabulated point, zero bytes uses the 0-byte row
+    assert t.time("base", "PingPong", 4096, 2)[0] == pytest.approx(40.0)
+    assert t.time("base", "PingPong", 0, 2)[0] == pytest.approx(2.0)
+    # above the largest size: last segment's per-byte cost (30 us / 3072 B) -> 40 + 40 = 80 us
+    v, notes = t.time("base", "PingPong", 8192, 2)
+    assert v == pytest.approx(80.0) and "extrapolated" in notes[0]
+    # process count: log-linear in log2 p between p=2 (10 us) and p=8 (40 us): p=4 -> 20 us
+    assert t.time("base", "PingPong", 1024, 4)[0] == pytest.approx(20.0)
+    # outside the tabulated counts: nearest, with a note
+    v, notes = t.time("base", "PingPong", 1024, 64)
+    assert v == pytest.approx(40.0) and "outside" in notes[0]
+    with pytest.raises(PerfcastError, match="no Allreduce results"):
+        t.time("base", "Allreduce", 8, 2)
+
+
+def test_comm_projection_eq17_to_21_by_hand():
+    t = _table()
+    # 1000 sends of 1024 B at p=2: base transfer 1000*10us = 10 ms; elapsed 15 ms -> wait 5 ms
+    prof = [RoutineProfile("Send", 1000, 1024, 0.015)]
+    r = project_comm(prof, 2, t, "base", "tgt", compute_base=0.085, sf_comp=0.5)
+    row = r.rows[0]
+    assert row["transfer_base"] == pytest.approx(0.010)
+    assert row["wait_base"] == pytest.approx(0.005)
+    assert row["transfer_target"] == pytest.approx(0.020)       # target table is twice as slow
+    # SF = (w_r*2 + w_comp*0.5)/(w_r + w_comp), w_r = .15, w_comp = .85 -> (0.3+0.425)/1 = 0.725
+    assert row["sf_wait"] == pytest.approx(0.725)
+    assert r.elapsed_target == pytest.approx(0.020 + 0.725 * 0.005)
+    # a routine without a table: scaled by the compute factor, noted
+    r2 = project_comm([RoutineProfile("Bcast", 10, 8, 0.002)], 2, t, "base", "tgt", 0.1, 0.5)
+    assert r2.elapsed_target == pytest.approx(0.001) and "no micro-benchmark" in r2.notes[0]
+
+
+def _sig(name, cpi, lf, sf, l1, l2, l3):
+    return Signature(name, {"cpi": cpi, "load_frac": lf, "store_frac": sf, "l1_mpki": l1, "l2_mpki": l2,
+                            "l3_mpki": l3}, 100.0)
+
+
+def test_surrogate_search_recovers_a_known_mixture():
+    A = _sig("A", 1.0, 0.40, 0.10, 10.0, 1.0, 0.2)
+    B = _sig("B", 2.0, 0.20, 0.05, 40.0, 8.0, 4.0)
+    C = _sig("C", 0.5, 0.30, 0.30, 1.0, 0.0, 0.0)
+    D = _sig("D", 3.0, 0.10, 0.02, 80.0, 30.0, 10.0)
+    # the application = 25 % of its instructions like A, 75 % like B (Eq 7 linearity)
+    app = Signature("app", {k: 0.25 * A.values[k] + 0.75 * B.values[k] for k in A.values})
+    s = find_surrogate(app, {"A": A, "B": B, "C": C, "D": D}, ["cpi", "mix", "cache"], None, 4)
+    got = dict(zip(s.members, s.fractions))
+    assert set(got) == {"A", "B"}
+    assert got["A"] == pytest.approx(0.25, abs=1e-6) and got["B"] == pytest.approx(0.75, abs=1e-6)
+    # base time shares: 0.25*1 : 0.75*2 -> 1/7 : 6/7; SF with P_A = 2, P_B = 0.5 -> 2/7 + 3/7
+    sh = dict(zip(s.members, s.shares))
+    assert sh["A"] == pytest.approx(1 / 7) and sh["B"] == pytest.approx(6 / 7)
+    assert s.scaling_factor({"A": 2.0, "B": 0.5, "C": 9.0, "D": 9.0}) == pytest.approx(5 / 7)
+    assert s.quality == "good" and all(e < 1e-6 for e in s.group_error.values())
+    # best single match with Sharkawi's group error: app equal to C except cache -> E_cache by hand
+    app2 = Signature("x", dict(C.values, l1_mpki=2.0, l2_mpki=0.5, l3_mpki=0.5))
+    s2 = find_surrogate(app2, {"C": C, "D": D}, ["cpi", "mix", "cache"], None, 1)
+    assert s2.members == ["C"]
+    # |2-1| + |0.5-0| + |0.5-0| = 2 over max(app's group sum 3.0, floor 0.1 x median(1, 120) = 6.05)
+    assert s2.group_error["cache"] == pytest.approx(2 / 6.05)
+    assert "cache" in s2.poor and s2.scaling_factor({"C": 1.5}) == pytest.approx(1.5)
+
+
+def test_signature_from_counters_and_missing_metrics():
+    s = signature_from_totals({"Ir": 2e9, "cycles": 3e9, "Dr": 5e8, "Dw": 2e8, "D1mr": 1e7, "D1mw": 1e7,
+                               "DLmr": 1e6, "DLmw": 1e6})
+    assert s.values["cpi"] == pytest.approx(1.5)
+    assert s.values["load_frac"] == pytest.approx(0.25) and s.values["store_frac"] == pytest.approx(0.1)
+    assert s.values["l1_mpki"] == pytest.approx(10.0) and s.values["l3_mpki"] == pytest.approx(1.0)
+    # cachegrind has no L2: the cache group is incomplete -> a clear error naming the metric
+    with pytest.raises(PerfcastError, match="l2_mpki"):
+        s.require(["cpi", "cache"])
+    with pytest.raises(PerfcastError, match="l2_mpki"):
+        find_surrogate(s, {"A": _sig("A", 1, .3, .1, 1, 1, 1)}, ["cache"])
+
+
+def test_navarro_loader_combines_inputs_by_instructions():
+    sigs = load_navarro(DATA / "spec" / "counters")
+    bw = sigs["503.bwaves_r"]
+    # General_Info rows 503.bwaves_r.1..4: Instr 1300, 1570, 1403, 1828; CPI .43 .48 .45 .44
+    assert bw.instructions == pytest.approx(6101)
+    assert bw.values["cpi"] == pytest.approx((1300 * .43 + 1570 * .48 + 1403 * .45 + 1828 * .44) / 6101)
+    lbm = sigs["519.lbm_r"]
+    assert lbm.values["load_frac"] == pytest.approx(0.21) and lbm.values["l1_mpki"] == pytest.approx(49.11)
+    assert lbm.values["bw_cpi"] == pytest.approx(139.42 * 0.64)          # BW All x CPI
+    assert lbm.values["pf_cpi_gain"] == pytest.approx(1.38 - 0.64)        # CPI None - CPI All
+    assert set(lbm.groups()) == {"cpi", "mix", "cache", "llc", "bandwidth", "prefetch"}
+
+
+def test_user_db_and_system_search(tmp_path):
+    p = tmp_path / "db.csv"
+    p.write_text("system,benchmark,time,model_name,sockets\n"
+                 "a1,X,10,Fast CPU 100,2\na1,Y,20,Fast CPU 100,2\n"
+                 "a2,X,12,Fast CPU 100,1\na2,Y,22,Fast CPU 100,1\n"
+                 "b1,X,30,Slow CPU 7,2\n")
+    db = load_user_csv(p)
+    assert db.resolve("slow") == "b1"
+    assert db.resolve("fast sockets=1") == "a2"
+    assert db.resolve("A1") == "a1"                                       # an id wins
+    with pytest.raises(PerfcastError, match="ambiguous: 2 systems match"):
+        db.resolve("Fast CPU")
+    with pytest.raises(PerfcastError, match="no system matches"):
+        db.resolve("Medium")
+    with pytest.raises(PerfcastError, match="unknown system attribute 'color'"):
+        db.find("fast color=red")
+    with pytest.raises(PerfcastError, match="no published result"):
+        db.time("b1", "Y")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("system,benchmark,time\na,X,-3\n")
+    with pytest.raises(PerfcastError, match="not a positive number") as e:
+        load_user_csv(bad)
+    assert e.value.where == "2"
+    bad.write_text("system,bench,time\na,X,3\n")
+    with pytest.raises(PerfcastError, match="missing column"):
+        load_user_csv(bad)
+
+
+def test_micro_loaders_real_data():
+    t = load_micro(DATA / "mpi" / "stackhpc_hpctests_imb_osu.csv")
+    assert "alaska/ib-gcc9-impi-verbs" in t.systems
+    # OSU allreduce, 64 ranks, 4 bytes on alaska IB Intel MPI = 3.90 us (the CSV row)
+    assert t.time("alaska/ib-gcc9-impi-verbs", "Allreduce", 4, 64)[0] == pytest.approx(3.90)
+    with pytest.raises(PerfcastError, match="ambiguous"):
+        t.resolve("alaska ib")
+    a = load_micro(DATA / "mpi" / "archer_benchmarks_imb.csv")
+    assert "ARCHER2_CrayMPICH8015" in a.systems
+
+
+def test_cli_project_errors(tmp_path):
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    rows = ["system,benchmark,time"]
+    for s, f in (("base", 1.0), ("t1", 0.5)):
+        for b in ("503.bwaves_r", "519.lbm_r", "508.namd_r"):
+            rows.append(f"{s},{b},{100 * f}")
+    rows.append("t2,503.bwaves_r,50")                                     # t2 lacks the others
+    db.write_text("\n".join(rows) + "\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value\nmain,instructions,1e12\nmain,cycles,6e11\nmain,loads,3e11\n"
+                   "main,stores,1e11\nmain,l1_misses,2e10\nmain,l2_misses,1e9\nmain,l3_misses,1e8\nmain,time,50\n")
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t1", "--json"]) == 0
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "nowhere"]) == 2
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t2"]) == 2
+    app.write_text("callpath,metric,value\nmain,instructions,1e12\nmain,time,50\n")
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t1"]) == 2
