@@ -12,7 +12,7 @@ Input: an experiment holding the PMPI reader's callpaths ``MPI-><routine>`` with
   critical rank (``ranks="max"``, default; ``"mean"`` for the average rank) are modelled as functions
   of the parameters with the PMNF modeler.
 * Collectives, per routine: per call ``t = a * log2(p) + b * s + c`` with ``s`` the average bytes
-  per call; calls per rank and ``s`` are PMNF models.  A regressor that does not vary over the
+  a rank sends per call (``bytes_sent``; half of ``bytes`` when only the sum is known); calls per rank and ``s`` are PMNF models.  A regressor that does not vary over the
   profiled runs (e.g. a fixed 8-byte Allreduce) cannot be separated from ``c``: it is dropped and
   the model says so.
 * ``BF_comm`` (overlap of communication with computation) is 1 -- bulk-synchronous -- unless the
@@ -133,6 +133,7 @@ def mpi_table(exp: Experiment) -> tuple[pd.DataFrame, list[str]]:
     tm = _metric(exp, ("pmpi_time", "time"))
     calls = _metric(exp, ("pmpi_calls", "calls"))
     by = _metric(exp, ("pmpi_bytes", "bytes"))
+    sent = _metric(exp, ("pmpi_bytes_sent", "bytes_sent"))
     missing = [n for n, m in (("time", tm), ("calls", calls), ("bytes", by)) if m is None]
     if missing:
         raise PerfcastError(f"no MPI profile: the experiment lacks {', '.join(missing)} on MPI-><routine> "
@@ -141,15 +142,21 @@ def mpi_table(exp: Experiment) -> tuple[pd.DataFrame, list[str]]:
         raise PerfcastError("the MPI profile has no rank column; the communication model needs per-rank values")
     params = list(exp.parameters)
     d = exp.data[exp.data["callpath"].astype(str).str.startswith(ROOT + "->")
-                 & exp.data["metric"].isin([tm, calls, by])]
+                 & exp.data["metric"].isin([m for m in (tm, calls, by, sent) if m])]
+    names = {tm: "time", calls: "calls", by: "bytes"}
+    if sent:
+        names[sent] = "bytes_sent"
     d = d.assign(routine=d["callpath"].astype(str).str.slice(len(ROOT) + 2),
-                 metric=d["metric"].astype(str).map({tm: "time", calls: "calls", by: "bytes"}))
+                 metric=d["metric"].astype(str).map(names))
     t = d.pivot_table(index=[*params, "rep", "rank", "routine"], columns="metric", values="value",
                       aggfunc="sum", observed=True).reset_index()
     for c in ("time", "calls", "bytes"):
         if c not in t.columns:
             t[c] = 0.0
     t = t.fillna(0.0)
+    if "bytes_sent" not in t.columns:
+        t["bytes_sent"] = t["bytes"] / 2   # sent + received, symmetric collectives
+    t.attrs["size_from"] = "bytes_sent" if sent else "bytes / 2"
     # runs with different rank sets at one point are a mismatch
     if params:
         sizes = t.groupby([*params, "rep"], observed=True)["rank"].nunique()
@@ -231,7 +238,7 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         if d.empty:
             continue
         pt = d.groupby(params, observed=True).agg(time=("time", "sum"), calls=("calls", "sum"),
-                                                  bytes=("bytes", "sum")).reset_index()
+                                                  bytes=("bytes_sent", "sum")).reset_index()
         per_call = (pt["time"] / pt["calls"]).to_numpy(float)
         size = (pt["bytes"] / pt["calls"]).to_numpy(float)
         cols, names = [], []
@@ -261,7 +268,7 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         r2 = 1 - float(((per_call - pred) ** 2).sum()) / ss if ss > 0 else 1.0
         vals = dict(zip(keep_names, coef[:-1]))
         calls_pts = _reduce_ranks(d, params, "calls", ranks)
-        d2 = d.assign(avg=d["bytes"] / d["calls"])
+        d2 = d.assign(avg=d["bytes_sent"] / d["calls"])
         size_pts = d2.groupby([*params, "rep"], observed=True)["avg"].mean().reset_index()
         cm = CollectiveModel(r, float(vals.get("log2p", 0.0)), float(vals.get("size", 0.0)), float(coef[-1]),
                              _fit(calls_pts, params, "calls", options), _fit(size_pts, params, "avg", options),

@@ -1,0 +1,101 @@
+"""Communication models recover the parameters a synthetic PMPI profile was generated from."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfcast.apmt import fit_comm
+from perfcast.apmt.comm import mpi_table
+from perfcast.errors import PerfcastError
+from perfcast.experiment import Experiment, Metric
+
+A, B = 2.5e-10, 4.0e-6            # Hockney: 4 GB/s, 4 us per message
+CA, CB, CC = 3.0e-6, 1.0e-9, 2e-6  # Allreduce per call: a log2 p + b s + c
+METRICS = [Metric("time", "s", "time", "inclusive"), Metric("calls", "#", "count", "inclusive"),
+           Metric("bytes", "bytes", "bytes", "inclusive"), Metric("bytes_sent", "bytes", "bytes", "inclusive")]
+
+
+def _profile(ps=(3, 4, 8, 16), ns=(1000, 2000, 4000), drop_rank=None, noise=0.0, seed=0):
+    """1-D halo exchange: rank r sends one message of 8n bytes to each existing neighbour and
+    receives one from it; every rank calls Allreduce 10 times with 8*n/100 bytes."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for p in ps:
+        for n in ns:
+            for r in range(p):
+                if r == drop_rank and p == ps[-1]:
+                    continue
+                nb = (r > 0) + (r < p - 1)
+                s = 8 * n
+                isend_b, irecv_b = nb * s, nb * s
+                t_p2p = A * (isend_b + irecv_b) + B * (2 * nb)
+                # the p2p time lands in Waitall (Isend/Irecv return at once)
+                put = lambda cp, t, c, b, bs: rows.extend(
+                    {"p": p, "n": n, "rep": 0, "rank": r, "callpath": cp, "metric": m, "value": v}
+                    for m, v in (("time", t), ("calls", c), ("bytes", b), ("bytes_sent", bs)))
+                put("MPI->MPI_Isend", 0.0, nb, isend_b, isend_b)
+                put("MPI->MPI_Irecv", 0.0, nb, irecv_b, 0)
+                put("MPI->MPI_Waitall", t_p2p * (1 + noise * rng.standard_normal()), 1, 0, 0)
+                size = 8 * n / 100
+                per_call = CA * math.log2(p) + CB * size + CC
+                # a collective's bytes are what the rank supplies (sent) plus what it gets
+                put("MPI->MPI_Allreduce", 10 * per_call, 10, 10 * 2 * size, 10 * size)
+                put("MPI->MPI_Init", 0.01, 1, 0, 0)
+    rows += [{"p": r["p"], "n": r["n"], "rep": 0, "rank": r["rank"], "callpath": "MPI", "metric": "time",
+              "value": 0.0} for r in rows[:1]]
+    return Experiment(["p", "n"], pd.DataFrame(rows), METRICS)
+
+
+def test_hockney_parameters_recovered_exactly():
+    cm = fit_comm(_profile())
+    assert cm.p2p.a == pytest.approx(A, rel=1e-6)
+    assert cm.p2p.b == pytest.approx(B, rel=1e-6)
+    assert cm.p2p.r2 == pytest.approx(1.0)
+    assert cm.p2p.routines == ["MPI_Irecv", "MPI_Isend", "MPI_Waitall"]
+    # s_tot of the critical rank (2 neighbours): 4 * 8n bytes, modelled in n and p
+    assert cm.p2p.volume.predict({"p": 32, "n": 8000}) == pytest.approx(32 * 8000, rel=1e-3)
+    # prediction = a * s_tot + b * n_msg of an interior rank at an unprofiled point
+    assert cm.predict({"p": 32, "n": 8000})["point-to-point"] == pytest.approx(A * 32 * 8000 + B * 4, rel=1e-3)
+    assert any("MPI_Init" in n for n in cm.notes)
+
+
+def test_collective_log_p_and_size_recovered():
+    cm = fit_comm(_profile())
+    (ar,) = cm.collectives
+    assert ar.routine == "MPI_Allreduce"
+    assert (ar.a, ar.b, ar.c) == pytest.approx((CA, CB, CC), rel=1e-6)
+    want = 10 * (CA * math.log2(64) + CB * 8 * 16000 / 100 + CC)
+    assert ar.predict({"p": 64, "n": 16000}) == pytest.approx(want, rel=1e-3)
+    # APMT's larger-problem rule: the message size scales with the size ratio
+    want2 = 10 * (CA * math.log2(64) + CB * 3 * 8 * 16000 / 100 + CC)
+    assert ar.predict({"p": 64, "n": 16000}, size_ratio=3) == pytest.approx(want2, rel=1e-3)
+
+
+def test_noisy_profile_stays_close():
+    cm = fit_comm(_profile(noise=0.05, seed=3))
+    assert cm.p2p.a == pytest.approx(A, rel=0.05)
+    assert cm.p2p.b == pytest.approx(B, rel=0.15)
+
+
+def test_apmt_form_has_a_constant():
+    cm = fit_comm(_profile(ns=(1000,)), form="apmt")
+    assert cm.p2p.form == "apmt" and cm.p2p.a > 0
+
+
+def test_constant_message_size_is_dropped_with_a_note():
+    cm = fit_comm(_profile(ns=(1000,)))
+    (ar,) = cm.collectives
+    assert ar.dropped == ["size"] and ar.b == 0.0
+    assert ar.a == pytest.approx(CA, rel=1e-6)
+    assert any("does not vary" in n for n in cm.notes)
+
+
+def test_mismatched_ranks_and_missing_profile():
+    with pytest.raises(PerfcastError, match="mismatched ranks.*p=16.*15 rank"):
+        fit_comm(_profile(drop_rank=3))
+    e = Experiment(["p"], pd.DataFrame({"p": [1, 2, 4], "callpath": "main", "metric": "time", "value": 1.0}),
+                   [Metric("time", "s", "time", "exclusive")])
+    with pytest.raises(PerfcastError, match="no MPI profile"):
+        mpi_table(e)
