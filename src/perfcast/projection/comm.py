@@ -269,8 +269,8 @@ def profile_from_experiment(exp, point: Mapping[str, float] | None = None) -> tu
     if not {"time", "calls"} <= names:
         raise PerfcastError("the experiment has no MPI profile (metrics time and calls from the pmpi reader)")
     sel = exp.select(**point) if (point and exp.parameters) else exp
-    if sel.parameters and len(sel.points) != 1:
-        raise PerfcastError(f"the experiment has {len(sel.points)} points; choose one with --at", where="--at")
+    if sel.parameters and len(sel.points()) != 1:
+        raise PerfcastError(f"the experiment has {len(sel.points())} points; choose one with --at", where="--at")
     d = sel.aggregate("mean", over=("rep",))
     nranks = int(d["rank"].nunique()) if "rank" in d.columns else int(sel.meta.get("pmpi", {}).get("size", 1) or 1)
     if "p" in sel.parameters:

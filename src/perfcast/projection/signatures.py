@@ -206,7 +206,7 @@ def experiment_totals(exp, point: Mapping[str, float] | None = None) -> dict[str
     """
     sel = exp
     if exp.parameters:
-        pts = exp.points
+        pts = exp.points()
         if point:
             sel = exp.select(**{k: v for k, v in point.items()})
         elif len(pts) != 1:
