@@ -157,3 +157,17 @@ def test_summary_is_json_ready():
     json.dumps(s, allow_nan=False)
     assert s["points"] == [{"p": 2, "repetitions": 2}, {"p": 4, "repetitions": 2}]
     assert s["locations"] == {"rank": 4}
+
+
+def test_inclusive_on_a_deep_chain_and_a_forest():
+    # a 3000-deep chain: inclusive at depth k = number of nodes at depth >= k (each holds 1)
+    frames = [f"f{i}" for i in range(3000)]
+    tree = CallTree()
+    path = tree.add_frames(frames)
+    paths = tree.preorder()
+    tree.add("other", None, "other")  # a second root with its own value
+    df = pd.DataFrame({"callpath": paths + ["other"], "metric": "t", "value": 1.0})
+    e = Experiment([], df, [Metric("t", "s", "time", "exclusive")], tree)
+    inc = e.to_inclusive("t").data.set_index("callpath")["value"]
+    assert inc["f0"] == 3000 and inc[path] == 1 and inc[paths[1000]] == 2000 and inc["other"] == 1
+    assert e.to_inclusive("t").to_exclusive("t").equals(e)

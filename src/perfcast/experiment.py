@@ -225,19 +225,25 @@ class CallTree:
     def __repr__(self) -> str:
         return f"CallTree({len(self)} callpaths, {len(self.roots())} roots)"
 
-    def subtree_matrix(self, order: Sequence[str]) -> sp.csr_matrix:
-        """Sparse A with A[i, j] = 1 when order[j] is order[i] or one of its descendants."""
+    def accumulate(self, order: Sequence[str], values: np.ndarray) -> np.ndarray:
+        """Subtree sums: ``values[:, j]`` belongs to ``order[j]``; returns for every callpath the
+        sum over itself and its descendants (within ``order``), column by column.
+
+        Linear in the tree size: children are added into their parents one depth level at a time,
+        deepest first (one vectorised step per level).
+        """
         index = {p: i for i, p in enumerate(order)}
-        rows, cols = [], []
-        for p, i in index.items():
-            rows.append(i)
-            cols.append(i)
-            for a in self.ancestors(p):
-                if a in index:
-                    rows.append(index[a])
-                    cols.append(i)
-        n = len(order)
-        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+        parent = np.array([index.get(self._parent[p], -1) if self._parent[p] is not None else -1
+                           for p in order], dtype=np.int64)
+        depth = np.zeros(len(order), dtype=np.int64)
+        for i, p in enumerate(order):  # parents precede children in preorder
+            depth[i] = depth[parent[i]] + 1 if parent[i] >= 0 else 0
+        out = np.array(values, dtype=float, copy=True)
+        cols = out.T  # a view: one row per callpath
+        for d in range(int(depth.max(initial=0)), 0, -1):
+            nodes = np.flatnonzero((depth == d) & (parent >= 0))
+            np.add.at(cols, parent[nodes], cols[nodes])
+        return out
 
 
 def _check_finite(values: np.ndarray, what: str):
@@ -498,22 +504,28 @@ class Experiment:
         shape = (len(groups), len(order))
         vals = sp.csr_matrix((d["value"].to_numpy(), (gid, cp)), shape=shape)
         present = sp.csr_matrix((np.ones(len(d)), (gid, cp)), shape=shape)
-        A = self.tree.subtree_matrix(order)  # A[i, j]: j in subtree(i)
         if target == "inclusive":
-            out = vals @ A.T
-            has = (present @ A.T) > 0
+            # dense subtree sums, a block of groups at a time to bound memory
+            step = max(1, 20_000_000 // max(1, len(order)))
+            rows_r, rows_c, rows_v = [], [], []
+            for g0 in range(0, len(groups), step):
+                block = slice(g0, min(g0 + step, len(groups)))
+                inc = self.tree.accumulate(order, vals[block].toarray())
+                has = self.tree.accumulate(order, present[block].toarray()) > 0
+                r, c = np.nonzero(has)
+                rows_r.append(r + g0)
+                rows_c.append(c)
+                rows_v.append(inc[r, c])
+            r, c, new_vals = np.concatenate(rows_r), np.concatenate(rows_c), np.concatenate(rows_v)
         else:
             # exclusive(i) = inclusive(i) - sum over children; children matrix C[i, j] = 1 if parent(j) = i
             rows = [index[self.tree.parent(p)] for p in order if self.tree.parent(p) is not None]
             cols = [index[p] for p in order if self.tree.parent(p) is not None]
             C = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(order), len(order)))
-            out = vals - vals @ C.T
-            has = present > 0
-        has = sp.coo_matrix(has)
-        out = sp.csr_matrix(out)
-        r, c = has.row, has.col
-        new_vals = np.asarray(out[r, c]).ravel()
-        if target == "exclusive":
+            out = sp.csr_matrix(vals - vals @ C.T)
+            has = sp.coo_matrix(present > 0)
+            r, c = has.row, has.col
+            new_vals = np.asarray(out[r, c]).ravel()
             # tiny negative residues from floating-point subtraction of equal sums
             scale = np.abs(np.asarray(vals[r, c]).ravel())
             new_vals = np.where(np.abs(new_vals) <= 1e-12 * np.maximum(scale, 1.0), 0.0, new_vals)
