@@ -825,8 +825,9 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
 def main(argv=None) -> int:
     """Console entry point: runs the CLI, turning input errors into one line and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="perfcast", standalone_mode=False)
-        return 0
+        # without standalone mode click returns ctx.exit()'s code instead of raising it
+        rc = cli.main(args=argv, prog_name="perfcast", standalone_mode=False)
+        return rc if isinstance(rc, int) else 0
     except PerfcastError as e:
         click.echo(f"perfcast: error: {e.format()}", err=True)
         return 2
