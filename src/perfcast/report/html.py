@@ -290,9 +290,10 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     else:
         rep.notes.append("The experiment holds a single run (no parameters): no scaling models; "
                          "combine runs at several process counts to model them.")
-    _breakdown_section(rep, exp, o)
+    sv = _scope_values(rep, exp)
+    _breakdown_section(rep, exp, o, sv)
     if o.scaling != "none":
-        _scaling_loss_section(rep, exp, o)
+        _scaling_loss_section(rep, exp, o, sv)
     _metrics_section(rep, exp, o)
     if apmt:
         rep.apmt = _check_apmt(apmt)
@@ -539,23 +540,31 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
             "xkind": xkind, "ykind": ykind}
 
 
-def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions):
-    """Exclusive cost of the heaviest callpaths vs the x parameter, the rest as "other"."""
-    x = rep.x
-    if x is None:
-        return
-    m = exp.metrics[rep.metric]
-    if m.scope == "unknown":
-        rep.notes.append(f"Metric {rep.metric!r} has no calling-context scope: no cost breakdown over {x}.")
-        return
+def _scope_values(rep: Report, exp: Experiment) -> pd.DataFrame | None:
+    """Inclusive/exclusive per-process cost (ranks averaged) per point and callpath, or None for
+    flat metrics; shared by the breakdown and the scaling-loss sections."""
+    if rep.x is None:
+        return None
+    if exp.metrics[rep.metric].scope == "unknown":
+        rep.notes.append(f"Metric {rep.metric!r} has no calling-context scope (flat values): no cost breakdown "
+                         f"by callpath and no scaling-loss tree.")
+        return None
     from ..analysis.views import scope_values
 
-    ranks = "mean"
     try:
-        v = scope_values(exp, rep.metric, ranks=ranks)
+        return scope_values(exp, rep.metric, ranks="mean")
     except PerfcastError as e:
         rep.notes.append(f"No cost breakdown: {e}")
+        return None
+
+
+def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.DataFrame | None):
+    """Exclusive cost of the heaviest callpaths vs the x parameter, the rest as "other"."""
+    x = rep.x
+    if sv is None:
         return
+    ranks = "mean"
+    v = sv
     pts = exp.points()
     for p in exp.parameters:
         if p != x:
@@ -591,30 +600,35 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions):
                           "values": {n: [float(a) for a in s[1]] for n, s in zip(names, series)}}
 
 
-def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions):
+def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.DataFrame | None):
+    """The smallest against the largest run of the process parameter (others at their largest)."""
     from ..analysis.scaling_loss import process_parameter, scaling_loss
 
-    m = exp.metrics[rep.metric]
-    if not exp.parameters or m.scope == "unknown":
+    if sv is None:
         return
     try:
         proc = process_parameter(exp, rep.x)
         pts = exp.points()
         at = {p: float(pts[p].max()) for p in exp.parameters if p != proc and pts[p].nunique() > 1}
-        sub = exp.select(**at) if at else exp
-        counts = sorted(float(c) for c in sub.points()[proc].unique())
+        v = sv
+        for p, val in at.items():
+            v = v[v[p] == val]
+        counts = sorted(float(c) for c in v[proc].unique())
         if len(counts) < 2:
             return
         pair = [(counts[0], counts[-1])]
         mode = o.scaling
-        if mode == "auto":
-            probe = scaling_loss(exp, "weak", rep.metric, proc, pair, at or None)
-            pr = probe["pairs"][0]
-            mode = _guess_mode(pr["total_p"], pr["total_q"], counts[0], counts[-1])
-            guessed = True
-        else:
-            guessed = False
-        res = scaling_loss(exp, mode, rep.metric, proc, pair, at or None)
+        guessed = mode == "auto"
+        if guessed:
+            tot = []
+            for c in (counts[0], counts[-1]):
+                t = v[v[proc] == c].set_index("callpath")["inclusive"]
+                tops = _topmost(exp.tree, set(t.index))
+                tot.append(float(t[[c2 for c2 in t.index if c2 in tops]].sum()))
+            mode = _guess_mode(tot[0], tot[1], counts[0], counts[-1])
+        # only the two runs compared: the loss of each scope needs nothing else
+        sub = exp.select(**{proc: [counts[0], counts[-1]]}, **at)
+        res = scaling_loss(sub, mode, rep.metric, proc, pair, None)
     except PerfcastError as e:
         rep.notes.append(f"No scaling-loss tree: {e}")
         return
@@ -649,27 +663,28 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
     derived = exp.meta.get("derived") if isinstance(exp.meta.get("derived"), dict) else {}
     names = list(exp.metrics)[:12]
     cps = [k["callpath"] for k in rep.kernels[:15]]
-    if not cps:
-        from ..analysis.ranking import rank  # noqa: F401  (kept simple: no kernels, no values table)
-        cps = []
     pts = exp.points()
-    sub = exp
-    if exp.parameters:
-        sub = exp.select(**{p: float(pts[p].max()) for p in exp.parameters})
+    at = {p: float(pts[p].max()) for p in exp.parameters}
     values = {}
     if cps:
         from ..fit.series import _reduce_locations
 
-        d = _reduce_locations(sub.select(callpath=cps, metric=names) if names else sub, o.locations)
-        mean = d.groupby(["callpath", "metric"], observed=True)["value"].mean()
-        values = {(str(c), str(mm)): float(v) for (c, mm), v in mean.items()}
+        d = exp.data
+        mask = d["callpath"].isin(cps).to_numpy() & d["metric"].isin(names).to_numpy()
+        for p, v in at.items():
+            mask &= (d[p] == v).to_numpy()
+        if mask.any():
+            sub = Experiment(exp.parameters, d[mask].reset_index(drop=True),
+                             [exp.metrics[n] for n in names], exp.tree.subset(cps), validate=False)
+            red = _reduce_locations(sub, o.locations)
+            mean = red.groupby(["callpath", "metric"], observed=True)["value"].mean()
+            values = {(str(c), str(mm)): float(v) for (c, mm), v in mean.items()}
     mrows = []
     for i, n in enumerate(exp.metrics):
         mt = exp.metrics[n]
         f = (derived.get(n) or {}).get("formula") if isinstance(derived.get(n), dict) else None
         mrows.append({"index": i, "name": n, "unit": mt.unit, "kind": mt.kind, "scope": mt.scope,
                       "description": mt.description, "formula": f})
-    at = {p: float(pts[p].max()) for p in exp.parameters}
     rep.metrics_table = {"metrics": mrows, "columns": names, "at": at,
                          "rows": [{"callpath": c, "name": exp.tree.name(c) if c in exp.tree else c,
                                    "values": [values.get((c, n)) for n in names]} for c in cps],

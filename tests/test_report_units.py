@@ -1,0 +1,167 @@
+"""Report building blocks without a browser: scales and ticks, SVG escaping, sparklines, MathML
+formulas, the report's numbers on LULESH, the CLI command and its errors."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from perfcast.cli import main
+from perfcast.errors import PerfcastError
+from perfcast.fit import fit_series
+from perfcast.fit.model import Model, Term
+from perfcast.report import svg as S
+from perfcast.report.html import ReportOptions, build_report, formula_mathml, render_html
+from perfcast.report.sparkline import sparkline, trend
+
+SVGNS = "{http://www.w3.org/2000/svg}"
+
+
+def test_scales_map_and_tick():
+    s = S.Scale("log", 1, 1000, 0, 300)
+    assert s(1) == pytest.approx(0) and s(1000) == pytest.approx(300) and s(10) == pytest.approx(100)
+    assert s.ticks() == [1, 10, 100, 1000]
+    lin = S.Scale("linear", 0, 1, 100, 0)
+    assert lin(0.25) == pytest.approx(75)
+    assert S.nice_ticks(0, 1, 6) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert S.nice_ticks(3, 97, 5) == [25, 50, 75]
+    narrow = S.Scale("log", 20, 70, 0, 1).ticks()
+    assert narrow and all(20 <= t <= 70 for t in narrow)
+    assert S.choose_scale([1, 2, 4, 8]) == "log" and S.choose_scale([1, 2, 4]) == "linear"
+    assert S.choose_scale([0, 10, 100]) == "linear"
+    assert S.label(12000) == "12k" and S.label(0.0001) == "1e-4" and S.label(0.25) == "0.25"
+
+
+def test_figure_is_wellformed_escaped_svg_and_skips_bad_values():
+    fig = S.Figure(title="<b>t</b>", xlabel="p&q", ylabel='"y"')
+    fig.set_scales("log", (1, 64), "log", (0.1, 100))
+    fig.band([1, 8, 64], [0.5, 1, 2], [2, 4, 8], "#123456", legend="<i>band</i>")
+    fig.line([1, 8, 64], [1, 2, np.nan], "#000", legend="m")
+    fig.line([1, 8, 64], [1, 2, 4], "#000", dashed=True, tooltip="<script>x</script>")
+    fig.points([1, 2, 4, 8], [1, -1, 3, np.inf], "#f00", lo=[0.5, 0, 2, 1], hi=[2, 1, 4, 2],
+               tooltips=["a<", "b", "c", "d"])
+    fig.marker(64, 4, "#0f0", lo=3, hi=5, legend="target", tooltip="x>y")
+    fig.vline(64, text="<t>")
+    text = fig.svg()
+    root = ET.fromstring(text)  # well-formed XML: nothing unescaped slipped through
+    assert root.tag == SVGNS + "svg"
+    assert "<script>" not in text and "<b>" not in text and "&lt;b&gt;t&lt;/b&gt;" in text
+    # one point at y=-1 (log) and one at inf are skipped; spread bars only where drawable
+    assert len(root.findall(f".//{SVGNS}circle[@class='point']")) == 2
+    assert len(root.findall(f".//{SVGNS}path[@class='curve']")) == 1  # the NaN leaves 2 points: still a line
+    assert len(root.findall(f".//{SVGNS}path[@class='extrapolation']")) == 1
+    assert len(root.findall(f".//{SVGNS}polygon[@class='band']")) == 1
+    titles = [t.text for t in root.iter(SVGNS + "title")]
+    assert "<script>x</script>" in titles and "a<" in titles
+
+
+def test_stacked_bars_heights_add_up():
+    fig = S.Figure(400, 300, margin=(10, 10, 40, 40))
+    fig.set_scales("linear", (-0.5, 1.5), "linear", (0, 10))
+    fig.stacked_bars(["a", "b"], [("x", [2, 4]), ("y", [3, 0])])
+    root = ET.fromstring(fig.svg())
+    rects = root.findall(f".//{SVGNS}rect[@class='bar']")
+    assert len(rects) == 3  # the zero is not drawn
+    px_per_unit = (300 - 40 - 10) / 10
+    heights = sorted(round(float(r.get("height")) / px_per_unit, 1) for r in rects)
+    assert heights == [2.0, 3.0, 4.0]
+
+
+def test_svg_sparkline_and_hbar():
+    sp = S.sparkline([1, 2, np.nan, 4], tooltip="<x>")
+    root = ET.fromstring(sp)
+    assert root.get("class") == "spark" and "&lt;x&gt;" in sp
+    assert S.sparkline([1]) == "" and S.sparkline([np.nan, np.nan]) == ""
+    assert ET.fromstring(S.hbar(-0.5)) is not None and ET.fromstring(S.hbar(float("nan"))) is not None
+
+
+def test_text_sparklines():
+    assert sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
+    assert sparkline([3, 3, 3]) == "▄▄▄"
+    assert sparkline([1, None, float("nan"), 8]) == "▁  █"
+    assert sparkline([1, 10, 100], log=True) == "▁▅█"
+    assert sparkline([0, 1], log=True) == " ▄"
+    assert sparkline([1, 2], ascii=True) == "_@"
+    assert trend([2, 4, 8]) == "▁▅█ ×4"
+
+
+def test_formula_mathml_is_readable_and_escaped():
+    m = Model(("p<1>",), 3.1, (Term(-2e-7, (("p<1>", Fraction(3, 2), 1),)),))
+    mm = str(formula_mathml(m))
+    root = ET.fromstring(mm.replace("&#x2212;", "-").replace("&#xB7;", "*").replace("&#xD7;", "x")
+                         .replace("&#x2061;", ""))
+    assert root.tag == "math"
+    assert "p&lt;1&gt;" in mm and "<p<1>" not in mm
+    assert "<msup><mi>p&lt;1&gt;</mi><mrow><mn>3</mn><mo>/</mo><mn>2</mn></mrow></msup>" in mm
+    assert "<msub><mi>log</mi><mn>2</mn></msub>" in mm and "<msup><mn>10</mn><mn>-7</mn></msup>" in mm
+    assert "&#x2212;" in mm  # the negative coefficient is a minus sign
+    fitted = fit_series([4, 8, 16, 32, 64], [[v * 1.01, v * 0.99] for v in (3 + 0.5 * np.array([4, 8, 16, 32, 64]))])
+    assert "<mi>p</mi>" in str(formula_mathml(fitted))
+
+
+def test_lulesh_report_numbers(data_dir):
+    from perfcast.io import load
+
+    exp = load([data_dir / "thicket" / "lulesh_weak_scaling_cali"])
+    rep = build_report(exp, ReportOptions(target={"jobsize": 1000}, kernels=10, plots=3))
+    assert rep.metric == "avg#inclusive#sum#time.duration" and rep.x == "jobsize"
+    assert rep.target == {"jobsize": 1000.0} and not rep.target_default
+    assert len(rep.kernels) == 10 and rep.other["count"] == 46 - 10 and len(rep.plots) == 3
+    # ranks follow the SC13 order: growth first; main holds (almost) the whole inclusive total
+    assert [k["rank"] for k in rep.kernels] == sorted(k["rank"] for k in rep.kernels)
+    main = next(k for k in rep.kernels if k["callpath"] == "main")
+    assert main["share_now"] == pytest.approx(1.0, abs=0.01)
+    # measured medians at jobsize=343 are the raw values (one repetition)
+    raw = exp.data[(exp.data["callpath"] == "main") & (exp.data["metric"] == rep.metric) & (exp.data["jobsize"] == 343)]
+    assert main["now"] == pytest.approx(float(raw["value"].iloc[0]))
+    assert all(k["lower"] is None or 0 <= k["lower"] <= k["predicted"] <= k["upper"] for k in rep.kernels)
+    # weak scaling is recognised from the totals; MPI_Allreduce under TimeIncrement loses in itself
+    sl = rep.scaling_loss
+    assert sl["mode"] == "weak" and sl["guessed"] and (sl["p"], sl["q"]) == (27.0, 343.0)
+    allred = next(r for r in sl["rows"] if r["path"] == "main->lulesh.cycle->TimeIncrement->MPI_Allreduce")
+    assert allred["where"] == "self" and allred["exclusive_loss"] > 0.1
+    bd = rep.cost_breakdown
+    assert bd["points"] == [27.0, 64.0, 125.0, 216.0, 343.0] and len(bd["names"]) <= 9
+    html = render_html(rep)
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="plot"') == 3 + 1
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "").replace("http://www.w3.org/1998/Math/MathML", "")
+
+
+def test_optional_sections_appear_with_their_data(data_dir):
+    from perfcast.io import load
+
+    exp = load([data_dir / "thicket" / "lulesh_weak_scaling_cali"])
+    apmt = {"x": "jobsize", "points": [64, 27, 125], "unit": "s",
+            "components": {"computation": [2, 1, 3], "memory": [1, 1, 1], "communication": [0.5, 0.2, 0.9]}}
+    proj = [{"system": "<b>x</b>", "total": 1.5}, {"system": "y", "total": None}]
+    rep = build_report(exp, ReportOptions(plots=1, kernels=2), apmt=apmt, projections=proj)
+    assert rep.sections() == ["summary", "ranking", "plots", "apmt", "breakdown", "scaling-loss", "metrics",
+                              "projections"]
+    assert rep.apmt["points"] == [27.0, 64.0, 125.0] and rep.apmt["components"]["computation"] == [1.0, 2.0, 3.0]
+    html = render_html(rep)
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
+    with pytest.raises(PerfcastError):
+        build_report(exp, apmt={"points": [1, 2], "components": {"computation": [1]}})
+
+
+def test_report_cli(data_dir, tmp_path, capsys):
+    src = str(data_dir / "thicket" / "lulesh_weak_scaling_cali")
+    out = tmp_path / "r.html"
+    assert main(["report", src, "-o", str(out), "--kernels", "5", "--plots", "2", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["output"] == str(out) and d["bytes"] == out.stat().st_size and len(d["kernels"]) == 5
+    assert d["target"] == {"jobsize": 1372.0} and d["target_default"]
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    for args, msg in ((["--target", "nope=3"], "unknown parameter"), (["--metric", "nope"], "no metric 'nope'"),
+                      (["--scaling", "weak", "--x", "zz"], "no parameter 'zz'"),
+                      (["--base", "x"], "--base and --machine together")):
+        assert main(["report", src, "-o", str(tmp_path / "bad.html"), *args]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "bad.html").exists()
+    assert main(["report", src, "-o", str(tmp_path / "missing" / "r.html")]) == 2
+    assert "does not exist" in capsys.readouterr().err
