@@ -165,3 +165,17 @@ def test_report_cli(data_dir, tmp_path, capsys):
     assert not (tmp_path / "bad.html").exists()
     assert main(["report", src, "-o", str(tmp_path / "missing" / "r.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_terminal_trends_follow_the_measured_means(data_dir):
+    from perfcast.io import load
+    from perfcast.report.terminal import trends
+
+    exp = load([data_dir / "thicket" / "lulesh_weak_scaling_cali"])
+    m = "avg#inclusive#sum#time.duration"
+    cp = "main->lulesh.cycle->TimeIncrement->MPI_Allreduce"
+    t = trends(exp, [(cp, m), ("no such", m)])
+    assert set(t) == {(cp, m)}
+    vals = exp.data[(exp.data["callpath"] == cp) & (exp.data["metric"] == m)].sort_values("jobsize")["value"]
+    assert t[(cp, m)] == trend(vals.to_numpy(), log=True)
+    assert t[(cp, m)].endswith(f"×{vals.iloc[-1] / vals.iloc[0]:.2g}")

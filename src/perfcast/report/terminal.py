@@ -116,3 +116,28 @@ def _json_default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def trends(exp: Experiment, keys, locations: str = "auto", ascii: bool = False) -> dict[tuple[str, str], str]:
+    """Text sparkline of the measured means of each (callpath, metric) in ``keys`` over the first
+    varying parameter (other parameters at their largest values), for a "trend" table column."""
+    from ..fit.series import series_statistics
+    from .sparkline import trend
+
+    keys = {(str(c), str(m)) for c, m in keys}
+    if not exp.parameters or not keys:
+        return {}
+    st = series_statistics(exp, locations)
+    pts = exp.points()
+    varying = [p for p in exp.parameters if pts[p].nunique() > 1] or list(exp.parameters)
+    x = varying[0]
+    for p in exp.parameters:
+        if p != x:
+            st = st[st[p] == float(pts[p].max())]
+    st = st.sort_values(x)
+    out = {}
+    for (cp, mt), g in st.groupby(["callpath", "metric"], observed=True, sort=False):
+        k = (str(cp), str(mt))
+        if k in keys:
+            out[k] = trend(g["mean"].to_numpy(float), log=True, ascii=ascii)
+    return out
