@@ -489,9 +489,18 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--selected", is_flag=True,
               help="Use only the selected hypothesis (default: average over the competing hypotheses "
                    "with their weights, which extrapolates more safely).")
+@click.option("--breakdown", is_flag=True,
+              help="APMT: total runtime with a per-kernel computation / memory / communication breakdown.")
+@click.option("--timer", "timers", multiple=True, metavar="KERNEL=CALLPATH",
+              help="With --breakdown: an application timer measuring a kernel (effective CPI source).")
+@click.option("--machine", "machine", type=click.Path(path_type=Path),
+              help="With --breakdown: machine description YAML (default: this host).")
+@click.option("--size-ratio", type=click.FloatRange(0, min_open=True), default=1.0,
+              help="With --breakdown: problem size relative to the profiled one (APMT work per rank).")
+@click.option("--strong", metavar="P1,P2,...", help="With --breakdown: also print a strong-scaling curve.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, level,
-                selected, as_json):
+                selected, breakdown, timers, machine, size_ratio, strong, as_json):
     """Predict every callpath x metric at --at with a prediction interval for a new measurement.
 
     \b
@@ -510,6 +519,9 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         if extra or missing:
             raise PerfcastError(f"--at {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
                                 f"parameters {', '.join(exp.parameters)}")
+    if breakdown:
+        from .apmt.cli import breakdown_cmd
+        return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json)
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
     rows = []
     for sm in res:
@@ -820,6 +832,61 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
                     rows, {"factor": "right", "compute": "right", "comm": "right", "total": "right"}))
     for n in res.notes:
         out.print(f"note: {n}", markup=False, highlight=False)
+
+
+@cli.command("kernels")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="Share of the cost metric that makes a function a kernel.")
+@click.option("--metric", help="Cost metric (default: cycles, else sampled time, else instructions).")
+@click.option("--procs", help="Process-count parameter (default: p, procs, np, ranks, ...).")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def kernels_cmd(inputs, fmt, points, params, threshold, metric, procs, as_json):
+    """APMT key kernels: hot (share >= threshold), non-scalable (cost per rank not falling with p)
+    and the aggregated rest, each with the reason it was chosen and the covered share."""
+    from .apmt.cli import kernels_cmd as body
+
+    body(load_experiment(inputs, fmt, points, params, quiet=as_json), threshold, metric, procs, as_json)
+
+
+@cli.command("machine")
+@click.option("--from", "source", type=click.Path(path_type=Path), help="Read this machine YAML instead of probing.")
+@click.option("--write", type=click.Path(path_type=Path), help="Write the description as YAML (to edit).")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def machine_cmd(source, write, as_json):
+    """Show (or --write) the machine description used by APMT: frequency, cache latencies in
+    cycles, cores, peaks; every value says whether it was probed, derived or assumed."""
+    from .apmt.cli import machine_cmd as body
+
+    body(source, write, as_json)
+
+
+@cli.command("compare")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("--validate", "validation", required=True, type=click.Path(path_type=Path),
+              help="Experiment with the validation runs (not used for fitting).")
+@click.option("--measure", default="app->total", show_default=True,
+              help="Callpath of the measured total (metric time, max over ranks).")
+@click.option("--timer", "timers", multiple=True, metavar="KERNEL=CALLPATH",
+              help="An application timer measuring a kernel (effective CPI source).")
+@click.option("--machine", type=click.Path(path_type=Path), help="Machine description YAML (default: this host).")
+@click.option("--size", help="Problem size as a product of parameter powers for the Nan baseline (e.g. n^2).")
+@click.option("--target", type=click.FloatRange(0, min_open=True), default=0.15, show_default=True,
+              help="Accuracy target (relative error) of the refinement loop.")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="Kernel share threshold.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def compare_cmd(inputs, fmt, points, params, validation, measure, timers, machine, size, target, threshold,
+                as_json):
+    """APMT vs the Worley (a/p + b p^c + d) and Nan (a size/p + b) baselines on validation runs,
+    with error attribution and the runs that would improve the model."""
+    from .apmt.cli import compare_cmd as body
+
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    val = load_experiment([validation], quiet=as_json)
+    body(exp, val, measure, machine, timers, size, threshold, None, "pmnf", target, as_json)
 
 
 def main(argv=None) -> int:

@@ -112,11 +112,29 @@ def find_metric(exp: Experiment, names: Sequence[str]) -> str | None:
     return None
 
 
+def function_paths(exp: Experiment) -> list[str] | None:
+    """Callpaths that are functions: those carrying cycle or instruction counts, when the profile
+    has such counts (a campaign's wall time and timers share the root with the functions but carry
+    only ``time``); None = all callpaths."""
+    mets = [m for g in (CYCLE_METRICS, INSTR_METRICS) if (m := find_metric(exp, g)) is not None]
+    if not mets:
+        return None
+    d = exp.data
+    return list(d[d["metric"].isin(mets)]["callpath"].astype(str).unique())
+
+
 def cost_metric(exp: Experiment) -> str:
+    """Cycles, else a sampled time on the functions, else instructions."""
+    fp = function_paths(exp)
     for group in (CYCLE_METRICS, TIME_METRICS, INSTR_METRICS):
         m = find_metric(exp, group)
-        if m is not None:
-            return m
+        if m is None:
+            continue
+        if group is TIME_METRICS and fp is not None:
+            d = exp.data
+            if d[(d["metric"] == m) & d["callpath"].isin(fp)].empty:
+                continue
+        return m
     raise PerfcastError("no cost metric to rank functions by: need cycles, a time metric (cpu_time, time) or "
                         f"instructions (Ir, PAPI_TOT_INS); the experiment has {', '.join(exp.metrics)}")
 
@@ -192,6 +210,9 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
     if procs is not None and pts[procs].nunique() < 3:
         raise PerfcastError(f"kernel identification needs >= 3 process counts; {procs} takes "
                             f"{', '.join(_num(v) for v in sorted(pts[procs].unique()))} only")
+    fp = function_paths(exp)
+    if fp is not None and len(fp) < len(exp.data["callpath"].cat.categories):
+        exp = exp.select(callpath=fp)
     pf = per_function(exp, metric)
     if (pf["total"] < 0).any():
         raise PerfcastError(f"metric {metric!r} has negative exclusive values; cannot rank functions by it")

@@ -1,0 +1,145 @@
+"""Bodies of the APMT commands (``kernels``, ``machine``, ``compare``, ``predict --breakdown``);
+:mod:`perfcast.cli` holds only their option declarations."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import PerfcastError
+from ..machine import Machine
+
+
+def parse_timers(items: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k.strip() or not v.strip():
+            raise PerfcastError(f"--timer {it!r}: expected KERNEL=CALLPATH (e.g. compute_sweep=app->compute)")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def load_machine(path) -> Machine:
+    return Machine.load(path) if path else Machine.host()
+
+
+def kernels_cmd(exp, threshold, metric, procs, as_json):
+    from ..analysis.kernels import identify_kernels
+    from ..report.terminal import out, write_json
+
+    ks = identify_kernels(exp, metric=metric, procs=procs, threshold=threshold)
+    if as_json:
+        return write_json(ks.to_dict())
+    for line in ks.explain():
+        out.print(line, markup=False, highlight=False)
+
+
+def machine_cmd(source, write, as_json):
+    import yaml
+
+    from ..report.terminal import out, write_json
+
+    m = load_machine(source)
+    if write:
+        m.save(write)
+    if as_json:
+        return write_json(m.to_dict())
+    if not write:
+        out.print(yaml.safe_dump(m.to_dict(), sort_keys=False).rstrip(), markup=False, highlight=False)
+    else:
+        assumed = m.assumed()
+        out.print(f"wrote {write}" + (f"; assumed (edit them): {', '.join(assumed)}" if assumed else ""),
+                  markup=False, highlight=False)
+
+
+def _fit(exp, machine, timers, threshold, procs, functions, quiet):
+    from .model import fit_apmt
+    from ..report.terminal import progress
+
+    with progress("modelling", enabled=None if not quiet else False):
+        return fit_apmt(exp, load_machine(machine), procs=procs, threshold=threshold,
+                        timers=parse_timers(timers), functions=functions)
+
+
+def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, functions, strong, as_json):
+    from ..report.terminal import out, write_json
+
+    model = _fit(exp, machine, timers, threshold, procs, functions, as_json)
+    preds = [model.predict(t, size_ratio=size_ratio) for t in targets]
+    curve = []
+    if strong:
+        if model.procs is None:
+            raise PerfcastError("--strong needs a process-count parameter")
+        ps = [float(x) for x in strong.split(",")]
+        curve = model.strong_scaling(ps, targets[0])
+    if as_json:
+        return write_json({"model": model.to_dict(), "predictions": [p.to_dict() for p in preds],
+                           "strong_scaling": [p.to_dict() for p in curve], "insights": model.insights(targets[0])})
+    say = lambda s: out.print(s, markup=False, highlight=False)  # noqa: E731
+    for line in model.kernelset.explain():
+        say(line)
+    for p in preds:
+        for line in p.lines():
+            say(line)
+    if curve:
+        say(f"strong scaling at {', '.join(f'{k}={v:g}' for k, v in targets[0].items() if k != model.procs)}:")
+        for p in curve:
+            say(f"  {model.procs}={p.at[model.procs]:g}: {p.total:.4g} s (computation {p.computation:.4g} s, "
+                f"communication {p.comm_total:.4g} s)")
+    say("insights:")
+    for line in model.insights(targets[0]):
+        say("  " + line)
+    for n in model.notes:
+        say("note: " + n)
+
+
+def compare_cmd(exp, validation, measure, machine, timers, size, threshold, procs, functions, target, as_json):
+    import numpy as np
+
+    from .baselines import Nan, Worley
+    from .refine import measured_totals, validate
+    from ..report.terminal import out, write_json
+
+    model = _fit(exp, machine, timers, threshold, procs, functions, as_json)
+    val = validate(model, validation, measure, target, timers=parse_timers(timers))
+    train = measured_totals(exp, measure)
+    rows = []
+    base = {}
+    try:
+        base["worley"] = Worley.fit(train, model.procs)
+    except PerfcastError as e:
+        base["worley"] = e.message
+    if size:
+        try:
+            base["nan"] = Nan.fit(train, model.procs, size)
+        except PerfcastError as e:
+            base["nan"] = e.message
+    else:
+        base["nan"] = "give --size (e.g. n^2) for the Nan model"
+    errs = {"perfcast": [], "worley": [], "nan": []}
+    for r in val.rows:
+        row = {"at": r["at"], "measured": r["measured"], "perfcast": r["predicted"]}
+        errs["perfcast"].append(abs(r["error"]))
+        for name, b in base.items():
+            v = b.predict(r["at"]) if not isinstance(b, str) else None
+            row[name] = v
+            if v is not None:
+                errs[name].append(abs(v - r["measured"]) / r["measured"])
+        rows.append(row)
+    summary = {k: (float(np.mean(v)) if v else None) for k, v in errs.items()}
+    if as_json:
+        return write_json({"rows": rows, "mean_abs_error": summary, "validation": val.to_dict(),
+                           "baselines": {k: (v if isinstance(v, str) else v.formula()) for k, v in base.items()}})
+    say = lambda s: out.print(s, markup=False, highlight=False)  # noqa: E731
+    for name, b in base.items():
+        say(f"{name}: " + (f"n/a ({b})" if isinstance(b, str) else b.formula()))
+    for r in rows:
+        at = ",".join(f"{k}={v:g}" for k, v in r["at"].items())
+        parts = [f"measured {r['measured']:.4g}"]
+        for name in ("perfcast", "worley", "nan"):
+            v = r.get(name)
+            parts.append(f"{name} " + ("n/a" if v is None else f"{v:.4g} ({(v - r['measured']) / r['measured']:+.1%})"))
+        say(f"{at}: " + ", ".join(parts))
+    say("mean absolute error: " + ", ".join(f"{k} {'n/a' if v is None else f'{v:.1%}'}" for k, v in summary.items()))
+    for line in val.lines()[len(val.rows):]:
+        say(line)
