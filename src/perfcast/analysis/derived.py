@@ -429,7 +429,8 @@ def render(node) -> str:
     if isinstance(node, Total):
         return "@" + render(node.ref)
     if isinstance(node, Unary):
-        return f"{node.op}({render(node.arg)})"
+        # parenthesised whole: `-x ^ 2` would parse as -(x ^ 2)
+        return f"({node.op}({render(node.arg)}))"
     if isinstance(node, Binary):
         return f"({render(node.left)} {node.op} {render(node.right)})"
     if isinstance(node, Call):
