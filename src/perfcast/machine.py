@@ -67,7 +67,7 @@ class Machine:
         if unknown:
             raise PerfcastError(f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KEYS))}",
                                 path, sorted(unknown)[0])
-        prov = {k: "file" for k in d if k not in ("provenance",)}
+        prov = {k: "file" for k in d if k not in ("provenance", "name")}
         prov.update(d.get("provenance") or {})
         freq = _positive(d.get("frequency_hz"), "frequency_hz", path, required=True)
         lat_in = d.get("latency_cycles") or {}
@@ -177,6 +177,11 @@ def _positive(v, what, path, required=False):
         if required:
             raise PerfcastError(f"{what} is required", path, what)
         return None
+    if isinstance(v, str):
+        try:
+            v = float(v)   # YAML 1.1 reads 2e9 (no dot) as a string
+        except ValueError:
+            pass
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise PerfcastError(f"{what} must be a positive number, got {v!r}", path, what)
     return float(v)

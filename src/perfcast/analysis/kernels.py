@@ -242,7 +242,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
         if f in excluded:
             continue
         sh = share.loc[f]
-        present = sh.notna() & (sh > 0)
+        present = sh.notna()   # a measured zero counts as present
         reasons = []
         if (sh.fillna(0) >= threshold).any():
             lab = sh.idxmax()

@@ -185,9 +185,10 @@ def _reduce_ranks(df: pd.DataFrame, params: list[str], col: str, ranks: str) -> 
 
 
 def _fit(points: pd.DataFrame, params: list[str], col: str, options) -> fit.Model:
-    g = points.groupby(params, observed=True)[col]
-    xs = np.array([list(k) if isinstance(k, tuple) else [k] for k in g.groups.keys()], dtype=float)
-    vals = [grp.to_numpy(dtype=float) for _, grp in g]
+    g = points.groupby(params if len(params) > 1 else params[0], observed=True)[col]
+    items = list(g)
+    xs = np.array([list(k) if isinstance(k, tuple) else [k] for k, _ in items], dtype=float)
+    vals = [grp.to_numpy(dtype=float) for _, grp in items]
     return fit.fit_series(xs, vals, params, options)
 
 

@@ -295,9 +295,10 @@ def _series(df: pd.DataFrame, params: list[str], kernel: str, metrics: Sequence[
     if sub.empty:
         return None
     per = sub.groupby([*params, "rep"], observed=True)["value"].sum().reset_index()
-    g = per.groupby(params, observed=True)["value"]
-    xs = np.array([list(k) if isinstance(k, tuple) else [k] for k in g.groups.keys()], dtype=float)
-    vals = [grp.to_numpy(float) for _, grp in g]
+    g = per.groupby(params if len(params) > 1 else params[0], observed=True)["value"]
+    items = list(g)
+    xs = np.array([list(k) if isinstance(k, tuple) else [k] for k, _ in items], dtype=float)
+    vals = [grp.to_numpy(float) for _, grp in items]
     return xs, vals
 
 
