@@ -465,12 +465,15 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                 d["predicted_at_target"] = r.predicted
             rows.append(d)
         return write_json(rows)
-    cols = ["#", "callpath", "metric", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
+    from .report.terminal import trends
+
+    tr = trends(exp, [(r.callpath, r.metric) for r in ranked[:limit]], locations, ascii=not out.is_terminal)
+    cols = ["#", "callpath", "metric", "trend", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
     rows = []
     for r in ranked[:limit]:
         m, q = r.model, r.model.quality
         formula = m.formula() if m.status == "ok" else f"{m.formula()}  (insufficient points: need {m.needed})"
-        row = [r.rank, r.callpath, r.metric, formula,
+        row = [r.rank, r.callpath, r.metric, tr.get((r.callpath, r.metric), ""), formula,
                "-" if q is None or q.smape != q.smape else f"{q.smape:.2f}",
                "-" if q is None or q.noise is None else f"{q.noise:.2f}"]
         if target:
@@ -509,7 +512,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     """
     import math
 
-    from .report.terminal import out, table, write_json
+    from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     targets = [parse_coords(a, "--at") for a in at]
@@ -525,20 +528,37 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
     rows = []
     for sm in res:
+        # times, counts and bytes cannot be negative: a negative prediction means the model does not
+        # extrapolate that far (said, not hidden); a negative lower bound is clipped at 0
+        nonneg = exp.metrics[sm.metric].kind in ("time", "count", "bytes")
         for t in targets:
             m = sm.model
             value = m.predict(t, averaged=not selected)
             lo, hi = m.interval(t, level, averaged=not selected)
+            notes = []
+            if nonneg and value < 0:
+                notes.append("the model predicts a negative value here: it does not extrapolate this far")
+            if nonneg and not math.isnan(lo) and lo < 0:
+                lo, hi = 0.0, max(hi, 0.0)
+                notes.append("interval clipped at 0")
             rows.append({"callpath": sm.callpath, "metric": sm.metric, "at": t, "value": value,
                          "lower": None if math.isnan(lo) else lo, "upper": None if math.isnan(hi) else hi,
-                         "level": level, "formula": m.formula(), "status": m.status})
+                         "level": level, "formula": m.formula(), "status": m.status, "notes": notes})
     if as_json:
         return write_json(rows)
-    cols = ["callpath", "metric", "at", "value", f"{level:.0%} interval", "model"]
+    from .report.terminal import trends
+
+    tr = trends(exp, [(r["callpath"], r["metric"]) for r in rows], locations, ascii=not out.is_terminal)
+    cols = ["callpath", "metric", "trend", "at", "value", f"{level:.0%} interval", "model"]
     out.print(table("Predictions", cols, [
-        [r["callpath"], r["metric"], ",".join(f"{k}={v:g}" for k, v in r["at"].items()), f"{r['value']:.6g}",
+        [r["callpath"], r["metric"], tr.get((r["callpath"], r["metric"]), ""),
+         ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
+         f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else ""),
          "-" if r["lower"] is None else f"[{r['lower']:.6g}, {r['upper']:.6g}]",
          r["formula"] if r["status"] == "ok" else "insufficient points"] for r in rows]))
+    for r in rows:
+        for note in r["notes"]:
+            err.print(f"perfcast: note: {r['callpath']} {r['metric']}: {note}", markup=False)
 
 
 @cli.command("check")

@@ -32,7 +32,7 @@ class Worley:
     @classmethod
     def fit(cls, totals: pd.Series, procs: str) -> "Worley":
         params = list(totals.index.names)
-        df = totals.rename("t").reset_index()
+        df = totals.rename("_t").reset_index()
         others = [p for p in params if p != procs]
         if others:
             # the size with the most process counts
@@ -43,7 +43,7 @@ class Worley:
         if df[procs].nunique() < 4:
             raise PerfcastError(f"the Worley model has 4 coefficients and needs >= 4 process counts at one size; "
                                 f"got {df[procs].nunique()}")
-        p, t = df[procs].to_numpy(float), df["t"].to_numpy(float)
+        p, t = df[procs].to_numpy(float), df["_t"].to_numpy(float)
 
         def res(x):
             return (x[0] / p + x[1] * p ** x[2] + x[3] - t) / t
@@ -99,10 +99,10 @@ class Nan:
     def fit(cls, totals: pd.Series, procs: str, size: str) -> "Nan":
         params = list(totals.index.names)
         sz = parse_size(size, params)
-        df = totals.rename("t").reset_index()
+        df = totals.rename("_t").reset_index()
         tmp = cls(0, 0, procs, sz)
         x = np.array([tmp._x(r) for _, r in df.iterrows()])
-        t = df["t"].to_numpy(float)
+        t = df["_t"].to_numpy(float)
         if len(np.unique(x)) < 2:
             raise PerfcastError("the Nan model needs runs with >= 2 different amounts of work per rank")
         A = np.column_stack([x, np.ones_like(x)]) / t[:, None]   # relative least squares

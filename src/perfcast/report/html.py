@@ -453,8 +453,8 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
     combos: list[tuple] = []
     if g is not None and len(g):
         if others:
-            cnt = g.groupby(others, sort=False).size().reset_index(name="n")
-            cnt = cnt.sort_values(["n", *others], ascending=False)
+            cnt = g.groupby(others, sort=False).size().reset_index(name="_count")
+            cnt = cnt.sort_values(["_count", *others], ascending=False)
             combos = [tuple(float(v) for v in r) for r in cnt[others].to_numpy()[:4]]
         else:
             combos = [()]

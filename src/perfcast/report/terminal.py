@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import Callable, Iterator
 
@@ -14,7 +15,10 @@ from rich.tree import Tree
 
 from ..experiment import Experiment
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped output (files, CI logs, `| less`) is not squeezed into 80 columns: tables of callpaths and
+# formulas stay readable; COLUMNS still wins when set.
+_width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
+out = Console(highlight=False, soft_wrap=True, width=_width)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The main job on the bundled default: profile the example MPI Jacobi solver (weak scaling: n x n
+# points per rank) at several process counts and sizes, model every kernel and MPI routine,
+# predict a larger run, write the HTML report. Rerunning resumes the campaign (completed runs are
+# kept) and rewrites models and report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PERFCAST=${PERFCAST:-.venv/bin/perfcast}
+OUT=${DEMO_OUT:-demo-out}
+EXP="$OUT/jacobi.perfcast"
+TARGET=${DEMO_TARGET:-p=16,n=256}
+mkdir -p "$OUT"
+
+echo "== building the example applications (examples/)"
+make -s -C examples
+
+cores=$(nproc)
+echo "== profiling examples/jacobi: p=1..4 ranks x n=64..256 points per rank (timers + PMPI),"
+echo "   each configuration repeated until its runtime varies by <5% (3..6 runs)"
+[ "$cores" -lt 4 ] && echo "   note: this machine has $cores cores, so runs with more ranks are oversubscribed:" \
+  "their times include waiting for descheduled ranks (message counts and bytes are exact)"
+"$PERFCAST" collect -o "$EXP" -P p=1,2,3,4 -P n=64,128,192,256 --reps 3..6 --cv 0.05 --cv-metric total \
+  --collect time,mpi -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 100 -q
+
+echo "== what was measured"
+"$PERFCAST" show "$EXP" --max-callpaths 30
+
+echo "== scaling models of the application's timers and the MPI traffic, ranked as scalability bugs"
+"$PERFCAST" model "$EXP" --target "$TARGET" --metric time --metric bytes --limit 20 | tee "$OUT/models.txt"
+"$PERFCAST" model "$EXP" --target "$TARGET" --json > "$OUT/models.json"
+
+echo "== prediction at $TARGET (never measured)"
+"$PERFCAST" predict "$EXP" --at "$TARGET" --callpath 'app*' --callpath 'MPI' --metric time --metric bytes \
+  | tee "$OUT/prediction.txt"
+
+echo "== report"
+"$PERFCAST" report "$EXP" -o "$OUT/report.html" --target "$TARGET"
+echo "report written: $(cd "$OUT" && pwd)/report.html"
