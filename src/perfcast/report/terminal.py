@@ -42,6 +42,18 @@ def progress(label: str, enabled: bool | None = None) -> Iterator[Callable[[int,
         yield update
 
 
+def new_table(title: str | None = None, **kw) -> Table:
+    """A rich Table: box drawing on a terminal, plain ASCII when output goes to a file or pipe."""
+    from rich import box
+
+    kw.setdefault("show_edge", False)
+    if title is not None:
+        kw.setdefault("title_justify", "left")
+    if not out.is_terminal:
+        kw.setdefault("box", box.ASCII)
+    return Table(title=title, **kw)
+
+
 def _num(x: float) -> str:
     x = float(x)
     return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:.6g}"
@@ -53,7 +65,7 @@ def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None
     out.print(f"[bold]Points:[/bold] {s['n_points']}   [bold]Callpaths:[/bold] {s['n_callpaths']}   "
               f"[bold]Values:[/bold] {s['n_values']}"
               + "".join(f"   [bold]{k}s:[/bold] {v}" for k, v in s["locations"].items()))
-    pts = Table(title="Points", title_justify="left", show_edge=False)
+    pts = new_table("Points")
     for p in s["parameters"]:
         pts.add_column(escape(p), justify="right")
     pts.add_column("repetitions", justify="right")
@@ -62,7 +74,7 @@ def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None
     if len(s["points"]) > 100:
         pts.add_row(*(["…"] * (len(s["parameters"]) + 1)))
     out.print(pts)
-    mt = Table(title="Metrics", title_justify="left", show_edge=False)
+    mt = new_table("Metrics")
     for c in ("name", "unit", "kind", "scope"):
         mt.add_column(c)
     for m in s["metrics"]:
@@ -95,7 +107,7 @@ def callpath_tree(exp: Experiment, max_nodes: int = 200, depth: int | None = Non
 
 
 def table(title: str, columns: list[str], rows: list[list[str]], justify: dict[str, str] | None = None) -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False)
+    t = new_table(title)
     justify = justify or {}
     for c in columns:
         t.add_column(escape(c), justify=justify.get(c, "left"))

@@ -7,7 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from .terminal import out
+from .terminal import new_table, out
 
 
 def _v(x, digits: int = 4) -> str:
@@ -33,7 +33,7 @@ def _point(d: dict) -> str:
 
 
 def metrics_table(rows: list[dict], title: str = "Metrics") -> Table:
-    t = Table(title=title, title_justify="left", show_edge=False)
+    t = new_table(title)
     for c, j in (("$n", "right"), ("name", "left"), ("unit", "left"), ("kind", "left"), ("scope", "left"),
                  ("derived from", "left")):
         t.add_column(c, justify=j)
@@ -57,7 +57,7 @@ def _heading(d: dict) -> str:
 
 def print_top_down(d: dict) -> None:
     out.print(f"Top-down: {_heading(d)}")
-    t = Table(show_edge=False)
+    t = new_table()
     t.add_column("callpath")
     for c in ("inclusive", "%", "exclusive", "%"):
         t.add_column(c, justify="right")
@@ -71,7 +71,7 @@ def print_top_down(d: dict) -> None:
 
 def print_flat(d: dict) -> None:
     out.print(f"Flat: {_heading(d)}")
-    t = Table(show_edge=False)
+    t = new_table()
     t.add_column("procedure")
     for c in ("inclusive", "%", "exclusive", "%", "contexts"):
         t.add_column(c, justify="right")
@@ -104,7 +104,7 @@ def print_bottom_up(d: dict, depth: int = 2) -> None:
 
 def print_hot_path(d: dict) -> None:
     out.print(f"Hot path (child >= {d['fraction'] * 100:.0f}% of its parent): {_heading(d)}")
-    t = Table(show_edge=False)
+    t = new_table()
     t.add_column("callpath")
     for c in ("inclusive", "%", "exclusive", "%"):
         t.add_column(c, justify="right")
@@ -118,7 +118,7 @@ def print_waste(d: dict, limit: int = 30) -> None:
     out.print(f"[bold]{escape(d['label'])}[/bold]: {escape(d['work'])} against {escape(d['resource'])} x "
               f"peak {_v(d['peak'])} at {escape(_point(d))}; total waste {_v(d['total_waste'])}, "
               f"overall efficiency {_pct(d['efficiency'])}")
-    t = Table(show_edge=False)
+    t = new_table()
     t.add_column("scope", no_wrap=True, max_width=28)
     for c in ("waste exc", "share", "eff. exc", "waste inc", "share", "eff. inc"):
         t.add_column(c, justify="right", no_wrap=True)
@@ -138,7 +138,7 @@ def print_scaling_loss(d: dict, limit: int = 20) -> None:
                   f"{_v(pair['p'])} -> {_v(pair['q'])}: total {_v(pair['total_p'])} -> {_v(pair['total_q'])}, "
                   f"excess work {pair['loss'] * 100:.2f}% of the {_v(pair['q'])} run "
                   f"(ranked by {d['sort']} loss; per-process cost, ranks {d['ranks']})")
-        t = Table(show_edge=False)
+        t = new_table()
         t.add_column("scope", no_wrap=True, max_width=28)
         for c in ("excl. loss", "incl. loss", "where", f"incl. @{_v(pair['p'])}", f"incl. @{_v(pair['q'])}"):
             t.add_column(c, justify="right", no_wrap=True)
