@@ -10,7 +10,10 @@ Input: an experiment holding the PMPI reader's callpaths ``MPI-><routine>`` with
   writes ``t = a * s_tot + b`` with a constant ``b`` (a fixed message count); ``form="apmt"`` fits
   exactly that.  Coefficients are non-negative least squares.  ``s_tot`` and ``n_msg`` of the
   critical rank (``ranks="max"``, default; ``"mean"`` for the average rank) are modelled as functions
-  of the parameters with the PMNF modeler.
+  of the parameters with the PMNF modeler.  A rank that moved no point-to-point message in a run
+  (e.g. the single rank at p = 1) is an observation of zero bytes and zero messages for these
+  models, and at a process count where no rank of any profiled run sent or received a message the
+  prediction is exactly zero (no message, no time) instead of an extrapolated fit.
 * Collectives, per routine: per call ``t = a * log2(p) + b * s + c`` with ``s`` the average bytes
   a rank sends per call (``bytes_sent``; half of ``bytes`` when only the sum is known); calls per rank and ``s`` are PMNF models.  A regressor that does not vary over the
   profiled runs (e.g. a fixed 8-byte Allreduce) cannot be separated from ``c``: it is dropped and
@@ -57,8 +60,16 @@ class P2PModel:
     r2: float
     n_obs: int
     routines: list[str]
+    procs: str | None = None
+    #: process counts at which the profile measured no point-to-point message on any rank
+    zero_at: tuple = ()
+
+    def silent(self, at: Mapping) -> bool:
+        return self.procs is not None and self.procs in at and float(at[self.procs]) in self.zero_at
 
     def predict(self, at: Mapping, size_ratio: float = 1.0) -> float:
+        if self.silent(at):
+            return 0.0
         s = max(float(self.volume.predict(at)), 0.0) * size_ratio
         if self.form == "apmt":
             return self.a * s + self.b
@@ -70,7 +81,7 @@ class P2PModel:
                 "bandwidth_bytes_per_s": (1 / self.a) if self.a > 0 else None, "r2": self.r2, "n_obs": self.n_obs,
                 "volume_model": self.volume.formula(),
                 "messages_model": None if self.messages is None else self.messages.formula(),
-                "routines": self.routines}
+                "routines": self.routines, "zero_at": {self.procs: list(self.zero_at)} if self.zero_at else {}}
 
 
 @dataclass
@@ -227,9 +238,19 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         pred = X @ coef
         ss = float(((y - y.mean()) ** 2).sum())
         r2 = 1 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else 1.0
-        vol = _fit(_reduce_ranks(obs, params, "bytes", ranks), params, "bytes", options)
-        msgs = _fit(_reduce_ranks(obs, params, "msgs", ranks), params, "msgs", options) if form == "hockney" else None
-        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(obs), p2p_r)
+        # every rank of every run is an observation: one without p2p calls moved 0 bytes in 0 messages
+        every = t[[*params, "rep", "rank"]].drop_duplicates()
+        full = every.merge(obs, on=[*params, "rep", "rank"], how="left").fillna(0.0)
+        zero_at = ()
+        if procs is not None:
+            moved = full.groupby(procs, observed=True)[["bytes", "msgs"]].sum().sum(axis=1)
+            zero_at = tuple(float(v) for v in moved.index[moved <= 0])
+            if zero_at:
+                notes.append(f"point-to-point: no message at {procs}={', '.join(f'{v:g}' for v in zero_at)} "
+                             "in the profile; predicted as zero there")
+        vol = _fit(_reduce_ranks(full, params, "bytes", ranks), params, "bytes", options)
+        msgs = _fit(_reduce_ranks(full, params, "msgs", ranks), params, "msgs", options) if form == "hockney" else None
+        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(obs), p2p_r, procs, zero_at)
         if r2 < 0.5:
             notes.append(f"point-to-point: the Hockney fit explains only {r2:.0%} of the variance of the "
                          "per-rank p2p time (waiting for late partners is not a transfer cost)")
