@@ -686,13 +686,16 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 @click.option("--I1", "cg_i1", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind I1 geometry.")
 @click.option("--D1", "cg_d1", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind D1 geometry.")
 @click.option("--LL", "cg_ll", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind LL geometry.")
+@click.option("--cachegrind-toggle", "cg_toggle", multiple=True, metavar="PATTERN",
+              help="Count only inside functions matching PATTERN (and their callees), e.g. 'solve_*', so "
+                   "start-up code is left out; repeatable (valgrind's --toggle-collect, run via callgrind).")
 @click.option("--max-failures", type=int, default=None, help="Failed runs before a configuration is given up [2].")
 @click.option("--seed", type=int, default=None, help="Seed of the run order shuffle [0].")
 @click.option("--slurm-opt", "slurm_opts", multiple=True, help="Extra sbatch option (e.g. --partition=x); repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer_regex, launcher, oversubscribe,
-                perf_freq, perf_event, call_graph, counter_events, cg_i1, cg_d1, cg_ll, max_failures, seed,
-                slurm_opts, as_json):
+                perf_freq, perf_event, call_graph, counter_events, cg_i1, cg_d1, cg_ll, cg_toggle, max_failures,
+                seed, slurm_opts, as_json):
     """Run an application over a parameter grid and store the profiles as one experiment.
 
     Give the command after `--` (with {NAME} placeholders, and optionally {wrap} where per-rank
@@ -745,7 +748,7 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer
     if counter_events is not None:
         settings["counters"] = {"events": [e.strip() for e in counter_events.split(",") if e.strip()]}
     cg = dict(settings.get("cachegrind") or {})
-    for k, v in (("I1", cg_i1), ("D1", cg_d1), ("LL", cg_ll)):
+    for k, v in (("I1", cg_i1), ("D1", cg_d1), ("LL", cg_ll), ("toggle", list(cg_toggle) or None)):
         if v is not None:
             cg[k] = v
     if cg:

@@ -52,6 +52,8 @@ ROUTINE_MAP: dict[str, tuple[str, ...]] = {
     "Allreduce": ("Allreduce",), "Reduce": ("Reduce", "Allreduce"), "Bcast": ("Bcast",),
     "Allgather": ("Allgather",), "Allgatherv": ("Allgatherv", "Allgather"), "Alltoall": ("Alltoall",),
     "Alltoallv": ("Alltoallv", "Alltoall"), "Barrier": ("Barrier",),
+    # Isend/Irecv + Wait* merged by mpimodel.combine_nonblocking: Sharkawi's multi-Sendrecv, x = 1
+    "Isend/Irecv+Wait": ("Sendrecv", "PingPong", "latency"),
 }
 
 
@@ -264,31 +266,11 @@ def project_comm(profile: Sequence[RoutineProfile], nprocs: float, table: MicroT
 
 
 def profile_from_experiment(exp, point: Mapping[str, float] | None = None) -> tuple[list[RoutineProfile], float, float]:
-    """Per-routine profile (mean over ranks), compute time (``APP``) and process count from a PMPI Experiment."""
-    names = set(exp.metrics)
-    if not {"time", "calls"} <= names:
-        raise PerfcastError("the experiment has no MPI profile (metrics time and calls from the pmpi reader)")
-    sel = exp.select(**point) if (point and exp.parameters) else exp
-    if sel.parameters and len(sel.points()) != 1:
-        raise PerfcastError(f"the experiment has {len(sel.points())} points; choose one with --at", where="--at")
-    d = sel.aggregate("mean", over=("rep",))
-    nranks = int(d["rank"].nunique()) if "rank" in d.columns else int(sel.meta.get("pmpi", {}).get("size", 1) or 1)
-    if "p" in sel.parameters:
-        nranks = int(d["p"].iloc[0])
-    per = d.groupby(["callpath", "metric"], observed=True)["value"].mean()
-    prof = []
-    for cp in sorted({str(c) for c, _ in per.index}):
-        if not cp.startswith("MPI->"):
-            continue
-        routine = cp.split("->", 1)[1].removeprefix("MPI_")
-        if routine in ("Init", "Init_thread", "Finalize"):
-            continue
-        calls = float(per.get((cp, "calls"), 0.0))
-        if calls <= 0:
-            continue
-        nb = max(float(per.get((cp, "bytes_sent"), 0.0)), float(per.get((cp, "bytes_recv"), 0.0)))
-        prof.append(RoutineProfile(routine, calls, nb / calls, float(per.get((cp, "time"), 0.0))))
-    compute = float(per.get(("APP", "time"), float("nan")))
-    if not np.isfinite(compute):
-        raise PerfcastError("the MPI profile has no APP time (compute time outside MPI)")
-    return prof, compute, float(nranks)
+    """Per-routine profile (per-rank averages), compute time (``APP``) and process count from a PMPI
+    Experiment at ``point`` -- measured, or from the Eq 14-16 models (see :mod:`.mpimodel`) -- with
+    non-blocking point-to-point calls merged into one multi-Sendrecv entry."""
+    from .mpimodel import combine_nonblocking, profile_at
+
+    prof, compute, p, _, _ = profile_at(exp, point)
+    prof, _ = combine_nonblocking(prof)
+    return [RoutineProfile(r, v["calls"], v["bytes"], v["elapsed"]) for r, v in sorted(prof.items())], compute, p

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from .comm import MicroTable, profile_from_experiment, project_comm
+from .comm import MicroTable, RoutineProfile, project_comm
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .signatures import GROUPS, Signature, check_groups, experiment_totals, load_navarro, signature_from_totals
 from .surrogate import Surrogate, find_surrogate
@@ -77,12 +77,15 @@ class Projection:
     surrogate: Surrogate | None
     targets: list[TargetProjection]
     notes: list[str] = field(default_factory=list)
+    nprocs: float | None = None
+    models: list[dict] | None = None          # Eq 14-16 models of the MPI profile (when fitted)
+    compute_source: str = "surrogate"
 
     def to_dict(self) -> dict:
         return {"base": self.base, "base_name": self.base_name, "compute_base": self.compute_base,
-                "communication_base": self.comm_base,
+                "communication_base": self.comm_base, "nprocs": self.nprocs, "compute_source": self.compute_source,
                 "surrogate": None if self.surrogate is None else self.surrogate.to_dict(),
-                "targets": [t.to_dict() for t in self.targets], "notes": self.notes,
+                "targets": [t.to_dict() for t in self.targets], "notes": self.notes, "mpi_models": self.models,
                 "data_note": "SPEC CPU2017 (rate) replaces the seed's SPEC CFP2006; signatures of the benchmarks "
                              "are Skylake-SP measurements (Navarro-Torres et al. 2019)"}
 
@@ -94,12 +97,66 @@ def compute_time(totals: Mapping[str, float], has_mpi: bool, exp=None, point=Non
     raise PerfcastError("the experiment has no time metric (time, cpu_time, runtime) to project")
 
 
-def project(exp, db: BenchmarkDB, signatures: Mapping[str, Signature], base: str, targets: Sequence[str],
-            point: Mapping[str, float] | None = None, groups: Sequence[str] | None = None,
+def _signature_point(exp, point, param, counts):
+    """The point to read counters at: ``point``, or its nearest measured process count (noted)."""
+    if not point or param is None or param not in point or float(point[param]) in counts:
+        return point, None
+    p = float(point[param])
+    near = min(counts, key=lambda c: abs(math.log(c) - math.log(p)))
+    return dict(point, **{param: near}), (f"counter signature read at the nearest measured {param}={near:g} "
+                                          f"(per-instruction metrics assumed unchanged at {param}={p:g})")
+
+
+def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | None, base: str,
+            targets: Sequence[str], point: Mapping[str, float] | None = None, groups: Sequence[str] | None = None,
             micro: MicroTable | None = None, micro_base: str | None = None, micro_targets: Sequence[str] = (),
-            all_matches: bool = False, max_members: int = 4, signature: Signature | None = None) -> Projection:
-    """Project ``exp`` (counters [+ PMPI profile]) from ``base`` onto each of ``targets``."""
+            all_matches: bool = False, max_members: int = 4, signature: Signature | None = None,
+            compute_factor: float | None = None) -> Projection:
+    """Project ``exp`` (counters [+ PMPI profile]) from ``base`` onto each of ``targets``.
+
+    With ``compute_factor`` the surrogate is skipped (compute time x the factor, e.g. 1 when only the
+    network changes) and ``base``/``targets`` name systems of the micro-benchmark table ``micro``.
+    At a process count the experiment did not measure, the MPI profile and the compute time come
+    from the Eq 14-16 models (:mod:`.mpimodel`), which the result lists.
+    """
     notes: list[str] = []
+    has_mpi = any(str(c).startswith("MPI->") for c in exp.callpaths) and "calls" in exp.metrics
+    profile, nprocs, models, counts, param = [], None, None, [], None
+    if has_mpi:
+        from .mpimodel import combine_nonblocking, mpi_profiles, profile_at
+        prof, compute_base, nprocs, pm, n = profile_at(exp, point)
+        notes += n
+        prof, n = combine_nonblocking(prof)
+        notes += n
+        profile = [RoutineProfile(r, v["calls"], v["bytes"], v["elapsed"]) for r, v in sorted(prof.items())]
+        models = pm.to_list() if pm is not None else None
+        mp = mpi_profiles(exp, point)
+        counts, param = mp.counts, mp.param
+    if compute_factor is not None:
+        if not (compute_factor > 0 and math.isfinite(compute_factor)):
+            raise PerfcastError(f"the compute factor must be a positive number, not {compute_factor:g}",
+                                where="--compute-factor")
+        if micro is None or not has_mpi:
+            raise PerfcastError("--compute-factor projects communication between micro-benchmark systems: it needs "
+                                "an MPI profile and --micro", where="--compute-factor")
+        mb = micro.resolve(micro_base or base)
+        tids = []
+        for q in targets:
+            s = micro.resolve(q)
+            if s not in tids:
+                tids.append(s)
+        notes.append(f"compute time scaled by the given factor {compute_factor:g} (no surrogate)")
+        results = []
+        for tid in tids:
+            cp = project_comm(profile, nprocs, micro, mb, tid, compute_base, compute_factor)
+            comp_t = compute_factor * compute_base
+            results.append(TargetProjection(tid, tid, compute_factor, comp_t, cp.elapsed_target,
+                                            comp_t + cp.elapsed_target, cp.to_dict()))
+        results.sort(key=lambda r: r.total)
+        return Projection(mb, mb, compute_base, sum(r.elapsed for r in profile), None, results, notes, nprocs,
+                          models, "given factor")
+    if db is None or signatures is None:
+        raise PerfcastError("no benchmark database or signatures given")
     base_id = db.resolve(base)
     tids: list[str] = []
     for q in targets:
@@ -114,18 +171,27 @@ def project(exp, db: BenchmarkDB, signatures: Mapping[str, Signature], base: str
                 tids.append(s)
     if not tids:
         raise PerfcastError("no target system left (the base is not its own target)", where="--target")
-    has_mpi = {"calls", "time"} <= set(exp.metrics) and any(str(c).startswith("MPI->") for c in exp.callpaths)
-    totals = experiment_totals(exp, point)
-    profile, nprocs = [], 1.0
-    if has_mpi:
-        profile, compute_base, nprocs = profile_from_experiment(exp, point)
-    else:
+    spoint, n = _signature_point(exp, point, param, counts)
+    if n:
+        notes.append(n)
+    try:
+        totals = experiment_totals(exp, spoint)
+    except PerfcastError as e:
+        if point and "empty" in str(e):
+            raise PerfcastError(f"--at {', '.join(f'{k}={v:g}' for k, v in point.items())} was not measured; "
+                                f"an unmeasured point needs an MPI profile to model (Eq 14-16)", where="--at") from None
+        raise
+    if not has_mpi:
         compute_base = compute_time(totals, False)
     sig = signature or signature_from_totals(totals, "application")
     if groups is None:
         groups = [g for g in GROUPS if g in sig.groups()]
         if not groups:
-            sig.require(["cpi", "mix", "cache"], "the application")
+            hint = ("; or, when only the network changes, give --compute-factor with --micro systems as "
+                    "--base/--target" if has_mpi else "")
+            raise PerfcastError("the experiment has no counter signature (instructions with cycles, loads/stores or "
+                                "cache misses) for the surrogate: measure counters (perfcast collect --collect "
+                                f"counters){hint}")
         notes.append(f"metric groups matched: {', '.join(groups)}")
     groups = check_groups(groups)
     sig.require(groups, "the application")
@@ -154,7 +220,9 @@ def project(exp, db: BenchmarkDB, signatures: Mapping[str, Signature], base: str
         comm_t, detail = None, None
         if has_mpi and profile:
             if micro is None:
-                notes.append("no micro-benchmark table given (--micro): communication scaled by the compute factor")
+                if not any("no micro-benchmark table" in x for x in notes):
+                    notes.append("no micro-benchmark table given (--micro): communication scaled by the compute "
+                                 "factor")
                 comm_t = sf * sum(r.elapsed for r in profile)
             else:
                 mb = micro.resolve(micro_base or base)
@@ -169,4 +237,4 @@ def project(exp, db: BenchmarkDB, signatures: Mapping[str, Signature], base: str
                                         detail if detail else {"surrogate": sur.to_dict()}))
     results.sort(key=lambda r: r.total)
     comm_base = sum(r.elapsed for r in profile) if has_mpi else None
-    return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes)
+    return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models)
