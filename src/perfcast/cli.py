@@ -825,27 +825,43 @@ def systems_cmd(query, dbs, limit, as_json):
               help="MPI micro-benchmark table (system,routine,nprocs,bytes,time_us, or archer/stackhpc CSV).")
 @click.option("--micro-base", default=None, help="Micro-benchmark system of the base (default: --base query).")
 @click.option("--micro-target", "micro_targets", multiple=True, help="Micro-benchmark system per target.")
+@click.option("--compute-factor", type=float, default=None, metavar="F",
+              help="Scale compute time by F instead of a surrogate (e.g. 1 when only the network changes); "
+                   "--base/--target then name systems of the --micro table.")
 @click.option("--limit", type=int, default=30, show_default=True, help="Targets listed.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,
-                micro_base, micro_targets, limit, as_json):
-    """Project EXP's runtime from --base onto --target machines (surrogate method, seed 002)."""
+                micro_base, micro_targets, compute_factor, limit, as_json):
+    """Project EXP's runtime from --base onto --target machines (surrogate method, seed 002).
+
+    With an MPI profile at several process counts, --at p=N may name a count that was not measured:
+    message sizes, call counts and times per MPI routine and the compute time then come from fitted
+    models in p (Eq 14-16), which are printed."""
     from .projection.comm import load_micro
     from .projection.project import load_db, load_signatures, project
     from .report.terminal import out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     point = parse_coords(at, "--at") if at else None
-    res = project(exp, load_db(dbs), load_signatures(signatures), base, targets, point,
-                  [g.strip() for g in groups.split(",") if g.strip()] if groups else None,
-                  load_micro(micro) if micro else None, micro_base, micro_targets, all_matches)
+    cf = compute_factor is not None
+    res = project(exp, None if cf else load_db(dbs), None if cf else load_signatures(signatures), base, targets,
+                  point, [g.strip() for g in groups.split(",") if g.strip()] if groups else None,
+                  load_micro(micro) if micro else None, micro_base, micro_targets, all_matches,
+                  compute_factor=compute_factor)
     if as_json:
         write_json(res.to_dict())
         return
     s = res.surrogate
-    out.print(f"base {res.base} = {res.base_name}: compute {res.compute_base:.4g} s"
+    out.print(f"base {res.base}" + ("" if res.base_name == res.base else f" = {res.base_name}")
+              + (f" at p={res.nprocs:g}" if res.nprocs is not None else "")
+              + f": compute {res.compute_base:.4g} s"
               + (f", communication {res.comm_base:.4g} s" if res.comm_base is not None else ""),
               markup=False, highlight=False)
+    if res.models:
+        out.print("MPI profile models in p (Eq 14-16; per rank):", markup=False, highlight=False)
+        for m in res.models:
+            out.print(f"  {m['routine']:18s} {m['quantity']:8s} = {m['model']}   (fitted on p="
+                      f"{','.join(f'{x:g}' for x in m['fitted_on'])})", markup=False, highlight=False)
     if s is not None:
         out.print(f"surrogate (first target): {s.describe()}  match {s.quality}; group errors "
                   + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
@@ -855,6 +871,11 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
                     rows, {"factor": "right", "compute": "right", "comm": "right", "total": "right"}))
     for n in res.notes:
         out.print(f"note: {n}", markup=False, highlight=False)
+    detail = next((t.comm_detail for t in res.targets if t.comm_detail and "interpolation" in t.comm_detail), None)
+    if detail:
+        for n in dict.fromkeys(x for t in res.targets if t.comm_detail for x in t.comm_detail.get("notes", [])):
+            out.print(f"note: {n}", markup=False, highlight=False)
+        out.print(f"micro-benchmark interpolation: {detail['interpolation']}", markup=False, highlight=False)
 
 
 @cli.command("kernels")
