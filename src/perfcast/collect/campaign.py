@@ -140,7 +140,7 @@ class CampaignSpec:
     timeout: float | None = None
     collect: list[tuple[str, bool]] = field(default_factory=lambda: [("time", True)])
     #: collector settings: timer_regex, perf {frequency, event, callgraph}, counters {events},
-    #: cachegrind {I1, D1, LL, reps}
+    #: cachegrind {I1, D1, LL, reps, toggle (function patterns to count in; start-up left out)}
     settings: dict = field(default_factory=dict)
     launcher: str = "local"
     oversubscribe: bool = True
@@ -186,6 +186,9 @@ class CampaignSpec:
                                         f"(parameters: {', '.join(self.parameters)})", where="command")
         if "{wrap}" in tokens and not all(t == "{wrap}" or "{wrap}" not in t for t in tokens):
             raise PerfcastError("{wrap} must be a word of its own in the command", where="command")
+        cg = self.settings.get("cachegrind")
+        if isinstance(cg, dict) and cg.get("toggle") is not None:
+            coll.parse_toggle(cg["toggle"])
 
     def tokens(self) -> list[str]:
         if isinstance(self.command, str):

@@ -15,7 +15,12 @@ perf        ``perf record`` per rank (cycles where the PMU has them, cpu-clock o
 counters    ``perf stat`` per rank on the hardware events the machine supports (probed).
 cachegrind  ``valgrind --tool=cachegrind --cache-sim=yes`` per rank with a configurable geometry, in
             runs of its own (it slows the program ~50x, so those runs give no times); deterministic,
-            one run per configuration unless told otherwise.
+            one run per configuration unless told otherwise.  ``toggle`` (function patterns, valgrind
+            wildcards ``*``/``?``) counts only inside those functions and their callees, so start-up
+            code (``MPI_Init``'s getenv/strcmp/malloc) does not show as work: cachegrind itself has no
+            such option before valgrind 3.22, so these runs use callgrind's identical cache
+            simulator (``--tool=callgrind --cache-sim=yes --collect-atstart=no
+            --toggle-collect=PATTERN``) and its self costs are written as ``cachegrind.out.rank<R>``.
 mpi         the PMPI interposition library (:mod:`perfcast.collect.pmpi`) via LD_PRELOAD.
 ==========  =================================================================================
 
@@ -231,20 +236,39 @@ class CountersCollector(Collector):
 _GEOM = re.compile(r"^\d+,\d+,\d+$")
 
 
+def parse_toggle(value) -> list[str]:
+    """Function patterns to count in: a string (one pattern) or a list of them."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise PerfcastError("cachegrind toggle: a function pattern or a list of them", where="cachegrind.toggle")
+    out = []
+    for it in items:
+        if not isinstance(it, str) or not it.strip() or any(c in it for c in "\n\r\0"):
+            raise PerfcastError(f"cachegrind toggle {it!r}: expected a function name pattern (e.g. 'solve_*')",
+                                where="cachegrind.toggle")
+        if it.strip() not in out:
+            out.append(it.strip())
+    return out
+
+
 class CachegrindCollector(Collector):
     name = "cachegrind"
     mode = "cachegrind"
 
-    def __init__(self, I1: str | None = None, D1: str | None = None, LL: str | None = None, reps: int = 1):
+    def __init__(self, I1: str | None = None, D1: str | None = None, LL: str | None = None, reps: int = 1,
+                 toggle=None):
         for key, g in (("I1", I1), ("D1", D1), ("LL", LL)):
             if g is not None and not _GEOM.match(str(g)):
                 raise PerfcastError(f"cache geometry {g!r}: expected SIZE,ASSOC,LINE (bytes, ways, bytes)",
                                     where=f"cachegrind.{key}")
         self.geometry = {"I1": I1, "D1": D1, "LL": LL}
         self.reps = int(reps)
+        self.toggle = parse_toggle(toggle)
 
     def options(self) -> dict:
-        return {**self.geometry, "reps": self.reps}
+        return {**self.geometry, "reps": self.reps, **({"toggle": self.toggle} if self.toggle else {})}
 
     def available(self):
         if not shutil.which("valgrind"):
@@ -253,16 +277,128 @@ class CachegrindCollector(Collector):
 
     def wrapper(self):
         geo = " ".join(f"--{k}={v}" for k, v in self.geometry.items() if v)
+        if self.toggle:
+            tog = " ".join(f"--toggle-collect={shlex.quote(t)}" for t in self.toggle)
+            return (f"valgrind --tool=callgrind --cache-sim=yes --collect-atstart=no {tog} {geo} -q "
+                    f'--callgrind-out-file="$D/callgrind.out.rank$R"').replace("  ", " ")
         return (f"valgrind --tool=cachegrind --cache-sim=yes {geo} -q "
                 f'--cachegrind-out-file="$D/cachegrind.out.rank$R"').replace("  ", " ")
 
     def collect(self, run_dir: Path, result: dict) -> Experiment:
         from ..io import cachegrind as cg_io
 
+        if self.toggle:
+            raw = sorted(run_dir.glob("callgrind.out.rank*"))
+            if not raw:
+                raise PerfcastError("callgrind wrote no callgrind.out.rank* file", run_dir)
+            counted = 0
+            for f in raw:
+                counted += callgrind_to_cachegrind(f, f.with_name(f.name.replace("callgrind", "cachegrind", 1)))
+            if counted == 0:
+                raise PerfcastError(f"the cachegrind toggle {', '.join(self.toggle)} matched no executed function "
+                                    "(nothing was counted on any rank)", run_dir)
         files = sorted(run_dir.glob("cachegrind.out.rank*"))
         if not files:
             raise PerfcastError("cachegrind wrote no cachegrind.out.rank* file", run_dir)
         return cg_io.read_files(files)
+
+
+def callgrind_to_cachegrind(src: Path, dst: Path) -> int:
+    """Write the self (exclusive) costs per function of a callgrind profile in cachegrind's format;
+    returns the number of functions with a cost.
+
+    callgrind format: ``fn=(id) name`` opens a function (``(id)`` alone reuses a name; ``cfn=`` shares
+    the table), a cost line is ``<positions> <counts>`` (positions may be relative: ``+n``, ``-n``,
+    ``*``), and the cost line right after ``calls=`` is the *inclusive* cost of that call, which is not
+    the caller's own.  The self costs must add up to the ``summary:``/``totals:`` line."""
+    names: dict[str, str] = {}
+    events: list[str] | None = None
+    npos = 1
+    costs: dict[str, list[int]] = {}
+    header: list[str] = []
+    summary = None
+    current = None
+    skip_next = False
+
+    def name(v: str) -> str:
+        v = v.strip()
+        if v.startswith("("):
+            ident, _, rest = v.partition(")")
+            ident = ident[1:]
+            rest = rest.strip()
+            if rest:
+                names[ident] = rest
+            elif ident not in names:
+                raise PerfcastError(f"callgrind name ({ident}) used before it is defined", src)
+            return names[ident]
+        return v or "???"
+
+    try:
+        fh = open(src, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise PerfcastError(f"cannot read: {e.strerror}", src) from None
+    with fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = raw.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            c = line[0]
+            if c.isdigit() or c in "+-*":
+                if skip_next:
+                    skip_next = False
+                    continue
+                if events is None or current is None:
+                    raise PerfcastError("cost line before 'events:' and 'fn='", src, lineno)
+                parts = line.split()[npos:]
+                try:
+                    nums = [int(x, 0) for x in parts]
+                except ValueError:
+                    raise PerfcastError(f"non-integer cost in {line[:60]!r}", src, lineno) from None
+                vec = costs.setdefault(current, [0] * len(events))
+                for i, v in enumerate(nums[: len(events)]):
+                    vec[i] += v
+                continue
+            key, sep, value = line.partition("=")
+            if sep and key in ("fn", "cfn", "cfi", "cfl", "cob", "ob", "fl", "fi", "fe", "calls", "jump", "jcnd"):
+                if key == "fn":
+                    current = name(value)
+                elif key == "cfn":
+                    name(value)
+                elif key == "calls":
+                    skip_next = True
+                elif key in ("jump", "jcnd"):
+                    skip_next = False
+                continue
+            key, sep, value = line.partition(":")
+            key, value = key.strip(), value.strip()
+            if key == "events":
+                events = value.split()
+            elif key == "positions":
+                npos = max(1, len(value.split()))
+            elif key in ("summary", "totals"):
+                try:
+                    summary = [int(x) for x in value.split()]
+                except ValueError:
+                    raise PerfcastError("non-integer summary", src, lineno) from None
+            elif key in ("desc", "cmd"):
+                header.append(f"{key}: {value}")
+    if events is None:
+        raise PerfcastError("not a callgrind output file (no 'events:' line)", src)
+    total = [sum(v[i] for v in costs.values()) for i in range(len(events))]
+    if summary is None:
+        raise PerfcastError("no 'summary:' or 'totals:' line (truncated file?)", src)
+    want = (summary + [0] * len(events))[: len(events)]
+    if total != want:
+        raise PerfcastError(f"self costs {total} do not add up to the summary {want} (truncated or corrupt file)", src)
+    out = [*header, "events: " + " ".join(events)]
+    n = 0
+    for fn, vec in costs.items():
+        if any(vec):
+            n += 1
+            out += [f"fn={fn}", "0 " + " ".join(str(v) for v in vec)]
+    out.append("summary: " + " ".join(str(v) for v in total))
+    dst.write_text("\n".join(out) + "\n")
+    return n
 
 
 # -- PMPI shim ----------------------------------------------------------------------------------------
@@ -352,7 +488,7 @@ def build(names: list[tuple[str, bool]], settings: dict) -> list[Collector]:
         elif name == "counters":
             made.append(CountersCollector(s.get("events")))
         elif name == "cachegrind":
-            made.append(CachegrindCollector(s.get("I1"), s.get("D1"), s.get("LL"), s.get("reps", 1)))
+            made.append(CachegrindCollector(s.get("I1"), s.get("D1"), s.get("LL"), s.get("reps", 1), s.get("toggle")))
         elif name == "mpi":
             made.append(MpiCollector())
     return made
