@@ -9,6 +9,8 @@ benchmarks' target/base ratios).  Usage:
     .venv/bin/python bench/projection_closed_loop.py [--pairs N] [--seed S] [--json]
 """
 
+import os
+from pathlib import Path
 import argparse
 import json
 import time
@@ -16,9 +18,10 @@ import time
 from perfcast.projection.closed_loop import closed_loop, random_pairs
 from perfcast.projection.database import load_spec
 from perfcast.projection.signatures import GROUPS, PORTABLE, load_navarro
+_SHARED = Path(os.environ.get("PERFCAST_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
-SPEC = "/work/shared/data/spec/spec17ml_input_FP_rate.csv"
-COUNTERS = "/work/shared/data/spec/counters"
+SPEC = str(_SHARED / "spec/spec17ml_input_FP_rate.csv")
+COUNTERS = str(_SHARED / "spec/counters")
 
 
 def main():

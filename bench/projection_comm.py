@@ -10,14 +10,17 @@
 Error = |projected / measured - 1| on the target.  Usage: .venv/bin/python bench/projection_comm.py [--json]
 """
 
+import os
+from pathlib import Path
 import json
 import sys
 
 import numpy as np
 
 from perfcast.projection.comm import MicroTable, RoutineProfile, load_micro, project_comm
+_SHARED = Path(os.environ.get("PERFCAST_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
-DATA = "/work/shared/data/mpi/stackhpc_hpctests_imb_osu.csv"
+DATA = str(_SHARED / "mpi/stackhpc_hpctests_imb_osu.csv")
 PAIRS = [("alaska/ib-gcc9-impi-verbs", "alaska/roce-gcc9-impi-verbs"),
          ("alaska/ib-gcc9-openmpi4-ucx", "alaska/roce-gcc9-openmpi4-ucx"),
          ("csd3/cclake-ib-gcc9-ompi3-ucx", "csd3/cclake-roce-gcc9-ompi3-ucx")]

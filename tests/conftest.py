@@ -20,6 +20,21 @@ def data_dir() -> Path:
     return DATA
 
 
+@pytest.fixture(scope="session")
+def examples_built() -> Path:
+    """The bundled example applications, built (the project's setup installs Open MPI: a missing
+    compiler is a failure, not a skip)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("mpicc") is None:
+        pytest.fail("mpicc not found: install Open MPI (scripts/install-system-deps.sh)")
+    r = subprocess.run(["make", "-s", "-C", str(REPO / "examples")], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"building examples/ failed: {r.stderr[-2000:]}")
+    return REPO / "examples"
+
+
 # CI explores the same (large) set of generated examples every run, so a red CI always points at
 # a reproducible failure; developers' runs stay random and keep finding new cases.
 try:

@@ -16,10 +16,11 @@ from perfcast.errors import PerfcastError
 from perfcast.experiment import Experiment, Metric
 from perfcast.io import cachegrind as cg_io
 from perfcast.machine import Machine
+from conftest import DATA  # ../shared/data or $PERFCAST_SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 JACOBI = ROOT / "examples" / "jacobi" / "jacobi"
-CUBESET = Path("/work/shared/data/extrap/cubeset/single_parameter")
+CUBESET = DATA / "extrap" / "cubeset" / "single_parameter"
 MACHINE = Machine.from_dict({"name": "test", "frequency_hz": 2e9, "cores_per_node": 2,
                              "latency_cycles": {"L1": 4, "L2": 12, "LLC": 40, "memory": 200}})
 N, ITERS = 24, 200
@@ -32,9 +33,10 @@ def _rank0_block(p, n=N):
 
 
 @pytest.fixture(scope="module")
-def jacobi_cachegrind(tmp_path_factory):
-    if not (JACOBI.exists() and shutil.which("valgrind") and shutil.which("mpirun")):
-        pytest.skip("needs examples/jacobi (make -C examples), valgrind and mpirun")
+def jacobi_cachegrind(tmp_path_factory, examples_built):
+    for tool in ("valgrind", "mpirun"):
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} not found: install it (scripts/install-system-deps.sh)")
     d = tmp_path_factory.mktemp("cg")
     frames = []
     for p in (1, 2, 3, 4):

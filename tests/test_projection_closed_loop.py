@@ -15,7 +15,7 @@ from perfcast.projection.closed_loop import closed_loop, random_pairs
 from perfcast.projection.database import load_spec
 from perfcast.projection.signatures import GROUPS, load_navarro
 
-DATA = Path("/work/shared/data")
+from conftest import DATA  # ../shared/data or $PERFCAST_SHARED_DATA
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -27,9 +27,10 @@ from perfcast.io import load
 from perfcast.projection.comm import load_micro
 from perfcast.projection.mpimodel import fit_profile_models, mpi_profiles, profile_at
 from perfcast.projection.project import project
+from conftest import DATA  # ../shared/data or $PERFCAST_SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
-MICRO = Path("/work/shared/data/mpi/stackhpc_hpctests_imb_osu.csv")
+MICRO = DATA / "mpi" / "stackhpc_hpctests_imb_osu.csv"
 IB, ROCE = "alaska/ib-gcc9-impi-verbs", "alaska/roce-gcc9-impi-verbs"
 W, ITERS = 32, 50
 

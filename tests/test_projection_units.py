@@ -13,7 +13,7 @@ from perfcast.projection.database import load_user_csv
 from perfcast.projection.signatures import Signature, load_navarro, signature_from_totals
 from perfcast.projection.surrogate import find_surrogate
 
-DATA = Path("/work/shared/data")
+from conftest import DATA  # ../shared/data or $PERFCAST_SHARED_DATA
 
 
 def _table():

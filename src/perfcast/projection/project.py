@@ -1,7 +1,7 @@
 """Whole projection: compute (surrogate) + communication (micro-benchmarks) onto target systems.
 
 Default data: ``PERFCAST_PROJECTION_DATA`` (a directory laid out like ../shared/data: ``spec/``
-and ``mpi/``), else ``/work/shared/data``; ``--db``/``--signatures``/``--micro`` override.
+and ``mpi/``), else ``../shared/data`` beside the working directory or the checkout; ``--db``/``--signatures``/``--micro`` override.
 """
 
 from __future__ import annotations
@@ -22,7 +22,18 @@ from .surrogate import Surrogate, find_surrogate
 
 
 def data_root() -> Path:
-    return Path(os.environ.get("PERFCAST_PROJECTION_DATA", "/work/shared/data"))
+    """Where the published benchmark tables live: $PERFCAST_PROJECTION_DATA, else a ``shared/data``
+    directory beside the working directory or beside a source checkout of perfcast (the tables are
+    third-party data and are not shipped in the package; --db and friends name them explicitly)."""
+    env = os.environ.get("PERFCAST_PROJECTION_DATA")
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parents[3]
+    for cand in (Path.cwd().parent / "shared" / "data", Path.cwd() / "shared" / "data",
+                 checkout.parent / "shared" / "data"):
+        if cand.is_dir():
+            return cand
+    return Path.cwd().parent / "shared" / "data"
 
 
 def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
