@@ -626,9 +626,18 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--machine", "machines", multiple=True, metavar="SYSTEM",
               help="Target machine to project onto (with --base); repeatable.")
 @click.option("--title", default=None, help="Title of the report.")
+@click.option("--apmt", "apmt_mode", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="APMT computation/memory/communication breakdown: auto = when the experiment has instruction "
+                   "counts with a CPI source (and/or a PMPI profile); on = fail if it cannot be computed.")
+@click.option("--timer", "timers", multiple=True, metavar="KERNEL=CALLPATH",
+              help="APMT: an application timer measuring a kernel (effective CPI source), e.g. "
+                   "compute_sweep=app->compute; repeatable.")
+@click.option("--apmt-machine", type=click.Path(path_type=Path), default=None,
+              help="APMT: machine description YAML (default: this host; see `perfcast machine`).")
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, plots, min_share, scaling, level,
-               max_terms, negative, locations, derives, base, machines, title, as_json):
+               max_terms, negative, locations, derives, base, machines, title, apmt_mode, timers, apmt_machine,
+               as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -636,6 +645,7 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
     Examples:
       perfcast report lulesh_weak_scaling_cali/ -o lulesh.html --target jobsize=1000
       perfcast report jacobi.perfcast -o jacobi.html --derive "share = 100 * time / @time"
+      perfcast report jacobi-apmt.perfcast -o jacobi-apmt.html --timer compute_sweep=app->compute --target p=16,n=256
     """
     from .report.html import ReportOptions, projection_table, write_report
     from .report.terminal import out, write_json
@@ -652,10 +662,23 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
         from .projection.project import load_db, load_signatures, project
 
         projections = projection_table(project(exp, load_db(()), load_signatures(None), base, list(machines)))
+    apmt, apmt_note = None, None
+    if apmt_mode != "off":
+        from .apmt.cli import load_machine, parse_timers
+        from .apmt.report import fit_for_report
+
+        try:
+            apmt, apmt_note = fit_for_report(exp, load_machine(apmt_machine), parse_timers(timers))
+        except PerfcastError as e:
+            if apmt_mode == "on":
+                raise
+            apmt_note = e.format()
+        if apmt is None and apmt_mode == "on":
+            raise PerfcastError(f"--apmt on: {apmt_note or 'no instruction counts and no MPI profile'}")
     opts = ReportOptions(metric=metric, target=parse_coords(target, "--target") if target else None, x=x,
                          kernels=kernels, plots=plots, min_share=min_share / 100.0, scaling=scaling, level=level,
                          title=title, locations=locations, max_terms=max_terms, negative=negative)
-    rep = write_report(exp, output, opts, projections=projections)
+    rep = write_report(exp, output, opts, projections=projections, apmt=apmt, apmt_note=apmt_note)
     if as_json:
         write_json({"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
     else:

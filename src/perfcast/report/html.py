@@ -98,6 +98,8 @@ class Report:
                 "target_default": self.target_default, "n_models": self.n_models, "kernels": ks,
                 "other": self.other, "plots": [p["callpath"] for p in self.plots],
                 "sections": self.sections(), "scaling_loss": sl, "notes": self.notes,
+                "apmt": None if not self.apmt else {k: self.apmt[k] for k in ("x", "points", "components", "unit",
+                                                                              "note")},
                 "summary": {k: v for k, v in self.summary.items() if k != "points"}}
 
     def sections(self) -> list[str]:
@@ -252,10 +254,12 @@ def _guess_mode(first: float, last: float, p: float, q: float) -> str:
 
 
 def build_report(exp: Experiment, options: ReportOptions | None = None, *, models=None,
-                 apmt: Mapping | None = None, projections: Mapping | Sequence | None = None) -> Report:
+                 apmt=None, projections: Mapping | Sequence | None = None, apmt_note: str | None = None) -> Report:
     """Compute everything the report shows.  ``models``: fitted :class:`perfcast.fit.SeriesModel`
     list to reuse (default: fit the metric now); ``apmt``: ``{"x": name, "points": [...],
-    "components": {"computation": [...], "memory": [...], "communication": [...]}, "unit": ...}``;
+    "components": {"computation": [...], "memory": [...], "communication": [...]}, "unit": ...}``,
+    or a fitted :class:`perfcast.apmt.model.APMTModel` (drawn per process count at the target, see
+    :func:`perfcast.apmt.report.breakdown_series`); ``apmt_note``: why there is no APMT section;
     ``projections``: ``{"columns": [...], "rows": [[...], ...]}`` or a list of dicts (one per target
     machine)."""
     o = options or ReportOptions()
@@ -295,8 +299,15 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     if o.scaling != "none":
         _scaling_loss_section(rep, exp, o, sv)
     _metrics_section(rep, exp, o)
+    if apmt is not None and hasattr(apmt, "predict"):
+        # a fitted APMT model: its breakdown per process count at the report's target
+        from ..apmt.report import breakdown_series
+
+        apmt = breakdown_series(apmt, rep.target or {})
     if apmt:
         rep.apmt = _check_apmt(apmt)
+    if apmt_note:
+        rep.notes.append(f"APMT breakdown not shown: {apmt_note}")
     if projections:
         rep.projections = _check_projections(projections)
     return rep
