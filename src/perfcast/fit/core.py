@@ -161,14 +161,25 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
         fitted = beta @ D.T
         hat = w * (ainv.reshape(S, k * k) @ P.T)
     else:
+        # per-series designs: column by column (batched matmul of tiny matrices is slow)
         k = D.shape[2]
-        WDt = (w[:, :, None] * D).transpose(0, 2, 1)  # (S, k, n)
-        A = np.matmul(WDt, D)
-        b = np.matmul(WDt, y[:, :, None])[:, :, 0]
+        cols = [np.ascontiguousarray(D[:, :, i]) for i in range(k)]
+        wc = [w * c for c in cols]
+        A = np.empty((S, k, k))
+        for i in range(k):
+            for j in range(i, k):
+                A[:, i, j] = A[:, j, i] = np.einsum("sn,sn->s", wc[i], cols[j])
+        b = np.stack([np.einsum("sn,sn->s", wc[i], y) for i in range(k)], axis=1)
         ainv, ok = _inv_small(A)
-        beta = np.matmul(ainv, b[:, :, None])[:, :, 0]
-        fitted = np.matmul(D, beta[:, :, None])[:, :, 0]
-        hat = w * np.sum(np.matmul(D, ainv) * D, axis=2)
+        beta = np.einsum("sij,sj->si", ainv, b)
+        fitted = beta[:, :1] * cols[0]
+        for i in range(1, k):
+            fitted += beta[:, i:i + 1] * cols[i]
+        hsum = np.zeros((S, n))
+        for i in range(k):
+            for j in range(i, k):
+                hsum += (ainv[:, i, j] * (1 if i == j else 2))[:, None] * cols[i] * cols[j]
+        hat = w * hsum
     resid = y - fitted
     rss = np.sum(w * resid * resid, axis=1)
     lev_ok = np.all(hat < 1 - 1e-9, axis=1)
@@ -211,6 +222,35 @@ def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg: bool, clamp: _WLS 
     return fit
 
 
+def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarray, cv: bool) -> np.ndarray:
+    """Deviance (weighted RSS, or PRESS when ``cv``) of ``c0 + c1 * T[:, h]`` for every block h at
+    once: ``T`` (n, H) scaled columns, ``y``/``w`` (S, n) -> (S, H); inf where not identifiable.
+
+    Closed-form 2x2 weighted least squares (the same numbers as :func:`_wls` column by column,
+    without a Python loop over blocks); residuals are formed explicitly, not from the normal
+    equations, so exact fits stay exact."""
+    A00 = np.sum(w, axis=1)[:, None]
+    A01 = w @ T
+    A11 = w @ (T * T)
+    wy = w * y
+    b0 = np.sum(wy, axis=1)[:, None]
+    b1 = wy @ T
+    det = A00 * A11 - A01 * A01
+    ok = (det > 1e-11 * A00 * A11) & valid[None, :]
+    r = 1.0 / np.where(ok, det, 1.0)
+    beta0 = (A11 * b0 - A01 * b1) * r
+    beta1 = (A00 * b1 - A01 * b0) * r
+    resid = y[:, :, None] - beta0[:, None, :] - beta1[:, None, :] * T[None, :, :]   # (S, n, H)
+    if cv:
+        hat = w[:, :, None] * (A11[:, None, :] - 2 * A01[:, None, :] * T[None] + A00[:, None, :] * (T * T)[None]) \
+            * r[:, None, :]
+        lev_ok = np.all(hat < 1 - 1e-9, axis=1)
+        resid = resid / np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
+        ok &= lev_ok
+    err = np.einsum("sn,snh->sh", w, resid * resid)
+    return np.where(ok, err, np.inf)
+
+
 # ---------------------------------------------------------------------------------------------
 # hypotheses as monomial matrices
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +272,7 @@ class _Space:
             t = block_values(self.blocks, X[:, p])
             tabs.append(np.concatenate([t, np.ones((self.n, 1))], axis=1))  # index -1 -> ones
         self.tabs = tabs  # each (n, H + 1)
+        self.tabs_t = [np.ascontiguousarray(t.T) for t in tabs]  # each (H + 1, n)
 
     def design(self, hyp: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """Per-series design (S, n, 1 + k) with unit-max columns, column scales (S, 1 + k), k.
@@ -242,16 +283,18 @@ class _Space:
         S, K, m = hyp.shape
         used = np.any(hyp >= 0, axis=2)  # (S, K)
         k = int(used[0].sum()) if S else 0
-        D = np.ones((S, self.n, 1 + k))
+        Dt = np.ones((1 + k, S, self.n))  # column-major storage: D[:, :, i] is contiguous
+        scale = np.ones((S, 1 + k))
         for t in range(k):
-            col = np.ones((S, self.n))
+            col = None
             for p in range(m):
-                col = col * self.tabs[p][:, hyp[:, t, p]].T
-            D[:, :, 1 + t] = col
-        scale = np.max(np.abs(D), axis=1)
-        scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
-        D = D / scale[:, None, :]
-        return D, scale, k
+                v = self.tabs_t[p][hyp[:, t, p]]  # (S, n)
+                col = v if col is None else col * v
+            sc = np.max(np.abs(col), axis=1)
+            sc = np.where(np.isfinite(sc) & (sc > 0), sc, 1.0)
+            np.divide(col, sc[:, None], out=Dt[1 + t])
+            scale[:, 1 + t] = sc
+        return Dt.transpose(1, 2, 0), scale, k
 
 
 def _terms_of(hyp: np.ndarray) -> int:
@@ -281,11 +324,15 @@ class _Chunk:
         self.best_hyp = np.full((S, M, K, m), -1, dtype=np.int32)
 
     def criterion(self, fit: _WLS, k: int, pen: float, selection: str) -> np.ndarray:
-        err = fit.press if selection == "cv" else fit.rss
+        return self.criterion_err(fit.press if selection == "cv" else fit.rss, k, pen, selection)
+
+    def criterion_err(self, err: np.ndarray, k: int, pen: float, selection: str) -> np.ndarray:
+        """Criterion from a deviance ``err`` of shape (S,) or (S, B)."""
+        N, pe = (self.N, self.ss_pe) if err.ndim == 1 else (self.N[:, None], self.ss_pe[:, None])
         with np.errstate(divide="ignore", invalid="ignore"):
-            crit = self.N * np.log((self.ss_pe + err) / self.N + TINY) + pen
+            crit = N * np.log((pe + err) / N + TINY) + pen
         if selection == "bic":
-            crit = crit + (k + 1) * np.log(self.N)
+            crit = crit + (k + 1) * np.log(N)
         return np.where(np.isfinite(crit), crit, np.inf)
 
     def merge(self, rows: np.ndarray, crit: np.ndarray, hyp: np.ndarray):
@@ -510,11 +557,15 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
     pen1 = 2 * math.log(H)
     crit1 = np.full((S, H), np.inf)
     ones = np.ones(n)
-    for h in range(H):
-        if not valid[h] or n < 3:
-            continue
-        fit = _fit(np.column_stack([ones, Tn[:, h]]), ch.y, ch.w, opt.nonnegative)
-        crit1[:, h] = ch.criterion(fit, 1, pen1, opt.selection)
+    if not opt.nonnegative:
+        err = _one_block_err(Tn, valid, ch.y, ch.w, opt.selection == "cv")
+        crit1 = ch.criterion_err(err, 1, pen1, opt.selection)
+    else:
+        for h in range(H):
+            if not valid[h] or n < 3:
+                continue
+            fit = _fit(np.column_stack([ones, Tn[:, h]]), ch.y, ch.w, opt.nonnegative)
+            crit1[:, h] = ch.criterion(fit, 1, pen1, opt.selection)
     hyp1 = np.full((H, K, 1), -1, dtype=np.int32)
     hyp1[:, 0, 0] = np.arange(H)
     ch.merge(rows, crit1, hyp1)
@@ -552,6 +603,7 @@ class _SubChunk:
         self.ss_pe, self.N = ch.ss_pe[rows], ch.N[rows]
 
     criterion = _Chunk.criterion
+    criterion_err = _Chunk.criterion_err
 
 
 def _forms(usable: Sequence[int], K: int) -> list[tuple[frozenset, ...]]:
@@ -579,6 +631,11 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
             pe = ch.pe_point[:, idx].sum(axis=1)
             Nl = np.sum(ch.count[:, idx], axis=1)
             ones = np.ones(len(idx))
+            if not opt.nonnegative:
+                err = _one_block_err(Tn, valid, sub_y, sub_w, opt.selection == "cv")
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    score += Nl[:, None] * np.log((pe[:, None] + err) / Nl[:, None] + TINY)
+                continue
             flat = _wls(ones[:, None], sub_y, sub_w)
             for h in range(H):
                 if not valid[h]:
@@ -597,18 +654,26 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
         count = len(params_in) * math.log(H) + math.log(sum(1 for f in forms if len(f) == len(form)
                                                            and set().union(*f) == set(params_in)))
         pen = 2 * count
-        for choice in itertools.product(range(L), repeat=len(params_in)):
-            hyp = np.full((S, K, m), -1, dtype=np.int32)
-            for t, mono in enumerate(form):
-                for p in mono:
-                    hyp[:, t, p] = shortlist[p][:, choice[params_in.index(p)]]
-            k = len(form)
-            if k + 1 >= n:
-                continue
-            D, _, _ = space.design(hyp)
-            fit = _fit(D, ch.y, ch.w, opt.nonnegative)
-            crit = ch.criterion(fit, k, pen, opt.selection)
-            ch.merge(rows, crit[:, None], hyp[:, None])
+        k = len(form)
+        if k + 1 >= n:
+            continue
+        # every shortlist choice of this form in one batched fit: (S, C) hypotheses
+        choices = list(itertools.product(range(L), repeat=len(params_in)))
+        C = len(choices)
+        hyp = np.full((S, C, K, m), -1, dtype=np.int32)
+        for t, mono in enumerate(form):
+            for p in mono:
+                sel = np.array([c[params_in.index(p)] for c in choices])
+                hyp[:, :, t, p] = shortlist[p][:, sel]
+        step = max(1, 50000 // max(C, 1))  # bound the (rows x C, n, k) temporaries
+        for a in range(0, S, step):
+            b = min(S, a + step)
+            h = hyp[a:b]
+            D, _, _ = space.design(h.reshape((b - a) * C, K, m))
+            fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative)
+            err = (fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
+            sub = _SubChunk(ch, rows[a:b])
+            ch.merge(rows[a:b], sub.criterion_err(err, k, pen, opt.selection), h)
 
 
 def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
