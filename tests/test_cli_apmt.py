@@ -1,0 +1,272 @@
+"""The APMT commands on the command line (kernels, machine, compare, predict --breakdown, report's
+APMT section), checked against a synthetic experiment whose every number is known by construction:
+
+* per-rank instructions (cachegrind ``Ir``) of four functions: ``sweep`` = 50 n^2 / p (hot, strong
+  scaling), ``pack`` = 400 n (hot, not scaling), ``gather`` = 2 p n (small, growing: non-scalable),
+  ``setup`` = 500 (the rest);
+* application timers ``sweep_t`` and ``pack_t`` = Ir x CPI / f with CPI 0.8 and 1.5 at f = 2 GHz;
+* a PMPI profile of a periodic ring: every rank sends and receives 2 messages of 8n bytes
+  (Isend/Irecv, the time in Waitall = A s_tot + B n_msg, Hockney A = 0.25 ns/byte, B = 4 us) and
+  calls Allreduce 10 times with 8n bytes (per call CA log2 p + CB s + CC);
+* ``app->total`` = sweep + pack + communication.
+
+The prediction at any point is then known exactly: T = Ir_sweep 0.8 / f + Ir_pack 1.5 / f +
+A 32 n + 4 B + 10 (CA log2 p + CB 8 n + CC); gather and rest have no time, so no CPI (left out).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+import yaml
+
+from perfcast.cli import main
+
+F = 2e9
+CPI = {"sweep": 0.8, "pack": 1.5}
+A, B = 2.5e-10, 4.0e-6
+CA, CB, CC = 3.0e-6, 1.0e-9, 2e-6
+CALLS = 10
+TIMERS = ["--timer", "sweep=app->sweep_t", "--timer", "pack=app->pack_t"]
+
+
+def ir(fn, p, n):
+    return {"sweep": 50 * n * n / p, "pack": 400 * n, "gather": 2 * p * n, "setup": 500.0}[fn]
+
+
+def truth(p, n):
+    """Known components at (p, n): per-kernel computation, point-to-point, Allreduce."""
+    comp = {k: ir(k, p, n) * CPI[k] / F for k in CPI}
+    p2p = A * 32 * n + B * 4 if p >= 2 else 0.0
+    ar = CALLS * (CA * math.log2(p) + CB * 8 * n + CC)
+    return comp, p2p, ar
+
+
+def frame(ps, ns, drop=None):
+    out = []
+    for p in ps:
+        for n in ns:
+            def add(cp, m, v, r, unit, kind):
+                out.append(dict(p=p, n=n, rep=0, rank=r, callpath=cp, metric=m, value=v, unit=unit, kind=kind,
+                                scope="exclusive" if m == "Ir" else "inclusive"))
+            comp, p2p, ar = truth(p, n)
+            for r in range(p):
+                if drop and (p, r) == drop:
+                    continue
+                for fn in ("sweep", "pack", "gather", "setup"):
+                    add(f"app->{fn}", "Ir", ir(fn, p, n), r, "#", "count")
+                routines = [("MPI_Allreduce", CALLS, CALLS * 16 * n, CALLS * 8 * n, ar)]
+                if p >= 2:
+                    routines += [("MPI_Isend", 2, 16 * n, 16 * n, 0.0), ("MPI_Irecv", 2, 16 * n, 0, 0.0),
+                                 ("MPI_Waitall", 1, 0, 0, p2p)]
+                for rt, c, b, bs, t in routines:
+                    for m, v, u, k in (("pmpi_time", t, "s", "time"), ("calls", c, "#", "count"),
+                                       ("bytes", b, "bytes", "bytes"), ("bytes_sent", bs, "bytes", "bytes")):
+                        add("MPI->" + rt, m, v, r, u, k)
+            for name, v in (("sweep_t", comp["sweep"]), ("pack_t", comp["pack"]),
+                            ("total", sum(comp.values()) + p2p + ar)):
+                add(f"app->{name}", "time", v, 0, "s", "time")
+    return pd.DataFrame(out)
+
+
+@pytest.fixture(scope="module")
+def syn(tmp_path_factory):
+    d = tmp_path_factory.mktemp("apmt")
+    frame((2, 4, 8, 16), (100, 200, 400)).to_csv(d / "prof.csv", index=False)
+    frame((32, 64), (100, 1600)).to_csv(d / "val.csv", index=False)
+    (d / "m.yaml").write_text("name: synthetic\nfrequency_hz: 2.0e9\ncores_per_node: 8\n"
+                              "latency_cycles: {L1: 4, L2: 12, LLC: 40, memory: 200}\n")
+    return d
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def test_predict_breakdown_matches_the_generating_model(syn, capsys):
+    rc, out, err = run(capsys, "predict", syn / "prof.csv", "--breakdown", "--at", "p=16,n=800", "--at", "p=64,n=1600",
+                       "--strong", "2,8,128", *TIMERS, "--machine", syn / "m.yaml", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    for pred, (p, n) in zip(d["predictions"], ((16, 800), (64, 1600))):
+        comp, p2p, ar = truth(p, n)
+        assert pred["at"] == {"p": p, "n": n}
+        for k in ("sweep", "pack"):
+            assert pred["kernels"][k]["computation"] == pytest.approx(comp[k], rel=1e-6)
+            assert pred["kernels"][k]["memory"] is None  # no stall counter: not split off
+        assert pred["kernels"]["gather"]["total"] is None and pred["kernels"]["rest"]["total"] is None
+        assert pred["communication"]["point-to-point"] == pytest.approx(p2p, rel=1e-6)
+        assert pred["communication"]["MPI_Allreduce"] == pytest.approx(ar, rel=1e-6)
+        assert pred["total"] == pytest.approx(sum(comp.values()) + p2p + ar, rel=1e-6)
+    for pred, p in zip(d["strong_scaling"], (2, 8, 128)):
+        comp, p2p, ar = truth(p, 800)
+        assert pred["total"] == pytest.approx(sum(comp.values()) + p2p + ar, rel=1e-6)
+    km = {k["name"]: k for k in d["model"]["kernel_models"]}
+    assert km["sweep"]["cpi"] == pytest.approx(0.8) and km["sweep"]["cpi_std"] == pytest.approx(0, abs=1e-9)
+    assert km["pack"]["cpi"] == pytest.approx(1.5)
+    p2p = d["model"]["communication"]["p2p"]
+    assert (p2p["a_s_per_byte"], p2p["b_s"]) == pytest.approx((A, B), rel=1e-6)
+    # the human-readable form carries the same numbers
+    rc, out, err = run(capsys, "predict", syn / "prof.csv", "--breakdown", "--at", "p=16,n=800", *TIMERS,
+                       "--machine", syn / "m.yaml")
+    assert rc == 0, err
+    comp, p2p_t, ar = truth(16, 800)
+    assert f"prediction at p=16, n=800: {sum(comp.values()) + p2p_t + ar:.4g} s" in out
+    assert "not in the total (no cycles counter, no time to derive a CPI from): gather, rest" in out
+    assert "Hockney fit latency 4.00 us/message, bandwidth 4000 MB/s" in out
+
+
+def test_kernels_shares_and_kinds(syn, capsys):
+    rc, out, err = run(capsys, "kernels", syn / "prof.csv", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["metric"] == "Ir" and d["procs"] == "p"
+    kinds = {k["name"]: k["kind"] for k in d["kernels"]}
+    assert kinds == {"sweep": "hot", "pack": "hot", "gather": "non-scalable", "rest": "rest"}
+    for k in d["kernels"]:
+        for p in (2, 4, 8, 16):
+            for n in (100, 200, 400):
+                tot = sum(ir(f, p, n) for f in ("sweep", "pack", "gather", "setup"))
+                want = ir("setup" if k["name"] == "rest" else k["name"], p, n) / tot
+                assert k["share"][f"p={p},n={n}"] == pytest.approx(want, rel=1e-9)
+    assert d["coverage"]["p=8,n=100"] == pytest.approx(1 - 500 / (50 * 100 * 100 / 8 + 40000 + 1600 + 500))
+    # with a 50% threshold pack is hot by its largest share, 40000 / 74950 = 53.4% at p=16, n=100
+    rc, out, _ = run(capsys, "kernels", syn / "prof.csv", "--threshold", "0.5", "--json")
+    pack = next(k for k in json.loads(out)["kernels"] if k["name"] == "pack")
+    assert any("share 53.4% >= 50% at p=16,n=100" in r for r in pack["reasons"])
+    rc, out, _ = run(capsys, "kernels", syn / "prof.csv")
+    assert rc == 0 and out.startswith("cost metric: Ir; threshold 5%; process-count parameter p")
+
+
+def test_machine_write_and_read_back(syn, tmp_path, capsys):
+    rc, out, err = run(capsys, "machine", "--from", syn / "m.yaml", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["frequency_hz"] == 2e9 and d["latency_cycles"] == {"L1": 4, "L2": 12, "LLC": 40, "memory": 200}
+    w = tmp_path / "copy.yaml"
+    rc, out, err = run(capsys, "machine", "--from", syn / "m.yaml", "--write", w)
+    assert rc == 0 and out.strip() == f"wrote {w}"
+    assert {k: v for k, v in yaml.safe_load(w.read_text()).items() if k != "provenance"} == \
+        {k: v for k, v in d.items() if k != "provenance"}
+    # this host: a probed frequency, the latencies marked as assumed defaults
+    rc, out, err = run(capsys, "machine", "--json")
+    assert rc == 0, err
+    h = json.loads(out)
+    assert h["frequency_hz"] > 1e8 and h["provenance"]["frequency_hz"] == "probed"
+    assert str(h["provenance"]["latency_cycles.L1"]).startswith("assumed")
+
+
+def test_compare_on_held_out_runs(syn, capsys):
+    rc, out, err = run(capsys, "compare", syn / "prof.csv", "--validate", syn / "val.csv", *TIMERS, "--machine",
+                       syn / "m.yaml", "--size", "n^2", "--measure", "app->total", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert len(d["rows"]) == 4
+    for row in d["rows"]:
+        p, n = row["at"]["p"], row["at"]["n"]
+        comp, p2p, ar = truth(p, n)
+        assert row["measured"] == pytest.approx(sum(comp.values()) + p2p + ar, rel=1e-12)
+        assert row["perfcast"] == pytest.approx(row["measured"], rel=1e-6)
+        # Worley is fitted over p at one size (n=100) and predicts there only; Nan everywhere
+        assert (row["worley"] is None) == (n != 100) and row["nan"] is not None
+    # the generating model is recovered; the baselines' forms cannot express it
+    assert d["mean_abs_error"]["perfcast"] < 1e-6
+    assert d["mean_abs_error"]["worley"] > 1e-3 and d["mean_abs_error"]["nan"] > 1e-3
+    v = d["validation"]
+    assert v["mean_error"] < 1e-6 and v["advice"] == []
+    for r in v["rows"]:
+        comp, p2p, ar = truth(r["at"]["p"], r["at"]["n"])
+        assert r["comp_measured"] == pytest.approx(sum(comp.values()), rel=1e-12)
+        assert r["comm_measured"] == pytest.approx(p2p + ar, rel=1e-12)
+    rc, out, err = run(capsys, "compare", syn / "prof.csv", "--validate", syn / "val.csv", *TIMERS, "--machine",
+                       syn / "m.yaml", "--measure", "app->total", "--target", "0.01")
+    assert rc == 0, err
+    assert "mean absolute error: perfcast 0.0%" in out and "nan: n/a (give --size" in out
+    assert "meets the target 1%" in out
+
+
+def test_p1_predicts_no_point_to_point(tmp_path, capsys):
+    frame((1, 2, 4, 8), (100, 200, 400)).to_csv(tmp_path / "p1.csv", index=False)
+    rc, out, err = run(capsys, "predict", tmp_path / "p1.csv", "--breakdown", "--at", "p=1,n=300",
+                       *TIMERS, "--json")
+    assert rc == 0, err
+    pred = json.loads(out)["predictions"][0]
+    assert pred["communication"]["point-to-point"] == 0.0
+    assert pred["communication"]["MPI_Allreduce"] == pytest.approx(truth(1, 300)[2], rel=1e-6)
+
+
+def test_bad_input_is_one_line_exit_2(syn, tmp_path, capsys):
+    frame((2, 4), (100, 200)).to_csv(tmp_path / "two.csv", index=False)
+    frame((2, 4, 8), (100,), drop=(8, 3)).to_csv(tmp_path / "mismatch.csv", index=False)
+    zero = frame((2, 4, 8), (100, 200))
+    zero.loc[zero.metric == "Ir", "value"] = 0.0
+    zero.to_csv(tmp_path / "zero.csv", index=False)
+    (tmp_path / "bad.yaml").write_text("frequency_hz: -1\n")
+    prof, m = syn / "prof.csv", syn / "m.yaml"
+    cases = [
+        (["kernels", tmp_path / "two.csv"], ">= 3"),
+        (["kernels", prof, "--metric", "nope"], "no metric 'nope'"),
+        (["kernels", prof, "--procs", "q"], "no parameter 'q'"),
+        (["machine", "--from", tmp_path / "bad.yaml"], "frequency_hz must be a positive number"),
+        (["machine", "--from", tmp_path / "missing.yaml"], "cannot read the machine file"),
+        (["predict", prof, "--breakdown", "--at", "p=16", "--machine", m], "give exactly the parameters p, n"),
+        (["predict", prof, "--breakdown", "--at", "p=16,n=8", "--timer", "sweep", "--machine", m], "KERNEL=CALLPATH"),
+        (["predict", prof, "--breakdown", "--at", "p=16,n=8", "--timer", "sweep=app->nope", "--machine", m],
+         "not a callpath"),
+        (["predict", tmp_path / "mismatch.csv", "--breakdown", "--at", "p=16,n=8", "--machine", m], "mismatched ranks"),
+        (["predict", tmp_path / "zero.csv", "--breakdown", "--at", "p=16,n=8", "--machine", m], "sums to zero"),
+        (["compare", prof, "--validate", tmp_path / "two.csv", "--measure", "app->nope", "--machine", m],
+         "no callpath 'app->nope'"),
+        (["report", prof, "-o", tmp_path / "r.html", "--apmt", "on", "--apmt-machine", m], "no kernel has a CPI"),
+    ]
+    for argv, msg in cases:
+        rc, out, err = run(capsys, *argv)
+        assert rc == 2, (argv, out, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("perfcast: error:") and msg in lines[0], (argv, err)
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_apmt_section_matches_predict_breakdown_and_renders(syn, tmp_path, capsys):
+    from test_report_browser import check_clean, open_report
+
+    prof, m = syn / "prof.csv", syn / "m.yaml"
+    out = tmp_path / "apmt.html"
+    rc, o, err = run(capsys, "report", prof, "-o", out, *TIMERS, "--apmt-machine", m, "--target", "p=64,n=800",
+                     "--json")
+    assert rc == 0, err
+    rep = json.loads(o)
+    sec = rep["apmt"]
+    assert "apmt" in rep["sections"] and sec["x"] == "p" and sec["points"] == [2, 4, 8, 16, 64]
+    assert set(sec["components"]) == {"computation", "communication"}  # no stall counter: no memory split
+    rc, o, err = run(capsys, "predict", prof, "--breakdown", *[a for x in sec["points"] for a in ("--at", f"p={x:g},n=800")],
+                     *TIMERS, "--machine", m, "--json")
+    assert rc == 0, err
+    preds = json.loads(o)["predictions"]
+    for i, (x, pred) in enumerate(zip(sec["points"], preds)):
+        comp = sum(v["computation"] for v in pred["kernels"].values() if v["total"] is not None)
+        assert sec["components"]["computation"][i] == pytest.approx(comp, rel=1e-12)
+        assert sec["components"]["communication"][i] == pytest.approx(pred["communication_total"], rel=1e-12)
+        kc, p2p, ar = truth(x, 800)
+        assert sec["components"]["computation"][i] == pytest.approx(sum(kc.values()), rel=1e-6)
+        assert sec["components"]["communication"][i] == pytest.approx(p2p + ar, rel=1e-6)
+    assert "Kernels in the total: sweep, pack" in sec["note"] and "gather, rest" in sec["note"]
+    facts = open_report(out, tmp_path, "apmt")
+    check_clean(facts)
+    assert "apmt" in facts["sections"]
+    assert "Computation, memory and communication vs p" in facts["text"]
+    html = out.read_text()
+    assert html.count('class="plot"') >= 1 + len(rep["plots"])
+    # without a CPI source the section is left out and the report says why; --apmt off says nothing
+    rc, o, err = run(capsys, "report", prof, "-o", tmp_path / "b.html", "--apmt-machine", m, "--json")
+    assert rc == 0, err
+    d = json.loads(o)
+    assert d["apmt"] is None and "apmt" not in d["sections"]
+    assert any(n.startswith("APMT breakdown not shown: no kernel has a CPI") for n in d["notes"])
+    rc, o, err = run(capsys, "report", prof, "-o", tmp_path / "c.html", "--apmt", "off", "--json")
+    assert rc == 0 and not any("APMT" in n for n in json.loads(o)["notes"])
