@@ -124,3 +124,21 @@ def test_single_rank_without_messages_predicts_zero_point_to_point():
     # the collective is still there at p=1 (log2 1 = 0: size and constant terms only)
     assert cm.predict({"p": 1, "n": 1000})["MPI_Allreduce"] == pytest.approx(10 * (CB * 80 + CC), rel=1e-3)
     assert any("no message at p=1" in n for n in cm.notes)
+
+
+def test_time_fits_limited_to_undersubscribed_runs():
+    """Runs at p=16 on a machine with 8 cores: their MPI times are inflated 10x by descheduling.
+    Limiting the time fits to p <= 8 recovers the generating parameters; the counts still use p=16."""
+    exp = _profile()
+    d = exp.data.copy()
+    d.loc[(d["p"] == 16) & (d["metric"] == "time"), "value"] *= 10
+    bad = fit_comm(Experiment(["p", "n"], d, METRICS))
+    assert bad.p2p.a > 2 * A
+    cm = fit_comm(Experiment(["p", "n"], d, METRICS), time_procs_max=8)
+    assert (cm.p2p.a, cm.p2p.b) == pytest.approx((A, B), rel=1e-6)
+    (ar,) = cm.collectives
+    assert (ar.a, ar.b, ar.c) == pytest.approx((CA, CB, CC), rel=1e-6)
+    assert cm.p2p.volume.predict({"p": 16, "n": 4000}) == pytest.approx(32 * 4000, rel=1e-3)
+    assert any("p <= 8 only" in n for n in cm.notes)
+    with pytest.raises(PerfcastError, match="no profiled run has p <= 2"):
+        fit_comm(exp, time_procs_max=2)

@@ -204,7 +204,12 @@ def _fit(points: pd.DataFrame, params: list[str], col: str, options) -> fit.Mode
 
 
 def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form: str = "hockney",
-             options: fit.FitOptions | None = None, bf_comm: float = 1.0) -> CommModel:
+             options: fit.FitOptions | None = None, bf_comm: float = 1.0,
+             time_procs_max: float | None = None) -> CommModel:
+    """Fit the communication models (module docstring).  ``time_procs_max``: fit the *time*
+    coefficients (Hockney a, b; collectives' a, b, c) only on runs with at most this many processes
+    -- e.g. the cores of the machine, since oversubscribed runs measure descheduling, not transfers;
+    the counts (bytes, messages, calls, sizes) are exact and use every run."""
     if ranks not in ("max", "mean"):
         raise PerfcastError(f"ranks must be max or mean, not {ranks!r}", where="ranks")
     if form not in ("hockney", "apmt"):
@@ -215,6 +220,15 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
     from ..analysis.kernels import procs_param
     procs = procs_param(exp, procs)
     notes = []
+    timed = t
+    if time_procs_max is not None:
+        if procs is None:
+            raise PerfcastError("a process-count limit for the time fits needs a process-count parameter")
+        timed = t[t[procs] <= float(time_procs_max)]
+        if timed.empty:
+            raise PerfcastError(f"no profiled run has {procs} <= {time_procs_max:g} to fit communication times on")
+        notes.append(f"communication times fitted on the runs with {procs} <= {time_procs_max:g} only (counts "
+                     "and sizes on all runs)")
     routines = sorted(t["routine"].unique())
     p2p_r = [r for r in routines if P2P.match(r)]
     coll_r = [r for r in routines if COLLECTIVE.match(r)]
@@ -227,11 +241,15 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         d = t[t["routine"].isin(p2p_r)].copy()
         d["msgs"] = [_messages(r, c) for r, c in zip(d["routine"], d["calls"])]
         obs = d.groupby([*params, "rep", "rank"], observed=True)[["time", "bytes", "msgs"]].sum().reset_index()
-        y = obs["time"].to_numpy(float)
+        reg = obs if time_procs_max is None else obs[obs[procs] <= float(time_procs_max)]
+        if reg.empty:
+            reg = obs
+            notes.append(f"point-to-point: no p2p call at {procs} <= {time_procs_max:g}; Hockney fitted on all runs")
+        y = reg["time"].to_numpy(float)
         if form == "hockney":
-            X = obs[["bytes", "msgs"]].to_numpy(float)
+            X = reg[["bytes", "msgs"]].to_numpy(float)
         else:
-            X = np.column_stack([obs["bytes"].to_numpy(float), np.ones(len(obs))])
+            X = np.column_stack([reg["bytes"].to_numpy(float), np.ones(len(reg))])
         scale = np.where(X.max(axis=0) > 0, X.max(axis=0), 1.0)
         coef, _ = nnls(X / scale, y)
         coef = coef / scale
@@ -250,7 +268,7 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
                              "in the profile; predicted as zero there")
         vol = _fit(_reduce_ranks(full, params, "bytes", ranks), params, "bytes", options)
         msgs = _fit(_reduce_ranks(full, params, "msgs", ranks), params, "msgs", options) if form == "hockney" else None
-        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(obs), p2p_r, procs, zero_at)
+        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at)
         if r2 < 0.5:
             notes.append(f"point-to-point: the Hockney fit explains only {r2:.0%} of the variance of the "
                          "per-rank p2p time (waiting for late partners is not a transfer cost)")
@@ -259,8 +277,12 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         d = t[(t["routine"] == r) & (t["calls"] > 0)]
         if d.empty:
             continue
-        pt = d.groupby(params, observed=True).agg(time=("time", "sum"), calls=("calls", "sum"),
-                                                  bytes=("bytes_sent", "sum")).reset_index()
+        dt = d if time_procs_max is None else d[d[procs] <= float(time_procs_max)]
+        if dt.empty:
+            dt = d
+            notes.append(f"{r}: not called at {procs} <= {time_procs_max:g}; its times are fitted on all runs")
+        pt = dt.groupby(params, observed=True).agg(time=("time", "sum"), calls=("calls", "sum"),
+                                                   bytes=("bytes_sent", "sum")).reset_index()
         per_call = (pt["time"] / pt["calls"]).to_numpy(float)
         size = (pt["bytes"] / pt["calls"]).to_numpy(float)
         cols, names = [], []

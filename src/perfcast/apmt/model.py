@@ -305,7 +305,7 @@ def _series(df: pd.DataFrame, params: list[str], kernel: str, metrics: Sequence[
 def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | None = None,
              threshold: float = 0.05, cost: str | None = None, timers: Mapping[str, str] | None = None,
              ranks: str = "max", functions: str = "pmnf", comm_form: str = "hockney",
-             bf_comm: float = 1.0) -> APMTModel:
+             bf_comm: float = 1.0, comm_time_procs_max: float | None = None) -> APMTModel:
     """Fit the whole APMT model to a profiled experiment (module docstring)."""
     machine = machine or Machine.host()
     if ranks not in ("max", "mean"):
@@ -453,7 +453,8 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
             notes.extend(apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks))
     comm = None
     if mpi_paths:
-        comm = cmod.fit_comm(base, procs=procs, ranks=ranks, form=comm_form, options=opts, bf_comm=bf_comm)
+        comm = cmod.fit_comm(base, procs=procs, ranks=ranks, form=comm_form, options=opts, bf_comm=bf_comm,
+                             time_procs_max=comm_time_procs_max)
         notes.extend(comm.notes)
     if ks is None and comm is None:
         raise PerfcastError("nothing to model: the experiment has neither function profiles nor an MPI profile")
