@@ -148,8 +148,10 @@ class _WLS:
     hat: np.ndarray      # (S, n)
 
 
-def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
-    """Weighted least squares of y (S, n) on design D ((n, k) shared or (S, n, k) per series)."""
+def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True) -> _WLS:
+    """Weighted least squares of y (S, n) on design D ((n, k) shared or (S, n, k) per series).
+    ``leverage=False`` (per-series designs only) skips the hat diagonal: PRESS is then inf and
+    ``hat`` zero -- for searches that rank by in-sample deviance."""
     S, n = y.shape
     if D.ndim == 2:
         k = D.shape[1]
@@ -176,25 +178,30 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
         for i in range(1, k):
             fitted += beta[:, i:i + 1] * cols[i]
         hsum = np.zeros((S, n))
-        for i in range(k):
-            for j in range(i, k):
-                hsum += (ainv[:, i, j] * (1 if i == j else 2))[:, None] * cols[i] * cols[j]
+        if leverage:
+            for i in range(k):
+                for j in range(i, k):
+                    hsum += (ainv[:, i, j] * (1 if i == j else 2))[:, None] * cols[i] * cols[j]
         hat = w * hsum
     resid = y - fitted
     rss = np.sum(w * resid * resid, axis=1)
-    lev_ok = np.all(hat < 1 - 1e-9, axis=1)
-    denom = np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
-    press = np.sum(w * (resid / denom) ** 2, axis=1)
-    press = np.where(lev_ok & ok, press, np.inf)
+    if leverage or D.ndim == 2:
+        lev_ok = np.all(hat < 1 - 1e-9, axis=1)
+        denom = np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
+        press = np.sum(w * (resid / denom) ** 2, axis=1)
+        press = np.where(lev_ok & ok, press, np.inf)
+    else:
+        press = np.full(S, np.inf)
     rss = np.where(ok, rss, np.inf)
     return _WLS(beta, rss, press, ainv, ok, resid, hat)
 
 
-def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg: bool, clamp: _WLS | None = None) -> _WLS:
+def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg: bool, clamp: _WLS | None = None,
+         leverage: bool = True) -> _WLS:
     """:func:`_wls` with the non-negativity constraint: rows whose constant comes out negative are
     refitted without the constant (the constrained optimum lies on that boundary when the terms
     are kept), rows with a negative term coefficient are rejected (criterion inf)."""
-    fit = _wls(D, y, w)
+    fit = _wls(D, y, w, leverage or nonneg)
     if not nonneg or (D.shape[-1] < 2):
         return fit
     neg0 = fit.ok & (fit.beta[:, 0] < 0)
@@ -670,7 +677,8 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
             b = min(S, a + step)
             h = hyp[a:b]
             D, _, _ = space.design(h.reshape((b - a) * C, K, m))
-            fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative)
+            fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative,
+                       leverage=opt.selection == "cv")
             err = (fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
             sub = _SubChunk(ch, rows[a:b])
             ch.merge(rows[a:b], sub.criterion_err(err, k, pen, opt.selection), h)
