@@ -174,3 +174,23 @@ def test_cli_project_errors(tmp_path):
     assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t2"]) == 2
     app.write_text("callpath,metric,value\nmain,instructions,1e12\nmain,time,50\n")
     assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t1"]) == 2
+
+
+def test_regression_log_ratio_by_hand():
+    from perfcast.projection.surrogate import regression_log_ratio
+
+    # one metric (cpi); values 1, 2, 4, 8 -> compressed z = log1p(x / median 3); y exactly linear in z
+    xs = {"A": 1.0, "B": 2.0, "C": 4.0, "D": 8.0}
+    z = {k: math.log1p(v / 3.0) for k, v in xs.items()}
+    mu = np.mean(list(z.values()))
+    sd = np.std(list(z.values()))
+    y = {k: 0.2 + 0.5 * (z[k] - mu) / sd for k in xs}               # slope 0.5 per standard deviation
+    cands = {k: Signature(k, {"cpi": v}) for k, v in xs.items()}
+    app = Signature("app", {"cpi": 6.0})
+    a = (math.log1p(6.0 / 3.0) - mu) / sd
+    # ridge on standardised data: A'A = n = 4, so beta = 4 x 0.5 / (4 + alpha)
+    for alpha in (10.0, 1e-9):
+        want = 0.2 + a * 4 * 0.5 / (4 + alpha)
+        assert regression_log_ratio(app, cands, y, ["cpi"], alpha) == pytest.approx(want, rel=1e-9)
+    with pytest.raises(PerfcastError, match="at least three"):
+        regression_log_ratio(app, {"A": cands["A"], "B": cands["B"]}, y, ["cpi"])

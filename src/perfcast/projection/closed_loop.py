@@ -16,7 +16,8 @@ import numpy as np
 from ..errors import PerfcastError
 from .database import BenchmarkDB
 from .signatures import Signature
-from .surrogate import find_surrogate
+from .signatures import GROUPS
+from .surrogate import find_surrogate, regression_log_ratio
 
 
 @dataclass
@@ -55,7 +56,9 @@ def random_pairs(db: BenchmarkDB, benchmarks: list[str], n: int, seed: int = 0) 
 
 
 def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs, target_aware: bool = True,
-                max_members: int = 4) -> LoopResult:
+                max_members: int = 4, blend: float | None = None) -> LoopResult:
+    """``blend`` = w: projected log ratio = w x surrogate + (1 - w) x ridge regression of the other
+    benchmarks' log ratios on their signatures (:func:`regression_log_ratio`); None = surrogate only."""
     benches = [b for b in sorted(signatures) if b in db.benchmarks]
     if len(benches) < 3:
         raise PerfcastError("fewer than three benchmarks have both a signature and published results")
@@ -76,6 +79,10 @@ def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs
                     cache[key] = find_surrogate(signatures[app], others, groups, None, max_members)
                 sur = cache[key]
             sf = sur.scaling_factor(ratios)
+            if blend is not None:
+                metrics = [m for g in groups for m in GROUPS[g]]
+                reg = regression_log_ratio(signatures[app], others, logr, metrics)
+                sf = float(np.exp(blend * np.log(sf) + (1 - blend) * reg))
             truth = ratios[app]
             base_sf = float(np.exp(np.mean([logr[b] for b in others])))
             rows["app"].append(app)

@@ -114,6 +114,30 @@ def metric_weights(cands: np.ndarray, log_ratios: np.ndarray, alpha: float = 3.0
     return w / w.mean()
 
 
+def regression_log_ratio(app: Signature, candidates: Mapping[str, Signature], log_ratios: Mapping[str, float],
+                         metrics: Sequence[str], alpha: float = 10.0) -> float:
+    """Ridge prediction of the application's log target/base ratio from the candidates' published
+    ratios on this pair, with the same log-compressed, standardised metrics as :func:`metric_weights`.
+
+    Used by the closed loop's blended estimator: log SF = w log SF_surrogate + (1 - w) this
+    (``alpha`` = 10 and w = 0.5 chosen on held-out system pairs, see bench/projection_closed_loop.py).
+    """
+    names = [n for n in candidates if n != app.name and np.isfinite(log_ratios.get(n, np.nan))
+             and all(m in candidates[n].values for m in metrics)]
+    if len(names) < 3:
+        raise PerfcastError("the regression needs at least three benchmarks with signatures and ratios")
+    X = np.array([candidates[n].vector(metrics) for n in names])
+    y = np.array([log_ratios[n] for n in names])
+    ref = np.median(np.abs(X), axis=0)
+    ref = np.where(ref > 0, ref, 1.0)
+    z, za = _compress(X, ref), _compress(app.vector(metrics), ref)
+    mu, sd = z.mean(axis=0), z.std(axis=0)
+    ok = sd > 1e-12
+    A, a = (z[:, ok] - mu[ok]) / sd[ok], (za[ok] - mu[ok]) / sd[ok]
+    beta = np.linalg.solve(A.T @ A + alpha * np.eye(A.shape[1]), A.T @ (y - y.mean()))
+    return float(y.mean() + a @ beta)
+
+
 def find_surrogate(app: Signature, candidates: Mapping[str, Signature], groups: Sequence[str],
                    log_ratios: Mapping[str, float] | None = None, max_members: int = 4,
                    tolerance: float = TOLERANCE, screen: int = 8) -> Surrogate:
