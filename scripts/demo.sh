@@ -33,6 +33,18 @@ echo "== prediction at $TARGET (never measured)"
 "$PERFCAST" predict "$EXP" --at "$TARGET" --callpath 'app*' --callpath 'MPI' --metric time --metric bytes \
   | tee "$OUT/prediction.txt"
 
-echo "== report"
+echo "== APMT breakdown: instruction counts of the solver's own functions (cachegrind, one run per"
+echo "   configuration at small sizes; MPI start-up left out with --cachegrind-toggle) + timers + PMPI"
+APMT="$OUT/jacobi-apmt.perfcast"
+"$PERFCAST" collect -o "$APMT" -P p=1,2,3,4 -P n=32,48,64 --reps 2..3 --cv 0.05 --cv-metric total \
+  --collect time,mpi,cachegrind --cachegrind-toggle compute_sweep --cachegrind-toggle halo_exchange \
+  --cachegrind-toggle reduce_residual -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 100 -q
+echo "== prediction at $TARGET with a computation / memory / communication breakdown (APMT)"
+"$PERFCAST" predict "$APMT" --breakdown --at "$TARGET" --timer 'compute_sweep=app->compute' \
+  | tee "$OUT/breakdown.txt"
+
+echo "== reports"
 "$PERFCAST" report "$EXP" -o "$OUT/report.html" --target "$TARGET"
+"$PERFCAST" report "$APMT" -o "$OUT/apmt-report.html" --target "$TARGET" --timer 'compute_sweep=app->compute'
 echo "report written: $(cd "$OUT" && pwd)/report.html"
+echo "APMT report (breakdown vs process count): $(cd "$OUT" && pwd)/apmt-report.html"
