@@ -270,3 +270,23 @@ def test_report_apmt_section_matches_predict_breakdown_and_renders(syn, tmp_path
     assert any(n.startswith("APMT breakdown not shown: no kernel has a CPI") for n in d["notes"])
     rc, o, err = run(capsys, "report", prof, "-o", tmp_path / "c.html", "--apmt", "off", "--json")
     assert rc == 0 and not any("APMT" in n for n in json.loads(o)["notes"])
+
+
+def test_comm_max_procs_leaves_oversubscribed_times_out(syn, tmp_path, capsys):
+    # the p=16 runs' MPI times inflated 10x (descheduled ranks): fitting times on p <= 8 recovers the truth
+    d = frame((2, 4, 8, 16), (100, 200, 400))
+    d.loc[(d.p == 16) & (d.metric == "pmpi_time"), "value"] *= 10
+    d.to_csv(tmp_path / "over.csv", index=False)
+    args = ["predict", tmp_path / "over.csv", "--breakdown", "--at", "p=32,n=800", *TIMERS, "--machine", syn / "m.yaml",
+            "--json"]
+    _, p2p, ar = truth(32, 800)
+    rc, out, err = run(capsys, *args, "--comm-max-procs", "8")
+    assert rc == 0, err
+    pred = json.loads(out)["predictions"][0]
+    assert pred["communication"]["point-to-point"] == pytest.approx(p2p, rel=1e-6)
+    assert pred["communication"]["MPI_Allreduce"] == pytest.approx(ar, rel=1e-6)
+    rc, out, err = run(capsys, *args)
+    assert rc == 0, err
+    assert json.loads(out)["predictions"][0]["communication_total"] > 1.5 * (p2p + ar)
+    rc, out, err = run(capsys, *args, "--comm-max-procs", "0.5")
+    assert rc == 2 and "Invalid value for '--comm-max-procs'" in err and "Traceback" not in err

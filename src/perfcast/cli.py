@@ -501,9 +501,12 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--size-ratio", type=click.FloatRange(0, min_open=True), default=1.0,
               help="With --breakdown: problem size relative to the profiled one (APMT work per rank).")
 @click.option("--strong", metavar="P1,P2,...", help="With --breakdown: also print a strong-scaling curve.")
+@click.option("--comm-max-procs", type=click.FloatRange(1), default=None, metavar="N",
+              help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
+                   "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, level,
-                selected, breakdown, timers, machine, size_ratio, strong, as_json):
+                selected, breakdown, timers, machine, size_ratio, strong, comm_max_procs, as_json):
     """Predict every callpath x metric at --at with a prediction interval for a new measurement.
 
     \b
@@ -524,7 +527,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                                 f"parameters {', '.join(exp.parameters)}")
     if breakdown:
         from .apmt.cli import breakdown_cmd
-        return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json)
+        return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
+                             comm_max_procs)
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
     rows = []
     for sm in res:
@@ -634,10 +638,13 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                    "compute_sweep=app->compute; repeatable.")
 @click.option("--apmt-machine", type=click.Path(path_type=Path), default=None,
               help="APMT: machine description YAML (default: this host; see `perfcast machine`).")
+@click.option("--comm-max-procs", type=click.FloatRange(1), default=None, metavar="N",
+              help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
+                   "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, plots, min_share, scaling, level,
                max_terms, negative, locations, derives, base, machines, title, apmt_mode, timers, apmt_machine,
-               as_json):
+               comm_max_procs, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -668,7 +675,8 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
         from .apmt.report import fit_for_report
 
         try:
-            apmt, apmt_note = fit_for_report(exp, load_machine(apmt_machine), parse_timers(timers))
+            apmt, apmt_note = fit_for_report(exp, load_machine(apmt_machine), parse_timers(timers),
+                                             comm_max_procs=comm_max_procs)
         except PerfcastError as e:
             if apmt_mode == "on":
                 raise
@@ -944,16 +952,19 @@ def machine_cmd(source, write, as_json):
               help="Accuracy target (relative error) of the refinement loop.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Kernel share threshold.")
+@click.option("--comm-max-procs", type=click.FloatRange(1), default=None, metavar="N",
+              help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
+                   "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def compare_cmd(inputs, fmt, points, params, validation, measure, timers, machine, size, target, threshold,
-                as_json):
+                comm_max_procs, as_json):
     """APMT vs the Worley (a/p + b p^c + d) and Nan (a size/p + b) baselines on validation runs,
     with error attribution and the runs that would improve the model."""
     from .apmt.cli import compare_cmd as body
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     val = load_experiment([validation], quiet=as_json)
-    body(exp, val, measure, machine, timers, size, threshold, None, "pmnf", target, as_json)
+    body(exp, val, measure, machine, timers, size, threshold, None, "pmnf", target, as_json, comm_max_procs)
 
 
 def main(argv=None) -> int:

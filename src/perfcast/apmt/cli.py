@@ -52,19 +52,20 @@ def machine_cmd(source, write, as_json):
                   markup=False, highlight=False)
 
 
-def _fit(exp, machine, timers, threshold, procs, functions, quiet):
+def _fit(exp, machine, timers, threshold, procs, functions, quiet, comm_max_procs=None):
     from .model import fit_apmt
     from ..report.terminal import progress
 
     with progress("modelling", enabled=None if not quiet else False):
         return fit_apmt(exp, load_machine(machine), procs=procs, threshold=threshold,
-                        timers=parse_timers(timers), functions=functions)
+                        timers=parse_timers(timers), functions=functions, comm_time_procs_max=comm_max_procs)
 
 
-def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, functions, strong, as_json):
+def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, functions, strong, as_json,
+                  comm_max_procs=None):
     from ..report.terminal import out, write_json
 
-    model = _fit(exp, machine, timers, threshold, procs, functions, as_json)
+    model = _fit(exp, machine, timers, threshold, procs, functions, as_json, comm_max_procs)
     preds = [model.predict(t, size_ratio=size_ratio) for t in targets]
     curve = []
     if strong:
@@ -93,14 +94,15 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
         say("note: " + n)
 
 
-def compare_cmd(exp, validation, measure, machine, timers, size, threshold, procs, functions, target, as_json):
+def compare_cmd(exp, validation, measure, machine, timers, size, threshold, procs, functions, target, as_json,
+                comm_max_procs=None):
     import numpy as np
 
     from .baselines import Nan, Worley
     from .refine import measured_totals, validate
     from ..report.terminal import out, write_json
 
-    model = _fit(exp, machine, timers, threshold, procs, functions, as_json)
+    model = _fit(exp, machine, timers, threshold, procs, functions, as_json, comm_max_procs)
     val = validate(model, validation, measure, target, timers=parse_timers(timers))
     train = measured_totals(exp, measure)
     rows = []
