@@ -39,12 +39,14 @@ APMT="$OUT/jacobi-apmt.perfcast"
 "$PERFCAST" collect -o "$APMT" -P p=1,2,3,4 -P n=32,48,64 --reps 2..3 --cv 0.05 --cv-metric total \
   --collect time,mpi,cachegrind --cachegrind-toggle compute_sweep --cachegrind-toggle halo_exchange \
   --cachegrind-toggle reduce_residual -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 100 -q
-echo "== prediction at $TARGET with a computation / memory / communication breakdown (APMT)"
+echo "== prediction at $TARGET with a computation / memory / communication breakdown (APMT;"
+echo "   communication times fitted on runs with p <= $cores cores: oversubscribed runs measure descheduling)"
 "$PERFCAST" predict "$APMT" --breakdown --at "$TARGET" --timer 'compute_sweep=app->compute' \
-  | tee "$OUT/breakdown.txt"
+  --comm-max-procs "$cores" | tee "$OUT/breakdown.txt"
 
 echo "== reports"
 "$PERFCAST" report "$EXP" -o "$OUT/report.html" --target "$TARGET"
-"$PERFCAST" report "$APMT" -o "$OUT/apmt-report.html" --target "$TARGET" --timer 'compute_sweep=app->compute'
+"$PERFCAST" report "$APMT" -o "$OUT/apmt-report.html" --target "$TARGET" --timer 'compute_sweep=app->compute' \
+  --comm-max-procs "$cores"
 echo "report written: $(cd "$OUT" && pwd)/report.html"
 echo "APMT report (breakdown vs process count): $(cd "$OUT" && pwd)/apmt-report.html"
