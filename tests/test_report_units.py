@@ -179,3 +179,13 @@ def test_terminal_trends_follow_the_measured_means(data_dir):
     vals = exp.data[(exp.data["callpath"] == cp) & (exp.data["metric"] == m)].sort_values("jobsize")["value"]
     assert t[(cp, m)] == trend(vals.to_numpy(), log=True)
     assert t[(cp, m)].endswith(f"×{vals.iloc[-1] / vals.iloc[0]:.2g}")
+
+
+def test_bar_widths_by_hand():
+    from perfcast.report.sparkline import bar
+
+    assert bar(0.5, 10, ascii=True) == "#####     "
+    assert bar(1.7, 4, ascii=True) == "####"          # clipped at 1
+    assert bar(-1, 4) == "    " and bar(float("nan"), 3) == "   "
+    # 0.56 * 10 characters = 5 full blocks and 5 eighths (0.6 * 8 = 4.8 -> 5)
+    assert bar(0.56, 10) == "█████▋    "

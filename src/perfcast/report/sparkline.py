@@ -51,3 +51,22 @@ def trend(values: Sequence[float], log: bool = True, ascii: bool = False) -> str
         r = ok[-1] / ok[0]
         return f"{line} {'x' if ascii else '×'}{r:.2g}"
     return line
+
+
+def bar(fraction: float, width: int = 10, ascii: bool = False) -> str:
+    """A horizontal bar for ``fraction`` in [0, 1] (clipped), in eighths of a character:
+    ``█████▍    `` (or ``#####     `` with ``ascii=True``); empty for non-finite values."""
+    try:
+        f = float(fraction)
+    except (TypeError, ValueError):
+        return " " * width
+    if not math.isfinite(f):
+        return " " * width
+    f = min(1.0, max(0.0, f))
+    if ascii:
+        n = int(round(f * width))
+        return "#" * n + " " * (width - n)
+    eighths = int(round(f * width * 8))
+    full, rest = divmod(eighths, 8)
+    s = "█" * full + (" ▏▎▍▌▋▊▉"[rest] if rest else "")
+    return s + " " * (width - len(s))

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
+from .sparkline import bar
 from .terminal import new_table, out
 
 
@@ -140,11 +141,16 @@ def print_scaling_loss(d: dict, limit: int = 20) -> None:
                   f"(ranked by {d['sort']} loss; per-process cost, ranks {d['ranks']})")
         t = new_table()
         t.add_column("scope", no_wrap=True, max_width=28)
+        t.add_column("", no_wrap=True)  # bar: the sorted loss relative to the largest shown
         for c in ("excl. loss", "incl. loss", "where", f"incl. @{_v(pair['p'])}", f"incl. @{_v(pair['q'])}"):
             t.add_column(c, justify="right", no_wrap=True)
         t.add_column("callpath", overflow="fold", min_width=20)
-        for r in pair["rows"][:limit]:
-            t.add_row(escape(r["name"]), f"{r['exclusive_loss'] * 100:.2f}%", f"{r['inclusive_loss'] * 100:.2f}%",
+        shown = pair["rows"][:limit]
+        key = "inclusive_loss" if d["sort"] == "inclusive" else "exclusive_loss"
+        top = max((abs(r[key]) for r in shown), default=0.0) or 1.0
+        for r in shown:
+            t.add_row(escape(r["name"]), bar(max(r[key], 0.0) / top, 10, ascii=not out.is_terminal),
+                      f"{r['exclusive_loss'] * 100:.2f}%", f"{r['inclusive_loss'] * 100:.2f}%",
                       r["where"], _v(r["inclusive_p"]), _v(r["inclusive_q"]), escape(r["path"]))
         out.print(t)
         if len(pair["rows"]) > limit:
