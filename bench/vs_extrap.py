@@ -257,7 +257,11 @@ def main(argv=None):
     ap.add_argument("--selection", default=None, help="perfcast selection criterion (cv, bic)")
     ap.add_argument("--max-terms", type=int, default=None)
     ap.add_argument("--json", default=None, help="write all numbers to this file")
+    ap.add_argument("--out", default=None, help="directory for the generated files (default bench/out)")
     args = ap.parse_args(argv)
+    global OUT
+    if args.out:
+        OUT = Path(args.out)
     OUT.mkdir(exist_ok=True)
     from perfcast.fit import FitOptions
     kw = {}

@@ -271,6 +271,7 @@ class _Space:
 
     def __init__(self, X: np.ndarray, blocks: Sequence[Block]):
         self.blocks = tuple(blocks)
+        self.X = X
         self.m = X.shape[1]
         self.n = X.shape[0]
         self.H = len(self.blocks)
@@ -415,6 +416,8 @@ class GroupFit:
     noise: np.ndarray           # (S,) relative std of one observation
     dof: np.ndarray             # (S,)
     notes: tuple[str, ...] = ()
+    drift: np.ndarray | None = None   # (S,) relative misspecification per doubling (leave-largest-out)
+    upper: tuple[float, ...] | None = None  # largest measured value per parameter
 
     def __len__(self) -> int:
         return len(self.status)
@@ -432,7 +435,8 @@ class GroupFit:
         idx = [a for a in range(1, self.hyp.shape[1]) if self.weight[s, a] >= MIN_WEIGHT]
         if idx:
             main = Model(main.parameters, main.constant, main.terms, main.quality, main.cov, main.noise,
-                         main.dof, _LazyAlternatives(self, s, idx), main.status, main.needed, main.notes)
+                         main.dof, _LazyAlternatives(self, s, idx), main.status, main.needed, main.notes,
+                         main.drift, main.upper)
         return main
 
     def _one(self, s: int, a: int, quality) -> Model:
@@ -446,8 +450,9 @@ class GroupFit:
                 terms.append(Term(coef[1 + len(terms)], factors))
         k = 1 + len(terms)
         cov = tuple(map(tuple, self.cov[s, a, :k, :k].tolist()))
+        drift = 0.0 if (self.drift is None or a) else float(self.drift[s])
         return Model(params, coef[0], tuple(terms), quality, cov, float(self.noise[s]), int(self.dof[s]), (),
-                     "ok", 0, self.notes)
+                     "ok", 0, self.notes, drift, self.upper)
 
     def models(self) -> list[Model]:
         return [self.model(s) for s in range(len(self))]
@@ -491,6 +496,8 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     out_q = np.full((S, 8), np.nan)
     out_noise = np.zeros(S)
     out_dof = np.zeros(S, dtype=np.int64)
+    out_drift = np.zeros(S)
+    hold = _holdout(X, usable)
     status = np.zeros(S, dtype=np.int8)
     needed = np.zeros(S, dtype=np.int64)
 
@@ -508,6 +515,9 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
             else:
                 _search_multi(space, ch, opt, K, lines, usable)
         _finish(space, ch, opt, lo, hi, out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof)
+        if hold is not None and usable and n >= 3:
+            out_drift[lo:hi] = _drift(space, mean[lo:hi], count[lo:hi], ssd[lo:hi], opt, K, M, usable, hold,
+                                      out_noise[lo:hi] ** 2)
         if progress is not None:
             progress(hi, S)
     if n < 3 or not usable:
@@ -525,13 +535,35 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     # an all-zero series is exactly the constant 0, however few points
     allzero = np.all(mean == 0, axis=1)
     status[allzero & (n >= 1)] = 0
+    out_drift[status != 0] = 0.0
     with np.errstate(invalid="ignore", over="ignore"):
         w = np.exp(-(out_crit - out_crit[:, :1]) / 2)
     w = np.where(np.isfinite(out_crit) & np.isfinite(w), w, 0.0)
     w[:, 0] = np.where(np.isfinite(out_crit[:, 0]), w[:, 0], 1.0)
     w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+    upper = tuple(float(v) for v in np.max(X, axis=0)) if n else None
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
-                    out_noise, out_dof, notes)
+                    out_noise, out_dof, notes, out_drift, upper)
+
+
+def _holdout(X: np.ndarray, usable: Sequence[int]):
+    """Points for the leave-largest-out check: (keep mask (n,), doublings (h,) of each held-out point
+    beyond the kept ones), or None.  Held out: the points at the largest value of some usable
+    parameter; kept points must still span >= 3 distinct values of every usable parameter."""
+    if not usable or np.any(X[:, usable] <= 0):
+        return None
+    held = np.zeros(len(X), dtype=bool)
+    for p in usable:
+        held |= X[:, p] == X[:, p].max()
+    keep = ~held
+    if keep.sum() < 3 or any(len(np.unique(X[keep, p])) < 3 for p in usable):
+        return None
+    top = np.array([X[keep, p].max() for p in usable])
+    dist = np.max(np.log2(X[held][:, usable] / top), axis=1)
+    if np.any(dist <= 0):
+        return None
+    return keep, dist
+
 
 
 def _lines(X: np.ndarray, p: int) -> list[np.ndarray]:
@@ -733,6 +765,67 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
         q[:, 4] = np.where(ch.N[z] > n, 0.0, np.nan)
         q[:, 5], q[:, 6], q[:, 7] = n, ch.N[z], np.nan
         out_q[lo + z] = q
+
+
+def _drift(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usable, hold, s2) -> np.ndarray:
+    """Leave-largest-out check of the whole procedure: search and average again without the
+    held-out (largest) points, extrapolate to them and compare.
+
+    Returns per series the drift: sqrt of the mean over held-out points of
+    ``(miss^2 - expected^2) / (f^2 doublings^4)``, floored at 0 (the misspecification is taken to
+    grow with the square of the distance beyond the data: linear growth under-covered
+    two-term and small-term truths, bench/README.md), where ``expected^2`` is what the
+    interval would allow at that point (variance of the held-out mean with the series' noise
+    ``s2``, coefficient variance and the spread of the re-selected hypotheses) and ``f`` the
+    held-out mean."""
+    keep, dist = hold
+    X = space.X
+    n, m = X.shape
+    ch = _Chunk(mean, count * keep[None, :], ssd * keep[None, :], K, m, M)
+    const_fit = _wls(np.ones((n, 1)), ch.y, ch.w)
+    rows = np.arange(len(ch.y))
+    ch.merge(rows, ch.criterion(const_fit, 0, 0.0, opt.selection)[:, None], np.full((1, K, m), -1, dtype=np.int32))
+    if m == 1:
+        _search_single(space, ch, opt, K)
+    else:
+        kidx = np.nonzero(keep)[0]
+        lines = [[kidx[ix] for ix in _lines(X[keep], p)] for p in range(m)]
+        _search_multi(space, ch, opt, K, lines, [p for p in usable if lines[p]])
+    with np.errstate(invalid="ignore", over="ignore"):
+        wt = np.exp(-(ch.best_crit - ch.best_crit[:, :1]) / 2)
+    wt = np.where(np.isfinite(ch.best_crit) & np.isfinite(wt), wt, 0.0)
+    wt = wt / np.maximum(wt.sum(axis=1, keepdims=True), 1e-300)
+    held = ~keep
+    H = int(held.sum())
+    S = len(rows)
+    preds = np.zeros((S, M, H))
+    cvar = np.zeros((S, M, H))
+    nterms = np.sum(np.any(ch.best_hyp >= 0, axis=3), axis=2)
+    for a in range(M):
+        for k in np.unique(nterms[:, a]):
+            r = np.nonzero((nterms[:, a] == k) & (wt[:, a] > 0))[0]
+            if len(r) == 0:
+                continue
+            hyp = ch.best_hyp[r, a]
+            order = np.argsort(~np.any(hyp >= 0, axis=2), axis=1, kind="stable")
+            hyp = np.take_along_axis(hyp, order[:, :, None], axis=1)
+            D, _, _ = space.design(hyp)
+            fit = _wls(D, ch.y[r], ch.w[r], leverage=False)
+            Dh = D[:, held, :]
+            preds[r, a] = np.einsum("shi,si->sh", Dh, fit.beta)
+            cvar[r, a] = np.maximum(np.einsum("shi,sij,shj->sh", Dh, fit.ainv, Dh), 0.0) * s2[r, None]
+            wt[r, a] = np.where(fit.ok, wt[r, a], 0.0)
+    wt = wt / np.maximum(wt.sum(axis=1, keepdims=True), 1e-300)
+    avg = np.einsum("sa,sah->sh", wt, preds)
+    spread = np.einsum("sa,sah->sh", wt, cvar + (preds - avg[:, None, :]) ** 2)
+    yh = mean[:, held] / ch.scale[:, None]
+    fh = np.maximum(np.abs(yh), FLOOR)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = s2[:, None] * fh * fh / np.maximum(count[:, held], 1) + spread
+        excess = ((yh - avg) ** 2 - v) / (fh * fh) / (dist ** 4)[None, :]
+        drift = np.sqrt(np.maximum(np.mean(excess, axis=1), 0.0))
+    ok = np.isfinite(drift) & (wt.sum(axis=1) > 0)
+    return np.where(ok, drift, 0.0)
 
 
 def _quality(ch: _Chunk, rows, fit: _WLS, D, kk: int, n: int) -> np.ndarray:

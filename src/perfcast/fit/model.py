@@ -7,7 +7,12 @@ prediction interval needs:
 * ``cov`` -- covariance of (constant, coefficients) in the units of the values;
 * ``noise`` -- the relative standard deviation of one observation (from repetitions);
 * ``alternatives`` -- the runner-up hypotheses with their posterior-like weights, whose spread
-  stands for model-selection uncertainty when extrapolating.
+  stands for model-selection uncertainty when extrapolating;
+* ``drift`` and ``upper`` -- a calibrated misspecification term: the search and averaging
+  redone without the largest point(s) missed them by more than noise, coefficient uncertainty
+  and hypothesis spread explain; ``drift`` is that excess (relative standard deviation) at one
+  doubling beyond the data.  Intervals beyond ``upper`` (the largest measured value of each
+  parameter) add ``(drift * doublings^2 * value)^2`` to the variance.
 """
 
 from __future__ import annotations
@@ -126,6 +131,10 @@ class Model:
     status: str = "ok"
     needed: int = 0
     notes: tuple[str, ...] = ()
+    #: relative extrapolation misspecification at one doubling beyond ``upper`` (leave-largest-out)
+    drift: float = 0.0
+    #: largest measured value of each parameter (None: unknown, no extrapolation term)
+    upper: tuple[float, ...] | None = None
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -189,12 +198,30 @@ class Model:
             out = out + w * ya
         return out
 
+    def doublings(self, X) -> np.ndarray | float:
+        """Distance of ``X`` beyond the measured data: max over parameters of
+        ``log2(x / upper)``, 0 inside the data (or without ``upper``)."""
+        cols, shape = self._columns(X)
+        d = self._doublings(cols, int(np.prod(shape)) if shape else 1)
+        return float(d[0]) if shape == () else d.reshape(shape)
+
+    def _doublings(self, cols, n) -> np.ndarray:
+        d = np.zeros(n)
+        if self.upper is None:
+            return d
+        for p, u in zip(self.parameters, self.upper):
+            if u > 0:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    dp = np.log2(np.asarray(cols[p], dtype=float) / u)
+                d = np.maximum(d, np.nan_to_num(dp, nan=0.0, neginf=0.0))
+        return d
+
     def interval(self, X, level: float = 0.9, averaged: bool = False) -> tuple:
         """(lower, upper) prediction interval for a *new observation* at ``X``.
 
-        Combines repetition noise (relative), coefficient uncertainty and the spread of competing
-        hypotheses (their weighted squared distance to the centre); centred on
-        ``predict(X, averaged)``.  NaN when the data cannot support an interval.
+        Combines repetition noise (relative), coefficient uncertainty, the spread of competing
+        hypotheses (their weighted squared distance to the centre) and, beyond the measured data,
+        the calibrated extrapolation drift (``drift * doublings^2 * value``); centred on ``predict(X, averaged)``.  NaN when the data cannot support an interval.
         """
         if not 0 < level < 1:
             raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
@@ -209,7 +236,8 @@ class Model:
             C = np.asarray(self.cov, dtype=float)
             var = np.maximum(np.einsum("ni,ij,nj->n", D, C, D), 0.0) + (self.noise * y) ** 2
             w0 = 1.0 - sum(w for w, _ in self.alternatives)
-            var = var + w0 * (y - centre) ** 2
+            d = self._doublings(cols, n)
+            var = var + w0 * (y - centre) ** 2 + (self.drift * d * d * centre) ** 2
             for w, ya in self._alt_values(cols, shape):
                 var = var + w * (ya - centre) ** 2
             q = float(stats.t.ppf(0.5 + level / 2, self.dof))
@@ -273,6 +301,10 @@ class Model:
             d["needed"] = int(self.needed)
         if self.notes:
             d["notes"] = list(self.notes)
+        if self.drift:
+            d["drift"] = _clean(self.drift)
+        if self.upper is not None:
+            d["upper"] = [_clean(v) for v in self.upper]
         if alternatives and self.alternatives:
             d["alternatives"] = [{"weight": float(w), **m.to_dict(alternatives=False)} for w, m in self.alternatives]
         return d
@@ -294,7 +326,8 @@ class Model:
             q = d.get("quality")
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
-                       int(d.get("needed", 0)), tuple(d.get("notes", ())))
+                       int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
+                       None if d.get("upper") is None else tuple(float(v) for v in d["upper"]))
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
