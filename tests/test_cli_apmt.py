@@ -290,3 +290,47 @@ def test_comm_max_procs_leaves_oversubscribed_times_out(syn, tmp_path, capsys):
     assert json.loads(out)["predictions"][0]["communication_total"] > 1.5 * (p2p + ar)
     rc, out, err = run(capsys, *args, "--comm-max-procs", "0.5")
     assert rc == 2 and "Invalid value for '--comm-max-procs'" in err and "Traceback" not in err
+
+
+def test_kernels_scaling_option(syn, capsys):
+    """Per-rank exponents in p by construction: sweep -1, pack 0, gather +1, setup 0 (< 1%).  The total
+    work p x (50 n^2 / p + 400 n + 2 p n + 500) is dominated by the constant 50 n^2: strong scaling."""
+    def reasons(mode):
+        rc, out, err = run(capsys, "kernels", syn / "prof.csv", "--scaling", mode, "--json")
+        assert rc == 0, err
+        d = json.loads(out)
+        return d, {k["name"]: [r for r in k["reasons"] if r.startswith("non-scalable")] for k in d["kernels"]}
+
+    d, ns = reasons("auto")
+    assert d["scaling"] == "strong" and d["scaling_basis"].startswith("inferred")
+    d, ns = reasons("strong")
+    assert d["scaling"] == "strong" and d["scaling_basis"] == "given"
+    assert ns["sweep"] == [] and ns["gather"] and ns["pack"]
+    assert "~ p^0.00, does not decrease as p grows (strong scaling expects ~ p^-1 per rank" in ns["pack"][0]
+    d, ns = reasons("weak")
+    assert d["scaling"] == "weak"
+    assert ns["sweep"] == [] and ns["pack"] == [] and "~ p^1.00, grows as p grows" in ns["gather"][0]
+    rc, out, err = run(capsys, "kernels", syn / "prof.csv", "--scaling", "weak")
+    assert rc == 0 and out.splitlines()[1].startswith("weak scaling (given): expected cost per rank constant")
+    rc, out, err = run(capsys, "kernels", syn / "prof.csv", "--scaling", "sideways")
+    assert rc == 2 and "sideways" in err
+
+
+def test_scaling_option_reaches_the_apmt_model(syn, tmp_path, capsys, monkeypatch):
+    rc, out, err = run(capsys, "predict", syn / "prof.csv", "--breakdown", "--at", "p=16,n=800", *TIMERS,
+                       "--machine", syn / "m.yaml", "--scaling", "weak", "--json")
+    assert rc == 0, err
+    ks = json.loads(out)["model"]["kernels"]
+    assert ks["scaling"] == "weak"
+    assert not any(r.startswith("non-scalable") for k in ks["kernels"] if k["name"] == "pack" for r in k["reasons"])
+    # report: its --scaling also sets the kernels' mode (none = no scaling-loss tree, kernels auto)
+    import perfcast.apmt.model as am
+
+    seen = []
+    real = am.fit_apmt
+    monkeypatch.setattr(am, "fit_apmt", lambda *a, **kw: seen.append(kw["scaling"]) or real(*a, **kw))
+    for mode, want in (("weak", "weak"), ("strong", "strong"), ("none", "auto")):
+        rc, out, err = run(capsys, "report", syn / "prof.csv", "-o", tmp_path / f"{mode}.html", *TIMERS,
+                           "--apmt-machine", syn / "m.yaml", "--scaling", mode, "--json")
+        assert rc == 0, err
+        assert seen[-1] == want and json.loads(out)["apmt"] is not None

@@ -504,9 +504,11 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--comm-max-procs", type=click.FloatRange(1), default=None, metavar="N",
               help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
+@click.option("--scaling", type=click.Choice(["auto", "strong", "weak"]), default="auto", show_default=True,
+              help="With --breakdown: How the work per rank changes with p, for the non-scalable rule: strong (total work fixed: cost per rank expected ~ 1/p), weak (work per rank fixed: expected constant), auto (inferred from the total instructions summed over ranks).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, level,
-                selected, breakdown, timers, machine, size_ratio, strong, comm_max_procs, as_json):
+                selected, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, as_json):
     """Predict every callpath x metric at --at with a prediction interval for a new measurement.
 
     \b
@@ -528,7 +530,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     if breakdown:
         from .apmt.cli import breakdown_cmd
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
-                             comm_max_procs)
+                             comm_max_procs, scaling)
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
     rows = []
     for sm in res:
@@ -615,7 +617,9 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--min-share", type=click.FloatRange(0, 100, max_open=True), default=1.0, show_default=True, metavar="PCT",
               help="Show kernels holding at least PCT percent of the total, now or at the target.")
 @click.option("--scaling", type=click.Choice(["auto", "weak", "strong", "none"]), default="auto", show_default=True,
-              help="Scaling mode of the scaling-loss tree (auto: guessed from the totals; none: leave it out).")
+              help="Scaling mode of the experiment, for the scaling-loss tree and APMT's non-scalable kernels "
+                   "(auto: guessed, the tree from the totals, the kernels from the total instructions; none: "
+                   "no scaling-loss tree, kernels auto).")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
               help="Probability of the prediction intervals.")
 @click.option("--terms", "max_terms", type=click.IntRange(1, 2), default=1, show_default=True,
@@ -676,7 +680,8 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 
         try:
             apmt, apmt_note = fit_for_report(exp, load_machine(apmt_machine), parse_timers(timers),
-                                             comm_max_procs=comm_max_procs)
+                                             comm_max_procs=comm_max_procs,
+                                             scaling=scaling if scaling in ("strong", "weak") else "auto")
         except PerfcastError as e:
             if apmt_mode == "on":
                 raise
@@ -916,13 +921,16 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
               show_default=True, help="Share of the cost metric that makes a function a kernel.")
 @click.option("--metric", help="Cost metric (default: cycles, else sampled time, else instructions).")
 @click.option("--procs", help="Process-count parameter (default: p, procs, np, ranks, ...).")
+@click.option("--scaling", type=click.Choice(["auto", "strong", "weak"]), default="auto", show_default=True,
+              help="How the work per rank changes with p, for the non-scalable rule: strong (total work fixed: cost per rank expected ~ 1/p), weak (work per rank fixed: expected constant), auto (inferred from the total instructions summed over ranks).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def kernels_cmd(inputs, fmt, points, params, threshold, metric, procs, as_json):
-    """APMT key kernels: hot (share >= threshold), non-scalable (cost per rank not falling with p)
+def kernels_cmd(inputs, fmt, points, params, threshold, metric, procs, scaling, as_json):
+    """APMT key kernels: hot (share >= threshold), non-scalable (cost per rank growing faster with p
+    than the scaling mode expects: constant under weak, ~1/p under strong scaling)
     and the aggregated rest, each with the reason it was chosen and the covered share."""
     from .apmt.cli import kernels_cmd as body
 
-    body(load_experiment(inputs, fmt, points, params, quiet=as_json), threshold, metric, procs, as_json)
+    body(load_experiment(inputs, fmt, points, params, quiet=as_json), threshold, metric, procs, as_json, scaling)
 
 
 @cli.command("machine")

@@ -5,11 +5,31 @@ are sorted into
 
 1. **hot** kernels: share of the cost metric (cycles, else time, else instructions) >= ``threshold``
    (default 5 %) at some profiled point;
-2. **non-scalable** kernels (future hotspots): the cost *per rank* does not decrease as p grows
-   (log-log slope against p > ``-flat``, default -0.1, i.e. slower than p^-0.1) -- or, along a size
-   parameter, the share grows with the size (slope of the share > ``flat``) -- provided the function
-   holds at least ``min_share`` (1 %) at the largest such point, so constant crumbs are not listed;
+2. **non-scalable** kernels (future hotspots): the cost *per rank* grows faster with p than the
+   scaling mode expects -- log-log slope against p > expected + ``flat`` (default 0.1), where the
+   expected per-rank cost is
+
+   * **strong** scaling (total work fixed, divided among the ranks): ~ p^-1, so a function is
+     flagged when its cost per rank does not fall like 1/p (slope > -0.9: replicated work, halo
+     surfaces ~ p^-1/2, anything constant or growing);
+   * **weak** scaling (work per rank fixed, total work ~ p): constant, so a function is flagged when
+     its cost per rank grows with p (slope > 0.1); a per-rank-constant solver sweep is perfect weak
+     scaling and is *not* flagged;
+
+   -- or, along a size parameter, the share grows with the size (slope of the share > ``flat``) --
+   provided the function holds at least ``min_share`` (1 %) at the largest such point, so constant
+   crumbs are not listed;
 3. **rest**: everything else, aggregated into one kernel.
+
+The scaling mode is ``scaling="strong"`` or ``"weak"`` when the user knows it (``--scaling``);
+``"auto"`` (default) infers it from the measured work: the application's instructions (else the cost
+metric) summed over the ranks -- MPI/runtime functions left out -- are fitted against p on every line
+of the other parameters held fixed (log-log slope, median over the lines).  A slope >= 0.5 (total work
+nearer ~ p than constant) means weak scaling, below it strong scaling; the slope is reported, and a
+slope between 0.25 and 0.75 is flagged as ambiguous.  The inference cannot tell work *replicated* on
+every rank from weak-scaled work: a strong-scaling run dominated by replicated work looks weak; give
+``--scaling strong`` then.  The expectation is the mode's ideal exponent, never the fitted slope, so a
+dominant non-scalable function cannot hide itself by defining what is expected.
 
 Functions are identified by their frame name (the leaf of the callpath): the same function reached
 through several callpaths is one kernel.  Functions of the MPI library and its runtime (and of the
@@ -40,7 +60,14 @@ REST = "rest"
 DEFAULT_EXCLUDE = ("MPI_*", "PMPI_*", "mpi_*", "pmpi_*", "ompi_*", "opal_*", "orte_*", "mca_*", "pmix_*",
                    "PMIx_*", "ucp_*", "uct_*", "ucs_*", "hwloc_*", "MPIR_*", "MPID*", "MPIU_*", "psm*",
                    "fi_*", "ibv_*", "event_*", "_dl_*", "dl_*", "do_lookup*", "check_match", "_dl_*",
-                   "__GI__dl*", "???", "MPI", "APP")
+                   "__GI__dl*", "???", "MPI", "APP",
+                   # functions without symbols named by the object they live in (io.cachegrind)
+                   "* in mca_*", "* in libmpi*", "* in libopen-pal*", "* in libopen-rte*", "* in libpmix*",
+                   "* in libmca_*", "* in libucp*", "* in libuct*", "* in libucs*", "* in libfabric*",
+                   "* in libhwloc*", "* in libevent*", "* in ld-linux*", "* in ld.so*", "* in libpsm*")
+SCALING_MODES = ("auto", "strong", "weak")
+#: ideal log-log slope of the cost per rank against p
+EXPECTED_SLOPE = {"strong": -1.0, "weak": 0.0}
 #: cost metrics in order of preference (APMT uses cycles; time samples and instructions stand in)
 CYCLE_METRICS = ("cycles", "PAPI_TOT_CYC", "CPU_CLK_UNHALTED", "CPU_CLK_UNHALTED.THREAD_P", "cpu-cycles")
 TIME_METRICS = ("cpu_time", "time", "samples")
@@ -75,6 +102,10 @@ class KernelSet:
     #: share of excluded (MPI/runtime/loader) functions per point
     excluded_share: dict
     notes: list[str] = field(default_factory=list)
+    #: strong | weak (None without a process-count parameter)
+    scaling: str | None = None
+    #: how the scaling mode was decided (given, or inferred from the total work)
+    scaling_basis: str = ""
 
     def names(self) -> list[str]:
         return [k.name for k in self.kernels]
@@ -85,6 +116,10 @@ class KernelSet:
     def explain(self) -> list[str]:
         out = [f"cost metric: {self.metric}; threshold {self.threshold:.0%}"
                + (f"; process-count parameter {self.procs}" if self.procs else "")]
+        if self.scaling:
+            out.append(f"{self.scaling} scaling ({self.scaling_basis}): expected cost per rank "
+                       f"{_expectation(self.scaling, self.procs)}; a function whose cost per rank grows faster "
+                       "is non-scalable")
         for k in self.kernels:
             sh = ", ".join(f"{p}: {v:.1%}" for p, v in k.share.items())
             out.append(f"{k.name} [{k.kind}] -- " + "; ".join(k.reasons) + f" (share {sh})")
@@ -99,6 +134,7 @@ class KernelSet:
 
     def to_dict(self) -> dict:
         return {"metric": self.metric, "procs": self.procs, "threshold": self.threshold,
+                "scaling": self.scaling, "scaling_basis": self.scaling_basis,
                 "kernels": [k.to_dict() for k in self.kernels],
                 "coverage": {k: float(v) for k, v in self.coverage.items()},
                 "excluded_share": {k: float(v) for k, v in self.excluded_share.items()}, "notes": list(self.notes)}
@@ -194,10 +230,16 @@ def per_function(exp: Experiment, metric: str) -> pd.DataFrame:
 
 def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | None = None,
                      threshold: float = 0.05, flat: float = 0.1, min_share: float = 0.01,
-                     exclude: Sequence[str] = DEFAULT_EXCLUDE, include: Sequence[str] = ()) -> KernelSet:
-    """Sort the functions of ``exp`` into hot, non-scalable and rest kernels (module docstring)."""
+                     exclude: Sequence[str] = DEFAULT_EXCLUDE, include: Sequence[str] = (),
+                     scaling: str = "auto") -> KernelSet:
+    """Sort the functions of ``exp`` into hot, non-scalable and rest kernels (module docstring).
+    ``scaling``: strong, weak or auto (inferred from the total work); ``flat``: tolerance on the
+    log-log slope of the cost per rank above the mode's expectation (and on the share's slope along
+    size parameters)."""
     if not 0 < threshold < 1:
         raise PerfcastError(f"threshold must be between 0 and 1, got {threshold}", where="threshold")
+    if scaling not in SCALING_MODES:
+        raise PerfcastError(f"scaling mode {scaling!r}: use {', '.join(SCALING_MODES)}", where="scaling")
     metric = metric or cost_metric(exp)
     if metric not in exp.metrics:
         raise PerfcastError(f"no metric {metric!r}; the experiment has {', '.join(exp.metrics)}", where="metric")
@@ -233,6 +275,12 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
         raise PerfcastError(f"at {bad} all of {metric!r} is in MPI library/runtime functions; no application "
                             "function to rank")
     pf["share"] = pf["total"] / pf["point"].map(app_tot)
+    mode, basis = None, ""
+    if procs is not None:
+        if scaling == "auto":
+            mode, basis = infer_scaling(exp, metric, pf, procs, pts, params, labels, exclude, include)
+        else:
+            mode, basis = scaling, "given"
     share = pf.pivot_table(index="function", columns="point", values="share", aggfunc="sum").reindex(columns=labels)
     per_rank = pf.pivot_table(index="function", columns="point", values="per_rank", aggfunc="sum")
     notes: list[str] = []
@@ -252,9 +300,15 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
         for what, slope, lab in trend:
             if share.loc[f].get(lab, 0) is None or not (share.loc[f].fillna(0).get(lab, 0) >= min_share):
                 continue
-            if what == "procs" and slope > -flat:
-                reasons.append(f"non-scalable: cost per rank ~ {procs}^{slope:.2f} (does not decrease as "
-                               f"{procs} grows; {share.loc[f][lab]:.1%} at {lab})")
+            if what == "procs" and slope > EXPECTED_SLOPE[mode] + flat:
+                if mode == "weak":
+                    how = f"grows as {procs} grows"
+                elif slope > -flat:
+                    how = f"does not decrease as {procs} grows"
+                else:
+                    how = f"decreases slower than 1/{procs}"
+                reasons.append(f"non-scalable: cost per rank ~ {procs}^{slope:.2f}, {how} ({mode} scaling expects "
+                               f"{_expectation(mode, procs, False)} per rank; {share.loc[f][lab]:.1%} at {lab})")
                 kinds.setdefault(f, "non-scalable")
                 break
             if what != "procs" and slope > flat:
@@ -288,7 +342,57 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                           (f"{len(rest_funcs)} other function(s), each below {threshold:.0%} and scaling",),
                           rest_share, "rest"))
     coverage = {lab: float(sum(k.share[lab] for k in kernels[:-1])) for lab in labels}
-    return KernelSet(kernels, metric, procs, threshold, coverage, ex_share, notes)
+    return KernelSet(kernels, metric, procs, threshold, coverage, ex_share, notes, mode, basis)
+
+
+def _expectation(mode: str, procs: str | None, long: bool = True) -> str:
+    q = procs or "p"
+    if not long:
+        return f"~ {q}^-1" if mode == "strong" else "constant"
+    return (f"~ {q}^-1 (the total work divided among the ranks)" if mode == "strong"
+            else "constant (the same work on every rank)")
+
+
+def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pts: pd.DataFrame,
+                  params: list[str], labels: list[str], exclude: Sequence[str] = DEFAULT_EXCLUDE,
+                  include: Sequence[str] = ()) -> tuple[str, str]:
+    """(strong | weak, how it was inferred) from the application's total work against ``procs``
+    (module docstring): instructions when the profile has them, else ``metric``; ``pf`` is
+    :func:`per_function` of ``metric`` with a ``point`` column."""
+    wm = find_metric(exp, INSTR_METRICS) or metric
+    if wm != metric:
+        w = per_function(exp, wm)
+        w["point"] = [point_label(params, r) for _, r in w.iterrows()]
+    else:
+        w = pf
+    app = w[[not (_matches(f, exclude) and not _matches(f, include)) for f in w["function"]]]
+    # total work of the point = cost per rank x ranks (equals the sum over ranks when every rank is in
+    # the profile; also right for profiles that hold one rank's values)
+    per_rank = app.groupby("point")["per_rank"].sum()
+    lab = pd.Series(labels, index=pts.index)
+    work = per_rank.reindex(lab).to_numpy(dtype=float) * pts[procs].to_numpy(dtype=float)
+    work = pd.Series(work, index=pts.index)
+    others = [o for o in params if o != procs]
+    groups = [g for _, g in pts.groupby(others)] if others else [pts]
+    slopes = []
+    for g in groups:
+        xs, ys = g[procs].to_numpy(dtype=float), work[g.index].to_numpy(dtype=float)
+        ok = np.isfinite(ys) & (ys > 0) & (xs > 0)
+        if len(set(xs[ok])) >= 2:
+            slopes.append(float(np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)[0]))
+    if not slopes:  # no two process counts with the other parameters equal: all points as one line
+        xs, ys = pts[procs].to_numpy(dtype=float), work.to_numpy(dtype=float)
+        ok = np.isfinite(ys) & (ys > 0) & (xs > 0)
+        if len(set(xs[ok])) < 2:
+            return "strong", "assumed: the total work cannot be compared across process counts; set --scaling"
+        slopes.append(float(np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)[0]))
+    s = float(np.median(slopes))
+    mode = "weak" if s >= 0.5 else "strong"
+    basis = (f"inferred: the application's total {wm} summed over the ranks ~ {procs}^{s:.2f}, "
+             + (f"about ~ {procs}: the same work per rank" if mode == "weak" else "about constant: the work is divided"))
+    if 0.25 < s < 0.75:
+        basis += f" -- ambiguous (between {procs}^0 and {procs}^1)"
+    return mode, basis + "; --scaling strong|weak overrides"
 
 
 def _matches(name: str, patterns: Sequence[str]) -> bool:

@@ -23,11 +23,11 @@ def load_machine(path) -> Machine:
     return Machine.load(path) if path else Machine.host()
 
 
-def kernels_cmd(exp, threshold, metric, procs, as_json):
+def kernels_cmd(exp, threshold, metric, procs, as_json, scaling="auto"):
     from ..analysis.kernels import identify_kernels
     from ..report.terminal import out, write_json
 
-    ks = identify_kernels(exp, metric=metric, procs=procs, threshold=threshold)
+    ks = identify_kernels(exp, metric=metric, procs=procs, threshold=threshold, scaling=scaling)
     if as_json:
         return write_json(ks.to_dict())
     for line in ks.explain():
@@ -52,20 +52,21 @@ def machine_cmd(source, write, as_json):
                   markup=False, highlight=False)
 
 
-def _fit(exp, machine, timers, threshold, procs, functions, quiet, comm_max_procs=None):
+def _fit(exp, machine, timers, threshold, procs, functions, quiet, comm_max_procs=None, scaling="auto"):
     from .model import fit_apmt
     from ..report.terminal import progress
 
     with progress("modelling", enabled=None if not quiet else False):
         return fit_apmt(exp, load_machine(machine), procs=procs, threshold=threshold,
-                        timers=parse_timers(timers), functions=functions, comm_time_procs_max=comm_max_procs)
+                        timers=parse_timers(timers), functions=functions, comm_time_procs_max=comm_max_procs,
+                        scaling=scaling)
 
 
 def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, functions, strong, as_json,
-                  comm_max_procs=None):
+                  comm_max_procs=None, scaling="auto"):
     from ..report.terminal import out, write_json
 
-    model = _fit(exp, machine, timers, threshold, procs, functions, as_json, comm_max_procs)
+    model = _fit(exp, machine, timers, threshold, procs, functions, as_json, comm_max_procs, scaling)
     preds = [model.predict(t, size_ratio=size_ratio) for t in targets]
     curve = []
     if strong:

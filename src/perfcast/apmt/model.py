@@ -305,8 +305,9 @@ def _series(df: pd.DataFrame, params: list[str], kernel: str, metrics: Sequence[
 def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | None = None,
              threshold: float = 0.05, cost: str | None = None, timers: Mapping[str, str] | None = None,
              ranks: str = "max", functions: str = "pmnf", comm_form: str = "hockney",
-             bf_comm: float = 1.0, comm_time_procs_max: float | None = None) -> APMTModel:
-    """Fit the whole APMT model to a profiled experiment (module docstring)."""
+             bf_comm: float = 1.0, comm_time_procs_max: float | None = None, scaling: str = "auto") -> APMTModel:
+    """Fit the whole APMT model to a profiled experiment (module docstring); ``scaling`` (strong, weak,
+    auto) decides which kernels are non-scalable (:func:`perfcast.analysis.kernels.identify_kernels`)."""
     machine = machine or Machine.host()
     if ranks not in ("max", "mean"):
         raise PerfcastError(f"ranks must be max or mean, not {ranks!r}", where="ranks")
@@ -351,7 +352,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
             cand = cand.select(callpath=keep)
         cost_metric = cost or _cost(cand, roles)
         # only callpaths carrying the cost metric are functions (the campaign's app/timer paths are not)
-        ks = kmod.identify_kernels(cand, metric=cost_metric, procs=procs, threshold=threshold)
+        ks = kmod.identify_kernels(cand, metric=cost_metric, procs=procs, threshold=threshold, scaling=scaling)
         counter_metrics = sorted({m for v in roles.values() if v for m in v})
         time_metrics = [m for m in kmod.TIME_METRICS if m in cand.metrics and m != "time"] + \
             [m for m in cand.metrics if cand.metrics[m].kind == "time" and m not in kmod.TIME_METRICS
