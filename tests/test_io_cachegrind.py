@@ -106,3 +106,59 @@ def test_directory_of_ranks(program, tmp_path):
     assert sorted(exp.data["rank"].unique()) == [0, 1]
     per_rank = exp.data[(exp.data["metric"] == "Ir") & (exp.data["callpath"] == "app->work2")]
     assert len(per_rank) == 2 and per_rank["value"].nunique() == 1
+
+
+# -- functions without symbols: callgrind (and perfcast's conversion of it) names them by address ----
+
+UNNAMED = """events: Ir Dr
+ob=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_vader.so
+fl=???
+fn=0x0000000000004d50
+0 100 10
+fn=mca_btl_vader_sendi
+0 7 1
+ob=(3) /usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2
+fl=???
+fn=0x0000000000004d50
+0 20 2
+ob=/work/app
+fl=(5) solver.c
+fn=0x00000000000013b0
+0 3 0
+fl=???
+fn=0x000000000000b500
+0 4 4
+ob=(3)
+fn=0x0000000000004d50
+0 1 0
+fn=???
+0 5 0
+summary: 140 17
+"""
+
+
+def test_unnamed_functions_are_named_by_address_and_object(tmp_path):
+    for r in (0, 1):
+        (tmp_path / f"cachegrind.out.rank{r}").write_text(UNNAMED)
+    events, totals, _ = parse(tmp_path / "cachegrind.out.rank0")
+    # by hand: the same address in two objects is two functions; the second "ob=(3)" reuses the
+    # compressed name of libopen-pal (20 + 1 instructions); the object (/work/app) wins over the file
+    assert {k: list(v) for k, v in totals.items()} == {
+        "0x4d50 in mca_btl_vader.so": [100, 10], "mca_btl_vader_sendi": [7, 1],
+        "0x4d50 in libopen-pal.so.40.30.2": [21, 2], "0x13b0 in app": [3, 0], "0xb500 in app": [4, 4],
+        "???": [5, 0]}
+    exp = read_one(tmp_path, "cachegrind")
+    d = exp.data[exp.data["metric"] == "Ir"]
+    # the callpath ids are the same on every rank (one row per rank each)
+    assert sorted(d.groupby("callpath", observed=True)["rank"].nunique().items()) == sorted(
+        (f"app->{n}", 2) for n in ("0x4d50 in mca_btl_vader.so", "mca_btl_vader_sendi",
+                                    "0x4d50 in libopen-pal.so.40.30.2", "0x13b0 in app", "0xb500 in app",
+                                    "[unknown]"))
+
+
+def test_unnamed_function_without_object_uses_the_file_or_the_bare_address(tmp_path):
+    f = tmp_path / "cachegrind.out.1"
+    f.write_text("events: Ir\nfl=???\nfn=0x0000000000026890\n0 8\nfl=/src/lib/pack.c\nfn=0x00000000000000c0\n"
+                 "0 2\nfn=0x10\n0 1\nsummary: 11\n")
+    _, totals, _ = parse(f)
+    assert {k: int(v[0]) for k, v in totals.items()} == {"0x26890": 8, "0xc0 in pack.c": 2, "0x10 in pack.c": 1}

@@ -10,7 +10,12 @@ The text format (valgrind manual, "Cachegrind output file format")::
     <line> <count> <count> ...        (missing trailing counts are 0)
     summary: <total per event>
 
-Counts are exclusive per function (cachegrind does not record callers).  Every function becomes
+Counts are exclusive per function (cachegrind does not record callers).  A function without a
+symbol is named by its address (``fn=0x0000000000004d50``, as callgrind writes it); it is shown as
+``0x4d50 in <object>`` -- leading zeros dropped, and the object it lives in from the last ``ob=`` line
+(the shared object, written by callgrind and by perfcast's callgrind conversion) or else the last
+``fl=`` line (the source file), base name only, when that is known (not ``???``) -- so the same
+address in two objects stays two functions and the name is the same on every rank and run.  Every function becomes
 callpath ``app-><function>``; a function that appears under several ``fl=`` (its own file and
 inlined headers) is summed into one.  One metric per event (``Ir``, ``Dr``, ``D1mr``, ...), kind
 ``count``, scope ``exclusive``.  The ``summary:`` totals are checked against the sum of the counts, so
@@ -34,6 +39,18 @@ from . import Reader, ReadOptions, register
 
 ROOT = "app"
 _RANK = re.compile(r"rank[._-]?(\d+)")
+_ADDR = re.compile(r"0x([0-9a-fA-F]+)")
+
+
+def display_name(fn: str, obj: str | None = None, file: str | None = None) -> str:
+    """``fn`` unless it is a bare address: then ``0x<hex without leading zeros>`` plus ``in <base name
+    of obj, else of file>`` when one is known (module docstring)."""
+    m = _ADDR.fullmatch(fn)
+    if not m:
+        return fn
+    name = f"0x{int(m.group(1), 16):x}"
+    where = next((w for w in (obj, file) if w and w.strip() not in ("", "???")), None)
+    return f"{name} in {Path(where.strip()).name}" if where else name
 
 _DESCRIPTIONS = {
     "Ir": "instructions executed", "I1mr": "I1 cache read misses", "ILmr": "LL cache instruction read misses",
@@ -51,6 +68,8 @@ def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
     totals: dict[str, np.ndarray] = {}
     summary = None
     current = None
+    obj = file = None
+    ids: dict[tuple[str, str], str] = {}  # compressed "(id) name" of ob=/fl= (callgrind style)
     with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, raw in enumerate(fh, 1):
             line = raw.rstrip("\n")
@@ -72,12 +91,20 @@ def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
             key, sep, value = line.partition(":") if ":" in line.split("=", 1)[0] else line.partition("=")
             key = key.strip()
             value = value.strip()
-            if sep == "=" and key in ("fl", "fi", "fe"):
+            if sep == "=" and key in ("fl", "fi", "fe", "ob"):
+                m = re.fullmatch(r"\((\d+)\)\s*(.*)", value)
+                if m:
+                    value = ids.setdefault((key, m.group(1)), m.group(2)) if m.group(2) else \
+                        ids.get((key, m.group(1)), "???")
+                if key == "ob":
+                    obj = value
+                elif key == "fl":
+                    file = value
                 continue
             if sep == "=" and key == "fn":
                 if events is None:
                     raise PerfcastError("'fn=' before the 'events:' line", path, lineno)
-                current = value or "???"
+                current = display_name(value, obj, file) if value else "???"
                 totals.setdefault(current, np.zeros(len(events), dtype=np.int64))
                 continue
             if sep == ":" and key == "events":
