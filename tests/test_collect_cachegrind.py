@@ -138,3 +138,18 @@ def test_callgrind_self_costs(tmp_path):
     src.write_text(src.read_text().replace("summary: 35 4\ntotals: 35 4", "summary: 36 4"))
     with pytest.raises(PerfcastError, match="do not add up"):
         callgrind_to_cachegrind(src, dst)
+
+
+def test_callgrind_objects_kept_for_unnamed_functions(tmp_path):
+    # the same unnamed address in two libraries (ob= with its own name compression, cob= for a callee's
+    # object) stays two functions, each named with its object; costs by hand: 7 + 3 in libA, 4 in libB
+    src = tmp_path / "callgrind.out.rank0"
+    src.write_text("version: 1\npositions: line\nevents: Ir\n"
+                   "ob=(1) /usr/lib/libA.so\nfl=(1) ???\nfn=(1) 0x0000000000004d50\n1 7\n"
+                   "cob=(2) /usr/lib/libB.so\ncfn=(1)\ncalls=1 0\n1 4\n+1 3\n"
+                   "ob=(2)\nfn=(1)\n1 4\nsummary: 14\n")
+    dst = tmp_path / "cachegrind.out.rank0"
+    assert callgrind_to_cachegrind(src, dst) == 2
+    e = cg_io.read_files([dst])
+    got = {str(cp).split("->")[-1]: v for cp, m, v in zip(e.data.callpath, e.data.metric, e.data["value"])}
+    assert got == {"0x4d50 in libA.so": 10, "0x4d50 in libB.so": 4}

@@ -311,26 +311,29 @@ def callgrind_to_cachegrind(src: Path, dst: Path) -> int:
     the table), a cost line is ``<positions> <counts>`` (positions may be relative: ``+n``, ``-n``,
     ``*``), and the cost line right after ``calls=`` is the *inclusive* cost of that call, which is not
     the caller's own.  The self costs must add up to the ``summary:``/``totals:`` line."""
-    names: dict[str, str] = {}
+    names: dict[str, str] = {}      # function names (fn=/cfn= share one compression table)
+    objects: dict[str, str] = {}    # object files (ob=/cob= share another)
     events: list[str] | None = None
     npos = 1
-    costs: dict[str, list[int]] = {}
+    # self costs per (object, function): an unnamed function is only identifiable with its object
+    costs: dict[tuple[str, str], list[int]] = {}
     header: list[str] = []
     summary = None
     current = None
+    obj = ""
     skip_next = False
 
-    def name(v: str) -> str:
+    def name(v: str, table: dict[str, str] = names) -> str:
         v = v.strip()
         if v.startswith("("):
             ident, _, rest = v.partition(")")
             ident = ident[1:]
             rest = rest.strip()
             if rest:
-                names[ident] = rest
-            elif ident not in names:
+                table[ident] = rest
+            elif ident not in table:
                 raise PerfcastError(f"callgrind name ({ident}) used before it is defined", src)
-            return names[ident]
+            return table[ident]
         return v or "???"
 
     try:
@@ -354,7 +357,7 @@ def callgrind_to_cachegrind(src: Path, dst: Path) -> int:
                     nums = [int(x, 0) for x in parts]
                 except ValueError:
                     raise PerfcastError(f"non-integer cost in {line[:60]!r}", src, lineno) from None
-                vec = costs.setdefault(current, [0] * len(events))
+                vec = costs.setdefault((obj, current), [0] * len(events))
                 for i, v in enumerate(nums[: len(events)]):
                     vec[i] += v
                 continue
@@ -364,6 +367,10 @@ def callgrind_to_cachegrind(src: Path, dst: Path) -> int:
                     current = name(value)
                 elif key == "cfn":
                     name(value)
+                elif key == "ob":
+                    obj = name(value, objects)
+                elif key == "cob":
+                    name(value, objects)
                 elif key == "calls":
                     skip_next = True
                 elif key in ("jump", "jcnd"):
@@ -392,9 +399,13 @@ def callgrind_to_cachegrind(src: Path, dst: Path) -> int:
         raise PerfcastError(f"self costs {total} do not add up to the summary {want} (truncated or corrupt file)", src)
     out = [*header, "events: " + " ".join(events)]
     n = 0
-    for fn, vec in costs.items():
+    last_obj = None
+    for (ob, fn), vec in costs.items():
         if any(vec):
             n += 1
+            if ob and ob != last_obj:
+                out.append(f"ob={ob}")
+                last_obj = ob
             out += [f"fn={fn}", "0 " + " ".join(str(v) for v in vec)]
     out.append("summary: " + " ".join(str(v) for v in total))
     dst.write_text("\n".join(out) + "\n")
