@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 from ..errors import PerfcastError
 from ..experiment import Experiment, combine
 
-__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load"]
+__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,19 @@ def detect(path: Path) -> Reader:
     what = "directory" if path.is_dir() else "file"
     raise PerfcastError(f"unknown format: no reader recognises this {what} (formats: {kinds}; "
                         f"choose one with --format)", path)
+
+
+def read_ends(path: Path, n: int = 65536) -> tuple[bytes, bytes]:
+    """The first and last ``n`` bytes of a file (the tail empty when the file is shorter), for
+    sniffers that look for markers JSON writers put near either end."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(n)
+        tail = b""
+        if size > n:
+            f.seek(max(n, size - n))
+            tail = f.read()
+    return head, tail
 
 
 def _safe_sniff(r: Reader, path: Path) -> bool:

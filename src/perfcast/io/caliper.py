@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import CallTree, Experiment, Metric, guess_kind
-from . import ReadOptions, Reader, register
+from . import ReadOptions, Reader, read_ends, register
 
 #: callpath of records outside every annotated region
 UNANNOTATED = "(unannotated)"
@@ -468,13 +468,7 @@ _JSON_SPLIT_MARKERS = (*_JSON_SPLIT_KEYS, "label")
 def _sniff_json_split_file(path: Path) -> bool:
     if not path.name.lower().endswith(".json"):
         return False
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(65536)
-        tail = b""
-        if size > 65536:
-            f.seek(max(65536, size - 65536))
-            tail = f.read()
+    head, tail = read_ends(path)
     text = head + tail
     s = head.lstrip()
     return s[:1] == b"{" and all(f"\"{k}\"".encode() in text for k in _JSON_SPLIT_MARKERS)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import PerfcastError
 from ..experiment import Experiment, Metric
-from . import ReadOptions, Reader, register
+from . import ReadOptions, Reader, read_ends, register
 from .caliper import (_NOT_METRICS, _THREAD_KEYS, _assemble, _combine_op, _json_safe, _Profile, _split_ops,
                       _to_int_location, _unit_from_name, metric_kind, metric_scope)
 
@@ -32,13 +32,7 @@ _NOT_METRIC_COLUMNS = {"node", "profile", "nid", "name", "spot.channel", "rank",
 def _sniff(path: Path) -> bool:
     if not path.is_file() or not path.name.lower().endswith(".json"):
         return False
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(65536)
-        tail = b""
-        if size > 65536:
-            f.seek(max(65536, size - 65536))
-            tail = f.read()
+    head, tail = read_ends(path)
     text = head + tail
     # "metadata" may sit in the middle of a large file; Thicket writes these near the ends
     return (head.lstrip()[:1] == b"{" and b'"graph"' in text and b'"dataframe"' in text

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
+from .database import _read_csv
 
 INTERPOLATION = ("log(time) linear in log2(bytes) between tabulated sizes, linear in bytes above the largest; "
                  "log(time) linear in log2(p) between tabulated process counts, nearest count outside")
@@ -134,13 +135,7 @@ def _size_interp(d: pd.DataFrame, nbytes: float, notes: list, what: str) -> floa
 
 # -- loaders ----------------------------------------------------------------------------------
 def _read(path) -> pd.DataFrame:
-    path = Path(path)
-    if not path.exists():
-        raise PerfcastError("no such file", path)
-    try:
-        return pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise PerfcastError(f"not a readable CSV: {str(e).splitlines()[0]}", path) from None
+    return _read_csv(Path(path))
 
 
 def load_micro(path: str | Path) -> MicroTable:
