@@ -492,6 +492,52 @@ c.Allreduce(np.ones(7), np.empty(7))
 """
 
 
+FORTRAN_PROGRAM = """program f
+  use mpi
+  implicit none
+  integer :: ierr, rank, i
+  double precision :: x(100), y(100)
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  x = rank
+  do i = 1, 7
+    call MPI_Allreduce(x, y, 100, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  end do
+  if (rank == 0) then
+    call MPI_Send(x, 10, MPI_DOUBLE_PRECISION, 1, 5, MPI_COMM_WORLD, ierr)
+  else if (rank == 1) then
+    call MPI_Recv(y, 10, MPI_DOUBLE_PRECISION, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+  end if
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Finalize(ierr)
+end program f
+"""
+
+
+def test_real_fortran_program(shim, tmp_path):
+    """A program compiled with mpif90 (Open MPI's Fortran layer calls PMPI_ directly, so only the
+    library's own Fortran entry points can see these calls)."""
+    if shutil.which("mpif90") is None:
+        pytest.fail("mpif90 not found: install gfortran (scripts/install-system-deps.sh)")
+    src = tmp_path / "f.f90"
+    src.write_text(FORTRAN_PROGRAM)
+    exe = tmp_path / "f"
+    r = subprocess.run(["mpif90", "-o", str(exe), str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    out.mkdir()
+    profiled_run(out, 2, [str(exe)])
+    docs = raw(out)
+    assert sorted(docs) == [0, 1]
+    for rank, d in docs.items():
+        ar = routine(d, "MPI_Allreduce")
+        # 7 calls of 100 doubles: 800 bytes contributed and received per call
+        assert (ar["calls"], ar["bytes_sent"], ar["bytes_recv"]) == (7, 5600, 5600)
+        assert routine(d, "MPI_Barrier")["calls"] == 1
+    assert (routine(docs[0], "MPI_Send")["calls"], routine(docs[0], "MPI_Send")["bytes_sent"]) == (1, 80)
+    assert (routine(docs[1], "MPI_Recv")["calls"], routine(docs[1], "MPI_Recv")["bytes_recv"]) == (1, 80)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None,
                     reason="mpi4py is not installed in this environment (pip install mpi4py)")
 def test_mpi4py_program(shim, tmp_path):
