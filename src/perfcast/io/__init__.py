@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 from ..errors import PerfcastError
 from ..experiment import Experiment, combine
 
-__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends"]
+__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends", "read_json"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,19 @@ def read_ends(path: Path, n: int = 65536) -> tuple[bytes, bytes]:
             f.seek(max(n, size - n))
             tail = f.read()
     return head, tail
+
+
+def read_json(path: Path):
+    """Parse a JSON file; invalid JSON or binary content is a PerfcastError naming file and line."""
+    import json
+
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise PerfcastError(f"not valid JSON ({e.msg})", path, e.lineno) from None
+    except UnicodeDecodeError:
+        raise PerfcastError("not a JSON text file (binary content)", path) from None
 
 
 def _safe_sniff(r: Reader, path: Path) -> bool:

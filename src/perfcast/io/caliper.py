@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import CallTree, Experiment, Metric, guess_kind
-from . import ReadOptions, Reader, read_ends, register
+from . import ReadOptions, Reader, read_ends, read_json, register
 
 #: callpath of records outside every annotated region
 UNANNOTATED = "(unannotated)"
@@ -503,13 +503,7 @@ def _json_safe(v):
 
 
 def _parse_json_split(path: Path) -> _Profile:
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as e:
-        raise PerfcastError(f"not valid JSON ({e.msg})", path, e.lineno) from None
-    except UnicodeDecodeError:
-        raise PerfcastError("not a JSON text file (binary content)", path) from None
+    doc = read_json(path)
     if not isinstance(doc, dict) or not all(k in doc for k in _JSON_SPLIT_KEYS):
         raise PerfcastError("not Caliper json-split output (needs the keys data, columns, nodes)", path)
     data, columns, nodes = doc["data"], doc["columns"], doc["nodes"]

@@ -15,12 +15,11 @@ chosen among the well-known keys that vary (``jobsize``, ``problem_size``, ``thr
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import PerfcastError
 from ..experiment import Experiment, Metric
-from . import ReadOptions, Reader, read_ends, register
+from . import ReadOptions, Reader, read_ends, read_json, register
 from .caliper import (_NOT_METRICS, _THREAD_KEYS, _assemble, _combine_op, _json_safe, _Profile, _split_ops,
                       _to_int_location, _unit_from_name, metric_kind, metric_scope)
 
@@ -73,13 +72,7 @@ def _node_paths(graph: dict, path: Path) -> dict[str, tuple[str, ...]]:
 
 
 def read_thicket(path: Path, options: ReadOptions) -> Experiment:
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as e:
-        raise PerfcastError(f"not valid JSON ({e.msg})", path, e.lineno) from None
-    except UnicodeDecodeError:
-        raise PerfcastError("not a JSON text file (binary content)", path) from None
+    doc = read_json(path)
     if not isinstance(doc, dict) or not all(k in doc for k in _KEYS):
         raise PerfcastError("not a Thicket JSON file (needs the keys graph, dataframe, metadata)", path)
     graph = doc["graph"]
