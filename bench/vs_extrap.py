@@ -125,14 +125,39 @@ def write_text(path, params, points, truths, noise, reps, rng):
     lines += ["POINTS " + " ".join("( " + " ".join(str(v) for v in pt) + " )" for pt in points), "",
               "METRIC time", ""]
     cols = {p: np.array([pt[k] for pt in points], dtype=float) for k, p in enumerate(params)}
+    data = []
     for i, t in enumerate(truths):
         f = evaluate(t, cols)
         lines.append(f"REGION r{i}")
         y = f[:, None] * (1 + rng.uniform(-noise / 2, noise / 2, size=(len(points), reps)))
+        data.append(y)
         for row in y:
             lines.append("DATA " + " ".join(repr(float(v)) for v in row))
         lines.append("")
-    path.write_text("\n".join(lines))
+    text = "\n".join(lines)
+    fresh = not path.exists() or path.read_text() != text
+    if fresh:
+        path.write_text(text)
+    return data, fresh
+
+
+def oracle(truths, data, points, params, target):
+    """Predictions of the TRUE hypothesis (the truth's terms, coefficients unknown) fitted by the
+    modeler's weighted least squares (weights r / mean^2 on the per-point means) on the same
+    noisy data: the ceiling of any method that has to find the shape from the data."""
+    cols = {p: np.array([pt[k] for pt in points], dtype=float) for k, p in enumerate(params)}
+    tcols = {p: np.array([v], dtype=float) for p, v in zip(params, target)}
+    preds = {}
+    for i, (t, y) in enumerate(zip(truths, data)):
+        mean = y.mean(axis=1)
+        w = y.shape[1] / mean ** 2
+        basis = lambda c: np.column_stack([np.ones(len(next(iter(c.values()))))]  # noqa: E731
+                                          + [evaluate({"c0": 0.0, "terms": [(1.0, fac)]}, c) for _, fac in t["terms"]])
+        D = basis(cols)
+        sw = np.sqrt(w)
+        beta = np.linalg.lstsq(D * sw[:, None], mean * sw, rcond=None)[0]
+        preds[f"r{i}"] = float(basis(tcols)[0] @ beta)
+    return preds
 
 
 HELPER = r'''
@@ -187,17 +212,24 @@ def ensure_extrap():
     return py
 
 
-def run_extrap(path, target, params):
-    py = ensure_extrap()
-    helper = OUT / "_extrap_helper.py"
-    helper.write_text(HELPER)
+def run_extrap(path, target, params, reuse=False):
+    """Extra-P's models of ``path``; ``reuse``: the cached bench/out/<set>.extrap.json of an
+    identical earlier file (same seed, scale and generator) instead of a new run."""
     res = OUT / (path.stem + ".extrap.json")
-    t0 = time.perf_counter()
-    subprocess.run([str(py), str(helper), str(path), ",".join(str(v) for v in target), str(res)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    d = json.loads(res.read_text())
-    d["wall"] = wall
+    if reuse and res.exists():
+        d = json.loads(res.read_text())
+        d.setdefault("wall", float("nan"))
+        d["cached"] = True
+    else:
+        py = ensure_extrap()
+        helper = OUT / "_extrap_helper.py"
+        helper.write_text(HELPER)
+        t0 = time.perf_counter()
+        subprocess.run([str(py), str(helper), str(path), ",".join(str(v) for v in target), str(res)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        d = json.loads(res.read_text())
+        d["wall"] = time.perf_counter() - t0
+        d["cached"] = False
     preds, leads = {}, {}
     for cp, m in d["models"].items():
         preds[cp] = m["pred"]
@@ -252,6 +284,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--no-extrap", action="store_true", help="perfcast only")
+    ap.add_argument("--oracle", action="store_true",
+                    help="also fit the true hypothesis (truth's terms, WLS coefficients): the ceiling")
+    ap.add_argument("--rerun-extrap", action="store_true",
+                    help="run Extra-P even when an identical file has a cached result")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the number of callpaths")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--selection", default=None, help="perfcast selection criterion (cv, bic)")
@@ -286,7 +322,7 @@ def main(argv=None):
             target = [4 * pvals[-1], 4 * N_VALUES[-1]]
         truths = make_truths(rng, nparam, count, kind, pvals[-1], N_VALUES[-1])
         path = OUT / f"{name}.txt"
-        write_text(path, params, points, truths, noise, reps, rng)
+        data, fresh = write_text(path, params, points, truths, noise, reps, rng)
         row = {"callpaths": count, "noise": noise}
         pt, preds, leads, ivs, apreds, aivs = run_perfcast(path, target, params, options)
         row["perfcast"] = {**score(truths, preds, leads, ivs, target, params, noise, np.random.default_rng(7)),
@@ -294,8 +330,13 @@ def main(argv=None):
                            "ms_per_callpath": 1000 * pt["model"] / count}
         avg = score(truths, apreds, leads, aivs, target, params, noise, np.random.default_rng(7))
         row["perfcast_averaged"] = {k: avg[k] for k in ("err_median", "err_p90", "coverage")}
+        if args.oracle:
+            opreds = oracle(truths, data, points, params, target)
+            orc = score(truths, opreds, {k: {} for k in opreds}, None, target, params, noise, np.random.default_rng(7))
+            row["oracle"] = {k: orc[k] for k in ("err_median", "err_p90")}
         if not args.no_extrap:
-            d, epreds, eleads = run_extrap(path, target, params)
+            d, epreds, eleads = run_extrap(path, target, params, reuse=not fresh and not args.rerun_extrap)
+            row["extrap_cached"] = d["cached"]
             row["extrap"] = {**score(truths, epreds, eleads, None, target, params, noise, np.random.default_rng(7)),
                              "model_s": d["model"], "read_s": d["read"], "wall_s": d["wall"],
                              "ms_per_callpath": 1000 * d["model"] / count}
@@ -315,12 +356,18 @@ def report(name, row):
             f"p90 {pc['err_p90']:.2%}, 90%-PI coverage {pc['coverage']:.1%}")
     av = row["perfcast_averaged"]
     line += (f" | averaged: err med {av['err_median']:.2%} p90 {av['err_p90']:.2%}, coverage {av['coverage']:.1%}")
+    if "oracle" in row:
+        line += f" | oracle (true shape): err med {row['oracle']['err_median']:.2%} p90 {row['oracle']['err_p90']:.2%}"
     if "extrap" in row:
         ex = row["extrap"]
         line += (f" | Extra-P: {ex['ms_per_callpath']:.2f} ms/cp, exact {ex['exact']:.1%}, err med "
                  f"{ex['err_median']:.2%} p90 {ex['err_p90']:.2%} | speed x{row['speedup_model']:.0f} "
                  f"(read+model x{row['speedup_read_model']:.0f}), p90 ratio "
                  f"{pc['err_p90'] / max(ex['err_p90'], 1e-12):.2f} (averaged {av['err_p90'] / max(ex['err_p90'], 1e-12):.2f})")
+        if "oracle" in row:
+            line += f", oracle ratio {row['oracle']['err_p90'] / max(ex['err_p90'], 1e-12):.2f}"
+        if row.get("extrap_cached"):
+            line += " [Extra-P cached]"
     print(line, flush=True)
 
 
