@@ -46,10 +46,13 @@ class Reader:
     #: optional: read several files of this format as one experiment, choosing parameters across
     #: them (e.g. the Caliper globals that vary between runs)
     read_many: Callable[[Sequence[Path], ReadOptions], Experiment] | None = None
+    #: chosen by its extension alone when no reader recognises the content (False for readers
+    #: sharing a common extension with a more general one, e.g. summary tables among CSVs)
+    fallback: bool = True
 
 
 _READERS: dict[str, Reader] = {}
-_MODULES = ("tidy", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi")
+_MODULES = ("tidy", "summary", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi")
 _loaded = False
 
 
@@ -95,6 +98,7 @@ def detect(path: Path) -> Reader:
     for r in _READERS.values():
         if r not in candidates and (r.directories or path.is_file()) and _safe_sniff(r, path):
             return r
+    candidates = [r for r in candidates if r.fallback]
     if len(candidates) == 1:
         return candidates[0]
     kinds = ", ".join(sorted(_READERS))
