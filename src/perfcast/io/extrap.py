@@ -1,6 +1,6 @@
-"""Extra-P input formats: text, JSON (both layouts), JSON Lines and Talpas.
+"""Extra-P input formats: text, JSON (both layouts), JSON Lines, Talpas and saved experiments.
 
-Four readers are registered:
+Five readers are registered:
 
 ``extrap-text``
     Extra-P's text format (``PARAMETER`` / ``POINTS`` / ``METRIC`` / ``REGION`` / ``DATA`` lines).
@@ -22,6 +22,20 @@ Four readers are registered:
     The Talpas format: one measurement per line,
     ``{"parameters":{"x":20};"metric":"time";"callpath":"compute";"value":82.0}`` (``;`` separates
     the fields).
+``extrap-experiment``
+    An experiment saved by Extra-P 4 (``.extra-p``): a zip archive holding ``experiment.json`` --
+    ``{"Extra-P": version, "parameters": [...], "measurements": {callpath: {metric: [{"coordinate":
+    [...], "median", "mean", "minimum", "maximum", "std", "repetitions", "values"}]}}, "modelers":
+    [...]}`` -- and, when Extra-P was told to keep them (``--keep-values``), the repetitions:
+    ``"values": [chunk, i]`` refers to the i-th NumPy ``.npy`` array in ``values/<chunk>.vals``
+    (16-byte magic ``Extra-P VALUES``), located by the little-endian 64-bit offsets in
+    ``values/<chunk>.indx`` (magic ``Extra-P INDEX``, then the count).  With repetitions the
+    experiment equals the one read from the original input.  **By default Extra-P saves no
+    repetitions** (``"values": null``; so does the shared ``two_parameter3.txt.extra-p``): then
+    each point holds one value at repetition 0 -- the statistic Extra-P's own saved modeler used
+    (``use_measure``; mean when absent) -- the per-point statistics go verbatim to
+    ``meta["summary"]`` and ``meta["warnings"]`` says so.  Nothing is invented: perfcast's noise
+    estimate sees one value per point.  The stored models (``modelers``) are not read.
 
 Every value list at a point becomes repetitions 0..k-1; values met again for a point, callpath and
 metric (a repeated coordinate, a repeated REGION block, a second line) continue the repetition
@@ -782,6 +796,247 @@ def _sniff_talpas(path: Path) -> bool:
     return isinstance(rec, dict) and isinstance(rec.get("parameters"), dict) and "value" in rec
 
 
+# ---------------------------------------------------------------------------------------------
+# saved Extra-P experiments (.extra-p)
+
+#: the JSON member of a saved experiment
+ARCHIVE_DATA = "experiment.json"
+#: the statistics Extra-P stores per point, in the order meta["summary"] lists them
+ARCHIVE_STATS = ("repetitions", "mean", "median", "minimum", "maximum", "std")
+_INDEX_MAGIC = b"Extra-P INDEX\0\0\0"
+_VALUES_MAGIC = b"Extra-P VALUES\0\0"
+#: Extra-P's old way of appending tags to a callpath or metric name
+_TAG_SEPARATOR = "\x03"
+
+
+def _sniff_archive(path: Path) -> bool:
+    import zipfile
+
+    if not path.is_file() or not zipfile.is_zipfile(path):
+        return False
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return ARCHIVE_DATA in zf.namelist()
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return False
+
+
+class _ArchiveValues:
+    """Repetition values stored beside experiment.json: ``values/<chunk>.indx`` (magic, count,
+    little-endian 64-bit offsets) and ``values/<chunk>.vals`` (magic, then NumPy ``.npy`` arrays
+    at those offsets)."""
+
+    def __init__(self, zf, path: Path):
+        self.zf, self.path = zf, path
+        self.chunks: dict[int, tuple[list[int], bytes]] = {}
+
+    def _member(self, name: str) -> bytes:
+        import zipfile
+        import zlib
+
+        try:
+            return self.zf.read(name)
+        except KeyError:
+            raise PerfcastError(f"the archive has no {name} (values referenced by experiment.json)",
+                                self.path) from None
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
+            raise PerfcastError(f"{name} is damaged ({e})", self.path) from None
+
+    def _chunk(self, chunk: int) -> tuple[list[int], bytes]:
+        if chunk not in self.chunks:
+            import struct
+
+            idx_name, val_name = f"values/{chunk}.indx", f"values/{chunk}.vals"
+            idx, vals = self._member(idx_name), self._member(val_name)
+            if idx[:16] != _INDEX_MAGIC or len(idx) < 24:
+                raise PerfcastError(f"{idx_name} is not an Extra-P value index", self.path)
+            if vals[:16] != _VALUES_MAGIC:
+                raise PerfcastError(f"{val_name} is not an Extra-P value file", self.path)
+            (n,) = struct.unpack_from("<Q", idx, 16)
+            if len(idx) < 24 + 8 * n:
+                raise PerfcastError(f"{idx_name} lists {n} arrays but is cut short (truncated?)", self.path)
+            offsets = list(struct.unpack_from(f"<{n}Q", idx, 24))
+            self.chunks[chunk] = (offsets, vals)
+        return self.chunks[chunk]
+
+    def read(self, ref, where: str) -> list[float]:
+        import io as _io
+
+        if (not isinstance(ref, list) or len(ref) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in ref)):
+            raise _jerr(f"expected null or a [chunk, index] pair, found {json.dumps(ref)[:40]}", self.path, where)
+        offsets, vals = self._chunk(ref[0])
+        if ref[1] >= len(offsets) or offsets[ref[1]] >= len(vals):
+            raise _jerr(f"values [{ref[0]}, {ref[1]}] are not in values/{ref[0]}.vals (truncated?)",
+                        self.path, where)
+        try:
+            arr = np.lib.format.read_array(_io.BytesIO(vals[offsets[ref[1]]:]), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise _jerr(f"values [{ref[0]}, {ref[1]}] in values/{ref[0]}.vals are unreadable ({e})",
+                        self.path, where) from None
+        if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+            raise _jerr(f"values [{ref[0]}, {ref[1]}] have shape {arr.shape} and type {arr.dtype}; perfcast reads "
+                        f"one number per repetition", self.path, where)
+        out = [float(v) for v in arr]
+        if not out or not all(math.isfinite(v) for v in out):
+            raise _jerr(f"values [{ref[0]}, {ref[1]}] are empty or not finite", self.path, where)
+        return out
+
+
+def read_archive(path: Path, options: ReadOptions | None = None, statistic: str | None = None) -> Experiment:
+    """Read a saved Extra-P experiment (``.extra-p``).
+
+    ``statistic`` (``mean``, ``median``, ``minimum``, ``maximum``) picks the value of points saved
+    without their repetitions; default: the measure of the archive's first modeler, else mean.
+    """
+    import zipfile
+    import zlib
+
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise PerfcastError(f"not a readable Extra-P experiment: damaged or truncated zip archive ({e})",
+                            path) from None
+    with zf:
+        if ARCHIVE_DATA not in zf.namelist():
+            raise PerfcastError(f"no {ARCHIVE_DATA} in the zip archive (not a saved Extra-P experiment)", path)
+        try:
+            raw = zf.read(ARCHIVE_DATA)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
+            raise PerfcastError(f"{ARCHIVE_DATA} in the archive is damaged ({e})", path) from None
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            line = raw[:e.start].count(b"\n") + 1
+            raise PerfcastError(f"{ARCHIVE_DATA} is not UTF-8 text", path, f"{ARCHIVE_DATA} line {line}") from None
+        try:
+            obj = json.loads(text, object_pairs_hook=_object_hook)
+        except json.JSONDecodeError as e:
+            raise PerfcastError(f"invalid JSON at column {e.colno}: {e.msg}", path,
+                                f"{ARCHIVE_DATA} line {e.lineno}") from None
+        except RecursionError:
+            raise PerfcastError("JSON nested too deeply", path, ARCHIVE_DATA) from None
+        return _archive_experiment(obj, path, _ArchiveValues(zf, path), statistic)
+
+
+def _untag(name: str) -> str:
+    return name.split(_TAG_SEPARATOR, 1)[0]
+
+
+def _archive_experiment(obj, path: Path, store: _ArchiveValues, statistic: str | None) -> Experiment:
+    top = ARCHIVE_DATA + " "
+
+    def where(field: str) -> str:
+        return top + (field or "top level")
+
+    if not isinstance(obj, dict):
+        raise _jerr(f"expected an object, found {type(obj).__name__}", path, where(""))
+    _no_dups(obj, path, top.strip())
+    params = _jget(obj, "parameters", path, where(""), kind=list)
+    names = []
+    for i, p in enumerate(params):
+        if isinstance(p, dict) and "name" in p:  # tolerate parameters saved as objects
+            p = p["name"]
+        names.append(_jstr(p, path, where(_field("parameters", i))))
+    if not names:
+        raise _jerr("no parameters", path, where("parameters"))
+    msg = _check_parameter_names(names)
+    if msg:
+        raise _jerr(msg, path, where("parameters"))
+    meas = _jget(obj, "measurements", path, where(""), kind=dict)
+    if not meas:
+        raise _jerr("no measurements", path, where("measurements"))
+
+    if statistic is None:
+        statistic = "mean"
+        modelers = obj.get("modelers")
+        if isinstance(modelers, list) and modelers and isinstance(modelers[0], dict):
+            m = modelers[0].get("modeler")
+            measure = m.get("use_measure") if isinstance(m, dict) else None
+            if isinstance(measure, str) and measure.lower() in ("mean", "median", "minimum", "maximum"):
+                statistic = measure.lower()
+            elif isinstance(m, dict) and m.get("use_median") is True:
+                statistic = "median"
+    if statistic not in ("mean", "median", "minimum", "maximum"):
+        raise PerfcastError(f"unknown statistic {statistic!r}; use mean, median, minimum or maximum")
+
+    # collect every entry first: repetitions are used only when every point has them
+    entries = []  # (coords, callpath, metric, entry, where)
+    b = _Builder(names)
+    for cp_name, by_metric in _items(meas):
+        w_cp = _field("measurements", cp_name)
+        cp = _jcallpath(b, _untag(cp_name) if isinstance(cp_name, str) else cp_name, path, where(w_cp))
+        if not isinstance(by_metric, dict):
+            raise _jerr("expected an object of metrics", path, where(w_cp))
+        for metric_name, lst in _items(by_metric):
+            w_m = _field(w_cp, metric_name)
+            metric = b.metric(_jstr(_untag(metric_name), path, where(w_m)))
+            if not isinstance(lst, list):
+                raise _jerr("expected a list of measurements", path, where(w_m))
+            for i, e in enumerate(lst):
+                w_e = _field(w_m, i)
+                if not isinstance(e, dict):
+                    raise _jerr("expected an object", path, where(w_e))
+                _no_dups(e, path, where(w_e))
+                point = _jget(e, "coordinate", path, where(w_e), kind=list)
+                w_p = _field(w_e, "coordinate")
+                if len(point) != len(names):
+                    raise _jerr(f"coordinate has {len(point)} value(s) but {len(names)} parameter(s) are declared",
+                                path, where(w_p))
+                coords = tuple(_jnum(c, path, where(_field(w_p, k))) for k, c in enumerate(point))
+                entries.append((coords, cp, metric, e, w_e))
+    if not entries:
+        raise _jerr("no measurements", path, where("measurements"))
+
+    with_values = all(e.get("values") is not None for _, _, _, e, _ in entries)
+    rows, seen = [], {}
+    for coords, cp, metric, e, w_e in entries:
+        stats = {}
+        for k in ARCHIVE_STATS:
+            v = e.get(k)
+            if v is None:
+                if k == statistic and not with_values:
+                    raise _jerr(f"missing field {k!r} (the statistic read, as the experiment was saved without "
+                                f"repetition values)", path, where(w_e))
+                stats[k] = None
+                continue
+            w_k = _field(w_e, k)
+            if k == "repetitions":
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise _jerr(f"{json.dumps(v)[:40]} is not a positive whole number", path, where(w_k))
+                stats[k] = v
+            else:
+                stats[k] = _jnum(v, path, where(w_k))
+                if k == "std" and stats[k] < 0:
+                    raise _jerr(f"a standard deviation cannot be negative ({v})", path, where(w_k))
+        key = (coords, cp, metric)
+        if with_values:
+            values = store.read(e["values"], where(_field(w_e, "values")))
+        else:
+            if key in seen:
+                raise _jerr(f"coordinate repeated for {cp!r} / {metric!r} (first at {seen[key]})", path,
+                            where(_field(w_e, "coordinate")))
+            seen[key] = _field(w_e, "coordinate")
+            values = [stats[statistic]]
+        try:
+            b.add(coords, cp, metric, values)
+        except PerfcastError as err:
+            raise _jerr(err.message, path, where(w_e)) from None
+        rows.append([*coords, cp, metric, *(stats[k] for k in ARCHIVE_STATS)])
+
+    meta: dict = {"extrap_version": obj.get("Extra-P") if isinstance(obj.get("Extra-P"), str) else None}
+    if not with_values:
+        meta["summary"] = {"statistic": statistic, "columns": [*names, "callpath", "metric", *ARCHIVE_STATS],
+                           "rows": rows}
+        meta["warnings"] = [f"{path.name}: the experiment was saved without its repetitions; each point holds "
+                            f"one value, the {statistic} (Extra-P's statistics are in meta['summary'])"]
+    return b.experiment(meta)
+
+
+def _read_archive(path: Path, options: ReadOptions) -> Experiment:
+    return read_archive(path, options)
+
+
 register(Reader("extrap-text", "Extra-P text input (PARAMETER / POINTS / REGION / METRIC / DATA lines)",
                 (".txt",), _sniff_text, read_text))
 register(Reader("extrap-json", "Extra-P JSON input (points layout or the older id-based layout)",
@@ -790,3 +1045,5 @@ register(Reader("extrap-jsonl", "Extra-P JSON Lines input (one {\"params\": ...,
                 (".jsonl",), _sniff_jsonl, read_jsonl))
 register(Reader("talpas", "Talpas input (one {\"parameters\":...;\"metric\":...;\"callpath\":...;\"value\":...} "
                 "per line)", (".txt",), _sniff_talpas, read_talpas))
+register(Reader("extrap-experiment", "Extra-P saved experiment (.extra-p zip: experiment.json [+ values/])",
+                (".extra-p",), _sniff_archive, _read_archive))
