@@ -2,7 +2,7 @@
 
 The numbers pinned are the bench results (bench/projection_closed_loop.py, bench/projection_comm.py)
 with room for the random pair sample; they fail if the surrogate stops beating the naive
-geometric-mean baseline or the communication projection stops beating "time unchanged".
+geometric-mean baseline (the default factor-model method: tests/test_projection_factor.py) or the communication projection stops beating "time unchanged".
 """
 
 import importlib.util
@@ -29,7 +29,7 @@ def spec():
 def test_baseline_reproduces_the_published_figure(spec):
     db, sigs = spec
     pairs = random_pairs(db, list(sigs), 400, seed=7)
-    r = closed_loop(db, sigs, list(GROUPS), pairs, target_aware=False)
+    r = closed_loop(db, sigs, list(GROUPS), pairs, target_aware=False, method="surrogate")
     s = r.summary()
     # the issue: the geometric-mean baseline is about 22 % mean, 17 % median over random pairs
     assert 0.18 < s["baseline"]["mean"] < 0.26
@@ -47,7 +47,7 @@ def test_baseline_reproduces_the_published_figure(spec):
 def test_target_aware_ranking(spec):
     db, sigs = spec
     pairs = random_pairs(db, list(sigs), 30, seed=11)
-    s = closed_loop(db, sigs, list(GROUPS), pairs, target_aware=True).summary()
+    s = closed_loop(db, sigs, list(GROUPS), pairs, target_aware=True, method="surrogate").summary()
     # bench (300 pairs): 18.1 % mean, 11.1 % median vs baseline 21.9 / 16.3
     assert s["method"]["mean"] < s["baseline"]["mean"]
     assert s["method"]["median"] < 0.85 * s["baseline"]["median"]

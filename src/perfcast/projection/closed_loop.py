@@ -5,6 +5,12 @@ characterisation data, its surrogate is built from the *other* benchmarks only, 
 on a target system is projected from its published runtime on a base system; the published
 runtime on the target is the truth.  The naive baseline scales by the geometric mean of the other
 benchmarks' target/base ratios.  Error = |projected / published - 1|.
+
+Methods: ``"factor"`` (default, :mod:`.factor`: low-rank model of the database without the
+application's column, loadings predicted from the signature), ``"surrogate"`` (Sharkawi's
+combination of benchmarks, optionally blended with a ridge regression).  The factor method needs
+the memory groups of :data:`.factor.FEATURE_GROUPS` among ``groups``; otherwise it falls back to
+the surrogate (``LoopResult.quality`` says which ran).
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ from ..errors import PerfcastError
 from .database import BenchmarkDB
 from .signatures import Signature
 from .signatures import GROUPS
+from .factor import factor_projector, feature_metrics
 from .surrogate import find_surrogate, regression_log_ratio
+
+METHODS = ("factor", "surrogate")
 
 
 @dataclass
@@ -56,30 +65,48 @@ def random_pairs(db: BenchmarkDB, benchmarks: list[str], n: int, seed: int = 0) 
 
 
 def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs, target_aware: bool = True,
-                max_members: int = 4, blend: float | None = None) -> LoopResult:
-    """``blend`` = w: projected log ratio = w x surrogate + (1 - w) x ridge regression of the other
-    benchmarks' log ratios on their signatures (:func:`regression_log_ratio`); None = surrogate only."""
+                max_members: int = 4, blend: float | None = None, method: str = "factor",
+                rank: int | None = None, alpha: float | None = None) -> LoopResult:
+    """``method`` "factor" (default) or "surrogate".  For the surrogate, ``blend`` = w: projected log
+    ratio = w x surrogate + (1 - w) x ridge regression of the other benchmarks' log ratios on their
+    signatures (:func:`regression_log_ratio`); None = surrogate only.  ``rank``/``alpha`` override
+    the factor model's defaults (:data:`.factor.RANK`, :data:`.factor.ALPHA`)."""
+    if method not in METHODS:
+        raise PerfcastError(f"unknown method {method!r}; methods: {', '.join(METHODS)}", where="method")
     benches = [b for b in sorted(signatures) if b in db.benchmarks]
     if len(benches) < 3:
         raise PerfcastError("fewer than three benchmarks have both a signature and published results")
     t = db.times()[benches]
     rows = {k: [] for k in ("app", "base", "target", "error", "baseline", "quality")}
     cache = {}
+    factor = {}
+    if method == "factor":
+        kw = {k: v for k, v in (("rank", rank), ("alpha", alpha)) if v is not None}
+        for app in benches:
+            if feature_metrics(signatures[app], groups):
+                # the application's own column is dropped: the model sees only the other benchmarks
+                factor[app] = factor_projector(t.drop(columns=app), {b: signatures[b] for b in benches if b != app},
+                                               signatures[app], groups, **kw)
     for base, target in pairs:
         lr = np.log(t.loc[target].to_numpy(float) / t.loc[base].to_numpy(float))
         ratios = dict(zip(benches, np.exp(lr)))
         for i, app in enumerate(benches):
             others = {b: signatures[b] for b in benches if b != app}
             logr = {b: lr[j] for j, b in enumerate(benches) if b != app}
-            if target_aware:
+            if app in factor:
+                sf = float(np.exp(factor[app].log_ratio(logr)))
+                quality = "factor"
+            elif target_aware:
                 sur = find_surrogate(signatures[app], others, groups, logr, max_members)
             else:
                 key = app
                 if key not in cache:
                     cache[key] = find_surrogate(signatures[app], others, groups, None, max_members)
                 sur = cache[key]
-            sf = sur.scaling_factor(ratios)
-            if blend is not None:
+            if app not in factor:
+                sf = sur.scaling_factor(ratios)
+                quality = sur.quality
+            if blend is not None and app not in factor:
                 metrics = [m for g in groups for m in GROUPS[g]]
                 reg = regression_log_ratio(signatures[app], others, logr, metrics)
                 sf = float(np.exp(blend * np.log(sf) + (1 - blend) * reg))
@@ -90,5 +117,5 @@ def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs
             rows["target"].append(target)
             rows["error"].append(abs(sf / truth - 1))
             rows["baseline"].append(abs(base_sf / truth - 1))
-            rows["quality"].append(sur.quality)
+            rows["quality"].append(quality)
     return LoopResult(**{k: np.array(v) for k, v in rows.items()})

@@ -1,4 +1,10 @@
-"""Whole projection: compute (surrogate) + communication (micro-benchmarks) onto target systems.
+"""Whole projection: compute (factor model or surrogate) + communication (micro-benchmarks) onto targets.
+
+Compute: when the application's signature has the memory groups (llc, bandwidth, prefetch) and
+the database holds enough complete systems, the scaling factor comes from the low-rank factor
+model of the database (:mod:`.factor`, the closed loop's best method: 12 % mean error vs 21 % for
+the geometric-mean baseline, bench/PROJECTION.md); otherwise from Sharkawi's surrogate, which is
+computed and reported in either case.
 
 Default data: ``PERFCAST_PROJECTION_DATA`` (a directory laid out like ../shared/data: ``spec/``
 and ``mpi/``), else ``../shared/data`` beside the working directory or the checkout; ``--db``/``--signatures``/``--micro`` override.
@@ -18,7 +24,10 @@ from ..errors import PerfcastError
 from .comm import MicroTable, RoutineProfile, project_comm
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .signatures import GROUPS, Signature, check_groups, experiment_totals, load_navarro, signature_from_totals
+from .factor import FactorProjector, factor_projector
 from .surrogate import Surrogate, find_surrogate
+
+COMPUTE_METHODS = ("auto", "surrogate")
 
 
 def data_root() -> Path:
@@ -122,14 +131,21 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
             targets: Sequence[str], point: Mapping[str, float] | None = None, groups: Sequence[str] | None = None,
             micro: MicroTable | None = None, micro_base: str | None = None, micro_targets: Sequence[str] = (),
             all_matches: bool = False, max_members: int = 4, signature: Signature | None = None,
-            compute_factor: float | None = None) -> Projection:
+            compute_factor: float | None = None, method: str = "auto") -> Projection:
     """Project ``exp`` (counters [+ PMPI profile]) from ``base`` onto each of ``targets``.
 
     With ``compute_factor`` the surrogate is skipped (compute time x the factor, e.g. 1 when only the
     network changes) and ``base``/``targets`` name systems of the micro-benchmark table ``micro``.
     At a process count the experiment did not measure, the MPI profile and the compute time come
     from the Eq 14-16 models (:mod:`.mpimodel`), which the result lists.
+
+    ``method`` "auto": the factor model (:mod:`.factor`) where it applies (signature with the memory
+    groups, enough complete systems and target ratios), else the surrogate (noted); "surrogate":
+    always the surrogate.
     """
+    if method not in COMPUTE_METHODS:
+        raise PerfcastError(f"unknown compute method {method!r}; methods: {', '.join(COMPUTE_METHODS)}",
+                            where="method")
     notes: list[str] = []
     has_mpi = any(str(c).startswith("MPI->") for c in exp.callpaths) and "calls" in exp.metrics
     profile, nprocs, models, counts, param = [], None, None, [], None
@@ -215,6 +231,16 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     if len(missing_base) == len(usable):
         raise PerfcastError(f"base system {base_id!r} has no published result for any signature benchmark")
     cand = [b for b in usable if b not in missing_base]
+    fp: FactorProjector | None = None
+    if method == "auto":
+        try:
+            fp = factor_projector(t[usable], {b: signatures[b] for b in usable}, sig, groups)
+            notes.append(f"compute factor from the rank-{fp.model.rank} factor model of {len(fp.model.systems)} "
+                         f"systems x {len(fp.model.benchmarks)} benchmarks (loadings from "
+                         f"{', '.join(fp.metrics)}); the surrogate is shown for comparison")
+        except PerfcastError as e:
+            notes.append(f"factor model not used ({e}); compute factor from the surrogate")
+    sources = set()
     results = []
     surrogate = None
     for tid in tids:
@@ -227,6 +253,17 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                              {b: math.log(r) for b, r in ratios.items()}, max_members)
         surrogate = surrogate or sur
         sf = sur.scaling_factor(ratios)
+        extra = {"surrogate_factor": sf}
+        if fp is not None:
+            try:
+                sf = fp.scaling_factor(ratios)
+                extra["factor_model"] = fp.to_dict()
+                sources.add("factor model")
+            except PerfcastError as e:
+                notes.append(f"target {tid}: {e}; surrogate used")
+                sources.add("surrogate")
+        else:
+            sources.add("surrogate")
         comp_t = sf * compute_base
         comm_t, detail = None, None
         if has_mpi and profile:
@@ -242,10 +279,12 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                 cp = project_comm(profile, nprocs, micro, mb, mt, compute_base, sf)
                 comm_t, detail = cp.elapsed_target, cp.to_dict()
                 detail["surrogate"] = sur.to_dict()
+                detail.update(extra)
         elif has_mpi:
             comm_t = 0.0
         results.append(TargetProjection(tid, db.name(tid), sf, comp_t, comm_t, comp_t + (comm_t or 0.0),
-                                        detail if detail else {"surrogate": sur.to_dict()}))
+                                        detail if detail else {"surrogate": sur.to_dict(), **extra}))
     results.sort(key=lambda r: r.total)
     comm_base = sum(r.elapsed for r in profile) if has_mpi else None
-    return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models)
+    return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,
+                      " + ".join(sorted(sources)) or "surrogate")

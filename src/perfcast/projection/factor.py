@@ -1,0 +1,230 @@
+"""Low-rank factor model of a benchmark database: the default compute projection (issue #7).
+
+Published results of many systems on the same benchmarks co-vary in a few ways.  With
+``L[s, b] = log t(system s, benchmark b)``::
+
+    L[s, b] = a_s + mu_b + sum_k u_sk v_bk + e_sb        (k = 1..K)
+
+``a_s`` is the system's overall speed, ``mu_b`` the benchmark's length, ``u_s`` the system's
+position on the K factors and ``v_b`` the benchmark's loadings (its sensitivity to them); ``e`` is
+what no factor explains.  On SPEC CPU2017 FP rate the first factor alone explains 75 % of the
+variance left after ``a_s`` and ``mu_b``; its system scores follow the memory bandwidth per copy
+(correlation 0.67 with log(channels x data rate / copies)) and its loadings separate the
+streaming benchmarks (bwaves, lbm, fotonik3d, roms) from the compute-bound ones (imagick, nab,
+namd).  It is fitted by a singular value decomposition of the double-centred ``L`` over every
+system with a result for every benchmark.
+
+Projection of an application from system ``s`` to system ``s'``:
+
+1. the benchmarks' published log ratios ``d_b = L[s', b] - L[s, b] = c + v_b . du + noise``
+   give ``c`` and ``du = u_s' - u_s`` by weighted least squares (weights 1 / the benchmark's
+   residual variance ``var(e_b)``: benchmarks with large idiosyncrasies, e.g. compiler-sensitive
+   ones, count less);
+2. the application's loadings ``v_app`` are predicted from its counter signature by a ridge
+   regression across the benchmarks of their loadings on their signatures;
+3. projected log ratio ``= c + v_app . du``; scaling factor = its exponential.
+
+Features of step 2 (:data:`FEATURE_GROUPS`): the memory-hierarchy metrics -- LLC misses and
+accesses, DRAM bytes, prefetch-off LLC traffic and CPI gain of prefetching -- per instruction and
+per cycle (metric / CPI: the demand rate a copy puts on the shared memory system), log-compressed
+and standardised as in :mod:`.surrogate`.  A leave-one-benchmark-out search over all subsets of
+the six metric groups picks these three for 11 of the 13 benchmarks; the portable groups (CPI,
+load/store mix, demand cache misses) do not predict the first loading (streaming codes hide their
+traffic behind prefetching), so without the memory groups :func:`factor_projector` refuses and the
+callers fall back to the surrogate.  ``RANK`` and ``ALPHA`` were chosen on held-out system pairs
+(bench/PROJECTION.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfcastError
+from .signatures import GROUPS, Signature
+
+#: metric groups whose metrics predict the loadings (per instruction and per cycle)
+FEATURE_GROUPS = ("llc", "bandwidth", "prefetch")
+#: factors fitted / ridge penalty of the loading regression (chosen on held-out pairs)
+RANK = 1
+ALPHA = 0.3
+
+
+@dataclass
+class FactorModel:
+    """``L[s, b] = a_s + mu_b + scores[s] . loadings[b] + e``, fitted on complete rows."""
+
+    benchmarks: list[str]
+    systems: list[str]
+    offsets: np.ndarray        # a_s, per system (mean log time over the benchmarks)
+    means: np.ndarray          # mu_b, per benchmark (mean of L - a_s over the systems)
+    scores: np.ndarray         # (n_systems, K)
+    loadings: np.ndarray       # (n_benchmarks, K)
+    residual_var: np.ndarray   # var(e_b) per benchmark
+    explained: np.ndarray      # share of the double-centred variance per factor (all factors)
+
+    @property
+    def rank(self) -> int:
+        return self.loadings.shape[1]
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Weights of the pair fit: 1 / residual variance (floored so an exact model stays finite)."""
+        v = self.residual_var
+        return 1.0 / (v + 1e-6 * (float(v.mean()) if v.mean() > 0 else 1.0) + 1e-12)
+
+    def loading(self, name: str) -> np.ndarray:
+        return self.loadings[self.benchmarks.index(name)]
+
+    def loading_of(self, times: Mapping[str, float]) -> tuple[float, np.ndarray]:
+        """``(mu, v)`` of a new column (system -> runtime) by least squares on the system scores.
+
+        For an application measured on several systems of the database; the closed loop never
+        uses it (the application's column is what it predicts)."""
+        idx = {s: i for i, s in enumerate(self.systems)}
+        rows = [(idx[s], float(t)) for s, t in times.items() if s in idx and np.isfinite(t) and t > 0]
+        if len(rows) < self.rank + 2:
+            raise PerfcastError(f"a column needs results on at least {self.rank + 2} systems of the model")
+        i = np.array([r[0] for r in rows])
+        y = np.log([r[1] for r in rows]) - self.offsets[i]
+        coef = np.linalg.lstsq(np.c_[np.ones(len(i)), self.scores[i]], y, rcond=None)[0]
+        return float(coef[0]), coef[1:]
+
+    def fit_pair(self, log_ratios: Mapping[str, float]) -> tuple[float, np.ndarray, list[str]]:
+        """``(c, du, benchmarks used)`` from the benchmarks' log target/base ratios on one pair."""
+        use = [j for j, b in enumerate(self.benchmarks) if np.isfinite(log_ratios.get(b, np.nan))]
+        if len(use) < self.rank + 2:
+            raise PerfcastError(f"the factor model needs target/base ratios of at least {self.rank + 2} of its "
+                                f"benchmarks ({len(use)} given)")
+        A = np.c_[np.ones(len(use)), self.loadings[use]]
+        y = np.array([log_ratios[self.benchmarks[j]] for j in use])
+        sw = np.sqrt(self.weights[use])
+        coef = np.linalg.lstsq(A * sw[:, None], y * sw, rcond=None)[0]
+        return float(coef[0]), coef[1:], [self.benchmarks[j] for j in use]
+
+    def log_ratio(self, log_ratios: Mapping[str, float], loading: np.ndarray) -> float:
+        """Projected log target/base ratio of a program with ``loading``."""
+        c, du, _ = self.fit_pair(log_ratios)
+        return float(c + np.asarray(loading, float) @ du)
+
+
+def fit_factor_model(times: pd.DataFrame, rank: int = RANK) -> FactorModel:
+    """SVD of the double-centred log runtimes (systems x benchmarks) over the complete rows."""
+    if rank < 1:
+        raise PerfcastError("the factor model needs rank >= 1", where="rank")
+    t = times.apply(pd.to_numeric, errors="coerce")
+    t = t[(t > 0).all(axis=1) & np.isfinite(t).all(axis=1)]
+    nb = t.shape[1]
+    if nb < rank + 2:
+        raise PerfcastError(f"a rank-{rank} factor model needs at least {rank + 2} benchmarks ({nb} given)")
+    if len(t) < rank + 2:
+        raise PerfcastError(f"a rank-{rank} factor model needs at least {rank + 2} systems with a result for "
+                            f"every benchmark ({len(t)} have)")
+    L = np.log(t.to_numpy(float))
+    off = L.mean(axis=1)
+    R = L - off[:, None]
+    mu = R.mean(axis=0)
+    R = R - mu
+    U, S, Vt = np.linalg.svd(R, full_matrices=False)
+    n = len(R)
+    scale = S[:rank] / np.sqrt(n)
+    scores = U[:, :rank] * np.sqrt(n)        # unit variance per factor
+    loadings = Vt[:rank].T * scale           # loadings in log-time units per unit score
+    resid = R - scores @ loadings.T
+    tot = float(np.sum(S ** 2))
+    return FactorModel([str(c) for c in t.columns], [str(i) for i in t.index], off, mu, scores, loadings,
+                       resid.var(axis=0), S ** 2 / tot if tot > 0 else np.zeros_like(S))
+
+
+# -- loadings from counter signatures ------------------------------------------------------------
+def feature_metrics(app: Signature, groups: Sequence[str] | None = None) -> list[str]:
+    """Metrics of :data:`FEATURE_GROUPS` (within ``groups``) that the application's signature has."""
+    gs = [g for g in FEATURE_GROUPS if (groups is None or g in groups)
+          and all(m in app.values for m in GROUPS[g])]
+    return [m for g in gs for m in GROUPS[g]]
+
+
+def _raw_features(sig: Signature, metrics: Sequence[str]) -> np.ndarray:
+    x = [sig.values[m] for m in metrics]
+    cpi = sig.values.get("cpi")
+    if cpi is not None and cpi > 0:
+        x += [sig.values[m] / cpi for m in metrics if m != "cpi"]
+    return np.array(x, dtype=float)
+
+
+def predict_loading(model: FactorModel, signatures: Mapping[str, Signature], app: Signature,
+                    metrics: Sequence[str], alpha: float = ALPHA) -> tuple[np.ndarray, list[str]]:
+    """Ridge prediction of ``app``'s loadings from the model benchmarks' (loading, signature) pairs.
+
+    Features: ``metrics`` per instruction and, when every signature has a CPI, per cycle;
+    log-compressed by the benchmarks' median magnitude and standardised; the intercept is not
+    penalised.  Returns the loadings and the benchmarks trained on."""
+    if not metrics:
+        raise PerfcastError("no signature metrics to predict factor loadings from")
+    names = [b for b in model.benchmarks if b != app.name and b in signatures
+             and all(m in signatures[b].values for m in metrics)]
+    if len(names) < 3:
+        raise PerfcastError(f"predicting factor loadings needs at least three benchmarks with signatures "
+                            f"having {', '.join(metrics)} ({len(names)} have)")
+    per_cycle = all((signatures[b].values.get("cpi") or 0) > 0 for b in names) and (app.values.get("cpi") or 0) > 0
+    def raw(s):
+        return _raw_features(s, metrics) if per_cycle else np.array([s.values[m] for m in metrics], float)
+    X = np.array([raw(signatures[b]) for b in names])
+    xa = raw(app)
+    ref = np.median(np.abs(X), axis=0)
+    ref = np.where(ref > 0, ref, 1.0)
+    z = np.sign(X) * np.log1p(np.abs(X) / ref)
+    za = np.sign(xa) * np.log1p(np.abs(xa) / ref)
+    mu, sd = z.mean(axis=0), z.std(axis=0)
+    ok = sd > 1e-12
+    Z = np.c_[np.ones(len(names)), (z[:, ok] - mu[ok]) / sd[ok]]
+    a = np.r_[1.0, (za[ok] - mu[ok]) / sd[ok]]
+    P = alpha * np.eye(Z.shape[1])
+    P[0, 0] = 0.0
+    V = np.array([model.loading(b) for b in names])
+    beta = np.linalg.solve(Z.T @ Z + P, Z.T @ V)
+    return a @ beta, names
+
+
+@dataclass
+class FactorProjector:
+    """A fitted model and one application's predicted loadings: scaling factors for any pair."""
+
+    model: FactorModel
+    loading: np.ndarray
+    metrics: list[str]
+    trained_on: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def log_ratio(self, log_ratios: Mapping[str, float]) -> float:
+        return self.model.log_ratio(log_ratios, self.loading)
+
+    def scaling_factor(self, ratios: Mapping[str, float]) -> float:
+        """Projected target/base time ratio from the benchmarks' published ratios on the pair."""
+        return float(np.exp(self.log_ratio({b: float(np.log(r)) for b, r in ratios.items()
+                                            if r is not None and np.isfinite(r) and r > 0})))
+
+    def to_dict(self) -> dict:
+        return {"method": "factor model", "rank": self.model.rank, "systems": len(self.model.systems),
+                "benchmarks": self.model.benchmarks, "loading": [float(x) for x in self.loading],
+                "features": self.metrics, "explained": [float(x) for x in self.model.explained[:self.model.rank]],
+                "notes": self.notes}
+
+
+def factor_projector(times: pd.DataFrame, signatures: Mapping[str, Signature], app: Signature,
+                     groups: Sequence[str] | None = None, rank: int = RANK, alpha: float = ALPHA) -> FactorProjector:
+    """Fit the factor model on ``times`` (systems x benchmarks; the application's own column must not
+    be in it) and predict ``app``'s loadings from its signature (metrics of :data:`FEATURE_GROUPS`
+    within ``groups``).  Raises :class:`PerfcastError` when the signature lacks those groups."""
+    metrics = feature_metrics(app, groups)
+    if not metrics:
+        raise PerfcastError(f"the factor model needs signature group(s) {', '.join(FEATURE_GROUPS)} "
+                            f"(the application has {', '.join(app.groups()) or 'none'})")
+    if app.name in times.columns:
+        times = times.drop(columns=app.name)
+    model = fit_factor_model(times, rank)
+    v, names = predict_loading(model, signatures, app, metrics, alpha)
+    return FactorProjector(model, v, metrics, names)
