@@ -173,3 +173,29 @@ def test_project_uses_the_factor_model_and_matches_the_closed_loop(spec, tmp_pat
     out = json.loads(capsys.readouterr().out)
     assert out["compute_source"] == "surrogate"
     assert any("factor model not used" in n for n in out["notes"])
+
+
+def test_cli_bad_input_stays_one_line_with_memory_counters(spec, tmp_path, capsys):
+    from perfcast.cli import main
+
+    _, sigs = spec
+    db = tmp_path / "db.csv"
+    rows = ["system,benchmark,time"]
+    for s, f in (("base", 1.0), ("t1", 0.5)):
+        for b in ("503.bwaves_r", "519.lbm_r", "508.namd_r"):
+            rows.append(f"{s},{b},{100 * f}")
+    rows.append("t2,503.bwaves_r,50")
+    db.write_text("\n".join(rows) + "\n")
+    app = tmp_path / "app.csv"
+    _app_csv(app, sigs["549.fotonik3d_r"])
+    # two complete systems cannot carry a factor model: surrogate, with the reason noted
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["compute_source"] == "surrogate"
+    assert any("factor model not used" in n and "systems" in n for n in out["notes"])
+    for target, msg in (("nowhere", "no system matches"), ("t2", "lacks published results")):
+        capsys.readouterr()
+        assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", target]) == 2
+        err = capsys.readouterr().err.strip()
+        assert msg in err and len(err.splitlines()) == 1, err

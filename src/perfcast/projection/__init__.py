@@ -2,7 +2,9 @@
 
 * :mod:`.database` -- published benchmark results (SPEC CPU2017, user CSVs), system search;
 * :mod:`.signatures` -- per-instruction counter signatures (characterisation data, Experiments);
-* :mod:`.surrogate` -- surrogate search and compute scaling factor;
+* :mod:`.factor` -- low-rank factor model of the database: the default compute scaling factor
+  when the signature has the memory groups (bench/PROJECTION.md);
+* :mod:`.surrogate` -- surrogate search and compute scaling factor (fallback, always reported);
 * :mod:`.comm` -- MPI micro-benchmark tables, interpolation, transfer/wait projection;
 * :mod:`.closed_loop` -- validation on published data.
 
