@@ -199,3 +199,30 @@ def test_cli_bad_input_stays_one_line_with_memory_counters(spec, tmp_path, capsy
         assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", target]) == 2
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1, err
+
+
+def test_project_method_option_and_terminal_names_the_source(spec, tmp_path, capsys):
+    from perfcast.cli import main
+
+    db, sigs = spec
+    app = "519.lbm_r"
+    sigfile = tmp_path / "sigs.csv"
+    sigfile.write_text("name,metric,value\n" + "".join(f"{n},{m},{v!r}\n" for n, s in sigs.items() if n != app
+                                                       for m, v in s.values.items()))
+    appfile = tmp_path / "app.csv"
+    _app_csv(appfile, sigs[app])
+    dbfile = DATA / "spec" / "spec17ml_input_FP_rate.csv"
+    (b, t), = random_pairs(db, list(sigs), 1, seed=4)
+    args = ["project", str(appfile), "--db", str(dbfile), "--signatures", str(sigfile), "--base", b, "--target", t]
+    capsys.readouterr()
+    assert main(args + ["--json"]) == 0
+    auto = json.loads(capsys.readouterr().out)
+    assert main(args + ["--json", "--method", "surrogate"]) == 0
+    sur = json.loads(capsys.readouterr().out)
+    assert (auto["compute_source"], sur["compute_source"]) == ("factor model", "surrogate")
+    # the surrogate run's factor is the one the auto run reported for comparison
+    assert sur["targets"][0]["compute_factor"] == pytest.approx(
+        auto["targets"][0]["communication_detail"]["surrogate_factor"], rel=1e-9)
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "compute factor from: factor model" in text and "for comparison" in text

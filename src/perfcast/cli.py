@@ -864,10 +864,14 @@ def systems_cmd(query, dbs, limit, as_json):
 @click.option("--compute-factor", type=float, default=None, metavar="F",
               help="Scale compute time by F instead of a surrogate (e.g. 1 when only the network changes); "
                    "--base/--target then name systems of the --micro table.")
+@click.option("--method", type=click.Choice(["auto", "surrogate"]), default="auto", show_default=True,
+              help="Compute projection: auto = factor model of the benchmark database where the signature "
+                   "has the memory groups (closed loop: 12%% mean error), else the surrogate; surrogate = "
+                   "always Sharkawi's surrogate.")
 @click.option("--limit", type=int, default=30, show_default=True, help="Targets listed.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,
-                micro_base, micro_targets, compute_factor, limit, as_json):
+                micro_base, micro_targets, compute_factor, method, limit, as_json):
     """Project EXP's runtime from --base onto --target machines (surrogate method, seed 002).
 
     With an MPI profile at several process counts, --at p=N may name a count that was not measured:
@@ -883,7 +887,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
     res = project(exp, None if cf else load_db(dbs), None if cf else load_signatures(signatures), base, targets,
                   point, [g.strip() for g in groups.split(",") if g.strip()] if groups else None,
                   load_micro(micro) if micro else None, micro_base, micro_targets, all_matches,
-                  compute_factor=compute_factor)
+                  compute_factor=compute_factor, method=method)
     if as_json:
         write_json(res.to_dict())
         return
@@ -898,8 +902,11 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         for m in res.models:
             out.print(f"  {m['routine']:18s} {m['quantity']:8s} = {m['model']}   (fitted on p="
                       f"{','.join(f'{x:g}' for x in m['fitted_on'])})", markup=False, highlight=False)
+    if not cf:
+        out.print(f"compute factor from: {res.compute_source}", markup=False, highlight=False)
     if s is not None:
-        out.print(f"surrogate (first target): {s.describe()}  match {s.quality}; group errors "
+        role = "" if res.compute_source == "surrogate" else ", for comparison"
+        out.print(f"surrogate (first target{role}): {s.describe()}  match {s.quality}; group errors "
                   + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
     rows = [[t.system, t.name, f"{t.compute_factor:.3f}", f"{t.compute:.4g}",
              "-" if t.comm is None else f"{t.comm:.4g}", f"{t.total:.4g}"] for t in res.targets[:limit]]
