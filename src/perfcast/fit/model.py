@@ -12,7 +12,10 @@ prediction interval needs:
   redone without the largest point(s) missed them by more than noise, coefficient uncertainty
   and hypothesis spread explain; ``drift`` is that excess (relative standard deviation) at one
   doubling beyond the data.  Intervals beyond ``upper`` (the largest measured value of each
-  parameter) add ``(drift * doublings^2 * value)^2`` to the variance.
+  parameter) add ``(drift * doublings^growth * value)^2`` to the variance; ``growth`` (>= 2) is
+  estimated per fitted group from a second rerun without the two largest values.  The drift is
+  estimated from ``drift_dof`` held-out points only, so its uncertainty enters the quantile: the
+  t quantile uses the Welch-Satterthwaite degrees of freedom of the sum of the variances.
 """
 
 from __future__ import annotations
@@ -135,6 +138,10 @@ class Model:
     drift: float = 0.0
     #: largest measured value of each parameter (None: unknown, no extrapolation term)
     upper: tuple[float, ...] | None = None
+    #: exponent of the drift's growth with the distance beyond the data (sd ~ doublings^growth)
+    growth: float = 2.0
+    #: held-out points the drift was estimated from (its degrees of freedom; 0 = taken as exact)
+    drift_dof: int = 0
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -221,7 +228,10 @@ class Model:
 
         Combines repetition noise (relative), coefficient uncertainty, the spread of competing
         hypotheses (their weighted squared distance to the centre) and, beyond the measured data,
-        the calibrated extrapolation drift (``drift * doublings^2 * value``); centred on ``predict(X, averaged)``.  NaN when the data cannot support an interval.
+        the calibrated extrapolation drift (``drift * doublings^growth * value``); centred on
+        ``predict(X, averaged)``.  The quantile is Student's t with the Welch-Satterthwaite degrees
+        of freedom ``(v + v_drift)^2 / (v^2 / dof + v_drift^2 / drift_dof)`` (``dof`` when there
+        is no drift).  NaN when the data cannot support an interval.
         """
         if not 0 < level < 1:
             raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
@@ -237,11 +247,17 @@ class Model:
             var = np.maximum(np.einsum("ni,ij,nj->n", D, C, D), 0.0) + (self.noise * y) ** 2
             w0 = 1.0 - sum(w for w, _ in self.alternatives)
             d = self._doublings(cols, n)
-            var = var + w0 * (y - centre) ** 2 + (self.drift * d * d * centre) ** 2
+            var = var + w0 * (y - centre) ** 2
             for w, ya in self._alt_values(cols, shape):
                 var = var + w * (ya - centre) ** 2
-            q = float(stats.t.ppf(0.5 + level / 2, self.dof))
-            half = q * np.sqrt(var)
+            vd = (self.drift * d ** self.growth * centre) ** 2
+            dof = np.full(n, float(self.dof))
+            if self.drift_dof > 0:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ws = (var + vd) ** 2 / (var ** 2 / self.dof + vd ** 2 / self.drift_dof)
+                dof = np.where((vd > 0) & np.isfinite(ws), ws, dof)
+            q = stats.t.ppf(0.5 + level / 2, dof)
+            half = q * np.sqrt(var + vd)
             lo, hi = centre - half, centre + half
         if shape == ():
             return float(lo[0]), float(hi[0])
@@ -303,6 +319,8 @@ class Model:
             d["notes"] = list(self.notes)
         if self.drift:
             d["drift"] = _clean(self.drift)
+            d["growth"] = _clean(self.growth)
+            d["drift_dof"] = int(self.drift_dof)
         if self.upper is not None:
             d["upper"] = [_clean(v) for v in self.upper]
         if alternatives and self.alternatives:
@@ -327,7 +345,8 @@ class Model:
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
-                       None if d.get("upper") is None else tuple(float(v) for v in d["upper"]))
+                       None if d.get("upper") is None else tuple(float(v) for v in d["upper"]),
+                       float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0))
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
