@@ -212,6 +212,54 @@ def ensure_extrap():
     return py
 
 
+def bayes_ceiling(truths, data, pvals, kind, noise, target, likelihood="gauss", grid=300):
+    """Single-parameter sets: posterior mean and median of the value at ``target`` under the
+    generator's OWN prior (block uniform over the 42 blocks, the term's share at the largest
+    point uniform on the generator's range, c0 log-uniform), integrated on a grid of shares.
+    It does not know the truth, only how truths are drawn: the best any method can do with
+    that likelihood.  ``likelihood="gauss"``: normal means with the variance estimated from the
+    repetitions (what a mean/variance based modeler uses); ``"uniform"``: the generator's exact
+    uniform band noise (every observation within +-noise/2 of the truth).
+    Returns {"mean": preds, "median": preds} (two-term truths: the one-term prior, misspecified)."""
+    lo, hi = (0.03, 0.25) if kind == "small" else (0.1, 0.95)
+    x = np.array(pvals, dtype=float)
+    s = np.linspace(lo, hi, grid)[1:-1]
+    T = np.array([bval(b, x) / bval(b, x[-1]) for b in BLOCKS])            # (B, n): 1 at pmax
+    Tt = np.array([bval(b, target) / bval(b, x[-1]) for b in BLOCKS])     # (B,)
+    r = s / (1 - s)
+    G = 1 + r[None, :, None] * T[:, None, :]      # value / c0 for (block, share, point)
+    Gt = 1 + r[None, :] * Tt[:, None]
+    out = {"mean": {}, "median": {}}
+    for i, y in enumerate(data):
+        reps = y.shape[1]
+        mean = y.mean(axis=1)
+        rel2 = np.mean(y.var(axis=1, ddof=1) / mean ** 2)
+        w = reps / (rel2 * mean ** 2)
+        a = np.sum(w * G * G, axis=2)
+        c0 = np.sum(w * G * mean, axis=2) / a      # given (block, share): normal in c0
+        chi2 = np.sum(w * (mean - c0[..., None] * G) ** 2, axis=2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logp = np.where(c0 > 0, -chi2 / 2 - 0.5 * np.log(a) - np.log(np.maximum(c0, 1e-300)), -np.inf)
+        if likelihood == "uniform":
+            h = noise / 2
+            L = np.max(y.max(axis=1) / (G * (1 + h)), axis=2)   # c0 must put every observation in the band
+            U = np.min(y.min(axis=1) / (G * (1 - h)), axis=2)
+            N = y.size
+            ok = U > L
+            if ok.any():   # (else no grid point is feasible: keep the normal approximation)
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                    q = np.where(ok, L / U, 0.0)
+                    logp = np.where(ok, -reps * np.sum(np.log(G), axis=2) - N * np.log(L) + np.log1p(-q ** N), -np.inf)
+                    c0 = np.where(ok, N / (N - 1) * L * (1 - q ** (N - 1)) / (1 - q ** N), 0.0)
+        wt = np.exp(logp - logp.max())
+        wt = (wt / wt.sum()).ravel()
+        pred = (c0 * Gt).ravel()
+        out["mean"][f"r{i}"] = float(wt @ pred)
+        o = np.argsort(pred)
+        out["median"][f"r{i}"] = float(pred[o][np.searchsorted(np.cumsum(wt[o]), 0.5)])
+    return out
+
+
 def run_extrap(path, target, params, reuse=False):
     """Extra-P's models of ``path``; ``reuse``: the cached bench/out/<set>.extrap.json of an
     identical earlier file (same seed, scale and generator) instead of a new run."""
@@ -286,6 +334,9 @@ def main(argv=None):
     ap.add_argument("--no-extrap", action="store_true", help="perfcast only")
     ap.add_argument("--oracle", action="store_true",
                     help="also fit the true hypothesis (truth's terms, WLS coefficients): the ceiling")
+    ap.add_argument("--bayes", action="store_true",
+                    help="also the Bayes ceiling of single-parameter sets (the generator's prior; normal and "
+                         "uniform-band likelihoods; slow)")
     ap.add_argument("--rerun-extrap", action="store_true",
                     help="run Extra-P even when an identical file has a cached result")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the number of callpaths")
@@ -334,6 +385,13 @@ def main(argv=None):
             opreds = oracle(truths, data, points, params, target)
             orc = score(truths, opreds, {k: {} for k in opreds}, None, target, params, noise, np.random.default_rng(7))
             row["oracle"] = {k: orc[k] for k in ("err_median", "err_p90")}
+        if args.bayes and nparam == 1:
+            for lik, grid in (("gauss", 300), ("uniform", 3000)):
+                bp = bayes_ceiling(truths, data, pvals, kind, noise, target[0], lik, grid)
+                for stat, preds_b in bp.items():
+                    sc = score(truths, preds_b, {k: {} for k in preds_b}, None, target, params, noise,
+                               np.random.default_rng(7))
+                    row[f"bayes_{lik}_{stat}"] = {k: sc[k] for k in ("err_median", "err_p90")}
         if not args.no_extrap:
             d, epreds, eleads = run_extrap(path, target, params, reuse=not fresh and not args.rerun_extrap)
             row["extrap_cached"] = d["cached"]
@@ -358,6 +416,9 @@ def report(name, row):
     line += (f" | averaged: err med {av['err_median']:.2%} p90 {av['err_p90']:.2%}, coverage {av['coverage']:.1%}")
     if "oracle" in row:
         line += f" | oracle (true shape): err med {row['oracle']['err_median']:.2%} p90 {row['oracle']['err_p90']:.2%}"
+    for key in ("bayes_gauss_mean", "bayes_gauss_median", "bayes_uniform_mean", "bayes_uniform_median"):
+        if key in row:
+            line += f" | {key}: p90 {row[key]['err_p90']:.2%}"
     if "extrap" in row:
         ex = row["extrap"]
         line += (f" | Extra-P: {ex['ms_per_callpath']:.2f} ms/cp, exact {ex['exact']:.1%}, err med "
