@@ -449,8 +449,9 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
       perfcast model relearn_data.txt --target p=4096,n=9000
       perfcast model exp.perfcast --metric time --callpath 'main->*' --json
     """
+    from .analysis.fitcheck import fit_warnings
     from .analysis.ranking import rank
-    from .report.terminal import out, table, write_json
+    from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
@@ -461,6 +462,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             sm = next(x for x in res if x.callpath == r.callpath and x.metric == r.metric)
             d = sm.to_dict()
             d["rank"] = r.rank
+            d["warnings"] = fit_warnings(r.model)
             if r.predicted is not None:
                 d["predicted_at_target"] = r.predicted
             rows.append(d)
@@ -473,6 +475,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     for r in ranked[:limit]:
         m, q = r.model, r.model.quality
         formula = m.formula() if m.status == "ok" else f"{m.formula()}  (insufficient points: need {m.needed})"
+        if fit_warnings(m):
+            formula += "  (!) poor fit"
         row = [r.rank, r.callpath, r.metric, tr.get((r.callpath, r.metric), ""), formula,
                "-" if q is None or q.smape != q.smape else f"{q.smape:.2f}",
                "-" if q is None or q.noise is None else f"{q.noise:.2f}"]
@@ -480,6 +484,9 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             row.append(f"{r.predicted:.6g}")
         rows.append(row)
     out.print(table(f"Scaling models ({len(ranked)} series, ranked as scalability bugs)", cols, rows))
+    for r in ranked:
+        for w in fit_warnings(r.model):
+            err.print(f"perfcast: warning: {r.callpath} {r.metric}: {w}", markup=False, highlight=False)
 
 
 @cli.command("predict")
@@ -531,6 +538,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         from .apmt.cli import breakdown_cmd
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
                              comm_max_procs, scaling)
+    from .analysis.fitcheck import fit_warnings
+
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
     rows = []
     for sm in res:
@@ -541,7 +550,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
             m = sm.model
             value = m.predict(t, averaged=not selected)
             lo, hi = m.interval(t, level, averaged=not selected)
-            notes = []
+            notes = fit_warnings(m)
             if nonneg and value < 0:
                 notes.append("the model predicts a negative value here: it does not extrapolate this far")
             if nonneg and not math.isnan(lo) and lo < 0:
