@@ -189,3 +189,14 @@ def test_bar_widths_by_hand():
     assert bar(-1, 4) == "    " and bar(float("nan"), 3) == "   "
     # 0.56 * 10 characters = 5 full blocks and 5 eighths (0.6 * 8 = 4.8 -> 5)
     assert bar(0.56, 10) == "█████▋    "
+
+
+def test_report_marks_the_poor_fit_and_only_it(data_dir):
+    from perfcast.io import load
+
+    exp = load([data_dir / "extrap" / "mpi_data.csv"])
+    rep = build_report(exp, ReportOptions(kernels=20, min_share=0.0))
+    flagged = {k["callpath"] for k in rep.kernels if k["warnings"]}
+    assert flagged == {"OpenMPI/MPI_Gather"}
+    html = render_html(rep)
+    assert html.count("poor fit: predictions unreliable") == 1
