@@ -200,3 +200,34 @@ def test_report_marks_the_poor_fit_and_only_it(data_dir):
     assert flagged == {"OpenMPI/MPI_Gather"}
     html = render_html(rep)
     assert html.count("poor fit: predictions unreliable") == 1
+
+
+def test_report_projects_at_the_measured_point_like_the_project_command(tmp_path, capsys):
+    from perfcast.projection.signatures import load_navarro
+
+    from conftest import DATA
+
+    sig = load_navarro(DATA / "spec" / "counters")["519.lbm_r"]
+    rows = ["p,callpath,metric,value"]
+    for p in (1, 2, 4, 8):
+        rows.append(f"{p},main,time,{100.0 / p + 2 * p}")
+        rows += [f"{p},main,{m},{v!r}" for m, v in sig.values.items()]
+    app = tmp_path / "app.csv"
+    app.write_text("\n".join(rows) + "\n")
+    base, targets = "cpu2017-20190916-18068", ["cpu2017-20200413-21968", "cpu2017-20200609-22848"]
+    capsys.readouterr()
+    assert main(["project", str(app), "--base", base, "--at", "p=8", "--json"]
+                + [a for t in targets for a in ("--target", t)]) == 0
+    proj = {t["system"]: t for t in json.loads(capsys.readouterr().out)["targets"]}
+    for extra, note in (([], "At p=8. Measured on"),
+                        (["--target", "p=64"], "At p=8 (largest measured point; the target cannot")):
+        assert main(["report", str(app), "-o", str(tmp_path / "r.html"), "--base", base, "--json"]
+                    + [a for t in targets for a in ("--machine", t)] + extra) == 0
+        tab = json.loads(capsys.readouterr().out)["projections"]
+        assert tab["note"].startswith(note)
+        got = {r[0]: r for r in tab["rows"]}
+        assert set(got) == set(targets)
+        for t in targets:
+            # compute at p=8 on the base is 100/8 + 2*8 = 28.5 s, scaled by the same factor as `project`
+            assert float(got[t][2]) == pytest.approx(proj[t]["compute_factor"], rel=1e-3)  # shown to 4 digits
+            assert float(got[t][3]) == pytest.approx(28.5 * proj[t]["compute_factor"], rel=1e-3)

@@ -681,7 +681,23 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
     if base is not None:
         from .projection.project import load_db, load_signatures, project
 
-        projections = projection_table(project(exp, load_db(()), load_signatures(None), base, list(machines)))
+        # project at the report's --target when it can be projected (measured, or modelled from an MPI
+        # profile), else at the largest measured point; the table's note says which
+        db, sigs = load_db(()), load_signatures(None)
+        last = ({k: float(v) for k, v in exp.points().iloc[-1].items()} if exp.parameters else None)
+        tpoint = parse_coords(target, "--target") if target else None
+        try:
+            proj = project(exp, db, sigs, base, list(machines), tpoint or last)
+            at = tpoint or last
+        except PerfcastError:
+            if tpoint is None or tpoint == last:
+                raise
+            proj, at = project(exp, db, sigs, base, list(machines), last), last
+        projections = projection_table(proj)
+        if at:
+            projections["note"] = (f"At {', '.join(f'{k}={v:g}' for k, v in at.items())}"
+                                   + (" (largest measured point; the target cannot be projected without an MPI "
+                                      "profile)" if tpoint and at != tpoint else "") + ". " + projections["note"])
     apmt, apmt_note = None, None
     if apmt_mode != "off":
         from .apmt.cli import load_machine, parse_timers

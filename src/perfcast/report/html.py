@@ -101,6 +101,7 @@ class Report:
                 "sections": self.sections(), "scaling_loss": sl, "notes": self.notes,
                 "apmt": None if not self.apmt else {k: self.apmt[k] for k in ("x", "points", "components", "unit",
                                                                               "note")},
+                "projections": self.projections,
                 "summary": {k: v for k, v in self.summary.items() if k != "points"}}
 
     def sections(self) -> list[str]:
@@ -734,7 +735,7 @@ def projection_table(proj) -> dict:
         rows = [[t.system, t.name, t.compute_factor, t.compute, t.comm, t.total] for t in proj.targets]
         note = (f"Measured on {proj.base} ({proj.base_name}): compute {_num(proj.compute_base)} s"
                 + (f", communication {_num(proj.comm_base)} s" if proj.comm_base is not None else "")
-                + (". " + " ".join(str(n) for n in proj.notes) if proj.notes else ""))
+                + "".join(f". {str(n)[:1].upper()}{str(n)[1:]}" for n in proj.notes) + ".")
     except AttributeError as e:
         raise PerfcastError(f"not a projection result ({e})") from None
     return {"columns": ["system", "name", "compute factor", "compute [s]", "communication [s]", "total [s]"],
