@@ -1,0 +1,629 @@
+"""Segmented PMNF models: two regimes separated by one change point (single parameter, no file I/O).
+
+Real scaling data can switch regimes between two measured scales -- an MPI library changing its
+collective algorithm, a working set leaving a cache level -- and no single PMNF function follows
+that.  :func:`fit_segmented` tries every change point, fits each side with the ordinary modeller
+(:func:`perfcast.fit.fit_group`, as :func:`perfcast.fit.fit_series`) and keeps the segmentation only
+when a criterion on the same data prefers it to the single model.
+
+Statistical model (the one of :mod:`perfcast.fit.core`): one observation is ``f(x) (1 + e)`` with
+relative noise; the deviance of a candidate is ``SS_pe + sum_i w_i (mean_i - f(x_i))^2`` with
+``w_i = r_i / mean_i^2`` (relative least squares over every repetition, ``SS_pe`` the relative
+within-point sum of squares, the same for every candidate) and the criterion is the BIC of the
+profile likelihood of the N observations,
+
+    N log(deviance / N + NOISE_FLOOR^2) + k log N + 2 log(hypotheses searched)
+
+with ``k`` the free parameters: the coefficients of each piece plus one for the change location,
+minus one when both pieces pass through a shared measured point (continuity at that point); the
+search term is ``2 log H`` for each one-term piece (``H`` hypotheses, as in the modeller) and
+``2 log C`` for the ``C`` change points tried (a uniform prior over them).  The repetition noise
+enters through ``SS_pe``: with precise repetitions a systematic misfit of the single model costs a
+lot of likelihood, with noisy ones it does not.  ``NOISE_FLOOR`` (1 % relative) is a prior on
+measurement precision: fits closer to the data than that are not told apart (without it, a piece
+that happens to pass through its few points exactly would be worth an unbounded likelihood on
+series without repetitions).  For the same reason a segmentation must leave one residual degree
+of freedom counting each searched exponent as a parameter: on 5 points, two 3-point pieces sharing
+the middle point pass through any data and are never proposed.  The criterion of the selected
+model is ``quality.criterion`` (comparable between the single model and segmentations of one
+series, not with the modeller's own criterion).
+
+Candidates: the points are sorted by the parameter; a change *between* two neighbouring measured
+values ``x_i < x_(i+1)`` splits them into a first regime ``x <= x_i`` and a last regime
+``x >= x_(i+1)``; a change *at* a measured value ``x_i`` makes that point part of both regimes
+(both pieces are fitted through it, as in ``p^2`` up to ``p = 6``, then ``30 + p``).  Every regime
+needs :data:`MIN_POINTS` points (what a one-term PMNF fit needs); the last regime may have only
+:data:`MIN_LAST` points, then it is not modelled: it is represented by the mean of its points and
+the result has status ``"insufficient"`` (it says where the regime changes and that the last regime
+needs more points).  A single point beyond a step is never taken for a new regime (it cannot be
+told from an outlier).
+
+A fast pass scores every candidate with one-term fits done in closed form over the hypothesis
+space; the best :data:`REFIT` candidates are then fitted with the modeller and scored on the
+fitted pieces, against the single model scored the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import PerfcastError
+from .core import FitOptions, fit_group
+from .model import STATUSES, Model, Quality
+from .terms import block_values
+
+#: points a modelled regime needs (a one-term PMNF fit: constant + coefficient + one residual)
+MIN_POINTS = 3
+#: points of a last regime that is reported but not modelled (status "insufficient")
+MIN_LAST = 2
+#: candidates of the fast pass that are fitted with the full modeller
+REFIT = 2
+#: candidates whose fast-pass score exceeds the single model's by more than this are not refitted
+#: (the fast pass scores the best one-term pieces, a bound on the fitted ones but for the shared
+#: point, counted in both pieces there)
+MARGIN = 6.0
+#: relative noise floor of the likelihood (1 %): fits closer than this are not told apart
+NOISE_FLOOR = 0.01
+FLOOR = 1e-3   # weights: |mean| floored at FLOOR * max |mean|, as in fit.core
+
+
+# ---------------------------------------------------------------------------------------------
+# the model
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SegmentedModel:
+    """Two PMNF regimes of one parameter, separated by one change point.
+
+    ``segments[0]`` holds for ``x <= change[0]``, ``segments[1]`` for ``x >= change[1]``;
+    ``change`` is the pair of measured values that bracket the change (equal when the change
+    happens at a measured value that belongs to both regimes).  Between the two, predictions switch
+    at ``cut`` (where the two pieces cross, else the geometric midpoint).  Beyond the measured data
+    the LAST segment is used: the largest-scale regime is the one that continues, so extrapolation
+    (and ``lead_order``, ``constant``, ``terms``) follow it; below the data the first one.
+
+    With ``status == "insufficient"`` the last regime has fewer than ``needed`` points: it is
+    represented by the mean of its points (a constant, no interval), as an insufficient
+    :class:`Model` is.
+    """
+
+    parameters: tuple[str, ...]
+    segments: tuple[Model, Model]
+    change: tuple[float, float]
+    cut: float
+    #: measured (first, last) value of the parameter in each segment
+    ranges: tuple[tuple[float, float], tuple[float, float]]
+    quality: Quality | None = None
+    status: str = "ok"
+    needed: int = 0
+    notes: tuple[str, ...] = ()
+    #: the single PMNF model the segmentation was preferred to (None: not kept)
+    single: Model | None = None
+
+    # -- the Model interface that follows the last regime ---------------------------------------
+    @property
+    def last(self) -> Model:
+        return self.segments[-1]
+
+    @property
+    def constant(self) -> float:
+        return self.last.constant
+
+    @property
+    def terms(self):
+        return self.last.terms
+
+    @property
+    def noise(self) -> float:
+        return self.last.noise
+
+    @property
+    def dof(self) -> int:
+        return self.last.dof
+
+    @property
+    def upper(self):
+        return self.last.upper
+
+    @property
+    def alternatives(self) -> tuple:
+        return ()
+
+    @property
+    def shared(self) -> bool:
+        """The change happens at a measured value that belongs to both regimes."""
+        return self.change[0] == self.change[1]
+
+    def lead(self) -> dict[str, dict]:
+        return self.last.lead()
+
+    def lead_order(self):
+        return self.last.lead_order()
+
+    def doublings(self, X):
+        return self.last.doublings(X)
+
+    # -- evaluation -----------------------------------------------------------------------------
+    def _x(self, X) -> tuple[np.ndarray, tuple]:
+        p = self.parameters[0]
+        if isinstance(X, Mapping):
+            if p not in X:
+                raise PerfcastError(f"no value for parameter {p}", where="at")
+            a = np.asarray(X[p], dtype=float)
+        else:
+            a = np.asarray(X, dtype=float)
+            if a.ndim == 2 and a.shape[1] == 1:
+                a = a[:, 0]
+            elif a.ndim > 1:
+                raise PerfcastError(f"expected values of the one parameter {p}, got an array of shape {a.shape}",
+                                    where="at")
+        return a.ravel(), a.shape
+
+    def segment_of(self, X) -> np.ndarray | int:
+        """Index of the segment used at ``X`` (0: first regime, 1: last regime)."""
+        x, shape = self._x(X)
+        s = (x > self.cut).astype(int)
+        return int(s[0]) if shape == () else s.reshape(shape)
+
+    def predict(self, X, averaged: bool = False) -> np.ndarray | float:
+        """Value of the segment containing ``X`` (the last one beyond the data); a mapping
+        {param: values}, an array or a scalar.  ``averaged`` is passed to the segment's model."""
+        x, shape = self._x(X)
+        out = np.empty(len(x))
+        first = x <= self.cut
+        for seg, mask in ((self.segments[0], first), (self.segments[1], ~first)):
+            if mask.any():
+                out[mask] = np.asarray(seg.predict(x[mask], averaged=averaged), dtype=float)
+        return float(out[0]) if shape == () else out.reshape(shape)
+
+    def interval(self, X, level: float = 0.9, averaged: bool = False) -> tuple:
+        """(lower, upper) prediction interval of the segment containing ``X`` (NaN in an
+        insufficient last regime)."""
+        if not 0 < level < 1:
+            raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
+        x, shape = self._x(X)
+        lo, hi = np.full(len(x), np.nan), np.full(len(x), np.nan)
+        first = x <= self.cut
+        for seg, mask in ((self.segments[0], first), (self.segments[1], ~first)):
+            if mask.any():
+                a, b = seg.interval(x[mask], level, averaged=averaged)
+                lo[mask], hi[mask] = a, b
+        if shape == ():
+            return float(lo[0]), float(hi[0])
+        return lo.reshape(shape), hi.reshape(shape)
+
+    # -- description ----------------------------------------------------------------------------
+    def formula(self, style: str = "plain", digits: int = 4) -> str:
+        """``plain``: ``p <= 6: p^2 | p >= 6: 30 + p``; ``python``: ``(A) if p <= cut else (B)``;
+        ``latex``: a ``cases`` environment.  An insufficient last regime shows the mean of its
+        points (and, in plain, how many points it has)."""
+        if style not in ("plain", "python", "latex"):
+            raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
+        p = self.parameters[0]
+        a, b = (s.formula(style, digits) for s in self.segments)
+        lo, hi = (_loc(v) for v in self.change)
+        if style == "python":
+            return f"({a}) if {p} <= {self.cut!r} else ({b})"
+        if style == "latex":
+            return (f"\\begin{{cases}} {a} & {p} \\le {lo} \\\\ {b} & {p} \\ge {hi} \\end{{cases}}")
+        if self.last.status != "ok":
+            n = self._last_points()
+            b = f"{b} (mean of {n} point{'s' if n != 1 else ''}, too few for a model)"
+        return f"{p} <= {lo}: {a} | {p} >= {hi}: {b}"
+
+    def _last_points(self) -> int:
+        q = self.last.quality
+        return int(q.n_points) if q is not None else 0
+
+    def __str__(self) -> str:
+        return self.formula()
+
+    # -- JSON -----------------------------------------------------------------------------------
+    def to_dict(self, alternatives: bool = True) -> dict:
+        d = {
+            "kind": "segmented",
+            "parameters": list(self.parameters),
+            "status": self.status,
+            "formula": self.formula(),
+            "change": {"parameter": self.parameters[0], "lower": float(self.change[0]),
+                       "upper": float(self.change[1]), "shared": self.shared, "cut": float(self.cut)},
+            "segments": [{"range": [float(r[0]), float(r[1])], **s.to_dict(alternatives)}
+                         for r, s in zip(self.ranges, self.segments)],
+            "constant": float(self.constant),
+            "terms": [t.to_dict() for t in self.terms],
+            "quality": None if self.quality is None else self.quality.to_dict(),
+            "lead": self.lead(),
+        }
+        if self.status != "ok":
+            d["needed"] = int(self.needed)
+        if self.notes:
+            d["notes"] = list(self.notes)
+        if self.single is not None:
+            d["single"] = self.single.to_dict(alternatives=False)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "SegmentedModel":
+        try:
+            if d.get("kind") != "segmented":
+                raise PerfcastError("not a segmented model (kind is not 'segmented')", where="kind")
+            segs = d["segments"]
+            if len(segs) != 2:
+                raise PerfcastError(f"a segmented model has 2 segments, not {len(segs)}", where="segments")
+            models = tuple(Model.from_dict({**s, "quality": _nan_quality(s.get("quality"))}) for s in segs)
+            ranges = tuple((float(s["range"][0]), float(s["range"][1])) for s in segs)
+            ch = d["change"]
+            status = d.get("status", "ok")
+            if status not in STATUSES:
+                raise PerfcastError(f"unknown model status {status!r}", where="status")
+            q = d.get("quality")
+            single = d.get("single")
+            q = _nan_quality(q)
+            return cls(tuple(d["parameters"]), models, (float(ch["lower"]), float(ch["upper"])),
+                       float(ch["cut"]), ranges, None if q is None else Quality.from_dict(q), status,
+                       int(d.get("needed", 0)), tuple(d.get("notes", ())),
+                       None if single is None else Model.from_dict({**single, "quality": _nan_quality(single.get("quality"))}))
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise PerfcastError(f"malformed segmented model ({type(e).__name__}: {e})") from None
+
+
+def model_from_dict(d: Mapping) -> Model | SegmentedModel:
+    """A :class:`Model` or :class:`SegmentedModel` from its ``to_dict``."""
+    return SegmentedModel.from_dict(d) if d.get("kind") == "segmented" else Model.from_dict(d)
+
+
+def _nan_quality(q):
+    """A quality dict with the None of non-finite rss/adj_r2/smape back as NaN (to_dict writes NaN
+    as None, which Quality.from_dict does not take)."""
+    if q is None:
+        return None
+    return {k: (float("nan") if v is None and k in ("rss", "adj_r2", "smape") else v) for k, v in q.items()}
+
+
+def _loc(v: float) -> str:
+    return f"{float(v):g}"
+
+
+# ---------------------------------------------------------------------------------------------
+# fitting
+# ---------------------------------------------------------------------------------------------
+def fit_segmented(x, values, parameter: str = "p", options: FitOptions | None = None,
+                  single: Model | None = None) -> Model | SegmentedModel:
+    """Model one single-parameter series, with one change point when the data call for it.
+
+    ``x``: n values of the parameter; ``values``: n values or n lists of repetitions (as
+    :func:`perfcast.fit.fit_series`).  Returns the single PMNF :class:`Model` when it is preferred
+    (or when there are too few points for two regimes: ``MIN_POINTS + MIN_LAST``), else a
+    :class:`SegmentedModel`.  ``single``: the single model when already fitted (saves a fit).
+    """
+    x = _one_param(x)
+    reps = [np.atleast_1d(np.asarray(v, dtype=float)) for v in values]
+    if len(reps) != len(x):
+        raise PerfcastError(f"{len(reps)} value lists for {len(x)} points")
+    if any(r.size == 0 for r in reps):
+        raise PerfcastError("a point without values")
+    mean = np.array([r.mean() for r in reps])
+    count = np.array([float(len(r)) for r in reps])
+    ssd = np.array([float(((r - r.mean()) ** 2).sum()) for r in reps])
+    return fit_segmented_stats(x, mean, count, ssd, parameter, options, single)
+
+
+def fit_segmented_stats(x, mean, count, ssd, parameter: str = "p", options: FitOptions | None = None,
+                        single: Model | None = None) -> Model | SegmentedModel:
+    """:func:`fit_segmented` on per-point summaries: ``mean``, ``count`` (repetitions) and ``ssd``
+    (sum of squared deviations from the mean), as :func:`perfcast.fit.series_statistics` gives."""
+    x = _one_param(x)
+    mean, count, ssd = (np.asarray(a, dtype=float).ravel() for a in (mean, count, ssd))
+    if not (len(mean) == len(count) == len(ssd) == len(x)):
+        raise PerfcastError(f"mean/count/ssd must have one value per point ({len(x)})")
+    keep = count > 0
+    x, mean, count, ssd = _pool(x[keep], mean[keep], count[keep], ssd[keep])
+    opt = options or FitOptions()
+    params = (str(parameter),)
+    if single is None:
+        single = fit_group(x, mean[None], count[None], ssd[None], params, opt).model(0)
+    n = len(x)
+    if n < MIN_POINTS + MIN_LAST or single.status != "ok" or not np.all(np.isfinite(mean)):
+        return single
+    data = _Data(x, mean, count, ssd)
+    blocks = opt.blocks()
+    H = len(blocks)
+    cands = _candidates(n)
+    if not cands:
+        return single
+    pen_c = 2 * math.log(len(cands))
+    # fast pass: closed-form one-term fits of every segment
+    T = block_values(blocks, x)
+    seg_cache: dict[tuple[int, int], tuple] = {}
+
+    def seg_opts(a, b, modelled):
+        key = (a, b, modelled)
+        if key not in seg_cache:
+            seg_cache[key] = _segment_options(data, T, a, b, modelled, H)
+        return seg_cache[key]
+
+    scored = []
+    for c in cands:
+        i, j, modelled = c
+        best = math.inf
+        for ra, ka, pa in seg_opts(0, i, True):
+            for rb, kb, pb in seg_opts(j, n - 1, modelled):
+                if _saturated(n, i == j, ka + (ka - 1), kb + (kb - 1)):
+                    continue
+                k = ka + kb + (0 if i == j else 1)
+                crit = data.crit(ra + rb, k, pa + pb + pen_c)
+                best = min(best, crit)
+        scored.append((best, c))
+    scored.sort(key=lambda t: t[0])
+    # refit the best candidates with the modeller, score on the fitted pieces
+    single_crit = data.crit(data.rss(single.predict(x)), 1 + len(single.terms), _search_pen(single, H))
+    best_model, best_crit = single, single_crit
+    for fast, (i, j, modelled) in scored[:REFIT]:
+        if fast > single_crit + MARGIN:
+            break   # the fitted pieces score no better than the closed-form ones: cannot win
+        m, crit = _build(data, params, opt, i, j, modelled, pen_c, H, single)
+        if m is not None and crit < best_crit:
+            best_model, best_crit = m, crit
+    return best_model
+
+
+def _one_param(x) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 2 and x.shape[1] == 1:
+        x = x[:, 0]
+    if x.ndim != 1:
+        raise PerfcastError("segmented models take one parameter: x must be n values, not an array of shape "
+                            f"{x.shape} (multi-parameter segmentation is not supported)", where="x")
+    return x
+
+
+def _pool(x, mean, count, ssd):
+    """Sort by x and merge points with the same x (pooled mean and within-point squares)."""
+    order = np.argsort(x, kind="stable")
+    x, mean, count, ssd = x[order], mean[order], count[order], ssd[order]
+    ux, inv = np.unique(x, return_inverse=True)
+    if len(ux) == len(x):
+        return x, mean, count, ssd
+    c = np.bincount(inv, count)
+    m = np.bincount(inv, count * mean) / c
+    s = np.bincount(inv, ssd + count * (mean - m[inv]) ** 2)
+    return ux, m, c, s
+
+
+class _Data:
+    """The series normalised as in fit.core: relative weights, pure error, N observations."""
+
+    def __init__(self, x, mean, count, ssd):
+        self.x = x
+        self.scale = float(np.max(np.abs(mean))) or 1.0
+        self.y = mean / self.scale
+        f = np.maximum(np.abs(self.y), FLOOR)
+        self.w = count / f ** 2
+        self.pe = float(np.sum(ssd / (self.scale ** 2 * f ** 2)))
+        self.N = float(np.sum(count))
+        self.count, self.mean, self.ssd = count, mean, ssd
+
+    def rss(self, pred) -> float:
+        r = self.y - np.asarray(pred, dtype=float) / self.scale
+        return float(np.sum(self.w * r * r))
+
+    def crit(self, rss: float, k: int, pen: float) -> float:
+        N = self.N
+        v = N * math.log((self.pe + rss) / N + NOISE_FLOOR ** 2) + k * math.log(N) + pen
+        return v if math.isfinite(v) else math.inf
+
+
+def _candidates(n: int) -> list[tuple[int, int, bool]]:
+    """(last index of the first regime, first index of the last regime, last regime modelled)."""
+    out = []
+    for i in range(MIN_POINTS - 1, n):
+        for j in (i, i + 1):   # shared point, or a change between x_i and x_(i+1)
+            last = n - j
+            if last >= MIN_POINTS:
+                out.append((i, j, True))
+            elif last >= MIN_LAST and j == i + 1:
+                out.append((i, j, False))
+    return out
+
+
+def _segment_options(data: _Data, T: np.ndarray, a: int, b: int, modelled: bool, H: int):
+    """(rss, coefficients, search penalty) of the constant and of the best one-term fit of points
+    a..b (the constant only for an unmodelled regime)."""
+    y, w = data.y[a:b + 1], data.w[a:b + 1]
+    sw = w.sum()
+    c = float(np.sum(w * y) / sw)
+    out = [(float(np.sum(w * (y - c) ** 2)), 1, 0.0)]
+    if not modelled or b - a + 1 < MIN_POINTS:
+        return out
+    Ts = T[a:b + 1]
+    valid = np.all(np.isfinite(Ts), axis=0)
+    sc = np.max(np.abs(np.where(np.isfinite(Ts), Ts, 0.0)), axis=0)
+    valid &= sc > 0
+    Tn = np.where(valid, Ts / np.where(sc > 0, sc, 1.0), 0.0)
+    A01 = w @ Tn
+    A11 = w @ (Tn * Tn)
+    b0 = float(np.sum(w * y))
+    b1 = (w * y) @ Tn
+    det = sw * A11 - A01 * A01
+    ok = valid & (det > 1e-11 * sw * A11)
+    r = 1.0 / np.where(ok, det, 1.0)
+    beta0 = (A11 * b0 - A01 * b1) * r
+    beta1 = (sw * b1 - A01 * b0) * r
+    resid = y[:, None] - beta0[None, :] - beta1[None, :] * Tn
+    err = np.where(ok, w @ (resid * resid), np.inf)
+    if np.isfinite(err).any():
+        out.append((float(err.min()), 2, 2 * math.log(H)))
+    return out
+
+
+def _saturated(n: int, shared: bool, eff_a: int, eff_b: int) -> bool:
+    """A segmentation must leave at least one residual degree of freedom, counting the searched
+    exponent of every term as a parameter (a 3-point piece with a free exponent passes through its
+    points whatever they are) and the shared point once (continuity)."""
+    return eff_a + eff_b - (1 if shared else 0) >= n
+
+
+def _search_pen(m: Model, H: int) -> float:
+    k = len(m.terms)
+    if k == 0:
+        return 0.0
+    if k == 1:
+        return 2 * math.log(H)
+    return 2 * math.log(max(H * (H - 1) / 2, 1))
+
+
+def _build(data: _Data, params, opt: FitOptions, i: int, j: int, modelled: bool, pen_c: float, H: int,
+           single: Model) -> tuple[SegmentedModel | None, float]:
+    x = data.x
+    fits = []
+    for a, b in ((0, i), (j, len(x) - 1)):
+        sl = slice(a, b + 1)
+        fits.append(fit_group(x[sl], data.mean[None, sl], data.count[None, sl], data.ssd[None, sl],
+                              params, opt).model(0))
+    A, B = fits
+    if A.status != "ok":
+        return None, math.inf
+    if not modelled:
+        # the last regime: its repetition-weighted mean, as an insufficient Model reports it
+        B = _insufficient(B, data, j)
+    elif B.status != "ok":
+        return None, math.inf
+    pred = np.empty(len(x))
+    pred[:i + 1] = A.predict(x[:i + 1])
+    pred[j:] = B.predict(x[j:])
+    if i == j:
+        pred[i] = 0.5 * (float(A.predict(x[i])) + float(B.predict(x[i])))
+    kA = 1 + len(A.terms)
+    kB = 1 + len(B.terms) if modelled else 1
+    if _saturated(len(x), i == j, kA + len(A.terms), kB + len(B.terms)):
+        return None, math.inf
+    k = kA + kB + (0 if i == j else 1)
+    pen = _search_pen(A, H) + (_search_pen(B, H) if modelled else 0.0) + pen_c
+    rss = data.rss(pred)
+    crit = data.crit(rss, k, pen)
+    lo, hi = float(x[i]), float(x[j])
+    cut = lo if i == j else _crossing(A, B, lo, hi)
+    quality = _quality(data, pred, k, crit, (A, B))
+    notes = []
+    p = params[0]
+    if i == j:
+        notes.append(f"regime change at {p} = {lo:g} (a measured value both regimes pass through)")
+    else:
+        notes.append(f"regime change between {p} = {lo:g} and {p} = {hi:g}")
+    status, needed = "ok", 0
+    if not modelled:
+        status, needed = "insufficient", MIN_POINTS
+        nb = len(x) - j
+        notes.append(f"the last regime ({p} >= {hi:g}) has {nb} measured point{'s' if nb != 1 else ''}; "
+                     f"a model needs {MIN_POINTS}: measure more scales beyond {p} = {hi:g} to model it "
+                     f"(extrapolation shows the mean of its points)")
+    notes.append("beyond the measured data the last regime is extrapolated")
+    ranges = ((float(x[0]), lo), (hi, float(x[-1])))
+    return SegmentedModel(params, (A, B), (lo, hi), cut, ranges, quality, status, needed, tuple(notes),
+                          single), crit
+
+
+def _insufficient(B: Model, data: _Data, j: int) -> Model:
+    """The unmodelled last regime: the repetition-weighted mean of its points, with its quality
+    (finite numbers: Quality.from_dict does not take the None that NaN becomes in JSON)."""
+    c, y = data.count[j:], data.mean[j:]
+    mean = float(np.sum(c * y) / np.sum(c))
+    resid = y - mean
+    den = np.abs(y) + abs(mean)
+    smape = float(100 * np.mean(np.where(den > 0, 2 * np.abs(resid) / np.where(den > 0, den, 1), 0.0)))
+    N, n = float(np.sum(c)), len(y)
+    noise = None
+    if N > n:
+        f = np.maximum(np.abs(y), FLOOR * data.scale)
+        noise = 100 * math.sqrt(float(np.sum(data.ssd[j:] / f ** 2)) / (N - n))
+    q = Quality(float(np.sum(resid ** 2)), 0.0, smape, None, noise, n, int(N), None)
+    return Model(B.parameters, mean, (), q, None, 0.0, 0, (), "insufficient", MIN_POINTS, B.notes)
+
+
+def _crossing(A: Model, B: Model, lo: float, hi: float) -> float:
+    """Where the two pieces cross between lo and hi (bisection), else the geometric midpoint (the
+    arithmetic one when lo <= 0)."""
+    mid = math.sqrt(lo * hi) if lo > 0 else 0.5 * (lo + hi)
+    try:
+        d = lambda v: float(A.predict(v)) - float(B.predict(v))  # noqa: E731
+        a, b = lo, hi
+        da, db = d(a), d(b)
+        if not (math.isfinite(da) and math.isfinite(db)) or da * db > 0:
+            return mid
+        if da == 0:
+            return a
+        for _ in range(60):
+            m = 0.5 * (a + b)
+            dm = d(m)
+            if da * dm <= 0:
+                b = m
+            else:
+                a, da = m, dm
+        return 0.5 * (a + b)
+    except (ValueError, ArithmeticError):
+        return mid
+
+
+def _quality(data: _Data, pred: np.ndarray, k: int, crit: float, segs) -> Quality:
+    y, f = data.mean, pred
+    resid = y - f
+    n = len(y)
+    rss = float(np.sum(resid ** 2))
+    tss = float(np.sum((y - y.mean()) ** 2))
+    if tss > 0:
+        adj = 1 - (rss / (n - k)) / (tss / max(n - 1, 1)) if n > k else float("nan")
+    else:
+        adj = 1.0 if rss <= 1e-24 * data.scale ** 2 else 0.0
+    den = np.abs(f) + np.abs(y)
+    smape = float(100 * np.mean(np.where(den > 0, 2 * np.abs(resid) / np.where(den > 0, den, 1), 0.0)))
+    cvs = [(s.quality.cv, s.quality.n_points) for s in segs if s.quality is not None]
+    cv = None
+    if len(cvs) == len(segs) and all(c is not None for c, _ in cvs):
+        cv = math.sqrt(sum(c * c * m for c, m in cvs) / max(sum(m for _, m in cvs), 1))
+    N = data.N
+    noise = 100 * math.sqrt(data.pe / max(N - n, 1)) if N > n else None
+    return Quality(rss, float(adj), smape, cv, noise, n, int(N), crit)
+
+
+# ---------------------------------------------------------------------------------------------
+# experiments
+# ---------------------------------------------------------------------------------------------
+def segment_models(exp, series_models: Sequence, options: FitOptions | None = None, locations: str = "auto",
+                   select=None) -> list:
+    """Refit the series of ``series_models`` (fit.SeriesModel of ``exp``, e.g. from
+    :func:`perfcast.fit.model_experiment` with the same ``locations``) with :func:`fit_segmented`
+    where ``select(model)`` holds (default: the poor fits of
+    :func:`perfcast.analysis.fitcheck.fit_warnings`); a series keeps its model unless the
+    segmentation is preferred.  Experiments with other than one parameter are returned unchanged."""
+    from .series import SeriesModel, series_statistics
+
+    items = list(series_models)
+    if len(exp.parameters) != 1:
+        return items
+    if select is None:
+        from ..analysis.fitcheck import fit_warnings
+
+        select = lambda m: bool(fit_warnings(m))  # noqa: E731
+    todo = [k for k, sm in enumerate(items) if isinstance(sm.model, Model) and select(sm.model)]
+    if not todo:
+        return items
+    st = series_statistics(exp, locations)
+    p = exp.parameters[0]
+    groups = {key: g for key, g in st.groupby(["callpath", "metric"], observed=True, sort=False)}
+    for k in todo:
+        sm = items[k]
+        g = groups.get((sm.callpath, sm.metric))
+        if g is None:
+            continue
+        m = fit_segmented_stats(g[p].to_numpy(float), g["mean"].to_numpy(float), g["count"].to_numpy(float),
+                                g["ssd"].to_numpy(float), p, options, single=sm.model)
+        if m is not sm.model:
+            items[k] = SeriesModel(sm.callpath, sm.metric, m)
+    return items
+
+
+__all__ = ["SegmentedModel", "fit_segmented", "fit_segmented_stats", "segment_models", "model_from_dict",
+           "MIN_POINTS", "MIN_LAST"]
