@@ -38,13 +38,32 @@ def test_mpi_data_flags_only_the_series_with_a_step(capsys):
             med.setdefault(f"{row['mpi']}/{row['variable']}", []).append((int(row["Ranks"]), float(row["median"])))
     step = {k: max(b[1] / a[1] for a, b in zip(sorted(v), sorted(v)[1:])) for k, v in med.items()}
     assert max(step, key=step.get) == "OpenMPI/MPI_Gather" and step["OpenMPI/MPI_Gather"] > 9
+    # the single PMNF models: only the series with the step is a poor fit
+    flagged = {sm.callpath for sm in model_experiment(load([path])) if fit_warnings(sm.model)}
+    assert flagged == {"OpenMPI/MPI_Gather"}
+    # the commands replace it by a segmented model that names the step and refuses to model a regime
+    # of 2 points; nothing else is segmented or flagged
     assert main(["model", str(path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    flagged = {r["callpath"] for r in rows if r["warnings"]}
-    assert flagged == {"OpenMPI/MPI_Gather"}
+    assert {r["callpath"] for r in rows if r.get("kind") == "segmented"} == {"OpenMPI/MPI_Gather"}
+    assert not any(r["warnings"] for r in rows)
+    g = next(r for r in rows if r["callpath"] == "OpenMPI/MPI_Gather")
+    assert (g["change"]["lower"], g["change"]["upper"], g["status"]) == (128, 256, "insufficient")
+    assert g["constant"] == pytest.approx((580.5126 + 749.7881) / 2)  # mean of the last regime's medians
     assert main(["model", str(path), "--callpath", "OpenMPI/MPI_Gather"]) == 0
     cap = capsys.readouterr()
-    assert "poor fit" in cap.out and "warning: OpenMPI/MPI_Gather time: poor fit" in cap.err
+    assert "Ranks <= 128:" in cap.out and "regime change between Ranks = 128 and Ranks = 256" in cap.err
+
+
+def test_segmented_input_is_modelled_in_two_regimes_by_the_commands(capsys):
+    # one_parameter_segmented_1: p^2 for p <= 6, 30 + p from p = 6 on (the data, p = 1..10)
+    path = DATA / "extrap" / "text" / "one_parameter_segmented_1.txt"
+    assert main(["predict", str(path), "--at", "p=3", "--at", "p=20", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["value"] for r in rows] == pytest.approx([9.0, 50.0])
+    assert all(r["segmented"] and r["status"] == "ok" for r in rows)
+    assert main(["predict", str(path), "--at", "p=3", "--at", "p=20"]) == 0
+    assert capsys.readouterr().err.count("regime change at p = 6") == 1  # once per series, not per point
 
 
 @pytest.mark.parametrize("name, flagged", [("one_parameter_segmented_1.txt", True),

@@ -424,10 +424,16 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet):
     if not exp.parameters:
         raise PerfcastError("the experiment has no parameters (one run): scaling models need runs at "
                             "several points; combine inputs or give --point")
+    from .fit.segmented import segment_models
+
     opts = FitOptions(max_terms=max_terms, negative=negative)
     with progress("modeling", enabled=None if not quiet else False) as cb:
-        return model_experiment(exp, list(metrics) or None, list(callpaths) or None, opts, locations,
-                                lambda done, total: cb(done, total, ""))
+        res = model_experiment(exp, list(metrics) or None, list(callpaths) or None, opts, locations,
+                               lambda done, total: cb(done, total, ""))
+    # series no single PMNF function follows (poor fits) get a segmented model when the data
+    # support a regime change (fit/segmented.py); the others are returned as they are
+    return segment_models(exp.select(callpath=list(callpaths) or None, metric=list(metrics) or None)
+                          if (metrics or callpaths) else exp, res, opts, locations)
 
 
 @cli.command("model")
@@ -474,7 +480,9 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     rows = []
     for r in ranked[:limit]:
         m, q = r.model, r.model.quality
-        formula = m.formula() if m.status == "ok" else f"{m.formula()}  (insufficient points: need {m.needed})"
+        formula = m.formula()
+        if m.status != "ok" and not getattr(m, "segments", None):
+            formula += f"  (insufficient points: need {m.needed})"
         if fit_warnings(m):
             formula += "  (!) poor fit"
         row = [r.rank, r.callpath, r.metric, tr.get((r.callpath, r.metric), ""), formula,
@@ -487,6 +495,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     for r in ranked:
         for w in fit_warnings(r.model):
             err.print(f"perfcast: warning: {r.callpath} {r.metric}: {w}", markup=False, highlight=False)
+        for n in getattr(r.model, "notes", ()):
+            err.print(f"perfcast: note: {r.callpath} {r.metric}: {n}", markup=False, highlight=False)
 
 
 @cli.command("predict")
@@ -550,7 +560,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
             m = sm.model
             value = m.predict(t, averaged=not selected)
             lo, hi = m.interval(t, level, averaged=not selected)
-            notes = fit_warnings(m)
+            notes = fit_warnings(m) + list(getattr(m, "notes", ()))
             if nonneg and value < 0:
                 notes.append("the model predicts a negative value here: it does not extrapolate this far")
             if nonneg and not math.isnan(lo) and lo < 0:
@@ -558,7 +568,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                 notes.append("interval clipped at 0")
             rows.append({"callpath": sm.callpath, "metric": sm.metric, "at": t, "value": value,
                          "lower": None if math.isnan(lo) else lo, "upper": None if math.isnan(hi) else hi,
-                         "level": level, "formula": m.formula(), "status": m.status, "notes": notes})
+                         "level": level, "formula": m.formula(), "status": m.status, "notes": notes,
+                         "segmented": bool(getattr(m, "segments", None))})
     if as_json:
         return write_json(rows)
     from .report.terminal import trends
@@ -570,10 +581,9 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
          f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else ""),
          "-" if r["lower"] is None else f"[{r['lower']:.6g}, {r['upper']:.6g}]",
-         r["formula"] if r["status"] == "ok" else "insufficient points"] for r in rows]))
-    for r in rows:
-        for note in r["notes"]:
-            err.print(f"perfcast: note: {r['callpath']} {r['metric']}: {note}", markup=False)
+         r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
+    for cp, metric, note in dict.fromkeys((r["callpath"], r["metric"], n) for r in rows for n in r["notes"]):
+        err.print(f"perfcast: note: {cp} {metric}: {note}", markup=False)
 
 
 @cli.command("check")
