@@ -191,15 +191,23 @@ def test_bar_widths_by_hand():
     assert bar(0.56, 10) == "█████▋    "
 
 
-def test_report_marks_the_poor_fit_and_only_it(data_dir):
+def test_report_shows_regimes_and_marks_poor_fits(data_dir):
     from perfcast.io import load
 
+    # mpi_data: Open MPI's MPI_Gather steps between 128 and 256 ranks: two regimes, no poor fit left
     exp = load([data_dir / "extrap" / "mpi_data.csv"])
     rep = build_report(exp, ReportOptions(kernels=20, min_share=0.0))
-    flagged = {k["callpath"] for k in rep.kernels if k["warnings"]}
-    assert flagged == {"OpenMPI/MPI_Gather"}
+    assert not any(k["warnings"] for k in rep.kernels)
+    g = next(k for k in rep.kernels if k["callpath"] == "OpenMPI/MPI_Gather")
+    assert g["formula"].startswith("Ranks <= 128: ") and "Ranks >= 256: " in g["formula"]
+    assert "&#x2264;" in str(g["mathml"]) and "&#x2265;" in str(g["mathml"])
     html = render_html(rep)
-    assert html.count("poor fit: predictions unreliable") == 1
+    assert "poor fit: predictions unreliable" not in html
+    # a two-parameter segmented input is not segmented (one parameter only): marked as a poor fit
+    rep = build_report(load([data_dir / "extrap" / "text" / "two_parameter_segmented_1.txt"]),
+                       ReportOptions(min_share=0.0))
+    assert [k["callpath"] for k in rep.kernels if k["warnings"]] == ["reg"]
+    assert render_html(rep).count("poor fit: predictions unreliable") == 1
 
 
 def test_report_projects_at_the_measured_point_like_the_project_command(tmp_path, capsys):

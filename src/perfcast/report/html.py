@@ -176,7 +176,21 @@ def _factor_mathml(param: str, i: Fraction, j: int) -> str:
 
 
 def formula_mathml(model, digits: int = 4) -> Markup:
-    """The model as a MathML ``<math>`` element (parameter names escaped)."""
+    """The model as a MathML ``<math>`` element (parameter names escaped); a segmented model
+    (fit/segmented.py) as its two regimes with their ranges."""
+    segs = getattr(model, "segments", None)
+    if segs:
+        p, (lo, hi) = escape(model.parameters[0]), model.change
+        body = (f"<mi>{p}</mi><mo>&#x2264;</mo>{_mn(lo, digits)}<mo>:</mo>{_terms_mathml(segs[0], digits)}"
+                f"<mo>&#x2003;|&#x2003;</mo><mi>{p}</mi><mo>&#x2265;</mo>{_mn(hi, digits)}<mo>:</mo>"
+                f"{_terms_mathml(segs[1], digits)}")
+    else:
+        body = _terms_mathml(model, digits)
+    plain = escape(model.formula())
+    return Markup(f'<math display="inline" title="{plain}"><mrow>{body}</mrow></math>')
+
+
+def _terms_mathml(model, digits: int) -> str:
     items = []
     if model.constant != 0 or not model.terms:
         items.append(_mn(model.constant, digits))
@@ -189,8 +203,7 @@ def formula_mathml(model, digits: int = 4) -> Markup:
             items.append("<mo>&#x2212;</mo>")
         fac = "<mo>&#xB7;</mo>".join(_factor_mathml(p, i, j) for p, i, j in t.factors if i != 0 or j)
         items.append(_mn(abs(c), digits) + ("<mo>&#xB7;</mo>" + fac if fac else ""))
-    plain = escape(model.formula())
-    return Markup(f'<math display="inline" title="{plain}"><mrow>{"".join(items)}</mrow></math>')
+    return "".join(items)
 
 
 def _order_str(model) -> str:
@@ -327,6 +340,7 @@ def _default_title(exp: Experiment) -> str:
 def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o: ReportOptions):
     from ..analysis.ranking import rank
     from ..fit import FitOptions, model_experiment
+    from ..fit.segmented import segment_models
 
     x = rep.x
     pts = exp.points()
@@ -351,6 +365,7 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
         models = model_experiment(exp, metric=[rep.metric], options=FitOptions(max_terms=o.max_terms,
                                                                                negative=o.negative),
                                   locations=o.locations)
+        models = segment_models(exp, models, FitOptions(max_terms=o.max_terms, negative=o.negative), o.locations)
     models = [sm for sm in models if sm.metric == rep.metric]
     rep.n_models = len(models)
     if not models:
