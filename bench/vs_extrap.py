@@ -408,6 +408,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--selection", default=None, help="perfcast selection criterion (cv, bic)")
     ap.add_argument("--max-terms", type=int, default=None)
+    ap.add_argument("--likelihood", default=None, help="perfcast likelihood (auto, normal)")
     ap.add_argument("--json", default=None, help="write all numbers to this file")
     ap.add_argument("--out", default=None, help="directory for the generated files (default bench/out)")
     args = ap.parse_args(argv)
@@ -421,6 +422,8 @@ def main(argv=None):
         kw["selection"] = args.selection
     if args.max_terms:
         kw["max_terms"] = args.max_terms
+    if args.likelihood:
+        kw["likelihood"] = args.likelihood
     if os.environ.get("PERFCAST_SHORTLIST"):
         kw["shortlist"] = int(os.environ["PERFCAST_SHORTLIST"])
     options = FitOptions(**kw)

@@ -39,11 +39,13 @@ import numpy as np
 
 from ..errors import PerfcastError
 from .model import Model, Quality, Term
+from .shape import NORMAL, NoiseShape, estimate_shape, fast_wls, gn_efficiency, lbeta_fit
 from .terms import DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, make_blocks, parse_fraction
 
 TINY = 1e-12          # relative variance floor (relative precision 1e-6)
 FLOOR = 1e-3          # weights: |mean| floored at FLOOR * max |mean| of the series
 MIN_WEIGHT = 0.02     # alternatives lighter than this are dropped
+_ROW_BLOCK = 4096     # rows converted to Python lists at once when models are built
 DRIFT_SHORTLIST = 3   # per-parameter candidates in the leave-largest-out rerun (multi-parameter)
 GROWTH = (2.0, 4.0)   # bounds of the drift's growth exponent (standard deviation ~ doublings^growth)
 GROWTH_SAMPLE = 500   # series of a group used to estimate the growth exponent (single-parameter groups)
@@ -73,12 +75,19 @@ class FitOptions:
     nonnegative: bool = False
     #: series fitted at once (memory vs. speed)
     chunk: int = 20000
+    #: "auto": when raw repetitions are given, estimate the noise shape from them and re-rank and
+    #: refit the top hypotheses under the matching generalised normal likelihood (normal noise:
+    #: unchanged); "normal": always the normal likelihood of the means
+    likelihood: str = "auto"
 
     def __post_init__(self):
         if self.max_terms not in (1, 2):
             raise PerfcastError(f"max_terms must be 1 or 2, not {self.max_terms}", where="max_terms")
         if self.selection not in ("cv", "bic"):
             raise PerfcastError(f"selection must be 'cv' or 'bic', not {self.selection!r}", where="selection")
+        if self.likelihood not in ("auto", "normal"):
+            raise PerfcastError(f"likelihood must be 'auto' or 'normal', not {self.likelihood!r}",
+                                where="likelihood")
         if self.shortlist < 1:
             raise PerfcastError("shortlist must be >= 1", where="shortlist")
 
@@ -424,52 +433,85 @@ class GroupFit:
     upper: tuple[float, ...] | None = None  # largest measured value per parameter
     growth: float = 2.0         # drift's growth exponent (sd ~ doublings^growth), one per group
     drift_dof: int = 0          # held-out points of the leave-largest-out check (the drift's dof)
+    shape: NoiseShape = NORMAL  # noise shape estimated from the repetitions (beta 2: normal path)
 
     def __len__(self) -> int:
         return len(self.status)
 
+    def _rows(self, s: int) -> tuple:
+        """Flat Python lists of the best hypothesis' arrays for a block of rows around ``s``
+        (one ``tolist`` per block is much cheaper than per-row conversions; flat lists of numbers
+        create no containers, so they do not trigger the garbage collector; one block is kept)."""
+        b = s // _ROW_BLOCK
+        c = self.__dict__.get("_row_cache")
+        if c is None or c[0] != b:
+            lo, hi = b * _ROW_BLOCK, min(len(self.status), (b + 1) * _ROW_BLOCK)
+            drift = self.drift[lo:hi].tolist() if self.drift is not None else [0.0] * (hi - lo)
+            c = (b, lo, self.hyp[lo:hi, 0].ravel().tolist(), self.coef[lo:hi, 0].ravel().tolist(),
+                 self.cov[lo:hi, 0].ravel().tolist(), self.noise[lo:hi].tolist(), self.dof[lo:hi].tolist(),
+                 drift, self.weight[lo:hi].ravel().tolist(), self.quality[lo:hi].ravel().tolist(),
+                 self.status[lo:hi].tolist())
+            self.__dict__["_row_cache"] = c
+        return c
+
     def model(self, s: int) -> Model:
-        q = self.quality[s]
-        quality = Quality(float(q[0]), float(q[1]), float(q[2]),
-                          None if not np.isfinite(q[3]) else float(q[3]),
-                          None if not np.isfinite(q[4]) else float(q[4]),
-                          int(q[5]), int(q[6]), None if not np.isfinite(q[7]) else float(q[7]))
-        if self.status[s] != 0:
+        c = self._rows(s)
+        j = s - c[1]
+        q = c[9][8 * j:8 * j + 8]
+        fin = math.isfinite
+        quality = Quality(q[0], q[1], q[2], q[3] if fin(q[3]) else None, q[4] if fin(q[4]) else None,
+                          int(q[5]), int(q[6]), q[7] if fin(q[7]) else None)
+        if c[10][j] != 0:
             return Model(self.parameters, float(self.coef[s, 0, 0]), (), quality, None, 0.0, 0, (),
                          "insufficient", int(self.needed[s]), self.notes)
-        main = self._one(s, 0, quality)
-        idx = [a for a in range(1, self.hyp.shape[1]) if self.weight[s, a] >= MIN_WEIGHT]
-        if idx:
-            main = Model(main.parameters, main.constant, main.terms, main.quality, main.cov, main.noise,
-                         main.dof, _LazyAlternatives(self, s, idx), main.status, main.needed, main.notes,
-                         main.drift, main.upper, main.growth, main.drift_dof)
-        return main
+        _, M, K, m = self.hyp.shape
+        wts = c[8][M * j:M * j + M]
+        idx = [a for a in range(1, M) if wts[a] >= MIN_WEIGHT]
+        k1 = self.coef.shape[2]
+        return self._build(c[2][K * m * j:K * m * (j + 1)], K, m, c[3][k1 * j:k1 * (j + 1)],
+                           c[4][k1 * k1 * j:k1 * k1 * (j + 1)], k1, quality, c[5][j], c[6][j], c[7][j],
+                           _LazyAlternatives(self, s, idx) if idx else ())
 
-    def _one(self, s: int, a: int, quality) -> Model:
-        h = self.hyp[s, a].tolist()
-        coef = self.coef[s, a].tolist()
+    def _build(self, h, K, m, coef, cv, k1, quality, noise, dof, drift, alternatives) -> Model:
         terms = []
         params, blocks = self.parameters, self.blocks
-        for slot in h:
-            factors = tuple((params[p], blocks[b][0], blocks[b][1]) for p, b in enumerate(slot) if b >= 0)
-            if factors:
-                terms.append(Term(coef[1 + len(terms)], factors))
+        if m == 1:
+            for b in h:
+                if b >= 0:
+                    blk = blocks[b]
+                    terms.append(Term(coef[1 + len(terms)], ((params[0], blk[0], blk[1]),)))
+        else:
+            for t in range(K):
+                factors = tuple((params[p], blocks[b][0], blocks[b][1])
+                                for p, b in enumerate(h[t * m:(t + 1) * m]) if b >= 0)
+                if factors:
+                    terms.append(Term(coef[1 + len(terms)], factors))
         k = 1 + len(terms)
-        cov = tuple(map(tuple, self.cov[s, a, :k, :k].tolist()))
+        cov = tuple([tuple(cv[i * k1:i * k1 + k]) for i in range(k)])
+        return Model(self.parameters, coef[0], tuple(terms), quality, cov, noise, dof, alternatives,
+                     "ok", 0, self.notes, drift, self.upper, self.growth, self.drift_dof, self.shape.beta)
+
+    def _one(self, s: int, a: int, quality) -> Model:
+        _, K, m = self.hyp.shape[1:]
+        k1 = self.coef.shape[2]
         drift = 0.0 if (self.drift is None or a) else float(self.drift[s])
-        return Model(params, coef[0], tuple(terms), quality, cov, float(self.noise[s]), int(self.dof[s]), (),
-                     "ok", 0, self.notes, drift, self.upper, self.growth, self.drift_dof)
+        return self._build(self.hyp[s, a].ravel().tolist(), K, m, self.coef[s, a].tolist(), self.cov[s, a].ravel().tolist(),
+                           k1, quality, float(self.noise[s]), int(self.dof[s]), drift, ())
 
     def models(self) -> list[Model]:
         return [self.model(s) for s in range(len(self))]
 
 
 def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarray,
-              parameters: Sequence[str], options: FitOptions | None = None, progress=None) -> GroupFit:
+              parameters: Sequence[str], options: FitOptions | None = None, progress=None,
+              reps: np.ndarray | None = None) -> GroupFit:
     """Fit all series measured on one point set.
 
     ``X`` (n, m) coordinates; ``mean``/``count``/``ssd`` (S, n): per point mean, number of
-    repetitions (>= 1) and sum of squared deviations from the mean.
+    repetitions (>= 1) and sum of squared deviations from the mean.  ``reps`` (S, n, R), optional:
+    the raw repetitions (NaN-padded); with them the noise shape is estimated and, when it is not
+    normal, the top hypotheses are re-ranked and refitted under the matching likelihood
+    (:mod:`perfcast.fit.shape`).
     """
     opt = options or FitOptions()
     X = np.asarray(X, dtype=float)
@@ -511,6 +553,12 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         growth = _growth(space, mean, count, ssd, opt, K, M, usable)
     status = np.zeros(S, dtype=np.int8)
     needed = np.zeros(S, dtype=np.int64)
+    shape = NORMAL
+    if reps is not None and opt.likelihood == "auto" and usable and n >= 3:
+        reps = np.asarray(reps, dtype=float)
+        if reps.ndim != 3 or reps.shape[:2] != (S, n):
+            raise PerfcastError(f"repetitions must be (series, {n} points, repetitions)")
+        shape = estimate_shape(reps)
 
     for lo in range(0, S, opt.chunk):
         hi = min(S, lo + opt.chunk)
@@ -525,7 +573,11 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
                 _search_single(space, ch, opt, K)
             else:
                 _search_multi(space, ch, opt, K, lines, usable)
-        _finish(space, ch, opt, lo, hi, out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof)
+        coef_over = None
+        if shape.adaptive:
+            coef_over = _adaptive(space, ch, reps[lo:hi], shape.beta)
+        _finish(space, ch, opt, lo, hi, out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof,
+                coef_over, gn_efficiency(shape.beta) if shape.adaptive else 1.0)
         if hold is not None and usable and n >= 3:
             out_drift[lo:hi] = _drift(space, mean[lo:hi], count[lo:hi], ssd[lo:hi], opt, K, M, usable, hold,
                                       out_noise[lo:hi] ** 2, growth)
@@ -555,7 +607,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     upper = tuple(float(v) for v in np.max(X, axis=0)) if n else None
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
                     out_noise, out_dof, notes, out_drift, upper, growth,
-                    0 if hold is None else int((~hold[0]).sum()))
+                    0 if hold is None else int((~hold[0]).sum()), shape)
 
 
 def _holdout(X: np.ndarray, usable: Sequence[int], drop: int = 1):
@@ -732,8 +784,49 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
             ch.merge(rows[a:b], sub.criterion_err(err, k, pen, opt.selection), h)
 
 
+def _adaptive(space: _Space, ch: _Chunk, reps: np.ndarray, beta: float) -> np.ndarray:
+    """Re-rank the chunk's top-M hypotheses under the generalised normal likelihood of shape
+    ``beta`` of the raw repetitions (relative residuals, as the weights of the means' fit).
+
+    Per hypothesis the coefficients minimise ``sum |r|^beta`` (:func:`lbeta_fit`) and the
+    criterion's deviance ``N log(RSS / N)`` becomes the profile deviance ``(2N / beta)
+    log(sum |r|^beta / N)``, the penalties unchanged.  Reorders ``ch.best_crit``/``best_hyp``;
+    returns the coefficients (S, M, 1 + K) in absolute units in the new order."""
+    S, M = ch.best_crit.shape
+    K = ch.best_hyp.shape[2]
+    crit = np.full((S, M), np.inf)
+    coef = np.zeros((S, M, 1 + K))
+    N = ch.N
+    # repetitions relative to the point scale f, once per chunk
+    yr = (reps / (ch.scale[:, None, None] * ch.f[:, :, None])).astype(np.float32)
+    nterms = np.sum(np.any(ch.best_hyp >= 0, axis=3), axis=2)
+    # all (series, alternative) pairs with the same number of terms in one batch
+    for k in np.unique(nterms):
+        si, ai = np.nonzero((nterms == k) & np.isfinite(ch.best_crit))
+        if len(si) == 0:
+            continue
+        hyp = ch.best_hyp[si, ai]
+        order = np.argsort(~np.any(hyp >= 0, axis=2), axis=1, kind="stable")
+        hyp = np.take_along_axis(hyp, order[:, :, None], axis=1)
+        ch.best_hyp[si, ai] = hyp
+        D, scale, k = space.design(hyp)
+        c0, fok, rss = fast_wls([D[:, :, i] for i in range(k + 1)], ch.y[si], ch.w[si])
+        Nr = N[si]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pen = ch.best_crit[si, ai] - Nr * np.log((ch.ss_pe[si] + rss) / Nr + TINY)
+            c, logobj = lbeta_fit(D, yr[si], ch.f[si], beta, c0, prescaled=True)
+            cr = (2 * Nr / beta) * (logobj - np.log(Nr)) + pen
+        crit[si, ai] = np.where(np.isfinite(cr) & fok, cr, np.inf)
+        coef[si, ai, :k + 1] = c / scale * ch.scale[si, None]
+    order = np.argsort(crit, axis=1, kind="stable")
+    r = np.arange(S)[:, None]
+    ch.best_crit = crit[r, order]
+    ch.best_hyp = ch.best_hyp[r, order]
+    return coef[r, order]
+
+
 def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
-            out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof):
+            out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof, coef_over=None, eff=1.0):
     S, M = ch.best_crit.shape
     n = space.n
     out_hyp[lo:hi] = ch.best_hyp
@@ -749,16 +842,18 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             hyp = np.take_along_axis(hyp, order[:, :, None], axis=1)
             D, scale, k = space.design(hyp)
             y, w = ch.y[rows], ch.w[rows]
-            fit = _fit(D, y, w, opt.nonnegative)
+            fit = _fit(D, y, w, opt.nonnegative, leverage=a == 0)  # leverages only for the quality of the best
             sc = ch.scale[rows]
             beta = fit.beta / scale * sc[:, None]
             kk = k + 1
+            if coef_over is not None:
+                beta = coef_over[rows, a, :kk]
             N = ch.N[rows]
             pooled = (ch.ss_pe[rows] + fit.rss) / np.maximum(N - kk, 1)
             lof = fit.rss / max(n - kk, 1)
             s2 = np.maximum(pooled, lof)
             s2 = np.where(np.isfinite(s2), s2, 0.0)
-            cov = fit.ainv * s2[:, None, None] * (sc[:, None, None] ** 2) / (scale[:, :, None] * scale[:, None, :])
+            cov = fit.ainv * (s2 * eff)[:, None, None] * (sc[:, None, None] ** 2) / (scale[:, :, None] * scale[:, None, :])
             out_hyp[lo + rows, a] = hyp
             out_coef[lo + rows, a, :kk] = beta
             out_cov[lo + rows, a, :kk, :kk] = cov

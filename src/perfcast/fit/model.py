@@ -20,6 +20,7 @@ prediction interval needs:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -142,6 +143,9 @@ class Model:
     growth: float = 2.0
     #: held-out points the drift was estimated from (its degrees of freedom; 0 = taken as exact)
     drift_dof: int = 0
+    #: generalised normal shape of the repetition noise (2 = normal; estimated per fit group from
+    #: the repetitions, :mod:`perfcast.fit.shape`): the noise part of intervals uses its quantile
+    noise_shape: float = 2.0
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -251,13 +255,18 @@ class Model:
             for w, ya in self._alt_values(cols, shape):
                 var = var + w * (ya - centre) ** 2
             vd = (self.drift * d ** self.growth * centre) ** 2
+            # non-normal noise: its part of the variance enters scaled by the squared ratio of its
+            # quantile to the normal one (1 for normal noise; < 1 for light-tailed noise, whose
+            # 90% range is narrower than a normal one of the same variance)
+            vn = (self.noise * y) ** 2
+            rn = _shape_ratio(self.noise_shape, level)
             dof = np.full(n, float(self.dof))
             if self.drift_dof > 0:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ws = (var + vd) ** 2 / (var ** 2 / self.dof + vd ** 2 / self.drift_dof)
                 dof = np.where((vd > 0) & np.isfinite(ws), ws, dof)
             q = stats.t.ppf(0.5 + level / 2, dof)
-            half = q * np.sqrt(var + vd)
+            half = q * np.sqrt(np.maximum(var + vd + (rn * rn - 1) * vn, 0.0))
             lo, hi = centre - half, centre + half
         if shape == ():
             return float(lo[0]), float(hi[0])
@@ -323,6 +332,8 @@ class Model:
             d["drift_dof"] = int(self.drift_dof)
         if self.upper is not None:
             d["upper"] = [_clean(v) for v in self.upper]
+        if self.noise_shape != 2.0:
+            d["noise_shape"] = _clean(self.noise_shape)
         if alternatives and self.alternatives:
             d["alternatives"] = [{"weight": float(w), **m.to_dict(alternatives=False)} for w, m in self.alternatives]
         return d
@@ -346,9 +357,20 @@ class Model:
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
                        None if d.get("upper") is None else tuple(float(v) for v in d["upper"]),
-                       float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0))
+                       float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0),
+                       float(d.get("noise_shape") or 2.0))
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
+
+
+@functools.lru_cache(maxsize=64)
+def _shape_ratio(beta: float, level: float) -> float:
+    """Quantile ``0.5 + level / 2`` of the unit-variance generalised normal of shape ``beta``
+    over the normal one."""
+    if beta == 2.0:
+        return 1.0
+    p = 0.5 + level / 2
+    return float(stats.gennorm.ppf(p, beta) / math.sqrt(stats.gennorm.var(beta)) / stats.norm.ppf(p))
 
 
 def _num(v: float, digits: int, style: str) -> str:

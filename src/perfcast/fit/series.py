@@ -12,6 +12,7 @@ callpaths were measured on different point sets is split into as many batches.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -58,13 +59,20 @@ def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
 def series_statistics(exp: Experiment, locations: str = "auto") -> pd.DataFrame:
     """Per (point, callpath, metric): ``mean``, ``count`` (repetitions) and ``ssd`` (sum of squared
     deviations from the mean)."""
+    return _statistics(exp, locations)[0]
+
+
+def _statistics(exp: Experiment, locations: str):
+    """:func:`series_statistics` plus, per value row of the reduced data, its row in the
+    statistics frame, its repetition number and the values themselves."""
     d = _reduce_locations(exp, locations)
     keys = [*exp.parameters, "callpath", "metric"]
-    g = d.groupby(keys, observed=True, sort=False)["value"]
+    grouped = d.groupby(keys, observed=True, sort=False)
+    g = grouped["value"]
     st = g.agg(["mean", "count"]).reset_index()
     var = g.var(ddof=0).to_numpy()
     st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
-    return st
+    return st, grouped.ngroup().to_numpy(), grouped.cumcount().to_numpy(), d["value"].to_numpy(dtype=float)
 
 
 def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
@@ -78,7 +86,16 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     groups, index = fit_experiment(exp, options, locations, progress)
     order = {p: i for i, p in enumerate(exp.tree.preorder())}
     morder = {m: i for i, m in enumerate(exp.metrics)}
-    out = [SeriesModel(cp, mt, groups[g].model(s)) for (cp, mt), (g, s) in index.items()]
+    # thousands of small immutable objects, no reference cycles: the cyclic garbage collector's
+    # passes over the whole heap (triggered by the allocation count) would cost more than the
+    # construction itself
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        out = [SeriesModel(cp, mt, groups[g].model(s)) for (cp, mt), (g, s) in index.items()]
+    finally:
+        if enabled:
+            gc.enable()
     out.sort(key=lambda r: (order.get(r.callpath, len(order)), morder.get(r.metric, len(morder))))
     return out
 
@@ -88,7 +105,7 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
                    ) -> tuple[list[GroupFit], dict[tuple[str, str], tuple[int, int]]]:
     """Batched fits of all series: the list of :class:`GroupFit` (one per point set) and, per
     (callpath, metric), (group number, row in the group)."""
-    st = series_statistics(exp, locations)
+    st, row_of, rep_of, values = _statistics(exp, locations)
     params = list(exp.parameters)
     sid, series = pd.factorize(pd.MultiIndex.from_frame(st[["callpath", "metric"]].astype(str)))
     if params:
@@ -106,6 +123,12 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
     mean[sid, pid] = st["mean"].to_numpy()
     count[sid, pid] = st["count"].to_numpy()
     ssd[sid, pid] = st["ssd"].to_numpy()
+    # raw repetitions (S, P, R), NaN-padded: the noise shape is estimated from them
+    R = int(st["count"].max()) if len(st) else 0
+    reps = None
+    if R >= 2:
+        reps = np.full((S, P, R), np.nan)
+        reps[sid[row_of], pid[row_of], rep_of] = values
     present = count > 0
     sigs, inverse = np.unique(present, axis=0, return_inverse=True)
     inverse = np.asarray(inverse).ravel()
@@ -123,7 +146,7 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
         # sort the point set for readability of the design (not needed for correctness)
         X = coords[cols]
         gf = fit_group(X, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)], ssd[np.ix_(rows, cols)],
-                       params, options, prog)
+                       params, options, prog, None if reps is None else reps[rows][:, cols])
         done[0] += len(rows)
         groups.append(gf)
         for j, r in enumerate(rows.tolist()):
