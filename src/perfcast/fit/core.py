@@ -439,19 +439,23 @@ class GroupFit:
         return len(self.status)
 
     def _rows(self, s: int) -> tuple:
-        """Flat Python lists of the best hypothesis' arrays for a block of rows around ``s``
-        (one ``tolist`` per block is much cheaper than per-row conversions; flat lists of numbers
-        create no containers, so they do not trigger the garbage collector; one block is kept)."""
-        b = s // _ROW_BLOCK
+        """Flat Python lists of the best hypothesis' arrays for rows from ``s`` on (one
+        ``tolist`` per block is much cheaper than per-row conversions when models are built in
+        order; flat lists of numbers create no containers, so they do not trigger the garbage
+        collector).  Blocks of ``_ROW_BLOCK`` rows for sequential access, one row otherwise."""
         c = self.__dict__.get("_row_cache")
-        if c is None or c[0] != b:
-            lo, hi = b * _ROW_BLOCK, min(len(self.status), (b + 1) * _ROW_BLOCK)
-            drift = self.drift[lo:hi].tolist() if self.drift is not None else [0.0] * (hi - lo)
-            c = (b, lo, self.hyp[lo:hi, 0].ravel().tolist(), self.coef[lo:hi, 0].ravel().tolist(),
-                 self.cov[lo:hi, 0].ravel().tolist(), self.noise[lo:hi].tolist(), self.dof[lo:hi].tolist(),
-                 drift, self.weight[lo:hi].ravel().tolist(), self.quality[lo:hi].ravel().tolist(),
-                 self.status[lo:hi].tolist())
-            self.__dict__["_row_cache"] = c
+        if c is not None and c[1] <= s < c[0]:
+            self.__dict__["_row_last"] = s
+            return c
+        seq = self.__dict__.get("_row_last", -2) == s - 1
+        lo, hi = s, min(len(self.status), s + (_ROW_BLOCK if seq else 1))
+        drift = self.drift[lo:hi].tolist() if self.drift is not None else [0.0] * (hi - lo)
+        c = (hi, lo, self.hyp[lo:hi, 0].ravel().tolist(), self.coef[lo:hi, 0].ravel().tolist(),
+             self.cov[lo:hi, 0].ravel().tolist(), self.noise[lo:hi].tolist(), self.dof[lo:hi].tolist(),
+             drift, self.weight[lo:hi].ravel().tolist(), self.quality[lo:hi].ravel().tolist(),
+             self.status[lo:hi].tolist())
+        self.__dict__["_row_cache"] = c
+        self.__dict__["_row_last"] = s
         return c
 
     def model(self, s: int) -> Model:
