@@ -836,7 +836,7 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
     out_hyp[lo:hi] = ch.best_hyp
     out_crit[lo:hi] = ch.best_crit
     nterms = np.sum(np.any(ch.best_hyp >= 0, axis=3), axis=2)  # (S, M)
-    for a in range(M):
+    for a in range(M if opt.nonnegative else 1):
         for k in np.unique(nterms[:, a]):
             rows = np.nonzero((nterms[:, a] == k) & np.isfinite(ch.best_crit[:, a]))[0]
             if len(rows) == 0:
@@ -865,6 +865,29 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
                 out_noise[lo + rows] = np.sqrt(s2)
                 out_dof[lo + rows] = np.where(pooled >= lof, N - kk, n - kk)
                 out_q[lo + rows] = _quality(ch, rows, fit, D, kk, n)
+    if not opt.nonnegative and M > 1:
+        # the alternatives: coefficients and covariances only, all (series, alternative) pairs of
+        # a term count in one batch
+        for k in np.unique(nterms[:, 1:]):
+            si, ai = np.nonzero((nterms[:, 1:] == k) & np.isfinite(ch.best_crit[:, 1:]))
+            if len(si) == 0:
+                continue
+            ai = ai + 1
+            hyp = ch.best_hyp[si, ai]
+            order = np.argsort(~np.any(hyp >= 0, axis=2), axis=1, kind="stable")
+            hyp = np.take_along_axis(hyp, order[:, :, None], axis=1)
+            D, scale, k = space.design(hyp)
+            b, _, rss, ainv = fast_wls([D[:, :, i] for i in range(k + 1)], ch.y[si], ch.w[si], True)
+            sc = ch.scale[si]
+            kk = k + 1
+            beta = coef_over[si, ai, :kk] if coef_over is not None else b / scale * sc[:, None]
+            N = ch.N[si]
+            s2 = np.maximum((ch.ss_pe[si] + rss) / np.maximum(N - kk, 1), rss / max(n - kk, 1))
+            s2 = np.where(np.isfinite(s2), s2, 0.0)
+            out_hyp[lo + si, ai] = hyp
+            out_coef[lo + si, ai, :kk] = beta
+            out_cov[lo + si, ai, :kk, :kk] = ainv * (s2 * eff)[:, None, None] * (sc[:, None, None] ** 2) / (
+                scale[:, :, None] * scale[:, None, :])
     # all-zero series: exactly the constant 0
     z = np.nonzero(ch.zero)[0]
     if len(z):

@@ -253,10 +253,11 @@ def _pow(x: np.ndarray, e: float, inplace: bool = False) -> np.ndarray:
     return np.power(x, e, out=x if inplace else None)
 
 
-def fast_wls(cols: list, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fast_wls(cols: list, y: np.ndarray, w: np.ndarray, with_inverse: bool = False) -> tuple:
     """Weighted least squares of y (S, n) on per-series design columns ``cols`` (k arrays (S, n)):
-    (coefficients (S, k), usable mask (S,), weighted residual sum of squares (S,)).  Sums as
-    products with a vector of ones (faster than reductions over a short axis)."""
+    (coefficients (S, k), usable mask (S,), weighted residual sum of squares (S,)[, inverse
+    normal matrices (S, k, k)]).  Sums as products with a vector of ones (faster than reductions
+    over a short axis)."""
     from .core import _inv_small
     S, n = y.shape
     k = len(cols)
@@ -275,6 +276,8 @@ def fast_wls(cols: list, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.n
         fitted += beta[:, i:i + 1] * cols[i]
     resid = y - fitted
     rss = (w * resid * resid) @ ones
+    if with_inverse:
+        return beta, ok, np.where(ok, rss, np.inf), ainv
     return beta, ok, np.where(ok, rss, np.inf)
 
 
