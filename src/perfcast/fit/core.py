@@ -45,6 +45,7 @@ from .terms import DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Bloc
 TINY = 1e-12          # relative variance floor (relative precision 1e-6)
 FLOOR = 1e-3          # weights: |mean| floored at FLOOR * max |mean| of the series
 MIN_WEIGHT = 0.02     # alternatives lighter than this are dropped
+SCREEN = 10.0         # adaptive likelihood: re-rank hypotheses within this criterion distance of the best
 _ROW_BLOCK = 4096     # rows converted to Python lists at once when models are built
 DRIFT_SHORTLIST = 3   # per-parameter candidates in the leave-largest-out rerun (multi-parameter)
 GROWTH = (2.0, 4.0)   # bounds of the drift's growth exponent (standard deviation ~ doublings^growth)
@@ -577,11 +578,11 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
                 _search_single(space, ch, opt, K)
             else:
                 _search_multi(space, ch, opt, K, lines, usable)
-        coef_over = None
+        coef_over = ls = None
         if shape.adaptive:
-            coef_over = _adaptive(space, ch, reps[lo:hi], shape.beta)
+            coef_over, ls = _adaptive(space, ch, reps[lo:hi], shape.beta)
         _finish(space, ch, opt, lo, hi, out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof,
-                coef_over, gn_efficiency(shape.beta) if shape.adaptive else 1.0)
+                coef_over, gn_efficiency(shape.beta) if shape.adaptive else 1.0, ls)
         if hold is not None and usable and n >= 3:
             out_drift[lo:hi] = _drift(space, mean[lo:hi], count[lo:hi], ssd[lo:hi], opt, K, M, usable, hold,
                                       out_noise[lo:hi] ** 2, growth)
@@ -795,18 +796,25 @@ def _adaptive(space: _Space, ch: _Chunk, reps: np.ndarray, beta: float) -> np.nd
     Per hypothesis the coefficients minimise ``sum |r|^beta`` (:func:`lbeta_fit`) and the
     criterion's deviance ``N log(RSS / N)`` becomes the profile deviance ``(2N / beta)
     log(sum |r|^beta / N)``, the penalties unchanged.  Reorders ``ch.best_crit``/``best_hyp``;
-    returns the coefficients (S, M, 1 + K) in absolute units in the new order."""
+    returns the coefficients (S, M, 1 + K) in absolute units in the new order and the
+    least-squares pieces (inverse normal matrices, weighted RSS, column scales) in that order."""
     S, M = ch.best_crit.shape
     K = ch.best_hyp.shape[2]
     crit = np.full((S, M), np.inf)
     coef = np.zeros((S, M, 1 + K))
     N = ch.N
+    # the least-squares pieces of every pair, for the intervals (:func:`_finish`)
+    ls_ainv = np.zeros((S, M, 1 + K, 1 + K))
+    ls_rss = np.full((S, M), np.inf)
+    ls_scale = np.ones((S, M, 1 + K))
     # repetitions relative to the point scale f, once per chunk
     yr = (reps / (ch.scale[:, None, None] * ch.f[:, :, None])).astype(np.float32)
     nterms = np.sum(np.any(ch.best_hyp >= 0, axis=3), axis=2)
     # all (series, alternative) pairs with the same number of terms in one batch
+    # the screen: hypotheses whose normal-likelihood criterion is more than SCREEN above the best
+    # ("very strong" evidence against them, 2 ln B > 10 on Kass & Raftery's scale) keep weight 0
     for k in np.unique(nterms):
-        si, ai = np.nonzero((nterms == k) & np.isfinite(ch.best_crit))
+        si, ai = np.nonzero((nterms == k) & np.isfinite(ch.best_crit) & (ch.best_crit - ch.best_crit[:, :1] <= SCREEN))
         if len(si) == 0:
             continue
         hyp = ch.best_hyp[si, ai]
@@ -814,7 +822,10 @@ def _adaptive(space: _Space, ch: _Chunk, reps: np.ndarray, beta: float) -> np.nd
         hyp = np.take_along_axis(hyp, order[:, :, None], axis=1)
         ch.best_hyp[si, ai] = hyp
         D, scale, k = space.design(hyp)
-        c0, fok, rss = fast_wls([D[:, :, i] for i in range(k + 1)], ch.y[si], ch.w[si])
+        c0, fok, rss, ainv = fast_wls([D[:, :, i] for i in range(k + 1)], ch.y[si], ch.w[si], True)
+        ls_ainv[si, ai, :k + 1, :k + 1] = ainv
+        ls_rss[si, ai] = rss
+        ls_scale[si, ai, :k + 1] = scale
         Nr = N[si]
         with np.errstate(divide="ignore", invalid="ignore"):
             pen = ch.best_crit[si, ai] - Nr * np.log((ch.ss_pe[si] + rss) / Nr + TINY)
@@ -826,11 +837,12 @@ def _adaptive(space: _Space, ch: _Chunk, reps: np.ndarray, beta: float) -> np.nd
     r = np.arange(S)[:, None]
     ch.best_crit = crit[r, order]
     ch.best_hyp = ch.best_hyp[r, order]
-    return coef[r, order]
+    return coef[r, order], (ls_ainv[r, order], ls_rss[r, order], ls_scale[r, order])
 
 
 def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
-            out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof, coef_over=None, eff=1.0):
+            out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof, coef_over=None, eff=1.0,
+            ls=None):
     S, M = ch.best_crit.shape
     n = space.n
     out_hyp[lo:hi] = ch.best_hyp
@@ -873,13 +885,19 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             if len(si) == 0:
                 continue
             ai = ai + 1
-            hyp = ch.best_hyp[si, ai]
-            order = np.argsort(~np.any(hyp >= 0, axis=2), axis=1, kind="stable")
-            hyp = np.take_along_axis(hyp, order[:, :, None], axis=1)
-            D, scale, k = space.design(hyp)
-            b, _, rss, ainv = fast_wls([D[:, :, i] for i in range(k + 1)], ch.y[si], ch.w[si], True)
-            sc = ch.scale[si]
             kk = k + 1
+            if ls is not None:
+                # already fitted (and slots ordered) by the adaptive stage
+                hyp = ch.best_hyp[si, ai]
+                ainv, rss, scale = ls[0][si, ai, :kk, :kk], ls[1][si, ai], ls[2][si, ai, :kk]
+                b = None
+            else:
+                hyp = ch.best_hyp[si, ai]
+                order = np.argsort(~np.any(hyp >= 0, axis=2), axis=1, kind="stable")
+                hyp = np.take_along_axis(hyp, order[:, :, None], axis=1)
+                D, scale, _ = space.design(hyp)
+                b, _, rss, ainv = fast_wls([D[:, :, i] for i in range(kk)], ch.y[si], ch.w[si], True)
+            sc = ch.scale[si]
             beta = coef_over[si, ai, :kk] if coef_over is not None else b / scale * sc[:, None]
             N = ch.N[si]
             s2 = np.maximum((ch.ss_pe[si] + rss) / np.maximum(N - kk, 1), rss / max(n - kk, 1))
