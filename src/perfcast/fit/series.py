@@ -123,10 +123,11 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
     mean[sid, pid] = st["mean"].to_numpy()
     count[sid, pid] = st["count"].to_numpy()
     ssd[sid, pid] = st["ssd"].to_numpy()
-    # raw repetitions (S, P, R), NaN-padded: the noise shape is estimated from them
+    # raw repetitions (S, P, R), NaN-padded: the noise shape is estimated from them (skipped when
+    # the padding would more than double the memory of the values: very uneven repetition counts)
     R = int(st["count"].max()) if len(st) else 0
     reps = None
-    if R >= 2:
+    if R >= 2 and S * P * R <= 2 * len(values):
         reps = np.full((S, P, R), np.nan)
         reps[sid[row_of], pid[row_of], rep_of] = values
     present = count > 0
