@@ -290,3 +290,18 @@ def test_per_series_design_fit_matches_lstsq():
         assert fit.rss[s] == pytest.approx(np.sum(w[s] * (y[s] - D[s] @ beta) ** 2), rel=1e-9)
         hat = np.diag(Xw @ np.linalg.inv(Xw.T @ Xw) @ Xw.T)
         np.testing.assert_allclose(fit.hat[s], hat, rtol=1e-9)
+
+
+def test_insufficient_and_non_finite_quality_round_trip_through_json():
+    import json as _json
+    import math as _math
+
+    from perfcast.fit import fit_series
+
+    m = fit_series([2, 4], [[1.0, 1.1], [2.0, 2.1]])           # two points: too few for a term
+    d = _json.loads(_json.dumps(m.to_dict()))                  # NaN quality fields become null
+    back = Model.from_dict(d)
+    assert back.status == m.status and back.needed == m.needed
+    for k in ("rss", "adj_r2", "smape"):
+        a, b = getattr(m.quality, k), getattr(back.quality, k)
+        assert (a == b) or (_math.isnan(a) and _math.isnan(b))

@@ -104,7 +104,9 @@ class Quality:
     @classmethod
     def from_dict(cls, d: Mapping) -> "Quality":
         g = lambda k: (None if d.get(k) is None else float(d[k]))  # noqa: E731
-        return cls(float(d.get("rss", 0.0)), float(d.get("adj_r2", 0.0)), float(d.get("smape", 0.0)),
+        # to_dict writes non-finite numbers as null: read them back as NaN
+        f = lambda k: (float("nan") if d.get(k, 0.0) is None else float(d.get(k, 0.0)))  # noqa: E731
+        return cls(f("rss"), f("adj_r2"), f("smape"),
                    g("cv"), g("noise"), int(d.get("n_points", 0)), int(d.get("n_obs", 0)), g("criterion"))
 
 
