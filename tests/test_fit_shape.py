@@ -135,3 +135,22 @@ def test_relearn_two_repetitions_keeps_normal_path(data_dir):
     (g,) = groups
     assert g.shape.kurtosis > 2 * g.shape.se and g.shape.beta_kurtosis < 2
     assert not g.shape.adaptive
+
+
+def test_exact_series_keeps_a_model_on_the_adaptive_path():
+    # an exactly constant series among uniform-noise ones: the generalised-normal criterion of a
+    # perfect fit must stay finite (it was -inf -> dropped: no quality, NaN point counts)
+    import numpy as np
+    from perfcast.fit import fit_group
+
+    rng = np.random.default_rng(0)
+    x = np.array([[2.0], [4.0], [8.0], [16.0], [32.0]])
+    reps = (3 + 0.5 * x[:, 0])[None, :, None] * (1 + rng.uniform(-0.05, 0.05, (300, 5, 5)))
+    reps[0] = 0.001
+    mean = reps.mean(axis=2)
+    ssd = ((reps - mean[:, :, None]) ** 2).sum(axis=2)
+    g = fit_group(x, mean, np.full((300, 5), 5), ssd, ("p",), None, reps=reps)
+    assert g.shape.adaptive
+    m = g.model(0)
+    assert m.formula() == "0.001" and m.quality.n_points == 5 and m.quality.n_obs == 25
+    assert m.predict({"p": 1024.0}) == pytest.approx(0.001)

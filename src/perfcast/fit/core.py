@@ -830,7 +830,9 @@ def _adaptive(space: _Space, ch: _Chunk, reps: np.ndarray, beta: float) -> np.nd
         with np.errstate(divide="ignore", invalid="ignore"):
             pen = ch.best_crit[si, ai] - Nr * np.log((ch.ss_pe[si] + rss) / Nr + TINY)
             c, logobj = lbeta_fit(D, yr[si], ch.f[si], beta, c0, prescaled=True)
-            cr = (2 * Nr / beta) * (logobj - np.log(Nr)) + pen
+            # the same relative precision floor as the normal criterion (TINY on the variance scale):
+            # an exact fit keeps a finite criterion
+            cr = (2 * Nr / beta) * np.logaddexp(logobj - np.log(Nr), 0.5 * beta * np.log(TINY)) + pen
         crit[si, ai] = np.where(np.isfinite(cr) & fok, cr, np.inf)
         coef[si, ai, :k + 1] = c / scale * ch.scale[si, None]
     order = np.argsort(crit, axis=1, kind="stable")
