@@ -22,10 +22,12 @@ class _M:
 
 
 def test_rule_by_hand():
-    assert fit_warnings(_M(9.9, None)) == []          # below the 10 % floor
-    assert fit_warnings(_M(10.1, None))                # above it, no noise measured
+    assert fit_warnings(_M(9.9, 0.0)) == []           # noise measured (none): below the 10 % floor
+    assert fit_warnings(_M(10.1, 0.0))                 # above it
     assert fit_warnings(_M(29.0, 10.0)) == []          # within 3 x noise
     assert fit_warnings(_M(31.0, 10.0))                # beyond 3 x noise
+    assert fit_warnings(_M(24.9, None)) == []          # no repetitions: single runs scatter, limit 25 %
+    assert fit_warnings(_M(25.1, None))
     assert fit_warnings(_M(float("nan"), None)) == []  # no quality: nothing claimed
 
 

@@ -492,11 +492,23 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             row.append(f"{r.predicted:.6g}")
         rows.append(row)
     out.print(table(f"Scaling models ({len(ranked)} series, ranked as scalability bugs)", cols, rows))
-    for r in ranked:
-        for w in fit_warnings(r.model):
-            err.print(f"perfcast: warning: {r.callpath} {r.metric}: {w}", markup=False, highlight=False)
-        for n in getattr(r.model, "notes", ()):
-            err.print(f"perfcast: note: {r.callpath} {r.metric}: {n}", markup=False, highlight=False)
+    _print_series_notes(err, "warning", [(r.callpath, r.metric, w) for r in ranked for w in fit_warnings(r.model)],
+                        "poor fit(s), marked (!)")
+    _print_series_notes(err, "note", [(r.callpath, r.metric, n) for r in ranked
+                                      for n in getattr(r.model, "notes", ())], "regime change(s)")
+
+
+def _print_series_notes(err, kind, items, what, limit=6):
+    """One line per (callpath, metric, text) when there are few series, else a summary line."""
+    items = list(dict.fromkeys(items))
+    series = list(dict.fromkeys((cp, m) for cp, m, _ in items))
+    if len(series) <= limit:
+        for cp, m, text in items:
+            err.print(f"perfcast: {kind}: {cp} {m}: {text}", markup=False, highlight=False)
+    elif series:
+        names = ", ".join(f"{cp} {m}" for cp, m in series[:3])
+        err.print(f"perfcast: {kind}: {len(series)} series with {what}, e.g. {names}; --json gives the "
+                  "details per series", markup=False, highlight=False)
 
 
 @cli.command("predict")
@@ -582,8 +594,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
          f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else ""),
          "-" if r["lower"] is None else f"[{r['lower']:.6g}, {r['upper']:.6g}]",
          r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
-    for cp, metric, note in dict.fromkeys((r["callpath"], r["metric"], n) for r in rows for n in r["notes"]):
-        err.print(f"perfcast: note: {cp} {metric}: {note}", markup=False)
+    _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in rows for n in r["notes"]],
+                        "notes (poor fits, regime changes, negative values)")
 
 
 @cli.command("check")

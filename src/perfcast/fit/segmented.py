@@ -620,7 +620,9 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
             continue
         m = fit_segmented_stats(g[p].to_numpy(float), g["mean"].to_numpy(float), g["count"].to_numpy(float),
                                 g["ssd"].to_numpy(float), p, options, single=sm.model)
-        if m is not sm.model:
+        # adopted only when the regimes explain the data (a segmentation that is itself a poor fit
+        # would only split noise)
+        if m is not sm.model and not (getattr(m, "status", "ok") == "ok" and select(m)):
             items[k] = SeriesModel(sm.callpath, sm.metric, m)
     return items
 

@@ -433,7 +433,7 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
             series = [float(v) for v in gg["median"]]
         row.update({"formula": mdl.formula(), "mathml": formula_mathml(mdl), "order": _order_str(mdl),
                     "smape": None if q is None or not math.isfinite(q.smape) else q.smape,
-                    "warnings": fit_warnings(mdl),
+                    "warnings": fit_warnings(mdl), "segmented": bool(getattr(mdl, "segments", None)),
                     "noise": None if q is None or q.noise is None else q.noise,
                     "lower": lo, "upper": hi, "needed": mdl.needed, "series": series,
                     "growth_factor": (row["predicted"] / row["now"] if row["predicted"] is not None and row["now"]
@@ -904,7 +904,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% for k in r.kernels %}<tr>
 <td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
 <td class="path" title="{{ k.callpath }}"><a href="#plot-{{ k.rank }}">{{ k.name }}</a>{% if k.context %}<span class="full">{{ k.context }}</span>{% endif %}</td>
-<td>{% if k.status == "ok" %}{{ k.mathml }}{% for w in k.warnings %}<span class="note full" title="{{ w }}">poor fit: predictions unreliable</span>{% endfor %}{% else %}<span class="note">insufficient points (needs {{ k.needed }})</span>{% endif %}</td>
+<td>{% if k.status == "ok" or k.segmented %}{{ k.mathml }}{% for w in k.warnings %}<span class="note full" title="{{ w }}">poor fit: predictions unreliable</span>{% endfor %}{% else %}<span class="note">insufficient points (needs {{ k.needed }})</span>{% endif %}</td>
 <td class="order">{{ k.order }}</td>
 <td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}</td>
 <td class="num" data-v="{{ k.noise if k.noise is not none else '' }}">{{ fpct1(k.noise) }}</td>
