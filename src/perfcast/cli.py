@@ -432,8 +432,7 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet):
                                lambda done, total: cb(done, total, ""))
     # series no single PMNF function follows (poor fits) get a segmented model when the data
     # support a regime change (fit/segmented.py); the others are returned as they are
-    return segment_models(exp.select(callpath=list(callpaths) or None, metric=list(metrics) or None)
-                          if (metrics or callpaths) else exp, res, opts, locations)
+    return segment_models(exp, res, opts, locations)
 
 
 @cli.command("model")
