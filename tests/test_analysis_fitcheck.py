@@ -74,3 +74,16 @@ def test_segmented_input_is_modelled_in_two_regimes_by_the_commands(capsys):
 def test_segmented_inputs_are_flagged_and_pmnf_ones_are_not(name, flagged):
     models = model_experiment(load([DATA / "extrap" / "text" / name]))
     assert any(fit_warnings(sm.model) for sm in models) == flagged
+
+
+def test_check_names_the_series_it_cannot_judge(capsys):
+    path = DATA / "extrap" / "mpi_data.csv"
+    assert main(["check", str(path), "--expect", "OpenMPI/*: O(Ranks^2)", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    # 7 Open MPI routines; MPI_Gather's last regime (256, 512 ranks) has too few points for a model
+    assert res["checked"] == 6 and res["ok"]
+    assert [(u["callpath"], "regime change between Ranks = 128 and Ranks = 256" in u["reason"])
+            for u in res["unchecked"]] == [("OpenMPI/MPI_Gather", True)]
+    assert main(["check", str(path), "--expect", "OpenMPI/*: O(Ranks^2)"]) == 0
+    cap = capsys.readouterr()
+    assert "1 series not checked" in cap.out and "OpenMPI/MPI_Gather time: not checked" in cap.err

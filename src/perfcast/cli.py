@@ -620,14 +620,30 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     bad, checked = check(res, parsed)
     if checked == 0:
         raise PerfcastError("no modelled callpath matches the expectations' globs")
+    # matched series without a usable model are not judged: say which and why, a CI guard must not
+    # pass silently over them
+    import fnmatch
+
+    unchecked = [{"callpath": sm.callpath, "metric": sm.metric,
+                  "reason": "; ".join(getattr(sm.model, "notes", ())[:2]) or f"insufficient points: need "
+                                                                             f"{sm.model.needed}"}
+                 for sm in res if sm.model.status != "ok"
+                 and any(fnmatch.fnmatchcase(sm.callpath, e.pattern) for e in parsed)]
     if as_json:
-        write_json({"checked": checked, "violations": [v.to_dict() for v in bad], "ok": not bad})
+        write_json({"checked": checked, "violations": [v.to_dict() for v in bad], "ok": not bad,
+                    "unchecked": unchecked})
     elif bad:
         out.print(table(f"{len(bad)} of {checked} check(s) failed: growing faster than expected",
                         ["callpath", "metric", "expected", "found", "model"],
                         [[v.callpath, v.metric, v.expected, v.found, v.formula] for v in bad]))
     else:
-        out.print(f"all {checked} check(s) passed")
+        out.print(f"all {checked} check(s) passed" + (f"; {len(unchecked)} series not checked (below)"
+                                                       if unchecked else ""))
+    if not as_json:
+        from .report.terminal import err
+
+        _print_series_notes(err, "note", [(u["callpath"], u["metric"], f"not checked: {u['reason']}")
+                                          for u in unchecked], "no usable model (not checked)")
     if bad:
         sys.exit(1)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
 
