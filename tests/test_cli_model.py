@@ -68,7 +68,7 @@ def test_check_exit_codes(capsys, text_file):
     assert "a" in out and "O(p^2)" in out
     code, out, err = cli(capsys, "check", text_file, "--expect", "a: O(p^2)", "--expect", "b: O(log p)", "--json")
     assert code == 0, err
-    assert json.loads(out) == {"checked": 2, "violations": [], "ok": True}
+    assert json.loads(out) == {"checked": 2, "violations": [], "ok": True, "unchecked": []}
 
 
 @pytest.mark.parametrize("args, needle", [
