@@ -260,3 +260,25 @@ def test_missing_layout_column(tmp_path, mpi_csv):
     assert ei.value.path == str(mpi_csv) and ei.value.where == "header"
     with pytest.raises(PerfcastError, match="no p50 column"):
         read_summary(mpi_csv, SummaryLayout(value=("p50",)))
+
+
+def test_combined_summary_inputs_keep_their_statistics(tmp_path):
+    from conftest import DATA
+
+    lines = (DATA / "extrap" / "mpi_data.csv").read_text().splitlines()
+    parts = {lib: [lines[0]] + [ln for ln in lines[1:] if ln.startswith(lib + ",")] for lib in ("IntelMPI", "OpenMPI")}
+    paths = []
+    for lib, rows in parts.items():
+        paths.append(tmp_path / f"{lib}.csv")
+        paths[-1].write_text("\n".join(rows) + "\n")
+    whole = io.load([DATA / "extrap" / "mpi_data.csv"])
+    both = io.load(paths)
+    key = lambda r: json.dumps(r)  # noqa: E731
+    assert sorted(map(key, both.meta["summary"]["rows"])) == sorted(map(key, whole.meta["summary"]["rows"]))
+    assert both.meta["summary"]["columns"] == whole.meta["summary"]["columns"] and len(both.data) == 70
+    # a summary table with a tidy table of the same parameter: the statistics cannot be kept together
+    tidy = tmp_path / "tidy.csv"
+    tidy.write_text("Ranks,callpath,metric,value\n32,x,calls,1.0\n64,x,calls,2.0\n")
+    mixed = io.load([paths[0], tidy])
+    assert "summary" not in mixed.meta
+    assert any("summary statistics have different layouts" in w for w in mixed.meta["warnings"])

@@ -575,6 +575,20 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
     meta = {"sources": []}
     for e, src in zip(experiments, sources):
         meta["sources"].extend(e.meta.get("sources", [src] if src else []))
+    warnings = [w for e in experiments for w in e.meta.get("warnings", [])]
+    summaries = [e.meta.get("summary") for e in experiments]
+    if any(summaries):
+        # per-point statistics of summary inputs (io/summary.py, io/extrap.py archives): their rows
+        # concatenate when the inputs share the layout; otherwise they cannot be kept together
+        s0 = summaries[0]
+        if all(s and s.get("columns") == s0.get("columns") and s.get("statistic") == s0.get("statistic")
+               for s in summaries):
+            meta["summary"] = {**s0, "rows": [r for s in summaries for r in s.get("rows", [])]}
+        else:
+            warnings.append("the inputs' summary statistics have different layouts (or some inputs have none): "
+                            "they are not kept in the combined experiment")
+    if warnings:
+        meta["warnings"] = list(dict.fromkeys(warnings))
     for e, src in zip(experiments[1:], sources[1:]):
         if set(e.parameters) != set(params):
             raise PerfcastError(
