@@ -282,3 +282,29 @@ def test_combined_summary_inputs_keep_their_statistics(tmp_path):
     mixed = io.load([paths[0], tidy])
     assert "summary" not in mixed.meta
     assert any("summary statistics have different layouts" in w for w in mixed.meta["warnings"])
+
+
+def test_statistic_option_chooses_the_value_on_the_command_line(tmp_path):
+    from conftest import DATA
+
+    src = DATA / "extrap" / "mpi_data.csv"
+    with open(src, newline="") as f:
+        means = {(f"{r['mpi']}/{r['variable']}", float(r["Ranks"])): float(r["mean"]) for r in csv.DictReader(f)}
+    out = tmp_path / "m.perfcast"
+    assert main(["import", str(src), "--statistic", "mean", "-o", str(out)]) == 0
+    exp = store.read(out)
+    got = {(r.callpath, float(r.Ranks)): r.value for r in exp.data.itertuples()}
+    assert got == pytest.approx(means) and len(got) == 70
+    assert exp.meta["summary"]["statistic"] == "mean"
+    # Extra-P archives: the median of each point instead of Extra-P's mean
+    arc = DATA / "extrap" / "experiments" / "two_parameter3.txt.extra-p"
+    assert main(["import", str(arc), "--statistic", "median", "-o", str(tmp_path / "a.perfcast")]) == 0
+    a = store.read(tmp_path / "a.perfcast")
+    cols = a.meta["summary"]["columns"]
+    med = {tuple(r[:cols.index("callpath") + 2]): r[cols.index("median")] for r in a.meta["summary"]["rows"]}
+    names = cols[:cols.index("callpath")]
+    vals = {(*(float(getattr(r, n)) for n in names), r.callpath, r.metric): r.value for r in a.data.itertuples()}
+    assert vals == pytest.approx({(*map(float, k[:-2]), *k[-2:]): v for k, v in med.items()})
+    # an unknown statistic: one line, exit 2
+    assert main(["import", str(src), "--statistic", "mode", "-o", str(tmp_path / "x.perfcast")]) == 2
+    assert not (tmp_path / "x.perfcast").exists()

@@ -45,7 +45,16 @@ def input_options(f):
                      help="Coordinates of an input without parameters of its own; once per input, in order.")(f)
     f = click.option("--param", "params", multiple=True, metavar="KEY",
                      help="Metadata key to use as a parameter (e.g. Caliper/Adiak jobsize); repeatable.")(f)
+    f = click.option("--statistic", metavar="NAME", expose_value=False, callback=_remember_statistic,
+                     help="Inputs holding statistics, not values (summary tables, .extra-p saved without "
+                          "repetitions): the statistic to model, e.g. median, mean, min (default: median, "
+                          "else mean; Extra-P's own choice for archives).")(f)
     return f
+
+
+def _remember_statistic(ctx, param, value):
+    ctx.meta["perfcast.statistic"] = value
+    return value
 
 
 def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
@@ -57,7 +66,9 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
 
     pts = [parse_coords(p) for p in points] if points else None
     with progress("reading", enabled=None if not quiet else False) as cb:
-        exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb))
+        ctx = click.get_current_context(silent=True)
+        stat = ctx.meta.get("perfcast.statistic") if ctx is not None else None
+        exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat))
     for w in exp.meta.get("warnings", []):
         err.print(f"perfcast: warning: {w}", markup=False, highlight=False)
     return exp

@@ -30,6 +30,10 @@ class ReadOptions:
     parameters: tuple[str, ...] = ()
     #: report progress: called with (done, total, label)
     progress: Callable[[int, int, str], None] | None = None
+    #: inputs holding statistics instead of values (summary tables, Extra-P archives saved without
+    #: repetitions): the statistic that becomes the value (``median``, ``mean``, ...); None = the
+    #: reader's default
+    statistic: str | None = None
 
 
 @dataclass(frozen=True)

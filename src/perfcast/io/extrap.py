@@ -1034,7 +1034,8 @@ def _archive_experiment(obj, path: Path, store: _ArchiveValues, statistic: str |
 
 
 def _read_archive(path: Path, options: ReadOptions) -> Experiment:
-    return read_archive(path, options)
+    stat = {"min": "minimum", "max": "maximum"}.get((options.statistic or "").lower(), options.statistic)
+    return read_archive(path, options, stat.lower() if stat else None)
 
 
 register(Reader("extrap-text", "Extra-P text input (PARAMETER / POINTS / REGION / METRIC / DATA lines)",

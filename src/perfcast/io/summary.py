@@ -469,7 +469,8 @@ def read_summary(path: str | Path, layout: SummaryLayout | None = None,
 
 
 def _read(path: Path, options: ReadOptions) -> Experiment:
-    return read_summary(path, None, options)
+    layout = SummaryLayout(value=(options.statistic,)) if options.statistic else None
+    return read_summary(path, layout, options)
 
 
 register(Reader("summary", "summary-statistics table (CSV): key columns, then N/mean/median/sd/... per row; "
