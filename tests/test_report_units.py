@@ -233,9 +233,9 @@ def test_report_projects_at_the_measured_point_like_the_project_command(tmp_path
                     + [a for t in targets for a in ("--machine", t)] + extra) == 0
         tab = json.loads(capsys.readouterr().out)["projections"]
         assert tab["note"].startswith(note)
-        got = {r[0]: r for r in tab["rows"]}
+        got = {r[0]: r for r in tab["values"]}
         assert set(got) == set(targets)
         for t in targets:
             # compute at p=8 on the base is 100/8 + 2*8 = 28.5 s, scaled by the same factor as `project`
-            assert float(got[t][2]) == pytest.approx(proj[t]["compute_factor"], rel=1e-3)  # shown to 4 digits
-            assert float(got[t][3]) == pytest.approx(28.5 * proj[t]["compute_factor"], rel=1e-3)
+            assert got[t][2] == pytest.approx(proj[t]["compute_factor"], rel=1e-12)
+            assert got[t][3] == pytest.approx(28.5 * proj[t]["compute_factor"], rel=1e-12)

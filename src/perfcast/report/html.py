@@ -775,7 +775,9 @@ def _check_projections(p) -> dict:
         raise PerfcastError("projection table: rows and columns do not match")
     fmt_rows = [[_num(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else ("–" if v is None else str(v))
                  for v in r] for r in rows]
-    return {"columns": cols, "rows": fmt_rows, "note": note}
+    # rows as shown; values unformatted (numbers stay numbers in --json)
+    values = [[v if isinstance(v, (int, float, str)) or v is None else str(v) for v in r] for r in rows]
+    return {"columns": cols, "rows": fmt_rows, "values": values, "note": note}
 
 
 # -- rendering ------------------------------------------------------------------------------------
