@@ -232,6 +232,14 @@ def prior_shapes(nparam, pvals, points, target):
     return np.concatenate([prod, summ]), np.concatenate([np.outer(ttp, ttn).ravel(), ((ttp[:, None] + ttn[None, :]) / 2).ravel()])
 
 
+def _mean_weights(y):
+    """Point means of ``y`` (points x repetitions) and the weights of a normal likelihood of the
+    means: repetitions / variance, with the relative variance pooled over the points."""
+    mean = y.mean(axis=1)
+    rel2 = np.mean(y.var(axis=1, ddof=1) / mean ** 2)
+    return mean, y.shape[1] / (rel2 * mean ** 2)
+
+
 def bayes_laplace(data, T, Tt, kind):
     """:func:`bayes_ceiling` with the normal likelihood in closed form (Laplace): per hypothesis
     the weighted least-squares fit of c0 + c1 * T, evidence exp(-chi2/2) det(A)^-1/2 / V^2 (V = c0
@@ -243,10 +251,7 @@ def bayes_laplace(data, T, Tt, kind):
     lo, hi = (0.03, 0.25) if kind == "small" else (0.1, 0.95)
     out = {"mean": {}, "median": {}}
     for i, y in enumerate(data):
-        reps = y.shape[1]
-        mean = y.mean(axis=1)
-        rel2 = np.mean(y.var(axis=1, ddof=1) / mean ** 2)
-        w = reps / (rel2 * mean ** 2)
+        mean, w = _mean_weights(y)
         a00, a01, a11 = w.sum(), T @ w, (T * T) @ w
         b0, b1 = w @ mean, T @ (w * mean)
         det = a00 * a11 - a01 * a01
@@ -287,9 +292,7 @@ def bayes_ceiling(data, T, Tt, kind, noise, likelihood="gauss", grid=300, chunk=
     out = {"mean": {}, "median": {}}
     for i, y in enumerate(data):
         reps = y.shape[1]
-        mean = y.mean(axis=1)
-        rel2 = np.mean(y.var(axis=1, ddof=1) / mean ** 2)
-        w = reps / (rel2 * mean ** 2)
+        mean, w = _mean_weights(y)
         logps, preds = [], []
         for a in range(0, len(T), chunk):
             G = 1 + r[None, :, None] * T[a:a + chunk, None, :]   # value / c0 for (hypothesis, share, point)
