@@ -111,7 +111,8 @@ def main():
         e, S = oracle(db, benches, pairs, k)
         orc[f"hindsight oracle: the application's own rank-{k} loadings"] = _stats(e)
     r = res[DEFAULT]
-    kinds = {k: {"n": int(m.sum()), "method": _stats(r.error[m])["mean"], "baseline": _stats(r.baseline[m])["mean"]}
+    kinds = {k: {"n": int(m.sum()), "method": _stats(r.error[m])["mean"], "baseline": _stats(r.baseline[m])["mean"],
+                 "coverage": r.coverage(m)["coverage"], "half_width": r.coverage(m)["median_half_width"]}
              for k, m in pair_kinds(db, r).items()}
     if a.json:
         print(json.dumps({"methods": out, "oracles": orc, "pair_kinds": kinds}, indent=1))
@@ -126,15 +127,19 @@ def main():
               f"({s['seconds']:.0f}s)")
     for label, m in orc.items():
         print(f"{label:75s} mean {m['mean']:6.1%} median {m['median']:6.1%} p90 {m['p90']:6.1%}")
+    iv = out[DEFAULT]["interval"]
+    print(f"\n{iv['level']:.0%} intervals of the factor model: {iv['coverage']:.1%} of {iv['projections']} published "
+          f"ratios inside; median half-width {iv['median_half_width']:.1%}")
     prev = next((lb for lb in out if "previous default" in lb), None)
     print("\nper benchmark (mean error):" + (" factor | previous default | baseline" if prev else
-                                             " factor | baseline"))
+                                             " factor | baseline") + " | factor interval coverage")
     for k, v in out[DEFAULT]["per_benchmark"].items():
         mid = f"  {out[prev]['per_benchmark'][k]['method']:6.1%}" if prev else ""
-        print(f"  {k:18s} {v['method']:6.1%}{mid}  {v['baseline']:6.1%}")
-    print("\nper kind of pair (mean error): factor | baseline")
+        print(f"  {k:18s} {v['method']:6.1%}{mid}  {v['baseline']:6.1%}  {v.get('coverage', float('nan')):6.1%}")
+    print("\nper kind of pair (mean error): factor | baseline | factor interval coverage, median half-width")
     for k, v in kinds.items():
-        print(f"  {k:32s} n={v['n']:4d}  {v['method']:6.1%}  {v['baseline']:6.1%}")
+        print(f"  {k:32s} n={v['n']:4d}  {v['method']:6.1%}  {v['baseline']:6.1%}  {v['coverage']:6.1%}  "
+              f"{v['half_width']:6.1%}")
 
 
 if __name__ == "__main__":

@@ -239,3 +239,6 @@ def test_report_projects_at_the_measured_point_like_the_project_command(tmp_path
             # compute at p=8 on the base is 100/8 + 2*8 = 28.5 s, scaled by the same factor as `project`
             assert got[t][2] == pytest.approx(proj[t]["compute_factor"], rel=1e-12)
             assert got[t][3] == pytest.approx(28.5 * proj[t]["compute_factor"], rel=1e-12)
+            # the factor model's 90 % interval, as `project` gives it
+            assert tab["columns"][6:] == ["factor low (90%)", "factor high (90%)"]
+            assert got[t][6:] == pytest.approx(proj[t]["compute_factor_interval"], rel=1e-12)

@@ -939,8 +939,8 @@ def systems_cmd(query, dbs, limit, as_json):
                    "--base/--target then name systems of the --micro table.")
 @click.option("--method", type=click.Choice(["auto", "surrogate"]), default="auto", show_default=True,
               help="Compute projection: auto = factor model of the benchmark database where the signature "
-                   "has the memory groups (closed loop: 12%% mean error), else the surrogate; surrogate = "
-                   "always Sharkawi's surrogate.")
+                   "has the memory groups (closed loop: 12 % mean error, 90 % intervals printed), else the "
+                   "surrogate; surrogate = always Sharkawi's surrogate.")
 @click.option("--limit", type=int, default=30, show_default=True, help="Targets listed.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,
@@ -981,10 +981,14 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         role = "" if res.compute_source == "surrogate" else ", for comparison"
         out.print(f"surrogate (first target{role}): {s.describe()}  match {s.quality}; group errors "
                   + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
-    rows = [[t.system, t.name, f"{t.compute_factor:.3f}", f"{t.compute:.4g}",
-             "-" if t.comm is None else f"{t.comm:.4g}", f"{t.total:.4g}"] for t in res.targets[:limit]]
-    out.print(table("Projected runtime (s), fastest first", ["system", "name", "factor", "compute", "comm", "total"],
-                    rows, {"factor": "right", "compute": "right", "comm": "right", "total": "right"}))
+    shown = res.targets[:limit]
+    level = next((t.to_dict()["interval_level"] for t in shown if t.factor_interval), None)
+    rows = [[t.system, t.name, f"{t.compute_factor:.3f}"]
+            + ([f"{t.factor_interval[0]:.3f}-{t.factor_interval[1]:.3f}" if t.factor_interval else "-"] if level else [])
+            + [f"{t.compute:.4g}", "-" if t.comm is None else f"{t.comm:.4g}", f"{t.total:.4g}"] for t in shown]
+    head = ["system", "name", "factor"] + ([f"{level:.0%} range"] if level else []) + ["compute", "comm", "total"]
+    out.print(table("Projected runtime (s), fastest first", head, rows,
+                    {h: "right" for h in head[2:]}))
     for n in res.notes:
         out.print(f"note: {n}", markup=False, highlight=False)
     detail = next((t.comm_detail for t in res.targets if t.comm_detail and "interpolation" in t.comm_detail), None)

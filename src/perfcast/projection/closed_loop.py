@@ -23,7 +23,7 @@ from ..errors import PerfcastError
 from .database import BenchmarkDB
 from .signatures import Signature
 from .signatures import GROUPS
-from .factor import factor_projector, feature_metrics
+from .factor import LEVEL, factor_projector, feature_metrics
 from .surrogate import find_surrogate, regression_log_ratio
 
 METHODS = ("factor", "surrogate")
@@ -34,9 +34,23 @@ class LoopResult:
     app: np.ndarray          # benchmark name per row
     base: np.ndarray
     target: np.ndarray
-    error: np.ndarray        # surrogate method
+    error: np.ndarray        # |projected / published - 1| of the method
     baseline: np.ndarray     # geometric-mean baseline
     quality: np.ndarray
+    truth: np.ndarray        # published target/base ratio of the application
+    low: np.ndarray          # the method's interval on the ratio (level LEVEL; NaN where it has none)
+    high: np.ndarray
+
+    def coverage(self, mask=None) -> dict | None:
+        """Share of published ratios inside the intervals and their median relative half-width."""
+        m = np.isfinite(self.low) & np.isfinite(self.high)
+        if mask is not None:
+            m &= mask
+        if not m.any():
+            return None
+        inside = (self.low[m] <= self.truth[m]) & (self.truth[m] <= self.high[m])
+        return {"level": LEVEL, "projections": int(m.sum()), "coverage": float(inside.mean()),
+                "median_half_width": float(np.median(np.sqrt(self.high[m] / self.low[m]) - 1))}
 
     def summary(self) -> dict:
         def s(e):
@@ -45,9 +59,12 @@ class LoopResult:
         for a in np.unique(self.app):
             m = self.app == a
             per[str(a)] = {"method": float(self.error[m].mean()), "baseline": float(self.baseline[m].mean())}
+            cov = self.coverage(m)
+            if cov is not None:
+                per[str(a)]["coverage"] = cov["coverage"]
         return {"pairs": int(len(np.unique(np.stack([self.base, self.target]), axis=1)[0])),
                 "projections": int(len(self.error)), "method": s(self.error), "baseline": s(self.baseline),
-                "per_benchmark": per}
+                "interval": self.coverage(), "per_benchmark": per}
 
 
 def random_pairs(db: BenchmarkDB, benchmarks: list[str], n: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -77,7 +94,7 @@ def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs
     if len(benches) < 3:
         raise PerfcastError("fewer than three benchmarks have both a signature and published results")
     t = db.times()[benches]
-    rows = {k: [] for k in ("app", "base", "target", "error", "baseline", "quality")}
+    rows = {k: [] for k in ("app", "base", "target", "error", "baseline", "quality", "truth", "low", "high")}
     cache = {}
     factor = {}
     if method == "factor":
@@ -93,8 +110,9 @@ def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs
         for i, app in enumerate(benches):
             others = {b: signatures[b] for b in benches if b != app}
             logr = {b: lr[j] for j, b in enumerate(benches) if b != app}
+            lo = hi = float("nan")
             if app in factor:
-                sf = float(np.exp(factor[app].log_ratio(logr)))
+                sf, lo, hi = (float(np.exp(x)) for x in factor[app].log_interval(logr))
                 quality = "factor"
             elif target_aware:
                 sur = find_surrogate(signatures[app], others, groups, logr, max_members)
@@ -118,4 +136,7 @@ def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs
             rows["error"].append(abs(sf / truth - 1))
             rows["baseline"].append(abs(base_sf / truth - 1))
             rows["quality"].append(quality)
+            rows["truth"].append(truth)
+            rows["low"].append(lo)
+            rows["high"].append(hi)
     return LoopResult(**{k: np.array(v) for k, v in rows.items()})

@@ -24,7 +24,7 @@ from ..errors import PerfcastError
 from .comm import MicroTable, RoutineProfile, project_comm
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .signatures import GROUPS, Signature, check_groups, experiment_totals, load_navarro, signature_from_totals
-from .factor import FactorProjector, factor_projector
+from .factor import LEVEL, FactorProjector, factor_projector
 from .surrogate import Surrogate, find_surrogate
 
 COMPUTE_METHODS = ("auto", "surrogate")
@@ -81,9 +81,16 @@ class TargetProjection:
     comm: float | None
     total: float
     comm_detail: dict | None = None
+    #: (low, high) of the compute factor at level :data:`.factor.LEVEL` (factor model only)
+    factor_interval: tuple[float, float] | None = None
 
     def to_dict(self) -> dict:
+        iv = self.factor_interval
         return {"system": self.system, "name": self.name, "compute_factor": self.compute_factor,
+                "compute_factor_interval": None if iv is None else list(iv),
+                "compute_interval": None if iv is None else [iv[0] * self.compute / self.compute_factor,
+                                                             iv[1] * self.compute / self.compute_factor],
+                "interval_level": None if iv is None else LEVEL,
                 "compute": self.compute, "communication": self.comm, "total": self.total,
                 "communication_detail": self.comm_detail}
 
@@ -254,9 +261,11 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         surrogate = surrogate or sur
         sf = sur.scaling_factor(ratios)
         extra = {"surrogate_factor": sf}
+        interval = None
         if fp is not None:
             try:
-                sf = fp.scaling_factor(ratios)
+                sf, lo, hi = fp.interval(ratios)
+                interval = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
                 extra["factor_model"] = fp.to_dict()
                 sources.add("factor model")
             except PerfcastError as e:
@@ -283,7 +292,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         elif has_mpi:
             comm_t = 0.0
         results.append(TargetProjection(tid, db.name(tid), sf, comp_t, comm_t, comp_t + (comm_t or 0.0),
-                                        detail if detail else {"surrogate": sur.to_dict(), **extra}))
+                                        detail if detail else {"surrogate": sur.to_dict(), **extra}, interval))
     results.sort(key=lambda r: r.total)
     comm_base = sum(r.elapsed for r in profile) if has_mpi else None
     return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,

@@ -748,13 +748,20 @@ def projection_table(proj) -> dict:
     """Table of target machines from a :class:`perfcast.projection.project.Projection`."""
     try:
         rows = [[t.system, t.name, t.compute_factor, t.compute, t.comm, t.total] for t in proj.targets]
+        iv = any(t.factor_interval for t in proj.targets)
+        if iv:
+            for r, t in zip(rows, proj.targets):
+                r += list(t.factor_interval) if t.factor_interval else [None, None]
         note = (f"Measured on {proj.base} ({proj.base_name}): compute {_num(proj.compute_base)} s"
                 + (f", communication {_num(proj.comm_base)} s" if proj.comm_base is not None else "")
                 + "".join(f". {str(n)[:1].upper()}{str(n)[1:]}" for n in proj.notes) + ".")
     except AttributeError as e:
         raise PerfcastError(f"not a projection result ({e})") from None
-    return {"columns": ["system", "name", "compute factor", "compute [s]", "communication [s]", "total [s]"],
-            "rows": rows, "note": note}
+    cols = ["system", "name", "compute factor", "compute [s]", "communication [s]", "total [s]"]
+    if iv:
+        from ..projection.factor import LEVEL
+        cols += [f"factor low ({LEVEL:.0%})", f"factor high ({LEVEL:.0%})"]
+    return {"columns": cols, "rows": rows, "note": note}
 
 
 def _check_projections(p) -> dict:
