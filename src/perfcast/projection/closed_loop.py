@@ -83,11 +83,12 @@ def random_pairs(db: BenchmarkDB, benchmarks: list[str], n: int, seed: int = 0) 
 
 def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs, target_aware: bool = True,
                 max_members: int = 4, blend: float | None = None, method: str = "factor",
-                rank: int | None = None, alpha: float | None = None) -> LoopResult:
+                rank: int | None = None, alpha: float | None = None, supervised: bool = True) -> LoopResult:
     """``method`` "factor" (default) or "surrogate".  For the surrogate, ``blend`` = w: projected log
     ratio = w x surrogate + (1 - w) x ridge regression of the other benchmarks' log ratios on their
     signatures (:func:`regression_log_ratio`); None = surrogate only.  ``rank``/``alpha`` override
-    the factor model's defaults (:data:`.factor.RANK`, :data:`.factor.ALPHA`)."""
+    the factor model's defaults (:data:`.factor.RANK`, :data:`.factor.ALPHA`); ``supervised=False`` uses
+    the plain SVD (:func:`.factor.factor_projector`)."""
     if method not in METHODS:
         raise PerfcastError(f"unknown method {method!r}; methods: {', '.join(METHODS)}", where="method")
     benches = [b for b in sorted(signatures) if b in db.benchmarks]
@@ -103,7 +104,7 @@ def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs
             if feature_metrics(signatures[app], groups):
                 # the application's own column is dropped: the model sees only the other benchmarks
                 factor[app] = factor_projector(t.drop(columns=app), {b: signatures[b] for b in benches if b != app},
-                                               signatures[app], groups, **kw)
+                                               signatures[app], groups, supervised=supervised, **kw)
     for base, target in pairs:
         lr = np.log(t.loc[target].to_numpy(float) / t.loc[base].to_numpy(float))
         ratios = dict(zip(benches, np.exp(lr)))

@@ -2,7 +2,7 @@
 
 Compute: when the application's signature has the memory groups (llc, bandwidth, prefetch) and
 the database holds enough complete systems, the scaling factor comes from the low-rank factor
-model of the database (:mod:`.factor`, the closed loop's best method: 12 % mean error vs 21 % for
+model of the database (:mod:`.factor`, the closed loop's best method: 11.8 % mean error vs 21.9 % for
 the geometric-mean baseline, bench/PROJECTION.md); otherwise from Sharkawi's surrogate, which is
 computed and reported in either case.
 
@@ -242,7 +242,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     if method == "auto":
         try:
             fp = factor_projector(t[usable], {b: signatures[b] for b in usable}, sig, groups)
-            notes.append(f"compute factor from the rank-{fp.model.rank} factor model of {len(fp.model.systems)} "
+            notes.append(f"compute factor from the rank-{fp.model.rank} supervised factor model of {len(fp.model.systems)} "
                          f"systems x {len(fp.model.benchmarks)} benchmarks (loadings from "
                          f"{', '.join(fp.metrics)}); the surrogate is shown for comparison")
         except PerfcastError as e:
