@@ -6,6 +6,7 @@ half-written is left behind (stores are written atomically).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -30,6 +31,8 @@ def parse_coords(text: str, what: str = "--point") -> dict[str, float]:
             coords[k] = float(v)
         except ValueError:
             raise PerfcastError(f"{what} {text!r}: {v!r} is not a number") from None
+        if not math.isfinite(coords[k]):
+            raise PerfcastError(f"{what} {text!r}: {v!r} is not a finite number")
         if not k:
             raise PerfcastError(f"{what} {text!r}: empty parameter name")
     if not coords:
@@ -1074,7 +1077,13 @@ def main(argv=None) -> int:
         click.echo("perfcast: aborted", err=True)
         return 130
     except click.ClickException as e:
-        e.show()
+        if isinstance(e, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+            e.show()  # `perfcast` alone: the help
+            return 2
+        # one line like every other input error (click's own show() prints usage lines too)
+        ctx = getattr(e, "ctx", None)
+        hint = f" (try '{ctx.command_path} --help')" if ctx is not None else ""
+        click.echo(f"perfcast: error: {' '.join(e.format_message().split())}{hint}", err=True)
         return 2
     except KeyboardInterrupt:
         click.echo("perfcast: interrupted", err=True)

@@ -424,6 +424,8 @@ class Experiment:
             pats = [callpath] if isinstance(callpath, str) else list(callpath)
             cats = d["callpath"].cat.categories
             hit = np.array([any(fnmatch.fnmatchcase(c, pat) for pat in pats) for c in cats], dtype=bool)
+            if len(cats) and not hit.any():
+                raise PerfcastError(f"the selection is empty: no callpath matches {', '.join(map(repr, pats))}")
             mask &= hit[d["callpath"].cat.codes.to_numpy()]
         if metric is not None:
             names = [metric] if isinstance(metric, str) else list(metric)

@@ -112,6 +112,8 @@ class Machine:
             doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError as e:
             raise PerfcastError(f"cannot read the machine file ({e.strerror})", path) from None
+        except UnicodeDecodeError:
+            raise PerfcastError("not a YAML text file (binary content)", path) from None
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             raise PerfcastError(f"not valid YAML ({getattr(e, 'problem', e)})", path,

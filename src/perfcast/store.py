@@ -46,7 +46,10 @@ def atomic_dir(dest: Path, fill) -> Path:
         raise PerfcastError("output directory does not exist", parent)
     if dest.exists() and not dest.is_dir():
         raise PerfcastError("output exists and is not a directory", dest)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=parent))
+    except OSError as e:
+        raise PerfcastError(f"cannot write the output ({e.strerror or e})", dest) from None
     try:
         fill(tmp)
         if dest.exists():
@@ -98,9 +101,14 @@ def read(path: str | Path) -> Experiment:
         header = json.loads(head.read_text())
     except ValueError as e:
         raise PerfcastError(f"corrupt header: {e}", head) from None
+    if not isinstance(header, dict):
+        raise PerfcastError("corrupt header: not a JSON object", head)
     if header.get("format") != FORMAT:
         raise PerfcastError(f"not a perfcast experiment (format {header.get('format')!r})", head)
-    if header.get("version", 0) > VERSION:
+    version = header.get("version", 0)
+    if not isinstance(version, int):
+        raise PerfcastError(f"corrupt header: store version {version!r} is not a number", head, "version")
+    if version > VERSION:
         raise PerfcastError(f"written by a newer perfcast (store version {header['version']})", head)
     try:
         data = pq.read_table(p / "values.parquet").to_pandas()
@@ -108,6 +116,10 @@ def read(path: str | Path) -> Experiment:
     except (OSError, pa.ArrowException) as e:
         raise PerfcastError(f"cannot read stored tables: {e}", p) from None
     tree = CallTree(zip(tree_t["path"], tree_t["parent"], tree_t["name"]))
+    missing = [c for c in header.get("columns", []) if c not in data.columns]
+    if missing:
+        raise PerfcastError(f"the stored value table lacks column(s) {', '.join(map(str, missing))}",
+                            p / "values.parquet")
     try:
         metrics = [Metric.from_dict(m) for m in header["metrics"]]
         return Experiment(header["parameters"], data[header["columns"]], metrics, tree, header.get("meta", {}))

@@ -420,6 +420,8 @@ def render(node) -> str:
     """Formula text that parses back to the same AST (fully parenthesised where needed)."""
     if isinstance(node, Num):
         v = node.value
+        if v == math.inf:
+            return "1e999"  # a literal beyond float range (1e400) parses to infinity, and back
         if v < 0 or not math.isfinite(v):
             raise PerfcastError("cannot render a negative or non-finite literal")
         return repr(float(v))

@@ -66,13 +66,20 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
                   comm_max_procs=None, scaling="auto"):
     from ..report.terminal import out, write_json
 
+    ps = []
+    for x in (strong.split(",") if strong else ()):
+        try:
+            ps.append(float(x))
+        except ValueError:
+            raise PerfcastError(f"--strong {strong!r}: {x.strip()!r} is not a number") from None
+        if not (ps[-1] > 0 and ps[-1] != float("inf")):
+            raise PerfcastError(f"--strong {strong!r}: {x.strip()!r} is not a positive process count")
     model = _fit(exp, machine, timers, threshold, procs, functions, as_json, comm_max_procs, scaling)
     preds = [model.predict(t, size_ratio=size_ratio) for t in targets]
     curve = []
     if strong:
         if model.procs is None:
             raise PerfcastError("--strong needs a process-count parameter")
-        ps = [float(x) for x in strong.split(",")]
         curve = model.strong_scaling(ps, targets[0])
     if as_json:
         return write_json({"model": model.to_dict(), "predictions": [p.to_dict() for p in preds],

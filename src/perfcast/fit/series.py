@@ -71,7 +71,8 @@ def _statistics(exp: Experiment, locations: str):
     g = grouped["value"]
     st = g.agg(["mean", "count"]).reset_index()
     var = g.var(ddof=0).to_numpy()
-    st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
+    with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
+        st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
     return st, grouped.ngroup().to_numpy(), grouped.cumcount().to_numpy(), d["value"].to_numpy(dtype=float)
 
 
@@ -100,6 +101,31 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     return out
 
 
+# the fit squares values and raises parameters to powers (and multiplies terms of several
+# parameters): beyond these magnitudes float64 overflows and the models come out NaN
+MAX_VALUE = 1e100
+MAX_COORDINATE = 1e50
+
+
+def _check_magnitudes(exp: Experiment, st: pd.DataFrame, row_of: np.ndarray, values: np.ndarray,
+                      params: list[str]) -> None:
+    sources = exp.meta.get("sources") or []
+    path = sources[0] if len(sources) == 1 else None
+    for p in params:
+        big = np.abs(st[p].to_numpy(dtype=float)) > MAX_COORDINATE
+        if big.any():
+            v = float(st[p].to_numpy(dtype=float)[np.argmax(big)])
+            raise PerfcastError(f"parameter value {p}={v:g} is too large to model (the fit takes values "
+                                f"up to {MAX_COORDINATE:g})", path, f"parameter {p}")
+    big = np.abs(values) > MAX_VALUE
+    if big.any():
+        i = int(np.argmax(big))
+        r = st.iloc[int(row_of[i])]
+        where = ", ".join([f"callpath {r['callpath']}", f"metric {r['metric']}", *(f"{p}={r[p]:g}" for p in params)])
+        raise PerfcastError(f"value {values[i]:g} is too large to model (the fit takes values up to "
+                            f"{MAX_VALUE:g})", path, where)
+
+
 def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations: str = "auto",
                    progress: Callable[[int, int], None] | None = None
                    ) -> tuple[list[GroupFit], dict[tuple[str, str], tuple[int, int]]]:
@@ -107,6 +133,7 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
     (callpath, metric), (group number, row in the group)."""
     st, row_of, rep_of, values = _statistics(exp, locations)
     params = list(exp.parameters)
+    _check_magnitudes(exp, st, row_of, values, params)
     sid, series = pd.factorize(pd.MultiIndex.from_frame(st[["callpath", "metric"]].astype(str)))
     if params:
         pid, pts = pd.factorize(pd.MultiIndex.from_frame(st[params]))

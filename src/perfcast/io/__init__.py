@@ -89,8 +89,9 @@ def detect(path: Path) -> Reader:
     from .. import store
 
     _load_modules()
-    if store.is_store(path):
-        return _STORE_READER
+    if store.is_store(path) or (path.is_dir() and (path / "experiment.json").is_file()
+                                and (path / "values.parquet").exists()):
+        return _STORE_READER  # a damaged store too: store.read names what is wrong
     if not path.exists():
         raise PerfcastError("no such file or directory", path)
     name = path.name.lower()

@@ -79,13 +79,15 @@ def _from_frame(df: pd.DataFrame, path: Path, row_to_line) -> Experiment:
         if bad.any():
             i = int(np.argmax(bad))
             what = "parameter" if c in params else "column"
-            raise PerfcastError(f"{what} {c!r}: {df[c].iloc[i]!r} is not a number",
+            cell = df[c].iloc[i]
+            raise PerfcastError(f"{what} {c!r}: {cell!r} is not a number" if isinstance(cell, str) else
+                                f"{what} {c!r}: empty cell is not a number",
                                 path, _where(path, row_to_line, i, c))
         vals = num.to_numpy(dtype="float64")
         nonfinite = ~np.isfinite(vals)
         if nonfinite.any():
             i = int(np.argmax(nonfinite))
-            raise PerfcastError(f"column {c!r}: {df[c].iloc[i]!r} is not finite",
+            raise PerfcastError(f"column {c!r}: {str(df[c].iloc[i])!r} is not finite",
                                 path, _where(path, row_to_line, i, c))
         if c in ("rep", "rank", "thread"):
             if (vals < 0).any() or (vals != np.floor(vals)).any():

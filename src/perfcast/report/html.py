@@ -1041,7 +1041,10 @@ def write_report(exp: Experiment, path: str | Path, options: ReportOptions | Non
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise PerfcastError("output directory does not exist", parent)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=parent)
+    except OSError as e:
+        raise PerfcastError(f"cannot write the output ({e.strerror or e})", path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -1,0 +1,197 @@
+"""Bad input found by an adversarial audit: every case is one located line on stderr, exit code 2,
+and no output left behind (regression tests for the fixes)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+
+from perfcast.cli import main
+
+TEXT = DATA / "extrap" / "text" / "one_parameter_1.txt"  # parameter x, callpath compute, metric time
+
+
+def cli(capsys, *args):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error(code, err):
+    """Exit 2 and exactly one line on stderr, the `perfcast: error:` line; returns that line."""
+    lines = err.splitlines()
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("perfcast: error: "), err
+    assert "Traceback" not in err and "internal error" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("cmd", [
+    ["predict", TEXT, "--at", "x=inf"],
+    ["predict", TEXT, "--at", "x=inf", "--json"],
+    ["predict", TEXT, "--at", "x=nan"],
+    ["predict", TEXT, "--at", "x=1e400", "--json"],
+    ["model", TEXT, "--target", "x=nan"],
+    ["model", TEXT, "--target", "x=-inf", "--json"],
+])
+def test_non_finite_coordinates_are_rejected(capsys, cmd):
+    # were accepted: NaN predictions, numpy warnings on stderr, and with --json an internal error
+    # (exit 1: "Out of range float values are not JSON compliant")
+    line = one_error(*cli(capsys, *cmd)[::2])
+    opt = cmd[2]
+    assert f"{opt} '{cmd[3]}'" in line and "is not a finite number" in line
+
+
+def test_callpath_glob_matching_nothing_names_the_glob(capsys):
+    for extra in ([], ["--json"]):
+        line = one_error(*cli(capsys, "model", TEXT, "--callpath", "nomatch*", *extra)[::2])
+        assert line == "perfcast: error: the selection is empty: no callpath matches 'nomatch*'"
+
+
+def test_derived_formula_with_overflowing_literal_names_the_column(capsys):
+    # was "cannot render a negative or non-finite literal", without a place; 1e400 is infinity,
+    # which empties every cell (as 1/0 does)
+    for extra in ([], ["--json"]):
+        line = one_error(*cli(capsys, "metrics", TEXT, "--derive", "a = 1e400 * time", *extra)[::2])
+        assert line == ("perfcast: error: column 2: 'a' is empty everywhere (every cell divides by zero or has "
+                        "no operand values) in 'a = 1e400 * time'")
+
+
+@pytest.fixture
+def procs_csv(tmp_path):
+    path = tmp_path / "p.csv"
+    rows = ["p,callpath,metric,value"] + [f"{p},app,time,{10 / p}" for p in (1, 2, 4, 8)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("strong, bad", [("abc", "'abc' is not a number"), ("4,,8", "'' is not a number"),
+                                         ("4,-2", "'-2' is not a positive process count"),
+                                         ("nan", "'nan' is not a positive process count")])
+def test_breakdown_strong_curve_values(capsys, procs_csv, strong, bad):
+    # was an internal error (ValueError: could not convert string to float), exit 1
+    line = one_error(*cli(capsys, "predict", procs_csv, "--at", "p=16", "--breakdown", "--strong", strong)[::2])
+    assert line == f"perfcast: error: --strong {strong!r}: {bad}"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc (an unwritable directory)")
+def test_unwritable_output_directory(capsys, tmp_path):
+    # /proc refuses new files even to root; was an internal error (FileNotFoundError), exit 1
+    out = Path("/proc") / "perfcast-audit-report.html"
+    line = one_error(*cli(capsys, "report", TEXT, "-o", out)[::2])
+    assert line.startswith(f"perfcast: error: {out}: cannot write the output (")
+    assert not out.exists()
+    store = Path("/proc") / "perfcast-audit.perfcast"
+    for cmd in (["import", TEXT, "-o", store], ["import", TEXT, "-o", store, "--json"],
+                ["metrics", TEXT, "--derive", "d = 2 * time", "-o", store]):
+        line = one_error(*cli(capsys, *cmd)[::2])
+        assert line.startswith(f"perfcast: error: {store}: cannot write the output (")
+        assert not store.exists()
+
+
+@pytest.fixture
+def stored(capsys, tmp_path):
+    dest = tmp_path / "one.perfcast"
+    assert main(["import", str(TEXT), "-o", str(dest)]) == 0
+    capsys.readouterr()
+    return dest
+
+
+def _edit_header(store, **changes):
+    head = store / "experiment.json"
+    h = json.loads(head.read_text())
+    h.update(changes)
+    head.write_text(json.dumps(h))
+
+
+def test_damaged_store_header(capsys, stored):
+    head = stored / "experiment.json"
+    text = head.read_text()
+    # truncated header: was "unknown format: no reader recognises this directory"
+    head.write_text(text[: len(text) // 2])
+    line = one_error(*cli(capsys, "show", stored)[::2])
+    assert line.startswith(f"perfcast: error: {head}: corrupt header: ")
+    # a version that is not a number: was an internal error (TypeError), exit 1
+    head.write_text(text)
+    _edit_header(stored, version="x")
+    line = one_error(*cli(capsys, "show", stored, "--json")[::2])
+    assert line == f"perfcast: error: {head} (version): corrupt header: store version 'x' is not a number"
+    # a header that is not an object: was an internal error (AttributeError), exit 1
+    head.write_text("[1, 2]")
+    line = one_error(*cli(capsys, "show", stored, "--format", "perfcast")[::2])
+    assert line == f"perfcast: error: {head}: corrupt header: not a JSON object"
+
+
+def test_store_value_table_of_the_wrong_shape(capsys, stored):
+    # was: missing field "None of [Index([...], dtype='str')] are in the [columns]"
+    shutil.copy(stored / "callpaths.parquet", stored / "values.parquet")
+    line = one_error(*cli(capsys, "show", stored)[::2])
+    assert line == (f"perfcast: error: {stored / 'values.parquet'}: the stored value table lacks column(s) "
+                    "x, rep, callpath, metric, value")
+
+
+def test_machine_file_with_binary_content(capsys, tmp_path):
+    # was an internal error (UnicodeDecodeError), exit 1 -- for machine --from, predict --breakdown
+    # --machine, compare --machine and report --apmt-machine alike
+    bad = tmp_path / "machine.yaml"
+    bad.write_bytes(b"name: x\n\xff\xfe\x00garbage\n")
+    line = one_error(*cli(capsys, "machine", "--from", bad)[::2])
+    assert line == f"perfcast: error: {bad}: not a YAML text file (binary content)"
+
+
+def test_tidy_empty_cell_is_named_plainly(capsys, tmp_path):
+    # was: column 'value': np.float64(nan) is not a number / column 'x': np.float64(inf) is not finite
+    f = tmp_path / "t.csv"
+    f.write_text("x,callpath,metric,value\n1,app,time,1.0\n2,app,time,\n")
+    line = one_error(*cli(capsys, "show", f)[::2])
+    assert line == f"perfcast: error: {f}:3: column 'value': empty cell is not a number"
+    f.write_text("x,callpath,metric,value\n1,app,time,1.0\n1e400,app,time,2.0\n")
+    line = one_error(*cli(capsys, "import", f, "-o", tmp_path / "t.perfcast")[::2])
+    assert line == f"perfcast: error: {f}:3: column 'x': 'inf' is not finite"
+    assert not (tmp_path / "t.perfcast").exists()
+
+
+def _with_value(tmp_path, old, new, name="t.txt"):
+    f = tmp_path / name
+    text = TEXT.read_text()
+    assert old in text
+    f.write_text(text.replace(old, new, 1))
+    return f
+
+
+@pytest.mark.parametrize("cmd", [["model"], ["model", "--json"], ["predict", "--at", "x=100"],
+                                 ["check", "--expect", "*: O(x^2)", "--json"]])
+def test_values_too_large_to_model(capsys, tmp_path, cmd):
+    # finite but huge values (1e300) overflowed in the fit: numpy RuntimeWarnings on stderr, then an
+    # internal error (ValueError: cannot convert float NaN to integer), exit 1
+    f = _with_value(tmp_path, "82.00848518948744 ", "1e300 ")
+    line = one_error(*cli(capsys, cmd[0], f, *cmd[1:])[::2])
+    assert line == (f"perfcast: error: {f} (callpath compute, metric time, x=20): value 1e+300 is too large to "
+                    "model (the fit takes values up to 1e+100)")
+
+
+def test_parameter_values_too_large_to_model(capsys, tmp_path):
+    # x = 1e150: RuntimeWarnings (overflow in power) and no usable model
+    f = _with_value(tmp_path, "POINTS ( 60 )", "POINTS ( 1e150 )")
+    out = tmp_path / "r.html"
+    line = one_error(*cli(capsys, "report", f, "-o", out)[::2])
+    assert line == (f"perfcast: error: {f} (parameter x): parameter value x=1e+150 is too large to model "
+                    "(the fit takes values up to 1e+50)")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["predict", TEXT, "--level", "7"],
+     "Invalid value for '--level': 7.0 is not in the range 0<x<1. (try 'perfcast predict --help')"),
+    (["predict", TEXT], "Missing option '--at'. (try 'perfcast predict --help')"),
+    (["view", TEXT, "--mode", "sideways"],
+     "Invalid value for '--mode': 'sideways' is not one of 'top-down', 'bottom-up', 'flat'. "
+     "(try 'perfcast view --help')"),
+    (["model", TEXT, "--nosuch"], "No such option '--nosuch'. (try 'perfcast model --help')"),
+])
+def test_bad_options_are_one_line(capsys, args, message):
+    # click's usage errors were three lines (Usage: ..., Try ..., blank, Error: ...)
+    line = one_error(*cli(capsys, *args)[::2])
+    assert line == f"perfcast: error: {message}"
