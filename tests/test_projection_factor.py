@@ -245,17 +245,34 @@ def test_project_uses_the_factor_model_and_matches_the_closed_loop(spec, tmp_pat
         assert tgt["interval_level"] == 0.9
         assert tgt["compute"] == pytest.approx(100.0 * tgt["compute_factor"])
         assert "surrogate_factor" in tgt["communication_detail"]
-    # portable counters only: the surrogate, with a note saying why
+        check = out["closed_loop_check"]
+        assert set(check) == {"factor", "surrogate", "mean"}
+        assert check["factor"]["mean"] == min(v["mean"] for v in check.values())
+    # portable counters only: no factor model (a note says why); the closed loop with these groups
+    # decides between the surrogate and the geometric mean of the benchmarks' ratios
     _app_csv(appfile, Signature("a", {k: sigs[app].values[k] for k in
                                       ("cpi", "load_frac", "store_frac", "l1_mpki", "l2_mpki", "l3_mpki")}))
     capsys.readouterr()
     b, t = pairs[0]
-    assert main(["project", str(appfile), "--db", str(dbfile), "--signatures", str(sigfile),
-                 "--base", b, "--target", t, "--json"]) == 0
+    args = ["project", str(appfile), "--db", str(dbfile), "--signatures", str(sigfile), "--base", b, "--target", t,
+            "--json"]
+    assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["compute_source"] == "surrogate"
     assert any("factor model not used" in n for n in out["notes"])
-    assert out["targets"][0]["compute_factor_interval"] is None
+    check = out["closed_loop_check"]
+    assert set(check) == {"surrogate", "mean"} and check["mean"]["projections"] == 24 * 12
+    # on these published data the surrogate with portable counters does worse than the mean
+    assert check["surrogate"]["mean"] > check["mean"]["mean"]
+    assert out["compute_source"] == "mean of the benchmarks"
+    tgt = out["targets"][0]
+    assert tgt["compute_factor_interval"] is None
+    # the mean: geometric mean of the published target/base ratios of the signature benchmarks
+    ratios = [db.time(t, x) / db.time(b, x) for x in sigs if x != app and x in db.benchmarks]
+    assert tgt["compute_factor"] == pytest.approx(float(np.exp(np.mean(np.log(ratios)))), rel=1e-12)
+    assert main(args + ["--method", "surrogate"]) == 0
+    sur = json.loads(capsys.readouterr().out)
+    assert sur["compute_source"] == "surrogate" and sur["closed_loop_check"] is None
+    assert sur["targets"][0]["compute_factor"] == pytest.approx(tgt["communication_detail"]["surrogate_factor"])
 
 
 def test_cli_bad_input_stays_one_line_with_memory_counters(spec, tmp_path, capsys):

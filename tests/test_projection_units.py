@@ -194,3 +194,22 @@ def test_regression_log_ratio_by_hand():
         assert regression_log_ratio(app, cands, y, ["cpi"], alpha) == pytest.approx(want, rel=1e-9)
     with pytest.raises(PerfcastError, match="at least three"):
         regression_log_ratio(app, {"A": cands["A"], "B": cands["B"]}, y, ["cpi"])
+
+
+def test_projection_tables_that_are_not_csv_files_give_one_located_line(tmp_path, capsys):
+    from conftest import DATA
+    from perfcast.cli import main
+
+    binary = next((DATA / "extrap" / "cubeset").rglob("*.cubex"))
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value\nmain,time,1\nmain,instructions,1e9\nmain,cycles,1e9\n")
+    for args, where, msg in ((["systems", "EPYC", "--db", str(binary)], binary, "not a readable CSV"),
+                             (["systems", "EPYC", "--db", str(tmp_path)], tmp_path, "is a directory"),
+                             (["project", str(app), "--signatures", str(binary), "--base", "a", "--target", "b"],
+                              binary, "not a readable CSV"),
+                             (["project", str(app), "--micro", str(tmp_path), "--compute-factor", "1", "--base", "a",
+                               "--target", "b"], tmp_path, "is a directory")):
+        capsys.readouterr()
+        assert main(args) == 2, args
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and str(where) in err and msg in err, err

@@ -940,10 +940,13 @@ def systems_cmd(query, dbs, limit, as_json):
 @click.option("--compute-factor", type=float, default=None, metavar="F",
               help="Scale compute time by F instead of a surrogate (e.g. 1 when only the network changes); "
                    "--base/--target then name systems of the --micro table.")
-@click.option("--method", type=click.Choice(["auto", "surrogate"]), default="auto", show_default=True,
-              help="Compute projection: auto = factor model of the benchmark database where the signature "
-                   "has the memory groups (closed loop: 12 % mean error, 90 % intervals printed), else the "
-                   "surrogate; surrogate = always Sharkawi's surrogate.")
+@click.option("--method", type=click.Choice(["auto", "factor", "surrogate", "mean"]), default="auto",
+              show_default=True,
+              help="Compute projection: factor = supervised factor model of the benchmark database (needs "
+                   "the memory groups llc/bandwidth/prefetch; closed loop with all of them: 11.8 % mean error, "
+                   "90 % intervals printed); surrogate = Sharkawi's surrogate; mean = geometric mean of the "
+                   "benchmarks' ratios; auto = the one with the smallest error in a closed loop on the "
+                   "published data run with the application's counter groups (printed).")
 @click.option("--limit", type=int, default=30, show_default=True, help="Targets listed.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from .database import _read_csv
+from .database import read_csv
 
 INTERPOLATION = ("log(time) linear in log2(bytes) between tabulated sizes, linear in bytes above the largest; "
                  "log(time) linear in log2(p) between tabulated process counts, nearest count outside")
@@ -135,7 +135,7 @@ def _size_interp(d: pd.DataFrame, nbytes: float, notes: list, what: str) -> floa
 
 # -- loaders ----------------------------------------------------------------------------------
 def _read(path) -> pd.DataFrame:
-    return _read_csv(Path(path))
+    return read_csv(path)
 
 
 def load_micro(path: str | Path) -> MicroTable:

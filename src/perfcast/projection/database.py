@@ -155,13 +155,19 @@ def _parse_query(query: str) -> tuple[list[str], list[tuple[str, str, str]]]:
 
 
 # -- loaders ----------------------------------------------------------------------------------
-def _read_csv(path: Path) -> pd.DataFrame:
+def read_csv(path: str | Path, **kw) -> pd.DataFrame:
+    """``pandas.read_csv`` with every way a path can fail as one located :class:`PerfcastError`."""
+    path = Path(path)
     if not path.exists():
         raise PerfcastError("no such file", path)
+    if path.is_dir():
+        raise PerfcastError("is a directory, not a CSV file", path)
     try:
-        return pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise PerfcastError(f"not a readable CSV: {str(e).splitlines()[0]}", path) from None
+        return pd.read_csv(path, **kw)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
+        raise PerfcastError(f"not a readable CSV: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                            path) from None
+
 
 
 def load_spec(path: str | Path, suite: str | None = None) -> BenchmarkDB:
@@ -171,7 +177,7 @@ def load_spec(path: str | Path, suite: str | None = None) -> BenchmarkDB:
     (sockets x cores_per_socket, copies/threads)``.  Non-positive or missing runtimes are dropped.
     """
     path = Path(path)
-    df = _read_csv(path)
+    df = read_csv(path)
     tcols = [c for c in df.columns if c.startswith("t_")]
     if not tcols or "file" not in df.columns:
         raise PerfcastError("not a spec17-ml table: needs a 'file' column and t_<benchmark> runtime columns", path)
@@ -210,7 +216,7 @@ def load_spec(path: str | Path, suite: str | None = None) -> BenchmarkDB:
 def load_user_csv(path: str | Path) -> BenchmarkDB:
     """Tidy user results ``system, benchmark, time[, suite][, attributes...]`` (see module doc)."""
     path = Path(path)
-    df = _read_csv(path)
+    df = read_csv(path)
     missing = [c for c in ("system", "benchmark", "time") if c not in df.columns]
     if missing:
         raise PerfcastError(f"missing column(s) {', '.join(missing)}; a benchmark table needs "

@@ -205,9 +205,9 @@ def _svd(L: np.ndarray, rank: int, smoother: np.ndarray | None):
     order = np.argsort(w)[::-1]
     S = np.sqrt(np.clip(w[order], 0.0, None))
     Vt = V[:, order].T
-    if S[rank - 1] <= 1e-12 * max(S[0], 1e-300):
-        raise PerfcastError(f"the benchmarks' results vary along fewer than {rank} direction(s): no rank-{rank} "
-                            "factor model")
+    if S[rank - 1] ** 2 <= 1e-12 * max(float(np.sum(R ** 2)), 1e-300):
+        raise PerfcastError(f"the benchmarks' results (or the part of them the signatures can express) vary "
+                            f"along fewer than {rank} direction(s): no rank-{rank} factor model")
     n = len(R)
     scores = (M @ Vt[:rank].T / S[:rank]) * np.sqrt(n)        # unit variance per factor
     loadings = Vt[:rank].T * (S[:rank] / np.sqrt(n))   # log-time units per unit score

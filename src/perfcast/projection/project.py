@@ -27,7 +27,37 @@ from .signatures import GROUPS, Signature, check_groups, experiment_totals, load
 from .factor import LEVEL, FactorProjector, factor_projector
 from .surrogate import Surrogate, find_surrogate
 
-COMPUTE_METHODS = ("auto", "surrogate")
+COMPUTE_METHODS = ("auto", "factor", "surrogate", "mean")
+#: random published system pairs of the closed-loop check run with the application's counter groups
+CHECK_PAIRS = 24
+_LABELS = {"factor": "factor model", "surrogate": "surrogate", "mean": "mean of the benchmarks"}
+
+
+def closed_loop_check(db: BenchmarkDB, signatures: Mapping[str, Signature], groups: Sequence[str],
+                      factor: bool, pairs: int = CHECK_PAIRS, seed: int = 0) -> dict[str, dict]:
+    """Error of each compute method on published data with the application's counter groups: every
+    benchmark with a signature in turn is the application, projected between ``pairs`` random
+    published system pairs (:func:`.closed_loop.closed_loop`).  ``mean`` is the geometric mean of the
+    other benchmarks' ratios (the naive baseline); ``factor`` only when ``factor``."""
+    from .closed_loop import closed_loop, random_pairs
+
+    benches = [b for b in signatures if b in db.benchmarks]
+    sigs = {b: signatures[b] for b in benches}
+    sample = random_pairs(db, benches, pairs, seed)
+
+    def stats(e):
+        return {"mean": float(np.mean(e)), "median": float(np.median(e)), "projections": int(len(e))}
+    out = {}
+    r = closed_loop(db, sigs, groups, sample, method="surrogate")
+    out["surrogate"], out["mean"] = stats(r.error), stats(r.baseline)
+    if factor:
+        r = closed_loop(db, sigs, groups, sample, method="factor")
+        if set(r.quality) == {"factor"}:
+            out["factor"] = stats(r.error)
+            cov = r.coverage()
+            if cov is not None:
+                out["factor"]["interval_coverage"] = cov["coverage"]
+    return out
 
 
 def data_root() -> Path:
@@ -54,9 +84,10 @@ def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
                                 "(or set PERFCAST_PROJECTION_DATA)", p)
         return load_spec(p)
     db = None
+    from .database import read_csv
+
     for path in paths:
-        import pandas as pd
-        head = pd.read_csv(path, nrows=0).columns if Path(path).exists() else []
+        head = read_csv(path, nrows=0).columns
         part = load_spec(path) if any(str(c).startswith("t_") for c in head) else load_user_csv(path)
         db = part if db is None else db.merged(part)
     return db
@@ -107,10 +138,12 @@ class Projection:
     nprocs: float | None = None
     models: list[dict] | None = None          # Eq 14-16 models of the MPI profile (when fitted)
     compute_source: str = "surrogate"
+    check: dict | None = None                 # closed_loop_check: method -> error on published data
 
     def to_dict(self) -> dict:
         return {"base": self.base, "base_name": self.base_name, "compute_base": self.compute_base,
                 "communication_base": self.comm_base, "nprocs": self.nprocs, "compute_source": self.compute_source,
+                "closed_loop_check": self.check,
                 "surrogate": None if self.surrogate is None else self.surrogate.to_dict(),
                 "targets": [t.to_dict() for t in self.targets], "notes": self.notes, "mpi_models": self.models,
                 "data_note": "SPEC CPU2017 (rate) replaces the seed's SPEC CFP2006; signatures of the benchmarks "
@@ -146,9 +179,11 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     At a process count the experiment did not measure, the MPI profile and the compute time come
     from the Eq 14-16 models (:mod:`.mpimodel`), which the result lists.
 
-    ``method`` "auto": the factor model (:mod:`.factor`) where it applies (signature with the memory
-    groups, enough complete systems and target ratios), else the surrogate (noted); "surrogate":
-    always the surrogate.
+    ``method``: "factor" (:mod:`.factor`; needs the memory groups in the signature, enough complete
+    systems and target ratios, else the surrogate with a note), "surrogate" (Sharkawi's), "mean" (the
+    geometric mean of the benchmarks' ratios), or "auto": the one with the smallest mean error in a
+    closed loop on the published data run with the application's counter groups
+    (:func:`closed_loop_check`; the factor model where that check cannot run).
     """
     if method not in COMPUTE_METHODS:
         raise PerfcastError(f"unknown compute method {method!r}; methods: {', '.join(COMPUTE_METHODS)}",
@@ -239,14 +274,31 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         raise PerfcastError(f"base system {base_id!r} has no published result for any signature benchmark")
     cand = [b for b in usable if b not in missing_base]
     fp: FactorProjector | None = None
-    if method == "auto":
+    if method in ("auto", "factor"):
         try:
             fp = factor_projector(t[usable], {b: signatures[b] for b in usable}, sig, groups)
-            notes.append(f"compute factor from the rank-{fp.model.rank} supervised factor model of {len(fp.model.systems)} "
-                         f"systems x {len(fp.model.benchmarks)} benchmarks (loadings from "
-                         f"{', '.join(fp.metrics)}); the surrogate is shown for comparison")
         except PerfcastError as e:
-            notes.append(f"factor model not used ({e}); compute factor from the surrogate")
+            notes.append(f"factor model not used ({e})")
+    check = None
+    if method == "auto":
+        try:
+            check = closed_loop_check(db, signatures, groups, fp is not None)
+        except PerfcastError as e:
+            notes.append(f"no closed-loop check on the published data ({e})")
+    if method == "auto":
+        chosen = min(check, key=lambda m: check[m]["mean"]) if check else ("factor" if fp is not None else "surrogate")
+    else:
+        chosen = "surrogate" if method == "factor" and fp is None else method
+    if check:
+        notes.append(f"closed loop on {CHECK_PAIRS} random published system pairs with the application's counter "
+                     f"groups ({', '.join(groups)}), mean error: "
+                     + ", ".join(f"{_LABELS[m]} {v['mean']:.1%}" for m, v in sorted(check.items(),
+                                                                                  key=lambda kv: kv[1]["mean"]))
+                     + f"; compute factor from the {_LABELS[chosen]}")
+    if chosen == "factor":
+        notes.append(f"compute factor from the rank-{fp.model.rank} supervised factor model of {len(fp.model.systems)} "
+                     f"systems x {len(fp.model.benchmarks)} benchmarks (loadings from "
+                     f"{', '.join(fp.metrics)}); the surrogate is shown for comparison")
     sources = set()
     results = []
     surrogate = None
@@ -260,9 +312,10 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                              {b: math.log(r) for b, r in ratios.items()}, max_members)
         surrogate = surrogate or sur
         sf = sur.scaling_factor(ratios)
-        extra = {"surrogate_factor": sf}
+        mean_sf = float(np.exp(np.mean([math.log(r) for r in ratios.values()])))
+        extra = {"surrogate_factor": sf, "mean_factor": mean_sf}
         interval = None
-        if fp is not None:
+        if chosen == "factor":
             try:
                 sf, lo, hi = fp.interval(ratios)
                 interval = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
@@ -271,6 +324,9 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
             except PerfcastError as e:
                 notes.append(f"target {tid}: {e}; surrogate used")
                 sources.add("surrogate")
+        elif chosen == "mean":
+            sf = mean_sf
+            sources.add("mean of the benchmarks")
         else:
             sources.add("surrogate")
         comp_t = sf * compute_base
@@ -296,4 +352,4 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     results.sort(key=lambda r: r.total)
     comm_base = sum(r.elapsed for r in profile) if has_mpi else None
     return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,
-                      " + ".join(sorted(sources)) or "surrogate")
+                      " + ".join(sorted(sources)) or "surrogate", check)

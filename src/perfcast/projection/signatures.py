@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
+from .database import read_csv
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "cpi": ("cpi",),
@@ -107,7 +108,7 @@ def load_navarro(directory: str | Path, prefix: str = "navarro2019_skx_2K17Rate_
     gpath = d / f"{prefix}General_Info.csv"
     if not gpath.exists():
         raise PerfcastError("characterisation table not found", gpath)
-    gi = pd.read_csv(gpath)
+    gi = read_csv(gpath)
     need = ["Benchmark", "Instr", "Lect", "Escr", "MPKI1", "MPKI2", "MPKI3", "CPI"]
     miss = [c for c in need if c not in gi.columns]
     if miss:
@@ -120,7 +121,7 @@ def load_navarro(directory: str | Path, prefix: str = "navarro2019_skx_2K17Rate_
                        "l3_mpki": pd.to_numeric(gi["MPKI3"], errors="coerce")})
     ppath = d / f"{prefix}MPKI_APKI_CPI_Prefetch.csv"
     if ppath.exists():
-        raw = pd.read_csv(ppath, header=None, keep_default_na=False, dtype=str)
+        raw = read_csv(ppath, header=None, keep_default_na=False, dtype=str)
         top, sub = raw.iloc[0].tolist(), raw.iloc[1].tolist()
         cols, cur = [], ""
         for a, b in zip(top, sub):
@@ -137,7 +138,7 @@ def load_navarro(directory: str | Path, prefix: str = "navarro2019_skx_2K17Rate_
         df = df.merge(pf, on="input", how="left")
     bpath = d / f"{prefix}BW.csv"
     if bpath.exists():
-        bw = pd.read_csv(bpath, keep_default_na=False)
+        bw = read_csv(bpath, keep_default_na=False)
         df = df.merge(pd.DataFrame({"input": bw["Benchmark"].astype(str),
                                     "bw": pd.to_numeric(bw["All"], errors="coerce")}), on="input", how="left")
         df["bw_cpi"] = df["bw"] * df["cpi"]
@@ -161,9 +162,7 @@ def load_navarro(directory: str | Path, prefix: str = "navarro2019_skx_2K17Rate_
 def load_signature_csv(path: str | Path) -> dict[str, Signature]:
     """Tidy signatures ``name, metric, value``; metric ``instructions`` (1e9) is optional."""
     path = Path(path)
-    if not path.exists():
-        raise PerfcastError("no such file", path)
-    df = pd.read_csv(path)
+    df = read_csv(path)
     miss = [c for c in ("name", "metric", "value") if c not in df.columns]
     if miss:
         raise PerfcastError(f"missing column(s) {', '.join(miss)}; a signature table needs name, metric, value", path)
