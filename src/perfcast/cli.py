@@ -528,7 +528,11 @@ def _print_series_notes(err, kind, items, what, limit=6):
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
 @_model_options
-@click.option("--at", "at", required=True, multiple=True, metavar="P=V[,Q=W]", help="Point(s) to predict.")
+@click.option("--at", "at", multiple=True, metavar="P=V[,Q=W]",
+              help="Point(s) to predict (default with --validate: the validation runs' points).")
+@click.option("--validate", "measured", multiple=True, type=click.Path(path_type=Path), metavar="EXP",
+              help="Validation runs the models are not fitted on (e.g. one larger run): each prediction is "
+                   "compared with the measured mean, ranks reduced the same way; repeatable.")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9,
               show_default=True, help="Probability of the prediction interval.")
 @click.option("--selected", is_flag=True,
@@ -549,20 +553,36 @@ def _print_series_notes(err, kind, items, what, limit=6):
 @click.option("--scaling", type=click.Choice(["auto", "strong", "weak"]), default="auto", show_default=True,
               help="With --breakdown: How the work per rank changes with p, for the non-scalable rule: strong (total work fixed: cost per rank expected ~ 1/p), weak (work per rank fixed: expected constant), auto (inferred from the total instructions summed over ranks).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, level,
-                selected, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, as_json):
+def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, measured,
+                level, selected, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, as_json):
     """Predict every callpath x metric at --at with a prediction interval for a new measurement.
 
+    With --validate, also compare each prediction with what was measured there (relative error,
+    inside the interval or not).
+
     \b
-    Example:
+    Examples:
       perfcast predict exp.perfcast --at p=4096 --metric time
+      perfcast predict small.perfcast --validate large.perfcast
     """
     import math
 
     from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
-    targets = [parse_coords(a, "--at") for a in at]
+    check, targets = None, [parse_coords(a, "--at") for a in at]
+    if measured:
+        from .analysis import validation
+
+        if breakdown:
+            raise PerfcastError("--validate compares per-series predictions; for the APMT total use "
+                                "`perfcast compare --validate`", where="--validate")
+        mexp = load_experiment(measured, None, (), params, quiet=as_json)
+        check = validation.measured_means(mexp, exp.parameters, locations)
+        targets = targets or validation.measured_points(mexp, exp.parameters)
+    if not targets:
+        raise PerfcastError("give the point(s) to predict with --at (or validation runs with --validate)",
+                            where="--at")
     for t in targets:
         extra = [k for k in t if k not in exp.parameters]
         missing = [p for p in exp.parameters if p not in t]
@@ -595,18 +615,44 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                          "lower": None if math.isnan(lo) else lo, "upper": None if math.isnan(hi) else hi,
                          "level": level, "formula": m.formula(), "status": m.status, "notes": notes,
                          "segmented": bool(getattr(m, "segments", None))})
+    summary = None
+    if check is not None:
+        rows = validation.compare(rows, check, exp.parameters)
+        summary = validation.summarize(rows)
+        if not summary["compared"]:
+            raise PerfcastError("no predicted series was measured at the predicted point(s): the callpaths, "
+                                "metrics or points differ", where="--validate")
     if as_json:
-        return write_json(rows)
+        return write_json(rows if summary is None else {"predictions": rows, "accuracy": summary})
     from .report.terminal import trends
 
     tr = trends(exp, [(r["callpath"], r["metric"]) for r in rows], locations, ascii=not out.is_terminal)
-    cols = ["callpath", "metric", "trend", "at", "value", f"{level:.0%} interval", "model"]
-    out.print(table("Predictions", cols, [
+    cols = ["callpath", "metric", "trend", "at", "value", f"{level:.0%} interval"]
+    if summary is not None:
+        cols += ["measured", "error"]
+    cols += ["model"]
+
+    def compared(r):
+        if summary is None:
+            return []
+        if r["measured"] is None:
+            return ["-", "-"]
+        return [f"{r['measured']:.6g}" + ("" if r["inside"] in (None, True) else " (outside)"),
+                "-" if r["error"] is None else f"{r['error']:+.1%}"]
+
+    out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
         [r["callpath"], r["metric"], tr.get((r["callpath"], r["metric"]), ""),
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
          f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else ""),
-         "-" if r["lower"] is None else f"[{r['lower']:.6g}, {r['upper']:.6g}]",
-         r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
+         "-" if r["lower"] is None else f"[{r['lower']:.6g}, {r['upper']:.6g}]"] + compared(r)
+        + [r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
+    if summary is not None:
+        s = summary
+        out.print(f"measured: {s['compared']} of {len(rows)} predictions"
+                  + (f"; |error| median {s['median_abs_error']:.1%}, mean {s['mean_abs_error']:.1%}, "
+                     f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
+                  + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
+                     if s["with_interval"] else ""), markup=False, highlight=False)
     _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in rows for n in r["notes"]],
                         "notes (poor fits, regime changes, negative values)")
 

@@ -1,0 +1,77 @@
+"""Predictions against measurements the models were not fitted on.
+
+The way to trust an extrapolation is to check one: fit on the small runs, measure one larger run,
+compare.  :func:`measured_means` reduces a second experiment exactly as the fitter reduces the
+first (ranks by the same rule, the mean over repetitions); :func:`compare` joins predictions with
+those means and :func:`summarize` gives the relative errors and the share of measured means
+inside the prediction intervals.
+
+Error = predicted / measured - 1 (undefined where the measured mean is 0).  The intervals are for
+one new measurement; a mean over r repetitions is less noisy, so coverage of means is, if anything,
+higher than the nominal level where the model is right.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import PerfcastError
+from ..experiment import Experiment
+
+
+def _key(point: Mapping[str, float], params: Sequence[str]) -> tuple[float, ...]:
+    return tuple(float(point[p]) for p in params)
+
+
+def measured_means(exp: Experiment, parameters: Sequence[str], locations: str = "auto"
+                   ) -> dict[tuple[str, str, tuple[float, ...]], tuple[float, int]]:
+    """``(callpath, metric, point) -> (mean, repetitions)`` of ``exp``, whose parameters must be
+    ``parameters`` (the fitted experiment's)."""
+    from ..fit.series import series_statistics
+
+    if set(exp.parameters) != set(parameters):
+        raise PerfcastError(f"the measured experiment has parameters {', '.join(exp.parameters) or 'none'}; the "
+                            f"models have {', '.join(parameters)}", where="--validate")
+    st = series_statistics(exp, locations)
+    pts = st[list(parameters)].to_numpy(float)
+    return {(str(c), str(m), tuple(p)): (float(v), int(n))
+            for c, m, p, v, n in zip(st["callpath"], st["metric"], map(tuple, pts), st["mean"], st["count"])}
+
+
+def measured_points(exp: Experiment, parameters: Sequence[str]) -> list[dict[str, float]]:
+    """The measured experiment's points, in the models' parameter order."""
+    pts = exp.data[list(parameters)].drop_duplicates().sort_values(list(parameters)).to_numpy(float)
+    return [dict(zip(parameters, map(float, p))) for p in pts]
+
+
+def compare(rows: list[dict], measured: Mapping, parameters: Sequence[str]) -> list[dict]:
+    """Add ``measured``, ``repetitions``, ``error`` and ``inside`` to prediction rows (dicts with
+    callpath, metric, at, value, lower, upper); rows without a measurement get None."""
+    out = []
+    for r in rows:
+        m = measured.get((r["callpath"], r["metric"], _key(r["at"], parameters)))
+        r = dict(r)
+        if m is None:
+            r.update(measured=None, repetitions=0, error=None, inside=None)
+        else:
+            v, n = m
+            r.update(measured=v, repetitions=n,
+                     error=None if v == 0 else r["value"] / v - 1,
+                     inside=None if r.get("lower") is None else bool(r["lower"] <= v <= r["upper"]))
+        out.append(r)
+    return out
+
+
+def summarize(rows: Sequence[dict]) -> dict:
+    """Relative errors and interval coverage over the compared rows."""
+    err = np.array([abs(r["error"]) for r in rows if r.get("error") is not None and math.isfinite(r["error"])])
+    inside = [r["inside"] for r in rows if r.get("inside") is not None]
+    return {"compared": sum(r.get("measured") is not None for r in rows),
+            "with_error": int(len(err)),
+            "median_abs_error": float(np.median(err)) if len(err) else None,
+            "mean_abs_error": float(np.mean(err)) if len(err) else None,
+            "max_abs_error": float(np.max(err)) if len(err) else None,
+            "inside": int(sum(inside)), "with_interval": len(inside)}

@@ -1,0 +1,84 @@
+"""predict --validate: predictions compared with measurements the models were not fitted on."""
+
+import json
+
+import pytest
+
+from perfcast.analysis import validation
+from perfcast.cli import main
+from perfcast.io import load
+
+
+def _csv(path, rows, header="p,callpath,metric,rep,value"):
+    path.write_text(header + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def runs(tmp_path):
+    # fitted on p = 1..8: solve = 2 + 3 p, two repetitions at -1 % and +1 % of the formula
+    small = []
+    for p in (1, 2, 3, 4, 6, 8):
+        t = 2 + 3 * p
+        small += [(p, "main->solve", "time", 0, t * 0.99), (p, "main->solve", "time", 1, t * 1.01)]
+    small_f = _csv(tmp_path / "small.csv", small)
+    # measured at p = 16 (the formula: 50) and p = 32 (the formula: 98; measured 110 and 100, mean 105),
+    # and a callpath the models do not have
+    big = [(16, "main->solve", "time", 0, 50.0), (16, "main->solve", "time", 1, 50.0),
+           (32, "main->solve", "time", 0, 110.0), (32, "main->solve", "time", 1, 100.0),
+           (32, "main->other", "time", 0, 1.0)]
+    return small_f, _csv(tmp_path / "big.csv", big)
+
+
+def test_compare_against_a_hand_calculation(runs):
+    small_f, big_f = runs
+    big = load([big_f])
+    means = validation.measured_means(big, ["p"])
+    assert means[("main->solve", "time", (32.0,))] == (105.0, 2)
+    rows = [{"callpath": "main->solve", "metric": "time", "at": {"p": 32.0}, "value": 98.0, "lower": 90.0,
+             "upper": 106.0},
+            {"callpath": "main->solve", "metric": "time", "at": {"p": 64.0}, "value": 194.0, "lower": None,
+             "upper": None}]
+    got = validation.compare(rows, means, ["p"])
+    assert got[0]["measured"] == 105.0 and got[0]["repetitions"] == 2
+    assert got[0]["error"] == pytest.approx(98 / 105 - 1) and got[0]["inside"] is True
+    assert got[1]["measured"] is None and got[1]["error"] is None
+    s = validation.summarize(got)
+    assert s["compared"] == 1 and s["median_abs_error"] == pytest.approx(1 - 98 / 105)
+    assert (s["inside"], s["with_interval"]) == (1, 1)
+    assert validation.measured_points(big, ["p"]) == [{"p": 16.0}, {"p": 32.0}]
+
+
+def test_cli_predicts_the_measured_points_and_reports_the_errors(runs, capsys):
+    small_f, big_f = runs
+    capsys.readouterr()
+    assert main(["predict", str(small_f), "--validate", str(big_f), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = {(r["callpath"], r["at"]["p"]): r for r in doc["predictions"]}
+    # the model recovers 2 + 3 p: exact at 16 (measured 50), 98 vs 105 measured at 32
+    assert rows[("main->solve", 16.0)]["value"] == pytest.approx(50, rel=1e-3)
+    assert rows[("main->solve", 16.0)]["error"] == pytest.approx(0, abs=1e-3)
+    assert rows[("main->solve", 32.0)]["error"] == pytest.approx(98 / 105 - 1, abs=1e-3)
+    assert rows[("main->solve", 32.0)]["measured"] == 105.0
+    acc = doc["accuracy"]
+    assert acc["compared"] == 2 and acc["max_abs_error"] == pytest.approx(1 - 98 / 105, abs=1e-3)
+    # terminal: the table has the measured column and the summary line
+    assert main(["predict", str(small_f), "--validate", str(big_f)]) == 0
+    text = capsys.readouterr().out
+    assert "Predictions vs measured" in text and "-6.7%" in text
+    assert "measured: 2 of 2 predictions; |error| median 3.3%" in text
+
+
+def test_cli_measured_bad_input(runs, tmp_path, capsys):
+    small_f, big_f = runs
+    other = _csv(tmp_path / "n.csv", [(1, "main->solve", "time", 0, 1.0), (2, "main->solve", "time", 0, 2.0)],
+                 header="n,callpath,metric,rep,value")
+    nothing = _csv(tmp_path / "x.csv", [(16, "elsewhere", "time", 0, 1.0)])
+    for args, msg in (([str(small_f), "--validate", str(other)], "the measured experiment has parameters n"),
+                      ([str(small_f), "--validate", str(nothing)], "no predicted series was measured"),
+                      ([str(small_f)], "give the point(s) to predict with --at"),
+                      ([str(small_f), "--validate", str(tmp_path / "missing.csv")], "missing.csv")):
+        capsys.readouterr()
+        assert main(["predict", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert msg in err and len(err.splitlines()) == 1, err
