@@ -185,7 +185,7 @@ def test_parameter_values_too_large_to_model(capsys, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["predict", TEXT, "--level", "7"],
      "Invalid value for '--level': 7.0 is not in the range 0<x<1. (try 'perfcast predict --help')"),
-    (["predict", TEXT], "Missing option '--at'. (try 'perfcast predict --help')"),
+    (["predict", TEXT], "no point to predict: give --at P=V[,Q=W] or validation runs with --validate"),
     (["view", TEXT, "--mode", "sideways"],
      "Invalid value for '--mode': 'sideways' is not one of 'top-down', 'bottom-up', 'flat'. "
      "(try 'perfcast view --help')"),

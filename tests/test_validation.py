@@ -76,7 +76,7 @@ def test_cli_measured_bad_input(runs, tmp_path, capsys):
     nothing = _csv(tmp_path / "x.csv", [(16, "elsewhere", "time", 0, 1.0)])
     for args, msg in (([str(small_f), "--validate", str(other)], "the measured experiment has parameters n"),
                       ([str(small_f), "--validate", str(nothing)], "no predicted series was measured"),
-                      ([str(small_f)], "give the point(s) to predict with --at"),
+                      ([str(small_f)], "no point to predict: give --at"),
                       ([str(small_f), "--validate", str(tmp_path / "missing.csv")], "missing.csv")):
         capsys.readouterr()
         assert main(["predict", *args]) == 2

@@ -581,8 +581,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         check = validation.measured_means(mexp, exp.parameters, locations)
         targets = targets or validation.measured_points(mexp, exp.parameters)
     if not targets:
-        raise PerfcastError("give the point(s) to predict with --at (or validation runs with --validate)",
-                            where="--at")
+        raise PerfcastError("no point to predict: give --at P=V[,Q=W] or validation runs with --validate")
     for t in targets:
         extra = [k for k in t if k not in exp.parameters]
         missing = [p for p in exp.parameters if p not in t]
