@@ -637,7 +637,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         if r["measured"] is None:
             return ["-", "-"]
         return [f"{r['measured']:.6g}" + ("" if r["inside"] in (None, True) else " (outside)"),
-                "-" if r["error"] is None else f"{r['error']:+.1%}"]
+                "-" if r["error"] is None else f"{0.0 if abs(r['error']) < 5e-4 else r['error']:+.1%}"]
 
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
         [r["callpath"], r["metric"], tr.get((r["callpath"], r["metric"]), ""),
