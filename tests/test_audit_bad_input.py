@@ -195,3 +195,21 @@ def test_bad_options_are_one_line(capsys, args, message):
     # click's usage errors were three lines (Usage: ..., Try ..., blank, Error: ...)
     line = one_error(*cli(capsys, *args)[::2])
     assert line == f"perfcast: error: {message}"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["view", TEXT, "--threshold", "nan"], "Invalid value for '--threshold': 'nan' is not a finite number"),
+    (["kernels", TEXT, "--threshold", "nan"], "Invalid value for '--threshold': 'nan' is not a finite number"),
+    (["predict", TEXT, "--at", "x=4", "--level", "nan"], "Invalid value for '--level': 'nan' is not a finite number"),
+])
+def test_nan_option_values_are_refused(args, message, capsys):
+    line = one_error(*cli(capsys, *args)[::2])
+    assert message in line, line
+
+
+def test_predict_at_on_an_experiment_without_parameters(tmp_path, capsys):
+    f = tmp_path / "one.csv"
+    f.write_text("callpath,metric,value\nmain,time,1\n")
+    line = one_error(*cli(capsys, "predict", f, "--at", "p=1")[::2])
+    assert line.endswith("the experiment has no parameters (one run): nothing to predict at --at; scaling models "
+                         "need runs at several points"), line

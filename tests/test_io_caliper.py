@@ -631,3 +631,17 @@ def test_thicket_bad_input(ensemble, tmp_path):
         load([f])
     e = _err(ei)
     assert e.where == "dataframe[5]" and "999" in e.message
+
+
+def test_non_finite_values_are_dropped_with_a_warning(data_dir, tmp_path):
+    src = data_dir / "formats" / "caliper" / "caliper-example-cali" / "example-profile.cali"
+    rec = "data=0.001533=0.001533=0.001533=0.001533=1=0.001533"
+    text = src.read_text()
+    assert rec in text
+    bad = tmp_path / "nan.cali"
+    bad.write_text(text.replace(rec, rec.replace("data=0.001533", "data=nan", 1), 1))
+    clean, dropped = load([src]), load([bad])
+    # exactly one value fewer, and the warning says so
+    assert len(dropped.data) == len(clean.data) - 1
+    assert any("1 non-finite value(s) (nan/inf) dropped" in w for w in dropped.meta.get("warnings", []))
+    assert not any("non-finite" in w for w in clean.meta.get("warnings", []))

@@ -17,6 +17,17 @@ from . import __version__
 from .errors import PerfcastError
 
 
+class Finite(click.FloatRange):
+    """A float option (optionally within a range) that refuses nan and inf, which every range
+    comparison would let through."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
+
+
 def parse_coords(text: str, what: str = "--point") -> dict[str, float]:
     """``p=4,n=8`` -> {"p": 4.0, "n": 8.0}."""
     coords: dict[str, float] = {}
@@ -246,13 +257,13 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
               help="Cost that sorts and thresholds (default: inclusive top-down, exclusive otherwise).")
 @click.option("--sort", type=click.Choice(["inclusive", "exclusive", "name", "tree"]), default=None,
               help="Order of siblings/rows (overrides --inclusive/--exclusive).")
-@click.option("--threshold", type=float, default=0.0, metavar="PCT",
+@click.option("--threshold", type=Finite(), default=0.0, metavar="PCT",
               help="Hide scopes below PCT percent of the total.")
 @click.option("--depth", type=int, default=None,
               help="Deepest level shown (top-down), or caller levels computed (bottom-up, default 3).")
 @click.option("--hot-path", "hot", default=None, metavar="CALLPATH",
               help="Show the hot path from CALLPATH (a full callpath or a unique frame name; '-' = the root).")
-@click.option("--hot-fraction", type=float, default=0.5, show_default=True,
+@click.option("--hot-fraction", type=Finite(), default=0.5, show_default=True,
               help="Follow a child while it holds this fraction of its parent's inclusive cost.")
 @click.option("--ranks", type=click.Choice(["sum", "mean", "max", "min"]), default="sum", show_default=True,
               help="How per-rank/thread values are combined.")
@@ -270,7 +281,7 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
     from .report import views as R
     from .report.terminal import write_json
 
-    if threshold < 0 or threshold > 100:
+    if not 0 <= threshold <= 100:
         raise PerfcastError(f"--threshold {threshold}: must be a percentage between 0 and 100")
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     prof = V.profile(exp, metric, parse_coords(at, "--at") if at else None, ranks)
@@ -307,7 +318,7 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
               help="Peak bandwidth in bytes per second, against --time (suffix K, M, G, T allowed: 100G).")
 @click.option("--ranks", type=click.Choice(["sum", "mean", "max", "min"]), default="sum", show_default=True,
               help="How per-rank/thread values are combined.")
-@click.option("--threshold", type=float, default=0.0, metavar="PCT",
+@click.option("--threshold", type=Finite(), default=0.0, metavar="PCT",
               help="Leave out scopes below PCT percent of the total waste.")
 @click.option("--limit", type=int, default=30, show_default=True, help="Rows to print.")
 @_at_option
@@ -341,7 +352,7 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
     if ops is None and bytes_ is None:
         raise PerfcastError("nothing to compute: give --ops with --cycles/--peak-ops-per-cycle or "
                             "--time/--peak-ops-per-second, and/or --bytes/--time/--peak-bandwidth")
-    if threshold < 0 or threshold > 100:
+    if not 0 <= threshold <= 100:
         raise PerfcastError(f"--threshold {threshold}: must be a percentage between 0 and 100")
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     coords = parse_coords(at, "--at") if at else None
@@ -533,7 +544,7 @@ def _print_series_notes(err, kind, items, what, limit=6):
 @click.option("--validate", "measured", multiple=True, type=click.Path(path_type=Path), metavar="EXP",
               help="Validation runs the models are not fitted on (e.g. one larger run): each prediction is "
                    "compared with the measured mean, ranks reduced the same way; repeatable.")
-@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9,
+@click.option("--level", type=Finite(0, 1, min_open=True, max_open=True), default=0.9,
               show_default=True, help="Probability of the prediction interval.")
 @click.option("--selected", is_flag=True,
               help="Use only the selected hypothesis (default: average over the competing hypotheses "
@@ -544,10 +555,10 @@ def _print_series_notes(err, kind, items, what, limit=6):
               help="With --breakdown: an application timer measuring a kernel (effective CPI source).")
 @click.option("--machine", "machine", type=click.Path(path_type=Path),
               help="With --breakdown: machine description YAML (default: this host).")
-@click.option("--size-ratio", type=click.FloatRange(0, min_open=True), default=1.0,
+@click.option("--size-ratio", type=Finite(0, min_open=True), default=1.0,
               help="With --breakdown: problem size relative to the profiled one (APMT work per rank).")
 @click.option("--strong", metavar="P1,P2,...", help="With --breakdown: also print a strong-scaling curve.")
-@click.option("--comm-max-procs", type=click.FloatRange(1), default=None, metavar="N",
+@click.option("--comm-max-procs", type=Finite(1), default=None, metavar="N",
               help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @click.option("--scaling", type=click.Choice(["auto", "strong", "weak"]), default="auto", show_default=True,
@@ -587,7 +598,9 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         missing = [p for p in exp.parameters if p not in t]
         if extra or missing:
             raise PerfcastError(f"--at {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
-                                f"parameters {', '.join(exp.parameters)}")
+                                f"parameters {', '.join(exp.parameters)}" if exp.parameters else
+                                "the experiment has no parameters (one run): nothing to predict at --at; "
+                                "scaling models need runs at several points")
     if breakdown:
         from .apmt.cli import breakdown_cmd
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
@@ -719,13 +732,13 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--kernels", type=click.IntRange(1, 10_000), default=30, show_default=True,
               help="Rows of the ranked table; the rest is collapsed into 'other kernels'.")
 @click.option("--plots", type=click.IntRange(0, 200), default=12, show_default=True, help="Kernels to plot.")
-@click.option("--min-share", type=click.FloatRange(0, 100, max_open=True), default=1.0, show_default=True, metavar="PCT",
+@click.option("--min-share", type=Finite(0, 100, max_open=True), default=1.0, show_default=True, metavar="PCT",
               help="Show kernels holding at least PCT percent of the total, now or at the target.")
 @click.option("--scaling", type=click.Choice(["auto", "weak", "strong", "none"]), default="auto", show_default=True,
               help="Scaling mode of the experiment, for the scaling-loss tree and APMT's non-scalable kernels "
                    "(auto: guessed, the tree from the totals, the kernels from the total instructions; none: "
                    "no scaling-loss tree, kernels auto).")
-@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
+@click.option("--level", type=Finite(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
               help="Probability of the prediction intervals.")
 @click.option("--terms", "max_terms", type=click.IntRange(1, 2), default=1, show_default=True,
               help="Terms per parameter in single-parameter models.")
@@ -747,7 +760,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                    "compute_sweep=app->compute; repeatable.")
 @click.option("--apmt-machine", type=click.Path(path_type=Path), default=None,
               help="APMT: machine description YAML (default: this host; see `perfcast machine`).")
-@click.option("--comm-max-procs", type=click.FloatRange(1), default=None, metavar="N",
+@click.option("--comm-max-procs", type=Finite(1), default=None, metavar="N",
               help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
@@ -828,9 +841,9 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 @click.option("-P", "--param", "grid", multiple=True, metavar="NAME=V1,V2,...",
               help="A parameter and its values; repeatable; {NAME} in the command is replaced.")
 @click.option("--reps", default=None, metavar="MIN..MAX", help="Repetitions per configuration [3..10].")
-@click.option("--cv", type=float, default=None, help="Stop repeating when the runtime's CV is below this [0.05].")
+@click.option("--cv", type=Finite(), default=None, help="Stop repeating when the runtime's CV is below this [0.05].")
 @click.option("--cv-metric", default=None, help="Runtime for --cv: 'time' (wall) or an application timer's name.")
-@click.option("--timeout", type=float, default=None, help="Seconds before a run is killed (its process group).")
+@click.option("--timeout", type=Finite(), default=None, help="Seconds before a run is killed (its process group).")
 @click.option("--collect", "collect", default=None, metavar="LIST",
               help="Collectors: time,perf,counters,cachegrind,mpi; NAME? = optional (warn if unavailable).")
 @click.option("--timer-regex", default=None, help=r"Regex of app timers [perfcast-timer (\S+) ([0-9.eE+-]+)].")
@@ -982,7 +995,7 @@ def systems_cmd(query, dbs, limit, as_json):
               help="MPI micro-benchmark table (system,routine,nprocs,bytes,time_us, or archer/stackhpc CSV).")
 @click.option("--micro-base", default=None, help="Micro-benchmark system of the base (default: --base query).")
 @click.option("--micro-target", "micro_targets", multiple=True, help="Micro-benchmark system per target.")
-@click.option("--compute-factor", type=float, default=None, metavar="F",
+@click.option("--compute-factor", type=Finite(), default=None, metavar="F",
               help="Scale compute time by F instead of a surrogate (e.g. 1 when only the network changes); "
                    "--base/--target then name systems of the --micro table.")
 @click.option("--method", type=click.Choice(["auto", "factor", "surrogate", "mean"]), default="auto",
@@ -1052,7 +1065,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
 @cli.command("kernels")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+@click.option("--threshold", type=Finite(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Share of the cost metric that makes a function a kernel.")
 @click.option("--metric", help="Cost metric (default: cycles, else sampled time, else instructions).")
 @click.option("--procs", help="Process-count parameter (default: p, procs, np, ranks, ...).")
@@ -1091,11 +1104,11 @@ def machine_cmd(source, write, as_json):
               help="An application timer measuring a kernel (effective CPI source).")
 @click.option("--machine", type=click.Path(path_type=Path), help="Machine description YAML (default: this host).")
 @click.option("--size", help="Problem size as a product of parameter powers for the Nan baseline (e.g. n^2).")
-@click.option("--target", type=click.FloatRange(0, min_open=True), default=0.15, show_default=True,
+@click.option("--target", type=Finite(0, min_open=True), default=0.15, show_default=True,
               help="Accuracy target (relative error) of the refinement loop.")
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+@click.option("--threshold", type=Finite(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Kernel share threshold.")
-@click.option("--comm-max-procs", type=click.FloatRange(1), default=None, metavar="N",
+@click.option("--comm-max-procs", type=Finite(1), default=None, metavar="N",
               help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")

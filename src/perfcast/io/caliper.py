@@ -846,6 +846,9 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             cal["mixed_within_points"] = mixed
             warnings.append("runs treated as repetitions of one point differ in " + ", ".join(mixed)
                             + "; read them separately or name a distinguishing numeric key as parameter")
+    if total_nonfinite:
+        warnings.append(f"{total_nonfinite} non-finite value(s) (nan/inf) dropped; --json lists them per run "
+                        "(dropped_nonfinite_values)")
     meta = {"sources": list(dict.fromkeys(str(p.path) for p in profiles)), "caliper": cal}
     if warnings:
         meta["warnings"] = warnings
