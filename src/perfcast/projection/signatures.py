@@ -18,7 +18,13 @@ prefetch    ``nopf_llc_mpki``, ``nopf_llc_apki``, ``pf_cpi_gain``    *_None, CPI
 
 ``cpi``, ``mix`` and ``cache`` (:data:`PORTABLE`) can be measured on any machine with perf, PAPI
 or cachegrind; the other groups need the characterisation's setup (prefetchers switched off,
-uncore bandwidth counters) and are used only when the application's signature has them.
+uncore bandwidth counters) and are used only when the application's signature has them.  From an
+experiment, ``bw_cpi`` = DRAM bytes / instructions x cycles / CPU seconds / 1e9 (bytes per
+instruction times the clock in GHz, which is what GB/s x CPI of one copy is), with the DRAM bytes
+of the whole job: a ``dram_bytes`` metric, or perf's ``uncore_imc/cas_count_read/`` +
+``uncore_imc/cas_count_write/`` (system-wide counts, e.g. one ``perf stat -a`` per node), and the
+CPU seconds from ``task-clock``.  The closed loop gives 15 % mean error with this group alone
+(bench/PROJECTION.md).
 
 Every metric is a per-instruction average, so a serial combination of benchmarks in which
 benchmark k executes a fraction phi_k of the instructions has the metric sum_k phi_k m_k
@@ -192,7 +198,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "l1_misses": ("l1_misses", "PAPI_L1_DCM", "L1-dcache-load-misses", "D1mr+D1mw"),
     "l2_misses": ("l2_misses", "PAPI_L2_DCM", "PAPI_L2_TCM", "l2_rqsts.miss"),
     "l3_misses": ("l3_misses", "PAPI_L3_TCM", "LLC-load-misses", "longest_lat_cache.miss", "DLmr+DLmw"),
+    # DRAM traffic of the whole job in bytes (byte units are converted by experiment_totals; perf's
+    # named uncore events count in MiB) and the CPU time its cycles ran in: the bandwidth group
+    "dram_bytes": ("dram_bytes", "uncore_imc/cas_count_read/+uncore_imc/cas_count_write/",
+                   "unc_m_cas_count.rd+unc_m_cas_count.wr"),
+    "cpu_seconds": ("task-clock", "cpu-clock", "cpu_seconds"),
 }
+#: byte units -> bytes
+BYTE_UNITS = {"b": 1.0, "byte": 1.0, "bytes": 1.0, "kb": 1e3, "kib": 2.0 ** 10, "mb": 1e6, "mib": 2.0 ** 20,
+              "gb": 1e9, "gib": 2.0 ** 30, "gbytes": 1e9, "mbytes": 1e6}
 _DERIVED = {"cpi": ("cycles", 1.0), "load_frac": ("loads", 1.0), "store_frac": ("stores", 1.0),
             "l1_mpki": ("l1_misses", 1000.0), "l2_mpki": ("l2_misses", 1000.0), "l3_mpki": ("l3_misses", 1000.0)}
 
@@ -218,7 +232,7 @@ def experiment_totals(exp, point: Mapping[str, float] | None = None) -> dict[str
         d = data[data["metric"] == name]
         if m.scope == "inclusive":
             d = d[d["callpath"].astype(str).isin(roots)]
-        out[name] = float(d["value"].sum())
+        out[name] = float(d["value"].sum()) * BYTE_UNITS.get(str(m.unit or "").strip().lower(), 1.0)
     return out
 
 
@@ -242,6 +256,11 @@ def signature_from_totals(totals: Mapping[str, float], name: str = "application"
     for m, (key, scale) in _DERIVED.items():
         if m not in vals and ins and key in raw:
             vals[m] = scale * raw[key] / ins
+    # bw_cpi = DRAM GB/s x CPI of one copy = DRAM bytes per instruction x clock (GHz), the clock being
+    # the cycles per second of CPU time
+    if "bw_cpi" not in vals and ins and raw.get("dram_bytes") is not None and raw.get("cycles") \
+            and raw.get("cpu_seconds"):
+        vals["bw_cpi"] = 1e-9 * raw["dram_bytes"] / ins * raw["cycles"] / raw["cpu_seconds"]
     return Signature(name, vals, ins / 1e9 if ins else float("nan"), 1, source)
 
 
