@@ -179,8 +179,7 @@ def fit_factor_model(times: pd.DataFrame, rank: int = RANK, smoother: np.ndarray
     are the smoothed least-squares loadings (``free_loadings`` keeps the unsmoothed ones)."""
     if rank < 1:
         raise PerfcastError("the factor model needs rank >= 1", where="rank")
-    t = times.apply(pd.to_numeric, errors="coerce")
-    t = t[(t > 0).all(axis=1) & np.isfinite(t).all(axis=1)]
+    t = _complete(times)
     nb = t.shape[1]
     if nb < rank + 2:
         raise PerfcastError(f"a rank-{rank} factor model needs at least {rank + 2} benchmarks ({nb} given)")
@@ -194,7 +193,15 @@ def fit_factor_model(times: pd.DataFrame, rank: int = RANK, smoother: np.ndarray
                        resid_var, explained, free)
 
 
+def _complete(times: pd.DataFrame) -> pd.DataFrame:
+    """The systems with a positive, finite result for every benchmark."""
+    t = times.apply(pd.to_numeric, errors="coerce")
+    return t[(t > 0).all(axis=1) & np.isfinite(t).all(axis=1)]
+
+
 def _svd(L: np.ndarray, rank: int, smoother: np.ndarray | None):
+    """Offsets, means, scores, (smoothed) loadings, free loadings, residual variances and explained
+    shares of the log runtimes ``L`` (systems x benchmarks); :func:`fit_factor_model`."""
     off = L.mean(axis=1)
     R = L - off[:, None]
     mu = R.mean(axis=0)
@@ -307,8 +314,7 @@ def loading_error(times: pd.DataFrame, signatures: Mapping[str, Signature], metr
     that model's scores; per factor, None with fewer than five benchmarks."""
     if len(names) < max(5, rank + 3):
         return None
-    t = times[list(names)].apply(pd.to_numeric, errors="coerce")
-    L = np.log(t[(t > 0).all(axis=1) & np.isfinite(t).all(axis=1)].to_numpy(float))
+    L = np.log(_complete(times[list(names)]).to_numpy(float))
     err = []
     for j, b in enumerate(names):
         others = [x for x in names if x != b]

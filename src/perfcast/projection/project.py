@@ -45,18 +45,15 @@ def closed_loop_check(db: BenchmarkDB, signatures: Mapping[str, Signature], grou
     sigs = {b: signatures[b] for b in benches}
     sample = random_pairs(db, benches, pairs, seed)
 
-    def stats(e):
-        return {"mean": float(np.mean(e)), "median": float(np.median(e)), "projections": int(len(e))}
-    out = {}
-    r = closed_loop(db, sigs, groups, sample, method="surrogate")
-    out["surrogate"], out["mean"] = stats(r.error), stats(r.baseline)
+    s = closed_loop(db, sigs, groups, sample, method="surrogate").summary()
+    out = {"surrogate": dict(s["method"], projections=s["projections"]),
+           "mean": dict(s["baseline"], projections=s["projections"])}
     if factor:
         r = closed_loop(db, sigs, groups, sample, method="factor")
         if set(r.quality) == {"factor"}:
-            out["factor"] = stats(r.error)
-            cov = r.coverage()
-            if cov is not None:
-                out["factor"]["interval_coverage"] = cov["coverage"]
+            s = r.summary()
+            out["factor"] = dict(s["method"], projections=s["projections"],
+                                 interval_coverage=s["interval"]["coverage"] if s["interval"] else None)
     return out
 
 
