@@ -58,7 +58,7 @@ echo "   communication times fitted on runs with p <= $cores cores: oversubscrib
   --comm-max-procs "$cores" | tee "$OUT/breakdown.txt"
 
 echo "== reports"
-"$PERFCAST" report "$EXP" -o "$OUT/report.html" --target "$TARGET"
+"$PERFCAST" report "$EXP" -o "$OUT/report.html" --target "$TARGET" --validate "$CHECK"
 "$PERFCAST" report "$APMT" -o "$OUT/apmt-report.html" --target "$TARGET" --timer 'compute_sweep=app->compute' \
   --comm-max-procs "$cores"
 

@@ -237,6 +237,24 @@ def test_example_campaign_report_in_chromium(jacobi_campaign, tmp_path):
     assert "mpirun" in facts["text"] and "halo" in facts["text"]
 
 
+def test_validation_runs_in_chromium(jacobi_campaign, tmp_path):
+    # fitted on p = 1..3, validated on the measured p = 4: the table and one green point per plot
+    from perfcast.io import load
+
+    exp = load([jacobi_campaign])
+    out = tmp_path / "validated.html"
+    rep = write_report(exp.select(p=[1, 2, 3]), out, ReportOptions(min_share=0.0, target={"p": 4}),
+                       validation=exp.select(p=4))
+    facts = open_report(out, tmp_path, "validated")
+    check_clean(facts)
+    assert "validation" in facts["sections"]
+    v = rep.validation
+    assert v["summary"]["compared"] == len([k for k in rep.kernels if k["status"] == "ok"]) > 0
+    assert all(r["at"] == {"p": 4.0} and r["measured"] > 0 for r in v["rows"])
+    # 3 measured medians + 1 validation point per plot
+    assert facts["points"] == 4 * len(rep.plots)
+
+
 def hostile_experiment() -> Experiment:
     rng = np.random.default_rng(1)
     rows = []

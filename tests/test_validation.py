@@ -82,3 +82,27 @@ def test_cli_measured_bad_input(runs, tmp_path, capsys):
         assert main(["predict", *args]) == 2
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1, err
+
+
+def test_report_compares_the_ranked_kernels_with_the_validation_runs(runs, tmp_path, capsys):
+    small_f, big_f = runs
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", str(small_f), "-o", str(out), "--validate", str(big_f), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "validation" in doc["sections"]
+    rows = {r["at"]["p"]: r for r in doc["validation"]["rows"]}
+    # main->solve only (main->other is not a modelled kernel of the fitted runs): 2 + 3 p vs the means
+    assert {r["callpath"] for r in doc["validation"]["rows"]} == {"main->solve"}
+    assert rows[16.0]["measured"] == 50.0 and rows[16.0]["error"] == pytest.approx(0, abs=1e-3)
+    assert rows[32.0]["measured"] == 105.0 and rows[32.0]["error"] == pytest.approx(98 / 105 - 1, abs=1e-3)
+    assert doc["validation"]["summary"]["compared"] == 2
+    html = out.read_text()
+    assert 'id="validation"' in html and "validation run (not fitted)" in html and "-6.7 %" in html
+    # a validation experiment over other parameters: one located line, no report written
+    other = _csv(tmp_path / "n.csv", [(1, "main->solve", "time", 0, 1.0)], header="n,callpath,metric,rep,value")
+    out.unlink()
+    assert main(["report", str(small_f), "-o", str(out), "--validate", str(other)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the measured experiment has parameters n" in err and len(err.splitlines()) == 1
+    assert not out.exists()

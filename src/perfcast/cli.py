@@ -752,6 +752,9 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--machine", "machines", multiple=True, metavar="SYSTEM",
               help="Target machine to project onto (with --base); repeatable.")
 @click.option("--title", default=None, help="Title of the report.")
+@click.option("--validate", "validate", multiple=True, type=click.Path(path_type=Path), metavar="EXP",
+              help="Validation runs the models are not fitted on (e.g. one larger run): the ranked kernels' "
+                   "predictions are compared with them in a table and on the plots; repeatable.")
 @click.option("--apmt", "apmt_mode", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="APMT computation/memory/communication breakdown: auto = when the experiment has instruction "
                    "counts with a CPI source (and/or a PMPI profile); on = fail if it cannot be computed.")
@@ -765,8 +768,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, plots, min_share, scaling, level,
-               max_terms, negative, locations, derives, base, machines, title, apmt_mode, timers, apmt_machine,
-               comm_max_procs, as_json):
+               max_terms, negative, locations, derives, base, machines, title, validate, apmt_mode, timers,
+               apmt_machine, comm_max_procs, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -825,7 +828,10 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
     opts = ReportOptions(metric=metric, target=parse_coords(target, "--target") if target else None, x=x,
                          kernels=kernels, plots=plots, min_share=min_share / 100.0, scaling=scaling, level=level,
                          title=title, locations=locations, max_terms=max_terms, negative=negative)
-    rep = write_report(exp, output, opts, projections=projections, apmt=apmt, apmt_note=apmt_note)
+    vexp = load_experiment(validate, None, (), params, quiet=as_json) if validate else None
+    if vexp is not None and derives:
+        vexp, _ = derive(vexp, derives)
+    rep = write_report(exp, output, opts, projections=projections, apmt=apmt, apmt_note=apmt_note, validation=vexp)
     if as_json:
         write_json({"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
     else:

@@ -84,6 +84,8 @@ class Report:
     scaling_loss: dict | None = None
     metrics_table: dict | None = None
     projections: dict | None = None
+    #: predictions vs validation runs the models were not fitted on (rows, summary)
+    validation: dict | None = None
     notes: list[str] = field(default_factory=list)
     #: prediction intervals clipped at 0 (a cost that cannot be negative)
     clipped: bool = False
@@ -101,7 +103,7 @@ class Report:
                 "sections": self.sections(), "scaling_loss": sl, "notes": self.notes,
                 "apmt": None if not self.apmt else {k: self.apmt[k] for k in ("x", "points", "components", "unit",
                                                                               "note")},
-                "projections": self.projections,
+                "projections": self.projections, "validation": self.validation,
                 "summary": {k: v for k, v in self.summary.items() if k != "points"}}
 
     def sections(self) -> list[str]:
@@ -110,6 +112,8 @@ class Report:
             out.append("ranking")
         if self.plots:
             out.append("plots")
+        if self.validation:
+            out.append("validation")
         if self.apmt:
             out.append("apmt")
         if self.cost_breakdown:
@@ -269,14 +273,16 @@ def _guess_mode(first: float, last: float, p: float, q: float) -> str:
 
 
 def build_report(exp: Experiment, options: ReportOptions | None = None, *, models=None,
-                 apmt=None, projections: Mapping | Sequence | None = None, apmt_note: str | None = None) -> Report:
+                 apmt=None, projections: Mapping | Sequence | None = None, apmt_note: str | None = None,
+                 validation: Experiment | None = None) -> Report:
     """Compute everything the report shows.  ``models``: fitted :class:`perfcast.fit.SeriesModel`
     list to reuse (default: fit the metric now); ``apmt``: ``{"x": name, "points": [...],
     "components": {"computation": [...], "memory": [...], "communication": [...]}, "unit": ...}``,
     or a fitted :class:`perfcast.apmt.model.APMTModel` (drawn per process count at the target, see
     :func:`perfcast.apmt.report.breakdown_series`); ``apmt_note``: why there is no APMT section;
     ``projections``: ``{"columns": [...], "rows": [[...], ...]}`` or a list of dicts (one per target
-    machine)."""
+    machine); ``validation``: runs the models were not fitted on, compared with the predictions of
+    the ranked kernels (:mod:`perfcast.analysis.validation`) and drawn on their plots."""
     o = options or ReportOptions()
     if o.kernels < 1 or o.plots < 0:
         raise PerfcastError("kernels must be >= 1 and plots >= 0")
@@ -304,8 +310,15 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         raise PerfcastError(f"interval level {o.level}: must be between 0 and 1", where="level")
 
     meas = _measurements(exp, metric, o.locations)
+    vmeans = None
+    if validation is not None:
+        from ..analysis.validation import measured_means
+
+        vmeans = {k: v for k, v in measured_means(validation, exp.parameters, o.locations).items() if k[1] == metric}
+        if not vmeans:
+            raise PerfcastError(f"the validation runs have no values of metric {metric!r}", where="--validate")
     if exp.parameters:
-        _models_section(rep, exp, meas, models, o)
+        _models_section(rep, exp, meas, models, o, vmeans)
     else:
         rep.notes.append("The experiment holds a single run (no parameters): no scaling models; "
                          "combine runs at several process counts to model them.")
@@ -337,7 +350,7 @@ def _default_title(exp: Experiment) -> str:
     return "perfcast report"
 
 
-def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o: ReportOptions):
+def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o: ReportOptions, vmeans=None):
     from ..analysis.ranking import rank
     from ..fit import FitOptions, model_experiment
     from ..fit.segmented import segment_models
@@ -441,11 +454,39 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
                     "trend": Markup(S.sparkline(series, tooltip=f"median {rep.metric} over {x}"))})
         row["_model"] = mdl
     rep.kernels = rows
+    if vmeans is not None:
+        rep.validation = _validation(rep, rows, vmeans, exp.parameters, o)
     for row in rows[: o.plots]:
         if row["status"] == "ok":
             rep.plots.append(_plot(exp, rep, row, by_cp.get(row["callpath"]), maxpt, o))
     for row in rows:
         row.pop("_model", None)
+
+
+def _validation(rep: Report, rows: list[dict], vmeans: Mapping, params: Sequence[str], o: ReportOptions) -> dict:
+    """The ranked kernels' predictions at the validation runs' points against their measured means."""
+    from ..analysis.validation import compare, summarize
+
+    preds = []
+    for row in rows:
+        mdl = row["_model"]
+        if mdl.status != "ok":
+            continue
+        for (cp, mt, pt), _ in vmeans.items():
+            if cp != row["callpath"]:
+                continue
+            at = dict(zip(params, pt))
+            lo, hi = mdl.interval(at, o.level)
+            if rep.clipped and math.isfinite(lo):
+                lo, hi = max(lo, 0.0), max(hi, 0.0)
+            preds.append({"callpath": cp, "name": row["name"], "rank": row["rank"], "metric": mt, "at": at,
+                          "value": float(mdl.predict(at)), "lower": lo if math.isfinite(lo) else None,
+                          "upper": hi if math.isfinite(hi) else None})
+    out = compare(preds, vmeans, params)
+    if not out:
+        return {"rows": [], "summary": summarize(out),
+                "note": "none of the ranked kernels was measured in the validation runs"}
+    return {"rows": out, "summary": summarize(out), "note": ""}
 
 
 def _context(tree, path: str, keep: int = 2) -> str:
@@ -528,6 +569,9 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
     if rep.clipped and math.isfinite(tl):
         tl = max(tl, 0.0)
     yvals += [*ty[np.isfinite(ty)], tv, *[v for v in (tl, th) if math.isfinite(v)]]
+    val = [r for r in (rep.validation or {}).get("rows", []) if r["callpath"] == row["callpath"]
+           and all(r["at"][p] == v for p, v in tfixed.items())]
+    yvals += [r["measured"] for r in val]
     band_ok = np.isfinite(tlo) & np.isfinite(thi)
     if band_ok.any():
         yvals += [*np.asarray(tlo)[band_ok], *np.asarray(thi)[band_ok]]
@@ -558,6 +602,12 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
         if layer[0] == "points":
             _, xm, med, mn, mx, colour, lab, tips = layer
             fig.points(xm, med, colour, lo=mn, hi=mx, legend=lab, tooltips=tips)
+    if val:
+        vx = np.array([r["at"][x] for r in val], dtype=float)
+        vy = np.array([r["measured"] for r in val], dtype=float)
+        fig.points(vx, vy, "#009E73", lo=vy, hi=vy, legend="validation run (not fitted)",
+                   tooltips=[f"{x}={_num(a)}: measured {_num(b)}, predicted {_num(r['value'])}"
+                             + (f" ({r['error']:+.1%})" if r["error"] is not None else "") for a, b, r in zip(vx, vy, val)])
     tlabel = ", ".join(f"{p}={_num(v)}" for p, v in target.items())
     fig.vline(target[x], text="target")
     fig.marker(target[x], tv, "#D55E00", lo=tl if math.isfinite(tl) else None, hi=th if math.isfinite(th) else None,
@@ -988,6 +1038,17 @@ _TEMPLATE = r"""<!DOCTYPE html>
 </section>
 {% endif %}
 
+{% if r.validation %}
+<section id="validation"><h2>Predictions vs validation runs (not fitted on)</h2>
+{% set vs = r.validation.summary %}
+{% if r.validation.note %}<p class="note">{{ r.validation.note }}</p>{% else %}
+<p class="note">{{ vs.compared }} prediction(s) of the ranked kernels at the points of the validation runs{% if vs.with_error %}: |error| median {{ pct(vs.median_abs_error) }}, max {{ pct(vs.max_abs_error) }}{% endif %}{% if vs.with_interval %}; {{ vs.inside }} of {{ vs.with_interval }} measured means inside the {{ pct(r.options.level) }} prediction interval{% endif %}. Green points on the plots.</p>
+<table><thead><tr><th class="num">#</th><th>callpath</th><th>at</th><th class="num">predicted</th><th class="num">{{ pct(r.options.level) }} interval</th><th class="num">measured</th><th class="num">error</th></tr></thead><tbody>
+{% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% else %}–{% endif %}</td></tr>
+{% endfor %}</tbody></table>{% endif %}
+</section>
+{% endif %}
+
 {% if r.projections %}
 <section id="projections"><h2>Projections to target machines</h2>
 {% if r.projections.note %}<p class="note">{{ r.projections.note }}</p>{% endif %}
@@ -1017,7 +1078,8 @@ def render_html(rep: Report) -> str:
     tmpl = env.from_string(_TEMPLATE)
     nav = [("summary", "Experiment")]
     names = {"ranking": "Ranking", "plots": "Plots", "apmt": "Breakdown", "breakdown": "Cost by callpath",
-             "scaling-loss": "Scaling loss", "metrics": "Metrics", "projections": "Projections"}
+             "scaling-loss": "Scaling loss", "metrics": "Metrics", "projections": "Projections",
+             "validation": "Validation"}
     nav += [(s, names[s]) for s in rep.sections() if s in names]
     pts = rep.summary.get("points") or []
     maxlabel = ", ".join(f"{p}={_num(max(pt[p] for pt in pts))}" for p in rep.summary["parameters"]) if pts and \
