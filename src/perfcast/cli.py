@@ -1015,7 +1015,9 @@ def systems_cmd(query, dbs, limit, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,
                 micro_base, micro_targets, compute_factor, method, limit, as_json):
-    """Project EXP's runtime from --base onto --target machines (surrogate method, seed 002).
+    """Project EXP's runtime from --base onto --target machines (seed 002): compute by the factor model,
+    Sharkawi's surrogate or the mean of the benchmarks, whichever a closed loop on the published data
+    finds best for the application's counters; communication from micro-benchmark tables.
 
     With an MPI profile at several process counts, --at p=N may name a count that was not measured:
     message sizes, call counts and times per MPI routine and the compute time then come from fitted
