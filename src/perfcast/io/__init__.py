@@ -56,7 +56,7 @@ class Reader:
 
 
 _READERS: dict[str, Reader] = {}
-_MODULES = ("tidy", "summary", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi")
+_MODULES = ("tidy", "summary", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi", "likwid")
 _loaded = False
 
 
