@@ -251,3 +251,18 @@ def test_bandwidth_group_from_raw_dram_counters_and_the_factor_model_uses_it(tmp
     check = out["closed_loop_check"]
     assert check["factor"]["mean"] < check["mean"]["mean"] and check["factor"]["mean"] < check["surrogate"]["mean"]
     assert out["targets"][0]["communication_detail"]["factor_model"]["features"] == ["bw_cpi"]
+
+
+def test_signature_from_a_likwid_mem_group_output():
+    # tests/data/likwid/mem_broadwell_1thread.txt (real likwid-perfctr -g MEM output): the numbers
+    # below are copied from its tables
+    from perfcast.io import load
+    from perfcast.projection.signatures import experiment_totals
+
+    path = Path(__file__).parent / "data" / "likwid" / "mem_broadwell_1thread.txt"
+    sig = signature_from_totals(experiment_totals(load([path])))
+    ins, cyc, unhalted, gbytes = 454421715271, 303936872339, 126.6427, 62.6840
+    assert sig.groups() == ["cpi", "bandwidth"]
+    assert sig.values["cpi"] == pytest.approx(cyc / ins, rel=1e-12)
+    # DRAM bytes per instruction x the clock while running (GHz) = GB/s x CPI of the run
+    assert sig.values["bw_cpi"] == pytest.approx(gbytes * 1e9 / ins * cyc / unhalted / 1e9, rel=1e-12)

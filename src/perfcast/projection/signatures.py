@@ -22,8 +22,9 @@ uncore bandwidth counters) and are used only when the application's signature ha
 experiment, ``bw_cpi`` = DRAM bytes / instructions x cycles / CPU seconds / 1e9 (bytes per
 instruction times the clock in GHz, which is what GB/s x CPI of one copy is), with the DRAM bytes
 of the whole job: a ``dram_bytes`` metric, or perf's ``uncore_imc/cas_count_read/`` +
-``uncore_imc/cas_count_write/`` (system-wide counts, e.g. one ``perf stat -a`` per node), and the
-CPU seconds from ``task-clock``.  The closed loop gives 15 % mean error with this group alone
+``uncore_imc/cas_count_write/`` (system-wide counts, e.g. one ``perf stat -a`` per node) or
+LIKWID's MEM group (``Memory data volume``), and the CPU seconds from ``task-clock`` (perf) or
+``Runtime unhalted`` (LIKWID).  The closed loop gives 15 % mean error with this group alone
 (bench/PROJECTION.md).
 
 Every metric is a per-instruction average, so a serial combination of benchmarks in which
@@ -191,8 +192,9 @@ def load_signature_csv(path: str | Path) -> dict[str, Signature]:
 # -- from an Experiment ------------------------------------------------------------------------
 #: raw counter -> accepted metric names (perf, PAPI, cachegrind, common Intel event names)
 ALIASES: dict[str, tuple[str, ...]] = {
-    "instructions": ("instructions", "Ir", "PAPI_TOT_INS", "inst_retired.any", "instructions:u"),
-    "cycles": ("cycles", "cpu-cycles", "PAPI_TOT_CYC", "cpu_clk_unhalted.thread", "cycles:u"),
+    "instructions": ("instructions", "Ir", "PAPI_TOT_INS", "inst_retired.any", "instructions:u", "INSTR_RETIRED_ANY"),
+    "cycles": ("cycles", "cpu-cycles", "PAPI_TOT_CYC", "cpu_clk_unhalted.thread", "cycles:u",
+               "CPU_CLK_UNHALTED_CORE"),
     "loads": ("loads", "Dr", "PAPI_LD_INS", "mem_inst_retired.all_loads", "L1-dcache-loads"),
     "stores": ("stores", "Dw", "PAPI_SR_INS", "mem_inst_retired.all_stores", "L1-dcache-stores"),
     "l1_misses": ("l1_misses", "PAPI_L1_DCM", "L1-dcache-load-misses", "D1mr+D1mw"),
@@ -201,8 +203,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     # DRAM traffic of the whole job in bytes (byte units are converted by experiment_totals; perf's
     # named uncore events count in MiB) and the CPU time its cycles ran in: the bandwidth group
     "dram_bytes": ("dram_bytes", "uncore_imc/cas_count_read/+uncore_imc/cas_count_write/",
-                   "unc_m_cas_count.rd+unc_m_cas_count.wr"),
-    "cpu_seconds": ("task-clock", "cpu-clock", "cpu_seconds"),
+                   "unc_m_cas_count.rd+unc_m_cas_count.wr", "Memory data volume"),
+    "cpu_seconds": ("task-clock", "cpu-clock", "cpu_seconds", "Runtime unhalted"),
 }
 #: byte units -> bytes
 BYTE_UNITS = {"b": 1.0, "byte": 1.0, "bytes": 1.0, "kb": 1e3, "kib": 2.0 ** 10, "mb": 1e6, "mib": 2.0 ** 20,
