@@ -238,7 +238,7 @@ def test_example_campaign_report_in_chromium(jacobi_campaign, tmp_path):
 
 
 def test_validation_runs_in_chromium(jacobi_campaign, tmp_path):
-    # fitted on p = 1..3, validated on the measured p = 4: the table and one green point per plot
+    # fitted on p = 1..3, validated on the measured p = 4: the table and one black point per plot
     from perfcast.io import load
 
     exp = load([jacobi_campaign])

@@ -605,7 +605,7 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
     if val:
         vx = np.array([r["at"][x] for r in val], dtype=float)
         vy = np.array([r["measured"] for r in val], dtype=float)
-        fig.points(vx, vy, "#009E73", lo=vy, hi=vy, legend="validation run (not fitted)",
+        fig.points(vx, vy, "#000000", lo=vy, hi=vy, legend="validation run (not fitted)",
                    tooltips=[f"{x}={_num(a)}: measured {_num(b)}, predicted {_num(r['value'])}"
                              + (f" ({r['error']:+.1%})" if r["error"] is not None else "") for a, b, r in zip(vx, vy, val)])
     tlabel = ", ".join(f"{p}={_num(v)}" for p, v in target.items())
@@ -982,7 +982,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 
 {% if r.plots %}
 <section id="plots"><h2>Models of the top kernels</h2>
-<p class="note">Points: median over repetitions, bars: min–max; solid line: the model over the measured range, dashed: extrapolation; shaded: {{ pct(r.options.level) }} prediction interval{% if r.clipped %} (clipped at 0){% endif %}; diamond: prediction at the target.</p>
+<p class="note">Points: median over repetitions, bars: min–max; solid line: the model over the measured range, dashed: extrapolation; shaded: {{ pct(r.options.level) }} prediction interval{% if r.clipped %} (clipped at 0){% endif %}; diamond: prediction at the target{% if r.validation and r.validation.rows %}; black points: validation runs (not fitted on){% endif %}.</p>
 <div class="plots">
 {% for p in r.plots %}<div class="plotcard" id="plot-{{ p.rank }}">
 <h3 title="{{ p.callpath }}">#{{ p.rank }} {{ p.name }}{% if p.context %} <span class="note">in {{ p.context }}</span>{% endif %}</h3>
@@ -992,6 +992,17 @@ _TEMPLATE = r"""<!DOCTYPE html>
 </div>
 {% endfor %}
 </div>
+</section>
+{% endif %}
+
+{% if r.validation %}
+<section id="validation"><h2>Predictions vs validation runs (not fitted on)</h2>
+{% set vs = r.validation.summary %}
+{% if r.validation.note %}<p class="note">{{ r.validation.note }}</p>{% else %}
+<p class="note">{{ vs.compared }} prediction(s) of the ranked kernels at the points of the validation runs{% if vs.with_error %}: |error| median {{ pct(vs.median_abs_error) }}, max {{ pct(vs.max_abs_error) }}{% endif %}{% if vs.with_interval %}; {{ vs.inside }} of {{ vs.with_interval }} measured means inside the {{ pct(r.options.level) }} prediction interval{% endif %}. Black points on the plots.</p>
+<table><thead><tr><th class="num">#</th><th>callpath</th><th>at</th><th class="num">predicted</th><th class="num">{{ pct(r.options.level) }} interval</th><th class="num">measured</th><th class="num">error</th></tr></thead><tbody>
+{% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% else %}–{% endif %}</td></tr>
+{% endfor %}</tbody></table>{% endif %}
 </section>
 {% endif %}
 
@@ -1035,17 +1046,6 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% for row in mt.rows %}<tr><td class="path" title="{{ row.callpath }}">{{ row.name }}</td>{% for v in row["values"] %}<td class="num">{{ fnum(v) }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>
 {% endif %}
-</section>
-{% endif %}
-
-{% if r.validation %}
-<section id="validation"><h2>Predictions vs validation runs (not fitted on)</h2>
-{% set vs = r.validation.summary %}
-{% if r.validation.note %}<p class="note">{{ r.validation.note }}</p>{% else %}
-<p class="note">{{ vs.compared }} prediction(s) of the ranked kernels at the points of the validation runs{% if vs.with_error %}: |error| median {{ pct(vs.median_abs_error) }}, max {{ pct(vs.max_abs_error) }}{% endif %}{% if vs.with_interval %}; {{ vs.inside }} of {{ vs.with_interval }} measured means inside the {{ pct(r.options.level) }} prediction interval{% endif %}. Green points on the plots.</p>
-<table><thead><tr><th class="num">#</th><th>callpath</th><th>at</th><th class="num">predicted</th><th class="num">{{ pct(r.options.level) }} interval</th><th class="num">measured</th><th class="num">error</th></tr></thead><tbody>
-{% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% else %}–{% endif %}</td></tr>
-{% endfor %}</tbody></table>{% endif %}
 </section>
 {% endif %}
 
