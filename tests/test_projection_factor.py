@@ -216,6 +216,16 @@ def _app_csv(path, sig, time=100.0):
     path.write_text("\n".join(rows) + "\n")
 
 
+def _held_out_files(tmp_path, sigs, app):
+    """Signatures of every benchmark but ``app``, ``app``'s counters as an experiment, the SPEC table."""
+    sigfile = tmp_path / "sigs.csv"
+    sigfile.write_text("name,metric,value\n" + "".join(f"{n},{m},{v!r}\n" for n, s in sigs.items() if n != app
+                                                       for m, v in s.values.items()))
+    appfile = tmp_path / "app.csv"
+    _app_csv(appfile, sigs[app])
+    return sigfile, appfile, DATA / "spec" / "spec17ml_input_FP_rate.csv"
+
+
 def test_project_uses_the_factor_model_and_matches_the_closed_loop(spec, tmp_path, capsys):
     from perfcast.cli import main
 
@@ -223,12 +233,7 @@ def test_project_uses_the_factor_model_and_matches_the_closed_loop(spec, tmp_pat
     app = "549.fotonik3d_r"
     pairs = random_pairs(db, list(sigs), 2, seed=21)
     loop = closed_loop(db, sigs, list(GROUPS), pairs)
-    sigfile = tmp_path / "sigs.csv"
-    sigfile.write_text("name,metric,value\n" + "".join(f"{n},{m},{v!r}\n" for n, s in sigs.items() if n != app
-                                                       for m, v in s.values.items()))
-    appfile = tmp_path / "app.csv"
-    _app_csv(appfile, sigs[app])
-    dbfile = DATA / "spec" / "spec17ml_input_FP_rate.csv"
+    sigfile, appfile, dbfile = _held_out_files(tmp_path, sigs, app)
     for (b, t), err in zip(pairs, loop.error[loop.app == app]):
         capsys.readouterr()
         assert main(["project", str(appfile), "--db", str(dbfile), "--signatures", str(sigfile),
@@ -305,13 +310,7 @@ def test_project_method_option_and_terminal_names_the_source(spec, tmp_path, cap
     from perfcast.cli import main
 
     db, sigs = spec
-    app = "519.lbm_r"
-    sigfile = tmp_path / "sigs.csv"
-    sigfile.write_text("name,metric,value\n" + "".join(f"{n},{m},{v!r}\n" for n, s in sigs.items() if n != app
-                                                       for m, v in s.values.items()))
-    appfile = tmp_path / "app.csv"
-    _app_csv(appfile, sigs[app])
-    dbfile = DATA / "spec" / "spec17ml_input_FP_rate.csv"
+    sigfile, appfile, dbfile = _held_out_files(tmp_path, sigs, "519.lbm_r")
     (b, t), = random_pairs(db, list(sigs), 1, seed=4)
     args = ["project", str(appfile), "--db", str(dbfile), "--signatures", str(sigfile), "--base", b, "--target", t]
     capsys.readouterr()
