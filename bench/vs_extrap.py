@@ -69,6 +69,14 @@ SETS = {
 }
 
 
+def _posterior_mean_median(logp, pred) -> tuple[float, float]:
+    """Mean and median of ``pred`` under the weights ``exp(logp)`` (normalised)."""
+    wt = np.exp(logp - logp.max())
+    wt /= wt.sum()
+    o = np.argsort(pred)
+    return float(wt @ pred), float(pred[o][np.searchsorted(np.cumsum(wt[o]), 0.5)])
+
+
 def bval(block, x):
     i, j = block
     x = np.asarray(x, dtype=float)
@@ -268,11 +276,7 @@ def bayes_laplace(data, T, Tt, kind):
             logp = -chi2 / 2 - 0.5 * np.log(det) - 2 * np.log(np.abs(V)) + np.log(mass)
         logp = np.where((V > 0) & np.isfinite(logp), logp, -np.inf)
         pred = c0 + c1 * Tt
-        wt = np.exp(logp - logp.max())
-        wt /= wt.sum()
-        out["mean"][f"r{i}"] = float(wt @ pred)
-        o = np.argsort(pred)
-        out["median"][f"r{i}"] = float(pred[o][np.searchsorted(np.cumsum(wt[o]), 0.5)])
+        out["mean"][f"r{i}"], out["median"][f"r{i}"] = _posterior_mean_median(logp, pred)
     return out
 
 
@@ -320,11 +324,7 @@ def bayes_ceiling(data, T, Tt, kind, noise, likelihood="gauss", grid=300, chunk=
         # (uniform: if no grid point is feasible, keep the normal approximation)
         logp = np.concatenate([lp[k].ravel() for lp in logps])
         pred = np.concatenate([pr[k].ravel() for pr in preds])
-        wt = np.exp(logp - logp.max())
-        wt /= wt.sum()
-        out["mean"][f"r{i}"] = float(wt @ pred)
-        o = np.argsort(pred)
-        out["median"][f"r{i}"] = float(pred[o][np.searchsorted(np.cumsum(wt[o]), 0.5)])
+        out["mean"][f"r{i}"], out["median"][f"r{i}"] = _posterior_mean_median(logp, pred)
     return out
 
 
