@@ -959,8 +959,9 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer
 @cli.command("systems")
 @click.argument("query", required=False, default="")
 @click.option("--db", "dbs", multiple=True, type=click.Path(path_type=Path),
-              help="Benchmark results (spec17-ml table or tidy system,benchmark,time CSV); repeatable. "
-                   "Default: SPEC CPU2017 FP rate.")
+              help="Benchmark results (spec17-ml table or tidy system,benchmark,time CSV); repeatable; a "
+                   "spec17-ml table of other benchmarks of the same kind (rate/speed) joins the same machines. "
+                   "Default: SPEC CPU2017 FP rate + integer rate.")
 @click.option("--limit", type=int, default=25, show_default=True, help="Rows to list.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def systems_cmd(query, dbs, limit, as_json):
@@ -994,7 +995,9 @@ def systems_cmd(query, dbs, limit, as_json):
 @click.option("--at", "at", metavar="P=V[,Q=W]", default=None, help="Point of the experiment to project.")
 @click.option("--groups", default=None, metavar="G1,G2", help="Metric groups to match (default: all the "
               "application's signature has; cpi, mix, cache, llc, bandwidth, prefetch).")
-@click.option("--db", "dbs", multiple=True, type=click.Path(path_type=Path), help="Benchmark results; repeatable.")
+@click.option("--db", "dbs", multiple=True, type=click.Path(path_type=Path),
+              help="Benchmark results; repeatable (as for `perfcast systems`). Default: SPEC CPU2017 FP rate + "
+                   "integer rate, joined by machine.")
 @click.option("--signatures", type=click.Path(path_type=Path), default=None,
               help="Benchmark signatures: a Navarro-style directory or a name,metric,value CSV.")
 @click.option("--micro", type=click.Path(path_type=Path), default=None,

@@ -83,34 +83,47 @@ def random_pairs(db: BenchmarkDB, benchmarks: list[str], n: int, seed: int = 0) 
 
 def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs, target_aware: bool = True,
                 max_members: int = 4, blend: float | None = None, method: str = "factor",
-                rank: int | None = None, alpha: float | None = None, supervised: bool = True) -> LoopResult:
+                rank: int | None = None, alpha: float | None = None, supervised: bool = True,
+                apps: list[str] | None = None) -> LoopResult:
     """``method`` "factor" (default) or "surrogate".  For the surrogate, ``blend`` = w: projected log
     ratio = w x surrogate + (1 - w) x ridge regression of the other benchmarks' log ratios on their
     signatures (:func:`regression_log_ratio`); None = surrogate only.  ``rank``/``alpha`` override
     the factor model's defaults (:data:`.factor.RANK`, :data:`.factor.ALPHA`); ``supervised=False`` uses
-    the plain SVD (:func:`.factor.factor_projector`)."""
+    the plain SVD (:func:`.factor.factor_projector`).
+
+    ``apps``: the benchmarks that play the application (default: every benchmark with a signature
+    and results); the others with signatures only train.  A pair's benchmarks without a result on
+    both systems (e.g. a second suite joined to part of the systems) are left out of that pair's
+    fit.  The baseline is the geometric mean over the other *applications* (the issue's baseline:
+    the other FP benchmarks), the same whatever else trains."""
     if method not in METHODS:
         raise PerfcastError(f"unknown method {method!r}; methods: {', '.join(METHODS)}", where="method")
     benches = [b for b in sorted(signatures) if b in db.benchmarks]
     if len(benches) < 3:
         raise PerfcastError("fewer than three benchmarks have both a signature and published results")
+    apps = benches if apps is None else [b for b in apps if b in benches]
+    if not apps:
+        raise PerfcastError("none of the applications has both a signature and published results")
     t = db.times()[benches]
     rows = {k: [] for k in ("app", "base", "target", "error", "baseline", "quality", "truth", "low", "high")}
     cache = {}
     factor = {}
     if method == "factor":
         kw = {k: v for k, v in (("rank", rank), ("alpha", alpha)) if v is not None}
-        for app in benches:
+        for app in apps:
             if feature_metrics(signatures[app], groups):
                 # the application's own column is dropped: the model sees only the other benchmarks
                 factor[app] = factor_projector(t.drop(columns=app), {b: signatures[b] for b in benches if b != app},
                                                signatures[app], groups, supervised=supervised, **kw)
     for base, target in pairs:
         lr = np.log(t.loc[target].to_numpy(float) / t.loc[base].to_numpy(float))
-        ratios = dict(zip(benches, np.exp(lr)))
-        for i, app in enumerate(benches):
-            others = {b: signatures[b] for b in benches if b != app}
-            logr = {b: lr[j] for j, b in enumerate(benches) if b != app}
+        have = [b for b, x in zip(benches, lr) if np.isfinite(x)]
+        ratios = {b: float(np.exp(x)) for b, x in zip(benches, lr) if np.isfinite(x)}
+        for app in apps:
+            if app not in ratios:
+                continue
+            others = {b: signatures[b] for b in have if b != app}
+            logr = {b: float(np.log(ratios[b])) for b in others}
             lo = hi = float("nan")
             if app in factor:
                 sf, lo, hi = (float(np.exp(x)) for x in factor[app].log_interval(logr))
@@ -118,7 +131,7 @@ def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs
             elif target_aware:
                 sur = find_surrogate(signatures[app], others, groups, logr, max_members)
             else:
-                key = app
+                key = (app, tuple(others))
                 if key not in cache:
                     cache[key] = find_surrogate(signatures[app], others, groups, None, max_members)
                 sur = cache[key]
@@ -130,7 +143,7 @@ def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs
                 reg = regression_log_ratio(signatures[app], others, logr, metrics)
                 sf = float(np.exp(blend * np.log(sf) + (1 - blend) * reg))
             truth = ratios[app]
-            base_sf = float(np.exp(np.mean([logr[b] for b in others])))
+            base_sf = float(np.exp(np.mean([logr[b] for b in apps if b in logr])))
             rows["app"].append(app)
             rows["base"].append(base)
             rows["target"].append(target)

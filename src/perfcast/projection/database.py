@@ -15,6 +15,9 @@ Sources
 
   ``time`` is seconds (> 0); attribute columns must be constant per system.  Several sources
   can be merged with :meth:`BenchmarkDB.merged` (system ids must not collide).
+* Another suite run on the same machines (e.g. SPEC CPU2017 integer rate next to FP rate) is
+  attached to them with :meth:`BenchmarkDB.joined`: a result joins the system of the same
+  configuration (:data:`CONFIG_FIELDS`), one to one, closest submission number first.
 
 Selecting systems
 -----------------
@@ -87,6 +90,36 @@ class BenchmarkDB:
                            pd.concat([self.systems, other.systems], ignore_index=True),
                            "+".join(s for s in (self.source, other.source) if s))
 
+    def joined(self, other: "BenchmarkDB") -> tuple["BenchmarkDB", int]:
+        """This database with ``other``'s results attached to the same machines: a result of
+        ``other`` joins this database's system of the same configuration (:data:`CONFIG_FIELDS`),
+        one to one, the closest submission number first (a vendor submits the integer and the
+        floating-point suite of one machine together).  Results of ``other`` that match no system,
+        or whose benchmarks this database already has, are left out.  Returns the joined database
+        and the number of ``other``'s systems linked."""
+        clash = set(self.benchmarks) & set(other.benchmarks)
+        if clash:
+            raise PerfcastError(f"cannot join two tables of the same benchmarks ({', '.join(sorted(clash)[:3])})",
+                                other.source)
+        a, b = _configuration(self.systems), _configuration(other.systems)
+        if a is None or b is None:
+            raise PerfcastError(f"joining needs the configuration columns {', '.join(CONFIG_FIELDS)}",
+                                other.source)
+        cand = a.merge(b, on="config", suffixes=("", "_other"))
+        cand["gap"] = (cand["seq"] - cand["seq_other"]).abs().fillna(0)
+        cand = cand.sort_values(["gap", "system", "system_other"], kind="stable")
+        link, used = {}, set()
+        for mine, theirs in zip(cand["system"], cand["system_other"]):
+            if mine not in used and theirs not in link:
+                link[theirs] = mine
+                used.add(mine)
+        res = other.results[other.results["system"].isin(link)].copy()
+        res["system"] = res["system"].map(link)
+        note = f"{other.source} ({len(link)} of {len(other)} results joined to the same machines)"
+        db = BenchmarkDB(pd.concat([self.results, res], ignore_index=True), self.systems,
+                         f"{self.source} + {note}" if self.source else note)
+        return db, len(link)
+
     # -- selection ----------------------------------------------------------------------------
     def find(self, query: str) -> pd.DataFrame:
         """Systems matching every word and filter of ``query`` (see module doc)."""
@@ -155,6 +188,36 @@ def _parse_query(query: str) -> tuple[list[str], list[tuple[str, str, str]]]:
 
 
 # -- loaders ----------------------------------------------------------------------------------
+#: What makes two published results the same machine (:meth:`BenchmarkDB.joined`): the spec17-ml
+#: attributes of the hardware, the copies run, and the compiler (family and version).
+CONFIG_FIELDS = ("hardware_vendor", "model_name", "cpus", "cores_per_socket", "sockets", "threads_or_copies",
+                 "mem_kb", "mem_channels", "mem_data_rate", "l3_cache_kb", "max_mhz", "compiler")
+_COMPILER_RE = re.compile(r"Version\s+(\S+)\s+of\s+(\w+)", re.IGNORECASE)
+
+
+def _configuration(systems: pd.DataFrame) -> pd.DataFrame | None:
+    """``system, config, seq`` per system: the configuration key of :data:`CONFIG_FIELDS` (memory in
+    GiB, numbers normalised, the compiler reduced to its first "Version X of Y") and the submission
+    number (the digits ending the id, e.g. ``cpu2017-20190428-12621``; NaN for other ids)."""
+    if any(c not in systems.columns for c in CONFIG_FIELDS):
+        return None
+    parts = []
+    for c in CONFIG_FIELDS:
+        col = systems[c]
+        if c == "compiler":
+            m = col.astype(str).str.extract(_COMPILER_RE)
+            parts.append((m[1].fillna("").str.lower() + " " + m[0].fillna("")).str.strip())
+            continue
+        num = pd.to_numeric(col, errors="coerce")
+        if c == "mem_kb":
+            num = (num / 2 ** 20).round()
+        parts.append(num.map(lambda v: "" if pd.isna(v) else f"{v:g}").where(num.notna(),
+                                                                              col.astype(str).str.strip().str.lower()))
+    config = parts[0].str.cat(parts[1:], sep="|")
+    seq = pd.to_numeric(systems["system"].astype(str).str.extract(r"(\d+)$")[0], errors="coerce")
+    return pd.DataFrame({"system": systems["system"].to_numpy(), "config": config.to_numpy(), "seq": seq.to_numpy()})
+
+
 def read_csv(path: str | Path, **kw) -> pd.DataFrame:
     """``pandas.read_csv`` with every way a path can fail as one located :class:`PerfcastError`."""
     path = Path(path)

@@ -2,12 +2,15 @@
 
 Compute: when the application's signature has the memory groups (llc, bandwidth, prefetch) and
 the database holds enough complete systems, the scaling factor comes from the low-rank factor
-model of the database (:mod:`.factor`, the closed loop's best method: 11.8 % mean error vs 21.9 % for
+model of the database (:mod:`.factor`, the closed loop's best method: 11.2 % mean error vs 21.9 % for
 the geometric-mean baseline, bench/PROJECTION.md); otherwise from Sharkawi's surrogate, which is
-computed and reported in either case.
+computed and reported in either case.  The default database is SPEC CPU2017 FP rate with the integer
+rate results of the same machines joined in (:data:`DEFAULT_TABLES`): ten more benchmarks with
+signatures to learn from.
 
 Default data: ``PERFCAST_PROJECTION_DATA`` (a directory laid out like ../shared/data: ``spec/``
-and ``mpi/``), else ``../shared/data`` beside the working directory or the checkout; ``--db``/``--signatures``/``--micro`` override.
+and ``mpi/``), else ``../shared/data`` beside the working directory or the checkout; the integer
+rate table from there or from the checkout's ``data/spec``; ``--db``/``--signatures``/``--micro`` override.
 """
 
 from __future__ import annotations
@@ -72,21 +75,45 @@ def data_root() -> Path:
     return Path.cwd().parent / "shared" / "data"
 
 
+#: the published tables loaded when no --db is given: SPEC CPU2017 FP rate (shared data) and the
+#: integer rate results, joined to the same machines (``data/spec`` of the checkout, data/README.md)
+DEFAULT_TABLES = ("spec17ml_input_FP_rate.csv", "spec17ml_input_Int_rate.csv.gz")
+
+
+def _default_table(name: str) -> Path | None:
+    for d in (data_root() / "spec", Path(__file__).resolve().parents[3] / "data" / "spec"):
+        for cand in (d / name, d / name.removesuffix(".gz")):
+            if cand.is_file():
+                return cand
+    return None
+
+
 def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
-    """Benchmark database from ``paths`` (spec17-ml tables or tidy user CSVs), default SPEC FP rate."""
+    """Benchmark database from ``paths`` (spec17-ml tables or tidy user CSVs), default
+    :data:`DEFAULT_TABLES`.  A spec17-ml table of other benchmarks of the same kind (rate or speed)
+    as the tables before it is joined to their machines (:meth:`BenchmarkDB.joined`: the same
+    machine's integer and floating-point results become one system); anything else is merged as
+    further systems."""
     if not paths:
-        p = data_root() / "spec" / "spec17ml_input_FP_rate.csv"
-        if not p.exists():
+        fp = _default_table(DEFAULT_TABLES[0])
+        if fp is None:
             raise PerfcastError("default SPEC CPU2017 table not found; give --db FILE "
-                                "(or set PERFCAST_PROJECTION_DATA)", p)
-        return load_spec(p)
+                                "(or set PERFCAST_PROJECTION_DATA)", data_root() / "spec" / DEFAULT_TABLES[0])
+        paths = [fp] + [p for p in (_default_table(n) for n in DEFAULT_TABLES[1:]) if p is not None]
     db = None
     from .database import read_csv
 
     for path in paths:
         head = read_csv(path, nrows=0).columns
-        part = load_spec(path) if any(str(c).startswith("t_") for c in head) else load_user_csv(path)
-        db = part if db is None else db.merged(part)
+        spec = any(str(c).startswith("t_") for c in head)
+        part = load_spec(path) if spec else load_user_csv(path)
+        if db is None:
+            db = part
+        elif spec and set(part.results["suite"]) == set(db.results["suite"]) \
+                and not set(part.benchmarks) & set(db.benchmarks):
+            db, _ = db.joined(part)
+        else:
+            db = db.merged(part)
     return db
 
 
