@@ -1,8 +1,10 @@
 """Closed loop of the compute projection on published SPEC CPU2017 FP rate results.
 
 Each FP rate benchmark in turn is "the application": signature from the Navarro-Torres Skylake-SP
-characterisation, model / surrogate from the other 12 benchmarks only (the application's column
-of published times is never seen; only its ratio on the pair is the truth), runtime projected
+characterisation, model / surrogate from the other benchmarks only -- the other 12 FP rate
+benchmarks and, by default, the 10 integer rate benchmarks joined to the same machines
+(data/README.md) -- (the application's column of published times is never seen; only its ratio on
+the pair is the truth), runtime projected
 from a base system to a target system (random ordered pairs of published results), compared with
 the published target runtime.  Printed next to the naive baseline (geometric mean of the other
 benchmarks' target/base ratios), per benchmark, per kind of pair, and next to two hindsight
@@ -29,11 +31,14 @@ from perfcast.projection.signatures import GROUPS, PORTABLE, load_navarro
 _SHARED = Path(os.environ.get("PERFCAST_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 SPEC = str(_SHARED / "spec/spec17ml_input_FP_rate.csv")
+#: SPEC CPU2017 integer rate results, joined to the FP rate machines (data/README.md)
+INT_RATE = Path(__file__).resolve().parents[1] / "data" / "spec" / "spec17ml_input_Int_rate.csv.gz"
 COUNTERS = str(_SHARED / "spec/counters")
 #: blend weight of the surrogate vs the ridge regression (alpha 10), chosen on held-out pairs
 #: (random_pairs seed 100, 200 pairs; w = 0.3..0.7 gave 16.9-17.2 % mean there), never on these
 BLEND = 0.5
-DEFAULT = f"factor model, rank {RANK}, ridge alpha {ALPHA} (default)"
+DEFAULT = f"factor model, rank {RANK}, ridge alpha {ALPHA}, FP + INT rate results (default)"
+FP_ONLY = "same, FP rate results only (previous default)"
 
 
 def _stats(e):
@@ -86,41 +91,47 @@ def main():
     ap.add_argument("--fast", action="store_true")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    db = load_spec(SPEC)
+    fp = load_spec(SPEC)
     sigs = load_navarro(COUNTERS)
-    benches = [b for b in sigs if b in db.benchmarks]
-    pairs = random_pairs(db, benches, a.pairs, a.seed)
+    benches = [b for b in sigs if b in fp.benchmarks]      # the applications: the FP rate benchmarks
+    db, linked = fp.joined(load_spec(INT_RATE))
+    pairs = random_pairs(fp, benches, a.pairs, a.seed)
+    t = db.times()
+    both = sum(bool(np.isfinite(t.loc[[b, g]].to_numpy(float)).all()) for b, g in pairs)
     out, res = {}, {}
-    configs = [(DEFAULT, list(GROUPS), dict(method="factor"))]
+    configs = [(DEFAULT, db, list(GROUPS), dict(method="factor")), (FP_ONLY, fp, list(GROUPS), dict(method="factor"))]
     if not a.fast:
         configs += [
-            ("factor model, plain SVD, loadings regressed afterwards (previous default)", list(GROUPS),
-             dict(method="factor", supervised=False)),
-            ("surrogate, portable groups (cpi, mix, cache), base ranking", PORTABLE,
+            ("factor model, plain SVD, loadings regressed afterwards, FP only (default before that)", fp,
+             list(GROUPS), dict(method="factor", supervised=False)),
+            ("surrogate, portable groups (cpi, mix, cache), base ranking", fp, PORTABLE,
              dict(method="surrogate", target_aware=False)),
-            ("surrogate, all groups, base ranking", list(GROUPS), dict(method="surrogate", target_aware=False)),
-            ("surrogate, all groups, target-aware ranking", list(GROUPS), dict(method="surrogate")),
-            (f"target-aware surrogate x ridge regression, w={BLEND} (default before that)", list(GROUPS),
+            ("surrogate, all groups, base ranking", fp, list(GROUPS), dict(method="surrogate", target_aware=False)),
+            ("surrogate, all groups, target-aware ranking", fp, list(GROUPS), dict(method="surrogate")),
+            (f"target-aware surrogate x ridge regression, w={BLEND} (default before that)", fp, list(GROUPS),
              dict(method="surrogate", blend=BLEND))]
-    for label, groups, kw in configs:
+    for label, d, groups, kw in configs:
         t0 = time.time()
-        r = closed_loop(db, sigs, groups, pairs, **kw)
+        r = closed_loop(d, sigs, groups, pairs, apps=benches, **kw)
         s = r.summary()
         s["seconds"] = time.time() - t0
         out[label], res[label] = s, r
     orc = {}
     for k in (1, 4):
-        e, S = oracle(db, benches, pairs, k)
+        e, S = oracle(fp, benches, pairs, k)
         orc[f"hindsight oracle: the application's own rank-{k} loadings"] = _stats(e)
     r = res[DEFAULT]
     kinds = {k: {"n": int(m.sum()), "method": _stats(r.error[m])["mean"], "baseline": _stats(r.baseline[m])["mean"],
                  "coverage": r.coverage(m)["coverage"], "half_width": r.coverage(m)["median_half_width"]}
-             for k, m in pair_kinds(db, r).items()}
+             for k, m in pair_kinds(fp, r).items()}
     if a.json:
-        print(json.dumps({"methods": out, "oracles": orc, "pair_kinds": kinds}, indent=1))
+        print(json.dumps({"methods": out, "oracles": orc, "pair_kinds": kinds, "int_rate_linked": linked,
+                          "pairs_with_int_rate": both}, indent=1))
         return
-    print(f"{len(pairs)} random (base, target) pairs (seed {a.seed}) of {len(db)} published FP rate results, "
-          f"{len(benches)} benchmarks; error = |projected / published - 1|")
+    print(f"{len(pairs)} random (base, target) pairs (seed {a.seed}) of {len(fp)} published FP rate results, "
+          f"{len(benches)} applications; error = |projected / published - 1|")
+    print(f"{db.source}; {both} of the {len(pairs)} pairs have integer results on both systems (the others are "
+          f"fitted on the FP ratios)")
     b = out[DEFAULT]["baseline"]
     print(f"{'geometric-mean baseline':75s} mean {b['mean']:6.1%} median {b['median']:6.1%} p90 {b['p90']:6.1%}")
     for label, s in out.items():
@@ -132,11 +143,10 @@ def main():
     iv = out[DEFAULT]["interval"]
     print(f"\n{iv['level']:.0%} intervals of the factor model: {iv['coverage']:.1%} of {iv['projections']} published "
           f"ratios inside; median half-width {iv['median_half_width']:.1%}")
-    prev = next((lb for lb in out if "plain SVD" in lb), None)
-    print("\nper benchmark (mean error):" + (" factor | plain SVD (previous) | baseline" if prev else
-                                             " factor | baseline") + " | factor interval coverage")
+    prev = FP_ONLY
+    print("\nper benchmark (mean error): factor | FP only (previous) | baseline | factor interval coverage")
     for k, v in out[DEFAULT]["per_benchmark"].items():
-        mid = f"  {out[prev]['per_benchmark'][k]['method']:6.1%}" if prev else ""
+        mid = f"  {out[prev]['per_benchmark'][k]['method']:6.1%}"
         print(f"  {k:18s} {v['method']:6.1%}{mid}  {v['baseline']:6.1%}  {v.get('coverage', float('nan')):6.1%}")
     print("\nper kind of pair (mean error): factor | baseline | factor interval coverage, median half-width")
     for k, v in kinds.items():
