@@ -65,6 +65,7 @@ echo "== reports"
 echo "== projection onto machines never touched: this VM is not among the published systems, so the"
 echo "   compute projection is shown on published data -- each SPEC CPU2017 FP benchmark in turn is the"
 echo "   application, projected between 100 random pairs of the 5331 published systems from the other 12"
+echo "   FP benchmarks and the 10 integer ones (data/README.md)"
 echo "   (perfcast project EXP --base SYSTEM --target SYSTEM does this for an application's counters)"
 SHARED=${PERFCAST_SHARED_DATA:-../shared/data}
 if [ -f "$SHARED/spec/spec17ml_input_FP_rate.csv" ]; then
