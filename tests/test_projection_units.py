@@ -91,6 +91,56 @@ def test_surrogate_search_recovers_a_known_mixture():
     assert "cache" in s2.poor and s2.scaling_factor({"C": 1.5}) == pytest.approx(1.5)
 
 
+def test_batched_surrogate_search_finds_the_exhaustive_nnls_optimum():
+    """The search fits every combination at once by least squares; the reference here is the
+    plain NNLS (scipy) over every combination of the same pool, as the search used to run."""
+    import itertools
+
+    from scipy.optimize import nnls
+
+    from perfcast.projection import surrogate as S
+
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        n = int(rng.integers(3, 9))
+        cands = {f"b{i}": _sig(f"b{i}", *rng.uniform([0.3, 0.1, 0.02, 1, 0, 0], [3, 0.5, 0.3, 80, 30, 10]))
+                 for i in range(n)}
+        names = list(cands)
+        w = rng.dirichlet(np.ones(n)) * (rng.uniform(size=n) < 0.5)
+        w = w / w.sum() if w.sum() > 0 else np.eye(n)[0]
+        app = Signature("app", {k: float(sum(wi * cands[b].values[k] for wi, b in zip(w, names))
+                                          * rng.uniform(0.9, 1.1)) for k in cands["b0"].values})
+        groups = [["cpi", "mix", "cache"], ["cpi"], ["mix"]][trial % 3]     # 6, 1 or 2 metrics
+        s = find_surrogate(app, cands, groups, None, 4, screen=n)
+        # reference: the same scaled system, NNLS over all combinations of up to 4, smallest first
+        metrics = [m for g in groups for m in S.GROUPS[g]]
+        M = np.array([cands[b].vector(metrics) for b in names])
+        a = app.vector(metrics)
+        scale = np.empty(len(metrics))
+        i = 0
+        for g in groups:
+            k = len(S.GROUPS[g])
+            size = np.abs(M[:, i:i + k]).sum(axis=1)
+            scale[i:i + k] = max(float(np.abs(a[i:i + k]).sum()), 0.1 * float(np.median(size)))
+            i += k
+        A, y = (M / scale).T, a / scale
+        best = (np.inf, None)
+        for k in range(1, 5):
+            for sub in itertools.combinations(range(n), k):
+                Ai = np.vstack([A[:, sub], np.full(k, S._SUM_ROW)])
+                phi = nnls(Ai, np.append(y, S._SUM_ROW))[0]
+                if phi.sum() > 0:
+                    r = float(np.linalg.norm(A[:, sub] @ (phi / phi.sum()) - y))
+                    if r < best[0] - 1e-12:
+                        best = (r, phi / phi.sum(), sub)
+        assert s.residual == pytest.approx(best[0], rel=1e-8, abs=1e-12)
+        if len(metrics) > 4:
+            # overdetermined: one optimum (with 1-2 metrics many combinations fit exactly, and the
+            # search's order, not the residual, picks among them)
+            ref = {names[j]: f for j, f in zip(best[2], best[1]) if f > 1e-6}
+            assert dict(zip(s.members, s.fractions)) == pytest.approx(ref, rel=1e-6, abs=1e-9)
+
+
 def test_signature_from_counters_and_missing_metrics():
     s = signature_from_totals({"Ir": 2e9, "cycles": 3e9, "Dr": 5e8, "Dw": 2e8, "D1mr": 1e7, "D1mw": 1e7,
                                "DLmr": 1e6, "DLmw": 1e6})

@@ -138,6 +138,37 @@ def regression_log_ratio(app: Signature, candidates: Mapping[str, Signature], lo
     return float(y.mean() + a @ beta)
 
 
+def _positive_fits(A: np.ndarray, y: np.ndarray, subs: np.ndarray, solve) -> tuple[np.ndarray, np.ndarray]:
+    """Least squares of ``y`` on the columns ``subs[i]`` of ``A`` with the sum-to-one row, all at once
+    (batched QR): normalised weights and residual norms, ``inf`` where a weight is not positive.
+    Rank-deficient or underdetermined combinations fall back to ``solve`` (the NNLS) one by one."""
+    m, k = subs.shape
+    Ai = np.concatenate([np.moveaxis(A[:, subs], 0, 1), np.full((m, 1, k), _SUM_ROW)], axis=1)
+    b = np.append(y, _SUM_ROW)
+    if Ai.shape[1] < k:                     # fewer equations than members: the NNLS decides
+        ok = np.zeros(m, dtype=bool)
+    else:
+        Q, R = np.linalg.qr(Ai)
+        diag = np.abs(np.diagonal(R, axis1=1, axis2=2))
+        ok = np.all(diag > 1e-10 * max(float(diag.max(initial=0.0)), 1e-300), axis=1)
+    phis = np.zeros((m, k))
+    rs = np.full(m, np.inf)
+    if ok.any():
+        qb = np.einsum("mnk,n->mk", Q[ok], b)
+        phi = np.linalg.solve(R[ok], qb[..., None])[..., 0]
+        pos = np.all(phi > 0, axis=1)
+        phi = phi / phi.sum(axis=1, keepdims=True)
+        res = np.linalg.norm(np.einsum("nmk,mk->mn", A[:, subs[ok]], phi) - y, axis=1)
+        idx = np.flatnonzero(ok)
+        phis[idx] = phi
+        rs[idx[pos]] = res[pos]
+    for i in np.flatnonzero(~ok):
+        phi, r = solve(list(subs[i]))
+        if phi is not None and np.all(phi > 0):
+            phis[i], rs[i] = phi, r
+    return phis, rs
+
+
 def find_surrogate(app: Signature, candidates: Mapping[str, Signature], groups: Sequence[str],
                    log_ratios: Mapping[str, float] | None = None, max_members: int = 4,
                    tolerance: float = TOLERANCE, screen: int = 8) -> Surrogate:
@@ -195,7 +226,8 @@ def find_surrogate(app: Signature, candidates: Mapping[str, Signature], groups: 
 
     # screening: one NNLS over everything + the best single benchmarks
     phi_all, _ = solve(list(range(len(names))))
-    singles = sorted(range(len(names)), key=lambda j: solve([j])[1])
+    single = _positive_fits(A, y, np.arange(len(names))[:, None], solve)[1]
+    singles = sorted(range(len(names)), key=lambda j: single[j])
     pool = [j for j in np.argsort(-(phi_all if phi_all is not None else np.zeros(len(names))))
             if phi_all is not None and phi_all[j] > 1e-9][:screen]
     for j in singles:
@@ -203,11 +235,15 @@ def find_surrogate(app: Signature, candidates: Mapping[str, Signature], groups: 
             break
         if j not in pool:
             pool.append(j)
+    # the NNLS optimum of a combination is the least-squares fit on one of its sub-combinations with
+    # all weights positive; every sub-combination is itself a candidate, so the best combination is
+    # the best positive least-squares fit, found by size (smallest first) as the NNLS search would
     best = (np.inf, None, None)
     for k in range(1, min(max_members, len(pool)) + 1):
-        for sub in itertools.combinations(pool, k):
-            phi, r = solve(list(sub))
-            if phi is not None and r < best[0] - 1e-12:
+        subs = np.array(list(itertools.combinations(pool, k)))
+        phis, rs = _positive_fits(A, y, subs, solve)
+        for sub, phi, r in zip(subs, phis, rs):
+            if r < best[0] - 1e-12:
                 best = (r, list(sub), phi)
     r, sub, phi = best
     keep = phi > 1e-6
