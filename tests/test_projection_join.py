@@ -119,3 +119,28 @@ def test_closed_loop_with_the_integer_results_beats_fp_only_on_the_same_pairs():
     assert sj["method"]["mean"] < sa["method"]["mean"] - 0.003
     assert sj["method"]["median"] < sa["method"]["median"]
     assert 0.86 < sj["interval"]["coverage"] < 0.94
+
+
+def test_project_on_the_default_database_says_which_targets_lack_the_integer_results(tmp_path, capsys):
+    import json
+
+    from perfcast.cli import main
+    from perfcast.projection.project import load_db
+    from perfcast.projection.signatures import load_navarro
+
+    sigs = load_navarro(DATA / "spec" / "counters")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value\nmain,time,100.0\n"
+                   + "".join(f"main,{m},{v!r}\n" for m, v in sigs["549.fotonik3d_r"].values.items()))
+    t = load_db(()).times()
+    full = t[list(REFERENCE)].notna().all(axis=1)
+    base, with_int = full[full].index[:2]
+    without = full[~full].index[0]
+    assert main(["project", str(app), "--base", base, "--target", with_int, "--target", without, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["compute_source"] == "factor model"
+    got = {x["system"]: x["communication_detail"]["pair_benchmarks"] for x in out["targets"]}
+    # every benchmark with a signature and results (13 FP + 10 integer) vs the FP ones only
+    assert got == {with_int: 23, without: 13}
+    assert any(n.startswith("1 of 2 target(s) and the base do not share results") and "fitted on the 13 they share"
+               in n for n in out["notes"])

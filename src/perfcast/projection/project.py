@@ -344,6 +344,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                 sf, lo, hi = fp.interval(ratios)
                 interval = (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
                 extra["factor_model"] = fp.to_dict()
+                extra["pair_benchmarks"] = sum(b in ratios for b in fp.model.benchmarks)
                 sources.add("factor model")
             except PerfcastError as e:
                 notes.append(f"target {tid}: {e}; surrogate used")
@@ -373,6 +374,13 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
             comm_t = 0.0
         results.append(TargetProjection(tid, db.name(tid), sf, comp_t, comm_t, comp_t + (comm_t or 0.0),
                                         detail if detail else {"surrogate": sur.to_dict(), **extra}, interval))
+    short = [] if fp is None else [r.comm_detail["pair_benchmarks"] for r in results
+                                   if (r.comm_detail or {}).get("pair_benchmarks", math.inf) < len(fp.model.benchmarks)]
+    if short:
+        have = f"{min(short)}" if min(short) == max(short) else f"{min(short)}-{max(short)}"
+        notes.append(f"{len(short)} of {len(results)} target(s) and the base do not share results for all of the factor "
+                     f"model's {len(fp.model.benchmarks)} benchmarks (e.g. no integer-suite result joined to one of "
+                     f"them): those factors are fitted on the {have} they share")
     results.sort(key=lambda r: r.total)
     comm_base = sum(r.elapsed for r in profile) if has_mpi else None
     return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,
