@@ -144,3 +144,18 @@ def test_project_on_the_default_database_says_which_targets_lack_the_integer_res
     assert got == {with_int: 23, without: 13}
     assert any(n.startswith("1 of 2 target(s) and the base do not share results") and "fitted on the 13 they share"
                in n for n in out["notes"])
+
+
+def test_bad_tables_to_join_are_one_located_line(tmp_path, capsys):
+    from perfcast.cli import main
+
+    bare = tmp_path / "bare_int_rate.csv"          # a spec17-ml table without the configuration columns
+    bare.write_text("file,505.mcf_r,t_505.mcf_r\ncpu2017-20190101-00001.csv,10,100\n")
+    cut = tmp_path / "cut_Int_rate.csv.gz"         # the shipped table, truncated
+    cut.write_bytes(INT_RATE.read_bytes()[:300_000])
+    for bad, msg in ((bare, "joining needs the configuration columns"),
+                     (cut, "not a readable CSV: Compressed file ended")):
+        capsys.readouterr()
+        assert main(["systems", "--db", str(FP_RATE), "--db", str(bad)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and str(bad.name) in err and msg in err, err

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -227,7 +228,7 @@ def read_csv(path: str | Path, **kw) -> pd.DataFrame:
         raise PerfcastError("is a directory, not a CSV file", path)
     try:
         return pd.read_csv(path, **kw)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as e:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError, EOFError, zlib.error) as e:
         raise PerfcastError(f"not a readable CSV: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
                             path) from None
 
@@ -262,10 +263,12 @@ def load_spec(path: str | Path, suite: str | None = None) -> BenchmarkDB:
         except (TypeError, ValueError):
             return "?"
 
+    def col(c):
+        return df[c] if c in df.columns else [None] * len(df)
     systems.insert(1, "name", [
-        f"{hv} {mn} ({_n(so)}x{_n(cs)} cores, {_n(tc)} {'copies' if 'rate' in suite else 'threads'})"
-        for hv, mn, so, cs, tc in zip(df.get("hardware_vendor", ""), df.get("model_name", ""), df.get("sockets"),
-                                      df.get("cores_per_socket"), df.get("threads_or_copies"))])
+        f"{hv or ''} {mn or ''} ({_n(so)}x{_n(cs)} cores, {_n(tc)} {'copies' if 'rate' in suite else 'threads'})".strip()
+        for hv, mn, so, cs, tc in zip(col("hardware_vendor"), col("model_name"), col("sockets"),
+                                      col("cores_per_socket"), col("threads_or_copies"))])
     long = df[tcols].copy()
     long.columns = [c[2:] for c in tcols]
     long.insert(0, "system", ids)
