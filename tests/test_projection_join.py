@@ -97,6 +97,11 @@ def test_default_database_joins_the_integer_results_to_the_fp_machines():
     # an explicit list joins the same way (same kind of suite, other benchmarks)
     again = load_db([FP_RATE, INT_RATE])
     assert again.times().equals(t)
+    # with the speed suite merged in between, the integer rate results still join the rate machines
+    speed = load_spec(DATA / "spec" / "spec17ml_input_FP_speed.csv")
+    mixed = load_db([FP_RATE, DATA / "spec" / "spec17ml_input_FP_speed.csv", INT_RATE])
+    assert len(mixed) == len(fp) + len(speed) and "4705 of 5553 results joined" in mixed.source
+    assert mixed.times().loc[t.index, list(REFERENCE)].equals(t[list(REFERENCE)])
 
 
 def test_closed_loop_with_the_integer_results_beats_fp_only_on_the_same_pairs():

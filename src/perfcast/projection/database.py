@@ -95,14 +95,17 @@ class BenchmarkDB:
         """This database with ``other``'s results attached to the same machines: a result of
         ``other`` joins this database's system of the same configuration (:data:`CONFIG_FIELDS`),
         one to one, the closest submission number first (a vendor submits the integer and the
-        floating-point suite of one machine together).  Results of ``other`` that match no system,
+        floating-point suite of one machine together); only systems with results of ``other``'s suite
+        (rate or speed) are candidates.  Results of ``other`` that match no system,
         or whose benchmarks this database already has, are left out.  Returns the joined database
         and the number of ``other``'s systems linked."""
         clash = set(self.benchmarks) & set(other.benchmarks)
         if clash:
             raise PerfcastError(f"cannot join two tables of the same benchmarks ({', '.join(sorted(clash)[:3])})",
                                 other.source)
-        a, b = _configuration(self.systems), _configuration(other.systems)
+        suites = set(other.results["suite"])
+        mine = self.systems[self.systems["system"].isin(self.results.loc[self.results["suite"].isin(suites), "system"])]
+        a, b = _configuration(mine), _configuration(other.systems)
         if a is None or b is None:
             raise PerfcastError(f"joining needs the configuration columns {', '.join(CONFIG_FIELDS)}",
                                 other.source)

@@ -109,7 +109,7 @@ def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
         part = load_spec(path) if spec else load_user_csv(path)
         if db is None:
             db = part
-        elif spec and set(part.results["suite"]) == set(db.results["suite"]) \
+        elif spec and set(part.results["suite"]) <= set(db.results["suite"]) \
                 and not set(part.benchmarks) & set(db.benchmarks):
             db, _ = db.joined(part)
         else:
