@@ -242,3 +242,31 @@ def test_report_projects_at_the_measured_point_like_the_project_command(tmp_path
             # the factor model's 90 % interval, as `project` gives it
             assert tab["columns"][6:] == ["factor low (90%)", "factor high (90%)"]
             assert got[t][6:] == pytest.approx(proj[t]["compute_factor_interval"], rel=1e-12)
+
+
+def test_report_model_and_predict_agree_on_the_value_at_the_target(data_dir, tmp_path, capsys):
+    """One prediction everywhere: the report's and `model`'s value at the target is `perfcast predict`'s
+    (averaged over the competing hypotheses by default, the selected one with --selected)."""
+    src = str(data_dir / "thicket" / "lulesh_weak_scaling_cali")
+    metric = "avg#inclusive#sum#time.duration"
+    got = {}
+    for flag in ([], ["--selected"]):
+        assert main(["report", src, "-o", str(tmp_path / "r.html"), "--target", "jobsize=1000", "--metric", metric,
+                     "--kernels", "8", "--plots", "0", "--min-share", "0", *flag, "--json"]) == 0
+        rep = {k["callpath"]: k for k in json.loads(capsys.readouterr().out)["kernels"] if k["status"] == "ok"}
+        assert main(["predict", src, "--at", "jobsize=1000", "--metric", metric, *flag, "--json"]) == 0
+        pred = {r["callpath"]: r for r in json.loads(capsys.readouterr().out)}
+        assert main(["model", src, "--target", "jobsize=1000", "--metric", metric, *flag, "--json"]) == 0
+        mod = {r["callpath"]: r["predicted_at_target"] for r in json.loads(capsys.readouterr().out)}
+        assert len(rep) >= 5
+        for cp, k in rep.items():
+            assert k["predicted"] == pytest.approx(pred[cp]["value"], rel=1e-9)
+            assert k["predicted"] == pytest.approx(mod[cp], rel=1e-9)
+            if k["lower"] is not None and pred[cp]["lower"] is not None:
+                assert k["lower"] == pytest.approx(pred[cp]["lower"], rel=1e-9, abs=1e-12)
+                assert k["upper"] == pytest.approx(pred[cp]["upper"], rel=1e-9)
+        got[bool(flag)] = {cp: k["predicted"] for cp, k in rep.items()}
+    # the two modes differ where hypotheses compete, so the agreement above is not vacuous
+    common = set(got[True]) & set(got[False])
+    assert any(abs(got[True][c] / got[False][c] - 1) > 1e-3 for c in common)
+    assert "Values at the target: the selected hypothesis only" in (tmp_path / "r.html").read_text()

@@ -460,6 +460,12 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet):
     return segment_models(exp, res, opts, locations)
 
 
+_selected_option = click.option(
+    "--selected", is_flag=True,
+    help="Use only the selected hypothesis (default: average over the competing hypotheses with their "
+         "weights, which extrapolates more safely; the same in predict, model and report).")
+
+
 @cli.command("model")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
@@ -467,9 +473,10 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet):
 @click.option("--target", default=None, metavar="P=V[,Q=W]",
               help="Scale at which to rank by predicted cost (after asymptotic order).")
 @click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (not with --json).")
+@_selected_option
 @click.option("--json", "as_json", is_flag=True, help="Print every model as JSON.")
 def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, target, limit,
-              as_json):
+              selected, as_json):
     """Fit a scaling model to every callpath x metric, ranked as scalability bugs.
 
     Ranking: asymptotic order of the lead term first, then the predicted cost at --target.
@@ -485,7 +492,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
-    ranked = rank(res, parse_coords(target, "--target") if target else None)
+    ranked = rank(res, parse_coords(target, "--target") if target else None, averaged=not selected)
     if as_json:
         rows = []
         for r in ranked:
@@ -546,9 +553,7 @@ def _print_series_notes(err, kind, items, what, limit=6):
                    "compared with the measured mean, ranks reduced the same way; repeatable.")
 @click.option("--level", type=Finite(0, 1, min_open=True, max_open=True), default=0.9,
               show_default=True, help="Probability of the prediction interval.")
-@click.option("--selected", is_flag=True,
-              help="Use only the selected hypothesis (default: average over the competing hypotheses "
-                   "with their weights, which extrapolates more safely).")
+@_selected_option
 @click.option("--breakdown", is_flag=True,
               help="APMT: total runtime with a per-kernel computation / memory / communication breakdown.")
 @click.option("--timer", "timers", multiple=True, metavar="KERNEL=CALLPATH",
@@ -766,10 +771,11 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--comm-max-procs", type=Finite(1), default=None, metavar="N",
               help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
+@_selected_option
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, plots, min_share, scaling, level,
                max_terms, negative, locations, derives, base, machines, title, validate, apmt_mode, timers,
-               apmt_machine, comm_max_procs, as_json):
+               apmt_machine, comm_max_procs, selected, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -827,7 +833,8 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
             raise PerfcastError(f"--apmt on: {apmt_note or 'no instruction counts and no MPI profile'}")
     opts = ReportOptions(metric=metric, target=parse_coords(target, "--target") if target else None, x=x,
                          kernels=kernels, plots=plots, min_share=min_share / 100.0, scaling=scaling, level=level,
-                         title=title, locations=locations, max_terms=max_terms, negative=negative)
+                         title=title, locations=locations, max_terms=max_terms, negative=negative,
+                         averaged=not selected)
     vexp = load_experiment(validate, None, (), params, quiet=as_json) if validate else None
     if vexp is not None and derives:
         vexp, _ = derive(vexp, derives)

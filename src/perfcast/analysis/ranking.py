@@ -31,8 +31,11 @@ def growth_key(model) -> tuple:
     return tuple(orders)
 
 
-def rank(series_models: Iterable, target: Mapping[str, float] | None = None) -> list[Ranked]:
-    """Rank objects with ``callpath``, ``metric``, ``model`` (e.g. fit.SeriesModel)."""
+def rank(series_models: Iterable, target: Mapping[str, float] | None = None, averaged: bool = True) -> list[Ranked]:
+    """Rank objects with ``callpath``, ``metric``, ``model`` (e.g. fit.SeriesModel).
+
+    The cost at ``target`` is the model-averaged prediction (``averaged=False``: the selected
+    hypothesis only), as in ``perfcast predict``."""
     items = list(series_models)
     rows = []
     for sm in items:
@@ -42,7 +45,7 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None) -> 
             missing = [p for p in m.parameters if p not in target]
             if missing:
                 raise PerfcastError(f"--target lacks parameter(s) {', '.join(missing)}", where="target")
-            pred = float(m.predict({p: target[p] for p in m.parameters}))
+            pred = float(m.predict({p: target[p] for p in m.parameters}, averaged=averaged))
         ok = m.status == "ok"
         key = growth_key(m) if ok else ()
         rows.append((ok, key, pred if pred is not None else float("-inf"), m.constant, sm, pred))

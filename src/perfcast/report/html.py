@@ -63,6 +63,8 @@ class ReportOptions:
     tree_rows: int = 300
     max_terms: int = 1
     negative: bool = False
+    #: predictions averaged over the competing hypotheses (as ``perfcast predict``); False: the selected one
+    averaged: bool = True
 
 
 @dataclass
@@ -384,7 +386,7 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
     if not models:
         rep.notes.append(f"No series of metric {rep.metric!r} to model.")
         return
-    ranked = rank(models, target)
+    ranked = rank(models, target, averaged=o.averaged)
 
     # shares: of the total at the largest measured point, and predicted at the target
     scope = exp.metrics[rep.metric].scope
@@ -432,7 +434,7 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
         q = mdl.quality
         lo = hi = None
         if mdl.status == "ok":
-            lo, hi = mdl.interval(target, o.level)
+            lo, hi = mdl.interval(target, o.level, averaged=o.averaged)
             lo = max(lo, 0.0) if (math.isfinite(lo) and nonneg) else (lo if math.isfinite(lo) else None)
             hi = hi if math.isfinite(hi) else None
         g = by_cp.get(row["callpath"])
@@ -476,11 +478,11 @@ def _validation(rep: Report, rows: list[dict], vmeans: Mapping, params: Sequence
             if cp != row["callpath"]:
                 continue
             at = dict(zip(params, pt))
-            lo, hi = mdl.interval(at, o.level)
+            lo, hi = mdl.interval(at, o.level, averaged=o.averaged)
             if rep.clipped and math.isfinite(lo):
                 lo, hi = max(lo, 0.0), max(hi, 0.0)
             preds.append({"callpath": cp, "name": row["name"], "rank": row["rank"], "metric": mt, "at": at,
-                          "value": float(mdl.predict(at)), "lower": lo if math.isfinite(lo) else None,
+                          "value": float(mdl.predict(at, averaged=o.averaged)), "lower": lo if math.isfinite(lo) else None,
                           "upper": hi if math.isfinite(hi) else None})
     out = compare(preds, vmeans, params)
     if not out:
@@ -551,21 +553,23 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
                 for a, b, c, d, n in sel[[x, "median", "min", "max", "count"]].to_numpy()]
         xm = sel[x].to_numpy(dtype=float)
         inside = grid[(grid >= xm.min()) & (grid <= xm.max())] if len(xm) else grid[:0]
-        ym = mdl.predict({x: inside, **{p: np.full(len(inside), v) for p, v in fixed.items()}}) if len(inside) else []
+        ym = mdl.predict({x: inside, **{p: np.full(len(inside), v) for p, v in fixed.items()}},
+                         averaged=o.averaged) if len(inside) else []
         layers.append(("points", xm, sel["median"].to_numpy(float), sel["min"].to_numpy(float),
                        sel["max"].to_numpy(float), colour, "measured median, min–max" + (f" ({lab})" if lab else ""), tips))
         layers.append(("curve", inside, np.asarray(ym, dtype=float), colour, None))
         yvals += [*sel["min"], *sel["max"], *np.asarray(ym, dtype=float)]
     # the target curve: band over the whole range, dashed beyond the measured range
     tfixed = {p: target[p] for p in others}
-    ty = np.asarray(mdl.predict({x: grid, **{p: np.full(len(grid), v) for p, v in tfixed.items()}}), dtype=float)
-    tlo, thi = mdl.interval({x: grid, **{p: np.full(len(grid), v) for p, v in tfixed.items()}}, o.level)
+    tgrid = {x: grid, **{p: np.full(len(grid), v) for p, v in tfixed.items()}}
+    ty = np.asarray(mdl.predict(tgrid, averaged=o.averaged), dtype=float)
+    tlo, thi = mdl.interval(tgrid, o.level, averaged=o.averaged)
     if rep.clipped:
         tlo = np.maximum(tlo, 0.0)
     measured_combo = (tcombo in combos) if others else bool(combos)
     ext = grid >= x_hi if measured_combo else np.ones(len(grid), bool)
-    tv = float(mdl.predict(target))
-    tl, th = mdl.interval(target, o.level)
+    tv = float(mdl.predict(target, averaged=o.averaged))
+    tl, th = mdl.interval(target, o.level, averaged=o.averaged)
     if rep.clipped and math.isfinite(tl):
         tl = max(tl, 0.0)
     yvals += [*ty[np.isfinite(ty)], tv, *[v for v in (tl, th) if math.isfinite(v)]]
@@ -955,7 +959,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 
 {% if r.kernels %}
 <section id="ranking"><h2>Scalability bugs: kernels ranked by growth</h2>
-<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}. Ranked by the asymptotic order of the lead term, then by the value predicted at the target. Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}); interval: {{ pct(r.options.level) }} prediction interval for a new measurement.</p>
+<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}. Ranked by the asymptotic order of the lead term, then by the value predicted at the target. Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights, as <code>perfcast predict</code>.{% else %}Values at the target: the selected hypothesis only (<code>--selected</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
 <thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th>trend</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="num sortable">share at target</th><th class="num sortable">growth</th></tr></thead>
