@@ -499,6 +499,14 @@ def test_corrupt_record_reference(data_dir, tmp_path):
     e = _err(ei)
     assert e.path == str(bad) and e.where.isdigit()
     assert text.splitlines()[int(e.where) - 1].startswith("__rec=ctx,ref=43=101,")
+    assert "refers to a node or attribute" in e.message and "Error" not in e.message
+    # the first line cut off: the next record's parent is defined nowhere
+    headless = tmp_path / "headless.cali"
+    headless.write_text(text.split("\n", 1)[1])
+    with pytest.raises(PerfcastError) as ei:
+        load([headless], format="caliper")
+    e = _err(ei)
+    assert e.path == str(headless) and e.where == "1" and "refers to a node or attribute" in e.message
 
 
 def test_directory_without_cali(tmp_path):

@@ -328,6 +328,10 @@ def _parse_cali(path: Path) -> _Profile:
         if len(msg) > 80:
             msg = msg[:77] + "..."
         raise PerfcastError(f"not a Caliper .cali file ({msg})", path, state["line"]) from None
+    except (AttributeError, KeyError, IndexError):
+        # caliperreader looks up the node/attribute ids a record refers to and fails on unknown ones
+        raise PerfcastError("corrupt Caliper record: it refers to a node or attribute that no earlier record "
+                            "defines (the start of the file missing?)", path, state["line"]) from None
     except Exception as e:  # malformed records make caliperreader fail in many ways
         raise PerfcastError(f"corrupt Caliper record ({type(e).__name__}: {e})", path, state["line"]) from None
     if state["line"] == 0:
