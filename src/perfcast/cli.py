@@ -858,7 +858,7 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 @click.option("--cv-metric", default=None, help="Runtime for --cv: 'time' (wall) or an application timer's name.")
 @click.option("--timeout", type=Finite(), default=None, help="Seconds before a run is killed (its process group).")
 @click.option("--collect", "collect", default=None, metavar="LIST",
-              help="Collectors: time,perf,counters,cachegrind,mpi; NAME? = optional (warn if unavailable).")
+              help="Collectors: time,perf,counters,memory,cachegrind,mpi; NAME? = optional (warn if unavailable).")
 @click.option("--timer-regex", default=None, help=r"Regex of app timers [perfcast-timer (\S+) ([0-9.eE+-]+)].")
 @click.option("--launcher", type=click.Choice(["local", "slurm"]), default=None, help="Where runs execute [local].")
 @click.option("--oversubscribe/--no-oversubscribe", default=None, help="Add --oversubscribe to Open MPI's mpirun [on].")
@@ -866,6 +866,9 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 @click.option("--perf-event", default=None, help="perf sampling event [cycles where supported, else cpu-clock].")
 @click.option("--call-graph", default=None, help="perf call graphs: fp or dwarf[,SIZE] [fp].")
 @click.option("--counters", "counter_events", default=None, metavar="EV1,EV2", help="perf stat events [probed hardware events].")
+@click.option("--memory-events", "memory_events", default=None, metavar="EV1,EV2",
+              help="Events the memory collector counts with perf stat -a once per node "
+                   "[uncore_imc/cas_count_read/,uncore_imc/cas_count_write/].")
 @click.option("--I1", "cg_i1", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind I1 geometry.")
 @click.option("--D1", "cg_d1", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind D1 geometry.")
 @click.option("--LL", "cg_ll", default=None, metavar="SIZE,ASSOC,LINE", help="cachegrind LL geometry.")
@@ -877,14 +880,14 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 @click.option("--slurm-opt", "slurm_opts", multiple=True, help="Extra sbatch option (e.g. --partition=x); repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer_regex, launcher, oversubscribe,
-                perf_freq, perf_event, call_graph, counter_events, cg_i1, cg_d1, cg_ll, cg_toggle, max_failures,
-                seed, slurm_opts, as_json):
+                perf_freq, perf_event, call_graph, counter_events, memory_events, cg_i1, cg_d1, cg_ll, cg_toggle,
+                max_failures, seed, slurm_opts, as_json):
     """Run an application over a parameter grid and store the profiles as one experiment.
 
     Give the command after `--` (with {NAME} placeholders, and optionally {wrap} where per-rank
     profilers go), or a YAML campaign file with the same settings (command:, parameters:, reps:,
-    cv:, timeout:, collect:, output:, perf:, counters:, cachegrind:, slurm:); options given on the
-    command line override the file.  Configurations are interleaved, repeated until their runtime's
+    cv:, timeout:, collect:, output:, perf:, counters:, memory:, cachegrind:, slurm:); options given on
+    the command line override the file.  Configurations are interleaved, repeated until their runtime's
     coefficient of variation is below --cv, failed and timed-out runs are recorded and skipped.
     Interrupt it at any time: rerunning the same command resumes where it stopped.
 
@@ -930,6 +933,8 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer
         settings["perf"] = perf
     if counter_events is not None:
         settings["counters"] = {"events": [e.strip() for e in counter_events.split(",") if e.strip()]}
+    if memory_events is not None:
+        settings["memory"] = {"events": cp.coll.parse_events(memory_events, where="--memory-events")}
     cg = dict(settings.get("cachegrind") or {})
     for k, v in (("I1", cg_i1), ("D1", cg_d1), ("LL", cg_ll), ("toggle", list(cg_toggle) or None)):
         if v is not None:

@@ -29,8 +29,9 @@ How it runs
 
 The experiment's parameters are the grid's names; each successful run is one repetition of its
 point.  Wall time is callpath ``app`` / metric ``time``; timers are ``app-><name>``.  Collectors
-with per-rank output (perf, counters, cachegrind, mpi) keep a ``rank`` column; run-level values
-(wall time, timers without a rank) are then stored at rank 0.
+with per-rank output (perf, counters, cachegrind, mpi; memory per node, at the rank of the node's
+first process) keep a ``rank`` column; run-level values (wall time, timers without a rank) are then
+stored at rank 0.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ _ARG1 = {"-np", "-n", "--np", "--n", "-c", "-N", "-H", "--host", "-host", "-host
 _ARG2 = {"--mca", "-mca", "--gmca", "-gmca", "-genv", "-env", "--env"}
 _PLACEHOLDER = re.compile(r"\{(\w*)\}")
 _KEYS = {"command", "parameters", "reps", "cv", "timeout", "collect", "timer_regex", "launcher", "oversubscribe",
-         "seed", "max_failures", "env", "workdir", "cv_metric", "perf", "counters", "cachegrind", "slurm",
-         "output"}
+         "seed", "max_failures", "env", "workdir", "cv_metric", "perf", "counters", "memory", "cachegrind",
+         "slurm", "output"}
 
 Progress = Callable[[int, int, str], None]
 
@@ -140,6 +141,7 @@ class CampaignSpec:
     timeout: float | None = None
     collect: list[tuple[str, bool]] = field(default_factory=lambda: [("time", True)])
     #: collector settings: timer_regex, perf {frequency, event, callgraph}, counters {events},
+    #: memory {events (perf stat -a events, default Intel's uncore_imc CAS counts)},
     #: cachegrind {I1, D1, LL, reps, toggle (function patterns to count in; start-up left out)}
     settings: dict = field(default_factory=dict)
     launcher: str = "local"
@@ -189,6 +191,12 @@ class CampaignSpec:
         cg = self.settings.get("cachegrind")
         if isinstance(cg, dict) and cg.get("toggle") is not None:
             coll.parse_toggle(cg["toggle"])
+        mem = self.settings.get("memory")
+        if mem is not None:
+            if not isinstance(mem, dict) or set(mem) - {"events"}:
+                raise PerfcastError("memory: a mapping with one option, events: [perf event names]", where="memory")
+            if "events" in mem:
+                coll.parse_events(mem["events"])
 
     def tokens(self) -> list[str]:
         if isinstance(self.command, str):
@@ -242,8 +250,9 @@ class CampaignSpec:
             grid[str(k)] = vals
         try:
             lo, hi = parse_reps(d.get("reps", "3..10"))
-            settings = {k: d[k] for k in ("timer_regex", "perf", "counters", "cachegrind") if d.get(k) is not None}
-            for k in ("perf", "counters", "cachegrind"):
+            settings = {k: d[k] for k in ("timer_regex", "perf", "counters", "memory", "cachegrind")
+                        if d.get(k) is not None}
+            for k in ("perf", "counters", "memory", "cachegrind"):
                 if k in settings and not isinstance(settings[k], dict):
                     raise PerfcastError(f"{k}: a mapping of options", where=k)
             workdir = d.get("workdir", ".")
@@ -382,17 +391,28 @@ def build_argv(spec: CampaignSpec, config: dict, wrapper: str | None, extra_mpi_
     return tokens
 
 
-_ORDER = {"perf": 0, "counters": 1, "cachegrind": 2}
+_ORDER = {"memory": 0, "perf": 1, "counters": 2, "cachegrind": 3}
 
 
 def write_wrapper(run_dir: Path, colls: list[coll.Collector]) -> str | None:
-    parts = sorted(((c.name, c.wrapper()) for c in colls if c.wrapper()), key=lambda x: _ORDER.get(x[0], 9))
-    if not parts:
+    """``run_dir/wrap.sh`` that runs one rank under the per-rank tools (perf record outside perf stat)
+    and, on the first rank of each node, under the node tools too (outermost); None without tools."""
+    def words(kind: str) -> list[str]:
+        found = [(c.name, getattr(c, kind)()) for c in colls]
+        return [w for _, w in sorted((x for x in found if x[1]), key=lambda x: _ORDER.get(x[0], 9))]
+
+    rank, node = words("wrapper"), words("node_wrapper")
+    if not rank and not node:
         return None
+    text = ("#!/bin/sh\n# perfcast: run one rank under the profilers of this run\n"
+            f"D={shlex.quote(str(run_dir))}\n{coll.RANK_SH}\n")
+    if node:
+        text += (f"{coll.LOCAL_RANK_SH}\n"
+                 "# the first process on each node also runs the system-wide tools (once per node)\n"
+                 f"if [ \"$L\" = 0 ]; then exec {' '.join(node + rank)} \"$@\"; fi\n")
+    text += f"exec {' '.join(rank)} \"$@\"\n" if rank else 'exec "$@"\n'
     path = run_dir / "wrap.sh"
-    path.write_text("#!/bin/sh\n# perfcast: run one rank under the profilers of this run\n"
-                    f"D={shlex.quote(str(run_dir))}\n{coll.RANK_SH}\n"
-                    f"exec {' '.join(p for _, p in parts)} \"$@\"\n")
+    path.write_text(text)
     path.chmod(0o755)
     return str(path)
 

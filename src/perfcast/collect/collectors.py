@@ -12,7 +12,18 @@ time        wall time of the whole run (callpath ``app``, metric ``time``) and t
             unless the regex has a named group ``rank``.  Always on.
 perf        ``perf record`` per rank (cycles where the PMU has them, cpu-clock otherwise), call
             graphs by frame pointers, ``-N -B --no-bpf-event``; read by :mod:`perfcast.io.perf`.
-counters    ``perf stat`` per rank on the hardware events the machine supports (probed).
+counters    ``perf stat`` per rank on the hardware events the machine supports (probed), and
+            ``task-clock`` (the rank's CPU seconds) when there is at least one of them.
+memory      DRAM traffic: ``perf stat -a`` on Intel's memory-controller (uncore) events
+            ``uncore_imc/cas_count_read/`` and ``uncore_imc/cas_count_write/`` (MiB), or the events
+            given (``--memory-events``, ``memory: {events: [...]}``).  These count system-wide only,
+            so the first process of each node runs one ``perf stat -a`` around its rank, and the
+            node's counts are stored at that process's rank (summed over nodes, they are the job's
+            traffic).  It counts everything on the node: use exclusive nodes.  Needs root,
+            CAP_PERFMON or ``kernel.perf_event_paranoid`` <= 0 (probed).  With ``counters``
+            (instructions, cycles, task-clock) it gives the ``bandwidth`` group (``bw_cpi``) of
+            ``perfcast project``; other event names are kept as they are but only the names
+            :data:`perfcast.projection.signatures.ALIASES` knows feed that group.
 cachegrind  ``valgrind --tool=cachegrind --cache-sim=yes`` per rank with a configurable geometry, in
             runs of its own (it slows the program ~50x, so those runs give no times); deterministic,
             one run per configuration unless told otherwise.  ``toggle`` (function patterns, valgrind
@@ -28,7 +39,8 @@ Per-rank tools wrap each rank: ``mpirun -np 4 <run_dir>/wrap.sh ./app``; the wra
 from ``OMPI_COMM_WORLD_RANK``/``PMIX_RANK``/``PMI_RANK``/``SLURM_PROCID`` and names its files
 ``perf.rank<R>.data``, ``perf.stat.rank<R>.csv``, ``cachegrind.out.rank<R>``.  perf record wraps
 perf stat (perf stat only waits for the program, so the samples hardly see it; perf stat counts only
-its child, not perf record).
+its child, not perf record).  Node tools (memory) wrap both, on the process whose node-local rank
+(:data:`LOCAL_RANK_SH`) is 0: ``perf.memory.rank<R>.csv``.
 """
 
 from __future__ import annotations
@@ -49,8 +61,12 @@ from . import machine
 
 ROOT = "app"
 DEFAULT_TIMER_REGEX = r"perfcast-timer (\S+) ([0-9.eE+-]+)"
-NAMES = ("time", "perf", "counters", "cachegrind", "mpi")
+NAMES = ("time", "perf", "counters", "memory", "cachegrind", "mpi")
 RANK_SH = 'R="${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${PMI_RANK:-${SLURM_PROCID:-0}}}}"'
+#: the process's rank on its node: Open MPI (OMPI_COMM_WORLD_LOCAL_RANK), MPICH's Hydra and Intel MPI
+#: (MPI_LOCALRANKID), srun (SLURM_LOCALID), some PMIx launchers such as Cray PALS (PMIX_LOCAL_RANK;
+#: Open MPI's PMIx sets only PMIX_RANK); 0 without a launcher
+LOCAL_RANK_SH = 'L="${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-${SLURM_LOCALID:-${PMIX_LOCAL_RANK:-0}}}}"'
 
 
 class Collector:
@@ -63,6 +79,11 @@ class Collector:
 
     def wrapper(self) -> str | None:
         """Shell words (may use $D = run directory, $R = rank) put before the rank's command."""
+        return None
+
+    def node_wrapper(self) -> str | None:
+        """Shell words put before the command of the first rank on each node (node-local rank $L = 0),
+        outside the per-rank words, for system-wide counting once per node."""
         return None
 
     def env(self, run_dir: Path) -> dict[str, str]:
@@ -206,9 +227,13 @@ class CountersCollector(Collector):
         if self._events is None:
             if self.requested:
                 probe = machine.probe_perf_events(tuple(self.requested))
+                self._events = [e for e, ok in probe.items() if ok]
             else:
-                probe = {e: ok for e, ok in machine.describe()["counters"].items() if e in machine.HW_EVENTS}
-            self._events = [e for e, ok in probe.items() if ok]
+                have = machine.describe()["counters"]
+                self._events = [e for e in machine.HW_EVENTS if have.get(e)]
+                # the ranks' CPU seconds (the bandwidth group's clock), with the hardware events only
+                if self._events and have.get("task-clock"):
+                    self._events.append("task-clock")
         return self._events
 
     def available(self):
@@ -229,6 +254,60 @@ class CountersCollector(Collector):
         files = sorted(run_dir.glob("perf.stat.rank*.csv"))
         if not files:
             raise PerfcastError("perf stat wrote no perf.stat.rank*.csv file", run_dir)
+        return perf_io.read_files(files)
+
+
+# -- perf stat -a (memory controllers) ---------------------------------------------------------------
+#: DRAM reads and writes counted by Intel's memory controllers (perf scales them to MiB)
+MEMORY_EVENTS = ("uncore_imc/cas_count_read/", "uncore_imc/cas_count_write/")
+_EVENT = re.compile(r"[A-Za-z_][\w.\-]*(?:/[\w.\-=:@]+/[A-Za-z]*)?(?::[A-Za-z]+)?")
+
+
+def parse_events(value, where: str = "memory.events") -> list[str]:
+    """perf event names: a list, or one string of comma-separated names; None gives the defaults."""
+    if value is None:
+        return list(MEMORY_EVENTS)
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise PerfcastError("memory events: a list of perf event names", where=where)
+    out = []
+    for it in items:
+        e = it.strip() if isinstance(it, str) else it
+        if not isinstance(e, str) or not _EVENT.fullmatch(e):
+            raise PerfcastError(f"memory event {it!r}: expected a perf event name such as {MEMORY_EVENTS[0]} "
+                                f"(no spaces or commas, so no raw event=..,umask=.. terms)", where=where)
+        if e not in out:
+            out.append(e)
+    if not out:
+        raise PerfcastError("memory events: give at least one perf event name", where=where)
+    return out
+
+
+class MemoryCollector(Collector):
+    """DRAM traffic of the whole node, counted by ``perf stat -a`` once per node around the ranks."""
+
+    name = "memory"
+
+    def __init__(self, events=None):
+        self.events = parse_events(events)
+
+    def options(self) -> dict:
+        return {"events": self.events}
+
+    def available(self):
+        return machine.probe_memory_events(tuple(self.events))
+
+    def node_wrapper(self):
+        # the node's counts are stored under the global rank of its first process
+        return f'perf stat -a -x , -e {shlex.quote(",".join(self.events))} -o "$D/perf.memory.rank$R.csv" --'
+
+    def collect(self, run_dir: Path, result: dict) -> Experiment:
+        from ..io import perf as perf_io
+
+        files = sorted(run_dir.glob("perf.memory.rank*.csv"))
+        if not files:
+            raise PerfcastError("perf stat -a wrote no perf.memory.rank*.csv file (no process had node-local "
+                                "rank 0?)", run_dir)
         return perf_io.read_files(files)
 
 
@@ -498,6 +577,8 @@ def build(names: list[tuple[str, bool]], settings: dict) -> list[Collector]:
             made.append(PerfCollector(s.get("frequency", 999), s.get("event"), s.get("callgraph", "fp")))
         elif name == "counters":
             made.append(CountersCollector(s.get("events")))
+        elif name == "memory":
+            made.append(MemoryCollector(s.get("events")))
         elif name == "cachegrind":
             made.append(CachegrindCollector(s.get("I1"), s.get("D1"), s.get("LL"), s.get("reps", 1), s.get("toggle")))
         elif name == "mpi":

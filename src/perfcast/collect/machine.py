@@ -3,7 +3,8 @@
 :func:`describe` returns a JSON-ready dict: host, kernel, CPU model, frequency, logical and physical
 cores, cache geometry (from sysfs), memory, and the tools and hardware counters that actually work
 (``perf stat`` is run once on a trivial command and every event that comes back ``<not supported>``
-is marked unavailable).  Results are cached per process.
+is marked unavailable).  :func:`probe_memory_events` checks the memory-controller events the memory
+collector counts system-wide.  Results are cached per process.
 """
 
 from __future__ import annotations
@@ -126,6 +127,88 @@ def probe_perf_events(events: tuple[str, ...] | list[str]) -> dict[str, bool]:
             continue
         result[key] = not value.startswith("<")
     return result
+
+
+#: Where the kernel lists the PMUs perf can open (uncore memory controllers: ``uncore_imc_<N>``).
+PMU_SYSFS = Path("/sys/bus/event_source/devices")
+PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
+
+
+def _event_pmu(event: str) -> str | None:
+    """The PMU an event names (``uncore_imc/cas_count_read/`` -> ``uncore_imc``), None for plain names."""
+    pmu, sep, _ = event.partition("/")
+    return pmu if sep and pmu else None
+
+
+def _perf_failure(stderr: str) -> str:
+    """The first line of perf's complaint that says something (not a bare ``Error:``), with the
+    ``\\___`` pointer line perf prints under an event syntax error."""
+    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    lines = [l for l in lines if l.rstrip(":").lower() != "error" and not re.match(r"^-?\d|^<", l)]
+    if not lines:
+        return "perf stat -a failed"
+    first = lines[0]
+    if len(lines) > 1 and lines[1].startswith("\\___"):
+        first += " (" + lines[1].lstrip("\\_ ").strip() + ")"
+    return first[:200]
+
+
+def probe_memory_events(events: tuple[str, ...] | list[str], sysfs: str | Path | None = None) -> tuple[bool, str]:
+    """Whether ``perf stat -a`` counts every one of ``events`` (memory-controller events) here, and
+    why not.  Checks that perf is on PATH and the events' PMU exists in ``sysfs`` (default
+    :data:`PMU_SYSFS`), then counts them system-wide once around ``true``.  Cached per process
+    (per events, sysfs root and perf binary); ``probe_memory_events.cache_clear()`` forgets."""
+    return _probe_memory(tuple(events), str(sysfs or PMU_SYSFS), shutil.which("perf"))
+
+
+@functools.lru_cache(maxsize=16)
+def _probe_memory(events: tuple[str, ...], sysfs: str, perf: str | None) -> tuple[bool, str]:
+    if not events:
+        return False, "no memory events to count"
+    if perf is None:
+        return False, "perf is not on PATH"
+    root = Path(sysfs)
+    try:
+        pmus = sorted(p.name for p in root.iterdir())
+    except OSError:
+        pmus = []
+    for pmu in dict.fromkeys(_event_pmu(e) for e in events):
+        if pmu is None:
+            continue  # a named alias (unc_m_cas_count.rd): only perf itself can tell
+        if not any(n == pmu or n.startswith(pmu + "_") for n in pmus):
+            if pmu == "uncore_imc":
+                return False, (f"no memory-controller PMU (uncore_imc_*) in {root}: DRAM traffic needs an Intel "
+                               f"server with uncore counters")
+            return False, f"no PMU {pmu} ({pmu}_*) in {root}, which the event(s) {', '.join(events)} need"
+    hint = ("system-wide counting needs root, CAP_PERFMON or kernel.perf_event_paranoid <= 0 "
+            f"(now: {_read(PARANOID) or 'unknown'})")
+    proc = _run([perf, "stat", "-a", "-x", ",", "-e", ",".join(events), "--", "true"])
+    if proc is None:
+        return False, "perf stat -a does not run (timed out or cannot start)"
+    counts: dict[str, str] = {}
+    for line in proc.stderr.splitlines():
+        parts = line.split(",")
+        if len(parts) < 3:
+            continue
+        value, name = parts[0].strip(), parts[2].strip()
+        key = name if name in events else name.split(":")[0] if name.split(":")[0] in events else None
+        if key is not None:
+            counts.setdefault(key, value)
+    if proc.returncode != 0:
+        return False, f"perf stat -a -e {','.join(events)} fails here: {_perf_failure(proc.stderr)}; {hint}"
+    for e in events:
+        value = counts.get(e)
+        if value is None:
+            return False, f"perf stat -a printed no count for {e}; {hint}"
+        try:
+            float(value)
+        except ValueError:
+            return False, (f"perf stat -a counts {e} as {value} here (an event this CPU's memory controller "
+                           f"does not have? give the right ones with --memory-events)")
+    return True, ""
+
+
+probe_memory_events.cache_clear = _probe_memory.cache_clear  # type: ignore[attr-defined]
 
 
 def _tool_version(args: list[str]) -> str | None:
