@@ -305,3 +305,24 @@ def test_insufficient_and_non_finite_quality_round_trip_through_json():
     for k in ("rss", "adj_r2", "smape"):
         a, b = getattr(m.quality, k), getattr(back.quality, k)
         assert (a == b) or (_math.isnan(a) and _math.isnan(b))
+
+
+def test_solver_roundoff_constant_is_not_printed(data_dir, capsys):
+    """A constant that is least-squares round-off next to the terms over the measured range
+    (-4.996e-16 next to 0.001 * p up to p = 64) is not printed; a small real one is."""
+    from perfcast.fit.model import Term
+    from perfcast.report.html import formula_mathml
+
+    term = (Term(0.001, (("p", Fraction(1), 0),)),)
+    m = Model(("p",), -4.996e-16, term, upper=(64.0,))
+    assert m.formula() == "0.001 * p" and "<mn>" in str(formula_mathml(m))
+    assert "e-16" not in str(formula_mathml(m)) and "10</mn><mn>-16" not in str(formula_mathml(m))
+    assert Model(("p",), -4.996e-16, term).formula().startswith("-4.996e-16")  # range unknown: printed
+    assert Model(("p",), 1e-6, term, upper=(64.0,)).formula() == "1e-6 + 0.001 * p"
+    # the same on real data: Extra-P's one_parameter_segmented_5 has such a segment
+    import json
+
+    from perfcast.cli import main
+    assert main(["model", str(data_dir / "extrap" / "text" / "one_parameter_segmented_5.txt"), "--json"]) == 0
+    formulas = [r["formula"] for r in json.loads(capsys.readouterr().out)]
+    assert "0.001 * p" in formulas and not any("e-16" in f for f in formulas)

@@ -297,7 +297,7 @@ class Model:
             raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
         num = lambda v: _num(v, digits, style)  # noqa: E731
         mul = " \\cdot " if style == "latex" else " * "
-        out = num(self.constant) if (self.constant != 0 or not self.terms) else ""
+        out = num(self.constant) if ((self.constant != 0 and not self.constant_is_roundoff()) or not self.terms) else ""
         for t in self.terms:
             c = t.coefficient
             if not out:
@@ -306,6 +306,15 @@ class Model:
             sign = " - " if c < 0 else " + "
             out += sign + num(abs(c)) + mul + t.basis_str(style)
         return out
+
+    def constant_is_roundoff(self) -> bool:
+        """A constant below 1e-12 of the terms' size over the measured range is the least-squares
+        solver's round-off (e.g. ``-4.996e-16 + 0.001 * p``): not printed."""
+        if not self.terms or self.upper is None:
+            return False
+        cols = {p: np.array([float(u)]) for p, u in zip(self.parameters, self.upper)}
+        size = max(abs(float(t.coefficient * t.evaluate(cols)[0])) for t in self.terms)
+        return bool(np.isfinite(size) and abs(self.constant) < 1e-12 * size)
 
     def __str__(self) -> str:
         return self.formula()

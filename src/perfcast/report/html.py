@@ -198,7 +198,7 @@ def formula_mathml(model, digits: int = 4) -> Markup:
 
 def _terms_mathml(model, digits: int) -> str:
     items = []
-    if model.constant != 0 or not model.terms:
+    if (model.constant != 0 and not model.constant_is_roundoff()) or not model.terms:
         items.append(_mn(model.constant, digits))
     for t in model.terms:
         c = float(t.coefficient)
