@@ -73,6 +73,7 @@ def test_unavailable_here_required_stops_optional_warns(tmp_path, capsys, fresh_
     assert len(err) == 1 and err[0].startswith("perfcast: error:"), err
     assert "collector 'memory' is not available here" in err[0] and "uncore_imc" in err[0]
     assert not marker.exists() and not out.exists()  # nothing ran
+    assert not list(tmp_path.glob("m.perfcast*"))  # and nothing is left behind (no campaign directory)
 
     rc = main(["collect", "-o", str(out), "-P", "n=1,2", "--reps", "1", "--collect", "time,memory?", "--json",
                "--", str(app), "{n}"])

@@ -567,6 +567,7 @@ class Campaign:
 
     # main loop
     def run(self) -> Experiment:
+        fresh = not self.dir.exists()
         self.dir.mkdir(parents=True, exist_ok=True)
         lock = open(self.dir / "lock", "w")
         try:
@@ -575,6 +576,12 @@ class Campaign:
             raise PerfcastError("another perfcast collect is running this campaign", self.dir) from None
         try:
             return self._run()
+        except BaseException:
+            # a campaign that failed before its first run (a collector or launcher unavailable)
+            # leaves nothing behind; one with runs stays, to be resumed
+            if fresh and {f.name for f in self.dir.iterdir()} <= {"lock", HEADER}:
+                shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         finally:
             lock.close()
 
