@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from perfcast.cli import main
+from conftest import number_after
 
 F = 2e9
 CPI = {"sweep": 0.8, "pack": 1.5}
@@ -116,9 +117,11 @@ def test_predict_breakdown_matches_the_generating_model(syn, capsys):
                        "--machine", syn / "m.yaml")
     assert rc == 0, err
     comp, p2p_t, ar = truth(16, 800)
-    assert f"prediction at p=16, n=800: {sum(comp.values()) + p2p_t + ar:.4g} s" in out
+    assert number_after(out, "prediction at p=16, n=800:") == pytest.approx(sum(comp.values()) + p2p_t + ar,
+                                                                           rel=1e-3)
     assert "not in the total (no cycles counter, no time to derive a CPI from): gather, rest" in out
-    assert "Hockney fit latency 4.00 us/message, bandwidth 4000 MB/s" in out
+    assert number_after(out, "Hockney fit latency") == pytest.approx(B * 1e6, rel=1e-3)     # us/message
+    assert number_after(out, "us/message, bandwidth") == pytest.approx(1 / A / 1e6, rel=1e-3)  # MB/s
 
 
 def test_kernels_shares_and_kinds(syn, capsys):
@@ -138,7 +141,8 @@ def test_kernels_shares_and_kinds(syn, capsys):
     # with a 50% threshold pack is hot by its largest share, 40000 / 74950 = 53.4% at p=16, n=100
     rc, out, _ = run(capsys, "kernels", syn / "prof.csv", "--threshold", "0.5", "--json")
     pack = next(k for k in json.loads(out)["kernels"] if k["name"] == "pack")
-    assert any("share 53.4% >= 50% at p=16,n=100" in r for r in pack["reasons"])
+    why = next(r for r in pack["reasons"] if r.startswith("share"))
+    assert number_after(why, "share") == pytest.approx(100 * 40000 / 74950, abs=0.05) and "at p=16,n=100" in why
     rc, out, _ = run(capsys, "kernels", syn / "prof.csv")
     assert rc == 0 and out.startswith("cost metric: Ir; threshold 5%; process-count parameter p")
 
@@ -186,7 +190,8 @@ def test_compare_on_held_out_runs(syn, capsys):
     rc, out, err = run(capsys, "compare", syn / "prof.csv", "--validate", syn / "val.csv", *TIMERS, "--machine",
                        syn / "m.yaml", "--measure", "app->total", "--target", "0.01")
     assert rc == 0, err
-    assert "mean absolute error: perfcast 0.0%" in out and "nan: n/a (give --size" in out
+    assert number_after(out, "mean absolute error: perfcast") == pytest.approx(0, abs=0.05)
+    assert "nan: n/a (give --size" in out
     assert "meets the target 1%" in out
 
 
@@ -301,15 +306,19 @@ def test_kernels_scaling_option(syn, capsys):
         d = json.loads(out)
         return d, {k["name"]: [r for r in k["reasons"] if r.startswith("non-scalable")] for k in d["kernels"]}
 
+    def slope(d, name):
+        return next(k for k in d["kernels"] if k["name"] == name)["slopes"]["p"]
+
     d, ns = reasons("auto")
     assert d["scaling"] == "strong" and d["scaling_basis"].startswith("inferred")
     d, ns = reasons("strong")
     assert d["scaling"] == "strong" and d["scaling_basis"] == "given"
     assert ns["sweep"] == [] and ns["gather"] and ns["pack"]
-    assert "~ p^0.00, does not decrease as p grows (strong scaling expects ~ p^-1 per rank" in ns["pack"][0]
+    assert slope(d, "pack") == 0.0 and "does not decrease as p grows" in ns["pack"][0]
     d, ns = reasons("weak")
     assert d["scaling"] == "weak"
-    assert ns["sweep"] == [] and ns["pack"] == [] and "~ p^1.00, grows as p grows" in ns["gather"][0]
+    assert ns["sweep"] == [] and ns["pack"] == [] and "grows as p grows" in ns["gather"][0]
+    assert slope(d, "gather") == pytest.approx(1.0, abs=1e-12)
     rc, out, err = run(capsys, "kernels", syn / "prof.csv", "--scaling", "weak")
     assert rc == 0 and out.splitlines()[1].startswith("weak scaling (given): expected cost per rank constant")
     rc, out, err = run(capsys, "kernels", syn / "prof.csv", "--scaling", "sideways")

@@ -54,6 +54,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import CallTree, Experiment, Metric
+from ..scaling import format_exponent, loglog_slope
 
 REST = "rest"
 #: MPI library / runtime / loader functions (communication and start-up, not computation kernels)
@@ -85,10 +86,14 @@ class Kernel:
     #: share of the cost metric per point (point label -> fraction)
     share: dict
     kind: str = "hot"  # hot | non-scalable | rest
+    #: per parameter, the log-log slope behind the reasons: of the cost per rank against the process
+    #: count, of the share against the other parameters (the steepest line of measured points)
+    slopes: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "reasons": list(self.reasons),
-                "share": {k: float(v) for k, v in self.share.items()}, "callpaths": list(self.callpaths)}
+                "share": {k: float(v) for k, v in self.share.items()}, "callpaths": list(self.callpaths),
+                "slopes": {k: float(v) for k, v in self.slopes.items()}}
 
 
 @dataclass
@@ -106,6 +111,9 @@ class KernelSet:
     scaling: str | None = None
     #: how the scaling mode was decided (given, or inferred from the total work)
     scaling_basis: str = ""
+    #: the log-log slope of the application's total work against the process count the mode was
+    #: inferred from (None when the mode was given or could not be inferred)
+    scaling_slope: float | None = None
 
     def names(self) -> list[str]:
         return [k.name for k in self.kernels]
@@ -134,7 +142,7 @@ class KernelSet:
 
     def to_dict(self) -> dict:
         return {"metric": self.metric, "procs": self.procs, "threshold": self.threshold,
-                "scaling": self.scaling, "scaling_basis": self.scaling_basis,
+                "scaling": self.scaling, "scaling_basis": self.scaling_basis, "scaling_slope": self.scaling_slope,
                 "kernels": [k.to_dict() for k in self.kernels],
                 "coverage": {k: float(v) for k, v in self.coverage.items()},
                 "excluded_share": {k: float(v) for k, v in self.excluded_share.items()}, "notes": list(self.notes)}
@@ -275,16 +283,17 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
         raise PerfcastError(f"at {bad} all of {metric!r} is in MPI library/runtime functions; no application "
                             "function to rank")
     pf["share"] = pf["total"] / pf["point"].map(app_tot)
-    mode, basis = None, ""
+    mode, basis, mode_slope = None, "", None
     if procs is not None:
         if scaling == "auto":
-            mode, basis = infer_scaling(exp, metric, pf, procs, pts, params, labels, exclude, include)
+            mode, basis, mode_slope = infer_scaling(exp, metric, pf, procs, pts, params, labels, exclude, include)
         else:
             mode, basis = scaling, "given"
     share = pf.pivot_table(index="function", columns="point", values="share", aggfunc="sum").reindex(columns=labels)
     per_rank = pf.pivot_table(index="function", columns="point", values="per_rank", aggfunc="sum")
     notes: list[str] = []
     chosen: dict[str, list[str]] = {}
+    slopes: dict[str, dict[str, float]] = {}
     kinds: dict[str, str] = {}
     for f in funcs:
         if f in excluded:
@@ -297,6 +306,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             reasons.append(f"share {sh.max():.1%} >= {threshold:.0%} at {lab}")
             kinds[f] = "hot"
         trend = _trend(pts, params, procs, per_rank.loc[f], share.loc[f], labels)
+        slopes[f] = {procs if what == "procs" else what: slope for what, slope, _ in trend}
         for what, slope, lab in trend:
             if share.loc[f].get(lab, 0) is None or not (share.loc[f].fillna(0).get(lab, 0) >= min_share):
                 continue
@@ -307,12 +317,12 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                     how = f"does not decrease as {procs} grows"
                 else:
                     how = f"decreases slower than 1/{procs}"
-                reasons.append(f"non-scalable: cost per rank ~ {procs}^{slope:.2f}, {how} ({mode} scaling expects "
+                reasons.append(f"non-scalable: cost per rank ~ {procs}^{format_exponent(slope)}, {how} ({mode} scaling expects "
                                f"{_expectation(mode, procs, False)} per rank; {share.loc[f][lab]:.1%} at {lab})")
                 kinds.setdefault(f, "non-scalable")
                 break
             if what != "procs" and slope > flat:
-                reasons.append(f"share grows with {what} (~ {what}^{slope:.2f}; {share.loc[f][lab]:.1%} at {lab})")
+                reasons.append(f"share grows with {what} (~ {what}^{format_exponent(slope)}; {share.loc[f][lab]:.1%} at {lab})")
                 kinds.setdefault(f, "non-scalable")
                 break
         if not reasons:
@@ -335,14 +345,14 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
     order = sorted(chosen, key=lambda f: -float(share.loc[f].fillna(0).max()))
     for f in order:
         kernels.append(Kernel(f, tuple(assign.get(f, ())), tuple(chosen[f]),
-                              {lab: float(share.loc[f].fillna(0)[lab]) for lab in labels}, kinds[f]))
+                              {lab: float(share.loc[f].fillna(0)[lab]) for lab in labels}, kinds[f], slopes[f]))
     rest_funcs = [f for f in funcs if f not in chosen and f not in excluded]
     rest_share = {lab: float(share.loc[rest_funcs, lab].fillna(0).sum()) if rest_funcs else 0.0 for lab in labels}
     kernels.append(Kernel(REST, tuple(assign.get(REST, ())),
                           (f"{len(rest_funcs)} other function(s), each below {threshold:.0%} and scaling",),
                           rest_share, "rest"))
     coverage = {lab: float(sum(k.share[lab] for k in kernels[:-1])) for lab in labels}
-    return KernelSet(kernels, metric, procs, threshold, coverage, ex_share, notes, mode, basis)
+    return KernelSet(kernels, metric, procs, threshold, coverage, ex_share, notes, mode, basis, mode_slope)
 
 
 def _expectation(mode: str, procs: str | None, long: bool = True) -> str:
@@ -355,8 +365,8 @@ def _expectation(mode: str, procs: str | None, long: bool = True) -> str:
 
 def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pts: pd.DataFrame,
                   params: list[str], labels: list[str], exclude: Sequence[str] = DEFAULT_EXCLUDE,
-                  include: Sequence[str] = ()) -> tuple[str, str]:
-    """(strong | weak, how it was inferred) from the application's total work against ``procs``
+                  include: Sequence[str] = ()) -> tuple[str, str, float | None]:
+    """(strong | weak, how it was inferred, the slope it was inferred from) from the application's total work against ``procs``
     (module docstring): instructions when the profile has them, else ``metric``; ``pf`` is
     :func:`per_function` of ``metric`` with a ``point`` column."""
     wm = find_metric(exp, INSTR_METRICS) or metric
@@ -376,23 +386,21 @@ def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pt
     groups = [g for _, g in pts.groupby(others)] if others else [pts]
     slopes = []
     for g in groups:
-        xs, ys = g[procs].to_numpy(dtype=float), work[g.index].to_numpy(dtype=float)
-        ok = np.isfinite(ys) & (ys > 0) & (xs > 0)
-        if len(set(xs[ok])) >= 2:
-            slopes.append(float(np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)[0]))
+        s = loglog_slope(g[procs], work[g.index])
+        if s == s:
+            slopes.append(s)
     if not slopes:  # no two process counts with the other parameters equal: all points as one line
-        xs, ys = pts[procs].to_numpy(dtype=float), work.to_numpy(dtype=float)
-        ok = np.isfinite(ys) & (ys > 0) & (xs > 0)
-        if len(set(xs[ok])) < 2:
-            return "strong", "assumed: the total work cannot be compared across process counts; set --scaling"
-        slopes.append(float(np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)[0]))
+        s = loglog_slope(pts[procs], work)
+        if s != s:
+            return "strong", "assumed: the total work cannot be compared across process counts; set --scaling", None
+        slopes.append(s)
     s = float(np.median(slopes))
     mode = "weak" if s >= 0.5 else "strong"
-    basis = (f"inferred: the application's total {wm} summed over the ranks ~ {procs}^{s:.2f}, "
+    basis = (f"inferred: the application's total {wm} summed over the ranks ~ {procs}^{format_exponent(s)}, "
              + (f"about ~ {procs}: the same work per rank" if mode == "weak" else "about constant: the work is divided"))
     if 0.25 < s < 0.75:
         basis += f" -- ambiguous (between {procs}^0 and {procs}^1)"
-    return mode, basis + "; --scaling strong|weak overrides"
+    return mode, basis + "; --scaling strong|weak overrides", s
 
 
 def _matches(name: str, patterns: Sequence[str]) -> bool:
@@ -415,11 +423,9 @@ def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd
                 continue
             g = g.sort_values(q)
             ys = (per_rank if q == procs else share).reindex(lab[g.index]).to_numpy(dtype=float)
-            xs = g[q].to_numpy(dtype=float)
-            ok = np.isfinite(ys) & (ys > 0) & (xs > 0)
-            if ok.sum() < 2:
+            slope = loglog_slope(g[q], ys)
+            if slope != slope:
                 continue
-            slope = float(np.polyfit(np.log(xs[ok]), np.log(ys[ok]), 1)[0])
             if best is None or slope > best[0]:
                 best = (slope, lab[g.index[-1]])
         if best is not None:
