@@ -1,7 +1,8 @@
 """Shared test fixtures.
 
 Real third-party data lives beside the repository in ../shared/data (never copied into the
-package); PERFCAST_SHARED_DATA overrides the location.
+package); PERFCAST_SHARED_DATA overrides the location -- the same rule the library follows
+(perfcast.shared_data), so the suite runs from any working directory.
 """
 
 import os
@@ -9,8 +10,45 @@ from pathlib import Path
 
 import pytest
 
+from perfcast.shared_data import shared_data_dir
+
 REPO = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("PERFCAST_SHARED_DATA", REPO.parent / "shared" / "data")).resolve()
+DATA = shared_data_dir()
+
+
+_NUMBER = r"([-+\u2212]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+
+
+def number_after(text: str, label: str) -> float:
+    """The number printed right after ``label`` in ``text`` (spaces, ``=``, ``:``, ``~`` and ``x``
+    between them allowed; a Unicode minus is read as ``-``): rendered output is checked by the
+    numbers it carries, compared with a tolerance, never by matching formatted floats."""
+    import re
+
+    m = re.search(re.escape(label) + r"[\s:=~]*" + _NUMBER, text)
+    if m is None:
+        raise AssertionError(f"no number after {label!r} in:\n{text}")
+    return float(m.group(1).replace("\u2212", "-"))
+
+
+def require_tools(*tools: str) -> None:
+    """Fail (never skip) when a program the project's setup installs is missing: `make test` installs
+    Open MPI, valgrind, perf, gcc, Slurm, munge and Chromium (scripts/install-system-deps.sh), so a
+    missing one is a broken machine, and a skip would hide it.  What the machine may legitimately
+    lack (root, a perf_event permission, a hardware PMU) is a skip with its reason, where it is tested."""
+    import shutil
+
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not found: install with scripts/install-system-deps.sh "
+                    "(make test runs it)", pytrace=False)
+
+
+def require_data(path: Path) -> Path:
+    """Fail when a file or folder of the shared data is missing (the tests run against it)."""
+    if not path.exists():
+        pytest.fail(f"shared data missing: {path} (set PERFCAST_SHARED_DATA)", pytrace=False)
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -27,21 +65,21 @@ def examples_built() -> Path:
     import shutil
     import subprocess
 
-    if shutil.which("mpicc") is None:
-        pytest.fail("mpicc not found: install Open MPI (scripts/install-system-deps.sh)")
+    require_tools("mpicc", "mpirun")
     r = subprocess.run(["make", "-s", "-C", str(REPO / "examples")], capture_output=True, text=True)
     if r.returncode != 0:
         pytest.fail(f"building examples/ failed: {r.stderr[-2000:]}")
     return REPO / "examples"
 
 
-# CI explores the same (large) set of generated examples every run, so a red CI always points at
-# a reproducible failure; developers' runs stay random and keep finding new cases.
+# Every run explores the same (large) set of generated examples, so `make test` gives the same
+# result on every machine and a red run always points at a reproducible failure.  To hunt for new
+# cases with random examples: HYPOTHESIS_PROFILE=explore make test.
 try:
     from hypothesis import settings as _hsettings
 
-    _hsettings.register_profile("ci", derandomize=True, database=None, print_blob=True)
-    if os.environ.get("CI"):
-        _hsettings.load_profile("ci")
+    _hsettings.register_profile("deterministic", derandomize=True, database=None, print_blob=True, deadline=None)
+    _hsettings.register_profile("explore", print_blob=True, deadline=None)
+    _hsettings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 except ImportError:  # pragma: no cover
     pass
