@@ -24,11 +24,12 @@ import time
 
 import numpy as np
 
+from perfcast.shared_data import shared_data_dir
 from perfcast.projection.closed_loop import closed_loop, random_pairs
 from perfcast.projection.database import load_spec
 from perfcast.projection.factor import ALPHA, RANK
 from perfcast.projection.signatures import GROUPS, PORTABLE, load_navarro
-_SHARED = Path(os.environ.get("PERFCAST_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+_SHARED = shared_data_dir()  # $PERFCAST_SHARED_DATA, else shared/data beside the checkout
 
 SPEC = str(_SHARED / "spec/spec17ml_input_FP_rate.csv")
 #: SPEC CPU2017 integer rate results, joined to the FP rate machines (data/README.md)

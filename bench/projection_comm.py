@@ -17,8 +17,9 @@ import sys
 
 import numpy as np
 
+from perfcast.shared_data import shared_data_dir
 from perfcast.projection.comm import MicroTable, RoutineProfile, load_micro, project_comm
-_SHARED = Path(os.environ.get("PERFCAST_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+_SHARED = shared_data_dir()  # $PERFCAST_SHARED_DATA, else shared/data beside the checkout
 
 DATA = str(_SHARED / "mpi/stackhpc_hpctests_imb_osu.csv")
 PAIRS = [("alaska/ib-gcc9-impi-verbs", "alaska/roce-gcc9-impi-verbs"),

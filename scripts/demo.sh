@@ -67,9 +67,10 @@ echo "   compute projection is shown on published data -- each SPEC CPU2017 FP b
 echo "   application, projected between 100 random pairs of the 5331 published systems from the other 12"
 echo "   FP benchmarks and the 10 integer ones (data/README.md)"
 echo "   (perfcast project EXP --base SYSTEM --target SYSTEM does this for an application's counters)"
-SHARED=${PERFCAST_SHARED_DATA:-../shared/data}
+# the library's one rule ($PERFCAST_SHARED_DATA, else shared/data beside the checkout)
+SHARED=$("${PYTHON:-.venv/bin/python}" -c 'from perfcast.shared_data import shared_data_dir; print(shared_data_dir())')
 if [ -f "$SHARED/spec/spec17ml_input_FP_rate.csv" ]; then
-  PERFCAST_SHARED_DATA="$SHARED" "${PYTHON:-.venv/bin/python}" bench/projection_closed_loop.py --fast --pairs 100 \
+  "${PYTHON:-.venv/bin/python}" bench/projection_closed_loop.py --fast --pairs 100 \
     | tee "$OUT/projection-closed-loop.txt"
 else
   echo "   skipped: the published SPEC tables are not at $SHARED/spec (set PERFCAST_SHARED_DATA)"

@@ -18,6 +18,7 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -210,7 +211,7 @@ def jacobi_campaign(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     d = tmp_path_factory.mktemp("jacobi")
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    cmd = [str(REPO / ".venv" / "bin" / "perfcast"), "collect", "-o", str(d / "jacobi.perfcast"),
+    cmd = [sys.executable, "-m", "perfcast", "collect", "-o", str(d / "jacobi.perfcast"),
            "-P", "p=1,2,3,4", "--reps", "2..2", "--collect", "time", "--json", "--",
            "mpirun", "--oversubscribe", "-np", "{p}", str(REPO / "examples" / "jacobi" / "jacobi"),
            "-n", "96", "-i", "200", "-q"]

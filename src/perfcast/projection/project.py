@@ -8,15 +8,14 @@ computed and reported in either case.  The default database is SPEC CPU2017 FP r
 rate results of the same machines joined in (:data:`DEFAULT_TABLES`): ten more benchmarks with
 signatures to learn from.
 
-Default data: ``PERFCAST_PROJECTION_DATA`` (a directory laid out like ../shared/data: ``spec/``
-and ``mpi/``), else ``../shared/data`` beside the working directory or the checkout; the integer
-rate table from there or from the checkout's ``data/spec``; ``--db``/``--signatures``/``--micro`` override.
+Default data: the shared data directory (:mod:`perfcast.shared_data`: ``$PERFCAST_SHARED_DATA``, else
+``shared/data`` beside the checkout; ``spec/`` and ``mpi/`` in it); the integer rate table from there or
+from the checkout's ``data/spec``; ``--db``/``--signatures``/``--micro`` override.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
+from ..shared_data import CHECKOUT, ENV_VAR, shared_data_dir
 from .comm import MicroTable, RoutineProfile, project_comm
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .signatures import GROUPS, Signature, check_groups, experiment_totals, load_navarro, signature_from_totals
@@ -61,18 +61,10 @@ def closed_loop_check(db: BenchmarkDB, signatures: Mapping[str, Signature], grou
 
 
 def data_root() -> Path:
-    """Where the published benchmark tables live: $PERFCAST_PROJECTION_DATA, else a ``shared/data``
-    directory beside the working directory or beside a source checkout of perfcast (the tables are
-    third-party data and are not shipped in the package; --db and friends name them explicitly)."""
-    env = os.environ.get("PERFCAST_PROJECTION_DATA")
-    if env:
-        return Path(env)
-    checkout = Path(__file__).resolve().parents[3]
-    for cand in (Path.cwd().parent / "shared" / "data", Path.cwd() / "shared" / "data",
-                 checkout.parent / "shared" / "data"):
-        if cand.is_dir():
-            return cand
-    return Path.cwd().parent / "shared" / "data"
+    """Where the published benchmark tables live (:func:`perfcast.shared_data.shared_data_dir`; the
+    tables are third-party data and are not shipped in the package; --db and friends name them
+    explicitly)."""
+    return shared_data_dir()
 
 
 #: the published tables loaded when no --db is given: SPEC CPU2017 FP rate (shared data) and the
@@ -81,7 +73,7 @@ DEFAULT_TABLES = ("spec17ml_input_FP_rate.csv", "spec17ml_input_Int_rate.csv.gz"
 
 
 def _default_table(name: str) -> Path | None:
-    for d in (data_root() / "spec", Path(__file__).resolve().parents[3] / "data" / "spec"):
+    for d in (data_root() / "spec", CHECKOUT / "data" / "spec"):
         for cand in (d / name, d / name.removesuffix(".gz")):
             if cand.is_file():
                 return cand
@@ -98,7 +90,7 @@ def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
         fp = _default_table(DEFAULT_TABLES[0])
         if fp is None:
             raise PerfcastError("default SPEC CPU2017 table not found; give --db FILE "
-                                "(or set PERFCAST_PROJECTION_DATA)", data_root() / "spec" / DEFAULT_TABLES[0])
+                                f"(or set {ENV_VAR})", data_root() / "spec" / DEFAULT_TABLES[0])
         paths = [fp] + [p for p in (_default_table(n) for n in DEFAULT_TABLES[1:]) if p is not None]
     db = None
     from .database import read_csv
