@@ -1,7 +1,6 @@
 """APMT model on data with independent truth: cachegrind counts of the Jacobi example (formula from
 its loop nest), the Extra-P CUBE set with PAPI counters, synthetic Eq 5 / baselines, bad input."""
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from perfcast.errors import PerfcastError
 from perfcast.experiment import Experiment, Metric
 from perfcast.io import cachegrind as cg_io
 from perfcast.machine import Machine
-from conftest import DATA  # ../shared/data or $PERFCAST_SHARED_DATA
+from conftest import DATA, require_data, require_tools  # ../shared/data or $PERFCAST_SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 JACOBI = ROOT / "examples" / "jacobi" / "jacobi"
@@ -34,9 +33,7 @@ def _rank0_block(p, n=N):
 
 @pytest.fixture(scope="module")
 def jacobi_cachegrind(tmp_path_factory, examples_built):
-    for tool in ("valgrind", "mpirun"):
-        if not shutil.which(tool):
-            pytest.fail(f"{tool} not found: install it (scripts/install-system-deps.sh)")
+    require_tools("valgrind", "mpirun")
     d = tmp_path_factory.mktemp("cg")
     frames = []
     for p in (1, 2, 3, 4):
@@ -143,8 +140,8 @@ def test_zero_instructions_and_bad_timer_are_clear():
     assert [p for p, _ in idle.cpi_values] == ["p=1", "p=4"]
 
 
-@pytest.mark.skipif(not CUBESET.is_dir(), reason="needs the shared Extra-P CUBE set")
 def test_cube_set_with_papi_counters():
+    require_data(CUBESET)
     from perfcast import io
 
     exp = io.load([CUBESET])

@@ -2,7 +2,6 @@
 MPI start-up and the program's own set-up do not show as work.  Checked on a real MPI program
 against the untoggled cachegrind counts of the same functions and the program's loop structure."""
 
-import shutil
 import subprocess
 
 import pytest
@@ -13,9 +12,11 @@ from perfcast.collect.campaign import CampaignSpec, run_campaign
 from perfcast.collect.collectors import CachegrindCollector, callgrind_to_cachegrind
 from perfcast.errors import PerfcastError
 from perfcast.io import cachegrind as cg_io
+from conftest import require_tools
 
-pytestmark = pytest.mark.skipif(not all(shutil.which(t) for t in ("mpicc", "mpirun", "valgrind")),
-                                reason="needs mpicc, mpirun and valgrind")
+@pytest.fixture(autouse=True, scope="module")
+def _tools():
+    require_tools("mpicc", "mpirun", "valgrind")
 
 ITERS = 5
 # set_up() and MPI_Init run before the kernel; kernel_step() calls leaf_add() (a callee: counted);

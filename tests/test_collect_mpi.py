@@ -1,7 +1,6 @@
 """Collectors on a real MPI program: perf sampling per rank (MPI library time separated) and
 cachegrind per rank, checked against the program's known work distribution."""
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -9,9 +8,11 @@ import pytest
 
 from perfcast import store
 from perfcast.collect.campaign import CampaignSpec, run_campaign
+from conftest import require_tools
 
-pytestmark = pytest.mark.skipif(not all(shutil.which(t) for t in ("mpicc", "mpirun", "perf", "valgrind")),
-                                reason="needs mpicc, mpirun, perf and valgrind")
+@pytest.fixture(autouse=True, scope="module")
+def _tools():
+    require_tools("mpicc", "mpirun", "perf", "valgrind")
 
 ITERS = 10
 # rank 1 does 4x the work of rank 0 between Allreduces, so rank 0 spends ~3/4 of its time waiting
@@ -84,7 +85,7 @@ def test_pmpi_collector_counts_the_known_pattern(app, tmp_path):
 
     ok, why = pmpi.available()
     if not ok:
-        pytest.skip(f"PMPI shim unavailable: {why}")
+        pytest.fail(f"PMPI shim unavailable: {why}")
     spec = CampaignSpec(command=f"mpirun -np {{p}} {app} 1000", parameters={"p": [2, 3]}, reps_min=1, reps_max=1,
                         collect="time,mpi", timeout=60)
     exp = run_campaign(spec, tmp_path / "pmpi.perfcast")

@@ -15,6 +15,7 @@ import pytest
 
 from perfcast import store
 from perfcast.collect.campaign import CampaignSpec, campaign_dir, run_campaign
+from conftest import require_tools
 
 TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo")
 
@@ -50,7 +51,7 @@ def _stop(pidfile: Path):
 def slurm(tmp_path_factory):
     missing = [t for t in TOOLS if not shutil.which(t)]
     if missing:
-        pytest.skip(f"Slurm/munge not installed ({', '.join(missing)} missing; scripts/install-system-deps.sh)")
+        require_tools(*missing)
     if os.geteuid() != 0:
         pytest.skip("starting slurmd needs root")
     d = Path(tmp_path_factory.mktemp("slurm"))

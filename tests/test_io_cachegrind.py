@@ -9,9 +9,11 @@ import pytest
 from perfcast.errors import PerfcastError
 from perfcast.io import read_one
 from perfcast.io.cachegrind import parse
+from conftest import require_tools
 
-pytestmark = pytest.mark.skipif(not (shutil.which("valgrind") and shutil.which("gcc")),
-                                reason="valgrind and gcc are needed to generate cachegrind output")
+@pytest.fixture(autouse=True, scope="module")
+def _tools():
+    require_tools("valgrind", "gcc")
 
 N1, N2 = 1 << 20, 1 << 21          # bytes of the two scanned arrays
 STRIDE = 32                        # bytes between two reads

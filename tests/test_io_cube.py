@@ -15,7 +15,6 @@ import io
 import shutil
 import struct
 import tarfile
-import time
 import warnings
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -203,10 +202,7 @@ def test_location_values_sum_to_cnode_totals(cube_dir):
 def test_multi_parameter_set(cubeset):
     root = cubeset / "multi_parameter"
     seen = []
-    t0 = time.perf_counter()
     exp = read_cube(root, ReadOptions(progress=lambda done, total, what: seen.append((done, total, what))))
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 15, f"reading 27 runs took {elapsed:.1f} s"
     assert exp.parameters == ("x", "y", "z")
     pts = exp.points()
     assert len(pts) == 27

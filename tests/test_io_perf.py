@@ -1,7 +1,6 @@
 """perf reader: sampled profiles (real perf record) and perf stat CSV; MPI folding on known text."""
 
 import resource
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,8 +9,8 @@ import pytest
 from perfcast.errors import PerfcastError
 from perfcast.io import read_one
 from perfcast.io.perf import fold, parse_script, samples_experiment
+from conftest import require_tools
 
-HAVE_PERF = shutil.which("perf") is not None and shutil.which("gcc") is not None
 
 SPIN = r"""
 #include <stdio.h>
@@ -21,8 +20,8 @@ int main(void) { printf("%f\n", hot(400000000L) + cold(40000000L)); return 0; }
 """
 
 
-@pytest.mark.skipif(not HAVE_PERF, reason="perf and gcc are needed to record a profile")
 def test_sampling_attributes_the_dominant_symbol(tmp_path):
+    require_tools("perf", "gcc")
     (tmp_path / "spin.c").write_text(SPIN)
     subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", str(tmp_path / "spin"),
                     str(tmp_path / "spin.c")], check=True)
@@ -104,8 +103,8 @@ def test_fold_cycles_with_frequency():
     assert fold([("x", "/a"), ("_start", "/a")]) == (["x"], False)
 
 
-@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is needed")
 def test_perf_stat_csv(tmp_path):
+    require_tools("perf")
     out = tmp_path / "perf.stat.rank0.csv"
     subprocess.run(["perf", "stat", "-x", ",", "-e", "task-clock,page-faults,instructions", "-o", str(out),
                     "--", "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"], check=True)

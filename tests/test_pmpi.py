@@ -8,12 +8,10 @@ header of perfcast_pmpi.c.  These tests need mpicc and mpirun and fail (not skip
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from perfcast.collect import pmpi
 from perfcast.errors import PerfcastError
 from perfcast.io import read_one
 from perfcast.io.pmpi import read_dir
+from conftest import require_tools
 
 REPO = Path(__file__).resolve().parents[1]
 JACOBI = REPO / "examples" / "jacobi" / "jacobi"
@@ -40,8 +39,7 @@ def shim(cache):
     old = os.environ.get("PERFCAST_CACHE")
     os.environ["PERFCAST_CACHE"] = str(cache)
     try:
-        if shutil.which("mpicc") is None or shutil.which("mpirun") is None:
-            pytest.fail("mpicc/mpirun not found: install Open MPI (scripts/install-system-deps.sh)")
+        require_tools("mpicc", "mpirun")
         lib = pmpi.build_shim()
         yield lib
     finally:
@@ -517,8 +515,7 @@ end program f
 def test_real_fortran_program(shim, tmp_path):
     """A program compiled with mpif90 (Open MPI's Fortran layer calls PMPI_ directly, so only the
     library's own Fortran entry points can see these calls)."""
-    if shutil.which("mpif90") is None:
-        pytest.fail("mpif90 not found: install gfortran (scripts/install-system-deps.sh)")
+    require_tools("mpif90")
     src = tmp_path / "f.f90"
     src.write_text(FORTRAN_PROGRAM)
     exe = tmp_path / "f"
@@ -538,9 +535,8 @@ def test_real_fortran_program(shim, tmp_path):
     assert (routine(docs[1], "MPI_Recv")["calls"], routine(docs[1], "MPI_Recv")["bytes_recv"]) == (1, 80)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None,
-                    reason="mpi4py is not installed in this environment (pip install mpi4py)")
 def test_mpi4py_program(shim, tmp_path):
+    # mpi4py is a test dependency (pyproject [test]): missing, the import fails the test
     import sys
 
     prog = tmp_path / "prog.py"

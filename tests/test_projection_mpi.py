@@ -14,7 +14,6 @@ import csv
 import json
 import math
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -27,15 +26,17 @@ from perfcast.io import load
 from perfcast.projection.comm import load_micro
 from perfcast.projection.mpimodel import fit_profile_models, mpi_profiles, profile_at
 from perfcast.projection.project import project
-from conftest import DATA  # ../shared/data or $PERFCAST_SHARED_DATA
+from conftest import DATA, require_data, require_tools  # ../shared/data or $PERFCAST_SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 MICRO = DATA / "mpi" / "stackhpc_hpctests_imb_osu.csv"
 IB, ROCE = "alaska/ib-gcc9-impi-verbs", "alaska/roce-gcc9-impi-verbs"
 W, ITERS = 32, 50
 
-pytestmark = pytest.mark.skipif(not (shutil.which("mpirun") and shutil.which("mpicc") and MICRO.exists()),
-                                reason="needs mpicc, mpirun and the stackhpc micro-benchmark table")
+@pytest.fixture(autouse=True, scope="module")
+def _tools():
+    require_tools("mpicc", "mpirun")
+    require_data(MICRO)
 
 
 def _campaign(tmp, name, ps):
