@@ -3,14 +3,17 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.perfcast-installed
+LOCK   := requirements-test.lock
+LATEST ?= .venv-latest
 
-.PHONY: setup sysdeps test demo bench clean
+.PHONY: setup sysdeps test test-latest demo lock bench clean
 
-# Python environment: the package and its test dependencies, in a project-local venv
-$(STAMP): pyproject.toml
+# Python environment: the package and its test dependencies at the locked versions (reproducible:
+# every machine tests what CI tested), in a project-local venv
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -c $(LOCK) -e '.[test]'
 	touch $(STAMP)
 
 # System packages (Open MPI, valgrind, perf, Slurm, munge, Chromium): installs what is missing
@@ -23,8 +26,22 @@ setup: sysdeps $(STAMP)
 test: setup
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
 
+# The same suite against the newest releases of every dependency (no lock), in its own venv: a new
+# numpy, pandas or scipy that breaks perfcast shows up here as a clear failure, with the versions
+# printed first
+test-latest: sysdeps
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install -q --upgrade pip
+	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e '.[test]'
+	@echo "test-latest: newest releases:" $$($(LATEST)/bin/python -m pip freeze --exclude-editable | grep -iE '^(numpy|scipy|pandas|pyarrow|pycubexr|caliper-reader)==' | tr '\n' ' ')
+	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -ne 0 ]; then echo "test-latest: the suite FAILS with the newest releases above (make test uses $(LOCK))"; fi; exit $$rc
+
 demo: setup
 	bash scripts/demo.sh
 
+# Re-pin $(LOCK) to the newest releases (after test-latest passes)
+lock:
+	bash scripts/lock.sh
+
 clean:
-	rm -rf demo-out .pytest_cache
+	rm -rf demo-out .pytest_cache $(LATEST)
