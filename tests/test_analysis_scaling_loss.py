@@ -181,3 +181,33 @@ def test_lulesh_consecutive_pairs(lulesh):
         for path, (inc_l, exc_l) in want.items():
             assert got[path]["inclusive_loss"] == pytest.approx(inc_l, rel=1e-9, abs=1e-12)
             assert got[path]["exclusive_loss"] == pytest.approx(exc_l, rel=1e-9, abs=1e-12)
+
+
+def test_a_rank_without_the_metric_is_missing_not_zero():
+    """As in a campaign: wall time recorded once per run (rank 0), instructions on every rank.  The
+    mean over ranks of the time is rank 0's time; dividing by all ranks (the missing ones counted as
+    0) turned the demo's strong-scaling loss of 95.3 % into 57.9 %."""
+    from perfcast.analysis.views import scope_values
+
+    wall = {1: 10.0, 2: 8.0, 4: 7.0}          # strong scaling: ideal would be 10, 5, 2.5
+    rows = []
+    for p, t in wall.items():
+        rows.append({"p": p, "rep": 0, "rank": 0, "callpath": "app", "metric": "time", "value": t})
+        for r in range(p):
+            rows.append({"p": p, "rep": 0, "rank": r, "callpath": "app", "metric": "Ir", "value": 100.0 / p})
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive"),
+                                                 Metric("Ir", "#", "count", "inclusive")])
+    sv = scope_values(exp, "time", ranks="mean").set_index("p")["inclusive"]
+    assert sv.to_dict() == {1: 10.0, 2: 8.0, 4: 7.0}
+    iv = scope_values(exp, "Ir", ranks="mean").set_index("p")["inclusive"]
+    assert iv.to_dict() == pytest.approx({1: 100.0, 2: 50.0, 4: 25.0})
+    res = scaling_loss(exp, "strong", "time", pairs=[(1, 4)])
+    # by hand: k = 4, loss = (4 * 7 - 10) / (4 * 7) = 18 / 28
+    assert res["pairs"][0]["loss"] == pytest.approx(18 / 28, rel=1e-12)
+    assert res["pairs"][0]["total_q"] == 7.0
+    # the report's scaling-loss section reads the same per-process costs
+    from perfcast.report.html import ReportOptions, build_report
+
+    rep = build_report(exp, ReportOptions(metric="time", scaling="strong"))
+    assert (rep.scaling_loss["p"], rep.scaling_loss["q"]) == (1, 4)
+    assert rep.scaling_loss["loss"] == pytest.approx(18 / 28, rel=1e-12)

@@ -103,8 +103,11 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
     keys = list(exp.parameters)
     loc = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
     d = exp.data
-    # a value missing for some locations or repetitions is a 0 there (sparse profiles), so means
-    # divide by the number of locations of the point/repetition and of repetitions of the point
+    d = d[d["metric"] == metric]
+    # a callpath missing at a location that measured this metric is a 0 there (sparse profiles), so
+    # means divide by the number of locations of the point/repetition that have values of *this*
+    # metric, and by its repetitions: a rank that did not record the metric at all (wall time taken
+    # once per run while counters come from every rank) is missing, never a zero
     n_loc = d[[*keys, "rep", *loc]].drop_duplicates().groupby([*keys, "rep"], sort=False).size().rename("_n")
     n_rep = d[[*keys, "rep"]].drop_duplicates().groupby(keys, sort=False).size().rename("_n") if keys else d["rep"].nunique()
     out = None
