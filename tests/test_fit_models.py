@@ -132,11 +132,8 @@ def test_interval_contains_prediction_and_grows_with_noise():
 
 def test_degenerate_series():
     one = fit_series([8], [[3.0, 3.2]])
-    assert one.status == "insufficient" and one.needed == 3 and one.constant == pytest.approx(3.1)
+    assert one.status == "insufficient" and one.needed == 2 and one.constant == pytest.approx(3.1)
     assert math.isnan(one.interval(8.0)[0])
-    two = fit_series([8, 16], [[1.0], [3.0, 3.0]])
-    assert two.status == "insufficient" and two.needed == 3
-    assert two.constant == pytest.approx(7 / 3)
     const = fit_series(P, [[4.0, 4.0]] * 5)
     assert const.status == "ok" and const.terms == () and const.constant == pytest.approx(4.0)
     zero = fit_series(P, [[0.0, 0.0]] * 5)
@@ -326,3 +323,37 @@ def test_solver_roundoff_constant_is_not_printed(data_dir, capsys):
     assert main(["model", str(data_dir / "extrap" / "text" / "one_parameter_segmented_5.txt"), "--json"]) == 0
     formulas = [r["formula"] for r in json.loads(capsys.readouterr().out)]
     assert "0.001 * p" in formulas and not any("e-16" in f for f in formulas)
+
+
+def test_two_points_give_a_law_through_them_never_their_mean():
+    # 1 -> 3 between p = 8 and 16: exponent log2(3) = 1.585 (nearest twelfth 19/12 = 1.5833)
+    two = fit_series([8, 16], [[1.0], [3.0, 3.0]])
+    assert two.status == "ok" and len(two.terms) == 1 and two.constant == 0.0
+    (p, e, j), = two.terms[0].factors
+    assert (p, e, j) == ("p", Fraction(19, 12), 0)
+    # the law reproduces both means to the rounding of the exponent, and extrapolates as one
+    assert two.predict(8.0) == pytest.approx(1.0, rel=2e-3) and two.predict(16.0) == pytest.approx(3.0, rel=2e-3)
+    assert two.predict(64.0) == pytest.approx(27.0, rel=0.01)        # 3 x 3 x 3 by hand
+    # a simple exponent is printed as such: 10 -> 40 over a factor 8 is p^(2/3)
+    pw = fit_series([8, 64], [[10.0, 10.5, 9.5], [40.0, 41.0, 39.0]])
+    assert pw.formula() == "2.5 * p^(2/3)" and pw.predict(512.0) == pytest.approx(160.0, rel=1e-9)
+    # the interval is wide beyond the data and grows with the distance (an exponent doubt of 0.25)
+    # by hand at p = 128 (one doubling): centre 2.5 * 128^(2/3); relative noise^2 = (0.5/100 + 2/1600) / 4;
+    # drift 0.25 ln 2 per doubling with 2 dof; Welch-Satterthwaite dof; Student t 90 %
+    from scipy import stats
+    c = 2.5 * 128 ** (2 / 3)
+    v, vd = (0.00625 / 4) * c ** 2, (0.25 * math.log(2) * c) ** 2
+    dof = (v + vd) ** 2 / (v ** 2 / 4 + vd ** 2 / 2)
+    half = stats.t.ppf(0.95, dof) * math.sqrt(v + vd)
+    assert pw.interval(128.0) == pytest.approx((c - half, c + half), rel=1e-9)
+    lo1, hi1 = pw.interval(128.0)
+    lo3, hi3 = pw.interval(512.0)
+    assert (hi3 - lo3) / 160 > (hi1 - lo1) / c     # wider, relatively, further out
+    from perfcast.analysis.fitcheck import fit_warnings
+    assert any(w.startswith("2 points only") for w in fit_warnings(pw))
+    # a falling count reaches 0: the straight line through the two points (no log of 0)
+    line = fit_series([8, 64], [[10.0], [0.0]])
+    assert line.predict(8.0) == pytest.approx(10.0) and line.predict(36.0) == pytest.approx(5.0)
+    # flat: the constant is a law too (exponent 0)
+    flat = fit_series([8, 64], [[5.0], [5.0]])
+    assert flat.terms == () and flat.constant == pytest.approx(5.0) and flat.status == "ok"

@@ -514,8 +514,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         formula = m.formula()
         if m.status != "ok" and not getattr(m, "segments", None):
             formula += f"  (insufficient points: need {m.needed})"
-        if fit_warnings(m):
-            formula += "  (!) poor fit"
+        for w in fit_warnings(m):
+            formula += f"  (!) {w.split(':')[0]}"     # "poor fit", "2 points only"
         row = [r.rank, r.callpath, r.metric, tr.get((r.callpath, r.metric), ""), formula,
                "-" if q is None or q.smape != q.smape else f"{q.smape:.2f}",
                "-" if q is None or q.noise is None else f"{q.noise:.2f}"]

@@ -24,10 +24,14 @@ UNMEASURED_LIMIT = 25.0
 
 
 def fit_warnings(model) -> list[str]:
-    """Warnings about how well ``model`` (a fit.Model) describes its own data; [] when fine."""
+    """Warnings about how well ``model`` (a fit.Model) describes its own data; [] when fine.  A
+    model of two points cannot be checked at all: it is a law through them, and says so."""
     q = getattr(model, "quality", None)
     if getattr(model, "status", "ok") != "ok" or q is None or q.smape != q.smape:
         return []
+    if q.n_points == 2:
+        return ["2 points only: a law through them; its form cannot be checked, and its interval assumes "
+                "an exponent uncertain by 0.25; measure a third point to choose the form"]
     measured = q.noise is not None and q.noise == q.noise
     limit = max(SMAPE_FLOOR, NOISE_FACTOR * q.noise) if measured else UNMEASURED_LIMIT
     if q.smape <= limit:

@@ -588,10 +588,15 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
                                       out_noise[lo:hi] ** 2, growth)
         if progress is not None:
             progress(hi, S)
-    if n < 3 or not usable:
+    two = _two_point_axis(X) if (n == 2 and not usable) else None
+    if two is not None:
+        # two points: a one-term law through them (never their mean), with a wide interval
+        blocks, growth = _two_points(X, two, mean, count, ssd, blocks, out_hyp, out_coef, out_cov, out_q,
+                                     out_noise, out_dof, out_drift, out_crit)
+    elif n < 3 or not usable:
         # no scaling model can be chosen: report the repetition-weighted mean as the value
         status[:] = 1
-        needed[:] = 3
+        needed[:] = 2 if n < 2 else 3   # 2 points give a law when they differ in one parameter
         out_hyp[:] = -1
         out_crit[:, 1:] = np.inf
         out_coef[:] = 0.0
@@ -610,9 +615,93 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     w[:, 0] = np.where(np.isfinite(out_crit[:, 0]), w[:, 0], 1.0)
     w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
     upper = tuple(float(v) for v in np.max(X, axis=0)) if n else None
+    drift_dof = TWO_POINT_DRIFT_DOF if two is not None else (0 if hold is None else int((~hold[0]).sum()))
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
-                    out_noise, out_dof, notes, out_drift, upper, growth,
-                    0 if hold is None else int((~hold[0]).sum()), shape)
+                    out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape)
+
+
+#: two-point models: standard deviation of the exponent (a quarter power: the spacing of the
+#: PMNF grid; two points cannot tell the form, so the interval carries this much doubt per
+#: doubling beyond the data) and the degrees of freedom of that doubt
+TWO_POINT_EXPONENT_SD = 0.25
+TWO_POINT_DRIFT_DOF = 2
+#: exponents within this distance of a fraction with denominator <= 4 are printed as that fraction
+_SNAP = 0.02
+
+
+def _two_point_axis(X: np.ndarray) -> int | None:
+    """The one parameter whose value differs between the two points of ``X`` (others equal), or None."""
+    differ = [p for p in range(X.shape[1]) if X[0, p] != X[1, p]]
+    return differ[0] if len(differ) == 1 else None
+
+
+def _exponent(e: float) -> Fraction:
+    """A readable exponent near ``e``: a fraction of denominator <= 4 when within ``_SNAP``, else the
+    nearest of denominator <= 12 (at most 1/288 away: negligible against the exponent's doubt)."""
+    simple = Fraction(e).limit_denominator(4)
+    if abs(float(simple) - e) <= _SNAP:
+        return simple
+    return Fraction(e).limit_denominator(12)
+
+
+def _two_points(X, p, mean, count, ssd, blocks, out_hyp, out_coef, out_cov, out_q, out_noise, out_dof,
+                out_drift, out_crit):
+    """Models of series measured at two points that differ in parameter ``p``: ``c * x^e`` through
+    both means when they are positive (e from their log ratio), else the straight line through
+    them.  Coefficients fit the means in relative terms (weights r / mean^2, as every fit here);
+    the noise comes from the repetitions.  Beyond the data the interval grows like an exponent
+    uncertain by :data:`TWO_POINT_EXPONENT_SD` (the drift, ``sd * ln 2`` per doubling, linear
+    growth, :data:`TWO_POINT_DRIFT_DOF` degrees of freedom).  Returns (blocks, growth) of the group:
+    the exponents found are added to its blocks."""
+    x = X[:, p]
+    S = mean.shape[0]
+    blocks = list(blocks)
+    index = {b: i for i, b in enumerate(blocks)}
+
+    def block(e):
+        if (e, 0) not in index:
+            index[(e, 0)] = len(blocks)
+            blocks.append((e, 0))
+        return index[(e, 0)]
+
+    N = count.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos = np.all(mean > 0, axis=1) & np.all(x > 0)
+        rel_pe = np.where(mean != 0, ssd / np.where(mean != 0, mean, 1.0) ** 2, 0.0).sum(axis=1)
+    s2 = np.where(N > 2, rel_pe / np.maximum(N - 2, 1), 0.0)
+    for s in range(S):
+        y, r = mean[s], count[s]
+        if not np.any(y != 0):
+            continue                                   # all zero: the constant 0 (set by the caller)
+        if pos[s]:
+            e = _exponent(math.log(y[1] / y[0]) / math.log(x[1] / x[0]))
+            if e == 0:
+                const, coef, hyp = float(np.sum(r * y) / np.sum(r)), 0.0, -1
+            else:
+                b = x ** float(e)
+                w = r / y ** 2
+                const, coef, hyp = 0.0, float(np.sum(w * b * y) / np.sum(w * b * b)), block(e)
+        else:
+            slope = (y[1] - y[0]) / (x[1] - x[0])
+            const, coef, hyp = float(y[0] - slope * x[0]), float(slope), block(Fraction(1))
+        out_hyp[s] = -1
+        if hyp >= 0:
+            out_hyp[s, 0, 0, p] = hyp
+        out_crit[s, 0], out_crit[s, 1:] = 0.0, np.inf
+        out_coef[s] = 0.0
+        out_coef[s, 0, 0] = const
+        if hyp >= 0:
+            out_coef[s, 0, 1] = coef
+        out_cov[s] = 0.0
+        fitted = const + (coef * x ** float(blocks[hyp][0]) if hyp >= 0 else 0.0)
+        den = np.abs(fitted) + np.abs(y)
+        smape = 100 * np.mean(np.where(den > 0, 2 * np.abs(fitted - y) / np.where(den > 0, den, 1.0), 0.0))
+        noise = 100 * math.sqrt(s2[s]) if N[s] > 2 else np.nan
+        out_q[s] = [float(np.sum((fitted - y) ** 2)), np.nan, smape, np.nan, noise, 2, N[s], np.nan]
+        out_noise[s] = math.sqrt(s2[s])
+        out_dof[s] = max(int(N[s]) - 2, 1)
+        out_drift[s] = TWO_POINT_EXPONENT_SD * math.log(2)
+    return tuple(blocks), 1.0
 
 
 def _holdout(X: np.ndarray, usable: Sequence[int], drop: int = 1):

@@ -84,6 +84,12 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     callpath glob(s)); results in tree order, then metric order."""
     if metric is not None or callpath is not None:
         exp = exp.select(callpath=callpath, metric=metric)
+    pts = exp.points()
+    if exp.parameters and len(pts) == 1:
+        at = ", ".join(f"{p}={pts[p].iloc[0]:g}" for p in exp.parameters)
+        raise PerfcastError(f"one measured point ({at}): a scaling model needs at least 2 points that differ "
+                            "in one parameter (a law through them, with a wide interval), 3 or more per "
+                            "parameter to choose its form", where="points")
     groups, index = fit_experiment(exp, options, locations, progress)
     order = {p: i for i, p in enumerate(exp.tree.preorder())}
     morder = {m: i for i, m in enumerate(exp.metrics)}

@@ -967,7 +967,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% for k in r.kernels %}<tr>
 <td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
 <td class="path" title="{{ k.callpath }}"><a href="#plot-{{ k.rank }}">{{ k.name }}</a>{% if k.context %}<span class="full">{{ k.context }}</span>{% endif %}</td>
-<td>{% if k.status == "ok" or k.segmented %}{{ k.mathml }}{% for w in k.warnings %}<span class="note full" title="{{ w }}">poor fit: predictions unreliable</span>{% endfor %}{% else %}<span class="note">insufficient points (needs {{ k.needed }})</span>{% endif %}</td>
+<td>{% if k.status == "ok" or k.segmented %}{{ k.mathml }}{% for w in k.warnings %}<span class="note full" title="{{ w }}">{{ w.split(':')[0] }}: predictions unreliable</span>{% endfor %}{% else %}<span class="note">insufficient points (needs {{ k.needed }})</span>{% endif %}</td>
 <td class="order">{{ k.order }}</td>
 <td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}</td>
 <td class="num" data-v="{{ k.noise if k.noise is not none else '' }}">{{ fpct1(k.noise) }}</td>
