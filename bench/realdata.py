@@ -1,0 +1,340 @@
+#!/usr/bin/env python
+"""Real-data accuracy benchmark (issue 16, item 2): leave-the-largest-out extrapolation on real,
+third-party measurements, perfcast side by side with Extra-P 4.2.5.
+
+    PERFCAST_SHARED_DATA=/work/shared/data .venv/bin/python bench/realdata.py             # all splits
+    .venv/bin/python bench/realdata.py --splits lulesh,relearn-p --no-extrap            # perfcast only
+    .venv/bin/python bench/realdata.py --json bench/out/realdata.json
+
+Data come from the shared data folder (perfcast.shared_data.shared_data_dir(); read-only) and are
+read with perfcast's own readers (perfcast.io.load), as a user would.  Splits:
+
+  lulesh      thicket/lulesh_weak_scaling_cali/*.cali (LULESH weak scaling on LLNL opal, Caliper,
+              read with --param jobsize), metric avg#inclusive#sum#time.duration (time per rank),
+              regions >= 1% of main at the largest training point; fit jobsize 27..216, predict 343.
+  relearn-p   extrap/text/mpa/relearn_data.txt (Relearn timers, p = 32..512 x n = 5000..9000,
+              2 repetitions); fit p <= 256 (all n), predict p = 512 (5 points per timer).
+  relearn-n   the same file; fit n <= 8000 (all p), predict n = 9000 (5 points per timer).
+  mpi         extrap/mpi_data.csv (Intel MPI / Open MPI collectives, microseconds per call, one
+              summary row per rank count; the summary reader's value is the median); fit
+              Ranks 32..256, predict 512.
+  cube-mm     extrap/cubeset/single_parameter (Score-P CUBE profiles of a matrix multiply,
+              x = 1..2000, one run each, per-rank values reduced by perfcast's "auto" rule),
+              metrics time, PAPI_FP_OPS, PAPI_L2_TCM, PAPI_L3_TCM; fit x <= 1000, predict 2000.
+Not included: thicket/lulesh_user_ensemble.json reads as a sparse (jobsize, problem_size,
+threads) design with no parameter having more than 3 values at fixed other parameters (and the
+compilers merged as repetitions), so a leave-the-largest-out split is not meaningful; the CUBE
+multi-parameter set has 3 values per parameter (2 left for fitting).
+
+perfcast: the library path of `perfcast predict` (perfcast.fit.model_experiment with the CLI's
+defaults, FitOptions(max_terms=1, negative=False), ranks "auto", then fit.segmented.segment_models),
+predictions with Model.predict(at, averaged=True) ("default", the CLI's default) and
+averaged=False ("--selected"), 90% intervals with Model.interval(at, 0.9, averaged=...).
+Extra-P: each split's TRAINING data (the same repetitions, ranks reduced the same way perfcast
+reduces them) are written in Extra-P's text format to bench/out/realdata/<split>.txt and modelled
+by Extra-P's default ModelGenerator in its own venv bench/.venv-extrap (created like
+bench/vs_extrap.py does: `pip install extrap`); its function is evaluated at the held-out points.
+Only series measured at every training point and at the held-out point(s) are compared (both
+tools see the same series).
+
+Errors: truth = the measured mean over the repetitions at the held-out point (series with a zero
+truth are skipped); relative error = |pred - truth| / truth; a ">2x miss" is pred/truth > 2 or
+< 0.5 (a negative prediction counts as a miss and is also counted on its own); coverage = share of
+held-out truths inside perfcast's 90% prediction interval (an interval for one new measurement;
+NaN intervals count as not covering).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out" / "realdata"
+sys.path.insert(0, str(HERE))
+
+HELPER = r'''
+import json, sys, time, warnings
+warnings.filterwarnings("ignore")
+import numpy as np
+from extrap.fileio.file_reader.text_file_reader import TextFileReader
+from extrap.modelers.model_generator import ModelGenerator
+t0 = time.perf_counter()
+exp = TextFileReader().read_experiment(sys.argv[1])
+ModelGenerator(exp).model_all()
+t1 = time.perf_counter()
+targets = np.array(json.loads(sys.argv[2]), dtype=float)   # (k, nparams)
+out = {}
+for (cp, metric), m in exp.modelers[0].models.items():
+    f = m.hypothesis.function
+    if targets.shape[1] == 1:
+        pred = np.asarray(f.evaluate(targets[:, 0]), dtype=float).reshape(-1)
+    else:
+        pred = np.asarray(f.evaluate(targets.T), dtype=float).reshape(-1)
+    if pred.size == 1 and len(targets) > 1:
+        pred = np.repeat(pred, len(targets))
+    out[str(cp)] = {"pred": pred.tolist(), "formula": f.to_string(*exp.parameters)}
+json.dump({"model_s": t1 - t0, "models": out}, open(sys.argv[3], "w"))
+'''
+
+
+# -- data -------------------------------------------------------------------------------------
+def _load(kind):
+    from perfcast import io
+    from perfcast.io import ReadOptions
+    from perfcast.shared_data import shared_data_dir
+
+    d = Path(shared_data_dir())
+    if kind == "lulesh":
+        files = sorted((d / "thicket" / "lulesh_weak_scaling_cali").glob("*.cali"))
+        return io.load(files, options=ReadOptions(parameters=("jobsize",)))
+    if kind == "relearn":
+        return io.load([d / "extrap" / "text" / "mpa" / "relearn_data.txt"])
+    if kind == "mpi":
+        return io.load([d / "extrap" / "mpi_data.csv"])
+    if kind == "cube":
+        return io.load([d / "extrap" / "cubeset" / "single_parameter"])
+    raise KeyError(kind)
+
+
+def split_lulesh():
+    exp = _load("lulesh").select(metric="avg#inclusive#sum#time.duration")
+    return exp, "jobsize", 343.0, _share_filter("main", 0.01)
+
+
+def split_relearn_p():
+    return _load("relearn"), "p", 512.0, None
+
+
+def split_relearn_n():
+    return _load("relearn"), "n", 9000.0, None
+
+
+def split_mpi():
+    return _load("mpi"), "Ranks", 512.0, None
+
+
+def split_cube():
+    exp = _load("cube").select(metric=["time", "PAPI_FP_OPS", "PAPI_L2_TCM", "PAPI_L3_TCM"])
+    return exp, "x", 2000.0, None
+
+
+SPLITS = {"lulesh": split_lulesh, "relearn-p": split_relearn_p, "relearn-n": split_relearn_n,
+          "mpi": split_mpi, "cube-mm": split_cube}
+DEFAULT_SPLITS = ",".join(SPLITS)
+
+
+def _share_filter(root, share):
+    """Keep the series whose training mean at the largest training point is >= share x root's."""
+    def keep(st, param):
+        top = st[st[param] == st[param].max()]
+        ref = top.loc[top["callpath"] == root, "mean"]
+        if ref.empty:
+            return set(top["callpath"])
+        return set(top.loc[top["mean"] >= share * float(ref.iloc[0]), "callpath"].astype(str))
+    return keep
+
+
+def prepare(name):
+    """(train experiment, parameters, series [(callpath, metric)], targets [point dicts], truth
+    {(cp, metric, point tuple): mean}, reps {(cp, metric): {point tuple: [values]}})."""
+    from perfcast.fit.series import _statistics
+
+    exp, param, held, keep = SPLITS[name]()
+    params = list(exp.parameters)
+    values = sorted(set(exp.data[param].astype(float)))
+    train = exp.select(**{param: [v for v in values if v < held]})
+    test = exp.select(**{param: [held]})
+    st, row_of, rep_of, vals = _statistics(train, "auto")
+    tst = _statistics(test, "auto")[0]
+    tpoints = sorted({tuple(map(float, r)) for r in st[params].to_numpy(float)})
+    targets = sorted({tuple(map(float, r)) for r in tst[params].to_numpy(float)})
+    allowed = keep(st, param) if keep else None
+    reps, truth = {}, {}
+    key_rows = list(zip(st["callpath"].astype(str), st["metric"].astype(str), (tuple(map(float, r)) for r in st[params].to_numpy(float))))
+    for v, r in zip(vals, row_of):
+        cp, mt, pt = key_rows[r]
+        reps.setdefault((cp, mt), {}).setdefault(pt, []).append(float(v))
+    for cp, mt, pt, m in zip(tst["callpath"].astype(str), tst["metric"].astype(str),
+                             (tuple(map(float, r)) for r in tst[params].to_numpy(float)), tst["mean"]):
+        truth[(cp, mt, pt)] = float(m)
+    series = [s for s, by in reps.items()
+              if len(by) == len(tpoints) and all((*s, t) in truth for t in targets)
+              and (allowed is None or s[0] in allowed)]
+    return train, params, series, [dict(zip(params, t)) for t in targets], truth, reps, tpoints
+
+
+# -- the tools --------------------------------------------------------------------------------
+def run_perfcast(train, series, targets, params):
+    from perfcast.fit import FitOptions, model_experiment
+    from perfcast.fit.segmented import segment_models
+
+    t0 = time.perf_counter()
+    opts = FitOptions(max_terms=1, negative=False)
+    cps = sorted({cp for cp, _ in series})
+    mts = sorted({mt for _, mt in series})
+    res = model_experiment(train, mts, cps, opts, "auto")
+    res = segment_models(train.select(callpath=cps, metric=mts), res, opts, "auto")
+    wanted = set(series)
+    out = {"default": {}, "selected": {}}
+    for sm in res:
+        if (sm.callpath, sm.metric) not in wanted:
+            continue
+        for variant, avg in (("default", True), ("selected", False)):
+            for t in targets:
+                lo, hi = sm.model.interval(t, 0.9, averaged=avg)
+                out[variant][(sm.callpath, sm.metric, tuple(t[p] for p in params))] = (
+                    float(sm.model.predict(t, averaged=avg)), float(lo), float(hi))
+    return out, time.perf_counter() - t0
+
+
+def write_extrap_text(path, params, series, reps, tpoints):
+    lines = [f"PARAMETER {p}" for p in params] + [""]
+    lines += [f"POINTS ( {' '.join(f'{v:g}' for v in pt)} )" for pt in tpoints] + [""]
+    names = {}
+    for mt in sorted({m for _, m in series}):
+        lines += [f"METRIC {mt}", ""]
+        for cp, m in series:
+            if m != mt:
+                continue
+            rn = f"r{len(names)}"
+            names[rn] = (cp, mt)
+            lines.append(f"REGION {rn}")
+            for pt in tpoints:
+                lines.append("DATA " + " ".join(repr(v) for v in reps[(cp, mt)][pt]))
+            lines.append("")
+    path.write_text("\n".join(lines))
+    return names
+
+
+def run_extrap(path, names, targets, params):
+    from vs_extrap import ensure_extrap
+
+    py = ensure_extrap()
+    helper = OUT / "_realdata_helper.py"
+    helper.write_text(HELPER)
+    res = path.with_suffix(".extrap.json")
+    tl = [[t[p] for p in params] for t in targets]
+    t0 = time.perf_counter()
+    subprocess.run([str(py), str(helper), str(path), json.dumps(tl), str(res)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    d = json.loads(res.read_text())
+    out = {}
+    for rn, m in d["models"].items():
+        cp, mt = names[rn.split("->")[-1].strip()]
+        for t, v in zip(tl, m["pred"]):
+            out[(cp, mt, tuple(t))] = (float(v), math.nan, math.nan)
+    return out, wall, {names[k.split("->")[-1].strip()][0]: m["formula"] for k, m in d["models"].items()}
+
+
+# -- scoring ----------------------------------------------------------------------------------
+def score(preds, truth, keys):
+    err, miss, neg, cover, n = [], 0, 0, [], 0
+    for k in keys:
+        y = truth[k]
+        if y == 0 or k not in preds:
+            continue
+        n += 1
+        v, lo, hi = preds[k]
+        err.append(abs(v - y) / abs(y))
+        r = v / y
+        miss += int(not (0.5 <= r <= 2))
+        neg += int(v < 0)
+        cover.append(bool(lo <= y <= hi) if math.isfinite(lo) and math.isfinite(hi) else False)
+    e = np.array(err) if err else np.array([np.nan])
+    has_iv = any(math.isfinite(preds[k][1]) for k in keys if k in preds)
+    return {"n": n, "median": float(np.median(e)), "mean": float(np.mean(e)), "p90": float(np.quantile(e, 0.9)),
+            "miss2x": miss, "negative": neg, "coverage90": float(np.mean(cover)) if has_iv and cover else None,
+            "errors": [float(x) for x in err]}
+
+
+def fmt_row(split, tool, s):
+    cov = "-" if s["coverage90"] is None else f"{s['coverage90']:.0%}"
+    return (f"| {split:9s} | {tool:19s} | {s['n']:4d} | {s['median']:7.1%} | {s['mean']:7.1%} | {s['p90']:7.1%} "
+            f"| {s['miss2x']:3d} | {s['negative']:3d} | {cov:>5s} |")
+
+
+HEAD = ("| split     | tool                |    n |  median |    mean |     p90 | >2x | neg | cov90 |\n"
+        "|-----------|---------------------|------|---------|---------|---------|-----|-----|-------|")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--splits", default=DEFAULT_SPLITS, help=f"comma-separated, of {','.join(SPLITS)}")
+    ap.add_argument("--no-extrap", action="store_true", help="perfcast only")
+    ap.add_argument("--json", default=None, help="write all numbers (and per-series predictions) here")
+    ap.add_argument("--verbose", "-v", action="store_true", help="print every prediction")
+    args = ap.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    tools = ["perfcast", "perfcast --selected"] + ([] if args.no_extrap else ["Extra-P 4.2.5"])
+    results, pooled, rows = {}, {t: {} for t in tools}, []
+    t_start = time.perf_counter()
+    for name in args.splits.split(","):
+        name = name.strip()
+        if name not in SPLITS:
+            ap.error(f"unknown split {name!r}; choose from {', '.join(SPLITS)}")
+        try:
+            train, params, series, targets, truth, reps, tpoints = prepare(name)
+        except Exception as e:  # noqa: BLE001 - an unreadable optional split is reported, not fatal
+            print(f"{name}: skipped ({type(e).__name__}: {e})", flush=True)
+            results[name] = {"skipped": f"{type(e).__name__}: {e}"}
+            continue
+        keys = [(cp, mt, tuple(t[p] for p in params)) for cp, mt in series for t in targets]
+        pc, pc_s = run_perfcast(train, series, targets, params)
+        preds = {"perfcast": pc["default"], "perfcast --selected": pc["selected"]}
+        row = {"series": len(series), "train_points": [list(p) for p in tpoints],
+               "targets": targets, "perfcast_s": pc_s}
+        if not args.no_extrap:
+            path = OUT / f"{name}.txt"
+            names = write_extrap_text(path, params, series, reps, tpoints)
+            try:
+                ex, ex_s, _ = run_extrap(path, names, targets, params)
+                preds["Extra-P 4.2.5"] = ex
+                row["extrap_s"] = ex_s
+            except Exception as e:  # noqa: BLE001
+                print(f"{name}: Extra-P failed ({type(e).__name__}: {e})", flush=True)
+                row["extrap_error"] = str(e)
+        row["scores"] = {}
+        for tool in tools:
+            if tool not in preds:
+                continue
+            s = score(preds[tool], truth, keys)
+            row["scores"][tool] = s
+            rows.append(fmt_row(name, tool, s))
+            pooled[tool].update({(name, *k): (*preds[tool][k],) for k in keys if k in preds[tool]})
+        row["predictions"] = [{"callpath": k[0], "metric": k[1], "at": list(k[2]), "truth": truth[k],
+                               **{t: preds[t].get(k, (None,))[0] for t in preds}} for k in keys]
+        if args.verbose:
+            for p in row["predictions"]:
+                print(f"  {name} {p['callpath'][-50:]:50s} {p['metric'][:12]:12s} {p['at']} truth {p['truth']:.4g} "
+                      + " ".join(f"{t}={p[t]:.4g}" for t in preds if p[t] is not None))
+        results[name] = row
+        print(f"{name}: {len(series)} series x {len(targets)} held-out point(s); perfcast {pc_s:.1f} s"
+              + (f", Extra-P {row['extrap_s']:.1f} s" if "extrap_s" in row else ""), flush=True)
+    all_truth = {(n, *k): results[n]["predictions"][i]["truth"] for n in results if "predictions" in results[n]
+                 for i, k in enumerate((p["callpath"], p["metric"], tuple(p["at"])) for p in results[n]["predictions"])}
+    results["overall"] = {}
+    for tool in tools:
+        if pooled[tool]:
+            s = score(pooled[tool], all_truth, list(all_truth))
+            results["overall"][tool] = s
+            rows.append(fmt_row("overall", tool, s))
+    print()
+    print(HEAD)
+    print("\n".join(rows))
+    print(f"\nwall time {time.perf_counter() - t_start:.1f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    return results
+
+
+if __name__ == "__main__":
+    main()
