@@ -889,16 +889,17 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 @click.option("--seed", type=int, default=None, help="Seed of the run order shuffle [0].")
 @click.option("--slurm-opt", "slurm_opts", multiple=True, help="Extra sbatch option (e.g. --partition=x); repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout, output_cap, allow_missing, collect, timer_regex, launcher, oversubscribe,
-                perf_freq, perf_event, call_graph, counter_events, memory_events, cg_i1, cg_d1, cg_ll, cg_toggle,
-                max_failures, seed, slurm_opts, as_json):
+def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout, output_cap, allow_missing, collect,
+                timer_regex, launcher, oversubscribe, perf_freq, perf_event, call_graph, counter_events, memory_events,
+                cg_i1, cg_d1, cg_ll, cg_toggle, max_failures, seed, slurm_opts, as_json):
     """Run an application over a parameter grid and store the profiles as one experiment.
 
     Give the command after `--` (with {NAME} placeholders, and optionally {wrap} where per-rank
     profilers go), or a YAML campaign file with the same settings (command:, parameters:, reps:,
-    cv:, timeout:, collect:, output:, perf:, counters:, memory:, cachegrind:, slurm:); options given on
-    the command line override the file.  Configurations are interleaved, repeated until their runtime's
-    coefficient of variation is below --cv, failed and timed-out runs are recorded and skipped.
+    cv:, timeout:, first_timeout:, output_cap:, collect:, output:, perf:, counters:, memory:,
+    cachegrind:, slurm:); options given on the command line override the file.  Configurations are
+    interleaved, repeated until their runtime's coefficient of variation is below --cv, failed and
+    timed-out runs are recorded and skipped.
     Interrupt it at any time: rerunning the same command resumes where it stopped.
 
     \b

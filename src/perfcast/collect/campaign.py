@@ -13,10 +13,33 @@ How it runs
     successful ones and then until the coefficient of variation (sample std / mean) of its runtime
     is at most ``cv`` or it has ``reps_max``.  The runtime is the wall time of the run, or the
     application timer named by ``cv_metric``.
-  * Failures.  A run that exits non-zero, times out (``timeout``: the whole process group is
+  * Failures.  A run that exits non-zero, times out (status ``timeout``: the whole process group is
     killed), cannot start, or whose collector output cannot be read is recorded with its reason and
     left out of the experiment; the configuration is retried until it has failed ``max_failures``
     times, then given up.  The campaign goes on either way.
+  * Time limit per run.  ``timeout`` (``--timeout``) seconds if given; ``0`` (``none``) is no limit.
+    Otherwise it is automatic (:meth:`Campaign.time_limit`): ``max(AUTO_MIN = 60 s, AUTO_FACTOR = 10 x``
+    the median wall time of the configuration's successful runs``)``, or, for a configuration without
+    one, ``10 x`` the longest successful run of the campaign so far; while no run has succeeded at all,
+    ``first_timeout`` (``--first-timeout``, default FIRST_TIMEOUT = 1 hour; 0 = none).  cachegrind runs
+    get CACHEGRIND_SLOWDOWN (50) times a plain run's limit.  A run stopped by an automatic limit says
+    so in its reason.
+  * Incomplete configurations.  After the campaign, :meth:`Campaign.incomplete` lists the
+    configurations with fewer successful runs than ``reps_min`` (given up after ``max_failures``):
+    how many succeeded, how many were wanted, the last failure's status and reason.  The experiment
+    of the runs that succeeded is written anyway and carries the list in
+    ``meta["campaign"]["incomplete"]``; ``perfcast collect`` prints it and exits 3 unless
+    ``--allow-missing``.
+  * Output.  The application's stdout/stderr are streamed (never held whole in memory) to
+    ``runs/<id>/stdout.txt``/``stderr.txt``, at most ``output_cap`` bytes each (``--output-cap``,
+    default 10 MiB; None/0 keeps all): the start and the last 64 KiB, with a marker line saying how
+    many bytes were dropped between them.  Timer lines are scanned line by line from the whole
+    stream, the dropped part included.
+  * Signals.  Ctrl-C (SIGINT) and, under ``perfcast collect`` (:func:`terminate_on_signals`),
+    SIGTERM and SIGHUP (Slurm, systemd, ``timeout``, a closed terminal) stop the campaign the same
+    way: the running application's process group is killed, the record of a finished run is written
+    whole before the signal takes effect (:func:`deferred_signals`), and the command exits 130
+    (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).  Rerun to resume.
   * Journal.  Next to the output, ``<output>.campaign/`` holds ``campaign.json`` (the spec and the
     machine), ``journal.jsonl`` (one JSON record per finished run, appended with a single write and
     fsync'd) and ``runs/<id>/`` (stdout, stderr, profiler files).  A run counts as done once its
@@ -127,7 +150,8 @@ def parse_timeout(value, where: str = "timeout") -> float | None:
         try:
             value = float(s.rstrip("s"))
         except ValueError:
-            raise PerfcastError(f"{where} {value!r}: expected seconds, 'none' (no limit) or 'auto'", where=where) from None
+            raise PerfcastError(f"{where} {value!r}: expected seconds, 'none' (no limit) or 'auto'",
+                                where=where) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise PerfcastError(f"{where} {value!r}: expected seconds >= 0 (0 or 'none': no limit)", where=where)
     return float(value)

@@ -1,7 +1,10 @@
 """Launchers: run one campaign run (a prepared command line) and report what happened.
 
 * :class:`LocalLauncher` runs each run as a subprocess in its own session; a timeout kills the whole
-  process group (mpirun and every rank), first with SIGTERM, then SIGKILL.
+  process group (mpirun and every rank), first with SIGTERM, then SIGKILL; so does any exception while
+  it runs (Ctrl-C, or :class:`Terminated` for SIGTERM/SIGHUP).  Its stdout/stderr are streamed through
+  pipes into capped files (:data:`OUTPUT_CAP` bytes each by default, the middle of a longer stream
+  replaced by a marker line) while timer lines are scanned as they arrive (:func:`execute`).
 * :class:`SlurmLauncher` submits a round of runs as one ``sbatch`` job array; every array task runs
   ``python -m perfcast.collect.launchers task BATCH INDEX`` on its node, which executes the run exactly as
   the local launcher does and leaves ``result.json`` in the run's directory.  The campaign gathers the
