@@ -390,3 +390,22 @@ def test_big_output_is_streamed_and_capped(tmp_path):
     assert marker.count("\n") == 2 and marker.startswith("\n[perfcast:")   # on a line of its own
     nums = [int(x) for x in re.findall(r"\d+", marker)]
     assert nums[:4] == [total - OUTPUT_CAP, head, KEEP_END, total]
+
+
+def test_timer_lines_are_scanned_line_by_line(tmp_path):
+    from perfcast.collect.collectors import TimerScan
+
+    text = "x perfcast-timer a 1.5\nperfcast-timer a 0.5\nperfcast-timer b 2\nperfcast-timer b nan\n"
+    anchored = TimerScan(r"^perfcast-timer (\S+) ([0-9.]+)$")    # ^/$ hold at every line
+    anchored.feed(text)
+    assert anchored.values == {("a", None): 0.5, ("b", None): 2.0}
+    # a regex that could match across a line break does not: "T=\n3" is no timer
+    loose = TimerScan(r"(T)=\s*([0-9.]+)")
+    loose.feed("T=\n3\nT= 4\n")
+    assert loose.values == {("T", None): 4.0}
+    # a file is read in blocks of whole lines: a timer across a block boundary is still read whole
+    f = tmp_path / "out.txt"
+    f.write_bytes(b"y" * 1000 + b"\nperfcast-timer c 12.25\n" + b"z\n" * 10)
+    scan = TimerScan()
+    scan.feed_file(f, block=1010)
+    assert scan.values == {("c", None): 12.25}
