@@ -1,6 +1,7 @@
 """Campaign engine: grid, interleaving, adaptive repetitions, failures, timeouts, resume."""
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -227,3 +228,184 @@ def test_wrapper_goes_before_the_program():
     assert build_argv(spec, {"p": 2.0}, "/w", []) == ["mpiexec", "-n", "2", "/w", "python3", "app.py"]
     serial = CampaignSpec(command="./app {n}", parameters={"n": [0.5]})
     assert build_argv(serial, {"n": 0.5}, "/w", []) == ["/w", "./app", "0.5"]
+
+
+# -- time limits, signals, output (issue 18) ----------------------------------------------------------
+def test_automatic_time_limit_rule(tmp_path):
+    from perfcast.collect.campaign import Campaign, parse_timeout
+
+    spec = CampaignSpec(command="./app {n}", parameters={"n": [1, 2, 3]})
+    c = Campaign(spec, tmp_path / "t.perfcast")
+    assert c.time_limit({"n": 1.0}, "main")[0] == 3600  # nothing succeeded yet: the first-run limit
+
+    def run(n, wall, status="ok", mode="main"):
+        return {"type": "run", "key": f"n{n}", "mode": mode, "status": status, "wall": wall}
+
+    c.records = [run(1, 2.0), run(1, 30.0), run(1, 4.0), run(2, 10.0), run(2, 14.0), run(2, 12.0), run(2, 500.0,
+                 "timeout"), run(3, 1000.0, "failed")]
+    assert c.time_limit({"n": 1.0}, "main")[0] == 60         # max(60, 10 x median(2, 4, 30) = 40)
+    assert c.time_limit({"n": 2.0}, "main")[0] == 120        # 10 x median(10, 12, 14); the timeout not counted
+    assert c.time_limit({"n": 3.0}, "main")[0] == 300        # no success of its own: 10 x longest success (30)
+    assert c.time_limit({"n": 3.0}, "cachegrind")[0] == 300 * 50
+    spec.timeout = 7.0
+    assert c.time_limit({"n": 2.0}, "main")[0] == 7 and c.time_limit({"n": 2.0}, "cachegrind")[0] == 350
+    spec.timeout = 0.0
+    assert c.time_limit({"n": 2.0}, "main")[0] is None
+    assert [parse_timeout(v) for v in ("none", "0", 0, "auto", None, "90", 2.5)] == [0, 0, 0, None, None, 90, 2.5]
+    for bad in ("-1", "soon", float("nan")):
+        with pytest.raises(PerfcastError, match="timeout"):
+            parse_timeout(bad)
+
+
+def test_hanging_runs_hit_the_automatic_limit(tmp_path, monkeypatch):
+    from perfcast.collect import campaign as cp
+
+    monkeypatch.setattr(cp, "AUTO_MIN", 0.5)   # the 60 s floor, shrunk for the test
+    pidfile = tmp_path / "child.pid"
+    app = script(tmp_path / "app.sh", f'if [ "$1" = 2 ]; then sleep 300 & echo $! >> {pidfile}; wait; fi\n'
+                                      'echo "perfcast-timer t 1"\n')
+    spec = CampaignSpec(command=[str(app), "{n}"], parameters={"n": [1, 2]}, reps_min=2, reps_max=2,
+                        first_timeout=0.5, max_failures=2)
+    exp = run_campaign(spec, tmp_path / "h.perfcast")
+    assert exp.points()["n"].tolist() == [1.0]
+    seen_ok = False
+    for r in journal(tmp_path / "h.perfcast"):
+        if r["config"]["n"] == 1.0:
+            assert r["status"] == "ok"
+            seen_ok = True
+            continue
+        assert r["status"] == "timeout"
+        # before any success the first-run limit applies, then 10 x the longest success (floor 0.5 s)
+        assert ("longest successful run so far" if seen_ok else "first-run limit") in r["reason"]
+        assert "--timeout" in r["reason"]
+    last = [r for r in journal(tmp_path / "h.perfcast") if r["config"]["n"] == 2.0][-1]
+    assert exp.meta["campaign"]["incomplete"] == [
+        {"config": {"n": 2.0}, "key": "n2", "mode": "main", "succeeded": 0, "wanted": 2, "failed": 2,
+         "last_status": "timeout", "last_reason": last["reason"]}]
+    for pid in map(int, pidfile.read_text().split()):
+        assert not alive(pid)
+
+
+SIG_APP = """#!/bin/sh
+# the second run parks while the gate exists: records its pid and its child's, then sleeps
+echo x >> {count}
+if [ -e {gate} ] && [ "$(wc -l < {count})" -gt 1 ]; then
+  sleep 300 &
+  echo "$$ $!" > {pids}.tmp; mv {pids}.tmp {pids}
+  wait
+fi
+echo "perfcast-timer t $1"
+"""
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_stop_cleanly_and_resume(tmp_path, sig, code):
+    gate, pids, count = tmp_path / "gate", tmp_path / "pids", tmp_path / "count"
+    gate.touch()
+    app = tmp_path / "app.sh"
+    app.write_text(SIG_APP.format(count=count, gate=gate, pids=pids))
+    app.chmod(0o755)
+    out = tmp_path / "s.perfcast"
+    argv = [sys.executable, "-m", "perfcast", "collect", "-o", str(out), "-P", "n=1,2,3", "--reps", "1",
+            "--", str(app), "{n}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while not pids.exists():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert signal.Signals(sig).name in err.decode()
+    app_pid, child_pid = map(int, pids.read_text().split())
+    # the application and its child are gone (killed as a process group, not left as orphans)
+    for pid in (app_pid, child_pid):
+        for _ in range(500):
+            if not alive(pid):
+                break
+            time.sleep(0.02)
+        assert not alive(pid), pid
+    jpath = campaign_dir(out) / "journal.jsonl"
+    before = jpath.read_bytes()
+    recs = [json.loads(l) for l in before.decode().splitlines()]   # every line whole
+    assert before.endswith(b"\n") and [r["status"] for r in recs] == ["ok"]
+    assert not (campaign_dir(out) / "running.json").exists() and not out.exists()
+    gate.unlink()
+    done = subprocess.run(argv, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    after = jpath.read_bytes()
+    assert after.startswith(before)
+    recs = [json.loads(l) for l in after.decode().splitlines()]
+    assert sorted(r["config"]["n"] for r in recs) == [1.0, 2.0, 3.0] and {r["status"] for r in recs} == {"ok"}
+    agg = store.read(out).aggregate("mean")
+    assert sorted(agg[agg.callpath == "app->t"]["value"]) == [1.0, 2.0, 3.0]
+
+
+BIG_DRIVER = """
+import json, resource, sys
+from perfcast.collect.campaign import CampaignSpec, run_campaign
+small, big, out = sys.argv[1:4]
+run_campaign(CampaignSpec(command=[small], parameters={"n": [1]}, reps_min=1, reps_max=1), out + ".warm.perfcast")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+exp = run_campaign(CampaignSpec(command=[big], parameters={"n": [1]}, reps_min=1, reps_max=1), out)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"before_kb": before, "after_kb": after}))
+"""
+
+
+def test_big_output_is_streamed_and_capped(tmp_path):
+    from perfcast.collect.launchers import KEEP_END, OUTPUT_CAP
+
+    # 500000 lines of 100 bytes (50 MB), a timer line inside what the cap drops, one at the very end
+    line = b"0" * 99 + b"\n"
+    early, late = b"perfcast-timer early 0.25\n", b"perfcast-timer solve 1.5\n"
+    big = script(tmp_path / "big.sh", f'yes "$(printf %099d 0)" | head -n 200000\necho "{early.decode().strip()}"\n'
+                                      f'yes "$(printf %099d 0)" | head -n 300000\necho "{late.decode().strip()}"\n')
+    small = script(tmp_path / "small.sh", 'echo "perfcast-timer solve 1"\n')
+    driver = tmp_path / "driver.py"
+    driver.write_text(BIG_DRIVER)
+    out = tmp_path / "big.perfcast"
+    proc = subprocess.run([sys.executable, str(driver), str(small), str(big), str(out)], capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    rss = json.loads(proc.stdout)
+    growth_mb = (rss["after_kb"] - rss["before_kb"]) / 1024
+    print(f"collect peak RSS {rss['after_kb'] / 1024:.0f} MB, growth over a tiny run {growth_mb:.1f} MB "
+          f"for 50 MB of output")
+    assert growth_mb < 30
+    total = 500000 * len(line) + len(early) + len(late)
+    agg = store.read(out).aggregate("mean")
+    timers = dict(zip(agg.callpath.astype(str), agg.value))
+    assert timers["app->early"] == 0.25 and timers["app->solve"] == 1.5   # the early one was in the dropped part
+    (rec,) = journal(out)
+    assert rec["output_dropped"] == {"stdout": total - OUTPUT_CAP, "stderr": 0}
+    stored = (campaign_dir(out) / "runs" / rec["id"] / "stdout.txt").read_bytes()
+    head = OUTPUT_CAP - KEEP_END
+    original_head = (line * (head // len(line) + 1))[:head]
+    original_end = (line * (KEEP_END // len(line) + 1) + late)[-KEEP_END:]
+    assert stored[:head] == original_head and stored[-KEEP_END:] == original_end
+    marker = stored[head:-KEEP_END].decode()
+    assert marker.count("\n") == 2 and marker.startswith("\n[perfcast:")   # on a line of its own
+    nums = [int(x) for x in re.findall(r"\d+", marker)]
+    assert nums[:4] == [total - OUTPUT_CAP, head, KEEP_END, total]
+
+
+def test_timer_lines_are_scanned_line_by_line(tmp_path):
+    from perfcast.collect.collectors import TimerScan
+
+    text = "x perfcast-timer a 1.5\nperfcast-timer a 0.5\nperfcast-timer b 2\nperfcast-timer b nan\n"
+    anchored = TimerScan(r"^perfcast-timer (\S+) ([0-9.]+)$")    # ^/$ hold at every line
+    anchored.feed(text)
+    assert anchored.values == {("a", None): 0.5, ("b", None): 2.0}
+    # a regex that could match across a line break does not: "T=\n3" is no timer
+    loose = TimerScan(r"(T)=\s*([0-9.]+)")
+    loose.feed("T=\n3\nT= 4\n")
+    assert loose.values == {("T", None): 4.0}
+    # a file is read in blocks of whole lines: a timer across a block boundary is still read whole
+    f = tmp_path / "out.txt"
+    f.write_bytes(b"y" * 1000 + b"\nperfcast-timer c 12.25\n" + b"z\n" * 10)
+    scan = TimerScan()
+    scan.feed_file(f, block=1010)
+    assert scan.values == {("c", None): 12.25}

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from perfcast import store
 from perfcast.cli import main
 
@@ -38,3 +40,56 @@ def test_collect_errors_are_one_line(tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("perfcast: error:"), (argv, err)
+
+
+def test_incomplete_campaign_is_named_and_exits_3(tmp_path, capsys):
+    # a deterministic flaky app: attempt k of configuration n (counted in a file) fails as chosen:
+    # n=2 always, n=3 on its 1st attempt only, n=4 on its 2nd and 3rd
+    app = tmp_path / "flaky.sh"
+    app.write_text('#!/bin/sh\nf="$0.count.$1"; k=$(( $(cat "$f" 2>/dev/null || echo 0) + 1 )); echo $k > "$f"\n'
+                   'case "$1:$k" in\n'
+                   '  2:*|3:1|4:2|4:3) echo "flaky n=$1 attempt $k" >&2; exit 4;;\n'
+                   'esac\necho "perfcast-timer t $1"\n')
+    app.chmod(0o755)
+    out = tmp_path / "f.perfcast"
+    argv = ["collect", "-o", str(out), "-P", "n=1,2,3,4", "--reps", "2", "--max-failures", "2", "--json",
+            "--", str(app), "{n}"]
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 3
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["complete"] is False
+    assert [(m["config"], m["succeeded"], m["wanted"], m["failed"], m["last_status"], m["last_reason"])
+            for m in summary["incomplete"]] == [
+        ({"n": 2.0}, 0, 2, 2, "failed", "exit code 4: flaky n=2 attempt 2"),
+        ({"n": 4.0}, 1, 2, 2, "failed", "exit code 4: flaky n=4 attempt 3")]
+    # what did succeed is written: n=1 and n=3 twice (n=3 after one failure), n=4 once
+    reps = store.read(out).repetitions()
+    assert dict(zip(reps["n"], reps["repetitions"])) == {1.0: 2, 3.0: 2, 4.0: 1}
+    # the text output names them too; --allow-missing accepts the gaps (the resumed campaign has
+    # nothing left to run: both configurations used up their failures)
+    rc = main([a for a in argv if a != "--json"][:-3] + ["--allow-missing", "--", str(app), "{n}"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "incomplete: 2 configuration(s)" in text and "exit 3" not in text
+    lines = [l for l in text.splitlines() if l.startswith("  n=")]
+    assert len(lines) == 2
+    assert "n=2" in lines[0] and "0 of 2 succeeded" in lines[0] and "flaky n=2 attempt 2" in lines[0]
+    assert "n=4" in lines[1] and "1 of 2 succeeded" in lines[1] and "flaky n=4 attempt 3" in lines[1]
+
+
+def test_collect_limits_options(tmp_path, capsys):
+    app = tmp_path / "app.sh"
+    app.write_text('#!/bin/sh\necho "perfcast-timer t 1"\n')
+    app.chmod(0o755)
+    for opt, val in (("--timeout", "soon"), ("--timeout", "-3"), ("--output-cap", "12 parsecs"),
+                     ("--output-cap", "10"), ("--first-timeout", "x")):
+        argv = ["collect", "-o", str(tmp_path / "x.perfcast"), "-P", "n=1", opt, val, "--", str(app)]
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("perfcast: error:") and opt.strip("-").split("-")[0] in err[0]
+    assert main(["collect", "-o", str(tmp_path / "y.perfcast"), "-P", "n=1", "--reps", "1", "--timeout", "none",
+                 "--output-cap", "64k", "--json", "--", str(app)]) == 0
+    assert json.loads(capsys.readouterr().out)["complete"] is True
+    head = json.loads((tmp_path / "y.perfcast.campaign" / "campaign.json").read_text())
+    assert head["spec"]["timeout"] == 0 and head["spec"]["output_cap"] == 64 * 1024

@@ -856,7 +856,17 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 @click.option("--reps", default=None, metavar="MIN..MAX", help="Repetitions per configuration [3..10].")
 @click.option("--cv", type=Finite(), default=None, help="Stop repeating when the runtime's CV is below this [0.05].")
 @click.option("--cv-metric", default=None, help="Runtime for --cv: 'time' (wall) or an application timer's name.")
-@click.option("--timeout", type=Finite(), default=None, help="Seconds before a run is killed (its process group).")
+@click.option("--timeout", default=None, metavar="SECONDS|none",
+              help="Seconds before a run is killed (its process group); 0 or 'none': no limit "
+                   "[automatic: max(60 s, 10 x the configuration's median successful run, else 10 x the "
+                   "longest successful run so far)].")
+@click.option("--first-timeout", default=None, metavar="SECONDS|none",
+              help="The automatic limit while no run has succeeded yet [3600]; 0 or 'none': no limit.")
+@click.option("--output-cap", default=None, metavar="SIZE",
+              help="stdout and stderr kept per run (each; the middle of a longer stream is dropped, with a "
+                   "marker line), e.g. 10M, 500k; 0: keep all [10M].")
+@click.option("--allow-missing", is_flag=True,
+              help="Exit 0 even when configurations are short of repetitions (they are still listed).")
 @click.option("--collect", "collect", default=None, metavar="LIST",
               help="Collectors: time,perf,counters,memory,cachegrind,mpi; NAME? = optional (warn if unavailable).")
 @click.option("--timer-regex", default=None, help=r"Regex of app timers [perfcast-timer (\S+) ([0-9.eE+-]+)].")
@@ -879,17 +889,36 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 @click.option("--seed", type=int, default=None, help="Seed of the run order shuffle [0].")
 @click.option("--slurm-opt", "slurm_opts", multiple=True, help="Extra sbatch option (e.g. --partition=x); repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer_regex, launcher, oversubscribe,
-                perf_freq, perf_event, call_graph, counter_events, memory_events, cg_i1, cg_d1, cg_ll, cg_toggle,
-                max_failures, seed, slurm_opts, as_json):
+def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout, output_cap, allow_missing, collect,
+                timer_regex, launcher, oversubscribe, perf_freq, perf_event, call_graph, counter_events, memory_events,
+                cg_i1, cg_d1, cg_ll, cg_toggle, max_failures, seed, slurm_opts, as_json):
     """Run an application over a parameter grid and store the profiles as one experiment.
 
     Give the command after `--` (with {NAME} placeholders, and optionally {wrap} where per-rank
     profilers go), or a YAML campaign file with the same settings (command:, parameters:, reps:,
-    cv:, timeout:, collect:, output:, perf:, counters:, memory:, cachegrind:, slurm:); options given on
-    the command line override the file.  Configurations are interleaved, repeated until their runtime's
-    coefficient of variation is below --cv, failed and timed-out runs are recorded and skipped.
+    cv:, timeout:, first_timeout:, output_cap:, collect:, output:, perf:, counters:, memory:,
+    cachegrind:, slurm:); options given on the command line override the file.  Configurations are
+    interleaved, repeated until their runtime's coefficient of variation is below --cv, failed and
+    timed-out runs are recorded and skipped.
     Interrupt it at any time: rerunning the same command resumes where it stopped.
+
+    \b
+    Time limit per run (--timeout / timeout:): without one it is automatic,
+    max(60 s, 10 x the median successful run of the same configuration,
+    else 10 x the longest successful run so far); before any run has
+    succeeded, --first-timeout (1 hour).  0 or 'none' = no limit.
+    Timed-out runs are recorded with status "timeout".
+    Output: each run's stdout/stderr is streamed to its run directory, at
+    most --output-cap (10M) each; timer lines are read from all of it.
+
+    \b
+    Exit status: 0 done; 3 incomplete (some configuration has fewer
+    successful runs than --reps MIN; they are listed, with their last
+    failure, and the experiment of the runs that succeeded is still
+    written; --allow-missing turns this into 0); 2 bad input or no run
+    succeeded; 130 on Ctrl-C (SIGINT), 143 on SIGTERM, 129 on SIGHUP
+    (the running application's process group is killed, the journal keeps
+    every finished run; rerun to resume).
 
     \b
     Examples:
@@ -916,7 +945,15 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer
         d.parameters = dict(cp.parse_param(g) for g in grid)
     if reps is not None:
         d.reps_min, d.reps_max = cp.parse_reps(reps)
-    for name, value in (("cv", cv), ("cv_metric", cv_metric), ("timeout", timeout), ("launcher", launcher),
+    if timeout is not None:
+        d.timeout = cp.parse_timeout(timeout, "--timeout")
+    if first_timeout is not None:
+        d.first_timeout = cp.parse_timeout(first_timeout, "--first-timeout")
+        if d.first_timeout is None:
+            d.first_timeout = cp.FIRST_TIMEOUT
+    if output_cap is not None:
+        d.output_cap = cp.parse_size(output_cap, "--output-cap")
+    for name, value in (("cv", cv), ("cv_metric", cv_metric), ("launcher", launcher),
                         ("oversubscribe", oversubscribe), ("max_failures", max_failures), ("seed", seed)):
         if value is not None:
             setattr(d, name, value)
@@ -952,19 +989,38 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, collect, timer
     def log(msg: str):
         err.print(f"perfcast: warning: {msg}", markup=False, highlight=False)
 
-    with progress("collecting", enabled=None if not as_json else False) as cb:
-        exp = cp.run_campaign(d, output, progress=cb, log=log)
+    try:
+        with cp.terminate_on_signals(), progress("collecting", enabled=None if not as_json else False) as cb:
+            exp = cp.run_campaign(d, output, progress=cb, log=log)
+    except cp.Terminated as e:
+        click.echo(f"perfcast: terminated by {e}; rerun the same command to resume", err=True)
+        sys.exit(e.exit_code)
     s = exp.summary()
     failed = exp.meta["campaign"]["failed"]
     runs = exp.meta["campaign"]["runs"]
+    missing = exp.meta["campaign"].get("incomplete") or []
     if as_json:
         write_json({"output": str(output), "campaign": str(cp.campaign_dir(output)), "parameters": s["parameters"],
                     "points": s["points"], "runs": len(runs), "failed": failed,
-                    "metrics": [m["name"] for m in s["metrics"]], "warnings": exp.meta["campaign"]["warnings"]})
+                    "metrics": [m["name"] for m in s["metrics"]], "warnings": exp.meta["campaign"]["warnings"],
+                    "complete": not missing, "incomplete": missing})
     else:
         out.print(f"wrote {output}: {s['n_points']} point(s) over {', '.join(s['parameters'])}, {len(runs)} run(s)"
                   f" ({len(failed)} failed), {len(s['metrics'])} metric(s); journal in {cp.campaign_dir(output)}",
                   markup=False, highlight=False)
+        if missing:
+            out.print(f"incomplete: {len(missing)} configuration(s) short of successful runs"
+                      + ("" if allow_missing else " (exit 3; --allow-missing accepts this)") + ":",
+                      markup=False, highlight=False)
+            for m in missing:
+                where = ", ".join(f"{k}={cp.fmt_value(v)}" for k, v in m["config"].items())
+                last = f"; last: {m['last_status']}: {m['last_reason']}" if m["last_status"] else ""
+                mode = "" if m["mode"] == "main" else f" ({m['mode']} runs)"
+                out.print(f"  {where}{mode}: "
+                          f"{m['succeeded']} of {m['wanted']} succeeded, {m['failed']} failed{last}",
+                          markup=False, highlight=False)
+    if missing and not allow_missing:
+        sys.exit(3)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
 
 
 # -- projection onto machines the user does not have (issue #7) ------------------------------------

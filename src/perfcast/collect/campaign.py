@@ -13,10 +13,33 @@ How it runs
     successful ones and then until the coefficient of variation (sample std / mean) of its runtime
     is at most ``cv`` or it has ``reps_max``.  The runtime is the wall time of the run, or the
     application timer named by ``cv_metric``.
-  * Failures.  A run that exits non-zero, times out (``timeout``: the whole process group is
+  * Failures.  A run that exits non-zero, times out (status ``timeout``: the whole process group is
     killed), cannot start, or whose collector output cannot be read is recorded with its reason and
     left out of the experiment; the configuration is retried until it has failed ``max_failures``
     times, then given up.  The campaign goes on either way.
+  * Time limit per run.  ``timeout`` (``--timeout``) seconds if given; ``0`` (``none``) is no limit.
+    Otherwise it is automatic (:meth:`Campaign.time_limit`): ``max(AUTO_MIN = 60 s, AUTO_FACTOR = 10 x``
+    the median wall time of the configuration's successful runs``)``, or, for a configuration without
+    one, ``10 x`` the longest successful run of the campaign so far; while no run has succeeded at all,
+    ``first_timeout`` (``--first-timeout``, default FIRST_TIMEOUT = 1 hour; 0 = none).  cachegrind runs
+    get CACHEGRIND_SLOWDOWN (50) times a plain run's limit.  A run stopped by an automatic limit says
+    so in its reason.
+  * Incomplete configurations.  After the campaign, :meth:`Campaign.incomplete` lists the
+    configurations with fewer successful runs than ``reps_min`` (given up after ``max_failures``):
+    how many succeeded, how many were wanted, the last failure's status and reason.  The experiment
+    of the runs that succeeded is written anyway and carries the list in
+    ``meta["campaign"]["incomplete"]``; ``perfcast collect`` prints it and exits 3 unless
+    ``--allow-missing``.
+  * Output.  The application's stdout/stderr are streamed (never held whole in memory) to
+    ``runs/<id>/stdout.txt``/``stderr.txt``, at most ``output_cap`` bytes each (``--output-cap``,
+    default 10 MiB; None/0 keeps all): the start and the last 64 KiB, with a marker line saying how
+    many bytes were dropped between them.  Timer lines are scanned line by line from the whole
+    stream, the dropped part included.
+  * Signals.  Ctrl-C (SIGINT) and, under ``perfcast collect`` (:func:`terminate_on_signals`),
+    SIGTERM and SIGHUP (Slurm, systemd, ``timeout``, a closed terminal) stop the campaign the same
+    way: the running application's process group is killed, the record of a finished run is written
+    whole before the signal takes effect (:func:`deferred_signals`), and the command exits 130
+    (SIGINT), 143 (SIGTERM) or 129 (SIGHUP).  Rerun to resume.
   * Journal.  Next to the output, ``<output>.campaign/`` holds ``campaign.json`` (the spec and the
     machine), ``journal.jsonl`` (one JSON record per finished run, appended with a single write and
     fsync'd) and ``runs/<id>/`` (stdout, stderr, profiler files).  A run counts as done once its
@@ -57,7 +80,8 @@ from ..errors import PerfcastError
 from ..experiment import CallTree, Experiment, Metric
 from . import collectors as coll
 from . import machine
-from .launchers import LocalLauncher, RunRequest, SlurmLauncher, SlurmOptions, _atomic_write
+from .launchers import (OUTPUT_CAP, LocalLauncher, RunRequest, SlurmLauncher, SlurmOptions, Terminated,  # noqa: F401
+                        _atomic_write, deferred_signals, terminate_on_signals)
 
 JOURNAL = "journal.jsonl"
 HEADER = "campaign.json"
@@ -76,7 +100,13 @@ _ARG2 = {"--mca", "-mca", "--gmca", "-gmca", "-genv", "-env", "--env"}
 _PLACEHOLDER = re.compile(r"\{(\w*)\}")
 _KEYS = {"command", "parameters", "reps", "cv", "timeout", "collect", "timer_regex", "launcher", "oversubscribe",
          "seed", "max_failures", "env", "workdir", "cv_metric", "perf", "counters", "memory", "cachegrind",
-         "slurm", "output"}
+         "slurm", "output", "first_timeout", "output_cap"}
+#: the automatic run time limit: max(AUTO_MIN, AUTO_FACTOR x a successful runtime) (see the docstring)
+AUTO_MIN = 60.0
+AUTO_FACTOR = 10.0
+#: the limit of every run before one has succeeded (seconds), unless --first-timeout says otherwise
+FIRST_TIMEOUT = 3600.0
+CACHEGRIND_SLOWDOWN = 50  # a cachegrind run's limit is this many times a plain run's
 
 Progress = Callable[[int, int, str], None]
 
@@ -105,6 +135,50 @@ def parse_param(text: str) -> tuple[str, list[float]]:
         if x not in out:
             out.append(x)
     return name, out
+
+
+def parse_timeout(value, where: str = "timeout") -> float | None:
+    """A run time limit: seconds > 0; ``0``/``none``/``off`` = no limit (0.0); ``auto``/None = automatic (None)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        s = value.strip().lower()
+        if s in ("none", "off", "no", "inf", "unlimited"):
+            return 0.0
+        if s == "auto":
+            return None
+        try:
+            value = float(s.rstrip("s"))
+        except ValueError:
+            raise PerfcastError(f"{where} {value!r}: expected seconds, 'none' (no limit) or 'auto'",
+                                where=where) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise PerfcastError(f"{where} {value!r}: expected seconds >= 0 (0 or 'none': no limit)", where=where)
+    return float(value)
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg]?)i?b?", re.IGNORECASE)
+
+
+def parse_size(value, where: str = "output_cap") -> int | None:
+    """A byte count: ``10M``, ``500k``, ``1G``, ``4096``; ``0``/``none`` = no cap (None)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "off", "unlimited")):
+        return None
+    if isinstance(value, bool):
+        raise PerfcastError(f"{where} {value!r}: expected a size such as 10M", where=where)
+    if isinstance(value, (int, float)):
+        n = value
+    else:
+        m = _SIZE.fullmatch(str(value).strip())
+        if not m:
+            raise PerfcastError(f"{where} {value!r}: expected a size such as 10M, 500k or 4096 (bytes)", where=where)
+        n = float(m.group(1)) * 1024 ** " kmg".index(m.group(2).lower() or " ")
+    if not math.isfinite(n) or n < 0:
+        raise PerfcastError(f"{where} {value!r}: expected a size >= 0", where=where)
+    n = int(n)
+    if 0 < n < 1024:
+        raise PerfcastError(f"{where} {value!r}: keep at least 1024 bytes (or 0: no cap)", where=where)
+    return n or None
 
 
 def parse_reps(text) -> tuple[int, int]:
@@ -138,6 +212,7 @@ class CampaignSpec:
     reps_min: int = 3
     reps_max: int = 10
     cv: float = 0.05
+    #: seconds per run; None: automatic (see the module docstring); 0: no limit
     timeout: float | None = None
     collect: list[tuple[str, bool]] = field(default_factory=lambda: [("time", True)])
     #: collector settings: timer_regex, perf {frequency, event, callgraph}, counters {events},
@@ -152,6 +227,10 @@ class CampaignSpec:
     workdir: str = "."
     cv_metric: str = "time"
     slurm: dict = field(default_factory=dict)
+    #: the automatic limit before any run succeeded (seconds; 0: none)
+    first_timeout: float = FIRST_TIMEOUT
+    #: bytes of stdout and of stderr kept per run (each); None: all
+    output_cap: int | None = OUTPUT_CAP
 
     def __post_init__(self):
         if isinstance(self.collect, str):
@@ -172,8 +251,14 @@ class CampaignSpec:
             raise PerfcastError("need 1 <= reps_min <= reps_max", where="reps")
         if not (self.cv >= 0):
             raise PerfcastError(f"cv {self.cv} must be >= 0", where="cv")
-        if self.timeout is not None and not self.timeout > 0:
-            raise PerfcastError(f"timeout {self.timeout} must be > 0 seconds", where="timeout")
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout >= 0):
+            raise PerfcastError(f"timeout {self.timeout} must be >= 0 seconds (0: no limit)", where="timeout")
+        if not (math.isfinite(self.first_timeout) and self.first_timeout >= 0):
+            raise PerfcastError(f"first_timeout {self.first_timeout} must be >= 0 seconds (0: no limit)",
+                                where="first_timeout")
+        if self.output_cap is not None and not (isinstance(self.output_cap, int) and self.output_cap >= 1024):
+            raise PerfcastError(f"output_cap {self.output_cap!r} must be >= 1024 bytes (None: no cap)",
+                                where="output_cap")
         if self.launcher not in ("local", "slurm"):
             raise PerfcastError(f"launcher {self.launcher!r}: use local or slurm", where="launcher")
         if self.max_failures < 1:
@@ -261,7 +346,9 @@ class CampaignSpec:
             collect = d.get("collect", ["time"])
             return cls(command=d["command"], parameters=grid, reps_min=lo, reps_max=hi,
                        cv=float(d.get("cv", 0.05)),
-                       timeout=None if d.get("timeout") is None else float(d["timeout"]),
+                       timeout=parse_timeout(d.get("timeout")),
+                       first_timeout=_or(parse_timeout(d.get("first_timeout"), "first_timeout"), FIRST_TIMEOUT),
+                       output_cap=parse_size(d["output_cap"]) if "output_cap" in d else OUTPUT_CAP,
                        collect=coll.parse_names(collect), settings=settings,
                        launcher=str(d.get("launcher", "local")), oversubscribe=bool(d.get("oversubscribe", True)),
                        seed=int(d.get("seed", 0)), max_failures=int(d.get("max_failures", 2)),
@@ -271,6 +358,10 @@ class CampaignSpec:
             raise e.at(source) from None
         except (TypeError, ValueError) as e:
             raise PerfcastError(f"bad value: {e}", source) from None
+
+
+def _or(value, default):
+    return default if value is None else value
 
 
 def load_spec(path: str | Path) -> tuple[CampaignSpec, str | None]:
@@ -332,15 +423,16 @@ class Journal:
 
     def append(self, record: dict):
         data = (json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with deferred_signals():  # a signal cannot tear the record
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
 
 # -- command preparation ------------------------------------------------------------------------------
@@ -430,6 +522,7 @@ class Campaign:
         self.journal = Journal(self.dir / JOURNAL)
         self.records: list[dict] = []
         self.warnings: list[str] = []
+        self._limits: dict[str, str] = {}  # run id -> how its time limit was chosen
 
     # state
     def _runs(self, config: dict, mode: str) -> list[dict]:
@@ -500,14 +593,55 @@ class Campaign:
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         env["PERFCAST_RUN_ID"] = rid
         argv = build_argv(self.spec, config, wrapper, mpi_args)
+        limit, why = self.time_limit(config, mode)
+        self._limits[rid] = why
         return RunRequest(id=rid, config=dict(config), mode=mode, attempt=attempt, argv=argv, env=env,
-                          run_dir=str(run_dir), cwd=str(Path(self.spec.workdir).resolve()),
-                          timeout=None if mode == "cachegrind" and self.spec.timeout is None else
-                          (self.spec.timeout * (50 if mode == "cachegrind" else 1) if self.spec.timeout else None))
+                          run_dir=str(run_dir), cwd=str(Path(self.spec.workdir).resolve()), timeout=limit,
+                          timer_regex=self.sel.collectors[0].pattern, output_cap=self.spec.output_cap)
+
+    def time_limit(self, config: dict, mode: str) -> tuple[float | None, str]:
+        """The run time limit of the next run of (config, mode) and how it was chosen (see the module
+        docstring): explicit, or max(AUTO_MIN, AUTO_FACTOR x the median successful runtime of this
+        configuration, else x the longest successful run so far), else the first-run limit."""
+        slow = CACHEGRIND_SLOWDOWN if mode == "cachegrind" else 1
+        if self.spec.timeout is not None:
+            if self.spec.timeout == 0:
+                return None, "no limit"
+            return self.spec.timeout * slow, "--timeout" + (f" x {slow} (cachegrind)" if slow > 1 else "")
+        own = sorted(r["wall"] for r in self._runs(config, mode) if r["status"] == "ok" and r.get("wall"))
+        if own:
+            mid = len(own) // 2
+            median = own[mid] if len(own) % 2 else (own[mid - 1] + own[mid]) / 2
+            return (max(AUTO_MIN, AUTO_FACTOR * median),
+                    f"automatic: max({AUTO_MIN:g} s, {AUTO_FACTOR:g} x this configuration's median run "
+                    f"{median:.3g} s)")
+        walls = [r["wall"] for r in self.records if r.get("type") == "run" and r["status"] == "ok" and r.get("wall")
+                 and r["mode"] == mode]
+        if walls:
+            return (max(AUTO_MIN, AUTO_FACTOR * max(walls)),
+                    f"automatic: max({AUTO_MIN:g} s, {AUTO_FACTOR:g} x the longest successful run so far "
+                    f"{max(walls):.3g} s)")
+        main = [r["wall"] for r in self.records if r.get("type") == "run" and r["status"] == "ok" and r.get("wall")
+                and r["mode"] == "main"]
+        if slow > 1 and main:
+            return (max(AUTO_MIN, AUTO_FACTOR * max(main)) * slow,
+                    f"automatic: max({AUTO_MIN:g} s, {AUTO_FACTOR:g} x the longest successful run so far "
+                    f"{max(main):.3g} s) x {slow} (cachegrind)")
+        if not self.spec.first_timeout:
+            return None, "no limit before the first successful run"
+        return self.spec.first_timeout, "the first-run limit (no run has succeeded yet; --first-timeout)"
 
     def _finish(self, req: RunRequest, result: dict):
+        # a finished run is journalled whole before SIGINT/SIGTERM/SIGHUP may stop the campaign
+        with deferred_signals():
+            self._record(req, result)
+
+    def _record(self, req: RunRequest, result: dict):
         run_dir = Path(req.run_dir)
         status, reason = result.get("status", "error"), result.get("reason")
+        why = self._limits.pop(req.id, None)
+        if status == "timeout" and why and not why.startswith("--timeout"):
+            reason = f"{reason} ({why}; set --timeout to change it)"
         values = None
         if status == "ok":
             try:
@@ -521,6 +655,8 @@ class Campaign:
                   "wall": result.get("wall"), "exit_code": result.get("exit_code"),
                   "stdout_tail": result.get("stdout_tail", ""), "stderr_tail": result.get("stderr_tail", ""),
                   "timers": result.get("timers", {}), "values": values}
+        if any((result.get("output_dropped") or {}).values()):
+            record["output_dropped"] = result["output_dropped"]  # bytes cut out of stdout/stderr (output cap)
         if "machine" in result:
             record["machine"] = result["machine"]
         self.journal.append(record)
@@ -623,9 +759,28 @@ class Campaign:
                 break
             requests = [self._request(c, m) for c, m in todo]
             self.launcher.run_batch(requests, self._finish)
-        exp = build_experiment(self.spec, self.records, self._header_meta())
+        exp = build_experiment(self.spec, self.records, {**self._header_meta(), "incomplete": self.incomplete()})
         store.write(exp, self.output)
         return exp
+
+    def incomplete(self) -> list[dict]:
+        """The configurations (and cachegrind runs) short of the wanted successful runs: ``reps_min``
+        (the collector's ``reps`` for cachegrind runs).  Each: config, mode, succeeded, wanted, failed,
+        last_status and last_reason (of its last failed run; None if none failed)."""
+        out = []
+        for c in self.spec.grid():
+            for m in self.sel.modes:
+                runs = self._runs(c, m)
+                ok = sum(r["status"] == "ok" for r in runs)
+                wanted = self.spec.reps_min if m == "main" else (
+                    self.sel.for_mode(m)[0].reps if m == "cachegrind" else 1)
+                if ok >= wanted:
+                    continue
+                bad = [r for r in runs if r["status"] != "ok"]
+                out.append({"config": dict(c), "key": config_key(c), "mode": m, "succeeded": ok, "wanted": wanted,
+                            "failed": len(bad), "last_status": bad[-1]["status"] if bad else None,
+                            "last_reason": bad[-1]["reason"] if bad else None})
+        return out
 
     def _header_meta(self) -> dict:
         return {"machine": machine.describe(), "collectors": {c.name: c.options() for c in self.sel.collectors},

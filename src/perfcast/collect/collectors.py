@@ -100,27 +100,31 @@ class Collector:
 
 
 # -- time ---------------------------------------------------------------------------------------------
-class TimeCollector(Collector):
-    name = "time"
+class TimerScan:
+    """The application timers in its output, fed a block of whole lines at a time (memory stays bounded
+    whatever the output's size).  The regex applies line by line: ``^``/``$`` match at every line,
+    a match never spans lines.  A timer seen several times keeps its maximum."""
 
     def __init__(self, timer_regex: str = DEFAULT_TIMER_REGEX):
         try:
             self.regex = re.compile(timer_regex)
+            self.block_regex = re.compile(timer_regex, re.MULTILINE)
         except re.error as e:
             raise PerfcastError(f"timer regex {timer_regex!r} is invalid: {e}", where="timer_regex") from None
         names = self.regex.groupindex
         if not (("name" in names and "value" in names) or self.regex.groups >= 2):
             raise PerfcastError("the timer regex needs two groups (name, seconds) or named groups "
                                 "'name' and 'value'", where="timer_regex")
-        self.pattern = timer_regex
+        self.values: dict[tuple[str, int | None], float] = {}
 
-    def options(self) -> dict:
-        return {"timer_regex": self.pattern}
-
-    def timers(self, text: str) -> dict[tuple[str, int | None], float]:
-        out: dict[tuple[str, int | None], float] = {}
+    def feed(self, block: str):
+        """Scan ``block``, whole lines (a line cut short by the caller counts as a line)."""
+        matches = list(self.block_regex.finditer(block))
+        if any("\n" in m.group(0) for m in matches):
+            # the regex can match across a line break: scan this block one line at a time
+            matches = [m for line in block.split("\n") for m in self.regex.finditer(line)]
         gi = self.regex.groupindex
-        for m in self.regex.finditer(text):
+        for m in matches:
             name = m.group("name") if "name" in gi else m.group(1)
             raw = m.group("value") if "value" in gi else m.group(2)
             rank = int(m.group("rank")) if "rank" in gi and m.group("rank") is not None else None
@@ -128,16 +132,60 @@ class TimeCollector(Collector):
                 v = float(raw)
             except (TypeError, ValueError):
                 continue
-            if not (v == v and abs(v) != float("inf")):
+            if not (v == v and abs(v) != float("inf")) or name is None:
                 continue
             key = (name, rank)
-            out[key] = max(out.get(key, v), v)
-        return out
+            self.values[key] = max(self.values.get(key, v), v)
+
+    def feed_file(self, path: Path, block: int = 1 << 20):
+        """Scan a file in blocks of whole lines."""
+        rest = b""
+        with open(path, "rb") as fh:
+            while True:
+                data = fh.read(block)
+                if not data:
+                    break
+                data = rest + data
+                cut = data.rfind(b"\n") + 1
+                if cut == 0 and len(data) < block:
+                    rest = data
+                    continue
+                cut = cut or len(data)
+                self.feed(data[:cut].decode("utf-8", "replace"))
+                rest = data[cut:]
+        if rest:
+            self.feed(rest.decode("utf-8", "replace"))
+
+    def to_list(self) -> list[list]:
+        """JSON-friendly ``[[name, rank or None, seconds], ...]``."""
+        return [[n, r, v] for (n, r), v in self.values.items()]
+
+
+class TimeCollector(Collector):
+    name = "time"
+
+    def __init__(self, timer_regex: str = DEFAULT_TIMER_REGEX):
+        TimerScan(timer_regex)  # validates
+        self.pattern = timer_regex
+
+    def options(self) -> dict:
+        return {"timer_regex": self.pattern}
+
+    def timers(self, text: str) -> dict[tuple[str, int | None], float]:
+        scan = TimerScan(self.pattern)
+        scan.feed(text)
+        return scan.values
 
     def collect(self, run_dir: Path, result: dict) -> Experiment:
-        stdout = (run_dir / "stdout.txt").read_text(errors="replace") if (run_dir / "stdout.txt").is_file() \
-            else result.get("stdout_tail", "")
-        timers = self.timers(stdout)
+        if result.get("timer_values") is not None:
+            # scanned while the run streamed its output (the stored stdout may be capped)
+            timers = {(n, None if r is None else int(r)): float(v) for n, r, v in result["timer_values"]}
+        elif (run_dir / "stdout.txt").is_file():
+            scan = TimerScan(self.pattern)
+            scan.feed_file(run_dir / "stdout.txt")
+            timers = scan.values
+        else:
+            timers = self.timers(result.get("stdout_tail", ""))
         result["timers"] = {f"{n}" + (f"@{r}" if r is not None else ""): v for (n, r), v in timers.items()}
         tree = CallTree()
         tree.add(ROOT, None, ROOT)

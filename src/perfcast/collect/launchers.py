@@ -1,7 +1,10 @@
 """Launchers: run one campaign run (a prepared command line) and report what happened.
 
 * :class:`LocalLauncher` runs each run as a subprocess in its own session; a timeout kills the whole
-  process group (mpirun and every rank), first with SIGTERM, then SIGKILL.
+  process group (mpirun and every rank), first with SIGTERM, then SIGKILL; so does any exception while
+  it runs (Ctrl-C, or :class:`Terminated` for SIGTERM/SIGHUP).  Its stdout/stderr are streamed through
+  pipes into capped files (:data:`OUTPUT_CAP` bytes each by default, the middle of a longer stream
+  replaced by a marker line) while timer lines are scanned as they arrive (:func:`execute`).
 * :class:`SlurmLauncher` submits a round of runs as one ``sbatch`` job array; every array task runs
   ``python -m perfcast.collect.launchers task BATCH INDEX`` on its node, which executes the run exactly as
   the local launcher does and leaves ``result.json`` in the run's directory.  The campaign gathers the
@@ -16,12 +19,14 @@ from __future__ import annotations
 import json
 import os
 import platform
+import selectors
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +35,12 @@ from typing import Callable
 from ..errors import PerfcastError
 
 TAIL = 4000  # characters of stdout/stderr kept in the journal
+#: bytes of stdout and of stderr kept on disk per run (each); more is cut out of the middle
+OUTPUT_CAP = 10 * 1024 * 1024
+KEEP_END = 64 * 1024  # of the capped bytes, this many are the stream's end (the rest its start)
+BLOCK = 64 * 1024     # bytes read from the pipes at a time
+LONG_LINE = 1 << 20   # a line longer than this is scanned for timers in pieces
+DRAIN = 2.0           # seconds the pipes are drained after the run's leader ended
 _ENV_KEYS = ("OMP_", "OMPI_", "MPI", "PMIX_", "SLURM_", "PERFCAST_", "I_MPI_", "UCX_", "KMP_", "GOMP_",
              "MKL_", "OPENBLAS_")
 _ENV_NAMES = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "HOSTNAME", "CC", "CFLAGS")
@@ -48,6 +59,10 @@ class RunRequest:
     run_dir: str
     cwd: str
     timeout: float | None = None
+    #: regex of the application's timer lines, scanned while the output streams (None: not scanned)
+    timer_regex: str | None = None
+    #: bytes of stdout and of stderr kept on disk (each); None keeps everything
+    output_cap: int | None = OUTPUT_CAP
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -77,6 +92,59 @@ def _tail(path: Path) -> str:
         return ""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (Slurm, systemd, ``timeout``, a closed terminal) as an exception, so the
+    campaign unwinds exactly as on Ctrl-C (SIGINT, KeyboardInterrupt): the running application's
+    process group is killed and the journal keeps every completed record.  ``exit_code`` is the
+    shell's 128 + signal number (143 for SIGTERM, 129 for SIGHUP; Ctrl-C gives 130)."""
+
+    def __init__(self, signum: int):
+        self.signum = int(signum)
+        super().__init__(signal.Signals(self.signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+_DEFERRED = {signal.SIGINT, *TERMINATING}
+
+
+@contextmanager
+def terminate_on_signals():
+    """While inside, SIGTERM and SIGHUP raise :class:`Terminated` (main thread only; elsewhere a no-op)."""
+    def handler(signum, frame):
+        raise Terminated(signum)
+
+    old = {}
+    try:
+        for sig in TERMINATING:
+            old[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+@contextmanager
+def deferred_signals():
+    """Hold SIGINT/SIGTERM/SIGHUP back while inside (a journal record is written whole, or not at all);
+    they are delivered on the way out."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _kill_group(pgid: int, grace: float = 2.0, proc: subprocess.Popen | None = None):
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -96,12 +164,84 @@ def _kill_group(pgid: int, grace: float = 2.0, proc: subprocess.Popen | None = N
         time.sleep(0.05 if sig == signal.SIGKILL else grace / 10)
 
 
+class _CappedFile:
+    """A stream written to a file, keeping at most ``cap`` bytes (None: all): the first ``cap - keep``
+    and the last ``keep`` bytes, with a marker line between them saying how much was dropped.  Only the
+    last ``keep`` bytes are ever held in memory."""
+
+    def __init__(self, path: Path, cap: int | None):
+        self.fh = open(path, "wb")
+        self.cap = cap
+        self.keep = 0 if cap is None else min(KEEP_END, cap // 2)
+        self.head_left = 0 if cap is None else cap - self.keep
+        self.head_end = b"\n"
+        self.end = bytearray()
+        self.total = 0
+        self.dropped = 0
+
+    def write(self, data: bytes):
+        self.total += len(data)
+        if self.cap is None:
+            self.fh.write(data)
+            return
+        if self.head_left > 0:
+            n = min(len(data), self.head_left)
+            self.fh.write(data[:n])
+            self.head_end = data[n - 1:n]
+            self.head_left -= n
+            data = data[n:]
+        if data:
+            self.end += data
+            over = len(self.end) - self.keep
+            if over > 0:
+                self.dropped += over
+                del self.end[:over]
+
+    def close(self):
+        if self.dropped:
+            kept = self.total - self.dropped
+            self.fh.write((b"" if self.head_end == b"\n" else b"\n") + (
+                f"[perfcast: {self.dropped} bytes of output dropped here; kept the first "
+                f"{kept - len(self.end)} and the last {len(self.end)} of {self.total} bytes "
+                f"(output cap {self.cap} bytes per stream, --output-cap)]\n").encode())
+        self.fh.write(self.end)
+        self.fh.close()
+
+
+class _Lines:
+    """Cuts a byte stream into blocks of whole lines for a :class:`~perfcast.collect.collectors.TimerScan`
+    (a line longer than LONG_LINE is scanned in pieces)."""
+
+    def __init__(self, scan):
+        self.scan = scan
+        self.rest = b""
+
+    def write(self, data: bytes):
+        data = self.rest + data if self.rest else data
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            self.scan.feed(data[:cut].decode("utf-8", "replace"))
+            data = data[cut:]
+        if len(data) > LONG_LINE:
+            self.scan.feed(data.decode("utf-8", "replace"))
+            data = b""
+        self.rest = data
+
+    def close(self):
+        if self.rest:
+            self.scan.feed(self.rest.decode("utf-8", "replace"))
+            self.rest = b""
+
+
 def execute(req: RunRequest, running_file: Path | None = None) -> dict:
     """Run ``req`` to completion (or its timeout) and describe the outcome.
 
-    stdout/stderr go to ``stdout.txt``/``stderr.txt`` in the run directory.  ``running_file`` (if
-    given) holds the process-group id while the run is alive, so a restarted campaign can kill the
-    orphans of a killed one.
+    stdout/stderr are streamed (never held whole in memory) to ``stdout.txt``/``stderr.txt`` in the
+    run directory, each capped at ``req.output_cap`` bytes (:class:`_CappedFile`); the timers
+    (``req.timer_regex``) are scanned from every stdout line as it arrives, dropped ones included,
+    and returned as ``timer_values``.  ``running_file`` (if given) holds the process-group id while
+    the run is alive, so a restarted campaign can kill the orphans of a killed one.  Any exception
+    while the run is alive (KeyboardInterrupt, :class:`Terminated`) kills its process group first.
     """
     run_dir = Path(req.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -110,27 +250,33 @@ def execute(req: RunRequest, running_file: Path | None = None) -> dict:
     env["PERFCAST_RUN_DIR"] = str(run_dir)
     result = {"id": req.id, "host": platform.node(), "env": relevant_env({**env}), "command": req.argv}
     out_f, err_f = run_dir / "stdout.txt", run_dir / "stderr.txt"
+    scan = None
+    if req.timer_regex is not None:
+        from .collectors import TimerScan
+
+        scan = TimerScan(req.timer_regex)
     start = time.time()
     t0 = time.perf_counter()
     status, reason, code = "ok", None, None
-    with open(out_f, "wb") as out, open(err_f, "wb") as err:
+    out, err = _CappedFile(out_f, req.output_cap), _CappedFile(err_f, req.output_cap)
+    lines = _Lines(scan) if scan is not None else None
+    try:
         try:
-            proc = subprocess.Popen(req.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
-                                    cwd=req.cwd, start_new_session=True)
+            proc = subprocess.Popen(req.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, env=env, cwd=req.cwd, start_new_session=True)
         except OSError as e:
             proc = None
             status, reason = "error", f"cannot start {req.argv[0]!r}: {e.strerror or e}"
         if proc is not None:
-            if running_file is not None:
-                running_file.write_text(json.dumps({"pgid": proc.pid, "run_dir": str(run_dir)}))
             try:
-                code = proc.wait(timeout=req.timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc.pid, proc=proc)
-                code = proc.wait()
-                status, reason = "timeout", f"timed out after {req.timeout:g} s"
+                if running_file is not None:
+                    running_file.write_text(json.dumps({"pgid": proc.pid, "run_dir": str(run_dir)}))
+                code, timed_out = _pump(proc, req.timeout, t0, out, err, lines)
+                if timed_out:
+                    status, reason = "timeout", f"timed out after {req.timeout:g} s"
             except BaseException:
-                _kill_group(proc.pid, proc=proc)
+                with deferred_signals():  # a second SIGTERM/Ctrl-C must not cut the kill short
+                    _kill_group(proc.pid, proc=proc)
                 raise
             finally:
                 # children of the run that outlived its leader (daemonised ranks) go too
@@ -138,20 +284,88 @@ def execute(req: RunRequest, running_file: Path | None = None) -> dict:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+                for fh in (proc.stdout, proc.stderr):
+                    fh.close()
                 if running_file is not None:
                     running_file.unlink(missing_ok=True)
-            if status == "ok" and code != 0:
-                status = "failed"
-                reason = (f"killed by signal {-code}" if code < 0 else f"exit code {code}")
-                last = [l for l in _tail(err_f).strip().splitlines() if l.strip()]
-                if last:
-                    reason += f": {last[-1].strip()[:200]}"
+    finally:
+        out.close()
+        err.close()
+        if lines is not None:
+            lines.close()
+    if status == "ok" and code != 0:
+        status = "failed"
+        reason = (f"killed by signal {-code}" if code < 0 else f"exit code {code}")
+        last = [l for l in _tail(err_f).strip().splitlines() if l.strip()]
+        if last:
+            reason += f": {last[-1].strip()[:200]}"
     wall = time.perf_counter() - t0
     end = time.time()
     result.update({"status": status, "reason": reason, "exit_code": code, "start": _iso(start), "end": _iso(end),
                    "start_epoch": start, "wall": wall,
-                   "stdout_tail": _tail(out_f), "stderr_tail": _tail(err_f)})
+                   "stdout_tail": _tail(out_f), "stderr_tail": _tail(err_f),
+                   "output_bytes": {"stdout": out.total, "stderr": err.total},
+                   "output_dropped": {"stdout": out.dropped, "stderr": err.dropped}})
+    if scan is not None:
+        result["timer_values"] = scan.to_list()
     return result
+
+
+def _pump(proc: subprocess.Popen, timeout: float | None, t0: float, out: _CappedFile, err: _CappedFile,
+          lines: _Lines | None) -> tuple[int, bool]:
+    """Move the run's output into its files until it ends or times out; returns (exit code, timed out).
+
+    When the leader exits its process group is killed (stragglers holding the pipes go too) and the
+    pipes are drained for at most DRAIN seconds (a process that left the group may keep them open)."""
+    deadline = None if not timeout else t0 + timeout
+    sinks = {proc.stdout.fileno(): (out, lines), proc.stderr.fileno(): (err, None)}
+    sel = selectors.DefaultSelector()
+    for fd in sinks:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    code, timed_out, drain_until = None, False, None
+    try:
+        while sel.get_map():
+            now = time.perf_counter()
+            if drain_until is not None and now > drain_until:
+                break
+            if code is None and deadline is not None and now >= deadline:
+                timed_out = True
+                _kill_group(proc.pid, proc=proc)
+                code = proc.wait()
+                drain_until = time.perf_counter() + DRAIN
+                continue
+            wait = 0.2 if deadline is None or code is not None else max(0.0, min(0.2, deadline - now))
+            for key, _ in sel.select(wait):
+                try:
+                    data = os.read(key.fd, BLOCK)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    sel.unregister(key.fd)
+                    continue
+                for sink in sinks[key.fd]:
+                    if sink is not None:
+                        sink.write(data)
+            if code is None:
+                code = proc.poll()
+                if code is not None:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    drain_until = time.perf_counter() + DRAIN
+    finally:
+        sel.close()
+    if code is None:
+        # the run closed its output but goes on
+        try:
+            code = proc.wait(timeout=None if deadline is None else max(0.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid, proc=proc)
+            code = proc.wait()
+    return code, timed_out
 
 
 def kill_orphans(running_file: Path):
