@@ -618,8 +618,10 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         g = groups.get((sm.callpath, sm.metric))
         if g is None:
             continue
+        kind = exp.metrics[sm.metric].kind if sm.metric in exp.metrics else None
         m = fit_segmented_stats(g[p].to_numpy(float), g["mean"].to_numpy(float), g["count"].to_numpy(float),
-                                g["ssd"].to_numpy(float), p, options, single=sm.model)
+                                g["ssd"].to_numpy(float), p, (options or FitOptions()).for_kind(kind),
+                                single=sm.model)
         # adopted only when the regimes explain the data (a segmentation that is itself a poor fit
         # would only split noise)
         if m is not sm.model and not (getattr(m, "status", "ok") == "ok" and select(m)):

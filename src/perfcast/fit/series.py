@@ -90,7 +90,21 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         raise PerfcastError(f"one measured point ({at}): a scaling model needs at least 2 points that differ "
                             "in one parameter (a law through them, with a wide interval), 3 or more per "
                             "parameter to choose its form", where="points")
-    groups, index = fit_experiment(exp, options, locations, progress)
+    # metrics fitted under different options (the non-negativity of times/counts/bytes,
+    # FitOptions.for_kind) are fitted apart
+    opts = options or FitOptions()
+    parts: dict[FitOptions, list[str]] = {}
+    for name, met in exp.metrics.items():
+        parts.setdefault(opts.for_kind(met.kind), []).append(name)
+    groups, index, done = [], {}, 0
+    for o, names in parts.items():
+        sub = exp if len(parts) == 1 else exp.select(metric=names)
+        n_series = 0 if progress is None else sub.data.groupby(["callpath", "metric"], observed=True).ngroups
+        prog = None if progress is None else (lambda k, total, off=done: progress(off + k, off + total))
+        g, ix = fit_experiment(sub, o, locations, prog)
+        index.update({key: (gi + len(groups), s) for key, (gi, s) in ix.items()})
+        groups.extend(g)
+        done += n_series
     order = {p: i for i, p in enumerate(exp.tree.preorder())}
     morder = {m: i for i, m in enumerate(exp.metrics)}
     # thousands of small immutable objects, no reference cycles: the cyclic garbage collector's
