@@ -58,8 +58,8 @@ echo "   communication times fitted on runs with p <= $cores cores: oversubscrib
   --comm-max-procs "$cores" | tee "$OUT/breakdown.txt"
 
 echo "== reports"
-"$PERFCAST" report "$EXP" -o "$OUT/report.html" --target "$TARGET" --validate "$CHECK"
-"$PERFCAST" report "$APMT" -o "$OUT/apmt-report.html" --target "$TARGET" --timer 'compute_sweep=app->compute' \
+"$PERFCAST" report "$EXP" -o "$OUT/report.html" --force --target "$TARGET" --validate "$CHECK"
+"$PERFCAST" report "$APMT" -o "$OUT/apmt-report.html" --force --target "$TARGET" --timer 'compute_sweep=app->compute' \
   --comm-max-procs "$cores"
 
 echo "== projection onto machines never touched: this VM is not among the published systems, so the"

@@ -230,7 +230,7 @@ def test_report_projects_at_the_measured_point_like_the_project_command(tmp_path
     proj = {t["system"]: t for t in json.loads(capsys.readouterr().out)["targets"]}
     for extra, note in (([], "At p=8. Measured on"),
                         (["--target", "p=64"], "At p=8 (largest measured point; the target cannot")):
-        assert main(["report", str(app), "-o", str(tmp_path / "r.html"), "--base", base, "--json"]
+        assert main(["report", str(app), "-o", str(tmp_path / "r.html"), "--force", "--base", base, "--json"]
                     + [a for t in targets for a in ("--machine", t)] + extra) == 0
         tab = json.loads(capsys.readouterr().out)["projections"]
         assert tab["note"].startswith(note)
@@ -252,8 +252,8 @@ def test_report_model_and_predict_agree_on_the_value_at_the_target(data_dir, tmp
     metric = "avg#inclusive#sum#time.duration"
     got = {}
     for flag in ([], ["--selected"]):
-        assert main(["report", src, "-o", str(tmp_path / "r.html"), "--target", "jobsize=1000", "--metric", metric,
-                     "--kernels", "8", "--plots", "0", "--min-share", "0", *flag, "--json"]) == 0
+        assert main(["report", src, "-o", str(tmp_path / "r.html"), "--force", "--target", "jobsize=1000",
+                     "--metric", metric, "--kernels", "8", "--plots", "0", "--min-share", "0", *flag, "--json"]) == 0
         rep = {k["callpath"]: k for k in json.loads(capsys.readouterr().out)["kernels"] if k["status"] == "ok"}
         assert main(["predict", src, "--at", "jobsize=1000", "--metric", metric, *flag, "--json"]) == 0
         pred = {r["callpath"]: r for r in json.loads(capsys.readouterr().out)}

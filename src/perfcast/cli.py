@@ -15,6 +15,8 @@ import click
 
 from . import __version__
 from .errors import PerfcastError
+from .output import check_file_output, check_store_output, os_error_message
+from .text import safe_text
 
 
 class Finite(click.FloatRange):
@@ -121,8 +123,7 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
     from . import store
     from .report.terminal import out, write_json
 
-    if output.exists() and not force:
-        raise PerfcastError("output exists; use --force to replace it", output)
+    check_store_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     store.write(exp, output)
     s = exp.summary()
@@ -132,7 +133,8 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
                     "n_values": s["n_values"]})
     else:
         out.print(f"wrote {output}: {s['n_points']} point(s) over {', '.join(s['parameters']) or '(none)'}, "
-                  f"{s['n_callpaths']} callpath(s), {len(s['metrics'])} metric(s), {s['n_values']} value(s)")
+                  f"{s['n_callpaths']} callpath(s), {len(s['metrics'])} metric(s), {s['n_values']} value(s)",
+                  markup=False, highlight=False)
 
 
 @cli.command("show")
@@ -227,8 +229,8 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
     from .report.terminal import out, write_json
     from .report.views import metrics_table, print_derived
 
-    if output is not None and output.exists() and not force:
-        raise PerfcastError("output exists; use --force to replace it", output)
+    if output is not None:
+        check_store_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     reports = []
     if derives:
@@ -244,7 +246,7 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
     print_derived(reports)
     out.print(metrics_table(rows))
     if output is not None:
-        out.print(f"wrote {output}")
+        out.print(f"wrote {output}", markup=False, highlight=False)
 
 
 @cli.command("view")
@@ -730,6 +732,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="HTML file to write.")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
 @click.option("--metric", default=None, help="Metric to model and plot (default: the first time metric).")
 @click.option("--target", default=None, metavar="P=V[,Q=W]",
               help="Scale to extrapolate to and rank at (default: 4x the largest process count).")
@@ -773,8 +776,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @_selected_option
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
-def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, plots, min_share, scaling, level,
-               max_terms, negative, locations, derives, base, machines, title, validate, apmt_mode, timers,
+def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, kernels, plots, min_share, scaling,
+               level, max_terms, negative, locations, derives, base, machines, title, validate, apmt_mode, timers,
                apmt_machine, comm_max_procs, selected, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
@@ -790,6 +793,7 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
 
     if (base is None) != (not machines):
         raise PerfcastError("give --base and --machine together")
+    check_file_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     if derives:
         from .analysis.derived import derive
@@ -838,7 +842,8 @@ def report_cmd(inputs, fmt, points, params, output, metric, target, x, kernels, 
     vexp = load_experiment(validate, None, (), params, quiet=as_json) if validate else None
     if vexp is not None and derives:
         vexp, _ = derive(vexp, derives)
-    rep = write_report(exp, output, opts, projections=projections, apmt=apmt, apmt_note=apmt_note, validation=vexp)
+    rep = write_report(exp, output, opts, force, projections=projections, apmt=apmt, apmt_note=apmt_note,
+                       validation=vexp)
     if as_json:
         write_json({"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
     else:
@@ -1163,13 +1168,14 @@ def kernels_cmd(inputs, fmt, points, params, threshold, metric, procs, scaling, 
 @cli.command("machine")
 @click.option("--from", "source", type=click.Path(path_type=Path), help="Read this machine YAML instead of probing.")
 @click.option("--write", type=click.Path(path_type=Path), help="Write the description as YAML (to edit).")
+@click.option("--force", is_flag=True, help="Replace the --write file if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def machine_cmd(source, write, as_json):
+def machine_cmd(source, write, force, as_json):
     """Show (or --write) the machine description used by APMT: frequency, cache latencies in
     cycles, cores, peaks; every value says whether it was probed, derived or assumed."""
     from .apmt.cli import machine_cmd as body
 
-    body(source, write, as_json)
+    body(source, write, as_json, force)
 
 
 @cli.command("compare")
@@ -1209,7 +1215,7 @@ def main(argv=None) -> int:
         rc = cli.main(args=argv, prog_name="perfcast", standalone_mode=False)
         return rc if isinstance(rc, int) else 0
     except PerfcastError as e:
-        click.echo(f"perfcast: error: {e.format()}", err=True)
+        click.echo(f"perfcast: error: {safe_text(e.format())}", err=True)
         return 2
     except click.exceptions.Exit as e:
         return e.exit_code
@@ -1223,7 +1229,7 @@ def main(argv=None) -> int:
         # one line like every other input error (click's own show() prints usage lines too)
         ctx = getattr(e, "ctx", None)
         hint = f" (try '{ctx.command_path} --help')" if ctx is not None else ""
-        click.echo(f"perfcast: error: {' '.join(e.format_message().split())}{hint}", err=True)
+        click.echo(f"perfcast: error: {safe_text(' '.join(e.format_message().split()))}{hint}", err=True)
         return 2
     except KeyboardInterrupt:
         click.echo("perfcast: interrupted", err=True)
@@ -1235,14 +1241,18 @@ def main(argv=None) -> int:
         except OSError:
             pass
         return 0
+    except OSError as e:
+        # disk full, read-only file system, permission denied, ...: the user's environment, not a bug
+        click.echo(f"perfcast: error: {safe_text(os_error_message(e))}", err=True)
+        return 2
     except MemoryError:
         click.echo("perfcast: error: out of memory", err=True)
         return 2
     except Exception as e:  # a bug in perfcast: one line, traceback only on request
         if os.environ.get("PERFCAST_DEBUG"):
             raise
-        click.echo(f"perfcast: internal error: {type(e).__name__}: {e} (set PERFCAST_DEBUG=1 for a traceback; "
-                   f"please report it)", err=True)
+        click.echo(f"perfcast: internal error: {type(e).__name__}: {safe_text(e)} (set PERFCAST_DEBUG=1 for a "
+                   f"traceback; please report it)", err=True)
         return 1
 
 

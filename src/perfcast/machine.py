@@ -158,14 +158,14 @@ class Machine:
              "provenance": dict(self.provenance)}
         return {k: v for k, v in d.items() if v is not None and v != []}
 
-    def save(self, path: str | Path):
-        path = Path(path)
+    def save(self, path: str | Path, force: bool = True):
+        """Write the description as YAML, atomically; an existing file is replaced only with ``force``
+        (a FIFO, device or directory never is: :mod:`perfcast.output`)."""
+        from .output import write_file
+
         head = ("# perfcast machine description.  Values marked 'assumed' in provenance are defaults,\n"
                 "# not measurements: replace them (and delete their provenance entry) for real predictions.\n")
-        try:
-            path.write_text(head + yaml.safe_dump(self.to_dict(), sort_keys=False), encoding="utf-8")
-        except OSError as e:
-            raise PerfcastError(f"cannot write the machine file ({e.strerror})", path) from None
+        write_file(path, head + yaml.safe_dump(self.to_dict(), sort_keys=False), force)
 
     def latency_seconds(self, level: str) -> float:
         return self.latency_cycles[level] / self.frequency_hz

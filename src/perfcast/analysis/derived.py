@@ -232,6 +232,7 @@ class _Parser:
         self.toks = [_Tok(t.kind, t.value, t.pos + start) for t in _tokenize(text[start:])]
         self.i = 0
         self.depth = 0
+        self.levels: dict[int, int] = {}  # id(node) -> operators on its deepest path (leaves: 0)
 
     def err(self, tok: _Tok, message: str) -> PerfcastError:
         return _error(self.text, tok.pos, message)
@@ -263,6 +264,17 @@ class _Parser:
             return f"${t.value}"
         return repr(t.value)
 
+    def node(self, tok: _Tok, node, *children):
+        """``node`` (built at ``tok`` from ``children``), refused when the tree gets deeper than
+        MAX_DEPTH operators: a long flat sum is a left-deep tree, and every walker over the tree
+        (evaluation, rendering, references) recurses once per level."""
+        level = 1 + max((self.levels.get(id(c), 0) for c in children), default=0)
+        if level > MAX_DEPTH:
+            raise self.err(tok, f"formula too deeply nested (> {MAX_DEPTH} levels: every operator of a sum or "
+                                f"product is one); split it into several derived metrics")
+        self.levels[id(node)] = level
+        return node
+
     def enter(self):
         self.depth += 1
         if self.depth > MAX_DEPTH:
@@ -283,7 +295,7 @@ class _Parser:
             right = self.additive()
             if self.is_op(*_COMPARISONS):
                 raise self.err(self.tok, "comparisons do not chain; combine them with if()")
-            return Binary(t.value, left, right, t.pos)
+            return self.node(t, Binary(t.value, left, right, t.pos), left, right)
         if self.is_op("="):
             raise self.err(self.tok, "'=' is only allowed once, after the metric name; compare with '=='")
         return left
@@ -292,14 +304,16 @@ class _Parser:
         left = self.term()
         while self.is_op("+", "-"):
             t = self.take()
-            left = Binary(t.value, left, self.term(), t.pos)
+            right = self.term()
+            left = self.node(t, Binary(t.value, left, right, t.pos), left, right)
         return left
 
     def term(self):
         left = self.unary()
         while self.is_op("*", "/"):
             t = self.take()
-            left = Binary(t.value, left, self.unary(), t.pos)
+            right = self.unary()
+            left = self.node(t, Binary(t.value, left, right, t.pos), left, right)
         return left
 
     def unary(self):
@@ -308,7 +322,7 @@ class _Parser:
             self.enter()
             arg = self.unary()
             self.depth -= 1
-            return Unary(t.value, arg, t.pos)
+            return self.node(t, Unary(t.value, arg, t.pos), arg)
         return self.power()
 
     def power(self):
@@ -318,7 +332,7 @@ class _Parser:
             self.enter()
             exponent = self.unary()  # right-associative; allows 2^-1
             self.depth -= 1
-            return Binary("^", base, exponent, t.pos)
+            return self.node(t, Binary("^", base, exponent, t.pos), base, exponent)
         return base
 
     def ref(self, pin=None):
@@ -338,7 +352,7 @@ class _Parser:
             return Num(t.value, t.pos)
         if t.kind == "at":
             self.take()
-            return Total(self.ref(), t.pos)
+            return self.node(t, Total(self.ref(), t.pos))
         if t.kind == "dollar" or t.kind == "str":
             return self.ref()
         if t.kind == "name":
@@ -379,7 +393,7 @@ class _Parser:
         if len(args) < lo or (hi is not None and len(args) > hi):
             want = f"{lo}" if lo == hi else f"at least {lo}"
             raise _error(self.text, close_tok.pos, f"{fn}() takes {want} argument(s), got {len(args)}")
-        return Call(fn, args, t.pos)
+        return self.node(t, Call(fn, args, t.pos), *args)
 
 
 def parse_formula(text: str):

@@ -34,14 +34,18 @@ def kernels_cmd(exp, threshold, metric, procs, as_json, scaling="auto"):
         out.print(line, markup=False, highlight=False)
 
 
-def machine_cmd(source, write, as_json):
+def machine_cmd(source, write, as_json, force=False):
     import yaml
 
     from ..report.terminal import out, write_json
 
+    if write:
+        from ..output import check_file_output
+
+        check_file_output(write, force)
     m = load_machine(source)
     if write:
-        m.save(write)
+        m.save(write, force)
     if as_json:
         return write_json(m.to_dict())
     if not write:

@@ -1094,34 +1094,13 @@ def render_html(rep: Report) -> str:
                        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
 
-def write_report(exp: Experiment, path: str | Path, options: ReportOptions | None = None, **kw) -> Report:
-    """Build and write the report to ``path`` atomically; returns the Report."""
-    import os
-    import tempfile
+def write_report(exp: Experiment, path: str | Path, options: ReportOptions | None = None, force: bool = True,
+                 **kw) -> Report:
+    """Build and write the report to ``path`` atomically; returns the Report.  An existing file is
+    replaced only with ``force``; a FIFO, device or directory never is (:mod:`perfcast.output`)."""
+    from ..output import check_file_output, write_file
 
+    check_file_output(path, force)  # before the work, not after it
     rep = build_report(exp, options, **kw)
-    text = render_html(rep)
-    path = Path(path)
-    if path.is_dir():
-        raise PerfcastError("output is a directory", path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise PerfcastError("output directory does not exist", parent)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=parent)
-    except OSError as e:
-        raise PerfcastError(f"cannot write the output ({e.strerror or e})", path) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_file(path, render_html(rep), force)
     return rep

@@ -13,13 +13,36 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.tree import Tree
 
+from rich.segment import Segment
+
 from ..experiment import Experiment
+from ..text import safe_text
+
+
+def esc(value) -> str:
+    """Data (a name from a profile, a path) for rich markup: control characters, escape sequences and
+    bidi overrides shown escaped (:func:`perfcast.text.safe_text`), ``[...]`` shown literally."""
+    return escape(safe_text(value))
+
+
+class _SafeConsole(Console):
+    """A Console that never writes a control character it did not generate itself: the text of every
+    rendered segment goes through :func:`safe_text` (newlines and tabs kept) just before output,
+    rich's own styles and cursor controls are untouched.  Data should still be passed through
+    :func:`esc` (or printed with ``markup=False``) so tables are laid out with the escaped width."""
+
+    def _render_buffer(self, buffer):
+        return super()._render_buffer(
+            seg if seg.control or not seg.text else Segment(safe_text(seg.text, multiline=True), seg.style)
+            for seg in buffer)
+
 
 # Piped output (files, CI logs, `| less`) is not squeezed into 80 columns: tables of callpaths and
-# formulas stay readable; COLUMNS still wins when set.
+# formulas stay readable; COLUMNS still wins when set.  No emoji codes: ":thumbs_up:" in a callpath
+# stays text.
 _width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
-out = Console(highlight=False, soft_wrap=True, width=_width)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = _SafeConsole(highlight=False, soft_wrap=True, width=_width, emoji=False)
+err = _SafeConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 @contextlib.contextmanager
@@ -38,7 +61,7 @@ def progress(label: str, enabled: bool | None = None) -> Iterator[Callable[[int,
     task = bar.add_task(label, total=None, what="")
     with bar:
         def update(done: int, total: int, what: str = ""):
-            bar.update(task, completed=done, total=total, what=escape(str(what))[-40:])
+            bar.update(task, completed=done, total=total, what=esc(what)[-40:])
         yield update
 
 
@@ -61,13 +84,13 @@ def _num(x: float) -> str:
 
 def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None = None) -> None:
     s = exp.summary()
-    out.print(f"[bold]Parameters:[/bold] {escape(', '.join(s['parameters'])) or '(none: a single run)'}")
+    out.print(f"[bold]Parameters:[/bold] {esc(', '.join(s['parameters'])) or '(none: a single run)'}")
     out.print(f"[bold]Points:[/bold] {s['n_points']}   [bold]Callpaths:[/bold] {s['n_callpaths']}   "
               f"[bold]Values:[/bold] {s['n_values']}"
               + "".join(f"   [bold]{k}s:[/bold] {v}" for k, v in s["locations"].items()))
     pts = new_table("Points")
     for p in s["parameters"]:
-        pts.add_column(escape(p), justify="right")
+        pts.add_column(esc(p), justify="right")
     pts.add_column("repetitions", justify="right")
     for row in s["points"][:100]:
         pts.add_row(*[_num(row[p]) for p in s["parameters"]], str(row["repetitions"]))
@@ -78,7 +101,7 @@ def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None
     for c in ("name", "unit", "kind", "scope"):
         mt.add_column(c)
     for m in s["metrics"]:
-        mt.add_row(escape(m["name"]), escape(m["unit"]), m["kind"], m["scope"])
+        mt.add_row(esc(m["name"]), esc(m["unit"]), m["kind"], m["scope"])
     out.print(mt)
     out.print(callpath_tree(exp, max_callpaths, depth))
 
@@ -95,7 +118,7 @@ def callpath_tree(exp: Experiment, max_nodes: int = 200, depth: int | None = Non
             hidden += 1 + len(tree.descendants(path))
             return
         shown += 1
-        child = node_ui.add(escape(tree.name(path)))
+        child = node_ui.add(esc(tree.name(path)))
         for c in tree.children(path):
             add(child, c, d + 1)
 
@@ -107,12 +130,12 @@ def callpath_tree(exp: Experiment, max_nodes: int = 200, depth: int | None = Non
 
 
 def table(title: str, columns: list[str], rows: list[list[str]], justify: dict[str, str] | None = None) -> Table:
-    t = new_table(title)
+    t = new_table(None if title is None else esc(title))
     justify = justify or {}
     for c in columns:
-        t.add_column(escape(c), justify=justify.get(c, "left"))
+        t.add_column(esc(c), justify=justify.get(c, "left"))
     for r in rows:
-        t.add_row(*[escape(str(x)) for x in r])
+        t.add_row(*[esc(x) for x in r])
     return t
 
 

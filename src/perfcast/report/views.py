@@ -3,11 +3,11 @@ waste, scaling loss).  Input is the JSON-ready dicts of :mod:`perfcast.analysis`
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
 from .sparkline import bar
+from .terminal import esc as escape  # data: control characters escaped, [markup] literal
 from .terminal import new_table, out
 
 

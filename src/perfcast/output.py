@@ -1,0 +1,136 @@
+"""Files perfcast writes on request (``report -o``, ``machine --write``): the one rule.
+
+* An existing output is replaced only with ``force`` (the CLI's ``--force``); without it the
+  command stops with "output exists; use --force to replace it".
+* Something that is not a regular file -- a FIFO, a device node such as /dev/null, a socket, a
+  directory -- is never replaced, ``force`` or not: a report must not replace /dev/null (as root)
+  or a named pipe someone reads from.
+* The file is written to a temporary sibling and renamed over the output (``os.replace``), so a
+  failed or interrupted write leaves the previous file (or nothing), never half a file.
+
+Stores (``NAME.perfcast`` directories) are written by :mod:`perfcast.store`;
+:func:`check_store_output` applies the same ``--force`` rule to them before anything is computed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from .errors import PerfcastError
+
+REFUSE_EXISTING = "output exists; use --force to replace it"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def _existing(path: Path):
+    """(lstat, stat-through-symlinks) of ``path``; None for what does not exist."""
+    try:
+        lst = os.lstat(path)
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        raise PerfcastError(f"cannot use the output ({e.strerror or e})", path) from None
+    try:
+        return lst, os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return lst, None  # a dangling symlink: replaced like a file
+    except OSError as e:
+        raise PerfcastError(f"cannot use the output ({e.strerror or e})", path) from None
+
+
+def _parent(path: Path) -> Path:
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise PerfcastError("output directory does not exist", parent)
+    return parent
+
+
+def check_file_output(path: str | Path, force: bool) -> Path:
+    """Refuse ``path`` as the output file unless it is new, or an existing regular file and ``force``."""
+    path = Path(path)
+    lst, st = _existing(path)
+    if lst is not None:
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise PerfcastError(f"output exists and is {_kind(st.st_mode)}, not a regular file; not replacing it "
+                                f"(even with --force)", path)
+        if not force:
+            raise PerfcastError(REFUSE_EXISTING, path)
+    _parent(path)
+    return path
+
+
+def check_store_output(path: str | Path, force: bool) -> Path:
+    """The ``--force`` rule for a store directory: an existing output needs ``force``, and what is
+    not a directory (a file, a FIFO, a device) is never replaced."""
+    path = Path(path)
+    lst, st = _existing(path)
+    if lst is not None:
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            what = _kind(st.st_mode) if st is not None else "a dangling symbolic link"
+            what = "a regular file" if st is not None and stat.S_ISREG(st.st_mode) else what
+            raise PerfcastError(f"output exists and is {what}, not an experiment directory; not replacing it "
+                                f"(even with --force)", path)
+        if not force:
+            raise PerfcastError(REFUSE_EXISTING, path)
+    _parent(path)
+    return path
+
+
+def write_file(path: str | Path, data: str | bytes, force: bool, encoding: str = "utf-8") -> Path:
+    """Write ``data`` to ``path`` atomically under the rule above; OS errors (disk full, read-only
+    file system, permission) become one :class:`PerfcastError` naming ``path``."""
+    path = check_file_output(path, force)
+    parent = _parent(path)
+    raw = data.encode(encoding) if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as e:
+        raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        check_file_output(path, force)  # again: something may have appeared meanwhile
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None
+        raise
+    return path
+
+
+def os_reason(e: OSError) -> str:
+    """'No space left on device (ENOSPC)': the reason of an OS error, with its errno name."""
+    reason = e.strerror or str(e) or type(e).__name__
+    name = errno.errorcode.get(e.errno) if isinstance(e.errno, int) else None
+    return f"{reason} ({name})" if name else reason
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for an OS error that reached the command line: the path(s) and the reason."""
+    paths = [p for p in (e.filename, e.filename2) if p is not None]
+    where = " -> ".join(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
+    return f"{where}: {os_reason(e)}" if where else os_reason(e)

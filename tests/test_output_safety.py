@@ -1,0 +1,246 @@
+"""Issue 18 (outputs, exit codes, terminal): names from profiles reach the terminal escaped, never
+as control sequences, emoji or markup (JSON keeps them exact); outputs are replaced only with
+--force and never when they are not regular files; OS errors are one located line, exit 2; an
+overlong formula is refused, not a crash."""
+
+import errno
+import json
+import os
+import stat
+
+import pytest
+
+from perfcast.cli import main
+from perfcast.errors import PerfcastError
+from perfcast.output import check_file_output, write_file
+from perfcast.text import safe_text
+
+# callpath leaves as an application could name them: clear screen, a title-setting OSC, a bidi
+# override, NUL, an emoji code and rich markup
+HOSTILE = ["\x1b[2Jclear", "osc\x1b]0;pwned\x07", "rtl\u202egnp.exe", "n\x00ul", ":thumbs_up:", "[bold]x[/bold]"]
+SHOWN = ["\\x1b[2Jclear", "osc\\x1b]0;pwned\\x07", "rtl\\u202egnp.exe", "n\\x00ul", ":thumbs_up:", "[bold]x[/bold]"]
+RAW = ["\x1b", "\x07", "\u202e", "\x00", "\U0001f44d"]  # none of these may reach stdout
+
+
+def cli(capsys, *args):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error(code, err):
+    lines = err.splitlines()
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("perfcast: error: "), err
+    assert "internal error" not in err and "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture
+def hostile_csv(tmp_path):
+    lines = ["p,callpath,metric,value"]
+    for p in (1, 2, 4):
+        lines.append(f"{p},main,time,{p}")
+        lines += [f"{p},main->{leaf},time,{i + 1}" for i, leaf in enumerate(HOSTILE)]
+    path = tmp_path / "hostile.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def plain_csv(tmp_path):
+    path = tmp_path / "plain.csv"
+    path.write_text("p,callpath,metric,value\n" + "".join(f"{p},main,t,{10 * p}\n" for p in (1, 2, 4, 8)))
+    return path
+
+
+# -- the sanitiser ------------------------------------------------------------------------------------
+def test_safe_text_escapes_controls_bidi_and_keeps_the_rest():
+    assert safe_text("a\x1b[2Jb") == "a\\x1b[2Jb"
+    assert safe_text("\x00\x7f\x85\x9b") == "\\x00\\x7f\\x85\\x9b"  # NUL, DEL, C1 (NEL, CSI)
+    for cp in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]:
+        assert safe_text(f"x{chr(cp)}y") == f"x\\u{cp:04x}y"
+    assert safe_text("a\tb\nc") == "a\\tb\\nc"
+    assert safe_text("a\tb\nc", multiline=True) == "a\tb\nc"
+    assert safe_text("a\u2028b") == "a\\u2028b"  # a line separator does not split a table row
+    assert safe_text("bad\udcff.csv") == "bad\\udcff.csv"  # undecodable byte of a file name
+    for fine in ("main->solve", "Größe µs 時間", ":thumbs_up: [bold]", "👍", ""):
+        assert safe_text(fine) == fine
+
+
+# -- names on the terminal ----------------------------------------------------------------------------
+def test_show_prints_hostile_callpaths_escaped(capsys, hostile_csv):
+    code, out, err = cli(capsys, "show", hostile_csv)
+    assert code == 0, err
+    for raw in RAW:
+        assert raw not in out, repr(raw)
+    for shown in SHOWN:
+        assert shown in out, shown  # emoji codes and markup literally, control characters escaped
+
+
+def test_show_json_keeps_the_exact_names(capsys, hostile_csv):
+    code, out, err = cli(capsys, "show", hostile_csv, "--json")
+    assert code == 0, err
+    names = {c["name"] for c in json.loads(out)["callpaths"]}
+    assert names == {"main", *HOSTILE}
+
+
+def test_tables_and_views_escape_names(capsys, tmp_path):
+    lines = ["p,callpath,metric,value"]
+    for p in (1, 2, 4, 8):
+        lines += [f"{p},main,t\x1b]0;x\x07ime,{p}", f"{p},main->[red]k\u202eern,t\x1b]0;x\x07ime,{p * p}"]
+    f = tmp_path / "m.csv"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # the views need a scope: a stored copy with the metric declared exclusive
+    from perfcast import store
+    from perfcast.io import load
+
+    e = load([f])
+    scoped = tmp_path / "m.perfcast"
+    store.write(e.replace(metrics={n: m.__class__(m.name, m.unit, "time", "exclusive")
+                                   for n, m in e.metrics.items()}), scoped)
+    for cmd in (["model", f], ["metrics", f], ["view", scoped, "--at", "p=8", "--mode", "flat"],
+                ["view", scoped, "--at", "p=8", "--mode", "bottom-up"], ["view", scoped, "--at", "p=8"]):
+        code, out, err = cli(capsys, *cmd)
+        assert code == 0, (cmd, err)
+        for raw in RAW:
+            assert raw not in out and raw not in err, (cmd, repr(raw))
+        assert "t\\x1b]0;x\\x07ime" in out, cmd
+    code, out, err = cli(capsys, "model", f)
+    assert "[red]k\\u202eern" in out
+
+
+def test_error_lines_escape_names(capsys, tmp_path):
+    line = one_error(*cli(capsys, "show", tmp_path / "no\x1b[2Jsuch.csv")[::2])
+    assert "\x1b" not in line and "no\\x1b[2Jsuch.csv" in line
+
+
+def test_console_safety_net(capsys):
+    """Even text printed without the sanitiser (a future call site) reaches stdout escaped."""
+    from perfcast.report.terminal import out
+
+    out.print("raw \x1b[2J \u202e :thumbs_up:", markup=False)
+    out.print("[bold]styled[/bold] \x1b]0;t\x07")
+    text = capsys.readouterr().out
+    assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    # (rich itself drops BEL, BS, VT, FF and CR from text)
+    assert "raw \\x1b[2J \\u202e :thumbs_up:" in text and "styled \\x1b]0;t" in text
+
+
+# -- outputs: --force, never a FIFO/device/directory, atomic -----------------------------------------
+def test_report_onto_a_fifo_is_refused_even_with_force(capsys, plain_csv, tmp_path):
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    for force in ([], ["--force"]):
+        line = one_error(*cli(capsys, "report", plain_csv, "-o", fifo, *force)[::2])
+        assert str(fifo) in line and "FIFO" in line
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe.html", "plain.csv"]  # no temp file left
+
+
+def test_report_onto_a_directory_is_refused(capsys, plain_csv, tmp_path):
+    d = tmp_path / "dir.html"
+    d.mkdir()
+    line = one_error(*cli(capsys, "report", plain_csv, "-o", d, "--force")[::2])
+    assert str(d) in line and "directory" in line and d.is_dir()
+
+
+def test_devices_are_never_outputs():
+    # checked without writing: a regression must not replace /dev/null on the test machine
+    for force in (False, True):
+        with pytest.raises(PerfcastError, match="a device") as e:
+            check_file_output("/dev/null", force)
+        assert e.value.path == "/dev/null"
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_report_replaces_an_existing_file_only_with_force(capsys, plain_csv, tmp_path):
+    out = tmp_path / "r.html"
+    out.write_text("precious")
+    line = one_error(*cli(capsys, "report", plain_csv, "-o", out)[::2])
+    assert str(out) in line and "exists; use --force to replace it" in line
+    assert out.read_text() == "precious"
+    code, _, err = cli(capsys, "report", plain_csv, "-o", out, "--force")
+    assert code == 0, err
+    assert out.read_text().lstrip().lower().startswith("<!doctype html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.csv", "r.html"]
+
+
+def test_machine_write_needs_force_to_replace(capsys, tmp_path):
+    m = tmp_path / "m.yaml"
+    m.write_text("mine\n")
+    line = one_error(*cli(capsys, "machine", "--write", m)[::2])
+    assert str(m) in line and "--force" in line and m.read_text() == "mine\n"
+    code, _, err = cli(capsys, "machine", "--write", m, "--force")
+    assert code == 0, err
+    assert "frequency_hz" in m.read_text()
+
+
+def test_store_outputs_follow_the_same_force_rule(capsys, plain_csv, tmp_path):
+    s = tmp_path / "x.perfcast"
+    assert cli(capsys, "import", plain_csv, "-o", s)[0] == 0
+    for cmd in (["import", plain_csv, "-o", s], ["metrics", s, "--derive", "y = 2 * t", "-o", s]):
+        line = one_error(*cli(capsys, *cmd)[::2])
+        assert str(s) in line and "exists; use --force to replace it" in line
+    fifo = tmp_path / "pipe.perfcast"
+    os.mkfifo(fifo)
+    line = one_error(*cli(capsys, "import", plain_csv, "-o", fifo, "--force")[::2])
+    assert str(fifo) in line and "FIFO" in line and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+# -- OS errors: exit 2, one line naming the path ------------------------------------------------------
+@pytest.mark.parametrize("code,name", [(errno.ENOSPC, "ENOSPC"), (errno.EROFS, "EROFS"), (errno.EACCES, "EACCES")])
+def test_write_errors_name_the_output_and_leave_the_old_file(monkeypatch, tmp_path, code, name):
+    """The disk filling up (or a read-only/forbidden target) while the report is written: one error
+    naming the output, the previous file intact, no temporary file left.  (Root ignores directory
+    permissions, so the failure is injected where the OS would raise it.)"""
+    import perfcast.output as po
+
+    out = tmp_path / "r.html"
+    out.write_text("old")
+
+    def fail(*a):
+        raise OSError(code, os.strerror(code))  # as from write(2)/fsync(2): no file name attached
+
+    monkeypatch.setattr(po.os, "fsync", fail)
+    with pytest.raises(PerfcastError) as e:
+        write_file(out, "new", force=True)
+    assert e.value.path == str(out) and name in e.value.message and os.strerror(code) in e.value.message
+    assert out.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+@pytest.mark.parametrize("code,name", [(errno.ENOSPC, "ENOSPC"), (errno.EROFS, "EROFS"), (errno.EACCES, "EACCES")])
+def test_os_errors_anywhere_are_exit_2_naming_the_path(monkeypatch, capsys, plain_csv, tmp_path, code, name):
+    import perfcast.store as st
+
+    target = tmp_path / "x.perfcast"
+
+    def fail(exp, dest):
+        raise OSError(code, os.strerror(code), str(dest))
+
+    monkeypatch.setattr(st, "write", fail)
+    line = one_error(*cli(capsys, "import", plain_csv, "-o", target)[::2])
+    assert str(target) in line and os.strerror(code) in line and name in line
+
+
+def test_unwritable_location_is_exit_2(capsys, plain_csv):
+    """/proc takes no new files, whoever asks: a real OS refusal, not an injected one."""
+    target = "/proc/perfcast-test-report.html"
+    line = one_error(*cli(capsys, "report", plain_csv, "-o", target)[::2])
+    assert target in line
+
+
+# -- formulas: too deep is refused, not a RecursionError ----------------------------------------------
+def test_long_flat_sum_is_refused_cleanly_and_a_short_one_works(capsys, plain_csv):
+    line = one_error(*cli(capsys, "metrics", plain_csv, "--derive", "X = " + " + ".join(["t"] * 2000))[::2])
+    assert "too deeply nested" in line and "RecursionError" not in line
+    # 100 terms (99 operators) are fine: X = 100 * t at every point (t = 10 p)
+    spec = "X = " + " + ".join(["t"] * 100)
+    code, out, err = cli(capsys, "metrics", plain_csv, "--derive", spec, "--json")
+    assert code == 0, err
+    from perfcast.analysis.derived import derive
+    from perfcast.io import load
+
+    exp, _ = derive(load([plain_csv]), [spec])
+    x = exp.data[exp.data["metric"] == "X"]
+    assert sorted(zip(x["p"], x["value"])) == [(p, 1000.0 * p) for p in (1, 2, 4, 8)]
