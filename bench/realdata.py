@@ -28,8 +28,8 @@ multi-parameter set has 3 values per parameter (2 left for fitting).
 
 perfcast: the library path of `perfcast predict` (perfcast.fit.model_experiment with the CLI's
 defaults, FitOptions(max_terms=1, negative=False), ranks "auto", then fit.segmented.segment_models),
-predictions with Model.predict(at, averaged=True) ("default", the CLI's default) and
-averaged=False ("--selected"), 90% intervals with Model.interval(at, 0.9, averaged=...).
+predictions with Model.predict(at) (the selected hypothesis, the CLI's default) and
+averaged=True ("--averaged"), 90% intervals with Model.interval(at, 0.9, averaged=...).
 Extra-P: each split's TRAINING data (the same repetitions, ranks reduced the same way perfcast
 reduces them) are written in Extra-P's text format to bench/out/realdata/<split>.txt and modelled
 by Extra-P's default ModelGenerator in its own venv bench/.venv-extrap (created like
@@ -177,17 +177,17 @@ def run_perfcast(train, series, targets, params):
     from perfcast.fit.segmented import segment_models
 
     t0 = time.perf_counter()
-    opts = FitOptions(max_terms=1, negative=False)
+    opts = FitOptions(max_terms=1, negative=False)   # the CLI's defaults (nonnegative="auto")
     cps = sorted({cp for cp, _ in series})
     mts = sorted({mt for _, mt in series})
     res = model_experiment(train, mts, cps, opts, "auto")
     res = segment_models(train.select(callpath=cps, metric=mts), res, opts, "auto")
     wanted = set(series)
-    out = {"default": {}, "selected": {}}
+    out = {"averaged": {}, "selected": {}}
     for sm in res:
         if (sm.callpath, sm.metric) not in wanted:
             continue
-        for variant, avg in (("default", True), ("selected", False)):
+        for variant, avg in (("averaged", True), ("selected", False)):
             for t in targets:
                 lo, hi = sm.model.interval(t, 0.9, averaged=avg)
                 out[variant][(sm.callpath, sm.metric, tuple(t[p] for p in params))] = (
@@ -274,7 +274,7 @@ def main(argv=None):
     ap.add_argument("--verbose", "-v", action="store_true", help="print every prediction")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
-    tools = ["perfcast", "perfcast --selected"] + ([] if args.no_extrap else ["Extra-P 4.2.5"])
+    tools = ["perfcast", "perfcast --averaged"] + ([] if args.no_extrap else ["Extra-P 4.2.5"])
     results, pooled, rows = {}, {t: {} for t in tools}, []
     t_start = time.perf_counter()
     for name in args.splits.split(","):
@@ -289,7 +289,7 @@ def main(argv=None):
             continue
         keys = [(cp, mt, tuple(t[p] for p in params)) for cp, mt in series for t in targets]
         pc, pc_s = run_perfcast(train, series, targets, params)
-        preds = {"perfcast": pc["default"], "perfcast --selected": pc["selected"]}
+        preds = {"perfcast": pc["selected"], "perfcast --averaged": pc["averaged"]}
         row = {"series": len(series), "train_points": [list(p) for p in tpoints],
                "targets": targets, "perfcast_s": pc_s}
         if not args.no_extrap:

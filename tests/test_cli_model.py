@@ -1,6 +1,7 @@
 """perfcast model / predict / check on files whose generating formulas are known."""
 
 import json
+import math
 
 import pytest
 
@@ -53,13 +54,16 @@ def test_model_table_and_filters(capsys, text_file):
 
 
 def test_predict_json(capsys, text_file):
-    code, out, err = cli(capsys, "predict", text_file, "--at", "p=256", "--json", "--selected")
+    code, out, err = cli(capsys, "predict", text_file, "--at", "p=256", "--json")
     assert code == 0, err
     rows = {r["callpath"]: r for r in json.loads(out)}
     assert rows["a"]["value"] == pytest.approx(3 + 2 * 256 ** 2, rel=1e-6)
     assert rows["b"]["value"] == pytest.approx(10 + 5 * 8, rel=1e-6)
     for r in rows.values():
         assert r["lower"] <= r["value"] <= r["upper"] and r["level"] == 0.9
+        # the formula printed is the function that gave the value (4 significant digits printed)
+        shown = eval(r["formula"].replace("^", "**"), {"log2": math.log2, "p": 256.0})
+        assert shown == pytest.approx(r["value"], rel=1e-3)
 
 
 def test_check_exit_codes(capsys, text_file):

@@ -247,11 +247,11 @@ def test_report_projects_at_the_measured_point_like_the_project_command(tmp_path
 
 def test_report_model_and_predict_agree_on_the_value_at_the_target(data_dir, tmp_path, capsys):
     """One prediction everywhere: the report's and `model`'s value at the target is `perfcast predict`'s
-    (averaged over the competing hypotheses by default, the selected one with --selected)."""
+    (the selected hypothesis by default, averaged over the competing hypotheses with --averaged)."""
     src = str(data_dir / "thicket" / "lulesh_weak_scaling_cali")
     metric = "avg#inclusive#sum#time.duration"
     got = {}
-    for flag in ([], ["--selected"]):
+    for flag in ([], ["--averaged"]):
         assert main(["report", src, "-o", str(tmp_path / "r.html"), "--force", "--target", "jobsize=1000",
                      "--metric", metric, "--kernels", "8", "--plots", "0", "--min-share", "0", *flag, "--json"]) == 0
         rep = {k["callpath"]: k for k in json.loads(capsys.readouterr().out)["kernels"] if k["status"] == "ok"}
@@ -270,4 +270,4 @@ def test_report_model_and_predict_agree_on_the_value_at_the_target(data_dir, tmp
     # the two modes differ where hypotheses compete, so the agreement above is not vacuous
     common = set(got[True]) & set(got[False])
     assert any(abs(got[True][c] / got[False][c] - 1) > 1e-3 for c in common)
-    assert "Values at the target: the selected hypothesis only" in (tmp_path / "r.html").read_text()
+    assert "values at the target: averaged over the competing hypotheses" in (tmp_path / "r.html").read_text()

@@ -462,10 +462,12 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet):
     return segment_models(exp, res, opts, locations)
 
 
-_selected_option = click.option(
-    "--selected", is_flag=True,
-    help="Use only the selected hypothesis (default: average over the competing hypotheses with their "
-         "weights, which extrapolates more safely; the same in predict, model and report).")
+_averaged_option = click.option(
+    "--averaged", is_flag=True,
+    help="Values averaged over the competing hypotheses with their weights (Bayesian model averaging); "
+         "default: the selected hypothesis, so the formula shown is the function that gave the value "
+         "(on real data the two are as accurate, bench/realdata.py; intervals include the competing "
+         "hypotheses either way). The same in predict, model and report.")
 
 
 @cli.command("model")
@@ -475,10 +477,10 @@ _selected_option = click.option(
 @click.option("--target", default=None, metavar="P=V[,Q=W]",
               help="Scale at which to rank by predicted cost (after asymptotic order).")
 @click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (not with --json).")
-@_selected_option
+@_averaged_option
 @click.option("--json", "as_json", is_flag=True, help="Print every model as JSON.")
 def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, target, limit,
-              selected, as_json):
+              averaged, as_json):
     """Fit a scaling model to every callpath x metric, ranked as scalability bugs.
 
     Ranking: asymptotic order of the lead term first, then the predicted cost at --target.
@@ -494,7 +496,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
-    ranked = rank(res, parse_coords(target, "--target") if target else None, averaged=not selected)
+    ranked = rank(res, parse_coords(target, "--target") if target else None, averaged=averaged)
     if as_json:
         rows = []
         for r in ranked:
@@ -555,7 +557,7 @@ def _print_series_notes(err, kind, items, what, limit=6):
                    "compared with the measured mean, ranks reduced the same way; repeatable.")
 @click.option("--level", type=Finite(0, 1, min_open=True, max_open=True), default=0.9,
               show_default=True, help="Probability of the prediction interval.")
-@_selected_option
+@_averaged_option
 @click.option("--breakdown", is_flag=True,
               help="APMT: total runtime with a per-kernel computation / memory / communication breakdown.")
 @click.option("--timer", "timers", multiple=True, metavar="KERNEL=CALLPATH",
@@ -572,7 +574,7 @@ def _print_series_notes(err, kind, items, what, limit=6):
               help="With --breakdown: How the work per rank changes with p, for the non-scalable rule: strong (total work fixed: cost per rank expected ~ 1/p), weak (work per rank fixed: expected constant), auto (inferred from the total instructions summed over ranks).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, measured,
-                level, selected, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, as_json):
+                level, averaged, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, as_json):
     """Predict every callpath x metric at --at with a prediction interval for a new measurement.
 
     With --validate, also compare each prediction with what was measured there (relative error,
@@ -622,8 +624,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         nonneg = exp.metrics[sm.metric].kind in ("time", "count", "bytes")
         for t in targets:
             m = sm.model
-            value = m.predict(t, averaged=not selected)
-            lo, hi = m.interval(t, level, averaged=not selected)
+            value = m.predict(t, averaged=averaged)
+            lo, hi = m.interval(t, level, averaged=averaged)
             notes = fit_warnings(m) + list(getattr(m, "notes", ()))
             if nonneg and value < 0:
                 notes.append("the model predicts a negative value here: it does not extrapolate this far")
@@ -774,11 +776,11 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--comm-max-procs", type=Finite(1), default=None, metavar="N",
               help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
-@_selected_option
+@_averaged_option
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, kernels, plots, min_share, scaling,
                level, max_terms, negative, locations, derives, base, machines, title, validate, apmt_mode, timers,
-               apmt_machine, comm_max_procs, selected, as_json):
+               apmt_machine, comm_max_procs, averaged, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -838,7 +840,7 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
     opts = ReportOptions(metric=metric, target=parse_coords(target, "--target") if target else None, x=x,
                          kernels=kernels, plots=plots, min_share=min_share / 100.0, scaling=scaling, level=level,
                          title=title, locations=locations, max_terms=max_terms, negative=negative,
-                         averaged=not selected)
+                         averaged=averaged)
     vexp = load_experiment(validate, None, (), params, quiet=as_json) if validate else None
     if vexp is not None and derives:
         vexp, _ = derive(vexp, derives)

@@ -31,11 +31,11 @@ def growth_key(model) -> tuple:
     return tuple(orders)
 
 
-def rank(series_models: Iterable, target: Mapping[str, float] | None = None, averaged: bool = True) -> list[Ranked]:
+def rank(series_models: Iterable, target: Mapping[str, float] | None = None, averaged: bool = False) -> list[Ranked]:
     """Rank objects with ``callpath``, ``metric``, ``model`` (e.g. fit.SeriesModel).
 
-    The cost at ``target`` is the model-averaged prediction (``averaged=False``: the selected
-    hypothesis only), as in ``perfcast predict``."""
+    The cost at ``target`` is the selected hypothesis' prediction (``averaged=True``: averaged over
+    the competing hypotheses), as in ``perfcast predict``."""
     items = list(series_models)
     rows = []
     for sm in items:

@@ -64,7 +64,7 @@ class ReportOptions:
     max_terms: int = 1
     negative: bool = False
     #: predictions averaged over the competing hypotheses (as ``perfcast predict``); False: the selected one
-    averaged: bool = True
+    averaged: bool = False
 
 
 @dataclass
@@ -959,7 +959,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 
 {% if r.kernels %}
 <section id="ranking"><h2>Scalability bugs: kernels ranked by growth</h2>
-<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}. Ranked by the asymptotic order of the lead term, then by the value predicted at the target. Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights, as <code>perfcast predict</code>.{% else %}Values at the target: the selected hypothesis only (<code>--selected</code>).{% endif %}</p>
+<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}. Ranked by the asymptotic order of the lead term, then by the value predicted at the target. Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
 <thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th>trend</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="num sortable">share at target</th><th class="num sortable">growth</th></tr></thead>
