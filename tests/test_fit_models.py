@@ -357,3 +357,43 @@ def test_two_points_give_a_law_through_them_never_their_mean():
     # flat: the constant is a law too (exponent 0)
     flat = fit_series([8, 64], [[5.0], [5.0]])
     assert flat.terms == () and flat.constant == pytest.approx(5.0) and flat.status == "ok"
+
+
+def _one_series(values_at, kind, ps=(1, 2, 4, 8, 16)):
+    import pandas as pd
+    from perfcast import Experiment, Metric
+    from perfcast.fit import model_experiment
+
+    rows = [{"p": p, "rep": r, "callpath": "k", "metric": "m", "value": values_at(p) * (1 + d)}
+            for p in ps for r, d in enumerate((0.0, 0.002, -0.002))]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("m", "", kind, "exclusive")])
+    return model_experiment(exp)[0].model
+
+
+def test_times_and_counts_never_fall_below_zero_as_the_parameters_grow():
+    # 100 - 10 log2(p) fits these five points exactly, and is negative from p = 1024 on
+    falling = lambda p: 100 - 10 * math.log2(p)  # noqa: E731
+    other = _one_series(falling, "other")          # a quantity that may be negative: the exact law
+    assert other.predict(1024.0) == pytest.approx(0.0, abs=0.5) and other.predict(4096.0) < 0
+    for kind in ("time", "count", "bytes"):
+        m = _one_series(falling, kind)
+        lead = [t for t in m.terms if any(i > 0 or (i == 0 and j > 0) for _, i, j in t.factors)]
+        assert all(t.coefficient >= 0 for t in lead), m.formula()
+        assert min(m.predict(np.array([2.0 ** k for k in range(5, 40)]))) >= 0, m.formula()
+    # a negative constant under a growing term is a law that stays positive: kept
+    grow = lambda p: -50 + 60 * math.log2(p)  # noqa: E731
+    m = _one_series(grow, "time", ps=(2, 4, 8, 16, 32, 64))
+    assert m.constant < 0 and m.predict(1024.0) == pytest.approx(grow(1024.0), rel=0.01)
+
+
+def test_strong_scaling_series_get_negative_exponents_and_say_so():
+    # per-rank work of a strong-scaling code: 1e9 / p + 1e6 (exact ground truth), p = 1..8
+    m = _one_series(lambda p: 1e9 / p + 1e6, "count", ps=(1, 2, 4, 8))
+    assert m.predict(64.0) == pytest.approx(1e9 / 64 + 1e6, rel=0.01)
+    assert any("negative exponents" in n for n in m.notes)
+    # a growing series keeps the growing space (no note)
+    g = _one_series(lambda p: 1e5 * p ** 0.5, "count", ps=(1, 2, 4, 8))
+    assert g.predict(64.0) == pytest.approx(8e5, rel=0.01) and not g.notes
+    # a start-up cost at the first point only is not a trend: 30 at p=1, then flat 12
+    s = _one_series(lambda p: 30.0 if p == 1 else 12.0, "time", ps=(1, 2, 4, 8, 16))
+    assert not s.notes

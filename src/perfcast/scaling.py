@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["loglog_slope", "format_exponent"]
+__all__ = ["loglog_slope", "loglog_slopes", "decreasing", "DECREASING_SLOPE", "format_exponent"]
+
+#: a series whose log-log slope along some parameter is below this falls with it (the tolerance
+#: kernels use for "flat", analysis/kernels.py)
+DECREASING_SLOPE = -0.1
 
 
 def loglog_slope(x, y) -> float:
@@ -34,6 +38,51 @@ def loglog_slope(x, y) -> float:
     if not ly.any():
         return 0.0
     return float(np.dot(lx, ly) / np.dot(lx, lx))
+
+
+def loglog_slopes(x, Y) -> np.ndarray:
+    """:func:`loglog_slope` of every row of ``Y`` (S, n) against ``x`` (n,) at once; ``nan`` for
+    rows with a value that is not finite and positive (and for all rows when ``x`` has fewer
+    than two distinct positive values)."""
+    x = np.asarray(x, dtype=float).ravel()
+    Y = np.atleast_2d(np.asarray(Y, dtype=float))
+    out = np.full(Y.shape[0], np.nan)
+    if not np.all(np.isfinite(x) & (x > 0)) or np.unique(x).size < 2:
+        return out
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = np.all(np.isfinite(Y) & (Y > 0), axis=1)
+        lx = np.log(x)
+        lx = lx - lx.mean()
+        ly = np.log(np.where(ok[:, None], Y, 1.0))
+        ly = ly - ly[:, :1]
+    out[ok] = (ly[ok] @ lx) / np.dot(lx, lx)
+    return out
+
+
+def decreasing(X, Y, lines) -> np.ndarray:
+    """(S,) rows of ``Y`` (S, n; values at the points ``X`` (n, m)) that fall along some parameter:
+    the median over that parameter's lines (``lines[p]``: index arrays of points with the other
+    parameters fixed) of the log-log slope is below :data:`DECREASING_SLOPE`, over the whole lines
+    and again without each line's smallest value (a fall that is only a first point's start-up
+    cost is not a trend)."""
+    X = np.asarray(X, dtype=float)
+    Y = np.atleast_2d(np.asarray(Y, dtype=float))
+    dec = np.zeros(Y.shape[0], dtype=bool)
+    for p, idxs in enumerate(lines):
+        if not len(idxs):
+            continue
+        falls = np.ones(Y.shape[0], dtype=bool)
+        for drop_first in (False, True):
+            sl = []
+            for idx in idxs:
+                idx = np.asarray(idx)[np.argsort(X[idx, p])][int(drop_first):]
+                sl.append(loglog_slopes(X[idx, p], Y[:, idx]))
+            sl = np.column_stack(sl)
+            with np.errstate(invalid="ignore"):
+                med = np.nanmedian(np.where(np.isnan(sl).all(axis=1, keepdims=True), 0.0, sl), axis=1)
+            falls &= med < DECREASING_SLOPE
+        dec |= falls
+    return dec
 
 
 def format_exponent(e: float, digits: int = 2) -> str:

@@ -588,7 +588,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     blocks = opt.blocks()
     space = _Space(X, blocks)
     # parameters that cannot be modelled: fewer than 3 distinct values on some line
-    lines = [_lines(X, p) for p in range(m)]
+    lines = [parameter_lines(X, p) for p in range(m)]
     usable = [p for p in range(m) if lines[p]]
     notes = tuple(f"parameter {parameters[p]!r}: no line of >= 3 points with the other parameters fixed; "
                   f"treated as having no effect" for p in range(m) if not lines[p] and len(np.unique(X[:, p])) > 1)
@@ -782,7 +782,7 @@ def _holdout(X: np.ndarray, usable: Sequence[int], drop: int = 1):
 
 
 
-def _lines(X: np.ndarray, p: int) -> list[np.ndarray]:
+def parameter_lines(X: np.ndarray, p: int) -> list[np.ndarray]:
     """Index arrays of the lines along parameter p (others fixed) with >= 3 distinct values."""
     others = [q for q in range(X.shape[1]) if q != p]
     if not others:
@@ -1152,7 +1152,7 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
         _search_single(space, ch, opt, K)
     else:
         kidx = np.nonzero(keep)[0]
-        lines = [[kidx[ix] for ix in _lines(X[keep], p)] for p in range(m)]
+        lines = [[kidx[ix] for ix in parameter_lines(X[keep], p)] for p in range(m)]
         # a shorter shortlist: the check calibrates a variance, it need not find the best model
         # (3 of 5: 9 instead of 25 choices per two-parameter form)
         sub = dataclasses.replace(opt, shortlist=min(opt.shortlist, DRIFT_SHORTLIST))

@@ -13,7 +13,7 @@ callpaths were measured on different point sets is split into as many batches.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -21,7 +21,8 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import LOCATION_COLUMNS, Experiment
-from .core import FitOptions, GroupFit, fit_group
+from ..scaling import decreasing
+from .core import FitOptions, GroupFit, fit_group, parameter_lines
 from .model import Model
 
 LOCATION_REDUCTIONS = ("auto", "sum", "mean", "max", "min", "median")
@@ -188,15 +189,28 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
         if progress is not None:
             progress(done[0] + k, S)
 
+    opts = options or FitOptions()
     for g, sig in enumerate(sigs):
-        rows = np.nonzero(inverse == g)[0]
+        rows_all = np.nonzero(inverse == g)[0]
         cols = np.nonzero(sig)[0]
-        # sort the point set for readability of the design (not needed for correctness)
         X = coords[cols]
-        gf = fit_group(X, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)], ssd[np.ix_(rows, cols)],
-                       params, options, prog, None if reps is None else reps[rows][:, cols])
-        done[0] += len(rows)
-        groups.append(gf)
-        for j, r in enumerate(rows.tolist()):
-            index[(cps[r], mts[r])] = (g, j)
+        # series that fall with a parameter (strong scaling: cost per rank ~ 1/p) get negative
+        # exponents in their search, and say so; the others keep the growing space
+        parts = [(rows_all, opts, ())]
+        if not opts.negative and len(cols) >= 3:
+            dec = decreasing(X, mean[np.ix_(rows_all, cols)], [parameter_lines(X, p) for p in range(len(params))])
+            if dec.any():
+                note = ("falls with " + " or ".join(params) + ": negative exponents searched (strong scaling)",)
+                parts = [(rows_all[~dec], opts, ()), (rows_all[dec], replace(opts, negative=True), note)]
+        for rows, o, note in parts:
+            if not len(rows):
+                continue
+            gf = fit_group(X, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)], ssd[np.ix_(rows, cols)],
+                           params, o, prog, None if reps is None else reps[rows][:, cols])
+            if note:
+                gf = replace(gf, notes=gf.notes + note)
+            done[0] += len(rows)
+            for j, r in enumerate(rows.tolist()):
+                index[(cps[r], mts[r])] = (len(groups), j)
+            groups.append(gf)
     return groups, index
