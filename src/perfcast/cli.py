@@ -444,22 +444,14 @@ def _model_options(f):
     return f
 
 
-def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet):
-    from .fit import FitOptions, model_experiment
+def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, averaged=False):
+    """The one model set every modelling command reads (perfcast.modelset.model), with progress."""
+    from .modelset import model
     from .report.terminal import progress
 
-    if not exp.parameters:
-        raise PerfcastError("the experiment has no parameters (one run): scaling models need runs at "
-                            "several points; combine inputs or give --point")
-    from .fit.segmented import segment_models
-
-    opts = FitOptions(max_terms=max_terms, negative=negative)
     with progress("modeling", enabled=None if not quiet else False) as cb:
-        res = model_experiment(exp, list(metrics) or None, list(callpaths) or None, opts, locations,
-                               lambda done, total: cb(done, total, ""))
-    # series no single PMNF function follows (poor fits) get a segmented model when the data
-    # support a regime change (fit/segmented.py); the others are returned as they are
-    return segment_models(exp, res, opts, locations)
+        return model(exp, metrics, callpaths, max_terms=max_terms, negative=negative, locations=locations,
+                     averaged=averaged, progress=lambda done, total: cb(done, total, ""))
 
 
 _averaged_option = click.option(
@@ -491,23 +483,14 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
       perfcast model exp.perfcast --metric time --callpath 'main->*' --json
     """
     from .analysis.fitcheck import fit_warnings
-    from .analysis.ranking import rank
     from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
-    res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
-    ranked = rank(res, parse_coords(target, "--target") if target else None, averaged=averaged)
+    ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
+    tgt = parse_coords(target, "--target") if target else None
     if as_json:
-        rows = []
-        for r in ranked:
-            sm = next(x for x in res if x.callpath == r.callpath and x.metric == r.metric)
-            d = sm.to_dict()
-            d["rank"] = r.rank
-            d["warnings"] = fit_warnings(r.model)
-            if r.predicted is not None:
-                d["predicted_at_target"] = r.predicted
-            rows.append(d)
-        return write_json(rows)
+        return write_json(ms.to_dict(tgt))
+    ranked = ms.rank(tgt)
     from .report.terminal import trends
 
     tr = trends(exp, [(r.callpath, r.metric) for r in ranked[:limit]], locations, ascii=not out.is_terminal)
@@ -585,8 +568,6 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
       perfcast predict exp.perfcast --at p=4096 --metric time
       perfcast predict small.perfcast --validate large.perfcast
     """
-    import math
-
     from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
@@ -614,28 +595,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         from .apmt.cli import breakdown_cmd
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
                              comm_max_procs, scaling)
-    from .analysis.fitcheck import fit_warnings
-
-    res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
-    rows = []
-    for sm in res:
-        # times, counts and bytes cannot be negative: a negative prediction means the model does not
-        # extrapolate that far (said, not hidden); a negative lower bound is clipped at 0
-        nonneg = exp.metrics[sm.metric].kind in ("time", "count", "bytes")
-        for t in targets:
-            m = sm.model
-            value = m.predict(t, averaged=averaged)
-            lo, hi = m.interval(t, level, averaged=averaged)
-            notes = fit_warnings(m) + list(getattr(m, "notes", ()))
-            if nonneg and value < 0:
-                notes.append("the model predicts a negative value here: it does not extrapolate this far")
-            if nonneg and not math.isnan(lo) and lo < 0:
-                lo, hi = 0.0, max(hi, 0.0)
-                notes.append("interval clipped at 0")
-            rows.append({"callpath": sm.callpath, "metric": sm.metric, "at": t, "value": value,
-                         "lower": None if math.isnan(lo) else lo, "upper": None if math.isnan(hi) else hi,
-                         "level": level, "formula": m.formula(), "status": m.status, "notes": notes,
-                         "segmented": bool(getattr(m, "segments", None))})
+    rows = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged).predict(
+        targets, level)
     summary = None
     if check is not None:
         rows = validation.compare(rows, check, exp.parameters)
@@ -648,7 +609,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     from .report.terminal import trends
 
     tr = trends(exp, [(r["callpath"], r["metric"]) for r in rows], locations, ascii=not out.is_terminal)
-    cols = ["callpath", "metric", "trend", "at", "value", f"{level:.0%} interval"]
+    cols = ["callpath", "metric", "trend", "at", "value", f"{level:.0%} interval", "confidence"]
     if summary is not None:
         cols += ["measured", "error"]
     cols += ["model"]
@@ -665,7 +626,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         [r["callpath"], r["metric"], tr.get((r["callpath"], r["metric"]), ""),
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
          f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else ""),
-         "-" if r["lower"] is None else f"[{r['lower']:.6g}, {r['upper']:.6g}]"] + compared(r)
+         "-" if r["lower"] is None else f"[{'0 (clipped)' if r['clipped'] else format(r['lower'], '.6g')}, "
+                                        f"{r['upper']:.6g}]", r["confidence"]] + compared(r)
         + [r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
     if summary is not None:
         s = summary

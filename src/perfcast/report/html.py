@@ -354,8 +354,6 @@ def _default_title(exp: Experiment) -> str:
 
 def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o: ReportOptions, vmeans=None):
     from ..analysis.ranking import rank
-    from ..fit import FitOptions, model_experiment
-    from ..fit.segmented import segment_models
 
     x = rep.x
     pts = exp.points()
@@ -377,10 +375,9 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
         rep.target_default = True
     rep.target = target
     if models is None:
-        models = model_experiment(exp, metric=[rep.metric], options=FitOptions(max_terms=o.max_terms,
-                                                                               negative=o.negative),
-                                  locations=o.locations)
-        models = segment_models(exp, models, FitOptions(max_terms=o.max_terms, negative=o.negative), o.locations)
+        from ..modelset import model
+
+        models = model(exp, [rep.metric], max_terms=o.max_terms, negative=o.negative, locations=o.locations).series
     models = [sm for sm in models if sm.metric == rep.metric]
     rep.n_models = len(models)
     if not models:

@@ -1,0 +1,204 @@
+"""One model set behind every output: ``perfcast.model(exp)`` fits every callpath x metric once and
+returns a :class:`ModelSet` that ``model``, ``predict``, ``check``, ``report`` and every ``--json``
+read from.
+
+>>> import perfcast
+>>> exp = perfcast.io.load(["lulesh_weak_scaling_cali"])
+>>> ms = perfcast.model(exp, metrics=["avg#inclusive#sum#time.duration"])
+>>> ms.predict({"jobsize": 1000})        # tidy rows: value, interval, confidence, the formula
+>>> ms.rank({"jobsize": 1000})           # scalability bugs: growth first, then cost at the target
+>>> ms.to_frame({"jobsize": 1000})       # one row per series (pandas)
+
+The rules every view shares live here, once:
+
+* **The value is the formula's.**  By default the value at a point is the selected hypothesis',
+  the function printed next to it; ``averaged=True`` averages over the competing hypotheses with
+  their weights (the interval includes them either way).
+* **Times, counts and bytes are not negative.**  Their models never fall below zero as the
+  parameters grow (:class:`perfcast.fit.FitOptions` ``nonnegative="auto"``); a value that is still
+  negative at a point (a segmented or two-point model below its data) is reported with a note, and
+  a negative lower interval bound is clipped at 0 and marked ``clipped``.
+* **Confidence.**  Each prediction carries ``high``/``medium``/``low`` (:func:`confidence`) from
+  the relative width of its interval, which grows with the distance beyond the data and with the
+  disagreement of the competing hypotheses, and from the model's own warnings (poor fit, two
+  points only, an insufficient model).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import PerfcastError
+
+#: metric kinds whose values cannot be negative (fit.core.NONNEGATIVE_KINDS)
+NONNEGATIVE = ("time", "count", "bytes")
+#: confidence from the interval's relative half-width (half-width / |value|): up to the first is
+#: high, up to the second medium, beyond (or no interval, or a warning) low
+CONFIDENCE_LIMITS = (0.10, 0.50)
+
+
+def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | None = None, *,
+          max_terms: int = 1, negative: bool = False, locations: str = "auto", options=None,
+          segmented: bool = True, averaged: bool = False,
+          progress: Callable[[int, int], None] | None = None) -> "ModelSet":
+    """Fit every callpath x metric of ``exp`` (optionally only ``metrics`` and callpath globs
+    ``callpaths``) and return the :class:`ModelSet`.  ``segmented``: series no single PMNF function
+    follows (poor fits) get a segmented model when the data support a regime change."""
+    from .fit import FitOptions, model_experiment
+    from .fit.segmented import segment_models
+
+    if not exp.parameters:
+        raise PerfcastError("the experiment has no parameters (one run): scaling models need runs at "
+                            "several points; combine inputs or give --point", where="parameters")
+    opts = options or FitOptions(max_terms=max_terms, negative=negative)
+    res = model_experiment(exp, list(metrics) if metrics else None, list(callpaths) if callpaths else None,
+                           opts, locations, progress)
+    if segmented:
+        res = segment_models(exp, res, opts, locations)
+    kinds = {name: m.kind for name, m in exp.metrics.items()}
+    units = {name: m.unit for name, m in exp.metrics.items()}
+    return ModelSet(tuple(exp.parameters), tuple(res), kinds, units, averaged)
+
+
+def confidence(value: float, lower: float | None, upper: float | None, warnings: Sequence[str]) -> str:
+    """``high``, ``medium`` or ``low`` (module docstring; :data:`CONFIDENCE_LIMITS`)."""
+    if warnings or lower is None or upper is None or not math.isfinite(value) or value == 0:
+        return "low"
+    rel = (upper - lower) / 2 / abs(value)
+    if rel <= CONFIDENCE_LIMITS[0]:
+        return "high"
+    return "medium" if rel <= CONFIDENCE_LIMITS[1] else "low"
+
+
+@dataclass(frozen=True)
+class ModelSet:
+    """Models keyed by (callpath, metric), in tree then metric order."""
+
+    parameters: tuple[str, ...]
+    series: tuple = ()
+    #: metric -> kind (time, count, bytes, other) and unit
+    kinds: Mapping[str, str] = field(default_factory=dict)
+    units: Mapping[str, str] = field(default_factory=dict)
+    #: values averaged over the competing hypotheses (default: the selected one, the formula shown)
+    averaged: bool = False
+
+    # -- a mapping of (callpath, metric) -> model ------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.series)
+
+    def __iter__(self) -> Iterator:
+        return iter(self.series)
+
+    def keys(self) -> list[tuple[str, str]]:
+        return [(sm.callpath, sm.metric) for sm in self.series]
+
+    def __getitem__(self, key: tuple[str, str]):
+        for sm in self.series:
+            if (sm.callpath, sm.metric) == tuple(key):
+                return sm.model
+        raise KeyError(key)
+
+    def with_averaged(self, averaged: bool = True) -> "ModelSet":
+        return replace(self, averaged=averaged)
+
+    def select(self, metrics: Sequence[str] | None = None) -> "ModelSet":
+        if metrics is None:
+            return self
+        return replace(self, series=tuple(sm for sm in self.series if sm.metric in set(metrics)))
+
+    # -- the views -----------------------------------------------------------------------------
+    def warnings(self, sm) -> list[str]:
+        from .analysis.fitcheck import fit_warnings
+
+        return fit_warnings(sm.model)
+
+    def predict(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9) -> list[dict]:
+        """One row per series and point: ``callpath, metric, unit, at, value, lower, upper, level,
+        clipped, confidence, formula, status, segmented, notes`` (module docstring for the rules)."""
+        pts = [points] if isinstance(points, Mapping) else list(points)
+        for t in pts:
+            extra = [k for k in t if k not in self.parameters]
+            missing = [p for p in self.parameters if p not in t]
+            if extra or missing:
+                raise PerfcastError(f"point {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
+                                    f"parameters {', '.join(self.parameters)}", where="at")
+        rows = []
+        for sm in self.series:
+            m = sm.model
+            nonneg = self.kinds.get(sm.metric) in NONNEGATIVE
+            warn = self.warnings(sm)
+            base_notes = warn + list(getattr(m, "notes", ()))
+            for t in pts:
+                value = float(m.predict(t, averaged=self.averaged))
+                lo, hi = m.interval(t, level, averaged=self.averaged)
+                lo = None if math.isnan(lo) else float(lo)
+                hi = None if math.isnan(hi) else float(hi)
+                notes = list(base_notes)
+                clipped = False
+                if nonneg and value < 0:
+                    notes.append("the model predicts a negative value here: it does not extrapolate this far")
+                if nonneg and lo is not None and lo < 0:
+                    lo, hi, clipped = 0.0, max(hi, 0.0), True
+                    notes.append("interval clipped at 0")
+                doubts = list(warn)
+                if nonneg and value < 0:
+                    doubts.append("negative")
+                if m.status != "ok" and not getattr(m, "segments", None):
+                    doubts.append("insufficient")
+                # a clipped interval reaches below zero: wider than the value itself, so low
+                conf = "low" if clipped else confidence(value, lo, hi, doubts)
+                rows.append({"callpath": sm.callpath, "metric": sm.metric, "unit": self.units.get(sm.metric, ""),
+                             "at": dict(t), "value": value, "lower": lo, "upper": hi, "level": level,
+                             "clipped": clipped, "confidence": conf, "formula": m.formula(), "status": m.status,
+                             "segmented": bool(getattr(m, "segments", None)), "notes": notes})
+        return rows
+
+    def rank(self, target: Mapping[str, float] | None = None) -> list:
+        """Scalability-bug ranking (:func:`perfcast.analysis.ranking.rank`) of every series, costs at
+        ``target`` as :meth:`predict` gives them."""
+        from .analysis.ranking import rank
+
+        return rank(self.series, target, averaged=self.averaged)
+
+    def to_dict(self, target: Mapping[str, float] | None = None) -> list[dict]:
+        """``perfcast model --json``: one dict per series in rank order (the model, its rank, its
+        warnings and, with ``target``, ``predicted_at_target``)."""
+        by_key = {(sm.callpath, sm.metric): sm for sm in self.series}
+        out = []
+        for r in self.rank(target):
+            d = by_key[(r.callpath, r.metric)].to_dict()
+            d["unit"] = self.units.get(r.metric, "")
+            d["rank"] = r.rank
+            d["warnings"] = self.warnings(by_key[(r.callpath, r.metric)])
+            if r.predicted is not None:
+                d["predicted_at_target"] = r.predicted
+            out.append(d)
+        return out
+
+    def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9) -> pd.DataFrame:
+        """One row per series: rank, callpath, metric, unit, formula, status, smape, noise and, with
+        ``target``, the value there with its interval and confidence."""
+        preds = {}
+        if target is not None:
+            preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
+        by_key = {(sm.callpath, sm.metric): sm for sm in self.series}
+        rows = []
+        for r in self.rank(target):
+            m = by_key[(r.callpath, r.metric)].model
+            q = m.quality
+            row = {"rank": r.rank, "callpath": r.callpath, "metric": r.metric,
+                   "unit": self.units.get(r.metric, ""), "formula": m.formula(), "status": m.status,
+                   "smape": None if q is None else q.smape, "noise": None if q is None else q.noise}
+            if target is not None:
+                p = preds[(r.callpath, r.metric)]
+                row.update(value=p["value"], lower=p["lower"], upper=p["upper"], confidence=p["confidence"])
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+__all__ = ["ModelSet", "model", "confidence", "NONNEGATIVE", "CONFIDENCE_LIMITS"]

@@ -1,0 +1,98 @@
+"""The one model set behind every output (perfcast.model -> ModelSet), checked against the laws that
+generated the data and against the CLI's own --json (the API reproduces the commands)."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import perfcast
+from perfcast import Experiment, Metric
+from perfcast.cli import main
+
+LAWS = {"main->solve": lambda p: 2.0 + 3.0 * p,                 # time, linear
+        "main->reduce": lambda p: 0.5 * math.log2(p) + 1.0,     # time, logarithmic
+        "main->setup": lambda p: 4.0}                            # time, constant
+P = (2, 4, 8, 16, 32)
+
+
+def _experiment(noise=(0.0, 0.001, -0.001)):
+    rows = [{"p": p, "rep": r, "callpath": cp, "metric": "time", "value": f(p) * (1 + e)}
+            for cp, f in LAWS.items() for p in P for r, e in enumerate(noise)]
+    rows += [{"p": p, "rep": 0, "callpath": "main", "metric": "time", "value": sum(f(p) for f in LAWS.values())}
+             for p in P]
+    return Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")])
+
+
+def test_subpackages_and_model_are_reachable_from_the_top():
+    assert perfcast.fit.FitOptions is not None and perfcast.io.load is not None
+    assert perfcast.model is perfcast.modelset.model and perfcast.ModelSet is perfcast.modelset.ModelSet
+
+
+def test_predictions_follow_the_generating_laws_and_the_printed_formula():
+    ms = perfcast.model(_experiment())
+    assert set(ms.keys()) == {(cp, "time") for cp in [*LAWS, "main"]}
+    rows = ms.predict([{"p": 256.0}, {"p": 1024.0}])
+    assert len(rows) == 2 * len(ms)
+    for r in rows:
+        if r["callpath"] in LAWS:
+            assert r["value"] == pytest.approx(LAWS[r["callpath"]](r["at"]["p"]), rel=1e-3)
+        # the formula printed is the function that gave the value (4 significant digits printed)
+        shown = eval(r["formula"].replace("^", "**"), {"log2": math.log2, "p": r["at"]["p"]})
+        assert shown == pytest.approx(r["value"], rel=2e-3)
+        assert r["unit"] == "s" and r["lower"] <= r["value"] <= r["upper"] and not r["clipped"]
+    # the data are nearly exact and the laws are in the search space: high confidence at 8x
+    conf = {r["callpath"]: r["confidence"] for r in rows if r["at"]["p"] == 256.0}
+    assert conf["main->solve"] == "high" and conf["main->setup"] == "high"
+
+
+def test_rank_frame_and_dict_agree_with_the_cli(tmp_path, capsys):
+    exp = _experiment()
+    ms = perfcast.model(exp)
+    ranked = ms.rank({"p": 1024.0})
+    # growth first: the linear ones (solve and main, which contains it), then log, then constant
+    assert [r.callpath for r in ranked][-2:] == ["main->reduce", "main->setup"]
+    frame = ms.to_frame({"p": 1024.0})
+    assert list(frame["callpath"]) == [r.callpath for r in ranked]
+    assert frame.set_index("callpath").loc["main->solve", "value"] == pytest.approx(2 + 3 * 1024, rel=1e-3)
+    # the API reproduces `perfcast model --json` and `perfcast predict --json`
+    f = tmp_path / "e.csv"
+    exp.data.to_csv(f, index=False)
+    capsys.readouterr()
+    assert main(["model", str(f), "--target", "p=1024", "--json"]) == 0
+    cli_rows = json.loads(capsys.readouterr().out)
+    api_rows = perfcast.model(perfcast.io.load([f])).to_dict({"p": 1024.0})
+    assert [r["callpath"] for r in cli_rows] == [r["callpath"] for r in api_rows]
+    assert [r["predicted_at_target"] for r in cli_rows] == pytest.approx([r["predicted_at_target"] for r in api_rows])
+    assert main(["predict", str(f), "--at", "p=1024", "--json"]) == 0
+    cli_pred = json.loads(capsys.readouterr().out)
+    api_pred = perfcast.model(perfcast.io.load([f])).predict({"p": 1024.0})
+    assert [(r["callpath"], r["value"], r["confidence"]) for r in cli_pred] == \
+        [(r["callpath"], pytest.approx(r["value"]), r["confidence"]) for r in api_pred]
+
+
+def test_a_clipped_bound_is_marked_and_lowers_the_confidence():
+    # a noisy count at three points extrapolated 64x: the interval reaches below zero
+    rng = np.random.default_rng(3)
+    rows = [{"p": p, "rep": r, "callpath": "k", "metric": "bytes", "value": 1000 * (1 + rng.uniform(-0.4, 0.4))}
+            for p in (2, 4, 8) for r in range(3)]
+    ms = perfcast.model(Experiment(["p"], pd.DataFrame(rows), [Metric("bytes", "B", "bytes", "exclusive")]))
+    r = ms.predict({"p": 512.0})[0]
+    assert r["value"] >= 0
+    if r["clipped"]:
+        assert r["lower"] == 0.0 and r["confidence"] == "low" and "interval clipped at 0" in r["notes"]
+    # two points: a law through them, flagged low whatever its interval
+    two = perfcast.model(Experiment(["p"], pd.DataFrame(
+        [{"p": p, "rep": 0, "callpath": "k", "metric": "time", "value": 2.0 * p} for p in (4, 8)]),
+        [Metric("time", "s", "time", "exclusive")]))
+    t = two.predict({"p": 64.0})[0]
+    assert t["value"] == pytest.approx(128.0, rel=1e-9) and t["confidence"] == "low"
+
+
+def test_one_point_and_no_parameter_are_errors():
+    one = Experiment(["p"], pd.DataFrame([{"p": 4, "rep": 0, "callpath": "k", "metric": "time", "value": 1.0}]),
+                     [Metric("time", "s", "time", "exclusive")])
+    with pytest.raises(perfcast.PerfcastError, match="at least 2 points"):
+        perfcast.model(one)
