@@ -210,7 +210,7 @@ def _locked(dest: Path):
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
         except OSError as e:
-            raise PerfcastError(f"cannot lock the output ({e.strerror or e})", path) from None
+            raise PerfcastError(f"cannot write the output ({e.strerror or e})", dest) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             held = os.fstat(fd)
