@@ -125,7 +125,7 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
 
     check_store_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
-    store.write(exp, output)
+    store.write(exp, output, overwrite=force)  # checked again under the output's lock
     s = exp.summary()
     if as_json:
         write_json({"output": str(output), "parameters": s["parameters"], "n_points": s["n_points"],
@@ -239,7 +239,7 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
     rows = [{"index": i, **m.to_dict(), "formula": (derived.get(n) or {}).get("formula")}
             for i, (n, m) in enumerate(exp.metrics.items())]
     if output is not None:
-        store.write(exp, output)
+        store.write(exp, output, overwrite=force)
     if as_json:
         write_json({"metrics": rows, "derived": reports, "output": str(output) if output else None})
         return

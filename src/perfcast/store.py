@@ -4,17 +4,46 @@
 * ``values.parquet``  -- the tidy value table;
 * ``callpaths.parquet`` -- the calling-context tree (path, parent, name), in tree order.
 
-Writes are atomic: everything goes into a temporary sibling directory that is renamed into place
-only when complete, so an interrupted or failed write leaves the previous state (or nothing).
+Writes are atomic and serialised (:func:`atomic_dir`):
+
+* Writers to one destination take an exclusive ``flock`` on ``.NAME.lock`` beside it and hold it
+  across check-and-write, so of two concurrent writers without ``overwrite`` exactly one wins and
+  the other is told the output exists. The lock file is removed when the write ends (a waiter that
+  then holds a lock on an unlinked file notices and retries). Without ``fcntl`` (Windows) writes
+  are not serialised. On NFS the lock is as good as the server's ``flock`` emulation.
+* Everything goes into a temporary sibling ``.NAME.XXXXXXXX.tmp``; every file and directory in it
+  is fsync'ed and given the modes the umask asks for (0o777/0o666 & ~umask) before it is moved in.
+* A new destination is a plain ``rename``. An existing one is replaced by swapping the two
+  directories in one step -- Linux ``renameat2(RENAME_EXCHANGE)`` -- and then deleting the old
+  copy, so at every moment ``NAME`` is either the whole old or the whole new store.
+* Fallback where the exchange is unsupported (not Linux, or the filesystem answers EINVAL/ENOSYS/
+  EOPNOTSUPP): the old store is renamed aside to ``.NAME.XXXXXXXX.old/x``, the new one renamed in,
+  then the aside copy deleted. The old store is kept until the new one is in place; a writer killed
+  between the two renames leaves ``NAME`` missing and the aside copy, which the next write or read
+  of ``NAME`` (:func:`recover`) renames back.
+* Temporaries left by killed writers (``.NAME.XXXXXXXX.tmp`` / ``.old``) are deleted by the next
+  write to ``NAME``, while it holds the lock -- so no live writer can own them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import functools
 import json
 import os
+import platform
+import re
+import secrets
 import shutil
-import tempfile
+import sys
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 import pandas as pd
 import pyarrow as pa
@@ -27,6 +56,12 @@ FORMAT = "perfcast-experiment"
 VERSION = 1
 SUFFIX = ".perfcast"
 
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_SYSCALL_RENAMEAT2 = {"x86_64": 316, "amd64": 316, "aarch64": 276, "arm64": 276}
+#: errno values meaning "this kernel/filesystem cannot exchange": use the two-rename fallback
+UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)})
+
 
 def is_store(path: str | Path) -> bool:
     p = Path(path)
@@ -38,35 +73,256 @@ def is_store(path: str | Path) -> bool:
         return False
 
 
-def atomic_dir(dest: Path, fill) -> Path:
-    """Create directory ``dest`` atomically: ``fill(tmpdir)`` writes into a temporary sibling."""
+# --- renameat2 -------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _renameat2(use_syscall: bool = False):
+    """A callable ``f(olddirfd, old, newdirfd, new, flags) -> int`` for renameat2, or None.
+
+    The libc symbol (glibc >= 2.28) unless ``use_syscall`` or it is missing; then the raw system
+    call by number on x86_64 and aarch64."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    fn = None if use_syscall else getattr(libc, "renameat2", None)
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        fn.restype = ctypes.c_int
+        return fn
+    nr = _SYSCALL_RENAMEAT2.get(platform.machine().lower())
+    syscall = getattr(libc, "syscall", None)
+    if nr is None or syscall is None:
+        return None
+    syscall.restype = ctypes.c_long
+
+    def call(olddirfd, old, newdirfd, new, flags):
+        return syscall(ctypes.c_long(nr), ctypes.c_int(olddirfd), ctypes.c_char_p(old),
+                       ctypes.c_int(newdirfd), ctypes.c_char_p(new), ctypes.c_uint(flags))
+
+    return call
+
+
+def exchange(a: str | Path, b: str | Path, *, use_syscall: bool = False) -> None:
+    """Atomically swap the directory entries ``a`` and ``b`` (both must exist).
+
+    Raises OSError; its errno is in :data:`UNSUPPORTED` where the platform or filesystem cannot."""
+    fn = _renameat2(use_syscall)
+    if fn is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available on this platform", str(a), None, str(b))
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no os.getumask before Python 3.13; set and restore
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.EBADF):  # filesystems that cannot sync a directory
+            raise
+    finally:
+        os.close(fd)
+
+
+def _seal(tmp: Path) -> None:
+    """Give everything under ``tmp`` the umask's modes and fsync it, deepest first."""
+    mask = _umask()
+    for root, _dirs, files in os.walk(tmp, topdown=False):
+        for name in files:
+            p = os.path.join(root, name)
+            if os.path.islink(p):
+                continue
+            os.chmod(p, 0o666 & ~mask)
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.chmod(root, 0o777 & ~mask)
+        _fsync_dir(Path(root))
+
+
+def _remove(p: Path) -> None:
+    if p.is_symlink() or (os.path.lexists(p) and not p.is_dir()):
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+    else:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _mkdir_tmp(parent: Path, name: str, kind: str) -> Path:
+    for _ in range(100):
+        p = parent / f".{name}.{secrets.token_hex(4)}.{kind}"
+        try:
+            os.mkdir(p, 0o700)
+            return p
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent / f".{name}.*.{kind}"))
+
+
+def _temporaries(dest: Path) -> list[Path]:
+    """Temporaries of writers to ``dest``: ``.NAME.XXXXXXXX.tmp`` and ``.old`` (8 characters of
+    ``[a-z0-9_]``, which also matches older perfcast's tempfile names but never the temporaries of
+    another destination such as ``NAME.x``)."""
+    pat = re.compile(rf"\.{re.escape(dest.name)}\.[a-z0-9_]{{8}}\.(tmp|old)")
+    try:
+        names = os.listdir(dest.parent)
+    except OSError:
+        return []
+    return [dest.parent / n for n in names if pat.fullmatch(n)]
+
+
+def _asides(dest: Path) -> list[Path]:
+    return [t / "x" for t in _temporaries(dest) if t.name.endswith(".old") and os.path.lexists(t / "x")]
+
+
+@contextlib.contextmanager
+def _locked(dest: Path):
+    """Hold the exclusive lock of ``dest`` (``.NAME.lock`` beside it)."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    path = dest.parent / f".{dest.name}.lock"
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except OSError as e:
+            raise PerfcastError(f"cannot write the output ({e.strerror or e})", dest) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                now = os.stat(path)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)  # the holder we waited for removed this lock file: lock the current one
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # still holding the lock: waiters on this file will retry
+        os.close(fd)
+
+
+def _recover_locked(dest: Path) -> bool:
+    if os.path.lexists(dest):
+        return False
+    asides = _asides(dest)
+    if not asides:
+        return False
+    newest = max(asides, key=lambda x: x.parent.stat().st_mtime)
+    os.rename(newest, dest)
+    _fsync_dir(dest.parent)
+    return True
+
+
+def recover(dest: str | Path) -> bool:
+    """If ``dest`` is missing because a writer was killed between the fallback's two renames,
+    put the old store (its aside copy) back. True when something was restored."""
+    dest = Path(dest)
+    if os.path.lexists(dest) or not _asides(dest):
+        return False
+    try:
+        with _locked(dest):
+            return _recover_locked(dest)
+    except (PerfcastError, OSError):
+        return False  # e.g. a read-only directory: the reader reports the missing store
+
+
+def _replace(tmp: Path, dest: Path) -> None:
+    """Put the complete directory ``tmp`` at the existing ``dest``; remove the old copy."""
+    parent = dest.parent
+    try:
+        exchange(tmp, dest)
+    except OSError as e:
+        if e.errno not in UNSUPPORTED:
+            raise
+    else:
+        _fsync_dir(parent)
+        _remove(tmp)  # now holds the old store
+        return
+    old = _mkdir_tmp(parent, dest.name, "old")
+    os.rename(dest, old / "x")
+    try:
+        os.rename(tmp, dest)
+    except BaseException:
+        os.rename(old / "x", dest)
+        _remove(old)
+        raise
+    _fsync_dir(parent)
+    os.rename(old / "x", old / "done")  # no longer a recovery candidate
+    _remove(old)
+
+
+def atomic_dir(dest: Path, fill, overwrite: bool = True) -> Path:
+    """Create or replace directory ``dest`` atomically: ``fill(tmpdir)`` writes into a temporary
+    sibling that is moved into place when complete (see the module docstring for the guarantees).
+
+    Without ``overwrite`` an existing ``dest`` -- judged while holding the lock -- is an error."""
     dest = Path(dest)
     parent = dest.parent if str(dest.parent) else Path(".")
+    dest = parent / dest.name
     if not parent.is_dir():
         raise PerfcastError("output directory does not exist", parent)
-    if dest.exists() and not dest.is_dir():
-        raise PerfcastError("output exists and is not a directory", dest)
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=parent))
-    except OSError as e:
-        raise PerfcastError(f"cannot write the output ({e.strerror or e})", dest) from None
-    try:
-        fill(tmp)
-        if dest.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=parent))
-            os.rename(dest, old / "x")
-            os.rename(tmp, dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with _locked(dest):
+        _recover_locked(dest)
+        for t in _temporaries(dest):
+            _remove(t)
+        if os.path.lexists(dest):
+            if not overwrite:
+                raise PerfcastError("output exists; use --force to replace it", dest)
+            if not dest.is_dir():
+                raise PerfcastError("output exists and is not a directory", dest)
+        try:
+            tmp = _mkdir_tmp(parent, dest.name, "tmp")
+        except OSError as e:
+            raise PerfcastError(f"cannot write the output ({e.strerror or e})", dest) from None
+        try:
+            fill(tmp)
+            _seal(tmp)
+            if os.path.lexists(dest):
+                _replace(tmp, dest)
+            else:
+                os.rename(tmp, dest)
+                _fsync_dir(parent)
+        except BaseException:
+            _remove(tmp)
+            raise
     return dest
 
 
-def write(exp: Experiment, dest: str | Path) -> Path:
-    """Store ``exp`` at ``dest`` (a directory, conventionally ``NAME.perfcast``)."""
+def write(exp: Experiment, dest: str | Path, overwrite: bool = True) -> Path:
+    """Store ``exp`` at ``dest`` (a directory, conventionally ``NAME.perfcast``).
+
+    ``overwrite=False`` refuses an existing ``dest`` (checked under the destination's lock)."""
 
     def fill(tmp: Path):
         header = {
@@ -89,11 +345,12 @@ def write(exp: Experiment, dest: str | Path) -> Path:
         pq.write_table(tree, tmp / "callpaths.parquet")
         (tmp / "experiment.json").write_text(text)  # written last: marks a complete store
 
-    return atomic_dir(Path(dest), fill)
+    return atomic_dir(Path(dest), fill, overwrite)
 
 
 def read(path: str | Path) -> Experiment:
     p = Path(path)
+    recover(p)
     head = p / "experiment.json"
     if not head.is_file():
         raise PerfcastError("not a perfcast experiment (no experiment.json)", p)

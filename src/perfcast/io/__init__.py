@@ -89,6 +89,7 @@ def detect(path: Path) -> Reader:
     from .. import store
 
     _load_modules()
+    store.recover(path)  # a store left aside by a writer killed mid-replace
     if store.is_store(path) or (path.is_dir() and (path / "experiment.json").is_file()
                                 and (path / "values.parquet").exists()):
         return _STORE_READER  # a damaged store too: store.read names what is wrong
