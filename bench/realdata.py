@@ -26,10 +26,9 @@ threads) design with no parameter having more than 3 values at fixed other param
 compilers merged as repetitions), so a leave-the-largest-out split is not meaningful; the CUBE
 multi-parameter set has 3 values per parameter (2 left for fitting).
 
-perfcast: the library path of `perfcast predict` (perfcast.fit.model_experiment with the CLI's
-defaults, FitOptions(max_terms=1, negative=False), ranks "auto", then fit.segmented.segment_models),
-predictions with Model.predict(at) (the selected hypothesis, the CLI's default) and
-averaged=True ("--averaged"), 90% intervals with Model.interval(at, 0.9, averaged=...).
+perfcast: the path of `perfcast predict` (perfcast.model with the CLI's defaults, then
+ModelSet.predict): the selected hypothesis (the CLI's default) and the average over the competing
+hypotheses ("--averaged"), with 90% intervals and the confidence flag.
 Extra-P: each split's TRAINING data (the same repetitions, ranks reduced the same way perfcast
 reduces them) are written in Extra-P's text format to bench/out/realdata/<split>.txt and modelled
 by Extra-P's default ModelGenerator in its own venv bench/.venv-extrap (created like
@@ -41,7 +40,8 @@ Errors: truth = the measured mean over the repetitions at the held-out point (se
 truth are skipped); relative error = |pred - truth| / truth; a ">2x miss" is pred/truth > 2 or
 < 0.5 (a negative prediction counts as a miss and is also counted on its own); coverage = share of
 held-out truths inside perfcast's 90% prediction interval (an interval for one new measurement;
-NaN intervals count as not covering).
+NaN intervals count as not covering); flagged = of the predictions off by more than 50%, how many
+carry confidence "low" (the line below the table: the share of all predictions flagged low).
 """
 
 from __future__ import annotations
@@ -173,25 +173,24 @@ def prepare(name):
 
 # -- the tools --------------------------------------------------------------------------------
 def run_perfcast(train, series, targets, params):
-    from perfcast.fit import FitOptions, model_experiment
-    from perfcast.fit.segmented import segment_models
+    """Through the user's path: perfcast.model (the CLI's defaults) and ModelSet.predict, selected
+    and averaged; each prediction (value, lower, upper, confidence)."""
+    import perfcast
 
     t0 = time.perf_counter()
-    opts = FitOptions(max_terms=1, negative=False)   # the CLI's defaults (nonnegative="auto")
     cps = sorted({cp for cp, _ in series})
     mts = sorted({mt for _, mt in series})
-    res = model_experiment(train, mts, cps, opts, "auto")
-    res = segment_models(train.select(callpath=cps, metric=mts), res, opts, "auto")
+    ms = perfcast.model(train, mts, cps)
     wanted = set(series)
     out = {"averaged": {}, "selected": {}}
-    for sm in res:
-        if (sm.callpath, sm.metric) not in wanted:
-            continue
-        for variant, avg in (("averaged", True), ("selected", False)):
-            for t in targets:
-                lo, hi = sm.model.interval(t, 0.9, averaged=avg)
-                out[variant][(sm.callpath, sm.metric, tuple(t[p] for p in params))] = (
-                    float(sm.model.predict(t, averaged=avg)), float(lo), float(hi))
+    for variant, avg in (("averaged", True), ("selected", False)):
+        for r in ms.with_averaged(avg).predict(targets, 0.9):
+            if (r["callpath"], r["metric"]) not in wanted:
+                continue
+            lo = float("nan") if r["lower"] is None else r["lower"]
+            hi = float("nan") if r["upper"] is None else r["upper"]
+            out[variant][(r["callpath"], r["metric"], tuple(r["at"][p] for p in params))] = (
+                r["value"], lo, hi, r["confidence"])
     return out, time.perf_counter() - t0
 
 
@@ -238,13 +237,19 @@ def run_extrap(path, names, targets, params):
 # -- scoring ----------------------------------------------------------------------------------
 def score(preds, truth, keys):
     err, miss, neg, cover, n = [], 0, 0, [], 0
+    big = flagged = low_ok = 0
     for k in keys:
         y = truth[k]
         if y == 0 or k not in preds:
             continue
         n += 1
-        v, lo, hi = preds[k]
+        v, lo, hi, *conf = preds[k]
         err.append(abs(v - y) / abs(y))
+        if err[-1] > 0.5:
+            big += 1
+            flagged += int(bool(conf) and conf[0] == "low")
+        elif conf:
+            low_ok += int(conf[0] == "low")
         r = v / y
         miss += int(not (0.5 <= r <= 2))
         neg += int(v < 0)
@@ -253,17 +258,19 @@ def score(preds, truth, keys):
     has_iv = any(math.isfinite(preds[k][1]) for k in keys if k in preds)
     return {"n": n, "median": float(np.median(e)), "mean": float(np.mean(e)), "p90": float(np.quantile(e, 0.9)),
             "miss2x": miss, "negative": neg, "coverage90": float(np.mean(cover)) if has_iv and cover else None,
+            "off50": big, "off50_flagged": flagged, "low_within50": low_ok,
             "errors": [float(x) for x in err]}
 
 
 def fmt_row(split, tool, s):
     cov = "-" if s["coverage90"] is None else f"{s['coverage90']:.0%}"
+    flag = "-" if s["coverage90"] is None else f"{s['off50_flagged']}/{s['off50']}"
     return (f"| {split:9s} | {tool:19s} | {s['n']:4d} | {s['median']:7.1%} | {s['mean']:7.1%} | {s['p90']:7.1%} "
-            f"| {s['miss2x']:3d} | {s['negative']:3d} | {cov:>5s} |")
+            f"| {s['miss2x']:3d} | {s['negative']:3d} | {cov:>5s} | {flag:>7s} |")
 
 
-HEAD = ("| split     | tool                |    n |  median |    mean |     p90 | >2x | neg | cov90 |\n"
-        "|-----------|---------------------|------|---------|---------|---------|-----|-----|-------|")
+HEAD = ("| split     | tool                |    n |  median |    mean |     p90 | >2x | neg | cov90 | flagged |\n"
+        "|-----------|---------------------|------|---------|---------|---------|-----|-----|-------|---------|")
 
 
 def main(argv=None):
@@ -330,6 +337,10 @@ def main(argv=None):
     print()
     print(HEAD)
     print("\n".join(rows))
+    for tool, s in results["overall"].items():
+        if s.get("coverage90") is not None:
+            print(f"{tool}: confidence low on {s['off50_flagged'] + s['low_within50']} of {s['n']} predictions "
+                  f"({s['off50_flagged']} of the {s['off50']} off by more than 50%)")
     print(f"\nwall time {time.perf_counter() - t_start:.1f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
