@@ -397,3 +397,16 @@ def test_strong_scaling_series_get_negative_exponents_and_say_so():
     # a start-up cost at the first point only is not a trend: 30 at p=1, then flat 12
     s = _one_series(lambda p: 30.0 if p == 1 else 12.0, "time", ps=(1, 2, 4, 8, 16))
     assert not s.notes
+
+
+def test_three_deterministic_points_do_not_give_a_zero_width_interval_beyond_them():
+    # 100 p at p = 2, 4, 8, exact: the form cannot be checked on a held-out point, so beyond the data
+    # the interval carries the exponent doubt (0.25 per doubling, 2 dof) instead of collapsing
+    m = fit_series([2, 4, 8], [[200.0], [400.0], [800.0]])
+    assert m.predict(64.0) == pytest.approx(6400.0, rel=1e-9)
+    assert m.interval(8.0) == pytest.approx((800.0, 800.0))          # inside the data: exact counts
+    from scipy import stats
+    half = stats.t.ppf(0.95, 2) * 0.25 * math.log(2) * 3 * 6400.0     # 3 doublings beyond p = 8
+    assert m.interval(64.0) == pytest.approx((6400.0 - half, 6400.0 + half), rel=1e-9)
+    # a truth of another exponent within the doubt is covered: 100 * 8 * (p/8)^1.25 at p = 64
+    assert m.interval(64.0)[0] <= 800 * 8 ** 1.25 <= m.interval(64.0)[1]

@@ -659,6 +659,13 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         Ntot = np.sum(count, axis=1)
         out_q[:] = np.nan
         out_q[:, 5], out_q[:, 6] = n, Ntot
+    unchecked = two is None and hold is None and usable and n >= 3
+    if unchecked:
+        # too few points to hold the largest out and check the chosen form against it (3 values of
+        # a parameter): beyond the data the interval carries the two-point exponent doubt instead
+        # of collapsing to the (possibly zero) noise of deterministic counts
+        out_drift[:] = TWO_POINT_EXPONENT_SD * math.log(2)
+        growth = 1.0
     # an all-zero series is exactly the constant 0, however few points
     allzero = np.all(mean == 0, axis=1)
     status[allzero & (n >= 1)] = 0
@@ -669,7 +676,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     w[:, 0] = np.where(np.isfinite(out_crit[:, 0]), w[:, 0], 1.0)
     w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
     upper = tuple(float(v) for v in np.max(X, axis=0)) if n else None
-    drift_dof = TWO_POINT_DRIFT_DOF if two is not None else (0 if hold is None else int((~hold[0]).sum()))
+    drift_dof = TWO_POINT_DRIFT_DOF if (two is not None or unchecked) else (0 if hold is None else int((~hold[0]).sum()))
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
                     out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape)
 
