@@ -96,3 +96,18 @@ def test_one_point_and_no_parameter_are_errors():
                      [Metric("time", "s", "time", "exclusive")])
     with pytest.raises(perfcast.PerfcastError, match="at least 2 points"):
         perfcast.model(one)
+
+
+def test_a_child_predicted_above_its_parent_is_flagged():
+    # inclusive times: the child grows like p^2 and passes its slowly growing parent beyond p = 32
+    rows = [{"p": p, "rep": r, "callpath": cp, "metric": "time", "value": v * (1 + e)}
+            for p in (2, 4, 8, 16, 32) for r, e in enumerate((0.0, 0.001))
+            for cp, v in (("main", 2000.0 + 10 * p), ("main->kernel", 1.0 * p * p))]
+    ms = perfcast.model(Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")]))
+    at = {r["callpath"]: r for r in ms.predict({"p": 128.0})}
+    assert at["main->kernel"]["value"] == pytest.approx(128.0 ** 2, rel=1e-3)   # 16384 > 2000 + 1280
+    assert at["main->kernel"]["confidence"] == "low"
+    assert any("above its parent main" in n for n in at["main->kernel"]["notes"])
+    assert not any("above its parent" in n for n in at["main"]["notes"])
+    inside = {r["callpath"]: r for r in ms.predict({"p": 16.0})}              # 256 < 2160: consistent
+    assert not any("above its parent" in n for n in inside["main->kernel"]["notes"])

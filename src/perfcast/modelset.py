@@ -18,6 +18,8 @@ The rules every view shares live here, once:
   parameters grow (:class:`perfcast.fit.FitOptions` ``nonnegative="auto"``); a value that is still
   negative at a point (a segmented or two-point model below its data) is reported with a note, and
   a negative lower interval bound is clipped at 0 and marked ``clipped``.
+* **Trees.**  For inclusive metrics a child predicted above its parent at the same point is flagged
+  (a note, confidence low); neither model is changed.
 * **Confidence.**  Each prediction carries ``high``/``medium``/``low`` (:func:`confidence`) from
   the relative width of its interval, which grows with the distance beyond the data and with the
   disagreement of the competing hypotheses, and from the model's own warnings (poor fit, two
@@ -62,7 +64,10 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
         res = segment_models(exp, res, opts, locations)
     kinds = {name: m.kind for name, m in exp.metrics.items()}
     units = {name: m.unit for name, m in exp.metrics.items()}
-    return ModelSet(tuple(exp.parameters), tuple(res), kinds, units, averaged)
+    inclusive = tuple(name for name, m in exp.metrics.items() if m.scope == "inclusive")
+    cps = {sm.callpath for sm in res}
+    parents = {cp: par for cp in cps if cp in exp.tree and (par := exp.tree.parent(cp)) is not None}
+    return ModelSet(tuple(exp.parameters), tuple(res), kinds, units, averaged, parents, inclusive)
 
 
 def confidence(value: float, lower: float | None, upper: float | None, warnings: Sequence[str]) -> str:
@@ -86,6 +91,10 @@ class ModelSet:
     units: Mapping[str, str] = field(default_factory=dict)
     #: values averaged over the competing hypotheses (default: the selected one, the formula shown)
     averaged: bool = False
+    #: callpath -> parent callpath in the calling-context tree, and the metrics holding inclusive
+    #: values (a child's inclusive value cannot exceed its parent's: such predictions are flagged)
+    parents: Mapping[str, str] = field(default_factory=dict)
+    inclusive: tuple[str, ...] = ()
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -156,7 +165,22 @@ class ModelSet:
                              "at": dict(t), "value": value, "lower": lo, "upper": hi, "level": level,
                              "clipped": clipped, "confidence": conf, "formula": m.formula(), "status": m.status,
                              "segmented": bool(getattr(m, "segments", None)), "notes": notes})
+        self._flag_children_above_parents(rows)
         return rows
+
+    def _flag_children_above_parents(self, rows: list[dict]) -> None:
+        """Inclusive metrics: a child predicted above its parent at the same point contradicts the
+        tree; both stay as modelled (which one is wrong is not known) and the child says so, with
+        confidence low."""
+        if not self.inclusive or not self.parents:
+            return
+        at = {(r["callpath"], r["metric"], tuple(sorted(r["at"].items()))): r for r in rows}
+        for (cp, mt, pt), r in at.items():
+            par = at.get((self.parents.get(cp), mt, pt))
+            if mt in self.inclusive and par is not None and r["value"] > par["value"] * (1 + 1e-9) + 1e-300:
+                r["notes"].append(f"predicted above its parent {par['callpath']} ({par['value']:.4g}): "
+                                  "the two models disagree here")
+                r["confidence"] = "low"
 
     def rank(self, target: Mapping[str, float] | None = None) -> list:
         """Scalability-bug ranking (:func:`perfcast.analysis.ranking.rank`) of every series, costs at
