@@ -19,7 +19,13 @@ from typing import Callable, Mapping, Sequence
 from ..errors import PerfcastError
 from ..experiment import Experiment, combine
 
-__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends", "read_json"]
+__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends", "read_json",
+           "check_readable", "read_text", "MAX_INPUT_BYTES", "MAX_LINE_BYTES"]
+
+#: inputs larger than this are refused before they are read (PERFCAST_MAX_INPUT_BYTES overrides)
+MAX_INPUT_BYTES = 4 << 30
+#: a text line longer than this is refused (no real profile has one; a file without line ends has)
+MAX_LINE_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -92,8 +98,7 @@ def detect(path: Path) -> Reader:
     if store.is_store(path) or (path.is_dir() and (path / "experiment.json").is_file()
                                 and (path / "values.parquet").exists()):
         return _STORE_READER  # a damaged store too: store.read names what is wrong
-    if not path.exists():
-        raise PerfcastError("no such file or directory", path)
+    check_readable(path)
     name = path.name.lower()
     candidates = [r for r in _READERS.values()
                   if any(name.endswith(ext) for ext in r.extensions) and (r.directories or path.is_file())]
@@ -110,6 +115,93 @@ def detect(path: Path) -> Reader:
     what = "directory" if path.is_dir() else "file"
     raise PerfcastError(f"unknown format: no reader recognises this {what} (formats: {kinds}; "
                         f"choose one with --format)", path)
+
+
+def _max_input_bytes() -> int:
+    import os
+
+    try:
+        return int(os.environ.get("PERFCAST_MAX_INPUT_BYTES", MAX_INPUT_BYTES))
+    except ValueError:
+        return MAX_INPUT_BYTES
+
+
+def check_readable(path: Path) -> None:
+    """Refuse, before anything opens it, an input that is not a regular file or a directory.
+
+    A FIFO with no writer would block the reader forever and a device such as ``/dev/zero`` never
+    ends; neither can be a profile.  A regular file larger than the input bound is refused too.
+    """
+    import os
+    import stat as st
+
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise PerfcastError("no such file or directory", path) from None
+    except OSError as e:
+        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
+    if st.S_ISDIR(info.st_mode):
+        return
+    if not st.S_ISREG(info.st_mode):
+        what = ("a FIFO (named pipe)" if st.S_ISFIFO(info.st_mode) else
+                "a device" if st.S_ISCHR(info.st_mode) or st.S_ISBLK(info.st_mode) else
+                "a socket" if st.S_ISSOCK(info.st_mode) else "not a regular file")
+        raise PerfcastError(f"{what}, not a regular file: perfcast reads profiles from files and "
+                            f"directories (save the data to a file first)", path)
+    limit = _max_input_bytes()
+    if info.st_size > limit:
+        raise PerfcastError(f"the file has {info.st_size} bytes, more than the {limit} perfcast reads "
+                            f"(set PERFCAST_MAX_INPUT_BYTES to read it)", path)
+
+
+def read_text(path: Path, *, unterminated: str = "refuse", encoding: str = "utf-8-sig",
+              errors: str = "strict") -> str:
+    """A line-based input as text, checked so that a damaged file cannot pass for a complete one.
+
+    * not a regular file, or larger than the input bound: refused (:func:`check_readable`);
+    * a line longer than :data:`MAX_LINE_BYTES`: refused with its line number;
+    * not decodable (``errors="strict"``) or holding NUL bytes: refused with the line number;
+    * the last line without its line end: ``unterminated="refuse"`` refuses it (line number of the
+      last line): a text file cut at an arbitrary byte ends inside a line, and in a line-based format
+      the cut line can itself look complete (``5.3`` cut to ``5.``, ``3.6e-05`` to ``3.6e-0``), so the
+      only sound test of completeness is the line end every writer puts after its last record.  A
+      last line holding only blanks is harmless and accepted.  ``unterminated="allow"`` is for
+      formats whose records prove their own end (a JSON object per line) or whose reader checks
+      the last line itself; such a reader must say so in its docstring.
+    """
+    check_readable(path)
+    if path.is_dir():
+        raise PerfcastError("is a directory, not a file", path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
+    if len(raw) > MAX_LINE_BYTES:
+        import re
+
+        m = re.search(rb"[^\n]{%d}" % (MAX_LINE_BYTES + 1), raw)
+        if m:
+            raise PerfcastError(f"a line longer than {MAX_LINE_BYTES >> 20} MiB: not a line-based text file",
+                                path, raw.count(b"\n", 0, m.start()) + 1)
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise PerfcastError("not a text file (binary content: a NUL byte)", path, raw.count(b"\n", 0, nul) + 1)
+    try:
+        text = raw.decode(encoding, errors)
+    except UnicodeDecodeError as e:
+        raise PerfcastError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})", path,
+                            raw.count(b"\n", 0, e.start) + 1) from None
+    if unterminated == "refuse" and text and not text.endswith("\n"):
+        tail = text.rsplit("\n", 1)[-1]
+        if tail.strip():
+            raise PerfcastError(unterminated_message(), path, text.count("\n") + 1)
+    return text
+
+
+def unterminated_message() -> str:
+    return ("the last line has no line end: the file may be truncated (add a newline at the end if it "
+            "is complete)")
 
 
 def read_ends(path: Path, n: int = 65536) -> tuple[bytes, bytes]:
@@ -129,6 +221,7 @@ def read_json(path: Path):
     """Parse a JSON file; invalid JSON or binary content is a PerfcastError naming file and line."""
     import json
 
+    check_readable(path)
     try:
         with open(path, "r", encoding="utf-8") as f:
             return json.load(f)
@@ -164,8 +257,7 @@ def read_one(path: str | Path, format: str | None = None, options: ReadOptions |
         if format not in table:
             raise PerfcastError(f"unknown format {format!r}; known: {', '.join(sorted(table))}")
         reader = table[format]
-        if not path.exists():
-            raise PerfcastError("no such file or directory", path)
+        check_readable(path)
         if path.is_dir() and not reader.directories:
             raise PerfcastError(f"is a directory; the {format} reader reads files", path)
     else:

@@ -39,7 +39,18 @@ Five readers are registered:
 
 Every value list at a point becomes repetitions 0..k-1; values met again for a point, callpath and
 metric (a repeated coordinate, a repeated REGION block, a second line) continue the repetition
-numbering -- nothing is collapsed.  These formats carry no units and no inclusive/exclusive
+numbering -- nothing is collapsed.
+
+Files cut short.  Extra-P's own files often end without a line end, so a missing last line end
+alone is not refused here (the line-based readers that always get one, e.g. tidy CSV, refuse it).
+Instead: JSON Lines and Talpas records prove their own end (a cut object is not valid JSON); in the
+text format a file ending on a REGION or METRIC line without DATA, or with fewer DATA lines than
+POINTS, is refused, and a last DATA line without its line end must have as many values as the DATA
+line before it in its block (a cut that drops values is refused).  A cut inside the very last
+number after a digit (``223`` -> ``22``) cannot be told from a complete file and is the one cut
+that still loads (a value ending in ``.``, ``e`` or a sign there is refused).  A warning for every
+such file was considered and rejected: most Extra-P files end this way, so it would fire on nearly
+every intact input.  These formats carry no units and no inclusive/exclusive
 meaning, so metrics get ``Metric.guess(name)`` with scope ``unknown`` (the old JSON layout may
 give a ``unit`` per metric).  Errors name the file and the line (text, JSON Lines, Talpas) or the
 JSON field path.
@@ -59,6 +70,7 @@ import pandas as pd
 from ..errors import PerfcastError
 from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric
 from . import ReadOptions, Reader, register
+from . import read_text as _read_checked
 
 __all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas"]
 
@@ -161,16 +173,10 @@ def _check_parameter_names(names: list[str]) -> str | None:
 
 
 def _read_text_file(path: Path) -> str:
-    """The file as text (UTF-8, BOM tolerated); a decoding error names the line."""
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise PerfcastError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})", path, line) from None
+    """The file as text (UTF-8, BOM tolerated); a decoding error names the line.  A last line
+    without its line end is allowed here: each format checks its own last record (see read_text
+    and _read_lines_format)."""
+    return _read_checked(path, unterminated="allow")
 
 
 def _lines(text: str) -> list[str]:
@@ -278,6 +284,8 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
     block = {"count": 0, "first": 0, "last": 0}
     comments: list[str] = []
     last_line = 0
+    data_lens: list[tuple[int, int, int]] = []  # (line, number of values, block start line)
+    open_key: tuple[str, int] | None = None  # a REGION/METRIC line not yet followed by DATA
 
     def close_block():
         n = block["count"]
@@ -321,6 +329,7 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
             if not rest:
                 raise err(f"{key} line without a name", no)
             close_block()
+            open_key = (key, no)
             if key == "REGION":
                 if b is None:
                     b = _Builder(parameters)
@@ -361,6 +370,8 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
                 block["first"] = no
             block["count"] += 1
             block["last"] = no
+            data_lens.append((no, len(toks), block["first"]))
+            open_key = None
         else:
             word = key if len(key) <= 40 else key[:40] + "..."
             raise err(f"unknown keyword {word!r} (expected one of {', '.join(_KEYWORDS)} or a # comment)", no)
@@ -370,7 +381,22 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
         raise PerfcastError("no PARAMETER line (not an Extra-P text file, or empty)", path, last_line or None)
     if b is None or not b.values:
         raise PerfcastError("no DATA lines (truncated file?)", path, last_line or None)
+    if open_key is not None:
+        raise PerfcastError(f"the file ends after this {open_key[0]} line without its DATA lines "
+                            f"(truncated file?)", path, open_key[1])
     meta = {"comments": comments} if comments else {}
+    unterminated = len(lines) == last_line and bool(lines[-1].strip())
+    if unterminated and data_lens and data_lens[-1][0] == last_line:
+        no, n, start = data_lens[-1]
+        if len(data_lens) > 1 and data_lens[-2][1] != n and data_lens[-2][2] == start:
+            raise PerfcastError(f"the last line has no line end and {n} value(s) where the DATA line before "
+                                f"it has {data_lens[-2][1]}: the file may be truncated (add a newline at "
+                                f"the end if it is complete)", path, no)
+        tok = lines[-1].split()[-1]
+        if tok[-1] in ".eE+-":
+            raise PerfcastError(f"the last line has no line end and its last value {tok!r} ends in "
+                                f"{tok[-1]!r}: the file may be truncated (add a newline at the end if it "
+                                f"is complete)", path, no)
     return b.experiment(meta)
 
 

@@ -44,7 +44,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
-from . import Reader, ReadOptions, register
+from . import Reader, ReadOptions, register, read_text as read_checked
 from .perf import rank_of
 
 ROOT = "app"
@@ -63,18 +63,11 @@ _SNIFF = re.compile(r"^(?:Region \S.*?, )?Group \d+:.*\n\+-[-+]*\+[ \t]*\n\|\s*(
 
 
 def _text(path: Path) -> str:
-    data = path.read_bytes()
-    if not data.strip():
+    """The file's text; a file not ending with a line end is refused (likwid-perfctr always ends
+    its output with one, so a missing one means the file was cut)."""
+    text = read_checked(path, encoding="utf-8")
+    if not text.strip():
         raise PerfcastError("empty file (no likwid-perfctr output)", path, 1)
-    bad = data.find(b"\x00")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        bad = e.start if bad < 0 else min(bad, e.start)
-        text = None
-    if bad >= 0 or text is None:
-        line = data.count(b"\n", 0, bad) + 1
-        raise PerfcastError("binary content, not likwid-perfctr text output", path, line)
     return text
 
 

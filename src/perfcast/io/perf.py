@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
-from . import Reader, ReadOptions, register
+from . import Reader, ReadOptions, register, read_text as read_checked
 
 ROOT = "app"
 SCRIPT_FIELDS = "comm,tid,time,period,event,ip,sym,dso"
@@ -294,13 +294,13 @@ def read_files(paths: list[Path], hz: float | None = None, root: str = ROOT) -> 
         kind = kind_of(path)
         rank = (ranked[i] if ranked[i] is not None else i) if use_rank else None
         if kind in ("data", "script"):
-            text = script_text(path) if kind == "data" else path.read_text(errors="replace")
+            text = script_text(path) if kind == "data" else read_checked(path, errors="replace")
             acc, info = parse_script(text.splitlines(), path)
             df, ms, tree = samples_experiment(acc, rank, hz, root, tree)
             meta.setdefault("perf", []).append({"file": path.name, "rank": rank, "samples": info["samples"],
                                  "events": sorted(info["events"]), "commands": sorted(info["comms"])})
         elif kind == "stat":
-            counts, missing = parse_stat(path.read_text(errors="replace").splitlines(), path)
+            counts, missing = parse_stat(read_checked(path, errors="replace").splitlines(), path)
             if not counts:
                 raise PerfcastError(f"perf stat counted none of its events ({', '.join(missing)})", path)
             df, ms, t = stat_experiment(counts, rank, root)
