@@ -20,7 +20,7 @@ from ..errors import PerfcastError
 from ..experiment import Experiment, combine
 
 __all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends", "read_json",
-           "check_readable", "read_text", "MAX_INPUT_BYTES", "MAX_LINE_BYTES"]
+           "check_readable", "read_text", "json_int", "MAX_INPUT_BYTES", "MAX_LINE_BYTES"]
 
 #: inputs larger than this are refused before they are read (PERFCAST_MAX_INPUT_BYTES overrides)
 MAX_INPUT_BYTES = 4 << 30
@@ -199,6 +199,19 @@ def read_text(path: Path, *, unterminated: str = "refuse", encoding: str = "utf-
     return text
 
 
+#: more digits than any float can carry (1e308 has 309): such an integer is damage, not data
+_MAX_INT_DIGITS = 330
+
+
+def json_int(s: str) -> int:
+    """``parse_int`` for json.loads: an integer longer than any measurement is refused (Python
+    refuses to convert > 4300 digits with a bare ValueError, and a 400-digit count overflows
+    every numeric column)."""
+    if len(s) > _MAX_INT_DIGITS:
+        raise PerfcastError(f"an integer with {len(s.lstrip('-'))} digits: too large to be a measurement")
+    return int(s)
+
+
 def unterminated_message() -> str:
     return ("the last line has no line end: the file may be truncated (add a newline at the end if it "
             "is complete)")
@@ -224,9 +237,11 @@ def read_json(path: Path):
     check_readable(path)
     try:
         with open(path, "r", encoding="utf-8") as f:
-            return json.load(f)
+            return json.load(f, parse_int=json_int)
     except json.JSONDecodeError as e:
         raise PerfcastError(f"not valid JSON ({e.msg})", path, e.lineno) from None
+    except RecursionError:
+        raise PerfcastError("JSON nested too deeply", path) from None
     except UnicodeDecodeError:
         raise PerfcastError("not a JSON text file (binary content)", path) from None
 

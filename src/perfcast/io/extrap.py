@@ -70,6 +70,7 @@ import pandas as pd
 from ..errors import PerfcastError
 from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric
 from . import ReadOptions, Reader, register
+from . import json_int
 from . import read_text as _read_checked
 
 __all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas"]
@@ -533,7 +534,7 @@ def read_json(path: Path, options: ReadOptions | None = None) -> Experiment:
     """Read an Extra-P JSON input file (either layout)."""
     text = _read_text_file(path)
     try:
-        obj = json.loads(text, object_pairs_hook=_object_hook)
+        obj = json.loads(text, object_pairs_hook=_object_hook, parse_int=json_int)
     except json.JSONDecodeError as e:
         if e.msg == "Extra data" and _looks_jsonl(text):
             return _read_lines_format(path, text, "jsonl")  # Extra-P accepts JSON Lines in .json too
@@ -737,12 +738,14 @@ def _read_lines_format(path: Path, text: str, fmt: str) -> Experiment:
             continue
         src = transform(line) if transform else line
         try:
-            obj = json.loads(src, object_pairs_hook=_object_hook)
+            obj = json.loads(src, object_pairs_hook=_object_hook, parse_int=json_int)
         except json.JSONDecodeError as e:
             msg = e.msg.replace("','", "';' or ','") if transform else e.msg
             raise PerfcastError(f"invalid JSON at column {e.colno}: {msg}", path, no) from None
         except RecursionError:
             raise PerfcastError("JSON nested too deeply", path, no) from None
+        except PerfcastError as e:
+            raise PerfcastError(e.message, path, no) from None
         if not isinstance(obj, dict):
             raise PerfcastError(f"expected a JSON object per line, found {type(obj).__name__}", path, no)
         _no_dups(obj, path, "", no)
@@ -936,7 +939,7 @@ def read_archive(path: Path, options: ReadOptions | None = None, statistic: str 
             line = raw[:e.start].count(b"\n") + 1
             raise PerfcastError(f"{ARCHIVE_DATA} is not UTF-8 text", path, f"{ARCHIVE_DATA} line {line}") from None
         try:
-            obj = json.loads(text, object_pairs_hook=_object_hook)
+            obj = json.loads(text, object_pairs_hook=_object_hook, parse_int=json_int)
         except json.JSONDecodeError as e:
             raise PerfcastError(f"invalid JSON at column {e.colno}: {e.msg}", path,
                                 f"{ARCHIVE_DATA} line {e.lineno}") from None

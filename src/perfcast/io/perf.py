@@ -285,6 +285,20 @@ def kind_of(path: Path) -> str | None:
     return None
 
 
+def _check_last_sample(text: str, path: Path) -> None:
+    """perf script ends a sample that has a call stack (a header line without an inline symbol,
+    then one frame per line) with a blank line; a last stack without it may be cut short, and a
+    shorter stack is another callpath, so it is refused."""
+    body = text.rstrip(" \t\r\n")
+    last = body.rsplit("\n", 1)[-1] if body else ""
+    if not last or re.search(r"\n[ \t\r]*\n[ \t\r\n]*\Z", text):
+        return
+    m = _HEADER.match(last)
+    if last[:1].isspace() or (m and not (m.group("rest") or "").strip()):
+        raise PerfcastError("the last sample is not followed by the blank line perf script writes after "
+                            "each call stack: the file may be truncated", path, body.count("\n") + 1)
+
+
 def read_files(paths: list[Path], hz: float | None = None, root: str = ROOT) -> Experiment:
     """One experiment from per-rank perf files (any mix of perf.data, script text, stat CSV)."""
     frames, metrics, tree, meta = [], {}, CallTree(), {}
@@ -295,6 +309,8 @@ def read_files(paths: list[Path], hz: float | None = None, root: str = ROOT) -> 
         rank = (ranked[i] if ranked[i] is not None else i) if use_rank else None
         if kind in ("data", "script"):
             text = script_text(path) if kind == "data" else read_checked(path, errors="replace")
+            if kind == "script":
+                _check_last_sample(text, path)
             acc, info = parse_script(text.splitlines(), path)
             df, ms, tree = samples_experiment(acc, rank, hz, root, tree)
             meta.setdefault("perf", []).append({"file": path.name, "rank": rank, "samples": info["samples"],
