@@ -72,9 +72,11 @@ def _read_csv(path: Path, options: ReadOptions) -> Experiment:
 
 def _read_parquet(path: Path, options: ReadOptions) -> Experiment:
     try:
-        df = pq.read_table(path).to_pandas()
-    except (OSError, pa.ArrowException) as e:
-        raise PerfcastError(f"not a readable Parquet file: {e}", path) from None
+        # the pandas metadata (index, dtypes) is a writer's hint, not data: a damaged one must not
+        # break the read, so it is ignored
+        df = pq.read_table(path).to_pandas(ignore_metadata=True)
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError, IndexError, OverflowError) as e:
+        raise PerfcastError(f"not a readable Parquet file: {type(e).__name__}: {e}"[:300], path) from None
     return _from_frame(df, path, row_to_line=None)
 
 

@@ -1,0 +1,118 @@
+"""Damaged inputs for every reader (hypothesis; deterministic in CI, see conftest.py).
+
+Real files from the shared data (and the tools' own output formats for perf, cachegrind, LIKWID,
+PMPI) are truncated, have a byte replaced, a line deleted or duplicated, a blank line added or a
+number replaced by a huge one, ``nan`` or a word; ``perfcast.io.load`` must then either refuse
+them with a PerfcastError naming the file, or return the intact file's values (ground truth: the
+intact file read by the same reader) -- a cut file only when the cut fell at a line end and the
+values are a subset of the intact ones -- and never raise anything else.  The mutations and the
+oracle are those of bench/fuzz_readers.py, which runs thousands of them.
+"""
+
+import importlib.util
+import os
+import random
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from perfcast.errors import PerfcastError
+from perfcast.io import load
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("fuzz_readers", REPO / "bench" / "fuzz_readers.py")
+fz = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fz)
+
+BAD = ("silent_wrong", "unlocated", "internal")
+
+
+class Corpus(tuple):
+    def __repr__(self):  # hypothesis prints the arguments of a failing case: keep it short
+        return f"<corpus of {len(self[0])} inputs>"
+
+
+@pytest.fixture(scope="module")
+def corpus(data_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("intact")
+    entries = fz.build_corpus(root, data_dir)
+    intact = {p: fz.values(load([fz._input(n, p)], format=fz._format(n, p))) for n, p in entries}
+    return Corpus((entries, intact))
+
+
+def test_every_reader_is_in_the_corpus(corpus):
+    entries, intact = corpus
+    names = {n for n, _ in entries}
+    assert {"tidy", "tidy-parquet", "summary", "extrap-text", "extrap-jsonl", "talpas", "extrap-json",
+            "likwid", "perf-script", "perf-stat", "cachegrind", "pmpi", "caliper-json"} <= names
+    assert all(intact[p] for _, p in entries)  # every intact input has values
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(i=st.integers(0, 10_000), seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(fz.MUTATIONS))
+def test_damaged_input_is_refused_or_read_intact(corpus, tmp_path_factory, i, seed, kind):
+    entries, intact = corpus
+    name, p = entries[i % len(entries)]
+    kind, data, info = fz.mutate(p.read_bytes(), random.Random(seed), kind)
+    work = tmp_path_factory.mktemp("mutant") / p.parent.name
+    import shutil
+
+    shutil.copytree(p.parent, work)
+    (work / p.name).write_bytes(data)
+    cls, detail = fz.classify(fz._input(name, work / p.name), kind, info, intact[p], fz._format(name, p),
+                              reader=name)
+    assert cls not in BAD, f"{name} {kind}: {cls}: {detail}"
+
+
+def test_every_cut_of_a_tidy_csv_inside_a_line_is_refused(corpus, tmp_path):
+    # exhaustive for one file: all cuts that do not fall at a line end
+    entries, intact = corpus
+    p = next(p for n, p in entries if n == "tidy")
+    data = p.read_bytes()[:400]  # the header and the first rows
+    lines_end = {i + 1 for i, b in enumerate(data) if b == 0x0A}
+    for k in range(1, len(data)):
+        if k in lines_end:
+            continue
+        f = tmp_path / "cut.csv"
+        f.write_bytes(data[:k])
+        with pytest.raises(PerfcastError) as e:
+            load([f], format="tidy")
+        assert str(f) in e.value.format()
+
+
+def test_a_cut_number_in_a_tidy_csv_names_its_line(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("p,callpath,metric,value\n1,main,time,3.6e-05\n2,main,time,3.6e-0")  # was stored 1e5 x too big
+    with pytest.raises(PerfcastError) as e:
+        load([f])
+    assert e.value.where == "3" and "no line end" in e.value.message
+    f.write_text("p,callpath,metric,value\n1,main,time,3.6e-05\n2,main,time,3.6e-05\n")
+    assert sorted(load([f]).data["value"]) == [3.6e-05, 3.6e-05]
+
+
+def test_special_files_are_refused_before_reading(tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)  # no writer: opening it would block forever
+    for args in (["show", str(fifo)], ["show", "/dev/zero", "--format", "extrap-text"]):
+        # a subprocess so that a regression hangs only it (killed by the timeout), not the suite
+        r = subprocess.run([sys.executable, "-m", "perfcast", *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2, r.stderr
+        assert "not a regular file" in r.stderr and args[1] in r.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_line_longer_than_the_bound_is_refused(tmp_path):
+    from perfcast.io import MAX_LINE_BYTES
+
+    f = tmp_path / "long.txt"
+    f.write_bytes(b"PARAMETER p\n" + b"9" * (MAX_LINE_BYTES + 10) + b"\n")
+    with pytest.raises(PerfcastError) as e:
+        load([f], format="extrap-text")
+    assert e.value.where == "2" and "longer than" in e.value.message
