@@ -116,3 +116,26 @@ def test_a_line_longer_than_the_bound_is_refused(tmp_path):
     with pytest.raises(PerfcastError) as e:
         load([f], format="extrap-text")
     assert e.value.where == "2" and "longer than" in e.value.message
+
+
+def test_a_directory_mixing_formats_is_refused_naming_the_files(tmp_path):
+    # was read as perf, both PMPI ranks dropped
+    for r in range(2):
+        (tmp_path / f"pmpi.rank{r:05d}.json").write_text(fz.pmpi_rank(r))
+    (tmp_path / "perf.rank0.txt").write_text(fz.PERF_SCRIPT)
+    with pytest.raises(PerfcastError) as e:
+        load([tmp_path])
+    msg = e.value.format()
+    assert str(tmp_path) in msg and "several formats" in msg
+    assert "perf (perf.rank0.txt)" in msg and "pmpi (pmpi.rank00000.json, pmpi.rank00001.json)" in msg
+    (tmp_path / "perf.rank0.txt").unlink()
+    exp = load([tmp_path])
+    assert sorted(exp.data["rank"].unique()) == [0, 1]
+
+
+def test_a_misspelt_json_lines_key_is_refused(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"params":{"p":1},"metric":"time","value":2.5}\n{"params":{"p":2},"metirc":"time","value":5}\n')
+    with pytest.raises(PerfcastError) as e:
+        load([f])
+    assert e.value.where == "2" and "'metirc'" in e.value.message

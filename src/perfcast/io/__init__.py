@@ -59,6 +59,9 @@ class Reader:
     #: chosen by its extension alone when no reader recognises the content (False for readers
     #: sharing a common extension with a more general one, e.g. summary tables among CSVs)
     fallback: bool = True
+    #: optional, for directory readers: the files of a directory this reader would read (named in
+    #: the error for a directory that mixes formats)
+    files: Callable[[Path], list[Path]] | None = None
 
 
 _READERS: dict[str, Reader] = {}
@@ -99,6 +102,21 @@ def detect(path: Path) -> Reader:
                                 and (path / "values.parquet").exists()):
         return _STORE_READER  # a damaged store too: store.read names what is wrong
     check_readable(path)
+    if path.is_dir():
+        # a directory holding the per-rank files of two tools would be read as one of them, the
+        # other's files dropped without a word: refused, naming the files of each format
+        found = [r for r in _READERS.values() if r.directories and _safe_sniff(r, path)]
+        if len(found) > 1:
+            parts = []
+            for r in found:
+                try:
+                    names = [f.name for f in r.files(path)] if r.files else []
+                except OSError:
+                    names = []
+                shown = ", ".join(names[:4]) + (f", ... ({len(names)} files)" if len(names) > 4 else "")
+                parts.append(f"{r.name} ({shown})" if names else r.name)
+            raise PerfcastError(f"the directory holds inputs of several formats: {'; '.join(parts)}; read "
+                                f"each format's files on their own, or choose one with --format", path)
     name = path.name.lower()
     candidates = [r for r in _READERS.values()
                   if any(name.endswith(ext) for ext in r.extensions) and (r.directories or path.is_file())]

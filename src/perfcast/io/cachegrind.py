@@ -219,4 +219,5 @@ def _read(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("cachegrind", "valgrind cachegrind output (cachegrind.out.*; a directory of per-rank files)",
-                (), _sniff, _read, directories=True))
+                (), _sniff, _read, directories=True,
+                files=lambda d: sorted(p for p in d.glob("cachegrind.out*") if p.is_file() and _sniff(p))))

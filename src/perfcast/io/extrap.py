@@ -17,7 +17,8 @@ Five readers are registered:
     ``measurements`` lists.
 ``extrap-jsonl``
     JSON Lines: one object per line, ``{"params": {...}, "value": v | [v, ...]}`` with optional
-    ``callpath`` and ``metric`` (defaults :data:`DEFAULT_CALLPATH`, :data:`DEFAULT_METRIC`).
+    ``callpath`` and ``metric`` (defaults :data:`DEFAULT_CALLPATH`, :data:`DEFAULT_METRIC`); any
+    other field is refused (a misspelt ``metric`` would silently select the default).
 ``talpas``
     The Talpas format: one measurement per line,
     ``{"parameters":{"x":20};"metric":"time";"callpath":"compute";"value":82.0}`` (``;`` separates
@@ -749,6 +750,11 @@ def _read_lines_format(path: Path, text: str, fmt: str) -> Experiment:
         if not isinstance(obj, dict):
             raise PerfcastError(f"expected a JSON object per line, found {type(obj).__name__}", path, no)
         _no_dups(obj, path, "", no)
+        unknown = [k for k in obj if k not in (pkey, "callpath", "metric", "value")]
+        if unknown:
+            # a misspelt "metric" would otherwise put the value under the default metric
+            raise PerfcastError(f"unknown field {unknown[0]!r} (a record has {pkey!r}, 'value' and optionally "
+                                f"'callpath' and 'metric')", path, no)
         params = _jget(obj, pkey, path, "", no, kind=dict)
         _no_dups(params, path, pkey, no)
         names = list(params)

@@ -386,4 +386,4 @@ def _read(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("likwid", "LIKWID likwid-perfctr text output (wrapper mode and Marker API regions; per-rank "
-                "files: *rank<N>*)", (), _sniff, _read, directories=True))
+                "files: *rank<N>*)", (), _sniff, _read, directories=True, files=_files_in))

@@ -357,4 +357,4 @@ def _read(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("perf", "Linux perf: perf.data, perf script text, perf stat -x, CSV (per-rank files: "
-                "perf.rank<N>.*)", (".data",), _sniff, _read, directories=True))
+                "perf.rank<N>.*)", (".data",), _sniff, _read, directories=True, files=_files_in))

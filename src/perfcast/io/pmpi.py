@@ -268,4 +268,4 @@ def read(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("pmpi", "perfcast PMPI library output (directory of pmpi.rank*.json, one run)", (),
-                sniff, read, directories=True))
+                sniff, read, directories=True, files=_files))
