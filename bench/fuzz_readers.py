@@ -58,6 +58,9 @@ SHARED = [
     ("extrap-json", "extrap/json/input_1.JSON"),
     ("summary", "extrap/mpi_data.csv"),
     ("caliper-json", "formats/caliper/caliper-cpi-json/cpi-callpath-profile.json"),
+    ("caliper-json", "formats/caliper/caliper-lulesh-json/lulesh-annotation-profile.json"),
+    ("caliper", "formats/caliper/caliper-lulesh-cali/lulesh-annotation-profile.cali"),
+    ("caliper", "formats/caliper/caliper-ordered-cali-mpi/230525-151723_1930647_FSY8b8cKSEEi.cali"),
 ]
 # a tidy table of real values: the first rows of the Relearn timers (p x n, 2 repetitions)
 TIDY_SOURCE = "extrap/text/mpa/relearn_data.txt"
@@ -328,7 +331,7 @@ def _format(name: str, p: Path) -> str | None:
     return {"perf-script": "perf", "perf-stat": "perf", "extrap-text": "extrap-text",
             "extrap-jsonl": "extrap-jsonl", "talpas": "talpas", "extrap-json": "extrap-json",
             "summary": "summary", "tidy": "tidy", "likwid": "likwid", "cachegrind": "cachegrind",
-            "caliper-json": "caliper-json", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi"}.get(name)
+            "caliper-json": "caliper-json", "caliper": "caliper", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi"}.get(name)
 
 
 def main(argv=None) -> int:

@@ -51,7 +51,7 @@ def test_every_reader_is_in_the_corpus(corpus):
     entries, intact = corpus
     names = {n for n, _ in entries}
     assert {"tidy", "tidy-parquet", "summary", "extrap-text", "extrap-jsonl", "talpas", "extrap-json",
-            "likwid", "perf-script", "perf-stat", "cachegrind", "pmpi", "caliper-json"} <= names
+            "likwid", "perf-script", "perf-stat", "cachegrind", "pmpi", "caliper-json", "caliper"} <= names
     assert all(intact[p] for _, p in entries)  # every intact input has values
 
 
@@ -139,3 +139,15 @@ def test_a_misspelt_json_lines_key_is_refused(tmp_path):
     with pytest.raises(PerfcastError) as e:
         load([f])
     assert e.value.where == "2" and "'metirc'" in e.value.message
+
+
+def test_negative_times_and_non_positive_parameters_are_warned(tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("p,callpath,metric,unit,value\n0,main,time,s,2.0\n4,main,time,s,-1.5\n8,main,time,s,3.0\n")
+    exp = load([f])
+    assert sorted(exp.data["value"]) == [-1.5, 2.0, 3.0]  # read as written
+    w = exp.meta["warnings"]
+    assert any("'p'" in x and "<= 0" in x for x in w)
+    assert any("'time'" in x and "1 negative" in x for x in w)
+    f.write_text("p,callpath,metric,unit,value\n1,main,time,s,2.0\n4,main,time,s,1.5\n")
+    assert "warnings" not in load([f]).meta

@@ -327,7 +327,7 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
             exp = found[0].read_many(paths, options or ReadOptions())
             exp.meta.setdefault("sources", [str(p) for p in paths])
             exp.meta.setdefault("format", found[0].name)
-            return exp
+            return _warn_implausible(exp)
     exps, names = [], []
     for i, inp in enumerate(inputs):
         exp = read_one(inp, format, options)
@@ -348,8 +348,39 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
         exps.append(exp)
         names.append(str(inp))
     if len(exps) == 1:
-        return exps[0]
-    return combine(exps, names)
+        return _warn_implausible(exps[0])
+    return _warn_implausible(combine(exps, names))
+
+
+def _warn_implausible(exp: Experiment) -> Experiment:
+    """Warn (``meta["warnings"]``) about values no measurement has but a file can hold: negative
+    times, and parameter values <= 0 (scaling models take powers and logarithms of parameters).
+    Warnings, not errors: the values are read as written and may be meant (a message size of 0)."""
+    import numpy as np
+
+    warnings = list(exp.meta.get("warnings", []))
+    df = exp.data
+    for p in exp.parameters:
+        vals = df[p].to_numpy(dtype="float64")
+        bad = vals <= 0
+        if bad.any():
+            warnings.append(f"parameter {p!r} has the value {vals[bad].min():g} (<= 0) at "
+                            f"{len(np.unique(vals[bad]))} value(s): scaling models need positive parameter "
+                            f"values (powers and logarithms)")
+    for name, m in exp.metrics.items():
+        if m.kind != "time":
+            continue
+        vals = df.loc[df["metric"] == name, "value"].to_numpy(dtype="float64")
+        if not len(vals):
+            continue
+        # exclusive times derived by subtraction carry rounding noise (-7e-15 s): not warned
+        neg = vals < -1e-9 * float(np.nanmax(np.abs(vals)))
+        if neg.any():
+            warnings.append(f"metric {name!r} is a time but has {int(neg.sum())} negative value(s) "
+                            f"(smallest {vals[neg].min():g})")
+    if warnings:
+        exp.meta["warnings"] = list(dict.fromkeys(warnings))
+    return exp
 
 
 def at_point(exp: Experiment, coords: Mapping[str, float], rep: int | None = None) -> Experiment:

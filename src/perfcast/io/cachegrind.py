@@ -83,7 +83,9 @@ def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
             try:
                 nums = [int(x) for x in parts[1:]]
             except ValueError:
-                raise PerfcastError(f"non-integer count in {line!r}", path, lineno) from None
+                raise PerfcastError(f"non-integer count in {line[:60]!r}", path, lineno) from None
+            if any(not 0 <= n < 2**62 for n in nums):
+                raise PerfcastError(f"a count in {line[:60]!r} is negative or too large", path, lineno)
             if len(nums) > len(events):
                 raise PerfcastError(f"{len(nums)} counts for {len(events)} events", path, lineno)
             vec = totals[current]
@@ -118,7 +120,7 @@ def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
                 raise PerfcastError("'summary:' before 'events:'", path, lineno)
             try:
                 summary = np.array([int(x) for x in value.split()], dtype=np.int64)
-            except ValueError:
+            except (ValueError, OverflowError):
                 raise PerfcastError("non-integer summary", path, lineno) from None
             continue
         if sep == ":" and key == "desc":
@@ -146,14 +148,15 @@ def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
 
 
 def _geometry(desc: list[str]) -> dict:
+    """Cache geometry from the desc: lines (a description with absurd numbers is not used)."""
     out = {}
     for d in desc:
-        m = re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, (\d+)-way", d)
+        m = re.match(r"(\w+) cache:\s+(\d{1,18}) B, (\d{1,18}) B, (\d{1,9})-way", d)
         if m:
             out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)), "ways": int(m.group(4))}
-        elif (m := re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, direct-mapped", d)):
+        elif (m := re.match(r"(\w+) cache:\s+(\d{1,18}) B, (\d{1,18}) B, direct-mapped", d)):
             out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)), "ways": 1}
-        elif (m := re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, fully associative", d)):
+        elif (m := re.match(r"(\w+) cache:\s+(\d{1,18}) B, (\d{1,18}) B, fully associative", d)):
             out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)),
                                "ways": int(m.group(2)) // max(int(m.group(3)), 1)}
     return out

@@ -140,6 +140,8 @@ def parse_script(lines, source: str | Path = "perf script") -> tuple[dict, dict]
                                 f"{SCRIPT_FIELDS})", source, lineno)
         flush()
         event = m.group("event")
+        if m.group("period") and len(m.group("period")) > 18:
+            raise PerfcastError(f"sample period {m.group('period')[:20]}... is too large", source, lineno)
         period = int(m.group("period")) if m.group("period") else 1
         cur = (event, period)
         info["events"].add(event)

@@ -111,9 +111,11 @@ def _from_frame(df: pd.DataFrame, path: Path, row_to_line) -> Experiment:
             raise PerfcastError(f"column {c!r}: {str(df[c].iloc[i])!r} is not finite",
                                 path, _where(path, row_to_line, i, c))
         if c in ("rep", "rank", "thread"):
-            if (vals < 0).any() or (vals != np.floor(vals)).any():
-                i = int(np.argmax((vals < 0) | (vals != np.floor(vals))))
-                raise PerfcastError(f"column {c!r}: {df[c].iloc[i]!r} is not a non-negative integer",
+            bad = (vals < 0) | (vals != np.floor(vals)) | (vals >= 2**31)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise PerfcastError(f"column {c!r}: {str(df[c].iloc[i])[:40]!r} is not a non-negative integer "
+                                    f"below 2^31",
                                     path, _where(path, row_to_line, i, c))
         df[c] = vals
     for c in ("callpath", "metric"):
