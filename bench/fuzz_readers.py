@@ -61,7 +61,16 @@ SHARED = [
     ("caliper-json", "formats/caliper/caliper-lulesh-json/lulesh-annotation-profile.json"),
     ("caliper", "formats/caliper/caliper-lulesh-cali/lulesh-annotation-profile.cali"),
     ("caliper", "formats/caliper/caliper-ordered-cali-mpi/230525-151723_1930647_FSY8b8cKSEEi.cali"),
+    ("cube", "formats/cube/kripke.p8.d2.g32.r1/profile.cubex"),
+    ("extrap-experiment", "extrap/experiments/two_parameter3.txt.extra-p"),
 ]
+# directory inputs: (reader, directory relative to the shared data, the files in it that are damaged)
+SHARED_DIRS = [
+    ("hpctoolkit", "formats/hpctoolkit/hpctoolkit-cpi-database",
+     ["experiment.xml", "1.cpi-000001-000-a8c00270-160444-0.metric-db"]),
+    ("hpctoolkit", "formats/hpctoolkit/hpctoolkit-cpi-v4-database", ["meta.db", "profile.db", "cct.db"]),
+]
+DIR_READERS = {"pmpi", "hpctoolkit"}
 # a tidy table of real values: the first rows of the Relearn timers (p x n, 2 repetitions)
 TIDY_SOURCE = "extrap/text/mpa/relearn_data.txt"
 
@@ -136,6 +145,11 @@ def build_corpus(root: Path, data: Path | None = None) -> list[tuple[str, Path]]
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(data / rel, dst)
         out.append((name, dst))
+    for name, rel, targets in SHARED_DIRS:
+        dst = root / name / Path(rel).name
+        shutil.copytree(data / rel, dst, ignore=shutil.ignore_patterns("*.md"))
+        for t in targets:
+            out.append((name, dst / t))
     src = load([data / TIDY_SOURCE], format="extrap-text")
     df = src.data.head(60)
     (root / "tidy").mkdir(exist_ok=True)
@@ -171,7 +185,7 @@ def build_corpus(root: Path, data: Path | None = None) -> list[tuple[str, Path]]
 
 def _input(name: str, target: Path) -> Path:
     """What is read: the file itself, or for directory formats its directory."""
-    return target.parent if name == "pmpi" else target
+    return target.parent if name in DIR_READERS else target
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,7 +345,8 @@ def _format(name: str, p: Path) -> str | None:
     return {"perf-script": "perf", "perf-stat": "perf", "extrap-text": "extrap-text",
             "extrap-jsonl": "extrap-jsonl", "talpas": "talpas", "extrap-json": "extrap-json",
             "summary": "summary", "tidy": "tidy", "likwid": "likwid", "cachegrind": "cachegrind",
-            "caliper-json": "caliper-json", "caliper": "caliper", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi"}.get(name)
+            "caliper-json": "caliper-json", "caliper": "caliper", "cube": "cube", "extrap-experiment": "extrap-experiment",
+            "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi"}.get(name)
 
 
 def main(argv=None) -> int:

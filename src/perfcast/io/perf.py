@@ -224,6 +224,7 @@ def script_text(path: Path) -> str:
 def parse_stat(lines, source: str | Path = "perf stat") -> tuple[dict[str, tuple[float, str]], list[str]]:
     """``perf stat -x,`` output: {event: (value, unit)} and the events that were not counted."""
     counts: dict[str, tuple[float, str]] = {}
+    first: dict[str, int] = {}
     missing: list[str] = []
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
@@ -242,8 +243,12 @@ def parse_stat(lines, source: str | Path = "perf stat") -> tuple[dict[str, tuple
             v = float(value)
         except ValueError:
             raise PerfcastError(f"non-numeric count {value!r} for {event}", source, lineno) from None
-        if event in counts:  # per-CPU or repeated lines: sum
-            v += counts[event][0]
+        if event in counts:
+            # a repeated event line is damage or output this reader does not know (per-CPU, per-
+            # cgroup); summing it would double the count
+            raise PerfcastError(f"event {event!r} appears twice (first on line {first[event]}); per-CPU, "
+                                f"per-thread or per-cgroup perf stat output is not read", source, lineno)
+        first[event] = lineno
         counts[event] = (v, unit)
     return counts, missing
 
