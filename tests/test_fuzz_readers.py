@@ -10,6 +10,7 @@ oracle are those of bench/fuzz_readers.py, which runs thousands of them.
 """
 
 import importlib.util
+import json
 import os
 import random
 import stat
@@ -151,3 +152,89 @@ def test_negative_times_and_non_positive_parameters_are_warned(tmp_path):
     assert any("'time'" in x and "1 negative" in x for x in w)
     f.write_text("p,callpath,metric,unit,value\n1,main,time,s,2.0\n4,main,time,s,1.5\n")
     assert "warnings" not in load([f]).meta
+
+
+# -- the damage the hostile-user run found, one case each (ground truth: the intact file) ----------
+
+LIKWID = REPO / "tests" / "data" / "likwid" / "mem_broadwell_1thread.txt"
+
+
+def _refused(f, fmt=None):
+    with pytest.raises(PerfcastError) as e:
+        load([f], format=fmt)
+    assert str(f) in e.value.format()
+    return e.value
+
+
+def test_likwid_repeated_row_non_finite_count_and_bad_header_are_refused(tmp_path):
+    lines = LIKWID.read_text().splitlines(keepends=True)
+    assert lines[15].startswith("|   INSTR_RETIRED_ANY")
+    f = tmp_path / "likwid.txt"
+    f.write_text("".join(lines[:16] + [lines[15]] + lines[16:]))  # the row twice: was counted twice
+    e = _refused(f, "likwid")
+    assert e.where == "17" and "INSTR_RETIRED_ANY" in e.message and "twice" in e.message
+    f.write_text("".join(lines[:15] + [lines[15].replace("454421715271", "         inf")] + lines[16:]))
+    e = _refused(f, "likwid")  # was: the counter silently dropped
+    assert e.where == "16" and "non-finite" in e.message
+    f.write_text("".join(lines[:13] + [lines[13].replace("HWThread 0", "HWThrexd 0")] + lines[14:]))
+    e = _refused(f, "likwid")  # was: the whole table dropped
+    assert e.where == "14" and "HWThread" in e.message
+    cut = "".join(lines[:20])  # a cut at a line end inside the table: no closing border
+    f.write_text(cut)
+    assert "truncated table" in _refused(f, "likwid").message
+
+
+def test_caliper_json_split_cell_of_the_wrong_type_is_refused_at_the_cell(data_dir, tmp_path):
+    doc = json.loads((data_dir / "formats/caliper/caliper-cpi-json/cpi-callpath-profile.json").read_text())
+    j = doc["columns"].index("sum#time.duration")
+    doc["data"][7][j] = "309432.0"  # was: the whole time column dropped
+    f = tmp_path / "cpi.json"
+    f.write_text(json.dumps(doc))
+    e = _refused(f, "caliper-json")
+    assert e.where == f"data[7][{j}]" and "sum#time.duration" in e.message
+    doc["data"][7][j] = 1.0
+    doc["data"][3][doc["columns"].index("mpi.rank")] = []  # was: internal error
+    f.write_text(json.dumps(doc))
+    assert _refused(f, "caliper-json").where == "data[3]"
+
+
+def test_perf_cuts_and_repeated_events(tmp_path):
+    f = tmp_path / "perf.rank0.txt"
+    lines = fz.PERF_SCRIPT.splitlines(keepends=True)
+    f.write_text("".join(lines[:-2]))  # cut at a line end inside the last stack: another callpath
+    e = _refused(f, "perf")
+    assert "blank line" in e.message and e.where == str(len(lines) - 2)
+    s = tmp_path / "perf.stat.rank0.csv"
+    s.write_text(fz.PERF_STAT + fz.PERF_STAT.splitlines(keepends=True)[3])  # page-faults twice: was summed
+    e = _refused(s, "perf")
+    assert "page-faults" in e.message and "twice" in e.message and e.where == "7"
+    s.write_text(fz.PERF_STAT[:-5])  # cut inside the last line
+    assert "no line end" in _refused(s, "perf").message
+
+
+def test_extrap_text_cuts(data_dir, tmp_path):
+    src = (data_dir / "extrap/text/one_parameter_1.txt").read_text()
+    assert not src.endswith("\n")  # Extra-P's own files end without a line end: still read
+    intact = fz.values(load([data_dir / "extrap/text/one_parameter_1.txt"]))
+    f = tmp_path / "e.txt"
+    last = src.rsplit("\n", 1)[-1]
+    f.write_text(src[:len(src) - len(last)] + " ".join(last.split()[:4]))  # values dropped by the cut
+    e = _refused(f, "extrap-text")
+    assert e.where == "15" and "no line end" in e.message
+    f.write_text(src[:-len("0616186790007")])  # 721.0616186790007 cut to 721.
+    assert "ends in '.'" in _refused(f, "extrap-text").message
+    f.write_text(src + "\nREGION other\nMETRIC time\n")  # cut after a block's header lines
+    e = _refused(f, "extrap-text")
+    assert "without its DATA" in e.message and e.where == "17"
+    f.write_text(src + "\n")
+    assert fz.values(load([f], format="extrap-text")) == intact
+
+
+def test_cachegrind_count_line_cut_after_its_line_number(tmp_path):
+    f = tmp_path / "cachegrind.out.1"
+    text = fz.CACHEGRIND
+    i = text.index("21 45000")
+    f.write_text(text[:i + 2])  # "21" without counts and without a line end
+    assert "no line end" in _refused(f, "cachegrind").message
+    f.write_text(text[:i + 3] + "\n" + text[text.index("fl=comm.c"):])  # the counts gone: totals differ
+    assert "summary" in _refused(f, "cachegrind").message

@@ -89,7 +89,7 @@ def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
             if len(nums) > len(events):
                 raise PerfcastError(f"{len(nums)} counts for {len(events)} events", path, lineno)
             vec = totals[current]
-            vec[: len(nums)] += nums
+            vec[: len(nums)] += np.asarray(nums, dtype=np.int64)  # none given: all zero
             continue
         key, sep, value = line.partition(":") if ":" in line.split("=", 1)[0] else line.partition("=")
         key = key.strip()
