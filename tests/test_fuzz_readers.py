@@ -238,3 +238,12 @@ def test_cachegrind_count_line_cut_after_its_line_number(tmp_path):
     assert "no line end" in _refused(f, "cachegrind").message
     f.write_text(text[:i + 3] + "\n" + text[text.index("fl=comm.c"):])  # the counts gone: totals differ
     assert "summary" in _refused(f, "cachegrind").message
+
+
+def test_garbled_cali_field_is_refused(data_dir, tmp_path):
+    src = (data_dir / "formats/caliper/caliper-lulesh-cali/lulesh-annotation-profile.cali").read_text()
+    assert src.count("__rec=ctx,ref=165,") == 1
+    f = tmp_path / "lulesh.cali"
+    f.write_text(src.replace("__rec=ctx,ref=165,", "__rec=ctx,rXf=165,"))  # was: the record dropped
+    e = _refused(f, "caliper")
+    assert "'rXf'" in e.message and e.where == str(src[:src.index("__rec=ctx,ref=165,")].count("\n") + 1)

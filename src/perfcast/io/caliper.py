@@ -298,6 +298,10 @@ def _list_files(root: Path, exts: tuple[str, ...]) -> list[Path]:
     return sorted(out)
 
 
+_CALI_FIELDS = frozenset({"__rec", "id", "attr", "data", "parent", "ref"})
+_CALI_FIELD_SPLIT = re.compile(r"(?<!\\),")
+
+
 def _parse_cali(path: Path) -> _Profile:
     try:
         from caliperreader import CaliperStreamReader
@@ -316,6 +320,15 @@ def _parse_cali(path: Path) -> _Profile:
                 continue
             if line.startswith("__rec=globals"):
                 state["globals"] += 1
+            if not line.startswith("__rec="):
+                raise PerfcastError("not a Caliper .cali file (its records start with '__rec=')", path, i)
+            for part in _CALI_FIELD_SPLIT.split(line.rstrip("\r\n")):
+                key = part.split("=", 1)[0]
+                if key not in _CALI_FIELDS:
+                    # caliperreader skips a field it does not know: a garbled ref= would drop the
+                    # record's calling context without a word
+                    raise PerfcastError(f"unknown field {key[:40]!r} in a Caliper record (fields: "
+                                        f"{', '.join(sorted(_CALI_FIELDS))})", path, i)
             yield line
 
     raw: list[dict] = []
