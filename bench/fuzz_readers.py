@@ -20,7 +20,7 @@ falls in one class:
 ``unlocated``    PerfcastError that does not name the file
 ``internal``     any other exception (a bug: exit 1 at the CLI)
 
-    PYTHONPATH=src python bench/fuzz_readers.py [--mutants 6000] [--seed 1] [--show 5]
+    PYTHONPATH=src python bench/fuzz_readers.py [--mutants 6000] [--seed 1] [--show 5] [--reader NAME]
 
 The CI suite (tests/test_fuzz_readers.py) runs the same mutations, a few hundred of them, and
 fails on ``silent_wrong``, ``unlocated`` and ``internal``.
@@ -354,9 +354,12 @@ def main(argv=None) -> int:
     ap.add_argument("--mutants", type=int, default=6000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--show", type=int, default=3, help="examples printed per reader and bad class")
+    ap.add_argument("--reader", action="append", help="only these corpus entries (repeatable)")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         corpus = build_corpus(Path(tmp) / "intact")
+        if a.reader:
+            corpus = [(n, p) for n, p in corpus if n in a.reader]
         run(a.mutants, a.seed, corpus, Path(tmp) / "mutants", a.show)
     return 0
 
