@@ -73,7 +73,8 @@ app  101 10.000004:    8000000 cpu-clock:
 \t ffffffff81000100 do_page_fault ([kernel.kallsyms])
 \t    5000 stencil (/tmp/app)
 \t    3000 main (/tmp/app)
-"""
+
+"""  # perf script ends every call stack, the last one too, with a blank line
 
 
 def test_script_text_folds_mpi_and_kernel_frames(tmp_path):

@@ -19,7 +19,13 @@ from typing import Callable, Mapping, Sequence
 from ..errors import PerfcastError
 from ..experiment import Experiment, combine
 
-__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends", "read_json"]
+__all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends", "read_json",
+           "check_readable", "read_text", "json_int", "MAX_INPUT_BYTES", "MAX_LINE_BYTES"]
+
+#: inputs larger than this are refused before they are read (PERFCAST_MAX_INPUT_BYTES overrides)
+MAX_INPUT_BYTES = 4 << 30
+#: a text line longer than this is refused (no real profile has one; a file without line ends has)
+MAX_LINE_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,9 @@ class Reader:
     #: chosen by its extension alone when no reader recognises the content (False for readers
     #: sharing a common extension with a more general one, e.g. summary tables among CSVs)
     fallback: bool = True
+    #: optional, for directory readers: the files of a directory this reader would read (named in
+    #: the error for a directory that mixes formats)
+    files: Callable[[Path], list[Path]] | None = None
 
 
 _READERS: dict[str, Reader] = {}
@@ -93,8 +102,22 @@ def detect(path: Path) -> Reader:
     if store.is_store(path) or (path.is_dir() and (path / "experiment.json").is_file()
                                 and (path / "values.parquet").exists()):
         return _STORE_READER  # a damaged store too: store.read names what is wrong
-    if not path.exists():
-        raise PerfcastError("no such file or directory", path)
+    check_readable(path)
+    if path.is_dir():
+        # a directory holding the per-rank files of two tools would be read as one of them, the
+        # other's files dropped without a word: refused, naming the files of each format
+        found = [r for r in _READERS.values() if r.directories and _safe_sniff(r, path)]
+        if len(found) > 1:
+            parts = []
+            for r in found:
+                try:
+                    names = [f.name for f in r.files(path)] if r.files else []
+                except OSError:
+                    names = []
+                shown = ", ".join(names[:4]) + (f", ... ({len(names)} files)" if len(names) > 4 else "")
+                parts.append(f"{r.name} ({shown})" if names else r.name)
+            raise PerfcastError(f"the directory holds inputs of several formats: {'; '.join(parts)}; read "
+                                f"each format's files on their own, or choose one with --format", path)
     name = path.name.lower()
     candidates = [r for r in _READERS.values()
                   if any(name.endswith(ext) for ext in r.extensions) and (r.directories or path.is_file())]
@@ -111,6 +134,106 @@ def detect(path: Path) -> Reader:
     what = "directory" if path.is_dir() else "file"
     raise PerfcastError(f"unknown format: no reader recognises this {what} (formats: {kinds}; "
                         f"choose one with --format)", path)
+
+
+def _max_input_bytes() -> int:
+    import os
+
+    try:
+        return int(os.environ.get("PERFCAST_MAX_INPUT_BYTES", MAX_INPUT_BYTES))
+    except ValueError:
+        return MAX_INPUT_BYTES
+
+
+def check_readable(path: Path) -> None:
+    """Refuse, before anything opens it, an input that is not a regular file or a directory.
+
+    A FIFO with no writer would block the reader forever and a device such as ``/dev/zero`` never
+    ends; neither can be a profile.  A regular file larger than the input bound is refused too.
+    """
+    import os
+    import stat as st
+
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise PerfcastError("no such file or directory", path) from None
+    except OSError as e:
+        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
+    if st.S_ISDIR(info.st_mode):
+        return
+    if not st.S_ISREG(info.st_mode):
+        what = ("a FIFO (named pipe)" if st.S_ISFIFO(info.st_mode) else
+                "a device" if st.S_ISCHR(info.st_mode) or st.S_ISBLK(info.st_mode) else
+                "a socket" if st.S_ISSOCK(info.st_mode) else "not a regular file")
+        raise PerfcastError(f"{what}, not a regular file: perfcast reads profiles from files and "
+                            f"directories (save the data to a file first)", path)
+    limit = _max_input_bytes()
+    if info.st_size > limit:
+        raise PerfcastError(f"the file has {info.st_size} bytes, more than the {limit} perfcast reads "
+                            f"(set PERFCAST_MAX_INPUT_BYTES to read it)", path)
+
+
+def read_text(path: Path, *, unterminated: str = "refuse", encoding: str = "utf-8-sig",
+              errors: str = "strict") -> str:
+    """A line-based input as text, checked so that a damaged file cannot pass for a complete one.
+
+    * not a regular file, or larger than the input bound: refused (:func:`check_readable`);
+    * a line longer than :data:`MAX_LINE_BYTES`: refused with its line number;
+    * not decodable (``errors="strict"``) or holding NUL bytes: refused with the line number;
+    * the last line without its line end: ``unterminated="refuse"`` refuses it (line number of the
+      last line): a text file cut at an arbitrary byte ends inside a line, and in a line-based format
+      the cut line can itself look complete (``5.3`` cut to ``5.``, ``3.6e-05`` to ``3.6e-0``), so the
+      only sound test of completeness is the line end every writer puts after its last record.  A
+      last line holding only blanks is harmless and accepted.  ``unterminated="allow"`` is for
+      formats whose records prove their own end (a JSON object per line) or whose reader checks
+      the last line itself; such a reader must say so in its docstring.
+    """
+    check_readable(path)
+    if path.is_dir():
+        raise PerfcastError("is a directory, not a file", path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
+    if len(raw) > MAX_LINE_BYTES:
+        import re
+
+        m = re.search(rb"[^\n]{%d}" % (MAX_LINE_BYTES + 1), raw)
+        if m:
+            raise PerfcastError(f"a line longer than {MAX_LINE_BYTES >> 20} MiB: not a line-based text file",
+                                path, raw.count(b"\n", 0, m.start()) + 1)
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise PerfcastError("not a text file (binary content: a NUL byte)", path, raw.count(b"\n", 0, nul) + 1)
+    try:
+        text = raw.decode(encoding, errors)
+    except UnicodeDecodeError as e:
+        raise PerfcastError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})", path,
+                            raw.count(b"\n", 0, e.start) + 1) from None
+    if unterminated == "refuse" and text and not text.endswith("\n"):
+        tail = text.rsplit("\n", 1)[-1]
+        if tail.strip():
+            raise PerfcastError(unterminated_message(), path, text.count("\n") + 1)
+    return text
+
+
+#: more digits than any float can carry (1e308 has 309): such an integer is damage, not data
+_MAX_INT_DIGITS = 330
+
+
+def json_int(s: str) -> int:
+    """``parse_int`` for json.loads: an integer longer than any measurement is refused (Python
+    refuses to convert > 4300 digits with a bare ValueError, and a 400-digit count overflows
+    every numeric column)."""
+    if len(s) > _MAX_INT_DIGITS:
+        raise PerfcastError(f"an integer with {len(s.lstrip('-'))} digits: too large to be a measurement")
+    return int(s)
+
+
+def unterminated_message() -> str:
+    return ("the last line has no line end: the file may be truncated (add a newline at the end if it "
+            "is complete)")
 
 
 def read_ends(path: Path, n: int = 65536) -> tuple[bytes, bytes]:
@@ -130,11 +253,14 @@ def read_json(path: Path):
     """Parse a JSON file; invalid JSON or binary content is a PerfcastError naming file and line."""
     import json
 
+    check_readable(path)
     try:
         with open(path, "r", encoding="utf-8") as f:
-            return json.load(f)
+            return json.load(f, parse_int=json_int)
     except json.JSONDecodeError as e:
         raise PerfcastError(f"not valid JSON ({e.msg})", path, e.lineno) from None
+    except RecursionError:
+        raise PerfcastError("JSON nested too deeply", path) from None
     except UnicodeDecodeError:
         raise PerfcastError("not a JSON text file (binary content)", path) from None
 
@@ -165,8 +291,7 @@ def read_one(path: str | Path, format: str | None = None, options: ReadOptions |
         if format not in table:
             raise PerfcastError(f"unknown format {format!r}; known: {', '.join(sorted(table))}")
         reader = table[format]
-        if not path.exists():
-            raise PerfcastError("no such file or directory", path)
+        check_readable(path)
         if path.is_dir() and not reader.directories:
             raise PerfcastError(f"is a directory; the {format} reader reads files", path)
     else:
@@ -203,7 +328,7 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
             exp = found[0].read_many(paths, options or ReadOptions())
             exp.meta.setdefault("sources", [str(p) for p in paths])
             exp.meta.setdefault("format", found[0].name)
-            return exp
+            return _warn_implausible(exp)
     exps, names = [], []
     for i, inp in enumerate(inputs):
         exp = read_one(inp, format, options)
@@ -224,8 +349,39 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
         exps.append(exp)
         names.append(str(inp))
     if len(exps) == 1:
-        return exps[0]
-    return combine(exps, names)
+        return _warn_implausible(exps[0])
+    return _warn_implausible(combine(exps, names))
+
+
+def _warn_implausible(exp: Experiment) -> Experiment:
+    """Warn (``meta["warnings"]``) about values no measurement has but a file can hold: negative
+    times, and parameter values <= 0 (scaling models take powers and logarithms of parameters).
+    Warnings, not errors: the values are read as written and may be meant (a message size of 0)."""
+    import numpy as np
+
+    warnings = list(exp.meta.get("warnings", []))
+    df = exp.data
+    for p in exp.parameters:
+        vals = df[p].to_numpy(dtype="float64")
+        bad = vals <= 0
+        if bad.any():
+            warnings.append(f"parameter {p!r} has the value {vals[bad].min():g} (<= 0) at "
+                            f"{len(np.unique(vals[bad]))} value(s): scaling models need positive parameter "
+                            f"values (powers and logarithms)")
+    for name, m in exp.metrics.items():
+        if m.kind != "time":
+            continue
+        vals = df.loc[df["metric"] == name, "value"].to_numpy(dtype="float64")
+        if not len(vals):
+            continue
+        # exclusive times derived by subtraction carry rounding noise (-7e-15 s): not warned
+        neg = vals < -1e-9 * float(np.nanmax(np.abs(vals)))
+        if neg.any():
+            warnings.append(f"metric {name!r} is a time but has {int(neg.sum())} negative value(s) "
+                            f"(smallest {vals[neg].min():g})")
+    if warnings:
+        exp.meta["warnings"] = list(dict.fromkeys(warnings))
+    return exp
 
 
 def at_point(exp: Experiment, coords: Mapping[str, float], rep: int | None = None) -> Experiment:

@@ -35,7 +35,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
-from . import Reader, ReadOptions, register
+from . import Reader, ReadOptions, register, read_text as read_checked
 
 ROOT = "app"
 _RANK = re.compile(r"rank[._-]?(\d+)")
@@ -70,63 +70,66 @@ def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
     current = None
     obj = file = None
     ids: dict[tuple[str, str], str] = {}  # compressed "(id) name" of ob=/fl= (callgrind style)
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            line = raw.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            if line[0].isdigit():
-                if events is None or current is None:
-                    raise PerfcastError("count line before 'events:' and 'fn='", path, lineno)
-                parts = line.split()
-                try:
-                    nums = [int(x) for x in parts[1:]]
-                except ValueError:
-                    raise PerfcastError(f"non-integer count in {line!r}", path, lineno) from None
-                if len(nums) > len(events):
-                    raise PerfcastError(f"{len(nums)} counts for {len(events)} events", path, lineno)
-                vec = totals[current]
-                vec[: len(nums)] += nums
-                continue
-            key, sep, value = line.partition(":") if ":" in line.split("=", 1)[0] else line.partition("=")
-            key = key.strip()
-            value = value.strip()
-            if sep == "=" and key in ("fl", "fi", "fe", "ob"):
-                m = re.fullmatch(r"\((\d+)\)\s*(.*)", value)
-                if m:
-                    value = ids.setdefault((key, m.group(1)), m.group(2)) if m.group(2) else \
-                        ids.get((key, m.group(1)), "???")
-                if key == "ob":
-                    obj = value
-                elif key == "fl":
-                    file = value
-                continue
-            if sep == "=" and key == "fn":
-                if events is None:
-                    raise PerfcastError("'fn=' before the 'events:' line", path, lineno)
-                current = display_name(value, obj, file) if value else "???"
-                totals.setdefault(current, np.zeros(len(events), dtype=np.int64))
-                continue
-            if sep == ":" and key == "events":
-                events = value.split()
-                if not events:
-                    raise PerfcastError("empty 'events:' line", path, lineno)
-                continue
-            if sep == ":" and key == "summary":
-                if events is None:
-                    raise PerfcastError("'summary:' before 'events:'", path, lineno)
-                try:
-                    summary = np.array([int(x) for x in value.split()], dtype=np.int64)
-                except ValueError:
-                    raise PerfcastError("non-integer summary", path, lineno) from None
-                continue
-            if sep == ":" and key == "desc":
-                header["desc"].append(value)
-                continue
-            if sep == ":" and key in ("cmd", "pid", "version", "creator", "positions"):
-                header[key] = value
-                continue
-            raise PerfcastError(f"not a cachegrind output line: {line[:60]!r}", path, lineno)
+    # the last line must end with a line end: cachegrind writes one, and a cut file ends inside a line
+    text = read_checked(path, encoding="utf-8", errors="replace")
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        line = raw.rstrip("\r")
+        if not line.strip() or line.startswith("#"):
+            continue
+        if line[0].isdigit():
+            if events is None or current is None:
+                raise PerfcastError("count line before 'events:' and 'fn='", path, lineno)
+            parts = line.split()
+            try:
+                nums = [int(x) for x in parts[1:]]
+            except ValueError:
+                raise PerfcastError(f"non-integer count in {line[:60]!r}", path, lineno) from None
+            if any(not 0 <= n < 2**62 for n in nums):
+                raise PerfcastError(f"a count in {line[:60]!r} is negative or too large", path, lineno)
+            if len(nums) > len(events):
+                raise PerfcastError(f"{len(nums)} counts for {len(events)} events", path, lineno)
+            vec = totals[current]
+            vec[: len(nums)] += np.asarray(nums, dtype=np.int64)  # none given: all zero
+            continue
+        key, sep, value = line.partition(":") if ":" in line.split("=", 1)[0] else line.partition("=")
+        key = key.strip()
+        value = value.strip()
+        if sep == "=" and key in ("fl", "fi", "fe", "ob"):
+            m = re.fullmatch(r"\((\d+)\)\s*(.*)", value)
+            if m:
+                value = ids.setdefault((key, m.group(1)), m.group(2)) if m.group(2) else \
+                    ids.get((key, m.group(1)), "???")
+            if key == "ob":
+                obj = value
+            elif key == "fl":
+                file = value
+            continue
+        if sep == "=" and key == "fn":
+            if events is None:
+                raise PerfcastError("'fn=' before the 'events:' line", path, lineno)
+            current = display_name(value, obj, file) if value else "???"
+            totals.setdefault(current, np.zeros(len(events), dtype=np.int64))
+            continue
+        if sep == ":" and key == "events":
+            events = value.split()
+            if not events:
+                raise PerfcastError("empty 'events:' line", path, lineno)
+            continue
+        if sep == ":" and key == "summary":
+            if events is None:
+                raise PerfcastError("'summary:' before 'events:'", path, lineno)
+            try:
+                summary = np.array([int(x) for x in value.split()], dtype=np.int64)
+            except (ValueError, OverflowError):
+                raise PerfcastError("non-integer summary", path, lineno) from None
+            continue
+        if sep == ":" and key == "desc":
+            header["desc"].append(value)
+            continue
+        if sep == ":" and key in ("cmd", "pid", "version", "creator", "positions"):
+            header[key] = value
+            continue
+        raise PerfcastError(f"not a cachegrind output line: {line[:60]!r}", path, lineno)
     if events is None:
         raise PerfcastError("not a cachegrind output file (no 'events:' line)", path)
     if summary is not None:
@@ -145,14 +148,15 @@ def parse(path: Path) -> tuple[list[str], dict[str, np.ndarray], dict]:
 
 
 def _geometry(desc: list[str]) -> dict:
+    """Cache geometry from the desc: lines (a description with absurd numbers is not used)."""
     out = {}
     for d in desc:
-        m = re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, (\d+)-way", d)
+        m = re.match(r"(\w+) cache:\s+(\d{1,18}) B, (\d{1,18}) B, (\d{1,9})-way", d)
         if m:
             out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)), "ways": int(m.group(4))}
-        elif (m := re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, direct-mapped", d)):
+        elif (m := re.match(r"(\w+) cache:\s+(\d{1,18}) B, (\d{1,18}) B, direct-mapped", d)):
             out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)), "ways": 1}
-        elif (m := re.match(r"(\w+) cache:\s+(\d+) B, (\d+) B, fully associative", d)):
+        elif (m := re.match(r"(\w+) cache:\s+(\d{1,18}) B, (\d{1,18}) B, fully associative", d)):
             out[m.group(1)] = {"size": int(m.group(2)), "line": int(m.group(3)),
                                "ways": int(m.group(2)) // max(int(m.group(3)), 1)}
     return out
@@ -218,4 +222,5 @@ def _read(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("cachegrind", "valgrind cachegrind output (cachegrind.out.*; a directory of per-rank files)",
-                (), _sniff, _read, directories=True))
+                (), _sniff, _read, directories=True,
+                files=lambda d: sorted(p for p in d.glob("cachegrind.out*") if p.is_file() and _sniff(p))))

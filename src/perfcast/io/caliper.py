@@ -234,11 +234,15 @@ class _Profile:
 
 def _to_int_location(v, what: str, path: Path, where) -> int:
     if isinstance(v, list):
+        if not v:
+            raise PerfcastError(f"{what} is an empty list, not a number", path, where)
         v = v[-1]
     try:
         f = float(v)
-    except (TypeError, ValueError):
-        raise PerfcastError(f"{what} {v!r} is not a number", path, where) from None
+    except (TypeError, ValueError, OverflowError):
+        raise PerfcastError(f"{what} {str(v)[:40]!r} is not a number", path, where) from None
+    if not math.isfinite(f) or abs(f) > 2**31:
+        raise PerfcastError(f"{what} {str(v)[:40]!r} is not a rank or thread number", path, where)
     if not f.is_integer():
         raise PerfcastError(f"{what} {v!r} is not an integer", path, where)
     return int(f)
@@ -294,6 +298,10 @@ def _list_files(root: Path, exts: tuple[str, ...]) -> list[Path]:
     return sorted(out)
 
 
+_CALI_FIELDS = frozenset({"__rec", "id", "attr", "data", "parent", "ref"})
+_CALI_FIELD_SPLIT = re.compile(r"(?<!\\),")
+
+
 def _parse_cali(path: Path) -> _Profile:
     try:
         from caliperreader import CaliperStreamReader
@@ -312,6 +320,15 @@ def _parse_cali(path: Path) -> _Profile:
                 continue
             if line.startswith("__rec=globals"):
                 state["globals"] += 1
+            if not line.startswith("__rec="):
+                raise PerfcastError("not a Caliper .cali file (its records start with '__rec=')", path, i)
+            for part in _CALI_FIELD_SPLIT.split(line.rstrip("\r\n")):
+                key = part.split("=", 1)[0]
+                if key not in _CALI_FIELDS:
+                    # caliperreader skips a field it does not know: a garbled ref= would drop the
+                    # record's calling context without a word
+                    raise PerfcastError(f"unknown field {key[:40]!r} in a Caliper record (fields: "
+                                        f"{', '.join(sorted(_CALI_FIELDS))})", path, i)
             yield line
 
     raw: list[dict] = []
@@ -425,8 +442,8 @@ def _parse_cali(path: Path) -> _Profile:
                                     f"record {i + 1}")
             try:
                 values[k] = float(v)
-            except ValueError:
-                raise PerfcastError(f"metric attribute {k!r} has a non-numeric value {v!r}", path,
+            except (ValueError, TypeError, OverflowError):
+                raise PerfcastError(f"metric attribute {k!r} has a non-numeric value {str(v)[:40]!r}", path,
                                     f"record {i + 1}") from None
         if not values:
             continue
@@ -540,10 +557,10 @@ def _parse_json_split(path: Path) -> _Profile:
         j = idx
         seen = 0
         while j is not None:
+            if not isinstance(j, int) or isinstance(j, bool) or not 0 <= j < n_nodes:
+                raise PerfcastError(f"node parent {str(j)[:40]!r} is not a node index", path, f"nodes[{idx}]")
             if paths[j] is not None:
                 break
-            if not isinstance(j, int) or not 0 <= j < n_nodes:
-                raise PerfcastError(f"node parent {j!r} is not a node index", path, f"nodes[{idx}]")
             chain.append(j)
             seen += 1
             if seen > n_nodes:
@@ -594,7 +611,19 @@ def _parse_json_split(path: Path) -> _Profile:
         if base in _NOT_METRICS or c.startswith("iteration#") or c.startswith(("cali.", "spot.")):
             continue
         vals = [row[i] for row in data if row[i] is not None]
-        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+        numeric = [isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals]
+        if any(numeric) and not all(numeric):
+            # one damaged cell must not turn a metric column into "not a metric" (all its values lost)
+            j = next(k for k, row in enumerate(data) if row[i] is not None and not (
+                isinstance(row[i], (int, float)) and not isinstance(row[i], bool)))
+            raise PerfcastError(f"column {c!r} holds numbers and, here, {type(data[j][i]).__name__} "
+                                f"{str(data[j][i])[:40]!r}", path, f"data[{j}][{i}]")
+        if vals and all(numeric):
+            for j, row in enumerate(data):
+                x = row[i]
+                if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 1e300:
+                    raise PerfcastError(f"column {c!r}: {str(x)[:20]}... is too large to be a measurement",
+                                        path, f"data[{j}][{i}]")
             metric_cols.append(i)
             unit = _unit_from_name(base)
             prof.metrics[c] = Metric(c, unit, metric_kind(c, unit), metric_scope(c))

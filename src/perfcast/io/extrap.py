@@ -17,7 +17,8 @@ Five readers are registered:
     ``measurements`` lists.
 ``extrap-jsonl``
     JSON Lines: one object per line, ``{"params": {...}, "value": v | [v, ...]}`` with optional
-    ``callpath`` and ``metric`` (defaults :data:`DEFAULT_CALLPATH`, :data:`DEFAULT_METRIC`).
+    ``callpath`` and ``metric`` (defaults :data:`DEFAULT_CALLPATH`, :data:`DEFAULT_METRIC`); any
+    other field is refused (a misspelt ``metric`` would silently select the default).
 ``talpas``
     The Talpas format: one measurement per line,
     ``{"parameters":{"x":20};"metric":"time";"callpath":"compute";"value":82.0}`` (``;`` separates
@@ -39,7 +40,18 @@ Five readers are registered:
 
 Every value list at a point becomes repetitions 0..k-1; values met again for a point, callpath and
 metric (a repeated coordinate, a repeated REGION block, a second line) continue the repetition
-numbering -- nothing is collapsed.  These formats carry no units and no inclusive/exclusive
+numbering -- nothing is collapsed.
+
+Files cut short.  Extra-P's own files often end without a line end, so a missing last line end
+alone is not refused here (the line-based readers that always get one, e.g. tidy CSV, refuse it).
+Instead: JSON Lines and Talpas records prove their own end (a cut object is not valid JSON); in the
+text format a file ending on a REGION or METRIC line without DATA, or with fewer DATA lines than
+POINTS, is refused, and a last DATA line without its line end must have as many values as the DATA
+line before it in its block (a cut that drops values is refused).  A cut inside the very last
+number after a digit (``223`` -> ``22``) cannot be told from a complete file and is the one cut
+that still loads (a value ending in ``.``, ``e`` or a sign there is refused).  A warning for every
+such file was considered and rejected: most Extra-P files end this way, so it would fire on nearly
+every intact input.  These formats carry no units and no inclusive/exclusive
 meaning, so metrics get ``Metric.guess(name)`` with scope ``unknown`` (the old JSON layout may
 give a ``unit`` per metric).  Errors name the file and the line (text, JSON Lines, Talpas) or the
 JSON field path.
@@ -59,6 +71,8 @@ import pandas as pd
 from ..errors import PerfcastError
 from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric
 from . import ReadOptions, Reader, register
+from . import json_int
+from . import read_text as _read_checked
 
 __all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas"]
 
@@ -161,16 +175,10 @@ def _check_parameter_names(names: list[str]) -> str | None:
 
 
 def _read_text_file(path: Path) -> str:
-    """The file as text (UTF-8, BOM tolerated); a decoding error names the line."""
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise PerfcastError(f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})", path, line) from None
+    """The file as text (UTF-8, BOM tolerated); a decoding error names the line.  A last line
+    without its line end is allowed here: each format checks its own last record (see read_text
+    and _read_lines_format)."""
+    return _read_checked(path, unterminated="allow")
 
 
 def _lines(text: str) -> list[str]:
@@ -278,6 +286,8 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
     block = {"count": 0, "first": 0, "last": 0}
     comments: list[str] = []
     last_line = 0
+    data_lens: list[tuple[int, int, int]] = []  # (line, number of values, block start line)
+    open_key: tuple[str, int] | None = None  # a REGION/METRIC line not yet followed by DATA
 
     def close_block():
         n = block["count"]
@@ -321,6 +331,7 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
             if not rest:
                 raise err(f"{key} line without a name", no)
             close_block()
+            open_key = (key, no)
             if key == "REGION":
                 if b is None:
                     b = _Builder(parameters)
@@ -361,6 +372,8 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
                 block["first"] = no
             block["count"] += 1
             block["last"] = no
+            data_lens.append((no, len(toks), block["first"]))
+            open_key = None
         else:
             word = key if len(key) <= 40 else key[:40] + "..."
             raise err(f"unknown keyword {word!r} (expected one of {', '.join(_KEYWORDS)} or a # comment)", no)
@@ -370,7 +383,22 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
         raise PerfcastError("no PARAMETER line (not an Extra-P text file, or empty)", path, last_line or None)
     if b is None or not b.values:
         raise PerfcastError("no DATA lines (truncated file?)", path, last_line or None)
+    if open_key is not None:
+        raise PerfcastError(f"the file ends after this {open_key[0]} line without its DATA lines "
+                            f"(truncated file?)", path, open_key[1])
     meta = {"comments": comments} if comments else {}
+    unterminated = len(lines) == last_line and bool(lines[-1].strip())
+    if unterminated and data_lens and data_lens[-1][0] == last_line:
+        no, n, start = data_lens[-1]
+        if len(data_lens) > 1 and data_lens[-2][1] != n and data_lens[-2][2] == start:
+            raise PerfcastError(f"the last line has no line end and {n} value(s) where the DATA line before "
+                                f"it has {data_lens[-2][1]}: the file may be truncated (add a newline at "
+                                f"the end if it is complete)", path, no)
+        tok = lines[-1].split()[-1]
+        if tok[-1] in ".eE+-":
+            raise PerfcastError(f"the last line has no line end and its last value {tok!r} ends in "
+                                f"{tok[-1]!r}: the file may be truncated (add a newline at the end if it "
+                                f"is complete)", path, no)
     return b.experiment(meta)
 
 
@@ -507,7 +535,7 @@ def read_json(path: Path, options: ReadOptions | None = None) -> Experiment:
     """Read an Extra-P JSON input file (either layout)."""
     text = _read_text_file(path)
     try:
-        obj = json.loads(text, object_pairs_hook=_object_hook)
+        obj = json.loads(text, object_pairs_hook=_object_hook, parse_int=json_int)
     except json.JSONDecodeError as e:
         if e.msg == "Extra data" and _looks_jsonl(text):
             return _read_lines_format(path, text, "jsonl")  # Extra-P accepts JSON Lines in .json too
@@ -711,15 +739,22 @@ def _read_lines_format(path: Path, text: str, fmt: str) -> Experiment:
             continue
         src = transform(line) if transform else line
         try:
-            obj = json.loads(src, object_pairs_hook=_object_hook)
+            obj = json.loads(src, object_pairs_hook=_object_hook, parse_int=json_int)
         except json.JSONDecodeError as e:
             msg = e.msg.replace("','", "';' or ','") if transform else e.msg
             raise PerfcastError(f"invalid JSON at column {e.colno}: {msg}", path, no) from None
         except RecursionError:
             raise PerfcastError("JSON nested too deeply", path, no) from None
+        except PerfcastError as e:
+            raise PerfcastError(e.message, path, no) from None
         if not isinstance(obj, dict):
             raise PerfcastError(f"expected a JSON object per line, found {type(obj).__name__}", path, no)
         _no_dups(obj, path, "", no)
+        unknown = [k for k in obj if k not in (pkey, "callpath", "metric", "value")]
+        if unknown:
+            # a misspelt "metric" would otherwise put the value under the default metric
+            raise PerfcastError(f"unknown field {unknown[0]!r} (a record has {pkey!r}, 'value' and optionally "
+                                f"'callpath' and 'metric')", path, no)
         params = _jget(obj, pkey, path, "", no, kind=dict)
         _no_dups(params, path, pkey, no)
         names = list(params)
@@ -910,7 +945,7 @@ def read_archive(path: Path, options: ReadOptions | None = None, statistic: str 
             line = raw[:e.start].count(b"\n") + 1
             raise PerfcastError(f"{ARCHIVE_DATA} is not UTF-8 text", path, f"{ARCHIVE_DATA} line {line}") from None
         try:
-            obj = json.loads(text, object_pairs_hook=_object_hook)
+            obj = json.loads(text, object_pairs_hook=_object_hook, parse_int=json_int)
         except json.JSONDecodeError as e:
             raise PerfcastError(f"invalid JSON at column {e.colno}: {e.msg}", path,
                                 f"{ARCHIVE_DATA} line {e.lineno}") from None

@@ -679,8 +679,10 @@ def _read_v4(directory: Path, options: ReadOptions) -> Experiment:
     nsrc = len(meta.sources)
     ctx_ids = np.fromiter(meta.ctx_to_src.keys(), dtype=np.int64, count=len(meta.ctx_to_src))
     src_ids = np.fromiter(meta.ctx_to_src.values(), dtype=np.int64, count=len(meta.ctx_to_src))
-    lut = np.full(int(ctx_ids.max(initial=0)) + 2, -1, dtype=np.int64)
-    lut[ctx_ids] = src_ids
+    # ctxId -> source row by binary search (a dense table sized by the largest id would let one
+    # damaged id ask for gigabytes)
+    by_id = np.argsort(ctx_ids, kind="stable")
+    ctx_sorted, src_sorted = ctx_ids[by_id], src_ids[by_id]
     ctx = np.concatenate([prof.ctx[i] for i in pidx])
     met = np.concatenate([prof.metric[i] for i in pidx])
     val = np.concatenate([prof.value[i] for i in pidx])
@@ -689,12 +691,15 @@ def _read_v4(directory: Path, options: ReadOptions) -> Experiment:
     # also stores values for instruction-level contexts that meta.db does not list (seen in
     # hpcprof 2023.03 output): their cost is already in the inclusive values of their listed
     # ancestors, and their own cost shows up as the own cost of the deepest listed ancestor.
-    inside = (ctx > 0) & (ctx < len(lut))
-    listed_ctx = np.zeros(len(ctx), dtype=bool)
-    listed_ctx[inside] = lut[ctx[inside]] >= 0
+    pos = np.searchsorted(ctx_sorted, ctx)
+    pos_ok = np.minimum(pos, max(len(ctx_sorted) - 1, 0))
+    listed_ctx = (ctx > 0) & (pos < len(ctx_sorted))
+    if len(ctx_sorted):
+        listed_ctx &= ctx_sorted[pos_ok] == ctx
+        listed_ctx[listed_ctx] &= src_sorted[pos_ok[listed_ctx]] >= 0
     unlisted = int(np.count_nonzero((ctx != 0) & ~listed_ctx))
     ctx, met, val, col = ctx[listed_ctx], met[listed_ctx], val[listed_ctx], col[listed_ctx]
-    rows = lut[ctx]
+    rows = src_sorted[pos_ok[listed_ctx]] if len(ctx_sorted) else np.zeros(0, dtype=np.int64)
     metrics = []
     skipped = []
     for name, prop, _stat in meta.metrics:

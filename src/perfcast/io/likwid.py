@@ -21,9 +21,15 @@ each followed by ASCII tables (``+---+`` borders, ``| cell |`` rows):
 Columns ``HWThread N`` (LIKWID 5) and ``Core N`` (LIKWID 4) give the ``thread`` location column (the
 hardware thread number).  The ``... STAT`` tables (``Sum | Min | Max | Avg`` over the threads) are
 reductions of the per-thread values and are skipped.  Cells LIKWID prints for counters it could not
-read (``-``) and non-finite derived values (``nan``, ``inf``) are left out and listed in
-``meta['likwid']['not_available']``.  Tables with other columns (``GPU N``, from ``-G``/``-W``) are
-skipped and listed in ``meta['likwid']['skipped_tables']``.  When several groups in one file give the
+read (``-``) and non-finite derived values (``nan``, ``inf`` in Metric tables) are left out and
+listed in ``meta['likwid']['not_available']``; a non-finite raw count or region runtime is refused.
+Tables of other devices (``GPU N``, from ``-G``/``-W``) are skipped and listed in
+``meta['likwid']['skipped_tables']``; a table with any other header is refused (it would be dropped
+silently).  A row repeated in one table (the same event on the same counter) is refused: it is
+not a second measurement, and summing it would double the count.
+
+The file must end with a line end (likwid-perfctr writes one), and every table must be closed by
+its border, so a file cut anywhere is refused.  When several groups in one file give the
 same metric for the same callpath and thread (``INSTR_RETIRED_ANY`` is in every group), the first
 group's value is kept and the others are listed in ``meta['likwid']['duplicates']``.
 
@@ -44,7 +50,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
-from . import Reader, ReadOptions, register
+from . import Reader, ReadOptions, register, read_text as read_checked
 from .perf import rank_of
 
 ROOT = "app"
@@ -53,7 +59,8 @@ STAT_COLUMNS = ["Sum", "Min", "Max", "Avg"]
 _BORDER = re.compile(r"^\+-[-+]*\+$")
 _GROUP = re.compile(r"^Group (\d+):\s*(\S.*?)?\s*$")
 _REGION = re.compile(r"^Region (\S.*?), Group (\d+):\s*(\S.*?)?\s*$")
-_LOCATION = re.compile(r"^(?:HWThread|Core) (\d+)$")
+_LOCATION = re.compile(r"^(?:HWThread|Core) (\d{1,7})$")
+_OTHER_DEVICE = re.compile(r"^(?:GPU|Nvidia GPU|AMD GPU|Socket) \d{1,7}$")
 _UNIT = re.compile(r"^(?P<name>.*?)\s*\[(?P<unit>[^\[\]]*)\]$")
 _BYTE_UNIT = re.compile(r"^[KMGTP]?i?B(ytes)?$")
 _ENERGY = re.compile(r"^PWR_\w*ENERGY$")
@@ -63,18 +70,11 @@ _SNIFF = re.compile(r"^(?:Region \S.*?, )?Group \d+:.*\n\+-[-+]*\+[ \t]*\n\|\s*(
 
 
 def _text(path: Path) -> str:
-    data = path.read_bytes()
-    if not data.strip():
+    """The file's text; a file not ending with a line end is refused (likwid-perfctr always ends
+    its output with one, so a missing one means the file was cut)."""
+    text = read_checked(path, encoding="utf-8")
+    if not text.strip():
         raise PerfcastError("empty file (no likwid-perfctr output)", path, 1)
-    bad = data.find(b"\x00")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        bad = e.start if bad < 0 else min(bad, e.start)
-        text = None
-    if bad >= 0 or text is None:
-        line = data.count(b"\n", 0, bad) + 1
-        raise PerfcastError("binary content, not likwid-perfctr text output", path, line)
     return text
 
 
@@ -85,16 +85,20 @@ def _cells(line: str) -> list[str] | None:
     return [c.strip() for c in s[1:-1].split("|")]
 
 
-def _value(cell: str, what: str, path, lineno) -> float | None:
-    """The number in a cell, None for LIKWID's 'not available' cells."""
-    if cell.lower() in _MISSING:
+def _value(cell: str, what: str, path, lineno, derived: bool = True) -> float | None:
+    """The number in a cell, None for LIKWID's 'not available' cells: ``-`` anywhere, ``nan`` and
+    ``inf`` only in derived-metric tables (a ratio over a zero count); a raw count or a region's
+    runtime/call count is never non-finite, so there it is damage and refused."""
+    if cell == "-" or (derived and cell.lower() in _MISSING):
         return None
     try:
         v = float(cell)
     except ValueError:
         raise PerfcastError(f"non-numeric value {cell!r} for {what}", path, lineno) from None
     if not math.isfinite(v):
-        return None
+        if derived:
+            return None
+        raise PerfcastError(f"non-finite value {cell!r} for {what}", path, lineno)
     return v
 
 
@@ -129,9 +133,15 @@ def parse(lines, source: str | Path = "likwid-perfctr") -> list[dict]:
         g = None if m else _GROUP.match(stripped)
         if m or g:
             if m:
+                if len(m.group(2)) > 9:
+                    raise PerfcastError(f"group number {m.group(2)[:20]}... is not a LIKWID group number",
+                                        source, lineno)
                 cur = {"region": m.group(1), "group": int(m.group(2)), "group_name": m.group(3) or "",
                        "line": lineno, "tables": []}
             else:
+                if len(g.group(1)) > 9:
+                    raise PerfcastError(f"group number {g.group(1)[:20]}... is not a LIKWID group number",
+                                        source, lineno)
                 cur = {"region": None, "group": int(g.group(1)), "group_name": g.group(2) or "",
                        "line": lineno, "tables": []}
             sections.append(cur)
@@ -224,11 +234,17 @@ def read_text(text: str, path: Path, rank: int | None = None, root: str = ROOT
             if cols == STAT_COLUMNS:
                 continue  # Sum/Min/Max/Avg over the threads: reductions of the per-thread values
             threads = _locations(cols)
+            if (threads is None or not threads) and not (cols and all(_OTHER_DEVICE.match(c) for c in cols)):
+                # only tables of other devices (GPU N, from -G/-W) are skipped; any other header is
+                # damage and would drop the whole table silently
+                raise PerfcastError(f"table {kind!r} has columns {', '.join(c[:20] for c in cols[:3])}...: "
+                                    f"expected HWThread N or Core N columns", path, head_line + 1)
             if threads is None or not threads:
                 skipped.append({"line": head_line, "table": kind, "region": region,
                                 "reason": f"columns {', '.join(cols[:3])}... are not HWThread/Core columns"})
                 continue
             first = 2 if kind == "Event" else 1
+            seen_rows: dict[tuple, int] = {}
             for cells, lineno in rows:
                 label = cells[0]
                 if not label:
@@ -259,8 +275,15 @@ def read_text(text: str, path: Path, rank: int | None = None, root: str = ROOT
                                             f"{mt.unit!r}", path, lineno)
                     metrics.setdefault(name, mt)
                     counter = None
+                row_key = (label, cells[1] if kind == "Event" else None)
+                if row_key in seen_rows:
+                    what = f"event {label!r} on counter {cells[1]!r}" if kind == "Event" else repr(label)
+                    raise PerfcastError(f"{what} appears twice in this table (first on line "
+                                        f"{seen_rows[row_key]}): a repeated row is damage, not a second "
+                                        f"measurement", path, lineno)
+                seen_rows[row_key] = lineno
                 for t, col, cell in zip(threads, cols, cells[first:]):
-                    v = _value(cell, f"{label!r} on {col}", path, lineno)
+                    v = _value(cell, f"{label!r} on {col}", path, lineno, derived=(kind == "Metric"))
                     key = (name, t)
                     if v is None:
                         sec_missing.setdefault((name, counter), []).append(t)
@@ -363,4 +386,4 @@ def _read(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("likwid", "LIKWID likwid-perfctr text output (wrapper mode and Marker API regions; per-rank "
-                "files: *rank<N>*)", (), _sniff, _read, directories=True))
+                "files: *rank<N>*)", (), _sniff, _read, directories=True, files=_files_in))

@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
-from . import Reader, ReadOptions, register
+from . import Reader, ReadOptions, register, read_text as read_checked
 
 ROOT = "app"
 SCRIPT_FIELDS = "comm,tid,time,period,event,ip,sym,dso"
@@ -140,6 +140,8 @@ def parse_script(lines, source: str | Path = "perf script") -> tuple[dict, dict]
                                 f"{SCRIPT_FIELDS})", source, lineno)
         flush()
         event = m.group("event")
+        if m.group("period") and len(m.group("period")) > 18:
+            raise PerfcastError(f"sample period {m.group('period')[:20]}... is too large", source, lineno)
         period = int(m.group("period")) if m.group("period") else 1
         cur = (event, period)
         info["events"].add(event)
@@ -222,6 +224,7 @@ def script_text(path: Path) -> str:
 def parse_stat(lines, source: str | Path = "perf stat") -> tuple[dict[str, tuple[float, str]], list[str]]:
     """``perf stat -x,`` output: {event: (value, unit)} and the events that were not counted."""
     counts: dict[str, tuple[float, str]] = {}
+    first: dict[str, int] = {}
     missing: list[str] = []
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
@@ -240,8 +243,12 @@ def parse_stat(lines, source: str | Path = "perf stat") -> tuple[dict[str, tuple
             v = float(value)
         except ValueError:
             raise PerfcastError(f"non-numeric count {value!r} for {event}", source, lineno) from None
-        if event in counts:  # per-CPU or repeated lines: sum
-            v += counts[event][0]
+        if event in counts:
+            # a repeated event line is damage or output this reader does not know (per-CPU, per-
+            # cgroup); summing it would double the count
+            raise PerfcastError(f"event {event!r} appears twice (first on line {first[event]}); per-CPU, "
+                                f"per-thread or per-cgroup perf stat output is not read", source, lineno)
+        first[event] = lineno
         counts[event] = (v, unit)
     return counts, missing
 
@@ -285,6 +292,20 @@ def kind_of(path: Path) -> str | None:
     return None
 
 
+def _check_last_sample(text: str, path: Path) -> None:
+    """perf script ends a sample that has a call stack (a header line without an inline symbol,
+    then one frame per line) with a blank line; a last stack without it may be cut short, and a
+    shorter stack is another callpath, so it is refused."""
+    body = text.rstrip(" \t\r\n")
+    last = body.rsplit("\n", 1)[-1] if body else ""
+    if not last or re.search(r"\n[ \t\r]*\n[ \t\r\n]*\Z", text):
+        return
+    m = _HEADER.match(last)
+    if last[:1].isspace() or (m and not (m.group("rest") or "").strip()):
+        raise PerfcastError("the last sample is not followed by the blank line perf script writes after "
+                            "each call stack: the file may be truncated", path, body.count("\n") + 1)
+
+
 def read_files(paths: list[Path], hz: float | None = None, root: str = ROOT) -> Experiment:
     """One experiment from per-rank perf files (any mix of perf.data, script text, stat CSV)."""
     frames, metrics, tree, meta = [], {}, CallTree(), {}
@@ -294,13 +315,15 @@ def read_files(paths: list[Path], hz: float | None = None, root: str = ROOT) -> 
         kind = kind_of(path)
         rank = (ranked[i] if ranked[i] is not None else i) if use_rank else None
         if kind in ("data", "script"):
-            text = script_text(path) if kind == "data" else path.read_text(errors="replace")
+            text = script_text(path) if kind == "data" else read_checked(path, errors="replace")
+            if kind == "script":
+                _check_last_sample(text, path)
             acc, info = parse_script(text.splitlines(), path)
             df, ms, tree = samples_experiment(acc, rank, hz, root, tree)
             meta.setdefault("perf", []).append({"file": path.name, "rank": rank, "samples": info["samples"],
                                  "events": sorted(info["events"]), "commands": sorted(info["comms"])})
         elif kind == "stat":
-            counts, missing = parse_stat(path.read_text(errors="replace").splitlines(), path)
+            counts, missing = parse_stat(read_checked(path, errors="replace").splitlines(), path)
             if not counts:
                 raise PerfcastError(f"perf stat counted none of its events ({', '.join(missing)})", path)
             df, ms, t = stat_experiment(counts, rank, root)
@@ -341,4 +364,4 @@ def _read(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("perf", "Linux perf: perf.data, perf script text, perf stat -x, CSV (per-rank files: "
-                "perf.rank<N>.*)", (".data",), _sniff, _read, directories=True))
+                "perf.rank<N>.*)", (".data",), _sniff, _read, directories=True, files=_files_in))

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import CallTree, Experiment, Metric
-from . import ReadOptions, Reader, register
+from . import ReadOptions, Reader, json_int, read_text, register
 
 FORMAT = "perfcast-pmpi"
 VERSION = 1
@@ -103,14 +103,12 @@ def _list(obj: dict, key: str, where: str, path: Path) -> list:
 
 
 def _load(path: Path) -> dict:
+    # a JSON document proves its own end (a cut one does not parse), so no final line end is needed
+    text = read_text(path, unterminated="allow", encoding="utf-8")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise PerfcastError(f"cannot read ({e.strerror})", path) from None
-    except UnicodeDecodeError:
-        raise PerfcastError("not a text file", path) from None
-    try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=json_int)
+    except RecursionError:
+        raise PerfcastError("JSON nested too deeply", path) from None
     except json.JSONDecodeError as e:
         raise PerfcastError(f"not valid JSON ({e.msg}, column {e.colno}); truncated or corrupt file?",
                             path, e.lineno) from None
@@ -270,4 +268,4 @@ def read(path: Path, options: ReadOptions) -> Experiment:
 
 
 register(Reader("pmpi", "perfcast PMPI library output (directory of pmpi.rank*.json, one run)", (),
-                sniff, read, directories=True))
+                sniff, read, directories=True, files=_files))

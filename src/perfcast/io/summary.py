@@ -64,7 +64,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import RESERVED, CallTree, Experiment, Metric, guess_kind
-from . import ReadOptions, Reader, register
+from . import ReadOptions, Reader, register, read_text as read_checked
 
 __all__ = ["SummaryLayout", "read_summary", "statistic_of"]
 
@@ -190,17 +190,7 @@ class _Table:
     """The CSV as header + rows, each row with its (last) line number."""
 
     def __init__(self, path: Path, delimiter: str | None):
-        try:
-            raw = path.read_bytes()
-        except OSError as e:
-            raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            raise PerfcastError(f"not UTF-8 text (byte 0x{raw[e.start]:02x})", path,
-                                raw[:e.start].count(b"\n") + 1) from None
-        if "\x00" in text:
-            raise PerfcastError("not a text file (binary content)", path)
+        text = read_checked(path)  # refuses a last line without its line end (a cut file)
         first = next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), None)
         if first is None:
             raise PerfcastError("empty file", path)

@@ -5,6 +5,12 @@ Columns: one numeric column per parameter, ``callpath``, ``metric``, ``value``, 
 file order), ``rank``, ``thread``, ``unit`` (per metric, must not vary within a metric),
 ``kind`` and ``scope``.  Every other column must be numeric and is a parameter.  Callpaths use
 ``->`` between frames (``main->solve->halo``); missing ancestors are created.
+
+A CSV file must end with a line end: a CSV cut at any byte but a line end has a last row that can
+still parse (``5.3`` cut to ``5.``, ``3.6e-05`` to ``3.6e-0``), so a last line without its line end
+is refused with its line number (add the newline if the file is complete).  A file cut exactly at a
+line end is a valid shorter table and cannot be recognised.  Column names must be unique (pandas
+would rename a second ``p`` to ``p.1``, a new parameter).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import pyarrow.parquet as pq
 
 from ..errors import PerfcastError
 from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, guess_kind
-from . import ReadOptions, Reader, register
+from . import ReadOptions, Reader, register, read_text as read_checked
 
 _META_COLUMNS = ("unit", "kind", "scope")
 _REQUIRED = ("callpath", "metric", "value")
@@ -40,8 +46,21 @@ def _sniff_parquet(path: Path) -> bool:
 
 
 def _read_csv(path: Path, options: ReadOptions) -> Experiment:
+    import csv
+    import io
+
+    text = read_checked(path)  # refuses a cut last line and non-files, bounds the line length
     try:
-        df = pd.read_csv(path, dtype={"callpath": str, "metric": str}, keep_default_na=False,
+        header = next(csv.reader(io.StringIO(text.lstrip("\ufeff")), skipinitialspace=True), [])
+    except csv.Error as e:
+        raise PerfcastError(f"not valid CSV: {e}", path, 1) from None
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise PerfcastError(f"column {name!r} appears twice in the header", path, 1)
+        seen.add(name)
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype={"callpath": str, "metric": str}, keep_default_na=False,
                          na_values=[""], skipinitialspace=True)
     except pd.errors.EmptyDataError:
         raise PerfcastError("empty file", path) from None
@@ -53,9 +72,11 @@ def _read_csv(path: Path, options: ReadOptions) -> Experiment:
 
 def _read_parquet(path: Path, options: ReadOptions) -> Experiment:
     try:
-        df = pq.read_table(path).to_pandas()
-    except (OSError, pa.ArrowException) as e:
-        raise PerfcastError(f"not a readable Parquet file: {e}", path) from None
+        # the pandas metadata (index, dtypes) is a writer's hint, not data: a damaged one must not
+        # break the read, so it is ignored
+        df = pq.read_table(path).to_pandas(ignore_metadata=True)
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError, IndexError, OverflowError) as e:
+        raise PerfcastError(f"not a readable Parquet file: {type(e).__name__}: {e}"[:300], path) from None
     return _from_frame(df, path, row_to_line=None)
 
 
@@ -90,9 +111,11 @@ def _from_frame(df: pd.DataFrame, path: Path, row_to_line) -> Experiment:
             raise PerfcastError(f"column {c!r}: {str(df[c].iloc[i])!r} is not finite",
                                 path, _where(path, row_to_line, i, c))
         if c in ("rep", "rank", "thread"):
-            if (vals < 0).any() or (vals != np.floor(vals)).any():
-                i = int(np.argmax((vals < 0) | (vals != np.floor(vals))))
-                raise PerfcastError(f"column {c!r}: {df[c].iloc[i]!r} is not a non-negative integer",
+            bad = (vals < 0) | (vals != np.floor(vals)) | (vals >= 2**31)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise PerfcastError(f"column {c!r}: {str(df[c].iloc[i])[:40]!r} is not a non-negative integer "
+                                    f"below 2^31",
                                     path, _where(path, row_to_line, i, c))
         df[c] = vals
     for c in ("callpath", "metric"):
