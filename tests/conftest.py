@@ -31,6 +31,24 @@ def number_after(text: str, label: str) -> float:
     return float(m.group(1).replace("\u2212", "-"))
 
 
+def cli(capsys, *args):
+    """Run the command line in-process: (exit code, stdout, stderr)."""
+    from perfcast.cli import main
+
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error(code, err):
+    """Exit 2 and exactly one line on stderr, the `perfcast: error:` line; returns that line."""
+    lines = err.splitlines()
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("perfcast: error: "), err
+    assert "Traceback" not in err and "internal error" not in err
+    return lines[0]
+
+
 def require_tools(*tools: str) -> None:
     """Fail (never skip) when a program the project's setup installs is missing: `make test` installs
     Open MPI, valgrind, perf, gcc, Slurm, munge and Chromium (scripts/install-system-deps.sh), so a

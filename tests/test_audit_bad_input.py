@@ -6,26 +6,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from conftest import DATA, cli, one_error
 
 from perfcast.cli import main
 
 TEXT = DATA / "extrap" / "text" / "one_parameter_1.txt"  # parameter x, callpath compute, metric time
-
-
-def cli(capsys, *args):
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error(code, err):
-    """Exit 2 and exactly one line on stderr, the `perfcast: error:` line; returns that line."""
-    lines = err.splitlines()
-    assert code == 2, err
-    assert len(lines) == 1 and lines[0].startswith("perfcast: error: "), err
-    assert "Traceback" not in err and "internal error" not in err
-    return lines[0]
 
 
 @pytest.mark.parametrize("cmd", [
