@@ -59,9 +59,11 @@ def test_perf_and_cachegrind_per_rank(app, tmp_path):
     assert c == int(c) and 3 <= c <= 20
     k = ir[(1e6, 0)] / ITERS - c * 1e6
     assert ir[(2e6, 0)] == ITERS * (c * 2e6 + k) and ir[(2e6, 1)] == ITERS * (c * 8e6 + k)
-    # perf: the dominant application symbol of the busy rank is work(); the waiting rank spends about
-    # 3x its work() time inside MPI_Allreduce (DWARF unwinding crosses Open MPI's frame-pointer-less
-    # code up to the call site), the busy rank hardly any; all of that is MPI-library time
+    # perf: the dominant application symbol of the busy rank is work(); the waiting rank (1/4 of the
+    # work) samples time inside MPI_Allreduce (DWARF unwinding crosses Open MPI's frame-pointer-less
+    # code up to the call site), the busy rank hardly any; all of that is MPI-library time.  How much
+    # the waiting rank samples depends on how often it is scheduled while it polls (about 3x its
+    # work() on an idle machine, below 1x under load), so only the order is asserted: no timing
     for n in (1e6, 2e6):
         sel = d[(d.n == n)]
         cpu = sel[sel.metric == "cpu_time"].groupby(["rank", "callpath"], observed=True)["value"].sum()
@@ -70,7 +72,7 @@ def test_perf_and_cachegrind_per_rank(app, tmp_path):
         work = [cpu.get((r, "app->main->work"), 0.0) for r in (0, 1)]
         assert allreduce[0] == cpu[(0, "app->main->MPI_Allreduce")]
         if n == 2e6:
-            assert allreduce[0] > 1.5 * work[0]
+            assert allreduce[0] > allreduce[1]
             assert allreduce[1] < 0.25 * work[1]
         assert max(cpu[1].items(), key=lambda kv: kv[1])[0] == "app->main->work"
         assert all(not str(p).endswith("->work") for (r, p) in mpi.index)
