@@ -59,11 +59,12 @@ def test_perf_and_cachegrind_per_rank(app, tmp_path):
     assert c == int(c) and 3 <= c <= 20
     k = ir[(1e6, 0)] / ITERS - c * 1e6
     assert ir[(2e6, 0)] == ITERS * (c * 2e6 + k) and ir[(2e6, 1)] == ITERS * (c * 8e6 + k)
-    # perf: the dominant application symbol of the busy rank is work(); the waiting rank (1/4 of the
-    # work) samples time inside MPI_Allreduce (DWARF unwinding crosses Open MPI's frame-pointer-less
-    # code up to the call site), the busy rank hardly any; all of that is MPI-library time.  How much
-    # the waiting rank samples depends on how often it is scheduled while it polls (about 3x its
-    # work() on an idle machine, below 1x under load), so only the order is asserted: no timing
+    # perf (cpu-clock sampling): work() is sampled on both ranks in proportion to the CPU time it
+    # uses, so rank 1 (4x the work) shows about 4x rank 0's -- CPU time, not wall time, whatever the
+    # scheduling; time polling inside MPI_Allreduce is sampled at its call site (DWARF unwinding
+    # crosses Open MPI's frame-pointer-less code) and is MPI-library time.  Which rank polls longer
+    # depends on which one the machine deschedules (the waiting rank about 3x its work() when idle,
+    # either one under load), so no such order is asserted
     for n in (1e6, 2e6):
         sel = d[(d.n == n)]
         cpu = sel[sel.metric == "cpu_time"].groupby(["rank", "callpath"], observed=True)["value"].sum()
@@ -71,10 +72,8 @@ def test_perf_and_cachegrind_per_rank(app, tmp_path):
         allreduce = [mpi.get((r, "app->main->MPI_Allreduce"), 0.0) for r in (0, 1)]
         work = [cpu.get((r, "app->main->work"), 0.0) for r in (0, 1)]
         assert allreduce[0] == cpu[(0, "app->main->MPI_Allreduce")]
-        if n == 2e6:
-            assert allreduce[0] > allreduce[1]
-            assert allreduce[1] < 0.25 * work[1]
-        assert max(cpu[1].items(), key=lambda kv: kv[1])[0] == "app->main->work"
+        assert sum(allreduce) > 0
+        assert 2 < work[1] / work[0] < 8
         assert all(not str(p).endswith("->work") for (r, p) in mpi.index)
     # wall time and the timer are run-level values (stored at rank 0), from the timed runs only
     t = d[(d.metric == "time") & (d.callpath == "app")]
