@@ -111,3 +111,15 @@ def test_a_child_predicted_above_its_parent_is_flagged():
     assert not any("above its parent" in n for n in at["main"]["notes"])
     inside = {r["callpath"]: r for r in ms.predict({"p": 16.0})}              # 256 < 2160: consistent
     assert not any("above its parent" in n for n in inside["main->kernel"]["notes"])
+
+
+def test_confidence_rule_by_hand():
+    from perfcast.modelset import confidence
+
+    assert confidence(100.0, 95.0, 105.0, []) == "high"          # half-width 5%
+    assert confidence(100.0, 70.0, 130.0, []) == "medium"        # 30%
+    assert confidence(100.0, 20.0, 180.0, []) == "low"           # 80%
+    assert confidence(100.0, 95.0, 105.0, ["poor fit: ..."]) == "low"
+    assert confidence(100.0, None, None, []) == "low"            # no interval
+    assert confidence(0.0, 0.0, 0.0, []) == "high"               # an exact zero (no bytes sent)
+    assert confidence(0.0, -1.0, 1.0, []) == "low"

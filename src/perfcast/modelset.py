@@ -71,9 +71,12 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
 
 
 def confidence(value: float, lower: float | None, upper: float | None, warnings: Sequence[str]) -> str:
-    """``high``, ``medium`` or ``low`` (module docstring; :data:`CONFIDENCE_LIMITS`)."""
-    if warnings or lower is None or upper is None or not math.isfinite(value) or value == 0:
+    """``high``, ``medium`` or ``low`` (module docstring; :data:`CONFIDENCE_LIMITS`).  An exact zero
+    (value and interval 0: a routine that sends no bytes) is high."""
+    if warnings or lower is None or upper is None or not math.isfinite(value):
         return "low"
+    if value == 0:
+        return "high" if lower == upper == 0 else "low"
     rel = (upper - lower) / 2 / abs(value)
     if rel <= CONFIDENCE_LIMITS[0]:
         return "high"
