@@ -410,3 +410,36 @@ def test_three_deterministic_points_do_not_give_a_zero_width_interval_beyond_the
     assert m.interval(64.0) == pytest.approx((6400.0 - half, 6400.0 + half), rel=1e-9)
     # a truth of another exponent within the doubt is covered: 100 * 8 * (p/8)^1.25 at p = 64
     assert m.interval(64.0)[0] <= 800 * 8 ** 1.25 <= m.interval(64.0)[1]
+
+
+def test_a_dip_does_not_pin_the_model():
+    """A zero byte count at the smallest scale (a rank that sent nothing there) among a constant
+    3.4e7: under relative weights the zero carried 1e6x the weight of the others and the model
+    predicted ~136 bytes at p = 64.  The generating value is 3.4e7."""
+    P = np.array([2.0, 4, 8, 16, 32])
+    m = fit_series(P, [0.0, 3.4e7, 3.4e7, 3.4e7, 3.4e7])
+    assert float(m.predict(np.array([64.0]))[0]) == pytest.approx(3.4e7, rel=0.1)
+
+
+def test_noise_scale_by_hand():
+    """The dip rule of fit.core.noise_scale on LULESH's CalcForceForNodes->MPI_Waitall means
+    (jobsize 27, 64, 125, 216), computed by hand: the first point's reference is the log-log
+    extrapolation of the next two, the last point's that of the two before it (bounded by their
+    level); a mean below half its reference gets 2 * reference - mean; others keep |mean|."""
+    from perfcast.fit.core import noise_scale
+    x = np.array([27.0, 64, 125, 216])
+    y = np.array([0.018, 3.01, 4.66, 1.42]) / 4.66
+    f = noise_scale(y[None], x[:, None], [[np.arange(4)]])[0]
+    slope = math.log(4.66 / 3.01) / math.log(125 / 64)
+    ref0 = 3.01 * (27 / 64) ** slope / 4.66
+    assert f[0] == pytest.approx(2 * ref0 - y[0], rel=1e-12)
+    # the interior points lie above half the geometric interpolation of their neighbours
+    assert f[1] == pytest.approx(y[1], rel=1e-12) and f[2] == pytest.approx(y[2], rel=1e-12)
+    slope3 = math.log(3.01 / 4.66) / math.log(64 / 125)     # from (125, 4.66) back to (64, 3.01)
+    ref3 = min(4.66 * (216 / 125) ** slope3, 4.66) / 4.66
+    expect3 = 2 * ref3 - y[3] if y[3] < 0.5 * ref3 else y[3]
+    assert f[3] == pytest.approx(expect3, rel=1e-12)
+    # a smooth steep series (p^3) is untouched
+    p = np.array([1.0, 2, 4, 8, 16])
+    s = p ** 3 / 16 ** 3
+    assert np.allclose(noise_scale(s[None], p[:, None], [[np.arange(5)]])[0], np.maximum(s, 1e-3))

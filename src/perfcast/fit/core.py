@@ -49,7 +49,10 @@ AUTO = "auto"
 #: metric kinds (perfcast.experiment.KINDS) whose values cannot be negative
 NONNEGATIVE_KINDS = ("time", "count", "bytes")
 TINY = 1e-12          # relative variance floor (relative precision 1e-6)
-FLOOR = 1e-3          # weights: |mean| floored at FLOOR * max |mean| of the series
+FLOOR = 1e-3          # weights: |mean| floored at FLOOR * max |mean| of the series ...
+#: ... and a mean below this share of what its neighbours say is a dip, weighted as that
+#: reference (noise_scale; chosen on real data with the synthetic sets, bench/README.md "Weights")
+DIP = 0.5
 MIN_WEIGHT = 0.02     # alternatives lighter than this are dropped
 SCREEN = 10.0         # adaptive likelihood: re-rank hypotheses within this criterion distance of the best
 _ROW_BLOCK = 4096     # rows converted to Python lists at once when models are built
@@ -380,17 +383,57 @@ def _terms_of(hyp: np.ndarray) -> int:
 # ---------------------------------------------------------------------------------------------
 # per-chunk state
 # ---------------------------------------------------------------------------------------------
+def noise_scale(y: np.ndarray, X: np.ndarray | None = None, lines: Sequence | None = None) -> np.ndarray:
+    """The noise scale of each mean in ``y`` ((S, n), rows normalised by their largest |mean|):
+    every fit weighs a mean by ``count / scale^2``.
+
+    Noise is relative to the value (timer and counter noise grow with the quantity), except for a
+    dip: a mean below ``DIP`` times what its two nearest neighbours on a line of ``X`` (``lines``:
+    per parameter, index arrays of points with the other parameters fixed) say by log-log
+    interpolation -- or extrapolation at the ends, bounded by the neighbours' level -- gets the
+    scale of that reference plus its shortfall (``2 ref - |y|``: a zero weighs a quarter of its
+    neighbours).  Without this a zero byte count at one scale or a 0.018 s wait
+    among seconds carries up to 1e6 times the weight of the other points and pins the model to
+    itself (issue 16).  Smooth series, however steep, are unchanged.  ``FLOOR`` (relative to the
+    largest |mean|) remains for series that are all near zero."""
+    a = np.abs(y)
+    ref = np.zeros_like(a)
+    if X is not None and lines is not None:
+        ref = np.full(a.shape, np.inf)
+        for p, plines in enumerate(lines):
+            for idx in plines:
+                x = X[idx, p]
+                order = np.argsort(x, kind="stable")
+                idx, x = idx[order], x[order]
+                if len(idx) < 3 or np.any(np.diff(x) <= 0):
+                    continue
+                lx = np.log(x) if np.all(x > 0) else x
+                k = len(idx)
+                for j in range(k):
+                    u, v = (1, 2) if j == 0 else ((k - 2, k - 3) if j == k - 1 else (j - 1, j + 1))
+                    ya, yb = a[:, idx[u]], a[:, idx[v]]
+                    pos = (ya > 0) & (yb > 0)
+                    la, lb = np.log(np.where(pos, ya, 1.0)), np.log(np.where(pos, yb, 1.0))
+                    t = (lx[j] - lx[u]) / (lx[v] - lx[u])
+                    with np.errstate(over="ignore"):
+                        r = np.where(pos, np.exp(np.clip(la + t * (lb - la), -700, 700)), 0.0)
+                    r = np.minimum(r, np.maximum(ya, yb))
+                    ref[:, idx[j]] = np.minimum(ref[:, idx[j]], r)
+        ref = np.where(np.isfinite(ref), ref, 0.0)
+    return np.maximum(np.where(a < DIP * ref, 2 * ref - a, a), FLOOR)
+
+
 class _Chunk:
     """Normalised data of a chunk of series and the running top-M hypotheses."""
 
-    def __init__(self, mean, count, ssd, K, m, M):
+    def __init__(self, mean, count, ssd, K, m, M, X=None, lines=None):
         S, n = mean.shape
         self.n = n
         scale = np.max(np.abs(mean), axis=1)
         self.zero = scale == 0
         self.scale = np.where(self.zero, 1.0, scale)
         self.y = mean / self.scale[:, None]
-        self.f = np.maximum(np.abs(self.y), FLOOR)
+        self.f = noise_scale(self.y, X, lines)
         self.count = count.astype(float)
         self.w = self.count / self.f ** 2
         self.pe_point = ssd / (self.scale[:, None] ** 2 * self.f ** 2)
@@ -621,7 +664,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
 
     for lo in range(0, S, opt.chunk):
         hi = min(S, lo + opt.chunk)
-        ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M)
+        ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M, X, lines)
         rows = np.arange(hi - lo)
         # constant model
         const_fit = _wls(np.ones((n, 1)), ch.y, ch.w)
@@ -1151,7 +1194,8 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
     keep, dist = hold
     X = space.X
     n, m = X.shape
-    ch = _Chunk(mean, count * keep[None, :], ssd * keep[None, :], K, m, M)
+    kept = [[i[keep[i]] for i in parameter_lines(X, p)] for p in range(m)]
+    ch = _Chunk(mean, count * keep[None, :], ssd * keep[None, :], K, m, M, X, kept)
     const_fit = _wls(np.ones((n, 1)), ch.y, ch.w)
     rows = np.arange(len(ch.y))
     ch.merge(rows, ch.criterion(const_fit, 0, 0.0, opt.selection)[:, None], np.full((1, K, m), -1, dtype=np.int32))

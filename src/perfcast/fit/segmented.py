@@ -52,7 +52,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from .core import FitOptions, fit_group
+from .core import FitOptions, fit_group, noise_scale
 from .model import STATUSES, Model, Quality
 from .terms import block_values
 
@@ -68,7 +68,6 @@ REFIT = 2
 MARGIN = 6.0
 #: relative noise floor of the likelihood (1 %): fits closer than this are not told apart
 NOISE_FLOOR = 0.01
-FLOOR = 1e-3   # weights: |mean| floored at FLOOR * max |mean|, as in fit.core
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,7 +399,8 @@ class _Data:
         self.x = x
         self.scale = float(np.max(np.abs(mean))) or 1.0
         self.y = mean / self.scale
-        f = np.maximum(np.abs(self.y), FLOOR)
+        x = np.asarray(x, dtype=float)
+        f = self.f = noise_scale(self.y[None, :], x[:, None], [[np.arange(len(x))]])[0]
         self.w = count / f ** 2
         self.pe = float(np.sum(ssd / (self.scale ** 2 * f ** 2)))
         self.N = float(np.sum(count))
@@ -537,7 +537,7 @@ def _insufficient(B: Model, data: _Data, j: int) -> Model:
     N, n = float(np.sum(c)), len(y)
     noise = None
     if N > n:
-        f = np.maximum(np.abs(y), FLOOR * data.scale)
+        f = data.f[j:] * data.scale
         noise = 100 * math.sqrt(float(np.sum(data.ssd[j:] / f ** 2)) / (N - n))
     q = Quality(float(np.sum(resid ** 2)), 0.0, smape, None, noise, n, int(N), None)
     return Model(B.parameters, mean, (), q, None, 0.0, 0, (), "insufficient", MIN_POINTS, B.notes)
