@@ -728,3 +728,54 @@ def test_repeated_records_combined_by_their_operator(tmp_path):
     assert got["max#time.duration"] == 3.0
     assert got["avg#time.duration"] == pytest.approx((1 * 4.0 + 3 * 8.0 + 4 * 1.0) / 8)
     assert got["count"] == 8
+
+
+@pytest.mark.parametrize("rel", ["formats/caliper/caliper-ordered-json/caliper-region-node-order.json",
+                                 "formats/caliper/caliper-ordered-duplicate-json/caliper-region-dup-node-order.json"])
+def test_json_split_alias_time_is_exclusive_with_its_unit(data_dir, rel):
+    # Hatchet's region-profile json-split: the column 'time' (alias of sum#time.duration, unit sec in
+    # column_metadata); Hatchet reads every value column without '(inc)' as exclusive.  Expected
+    # numbers: the JSON's own data column, summed here per callpath.
+    f = data_dir / rel
+    doc = json.loads(f.read_text())
+    cols, nodes = doc["columns"], doc["nodes"]
+    t = cols.index("time")
+    assert doc["column_metadata"][t]["attribute.unit"] == "sec"
+
+    def path(i):
+        out = []
+        while i is not None:
+            out.append(nodes[i]["label"])
+            i = nodes[i].get("parent")
+        return SEP.join(reversed(out))
+
+    want = defaultdict(float)
+    for row in doc["data"]:
+        p = row[cols.index("path")]
+        want[UNANNOTATED if p is None else path(p)] += row[t]
+    exp = load([f])
+    m = exp.metrics["time"]
+    assert (m.unit, m.kind, m.scope) == ("sec", "time", "exclusive")
+    d = exp.data[exp.data["metric"] == "time"]
+    got = d.groupby("callpath", observed=True)["value"].sum()
+    assert set(got.index) == set(want)
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+    # inclusive time of main = its subtree's rows, summed from the JSON directly
+    inc = exp.to_inclusive("time", name="inc")
+    main = inc.data[(inc.data["metric"] == "inc") & (inc.data["callpath"] == "main")]["value"].sum()
+    assert main == pytest.approx(sum(v for k, v in want.items() if k == "main" or k.startswith("main" + SEP)),
+                                 rel=1e-12)
+    # 'Node order' is a property, not a cost: its scope stays unknown
+    assert exp.metrics["Node order"].scope == "unknown"
+
+
+def test_json_split_view_reads_time(data_dir, capsys):
+    from perfcast.cli import main
+
+    f = data_dir / "formats/caliper/caliper-ordered-json/caliper-region-node-order.json"
+    assert main(["view", str(f), "--json"]) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    doc = json.loads(f.read_text())
+    total = sum(r[doc["columns"].index("time")] for r in doc["data"])
+    assert (out["metric"], out["unit"]) == ("time", "sec")
+    assert out["total"] == pytest.approx(total, rel=1e-12)

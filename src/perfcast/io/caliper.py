@@ -14,12 +14,18 @@ point, or a further repetition of a point, with coordinates taken from the run's
   Caliper, with the unit and alias of the attribute's metadata.  Scope: ``inclusive`` for
   ``inclusive#``/``.inclusive.``/``(inc)`` names, ``exclusive`` for additive measurements
   (durations, counts, bytes, hardware counters) otherwise, ``unknown`` for properties and
-  ratios (``Bytes/Rep``, ``ProblemSize``, bandwidths).
+  ratios (``Bytes/Rep``, ``ProblemSize``, bandwidths).  json-split columns take unit and alias
+  from ``column_metadata`` (``attribute.unit``, ``attribute.alias``); a time column under an
+  alias such as Hatchet's ``time`` is exclusive (its inclusive twin is named ``(inc)``).
+* **GPU activity** -- records carrying a CUDA/ROCm kernel name (``cupti.kernel.name``) or only an
+  activity kind (``cupti.activity.kind``, e.g. memcpy) become a child of the callpath that
+  launched them, named by the kernel (``[memcpy]`` for a kind).
 * **Locations** -- records carrying ``mpi.rank`` (``omp.thread.id``) keep per-rank (per-thread)
   values.  Records without a rank in such a file (e.g. before ``MPI_Init``) get rank -1.
 * Several records of one callpath and location (time series snapshots, sampled source lines)
   are combined by the attribute's aggregation operator: ``sum#``/``count`` add, ``min#``/``max#``
-  take the extreme, ``avg#`` averages weighted by ``count``.  Spot profiles holding both a
+  take the extreme, ``avg#`` averages weighted by ``count`` (unweighted without one);
+  ``scale#`` (a unit conversion) and ``inclusive#`` are looked through.  Spot profiles holding both a
   ``regionprofile`` and a ``timeseries`` channel are read from the ``regionprofile`` records.
 
 Parameters: ``ReadOptions.parameters`` names global keys to use (each must be numeric in every
@@ -563,6 +569,11 @@ def _json_safe(v):
     return v
 
 
+def _meta_text(v) -> str:
+    """A column-metadata text (unit, alias); anything else in its place is ignored."""
+    return v.strip()[:100] if isinstance(v, str) else ""
+
+
 def _parse_json_split(path: Path) -> _Profile:
     doc = read_json(path)
     if not isinstance(doc, dict) or not all(k in doc for k in _JSON_SPLIT_KEYS):
@@ -665,8 +676,17 @@ def _parse_json_split(path: Path) -> _Profile:
                     raise PerfcastError(f"column {c!r}: {str(x)[:20]}... is too large to be a measurement",
                                         path, f"data[{j}][{i}]")
             metric_cols.append(i)
-            unit = _unit_from_name(base)
-            prof.metrics[c] = Metric(c, unit, metric_kind(c, unit), metric_scope(c))
+            meta = cmeta[i] if cmeta is not None else {}
+            unit = _meta_text(meta.get("attribute.unit")) or _unit_from_name(base)
+            alias = _meta_text(meta.get("attribute.alias"))
+            kind = metric_kind(c, unit)
+            scope = metric_scope(c)
+            if scope == "unknown" and kind == "time" and "/" not in base:
+                # a region profile's time under its alias (``time``, Hatchet's naming): Caliper
+                # writes the inclusive one as ``... (inc)`` or ``inclusive#``, so this one is the
+                # region's own time -- Hatchet reads it as exclusive too
+                scope = "exclusive"
+            prof.metrics[c] = Metric(c, unit, kind, scope, alias)
             prof.combine[c] = _combine_op(c, False)
         else:
             prof.notes.append(f"column {c!r} is not numeric: not a metric")
