@@ -540,3 +540,65 @@ def test_hand_made_profile(tmp_path):
     assert v == {(cp, 0, th): float(i + 1) * (10 if th else 1) for i, cp in enumerate(order) for th in (0, 1)}
     inc = _ours(exp.to_inclusive("time"), "time")
     assert inc[("A", 0, 0)] == 10.0 and inc[("E", 0, 1)] == 50.0 and inc[("A->work", 0, 0)] == 6.0
+
+
+# -- Extra-P's scaling types (--scaling) ----------------------------------------------------------
+# Reference values: Extra-P 4.2.5 on the same directory, its mean per callpath/metric/coordinate:
+#   bench/.venv-extrap/bin/python -c "from extrap.fileio.file_reader.cube_file_reader2 import \
+#     CubeFileReader2; e = CubeFileReader2().read_cube_file('<data>/extrap/cubeset/simple_threaded', S); \
+#     print({(str(c), str(m)): [x.mean for x in ms] for (c, m), ms in e.measurements.items()})"
+# with S = weak_threaded / weak / strong.  Every series is linear in f; the slope is listed
+# (visits of main, main->foo and main->zero are constant and listed as constants).  The
+# weak_threaded slopes are also the ones Extra-P's own test asserts (tests/test_load_cube_files.py).
+EXTRAP_SIMPLE_THREADED = {
+    "weak-threaded": {("main", "time"): (1.4, "f"), ("main->foo", "time"): (4.95, "f"),
+                      ("main->bar", "time"): (4.15, "f"), ("main->omp parallel", "time"): (3.3, "f"),
+                      ("main", "visits"): (1.0, 1), ("main->foo", "visits"): (8.0, 1),
+                      ("main->bar", "visits"): (7.0, "f"), ("main->omp parallel", "visits"): (6.0, "f"),
+                      ("main->zero", "visits"): (1.0, 1)},
+    "weak": {("main", "time"): (0.7, "f"), ("main->foo", "time"): (2.475, "f"),
+             ("main->bar", "time"): (2.075, "f"), ("main->omp parallel", "time"): (3.3, "f"),
+             ("main", "visits"): (0.5, 1), ("main->foo", "visits"): (4.0, 1),
+             ("main->bar", "visits"): (3.5, "f"), ("main->omp parallel", "visits"): (6.0, "f"),
+             ("main->zero", "visits"): (0.5, 1)},
+    "strong": {("main", "time"): (2.8, "f"), ("main->foo", "time"): (9.9, "f"),
+               ("main->bar", "time"): (8.3, "f"), ("main->omp parallel", "time"): (13.2, "f"),
+               ("main", "visits"): (2.0, 1), ("main->foo", "visits"): (16.0, 1),
+               ("main->bar", "visits"): (14.0, "f"), ("main->omp parallel", "visits"): (24.0, "f"),
+               ("main->zero", "visits"): (2.0, 1)},
+}
+
+
+@pytest.mark.parametrize("scaling", list(EXTRAP_SIMPLE_THREADED))
+def test_scaling_reproduces_extrap(cubeset, scaling):
+    exp = load([cubeset / "simple_threaded"], options=ReadOptions(scaling=scaling))
+    assert exp.parameters == ("f",)
+    assert not exp.has_locations
+    assert exp.meta["cube"]["scaling"]["type"] == scaling
+    got = {(str(r.callpath), str(r.metric), r.f): r.value for r in exp.data.itertuples()}
+    want = {}
+    for (cp, m), (slope, dep) in EXTRAP_SIMPLE_THREADED[scaling].items():
+        for f in (1.0, 2.0, 3.0, 4.0, 5.0):
+            want[(cp, m, f)] = slope * (f if dep == "f" else 1)
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+
+
+def test_scaling_on_the_command_line(cubeset, capsys):
+    import json
+
+    from perfcast.cli import main
+
+    assert main(["model", str(cubeset / "simple_threaded"), "--scaling", "weak-threaded", "--metric", "time",
+                 "--callpath", "main->foo", "--json"]) == 0, capsys.readouterr().err
+    [m] = json.loads(capsys.readouterr().out)
+    # Extra-P's weak_threaded value of main->foo is 4.95 * f (table above): the fit finds it
+    assert m["callpath"] == "main->foo" and m["constant"] == pytest.approx(0, abs=1e-9)
+    [term] = m["terms"]
+    assert term["coefficient"] == pytest.approx(4.95, rel=1e-9)
+    assert term["factors"] == {"f": {"exponent": "1", "log_exponent": 0}}
+
+
+def test_unknown_scaling_is_refused(cubeset):
+    with pytest.raises(PerfcastError, match="unknown scaling"):
+        load([cubeset / "simple_threaded"], options=ReadOptions(scaling="sideways"))

@@ -65,7 +65,17 @@ def input_options(f):
                      help="Inputs holding statistics, not values (summary tables, .extra-p saved without "
                           "repetitions): the statistic to model, e.g. median, mean, min (default: median, "
                           "else mean; Extra-P's own choice for archives).")(f)
+    f = click.option("--scaling", type=click.Choice(["weak", "weak-threaded", "strong"]), expose_value=False,
+                     callback=_remember_scaling,
+                     help="CUBE sets: one value per run from the per-location values, as Extra-P's --scaling: "
+                          "weak = mean over ranks x threads, weak-threaded = mean over the non-zero ones, "
+                          "strong = sum (default: keep every location).")(f)
     return f
+
+
+def _remember_scaling(ctx, param, value):
+    ctx.meta["perfcast.scaling"] = value
+    return value
 
 
 def _remember_statistic(ctx, param, value):
@@ -84,7 +94,12 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
     with progress("reading", enabled=None if not quiet else False) as cb:
         ctx = click.get_current_context(silent=True)
         stat = ctx.meta.get("perfcast.statistic") if ctx is not None else None
-        exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat))
+        scaling = ctx.meta.get("perfcast.scaling") if ctx is not None else None
+        exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat,
+                                                       scaling=scaling))
+    if scaling and exp.meta.get("format") != "cube":
+        exp.meta.setdefault("warnings", []).append(
+            f"--scaling applies to CUBE profiles only; ignored for {exp.meta.get('format') or 'this input'}")
     for w in exp.meta.get("warnings", []):
         err.print(f"perfcast: warning: {w}", markup=False, highlight=False)
     return exp

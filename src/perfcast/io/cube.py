@@ -53,6 +53,10 @@ How this reader maps CUBE onto an :class:`~perfcast.experiment.Experiment`
   (``TAU_ATOMIC``, ``RATE``, ``HISTOGRAM``, ``NDOUBLES``, ``COMPLEX``, ``SCALE_FUNC``), and
   metrics that are declared but have no stored values in any run (zero everywhere).
 * **Kinds.**  Unit ``sec`` is time, ``bytes`` bytes, ``occ``/``#`` and PAPI counters counts.
+* **Scaling** (``ReadOptions.scaling``, ``--scaling``): Extra-P's reduction of each run's
+  per-location values to one value -- ``strong`` sums the locations, ``weak`` averages them,
+  ``weak-threaded`` averages the non-zero ones (:func:`reduce_scaling`).  Without it every
+  location is kept and the modelling commands reduce them (``--ranks``).
 
 Directories
 -----------
@@ -456,6 +460,7 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
     wrapped: dict[str, int] = {}
     clamped: dict[str, int] = {}
     demoted: list[str] = []
+    extremes: dict[str, str] = {}
     metric_tree = {m.name: m.parent for m in anchor.metrics if m.parent}
     for m in anchor.metrics:
         if m.name in metrics or m.name in skipped:
@@ -527,6 +532,8 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
         if m.parent:
             descr = (descr + "; " if descr else "") + f"sub-metric of {m.parent}"
         metrics[m.name] = Metric(m.name, m.unit, kind, "unknown" if extrema else "exclusive", descr)
+        if extrema:
+            extremes[m.name] = "min" if m.dtype == "MINDOUBLE" else "max"
     notes = dict(anchor.notes)
     renamed = notes.pop("renamed_cnodes", [])
     if renamed:
@@ -539,6 +546,8 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
         notes["negative_counts_kind_other"] = demoted
     if metric_tree:
         notes["metric_parents"] = metric_tree
+    if extremes:
+        notes["extremes"] = extremes
     return _Run(records, paths, anchor.loc_rank, anchor.loc_thread, blocks, metrics, skipped, anchor.attrs, notes)
 
 
@@ -684,6 +693,9 @@ def _experiment(runs: list[_Run], coords: list[dict[str, float]], reps: list[int
     parents = {k: v for r in runs for k, v in r.notes.get("metric_parents", {}).items() if k in metrics}
     if parents:
         cube["metric_parents"] = parents
+    extremes = {k: v for r in runs for k, v in r.notes.get("extremes", {}).items() if k in metrics}
+    if extremes:
+        cube["extremes"] = extremes
     demoted = sorted({n for r in runs for n in r.notes.get("negative_counts_kind_other", [])})
     if demoted:
         cube["negative_counts_kind_other"] = demoted
@@ -693,6 +705,61 @@ def _experiment(runs: list[_Run], coords: list[dict[str, float]], reps: list[int
         cube["runs"] = [{"path": s, "rep": int(r), **{p: _num(c[p]) for p in parameters}}
                         for s, r, c in zip(sources, reps, coords)]
     return Experiment(parameters, df, metrics.values(), tree, meta)
+
+
+#: Extra-P's scaling types (``--scaling``), as perfcast spells them, and how each reduces a run
+SCALINGS = {
+    "weak": "mean over all locations (ranks x threads)",
+    "weak-threaded": "mean over the locations with a non-zero value (0 when all are zero)",
+    "strong": "sum over all locations",
+}
+
+
+def reduce_scaling(exp: Experiment, scaling: str, path: Path | None = None) -> Experiment:
+    """One value per run, callpath and metric from the per-location values, as Extra-P does.
+
+    Extra-P 4.2.5 (``CubeFileReader2``) reduces the exclusive value of every location
+    (thread of every process): ``strong`` sums them, ``weak`` averages them all, and
+    ``weak_threaded`` averages the non-zero ones (zeros are the threads that never ran the
+    callpath, e.g. the idle workers outside an OpenMP region; when every location is zero the
+    value is 0).  perfcast then models the repetitions' values.  Extra-P pools the locations of
+    all repetitions before taking its mean or median; for one repetition per point, or the same
+    locations in every repetition, the mean is the same.  Metrics holding extremes (``min_time``,
+    ``max_time``) are reduced by their extreme (min/max over the locations) in every mode,
+    where Extra-P would sum or average them.
+    """
+    key = scaling.replace("_", "-").lower()
+    if key not in SCALINGS:
+        raise PerfcastError(f"unknown scaling {scaling!r}; use one of {', '.join(SCALINGS)}", path)
+    if not exp.has_locations:
+        return exp
+    d = exp.data
+    loc = [c for c in ("rank", "thread") if c in d.columns]
+    keys = [c for c in d.columns if c not in (*loc, "value")]
+    g = d.groupby(keys, observed=True, sort=False)["value"]
+    if key == "strong":
+        out = g.sum()
+    elif key == "weak":
+        out = g.mean()
+    else:
+        nz = d["value"].ne(0)
+        s = d["value"].where(nz, 0.0).groupby([d[k] for k in keys], observed=True, sort=False).sum()
+        n = nz.groupby([d[k] for k in keys], observed=True, sort=False).sum()
+        out = (s / n.where(n > 0, 1)).where(n > 0, 0.0)
+    out = out.reset_index()
+    extremes = exp.meta.get("cube", {}).get("extremes", {})
+    for name, how in extremes.items():
+        sel = d["metric"] == name
+        if not sel.any():
+            continue
+        ext = d[sel].groupby(keys, observed=True, sort=False)["value"].agg(how).reset_index()
+        out = pd.concat([out[out["metric"] != name], ext], ignore_index=True)
+    out = out.sort_values(keys, kind="stable").reset_index(drop=True)
+    meta = dict(exp.meta)
+    meta["cube"] = {**meta.get("cube", {}), "scaling": {"type": key, "reduction": SCALINGS[key],
+                                                      "locations": int(d[loc].drop_duplicates().shape[0])}}
+    meta["history"] = [*meta.get("history", []), f"locations reduced for {key} scaling: {SCALINGS[key]}"]
+    return Experiment(exp.parameters, out, exp.metrics.values(), exp.tree, meta)
 
 
 def _num(x: float):
@@ -746,6 +813,15 @@ def read_cube(path: Path, options: ReadOptions | None = None) -> Experiment:
     """Read one ``.cubex`` file or a directory of runs (see the module docstring)."""
     path = Path(path)
     options = options or ReadOptions()
+    if options.scaling is not None and options.scaling.replace("_", "-").lower() not in SCALINGS:
+        raise PerfcastError(f"unknown scaling {options.scaling!r}; use one of {', '.join(SCALINGS)}")
+    exp = _read_cube(path, options)
+    if options.scaling is not None:
+        exp = reduce_scaling(exp, options.scaling, path)
+    return exp
+
+
+def _read_cube(path: Path, options: ReadOptions) -> Experiment:
     if not path.is_dir():
         run = _read_file(path)
         return _experiment([run], [{}], [0], [], None)
