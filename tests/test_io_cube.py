@@ -602,3 +602,72 @@ def test_scaling_on_the_command_line(cubeset, capsys):
 def test_unknown_scaling_is_refused(cubeset):
     with pytest.raises(PerfcastError, match="unknown scaling"):
         load([cubeset / "simple_threaded"], options=ReadOptions(scaling="sideways"))
+
+
+# -- Extra-P's run-directory naming styles --------------------------------------------------------
+# The directory names of Extra-P's tests/data/cubeset/allowed_formats (Extra-P 4.2.5), with the
+# coordinates Extra-P's rules give them, worked out by hand: the prefix up to the first '.' is
+# dropped (none in x10y1z1), '.r<N>' is the repetition, a value is digits with '.'/',' (',' a
+# decimal comma; a trailing separator ends the value).
+NAMING_STYLES = {
+    "mm.x1.1y1.1z1.1": ((1.1, 1.1, 1.1), 2),          # decimal points, 2 profiles = 2 repetitions
+    "mm.x10y1z1.r1": ((10, 1, 1), 1),
+    "mm.x1y1z1": ((1, 1, 1), 2),                      # no .rN, 2 profiles
+    "mm.x20,5.y20,5.z1,5.r1": ((20.5, 20.5, 1.5), 1),  # decimal commas, '.' between parameters
+    "mm.x21.5,y21,5,z1.15.r1": ((21.5, 21.5, 1.15), 1),  # mixed, ',' between parameters
+    "mm.x22.5.y22.5.z1.25.r1": ((22.5, 22.5, 1.25), 1),
+    "mm.x25.y25.z1.r1": ((25, 25, 1), 1),              # '.' between integer parameters
+    "x10y1z1": ((10, 1, 1), 1),                        # no prefix
+}
+
+
+def _make_set(root: Path, src: Path, names: dict) -> Path:
+    for name, (_coords, n_files) in names.items():
+        d = root / name
+        d.mkdir(parents=True)
+        if n_files == 1:
+            shutil.copy(src, d / "profile.cubex")
+        else:
+            for k in range(1, n_files + 1):
+                shutil.copy(src, d / f"profile{k}.cubex")
+    return root
+
+
+@pytest.mark.parametrize("style", list(NAMING_STYLES))
+def test_extrap_naming_style_alone(cubeset, tmp_path, style):
+    # each style beside a plain mm.x2y3z4.r1 run, so that every parameter varies
+    src = cubeset / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"
+    names = {style: NAMING_STYLES[style], "mm.x2y3z4.r1": ((2, 3, 4), 1)}
+    exp = read_cube(_make_set(tmp_path / "set", src, names))
+    assert exp.parameters == ("x", "y", "z")
+    got = {tuple(r[:3]): r[3] for r in exp.repetitions()[["x", "y", "z", "repetitions"]].to_numpy()}
+    assert got == pytest.approx({tuple(float(v) for v in c): n for c, n in names.values()})
+    # every repetition holds the profile's values (pycubexr's, summed over the tree)
+    want = sum(_pycubexr_values(src, "time").values())
+    per_run = exp.data[exp.data["metric"] == "time"].groupby(["x", "y", "z", "rep"])["value"].sum()
+    assert per_run.to_numpy() == pytest.approx(np.full(len(per_run), want))
+
+
+def test_extrap_allowed_formats_together(cubeset, tmp_path):
+    # Extra-P's allowed_formats set: all styles in one directory, read as one experiment
+    src = cubeset / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"
+    exp = read_cube(_make_set(tmp_path / "allowed_formats", src, NAMING_STYLES))
+    want: dict = {}
+    for coords, n in NAMING_STYLES.values():
+        key = tuple(float(v) for v in coords)
+        want[key] = want.get(key, 0) + n
+    got = {tuple(r[:3]): r[3] for r in exp.repetitions()[["x", "y", "z", "repetitions"]].to_numpy()}
+    assert got == pytest.approx(want)  # x10y1z1 and mm.x10y1z1.r1 are one point, 2 repetitions
+    paths = {r["path"] for r in exp.meta["cube"]["runs"]}
+    assert {"mm.x1y1z1/profile1.cubex", "mm.x1y1z1/profile2.cubex"} <= paths
+
+
+def test_extrap_negative_examples(cubeset, tmp_path):
+    src = cubeset / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"
+    # Extra-P's negative_example: parameter names differ (x,y,wrong vs x,y,z)
+    neg = _make_set(tmp_path / "neg", src, {"mm.x1y1wrong1": ((), 1), "x10y1z1": ((), 1)})
+    assert "differ" in _fails(neg, "parameters").message
+    # a value that is no number (two decimal points): the run's parameters are unknown
+    bad = _make_set(tmp_path / "bad", src, {"mm.x1.2.3y1": ((), 1), "mm.x2y1": ((), 1)})
+    err = _fails(bad, "--point")
+    assert err.path == str(bad / "mm.x1.2.3y1" / "profile.cubex")

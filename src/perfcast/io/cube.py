@@ -65,10 +65,14 @@ one run without parameters (``perfcast import`` then names it from ``--point`` o
 Several files are runs whose parameter values are read from their paths below the directory,
 following the Score-P/Extra-P convention (``mm.x10y1z1.r1/profile.cubex``: x=10, y=1, z=1,
 repetition 1; the file name is tried first, then its directories from the innermost out).
-Runs at the same coordinates become repetitions (numbered in the order of their ``.rN``).
-A run directory holding several ``.cubex`` files (Scalasca adds ``summary.cubex``,
-``scout.cubex``, ...) is read through its ``profile.cubex``; the others are listed in
-``meta["cube"]["ignored_files"]``.  Parameters that never vary between runs are dropped, as
+Directory names follow Extra-P's rules (:func:`run_dir_params`): decimals (``mm.x22.5.y22.5``,
+``mm.x1.1y1.1``), decimal commas (``mm.x20,5.y20,5``), no prefix (``x10y1z1``), no ``.rN``.
+Runs at the same coordinates become repetitions (numbered in the order of their ``.rN``, then
+path).  A run directory holding several ``.cubex`` files is read through its ``profile.cubex``
+when it has one (Scalasca adds ``summary.cubex``, ``scout.cubex``, ...; the others are listed in
+``meta["cube"]["ignored_files"]``), refused when it holds Scalasca reports without one, and
+otherwise, as in Extra-P, each file is a repetition (``mm.x1y1z1/profile1.cubex``,
+``profile2.cubex``).  Parameters that never vary between runs are dropped, as
 Extra-P does (``mm.x10y1z1`` ... ``mm.x2000y1z1`` has the one parameter x), and kept in
 ``meta["cube"]["constant_parameters"]``.
 """
@@ -76,6 +80,8 @@ Extra-P does (``mm.x10y1z1`` ... ``mm.x2000y1z1`` has the one parameter x), and 
 from __future__ import annotations
 
 import gzip
+import math
+import re
 import struct
 import tarfile
 import warnings
@@ -778,13 +784,69 @@ def _find_cubex(root: Path) -> list[Path]:
     return sorted(found)
 
 
+_RUN_VALUE = re.compile(r"([0-9.,]+)")
+_RUN_NAME = re.compile(r"^[A-Za-z_]+$")
+_RUN_REP = re.compile(r"\.r(\d+)$")
+
+
+def run_dir_params(name: str) -> tuple[dict[str, float], int | None] | None:
+    """Parameters and repetition from a run directory's name, by Extra-P's CUBE-set rules.
+
+    Extra-P (``AbstractDirectoryReader._determine_parameters_from_paths``) drops everything up
+    to the first ``.`` (the prefix, optional: ``x10y1z1`` has none) and the repetition suffix
+    ``.r<N>``; the rest alternates names and values, a value being a run of digits, ``.`` and
+    ``,``.  A value's ``,`` is a decimal comma and a trailing ``.`` or ``,`` separates it from
+    the next name, so all of these work: ``mm.x10y1z1.r1``, ``mm.x1.1y1.1z1.1``,
+    ``mm.x22.5.y22.5.z1.25.r1``, ``mm.x20,5.y20,5.z1,5.r1``, ``mm.x21.5,y21,5,z1.15.r1``,
+    ``mm.x25.y25.z1.r1``, ``x10y1z1``.  Stricter than Extra-P (so that a stray directory such
+    as ``scorep-20240101_1200_42`` is not taken for a run): names are letters and ``_`` only,
+    each at most once, the name part must end with a value, and the repetition suffix is only
+    ``.r<digits>`` at the end (Extra-P cuts at the first ``.r`` anywhere).
+    """
+    rep = None
+    m = _RUN_REP.search(name)
+    if m:
+        rep = int(m.group(1))
+        name = name[:m.start()]
+    dot = name.find(".")
+    body = name[dot + 1:] if dot >= 0 else name
+    parts = _RUN_VALUE.split(body)
+    # [name, value, name, value, ..., ''] when the body starts with a name and ends with a value
+    if len(parts) < 3 or parts[-1] != "":
+        return None
+    coords: dict[str, float] = {}
+    for key, raw in zip(parts[0:-1:2], parts[1::2]):
+        if not _RUN_NAME.match(key) or key in coords:
+            return None
+        text = raw.replace(",", ".").rstrip(".")
+        try:
+            value = float(text)
+        except ValueError:  # 1.2.3, or a lone separator
+            return None
+        if not math.isfinite(value):
+            return None
+        coords[key] = value
+    return coords, rep
+
+
 def _coords_of(rel: PurePath) -> tuple[dict[str, float], int | None] | None:
-    """Parameters from the file name, then its directories (innermost first), below the root."""
-    for part in [rel.name, *[p.name for p in rel.parents if p.name]]:
-        found = parse_name(part)
+    """Parameters from the file name, then its directories (innermost first), below the root.
+
+    A file name follows :func:`perfcast.io.paths.parse_name` (``run.p4.cubex``); a directory
+    name Extra-P's rules (:func:`run_dir_params`), else ``parse_name``.
+    """
+    found = parse_name(rel.name)
+    if found:
+        return found
+    for part in [p.name for p in rel.parents if p.name]:
+        found = run_dir_params(part) or parse_name(part)
         if found:
             return found
     return None
+
+
+#: Scalasca's analysis reports of one run (not repetitions of it)
+_SCALASCA_REPORTS = {"summary.cubex", "trace.cubex", "scout.cubex", "profile.cubex"}
 
 
 def _runs_in(root: Path) -> tuple[list[Path], list[Path]]:
@@ -802,8 +864,11 @@ def _runs_in(root: Path) -> tuple[list[Path], list[Path]]:
             continue
         prof = [f for f in fs if f.name == "profile.cubex"]
         if not prof:
-            raise PerfcastError(f"several .cubex files in one run directory ({', '.join(f.name for f in fs)}); "
-                                f"import the one you mean", d)
+            if any(f.name in _SCALASCA_REPORTS for f in fs):
+                raise PerfcastError(f"several .cubex files in one run directory ({', '.join(f.name for f in fs)}); "
+                                    f"import the one you mean", d)
+            chosen.extend(fs)  # as in Extra-P: several profiles of one run directory are repetitions
+            continue
         chosen.extend(prof)
         ignored.extend(f for f in fs if f.name != "profile.cubex")
     return sorted(chosen), sorted(ignored)
