@@ -319,8 +319,10 @@ def test_unreadable_metric_types_are_skipped(cube_dir):
     non_scalar = {n for n, t in dtypes.items()
                   if t.split("(")[0] in ("RATE", "TAU_ATOMIC", "HISTOGRAM", "NDOUBLES", "SCALE_FUNC", "COMPLEX")}
     assert non_scalar == {"RATE", "TAU_ATOMIC", "TAU_ATOMIC2", "HISTOGRAM5", "NDOUBLES10", "SCALE_FUNC3", "COMPLEX"}
-    assert {s["metric"] for s in exp.meta["skipped_metrics"]} == non_scalar
-    assert set(exp.metrics) == set(dtypes) - non_scalar
+    # NDOUBLES and COMPLEX are read as one metric per component (test_vector_metrics_are_components)
+    vectors = {"NDOUBLES10": [f"NDOUBLES10[{i}]" for i in range(10)], "COMPLEX": ["COMPLEX[re]", "COMPLEX[im]"]}
+    assert {s["metric"] for s in exp.meta["skipped_metrics"]} == non_scalar - set(vectors)
+    assert set(exp.metrics) == (set(dtypes) - non_scalar) | {c for cs in vectors.values() for c in cs}
     for metric in ("INT8", "UINT16", "INT64", "UINT64", "DOUBLE"):
         want = _pycubexr_values(cubex, metric)
         got = _ours(exp, metric)
@@ -671,3 +673,50 @@ def test_extrap_negative_examples(cubeset, tmp_path):
     bad = _make_set(tmp_path / "bad", src, {"mm.x1.2.3y1": ((), 1), "mm.x2y1": ((), 1)})
     err = _fails(bad, "--point")
     assert err.path == str(bad / "mm.x1.2.3y1" / "profile.cubex")
+
+
+def _pycubexr_components(path: Path, metric: str) -> dict[tuple[str, int, int], np.ndarray]:
+    """(callpath, rank, thread) -> the exclusive value's components, as pycubexr computes them:
+    NDOUBLES(n) as n floats, COMPLEX as (real, imaginary) of the complex number it holds."""
+    locs = _locations(path)
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with CubexParser(path) as c:
+            mv = c.get_metric_values(c.get_metric_by_name(metric))
+            for cn in c.all_cnodes():
+                names, x = [], cn
+                while x is not None:
+                    names.append(x.region.name)
+                    x = x.parent
+                vals = mv.cnode_values(cn, convert_to_exclusive=True)
+                vals = np.asarray(getattr(vals, "_values", vals))
+                if np.iscomplexobj(vals):
+                    vals = np.stack([vals.real, vals.imag], axis=1)
+                for j, v in enumerate(vals):
+                    out[("->".join(reversed(names)), *locs[j])] = np.asarray(v, dtype=float)
+    return out
+
+
+def test_vector_metrics_are_components(cube_dir):
+    # NDOUBLES(10): ten metrics NDOUBLES10[0..9]; COMPLEX: COMPLEX[re] and COMPLEX[im] (additive,
+    # unlike pycubexr's float view of a complex value, its magnitude); each converted to exclusive
+    # like any inclusive metric.  Expected: pycubexr's own exclusive values of the same file.
+    cubex = cube_dir / "test_only_files" / "cube-values_example.cubex"
+    exp = read_cube(cubex)
+    dtypes = {m.findtext("uniq_name"): m.findtext("dtype") for m in _anchor(cubex).iter("metric")}
+    assert dtypes["NDOUBLES10"] == "NDOUBLES(10)" and dtypes["COMPLEX"] == "COMPLEX"
+    for metric, names in (("NDOUBLES10", [f"NDOUBLES10[{i}]" for i in range(10)]),
+                          ("COMPLEX", ["COMPLEX[re]", "COMPLEX[im]"])):
+        want = _pycubexr_components(cubex, metric)
+        assert len(want) == 12  # 3 cnodes x 4 locations
+        assert exp.meta["cube"]["vector_metrics"][metric] == names
+        for i, name in enumerate(names):
+            got = _ours(exp, name)
+            assert exp.metrics[name].scope == "exclusive"
+            for k, v in want.items():
+                assert got.get(k, 0.0) == pytest.approx(v[i]), (name, k)
+    # the inclusive values come back too: main's NDOUBLES10[0] of location 0 is 0 in the file
+    inc = exp.to_inclusive("NDOUBLES10[0]", name="inc")
+    d = inc.data[(inc.data["metric"] == "inc") & (inc.data["callpath"] == "main")]
+    assert d[(d["rank"] == 0) & (d["thread"] == 0)]["value"].item() == pytest.approx(0.0)

@@ -48,9 +48,14 @@ How this reader maps CUBE onto an :class:`~perfcast.experiment.Experiment`
 * **UINT64 wrap-around.**  Values of 2^64 - 1024 or more in unsigned 64-bit metrics are small
   negative counter deltas written as unsigned; like CubeLib (and pycubexr by default) they read
   as 0; ``meta["cube"]["uint64_wrapped"]`` counts them.
+* **Vector metrics.**  ``NDOUBLES(n)`` becomes n metrics ``name[0]`` ... ``name[n-1]`` and
+  ``COMPLEX`` two, ``name[re]`` and ``name[im]``: each component is additive, so each is
+  converted to exclusive like any scalar.  (pycubexr gives a COMPLEX value as a float by its
+  magnitude, which is not additive over the tree; the two parts keep all of it.)
+  ``meta["cube"]["vector_metrics"]`` maps each such metric to its components.
 * **Skipped metrics** (``meta["skipped_metrics"]``, a list of ``{metric, reason, runs}``):
-  derived metrics (CubePL expressions, computed by CUBE on display), non-scalar types
-  (``TAU_ATOMIC``, ``RATE``, ``HISTOGRAM``, ``NDOUBLES``, ``COMPLEX``, ``SCALE_FUNC``), and
+  derived metrics (CubePL expressions, computed by CUBE on display), types that are not
+  numbers or vectors of numbers (``TAU_ATOMIC``, ``RATE``, ``HISTOGRAM``, ``SCALE_FUNC``), and
   metrics that are declared but have no stored values in any run (zero everywhere).
 * **Kinds.**  Unit ``sec`` is time, ``bytes`` bytes, ``occ``/``#`` and PAPI counters counts.
 * **Scaling** (``ReadOptions.scaling``, ``--scaling``): Extra-P's reduction of each run's
@@ -432,6 +437,19 @@ def _enumerations(anchor: _Anchor) -> dict[str, np.ndarray]:
     return {"EXCLUSIVE": np.arange(n, dtype=np.int64), "INCLUSIVE": np.asarray(wide, dtype=np.int64)}
 
 
+_NDOUBLES = re.compile(r"^NDOUBLES\s*\(\s*(\d{1,4})\s*\)$")
+
+
+def _vector_width(dtype: str) -> int | None:
+    """Components of a vector type read as several scalar metrics (NDOUBLES(n), COMPLEX), else None."""
+    if dtype == "COMPLEX":
+        return 2
+    m = _NDOUBLES.match(dtype)
+    if m and 1 <= int(m.group(1)) <= 1024:
+        return int(m.group(1))
+    return None
+
+
 def _kind(m: _CubeMetric) -> str:
     u = m.unit.lower()
     if m.name.upper().startswith(("PAPI_", "PEVT_")) or u in ("#", "occ"):
@@ -467,6 +485,8 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
     clamped: dict[str, int] = {}
     demoted: list[str] = []
     extremes: dict[str, str] = {}
+    vector_metrics: dict[str, list[str]] = {}
+    declared = {m.name for m in anchor.metrics}
     metric_tree = {m.name: m.parent for m in anchor.metrics if m.parent}
     for m in anchor.metrics:
         if m.name in metrics or m.name in skipped:
@@ -475,7 +495,8 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
             skipped[m.name] = (f"derived metric (type {m.type or 'none'}): computed by CUBE from a "
                                f"CubePL expression, no values stored")
             continue
-        if m.dtype not in _SCALAR_TYPES:
+        width = _vector_width(m.dtype)
+        if m.dtype not in _SCALAR_TYPES and width is None:
             skipped[m.name] = f"values of type {m.dtype or 'none'} are not single numbers"
             continue
         index_name, data_name = f"{m.id}.index", f"{m.id}.data"
@@ -496,50 +517,76 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
                              endianness_format_char=idx.endianness_format, allow_full_uint64_values=True)
         except _DECODE_ERRORS as e:
             raise PerfcastError(f"values of metric {m.name!r} are damaged ({_why(e)})", path, data_name) from None
-        raw = np.asarray(raw)
+        raw = np.asarray(getattr(raw, "_values", raw))  # COMPLEX comes wrapped in pycubexr's ComplexValues
         tree_idx = np.asarray(idx.tree_indices, dtype=np.int64)
-        if raw.ndim != 1 or raw.size != tree_idx.size * nloc:
-            raise PerfcastError(f"metric {m.name!r}: {raw.size} values for {tree_idx.size} cnodes x {nloc} "
-                                f"locations; the data is truncated or damaged", path, data_name)
+        if width is not None:
+            # a vector per value: one scalar metric per component (see the module docstring)
+            if m.dtype == "COMPLEX":
+                ok = raw.ndim == 1 and np.iscomplexobj(raw)
+                parts = [("re", raw.real), ("im", raw.imag)] if ok else []
+            else:
+                ok = raw.ndim == 2 and raw.shape[1] == width
+                parts = [(str(i), raw[:, i]) for i in range(width)] if ok else []
+            if not ok or raw.shape[0] != tree_idx.size * nloc:
+                raise PerfcastError(f"metric {m.name!r}: {raw.shape[0] if raw.ndim else 0} values for "
+                                    f"{tree_idx.size} cnodes x {nloc} locations; the data is truncated or "
+                                    f"damaged", path, data_name)
+            parts = [(f"{m.name}[{suffix}]", np.ascontiguousarray(a, dtype=np.float64)) for suffix, a in parts]
+            clash = next((name for name, _ in parts if name in declared), None)
+            if clash is not None:
+                raise PerfcastError(f"anchor.xml: component {clash!r} of metric {m.name!r} has the name of "
+                                    f"another metric", path, "anchor.xml")
+            vector_metrics[m.name] = [name for name, _ in parts]
+        else:
+            if raw.ndim != 1 or raw.size != tree_idx.size * nloc:
+                raise PerfcastError(f"metric {m.name!r}: {raw.size} values for {tree_idx.size} cnodes x {nloc} "
+                                    f"locations; the data is truncated or damaged", path, data_name)
+            parts = [(m.name, raw)]
         enum = enums[m.type]
         if tree_idx.size and (tree_idx.min() < 0 or tree_idx.max() >= n):
             raise PerfcastError(f"metric {m.name!r}: the index names cnodes that do not exist", path, index_name)
-        rows = enum[tree_idx]
-        if len(np.unique(rows)) != rows.size:
+        rows0 = enum[tree_idx]
+        if len(np.unique(rows0)) != rows0.size:
             raise PerfcastError(f"metric {m.name!r}: the index lists a cnode twice", path, index_name)
-        vals = raw.reshape(tree_idx.size, nloc)
-        if vals.dtype == np.uint64:
-            big = vals > _MAX_UINT64
-            if big.any():
-                wrapped[m.name] = int(big.sum())
-                vals = np.where(big, np.uint64(0), vals)
-        kind = _kind(m)
-        extrema = m.dtype in _EXTREMA_TYPES
-        if m.type == "INCLUSIVE" and not extrema:
-            unsigned = np.issubdtype(vals.dtype, np.unsignedinteger)
-            rows, vals = _exclusive(rows, vals, C, n)
-            if kind in ("count", "bytes") or unsigned:
-                neg = vals < 0
-                if neg.any():
-                    clamped[m.name] = int(neg.sum())
-                    vals = np.where(neg, 0.0, vals)
-        else:
-            vals = vals.astype(np.float64)
-        if not np.isfinite(vals).all():
-            raise PerfcastError(f"metric {m.name!r} holds non-finite values (NaN or inf)", path, data_name)
-        if kind in ("count", "bytes") and (vals < 0).any():
-            kind = "other"
-            demoted.append(m.name)
-        order = np.argsort(rows, kind="stable")
-        blocks[m.name] = (rows[order], vals[order])
-        descr = m.descr or m.display
-        if extrema:
-            descr = (descr + "; " if descr else "") + "extreme of single visits, not additive over the call tree"
-        if m.parent:
-            descr = (descr + "; " if descr else "") + f"sub-metric of {m.parent}"
-        metrics[m.name] = Metric(m.name, m.unit, kind, "unknown" if extrema else "exclusive", descr)
-        if extrema:
-            extremes[m.name] = "min" if m.dtype == "MINDOUBLE" else "max"
+        for name, part in parts:
+            rows = rows0
+            vals = part.reshape(tree_idx.size, nloc)
+            if vals.dtype == np.uint64:
+                big = vals > _MAX_UINT64
+                if big.any():
+                    wrapped[name] = int(big.sum())
+                    vals = np.where(big, np.uint64(0), vals)
+            kind = _kind(m)
+            extrema = m.dtype in _EXTREMA_TYPES
+            if m.type == "INCLUSIVE" and not extrema:
+                unsigned = np.issubdtype(vals.dtype, np.unsignedinteger)
+                rows, vals = _exclusive(rows, vals, C, n)
+                if kind in ("count", "bytes") or unsigned:
+                    neg = vals < 0
+                    if neg.any():
+                        clamped[name] = int(neg.sum())
+                        vals = np.where(neg, 0.0, vals)
+            else:
+                vals = vals.astype(np.float64)
+            if not np.isfinite(vals).all():
+                raise PerfcastError(f"metric {name!r} holds non-finite values (NaN or inf)", path, data_name)
+            if kind in ("count", "bytes") and (vals < 0).any():
+                kind = "other"
+                demoted.append(name)
+            order = np.argsort(rows, kind="stable")
+            blocks[name] = (rows[order], vals[order])
+            descr = m.descr or m.display
+            if extrema:
+                descr = (descr + "; " if descr else "") + "extreme of single visits, not additive over the call tree"
+            if m.parent:
+                descr = (descr + "; " if descr else "") + f"sub-metric of {m.parent}"
+            if name != m.name:
+                what = ("real part" if name.endswith("[re]") else "imaginary part" if name.endswith("[im]")
+                        else f"component {name[len(m.name) + 1:-1]}")
+                descr = (descr + "; " if descr else "") + f"{what} of {m.name} ({m.dtype})"
+            metrics[name] = Metric(name, m.unit, kind, "unknown" if extrema else "exclusive", descr)
+            if extrema:
+                extremes[name] = "min" if m.dtype == "MINDOUBLE" else "max"
     notes = dict(anchor.notes)
     renamed = notes.pop("renamed_cnodes", [])
     if renamed:
@@ -554,6 +601,8 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
         notes["metric_parents"] = metric_tree
     if extremes:
         notes["extremes"] = extremes
+    if vector_metrics:
+        notes["vector_metrics"] = vector_metrics
     return _Run(records, paths, anchor.loc_rank, anchor.loc_thread, blocks, metrics, skipped, anchor.attrs, notes)
 
 
@@ -699,6 +748,9 @@ def _experiment(runs: list[_Run], coords: list[dict[str, float]], reps: list[int
     parents = {k: v for r in runs for k, v in r.notes.get("metric_parents", {}).items() if k in metrics}
     if parents:
         cube["metric_parents"] = parents
+    vectors = {k: v for r in runs for k, v in r.notes.get("vector_metrics", {}).items()}
+    if vectors:
+        cube["vector_metrics"] = vectors
     extremes = {k: v for r in runs for k, v in r.notes.get("extremes", {}).items() if k in metrics}
     if extremes:
         cube["extremes"] = extremes
