@@ -653,3 +653,129 @@ def test_non_finite_values_are_dropped_with_a_warning(data_dir, tmp_path):
     assert len(dropped.data) == len(clean.data) - 1
     assert any("1 non-finite value(s) (nan/inf) dropped" in w for w in dropped.meta.get("warnings", []))
     assert not any("non-finite" in w for w in clean.meta.get("warnings", []))
+
+
+# ----------------------------------------------------------------------------------------------
+# GPU activity profiles (SW4, CUDA activity tracing)
+
+SW4 = "formats/caliper/caliper-sw4-cuda-activity-cali/caliper_cuda_activity_profile.cali"
+SW4_SUMMARY = "formats/caliper/caliper-sw4-cuda-activity-profile-cali/caliper_cuda_activity_profile_summary_v2.cali"
+
+
+def _raw_records(path: Path) -> list[dict]:
+    from caliperreader import read_caliper_contents
+
+    records, _globals = read_caliper_contents(str(path))
+    return records
+
+
+@pytest.mark.parametrize("rel, metric", [(SW4, "scale#cupti.activity.duration"),
+                                         (SW4_SUMMARY, "sum#scale#cupti.activity.duration")])
+def test_sw4_gpu_time_is_the_sum_of_all_records(data_dir, rel, metric):
+    f = data_dir / rel
+    # the raw records' GPU time, summed here; the data README gives 15.36 s for it
+    raw = sum(float(r[metric]) for r in _raw_records(f) if metric in r)
+    assert raw == pytest.approx(15.36, abs=0.005)
+    exp = load([f])
+    assert exp.metrics[metric].scope == "exclusive"
+    assert exp.data.loc[exp.data["metric"] == metric, "value"].sum() == pytest.approx(raw, rel=1e-12)
+
+
+def test_sw4_kernels_are_children_of_their_launching_callpath(data_dir):
+    f = data_dir / SW4
+    exp = load([f])
+    metric = "scale#cupti.activity.duration"
+    want = defaultdict(float)
+    for r in _raw_records(f):
+        if metric not in r:
+            continue
+        p = r.get("path")
+        frames = [UNANNOTATED] if p is None else ([p] if isinstance(p, str) else list(p))
+        child = r.get("cupti.kernel.name") or f"[{r['cupti.activity.kind']}]"
+        want[(SEP.join([*frames, child]), int(r["mpi.rank"]))] += float(r[metric])
+    d = exp.data[exp.data["metric"] == metric]
+    got = {(str(r.callpath), int(r.rank)): r.value for r in d.itertuples()}
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+    launch = ("main->solve->TIME_STEPPING->CLEAN_TIME->enforceIC->enforceIC::PREDICTOR->"
+              "compute_preliminary_corrector->cudaLaunchKernel")
+    kernels = exp.tree.children(launch)
+    assert kernels and all(exp.tree.name(k).startswith("void ") for k in kernels)
+    assert "main->solve->Solve::Host->Managed->cudaMemcpy->[memcpy]" in exp.tree
+    # host time stays where it was measured
+    host = exp.data[exp.data["metric"] == "scale#sum#cupti.host.duration"]
+    assert host["value"].sum() == pytest.approx(
+        sum(float(r["scale#sum#cupti.host.duration"]) for r in _raw_records(f)
+            if "scale#sum#cupti.host.duration" in r), rel=1e-12)
+
+
+def test_repeated_records_combined_by_their_operator(tmp_path):
+    # several records of one callpath and rank: scale#/sum# add, min#/max# keep the extreme,
+    # avg# is the mean weighted by count (hand-computed below)
+    cols = ["path", "mpi.rank", "count", "scale#cupti.activity.duration", "sum#time.duration",
+            "min#time.duration", "max#time.duration", "avg#time.duration"]
+    rows = [[0, 0, 1, 0.5, 1.0, 0.25, 2.0, 4.0],
+            [0, 0, 3, 1.5, 2.0, 0.125, 3.0, 8.0],
+            [0, 0, 4, 2.0, 4.0, 0.5, 1.0, 1.0]]
+    doc = {"data": rows, "columns": cols, "nodes": [{"label": "main", "column": "path"}],
+           "column_metadata": [{"is_value": c not in ("path", "mpi.rank")} for c in cols]}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(doc))
+    got = {m: v for m, v in load([f]).data.groupby("metric")["value"].sum().items()}
+    assert got["scale#cupti.activity.duration"] == 4.0
+    assert got["sum#time.duration"] == 7.0
+    assert got["min#time.duration"] == 0.125
+    assert got["max#time.duration"] == 3.0
+    assert got["avg#time.duration"] == pytest.approx((1 * 4.0 + 3 * 8.0 + 4 * 1.0) / 8)
+    assert got["count"] == 8
+
+
+@pytest.mark.parametrize("rel", ["formats/caliper/caliper-ordered-json/caliper-region-node-order.json",
+                                 "formats/caliper/caliper-ordered-duplicate-json/caliper-region-dup-node-order.json"])
+def test_json_split_alias_time_is_exclusive_with_its_unit(data_dir, rel):
+    # Hatchet's region-profile json-split: the column 'time' (alias of sum#time.duration, unit sec in
+    # column_metadata); Hatchet reads every value column without '(inc)' as exclusive.  Expected
+    # numbers: the JSON's own data column, summed here per callpath.
+    f = data_dir / rel
+    doc = json.loads(f.read_text())
+    cols, nodes = doc["columns"], doc["nodes"]
+    t = cols.index("time")
+    assert doc["column_metadata"][t]["attribute.unit"] == "sec"
+
+    def path(i):
+        out = []
+        while i is not None:
+            out.append(nodes[i]["label"])
+            i = nodes[i].get("parent")
+        return SEP.join(reversed(out))
+
+    want = defaultdict(float)
+    for row in doc["data"]:
+        p = row[cols.index("path")]
+        want[UNANNOTATED if p is None else path(p)] += row[t]
+    exp = load([f])
+    m = exp.metrics["time"]
+    assert (m.unit, m.kind, m.scope) == ("sec", "time", "exclusive")
+    d = exp.data[exp.data["metric"] == "time"]
+    got = d.groupby("callpath", observed=True)["value"].sum()
+    assert set(got.index) == set(want)
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+    # inclusive time of main = its subtree's rows, summed from the JSON directly
+    inc = exp.to_inclusive("time", name="inc")
+    main = inc.data[(inc.data["metric"] == "inc") & (inc.data["callpath"] == "main")]["value"].sum()
+    assert main == pytest.approx(sum(v for k, v in want.items() if k == "main" or k.startswith("main" + SEP)),
+                                 rel=1e-12)
+    # 'Node order' is a property, not a cost: its scope stays unknown
+    assert exp.metrics["Node order"].scope == "unknown"
+
+
+def test_json_split_view_reads_time(data_dir, capsys):
+    from perfcast.cli import main
+
+    f = data_dir / "formats/caliper/caliper-ordered-json/caliper-region-node-order.json"
+    assert main(["view", str(f), "--json"]) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    doc = json.loads(f.read_text())
+    total = sum(r[doc["columns"].index("time")] for r in doc["data"])
+    assert (out["metric"], out["unit"]) == ("time", "sec")
+    assert out["total"] == pytest.approx(total, rel=1e-12)

@@ -319,8 +319,10 @@ def test_unreadable_metric_types_are_skipped(cube_dir):
     non_scalar = {n for n, t in dtypes.items()
                   if t.split("(")[0] in ("RATE", "TAU_ATOMIC", "HISTOGRAM", "NDOUBLES", "SCALE_FUNC", "COMPLEX")}
     assert non_scalar == {"RATE", "TAU_ATOMIC", "TAU_ATOMIC2", "HISTOGRAM5", "NDOUBLES10", "SCALE_FUNC3", "COMPLEX"}
-    assert {s["metric"] for s in exp.meta["skipped_metrics"]} == non_scalar
-    assert set(exp.metrics) == set(dtypes) - non_scalar
+    # NDOUBLES and COMPLEX are read as one metric per component (test_vector_metrics_are_components)
+    vectors = {"NDOUBLES10": [f"NDOUBLES10[{i}]" for i in range(10)], "COMPLEX": ["COMPLEX[re]", "COMPLEX[im]"]}
+    assert {s["metric"] for s in exp.meta["skipped_metrics"]} == non_scalar - set(vectors)
+    assert set(exp.metrics) == (set(dtypes) - non_scalar) | {c for cs in vectors.values() for c in cs}
     for metric in ("INT8", "UINT16", "INT64", "UINT64", "DOUBLE"):
         want = _pycubexr_values(cubex, metric)
         got = _ours(exp, metric)
@@ -540,3 +542,181 @@ def test_hand_made_profile(tmp_path):
     assert v == {(cp, 0, th): float(i + 1) * (10 if th else 1) for i, cp in enumerate(order) for th in (0, 1)}
     inc = _ours(exp.to_inclusive("time"), "time")
     assert inc[("A", 0, 0)] == 10.0 and inc[("E", 0, 1)] == 50.0 and inc[("A->work", 0, 0)] == 6.0
+
+
+# -- Extra-P's scaling types (--scaling) ----------------------------------------------------------
+# Reference values: Extra-P 4.2.5 on the same directory, its mean per callpath/metric/coordinate:
+#   bench/.venv-extrap/bin/python -c "from extrap.fileio.file_reader.cube_file_reader2 import \
+#     CubeFileReader2; e = CubeFileReader2().read_cube_file('<data>/extrap/cubeset/simple_threaded', S); \
+#     print({(str(c), str(m)): [x.mean for x in ms] for (c, m), ms in e.measurements.items()})"
+# with S = weak_threaded / weak / strong.  Every series is linear in f; the slope is listed
+# (visits of main, main->foo and main->zero are constant and listed as constants).  The
+# weak_threaded slopes are also the ones Extra-P's own test asserts (tests/test_load_cube_files.py).
+EXTRAP_SIMPLE_THREADED = {
+    "weak-threaded": {("main", "time"): (1.4, "f"), ("main->foo", "time"): (4.95, "f"),
+                      ("main->bar", "time"): (4.15, "f"), ("main->omp parallel", "time"): (3.3, "f"),
+                      ("main", "visits"): (1.0, 1), ("main->foo", "visits"): (8.0, 1),
+                      ("main->bar", "visits"): (7.0, "f"), ("main->omp parallel", "visits"): (6.0, "f"),
+                      ("main->zero", "visits"): (1.0, 1)},
+    "weak": {("main", "time"): (0.7, "f"), ("main->foo", "time"): (2.475, "f"),
+             ("main->bar", "time"): (2.075, "f"), ("main->omp parallel", "time"): (3.3, "f"),
+             ("main", "visits"): (0.5, 1), ("main->foo", "visits"): (4.0, 1),
+             ("main->bar", "visits"): (3.5, "f"), ("main->omp parallel", "visits"): (6.0, "f"),
+             ("main->zero", "visits"): (0.5, 1)},
+    "strong": {("main", "time"): (2.8, "f"), ("main->foo", "time"): (9.9, "f"),
+               ("main->bar", "time"): (8.3, "f"), ("main->omp parallel", "time"): (13.2, "f"),
+               ("main", "visits"): (2.0, 1), ("main->foo", "visits"): (16.0, 1),
+               ("main->bar", "visits"): (14.0, "f"), ("main->omp parallel", "visits"): (24.0, "f"),
+               ("main->zero", "visits"): (2.0, 1)},
+}
+
+
+@pytest.mark.parametrize("scaling", list(EXTRAP_SIMPLE_THREADED))
+def test_scaling_reproduces_extrap(cubeset, scaling):
+    exp = load([cubeset / "simple_threaded"], options=ReadOptions(scaling=scaling))
+    assert exp.parameters == ("f",)
+    assert not exp.has_locations
+    assert exp.meta["cube"]["scaling"]["type"] == scaling
+    got = {(str(r.callpath), str(r.metric), r.f): r.value for r in exp.data.itertuples()}
+    want = {}
+    for (cp, m), (slope, dep) in EXTRAP_SIMPLE_THREADED[scaling].items():
+        for f in (1.0, 2.0, 3.0, 4.0, 5.0):
+            want[(cp, m, f)] = slope * (f if dep == "f" else 1)
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+
+
+def test_scaling_on_the_command_line(cubeset, capsys):
+    import json
+
+    from perfcast.cli import main
+
+    assert main(["model", str(cubeset / "simple_threaded"), "--scaling", "weak-threaded", "--metric", "time",
+                 "--callpath", "main->foo", "--json"]) == 0, capsys.readouterr().err
+    [m] = json.loads(capsys.readouterr().out)
+    # Extra-P's weak_threaded value of main->foo is 4.95 * f (table above): the fit finds it
+    assert m["callpath"] == "main->foo" and m["constant"] == pytest.approx(0, abs=1e-9)
+    [term] = m["terms"]
+    assert term["coefficient"] == pytest.approx(4.95, rel=1e-9)
+    assert term["factors"] == {"f": {"exponent": "1", "log_exponent": 0}}
+
+
+def test_unknown_scaling_is_refused(cubeset):
+    with pytest.raises(PerfcastError, match="unknown scaling"):
+        load([cubeset / "simple_threaded"], options=ReadOptions(scaling="sideways"))
+
+
+# -- Extra-P's run-directory naming styles --------------------------------------------------------
+# The directory names of Extra-P's tests/data/cubeset/allowed_formats (Extra-P 4.2.5), with the
+# coordinates Extra-P's rules give them, worked out by hand: the prefix up to the first '.' is
+# dropped (none in x10y1z1), '.r<N>' is the repetition, a value is digits with '.'/',' (',' a
+# decimal comma; a trailing separator ends the value).
+NAMING_STYLES = {
+    "mm.x1.1y1.1z1.1": ((1.1, 1.1, 1.1), 2),          # decimal points, 2 profiles = 2 repetitions
+    "mm.x10y1z1.r1": ((10, 1, 1), 1),
+    "mm.x1y1z1": ((1, 1, 1), 2),                      # no .rN, 2 profiles
+    "mm.x20,5.y20,5.z1,5.r1": ((20.5, 20.5, 1.5), 1),  # decimal commas, '.' between parameters
+    "mm.x21.5,y21,5,z1.15.r1": ((21.5, 21.5, 1.15), 1),  # mixed, ',' between parameters
+    "mm.x22.5.y22.5.z1.25.r1": ((22.5, 22.5, 1.25), 1),
+    "mm.x25.y25.z1.r1": ((25, 25, 1), 1),              # '.' between integer parameters
+    "x10y1z1": ((10, 1, 1), 1),                        # no prefix
+}
+
+
+def _make_set(root: Path, src: Path, names: dict) -> Path:
+    for name, (_coords, n_files) in names.items():
+        d = root / name
+        d.mkdir(parents=True)
+        if n_files == 1:
+            shutil.copy(src, d / "profile.cubex")
+        else:
+            for k in range(1, n_files + 1):
+                shutil.copy(src, d / f"profile{k}.cubex")
+    return root
+
+
+@pytest.mark.parametrize("style", list(NAMING_STYLES))
+def test_extrap_naming_style_alone(cubeset, tmp_path, style):
+    # each style beside a plain mm.x2y3z4.r1 run, so that every parameter varies
+    src = cubeset / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"
+    names = {style: NAMING_STYLES[style], "mm.x2y3z4.r1": ((2, 3, 4), 1)}
+    exp = read_cube(_make_set(tmp_path / "set", src, names))
+    assert exp.parameters == ("x", "y", "z")
+    got = {tuple(r[:3]): r[3] for r in exp.repetitions()[["x", "y", "z", "repetitions"]].to_numpy()}
+    assert got == pytest.approx({tuple(float(v) for v in c): n for c, n in names.values()})
+    # every repetition holds the profile's values (pycubexr's, summed over the tree)
+    want = sum(_pycubexr_values(src, "time").values())
+    per_run = exp.data[exp.data["metric"] == "time"].groupby(["x", "y", "z", "rep"])["value"].sum()
+    assert per_run.to_numpy() == pytest.approx(np.full(len(per_run), want))
+
+
+def test_extrap_allowed_formats_together(cubeset, tmp_path):
+    # Extra-P's allowed_formats set: all styles in one directory, read as one experiment
+    src = cubeset / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"
+    exp = read_cube(_make_set(tmp_path / "allowed_formats", src, NAMING_STYLES))
+    want: dict = {}
+    for coords, n in NAMING_STYLES.values():
+        key = tuple(float(v) for v in coords)
+        want[key] = want.get(key, 0) + n
+    got = {tuple(r[:3]): r[3] for r in exp.repetitions()[["x", "y", "z", "repetitions"]].to_numpy()}
+    assert got == pytest.approx(want)  # x10y1z1 and mm.x10y1z1.r1 are one point, 2 repetitions
+    paths = {r["path"] for r in exp.meta["cube"]["runs"]}
+    assert {"mm.x1y1z1/profile1.cubex", "mm.x1y1z1/profile2.cubex"} <= paths
+
+
+def test_extrap_negative_examples(cubeset, tmp_path):
+    src = cubeset / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"
+    # Extra-P's negative_example: parameter names differ (x,y,wrong vs x,y,z)
+    neg = _make_set(tmp_path / "neg", src, {"mm.x1y1wrong1": ((), 1), "x10y1z1": ((), 1)})
+    assert "differ" in _fails(neg, "parameters").message
+    # a value that is no number (two decimal points): the run's parameters are unknown
+    bad = _make_set(tmp_path / "bad", src, {"mm.x1.2.3y1": ((), 1), "mm.x2y1": ((), 1)})
+    err = _fails(bad, "--point")
+    assert err.path == str(bad / "mm.x1.2.3y1" / "profile.cubex")
+
+
+def _pycubexr_components(path: Path, metric: str) -> dict[tuple[str, int, int], np.ndarray]:
+    """(callpath, rank, thread) -> the exclusive value's components, as pycubexr computes them:
+    NDOUBLES(n) as n floats, COMPLEX as (real, imaginary) of the complex number it holds."""
+    locs = _locations(path)
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with CubexParser(path) as c:
+            mv = c.get_metric_values(c.get_metric_by_name(metric))
+            for cn in c.all_cnodes():
+                names, x = [], cn
+                while x is not None:
+                    names.append(x.region.name)
+                    x = x.parent
+                vals = mv.cnode_values(cn, convert_to_exclusive=True)
+                vals = np.asarray(getattr(vals, "_values", vals))
+                if np.iscomplexobj(vals):
+                    vals = np.stack([vals.real, vals.imag], axis=1)
+                for j, v in enumerate(vals):
+                    out[("->".join(reversed(names)), *locs[j])] = np.asarray(v, dtype=float)
+    return out
+
+
+def test_vector_metrics_are_components(cube_dir):
+    # NDOUBLES(10): ten metrics NDOUBLES10[0..9]; COMPLEX: COMPLEX[re] and COMPLEX[im] (additive,
+    # unlike pycubexr's float view of a complex value, its magnitude); each converted to exclusive
+    # like any inclusive metric.  Expected: pycubexr's own exclusive values of the same file.
+    cubex = cube_dir / "test_only_files" / "cube-values_example.cubex"
+    exp = read_cube(cubex)
+    dtypes = {m.findtext("uniq_name"): m.findtext("dtype") for m in _anchor(cubex).iter("metric")}
+    assert dtypes["NDOUBLES10"] == "NDOUBLES(10)" and dtypes["COMPLEX"] == "COMPLEX"
+    for metric, names in (("NDOUBLES10", [f"NDOUBLES10[{i}]" for i in range(10)]),
+                          ("COMPLEX", ["COMPLEX[re]", "COMPLEX[im]"])):
+        want = _pycubexr_components(cubex, metric)
+        assert len(want) == 12  # 3 cnodes x 4 locations
+        assert exp.meta["cube"]["vector_metrics"][metric] == names
+        for i, name in enumerate(names):
+            got = _ours(exp, name)
+            assert exp.metrics[name].scope == "exclusive"
+            for k, v in want.items():
+                assert got.get(k, 0.0) == pytest.approx(v[i]), (name, k)
+    # the inclusive values come back too: main's NDOUBLES10[0] of location 0 is 0 in the file
+    inc = exp.to_inclusive("NDOUBLES10[0]", name="inc")
+    d = inc.data[(inc.data["metric"] == "inc") & (inc.data["callpath"] == "main")]
+    assert d[(d["rank"] == 0) & (d["thread"] == 0)]["value"].item() == pytest.approx(0.0)

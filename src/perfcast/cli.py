@@ -68,6 +68,20 @@ def input_options(f):
     return f
 
 
+def _remember_scaling(ctx, param, value):
+    ctx.meta["perfcast.scaling"] = value
+    return value
+
+
+#: import and model only (predict and report have a --scaling of their own)
+cube_scaling_option = click.option(
+    "--scaling", type=click.Choice(["weak", "weak-threaded", "strong"]), expose_value=False,
+    callback=_remember_scaling,
+    help="CUBE sets: one value per run from the per-location values, as Extra-P's --scaling: weak = mean "
+         "over ranks x threads, weak-threaded = mean over the non-zero ones, strong = sum (default: keep "
+         "every location).")
+
+
 def _remember_statistic(ctx, param, value):
     ctx.meta["perfcast.statistic"] = value
     return value
@@ -84,7 +98,12 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
     with progress("reading", enabled=None if not quiet else False) as cb:
         ctx = click.get_current_context(silent=True)
         stat = ctx.meta.get("perfcast.statistic") if ctx is not None else None
-        exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat))
+        scaling = ctx.meta.get("perfcast.scaling") if ctx is not None else None
+        exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat,
+                                                       scaling=scaling))
+    if scaling and exp.meta.get("format") != "cube":
+        exp.meta.setdefault("warnings", []).append(
+            f"--scaling applies to CUBE profiles only; ignored for {exp.meta.get('format') or 'this input'}")
     for w in exp.meta.get("warnings", []):
         err.print(f"perfcast: warning: {w}", markup=False, highlight=False)
     return exp
@@ -107,6 +126,7 @@ def cli():
               help="Directory to write, conventionally NAME.perfcast.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
 @input_options
+@cube_scaling_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def import_cmd(inputs, output, force, fmt, points, params, as_json):
     """Read INPUTS (files or directories) into one stored experiment.
@@ -465,6 +485,7 @@ _averaged_option = click.option(
 @cli.command("model")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
+@cube_scaling_option
 @_model_options
 @click.option("--target", default=None, metavar="P=V[,Q=W]",
               help="Scale at which to rank by predicted cost (after asymptotic order).")

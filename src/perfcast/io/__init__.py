@@ -40,6 +40,9 @@ class ReadOptions:
     #: repetitions): the statistic that becomes the value (``median``, ``mean``, ...); None = the
     #: reader's default
     statistic: str | None = None
+    #: CUBE sets: reduce the per-location values of each run as Extra-P's ``--scaling`` does
+    #: (``weak``, ``weak-threaded``, ``strong``; see perfcast.io.cube); None keeps every location
+    scaling: str | None = None
 
 
 @dataclass(frozen=True)

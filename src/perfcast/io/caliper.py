@@ -14,12 +14,18 @@ point, or a further repetition of a point, with coordinates taken from the run's
   Caliper, with the unit and alias of the attribute's metadata.  Scope: ``inclusive`` for
   ``inclusive#``/``.inclusive.``/``(inc)`` names, ``exclusive`` for additive measurements
   (durations, counts, bytes, hardware counters) otherwise, ``unknown`` for properties and
-  ratios (``Bytes/Rep``, ``ProblemSize``, bandwidths).
+  ratios (``Bytes/Rep``, ``ProblemSize``, bandwidths).  json-split columns take unit and alias
+  from ``column_metadata`` (``attribute.unit``, ``attribute.alias``); a time column under an
+  alias such as Hatchet's ``time`` is exclusive (its inclusive twin is named ``(inc)``).
+* **GPU activity** -- records carrying a CUDA/ROCm kernel name (``cupti.kernel.name``) or only an
+  activity kind (``cupti.activity.kind``, e.g. memcpy) become a child of the callpath that
+  launched them, named by the kernel (``[memcpy]`` for a kind).
 * **Locations** -- records carrying ``mpi.rank`` (``omp.thread.id``) keep per-rank (per-thread)
   values.  Records without a rank in such a file (e.g. before ``MPI_Init``) get rank -1.
 * Several records of one callpath and location (time series snapshots, sampled source lines)
   are combined by the attribute's aggregation operator: ``sum#``/``count`` add, ``min#``/``max#``
-  take the extreme, ``avg#`` averages weighted by ``count``.  Spot profiles holding both a
+  take the extreme, ``avg#`` averages weighted by ``count`` (unweighted without one);
+  ``scale#`` (a unit conversion) and ``inclusive#`` are looked through.  Spot profiles holding both a
   ``regionprofile`` and a ``timeseries`` channel are read from the ``regionprofile`` records.
 
 Parameters: ``ReadOptions.parameters`` names global keys to use (each must be numeric in every
@@ -73,6 +79,10 @@ _NUMERIC_TYPES = {"int", "uint", "double", "float", "long", "ulong"}
 _NOT_METRICS = {"aggregate.slot", "timeseries.starttime", "timeseries.snapshot", "loop.start_iteration",
                 "block", "mpi.rank", *_THREAD_KEYS}
 #: plain (operator-less) attribute names that are measurements
+#: GPU activity records (CUPTI / roctracer activity tracing): the kernel name, else the activity
+#: kind, becomes a child of the callpath that launched the activity
+_GPU_KERNEL_KEYS = ("cupti.kernel.name", "rocm.kernel.name")
+_GPU_KIND_KEYS = ("cupti.activity.kind", "rocm.activity.kind")
 _MEASUREMENTS = {"time.duration", "time.duration.ns", "time.duration.us", "time.inclusive.duration",
                  "time.inclusive.duration.ns", "count", "loop.iterations", "timeseries.duration"}
 
@@ -95,7 +105,8 @@ def metric_scope(name: str) -> str:
         return "inclusive"
     if "/" in base:
         return "unknown"  # ratios and per-repetition properties (Bytes/Rep, loop.iterations/time.duration)
-    if ops and ops[0] == "any":
+    outer = [o for o in ops if o.lower() not in _TRANSPARENT_OPS]
+    if outer and outer[0] == "any":
         return "unknown"  # a representative value, not an accumulated one
     b = base.lower()
     if (b in _MEASUREMENTS or b.startswith("time.") or b.endswith(".count") or b.endswith("count")
@@ -130,10 +141,24 @@ def metric_kind(name: str, unit: str) -> str:
     return guess_kind(base, unit)
 
 
+#: operator prefixes that change neither how values add up nor which extreme they are: ``scale#``
+#: (a unit conversion, e.g. ns -> s) and ``inclusive#`` (the scope, handled by :func:`metric_scope`)
+_TRANSPARENT_OPS = {"inclusive", "scale"}
+
+
 def _combine_op(name: str, aggregatable: bool) -> str:
-    """How to merge several records' values of one metric at one callpath/location."""
+    """How to merge several records' values of one metric at one callpath/location.
+
+    The outermost operator decides: ``sum#``/``count#`` add, ``min#``/``max#`` keep the extreme,
+    ``avg#`` takes the mean weighted by the records' ``count`` (each record's mean stands for
+    ``count`` events; without a count every record weighs 1), other operators (``any#``,
+    ``percent_total#``, ...) keep the first value.  ``scale#`` and ``inclusive#`` are looked
+    through: ``scale#cupti.activity.duration`` is a duration in other units and adds up like one.
+    A plain attribute adds up when it is a measurement (durations, counts) or Caliper marks it
+    aggregatable.
+    """
     ops, base = _split_ops(name)
-    ops = [o for o in ops if o != "inclusive"]
+    ops = [o for o in ops if o.lower() not in _TRANSPARENT_OPS]
     if ops:
         op = ops[0].lower()
         if op in ("sum", "count"):
@@ -430,6 +455,7 @@ def _parse_cali(path: Path) -> _Profile:
     prof.has_rank = rank_key is not None and any(rank_key in r for r in raw)
     prof.has_thread = thread_key is not None and any(thread_key in r for r in raw)
     missing_rank = 0
+    gpu_records = 0
     for i, rec in enumerate(raw):
         if keep_channel and rec.get("spot.channel") != keep_channel:
             continue
@@ -454,6 +480,10 @@ def _parse_cali(path: Path) -> _Profile:
             frames = (frames,)
         else:
             frames = tuple(str(x) for x in frames)
+        gpu = _gpu_frame(rec)
+        if gpu is not None:
+            frames = frames + (gpu,)
+            gpu_records += 1
         r = t = None
         if prof.has_rank:
             if rank_key in rec:
@@ -472,11 +502,27 @@ def _parse_cali(path: Path) -> _Profile:
             weight = 1.0
         prof.add(frames, (r, t), values, weight)
         prof.n_records += 1
+    if gpu_records:
+        prof.notes.append(f"{gpu_records} GPU activity record(s) placed under their launching callpath, "
+                          f"one child per kernel name (or [activity kind] when no kernel is named)")
     if missing_rank:
         prof.notes.append(f"{missing_rank} record(s) without mpi.rank (e.g. before MPI_Init) kept as rank -1")
     if not prof.cells:
         raise PerfcastError("no performance records (no record carries a numeric metric attribute)", path)
     return prof
+
+
+def _gpu_frame(rec: dict) -> str | None:
+    """The child frame of a GPU activity record: its kernel name, else ``[<activity kind>]``."""
+    for key in _GPU_KERNEL_KEYS:
+        v = rec.get(key)
+        if v is not None and not isinstance(v, list) and str(v):
+            return str(v)
+    for key in _GPU_KIND_KEYS:
+        v = rec.get(key)
+        if v is not None and not isinstance(v, list) and str(v):
+            return f"[{v}]"
+    return None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -521,6 +567,11 @@ def _json_safe(v):
     if isinstance(v, dict):
         return {str(k): _json_safe(x) for k, x in v.items()}
     return v
+
+
+def _meta_text(v) -> str:
+    """A column-metadata text (unit, alias); anything else in its place is ignored."""
+    return v.strip()[:100] if isinstance(v, str) else ""
 
 
 def _parse_json_split(path: Path) -> _Profile:
@@ -625,8 +676,17 @@ def _parse_json_split(path: Path) -> _Profile:
                     raise PerfcastError(f"column {c!r}: {str(x)[:20]}... is too large to be a measurement",
                                         path, f"data[{j}][{i}]")
             metric_cols.append(i)
-            unit = _unit_from_name(base)
-            prof.metrics[c] = Metric(c, unit, metric_kind(c, unit), metric_scope(c))
+            meta = cmeta[i] if cmeta is not None else {}
+            unit = _meta_text(meta.get("attribute.unit")) or _unit_from_name(base)
+            alias = _meta_text(meta.get("attribute.alias"))
+            kind = metric_kind(c, unit)
+            scope = metric_scope(c)
+            if scope == "unknown" and kind == "time" and "/" not in base:
+                # a region profile's time under its alias (``time``, Hatchet's naming): Caliper
+                # writes the inclusive one as ``... (inc)`` or ``inclusive#``, so this one is the
+                # region's own time -- Hatchet reads it as exclusive too
+                scope = "exclusive"
+            prof.metrics[c] = Metric(c, unit, kind, scope, alias)
             prof.combine[c] = _combine_op(c, False)
         else:
             prof.notes.append(f"column {c!r} is not numeric: not a metric")

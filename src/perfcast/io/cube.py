@@ -48,11 +48,20 @@ How this reader maps CUBE onto an :class:`~perfcast.experiment.Experiment`
 * **UINT64 wrap-around.**  Values of 2^64 - 1024 or more in unsigned 64-bit metrics are small
   negative counter deltas written as unsigned; like CubeLib (and pycubexr by default) they read
   as 0; ``meta["cube"]["uint64_wrapped"]`` counts them.
+* **Vector metrics.**  ``NDOUBLES(n)`` becomes n metrics ``name[0]`` ... ``name[n-1]`` and
+  ``COMPLEX`` two, ``name[re]`` and ``name[im]``: each component is additive, so each is
+  converted to exclusive like any scalar.  (pycubexr gives a COMPLEX value as a float by its
+  magnitude, which is not additive over the tree; the two parts keep all of it.)
+  ``meta["cube"]["vector_metrics"]`` maps each such metric to its components.
 * **Skipped metrics** (``meta["skipped_metrics"]``, a list of ``{metric, reason, runs}``):
-  derived metrics (CubePL expressions, computed by CUBE on display), non-scalar types
-  (``TAU_ATOMIC``, ``RATE``, ``HISTOGRAM``, ``NDOUBLES``, ``COMPLEX``, ``SCALE_FUNC``), and
+  derived metrics (CubePL expressions, computed by CUBE on display), types that are not
+  numbers or vectors of numbers (``TAU_ATOMIC``, ``RATE``, ``HISTOGRAM``, ``SCALE_FUNC``), and
   metrics that are declared but have no stored values in any run (zero everywhere).
 * **Kinds.**  Unit ``sec`` is time, ``bytes`` bytes, ``occ``/``#`` and PAPI counters counts.
+* **Scaling** (``ReadOptions.scaling``, ``--scaling``): Extra-P's reduction of each run's
+  per-location values to one value -- ``strong`` sums the locations, ``weak`` averages them,
+  ``weak-threaded`` averages the non-zero ones (:func:`reduce_scaling`).  Without it every
+  location is kept and the modelling commands reduce them (``--ranks``).
 
 Directories
 -----------
@@ -61,10 +70,14 @@ one run without parameters (``perfcast import`` then names it from ``--point`` o
 Several files are runs whose parameter values are read from their paths below the directory,
 following the Score-P/Extra-P convention (``mm.x10y1z1.r1/profile.cubex``: x=10, y=1, z=1,
 repetition 1; the file name is tried first, then its directories from the innermost out).
-Runs at the same coordinates become repetitions (numbered in the order of their ``.rN``).
-A run directory holding several ``.cubex`` files (Scalasca adds ``summary.cubex``,
-``scout.cubex``, ...) is read through its ``profile.cubex``; the others are listed in
-``meta["cube"]["ignored_files"]``.  Parameters that never vary between runs are dropped, as
+Directory names follow Extra-P's rules (:func:`run_dir_params`): decimals (``mm.x22.5.y22.5``,
+``mm.x1.1y1.1``), decimal commas (``mm.x20,5.y20,5``), no prefix (``x10y1z1``), no ``.rN``.
+Runs at the same coordinates become repetitions (numbered in the order of their ``.rN``, then
+path).  A run directory holding several ``.cubex`` files is read through its ``profile.cubex``
+when it has one (Scalasca adds ``summary.cubex``, ``scout.cubex``, ...; the others are listed in
+``meta["cube"]["ignored_files"]``), refused when it holds Scalasca reports without one, and
+otherwise, as in Extra-P, each file is a repetition (``mm.x1y1z1/profile1.cubex``,
+``profile2.cubex``).  Parameters that never vary between runs are dropped, as
 Extra-P does (``mm.x10y1z1`` ... ``mm.x2000y1z1`` has the one parameter x), and kept in
 ``meta["cube"]["constant_parameters"]``.
 """
@@ -72,6 +85,8 @@ Extra-P does (``mm.x10y1z1`` ... ``mm.x2000y1z1`` has the one parameter x), and 
 from __future__ import annotations
 
 import gzip
+import math
+import re
 import struct
 import tarfile
 import warnings
@@ -422,6 +437,19 @@ def _enumerations(anchor: _Anchor) -> dict[str, np.ndarray]:
     return {"EXCLUSIVE": np.arange(n, dtype=np.int64), "INCLUSIVE": np.asarray(wide, dtype=np.int64)}
 
 
+_NDOUBLES = re.compile(r"^NDOUBLES\s*\(\s*(\d{1,4})\s*\)$")
+
+
+def _vector_width(dtype: str) -> int | None:
+    """Components of a vector type read as several scalar metrics (NDOUBLES(n), COMPLEX), else None."""
+    if dtype == "COMPLEX":
+        return 2
+    m = _NDOUBLES.match(dtype)
+    if m and 1 <= int(m.group(1)) <= 1024:
+        return int(m.group(1))
+    return None
+
+
 def _kind(m: _CubeMetric) -> str:
     u = m.unit.lower()
     if m.name.upper().startswith(("PAPI_", "PEVT_")) or u in ("#", "occ"):
@@ -456,6 +484,9 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
     wrapped: dict[str, int] = {}
     clamped: dict[str, int] = {}
     demoted: list[str] = []
+    extremes: dict[str, str] = {}
+    vector_metrics: dict[str, list[str]] = {}
+    declared = {m.name for m in anchor.metrics}
     metric_tree = {m.name: m.parent for m in anchor.metrics if m.parent}
     for m in anchor.metrics:
         if m.name in metrics or m.name in skipped:
@@ -464,7 +495,8 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
             skipped[m.name] = (f"derived metric (type {m.type or 'none'}): computed by CUBE from a "
                                f"CubePL expression, no values stored")
             continue
-        if m.dtype not in _SCALAR_TYPES:
+        width = _vector_width(m.dtype)
+        if m.dtype not in _SCALAR_TYPES and width is None:
             skipped[m.name] = f"values of type {m.dtype or 'none'} are not single numbers"
             continue
         index_name, data_name = f"{m.id}.index", f"{m.id}.data"
@@ -485,48 +517,76 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
                              endianness_format_char=idx.endianness_format, allow_full_uint64_values=True)
         except _DECODE_ERRORS as e:
             raise PerfcastError(f"values of metric {m.name!r} are damaged ({_why(e)})", path, data_name) from None
-        raw = np.asarray(raw)
+        raw = np.asarray(getattr(raw, "_values", raw))  # COMPLEX comes wrapped in pycubexr's ComplexValues
         tree_idx = np.asarray(idx.tree_indices, dtype=np.int64)
-        if raw.ndim != 1 or raw.size != tree_idx.size * nloc:
-            raise PerfcastError(f"metric {m.name!r}: {raw.size} values for {tree_idx.size} cnodes x {nloc} "
-                                f"locations; the data is truncated or damaged", path, data_name)
+        if width is not None:
+            # a vector per value: one scalar metric per component (see the module docstring)
+            if m.dtype == "COMPLEX":
+                ok = raw.ndim == 1 and np.iscomplexobj(raw)
+                parts = [("re", raw.real), ("im", raw.imag)] if ok else []
+            else:
+                ok = raw.ndim == 2 and raw.shape[1] == width
+                parts = [(str(i), raw[:, i]) for i in range(width)] if ok else []
+            if not ok or raw.shape[0] != tree_idx.size * nloc:
+                raise PerfcastError(f"metric {m.name!r}: {raw.shape[0] if raw.ndim else 0} values for "
+                                    f"{tree_idx.size} cnodes x {nloc} locations; the data is truncated or "
+                                    f"damaged", path, data_name)
+            parts = [(f"{m.name}[{suffix}]", np.ascontiguousarray(a, dtype=np.float64)) for suffix, a in parts]
+            clash = next((name for name, _ in parts if name in declared), None)
+            if clash is not None:
+                raise PerfcastError(f"anchor.xml: component {clash!r} of metric {m.name!r} has the name of "
+                                    f"another metric", path, "anchor.xml")
+            vector_metrics[m.name] = [name for name, _ in parts]
+        else:
+            if raw.ndim != 1 or raw.size != tree_idx.size * nloc:
+                raise PerfcastError(f"metric {m.name!r}: {raw.size} values for {tree_idx.size} cnodes x {nloc} "
+                                    f"locations; the data is truncated or damaged", path, data_name)
+            parts = [(m.name, raw)]
         enum = enums[m.type]
         if tree_idx.size and (tree_idx.min() < 0 or tree_idx.max() >= n):
             raise PerfcastError(f"metric {m.name!r}: the index names cnodes that do not exist", path, index_name)
-        rows = enum[tree_idx]
-        if len(np.unique(rows)) != rows.size:
+        rows0 = enum[tree_idx]
+        if len(np.unique(rows0)) != rows0.size:
             raise PerfcastError(f"metric {m.name!r}: the index lists a cnode twice", path, index_name)
-        vals = raw.reshape(tree_idx.size, nloc)
-        if vals.dtype == np.uint64:
-            big = vals > _MAX_UINT64
-            if big.any():
-                wrapped[m.name] = int(big.sum())
-                vals = np.where(big, np.uint64(0), vals)
-        kind = _kind(m)
-        extrema = m.dtype in _EXTREMA_TYPES
-        if m.type == "INCLUSIVE" and not extrema:
-            unsigned = np.issubdtype(vals.dtype, np.unsignedinteger)
-            rows, vals = _exclusive(rows, vals, C, n)
-            if kind in ("count", "bytes") or unsigned:
-                neg = vals < 0
-                if neg.any():
-                    clamped[m.name] = int(neg.sum())
-                    vals = np.where(neg, 0.0, vals)
-        else:
-            vals = vals.astype(np.float64)
-        if not np.isfinite(vals).all():
-            raise PerfcastError(f"metric {m.name!r} holds non-finite values (NaN or inf)", path, data_name)
-        if kind in ("count", "bytes") and (vals < 0).any():
-            kind = "other"
-            demoted.append(m.name)
-        order = np.argsort(rows, kind="stable")
-        blocks[m.name] = (rows[order], vals[order])
-        descr = m.descr or m.display
-        if extrema:
-            descr = (descr + "; " if descr else "") + "extreme of single visits, not additive over the call tree"
-        if m.parent:
-            descr = (descr + "; " if descr else "") + f"sub-metric of {m.parent}"
-        metrics[m.name] = Metric(m.name, m.unit, kind, "unknown" if extrema else "exclusive", descr)
+        for name, part in parts:
+            rows = rows0
+            vals = part.reshape(tree_idx.size, nloc)
+            if vals.dtype == np.uint64:
+                big = vals > _MAX_UINT64
+                if big.any():
+                    wrapped[name] = int(big.sum())
+                    vals = np.where(big, np.uint64(0), vals)
+            kind = _kind(m)
+            extrema = m.dtype in _EXTREMA_TYPES
+            if m.type == "INCLUSIVE" and not extrema:
+                unsigned = np.issubdtype(vals.dtype, np.unsignedinteger)
+                rows, vals = _exclusive(rows, vals, C, n)
+                if kind in ("count", "bytes") or unsigned:
+                    neg = vals < 0
+                    if neg.any():
+                        clamped[name] = int(neg.sum())
+                        vals = np.where(neg, 0.0, vals)
+            else:
+                vals = vals.astype(np.float64)
+            if not np.isfinite(vals).all():
+                raise PerfcastError(f"metric {name!r} holds non-finite values (NaN or inf)", path, data_name)
+            if kind in ("count", "bytes") and (vals < 0).any():
+                kind = "other"
+                demoted.append(name)
+            order = np.argsort(rows, kind="stable")
+            blocks[name] = (rows[order], vals[order])
+            descr = m.descr or m.display
+            if extrema:
+                descr = (descr + "; " if descr else "") + "extreme of single visits, not additive over the call tree"
+            if m.parent:
+                descr = (descr + "; " if descr else "") + f"sub-metric of {m.parent}"
+            if name != m.name:
+                what = ("real part" if name.endswith("[re]") else "imaginary part" if name.endswith("[im]")
+                        else f"component {name[len(m.name) + 1:-1]}")
+                descr = (descr + "; " if descr else "") + f"{what} of {m.name} ({m.dtype})"
+            metrics[name] = Metric(name, m.unit, kind, "unknown" if extrema else "exclusive", descr)
+            if extrema:
+                extremes[name] = "min" if m.dtype == "MINDOUBLE" else "max"
     notes = dict(anchor.notes)
     renamed = notes.pop("renamed_cnodes", [])
     if renamed:
@@ -539,6 +599,10 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
         notes["negative_counts_kind_other"] = demoted
     if metric_tree:
         notes["metric_parents"] = metric_tree
+    if extremes:
+        notes["extremes"] = extremes
+    if vector_metrics:
+        notes["vector_metrics"] = vector_metrics
     return _Run(records, paths, anchor.loc_rank, anchor.loc_thread, blocks, metrics, skipped, anchor.attrs, notes)
 
 
@@ -684,6 +748,12 @@ def _experiment(runs: list[_Run], coords: list[dict[str, float]], reps: list[int
     parents = {k: v for r in runs for k, v in r.notes.get("metric_parents", {}).items() if k in metrics}
     if parents:
         cube["metric_parents"] = parents
+    vectors = {k: v for r in runs for k, v in r.notes.get("vector_metrics", {}).items()}
+    if vectors:
+        cube["vector_metrics"] = vectors
+    extremes = {k: v for r in runs for k, v in r.notes.get("extremes", {}).items() if k in metrics}
+    if extremes:
+        cube["extremes"] = extremes
     demoted = sorted({n for r in runs for n in r.notes.get("negative_counts_kind_other", [])})
     if demoted:
         cube["negative_counts_kind_other"] = demoted
@@ -693,6 +763,61 @@ def _experiment(runs: list[_Run], coords: list[dict[str, float]], reps: list[int
         cube["runs"] = [{"path": s, "rep": int(r), **{p: _num(c[p]) for p in parameters}}
                         for s, r, c in zip(sources, reps, coords)]
     return Experiment(parameters, df, metrics.values(), tree, meta)
+
+
+#: Extra-P's scaling types (``--scaling``), as perfcast spells them, and how each reduces a run
+SCALINGS = {
+    "weak": "mean over all locations (ranks x threads)",
+    "weak-threaded": "mean over the locations with a non-zero value (0 when all are zero)",
+    "strong": "sum over all locations",
+}
+
+
+def reduce_scaling(exp: Experiment, scaling: str, path: Path | None = None) -> Experiment:
+    """One value per run, callpath and metric from the per-location values, as Extra-P does.
+
+    Extra-P 4.2.5 (``CubeFileReader2``) reduces the exclusive value of every location
+    (thread of every process): ``strong`` sums them, ``weak`` averages them all, and
+    ``weak_threaded`` averages the non-zero ones (zeros are the threads that never ran the
+    callpath, e.g. the idle workers outside an OpenMP region; when every location is zero the
+    value is 0).  perfcast then models the repetitions' values.  Extra-P pools the locations of
+    all repetitions before taking its mean or median; for one repetition per point, or the same
+    locations in every repetition, the mean is the same.  Metrics holding extremes (``min_time``,
+    ``max_time``) are reduced by their extreme (min/max over the locations) in every mode,
+    where Extra-P would sum or average them.
+    """
+    key = scaling.replace("_", "-").lower()
+    if key not in SCALINGS:
+        raise PerfcastError(f"unknown scaling {scaling!r}; use one of {', '.join(SCALINGS)}", path)
+    if not exp.has_locations:
+        return exp
+    d = exp.data
+    loc = [c for c in ("rank", "thread") if c in d.columns]
+    keys = [c for c in d.columns if c not in (*loc, "value")]
+    g = d.groupby(keys, observed=True, sort=False)["value"]
+    if key == "strong":
+        out = g.sum()
+    elif key == "weak":
+        out = g.mean()
+    else:
+        nz = d["value"].ne(0)
+        s = d["value"].where(nz, 0.0).groupby([d[k] for k in keys], observed=True, sort=False).sum()
+        n = nz.groupby([d[k] for k in keys], observed=True, sort=False).sum()
+        out = (s / n.where(n > 0, 1)).where(n > 0, 0.0)
+    out = out.reset_index()
+    extremes = exp.meta.get("cube", {}).get("extremes", {})
+    for name, how in extremes.items():
+        sel = d["metric"] == name
+        if not sel.any():
+            continue
+        ext = d[sel].groupby(keys, observed=True, sort=False)["value"].agg(how).reset_index()
+        out = pd.concat([out[out["metric"] != name], ext], ignore_index=True)
+    out = out.sort_values(keys, kind="stable").reset_index(drop=True)
+    meta = dict(exp.meta)
+    meta["cube"] = {**meta.get("cube", {}), "scaling": {"type": key, "reduction": SCALINGS[key],
+                                                      "locations": int(d[loc].drop_duplicates().shape[0])}}
+    meta["history"] = [*meta.get("history", []), f"locations reduced for {key} scaling: {SCALINGS[key]}"]
+    return Experiment(exp.parameters, out, exp.metrics.values(), exp.tree, meta)
 
 
 def _num(x: float):
@@ -711,13 +836,69 @@ def _find_cubex(root: Path) -> list[Path]:
     return sorted(found)
 
 
+_RUN_VALUE = re.compile(r"([0-9.,]+)")
+_RUN_NAME = re.compile(r"^[A-Za-z_]+$")
+_RUN_REP = re.compile(r"\.r(\d+)$")
+
+
+def run_dir_params(name: str) -> tuple[dict[str, float], int | None] | None:
+    """Parameters and repetition from a run directory's name, by Extra-P's CUBE-set rules.
+
+    Extra-P (``AbstractDirectoryReader._determine_parameters_from_paths``) drops everything up
+    to the first ``.`` (the prefix, optional: ``x10y1z1`` has none) and the repetition suffix
+    ``.r<N>``; the rest alternates names and values, a value being a run of digits, ``.`` and
+    ``,``.  A value's ``,`` is a decimal comma and a trailing ``.`` or ``,`` separates it from
+    the next name, so all of these work: ``mm.x10y1z1.r1``, ``mm.x1.1y1.1z1.1``,
+    ``mm.x22.5.y22.5.z1.25.r1``, ``mm.x20,5.y20,5.z1,5.r1``, ``mm.x21.5,y21,5,z1.15.r1``,
+    ``mm.x25.y25.z1.r1``, ``x10y1z1``.  Stricter than Extra-P (so that a stray directory such
+    as ``scorep-20240101_1200_42`` is not taken for a run): names are letters and ``_`` only,
+    each at most once, the name part must end with a value, and the repetition suffix is only
+    ``.r<digits>`` at the end (Extra-P cuts at the first ``.r`` anywhere).
+    """
+    rep = None
+    m = _RUN_REP.search(name)
+    if m:
+        rep = int(m.group(1))
+        name = name[:m.start()]
+    dot = name.find(".")
+    body = name[dot + 1:] if dot >= 0 else name
+    parts = _RUN_VALUE.split(body)
+    # [name, value, name, value, ..., ''] when the body starts with a name and ends with a value
+    if len(parts) < 3 or parts[-1] != "":
+        return None
+    coords: dict[str, float] = {}
+    for key, raw in zip(parts[0:-1:2], parts[1::2]):
+        if not _RUN_NAME.match(key) or key in coords:
+            return None
+        text = raw.replace(",", ".").rstrip(".")
+        try:
+            value = float(text)
+        except ValueError:  # 1.2.3, or a lone separator
+            return None
+        if not math.isfinite(value):
+            return None
+        coords[key] = value
+    return coords, rep
+
+
 def _coords_of(rel: PurePath) -> tuple[dict[str, float], int | None] | None:
-    """Parameters from the file name, then its directories (innermost first), below the root."""
-    for part in [rel.name, *[p.name for p in rel.parents if p.name]]:
-        found = parse_name(part)
+    """Parameters from the file name, then its directories (innermost first), below the root.
+
+    A file name follows :func:`perfcast.io.paths.parse_name` (``run.p4.cubex``); a directory
+    name Extra-P's rules (:func:`run_dir_params`), else ``parse_name``.
+    """
+    found = parse_name(rel.name)
+    if found:
+        return found
+    for part in [p.name for p in rel.parents if p.name]:
+        found = run_dir_params(part) or parse_name(part)
         if found:
             return found
     return None
+
+
+#: Scalasca's analysis reports of one run (not repetitions of it)
+_SCALASCA_REPORTS = {"summary.cubex", "trace.cubex", "scout.cubex", "profile.cubex"}
 
 
 def _runs_in(root: Path) -> tuple[list[Path], list[Path]]:
@@ -735,8 +916,11 @@ def _runs_in(root: Path) -> tuple[list[Path], list[Path]]:
             continue
         prof = [f for f in fs if f.name == "profile.cubex"]
         if not prof:
-            raise PerfcastError(f"several .cubex files in one run directory ({', '.join(f.name for f in fs)}); "
-                                f"import the one you mean", d)
+            if any(f.name in _SCALASCA_REPORTS for f in fs):
+                raise PerfcastError(f"several .cubex files in one run directory ({', '.join(f.name for f in fs)}); "
+                                    f"import the one you mean", d)
+            chosen.extend(fs)  # as in Extra-P: several profiles of one run directory are repetitions
+            continue
         chosen.extend(prof)
         ignored.extend(f for f in fs if f.name != "profile.cubex")
     return sorted(chosen), sorted(ignored)
@@ -746,6 +930,15 @@ def read_cube(path: Path, options: ReadOptions | None = None) -> Experiment:
     """Read one ``.cubex`` file or a directory of runs (see the module docstring)."""
     path = Path(path)
     options = options or ReadOptions()
+    if options.scaling is not None and options.scaling.replace("_", "-").lower() not in SCALINGS:
+        raise PerfcastError(f"unknown scaling {options.scaling!r}; use one of {', '.join(SCALINGS)}")
+    exp = _read_cube(path, options)
+    if options.scaling is not None:
+        exp = reduce_scaling(exp, options.scaling, path)
+    return exp
+
+
+def _read_cube(path: Path, options: ReadOptions) -> Experiment:
     if not path.is_dir():
         run = _read_file(path)
         return _experiment([run], [{}], [0], [], None)
