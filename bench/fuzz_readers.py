@@ -68,9 +68,10 @@ SHARED = [
 SHARED_DIRS = [
     ("hpctoolkit", "formats/hpctoolkit/hpctoolkit-cpi-database",
      ["experiment.xml", "1.cpi-000001-000-a8c00270-160444-0.metric-db"]),
+    ("tau", "formats/other/tau-cpi-mpi", ["profile.0.0.0", "profile.3.0.0"]),
     ("hpctoolkit", "formats/hpctoolkit/hpctoolkit-cpi-v4-database", ["meta.db", "profile.db", "cct.db"]),
 ]
-DIR_READERS = {"pmpi", "hpctoolkit"}
+DIR_READERS = {"pmpi", "hpctoolkit", "tau"}
 # a tidy table of real values: the first rows of the Relearn timers (p x n, 2 repetitions)
 TIDY_SOURCE = "extrap/text/mpa/relearn_data.txt"
 
@@ -346,7 +347,8 @@ def _format(name: str, p: Path) -> str | None:
             "extrap-jsonl": "extrap-jsonl", "talpas": "talpas", "extrap-json": "extrap-json",
             "summary": "summary", "tidy": "tidy", "likwid": "likwid", "cachegrind": "cachegrind",
             "caliper-json": "caliper-json", "caliper": "caliper", "cube": "cube", "extrap-experiment": "extrap-experiment",
-            "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi"}.get(name)
+            "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi",
+            "tau": "tau"}.get(name)
 
 
 def main(argv=None) -> int:
