@@ -63,6 +63,8 @@ SHARED = [
     ("caliper", "formats/caliper/caliper-ordered-cali-mpi/230525-151723_1930647_FSY8b8cKSEEi.cali"),
     ("cube", "formats/cube/kripke.p8.d2.g32.r1/profile.cubex"),
     ("extrap-experiment", "extrap/experiments/two_parameter3.txt.extra-p"),
+    ("cprofile", "formats/other/cprofile-hatchet-pstats/cprofile-cycle.pstats"),
+    ("pyinstrument", "formats/other/pyinstrument-hatchet-json/pyinstrument-hatchet-profile.json"),
 ]
 # directory inputs: (reader, directory relative to the shared data, the files in it that are damaged)
 SHARED_DIRS = [
@@ -348,7 +350,7 @@ def _format(name: str, p: Path) -> str | None:
             "summary": "summary", "tidy": "tidy", "likwid": "likwid", "cachegrind": "cachegrind",
             "caliper-json": "caliper-json", "caliper": "caliper", "cube": "cube", "extrap-experiment": "extrap-experiment",
             "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi",
-            "tau": "tau"}.get(name)
+            "tau": "tau", "cprofile": "cprofile", "pyinstrument": "pyinstrument"}.get(name)
 
 
 def main(argv=None) -> int:
