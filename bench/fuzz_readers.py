@@ -65,6 +65,7 @@ SHARED = [
     ("extrap-experiment", "extrap/experiments/two_parameter3.txt.extra-p"),
     ("cprofile", "formats/other/cprofile-hatchet-pstats/cprofile-cycle.pstats"),
     ("pyinstrument", "formats/other/pyinstrument-hatchet-json/pyinstrument-hatchet-profile.json"),
+    ("dot", "formats/other/gprof2dot-cpi/callgrind.dot.64042.0.1"),
 ]
 # directory inputs: (reader, directory relative to the shared data, the files in it that are damaged)
 SHARED_DIRS = [
@@ -350,7 +351,8 @@ def _format(name: str, p: Path) -> str | None:
             "summary": "summary", "tidy": "tidy", "likwid": "likwid", "cachegrind": "cachegrind",
             "caliper-json": "caliper-json", "caliper": "caliper", "cube": "cube", "extrap-experiment": "extrap-experiment",
             "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi",
-            "tau": "tau", "cprofile": "cprofile", "pyinstrument": "pyinstrument"}.get(name)
+            "tau": "tau", "cprofile": "cprofile", "pyinstrument": "pyinstrument",
+            "dot": "dot"}.get(name)
 
 
 def main(argv=None) -> int:
