@@ -66,6 +66,7 @@ SHARED = [
     ("cprofile", "formats/other/cprofile-hatchet-pstats/cprofile-cycle.pstats"),
     ("pyinstrument", "formats/other/pyinstrument-hatchet-json/pyinstrument-hatchet-profile.json"),
     ("dot", "formats/other/gprof2dot-cpi/callgrind.dot.64042.0.1"),
+    ("timemory", "formats/other/timemory/wall.tree.json"),
 ]
 # directory inputs: (reader, directory relative to the shared data, the files in it that are damaged)
 SHARED_DIRS = [
@@ -352,7 +353,7 @@ def _format(name: str, p: Path) -> str | None:
             "caliper-json": "caliper-json", "caliper": "caliper", "cube": "cube", "extrap-experiment": "extrap-experiment",
             "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi",
             "tau": "tau", "cprofile": "cprofile", "pyinstrument": "pyinstrument",
-            "dot": "dot"}.get(name)
+            "dot": "dot", "timemory": "timemory"}.get(name)
 
 
 def main(argv=None) -> int:
