@@ -39,7 +39,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
-from . import Reader, ReadOptions, register, read_ends, read_text as read_checked
+from . import Reader, register, read_ends, read_text as read_checked
 
 _ID = r'(?:"(?:[^"\\]|\\.)*"|[A-Za-z_0-9.]+)'
 _STMT = re.compile(rf"^\s*({_ID})\s*(?:->\s*({_ID})\s*)?(?:\[(.*)\])?\s*;?\s*$")

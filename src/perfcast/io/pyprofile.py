@@ -48,7 +48,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
-from . import Reader, ReadOptions, register, check_readable, read_json, read_ends
+from . import Reader, register, check_readable, read_json, read_ends
 
 _PSTATS_EXT = (".pstats", ".prof")
 #: pstats files of real programs are kilobytes to a few megabytes

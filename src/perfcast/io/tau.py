@@ -38,11 +38,10 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import SEP, CallTree, Experiment, Metric
+from ..experiment import CallTree, Experiment, Metric
 from . import Reader, ReadOptions, register, check_readable, read_text as read_checked
 
 _FILE = re.compile(r"^profile\.(\d{1,9})\.(\d{1,9})\.(\d{1,9})$")
@@ -121,7 +120,6 @@ def parse(path: Path) -> tuple[str, list[tuple[str, float, float, float, float]]
         if not u:
             raise PerfcastError(f"expected the 'N userevents' line, found {lines[i][:60]!r}", path, i + 1)
         k = int(u.group(1))
-        body = lines[i + 2:]
         if k and (len(lines) <= i + 1 or not lines[i + 1].startswith("#")):
             raise PerfcastError("expected the '# eventname ...' header of the user events", path, i + 2)
         body = [ln for ln in lines[i + 1 + (1 if k else 0):] if ln.strip()]

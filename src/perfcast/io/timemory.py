@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric, guess_kind
-from . import Reader, ReadOptions, register, read_ends, read_json
+from . import Reader, register, read_ends, read_json
 
 _UNITS = {"sec": "s", "msec": "ms", "usec": "us", "nsec": "ns", "psec": "ps"}
 _PREFIX = re.compile(r"^(.*?)@([^@:/]+):(\d+)(/.*)?$")
