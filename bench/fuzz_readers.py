@@ -63,14 +63,19 @@ SHARED = [
     ("caliper", "formats/caliper/caliper-ordered-cali-mpi/230525-151723_1930647_FSY8b8cKSEEi.cali"),
     ("cube", "formats/cube/kripke.p8.d2.g32.r1/profile.cubex"),
     ("extrap-experiment", "extrap/experiments/two_parameter3.txt.extra-p"),
+    ("cprofile", "formats/other/cprofile-hatchet-pstats/cprofile-cycle.pstats"),
+    ("pyinstrument", "formats/other/pyinstrument-hatchet-json/pyinstrument-hatchet-profile.json"),
+    ("dot", "formats/other/gprof2dot-cpi/callgrind.dot.64042.0.1"),
+    ("timemory", "formats/other/timemory/wall.tree.json"),
 ]
 # directory inputs: (reader, directory relative to the shared data, the files in it that are damaged)
 SHARED_DIRS = [
     ("hpctoolkit", "formats/hpctoolkit/hpctoolkit-cpi-database",
      ["experiment.xml", "1.cpi-000001-000-a8c00270-160444-0.metric-db"]),
+    ("tau", "formats/other/tau-cpi-mpi", ["profile.0.0.0", "profile.3.0.0"]),
     ("hpctoolkit", "formats/hpctoolkit/hpctoolkit-cpi-v4-database", ["meta.db", "profile.db", "cct.db"]),
 ]
-DIR_READERS = {"pmpi", "hpctoolkit"}
+DIR_READERS = {"pmpi", "hpctoolkit", "tau"}
 # a tidy table of real values: the first rows of the Relearn timers (p x n, 2 repetitions)
 TIDY_SOURCE = "extrap/text/mpa/relearn_data.txt"
 
@@ -346,7 +351,9 @@ def _format(name: str, p: Path) -> str | None:
             "extrap-jsonl": "extrap-jsonl", "talpas": "talpas", "extrap-json": "extrap-json",
             "summary": "summary", "tidy": "tidy", "likwid": "likwid", "cachegrind": "cachegrind",
             "caliper-json": "caliper-json", "caliper": "caliper", "cube": "cube", "extrap-experiment": "extrap-experiment",
-            "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi"}.get(name)
+            "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi",
+            "tau": "tau", "cprofile": "cprofile", "pyinstrument": "pyinstrument",
+            "dot": "dot", "timemory": "timemory"}.get(name)
 
 
 def main(argv=None) -> int:

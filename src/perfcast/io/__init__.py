@@ -68,7 +68,7 @@ class Reader:
 
 
 _READERS: dict[str, Reader] = {}
-_MODULES = ("tidy", "summary", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi", "likwid")
+_MODULES = ("tidy", "summary", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi", "likwid", "tau", "pyprofile", "dot", "timemory")
 _loaded = False
 
 
