@@ -40,7 +40,8 @@ import numpy as np
 from ..errors import PerfcastError
 from .model import Model, Quality, Term
 from .shape import NORMAL, NoiseShape, estimate_shape, fast_wls, gn_efficiency, lbeta_fit
-from .terms import DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, make_blocks, parse_fraction
+from .terms import (DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, make_blocks,
+                    parse_fraction, with_negative)
 
 #: FitOptions.nonnegative value: reject only fits that become negative as the parameters grow
 ASYMPTOTIC = "asymptotic"
@@ -66,7 +67,8 @@ class FitOptions:
     log_exponents: tuple = DEFAULT_LOG_EXPONENTS
     #: (exponent, log exponent) building blocks; None = the grid exponents x log_exponents
     space: tuple | None = DEFAULT_SPACE
-    #: add negative exponents (strong scaling: time per rank falling with p)
+    #: add negative exponents (strong scaling: time per rank falling with p): the mirror
+    #: ``p^-i * log2(p)^-j`` of every growing block (:func:`perfcast.fit.terms.with_negative`)
     negative: bool = False
     #: terms per parameter (1 or 2); multi-parameter models have <= 2 monomials (a*b, a+b, a*b+a, ...)
     max_terms: int = 1
@@ -118,9 +120,7 @@ class FitOptions:
             blocks = sorted({(parse_fraction(i), int(j)) for i, j in self.space} - {(Fraction(0), 0)})
             if not blocks:
                 raise PerfcastError("the hypothesis space is empty", where="space")
-            if self.negative:
-                blocks = sorted(set(blocks) | {(-i, j) for i, j in blocks if i != 0})
-            return tuple(blocks)
+            return with_negative(blocks) if self.negative else tuple(blocks)
         return make_blocks(self.exponents, self.log_exponents, self.negative)
 
 
@@ -939,10 +939,15 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
             b = min(S, a + step)
             h = hyp[a:b]
             D, _, _ = space.design(h.reshape((b - a) * C, K, m))
+            # a shortlisted block undefined at some point (x <= 0 under a log, x <= 1 under a
+            # negative log exponent, :func:`perfcast.fit.terms.factor_values`): never selected
+            undefined = ~np.all(np.isfinite(D), axis=(1, 2))
+            if undefined.any():
+                D[undefined] = 0.0
             fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative,
                        leverage=opt.selection == "cv",
                        growing=_growing_terms(h.reshape((b - a) * C, K, m), grow, k) if asym else None)
-            err = (fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
+            err = np.where(undefined, np.inf, fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
             sub = _SubChunk(ch, rows[a:b])
             ch.merge(rows[a:b], sub.criterion_err(err, k, pen, opt.selection), h)
 
