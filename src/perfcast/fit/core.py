@@ -592,7 +592,8 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     usable = [p for p in range(m) if lines[p]]
     notes = tuple(f"parameter {parameters[p]!r}: no line of >= 3 points with the other parameters fixed; "
                   f"treated as having no effect" for p in range(m) if not lines[p] and len(np.unique(X[:, p])) > 1)
-    K = (opt.max_terms if m == 1 else min(2, 2 ** len(usable) - 1)) if usable else 1
+    # multi-parameter: two monomials, or one per usable parameter (a+b+c, :func:`_forms`)
+    K = (opt.max_terms if m == 1 else min(max(2, len(usable)), 2 ** len(usable) - 1)) if usable else 1
     K = max(K, 1)
     M = max(1, opt.alternatives + 1)
 
@@ -872,12 +873,35 @@ class _SubChunk:
 
 
 def _forms(usable: Sequence[int], K: int) -> list[tuple[frozenset, ...]]:
-    """Sets of monomials (non-empty subsets of usable parameters), at most K of them."""
+    """Sets of monomials (non-empty subsets of usable parameters), at most K of them: every set of
+    one or two monomials (a*b, a+b, a*b+a, a*b+c, ...), and sets of three or more only when they
+    are disjoint -- each parameter in at most one monomial (a+b+c, a*b+c+d, a+b+c+d, ...).
+
+    Extra-P's multi-parameter modeler (extrap/modelers/multi_parameter/multi_parameter_modeler.py,
+    ``create_model``) tries, with one building block per parameter, the full product, the full
+    sum and, for three parameters, 21 mixes such as x*y*z + x*y + z or x*y + y + z.  Here the
+    one- and two-monomial forms are all kept (a superset of its two-parameter forms) and larger
+    forms are limited to the disjoint ones: they are the additive laws f(x) + g(y) + h(z) of its
+    tests (each parameter keeps one factor, as in a single-parameter model), and they grow slowly
+    with the number of parameters (3 parameters: 28 forms + 1, 4: 120 + 11, 5: 496 + 81), where
+    all sets of 3 monomials with one overlap would add 22 / 338 / 3,856 forms."""
     monos = [frozenset(c) for r in range(1, len(usable) + 1) for c in itertools.combinations(usable, r)]
     out = []
-    for size in range(1, K + 1):
+    for size in range(1, min(K, 2) + 1):
         for combo in itertools.combinations(monos, size):
             out.append(combo)
+
+    def disjoint(start: int, used: frozenset, chosen: tuple):
+        if len(chosen) >= 3:
+            yield chosen
+        if len(chosen) == K:
+            return
+        for i in range(start, len(monos)):
+            if not (monos[i] & used):
+                yield from disjoint(i + 1, used | monos[i], chosen + (monos[i],))
+
+    extra = [f for f in disjoint(0, frozenset(), ()) if len(f) >= 3]
+    out += sorted(extra, key=len)
     return out
 
 
