@@ -20,7 +20,8 @@ Multi-parameter search (no cartesian explosion): per parameter, every line of po
 coordinates fixed, >= 3 distinct values) scores the single-parameter hypotheses with a free
 constant and slope per line (valid for additive and multiplicative combinations and for sparse
 point sets); the best ``shortlist`` blocks per parameter are then combined into sums and
-products of monomials (a*b, a+b, a*b+a, a*b+b, a+b+a*b, ...) and refitted on all points.
+products of monomials (a*b, a+b, a*b+a, a*b+b, a+b+a*b, ...; with three or more parameters also
+disjoint sums such as a+b+c and a*b+c+d, :func:`_forms`) and refitted on all points.
 
 Everything is vectorised over series (chunks of ``FitOptions.chunk``); models are built lazily.
 """
@@ -70,7 +71,8 @@ class FitOptions:
     #: add negative exponents (strong scaling: time per rank falling with p): the mirror
     #: ``p^-i * log2(p)^-j`` of every growing block (:func:`perfcast.fit.terms.with_negative`)
     negative: bool = False
-    #: terms per parameter (1 or 2); multi-parameter models have <= 2 monomials (a*b, a+b, a*b+a, ...)
+    #: terms of a single-parameter model (1 or 2); not used by multi-parameter searches, whose models
+    #: have <= 2 monomials (a*b, a+b, a*b+a, ...) or one per parameter (a+b+c, a*b+c+d, ...)
     max_terms: int = 1
     #: "bic" (in-sample deviance + k log N, default) or "cv" (leave-one-point-out deviance)
     selection: str = "bic"
