@@ -165,3 +165,26 @@ def test_strong_scaling_measured_at_one_never_uses_undefined_blocks():
     m = g.model(0)
     assert sorted(t.factors for t in m.terms) == [(("n", Fraction(1), 0),), (("p", Fraction(-1), 0),)]
     assert m.predict({"p": 64.0, "n": 640.0}) == pytest.approx(5 + 400 / 64 + 320, rel=1e-6)
+
+
+def test_cli_refuses_points_where_the_model_is_undefined(tmp_path, capsys):
+    from conftest import cli, one_error
+
+    # Extra-P text file: 5 + 1000 / (p log2 p) at p = 2..32, three repetitions within +-0.1 %
+    lines = ["PARAMETER p", ""] + [f"POINTS ( {p} )" for p in (2, 4, 8, 16, 32)] + ["", "REGION work", "METRIC time"]
+    for p in (2, 4, 8, 16, 32):
+        v = 5 + 1000 / (p * math.log2(p))
+        lines.append("DATA " + " ".join(repr(v * (1 + e)) for e in (-0.001, 0.0, 0.001)))
+    path = tmp_path / "neglog.txt"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = cli(capsys, "predict", path, "--negative", "--at", "p=64", "--json")
+    assert code == 0
+    (row,) = json.loads(out)
+    assert row["value"] == pytest.approx(5 + 1000 / (64 * 6), rel=1e-3)
+    assert "log2(p)^(-1)" in row["formula"]
+    for args in (("predict", path, "--negative", "--at", "p=1", "--json"),
+                 ("model", path, "--negative", "--target", "p=1", "--json")):
+        code, out, err = cli(capsys, *args)
+        line = one_error(code, err)
+        assert "undefined" in line and "p=1" in line and "work" in line
+        assert out == ""
