@@ -147,6 +147,10 @@ class ModelSet:
             base_notes = warn + list(getattr(m, "notes", ()))
             for t in pts:
                 value = float(m.predict(t, averaged=self.averaged))
+                if math.isnan(value):
+                    # e.g. log2(p) at p <= 0, log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
+                    raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at "
+                                        f"{','.join(f'{k}={v:g}' for k, v in t.items())}", where="at")
                 lo, hi = m.interval(t, level, averaged=self.averaged)
                 lo = None if math.isnan(lo) else float(lo)
                 hi = None if math.isnan(hi) else float(hi)

@@ -9,6 +9,8 @@ value at the largest measured point.  Series without a usable model rank last.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable, Mapping
@@ -46,6 +48,9 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
             if missing:
                 raise PerfcastError(f"--target lacks parameter(s) {', '.join(missing)}", where="target")
             pred = float(m.predict({p: target[p] for p in m.parameters}, averaged=averaged))
+            if math.isnan(pred):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
+                raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at the "
+                                    f"target {','.join(f'{p}={target[p]:g}' for p in m.parameters)}", where="target")
         ok = m.status == "ok"
         key = growth_key(m) if ok else ()
         rows.append((ok, key, pred if pred is not None else float("-inf"), m.constant, sm, pred))

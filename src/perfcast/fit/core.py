@@ -20,7 +20,8 @@ Multi-parameter search (no cartesian explosion): per parameter, every line of po
 coordinates fixed, >= 3 distinct values) scores the single-parameter hypotheses with a free
 constant and slope per line (valid for additive and multiplicative combinations and for sparse
 point sets); the best ``shortlist`` blocks per parameter are then combined into sums and
-products of monomials (a*b, a+b, a*b+a, a*b+b, a+b+a*b, ...) and refitted on all points.
+products of monomials (a*b, a+b, a*b+a, a*b+b, a+b+a*b, ...; with three or more parameters also
+disjoint sums such as a+b+c and a*b+c+d, :func:`_forms`) and refitted on all points.
 
 Everything is vectorised over series (chunks of ``FitOptions.chunk``); models are built lazily.
 """
@@ -40,7 +41,8 @@ import numpy as np
 from ..errors import PerfcastError
 from .model import Model, Quality, Term
 from .shape import NORMAL, NoiseShape, estimate_shape, fast_wls, gn_efficiency, lbeta_fit
-from .terms import DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, make_blocks, parse_fraction
+from .terms import (DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, make_blocks,
+                    parse_fraction, with_negative)
 
 #: FitOptions.nonnegative value: reject only fits that become negative as the parameters grow
 ASYMPTOTIC = "asymptotic"
@@ -69,9 +71,11 @@ class FitOptions:
     log_exponents: tuple = DEFAULT_LOG_EXPONENTS
     #: (exponent, log exponent) building blocks; None = the grid exponents x log_exponents
     space: tuple | None = DEFAULT_SPACE
-    #: add negative exponents (strong scaling: time per rank falling with p)
+    #: add negative exponents (strong scaling: time per rank falling with p): the mirror
+    #: ``p^-i * log2(p)^-j`` of every growing block (:func:`perfcast.fit.terms.with_negative`)
     negative: bool = False
-    #: terms per parameter (1 or 2); multi-parameter models have <= 2 monomials (a*b, a+b, a*b+a, ...)
+    #: terms of a single-parameter model (1 or 2); not used by multi-parameter searches, whose models
+    #: have <= 2 monomials (a*b, a+b, a*b+a, ...) or one per parameter (a+b+c, a*b+c+d, ...)
     max_terms: int = 1
     #: "bic" (in-sample deviance + k log N, default) or "cv" (leave-one-point-out deviance)
     selection: str = "bic"
@@ -121,9 +125,7 @@ class FitOptions:
             blocks = sorted({(parse_fraction(i), int(j)) for i, j in self.space} - {(Fraction(0), 0)})
             if not blocks:
                 raise PerfcastError("the hypothesis space is empty", where="space")
-            if self.negative:
-                blocks = sorted(set(blocks) | {(-i, j) for i, j in blocks if i != 0})
-            return tuple(blocks)
+            return with_negative(blocks) if self.negative else tuple(blocks)
         return make_blocks(self.exponents, self.log_exponents, self.negative)
 
 
@@ -635,7 +637,8 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     usable = [p for p in range(m) if lines[p]]
     notes = tuple(f"parameter {parameters[p]!r}: no line of >= 3 points with the other parameters fixed; "
                   f"treated as having no effect" for p in range(m) if not lines[p] and len(np.unique(X[:, p])) > 1)
-    K = (opt.max_terms if m == 1 else min(2, 2 ** len(usable) - 1)) if usable else 1
+    # multi-parameter: two monomials, or one per usable parameter (a+b+c, :func:`_forms`)
+    K = (opt.max_terms if m == 1 else min(max(2, len(usable)), 2 ** len(usable) - 1)) if usable else 1
     K = max(K, 1)
     M = max(1, opt.alternatives + 1)
 
@@ -915,12 +918,35 @@ class _SubChunk:
 
 
 def _forms(usable: Sequence[int], K: int) -> list[tuple[frozenset, ...]]:
-    """Sets of monomials (non-empty subsets of usable parameters), at most K of them."""
+    """Sets of monomials (non-empty subsets of usable parameters), at most K of them: every set of
+    one or two monomials (a*b, a+b, a*b+a, a*b+c, ...), and sets of three or more only when they
+    are disjoint -- each parameter in at most one monomial (a+b+c, a*b+c+d, a+b+c+d, ...).
+
+    Extra-P's multi-parameter modeler (extrap/modelers/multi_parameter/multi_parameter_modeler.py,
+    ``create_model``) tries, with one building block per parameter, the full product, the full
+    sum and, for three parameters, 21 mixes such as x*y*z + x*y + z or x*y + y + z.  Here the
+    one- and two-monomial forms are all kept (a superset of its two-parameter forms) and larger
+    forms are limited to the disjoint ones: they are the additive laws f(x) + g(y) + h(z) of its
+    tests (each parameter keeps one factor, as in a single-parameter model), and they grow slowly
+    with the number of parameters (3 parameters: 28 forms + 1, 4: 120 + 11, 5: 496 + 81), where
+    all sets of 3 monomials with one overlap would add 22 / 338 / 3,856 forms."""
     monos = [frozenset(c) for r in range(1, len(usable) + 1) for c in itertools.combinations(usable, r)]
     out = []
-    for size in range(1, K + 1):
+    for size in range(1, min(K, 2) + 1):
         for combo in itertools.combinations(monos, size):
             out.append(combo)
+
+    def disjoint(start: int, used: frozenset, chosen: tuple):
+        if len(chosen) >= 3:
+            yield chosen
+        if len(chosen) == K:
+            return
+        for i in range(start, len(monos)):
+            if not (monos[i] & used):
+                yield from disjoint(i + 1, used | monos[i], chosen + (monos[i],))
+
+    extra = [f for f in disjoint(0, frozenset(), ()) if len(f) >= 3]
+    out += sorted(extra, key=len)
     return out
 
 
@@ -982,10 +1008,15 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
             b = min(S, a + step)
             h = hyp[a:b]
             D, _, _ = space.design(h.reshape((b - a) * C, K, m))
+            # a shortlisted block undefined at some point (x <= 0 under a log, x <= 1 under a
+            # negative log exponent, :func:`perfcast.fit.terms.factor_values`): never selected
+            undefined = ~np.all(np.isfinite(D), axis=(1, 2))
+            if undefined.any():
+                D[undefined] = 0.0
             fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative,
                        leverage=opt.selection == "cv",
                        growing=_growing_terms(h.reshape((b - a) * C, K, m), grow, k) if asym else None)
-            err = (fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
+            err = np.where(undefined, np.inf, fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
             sub = _SubChunk(ch, rows[a:b])
             ch.merge(rows[a:b], sub.criterion_err(err, k, pen, opt.selection), h)
 

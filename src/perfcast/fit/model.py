@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from ..errors import PerfcastError
-from .terms import block_str, fraction_str, parse_fraction
+from .terms import block_str, factor_values, fraction_str, parse_fraction
 
 STATUSES = ("ok", "insufficient")
 
@@ -47,10 +47,13 @@ class Term:
         v = None
         for p, i, j in self.factors:
             x = np.asarray(cols[p], dtype=float)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                f = np.power(x, float(i)) if i != 0 else np.ones_like(x)
-                if j:
-                    f = f * np.log2(x) ** j
+            if j < 0:  # the pole of log2(x)^j at x = 1: undefined for x <= 1 (the search's rule)
+                f = factor_values(x, i, j)
+            else:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    f = np.power(x, float(i)) if i != 0 else np.ones_like(x)
+                    if j:
+                        f = f * np.log2(x) ** j
             v = f if v is None else v * f
         if v is None:
             raise PerfcastError("a term without factors")
