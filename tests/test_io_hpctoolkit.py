@@ -146,6 +146,19 @@ def test_legacy_without_metric_db_reads_the_xml_totals(hpc, exps, tmp_path):
             assert mine == pytest.approx(exact, rel=2 * XML_REL), (path, m)
 
 
+def test_legacy_node_id_out_of_range_is_refused(hpc, tmp_path):
+    """A node id beyond 64 bits (found by the fuzz suite) is a one-line error naming the element."""
+    import re
+    (tmp_path / "db").mkdir()
+    text = (hpc / LEGACY / "experiment.xml").read_text()
+    text, n = re.subn(r'(<PF [^>]*\bi=")\d+"', r'\g<1>18446744073709551617"', text, count=1)
+    assert n == 1
+    (tmp_path / "db" / "experiment.xml").write_text(text)
+    with pytest.raises(PerfcastError, match="out of range") as err:
+        H.read(tmp_path / "db")
+    assert "18446744073709551617" in str(err.value)
+
+
 # ---- invariants on every database ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name", [LEGACY, V4, ALLGATHER, FLASH])

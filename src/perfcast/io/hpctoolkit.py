@@ -792,6 +792,8 @@ def _read_legacy(xml_path: Path, options: ReadOptions) -> Experiment:
         except ValueError:
             raise PerfcastError(f"<{tag}> with a non-numeric id or line ({i!r}, {e.get('l')!r})", xml_path,
                                 f"{tag} i={i}") from None
+        if not -1 <= nid < 2 ** 62:
+            raise PerfcastError(f"<{tag}> node id {nid} out of range", xml_path, f"{tag} i={i}")
         f_attr = e.get("f")
         file = _base(files.get(f_attr, f_attr)) if f_attr is not None else cur_file
         if tag in ("PF", "Pr", "P", "A"):
