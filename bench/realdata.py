@@ -12,6 +12,7 @@ read with perfcast's own readers (perfcast.io.load), as a user would.  Splits:
   lulesh      thicket/lulesh_weak_scaling_cali/*.cali (LULESH weak scaling on LLNL opal, Caliper,
               read with --param jobsize), metric avg#inclusive#sum#time.duration (time per rank),
               regions >= 1% of main at the largest training point; fit jobsize 27..216, predict 343.
+  lulesh-max  the same runs, metric max#inclusive#sum#time.duration (the slowest rank's time).
   relearn-p   extrap/text/mpa/relearn_data.txt (Relearn timers, p = 32..512 x n = 5000..9000,
               2 repetitions); fit p <= 256 (all n), predict p = 512 (5 points per timer).
   relearn-n   the same file; fit n <= 8000 (all p), predict n = 9000 (5 points per timer).
@@ -109,6 +110,11 @@ def split_lulesh():
     return exp, "jobsize", 343.0, _share_filter("main", 0.01)
 
 
+def split_lulesh_max():
+    exp = _load("lulesh").select(metric="max#inclusive#sum#time.duration")
+    return exp, "jobsize", 343.0, _share_filter("main", 0.01)
+
+
 def split_relearn_p():
     return _load("relearn"), "p", 512.0, None
 
@@ -126,7 +132,7 @@ def split_cube():
     return exp, "x", 2000.0, None
 
 
-SPLITS = {"lulesh": split_lulesh, "relearn-p": split_relearn_p, "relearn-n": split_relearn_n,
+SPLITS = {"lulesh": split_lulesh, "lulesh-max": split_lulesh_max, "relearn-p": split_relearn_p, "relearn-n": split_relearn_n,
           "mpi": split_mpi, "cube-mm": split_cube}
 DEFAULT_SPLITS = ",".join(SPLITS)
 
