@@ -65,7 +65,7 @@ class Reader:
 
 
 _READERS: dict[str, Reader] = {}
-_MODULES = ("tidy", "summary", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi", "likwid")
+_MODULES = ("tidy", "summary", "extrap", "extrap3", "hatchet", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi", "likwid")
 _loaded = False
 
 
