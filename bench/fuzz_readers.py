@@ -63,6 +63,9 @@ SHARED = [
     ("caliper", "formats/caliper/caliper-ordered-cali-mpi/230525-151723_1930647_FSY8b8cKSEEi.cali"),
     ("cube", "formats/cube/kripke.p8.d2.g32.r1/profile.cubex"),
     ("extrap-experiment", "extrap/experiments/two_parameter3.txt.extra-p"),
+    ("extrap3", "extrap/input/experiment_3_mp"),
+    ("hatchet-json", "formats/hatchet/hatchet-graph-literal.json"),
+    ("hatchet-csv", "formats/hatchet/hpctoolkit-cpi-graphframe.csv"),
 ]
 # directory inputs: (reader, directory relative to the shared data, the files in it that are damaged)
 SHARED_DIRS = [
@@ -100,6 +103,16 @@ PERF_STAT = """\
 131,,page-faults,12730000,100.00,10.291,K/sec
 44231871,,instructions,12730000,100.00,,
 18112042,,cycles,12730000,100.00,1.423,GHz
+"""
+
+# a Hatchet graph literal (GraphFrame.to_literal), written by hand
+HATCHET_LITERAL = """\
+[{"frame": {"name": "main", "type": "function"}, "metrics": {"time (inc)": 30.5, "time": 2.25, "_hatchet_nid": 0},
+  "children": [
+   {"frame": {"name": "solve", "type": "function"}, "metrics": {"time (inc)": 20.0, "time": 12.75, "_hatchet_nid": 1},
+    "children": [{"frame": {"name": "MPI_Allreduce", "type": "function"},
+                  "metrics": {"time (inc)": 7.25, "time": 7.25, "_hatchet_nid": 2}}]},
+   {"frame": {"name": "io", "type": "function"}, "metrics": {"time (inc)": 8.25, "time": 8.25, "_hatchet_nid": 3}}]}]
 """
 
 CACHEGRIND = """\
@@ -166,7 +179,8 @@ def build_corpus(root: Path, data: Path | None = None) -> list[tuple[str, Path]]
         out.append(("likwid", root / "likwid" / f.name))
     for name, fname, text in [("perf-script", "perf.rank0.txt", PERF_SCRIPT),
                               ("perf-stat", "perf.stat.rank0.csv", PERF_STAT),
-                              ("cachegrind", "cachegrind.out.rank0", CACHEGRIND)]:
+                              ("cachegrind", "cachegrind.out.rank0", CACHEGRIND),
+                              ("hatchet-literal", "literal.json", HATCHET_LITERAL)]:
         (root / name).mkdir(exist_ok=True)
         (root / name / fname).write_text(text)
         out.append((name, root / name / fname))
@@ -346,7 +360,8 @@ def _format(name: str, p: Path) -> str | None:
             "extrap-jsonl": "extrap-jsonl", "talpas": "talpas", "extrap-json": "extrap-json",
             "summary": "summary", "tidy": "tidy", "likwid": "likwid", "cachegrind": "cachegrind",
             "caliper-json": "caliper-json", "caliper": "caliper", "cube": "cube", "extrap-experiment": "extrap-experiment",
-            "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi"}.get(name)
+            "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi", "extrap3": "extrap3",
+            "hatchet-json": "hatchet", "hatchet-csv": "hatchet", "hatchet-literal": "hatchet"}.get(name)
 
 
 def main(argv=None) -> int:

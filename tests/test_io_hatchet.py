@@ -62,6 +62,23 @@ LITERAL = [
 ]
 
 
+def test_a_large_to_json_file_is_detected(tmp_path):
+    # the keys in the middle of a large file are out of the sniffer's reach
+    n = 20000
+    graph = {str(i): {"data": {"name": f"f{i}", "type": "function"}, "children": list(range(1, n)) if i == 0 else []}
+             for i in range(n)}
+    df = [{"node": i, "name": f"f{i}", "time (inc)": float(n if i == 0 else 1), "time": float(i > 0)}
+          for i in range(n)]
+    f = tmp_path / "big.json"
+    f.write_text(json.dumps({"graph": [graph], "dataframe_indices": ["node"], "dataframe": df,
+                             "inclusive_metrics": ["time (inc)"], "exclusive_metrics": ["time"]}))
+    assert f.stat().st_size > 1 << 20
+    assert detect(f).name == "hatchet"
+    exp = load([f])
+    assert len(exp.tree) == n and len(exp.tree.children("f0")) == n - 1
+    assert _values(exp, "time (inc)")["f0"] == n and _values(exp, "time (inc)")["f0->f7"] == 1
+
+
 def test_graph_literal_by_hand(tmp_path):
     f = tmp_path / "literal.json"
     f.write_text(json.dumps(LITERAL))
@@ -170,6 +187,8 @@ def test_damaged_csv_is_refused_at_its_line(hatchet_dir, tmp_path):
     f.write_text("".join(lines[:3] + [lines[3].replace("\",2,", "\",2.5,", 1)] + lines[4:]))
     e = _refused(f)
     assert e.where == "4" and "rank" in e.message
+    f.write_text("".join(lines[:3] + [lines[3].replace("\",2,", "\",18446744073709551617,", 1)] + lines[4:]))
+    assert _refused(f).where == "4"  # was: OverflowError building the rank column
     # a cut at a line end reads the rows before it (a valid shorter dataframe)
     f.write_text("".join(lines[:9]))
     assert len(load([f]).data) == 16

@@ -55,6 +55,8 @@ __all__ = ["read_hatchet"]
 #: dataframe columns that describe a node or a location, never metrics
 _BOOKKEEPING = {"node", "nid", "rank", "thread", "line", "name", "type", "file", "module", "_hatchet_nid",
                 "children", "parents", "exc_metrics", "inc_metrics", "default_metric"}
+#: bound on the callpath strings (each holds all its frames: a deep chain costs depth^2 characters)
+_MAX_PATH_CHARS = 1 << 28
 _HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 _THICKET_KEYS = (b'"metadata"', b'"profile_mapping"')
 
@@ -69,8 +71,10 @@ def _kind(path: Path) -> str | None:
     name = path.name.lower()
     text = head + tail
     start = head.lstrip()[:1]
-    if start == b"{" and b'"graph"' in text and b'"dataframe"' in text and (
-            b'"dataframe_indices"' in text or b'"exclusive_metrics"' in text) \
+    # to_json writes graph, dataframe_indices, dataframe, inclusive/exclusive_metrics in this order:
+    # in a large file only the first and the last are within reach
+    if start == b"{" and b'"graph"' in text and any(
+            k in text for k in (b'"dataframe_indices"', b'"exclusive_metrics"', b'"inclusive_metrics"')) \
             and not any(k in text for k in _THICKET_KEYS):
         return "json"
     if start == b"[" and b'"frame"' in head and b'"metrics"' in head:
@@ -122,12 +126,17 @@ class _Graph:
     def experiment(self, metrics: dict[str, Metric], has_rank: bool, has_thread: bool, meta: dict) -> Experiment:
         tree = CallTree()
         callpath: dict = {}
-        merged = 0
+        merged = chars = 0
         for nid in self.order:
             par = self.parent[nid]
             if par is not None and par not in callpath:
                 raise PerfcastError(f"node {nid}: its parent {par} is not defined before it", self.path, "graph")
             cp = self.name[nid] if par is None else callpath[par] + SEP + self.name[nid]
+            chars += len(cp)
+            if chars > _MAX_PATH_CHARS:
+                raise PerfcastError(f"the callpaths would take more than {_MAX_PATH_CHARS >> 20} MiB of text (a chain "
+                                    f"of nodes {len(cp.split(SEP))} deep): not a call tree perfcast can hold",
+                                    self.path, f"node {nid}")
             if cp in tree:
                 merged += 1
             try:
@@ -174,8 +183,8 @@ def _location(v, what: str, path: Path, where: str) -> int:
         f = float(v)
     except (TypeError, ValueError):
         raise PerfcastError(f"{what} {str(v)[:40]!r} is not a whole number", path, where) from None
-    if not math.isfinite(f) or f != int(f) or f < 0:
-        raise PerfcastError(f"{what} {v!r} is not a whole number >= 0", path, where)
+    if not math.isfinite(f) or f != int(f) or f < 0 or f >= 2**31:
+        raise PerfcastError(f"{what} {str(v)[:40]!r} is not a whole number from 0 to 2^31-1", path, where)
     return int(f)
 
 
