@@ -410,8 +410,12 @@ def read_hatchet(path: Path, options: ReadOptions | None = None) -> Experiment:
         raise PerfcastError("is a directory, not a file", path)
     kind = _kind(path)
     if kind == "hdf5":
-        raise PerfcastError("a Hatchet HDF5 GraphFrame (to_hdf) stores its nodes as pickled Python objects, which "
-                            "perfcast does not execute; save it with gf.to_json() and read that file", path)
+        raise PerfcastError("an HDF5 file: perfcast does not read HDF5 (a Hatchet GraphFrame saved with to_hdf holds "
+                            "its nodes as pickled Python objects, which perfcast does not execute); save it with "
+                            "gf.to_json() and read that file", path)
+    if kind is None:  # --format hatchet on a file the sniffer did not recognise: JSON or CSV by content
+        head = read_ends(path, 4096)[0].lstrip()[:1]
+        kind = "json" if head in (b"{", b"[") else "csv"
     if kind == "csv":
         exp = _read_csv(path)
     else:
