@@ -67,6 +67,9 @@ SHARED = [
     ("pyinstrument", "formats/other/pyinstrument-hatchet-json/pyinstrument-hatchet-profile.json"),
     ("dot", "formats/other/gprof2dot-cpi/callgrind.dot.64042.0.1"),
     ("timemory", "formats/other/timemory/wall.tree.json"),
+    ("extrap3", "extrap/input/experiment_3_mp"),
+    ("hatchet-json", "formats/hatchet/hatchet-graph-literal.json"),
+    ("hatchet-csv", "formats/hatchet/hpctoolkit-cpi-graphframe.csv"),
 ]
 # directory inputs: (reader, directory relative to the shared data, the files in it that are damaged)
 SHARED_DIRS = [
@@ -105,6 +108,16 @@ PERF_STAT = """\
 131,,page-faults,12730000,100.00,10.291,K/sec
 44231871,,instructions,12730000,100.00,,
 18112042,,cycles,12730000,100.00,1.423,GHz
+"""
+
+# a Hatchet graph literal (GraphFrame.to_literal), written by hand
+HATCHET_LITERAL = """\
+[{"frame": {"name": "main", "type": "function"}, "metrics": {"time (inc)": 30.5, "time": 2.25, "_hatchet_nid": 0},
+  "children": [
+   {"frame": {"name": "solve", "type": "function"}, "metrics": {"time (inc)": 20.0, "time": 12.75, "_hatchet_nid": 1},
+    "children": [{"frame": {"name": "MPI_Allreduce", "type": "function"},
+                  "metrics": {"time (inc)": 7.25, "time": 7.25, "_hatchet_nid": 2}}]},
+   {"frame": {"name": "io", "type": "function"}, "metrics": {"time (inc)": 8.25, "time": 8.25, "_hatchet_nid": 3}}]}]
 """
 
 CACHEGRIND = """\
@@ -171,7 +184,8 @@ def build_corpus(root: Path, data: Path | None = None) -> list[tuple[str, Path]]
         out.append(("likwid", root / "likwid" / f.name))
     for name, fname, text in [("perf-script", "perf.rank0.txt", PERF_SCRIPT),
                               ("perf-stat", "perf.stat.rank0.csv", PERF_STAT),
-                              ("cachegrind", "cachegrind.out.rank0", CACHEGRIND)]:
+                              ("cachegrind", "cachegrind.out.rank0", CACHEGRIND),
+                              ("hatchet-literal", "literal.json", HATCHET_LITERAL)]:
         (root / name).mkdir(exist_ok=True)
         (root / name / fname).write_text(text)
         out.append((name, root / name / fname))
@@ -353,7 +367,9 @@ def _format(name: str, p: Path) -> str | None:
             "caliper-json": "caliper-json", "caliper": "caliper", "cube": "cube", "extrap-experiment": "extrap-experiment",
             "hpctoolkit": "hpctoolkit", "tidy-parquet": "tidy-parquet", "pmpi": "pmpi",
             "tau": "tau", "cprofile": "cprofile", "pyinstrument": "pyinstrument",
-            "dot": "dot", "timemory": "timemory"}.get(name)
+            "dot": "dot", "timemory": "timemory",
+            "extrap3": "extrap3",
+            "hatchet-json": "hatchet", "hatchet-csv": "hatchet", "hatchet-literal": "hatchet"}.get(name)
 
 
 def main(argv=None) -> int:

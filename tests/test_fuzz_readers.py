@@ -52,7 +52,8 @@ def test_every_reader_is_in_the_corpus(corpus):
     names = {n for n, _ in entries}
     assert {"tidy", "tidy-parquet", "summary", "extrap-text", "extrap-jsonl", "talpas", "extrap-json",
             "likwid", "perf-script", "perf-stat", "cachegrind", "pmpi", "caliper-json", "caliper", "tau",
-            "cprofile", "pyinstrument", "dot", "timemory"} <= names
+            "cprofile", "pyinstrument", "dot", "timemory", "extrap3", "hatchet-json", "hatchet-csv",
+            "hatchet-literal"} <= names
     assert all(intact[p] for _, p in entries)  # every intact input has values
 
 

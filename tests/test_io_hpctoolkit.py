@@ -159,6 +159,19 @@ def test_legacy_node_id_out_of_range_is_refused(hpc, tmp_path):
     assert "18446744073709551617" in str(err.value)
 
 
+def test_v4_start_indices_beyond_2_63_are_refused(hpc, tmp_path):
+    """A damaged profile.db whose context start indices wrap to negative int64 values with
+    non-negative differences (found by the fuzz suite: one byte replaced by a 20-digit number)
+    used to pass the ordering check and crash numpy (segfault) in np.repeat; now it is refused."""
+    db = tmp_path / "db"
+    shutil.copytree(hpc / V4, db)
+    raw = (db / "profile.db").read_bytes()
+    assert raw[24032:24033] == b"4"
+    (db / "profile.db").write_bytes(raw[:24032] + b"18446744073709551617" + raw[24033:])
+    with pytest.raises(PerfcastError, match="start indices"):
+        load([db], format="hpctoolkit")
+
+
 # ---- invariants on every database ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name", [LEGACY, V4, ALLGATHER, FLASH])

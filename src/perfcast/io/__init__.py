@@ -68,7 +68,8 @@ class Reader:
 
 
 _READERS: dict[str, Reader] = {}
-_MODULES = ("tidy", "summary", "extrap", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind", "pmpi", "likwid", "tau", "pyprofile", "dot", "timemory")
+_MODULES = ("tidy", "summary", "extrap", "extrap3", "hatchet", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind",
+            "pmpi", "likwid", "tau", "pyprofile", "dot", "timemory")
 _loaded = False
 
 

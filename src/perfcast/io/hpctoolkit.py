@@ -592,11 +592,11 @@ def read_profile_db(path: str | Path, progress=None) -> ProfileDB:
             tuples.append([])
         v = b.array(_PVAL, p_values, n_values, f"profile {i} pValues")
         x = b.array(_PIDX, p_idx, n_ctxs, f"profile {i} pCtxIndices")
-        starts = x["start"].astype(np.int64)
-        if n_ctxs and (starts[0] != 0 or np.any(np.diff(starts) < 0) or starts[-1] > n_values):
+        su = x["start"]   # compared as unsigned: a corrupt start beyond 2^63 must not wrap
+        if n_ctxs and (su[0] != 0 or np.any(su[1:] < su[:-1]) or su[-1] > n_values):
             b.fail(f"profile {i}: context start indices are not increasing within 0..{n_values}",
                    p_idx, f"profile {i} pCtxIndices")
-        counts = np.diff(np.append(starts, n_values))
+        counts = np.diff(np.append(su.astype(np.int64), np.int64(n_values)))
         ctxs.append(np.repeat(x["ctx"].astype(np.int64), counts))
         mets.append(v["metric"].astype(np.int64))
         vals.append(v["value"].astype(np.float64))
@@ -616,10 +616,10 @@ def read_cct_db(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
         n_values, p_values, n_metrics, p_idx = b.unpack("<QQH6xQ", o, f"context {c} info")
         v = b.array(_CVAL, p_values, n_values, f"context {c} pValues")
         x = b.array(_CIDX, p_idx, n_metrics, f"context {c} pMetricIndices")
-        starts = x["start"].astype(np.int64)
-        if n_metrics and (starts[0] != 0 or np.any(np.diff(starts) < 0) or starts[-1] > n_values):
+        su = x["start"]   # unsigned, as in read_profile_db
+        if n_metrics and (su[0] != 0 or np.any(su[1:] < su[:-1]) or su[-1] > n_values):
             b.fail(f"context {c}: metric start indices are not increasing", p_idx, f"context {c} pMetricIndices")
-        counts = np.diff(np.append(starts, n_values))
+        counts = np.diff(np.append(su.astype(np.int64), np.int64(n_values)))
         out[0].append(np.full(n_values, c, dtype=np.int64))
         out[1].append(np.repeat(x["metric"].astype(np.int64), counts))
         out[2].append(v["prof"].astype(np.int64))
