@@ -133,6 +133,8 @@ def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, in
         for sm in items:
             for p, u in zip(sm.model.parameters, getattr(sm.model, "upper", None) or ()):
                 upper[p] = max(upper.get(p, u), u)
+    if target is None and not upper:   # nothing known about the measured range: the growth order
+        return rank(items, None, averaged, by="growth")
     tgt = dict(target) if target is not None else default_target(upper, procs)
     up = {**tgt, **upper}
     low = {**up, **(lower or {})}

@@ -774,7 +774,7 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
         mt = exp.metrics[n]
         f = (derived.get(n) or {}).get("formula") if isinstance(derived.get(n), dict) else None
         mrows.append({"index": i, "name": n, "unit": mt.unit, "kind": mt.kind, "scope": mt.scope,
-                      "description": mt.description, "formula": f})
+                      "aggregate": mt.aggregate, "description": mt.description, "formula": f})
     rep.metrics_table = {"metrics": mrows, "columns": names, "at": at,
                          "rows": [{"callpath": c, "name": exp.tree.name(c) if c in exp.tree else c,
                                    "values": [values.get((c, n)) for n in names]} for c in cps],
@@ -1050,7 +1050,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if r.metrics_table %}{% set mt = r.metrics_table %}
 <section id="metrics"><h2>Metrics{% if mt.n_derived %} and derived metrics{% endif %}</h2>
 <table><thead><tr><th class="num">$</th><th>metric</th><th>unit</th><th>kind</th><th>scope</th><th>formula / description</th></tr></thead><tbody>
-{% for m in mt.metrics %}<tr><td class="num">{{ m.index }}</td><td>{{ m.name }}</td><td>{{ m.unit }}</td><td>{{ m.kind }}</td><td>{{ m.scope }}</td><td>{% if m.formula %}<span class="mono">{{ m.formula }}</span>{% else %}{{ m.description }}{% endif %}</td></tr>
+{% for m in mt.metrics %}<tr><td class="num">{{ m.index }}</td><td>{{ m.name }}</td><td>{{ m.unit }}</td><td>{{ m.kind }}</td><td>{{ m.scope }}{% if m.aggregate %}, {{ m.aggregate }}{% endif %}</td><td>{% if m.formula %}<span class="mono">{{ m.formula }}</span>{% else %}{{ m.description }}{% endif %}</td></tr>
 {% endfor %}</tbody></table>
 {% if mt.rows %}
 <h3 style="margin-top:14px">Values at {% for k, v in mt.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %} (mean over repetitions)</h3>
