@@ -163,3 +163,21 @@ def test_lulesh_cli_model_and_report_show_the_aggregate(lulesh, capsys, tmp_path
     assert ALLREDUCE.startswith(rep["kernels"][0]["callpath"])
     text = html.read_text()
     assert "sum over ranks" in text and "divided by the process count" in text
+
+
+def test_per_rank_times_and_bytes_are_both_first_tier():
+    """Means over ranks are preferred only over other aggregates of the same quantity: per-rank
+    bytes (summed over ranks when fitted) are another quantity than the times (averaged)."""
+    rows = [{"p": p, "rep": 0, "rank": r, "callpath": cp, "metric": m, "value": v(p)}
+            for p in P for r in range(p)
+            for cp, m, v in (("t", "time", lambda p: 1.0), ("b", "bytes", lambda p: 1e3 * p))]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive"),
+                                                 Metric("bytes", "bytes", "bytes", "exclusive")])
+    ms = perfcast.model(exp)
+    assert ms.aggregates == {"time": "mean over ranks", "bytes": "sum over ranks"}
+    got = {r.callpath: r for r in ms.rank()}
+    # bytes per process: the sum over ranks (1e3 p^2) divided by p, 1e3 p: +1e3 * (64 - 2) per
+    # process, all of the root's growth (the only bytes callpath) -- ranked first
+    assert got["b"].per_process == pytest.approx(64e3, rel=1e-6)
+    assert got["b"].increase == pytest.approx(62e3 / 64e3, rel=1e-6)
+    assert [r.callpath for r in ms.rank()] == ["b", "t"]

@@ -269,7 +269,8 @@ class ModelSet:
 
         return rank(self.series, target, averaged=self.averaged, by=by, procs=self.procs,
                     aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
-                    upper=self.upper or None, lower=self.lower or None, measured=self.measured)
+                    upper=self.upper or None, lower=self.lower or None, measured=self.measured,
+                    kinds=self.kinds, units=self.units)
 
     def to_dict(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list[dict]:
         """``perfcast model --json``: one dict per series in rank order (the model, its aggregate,

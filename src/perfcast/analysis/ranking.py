@@ -24,7 +24,9 @@ Two orders (``by``):
 ranks"``: Caliper's ``sum#...``, or per-rank counts summed by the modeller) grows with the process
 count by construction -- under weak scaling it is the constant per-rank cost times p -- so its
 values are divided by the process count before they are compared; means, maxima and minima over
-ranks, and per-rank values, are per-process already.  The root of each metric is the sum of the
+ranks, and per-rank values, are per-process already.  Where a quantity (same kind and unit) comes
+as a mean over ranks too, that mean is preferred: the quantity's other aggregates over ranks
+(Caliper's ``sum#``/``max#``/``min#`` beside ``avg#``) rank after the significant per-process ones.  The root of each metric is the sum of the
 topmost modelled callpaths for inclusive metrics, the sum of all callpaths otherwise (negative
 predictions count as 0).
 
@@ -90,7 +92,8 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
          by: str = "growth", procs: str | None = None, aggregates: Mapping[str, str] | None = None,
          parents: Mapping[str, str] | None = None, inclusive: Iterable[str] = (),
          upper: Mapping[str, float] | None = None, lower: Mapping[str, float] | None = None,
-         measured: Mapping[tuple, tuple] | None = None, negligible: float = NEGLIGIBLE) -> list[Ranked]:
+         measured: Mapping[tuple, tuple] | None = None, negligible: float = NEGLIGIBLE,
+         kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None) -> list[Ranked]:
     """Rank objects with ``callpath``, ``metric``, ``model`` (e.g. fit.SeriesModel) ``by`` ``cost``
     or ``growth`` (module docstring).
 
@@ -100,7 +103,7 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
     and ``inclusive`` metrics (to find the root), ``upper``, the largest measured value of each
     parameter (default: the models' own), ``lower``, the smallest measured process count, and
     ``measured``: (callpath, metric) -> mean measured values at ``lower`` and ``upper`` (None, or
-    missing: the model's values there)."""
+    missing: the model's values there), metric -> ``kinds`` and ``units`` (the same quantity)."""
     if by not in BY:
         raise PerfcastError(f"ranking order {by!r}: use {' or '.join(BY)}", where="--by")
     items = list(series_models)
@@ -123,11 +126,11 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
         rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]), reverse=True)
         return [Ranked(i + 1, r[4].callpath, r[4].metric, r[4].model, r[1], r[5]) for i, r in enumerate(rows)]
     return _rank_by_cost(items, target, averaged, preds, procs, aggregates or {}, parents or {},
-                         set(inclusive), upper, lower, measured or {}, negligible)
+                         set(inclusive), upper, lower, measured or {}, negligible, kinds or {}, units or {})
 
 
 def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, inclusive, upper, lower,
-                  measured, negligible):
+                  measured, negligible, kinds, units):
     if upper is None:
         upper = {}
         for sm in items:
@@ -170,15 +173,17 @@ def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, in
         at_up = sum(max(cost[id(sm)][1] or 0.0, 0.0) for sm in sms)
         root[metric] = at_t if at_t > 0 else at_up
 
-    # with a mean over ranks at hand, the other aggregates over ranks (sum, max, min) come second
-    has_mean = any(_is_mean(aggregates.get(sm.metric)) for sm in items)
+    # with a mean over ranks of the same quantity (kind and unit) at hand, the other aggregates over
+    # ranks (sum, max, min) come second
+    quantity = lambda metric: (kinds.get(metric), units.get(metric))  # noqa: E731
+    means = {quantity(sm.metric) for sm in items if _is_mean(aggregates.get(sm.metric))}
     rows = []
     for sm in items:
         m = sm.model
         ok = m.status == "ok" or bool(getattr(m, "segments", None))  # a segmented model predicts
         key = growth_key(m) if ok else ()
         agg = aggregates.get(sm.metric) or ""
-        preferred = not (has_mean and agg and not _is_mean(agg))
+        preferred = not (agg and not _is_mean(agg) and quantity(sm.metric) in means)
         c_low, c_up, mod_up, c_t = cost[id(sm)]
         r = root[sm.metric]
         inc = None
