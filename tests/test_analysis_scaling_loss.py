@@ -211,3 +211,39 @@ def test_a_rank_without_the_metric_is_missing_not_zero():
     rep = build_report(exp, ReportOptions(metric="time", scaling="strong"))
     assert (rep.scaling_loss["p"], rep.scaling_loss["q"]) == (1, 4)
     assert rep.scaling_loss["loss"] == pytest.approx(18 / 28, rel=1e-12)
+
+
+# -- the demo's campaign: wall time once per run, PMPI metrics on every rank --------------------
+def test_demo_campaign_strong_scaling_loss_of_the_report_by_hand(examples_built, tmp_path):
+    """The demo's `perfcast collect ... --collect time,mpi -- mpirun -np {p} jacobi -w {n}` (a
+    smaller grid: p = 1, 3; n = 32, 64): the application's wall time ``time`` of ``app`` is recorded
+    once per run (rank 0) while the PMPI metrics hold every rank.  The report's strong-scaling loss
+    (smallest against largest run, n at its largest) is, by its definition,
+    1 - T(1) / (k T(3)) with k = 3 and T the wall time averaged over the repetitions -- computed here
+    from the stored rows.  Counting the ranks without a wall time as 0 divided T(3) by 3."""
+    import os
+
+    from perfcast.cli import main
+    from perfcast.report.html import ReportOptions, build_report
+
+    store = tmp_path / "jacobi.perfcast"
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    assert main(["collect", "-o", str(store), "-P", "p=1,3", "-P", "n=32,64", "--reps", "2..3", "--cv", "0.05",
+                 "--cv-metric", "total", "--collect", "time,mpi", "--json", "--",
+                 "mpirun", *root, "-np", "{p}", str(examples_built / "jacobi" / "jacobi"), "-w", "{n}",
+                 "-i", "100", "-q"]) == 0
+    exp = load([store])
+    d = exp.data
+    wall = d[(d.metric == "time") & (d.callpath == "app") & (d.n == 64)]
+    # the structure that mattered: one wall time per run, PMPI values from all 3 ranks
+    assert set(wall["rank"]) == {0}
+    assert set(d[(d.metric == "pmpi_time") & (d.p == 3)]["rank"]) == {0, 1, 2}
+    t = wall.groupby("p")["value"].mean()
+    assert (wall.groupby("p").size() >= 2).all()
+    want = 1 - t[1.0] / (3 * t[3.0])
+
+    rep = build_report(exp, ReportOptions(metric="time", scaling="strong"))
+    sl = rep.scaling_loss
+    assert (sl["mode"], sl["p"], sl["q"]) == ("strong", 1.0, 3.0)
+    assert sl["total_p"] == pytest.approx(t[1.0], rel=1e-12) and sl["total_q"] == pytest.approx(t[3.0], rel=1e-12)
+    assert sl["loss"] == pytest.approx(want, rel=1e-12)

@@ -488,15 +488,25 @@ _averaged_option = click.option(
 @cube_scaling_option
 @_model_options
 @click.option("--target", default=None, metavar="P=V[,Q=W]",
-              help="Scale at which to rank by predicted cost (after asymptotic order).")
+              help="Scale to rank at (default with --by cost: twice the largest process count).")
+@click.option("--by", "by", type=click.Choice(["cost", "growth"]), default="cost", show_default=True,
+              help="Ranking: cost = per-process cost increase from the smallest measured process count to "
+                   "--target (measured, then predicted) as a share of the root's, negligible callpaths last; "
+                   "growth = asymptotic order of the lead term first, then the value at --target.")
 @click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (not with --json).")
 @_averaged_option
 @click.option("--json", "as_json", is_flag=True, help="Print every model as JSON.")
-def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, target, limit,
+def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, target, by, limit,
               averaged, as_json):
     """Fit a scaling model to every callpath x metric, ranked as scalability bugs.
 
-    Ranking: asymptotic order of the lead term first, then the predicted cost at --target.
+    Ranking (--by cost, the default): the per-process cost increase from the smallest measured
+    process count to --target -- measured up to the largest run, predicted beyond -- as a share of
+    the root's per-process cost there; a metric summed over ranks is divided by the process count,
+    metrics averaged over ranks come before the other aggregates, callpaths below 0.1% of the root
+    rank last (perfcast.analysis.ranking).  --by growth: asymptotic order of the lead term first,
+    then the value at --target.  The metric column names how a value combines the processes
+    (sum/mean/max/min over ranks) when known.
 
     \b
     Examples:
@@ -510,12 +520,13 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
     if as_json:
-        return write_json(ms.to_dict(tgt))
-    ranked = ms.rank(tgt)
+        return write_json(ms.to_dict(tgt, by))
+    ranked = ms.rank(tgt, by)
     from .report.terminal import trends
 
     tr = trends(exp, [(r.callpath, r.metric) for r in ranked[:limit]], locations, ascii=not out.is_terminal)
-    cols = ["#", "callpath", "metric", "trend", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
+    cols = (["#", "callpath", "metric", "trend", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
+            + (["increase"] if by == "cost" else []))
     rows = []
     for r in ranked[:limit]:
         m, q = r.model, r.model.quality
@@ -524,17 +535,28 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             formula += f"  (insufficient points: need {m.needed})"
         for w in fit_warnings(m):
             formula += f"  (!) {w.split(':')[0]}"     # "poor fit", "2 points only"
-        row = [r.rank, r.callpath, r.metric, tr.get((r.callpath, r.metric), ""), formula,
+        row = [r.rank, r.callpath, _metric_label(r.metric, ms.aggregates), tr.get((r.callpath, r.metric), ""), formula,
                "-" if q is None or q.smape != q.smape else f"{q.smape:.2f}",
                "-" if q is None or q.noise is None else f"{q.noise:.2f}"]
         if target:
             row.append(f"{r.predicted:.6g}")
+        if by == "cost":
+            row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
-    out.print(table(f"Scaling models ({len(ranked)} series, ranked as scalability bugs)", cols, rows))
+    how = "by asymptotic growth" if by == "growth" else (
+        "by per-process cost increase up to " + ",".join(f"{k}={v:g}" for k, v in (ranked[0].at or {}).items())
+        + " (share of the root)" if ranked else "")
+    out.print(table(f"Scaling models ({len(ranked)} series, ranked as scalability bugs {how})", cols, rows))
     _print_series_notes(err, "warning", [(r.callpath, r.metric, w) for r in ranked for w in fit_warnings(r.model)],
                         "poor fit(s), marked (!)")
     _print_series_notes(err, "note", [(r.callpath, r.metric, n) for r in ranked
                                       for n in getattr(r.model, "notes", ())], "regime change(s)")
+
+
+def _metric_label(metric: str, aggregates) -> str:
+    """The metric with how its value combines the processes, e.g. ``sum#time (sum over ranks)``."""
+    agg = aggregates.get(metric) if aggregates else ""
+    return f"{metric} ({agg})" if agg else metric
 
 
 def _print_series_notes(err, kind, items, what, limit=6):
@@ -616,8 +638,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         from .apmt.cli import breakdown_cmd
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
                              comm_max_procs, scaling)
-    rows = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged).predict(
-        targets, level)
+    ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
+    rows = ms.predict(targets, level)
     summary = None
     if check is not None:
         rows = validation.compare(rows, check, exp.parameters)
@@ -644,7 +666,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                 "-" if r["error"] is None else f"{0.0 if abs(r['error']) < 5e-4 else r['error']:+.1%}"]
 
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
-        [r["callpath"], r["metric"], tr.get((r["callpath"], r["metric"]), ""),
+        [r["callpath"], _metric_label(r["metric"], ms.aggregates), tr.get((r["callpath"], r["metric"]), ""),
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
          f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else ""),
          "-" if r["lower"] is None else f"[{'0 (clipped)' if r['clipped'] else format(r['lower'], '.6g')}, "
@@ -760,10 +782,13 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
               help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @_averaged_option
+@click.option("--by", "by", type=click.Choice(["cost", "growth"]), default="cost", show_default=True,
+              help="Ranking of the kernels, as in `perfcast model --by`: per-process cost increase up to the "
+                   "target, or asymptotic growth first.")
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, kernels, plots, min_share, scaling,
                level, max_terms, negative, locations, derives, base, machines, title, validate, apmt_mode, timers,
-               apmt_machine, comm_max_procs, averaged, as_json):
+               apmt_machine, comm_max_procs, averaged, by, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -823,7 +848,7 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
     opts = ReportOptions(metric=metric, target=parse_coords(target, "--target") if target else None, x=x,
                          kernels=kernels, plots=plots, min_share=min_share / 100.0, scaling=scaling, level=level,
                          title=title, locations=locations, max_terms=max_terms, negative=negative,
-                         averaged=averaged)
+                         averaged=averaged, by=by)
     vexp = load_experiment(validate, None, (), params, quiet=as_json) if validate else None
     if vexp is not None and derives:
         vexp, _ = derive(vexp, derives)

@@ -64,6 +64,12 @@ class Metric:
     ``scope`` says what a value attached to a callpath means: ``inclusive`` (the callpath and
     everything it calls), ``exclusive`` (the callpath's own cost) or ``unknown`` (a flat
     measurement, e.g. one value per Extra-P region).
+
+    ``aggregate`` says how a value combines the processes when the input holds one value per run
+    rather than per rank: ``"sum over ranks"``, ``"max over ranks"``, ``"min over ranks"``,
+    ``"mean over ranks"`` (Caliper's cross-process ``sum#``/``max#``/``min#``/``avg#``), or empty
+    when the reader has no such information (per-rank values, or a format without it).  A sum over
+    ranks grows with the process count by construction (constant per-rank cost times p).
     """
 
     name: str
@@ -71,6 +77,7 @@ class Metric:
     kind: str = "other"
     scope: str = "unknown"
     description: str = ""
+    aggregate: str = ""
 
     def __post_init__(self):
         if not self.name:
@@ -85,13 +92,16 @@ class Metric:
         return cls(name, unit, guess_kind(name, unit), scope, description)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "unit": self.unit, "kind": self.kind, "scope": self.scope,
-                "description": self.description}
+        d = {"name": self.name, "unit": self.unit, "kind": self.kind, "scope": self.scope,
+             "description": self.description}
+        if self.aggregate:
+            d["aggregate"] = self.aggregate
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Metric":
         return cls(d["name"], d.get("unit", ""), d.get("kind", "other"), d.get("scope", "unknown"),
-                   d.get("description", ""))
+                   d.get("description", ""), str(d.get("aggregate") or ""))
 
 
 class CallTree:

@@ -6,7 +6,8 @@ read from.
 >>> exp = perfcast.io.load(["lulesh_weak_scaling_cali"])
 >>> ms = perfcast.model(exp, metrics=["avg#inclusive#sum#time.duration"])
 >>> ms.predict({"jobsize": 1000})        # tidy rows: value, interval, confidence, the formula
->>> ms.rank({"jobsize": 1000})           # scalability bugs: growth first, then cost at the target
+>>> ms.rank({"jobsize": 1000})           # scalability bugs: per-process cost increase up to the target
+>>> ms.rank({"jobsize": 1000}, by="growth")  # asymptotic growth first, then the value there
 >>> ms.to_frame({"jobsize": 1000})       # one row per series (pandas)
 
 The rules every view shares live here, once:
@@ -18,6 +19,11 @@ The rules every view shares live here, once:
   parameters grow (:class:`perfcast.fit.FitOptions` ``nonnegative="auto"``); a value that is still
   negative at a point (a segmented or two-point model below its data) is reported with a note, and
   a negative lower interval bound is clipped at 0 and marked ``clipped``.
+* **Aggregates.**  Each metric carries how its value combines the processes (``aggregates``:
+  ``sum over ranks``, ``mean over ranks``, ...): the reader's label (``Metric.aggregate``, e.g.
+  Caliper's ``sum#``), else, for per-rank data, the reduction the models were fitted on
+  (``locations``); empty when unknown.  Every view shows it; the ranking divides sums over ranks
+  by the process count (:mod:`perfcast.analysis.ranking`).
 * **Trees.**  For inclusive metrics a child predicted above its parent at the same point is flagged
   (a note, confidence low); neither model is changed.
 * **Confidence.**  Each prediction carries ``high``/``medium``/``low`` (:func:`confidence`) from
@@ -62,12 +68,71 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
                            opts, locations, progress)
     if segmented:
         res = segment_models(exp, res, opts, locations)
+    return model_set(exp, res, locations, averaged)
+
+
+def model_set(exp, series, locations: str = "auto", averaged: bool = False) -> "ModelSet":
+    """The :class:`ModelSet` of already fitted ``series`` (SeriesModel) of ``exp``, ``locations``
+    reduced as they were fitted."""
+    res = list(series)
     kinds = {name: m.kind for name, m in exp.metrics.items()}
     units = {name: m.unit for name, m in exp.metrics.items()}
     inclusive = tuple(name for name, m in exp.metrics.items() if m.scope == "inclusive")
     cps = {sm.callpath for sm in res}
     parents = {cp: par for cp in cps if cp in exp.tree and (par := exp.tree.parent(cp)) is not None}
-    return ModelSet(tuple(exp.parameters), tuple(res), kinds, units, averaged, parents, inclusive)
+    procs = _process_parameter(exp)
+    pts = exp.points()
+    upper = {p: float(pts[p].max()) for p in exp.parameters}
+    lower = {p: (float(pts[p].min()) if procs is None or p == procs else upper[p]) for p in exp.parameters}
+    return ModelSet(tuple(exp.parameters), tuple(res), kinds, units, averaged, parents, inclusive,
+                    _aggregates(exp, locations), procs, upper, lower,
+                    _measured_ends(exp, res, locations, lower, upper))
+
+
+def _measured_ends(exp, series, locations: str, lower: Mapping[str, float], upper: Mapping[str, float]) -> dict:
+    """(callpath, metric) -> mean measured value (locations reduced as fitted) at ``lower`` and at
+    ``upper``, None where the series has no measurement there."""
+    from .fit.series import series_statistics
+
+    keys = {(sm.callpath, sm.metric) for sm in series}
+    names = sorted({m for _, m in keys})
+    st = series_statistics(exp if len(names) == len(exp.metrics) else exp.select(metric=names), locations)
+    ends = []
+    for pt in (lower, upper):
+        sel = np.ones(len(st), dtype=bool)
+        for p, v in pt.items():
+            sel &= st[p].to_numpy(dtype=float) == v
+        ends.append({(str(c), str(m)): float(v) for c, m, v in zip(st["callpath"][sel], st["metric"][sel],
+                                                                   st["mean"][sel])})
+    return {k: (ends[0].get(k), ends[1].get(k)) for k in keys}
+
+
+_REDUCED = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "median": "median"}
+
+
+def _aggregates(exp, locations: str) -> dict[str, str]:
+    """metric -> how its modelled value combines the processes (module docstring)."""
+    from .experiment import LOCATION_COLUMNS
+
+    out = {}
+    where = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
+    over = "ranks" if where == ["rank"] else "threads" if where == ["thread"] else "locations"
+    for name, m in exp.metrics.items():
+        label = m.aggregate
+        if not label and exp.has_locations:
+            how = locations if locations != "auto" else ("sum" if m.kind in ("count", "bytes") else "mean")
+            label = f"{_REDUCED.get(how, how)} over {over}"
+        out[name] = label
+    return out
+
+
+def _process_parameter(exp) -> str | None:
+    from .analysis.scaling_loss import process_parameter
+
+    try:
+        return process_parameter(exp)
+    except PerfcastError:
+        return None
 
 
 def confidence(value: float, lower: float | None, upper: float | None, warnings: Sequence[str]) -> str:
@@ -98,6 +163,15 @@ class ModelSet:
     #: values (a child's inclusive value cannot exceed its parent's: such predictions are flagged)
     parents: Mapping[str, str] = field(default_factory=dict)
     inclusive: tuple[str, ...] = ()
+    #: metric -> how its value combines the processes ("sum over ranks", ...; "" unknown), the
+    #: parameter counting processes (None: unknown) and the largest measured value of each parameter
+    aggregates: Mapping[str, str] = field(default_factory=dict)
+    procs: str | None = None
+    upper: Mapping[str, float] = field(default_factory=dict)
+    #: the smallest measured process count (other parameters at their largest) and, per series,
+    #: the mean measured values there and at ``upper`` (the ranking's measured growth)
+    lower: Mapping[str, float] = field(default_factory=dict)
+    measured: Mapping[tuple[str, str], tuple] = field(default_factory=dict)
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -169,7 +243,7 @@ class ModelSet:
                 # a clipped interval reaches below zero: wider than the value itself, so low
                 conf = "low" if clipped else confidence(value, lo, hi, doubts)
                 rows.append({"callpath": sm.callpath, "metric": sm.metric, "unit": self.units.get(sm.metric, ""),
-                             "at": dict(t), "value": value, "lower": lo, "upper": hi, "level": level,
+                             "aggregate": self.aggregates.get(sm.metric, ""), "at": dict(t), "value": value, "lower": lo, "upper": hi, "level": level,
                              "clipped": clipped, "confidence": conf, "formula": m.formula(), "status": m.status,
                              "segmented": bool(getattr(m, "segments", None)), "notes": notes})
         self._flag_children_above_parents(rows)
@@ -189,41 +263,56 @@ class ModelSet:
                                   "the two models disagree here")
                 r["confidence"] = "low"
 
-    def rank(self, target: Mapping[str, float] | None = None) -> list:
-        """Scalability-bug ranking (:func:`perfcast.analysis.ranking.rank`) of every series, costs at
-        ``target`` as :meth:`predict` gives them."""
+    def rank(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list:
+        """Scalability-bug ranking (:func:`perfcast.analysis.ranking.rank`) of every series, values at
+        ``target`` as :meth:`predict` gives them: ``by="cost"`` (default) the per-process cost
+        increase from the largest measured point to ``target`` (default: 8x the largest process
+        count) as a share of the root's, negligible callpaths last; ``by="growth"`` asymptotic
+        growth first."""
         from .analysis.ranking import rank
 
-        return rank(self.series, target, averaged=self.averaged)
+        return rank(self.series, target, averaged=self.averaged, by=by, procs=self.procs,
+                    aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
+                    upper=self.upper or None, lower=self.lower or None, measured=self.measured,
+                    kinds=self.kinds, units=self.units)
 
-    def to_dict(self, target: Mapping[str, float] | None = None) -> list[dict]:
-        """``perfcast model --json``: one dict per series in rank order (the model, its rank, its
-        warnings and, with ``target``, ``predicted_at_target``)."""
+    def to_dict(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list[dict]:
+        """``perfcast model --json``: one dict per series in rank order (the model, its aggregate,
+        its rank, its warnings, with ``target`` ``predicted_at_target`` and, ranked by cost,
+        ``ranking``: per-process cost now and at the ranking's point, the increase as a share of
+        the root's, whether it is significant)."""
         by_key = {(sm.callpath, sm.metric): sm for sm in self.series}
         out = []
-        for r in self.rank(target):
+        for r in self.rank(target, by):
             d = by_key[(r.callpath, r.metric)].to_dict()
             d["unit"] = self.units.get(r.metric, "")
+            d["aggregate"] = self.aggregates.get(r.metric, "")
             d["rank"] = r.rank
+            if by == "cost":
+                d["ranking"] = {"by": by, "from": dict(r.first_at or {}), "at": dict(r.at or {}),
+                                "per_process_first": r.per_process_first, "per_process_now": r.per_process_now,
+                                "per_process_at": r.per_process, "increase_share": r.increase,
+                                "significant": r.significant}
             d["warnings"] = self.warnings(by_key[(r.callpath, r.metric)])
             if r.predicted is not None:
                 d["predicted_at_target"] = r.predicted
             out.append(d)
         return out
 
-    def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9) -> pd.DataFrame:
-        """One row per series: rank, callpath, metric, unit, formula, status, smape, noise and, with
-        ``target``, the value there with its interval and confidence."""
+    def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:
+        """One row per series: rank, callpath, metric, unit, aggregate, formula, status, smape, noise
+        and, with ``target``, the value there with its interval and confidence."""
         preds = {}
         if target is not None:
             preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
         by_key = {(sm.callpath, sm.metric): sm for sm in self.series}
         rows = []
-        for r in self.rank(target):
+        for r in self.rank(target, by):
             m = by_key[(r.callpath, r.metric)].model
             q = m.quality
             row = {"rank": r.rank, "callpath": r.callpath, "metric": r.metric,
-                   "unit": self.units.get(r.metric, ""), "formula": m.formula(), "status": m.status,
+                   "unit": self.units.get(r.metric, ""), "aggregate": self.aggregates.get(r.metric, ""),
+                   "formula": m.formula(), "status": m.status,
                    "smape": None if q is None else q.smape, "noise": None if q is None else q.noise}
             if target is not None:
                 p = preds[(r.callpath, r.metric)]
@@ -232,4 +321,4 @@ class ModelSet:
         return pd.DataFrame(rows)
 
 
-__all__ = ["ModelSet", "model", "confidence", "NONNEGATIVE", "CONFIDENCE_LIMITS"]
+__all__ = ["ModelSet", "model", "model_set", "confidence", "NONNEGATIVE", "CONFIDENCE_LIMITS"]

@@ -1,10 +1,37 @@
-"""Scalability-bug ranking (SC13): order modelled callpaths by asymptotic growth, then by the
-predicted cost at a target scale.
+"""Scalability-bug ranking: which callpaths will cost the most as the program scales.
 
-The growth key of a model is its per-parameter lead orders, largest first (so ``p^2`` outranks
-``p log p`` outranks ``p``, and a model growing in two parameters outranks one growing in one at
-the same order).  Ties are broken by the value predicted at ``target`` (when given), then by the
-value at the largest measured point.  Series without a usable model rank last.
+Two orders (``by``):
+
+* ``cost`` (default) -- **per-process cost growth, weighted by cost.**  Each series is ranked by
+  its predicted per-process cost *increase* from the largest measured point to the target, as a
+  share of the per-process cost of the tree's root(s) at the target (same metric)::
+
+      key = (C(target) - C(largest measured)) / C_root(target)
+
+  so a routine of 26 microseconds growing like ``p^2`` ranks below an ``MPI_Allreduce`` of seconds
+  growing like ``log p``.  Without a target the target is :data:`DEFAULT_FACTOR` times the largest
+  measured process count (the process parameter: :func:`perfcast.analysis.scaling_loss.process_parameter`;
+  when none is known, every parameter scaled by that factor).  Ties are broken by growth order.
+  Callpaths whose per-process cost stays below :data:`NEGLIGIBLE` of the root's, at the largest
+  measured point and at the target, are *negligible* and rank after all significant ones (among
+  themselves in the same order).
+* ``growth`` -- **asymptotic growth first** (SC13): a model's growth key is its per-parameter lead
+  orders, largest first (so ``p^2`` outranks ``p log p`` outranks ``p``, and a model growing in two
+  parameters outranks one growing in one at the same order); ties are broken by the value
+  predicted at ``target`` (when given), then by the constant.
+
+**Per-process cost.**  A metric aggregated as a sum over the ranks (``Metric.aggregate`` ``"sum over
+ranks"``: Caliper's ``sum#...``, or per-rank counts summed by the modeller) grows with the process
+count by construction -- under weak scaling it is the constant per-rank cost times p -- so its
+values are divided by the process count before they are compared; means, maxima and minima over
+ranks, and per-rank values, are per-process already.  Where a quantity (same kind and unit) comes
+as a mean over ranks too, that mean is preferred: the quantity's other aggregates over ranks
+(Caliper's ``sum#``/``max#``/``min#`` beside ``avg#``) rank after the significant per-process ones.  The root of each metric is the sum of the
+topmost modelled callpaths for inclusive metrics, the sum of all callpaths otherwise (negative
+predictions count as 0).
+
+Series without a usable model rank last: status not ``ok`` (in the ``cost`` order a segmented
+model whose last regime has too few points still counts: it predicts that regime's mean).
 """
 
 from __future__ import annotations
@@ -17,6 +44,13 @@ from typing import Iterable, Mapping
 
 from ..errors import PerfcastError
 
+#: ``cost`` order: a callpath below this share of the root's per-process cost (at the largest
+#: measured point and at the target) is negligible and ranks after the significant ones
+NEGLIGIBLE = 1e-3
+#: ``cost`` order without a target: the largest measured process count times this
+DEFAULT_FACTOR = 2.0
+BY = ("cost", "growth")
+
 
 @dataclass(frozen=True)
 class Ranked:
@@ -25,7 +59,19 @@ class Ranked:
     metric: str
     model: object
     growth: tuple
+    #: the model's value at the given target (None without one)
     predicted: float | None
+    #: ``cost`` order: per-process cost at the largest measured point and at the ranking's target,
+    #: the increase between them as a share of the root's per-process cost at the target, and the
+    #: point ranked at (the given target or the default one)
+    per_process_now: float | None = None
+    per_process: float | None = None
+    increase: float | None = None
+    significant: bool = True
+    at: Mapping[str, float] | None = None
+    #: ``cost`` order: per-process cost at the smallest measured process count (``first_at``)
+    per_process_first: float | None = None
+    first_at: Mapping[str, float] | None = None
 
 
 def growth_key(model) -> tuple:
@@ -33,16 +79,38 @@ def growth_key(model) -> tuple:
     return tuple(orders)
 
 
-def rank(series_models: Iterable, target: Mapping[str, float] | None = None, averaged: bool = False) -> list[Ranked]:
-    """Rank objects with ``callpath``, ``metric``, ``model`` (e.g. fit.SeriesModel).
+def is_sum_over_ranks(aggregate: str | None) -> bool:
+    return bool(aggregate) and aggregate.startswith("sum over")
 
-    The cost at ``target`` is the selected hypothesis' prediction (``averaged=True``: averaged over
-    the competing hypotheses), as in ``perfcast predict``."""
+
+def default_target(upper: Mapping[str, float], procs: str | None, factor: float = DEFAULT_FACTOR) -> dict:
+    """``factor`` times the largest measured process count (every parameter when ``procs`` is None),
+    the other parameters at their largest measured values."""
+    return {p: (v * factor if procs is None or p == procs else v) for p, v in upper.items()}
+
+
+def rank(series_models: Iterable, target: Mapping[str, float] | None = None, averaged: bool = False, *,
+         by: str = "growth", procs: str | None = None, aggregates: Mapping[str, str] | None = None,
+         parents: Mapping[str, str] | None = None, inclusive: Iterable[str] = (),
+         upper: Mapping[str, float] | None = None, lower: Mapping[str, float] | None = None,
+         measured: Mapping[tuple, tuple] | None = None, negligible: float = NEGLIGIBLE,
+         kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None) -> list[Ranked]:
+    """Rank objects with ``callpath``, ``metric``, ``model`` (e.g. fit.SeriesModel) ``by`` ``cost``
+    or ``growth`` (module docstring).
+
+    The value at ``target`` is the selected hypothesis' prediction (``averaged=True``: averaged over
+    the competing hypotheses), as in ``perfcast predict``.  ``cost`` also takes the process
+    parameter ``procs``, metric -> ``aggregates`` label, the tree's ``parents`` (callpath -> parent)
+    and ``inclusive`` metrics (to find the root), ``upper``, the largest measured value of each
+    parameter (default: the models' own), ``lower``, the smallest measured process count, and
+    ``measured``: (callpath, metric) -> mean measured values at ``lower`` and ``upper`` (None, or
+    missing: the model's values there), metric -> ``kinds`` and ``units`` (the same quantity)."""
+    if by not in BY:
+        raise PerfcastError(f"ranking order {by!r}: use {' or '.join(BY)}", where="--by")
     items = list(series_models)
-    rows = []
+    preds = {}
     for sm in items:
         m = sm.model
-        pred = None
         if target is not None:
             missing = [p for p in m.parameters if p not in target]
             if missing:
@@ -51,15 +119,109 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
             if math.isnan(pred):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
                 raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at the "
                                     f"target {','.join(f'{p}={target[p]:g}' for p in m.parameters)}", where="target")
-        ok = m.status == "ok"
+            preds[id(sm)] = pred
+    if by == "growth":
+        rows = []
+        for sm in items:
+            m = sm.model
+            pred = preds.get(id(sm))
+            ok = m.status == "ok"
+            key = growth_key(m) if ok else ()
+            rows.append((ok, key, pred if pred is not None else float("-inf"), m.constant, sm, pred))
+        rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]), reverse=True)
+        return [Ranked(i + 1, r[4].callpath, r[4].metric, r[4].model, r[1], r[5]) for i, r in enumerate(rows)]
+    return _rank_by_cost(items, target, averaged, preds, procs, aggregates or {}, parents or {},
+                         set(inclusive), upper, lower, measured or {}, negligible, kinds or {}, units or {})
+
+
+def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, inclusive, upper, lower,
+                  measured, negligible, kinds, units):
+    if upper is None:
+        upper = {}
+        for sm in items:
+            for p, u in zip(sm.model.parameters, getattr(sm.model, "upper", None) or ()):
+                upper[p] = max(upper.get(p, u), u)
+    if target is None and not upper:   # nothing known about the measured range: the growth order
+        return rank(items, None, averaged, by="growth")
+    tgt = dict(target) if target is not None else default_target(upper, procs)
+    up = {**tgt, **upper}
+    low = {**up, **(lower or {})}
+
+    def per_process(sm, pt, value=None):
+        """The model's value at ``pt`` (or ``value``, measured there) per process."""
+        m = sm.model
+        if value is None:
+            if any(p not in pt for p in m.parameters):
+                return None
+            value = float(m.predict({p: pt[p] for p in m.parameters}, averaged=averaged))
+        if not math.isfinite(value):
+            return None
+        if is_sum_over_ranks(aggregates.get(sm.metric)) and procs is not None and pt.get(procs, 0) > 0:
+            value /= pt[procs]
+        return value
+
+    cost = {}   # id -> (measured-or-modelled at low, at up; modelled at up, at the target)
+    for sm in items:
+        m_low, m_up = measured.get((sm.callpath, sm.metric), (None, None))
+        mod_up = per_process(sm, up)
+        cost[id(sm)] = (per_process(sm, low, m_low), per_process(sm, up, m_up), mod_up, per_process(sm, tgt))
+    # the root's per-process cost per metric: topmost callpaths (inclusive) or all of them
+    by_metric: dict[str, list] = {}
+    for sm in items:
+        by_metric.setdefault(sm.metric, []).append(sm)
+    root = {}
+    for metric, sms in by_metric.items():
+        cps = {sm.callpath for sm in sms}
+        if metric in inclusive:
+            sms = [sm for sm in sms if not _has_ancestor(sm.callpath, cps, parents)]
+        at_t = sum(max(cost[id(sm)][3] or 0.0, 0.0) for sm in sms)
+        at_up = sum(max(cost[id(sm)][1] or 0.0, 0.0) for sm in sms)
+        root[metric] = at_t if at_t > 0 else at_up
+
+    # with a mean over ranks of the same quantity (kind and unit) at hand, the other aggregates over
+    # ranks (sum, max, min) come second
+    quantity = lambda metric: (kinds.get(metric), units.get(metric))  # noqa: E731
+    means = {quantity(sm.metric) for sm in items if _is_mean(aggregates.get(sm.metric))}
+    rows = []
+    for sm in items:
+        m = sm.model
+        ok = m.status == "ok" or bool(getattr(m, "segments", None))  # a segmented model predicts
         key = growth_key(m) if ok else ()
-        rows.append((ok, key, pred if pred is not None else float("-inf"), m.constant, sm, pred))
-    rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]), reverse=True)
-    return [Ranked(i + 1, r[4].callpath, r[4].metric, r[4].model, r[1], r[5]) for i, r in enumerate(rows)]
+        agg = aggregates.get(sm.metric) or ""
+        preferred = not (agg and not _is_mean(agg) and quantity(sm.metric) in means)
+        c_low, c_up, mod_up, c_t = cost[id(sm)]
+        r = root[sm.metric]
+        inc = None
+        if None not in (c_low, c_up, mod_up, c_t) and r > 0:
+            inc = ((c_up - c_low) + (c_t - mod_up)) / r
+        big = max((abs(c) for c in (c_low, c_up, c_t) if c is not None), default=None)
+        significant = big is not None and r > 0 and big / r >= negligible
+        rows.append(((ok, significant, preferred, inc if inc is not None else float("-inf"), key,
+                      c_t if c_t is not None else float("-inf")), sm, key, c_low, c_up, c_t, inc, significant))
+    rows.sort(key=lambda r: r[0], reverse=True)
+    return [Ranked(i + 1, sm.callpath, sm.metric, sm.model, key, preds.get(id(sm)), c_up, c_t, inc, sig, tgt,
+                   c_low, dict(low))
+            for i, (_, sm, key, c_low, c_up, c_t, inc, sig) in enumerate(rows)]
+
+
+def _is_mean(aggregate: str | None) -> bool:
+    return bool(aggregate) and aggregate.startswith("mean over")
+
+
+def _has_ancestor(cp: str, cps: set, parents: Mapping[str, str]) -> bool:
+    seen = set()
+    par = parents.get(cp)
+    while par is not None and par not in seen:
+        if par in cps:
+            return True
+        seen.add(par)
+        par = parents.get(par)
+    return False
 
 
 def growth_str(key: tuple, parameters) -> str:
     return ", ".join(f"({i}, {j})" for i, j in key) if key else "-"
 
 
-__all__ = ["Ranked", "rank", "growth_key", "Fraction"]
+__all__ = ["Ranked", "rank", "growth_key", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
+           "DEFAULT_FACTOR", "BY", "Fraction"]

@@ -20,6 +20,9 @@ point, or a further repetition of a point, with coordinates taken from the run's
 * **GPU activity** -- records carrying a CUDA/ROCm kernel name (``cupti.kernel.name``) or only an
   activity kind (``cupti.activity.kind``, e.g. memcpy) become a child of the callpath that
   launched them, named by the kernel (``[memcpy]`` for a kind).
+* **Aggregates** -- in profiles without per-rank records the outermost of two operators
+  aggregates over the processes (:func:`metric_aggregate`): ``sum#inclusive#sum#time.duration``
+  is labelled ``sum over ranks``, ``avg#...`` ``mean over ranks`` (``Metric.aggregate``).
 * **Locations** -- records carrying ``mpi.rank`` (``omp.thread.id``) keep per-rank (per-thread)
   values.  Records without a rank in such a file (e.g. before ``MPI_Init``) get rank -1.
 * Several records of one callpath and location (time series snapshots, sampled source lines)
@@ -42,7 +45,7 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -114,6 +117,21 @@ def metric_scope(name: str) -> str:
             or b.endswith(".duration") or "iterations" in b):
         return "exclusive"
     return "unknown"
+
+
+#: Caliper's cross-process aggregation operators (the outermost of two or more, e.g. spot's
+#: ``sum#inclusive#sum#time.duration``: the per-rank sums, summed over the ranks)
+_OVER_RANKS = {"sum": "sum over ranks", "max": "max over ranks", "min": "min over ranks", "avg": "mean over ranks"}
+
+
+def metric_aggregate(name: str, per_rank: bool) -> str:
+    """How a value of a run-level profile combines the processes (:attr:`Metric.aggregate`):
+    the outermost of at least two aggregation operators (``inclusive`` not counted) in a profile
+    without per-rank records; empty otherwise (one operator aggregates within a process)."""
+    if per_rank:
+        return ""
+    ops = [o.lower() for o in _split_ops(name)[0] if o.lower() != "inclusive"]
+    return _OVER_RANKS.get(ops[0], "") if len(ops) >= 2 else ""
 
 
 def _unit_from_name(base: str) -> str:
@@ -899,7 +917,7 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
                     raise PerfcastError(f"metric {name!r} has unit {m.unit!r} here but {old.unit!r} in "
                                         f"{first_of[name]}", prof.path, name)
             else:
-                metrics[name] = m
+                metrics[name] = replace(m, aggregate=metric_aggregate(name, prof.has_rank or prof.has_thread))
                 first_of[name] = prof.path
         df, t, merged = prof.frame()
         try:

@@ -15,8 +15,11 @@ Big experiments stay small: the ranked table holds ``kernels`` rows, plots are d
 ``plots`` of them, everything else is collapsed into an "other kernels" row, and the scaling-loss
 tree keeps the scopes that matter (capped at ``tree_rows``).
 
-Which kernels are shown (decided here, printed in the report): the ranking is the SC13 one
-(:mod:`perfcast.analysis.ranking`: asymptotic growth first, then the value at the target); a
+Which kernels are shown (decided here, printed in the report): the ranking is
+:mod:`perfcast.analysis.ranking`'s -- by default the per-process cost increase from the smallest
+measured process count to the target (measured, then predicted) as a share of the root's, a metric
+summed over ranks divided by the process count; ``by="growth"`` the SC13 order, asymptotic growth
+first, then the value at the target; a
 callpath enters the table when it is *significant*, i.e. holds at least ``min_share`` of the
 total at the largest measured point or is predicted to hold at least that share at the target
 -- a tiny callpath fitted with a steep exponent from noise is not a scalability bug, a small one
@@ -65,6 +68,9 @@ class ReportOptions:
     negative: bool = False
     #: predictions averaged over the competing hypotheses (as ``perfcast predict``); False: the selected one
     averaged: bool = False
+    #: ranking order (:mod:`perfcast.analysis.ranking`): ``cost`` (per-process cost increase up to the
+    #: target, a share of the root's) or ``growth`` (asymptotic order first)
+    by: str = "cost"
 
 
 @dataclass
@@ -77,6 +83,8 @@ class Report:
     x: str | None
     target: dict | None
     target_default: bool
+    #: how the metric's values combine the processes ("sum over ranks", ...; "" unknown)
+    aggregate: str = ""
     kernels: list[dict] = field(default_factory=list)
     other: dict | None = None
     n_models: int = 0
@@ -99,7 +107,8 @@ class Report:
         if self.scaling_loss:
             sl = {k: v for k, v in self.scaling_loss.items() if k != "rows"}
             sl["n_rows"] = len(self.scaling_loss.get("rows", []))
-        return {"title": self.title, "metric": self.metric, "unit": self.unit, "x": self.x, "target": self.target,
+        return {"title": self.title, "metric": self.metric, "unit": self.unit, "aggregate": self.aggregate,
+                "ranked_by": self.options.by, "x": self.x, "target": self.target,
                 "target_default": self.target_default, "n_models": self.n_models, "kernels": ks,
                 "other": self.other, "plots": [p["callpath"] for p in self.plots],
                 "sections": self.sections(), "scaling_loss": sl, "notes": self.notes,
@@ -307,7 +316,7 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         summary["command"] = " ".join(str(c) for c in camp["command"])
     title = o.title or _default_title(exp)
     rep = Report(title=title, options=o, summary=summary, metric=metric, unit=m.unit, x=x, target=None,
-                 target_default=False)
+                 target_default=False, aggregate=m.aggregate)
     if o.level <= 0 or o.level >= 1:
         raise PerfcastError(f"interval level {o.level}: must be between 0 and 1", where="level")
 
@@ -353,8 +362,6 @@ def _default_title(exp: Experiment) -> str:
 
 
 def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o: ReportOptions, vmeans=None):
-    from ..analysis.ranking import rank
-
     x = rep.x
     pts = exp.points()
     maxpt = {p: float(pts[p].max()) for p in exp.parameters}
@@ -383,7 +390,9 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
     if not models:
         rep.notes.append(f"No series of metric {rep.metric!r} to model.")
         return
-    ranked = rank(models, target, averaged=o.averaged)
+    from ..modelset import model_set
+
+    ranked = model_set(exp, models, o.locations, o.averaged).rank(target, o.by)
 
     # shares: of the total at the largest measured point, and predicted at the target
     scope = exp.metrics[rep.metric].scope
@@ -417,7 +426,8 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
                "context": _context(tree, r.callpath),
                "depth": tree.depth(r.callpath) if r.callpath in tree else 0,
                "status": r.model.status, "share_now": sh_now, "share_target": sh_pred, "now": now.get(r.callpath),
-               "predicted": pv, "model": r.model}
+               "predicted": pv, "model": r.model,
+               "increase": r.increase, "per_process": r.per_process, "per_process_first": r.per_process_first}
         (rows if significant and len(rows) < o.kernels else rest).append(row)
     rep.other = None
     if rest:
@@ -764,7 +774,7 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
         mt = exp.metrics[n]
         f = (derived.get(n) or {}).get("formula") if isinstance(derived.get(n), dict) else None
         mrows.append({"index": i, "name": n, "unit": mt.unit, "kind": mt.kind, "scope": mt.scope,
-                      "description": mt.description, "formula": f})
+                      "aggregate": mt.aggregate, "description": mt.description, "formula": f})
     rep.metrics_table = {"metrics": mrows, "columns": names, "at": at,
                          "rows": [{"callpath": c, "name": exp.tree.name(c) if c in exp.tree else c,
                                    "values": [values.get((c, n)) for n in names]} for c in cps],
@@ -943,7 +953,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <dt>points</dt><dd>{{ s.n_points }}{% if s.parameters %}: {% for p in s.points[:40] %}({% for k in s.parameters %}{{ k }}={{ fnum(p[k]) }}{% if not loop.last %}, {% endif %}{% endfor %}{% if p.repetitions > 1 %} ×{{ p.repetitions }}{% endif %}){% if not loop.last %} {% endif %}{% endfor %}{% if s.n_points > 40 %} …{% endif %}{% endif %}</dd>
 <dt>repetitions</dt><dd>up to {{ s.max_reps }} per point</dd>
 <dt>callpaths</dt><dd>{{ s.n_callpaths }}</dd>
-<dt>metrics</dt><dd>{% for m in s.metrics %}{{ m.name }}{% if m.unit %} [{{ m.unit }}]{% endif %}{% if not loop.last %}, {% endif %}{% endfor %}</dd>
+<dt>metrics</dt><dd>{% for m in s.metrics %}{{ m.name }}{% if m.unit %} [{{ m.unit }}]{% endif %}{% if m.get("aggregate") %} ({{ m.aggregate }}){% endif %}{% if not loop.last %}, {% endif %}{% endfor %}</dd>
 <dt>values</dt><dd>{{ s.n_values }}{% for k, v in s.locations.items() %} · {{ v }} {{ k }}s{% endfor %}</dd>
 {% if s.format %}<dt>format</dt><dd>{{ s.format }}</dd>{% endif %}
 {% if s.get("command") %}<dt>command</dt><dd class="mono">{{ s.command }}</dd>{% endif %}
@@ -955,11 +965,11 @@ _TEMPLATE = r"""<!DOCTYPE html>
 </section>
 
 {% if r.kernels %}
-<section id="ranking"><h2>Scalability bugs: kernels ranked by growth</h2>
-<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}. Ranked by the asymptotic order of the lead term, then by the value predicted at the target. Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
+<section id="ranking"><h2>Scalability bugs: kernels ranked by {% if r.options.by == "growth" %}growth{% else %}per-process cost increase{% endif %}</h2>
+<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the per-process cost increase from the smallest measured process count to the target (measured up to the largest run, predicted beyond) as a share of the root's per-process cost at the target, then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
-<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th>trend</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="num sortable">share at target</th><th class="num sortable">growth</th></tr></thead>
+<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th>trend</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="num sortable">share at target</th><th class="num sortable">growth</th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, share of the root</span></th>{% endif %}</tr></thead>
 <tbody>
 {% for k in r.kernels %}<tr>
 <td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
@@ -974,9 +984,10 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.lower is not none %}<span class="full">[{{ fnum(k.lower) }}, {{ fnum(k.upper) }}]</span>{% endif %}</td>
 <td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}</td>
 <td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}</td>
+{% if r.options.by != "growth" %}<td class="num" data-v="{{ k.increase if k.increase is not none else '' }}">{% if k.increase is not none %}{{ "%+.2f"|format(100 * k.increase) }} %{% else %}–{% endif %}</td>{% endif %}
 </tr>
 {% endfor %}
-{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="11">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total{% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
+{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 11 if r.options.by == 'growth' else 12 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total{% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
 </tbody></table></div>
 </section>
 {% endif %}
@@ -1039,7 +1050,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if r.metrics_table %}{% set mt = r.metrics_table %}
 <section id="metrics"><h2>Metrics{% if mt.n_derived %} and derived metrics{% endif %}</h2>
 <table><thead><tr><th class="num">$</th><th>metric</th><th>unit</th><th>kind</th><th>scope</th><th>formula / description</th></tr></thead><tbody>
-{% for m in mt.metrics %}<tr><td class="num">{{ m.index }}</td><td>{{ m.name }}</td><td>{{ m.unit }}</td><td>{{ m.kind }}</td><td>{{ m.scope }}</td><td>{% if m.formula %}<span class="mono">{{ m.formula }}</span>{% else %}{{ m.description }}{% endif %}</td></tr>
+{% for m in mt.metrics %}<tr><td class="num">{{ m.index }}</td><td>{{ m.name }}</td><td>{{ m.unit }}</td><td>{{ m.kind }}</td><td>{{ m.scope }}{% if m.aggregate %}, {{ m.aggregate }}{% endif %}</td><td>{% if m.formula %}<span class="mono">{{ m.formula }}</span>{% else %}{{ m.description }}{% endif %}</td></tr>
 {% endfor %}</tbody></table>
 {% if mt.rows %}
 <h3 style="margin-top:14px">Values at {% for k, v in mt.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %} (mean over repetitions)</h3>

@@ -98,10 +98,11 @@ def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None
         pts.add_row(*(["…"] * (len(s["parameters"]) + 1)))
     out.print(pts)
     mt = new_table("Metrics")
-    for c in ("name", "unit", "kind", "scope"):
+    agg = any(m.get("aggregate") for m in s["metrics"])   # how a run's value combines the processes
+    for c in ("name", "unit", "kind", "scope") + (("aggregate",) if agg else ()):
         mt.add_column(c)
     for m in s["metrics"]:
-        mt.add_row(esc(m["name"]), esc(m["unit"]), m["kind"], m["scope"])
+        mt.add_row(esc(m["name"]), esc(m["unit"]), m["kind"], m["scope"], *((m.get("aggregate") or "-",) if agg else ()))
     out.print(mt)
     out.print(callpath_tree(exp, max_callpaths, depth))
 
