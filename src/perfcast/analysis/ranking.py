@@ -37,7 +37,6 @@ model whose last regime has too few points still counts: it predicts that regime
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable, Mapping

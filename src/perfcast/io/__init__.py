@@ -20,7 +20,7 @@ from ..errors import PerfcastError
 from ..experiment import Experiment, combine
 
 __all__ = ["Reader", "ReadOptions", "register", "readers", "detect", "read_one", "load", "read_ends", "read_json",
-           "check_readable", "read_text", "json_int", "MAX_INPUT_BYTES", "MAX_LINE_BYTES"]
+           "check_readable", "read_bytes", "read_text", "json_int", "MAX_INPUT_BYTES", "MAX_LINE_BYTES"]
 
 #: inputs larger than this are refused before they are read (PERFCAST_MAX_INPUT_BYTES overrides)
 MAX_INPUT_BYTES = 4 << 30
@@ -178,6 +178,18 @@ def check_readable(path: Path) -> None:
                             f"(set PERFCAST_MAX_INPUT_BYTES to read it)", path)
 
 
+def read_bytes(path: Path) -> bytes:
+    """A file's bytes, after :func:`check_readable`; a directory or an unreadable file is a
+    one-line error."""
+    check_readable(path)
+    if path.is_dir():
+        raise PerfcastError("is a directory, not a file", path)
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
+
+
 def read_text(path: Path, *, unterminated: str = "refuse", encoding: str = "utf-8-sig",
               errors: str = "strict") -> str:
     """A line-based input as text, checked so that a damaged file cannot pass for a complete one.
@@ -193,13 +205,7 @@ def read_text(path: Path, *, unterminated: str = "refuse", encoding: str = "utf-
       formats whose records prove their own end (a JSON object per line) or whose reader checks
       the last line itself; such a reader must say so in its docstring.
     """
-    check_readable(path)
-    if path.is_dir():
-        raise PerfcastError("is a directory, not a file", path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
+    raw = read_bytes(path)
     if len(raw) > MAX_LINE_BYTES:
         import re
 

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from ..errors import PerfcastError
 from ..experiment import SEP, Experiment
-from . import ReadOptions, Reader, check_readable, register
+from . import ReadOptions, Reader, read_bytes, register
 from .extrap import ARCHIVE_STATS, _Builder, _check_parameter_names
 
 __all__ = ["MAGIC", "read_extrap3"]
@@ -193,13 +193,7 @@ def _options(s: _Stream) -> bool:
 
 def read_extrap3(path: Path, options: ReadOptions | None = None) -> Experiment:  # noqa: C901 -- one format
     options = options or ReadOptions()
-    check_readable(path)
-    if path.is_dir():
-        raise PerfcastError("is a directory, not a file", path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise PerfcastError(f"cannot read: {e.strerror or e}", path) from None
+    data = read_bytes(path)
     bom = data[:2]
     if bom not in (b"\x01\x00", b"\x00\x01"):
         raise PerfcastError("not an Extra-P 3 experiment (no byte-order mark)", path, "byte 0")
