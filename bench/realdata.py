@@ -22,10 +22,28 @@ read with perfcast's own readers (perfcast.io.load), as a user would.  Splits:
   cube-mm     extrap/cubeset/single_parameter (Score-P CUBE profiles of a matrix multiply,
               x = 1..2000, one run each, per-rank values reduced by perfcast's "auto" rule),
               metrics time, PAPI_FP_OPS, PAPI_L2_TCM, PAPI_L3_TCM; fit x <= 1000, predict 2000.
+Campaigns of real MPI codes measured on this project's 2-core machine with `perfcast collect`
+(bench/measure_codes.py re-measures them; bench/data/<campaign>/ holds the stored experiments and
+a PROVENANCE.md each), read with perfcast.io.load; per-rank values = the maximum over ranks:
+  cg-p        examples/cg (3D, 32^3, 50 iterations), strong scaling: cachegrind self instructions
+              (Ir) of the application's functions; fit p = 1..8, predict p = 16.
+  cg-p-mpi    the same runs, PMPI calls and bytes of each MPI routine; fit p = 2..8, predict 16.
+  jacobi-p    examples/jacobi (2D, 256^2, 50 sweeps), as cg-p;  jacobi-p-mpi as cg-p-mpi.
+  hpccg-n     HPCCG (github.com/Mantevo/HPCCG, built from source) at p = 2, nx = ny = nz = n per
+              rank: Ir of its functions; fit n = 16..32, predict n = 40.  hpccg-n-mpi: PMPI.
+  hpccg-n-t   the same campaign's times (3 runs per n, p = 2 on 2 cores): wall time and HPCCG's
+              own Total/DDOT/WAXPBY/SPARSEMV timers (rank 0's).
+  hpccg-p     HPCCG n = 16 per rank (weak scaling), Ir, fit p = 1..8, predict 16; hpccg-p-mpi.
+  Times at p > 2 are oversubscribed (ranks share the 2 cores) and are not used; series constant
+  over every point (MPI_Init's one call, ...) are left out; the MPI library's internal functions
+  (opal_progress, ...) are left out of the Ir splits (they poll as long as a rank waits).
 Not included: thicket/lulesh_user_ensemble.json reads as a sparse (jobsize, problem_size,
-threads) design with no parameter having more than 3 values at fixed other parameters (and the
-compilers merged as repetitions), so a leave-the-largest-out split is not meaningful; the CUBE
-multi-parameter set has 3 values per parameter (2 left for fitting).
+threads) design: at any fixed (jobsize, threads) it has at most 2 problem sizes ((1,1): 10, 30;
+(1,32): 10, 20; (8,1): 10; (8,16): 40, 50; (27,1): 10, 50; (64,1): 40, 50; (125,1): 30, 40;
+(216,1): 20, 30; the compilers merged as repetitions, separating them leaves fewer), at fixed
+(problem_size, threads) at most 3 jobsizes, and the runs of one point differ in their iteration
+count (130 distinct values), so no one-parameter leave-the-largest-out split with >= 4 values
+exists; the CUBE multi-parameter set has 3 values per parameter (2 left for fitting).
 
 perfcast: the path of `perfcast predict` (perfcast.model with the CLI's defaults, then
 ModelSet.predict): the selected hypothesis (the CLI's default) and the average over the competing
@@ -134,6 +152,64 @@ def split_cube():
 
 SPLITS = {"lulesh": split_lulesh, "lulesh-max": split_lulesh_max, "relearn-p": split_relearn_p, "relearn-n": split_relearn_n,
           "mpi": split_mpi, "cube-mm": split_cube}
+
+
+# -- campaigns of real MPI codes measured here (bench/measure_codes.py, bench/data/) ---------
+# <code>-<design> (Ir): the application's own functions, cachegrind self-cost instructions (exact;
+# the MPI library's internals such as opal_progress poll for as long as a rank waits, so they are
+# left out), per rank = the maximum over ranks.  <code>-<design>-mpi: each MPI routine's calls and
+# bytes (sent + received) per rank (PMPI, maximum over ranks); in p from p = 2 on (a single rank has
+# no one to talk to: its routines are absent, not measured).  Series with the same value at every
+# point (MPI_Init's one call, a fixed number of Allreduce calls per iteration, ...) are left out:
+# nothing to extrapolate.  Times only where no core is oversubscribed (hpccg-n-t, p = 2).
+CODE_KERNELS = {
+    "cg-p": ["app->spmv", "app->halo_exchange", "app->dot", "app->axpy", "app->xpby"],
+    "jacobi-p": ["app->compute_sweep", "app->halo_exchange", "app->reduce_residual"],
+    "hpccg-n": [f"app->{f}(*" for f in ("HPC_sparsemv", "ddot", "waxpby", "exchange_externals", "HPCCG",
+                                         "generate_matrix", "make_local_matrix")],
+}
+CODE_KERNELS["hpccg-p"] = CODE_KERNELS["hpccg-n"]
+HPCCG_TIMERS = ["app", "app->Total", "app->DDOT", "app->WAXPBY", "app->SPARSEMV"]
+
+
+def _campaign(name, metrics, callpaths, **coords):
+    """The stored campaign bench/data/<name>/<name>.perfcast (perfcast.io.load), restricted to
+    ``coords``, per-rank values reduced by the maximum over ranks, single-valued parameters
+    dropped, series constant over all points dropped."""
+    from perfcast import io
+    from perfcast.experiment import Experiment
+
+    exp = io.load([HERE / "data" / name / f"{name}.perfcast"])
+    exp = exp.select(metric=metrics, callpath=callpaths, **coords).reduce_locations("max")
+    fixed = [p for p in exp.parameters if exp.data[p].nunique() == 1]
+    if fixed:
+        exp = Experiment([p for p in exp.parameters if p not in fixed], exp.data.drop(columns=fixed),
+                         exp.metrics, exp.tree, exp.meta)
+    v = exp.data.groupby(["callpath", "metric"], observed=True)["value"]
+    varying = (v.transform("max") != v.transform("min")).to_numpy()
+    return exp.replace(data=exp.data[varying].reset_index(drop=True))
+
+
+def _code_split(name, param, held, kind):
+    def split():
+        if kind == "ir":
+            return _campaign(name, "Ir", CODE_KERNELS[name]), param, held, None
+        coords = {"p": [2, 4, 8, 16]} if param == "p" else {}
+        return _campaign(name, ["calls", "bytes"], "MPI->MPI_*", **coords), param, held, None
+    return split
+
+
+def split_hpccg_n_time():
+    return _campaign("hpccg-n", "time", HPCCG_TIMERS), "n", 40.0, None
+
+
+CODE_SPLITS = {}
+for _name, _param, _held in (("cg-p", "p", 16.0), ("jacobi-p", "p", 16.0), ("hpccg-n", "n", 40.0),
+                             ("hpccg-p", "p", 16.0)):
+    CODE_SPLITS[_name] = _code_split(_name, _param, _held, "ir")
+    CODE_SPLITS[f"{_name}-mpi"] = _code_split(_name, _param, _held, "mpi")
+CODE_SPLITS["hpccg-n-t"] = split_hpccg_n_time
+SPLITS.update(CODE_SPLITS)
 DEFAULT_SPLITS = ",".join(SPLITS)
 
 
@@ -271,12 +347,12 @@ def score(preds, truth, keys):
 def fmt_row(split, tool, s):
     cov = "-" if s["coverage90"] is None else f"{s['coverage90']:.0%}"
     flag = "-" if s["coverage90"] is None else f"{s['off50_flagged']}/{s['off50']}"
-    return (f"| {split:9s} | {tool:19s} | {s['n']:4d} | {s['median']:7.1%} | {s['mean']:7.1%} | {s['p90']:7.1%} "
+    return (f"| {split:12s} | {tool:19s} | {s['n']:4d} | {s['median']:7.1%} | {s['mean']:7.1%} | {s['p90']:7.1%} "
             f"| {s['miss2x']:3d} | {s['negative']:3d} | {cov:>5s} | {flag:>7s} |")
 
 
-HEAD = ("| split     | tool                |    n |  median |    mean |     p90 | >2x | neg | cov90 | flagged |\n"
-        "|-----------|---------------------|------|---------|---------|---------|-----|-----|-------|---------|")
+HEAD = ("| split        | tool                |    n |  median |    mean |     p90 | >2x | neg | cov90 | flagged |\n"
+        "|--------------|---------------------|------|---------|---------|---------|-----|-----|-------|---------|")
 
 
 def main(argv=None):
