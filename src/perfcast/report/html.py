@@ -465,9 +465,8 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
     rep.kernels = rows
     if vmeans is not None:
         rep.validation = _validation(rep, rows, vmeans, exp.parameters, o)
-    for row in rows[: o.plots]:
-        if row["status"] == "ok":
-            rep.plots.append(_plot(exp, rep, row, by_cp.get(row["callpath"]), maxpt, o))
+    for row in [r for r in rows if r["status"] == "ok"][: o.plots]:   # models to draw, in rank order
+        rep.plots.append(_plot(exp, rep, row, by_cp.get(row["callpath"]), maxpt, o))
     for row in rows:
         row.pop("_model", None)
 
