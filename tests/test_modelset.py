@@ -123,3 +123,23 @@ def test_confidence_rule_by_hand():
     assert confidence(100.0, None, None, []) == "low"            # no interval
     assert confidence(0.0, 0.0, 0.0, []) == "high"               # an exact zero (no bytes sent)
     assert confidence(0.0, -1.0, 1.0, []) == "low"
+
+
+def test_a_prediction_steeper_than_any_measured_step_is_low_confidence():
+    """Bytes per rank of a halo exchange on a 2-D process grid (jacobi at p = 2, 4, 8: 102400,
+    102400, 128000; measured 102400 at p = 16): three deterministic points fit exactly by a steep
+    law.  The measured log-log slopes are 0 and log2(1.25) = 0.32; a prediction at 16 that rises
+    faster than p^(0.32 + 1) is flagged low with a note.  A p^3 law measured as p^3 is not."""
+    rows = [{"p": p, "rep": 0, "callpath": "halo", "metric": "bytes", "value": v}
+            for p, v in ((2, 102400.0), (4, 102400.0), (8, 128000.0))]
+    rows += [{"p": p, "rep": 0, "callpath": "cube", "metric": "bytes", "value": 5.0 * p ** 3} for p in (2, 4, 8)]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("bytes", "B", "bytes", "exclusive")])
+    ms = perfcast.model(exp)
+    assert ms.slopes[("halo", "bytes")]["p"] == pytest.approx((0.0, math.log2(1.25)), abs=1e-12)
+    by = {r["callpath"]: r for r in ms.predict({"p": 16.0})}
+    halo, cube = by["halo"], by["cube"]
+    rise = math.log(halo["value"] / float(ms["halo", "bytes"].predict({"p": 8.0}))) / math.log(2)
+    assert rise > math.log2(1.25) + 1
+    assert halo["confidence"] == "low" and any("faster than any measured step" in n for n in halo["notes"])
+    assert cube["value"] == pytest.approx(5.0 * 16 ** 3, rel=1e-6)
+    assert not any("faster than any measured step" in n for n in cube["notes"])

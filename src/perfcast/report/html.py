@@ -12,7 +12,7 @@ Two steps, so that the numbers can be tested without HTML and the HTML without f
   :mod:`perfcast.report.svg`, which escapes every name it writes).
 
 Big experiments stay small: the ranked table holds ``kernels`` rows, plots are drawn for the first
-``plots`` of them, everything else is collapsed into an "other kernels" row, and the scaling-loss
+``plots`` of them that have a model, everything else is collapsed into an "other kernels" row, and the scaling-loss
 tree keeps the scopes that matter (capped at ``tree_rows``).
 
 Which kernels are shown (decided here, printed in the report): the ranking is
