@@ -33,7 +33,7 @@ The rules every view shares live here, once:
   (falls) more steeply than any measured step of its series, by more than one power of that
   parameter (:data:`SLOPE_MARGIN`), is low with a note: the model accelerates where nothing was
   measured (on bench/realdata.py this flags the last 7 of 32 predictions off by more than 50%
-  that the interval width missed, and 7 others).
+  that the interval width missed, and no other prediction).
 """
 
 from __future__ import annotations
