@@ -27,6 +27,19 @@ point, or a further repetition of a point, with coordinates taken from the run's
   take the extreme, ``avg#`` averages weighted by ``count`` (unweighted without one);
   ``scale#`` (a unit conversion) and ``inclusive#`` are looked through.  Spot profiles holding both a
   ``regionprofile`` and a ``timeseries`` channel are read from the ``regionprofile`` records.
+* **Time series** (``ReadOptions.timeseries``, ``--timeseries``; .cali only) -- instead of the
+  whole run, each ``timeseries.snapshot`` of Caliper's loop monitor becomes a point at parameter
+  ``iteration`` = the snapshot's ``loop.start_iteration`` + 1 (the 1-based number of its first
+  loop iteration: scaling models need positive values), its records combined per callpath and
+  location as above, so ``perfcast model`` fits per-iteration trends (time per time step,
+  ``alloc.region.highwatermark``).  The snapshot's own record holds its wall time
+  (``timeseries.duration``) at the loop's callpath; ``loop.iterations`` (the snapshot's width,
+  on every record) is no metric here but ``iterations_per_snapshot`` in the run's meta.
+  Snapshots outside the loop (set-up before it, finalisation after it: no start iteration) are
+  left out and listed in meta, so per callpath the snapshots' values plus those left out combine
+  to the whole-run value.  A measurement record without a snapshot index, a snapshot whose
+  records disagree on its start iteration, or two snapshots starting at one iteration (several
+  monitored loops) is an error.
 
 Parameters: ``ReadOptions.parameters`` names global keys to use (each must be numeric in every
 file); otherwise, for several files, the numeric globals that vary between files are chosen,
@@ -452,7 +465,10 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
         ok = (d["type"] in _NUMERIC_TYPES and not d["global"] and not d["nested"] and not d["iteration"]
               and base not in _NOT_METRICS and name not in _NOT_METRICS and not name.startswith("iteration#")
               and not name.startswith(("cali.", "spot.", "adiak."))
-              and (d["aggregatable"] or bool(ops) or base in _MEASUREMENTS))
+              and (d["aggregatable"] or bool(ops) or base in _MEASUREMENTS)
+              # per snapshot, loop.iterations is the snapshot's width (on each of its records), not a
+              # cost of a callpath: it goes to meta as iterations_per_snapshot
+              and not (timeseries and name == "loop.iterations"))
         metric_names[name] = ok
         if ok:
             unit = d["unit"] or _unit_from_name(base)
