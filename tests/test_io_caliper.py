@@ -779,3 +779,206 @@ def test_json_split_view_reads_time(data_dir, capsys):
     total = sum(r[doc["columns"].index("time")] for r in doc["data"])
     assert (out["metric"], out["unit"]) == ("time", "sec")
     assert out["total"] == pytest.approx(total, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# time series read per snapshot (ReadOptions.timeseries / --timeseries)
+
+TS_DIR = "formats/caliper/caliper-timeseries-cali"
+TS_LULESH = f"{TS_DIR}/timeseries.cali"
+TS_SMALL = f"{TS_DIR}/230711-163829_2055495_OV0UMVFsW6yp.cali"
+TS = ReadOptions(timeseries=True)
+
+
+def _raw_by_snapshot(path: Path, metric: str, op=sum) -> tuple[dict, dict]:
+    """From caliperreader's records: {(iteration, callpath): op of ``metric``} over the records of
+    snapshots inside the loop (iteration = loop.start_iteration + 1), and {callpath: [values]} of
+    the records of snapshots outside it."""
+    inside, outside = defaultdict(list), defaultdict(list)
+    for r in _raw_records(path):
+        if metric not in r:
+            continue
+        p = r.get("path")
+        cp = SEP.join([UNANNOTATED] if p is None else ([p] if isinstance(p, str) else p))
+        if "loop.start_iteration" in r:
+            inside[(int(r["loop.start_iteration"]) + 1, cp)].append(float(r[metric]))
+        else:
+            outside[cp].append(float(r[metric]))
+    return {k: op(v) for k, v in inside.items()}, outside
+
+
+def _series(exp, metric: str) -> dict:
+    d = exp.data[exp.data["metric"] == metric]
+    return {(int(r.iteration), str(r.callpath)): r.value for r in d.itertuples()}
+
+
+@pytest.mark.parametrize("rel, n, step", [(TS_LULESH, 50, 2), (TS_SMALL, 5, 20)])
+def test_timeseries_per_snapshot_values_match_raw_records(data_dir, rel, n, step):
+    f = data_dir / rel
+    exp = load([f], options=TS)
+    assert list(exp.parameters) == ["iteration"]
+    # LULESH: 50 snapshots of 2 cycles (0, 2, ..., 98); the small run: 5 of 20 (0, 20, ..., 80)
+    assert sorted(exp.data["iteration"].unique()) == [1 + step * k for k in range(n)]
+    assert set(exp.data["rep"]) == {0}
+    for metric in ("sum#time.duration.ns", "count", "max#time.duration.ns", "timeseries.duration"):
+        want, _ = _raw_by_snapshot(f, metric, max if metric.startswith("max#") else sum)
+        got = _series(exp, metric)
+        assert got.keys() == want.keys(), metric
+        assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items()), metric
+    # the snapshot's own record (its wall time, timeseries.duration) sits at the loop's callpath
+    loops = {cp for (_, cp) in _series(exp, "timeseries.duration")}
+    assert len(loops) == 1 and next(iter(loops)).split(SEP)[-1] in ("lulesh.cycle", "mainloop")
+    # loop.iterations, on every record of a snapshot, is its width: in meta, not a metric
+    assert "loop.iterations" not in exp.metrics
+    run = exp.meta["caliper"]["runs"][0]["timeseries"]
+    assert (run["snapshots"], run["first_iteration"], run["last_iteration"]) == (n, 1, 1 + step * (n - 1))
+    assert run["iterations_per_snapshot"] == [step]
+    # snapshot 0 (set-up) and the last one (finalisation) carry no loop.start_iteration
+    assert run["left_out"]["snapshots"] == [0, n + 1]
+
+
+def test_timeseries_small_run_by_hand(data_dir):
+    # main/mainloop/foo, sum#time.duration.ns of the snapshots 1..5, read off the file's ctx lines
+    exp = load([data_dir / TS_SMALL], options=TS)
+    got = _series(exp, "sum#time.duration.ns")
+    foo = SEP.join(["main", "mainloop", "foo"])
+    assert {it: got[(it, foo)] for it in (1, 21, 41, 61, 81)} == {
+        1: 3281358.0, 21: 3364016.0, 41: 3522373.0, 61: 3203448.0, 81: 4120824.0}
+    whole = _values(load([data_dir / TS_SMALL]))
+    assert whole[(foo, "sum#time.duration.ns")] == 3281358 + 3364016 + 3522373 + 3203448 + 4120824
+    # main/mainloop also has a record in the finalisation snapshot 6 (114486 ns), left out here
+    loop = SEP.join(["main", "mainloop"])
+    assert sum(v for (it, cp), v in got.items() if cp == loop) == 282447 + 357604 + 402162 + 348946 + 407532
+    assert whole[(loop, "sum#time.duration.ns")] == 282447 + 357604 + 402162 + 348946 + 407532 + 114486
+
+
+@pytest.mark.parametrize("rel", [TS_LULESH, TS_SMALL])
+def test_timeseries_sum_over_snapshots_is_the_whole_run(data_dir, rel):
+    f = data_dir / rel
+    whole = _values(load([f]))
+    series = load([f], options=TS)
+    for metric, combine in (("sum#time.duration.ns", sum), ("count", sum), ("max#time.duration.ns", max),
+                            ("min#time.duration.ns", min), ("alloc.region.highwatermark", max)):
+        per = _series(series, metric)
+        if not per:
+            continue
+        _, outside = _raw_by_snapshot(f, metric)
+        by_cp = defaultdict(list)
+        for (_, cp), v in per.items():
+            by_cp[cp].append(v)
+        for cp in {cp for cp, m in whole if m == metric}:
+            vals = by_cp.get(cp, []) + outside.get(cp, [])
+            assert combine(vals) == pytest.approx(whole[(cp, metric)], rel=1e-12), (cp, metric)
+            if cp not in outside:  # measured inside the loop only: the snapshots alone make the run
+                assert combine(by_cp[cp]) == pytest.approx(whole[(cp, metric)], rel=1e-12), (cp, metric)
+    # LULESH: every kernel of the time step lies inside the loop
+    if rel == TS_LULESH:
+        leap = SEP.join(["main", "lulesh.cycle", "LagrangeLeapFrog"])
+        assert sum(v for (_, cp), v in _series(series, "sum#time.duration.ns").items() if cp == leap) == \
+            pytest.approx(whole[(leap, "sum#time.duration.ns")], rel=1e-12)
+
+
+def test_timeseries_default_is_the_whole_run(data_dir):
+    exp = load([data_dir / TS_SMALL])
+    assert list(exp.parameters) == [] and "iteration" not in exp.data.columns
+    assert "timeseries" not in exp.meta["caliper"]["runs"][0]
+
+
+def test_timeseries_model_fits_a_per_iteration_trend(data_dir, tmp_path):
+    # a trend over the iterations: foo takes 1000 ns more per snapshot (iteration = 1, 21, ...)
+    text = (data_dir / TS_SMALL).read_text()
+    for k, old in enumerate(("3281358.000000", "3364016.000000", "3522373.000000", "3203448.000000",
+                             "4120824.000000")):
+        assert text.count(f"={old}=") == 1
+        text = text.replace(f"={old}=", f"={1000000 + 1000 * (1 + 20 * k)}.000000=")
+    f = tmp_path / "trend.cali"
+    f.write_text(text)
+    exp = load([f], options=TS)
+    foo = SEP.join(["main", "mainloop", "foo"])
+    got = _series(exp, "sum#time.duration.ns")
+    assert [got[(it, foo)] for it in (1, 21, 41, 61, 81)] == [1000000 + 1000 * it for it in (1, 21, 41, 61, 81)]
+    from perfcast.fit import fit_series
+
+    its = sorted(it for it, cp in got if cp == foo)
+    m = fit_series(its, [[got[(it, foo)]] for it in its], ("iteration",))
+    assert m.predict({"iteration": 101}) == pytest.approx(1000000 + 1000 * 101, rel=1e-6)
+
+
+def _ctx_index(lines: list[str], i: int) -> int:
+    return sum(1 for ln in lines[: i + 1] if ln.startswith("__rec=ctx"))
+
+
+def test_timeseries_record_without_snapshot_index(data_dir, tmp_path):
+    lines = (data_dir / TS_SMALL).read_text().splitlines(keepends=True)
+    # the foo record of snapshot 1: drop its timeseries.snapshot (attribute 33, the last value)
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("__rec=ctx,ref=104=93,") and ln.rstrip().endswith("=1"))
+    head, data = lines[i].rstrip("\n").split(",data=")
+    assert head.endswith("=33")
+    lines[i] = head[: -len("=33")] + ",data=" + data[: -len("=1")] + "\n"
+    bad = tmp_path / "nosnap.cali"
+    bad.write_text("".join(lines))
+    with pytest.raises(PerfcastError) as ei:
+        load([bad], options=TS)
+    e = _err(ei)
+    assert e.path == str(bad) and "timeseries.snapshot" in e.message
+    assert e.where == f"record {_ctx_index(lines, i)}"
+    load([bad])  # the whole-run profile does not need snapshot indices
+
+
+def test_timeseries_bad_snapshots(data_dir, tmp_path):
+    text = (data_dir / TS_SMALL).read_text()
+    lines = text.splitlines(keepends=True)
+    # snapshot 2's foo record claims to start at iteration 30 while its loop record says 20
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("__rec=ctx,ref=104=93,") and ln.rstrip().endswith("=20=20=1689118709.140271=2"))
+    lines2 = list(lines)
+    lines2[i] = lines[i].replace("=20=20=1689118709.140271=2", "=20=30=1689118709.140271=2")
+    bad = tmp_path / "disagree.cali"
+    bad.write_text("".join(lines2))
+    with pytest.raises(PerfcastError) as ei:
+        load([bad], options=TS)
+    e = _err(ei)
+    assert e.path == str(bad) and "snapshot 2" in e.message and "30" in e.message and "20" in e.message
+    assert e.where == f"record {_ctx_index(lines2, i)}"
+    # snapshot 3 starting where snapshot 2 started (two monitored loops?) would fold them together
+    dup = tmp_path / "dup.cali"
+    dup.write_text(text.replace("=20=40=1689118709.143993=3", "=20=20=1689118709.143993=3"))
+    with pytest.raises(PerfcastError) as ei:
+        load([dup], options=TS)
+    e = _err(ei)
+    assert e.path == str(dup) and "snapshots 2 and 3" in e.message
+    # a snapshot index that is not an integer
+    frac = tmp_path / "frac.cali"
+    frac.write_text(text.replace("=1689118709.147921=4\n", "=1689118709.147921=4.5\n", 1))
+    with pytest.raises(PerfcastError) as ei:
+        load([frac], options=TS)
+    e = _err(ei)
+    assert e.path == str(frac) and "timeseries.snapshot" in e.message and "4.5" in e.message
+
+
+def test_timeseries_refused_where_there_is_none(data_dir, tmp_path):
+    plain = data_dir / LULESH / "27_cores.cali"
+    with pytest.raises(PerfcastError) as ei:
+        load([plain], options=TS)
+    e = _err(ei)
+    assert e.path == str(plain) and "timeseries.snapshot" in e.message
+    j = data_dir / "formats/caliper/caliper-lulesh-json/lulesh-annotation-profile.json"
+    with pytest.raises(PerfcastError) as ei:
+        load([j], options=TS)
+    e = _err(ei)
+    assert e.path == str(j) and ".cali" in e.message
+
+
+def test_timeseries_cli(data_dir, tmp_path, capsys):
+    from perfcast.cli import main
+
+    f = data_dir / TS_SMALL
+    assert main(["show", str(f), "--timeseries", "--json"]) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    assert out["parameters"] == ["iteration"]
+    assert [p["iteration"] for p in out["points"]] == [1, 21, 41, 61, 81]
+    dest = tmp_path / "ts.perfcast"
+    assert main(["import", str(f), "--timeseries", "-o", str(dest), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_points"] == 5
+    assert list(store.read(dest).parameters) == ["iteration"]
+    assert main(["show", str(data_dir / LULESH / "27_cores.cali"), "--timeseries", "--json"]) == 2
+    assert "timeseries.snapshot" in capsys.readouterr().err

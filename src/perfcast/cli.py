@@ -82,6 +82,14 @@ cube_scaling_option = click.option(
          "every location).")
 
 
+#: import and show: Caliper time series per snapshot
+timeseries_option = click.option(
+    "--timeseries", is_flag=True, expose_value=False,
+    callback=lambda ctx, param, value: ctx.meta.__setitem__("perfcast.timeseries", value),
+    help="Caliper time series: one point per snapshot at parameter iteration (the snapshot's first loop "
+         "iteration, 1-based) instead of the whole-run profile.")
+
+
 def _remember_statistic(ctx, param, value):
     ctx.meta["perfcast.statistic"] = value
     return value
@@ -99,8 +107,12 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
         ctx = click.get_current_context(silent=True)
         stat = ctx.meta.get("perfcast.statistic") if ctx is not None else None
         scaling = ctx.meta.get("perfcast.scaling") if ctx is not None else None
+        series = bool(ctx.meta.get("perfcast.timeseries")) if ctx is not None else False
         exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat,
-                                                       scaling=scaling))
+                                                       scaling=scaling, timeseries=series))
+    if series and exp.meta.get("format") != "caliper":
+        exp.meta.setdefault("warnings", []).append(
+            f"--timeseries applies to Caliper .cali files only; ignored for {exp.meta.get('format') or 'this input'}")
     if scaling and exp.meta.get("format") != "cube":
         exp.meta.setdefault("warnings", []).append(
             f"--scaling applies to CUBE profiles only; ignored for {exp.meta.get('format') or 'this input'}")
@@ -127,6 +139,7 @@ def cli():
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
 @input_options
 @cube_scaling_option
+@timeseries_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def import_cmd(inputs, output, force, fmt, points, params, as_json):
     """Read INPUTS (files or directories) into one stored experiment.
@@ -160,6 +173,7 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
 @cli.command("show")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
+@timeseries_option
 @click.option("--max-callpaths", default=200, show_default=True, help="Callpaths to draw in the tree.")
 @click.option("--depth", type=int, default=None, help="Deepest tree level to draw.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full description as JSON.")

@@ -43,6 +43,9 @@ class ReadOptions:
     #: CUBE sets: reduce the per-location values of each run as Extra-P's ``--scaling`` does
     #: (``weak``, ``weak-threaded``, ``strong``; see perfcast.io.cube); None keeps every location
     scaling: str | None = None
+    #: Caliper time series (``timeseries.snapshot`` records): one point per snapshot, at parameter
+    #: ``iteration`` (the snapshot's ``loop.start_iteration``), instead of the whole-run profile
+    timeseries: bool = False
 
 
 @dataclass(frozen=True)

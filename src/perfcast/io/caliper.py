@@ -30,6 +30,19 @@ point, or a further repetition of a point, with coordinates taken from the run's
   take the extreme, ``avg#`` averages weighted by ``count`` (unweighted without one);
   ``scale#`` (a unit conversion) and ``inclusive#`` are looked through.  Spot profiles holding both a
   ``regionprofile`` and a ``timeseries`` channel are read from the ``regionprofile`` records.
+* **Time series** (``ReadOptions.timeseries``, ``--timeseries``; .cali only) -- instead of the
+  whole run, each ``timeseries.snapshot`` of Caliper's loop monitor becomes a point at parameter
+  ``iteration`` = the snapshot's ``loop.start_iteration`` + 1 (the 1-based number of its first
+  loop iteration: scaling models need positive values), its records combined per callpath and
+  location as above, so ``perfcast model`` fits per-iteration trends (time per time step,
+  ``alloc.region.highwatermark``).  The snapshot's own record holds its wall time
+  (``timeseries.duration``) at the loop's callpath; ``loop.iterations`` (the snapshot's width,
+  on every record) is no metric here but ``iterations_per_snapshot`` in the run's meta.
+  Snapshots outside the loop (set-up before it, finalisation after it: no start iteration) are
+  left out and listed in meta, so per callpath the snapshots' values plus those left out combine
+  to the whole-run value.  A measurement record without a snapshot index, a snapshot whose
+  records disagree on its start iteration, or two snapshots starting at one iteration (several
+  monitored loops) is an error.
 
 Parameters: ``ReadOptions.parameters`` names global keys to use (each must be numeric in every
 file); otherwise, for several files, the numeric globals that vary between files are chosen,
@@ -58,6 +71,9 @@ from . import ReadOptions, Reader, read_ends, read_json, register
 
 #: callpath of records outside every annotated region
 UNANNOTATED = "(unannotated)"
+#: the parameter of a time series read per snapshot (``ReadOptions.timeseries``): the 1-based
+#: number of the snapshot's first loop iteration
+SERIES_PARAMETER = "iteration"
 
 #: global keys tried first as parameters, in order of preference
 PREFERRED_PARAMETERS = (
@@ -216,9 +232,11 @@ class _Profile:
     label: str | None = None
     notes: list[str] = field(default_factory=list)
     dropped_nonfinite: int = 0
+    #: read as a time series: what was read (meta); locations then carry the snapshot's
+    #: iteration as a third element and :meth:`frame` adds the ``iteration`` column
+    series: dict | None = None
 
-    def add(self, frames: tuple[str, ...], loc: tuple[int | None, int | None], values: dict[str, float],
-            weight: float):
+    def add(self, frames: tuple[str, ...], loc: tuple, values: dict[str, float], weight: float):
         by_loc = self.cells.get(frames)
         if by_loc is None:
             by_loc = self.cells[frames] = {}
@@ -248,14 +266,15 @@ class _Profile:
     def frame(self) -> tuple[pd.DataFrame, CallTree, int]:
         """Tidy rows (callpath, metric, value[, rank[, thread]]), the tree, merged-record count."""
         tree = CallTree()
-        cp, met, val, rank, thread = [], [], [], [], []
+        cp, met, val, rank, thread, iteration = [], [], [], [], [], []
         merged = 0
         for frames in self.order:
             try:
                 path = tree.add_frames(list(frames))
             except PerfcastError as e:
                 raise PerfcastError(f"region path {' / '.join(frames)!r}: {e.message}", self.path) from None
-            for (r, t), acc in self.cells[frames].items():
+            for loc, acc in self.cells[frames].items():
+                r, t = loc[0], loc[1]
                 for m, a in acc.items():
                     if self.combine[m] == "avg":
                         v = a[0] / a[1] if a[1] else a[0]
@@ -267,7 +286,11 @@ class _Profile:
                     val.append(v)
                     rank.append(-1 if r is None else r)
                     thread.append(0 if t is None else t)
+                    if self.series is not None:
+                        iteration.append(loc[2])
         df = pd.DataFrame({"callpath": cp, "metric": met, "value": np.asarray(val, dtype="float64")})
+        if self.series is not None:
+            df[SERIES_PARAMETER] = np.asarray(iteration, dtype="float64")
         if self.has_rank or self.has_thread:
             df["rank"] = np.asarray(rank, dtype="int64") if self.has_rank else 0
         if self.has_thread:
@@ -345,7 +368,7 @@ _CALI_FIELDS = frozenset({"__rec", "id", "attr", "data", "parent", "ref"})
 _CALI_FIELD_SPLIT = re.compile(r"(?<!\\),")
 
 
-def _parse_cali(path: Path) -> _Profile:
+def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
     try:
         from caliperreader import CaliperStreamReader
         from caliperreader.readererror import ReaderError
@@ -460,7 +483,10 @@ def _parse_cali(path: Path) -> _Profile:
         ok = (d["type"] in _NUMERIC_TYPES and not d["global"] and not d["nested"] and not d["iteration"]
               and base not in _NOT_METRICS and name not in _NOT_METRICS and not name.startswith("iteration#")
               and not name.startswith(("cali.", "spot.", "adiak."))
-              and (d["aggregatable"] or bool(ops) or base in _MEASUREMENTS))
+              and (d["aggregatable"] or bool(ops) or base in _MEASUREMENTS)
+              # per snapshot, loop.iterations is the snapshot's width (on each of its records), not a
+              # cost of a callpath: it goes to meta as iterations_per_snapshot
+              and not (timeseries and name == "loop.iterations"))
         metric_names[name] = ok
         if ok:
             unit = d["unit"] or _unit_from_name(base)
@@ -474,6 +500,9 @@ def _parse_cali(path: Path) -> _Profile:
     prof.has_thread = thread_key is not None and any(thread_key in r for r in raw)
     missing_rank = 0
     gpu_records = 0
+    start_of = _snapshot_starts(raw, keep_channel, path) if timeseries else None
+    left_out: dict[int, int] = {}  # snapshot outside the loop -> records left out
+    per_snapshot: dict[int, set] = {}  # iteration -> the snapshot's loop.iterations values
     for i, rec in enumerate(raw):
         if keep_channel and rec.get("spot.channel") != keep_channel:
             continue
@@ -491,6 +520,17 @@ def _parse_cali(path: Path) -> _Profile:
                                     f"record {i + 1}") from None
         if not values:
             continue
+        iteration = None
+        if start_of is not None:
+            if _SNAPSHOT_KEY not in rec:
+                raise PerfcastError(f"a measurement record without {_SNAPSHOT_KEY} in a time series (its "
+                                    f"snapshot index is missing)", path, f"record {i + 1}")
+            snap = _to_index(rec[_SNAPSHOT_KEY], _SNAPSHOT_KEY, path, f"record {i + 1}")
+            if start_of[snap] is None:
+                left_out[snap] = left_out.get(snap, 0) + 1
+                continue
+            iteration = start_of[snap] + 1  # 1-based: Caliper counts from 0, scaling models need > 0
+            per_snapshot.setdefault(iteration, set()).add(rec.get("loop.iterations"))
         frames = rec.get("path")
         if frames is None:
             frames = (UNANNOTATED,)
@@ -518,8 +558,10 @@ def _parse_cali(path: Path) -> _Profile:
                 weight = 1.0
         if not (math.isfinite(weight) and weight > 0):
             weight = 1.0
-        prof.add(frames, (r, t), values, weight)
+        prof.add(frames, (r, t) if iteration is None else (r, t, iteration), values, weight)
         prof.n_records += 1
+    if start_of is not None:
+        prof.series = _series_info(start_of, left_out, per_snapshot)
     if gpu_records:
         prof.notes.append(f"{gpu_records} GPU activity record(s) placed under their launching callpath, "
                           f"one child per kernel name (or [activity kind] when no kernel is named)")
@@ -528,6 +570,78 @@ def _parse_cali(path: Path) -> _Profile:
     if not prof.cells:
         raise PerfcastError("no performance records (no record carries a numeric metric attribute)", path)
     return prof
+
+
+_SNAPSHOT_KEY = "timeseries.snapshot"
+_START_KEY = "loop.start_iteration"
+
+
+def _to_index(v, what: str, path: Path, where: str) -> int:
+    """A snapshot index or loop iteration: a non-negative integer."""
+    if isinstance(v, list):
+        raise PerfcastError(f"{what} holds several values in one record", path, where)
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        raise PerfcastError(f"{what} {str(v)[:40]!r} is not a number", path, where) from None
+    if not (math.isfinite(f) and f.is_integer() and 0 <= f < 2**53):
+        raise PerfcastError(f"{what} {str(v)[:40]!r} is not a non-negative integer", path, where)
+    return int(f)
+
+
+def _snapshot_starts(raw: list[dict], keep_channel, path: Path) -> dict[int, int | None]:
+    """Time series: snapshot index -> the loop iteration it starts at (``loop.start_iteration``);
+    None for snapshots outside the monitored loop (set-up before it, finalisation after it)."""
+    start: dict[int, int | None] = {}
+    first: dict[int, int] = {}
+    for i, rec in enumerate(raw):
+        if (keep_channel and rec.get("spot.channel") != keep_channel) or _SNAPSHOT_KEY not in rec:
+            continue
+        snap = _to_index(rec[_SNAPSHOT_KEY], _SNAPSHOT_KEY, path, f"record {i + 1}")
+        start.setdefault(snap, None)
+        if _START_KEY in rec:
+            it = _to_index(rec[_START_KEY], _START_KEY, path, f"record {i + 1}")
+            if start[snap] is None:
+                start[snap], first[snap] = it, i
+            elif start[snap] != it:
+                raise PerfcastError(f"snapshot {snap} starts at loop iteration {it} here but at {start[snap]} in "
+                                    f"record {first[snap] + 1}", path, f"record {i + 1}")
+    if not start:
+        raise PerfcastError(f"not a time series: no record carries {_SNAPSHOT_KEY} (read the whole-run profile "
+                            f"instead)", path)
+    if all(v is None for v in start.values()):
+        raise PerfcastError(f"no time-series snapshot lies in a monitored loop (none carries {_START_KEY})", path)
+    seen: dict[int, int] = {}
+    for snap in sorted(start):
+        it = start[snap]
+        if it is None:
+            continue
+        if it in seen:
+            raise PerfcastError(f"snapshots {seen[it]} and {snap} both start at loop iteration {it} (several "
+                                f"monitored loops?): each snapshot needs an iteration of its own",
+                                path, f"record {first[snap] + 1}")
+        seen[it] = snap
+    return start
+
+
+def _series_info(start_of: dict, left_out: dict, per_snapshot: dict) -> dict:
+    """What a time series read kept and left out (``meta["caliper"]["runs"][i]["timeseries"]``)."""
+    its = sorted(per_snapshot)
+    counts = sorted({int(float(c)) for cs in per_snapshot.values() for c in cs
+                     if c is not None and _numeric(c) is not None})
+    info: dict[str, Any] = {
+        "parameter": SERIES_PARAMETER,
+        "from": f"{_START_KEY} + 1 of each {_SNAPSHOT_KEY} (the 1-based number of its first loop iteration)",
+        "snapshots": len(its),
+        "first_iteration": its[0] if its else None,
+        "last_iteration": its[-1] if its else None,
+        "iterations_per_snapshot": counts,
+    }
+    if left_out:
+        info["left_out"] = {"snapshots": sorted(left_out), "records": sum(left_out.values()),
+                            "reason": f"outside the monitored loop (no {_START_KEY}): set-up before the first "
+                                      "iteration, finalisation after the last"}
+    return info
 
 
 def _gpu_frame(rec: dict) -> str | None:
@@ -893,7 +1007,15 @@ def _text(v) -> str:
 
 
 def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | None) -> Experiment:
-    params, coords, explanation = choose_parameters(profiles, tuple(options.parameters))
+    file_params, coords, explanation = choose_parameters(profiles, tuple(options.parameters))
+    params = list(file_params)
+    uneven = []
+    if any(p.series is not None for p in profiles):
+        if SERIES_PARAMETER in params:
+            raise PerfcastError(f"global metadata {SERIES_PARAMETER!r} is a parameter, but a time series uses "
+                                f"{SERIES_PARAMETER!r} for the snapshots' loop iteration", profiles[0].path)
+        params.append(SERIES_PARAMETER)
+        uneven = [p for p in profiles if len(p.series["iterations_per_snapshot"]) > 1]
     ranked = {p.has_rank or p.has_thread for p in profiles}
     if len(ranked) > 1:
         with_r = next(p for p in profiles if p.has_rank or p.has_thread)
@@ -924,10 +1046,10 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             tree = tree.merged(t)
         except PerfcastError as e:
             raise PerfcastError(e.message, prof.path, prof.label) from None
-        key = tuple(c[p] for p in params)
+        key = tuple(c[p] for p in file_params)
         rep = reps.get(key, 0)
         reps[key] = rep + 1
-        for p in params:
+        for p in file_params:
             df[p] = c[p]
         df["rep"] = rep
         if threaded and "thread" not in df.columns:
@@ -938,8 +1060,10 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             label = prof.label
         else:
             label = str(prof.path.relative_to(root)) if root is not None else str(prof.path)
-        run = {"file": label, "point": {p: _json_num(c[p]) for p in params}, "rep": rep,
+        run = {"file": label, "point": {p: _json_num(c[p]) for p in file_params}, "rep": rep,
                "records": prof.n_records, "globals": prof.globals}
+        if prof.series is not None:
+            run["timeseries"] = prof.series
         if merged > 1:
             run["records_merged"] = f"up to {merged} records per callpath and location combined"
         if prof.notes:
@@ -957,6 +1081,10 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             cal["mixed_within_points"] = mixed
             warnings.append("runs treated as repetitions of one point differ in " + ", ".join(mixed)
                             + "; read them separately or name a distinguishing numeric key as parameter")
+    if uneven:
+        warnings.append(f"snapshots of {uneven[0].path.name} cover different numbers of loop iterations "
+                        f"({', '.join(map(str, uneven[0].series['iterations_per_snapshot']))}): per-snapshot "
+                        "values are not comparable per iteration")
     if total_nonfinite:
         warnings.append(f"{total_nonfinite} non-finite value(s) (nan/inf) dropped; --json lists them per run "
                         "(dropped_nonfinite_values)")
@@ -997,8 +1125,8 @@ def read_many(paths: Sequence[str | Path], options: ReadOptions | None = None) -
     for f in files:
         if not f.is_file():
             raise PerfcastError("not a file", f)
-    parsers = [_parse_cali if f.name.lower().endswith(".cali") or _sniff_cali_file(f) else _parse_json_split
-               for f in files]
+    parsers = [_cali_parser(options) if f.name.lower().endswith(".cali") or _sniff_cali_file(f)
+               else _json_split_parser(options) for f in files]
     return _read_paths(files, parsers, options, None)
 
 
@@ -1016,8 +1144,8 @@ def read_cali(path: Path, options: ReadOptions) -> Experiment:
         files = _list_files(path, (".cali",))
         if not files:
             raise PerfcastError("no .cali files in this directory", path)
-        return _read_paths(files, _parse_cali, options, path)
-    return _assemble([_parse_cali(path)], options, None)
+        return _read_paths(files, _cali_parser(options), options, path)
+    return _assemble([_cali_parser(options)(path)], options, None)
 
 
 def read_json_split(path: Path, options: ReadOptions) -> Experiment:
@@ -1026,8 +1154,22 @@ def read_json_split(path: Path, options: ReadOptions) -> Experiment:
         files = [f for f in _list_files(path, (".json",)) if _safe(_sniff_json_split_file)(f)]
         if not files:
             raise PerfcastError("no Caliper json-split files (.json) in this directory", path)
-        return _read_paths(files, _parse_json_split, options, path)
-    return _assemble([_parse_json_split(path)], options, None)
+        return _read_paths(files, _json_split_parser(options), options, path)
+    return _assemble([_json_split_parser(options)(path)], options, None)
+
+
+def _cali_parser(options: ReadOptions):
+    return (lambda p: _parse_cali(p, timeseries=True)) if options.timeseries else _parse_cali
+
+
+def _json_split_parser(options: ReadOptions):
+    if not options.timeseries:
+        return _parse_json_split
+
+    def refuse(p: Path):
+        raise PerfcastError("time series are read from Caliper .cali files; this is cali-query json-split output",
+                            p)
+    return refuse
 
 
 register(Reader("caliper", "Caliper .cali profile (a directory of .cali files = one experiment)", (".cali",),
