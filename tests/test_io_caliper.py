@@ -982,3 +982,11 @@ def test_timeseries_cli(data_dir, tmp_path, capsys):
     assert list(store.read(dest).parameters) == ["iteration"]
     assert main(["show", str(data_dir / LULESH / "27_cores.cali"), "--timeseries", "--json"]) == 2
     assert "timeseries.snapshot" in capsys.readouterr().err
+
+
+def test_loop_iterations_is_not_summed_into_a_metric(data_dir):
+    """loop.iterations sits on every record of a time-series snapshot (its width); summed over a
+    whole run's records it gave main->lulesh.cycle 200 and CalcTimeConstraintsForElems 1200 for a
+    100-cycle run.  It is not a metric; the snapshots' widths are read per snapshot instead."""
+    exp = load([data_dir / "formats/caliper/caliper-timeseries-cali/timeseries.cali"])
+    assert "loop.iterations" not in exp.metrics

@@ -103,7 +103,7 @@ _NOT_METRICS = {"aggregate.slot", "timeseries.starttime", "timeseries.snapshot",
 _GPU_KERNEL_KEYS = ("cupti.kernel.name", "rocm.kernel.name")
 _GPU_KIND_KEYS = ("cupti.activity.kind", "rocm.activity.kind")
 _MEASUREMENTS = {"time.duration", "time.duration.ns", "time.duration.us", "time.inclusive.duration",
-                 "time.inclusive.duration.ns", "count", "loop.iterations", "timeseries.duration"}
+                 "time.inclusive.duration.ns", "count", "timeseries.duration"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -484,9 +484,10 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
               and base not in _NOT_METRICS and name not in _NOT_METRICS and not name.startswith("iteration#")
               and not name.startswith(("cali.", "spot.", "adiak."))
               and (d["aggregatable"] or bool(ops) or base in _MEASUREMENTS)
-              # per snapshot, loop.iterations is the snapshot's width (on each of its records), not a
-              # cost of a callpath: it goes to meta as iterations_per_snapshot
-              and not (timeseries and name == "loop.iterations"))
+              # loop.iterations is a snapshot's width, repeated on each of its records, not a cost of
+              # a callpath: summed over a run's records it said 1200 iterations for a function of a
+              # 100-cycle loop.  Per snapshot it goes to meta as iterations_per_snapshot
+              and name != "loop.iterations")
         metric_names[name] = ok
         if ok:
             unit = d["unit"] or _unit_from_name(base)
