@@ -143,3 +143,23 @@ def test_a_prediction_steeper_than_any_measured_step_is_low_confidence():
     assert halo["confidence"] == "low" and any("faster than any measured step" in n for n in halo["notes"])
     assert cube["value"] == pytest.approx(5.0 * 16 ** 3, rel=1e-6)
     assert not any("faster than any measured step" in n for n in cube["notes"])
+
+
+def test_process_parameter_only_on_evidence(data_dir):
+    """The only parameter of Extra-P's CUBE matrix-multiply set is the matrix size x (each run
+    has the same ranks): it is not taken for the process count, so counts summed over locations
+    are not divided by it (that made growing series show negative increases).  A parameter that
+    equals the number of measured ranks at every point is the process count, whatever its name."""
+    from perfcast.io import load
+
+    exp = load([data_dir / "extrap/cubeset/single_parameter"])
+    ms = perfcast.model(exp, ["PAPI_FP_OPS"])
+    assert ms.procs is None
+    by = {r.callpath: r for r in ms.rank()}
+    # measured FP operations of mat_mul: 2 at x = 1, 4028 at x = 2000 (the files' values)
+    assert by["main->mat_mul"].per_process_first == 2.0 and by["main->mat_mul"].per_process_now == 4028.0
+    assert by["main->mat_mul"].increase > 0 and by["main->init_mat"].increase > 0
+    rows = [{"size": s, "rank": r, "rep": 0, "callpath": "main", "metric": "time", "value": 1.0 + s}
+            for s in (2, 4, 8) for r in range(s)]
+    exp2 = Experiment(["size"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")])
+    assert perfcast.model(exp2).procs == "size"

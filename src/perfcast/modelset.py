@@ -170,12 +170,25 @@ def _aggregates(exp, locations: str) -> dict[str, str]:
 
 
 def _process_parameter(exp) -> str | None:
-    from .analysis.scaling_loss import process_parameter
+    """The parameter counting processes, only on evidence: the one with a conventional name
+    (``p``, ``ranks``, ``jobsize``, ...), else the one whose value equals the number of ranks
+    measured at every point.  None otherwise -- the only parameter of a CUBE matrix-multiply set
+    is the matrix size, and dividing its counts by it would be silently wrong."""
+    from .analysis.scaling_loss import PROC_NAMES
 
-    try:
-        return process_parameter(exp)
-    except PerfcastError:
+    named = [p for p in exp.parameters if p.lower() in PROC_NAMES]
+    if len(named) == 1:
+        return named[0]
+    if "rank" not in exp.data.columns or not exp.parameters:
         return None
+    d = exp.data.dropna(subset=["rank"])
+    if d.empty:
+        return None
+    ranks = d.groupby(list(exp.parameters), observed=True)["rank"].nunique()
+    pts = ranks.index.to_frame(index=False)
+    counted = [p for p in exp.parameters if pts[p].nunique() > 1
+               and np.array_equal(pts[p].to_numpy(float), ranks.to_numpy(float))]
+    return counted[0] if len(counted) == 1 else None
 
 
 def confidence(value: float, lower: float | None, upper: float | None, warnings: Sequence[str]) -> str:

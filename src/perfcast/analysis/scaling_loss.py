@@ -37,10 +37,10 @@ from ..experiment import Experiment
 from .derived import topmost
 from .views import _num, default_metric, scope_values
 
-__all__ = ["scaling_loss", "process_parameter", "MODES"]
+__all__ = ["scaling_loss", "process_parameter", "MODES", "PROC_NAMES"]
 
 MODES = ("weak", "strong")
-_PROC_NAMES = ("p", "procs", "processes", "ranks", "np", "nprocs", "jobsize", "mpi.world.size", "cores", "nodes")
+PROC_NAMES = ("p", "procs", "processes", "ranks", "np", "nprocs", "jobsize", "mpi.world.size", "cores", "nodes")
 
 
 def process_parameter(exp: Experiment, given: str | None = None) -> str:
@@ -57,7 +57,7 @@ def process_parameter(exp: Experiment, given: str | None = None) -> str:
     varying = [p for p in exp.parameters if pts[p].nunique() > 1]
     if len(varying) == 1:
         return varying[0]
-    named = [p for p in varying if p.lower() in _PROC_NAMES]
+    named = [p for p in varying if p.lower() in PROC_NAMES]
     if len(named) == 1:
         return named[0]
     raise PerfcastError(f"cannot tell which parameter counts processes ({', '.join(varying) or 'none varies'}); "
