@@ -286,3 +286,45 @@ def test_unsorted_and_duplicate_points():
     m2 = fit_segmented(np.append(x, 3.0), vals + [[9.0]], "p")
     assert isinstance(m2, SegmentedModel) and m2.change == (6.0, 6.0)
     assert m2.quality.n_points == 10
+
+
+def test_a_deterministic_plateau_continues_beyond_the_data():
+    """Halo messages per rank on a 2-D process grid: f(p) = 51 * min(p / 2, 2) (a rank has all its
+    neighbours from p = 4 on); measured at p = 2, 4, 8 (one run each, deterministic counts), the
+    generating law gives 102 at p = 16 and 64.  Three runs each agree exactly (deterministic).  A single PMNF law through 51, 102, 102 keeps
+    rising; the plateau model holds the value, and says so."""
+    import pandas as pd
+
+    import perfcast
+    from perfcast.experiment import Experiment, Metric
+    from perfcast.fit.segmented import SegmentedModel
+
+    f = lambda p: 51.0 * min(p / 2, 2)  # noqa: E731
+    rows = [{"p": p, "rep": r, "callpath": "halo", "metric": "calls", "value": f(p)} for p in (2, 4, 8)
+            for r in range(3)]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("calls", "", "count", "exclusive")])
+    ms = perfcast.model(exp)
+    m = ms["halo", "calls"]
+    assert isinstance(m, SegmentedModel) and m.change == (2.0, 4.0)
+    for p in (16.0, 64.0):
+        (r,) = ms.predict({"p": p})
+        assert r["value"] == f(p) and r["lower"] < f(p) < r["upper"]
+        assert any("plateau" in n for n in r["notes"])
+    assert m.predict(2.0) == 51.0   # the one point before the plateau
+
+
+def test_no_plateau_for_noisy_or_still_changing_series():
+    """Equal last means with repetition noise (timings), or an equality before the largest value,
+    are not a plateau, nor are small single-run values (2 and 2 cache misses)."""
+    from perfcast.fit import fit_series
+    from perfcast.fit.segmented import plateau
+
+    x = np.array([2.0, 4, 8, 16])
+    single = fit_series(x, [51.0, 102, 102, 140])
+    ones, zeros = np.ones(4), np.zeros(4)
+    assert plateau(x, [51.0, 102, 102, 140], ones, zeros, single, "p") is None
+    assert plateau(x, [51.0, 80, 102, 102], ones * 3, np.array([0, 0, 1.0, 1.0]), single, "p") is None
+    assert plateau(x, [102.0, 102, 102, 102], ones, zeros, single, "p") is None
+    assert plateau(x, [1.0, 0.0, 2.0, 2.0], ones, zeros, single, "p") is None
+    assert plateau(x, [1.0, 0.0, 2.0, 2.0], ones * 3, zeros, single, "p") is not None
+    assert plateau(x, [5e4, 9e4, 1e5, 1e5], ones, zeros, single, "p") is not None

@@ -591,6 +591,66 @@ def _quality(data: _Data, pred: np.ndarray, k: int, crit: float, segs) -> Qualit
 # ---------------------------------------------------------------------------------------------
 # experiments
 # ---------------------------------------------------------------------------------------------
+#: single runs (no repetitions) show a plateau only from this value on (exact equality of two
+#: larger numbers -- instruction counts, bytes, nanoseconds -- is not chance)
+PLATEAU_SINGLE_RUNS = 1e4
+
+
+def plateau(x, mean, count, ssd, single: Model, parameter: str,
+            options: FitOptions | None = None) -> SegmentedModel | None:
+    """A deterministic plateau at the largest scales, or None.
+
+    When the means at the largest two or more values of the parameter are exactly equal, none of
+    the points has measurement noise (``ssd`` 0: deterministic counts, or single runs), the
+    equality is evidence (repetitions at the plateau agree exactly, or single runs of a value of
+    at least :data:`PLATEAU_SINGLE_RUNS` -- small single-run counts, 2 and 2 cache misses, can be
+    equal by chance) and an earlier mean differs, the quantity stopped depending on the parameter there: a halo exchange
+    that has all its neighbours (messages per rank 51, 102, 102 at p = 2, 4, 8 -- and 102 at 16),
+    a buffer at its cap.  Two floats from a growing law or from a timer are never exactly equal.
+    Below the plateau the points before it are modelled on their own (their mean when fewer than
+    :data:`MIN_POINTS`); from its first point on the plateau's value holds, and beyond the data
+    its interval carries the two-point exponent doubt (the plateau may end).  ``single`` (the
+    model of all points) is kept as the model the plateau was preferred to."""
+    from .core import TWO_POINT_DRIFT_DOF, TWO_POINT_EXPONENT_SD
+
+    x = np.asarray(x, dtype=float)
+    order = np.argsort(x, kind="stable")
+    x, y, s = x[order], np.asarray(mean, dtype=float)[order], np.asarray(ssd, dtype=float)[order]
+    c = np.asarray(count, dtype=float)[order]
+    n = len(x)
+    if n < 3 or np.any(s != 0) or not np.all(np.isfinite(y)) or y[-1] == 0 or len(np.unique(x)) != n:
+        return None
+    j = n - 1
+    while j > 0 and y[j - 1] == y[-1]:
+        j -= 1
+    if n - j < 2 or j == 0:
+        return None
+    level = float(y[-1])
+    if not (np.all(c[j:] >= 2) or abs(level) >= PLATEAU_SINGLE_RUNS):
+        return None   # small values of single runs can be equal by chance (counts of 2 and 2)
+    if j >= MIN_POINTS:
+        first = fit_group(x[:j, None], y[None, :j], c[None, :j], s[None, :j], [parameter],
+                          options or FitOptions()).model(0)
+    else:
+        mean0 = float(np.sum(c[:j] * y[:j]) / np.sum(c[:j]))
+        first = Model((parameter,), mean0, (), Quality(float(np.sum((y[:j] - mean0) ** 2)), float("nan"), 0.0, None,
+                                                        None, j, int(np.sum(c[:j])), None),
+                      ((0.0,),), 0.0, max(j - 1, 0), (), "ok", 0, (), 0.0, (float(x[j - 1]),))
+    pred = np.where(np.arange(n) < j, np.asarray(first.predict(x), dtype=float), level)
+    den = np.abs(pred) + np.abs(y)
+    smape = float(100 * np.mean(np.where(den > 0, 2 * np.abs(pred - y) / np.where(den > 0, den, 1), 0.0)))
+    q_last = Quality(0.0, 1.0, 0.0, 0.0, None, n - j, n - j, None)
+    last = Model((parameter,), level, (), q_last, ((0.0,),), 0.0, n - j - 1, (), "ok", 0, (),
+                 TWO_POINT_EXPONENT_SD * math.log(2), (float(x[-1]),), 1.0, TWO_POINT_DRIFT_DOF)
+    note = (f"the last {n - j} measured values are equal ({level:.6g}, {parameter} = {x[j]:g}..{x[-1]:g}): "
+            f"a plateau; beyond the data the value stays there")
+    q = Quality(float(np.sum((pred - y) ** 2)), float("nan"), smape, None, None, n, n, None)
+    cut = math.sqrt(x[j - 1] * x[j]) if x[j - 1] > 0 else (x[j - 1] + x[j]) / 2
+    return SegmentedModel((parameter,), (first, last), (float(x[j - 1]), float(x[j])), cut,
+                          ((float(x[0]), float(x[j - 1])), (float(x[j]), float(x[-1]))), q, "ok", 0,
+                          (note,), single)
+
+
 def segment_models(exp, series_models: Sequence, options: FitOptions | None = None, locations: str = "auto",
                    select=None) -> list:
     """Refit the series of ``series_models`` (fit.SeriesModel of ``exp``, e.g. from
@@ -607,12 +667,18 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         from ..analysis.fitcheck import fit_warnings
 
         select = lambda m: bool(fit_warnings(m))  # noqa: E731
-    todo = [k for k, sm in enumerate(items) if isinstance(sm.model, Model) and select(sm.model)]
-    if not todo:
-        return items
     st = series_statistics(exp, locations)
     p = exp.parameters[0]
     groups = {key: g for key, g in st.groupby(["callpath", "metric"], observed=True, sort=False)}
+    for k, sm in enumerate(items):
+        g = groups.get((sm.callpath, sm.metric))
+        if isinstance(sm.model, Model) and sm.model.status == "ok" and g is not None:
+            kind = exp.metrics[sm.metric].kind if sm.metric in exp.metrics else None
+            m = plateau(g[p].to_numpy(float), g["mean"].to_numpy(float), g["count"].to_numpy(float),
+                        g["ssd"].to_numpy(float), sm.model, p, (options or FitOptions()).for_kind(kind))
+            if m is not None:
+                items[k] = SeriesModel(sm.callpath, sm.metric, m)
+    todo = [k for k, sm in enumerate(items) if isinstance(sm.model, Model) and select(sm.model)]
     for k in todo:
         sm = items[k]
         g = groups.get((sm.callpath, sm.metric))
@@ -629,5 +695,5 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
     return items
 
 
-__all__ = ["SegmentedModel", "fit_segmented", "fit_segmented_stats", "segment_models", "model_from_dict",
+__all__ = ["SegmentedModel", "fit_segmented", "fit_segmented_stats", "segment_models", "model_from_dict", "plateau",
            "MIN_POINTS", "MIN_LAST"]
