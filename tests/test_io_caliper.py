@@ -123,6 +123,15 @@ def lulesh(data_dir):
     return exp, seen
 
 
+
+def _split_path(nodes, i) -> str:
+    """The callpath of node ``i`` of a json-split file's node table (labels up the parent chain)."""
+    out = []
+    while i is not None:
+        out.append(nodes[i]["label"])
+        i = nodes[i].get("parent")
+    return SEP.join(reversed(out))
+
 def test_lulesh_points_from_adiak_jobsize(lulesh):
     exp, progress = lulesh
     assert exp.parameters == ("jobsize",)
@@ -360,11 +369,7 @@ def test_json_split_lulesh_tree_ranks_and_values(data_dir):
     nodes = doc["nodes"]
 
     def path(i):
-        out = []
-        while i is not None:
-            out.append(nodes[i]["label"])
-            i = nodes[i].get("parent")
-        return SEP.join(reversed(out))
+        return _split_path(nodes, i)
 
     assert len(exp.tree) == len(nodes) + 1  # + the unannotated root
     for i, n in enumerate(nodes):
@@ -398,11 +403,7 @@ def test_json_split_cpi_sums_over_source_lines(data_dir):
     nodes, cols = doc["nodes"], doc["columns"]
 
     def path(i):
-        out = []
-        while i is not None:
-            out.append(nodes[i]["label"])
-            i = nodes[i].get("parent")
-        return SEP.join(reversed(out))
+        return _split_path(nodes, i)
 
     want = defaultdict(float)
     for row in doc["data"]:
@@ -743,11 +744,7 @@ def test_json_split_alias_time_is_exclusive_with_its_unit(data_dir, rel):
     assert doc["column_metadata"][t]["attribute.unit"] == "sec"
 
     def path(i):
-        out = []
-        while i is not None:
-            out.append(nodes[i]["label"])
-            i = nodes[i].get("parent")
-        return SEP.join(reversed(out))
+        return _split_path(nodes, i)
 
     want = defaultdict(float)
     for row in doc["data"]:
