@@ -131,8 +131,8 @@ def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...]) -> dict:
         sl = pd.DataFrame({"callpath": d["callpath"].to_numpy()[ok], "metric": d["metric"].to_numpy()[ok],
                            "s": dy[ok] / dx[ok]})
         agg = sl.groupby(["callpath", "metric"], sort=False, observed=True)["s"].agg(["min", "max"])
-        for (cp, m), r in agg.iterrows():
-            out.setdefault((str(cp), str(m)), {})[p] = (float(r["min"]), float(r["max"]))
+        for (cp, m), lo, hi in zip(agg.index, agg["min"].to_numpy(float), agg["max"].to_numpy(float)):
+            out.setdefault((str(cp), str(m)), {})[p] = (float(lo), float(hi))
     return out
 
 
