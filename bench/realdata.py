@@ -13,6 +13,10 @@ read with perfcast's own readers (perfcast.io.load), as a user would.  Splits:
               read with --param jobsize), metric avg#inclusive#sum#time.duration (time per rank),
               regions >= 1% of main at the largest training point; fit jobsize 27..216, predict 343.
   lulesh-max  the same runs, metric max#inclusive#sum#time.duration (the slowest rank's time).
+  rajaperf-n  thicket/rajaperf_lassen_sizes (RAJAPerf on LLNL lassen, Caliper, problem sizes 1M..8M,
+              GPU block size 256: the block sizes are tunings with up to 3x different times, which
+              the reader refuses to merge silently), avg time per rank of the kernels >= 0.1% of the
+              root; fit 1M..4M, predict 8M (3 training points).
   relearn-p   extrap/text/mpa/relearn_data.txt (Relearn timers, p = 32..512 x n = 5000..9000,
               2 repetitions); fit p <= 256 (all n), predict p = 512 (5 points per timer).
   relearn-n   the same file; fit n <= 8000 (all p), predict n = 9000 (5 points per timer).
@@ -114,6 +118,11 @@ def _load(kind):
     if kind == "lulesh":
         files = sorted((d / "thicket" / "lulesh_weak_scaling_cali").glob("*.cali"))
         return io.load(files, options=ReadOptions(parameters=("jobsize",)))
+    if kind == "rajaperf":
+        # one GPU block size (RAJAPerf's default, 256): the block sizes are tunings with 3x different
+        # times, which the reader warns against merging as repetitions of one point
+        files = sorted((d / "thicket" / "rajaperf_lassen_sizes").rglob("Base_CUDA-block_256.cali"))
+        return io.load(files, options=ReadOptions(parameters=("ProblemSizeRunParam",)))
     if kind == "relearn":
         return io.load([d / "extrap" / "text" / "mpa" / "relearn_data.txt"])
     if kind == "mpi":
@@ -133,6 +142,11 @@ def split_lulesh_max():
     return exp, "jobsize", 343.0, _share_filter("main", 0.01)
 
 
+def split_rajaperf():
+    exp = _load("rajaperf").select(metric="avg#inclusive#sum#time.duration")
+    return exp, "ProblemSizeRunParam", 8388608.0, _share_filter("RAJAPerf", 0.001)
+
+
 def split_relearn_p():
     return _load("relearn"), "p", 512.0, None
 
@@ -150,7 +164,7 @@ def split_cube():
     return exp, "x", 2000.0, None
 
 
-SPLITS = {"lulesh": split_lulesh, "lulesh-max": split_lulesh_max, "relearn-p": split_relearn_p, "relearn-n": split_relearn_n,
+SPLITS = {"lulesh": split_lulesh, "lulesh-max": split_lulesh_max, "rajaperf-n": split_rajaperf, "relearn-p": split_relearn_p, "relearn-n": split_relearn_n,
           "mpi": split_mpi, "cube-mm": split_cube}
 
 
