@@ -443,3 +443,22 @@ def test_noise_scale_by_hand():
     p = np.array([1.0, 2, 4, 8, 16])
     s = p ** 3 / 16 ** 3
     assert np.allclose(noise_scale(s[None], p[:, None], [[np.arange(5)]])[0], np.maximum(s, 1e-3))
+
+
+def test_three_point_doubt_by_hand():
+    """Single-parameter groups measured at three values: the exponent doubt beyond the data is
+    pooled over the group -- how far the power law through the first two means misses the third,
+    per doubling.  Means (1, 2, 4.4) x a at x = 1, 2, 4: the law through the first two is x^1,
+    which says 4 at x = 4; the miss is ln(4.4 / 4) = ln 1.1 over one doubling.  Exact power laws
+    miss by 0 (floored at THREE_POINT_MIN_SD); fewer than THREE_POINT_SAMPLE series keep the
+    two-point default."""
+    from perfcast.fit import core
+
+    X = np.array([[1.0], [2.0], [4.0]])
+    a = np.linspace(1, 50, 25)[:, None]
+    assert core._three_point_doubt(X, a * np.array([1.0, 2.0, 4.4])) == pytest.approx(math.log(1.1), rel=1e-12)
+    assert core._three_point_doubt(X, a * np.array([1.0, 2.0, 4.0])) == core.THREE_POINT_MIN_SD
+    assert core._three_point_doubt(X, a[:5] * np.array([1.0, 2.0, 4.4])) == core.TWO_POINT_EXPONENT_SD
+    # through the modeller: the interval at x = 8 reflects it (ln 1.1 * ln 2 per doubling, not 0.25 * ln 2)
+    g = fit_group(X, a * np.array([1.0, 2.0, 4.4]), np.ones((25, 3)), np.zeros((25, 3)), ["x"])
+    assert g.models()[0].drift == pytest.approx(math.log(1.1) * math.log(2), rel=1e-12)
