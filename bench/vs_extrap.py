@@ -412,6 +412,7 @@ def main(argv=None):
     ap.add_argument("--selection", default=None, help="perfcast selection criterion (cv, bic)")
     ap.add_argument("--max-terms", type=int, default=None)
     ap.add_argument("--likelihood", default=None, help="perfcast likelihood (auto, normal)")
+    ap.add_argument("--noise", default=None, help="perfcast noise model of the weights (mixed, relative)")
     ap.add_argument("--json", default=None, help="write all numbers to this file")
     ap.add_argument("--out", default=None, help="directory for the generated files (default bench/out)")
     args = ap.parse_args(argv)
@@ -427,6 +428,8 @@ def main(argv=None):
         kw["max_terms"] = args.max_terms
     if args.likelihood:
         kw["likelihood"] = args.likelihood
+    if args.noise:
+        kw["noise"] = args.noise
     if os.environ.get("PERFCAST_SHORTLIST"):
         kw["shortlist"] = int(os.environ["PERFCAST_SHORTLIST"])
     options = FitOptions(**kw)
