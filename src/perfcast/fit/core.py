@@ -4,8 +4,11 @@ Statistical model.  One observation is ``y = f(x) * (1 + e)`` with relative nois
 variance ``s2`` (performance noise is multiplicative).  A series is summarised per point by the
 mean, the repetition count ``r`` and the within-point sum of squared deviations.  Coefficients
 come from weighted least squares on the means with weights ``r / f^2`` (``f`` = the observed mean,
-floored at 1e-3 of the series' largest value), i.e. least squares in relative terms using every
-repetition.  For a hypothesis ``h`` the cross-validated deviance of the individual observations is
+floored at 1e-3 of the series' largest value, dips lifted: :func:`noise_scale`), i.e. least
+squares in relative terms using every repetition; where a series' repetitions show an absolute
+part of the noise, ``f^2`` becomes ``a^2 + b^2 mean^2`` up to a constant (:func:`absolute_noise`).
+The same ``f`` scales the pure-error sum, and it does not depend on the hypothesis, so the
+criterion below stays a profile likelihood.  For a hypothesis ``h`` the cross-validated deviance of the individual observations is
 
     SS_pe + PRESS_w(h)       (pure-error sum of squares + weighted leave-one-point-out residuals,
                               the latter in closed form from the hat matrix)
@@ -452,7 +455,10 @@ def absolute_noise(f: np.ndarray, count: np.ndarray, ssd: np.ndarray) -> np.ndar
     ``f`` of the point (the normalised mean, dips lifted: :func:`noise_scale`).  0 where the series
     has no repetitions, fewer than ``ABS_MIN_DOF`` degrees of freedom, or the absolute part does not
     improve the likelihood by ``ABS_LR`` (purely relative noise keeps exactly today's weights);
-    ``inf`` for purely absolute noise.  ``f``, ``ssd`` in the same normalised units, (S, n)."""
+    ``inf`` for purely absolute noise.  ``f``, ``ssd`` in the same normalised units, (S, n).
+    With ``c2 > 0`` the fit's noise (``Model.noise``) is the relative standard deviation at the
+    series' largest mean; intervals scale it with the value, which beyond the data (larger values)
+    overstates the variance ``b^2 (c2 + mu^2)`` slightly rather than understating it."""
     d = np.maximum(count - 1.0, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         s2 = np.where(d > 0, ssd / np.where(d > 0, d, 1.0), 0.0)
