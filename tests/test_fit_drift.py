@@ -135,7 +135,8 @@ def test_growth_estimate_from_excess_misses(monkeypatch, true_growth, expected):
     a = rng.uniform(0.5, 1.5, 200)[:, None] * 1e-3
 
     def fake_rerun(space, mean, count, ssd, opt, K, M, usable, hold, s2):
-        return a[:len(mean)] * hold[1][None, :] ** (2 * true_growth)
+        miss2 = a[:len(mean)] * hold[1][None, :] ** (2 * true_growth)
+        return miss2, np.zeros_like(miss2), np.zeros_like(miss2)   # nothing allowed: the excess is the miss
 
     monkeypatch.setattr(core, "_rerun", fake_rerun)
     space = core._Space(P[:, None], core.FitOptions().blocks())
@@ -157,3 +158,83 @@ def test_growth_and_drift_dof_on_two_term_truths():
     new = coverage(models, truths, 256.0, np.random.default_rng(3))
     before = coverage(old, truths, 256.0, np.random.default_rng(3))
     assert new >= before + 0.02, (new, before)
+
+
+# -- pooling the drift over a group (core._pool_drift) ------------------------------------------
+def _check(rng, S, lam, k=1, shared=0.0):
+    """A leave-largest-out check generated from a known law: per series the allowed variance
+    (spread over three decades), and signed misses z = sqrt(lam) * (sqrt(shared) * common +
+    sqrt(1 - shared) * own) in standard deviations of it, ``shared`` the correlation between series."""
+    allowed = 10 ** rng.uniform(-4, -1, S)
+    common = rng.standard_normal(k)
+    z = math.sqrt(lam) * (math.sqrt(shared) * common[None, :] + math.sqrt(1 - shared) * rng.standard_normal((S, k)))
+    miss = allowed * np.mean(z * z, axis=1)
+    return miss, allowed, z
+
+
+def test_pooled_drift_recovers_a_common_miss_ratio():
+    """300 independent series whose misses take lam = 3 times the allowed variance: every series gets
+    drift^2 = (lam - 1) * allowed with the group's degrees of freedom (one held-out point each), where
+    alone each had one degree of freedom and a drift anywhere from 0 to several times that."""
+    from perfcast.fit.core import _pool_drift
+    rng = np.random.default_rng(5)
+    miss, allowed, z = _check(rng, 300, 3.0)
+    own = np.sqrt(np.maximum(miss - allowed, 0.0))
+    drift, dof = _pool_drift(miss, allowed, z)
+    ratio = drift ** 2 / allowed
+    assert np.allclose(ratio, ratio[0])                       # one miss ratio for the group
+    # the mean of 300 draws of 3 chi2_1: sd 3 sqrt(2 / 300) = 0.25 around the true 3 - 1 = 2
+    assert abs(ratio[0] - 2.0) < 0.75, ratio[0]
+    assert np.all(dof == dof[0]) and 30 <= dof[0] <= 300, dof[0]
+    assert np.mean(own == 0) > 0.15                           # alone: a quarter of the series had no drift
+    # several held-out points per series: k degrees of freedom each, k * S_eff pooled
+    miss, allowed, z = _check(np.random.default_rng(6), 100, 2.0, k=4)
+    drift, dof = _pool_drift(miss, allowed, z)
+    assert abs(float(np.mean(drift ** 2 / allowed)) - 1.0) < 0.5
+    assert 40 <= dof[0] <= 400
+
+
+def test_pooled_drift_keeps_own_for_small_correlated_or_mixed_groups():
+    from perfcast.fit.core import DRIFT_POOL_MIN, _pool_drift
+    rng = np.random.default_rng(7)
+    # too few series
+    miss, allowed, z = _check(rng, DRIFT_POOL_MIN - 1, 3.0)
+    drift, dof = _pool_drift(miss, allowed, z)
+    assert np.allclose(drift, np.sqrt(np.maximum(miss - allowed, 0.0))) and np.all(dof == 1)
+    # misses that share one run (correlation 0.95): 40 series are about one draw, not pooled
+    miss, allowed, z = _check(rng, 40, 3.0, shared=0.95)
+    drift, dof = _pool_drift(miss, allowed, z)
+    assert np.allclose(drift, np.sqrt(np.maximum(miss - allowed, 0.0))) and np.all(dof == 1)
+    # exact series next to misselected ones (lam 1 and 100): the test rejects a common ratio
+    m1, a1, z1 = _check(rng, 150, 1.0)
+    m2, a2, z2 = _check(rng, 50, 100.0)
+    miss, allowed, z = np.concatenate([m1, m2]), np.concatenate([a1, a2]), np.concatenate([z1, z2])
+    drift, dof = _pool_drift(miss, allowed, z)
+    assert np.allclose(drift, np.sqrt(np.maximum(miss - allowed, 0.0))) and np.all(dof == 1)
+    # series without a check (NaN) or with nothing allowed (exact counts) keep theirs in a pooled group
+    miss, allowed, z = _check(rng, 60, 3.0)
+    miss[:2], allowed[:2], z[:2] = np.nan, np.nan, np.nan
+    allowed[2], miss[2], z[2] = 0.0, 1e-4, np.inf
+    drift, dof = _pool_drift(miss, allowed, z)
+    assert drift[0] == drift[1] == 0.0 and drift[2] == pytest.approx(1e-2)
+    assert dof[0] == dof[1] == dof[2] == 1 and np.all(dof[3:] > 1)
+
+
+def test_group_fit_pools_independent_noise_not_a_shared_run():
+    """End to end (fit_group): 60 series of a constant law measured once at 5 points.  With
+    independent noise per series the drift is pooled (one degree of freedom per series becomes >= 8);
+    with the noise of each point shared by all series (one run measures every callpath) the misses
+    are one draw and every series keeps its own drift and one degree of freedom."""
+    rng = np.random.default_rng(3)
+    S = 60
+    level = 10 ** rng.uniform(0, 3, S)[:, None]
+    ones = np.ones((S, len(P)))
+    own = fit_group(P[:, None], level * (1 + 0.05 * rng.standard_normal((S, len(P)))), ones, 0 * ones, ("p",))
+    run = 1 + 0.05 * rng.standard_normal(len(P))
+    shared = fit_group(P[:, None], level * run[None, :] * (1 + 0.002 * rng.standard_normal((S, len(P)))),
+                       ones, 0 * ones, ("p",))
+    dof_own = [own.model(s).drift_dof for s in range(S)]
+    dof_shared = [shared.model(s).drift_dof for s in range(S)]
+    # pooled: k * S_eff, S_eff estimated from one cross-section of signed misses (here 17 of 60)
+    assert min(dof_own) >= 8, dof_own
+    assert max(dof_shared) == 1, dof_shared

@@ -614,7 +614,8 @@ class GroupFit:
     drift: np.ndarray | None = None   # (S,) relative misspecification per doubling (leave-largest-out)
     upper: tuple[float, ...] | None = None  # largest measured value per parameter
     growth: float = 2.0         # drift's growth exponent (sd ~ doublings^growth), one per group
-    drift_dof: int = 0          # held-out points of the leave-largest-out check (the drift's dof)
+    #: degrees of freedom of the drift: one per series (:func:`_pool_drift`) or one for the group
+    drift_dof: int | np.ndarray = 0
     shape: NoiseShape = NORMAL  # noise shape estimated from the repetitions (beta 2: normal path)
 
     def __len__(self) -> int:
@@ -656,9 +657,13 @@ class GroupFit:
         k1 = self.coef.shape[2]
         return self._build(c[2][K * m * j:K * m * (j + 1)], K, m, c[3][k1 * j:k1 * (j + 1)],
                            c[4][k1 * k1 * j:k1 * k1 * (j + 1)], k1, quality, c[5][j], c[6][j], c[7][j],
-                           _LazyAlternatives(self, s, idx) if idx else ())
+                           _LazyAlternatives(self, s, idx) if idx else (), self._drift_dof(s))
 
-    def _build(self, h, K, m, coef, cv, k1, quality, noise, dof, drift, alternatives) -> Model:
+    def _drift_dof(self, s: int) -> int:
+        d = self.drift_dof
+        return int(d) if np.ndim(d) == 0 else int(d[s])
+
+    def _build(self, h, K, m, coef, cv, k1, quality, noise, dof, drift, alternatives, drift_dof) -> Model:
         terms = []
         params, blocks = self.parameters, self.blocks
         if m == 1:
@@ -675,14 +680,14 @@ class GroupFit:
         k = 1 + len(terms)
         cov = tuple([tuple(cv[i * k1:i * k1 + k]) for i in range(k)])
         return Model(self.parameters, coef[0], tuple(terms), quality, cov, noise, dof, alternatives,
-                     "ok", 0, self.notes, drift, self.upper, self.growth, self.drift_dof, self.shape.beta)
+                     "ok", 0, self.notes, drift, self.upper, self.growth, drift_dof, self.shape.beta)
 
     def _one(self, s: int, a: int, quality) -> Model:
         _, K, m = self.hyp.shape[1:]
         k1 = self.coef.shape[2]
         drift = 0.0 if (self.drift is None or a) else float(self.drift[s])
         return self._build(self.hyp[s, a].ravel().tolist(), K, m, self.coef[s, a].tolist(), self.cov[s, a].ravel().tolist(),
-                           k1, quality, float(self.noise[s]), int(self.dof[s]), drift, ())
+                           k1, quality, float(self.noise[s]), int(self.dof[s]), drift, (), self._drift_dof(s))
 
     def models(self) -> list[Model]:
         return [self.model(s) for s in range(len(self))]
@@ -732,7 +737,10 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     out_noise = np.zeros(S)
     out_dof = np.zeros(S, dtype=np.int64)
     out_drift = np.zeros(S)
+    miss = np.full(S, np.nan)      # leave-largest-out: squared misses and what intervals allowed
+    allowed = np.full(S, np.nan)
     hold = _holdout(X, usable)
+    signed = None if hold is None else np.full((S, int((~hold[0]).sum())), np.nan)
     growth = GROWTH[0]
     if hold is not None and m == 1 and n >= 3:
         # single-parameter groups only: on 5x5 multi-parameter sets the second rerun cost 15-30% of
@@ -766,10 +774,13 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         _finish(space, ch, opt, lo, hi, out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof,
                 coef_over, gn_efficiency(shape.beta) if shape.adaptive else 1.0, ls)
         if hold is not None and usable and n >= 3:
-            out_drift[lo:hi] = _drift(space, mean[lo:hi], count[lo:hi], ssd[lo:hi], opt, K, M, usable, hold,
-                                      out_noise[lo:hi] ** 2, growth)
+            miss[lo:hi], allowed[lo:hi], signed[lo:hi] = _drift(
+                space, mean[lo:hi], count[lo:hi], ssd[lo:hi], opt, K, M, usable, hold, out_noise[lo:hi] ** 2, growth)
         if progress is not None:
             progress(hi, S)
+    drift_dof = 0
+    if hold is not None and usable and n >= 3:
+        out_drift[:], drift_dof = _pool_drift(miss, allowed, signed)
     two = _two_point_axis(X) if (n == 2 and not usable) else None
     if two is not None:
         # two points: a one-term law through them (never their mean), with a wide interval
@@ -804,7 +815,8 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     w[:, 0] = np.where(np.isfinite(out_crit[:, 0]), w[:, 0], 1.0)
     w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
     upper = tuple(float(v) for v in np.max(X, axis=0)) if n else None
-    drift_dof = TWO_POINT_DRIFT_DOF if (two is not None or unchecked) else (0 if hold is None else int((~hold[0]).sum()))
+    if two is not None or unchecked:
+        drift_dof = TWO_POINT_DRIFT_DOF
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
                     out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape)
 
@@ -1275,22 +1287,91 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
 
 
 def _drift(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usable, hold, s2,
-           growth: float = 2.0) -> np.ndarray:
+           growth: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Leave-largest-out check of the whole procedure: search and average again without the
     held-out (largest) points, extrapolate to them and compare.
 
-    Returns per series the drift: sqrt of the mean over held-out points of
-    ``(miss^2 - expected^2) / (f^2 doublings^(2 growth))``, floored at 0 (the misspecification is
-    taken to grow as a power >= 2 of the distance beyond the data: linear growth under-covered
-    two-term and small-term truths, bench/README.md), where ``expected^2`` is what the
-    interval would allow at that point (variance of the held-out mean with the series' noise
-    ``s2``, coefficient variance and the spread of the re-selected hypotheses) and ``f`` the
-    held-out mean."""
-    excess = _rerun(space, mean, count, ssd, opt, K, M, usable, hold, s2)
-    dist = hold[1]
+    Returns per series (``miss``, ``allowed``, ``z``): the means over held-out points of
+    ``miss^2 / (f^2 doublings^(2 growth))`` and ``expected^2 / (f^2 doublings^(2 growth))``, where
+    ``expected^2`` is what the interval would allow at that point (variance of the held-out mean
+    with the series' noise ``s2``, coefficient variance and the spread of the re-selected
+    hypotheses) and ``f`` the held-out mean; NaN where the rerun found nothing; ``z`` (S, H): the
+    signed misses in standard deviations of what was allowed.  The series' own
+    drift is ``sqrt(max(miss - allowed, 0))`` (the misspecification is taken to grow as a power
+    >= 2 of the distance beyond the data: linear growth under-covered two-term and small-term
+    truths, bench/README.md); :func:`_pool_drift` turns the pair into the drift of the intervals."""
+    miss2, allowed, z = _rerun(space, mean, count, ssd, opt, K, M, usable, hold, s2)
+    scale = (hold[1] ** (2 * growth))[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
-        drift = np.sqrt(np.maximum(np.mean(excess / (dist ** (2 * growth))[None, :], axis=1), 0.0))
-    return np.where(np.isfinite(drift), drift, 0.0)
+        return np.mean(miss2 / scale, axis=1), np.mean(allowed / scale, axis=1), z
+
+
+#: a group pools its drift (:func:`_pool_drift`) from this many series with a usable check, else
+#: every series keeps its own
+DRIFT_POOL_MIN = 8
+#: ... and only when Bartlett's test does not reject equal miss ratios at this level
+DRIFT_POOL_LEVEL = 0.05
+
+
+def _pool_drift(miss: np.ndarray, allowed: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The drift of every series of a group and its degrees of freedom, from the leave-largest-out
+    check (:func:`_drift`: per series the mean squared relative miss ``miss`` at the ``k`` held-out
+    points and what the interval allowed there, ``allowed``, both per doubling^(2 growth); ``z``
+    (S, k) the signed misses in standard deviations of what was allowed).
+
+    Alone, a series' drift ``sqrt(max(miss - allowed, 0))`` rests on its ``k`` held-out points: at
+    one point the t quantile of the interval is enormous, and the floor at 0 turns the noise of
+    that one point into drift half the time.  A group pools instead when its series miss alike:
+    with ``u = miss / allowed`` (how many times the allowed variance the misses took; 1 = no
+    drift) taken as ``lambda_s * chi2_k / k``, Bartlett's test of equal variances does not reject
+    a common ``lambda`` at :data:`DRIFT_POOL_LEVEL` (the limit of an empirical-Bayes shrinkage of
+    the ``lambda_s`` with infinite prior degrees of freedom, as limma's for variances, Smyth 2004).
+    Then every series takes the group's ``lambda = mean(u)``:
+
+        drift^2 = max(lambda - 1, 0) * allowed,     dof = k * S_eff,
+
+    ``S_eff = S / (1 + (S - 1) rho)`` the effective number of independent series, ``rho``
+    (clipped to [0, 1]) the mean correlation of the signed misses ``z`` across series: the
+    callpaths of one run share its noise, and misses that move together are one draw, not S.
+    Each series keeps its own drift with ``k`` degrees of freedom when
+
+    * fewer than :data:`DRIFT_POOL_MIN` series have a usable check (exact counts, nothing allowed,
+      always keep their own), or ``S_eff`` is below :data:`DRIFT_POOL_MIN` (LULESH: its callpaths'
+      misses at the held-out run correlate 0.4-0.97, ``S_eff`` 1-2.2; pooling them gave one
+      draw's drift to every series, intervals wider than their own);
+    * the test rejects (the synthetic sets: misselected series next to exact ones; a partial
+      shrinkage there, limma's prior dof ~ 4-7, widened their intervals to 97-99 % coverage,
+      bench/README.md "Intervals").
+
+    Returns (drift (S,), dof (S,) int)."""
+    k = z.shape[1]
+    with np.errstate(invalid="ignore"):
+        own = np.sqrt(np.maximum(miss - allowed, 0.0))
+    drift = np.where(np.isfinite(own), own, 0.0)
+    dof = np.full(len(miss), k, dtype=np.int64)
+    ok = np.isfinite(miss) & np.isfinite(allowed) & (allowed > 0) & (miss > 0) & np.all(np.isfinite(z), axis=1)
+    S = int(ok.sum())
+    if S < DRIFT_POOL_MIN or k < 1:
+        return drift, dof
+    u = miss[ok] / allowed[ok]
+    lam = float(np.mean(u))
+    # Bartlett's test of equal variances, each u a variance estimate with k degrees of freedom
+    nu = k * S
+    bartlett = (nu * math.log(lam) - k * float(np.sum(np.log(u)))) / (1 + (S / k - 1 / nu) / (3 * (S - 1)))
+    from scipy import stats
+    if not math.isfinite(bartlett) or float(stats.chi2.sf(bartlett, S - 1)) < DRIFT_POOL_LEVEL:
+        return drift, dof
+    zo = z[ok]
+    z2 = np.sum(zo * zo, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = float(np.mean((np.sum(zo, axis=0) ** 2 - z2) / ((S - 1) * z2)))
+    rho = min(max(rho, 0.0), 1.0) if math.isfinite(rho) else 1.0
+    s_eff = S / (1 + (S - 1) * rho)
+    if s_eff < DRIFT_POOL_MIN:
+        return drift, dof
+    drift[ok] = np.sqrt(max(lam - 1.0, 0.0) * allowed[ok])
+    dof[ok] = int(round(k * s_eff))
+    return drift, dof
 
 
 def _growth(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usable) -> float:
@@ -1316,7 +1397,8 @@ def _growth(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, us
     m, c, d = mean[idx], count[idx], ssd[idx]
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.sum(np.where(m != 0, d / (m * m), 0.0), axis=1) / np.maximum(c.sum(axis=1) - c.shape[1], 1)
-    excess = _rerun(space, m, c, d, opt, K, M, usable, hold, np.nan_to_num(rel))
+    miss2, allowed, _ = _rerun(space, m, c, d, opt, K, M, usable, hold, np.nan_to_num(rel))
+    excess = miss2 - allowed
     e_near = np.mean(excess[:, dist == near], axis=1)
     e_far = np.mean(excess[:, dist == far], axis=1)
     ok = np.isfinite(e_near) & np.isfinite(e_far)
@@ -1331,11 +1413,14 @@ def _growth(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, us
     return float(min(max(g, lo), hi))
 
 
-def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usable, hold, s2) -> np.ndarray:
+def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usable, hold, s2
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Search and average without the held-out points of ``hold``; per series and held-out point
-    the squared relative miss of the averaged extrapolation beyond what the interval allows
-    there (noise of the held-out mean, coefficient variance, spread of the re-selected
-    hypotheses): (S, H), NaN where the rerun found nothing."""
+    the squared relative miss of the averaged extrapolation and what the interval allows there
+    (variance of the held-out mean with the noise ``s2``, coefficient variance, spread of the
+    re-selected hypotheses), both relative to the held-out mean: two (S, H) arrays, NaN where the
+    rerun found nothing.  Their difference is the excess miss.  Third: the signed miss in
+    standard deviations of what was allowed ((S, H), NaN where nothing was allowed)."""
     keep, dist = hold
     X = space.X
     n, m = X.shape
@@ -1387,9 +1472,12 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
     fh = np.where(fin, np.sqrt((fh * fh + c2) / (1 + c2)), 1.0)   # the absolute part, as the weights
     with np.errstate(divide="ignore", invalid="ignore"):
         v = s2[:, None] * fh * fh / np.maximum(count[:, held], 1) + spread
-        excess = ((yh - avg) ** 2 - v) / (fh * fh)
-    ok = np.all(np.isfinite(excess), axis=1) & (wt.sum(axis=1) > 0)
-    return np.where(ok[:, None], excess, np.nan)
+        miss2 = (yh - avg) ** 2 / (fh * fh)
+        z = (yh - avg) / np.sqrt(v)
+        allowed = v / (fh * fh)
+    ok = np.all(np.isfinite(miss2) & np.isfinite(allowed), axis=1) & (wt.sum(axis=1) > 0)
+    nan = lambda a: np.where(ok[:, None], a, np.nan)  # noqa: E731
+    return nan(miss2), nan(allowed), nan(z)
 
 
 def _quality(ch: _Chunk, rows, fit: _WLS, D, kk: int, n: int) -> np.ndarray:

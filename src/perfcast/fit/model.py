@@ -14,8 +14,10 @@ prediction interval needs:
   doubling beyond the data.  Intervals beyond ``upper`` (the largest measured value of each
   parameter) add ``(drift * doublings^growth * value)^2`` to the variance; ``growth`` (>= 2) is
   estimated per fitted group from a second rerun without the two largest values.  The drift is
-  estimated from ``drift_dof`` held-out points only, so its uncertainty enters the quantile: the
-  t quantile uses the Welch-Satterthwaite degrees of freedom of the sum of the variances.
+  estimated from ``drift_dof`` held-out points only (a series' own, or a group's pooled over its
+  effective number of independent series, :func:`perfcast.fit.core._pool_drift`), so its
+  uncertainty enters the quantile: the t quantile uses the Welch-Satterthwaite degrees of freedom
+  of the sum of the variances.
 """
 
 from __future__ import annotations
@@ -146,7 +148,8 @@ class Model:
     upper: tuple[float, ...] | None = None
     #: exponent of the drift's growth with the distance beyond the data (sd ~ doublings^growth)
     growth: float = 2.0
-    #: held-out points the drift was estimated from (its degrees of freedom; 0 = taken as exact)
+    #: degrees of freedom of the drift: its held-out points, k * S_eff when pooled over a group
+    #: (0 = taken as exact)
     drift_dof: int = 0
     #: generalised normal shape of the repetition noise (2 = normal; estimated per fit group from
     #: the repetitions, :mod:`perfcast.fit.shape`): the noise part of intervals uses its quantile
