@@ -66,6 +66,9 @@ SETS = {
     "sp-small": (1, 500, 0.05, 5, "small", P_VALUES),
     "sp-pm5": (1, 1000, 0.10, 5, "one", P_VALUES),   # U(-5%, 5%): the former primary sp
     "mp-pm5": (2, 200, 0.10, 5, "one", P_VALUES),    # U(-5%, 5%): the former primary mp
+    # one run per point (no repetitions: the noise model cannot be estimated from them)
+    "sp-1rep": (1, 1000, 0.05, 1, "one", P_VALUES),
+    "mp-1rep": (2, 200, 0.05, 1, "one", P_VALUES),
 }
 
 

@@ -80,3 +80,22 @@ def test_mixed_weights_extrapolate_better_under_absolute_noise():
 def test_noise_option_is_checked():
     with pytest.raises(PerfcastError, match="noise"):
         FitOptions(noise="poisson")
+
+
+def test_single_runs_take_equal_parts_at_the_median():
+    """Without repetitions the split cannot be estimated: a series' weights are 1 / (y^2 + m^2)
+    with m its median |value| (absolute and relative parts equal there).  A flat series of small
+    counts (single runs, the shape of CUBE's PAPI_L3_TCM, without its dips) then gets the constant these weights give,
+    computed here by hand -- not the purely relative sum(1/y) / sum(1/y^2), which the smallest
+    counts pull down."""
+    y = np.array([12.0, 8.0, 15.0, 10.0, 11.0, 7.0, 9.0, 6.0])    # no dip (noise_scale)
+    xs = np.array([1.0, 10, 25, 50, 100, 250, 500, 1000])
+    one = np.ones((1, len(y)))
+    g = fit_group(xs[:, None], y[None, :], one, np.zeros((1, len(y))), ("x",), FitOptions())
+    m = g.model(0)
+    w = 1.0 / (y ** 2 + np.median(y) ** 2)
+    assert not m.terms                  # flat data: a constant
+    assert m.constant == pytest.approx(np.sum(w * y) / np.sum(w), rel=1e-9)
+    rel = fit_group(xs[:, None], y[None, :], one, np.zeros((1, len(y))), ("x",), FitOptions(noise="relative"))
+    assert not rel.model(0).terms
+    assert rel.model(0).constant == pytest.approx(np.sum(1 / y) / np.sum(1 / y ** 2), rel=1e-9)

@@ -42,7 +42,15 @@ def test_predictions_follow_the_generating_laws_and_the_printed_formula():
         # the formula printed is the function that gave the value (4 significant digits printed)
         shown = eval(r["formula"].replace("^", "**"), {"log2": math.log2, "p": r["at"]["p"]})
         assert shown == pytest.approx(r["value"], rel=2e-3)
-        assert r["unit"] == "s" and r["lower"] <= r["value"] <= r["upper"] and not r["clipped"]
+        assert r["unit"] == "s" and r["lower"] <= r["value"] <= r["upper"]
+        if r["callpath"] in LAWS:
+            assert not r["clipped"]
+        else:
+            # main: one run per point of 7 + 3p + 0.5 log2(p), fitted by a one-term law; its own
+            # leave-largest-out check (one held-out point) makes the interval wide, but it holds
+            # the truth
+            truth = sum(f(r["at"]["p"]) for f in LAWS.values())
+            assert r["lower"] <= truth <= r["upper"]
     # the data are nearly exact and the laws are in the search space: high confidence at 8x
     conf = {r["callpath"]: r["confidence"] for r in rows if r["at"]["p"] == 256.0}
     assert conf["main->solve"] == "high" and conf["main->setup"] == "high"
