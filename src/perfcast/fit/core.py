@@ -522,9 +522,10 @@ class _Chunk:
         if noise == "mixed":
             # var_i ~ a^2 + b^2 f_i^2, normalised so that f stays 1 at the largest mean
             self.c2 = absolute_noise(self.f, count, ssd / self.scale[:, None] ** 2)
-            norep = np.all(count <= 1, axis=1)
+            norep = np.all(count <= 1, axis=1) & np.any(count > 0, axis=1)
             if norep.any():
-                med = np.median(self.f[norep], axis=1)
+                # the median of the measured points (held-out ones have count 0: _rerun)
+                med = np.nanmedian(np.where(count[norep] > 0, self.f[norep], np.nan), axis=1)
                 self.c2[norep] = NOREP_ABS * med * med
             fin = np.isfinite(self.c2)[:, None]
             c2 = np.where(fin, self.c2[:, None], 0.0)
