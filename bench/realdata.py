@@ -63,7 +63,8 @@ Errors: truth = the measured mean over the repetitions at the held-out point (se
 truth are skipped); relative error = |pred - truth| / truth; a ">2x miss" is pred/truth > 2 or
 < 0.5 (a negative prediction counts as a miss and is also counted on its own); coverage = share of
 held-out truths inside perfcast's 90% prediction interval (an interval for one new measurement;
-NaN intervals count as not covering); flagged = of the predictions off by more than 50%, how many
+NaN intervals count as not covering); width = median half-width of that interval relative to the
+prediction (coverage bought with width shows here); flagged = of the predictions off by more than 50%, how many
 carry confidence "low" (the line below the table: the share of all predictions flagged low).
 """
 
@@ -332,7 +333,7 @@ def run_extrap(path, names, targets, params):
 
 # -- scoring ----------------------------------------------------------------------------------
 def score(preds, truth, keys):
-    err, miss, neg, cover, n = [], 0, 0, [], 0
+    err, miss, neg, cover, width, n = [], 0, 0, [], [], 0
     big = flagged = low_ok = 0
     for k in keys:
         y = truth[k]
@@ -350,23 +351,27 @@ def score(preds, truth, keys):
         miss += int(not (0.5 <= r <= 2))
         neg += int(v < 0)
         cover.append(bool(lo <= y <= hi) if math.isfinite(lo) and math.isfinite(hi) else False)
+        if math.isfinite(lo) and math.isfinite(hi) and v != 0:
+            width.append((hi - lo) / 2 / abs(v))
     e = np.array(err) if err else np.array([np.nan])
     has_iv = any(math.isfinite(preds[k][1]) for k in keys if k in preds)
     return {"n": n, "median": float(np.median(e)), "mean": float(np.mean(e)), "p90": float(np.quantile(e, 0.9)),
             "miss2x": miss, "negative": neg, "coverage90": float(np.mean(cover)) if has_iv and cover else None,
+            "width90": float(np.median(width)) if has_iv and width else None,
             "off50": big, "off50_flagged": flagged, "low_within50": low_ok,
             "errors": [float(x) for x in err]}
 
 
 def fmt_row(split, tool, s):
     cov = "-" if s["coverage90"] is None else f"{s['coverage90']:.0%}"
+    width = "-" if s.get("width90") is None else f"{s['width90']:.0%}"
     flag = "-" if s["coverage90"] is None else f"{s['off50_flagged']}/{s['off50']}"
     return (f"| {split:12s} | {tool:19s} | {s['n']:4d} | {s['median']:7.1%} | {s['mean']:7.1%} | {s['p90']:7.1%} "
-            f"| {s['miss2x']:3d} | {s['negative']:3d} | {cov:>5s} | {flag:>7s} |")
+            f"| {s['miss2x']:3d} | {s['negative']:3d} | {cov:>5s} | {width:>5s} | {flag:>7s} |")
 
 
-HEAD = ("| split        | tool                |    n |  median |    mean |     p90 | >2x | neg | cov90 | flagged |\n"
-        "|--------------|---------------------|------|---------|---------|---------|-----|-----|-------|---------|")
+HEAD = ("| split        | tool                |    n |  median |    mean |     p90 | >2x | neg | cov90 | width | flagged |\n"
+        "|--------------|---------------------|------|---------|---------|---------|-----|-----|-------|-------|---------|")
 
 
 def main(argv=None):
