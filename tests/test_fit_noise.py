@@ -99,3 +99,18 @@ def test_single_runs_take_equal_parts_at_the_median():
     rel = fit_group(xs[:, None], y[None, :], one, np.zeros((1, len(y))), ("x",), FitOptions(noise="relative"))
     assert not rel.model(0).terms
     assert rel.model(0).constant == pytest.approx(np.sum(1 / y) / np.sum(1 / y ** 2), rel=1e-9)
+
+
+def test_too_few_repetitions_count_as_single_runs():
+    """One point repeated twice (1 degree of freedom of pure error, below ABS_MIN_DOF): the split
+    cannot be estimated either, so the weights are count / (y^2 + m^2), by hand as above."""
+    y = np.array([12.0, 8.0, 15.0, 10.0, 11.0, 7.0, 9.0, 6.0])
+    xs = np.array([1.0, 10, 25, 50, 100, 250, 500, 1000])
+    count = np.ones((1, len(y)))
+    count[0, 0] = 2.0
+    ssd = np.zeros((1, len(y)))
+    ssd[0, 0] = 0.5                       # two runs 11.5 and 12.5
+    m = fit_group(xs[:, None], y[None, :], count, ssd, ("x",), FitOptions()).model(0)
+    w = count[0] / (y ** 2 + np.median(y) ** 2)
+    assert not m.terms
+    assert m.constant == pytest.approx(np.sum(w * y) / np.sum(w), rel=1e-9)

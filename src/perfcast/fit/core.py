@@ -103,8 +103,9 @@ class FitOptions:
     likelihood: str = "auto"
     #: weights of the means: "mixed" (default) -- per series a repetition variance
     #: ``a^2 + b^2 mu^2`` where the repetitions show an absolute part (:func:`absolute_noise`),
-    #: else noise proportional to the value; a series without repetitions, whose split cannot be
-    #: estimated, takes both parts equal at its median value (``NOREP_ABS``) -- or "relative":
+    #: else noise proportional to the value; a series whose repetitions cannot tell the parts apart
+    #: (fewer than ``ABS_MIN_DOF`` degrees of freedom of pure error; single runs) takes both parts
+    #: equal at its median value (``NOREP_ABS``) -- or "relative":
     #: always proportional to the value.  Both lift dips (:func:`noise_scale`).  Chosen on real
     #: data with the synthetic sets (bench/README.md "Weights").
     noise: str = "mixed"
@@ -445,11 +446,13 @@ def noise_scale(y: np.ndarray, X: np.ndarray | None = None, lines: Sequence | No
 ABS_LR = 3.84
 #: ... and the series has at least this many degrees of freedom of pure error
 ABS_MIN_DOF = 4
-#: noise model "mixed", series without any repetition: the absolute part's variance is this
-#: times the relative part's at the series' median |mean| (equal parts there).  Nothing in the data
-#: tells the parts apart; measured on real data (single-run LULESH, CUBE and MPI splits: overall
-#: median 5.9% -> 5.4%, p90 50.9% -> 48.3%) and on synthetic single-run sets (purely relative noise
-#: by construction: sp-1rep median 7.2% -> 7.5%), bench/README.md "Weights"
+#: noise model "mixed", series with fewer than ``ABS_MIN_DOF`` degrees of freedom of pure error
+#: (single runs, or one size repeated): the absolute part's variance is this times the relative
+#: part's at the series' median |mean| (equal parts there).  Nothing in the data tells the parts
+#: apart; measured on real data (single-run LULESH, CUBE and MPI splits: overall median 5.9% ->
+#: 5.4%, p90 50.9% -> 48.3%; RAJAPerf, one size run twice: median 1.0% -> 0.9%) and on synthetic
+#: single-run sets (purely relative noise by construction: sp-1rep median 7.2% -> 7.5%),
+#: bench/README.md "Weights"
 NOREP_ABS = 1.0
 _ABS_ITER = 8         # iterations of the variance-model fit (iteratively reweighted least squares)
 
@@ -522,7 +525,8 @@ class _Chunk:
         if noise == "mixed":
             # var_i ~ a^2 + b^2 f_i^2, normalised so that f stays 1 at the largest mean
             self.c2 = absolute_noise(self.f, count, ssd / self.scale[:, None] ** 2)
-            norep = np.all(count <= 1, axis=1) & np.any(count > 0, axis=1)
+            # (absolute_noise returned 0 for these: too few degrees of freedom to estimate)
+            norep = (np.sum(np.maximum(count - 1, 0), axis=1) < ABS_MIN_DOF) & np.any(count > 0, axis=1)
             if norep.any():
                 # the median of the measured points (held-out ones have count 0: _rerun)
                 med = np.nanmedian(np.where(count[norep] > 0, self.f[norep], np.nan), axis=1)
