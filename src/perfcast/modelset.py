@@ -271,57 +271,105 @@ class ModelSet:
             if extra or missing:
                 raise PerfcastError(f"point {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
                                     f"parameters {', '.join(self.parameters)}", where="at")
+        value, lower, upper, base = self._batch(pts, level)
         rows = []
-        for sm in self.series:
+        for s, sm in enumerate(self.series):
             m = sm.model
             nonneg = self.kinds.get(sm.metric) in NONNEGATIVE
             warn = self.warnings(sm)
             base_notes = warn + list(getattr(m, "notes", ()))
-            for t in pts:
-                value = float(m.predict(t, averaged=self.averaged))
-                if math.isnan(value):
+            formula = m.formula()
+            status = m.status
+            segmented = bool(getattr(m, "segments", None))
+            unit, aggregate = self.units.get(sm.metric, ""), self.aggregates.get(sm.metric, "")
+            for j, t in enumerate(pts):
+                v = float(value[s, j])
+                if math.isnan(v):
                     # e.g. log2(p) at p <= 0, log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
-                    raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at "
-                                        f"{','.join(f'{k}={v:g}' for k, v in t.items())}", where="at")
-                lo, hi = m.interval(t, level, averaged=self.averaged)
-                lo = None if math.isnan(lo) else float(lo)
-                hi = None if math.isnan(hi) else float(hi)
+                    raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {formula} is undefined at "
+                                        f"{','.join(f'{k}={x:g}' for k, x in t.items())}", where="at")
+                lo, hi = float(lower[s, j]), float(upper[s, j])
+                lo = None if math.isnan(lo) else lo
+                hi = None if math.isnan(hi) else hi
                 notes = list(base_notes)
                 clipped = False
-                if nonneg and value < 0:
+                if nonneg and v < 0:
                     notes.append("the model predicts a negative value here: it does not extrapolate this far")
                 if nonneg and lo is not None and lo < 0:
                     lo, hi, clipped = 0.0, max(hi, 0.0), True
                     notes.append("interval clipped at 0")
                 doubts = list(warn)
-                if nonneg and value < 0:
+                if nonneg and v < 0:
                     doubts.append("negative")
-                if m.status != "ok" and not getattr(m, "segments", None):
+                if status != "ok" and not segmented:
                     doubts.append("insufficient")
-                steep = self._beyond_measured_slopes(sm, m, t, value)
+                steep = self._beyond_measured_slopes(sm, t, v, float(base[s, j]))
                 if steep:
                     doubts.append(steep)
                     notes.append(steep)
                 # a clipped interval reaches below zero: wider than the value itself, so low
-                conf = "low" if clipped else confidence(value, lo, hi, doubts)
-                rows.append({"callpath": sm.callpath, "metric": sm.metric, "unit": self.units.get(sm.metric, ""),
-                             "aggregate": self.aggregates.get(sm.metric, ""), "at": dict(t), "value": value, "lower": lo, "upper": hi, "level": level,
-                             "clipped": clipped, "confidence": conf, "formula": m.formula(), "status": m.status,
-                             "segmented": bool(getattr(m, "segments", None)), "notes": notes})
+                conf = "low" if clipped else confidence(v, lo, hi, doubts)
+                rows.append({"callpath": sm.callpath, "metric": sm.metric, "unit": unit,
+                             "aggregate": aggregate, "at": dict(t), "value": v, "lower": lo, "upper": hi, "level": level,
+                             "clipped": clipped, "confidence": conf, "formula": formula, "status": status,
+                             "segmented": segmented, "notes": notes})
         self._flag_children_above_parents(rows)
         return rows
 
-    def _beyond_measured_slopes(self, sm, m, t: Mapping[str, float], value: float) -> str | None:
-        """A note when the prediction at ``t``, beyond the data in one parameter, rises (falls) more
-        steeply in log-log terms than the series ever did within the data (:data:`SLOPE_MARGIN`)."""
-        beyond = [p for p in m.parameters if p in self.upper and t[p] > self.upper[p] > 0]
-        slopes = self.slopes.get((sm.callpath, sm.metric), {})
-        if len(beyond) != 1 or beyond[0] not in slopes or not value > 0:
+    def _beyond(self, t: Mapping[str, float]) -> dict | None:
+        """The point at the data's edge for a prediction at ``t`` beyond the data in exactly one
+        parameter (that parameter at its largest measured value), else None."""
+        beyond = [p for p in self.parameters if p in self.upper and t[p] > self.upper[p] > 0]
+        return {**t, beyond[0]: self.upper[beyond[0]]} if len(beyond) == 1 else None
+
+    def _batch(self, pts: list, level: float) -> tuple[np.ndarray, ...]:
+        """(value, lower, upper, value at :meth:`_beyond`'s edge point or NaN), each (series,
+        points): every plain model in one batch (:func:`perfcast.fit.model.predict_many`), others
+        (segmented) one by one."""
+        from .fit.model import Model, predict_many
+
+        edges = [self._beyond(t) for t in pts]
+        allp = pts + [e for e in edges if e is not None]
+        where = []
+        k = len(pts)
+        for e in edges:
+            where.append(k if e is not None else -1)
+            k += e is not None
+        S, P = len(self.series), len(pts)
+        value, lower, upper = (np.full((S, P), np.nan) for _ in range(3))
+        base = np.full((S, P), np.nan)
+        edge_cols = [j for j, w in enumerate(where) if w >= 0]
+        edge_at = [where[j] for j in edge_cols]
+        plain = [s for s, sm in enumerate(self.series)
+                 if type(sm.model) is Model and set(sm.model.parameters) <= set(self.parameters)]
+        if plain:
+            cols = {p: np.array([float(t[p]) for t in allp]) for p in self.parameters}
+            v, lo, hi = predict_many([self.series[s].model for s in plain], cols, level, self.averaged)
+            value[plain], lower[plain], upper[plain] = v[:, :P], lo[:, :P], hi[:, :P]
+            if edge_cols:
+                base[np.ix_(plain, edge_cols)] = v[:, edge_at]
+        done = set(plain)
+        for s, sm in enumerate(self.series):
+            if s in done:
+                continue
+            m = sm.model
+            for j, t in enumerate(pts):
+                value[s, j] = float(m.predict(t, averaged=self.averaged))
+                lower[s, j], upper[s, j] = m.interval(t, level, averaged=self.averaged)
+                if edges[j] is not None:
+                    base[s, j] = float(m.predict(edges[j], averaged=self.averaged))
+        return value, lower, upper, base
+
+    def _beyond_measured_slopes(self, sm, t: Mapping[str, float], value: float, v0: float) -> str | None:
+        """A note when the prediction ``value`` at ``t``, beyond the data in one parameter, rises
+        (falls) more steeply in log-log terms than the series ever did within the data
+        (:data:`SLOPE_MARGIN`); ``v0`` is the model's value at the data's edge (:meth:`_beyond`)."""
+        edge = self._beyond(t)
+        if edge is None:
             return None
-        p = beyond[0]
-        base = {**t, p: self.upper[p]}
-        v0 = float(m.predict(base, averaged=self.averaged))
-        if not v0 > 0:
+        p = next(q for q in self.parameters if edge[q] != t[q])
+        slopes = self.slopes.get((sm.callpath, sm.metric), {})
+        if p not in slopes or p not in sm.model.parameters or not value > 0 or not v0 > 0:
             return None
         s = math.log(value / v0) / math.log(t[p] / self.upper[p])
         lo, hi = slopes[p]

@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from ..errors import PerfcastError
 from .terms import block_str, factor_values, fraction_str, parse_fraction
@@ -245,40 +245,11 @@ class Model:
         of freedom ``(v + v_drift)^2 / (v^2 / dof + v_drift^2 / drift_dof)`` (``dof`` when there
         is no drift).  NaN when the data cannot support an interval.
         """
-        if not 0 < level < 1:
-            raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
         cols, shape = self._columns(X)
-        n = int(np.prod(shape)) if shape else 1
-        D = self._design(cols, n)
-        y = self._raw(cols, shape)
-        centre = self._averaged(cols, shape, y) if (averaged and self.alternatives) else y
-        if self.cov is None or self.dof <= 0 or self.status != "ok":
-            lo = hi = np.full(n, np.nan)
-        else:
-            C = np.asarray(self.cov, dtype=float)
-            var = np.maximum(np.einsum("ni,ij,nj->n", D, C, D), 0.0) + (self.noise * y) ** 2
-            w0 = 1.0 - sum(w for w, _ in self.alternatives)
-            d = self._doublings(cols, n)
-            var = var + w0 * (y - centre) ** 2
-            for w, ya in self._alt_values(cols, shape):
-                var = var + w * (ya - centre) ** 2
-            vd = (self.drift * d ** self.growth * centre) ** 2
-            # non-normal noise: its part of the variance enters scaled by the squared ratio of its
-            # quantile to the normal one (1 for normal noise; < 1 for light-tailed noise, whose
-            # 90% range is narrower than a normal one of the same variance)
-            vn = (self.noise * y) ** 2
-            rn = _shape_ratio(self.noise_shape, level)
-            dof = np.full(n, float(self.dof))
-            if self.drift_dof > 0:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ws = (var + vd) ** 2 / (var ** 2 / self.dof + vd ** 2 / self.drift_dof)
-                dof = np.where((vd > 0) & np.isfinite(ws), ws, dof)
-            q = stats.t.ppf(0.5 + level / 2, dof)
-            half = q * np.sqrt(np.maximum(var + vd + (rn * rn - 1) * vn, 0.0))
-            lo, hi = centre - half, centre + half
+        _, lo, hi = predict_many([self], cols, level, averaged)
         if shape == ():
-            return float(lo[0]), float(hi[0])
-        return lo.reshape(shape), hi.reshape(shape)
+            return float(lo[0, 0]), float(hi[0, 0])
+        return lo[0].reshape(shape), hi[0].reshape(shape)
 
     # -- description ----------------------------------------------------------------------------
     def lead(self) -> dict[str, dict]:
@@ -380,12 +351,98 @@ class Model:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
 
+def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level: float = 0.9,
+                 averaged: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values and prediction intervals of many models at the same points, in one batch: (value,
+    lower, upper), each (len(models), n) for ``cols`` = {parameter: n values} (every parameter the
+    models use).  The rule is :meth:`Model.interval`'s (which calls this with one model); the
+    value is the selected hypothesis', or the average over the alternatives with ``averaged``.
+    Factor and term values are computed once per distinct factor, so thousands of models cost
+    little more than their coefficients."""
+    if not 0 < level < 1:
+        raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
+    n = len(next(iter(cols.values()))) if cols else 1
+    cache: dict = {}
+
+    def term_values(t: Term) -> np.ndarray:
+        v = cache.get(t.factors)
+        if v is None:
+            v = cache[t.factors] = t.evaluate(cols)
+        return v
+
+    def design(ms) -> tuple[np.ndarray, np.ndarray]:
+        k = max((len(m.terms) for m in ms), default=0) + 1
+        D = np.zeros((len(ms), n, k))
+        coef = np.zeros((len(ms), k))
+        D[:, :, 0] = 1.0
+        for s, m in enumerate(ms):
+            coef[s, 0] = m.constant
+            for j, t in enumerate(m.terms):
+                D[s, :, j + 1] = term_values(t)
+                coef[s, j + 1] = t.coefficient
+        return D, coef
+
+    S = len(models)
+    D, coef = design(models)
+    y = np.einsum("snk,sk->sn", D, coef)
+    # the competing hypotheses, flattened: owner series, weight, value
+    owner = [s for s, m in enumerate(models) for _ in m.alternatives]
+    alts = [a for m in models for _, a in m.alternatives]
+    wts = np.array([w for m in models for w, _ in m.alternatives], dtype=float)
+    w0 = 1.0 - np.bincount(owner, weights=wts, minlength=S) if alts else np.ones(S)
+    if alts:
+        Da, ca = design(alts)
+        ya = np.einsum("snk,sk->sn", Da, ca)
+        own = np.asarray(owner)
+        avg = w0[:, None] * y
+        np.add.at(avg, own, wts[:, None] * ya)
+    else:
+        avg = y
+    centre = avg if averaged else y
+    lo = np.full((S, n), np.nan)
+    hi = np.full((S, n), np.nan)
+    ok = np.array([m.cov is not None and m.dof > 0 and m.status == "ok" for m in models], dtype=bool)
+    if ok.any():
+        C = np.zeros((S, D.shape[2], D.shape[2]))
+        for s in np.nonzero(ok)[0]:
+            c = np.asarray(models[s].cov, dtype=float)
+            C[s, :c.shape[0], :c.shape[1]] = c
+        noise = np.array([m.noise for m in models], dtype=float)[:, None]
+        vn = (noise * y) ** 2
+        var = np.maximum(np.einsum("sni,sij,snj->sn", D, C, D), 0.0) + vn + w0[:, None] * (y - centre) ** 2
+        if alts:
+            np.add.at(var, own, wts[:, None] * (ya - centre[own]) ** 2)
+        d = np.zeros((S, n))
+        for s, m in enumerate(models):
+            if m.upper is not None:
+                d[s] = m._doublings(cols, n)
+        drift = np.array([m.drift for m in models], dtype=float)[:, None]
+        growth = np.array([m.growth for m in models], dtype=float)[:, None]
+        vd = (drift * d ** growth * centre) ** 2
+        # non-normal noise: its part of the variance enters scaled by the squared ratio of its
+        # quantile to the normal one (1 for normal noise; < 1 for light-tailed noise, whose
+        # 90% range is narrower than a normal one of the same variance)
+        rn = np.array([_shape_ratio(m.noise_shape, level) for m in models], dtype=float)[:, None]
+        dof = np.broadcast_to(np.array([float(m.dof) for m in models])[:, None], (S, n))
+        ddof = np.array([float(m.drift_dof) for m in models])[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ws = (var + vd) ** 2 / (var ** 2 / dof + vd ** 2 / ddof)
+        dof = np.where((ddof > 0) & (vd > 0) & np.isfinite(ws), ws, dof)
+        q = special.stdtrit(dof, 0.5 + level / 2)
+        half = q * np.sqrt(np.maximum(var + vd + (rn * rn - 1) * vn, 0.0))
+        lo = np.where(ok[:, None], centre - half, np.nan)
+        hi = np.where(ok[:, None], centre + half, np.nan)
+    return centre, lo, hi
+
+
 @functools.lru_cache(maxsize=64)
 def _shape_ratio(beta: float, level: float) -> float:
     """Quantile ``0.5 + level / 2`` of the unit-variance generalised normal of shape ``beta``
     over the normal one."""
     if beta == 2.0:
         return 1.0
+    from scipy import stats   # only for non-normal noise: scipy.stats is slow to import
+
     p = 0.5 + level / 2
     return float(stats.gennorm.ppf(p, beta) / math.sqrt(stats.gennorm.var(beta)) / stats.norm.ppf(p))
 
