@@ -47,6 +47,7 @@ from fractions import Fraction
 from typing import Iterable, Mapping
 
 from ..errors import PerfcastError
+from ..fit.model import values_at
 
 #: ``cost`` order: a callpath below this share of the root's per-process cost (at the largest
 #: measured point and at the target) is negligible and ranks after the significant ones
@@ -113,13 +114,14 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
         raise PerfcastError(f"ranking order {by!r}: use {' or '.join(BY)}", where="--by")
     items = list(series_models)
     preds = {}
-    for sm in items:
-        m = sm.model
-        if target is not None:
-            missing = [p for p in m.parameters if p not in target]
+    if target is not None:
+        for sm in items:
+            missing = [p for p in sm.model.parameters if p not in target]
             if missing:
                 raise PerfcastError(f"--target lacks parameter(s) {', '.join(missing)}", where="target")
-            pred = float(m.predict({p: target[p] for p in m.parameters}, averaged=averaged))
+        vals = values_at([sm.model for sm in items], [target], averaged)[:, 0]
+        for sm, pred in zip(items, vals.tolist()):
+            m = sm.model
             if math.isnan(pred):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
                 raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at the "
                                     f"target {','.join(f'{p}={target[p]:g}' for p in m.parameters)}", where="target")
@@ -151,13 +153,20 @@ def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, in
     up = {**tgt, **upper}
     low = {**up, **(lower or {})}
 
+    # the models' values at the three points, in one batch (NaN where a point lacks a parameter)
+    modelled = {id(sm): row for sm, row in zip(items, values_at([sm.model for sm in items], [low, up, tgt],
+                                                                averaged).tolist())}
+    at = {"low": 0, "up": 1, "tgt": 2}
+
     def per_process(sm, pt, value=None):
-        """The model's value at ``pt`` (or ``value``, measured there) per process."""
+        """The model's value at ``pt`` (``low``, ``up`` or ``tgt``; or ``value``, measured there) per
+        process."""
         m = sm.model
+        name, pt = pt
         if value is None:
             if any(p not in pt for p in m.parameters):
                 return None
-            value = float(m.predict({p: pt[p] for p in m.parameters}, averaged=averaged))
+            value = modelled[id(sm)][at[name]]
         if not math.isfinite(value):
             return None
         if is_sum_over_ranks(aggregates.get(sm.metric)) and procs is not None and pt.get(procs, 0) > 0:
@@ -167,8 +176,9 @@ def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, in
     cost = {}   # id -> (measured-or-modelled at low, at up; modelled at up, at the target)
     for sm in items:
         m_low, m_up = measured.get((sm.callpath, sm.metric), (None, None))
-        mod_up = per_process(sm, up)
-        cost[id(sm)] = (per_process(sm, low, m_low), per_process(sm, up, m_up), mod_up, per_process(sm, tgt))
+        mod_up = per_process(sm, ("up", up))
+        cost[id(sm)] = (per_process(sm, ("low", low), m_low), per_process(sm, ("up", up), m_up), mod_up,
+                        per_process(sm, ("tgt", tgt)))
     # the root's per-process cost per metric: topmost callpaths (inclusive) or all of them
     by_metric: dict[str, list] = {}
     for sm in items:

@@ -1374,8 +1374,8 @@ def _pool_drift(miss: np.ndarray, allowed: np.ndarray, z: np.ndarray) -> tuple[n
     # Bartlett's test of equal variances, each u a variance estimate with k degrees of freedom
     nu = k * S
     bartlett = (nu * math.log(lam) - k * float(np.sum(np.log(u)))) / (1 + (S / k - 1 / nu) / (3 * (S - 1)))
-    from scipy import stats
-    if not math.isfinite(bartlett) or float(stats.chi2.sf(bartlett, S - 1)) < DRIFT_POOL_LEVEL:
+    from scipy import special   # chdtrc = the chi-square survival function (scipy.stats is slow to import)
+    if not math.isfinite(bartlett) or float(special.chdtrc(S - 1, bartlett)) < DRIFT_POOL_LEVEL:
         return drift, dof
     zo = z[ok]
     z2 = np.sum(zo * zo, axis=0)

@@ -289,9 +289,22 @@ class Model:
         solver's round-off (e.g. ``-4.996e-16 + 0.001 * p``): not printed."""
         if not self.terms or self.upper is None:
             return False
-        cols = {p: np.array([float(u)]) for p, u in zip(self.parameters, self.upper)}
-        size = max(abs(float(t.coefficient * t.evaluate(cols)[0])) for t in self.terms)
-        return bool(np.isfinite(size) and abs(self.constant) < 1e-12 * size)
+        if self.constant == 0:
+            return False
+        up = dict(zip(self.parameters, self.upper))
+        size = 0.0
+        for t in self.terms:
+            v = abs(t.coefficient)
+            for p, i, j in t.factors:
+                u = up[p]
+                if u <= 0 or (j < 0 and u <= 1):   # undefined there (Term.evaluate): NaN
+                    return False
+                try:
+                    v *= u ** float(i) * (math.log2(u) ** j if j else 1.0)
+                except OverflowError:        # beyond float range: not a round-off comparison
+                    return False
+            size = max(size, v)
+        return bool(math.isfinite(size) and abs(self.constant) < 1e-12 * size)
 
     def __str__(self) -> str:
         return self.formula()
@@ -433,6 +446,29 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
         lo = np.where(ok[:, None], centre - half, np.nan)
         hi = np.where(ok[:, None], centre + half, np.nan)
     return centre, lo, hi
+
+
+def values_at(models: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False) -> np.ndarray:
+    """Values of many models (anything with ``predict``; plain :class:`Model` objects in one batch,
+    :func:`predict_many`) at the same points: (len(models), len(points)), NaN where a model has a
+    parameter the point lacks."""
+    S, P = len(models), len(points)
+    out = np.full((S, P), np.nan)
+    if not P:
+        return out
+    keys = set.intersection(*(set(t) for t in points))
+    plain = [s for s, m in enumerate(models) if type(m) is Model and set(m.parameters) <= keys]
+    if plain:
+        cols = {p: np.array([float(t[p]) for t in points]) for p in keys}
+        out[plain] = predict_many([models[s] for s in plain], cols, 0.9, averaged)[0]
+    done = set(plain)
+    for s, m in enumerate(models):
+        if s in done:
+            continue
+        for j, t in enumerate(points):
+            if all(p in t for p in m.parameters):
+                out[s, j] = float(m.predict({p: t[p] for p in m.parameters}, averaged=averaged))
+    return out
 
 
 @functools.lru_cache(maxsize=64)
