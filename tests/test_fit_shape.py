@@ -154,3 +154,19 @@ def test_exact_series_keeps_a_model_on_the_adaptive_path():
     m = g.model(0)
     assert m.formula() == "0.001" and m.quality.n_points == 5 and m.quality.n_obs == 25
     assert m.predict({"p": 1024.0}) == pytest.approx(0.001)
+
+
+def test_shape_ratio_equals_scipy_stats_gennorm():
+    """The interval's non-normal quantile ratio (computed from scipy.special so that scipy.stats is
+    not imported on the CLI's path) equals scipy.stats' generalised normal."""
+    import math
+
+    from scipy import stats
+
+    from perfcast.fit.model import _shape_ratio
+
+    for beta in (0.7, 1.0, 1.5, 2.5, 4.0, 10.0):
+        for level in (0.5, 0.8, 0.9, 0.99):
+            p = 0.5 + level / 2
+            want = stats.gennorm.ppf(p, beta) / math.sqrt(stats.gennorm.var(beta)) / stats.norm.ppf(p)
+            assert _shape_ratio.__wrapped__(beta, level) == pytest.approx(want, rel=1e-10)

@@ -365,13 +365,13 @@ class Model:
 
 
 def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level: float = 0.9,
-                 averaged: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 averaged: bool = False, intervals: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Values and prediction intervals of many models at the same points, in one batch: (value,
     lower, upper), each (len(models), n) for ``cols`` = {parameter: n values} (every parameter the
     models use).  The rule is :meth:`Model.interval`'s (which calls this with one model); the
     value is the selected hypothesis', or the average over the alternatives with ``averaged``.
     Factor and term values are computed once per distinct factor, so thousands of models cost
-    little more than their coefficients."""
+    little more than their coefficients.  ``intervals=False``: the values only (bounds NaN)."""
     if not 0 < level < 1:
         raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
     n = len(next(iter(cols.values()))) if cols else 1
@@ -414,7 +414,7 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
     centre = avg if averaged else y
     lo = np.full((S, n), np.nan)
     hi = np.full((S, n), np.nan)
-    ok = np.array([m.cov is not None and m.dof > 0 and m.status == "ok" for m in models], dtype=bool)
+    ok = np.array([intervals and m.cov is not None and m.dof > 0 and m.status == "ok" for m in models], dtype=bool)
     if ok.any():
         C = np.zeros((S, D.shape[2], D.shape[2]))
         for s in np.nonzero(ok)[0]:
@@ -460,7 +460,7 @@ def values_at(models: Sequence, points: Sequence[Mapping[str, float]], averaged:
     plain = [s for s, m in enumerate(models) if type(m) is Model and set(m.parameters) <= keys]
     if plain:
         cols = {p: np.array([float(t[p]) for t in points]) for p in keys}
-        out[plain] = predict_many([models[s] for s in plain], cols, 0.9, averaged)[0]
+        out[plain] = predict_many([models[s] for s in plain], cols, 0.9, averaged, intervals=False)[0]
     done = set(plain)
     for s, m in enumerate(models):
         if s in done:
@@ -477,10 +477,12 @@ def _shape_ratio(beta: float, level: float) -> float:
     over the normal one."""
     if beta == 2.0:
         return 1.0
-    from scipy import stats   # only for non-normal noise: scipy.stats is slow to import
-
+    # the generalised normal's quantile from the regularised incomplete gamma function
+    # (F(x) = 1/2 + gammainc(1/beta, x^beta) / 2 for x > 0), its variance Gamma(3/b) / Gamma(1/b)
     p = 0.5 + level / 2
-    return float(stats.gennorm.ppf(p, beta) / math.sqrt(stats.gennorm.var(beta)) / stats.norm.ppf(p))
+    q = float(special.gammaincinv(1 / beta, 2 * p - 1)) ** (1 / beta)
+    var = math.exp(float(special.gammaln(3 / beta) - special.gammaln(1 / beta)))
+    return q / math.sqrt(var) / float(special.ndtri(p))
 
 
 def _num(v: float, digits: int, style: str) -> str:
