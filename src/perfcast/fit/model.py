@@ -254,18 +254,16 @@ class Model:
     # -- description ----------------------------------------------------------------------------
     def lead(self) -> dict[str, dict]:
         """Lead-order factor per parameter: {param: {"exponent": "3/2", "log_exponent": 1}}."""
-        out = {}
-        for p in self.parameters:
-            best = (Fraction(0), 0)
-            for t in self.terms:
-                for q, i, j in t.factors:
-                    if q == p and (i, j) > best:
-                        best = (i, j)
-            out[p] = {"exponent": fraction_str(best[0]), "log_exponent": int(best[1])}
-        return out
+        return {p: {"exponent": fraction_str(i), "log_exponent": int(j)} for p, (i, j) in self.lead_order().items()}
 
     def lead_order(self) -> dict[str, tuple[Fraction, int]]:
-        return {p: (Fraction(v["exponent"]), v["log_exponent"]) for p, v in self.lead().items()}
+        """Lead-order factor per parameter as (exponent, log exponent); (0, 0) for a constant."""
+        out = {p: (Fraction(0), 0) for p in self.parameters}
+        for t in self.terms:
+            for q, i, j in t.factors:
+                if q in out and (i, j) > out[q]:
+                    out[q] = (i, j)
+        return out
 
     def formula(self, style: str = "plain", digits: int = 4) -> str:
         """``plain`` (``3.1 + 0.2 * p^(3/2) * log2(p)``), ``python`` (uses ``log2`` from math) or
@@ -398,10 +396,12 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
     S = len(models)
     D, coef = design(models)
     y = np.einsum("snk,sk->sn", D, coef)
-    # the competing hypotheses, flattened: owner series, weight, value
-    owner = [s for s, m in enumerate(models) for _ in m.alternatives]
-    alts = [a for m in models for _, a in m.alternatives]
-    wts = np.array([w for m in models for w, _ in m.alternatives], dtype=float)
+    # the competing hypotheses, flattened: owner series, weight, value (built lazily by the fit:
+    # not touched when neither the average nor the intervals need them)
+    pairs = [(s, w, a) for s, m in enumerate(models) for w, a in m.alternatives] if (averaged or intervals) else []
+    owner = [s for s, _, _ in pairs]
+    alts = [a for _, _, a in pairs]
+    wts = np.array([w for _, w, _ in pairs], dtype=float)
     w0 = 1.0 - np.bincount(owner, weights=wts, minlength=S) if alts else np.ones(S)
     if alts:
         Da, ca = design(alts)
