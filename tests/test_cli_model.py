@@ -86,3 +86,56 @@ def test_errors_are_one_line(capsys, text_file, args, needle):
     code, out, err = cli(capsys, args[0], text_file, *args[1:])
     assert code == 2
     assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def _term_value(term, at):
+    v = term["coefficient"]
+    for p, f in term["factors"].items():
+        num, _, den = str(f["exponent"]).partition("/")
+        e = float(num) / float(den or 1)
+        v *= at[p] ** e * math.log2(at[p]) ** int(f["log_exponent"])
+    return v
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".json"])
+def test_model_output_file_holds_the_generating_laws(capsys, text_file, tmp_path, suffix):
+    """`model -o FILE` writes every model; the structured terms are the generating laws
+    (a = 3 + 2 p^2, b = 10 + 5 log2 p), evaluated here by hand from the file's columns."""
+    import pandas as pd
+
+    out_path = tmp_path / f"models{suffix}"
+    code, out, err = cli(capsys, "model", text_file, "-o", out_path, "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"output": str(out_path), "models": 2}
+    if suffix == ".json":
+        rows = json.loads(out_path.read_text())
+    else:
+        frame = pd.read_parquet(out_path) if suffix == ".parquet" else pd.read_csv(out_path)
+        rows = frame.to_dict("records")
+        for r in rows:
+            r["terms"] = json.loads(r["terms"]) if suffix == ".csv" else [
+                {"coefficient": t["coefficient"], "factors": {p: f for p, f in t["factors"].items() if f}}
+                for t in r["terms"]]
+    law = {"a": lambda p: 3 + 2 * p * p, "b": lambda p: 10 + 5 * math.log2(p)}
+    assert {r["callpath"] for r in rows} == set(law)
+    for r in rows:
+        at = {"p": 1000.0}
+        got = r["constant"] + sum(_term_value(t, at) for t in r["terms"])
+        assert got == pytest.approx(law[r["callpath"]](1000.0), rel=1e-9)
+
+
+def test_predict_output_file_and_refusals(capsys, text_file, tmp_path):
+    import pandas as pd
+
+    out_path = tmp_path / "pred.parquet"
+    code, _, err = cli(capsys, "predict", text_file, "--at", "p=128", "--at", "p=256", "-o", out_path)
+    assert code == 0, err
+    frame = pd.read_parquet(out_path).set_index(["callpath", "p"])
+    assert frame.loc[("a", 256.0), "value"] == pytest.approx(3 + 2 * 256 ** 2, rel=1e-9)
+    assert frame.loc[("b", 128.0), "value"] == pytest.approx(10 + 5 * 7, rel=1e-9)
+    # an existing file needs --force; an unknown suffix is refused before anything is computed
+    code, _, err = cli(capsys, "predict", text_file, "--at", "p=128", "-o", out_path)
+    assert code == 2 and "use --force" in err and str(out_path) in err
+    code, _, err = cli(capsys, "model", text_file, "-o", tmp_path / "m.xlsx")
+    assert code == 2 and "unknown output format '.xlsx'" in err
+    assert not (tmp_path / "m.xlsx").exists()

@@ -488,6 +488,25 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, 
                      averaged=averaged, progress=lambda done, total: cb(done, total, ""))
 
 
+def _table_output_options(f):
+    f = click.option("--force", is_flag=True, help="Replace an existing --output file.")(f)
+    return click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+                        help="Write the whole table to this file instead of printing it: .parquet (nested "
+                             "columns for the terms), .csv or .json (what --json prints), atomically; for "
+                             "large outputs.")(f)
+
+
+def _wrote(output, n, what, as_json, frame, records, force):
+    """Write a command's table to --output (perfcast.output.write_table) and say so in one line."""
+    from .output import write_table
+    from .report.terminal import err, write_json
+
+    path = write_table(output, frame, records, force)
+    if as_json:
+        return write_json({"output": str(path), what: n})
+    err.print(f"perfcast: wrote {n} {what} to {path}", markup=False, highlight=False)
+
+
 _averaged_option = click.option(
     "--averaged", is_flag=True,
     help="Values averaged over the competing hypotheses with their weights (Bayesian model averaging); "
@@ -510,8 +529,9 @@ _averaged_option = click.option(
 @click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (not with --json).")
 @_averaged_option
 @click.option("--json", "as_json", is_flag=True, help="Print every model as JSON.")
+@_table_output_options
 def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, target, by, limit,
-              averaged, as_json):
+              averaged, as_json, output, force):
     """Fit a scaling model to every callpath x metric, ranked as scalability bugs.
 
     Ranking (--by cost, the default): the per-process cost increase from the smallest measured
@@ -530,9 +550,17 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     from .analysis.fitcheck import fit_warnings
     from .report.terminal import err, out, table, write_json
 
+    if output is not None:
+        from .output import check_file_output, table_format
+
+        table_format(output)
+        check_file_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
+    if output is not None:
+        return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by), lambda: ms.to_dict(tgt, by),
+                      force)
     if as_json:
         return write_json(ms.to_dict(tgt, by))
     ranked = ms.rank(tgt, by)
@@ -613,8 +641,10 @@ def _print_series_notes(err, kind, items, what, limit=6):
 @click.option("--scaling", type=click.Choice(["auto", "strong", "weak"]), default="auto", show_default=True,
               help="With --breakdown: How the work per rank changes with p, for the non-scalable rule: strong (total work fixed: cost per rank expected ~ 1/p), weak (work per rank fixed: expected constant), auto (inferred from the total instructions summed over ranks).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@_table_output_options
 def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, measured,
-                level, averaged, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, as_json):
+                level, averaged, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, as_json,
+                output, force):
     """Predict every callpath x metric at --at with a prediction interval for a new measurement.
 
     With --validate, also compare each prediction with what was measured there (relative error,
@@ -627,6 +657,14 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     """
     from .report.terminal import err, out, table, write_json
 
+    if output is not None:
+        from .output import check_file_output, table_format
+
+        if breakdown:
+            raise PerfcastError("--output writes the per-series predictions; --breakdown prints the APMT total",
+                                where="--output")
+        table_format(output)
+        check_file_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     check, targets = None, [parse_coords(a, "--at") for a in at]
     if measured:
@@ -661,6 +699,11 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         if not summary["compared"]:
             raise PerfcastError("no predicted series was measured at the predicted point(s): the callpaths, "
                                 "metrics or points differ", where="--validate")
+    if output is not None:
+        from .modelset import predictions_frame
+
+        return _wrote(output, len(rows), "predictions", as_json, lambda: predictions_frame(rows, exp.parameters),
+                      lambda: rows if summary is None else {"predictions": rows, "accuracy": summary}, force)
     if as_json:
         return write_json(rows if summary is None else {"predictions": rows, "accuracy": summary})
     from .report.terminal import trends

@@ -430,8 +430,11 @@ class ModelSet:
         return out
 
     def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:
-        """One row per series: rank, callpath, metric, unit, aggregate, formula, status, smape, noise
-        and, with ``target``, the value there with its interval and confidence."""
+        """One row per series in rank order: rank, callpath, metric, unit, aggregate, formula,
+        status, the model itself (``constant``; ``terms``: a list of {coefficient, factors: {param:
+        {exponent, log_exponent}}}, nested columns in Parquet), smape, noise, with ``by="cost"`` the
+        ranking's ``increase`` (share of the root) and, with ``target``, the value there with its
+        interval and confidence."""
         preds = {}
         if target is not None:
             preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
@@ -439,11 +442,15 @@ class ModelSet:
         rows = []
         for r in self.rank(target, by):
             m = by_key[(r.callpath, r.metric)].model
-            q = m.quality
+            q = getattr(m, "quality", None)
             row = {"rank": r.rank, "callpath": r.callpath, "metric": r.metric,
                    "unit": self.units.get(r.metric, ""), "aggregate": self.aggregates.get(r.metric, ""),
                    "formula": m.formula(), "status": m.status,
+                   "constant": float(m.constant) if hasattr(m, "terms") else None,
+                   "terms": [t.to_dict() for t in m.terms] if hasattr(m, "terms") else None,
                    "smape": None if q is None else q.smape, "noise": None if q is None else q.noise}
+            if by == "cost":
+                row["increase"] = r.increase
             if target is not None:
                 p = preds[(r.callpath, r.metric)]
                 row.update(value=p["value"], lower=p["lower"], upper=p["upper"], confidence=p["confidence"])
@@ -451,4 +458,19 @@ class ModelSet:
         return pd.DataFrame(rows)
 
 
-__all__ = ["ModelSet", "model", "model_set", "confidence", "NONNEGATIVE", "CONFIDENCE_LIMITS"]
+def predictions_frame(rows: Sequence[Mapping], parameters: Sequence[str]) -> pd.DataFrame:
+    """:meth:`ModelSet.predict` rows (possibly compared with measurements) as a table: the point's
+    coordinates as one column per parameter, the rest as they are."""
+    taken = {k for r in rows for k in r}
+    name = {p: (f"at_{p}" if p in taken else p) for p in parameters}   # a parameter called "value"
+    out = []
+    for r in rows:
+        d = {k: v for k, v in r.items() if k != "at"}
+        d.update({name[p]: r["at"].get(p) for p in parameters})
+        out.append(d)
+    cols = ["callpath", "metric", *name.values()]
+    frame = pd.DataFrame(out)
+    return frame[cols + [c for c in frame.columns if c not in cols]] if out else frame
+
+
+__all__ = ["ModelSet", "model", "model_set", "predictions_frame", "confidence", "NONNEGATIVE", "CONFIDENCE_LIMITS"]

@@ -1,4 +1,4 @@
-"""Files perfcast writes on request (``report -o``, ``machine --write``): the one rule.
+"""Files perfcast writes on request (``report -o``, ``model -o``, ``machine --write``): the one rule.
 
 * An existing output is replaced only with ``force`` (the CLI's ``--force``); without it the
   command stops with "output exists; use --force to replace it".
@@ -134,3 +134,76 @@ def os_error_message(e: OSError) -> str:
     paths = [p for p in (e.filename, e.filename2) if p is not None]
     where = " -> ".join(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
     return f"{where}: {os_reason(e)}" if where else os_reason(e)
+
+
+#: table outputs (``model -o``, ``predict -o``) by file suffix
+TABLE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json"}
+
+
+def table_format(path: str | Path) -> str:
+    """``parquet``, ``csv`` or ``json`` from the suffix of ``path``; anything else is an error."""
+    fmt = TABLE_FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise PerfcastError(f"unknown output format {Path(path).suffix or '(no suffix)'!r}: use "
+                            + ", ".join(TABLE_FORMATS), path, where="--output")
+    return fmt
+
+
+def json_text(obj) -> str:
+    """``obj`` as JSON text.  A list (or a dict holding lists) is written one element per line, each
+    by the C encoder: pretty-printing (``indent``) falls back to the pure-Python encoder, which took
+    longer than fitting the models on 10,000 series (issue 17).  NaN and infinities are refused."""
+    import functools
+    import json
+
+    enc = functools.partial(json.dumps, allow_nan=False, default=_json_default)
+    if isinstance(obj, list):
+        return ("[" + ",\n ".join(enc(e) for e in obj) + "]\n") if obj else "[]\n"
+    if isinstance(obj, dict) and obj:
+        return "{" + ",\n ".join(enc(k) + ": " + (("[" + ",\n  ".join(enc(e) for e in v) + "]")
+                                                   if isinstance(v, list) and v else enc(v))
+                                  for k, v in obj.items()) + "}\n"
+    return enc(obj) + "\n"
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def write_table(path: str | Path, frame, records, force: bool) -> Path:
+    """Write a command's table to ``path`` in the format its suffix names (:func:`table_format`),
+    atomically (:func:`write_file`): ``frame`` (a pandas DataFrame; list and dict cells become
+    nested Parquet columns, JSON text in CSV) for ``.parquet`` and ``.csv``, ``records`` (what
+    ``--json`` prints) for ``.json``.  Either may be a zero-argument callable, built only when its
+    format is asked for."""
+    fmt = table_format(path)
+    check_file_output(path, force)
+    if fmt == "json":
+        return write_file(path, json_text(records() if callable(records) else records), force)
+    frame = frame() if callable(frame) else frame
+    if fmt == "csv":
+        import json
+
+        nested = [c for c in frame.columns if frame[c].map(lambda v: isinstance(v, (list, dict))).any()]
+        out = frame.copy() if nested else frame
+        for c in nested:
+            out[c] = out[c].map(lambda v: json.dumps(v, default=_json_default) if isinstance(v, (list, dict)) else v)
+        return write_file(path, out.to_csv(index=False), force)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise PerfcastError(f"cannot write the table as Parquet ({e})", path) from None
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf)
+    return write_file(path, buf.getvalue().to_pybytes(), force)

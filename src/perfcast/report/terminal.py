@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 from typing import Callable, Iterator
@@ -142,33 +141,10 @@ def table(title: str, columns: list[str], rows: list[list[str]], justify: dict[s
 
 
 def write_json(obj) -> None:
-    """``obj`` as JSON on stdout.  A list (or a dict holding lists) is written one element per line,
-    each by the C encoder: pretty-printing (``indent``) falls back to the pure-Python encoder, which
-    took longer than fitting the models on 10,000 series (issue 17)."""
-    import json
+    """``obj`` as JSON on stdout (:func:`perfcast.output.json_text`)."""
+    from ..output import json_text
 
-    enc = functools.partial(json.dumps, allow_nan=False, default=_json_default)
-    out = sys.stdout
-    if isinstance(obj, list):
-        out.write("[" + ",\n ".join(enc(e) for e in obj) + "]\n" if obj else "[]\n")
-    elif isinstance(obj, dict) and obj:
-        out.write("{" + ",\n ".join(enc(k) + ": " + (("[" + ",\n  ".join(enc(e) for e in v) + "]")
-                                                        if isinstance(v, list) and v else enc(v))
-                                     for k, v in obj.items()) + "}\n")
-    else:
-        out.write(enc(obj) + "\n")
-
-
-def _json_default(o):
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+    sys.stdout.write(json_text(obj))
 
 
 def trends(exp: Experiment, keys, locations: str = "auto", ascii: bool = False) -> dict[tuple[str, str], str]:
