@@ -446,3 +446,21 @@ def test_plateau_screen_only_drops_series_without_a_plateau():
     b = np.array([0, 2, 5, 8, 12])
     s = np.array([0, 0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 0])
     assert plateau_screen(b, s).tolist() == [False, True, False, True]
+
+
+def test_model_shares_one_statistics_table():
+    """perfcast.model computes the series statistics once for the segmentation and the ModelSet;
+    the result is the ModelSet of the path where each computes its own (all metrics, one metric)."""
+    from perfcast.modelset import model, model_set
+
+    exp, _ = _mixed_experiment(seed=7)
+    for metrics in (None, ["calls"]):
+        res = segment_models(exp, model_experiment(exp, metrics))
+        expected = model_set(exp, res)
+        got = model(exp, metrics)
+        assert got.measured == expected.measured and got.slopes == expected.slopes
+        for target in (None, {"p": 2048.0}):
+            assert (json.dumps(got.to_dict(target), sort_keys=True)
+                    == json.dumps(expected.to_dict(target), sort_keys=True))
+        assert any(isinstance(m.model, SegmentedModel) for m in got.series)
+        assert {sm.metric for sm in got.series} == set(metrics or exp.metrics)

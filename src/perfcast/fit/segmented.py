@@ -657,12 +657,17 @@ def _series_arrays(st, parameter: str):
     whose rows are ``[bounds[k], bounds[k + 1])`` of the arrays (in the frame's order)."""
     import pandas as pd
 
-    sid, keys = pd.factorize(pd.MultiIndex.from_frame(st[["callpath", "metric"]]))
-    order = np.argsort(sid, kind="stable")
-    order = order[sid[order] >= 0]   # a missing callpath or metric is no series (as in groupby)
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(sid[order], minlength=len(keys)))])
+    cc, cps = pd.factorize(st["callpath"])
+    mc, mts = pd.factorize(st["metric"])
+    rows = np.nonzero((cc >= 0) & (mc >= 0))[0]   # a missing callpath or metric is no series (as in groupby)
+    codes, sid = np.unique(cc[rows].astype(np.int64) * max(len(mts), 1) + mc[rows], return_inverse=True)
+    sid = np.asarray(sid).ravel()
+    order = rows[np.argsort(sid, kind="stable")]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(sid, minlength=len(codes)))])
     cols = (st[c].to_numpy(float)[order] for c in (parameter, "mean", "count", "ssd"))
-    return {key: k for k, key in enumerate(keys)}, bounds, *cols
+    cps, mts = list(cps), list(mts)
+    index = {(cps[c // max(len(mts), 1)], mts[c % max(len(mts), 1)]): k for k, c in enumerate(codes.tolist())}
+    return index, bounds, *cols
 
 
 def plateau_screen(bounds: np.ndarray, ssd: np.ndarray) -> np.ndarray:
