@@ -328,3 +328,139 @@ def test_no_plateau_for_noisy_or_still_changing_series():
     assert plateau(x, [1.0, 0.0, 2.0, 2.0], ones, zeros, single, "p") is None
     assert plateau(x, [1.0, 0.0, 2.0, 2.0], ones * 3, zeros, single, "p") is not None
     assert plateau(x, [5e4, 9e4, 1e5, 1e5], ones, zeros, single, "p") is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# segment_models: the vectorised screen against the straightforward per-series rule
+# ---------------------------------------------------------------------------------------------
+def _reference_segment_models(exp, items, options=None):
+    """The rule of segment_models written series by series (pandas groups, every series offered
+    to plateau and, when a poor fit, to fit_segmented_stats), without any screen."""
+    from perfcast.fit import FitOptions, SeriesModel
+    from perfcast.fit.segmented import plateau
+
+    items = list(items)
+    st = series_statistics(exp)
+    p = exp.parameters[0]
+    groups = {key: g for key, g in st.groupby(["callpath", "metric"], observed=True, sort=False)}
+    opts = options or FitOptions()
+
+    def arrays(g):
+        return tuple(g[c].to_numpy(float) for c in (p, "mean", "count", "ssd"))
+
+    for k, sm in enumerate(items):
+        g = groups.get((sm.callpath, sm.metric))
+        if isinstance(sm.model, Model) and sm.model.status == "ok" and g is not None:
+            m = plateau(*arrays(g), sm.model, p, opts.for_kind(exp.metrics[sm.metric].kind))
+            if m is not None:
+                items[k] = SeriesModel(sm.callpath, sm.metric, m)
+    for k, sm in enumerate(items):
+        if not (isinstance(sm.model, Model) and fit_warnings(sm.model)):
+            continue
+        g = groups.get((sm.callpath, sm.metric))
+        m = fit_segmented_stats(*arrays(g), p, opts.for_kind(exp.metrics[sm.metric].kind), single=sm.model)
+        if m is not sm.model and not (m.status == "ok" and fit_warnings(m)):
+            items[k] = SeriesModel(sm.callpath, sm.metric, m)
+    return items
+
+
+def _mixed_experiment(seed=3):
+    """Series of known kinds on p = 2..512 (5 repetitions unless said otherwise): steps between two
+    scales, deterministic plateaus, smooth laws with noise, noise-free laws, a series that misses a
+    point, and single runs."""
+    import pandas as pd
+
+    from perfcast.experiment import Experiment, Metric
+
+    rng = np.random.default_rng(seed)
+    ps = [2.0 ** e for e in range(1, 10)]
+    rows, truth = [], {}
+
+    def add(name, metric, f, reps=5, sd=0.02, points=ps):
+        for p in points:
+            for r in range(reps):
+                v = f(p) * (1 + sd * rng.standard_normal()) if sd else f(p)
+                rows.append({"p": p, "rep": r, "callpath": name, "metric": metric, "value": v})
+
+    for i in range(12):
+        at = ps[2 + i % 4]    # step after p = 8, 16, 32 or 64
+        add(f"step{i}", "time", lambda p, a=at, i=i: (1 + i) * (p if p <= a else 40 * p), sd=0.01)
+        truth[(f"step{i}", "time")] = ("step", at)
+        lvl = 51.0 * (i + 1)
+        add(f"halo{i}", "calls", lambda p, c=ps[1 + i % 3], l=lvl: l * min(p, c) / 2, reps=3, sd=0.0)
+        truth[(f"halo{i}", "calls")] = ("plateau", ps[1 + i % 3])
+        add(f"smooth{i}", "time", lambda p, i=i: 3.0 + (i + 1) * p * math.log2(p), sd=0.03)
+        add(f"exact{i}", "calls", lambda p, i=i: 7.0 * (i + 1) * p ** 2, reps=2, sd=0.0)
+        add(f"gap{i}", "time", lambda p, i=i: 1.0 + i * p, sd=0.03, points=ps[:3] + ps[4:])
+        add(f"single{i}", "time", lambda p, a=ps[3]: p if p <= a else 30 * p, reps=1, sd=0.0)
+        truth[(f"single{i}", "time")] = ("step", ps[3])
+    exp = Experiment(["p"], pd.DataFrame(rows),
+                     [Metric("time", "s", "time", "exclusive"), Metric("calls", "", "count", "exclusive")])
+    return exp, truth
+
+
+def test_segment_models_screen_matches_the_per_series_rule():
+    """The vectorised segment_models chooses exactly the models of the per-series rule, and the
+    generated change points are found (steps between the known scales, plateaus from the known
+    scale on)."""
+    exp, truth = _mixed_experiment()
+    res = model_experiment(exp)
+    fast = segment_models(exp, res)
+    ref = _reference_segment_models(exp, res)
+    assert [(sm.callpath, sm.metric) for sm in fast] == [(sm.callpath, sm.metric) for sm in ref]
+    for a, b in zip(fast, ref):
+        assert type(a.model) is type(b.model)
+        assert json.dumps(a.to_dict(True), sort_keys=True) == json.dumps(b.to_dict(True), sort_keys=True)
+    by_key = {(sm.callpath, sm.metric): sm.model for sm in fast}
+    for key, (kind, at) in truth.items():
+        m = by_key[key]
+        assert isinstance(m, SegmentedModel), key
+        if kind == "step":
+            assert m.change == (at, 2 * at) or m.change == (at, at), (key, m.change)
+        else:
+            assert m.change == (at / 2, at) and any("plateau" in n for n in m.notes), (key, m.change)
+    # the smooth, noise-free and gapped series keep their single models
+    assert all(sm.model is old.model for sm, old in zip(fast, res)
+               if sm.callpath.startswith(("smooth", "exact", "gap")))
+
+
+def test_plateau_screen_only_drops_series_without_a_plateau():
+    """Every series the screen drops is one plateau() itself rejects; the kept ones include all
+    plateaus."""
+    from perfcast.fit.segmented import _series_arrays, plateau, plateau_screen
+
+    exp, truth = _mixed_experiment(seed=5)
+    res = {(sm.callpath, sm.metric): sm.model for sm in model_experiment(exp)}
+    index, bounds, X, M, C, S = _series_arrays(series_statistics(exp), "p")
+    screen = plateau_screen(bounds, S)
+    assert len(index) == len(res) == len(screen)
+    kept = set()
+    for key, k in index.items():
+        sl = slice(bounds[k], bounds[k + 1])
+        found = plateau(X[sl], M[sl], C[sl], S[sl], res[key], "p") is not None
+        assert screen[k] or not found, key
+        if found:
+            kept.add(key)
+    assert kept == {key for key, (kind, _) in truth.items() if kind == "plateau"}
+    # by hand: 3 points needed, no noisy point
+    b = np.array([0, 2, 5, 8, 12])
+    s = np.array([0, 0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 0])
+    assert plateau_screen(b, s).tolist() == [False, True, False, True]
+
+
+def test_model_shares_one_statistics_table():
+    """perfcast.model computes the series statistics once for the segmentation and the ModelSet;
+    the result is the ModelSet of the path where each computes its own (all metrics, one metric)."""
+    from perfcast.modelset import model, model_set
+
+    exp, _ = _mixed_experiment(seed=7)
+    for metrics in (None, ["calls"]):
+        res = segment_models(exp, model_experiment(exp, metrics))
+        expected = model_set(exp, res)
+        got = model(exp, metrics)
+        assert got.measured == expected.measured and got.slopes == expected.slopes
+        for target in (None, {"p": 2048.0}):
+            assert (json.dumps(got.to_dict(target), sort_keys=True)
+                    == json.dumps(expected.to_dict(target), sort_keys=True))
+        assert any(isinstance(m.model, SegmentedModel) for m in got.series)
+        assert {sm.metric for sm in got.series} == set(metrics or exp.metrics)

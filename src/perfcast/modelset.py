@@ -65,7 +65,7 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     """Fit every callpath x metric of ``exp`` (optionally only ``metrics`` and callpath globs
     ``callpaths``) and return the :class:`ModelSet`.  ``segmented``: series no single PMNF function
     follows (poor fits) get a segmented model when the data support a regime change."""
-    from .fit import FitOptions, model_experiment
+    from .fit import FitOptions, model_experiment, series_statistics
     from .fit.segmented import segment_models
 
     if not exp.parameters:
@@ -74,14 +74,19 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     opts = options or FitOptions(max_terms=max_terms, negative=negative)
     res = model_experiment(exp, list(metrics) if metrics else None, list(callpaths) if callpaths else None,
                            opts, locations, progress)
+    st = None
     if segmented:
-        res = segment_models(exp, res, opts, locations)
-    return model_set(exp, res, locations, averaged)
+        # one statistics table for the segmentation and the ModelSet (when it can use it)
+        if len(exp.parameters) == 1 or len({sm.metric for sm in res}) == len(exp.metrics):
+            st = series_statistics(exp, locations)
+        res = segment_models(exp, res, opts, locations, statistics=st)
+    return model_set(exp, res, locations, averaged, statistics=st)
 
 
-def model_set(exp, series, locations: str = "auto", averaged: bool = False) -> "ModelSet":
+def model_set(exp, series, locations: str = "auto", averaged: bool = False, statistics=None) -> "ModelSet":
     """The :class:`ModelSet` of already fitted ``series`` (SeriesModel) of ``exp``, ``locations``
-    reduced as they were fitted."""
+    reduced as they were fitted.  ``statistics``: ``fit.series_statistics(exp, locations)`` when
+    already computed."""
     res = list(series)
     kinds = {name: m.kind for name, m in exp.metrics.items()}
     units = {name: m.unit for name, m in exp.metrics.items()}
@@ -92,17 +97,19 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False) -> "
     pts = exp.points()
     upper = {p: float(pts[p].max()) for p in exp.parameters}
     lower = {p: (float(pts[p].min()) if procs is None or p == procs else upper[p]) for p in exp.parameters}
-    st = _statistics(exp, res, locations)
+    st = _statistics(exp, res, locations, statistics)
     return ModelSet(tuple(exp.parameters), tuple(res), kinds, units, averaged, parents, inclusive,
                     _aggregates(exp, locations), procs, upper, lower,
                     _measured_ends(st, res, lower, upper), _observed_slopes(st, tuple(exp.parameters)))
 
 
-def _statistics(exp, series, locations: str):
+def _statistics(exp, series, locations: str, given=None):
     from .fit.series import series_statistics
 
     names = sorted({sm.metric for sm in series})
-    return series_statistics(exp if len(names) == len(exp.metrics) else exp.select(metric=names), locations)
+    if len(names) == len(exp.metrics):
+        return given if given is not None else series_statistics(exp, locations)
+    return series_statistics(exp.select(metric=names), locations)
 
 
 def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...]) -> dict:

@@ -651,13 +651,42 @@ def plateau(x, mean, count, ssd, single: Model, parameter: str,
                           (note,), single)
 
 
+def _series_arrays(st, parameter: str):
+    """The statistics frame cut into series without pandas per-series work: ``(index, bounds,
+    x, mean, count, ssd)`` with ``index`` mapping (callpath, metric) to its series number ``k``,
+    whose rows are ``[bounds[k], bounds[k + 1])`` of the arrays (in the frame's order)."""
+    import pandas as pd
+
+    cc, cps = pd.factorize(st["callpath"])
+    mc, mts = pd.factorize(st["metric"])
+    rows = np.nonzero((cc >= 0) & (mc >= 0))[0]   # a missing callpath or metric is no series (as in groupby)
+    codes, sid = np.unique(cc[rows].astype(np.int64) * max(len(mts), 1) + mc[rows], return_inverse=True)
+    sid = np.asarray(sid).ravel()
+    order = rows[np.argsort(sid, kind="stable")]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(sid, minlength=len(codes)))])
+    cols = (st[c].to_numpy(float)[order] for c in (parameter, "mean", "count", "ssd"))
+    cps, mts = list(cps), list(mts)
+    index = {(cps[c // max(len(mts), 1)], mts[c % max(len(mts), 1)]): k for k, c in enumerate(codes.tolist())}
+    return index, bounds, *cols
+
+
+def plateau_screen(bounds: np.ndarray, ssd: np.ndarray) -> np.ndarray:
+    """Per series (rows ``[bounds[k], bounds[k + 1])``): can :func:`plateau` find one at all?  Its
+    necessary conditions, for all series at once: at least 3 points, none with measurement noise
+    (``ssd`` 0).  Series that fail it get no per-series work."""
+    n = np.diff(bounds)
+    noisy = np.concatenate([[0], np.cumsum(ssd != 0)])   # noisy points before each row
+    return (n >= 3) & (noisy[bounds[1:]] == noisy[bounds[:-1]])
+
+
 def segment_models(exp, series_models: Sequence, options: FitOptions | None = None, locations: str = "auto",
-                   select=None) -> list:
+                   select=None, statistics=None) -> list:
     """Refit the series of ``series_models`` (fit.SeriesModel of ``exp``, e.g. from
     :func:`perfcast.fit.model_experiment` with the same ``locations``) with :func:`fit_segmented`
     where ``select(model)`` holds (default: the poor fits of
     :func:`perfcast.analysis.fitcheck.fit_warnings`); a series keeps its model unless the
-    segmentation is preferred.  Experiments with other than one parameter are returned unchanged."""
+    segmentation is preferred.  Experiments with other than one parameter are returned unchanged.
+    ``statistics``: ``series_statistics(exp, locations)`` when already computed."""
     from .series import SeriesModel, series_statistics
 
     items = list(series_models)
@@ -667,33 +696,42 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         from ..analysis.fitcheck import fit_warnings
 
         select = lambda m: bool(fit_warnings(m))  # noqa: E731
-    st = series_statistics(exp, locations)
+    st = statistics if statistics is not None else series_statistics(exp, locations)
     p = exp.parameters[0]
-    groups = {key: g for key, g in st.groupby(["callpath", "metric"], observed=True, sort=False)}
-    for k, sm in enumerate(items):
-        g = groups.get((sm.callpath, sm.metric))
-        if isinstance(sm.model, Model) and sm.model.status == "ok" and g is not None:
-            kind = exp.metrics[sm.metric].kind if sm.metric in exp.metrics else None
-            m = plateau(g[p].to_numpy(float), g["mean"].to_numpy(float), g["count"].to_numpy(float),
-                        g["ssd"].to_numpy(float), sm.model, p, (options or FitOptions()).for_kind(kind))
-            if m is not None:
-                items[k] = SeriesModel(sm.callpath, sm.metric, m)
-    todo = [k for k, sm in enumerate(items) if isinstance(sm.model, Model) and select(sm.model)]
-    for k in todo:
-        sm = items[k]
-        g = groups.get((sm.callpath, sm.metric))
-        if g is None:
+    index, bounds, X, M, C, S = _series_arrays(st, p)
+    screen = plateau_screen(bounds, S)
+    base = options or FitOptions()
+    kind_opts: dict = {}
+
+    def opts(metric):
+        if metric not in kind_opts:
+            kind_opts[metric] = base.for_kind(exp.metrics[metric].kind if metric in exp.metrics else None)
+        return kind_opts[metric]
+
+    def rows(k):
+        sl = slice(bounds[k], bounds[k + 1])
+        return X[sl], M[sl], C[sl], S[sl]
+
+    for i, sm in enumerate(items):
+        k = index.get((sm.callpath, sm.metric))
+        if k is None or not screen[k] or not (isinstance(sm.model, Model) and sm.model.status == "ok"):
             continue
-        kind = exp.metrics[sm.metric].kind if sm.metric in exp.metrics else None
-        m = fit_segmented_stats(g[p].to_numpy(float), g["mean"].to_numpy(float), g["count"].to_numpy(float),
-                                g["ssd"].to_numpy(float), p, (options or FitOptions()).for_kind(kind),
-                                single=sm.model)
+        m = plateau(*rows(k), sm.model, p, opts(sm.metric))
+        if m is not None:
+            items[i] = SeriesModel(sm.callpath, sm.metric, m)
+    todo = [i for i, sm in enumerate(items) if isinstance(sm.model, Model) and select(sm.model)]
+    for i in todo:
+        sm = items[i]
+        k = index.get((sm.callpath, sm.metric))
+        if k is None:
+            continue
+        m = fit_segmented_stats(*rows(k), p, opts(sm.metric), single=sm.model)
         # adopted only when the regimes explain the data (a segmentation that is itself a poor fit
         # would only split noise)
         if m is not sm.model and not (getattr(m, "status", "ok") == "ok" and select(m)):
-            items[k] = SeriesModel(sm.callpath, sm.metric, m)
+            items[i] = SeriesModel(sm.callpath, sm.metric, m)
     return items
 
 
-__all__ = ["SegmentedModel", "fit_segmented", "fit_segmented_stats", "segment_models", "model_from_dict", "plateau",
+__all__ = ["SegmentedModel", "fit_segmented", "fit_segmented_stats", "segment_models", "model_from_dict", "plateau", "plateau_screen",
            "MIN_POINTS", "MIN_LAST"]
