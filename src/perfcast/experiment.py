@@ -433,7 +433,11 @@ class Experiment:
         if callpath is not None:
             pats = [callpath] if isinstance(callpath, str) else list(callpath)
             cats = d["callpath"].cat.categories
-            hit = np.array([any(fnmatch.fnmatchcase(c, pat) for pat in pats) for c in cats], dtype=bool)
+            # names without wildcards match themselves: a set lookup, not len(pats) fnmatch calls per
+            # callpath (the report selected 10,000 names out of 10,000 callpaths: 10^8 calls)
+            exact = {pat for pat in pats if not any(ch in pat for ch in "*?[")}
+            globs = [pat for pat in pats if pat not in exact]
+            hit = np.array([c in exact or any(fnmatch.fnmatchcase(c, pat) for pat in globs) for c in cats], dtype=bool)
             if len(cats) and not hit.any():
                 raise PerfcastError(f"the selection is empty: no callpath matches {', '.join(map(repr, pats))}")
             mask &= hit[d["callpath"].cat.codes.to_numpy()]
