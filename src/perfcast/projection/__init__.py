@@ -13,7 +13,14 @@ SPEC CPU2017 (rate) replaces the seed's CFP2006 because that is the data at hand
 
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .signatures import GROUPS, PORTABLE, Signature, load_navarro, load_signature_csv, signature_from_experiment
-from .surrogate import Surrogate, find_surrogate
+
+
+def __getattr__(name):  # the surrogate imports scipy: loaded when asked for, not by `perfcast systems`
+    if name in ("Surrogate", "find_surrogate"):
+        from . import surrogate
+
+        return getattr(surrogate, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["BenchmarkDB", "load_spec", "load_user_csv", "GROUPS", "PORTABLE", "Signature", "load_navarro",
            "load_signature_csv", "signature_from_experiment", "Surrogate", "find_surrogate"]

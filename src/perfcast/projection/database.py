@@ -132,7 +132,8 @@ class BenchmarkDB:
         keep = np.ones(len(s), dtype=bool)
         if words:
             fields = [c for c in NAME_FIELDS if c in s.columns]
-            text = s[fields].astype(str).agg(" ".join, axis=1).str.lower()
+            cols = [s[c].astype(str) for c in fields]  # a missing value matches nothing
+            text = cols[0].str.cat(cols[1:], sep=" ", na_rep="").str.lower()
             for w in words:
                 keep &= text.str.contains(w.lower(), regex=False).to_numpy()
         for key, op, value in filters:

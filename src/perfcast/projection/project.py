@@ -18,17 +18,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import PerfcastError
 from ..shared_data import CHECKOUT, ENV_VAR, shared_data_dir
-from .comm import MicroTable, RoutineProfile, project_comm
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .signatures import GROUPS, Signature, check_groups, experiment_totals, load_navarro, signature_from_totals
-from .factor import LEVEL, FactorProjector, factor_projector
-from .surrogate import Surrogate, find_surrogate
+
+if TYPE_CHECKING:  # the projection's modules import scipy: loaded by project(), not by load_db()
+    from .comm import MicroTable
+    from .factor import FactorProjector
+    from .surrogate import Surrogate
 
 COMPUTE_METHODS = ("auto", "factor", "surrogate", "mean")
 #: random published system pairs of the closed-loop check run with the application's counter groups
@@ -85,13 +87,21 @@ def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
     :data:`DEFAULT_TABLES`.  A spec17-ml table of other benchmarks of the same kind (rate or speed)
     as the tables before it is joined to their machines (:meth:`BenchmarkDB.joined`: the same
     machine's integer and floating-point results become one system); anything else is merged as
-    further systems."""
+    further systems.  The result is kept in a binary cache keyed by the tables' paths, sizes and
+    modification times (:mod:`.dbcache`), so only the first load parses them."""
     if not paths:
         fp = _default_table(DEFAULT_TABLES[0])
         if fp is None:
             raise PerfcastError("default SPEC CPU2017 table not found; give --db FILE "
                                 f"(or set {ENV_VAR})", data_root() / "spec" / DEFAULT_TABLES[0])
         paths = [fp] + [p for p in (_default_table(n) for n in DEFAULT_TABLES[1:]) if p is not None]
+    from .dbcache import cached
+
+    return cached(paths, lambda: _parse_db(paths))
+
+
+def _parse_db(paths: Sequence[str | Path]) -> BenchmarkDB:
+    """:func:`load_db` without its cache: every table parsed, joined or merged in order."""
     db = None
     from .database import read_csv
 
@@ -132,6 +142,8 @@ class TargetProjection:
     factor_interval: tuple[float, float] | None = None
 
     def to_dict(self) -> dict:
+        from .factor import LEVEL
+
         iv = self.factor_interval
         return {"system": self.system, "name": self.name, "compute_factor": self.compute_factor,
                 "compute_factor_interval": None if iv is None else list(iv),
@@ -201,6 +213,10 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     closed loop on the published data run with the application's counter groups
     (:func:`closed_loop_check`; the factor model where that check cannot run).
     """
+    from .comm import RoutineProfile, project_comm
+    from .factor import factor_projector
+    from .surrogate import find_surrogate
+
     if method not in COMPUTE_METHODS:
         raise PerfcastError(f"unknown compute method {method!r}; methods: {', '.join(COMPUTE_METHODS)}",
                             where="method")

@@ -1,0 +1,138 @@
+"""The benchmark database parsed once: a binary cache of :func:`.project.load_db`'s result.
+
+Parsing the published SPEC CPU2017 tables and joining the integer results to the same machines
+takes seconds; reading the result back from Parquet takes tens of milliseconds.  The cache holds
+the final :class:`.database.BenchmarkDB` (``results`` and ``systems``, two Parquet files written
+side by side) for one list of source tables.
+
+Where: ``$PERFCAST_CACHE/benchdb`` when set, else ``$XDG_CACHE_HOME/perfcast/benchdb``, else
+``~/.cache/perfcast/benchdb`` -- never beside the (read-only, third-party) tables or in the package.
+
+Validity: the files are named after the source tables' resolved paths; both carry a key made of
+every source's path, size and modification time (ns) plus a digest of the loader's own source code
+and :data:`VERSION`.  A table that changes (or a loader that changes) gives another key, and the
+database is parsed and the cache rewritten.  Each file is written to a temporary name and renamed
+into place (atomic on one file system), so a reader sees a whole file or none; a pair from two
+different builds has two keys and is not used.  A missing, corrupt, foreign or unreadable cache
+means parsing, and a cache that cannot be written is skipped -- the cache can make a command faster,
+never fail it.  Sources smaller than :data:`MIN_BYTES` in total are not cached (parsing them is as
+fast as reading a cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+#: bump when the cached layout changes
+VERSION = "1"
+#: sources smaller than this in total (bytes) are parsed every time
+MIN_BYTES = 256 * 1024
+_META = b"perfcast.benchdb"
+#: modules whose code decides what the database holds (their digest is part of the key)
+_LOADER_FILES = ("database.py", "project.py", "dbcache.py")
+
+
+def cache_dir() -> Path:
+    """``$PERFCAST_CACHE/benchdb``, else ``$XDG_CACHE_HOME/perfcast/benchdb``, else
+    ``~/.cache/perfcast/benchdb`` (an empty variable counts as unset)."""
+    root = os.environ.get("PERFCAST_CACHE")
+    if root:
+        return Path(root).expanduser() / "benchdb"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "perfcast" / "benchdb"
+
+
+def _code_digest() -> str:
+    h = hashlib.sha256(VERSION.encode())
+    here = Path(__file__).resolve().parent
+    for name in _LOADER_FILES:
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()
+
+
+def _key(given: Sequence[str | Path]) -> tuple[str, str, int] | None:
+    """(file stem, validity key, total bytes) of the sources ``given``; None when one cannot be
+    stat'ed (the loader then reports it).  The stem names each source as given and resolved (the
+    database's ``source`` text quotes them as given)."""
+    try:
+        paths = [Path(p).expanduser().resolve() for p in given]
+    except (OSError, RuntimeError):
+        return None
+    stem = hashlib.sha256("\0".join(f"{g}\0{p}" for g, p in zip(given, paths)).encode()).hexdigest()[:24]
+    parts, total = [_code_digest()], 0
+    for p in paths:
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        parts.append(f"{p}\0{st.st_size}\0{st.st_mtime_ns}")
+        total += st.st_size
+    return f"benchdb-{stem}", hashlib.sha256("\n".join(parts).encode()).hexdigest(), total
+
+
+def _read(path: Path, key: str) -> tuple[pd.DataFrame, str] | None:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = json.loads((table.schema.metadata or {}).get(_META, b"{}"))
+    if meta.get("key") != key:
+        return None
+    return table.to_pandas(), str(meta.get("source", ""))
+
+
+def _write(df: pd.DataFrame, path: Path, key: str, source: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           _META: json.dumps({"key": key, "source": source}).encode()})
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pq.write_table(table, fh, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def cached(paths: Sequence[str | Path], build: Callable[[], "BenchmarkDB"]) -> "BenchmarkDB":  # noqa: F821
+    """The database of ``paths``: from the cache when it is valid, else ``build()`` (whose errors
+    propagate) written to the cache when possible."""
+    from .database import BenchmarkDB
+
+    k = _key(list(paths))
+    if k is None or k[2] < MIN_BYTES:
+        return build()
+    stem, key, _ = k
+    d = cache_dir()
+    res_path, sys_path = d / f"{stem}.results.parquet", d / f"{stem}.systems.parquet"
+    try:
+        r, s = _read(res_path, key), _read(sys_path, key)
+        if r is not None and s is not None and r[1] == s[1]:
+            return BenchmarkDB(r[0], s[0], r[1])
+    except Exception:  # missing, truncated, foreign or unreadable: parse instead
+        pass
+    db = build()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        _write(db.systems, sys_path, key, db.source)
+        _write(db.results, res_path, key, db.source)
+    except Exception:  # read-only or full cache directory: the parsed database is the answer
+        pass
+    return db
