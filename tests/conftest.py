@@ -16,6 +16,19 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = shared_data_dir()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """perfcast's caches (the benchmark database, the PMPI library) go to a directory of this test
+    session, not the user's ~/.cache (subprocesses inherit it)."""
+    old = os.environ.get("PERFCAST_CACHE")
+    os.environ["PERFCAST_CACHE"] = str(tmp_path_factory.mktemp("perfcast-cache"))
+    yield
+    if old is None:
+        os.environ.pop("PERFCAST_CACHE", None)
+    else:
+        os.environ["PERFCAST_CACHE"] = old
+
+
 _NUMBER = r"([-+\u2212]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 
 
