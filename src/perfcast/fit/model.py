@@ -116,6 +116,8 @@ class Quality:
 
 
 def _clean(v):
+    if type(v) is float:   # the common case first: the isinstance checks below against numpy's
+        return v if math.isfinite(v) else None    # abstract types cost microseconds each
     if v is None:
         return None
     if isinstance(v, (int, np.integer)):
