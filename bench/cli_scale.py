@@ -428,7 +428,7 @@ def row_line(r: dict) -> str:
     def f(key, spec):
         v = r.get(key)
         return format(v, spec) if isinstance(v, (int, float)) and v == v else format("-", ">" + spec.split(".")[0])
-    ratio = f"{r['ratio_extrap']:.0f}x" if "ratio_extrap" in r else "-"
+    ratio = (f"{r['ratio_extrap']:.0f}x" if r['ratio_extrap'] >= 10 else f"{r['ratio_extrap']:.2f}x") if "ratio_extrap" in r else "-"
     status = r.get("status", "")
     tgt = "-"
     if "ratio_target" in r:
