@@ -291,24 +291,31 @@ def fmt_size(s) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="1000,10000,100000,1000000",
-                    help="series counts (k/M suffixes); 'NMB' adds the N-megabyte text input target")
+    ap.add_argument("--sizes", default=None,
+                    help="series counts (k/M suffixes; default 1k,10k,100k,1M); 'NMB' adds the N-megabyte text "
+                         "input target")
     ap.add_argument("--sizes2", default=None,
                     help="series counts for 2 parameters (default: --sizes up to 100k; a 1M 2-parameter "
                          "file is ~1.4 GB)")
     ap.add_argument("--params", default="1,2")
     ap.add_argument("--commands", default=",".join(COMMANDS))
-    ap.add_argument("--extrap", default="300,1000", help="Extra-P callpath counts ('' or 0: none)")
+    ap.add_argument("--extrap", default=None,
+                    help="Extra-P callpath counts (default 300,1000; '' or 0: none)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per command run")
     ap.add_argument("--mem-limit", type=float, default=None,
                     help="MB of RSS at which a run is killed (default: 80%% of physical memory)")
     ap.add_argument("--quick", action="store_true",
-                    help="a few minutes: 1 parameter 1k and 10k, 2 parameters 1k, Extra-P at 300")
+                    help="a few minutes: 1 parameter 1k and 10k, 2 parameters 1k, Extra-P at 300 "
+                         "(explicit --sizes/--sizes2/--extrap win)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", default=None, help="write all numbers to this file")
     a = ap.parse_args(argv)
     if a.quick:
-        a.sizes, a.sizes2, a.extrap = "1000,10000", "1000", "300"
+        a.sizes = a.sizes or "1000,10000"
+        a.sizes2 = a.sizes2 or "1000"
+        a.extrap = a.extrap if a.extrap is not None else "300"
+    a.sizes = a.sizes or "1000,10000,100000,1000000"
+    a.extrap = a.extrap if a.extrap is not None else "300,1000"
     sizes1 = parse_sizes(a.sizes)
     sizes2 = parse_sizes(a.sizes2) if a.sizes2 else [s for s in sizes1 if isinstance(s, int) and s <= 100_000]
     sizes2 = [s for s in sizes2 if isinstance(s, int)]
