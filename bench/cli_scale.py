@@ -172,16 +172,17 @@ def experiment_file(nparam: int, size, seed: int = 1) -> tuple[Path, int, float]
     """(path, series, seconds spent generating: 0 when cached).  ``size`` 'NMB': a 1-parameter file
     of about N MB."""
     OUT.mkdir(exist_ok=True)
+    tag = "" if seed == 1 else f"-s{seed}"
     if isinstance(size, str):
         mb = int(size[:-2])
-        probe = OUT / "cli-sp-probe.txt"
+        probe = OUT / f"cli-sp-probe{tag}.txt"
         if not probe.exists():
             write_experiment(probe, 1, 2000, seed)
         count = int(mb * 1e6 * 2000 / probe.stat().st_size)
-        path = OUT / f"cli-sp-{mb}MB.txt"
+        path = OUT / f"cli-sp-{mb}MB{tag}.txt"
     else:
         count = size
-        path = OUT / f"cli-{'sp' if nparam == 1 else 'mp'}-{size}.txt"
+        path = OUT / f"cli-{'sp' if nparam == 1 else 'mp'}-{size}{tag}.txt"
     dt = 0.0
     if not path.exists():
         t0 = time.perf_counter()
