@@ -7,7 +7,9 @@ from ``os.wait4``), peak resident memory of that child (``ru_maxrss`` of ``os.wa
 not the cumulative RUSAGE_CHILDREN), wall time per series, the ratio of Extra-P's time per
 callpath (reading + modelling, bench/vs_extrap.py's helper, run in the same invocation on files
 written by this script, at the largest --extrap count) to perfcast's wall time per series (for
-``show`` and ``import``: Extra-P's reading alone), and the growth exponent of the wall time from the previous
+``show`` and ``import``: Extra-P's reading alone; PASS/FAIL uses this wall-time ratio), the same
+ratio of whole-process CPU times ("cpu vs E-P": Extra-P's child including its import, perfcast's
+including start-up; less sensitive to the load of a shared machine), and the growth exponent of the wall time from the previous
 size, log(t2/t1) / log(S2/S1) (1.0 = linear).
 
 Inputs: Extra-P text files, series ``c0 + c1*b(p)`` (one parameter, p = 4..128, 6 points) or a
@@ -56,6 +58,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -273,12 +276,18 @@ def run_extrap_sizes(nparam: int, sizes: list[int], seed: int) -> dict:
     for s in sizes:
         path, count, _ = experiment_file(nparam, s, seed)
         load = os.getloadavg()[0]
+        # CPU of the Extra-P child: this process waits for one child at a time, so the delta of
+        # RUSAGE_CHILDREN's CPU times is that child's (peak memory is not additive: not used)
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         d, _, _ = vs_extrap.run_extrap(path, target, params, reuse=False)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
         res[s] = {"read_s": d["read"], "model_s": d["model"], "import_s": d["import"], "wall_s": d["wall"],
-                  "ms_per_cp": 1000 * (d["read"] + d["model"]) / count, "load": load}
+                  "cpu_s": cpu, "ms_per_cp": 1000 * (d["read"] + d["model"]) / count,
+                  "cpu_ms_per_cp": 1000 * cpu / count, "load": load}
         print(f"  Extra-P 4.2.5, {nparam} param, {s:>7d} callpaths: read {d['read']:.2f} s + model "
               f"{d['model']:.2f} s = {res[s]['ms_per_cp']:.2f} ms/callpath (wall incl. import {d['wall']:.1f} s, "
-              f"load {load:.2f})", flush=True)
+              f"whole process CPU {cpu:.1f} s = {res[s]['cpu_ms_per_cp']:.2f} ms/callpath, load {load:.2f})", flush=True)
     return res
 
 
@@ -357,6 +366,7 @@ def main(argv=None) -> int:
         ex = run_extrap_sizes(nparam, extrap_sizes, a.seed) if extrap_sizes else {}
         results["extrap"][nparam] = ex
         ex_ref = ex[max(ex)]["ms_per_cp"] if ex else None
+        ex_cpu_ref = ex[max(ex)]["cpu_ms_per_cp"] if ex else None
         ex_read_ref = 1000 * ex[max(ex)]["read_s"] / max(ex) if ex else None
         for cmd in commands:
             prev = None   # (size, wall, rss) of the last completed size
@@ -397,6 +407,7 @@ def main(argv=None) -> int:
                             row["ratio_extrap"] = ex_read_ref / row["ms_per_series"]
                         elif ex_ref and cmd != "startup":
                             row["ratio_extrap"] = ex_ref / row["ms_per_series"]
+                            row["cpu_ratio_extrap"] = ex_cpu_ref / (1000 * m["cpu_s"] / count)
                             tgt = RATIO_TARGET.get(cmd)
                             if tgt:
                                 row["ratio_target"] = tgt[nparam - 1]
@@ -429,14 +440,18 @@ def main(argv=None) -> int:
 
 
 HEADER = (f"| {'command':17s} | par | {'size':>5s} | {'wall s':>7s} | {'cpu s':>7s} | {'peak MB':>7s} | "
-          f"{'ms/series':>9s} | {'vs Extra-P':>10s} | {'target':>6s} | {'growth':>6s} | {'load':>4s} | status")
+          f"{'ms/series':>9s} | {'vs Extra-P':>10s} | {'cpu vs E-P':>10s} | {'target':>6s} | {'growth':>6s} | {'load':>4s} | status")
 
 
 def row_line(r: dict) -> str:
     def f(key, spec):
         v = r.get(key)
         return format(v, spec) if isinstance(v, (int, float)) and v == v else format("-", ">" + spec.split(".")[0])
-    ratio = (f"{r['ratio_extrap']:.0f}x" if r['ratio_extrap'] >= 10 else f"{r['ratio_extrap']:.2f}x") if "ratio_extrap" in r else "-"
+    def rat(key):
+        if key not in r:
+            return "-"
+        return f"{r[key]:.0f}x" if r[key] >= 10 else f"{r[key]:.2f}x"
+    ratio, cratio = rat("ratio_extrap"), rat("cpu_ratio_extrap")
     status = r.get("status", "")
     tgt = "-"
     if "ratio_target" in r:
@@ -448,6 +463,7 @@ def row_line(r: dict) -> str:
         status += f"; {lim} {'PASS' if ok else 'FAIL'}"
     return (f"| {r['label']:17s} | {r['params']:3d} | {fmt_size(r['size']):>5s} | {f('wall_s', '7.2f')} | "
             f"{f('cpu_s', '7.2f')} | {f('maxrss_mb', '7.0f')} | {f('ms_per_series', '9.3f')} | {ratio:>10s} | "
+            f"{cratio:>10s} | "
             f"{tgt:>6s} | {f('growth', '6.2f')} | {f('load', '4.1f')} | {status}")
 
 
@@ -459,7 +475,8 @@ def print_table(results: dict) -> None:
     for nparam, ex in results["extrap"].items():
         for s, e in ex.items():
             print(f"Extra-P 4.2.5, {nparam} parameter(s), {s} callpaths: {e['ms_per_cp']:.2f} ms/callpath "
-                  f"(read {e['read_s']:.2f} s + model {e['model_s']:.2f} s, load {e['load']:.2f})")
+                  f"(read {e['read_s']:.2f} s + model {e['model_s']:.2f} s; whole process CPU "
+                  f"{e['cpu_ms_per_cp']:.2f} ms/callpath; load {e['load']:.2f})")
     print(HEADER)
     print("|" + "|".join("-" * (len(c)) for c in HEADER.split("|")[1:-1]) + "|--------")
     for r in results["runs"]:
