@@ -475,17 +475,35 @@ def _model_options(f):
     f = click.option("--ranks", "locations", type=click.Choice(["auto", "sum", "mean", "max", "min", "median"]),
                      default="auto", show_default=True,
                      help="Reduce per-rank values: auto sums counts/bytes and averages times.")(f)
+    f = click.option("--workers", type=click.IntRange(1), default=1, show_default=True, expose_value=False,
+                     callback=_workers_option,
+                     help="Processes fitting the series in parallel (forked; results identical to one).")(f)
     return f
+
+
+def _workers_option(ctx, _param, value):
+    """--workers N: kept for the fit (FitOptions.workers).  With several processes, numpy's BLAS
+    runs one thread each (set before numpy loads): on small least-squares problems its threads
+    cost more than they give, and N processes x its threads would oversubscribe the cores."""
+    ctx.meta["workers"] = value
+    if value > 1 and "numpy" not in sys.modules:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
+    return value
 
 
 def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, averaged=False):
     """The one model set every modelling command reads (perfcast.modelset.model), with progress."""
+    from .fit import FitOptions
     from .modelset import model
     from .report.terminal import progress
 
+    ctx = click.get_current_context(silent=True)
+    workers = ctx.meta.get("workers", 1) if ctx is not None else 1
     with progress("modeling", enabled=None if not quiet else False) as cb:
         return model(exp, metrics, callpaths, max_terms=max_terms, negative=negative, locations=locations,
-                     averaged=averaged, progress=lambda done, total: cb(done, total, ""))
+                     averaged=averaged, options=FitOptions(max_terms=max_terms, negative=negative, workers=workers),
+                     progress=lambda done, total: cb(done, total, ""))
 
 
 def _table_output_options(f):

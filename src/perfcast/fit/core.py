@@ -95,8 +95,12 @@ class FitOptions:
     #: (bench/realdata.py: no negative predictions, LULESH median error 21.6 % -> 4.1 %) with the
     #: synthetic sets unchanged (bench/vs_extrap.py).  False: no constraint.
     nonnegative: bool | str = AUTO
-    #: series fitted at once (memory vs. speed)
-    chunk: int = 20000
+    #: series fitted at once (memory vs. speed; also the unit of work of ``workers``, so results
+    #: do not depend on the number of workers)
+    chunk: int = 4096
+    #: processes fitting chunks of a group in parallel (forked; 1 = in this process).  Results are
+    #: identical to one process: the chunks are the same and group-level estimates are made once
+    workers: int = 1
     #: "auto": when raw repetitions are given, estimate the noise shape from them and re-rank and
     #: refit the top hypotheses under the matching generalised normal likelihood (normal noise:
     #: unchanged); "normal": always the normal likelihood of the means
@@ -122,6 +126,10 @@ class FitOptions:
             raise PerfcastError(f"noise must be 'relative' or 'mixed', not {self.noise!r}", where="noise")
         if self.shortlist < 1:
             raise PerfcastError("shortlist must be >= 1", where="shortlist")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise PerfcastError(f"workers must be a whole number >= 1, not {self.workers!r}", where="workers")
+        if not isinstance(self.chunk, int) or self.chunk < 1:
+            raise PerfcastError(f"chunk must be a whole number >= 1, not {self.chunk!r}", where="chunk")
         if self.nonnegative not in (False, True, ASYMPTOTIC, AUTO):
             raise PerfcastError(f"nonnegative must be False, True, {ASYMPTOTIC!r} or {AUTO!r}, not "
                                 f"{self.nonnegative!r}", where="nonnegative")
@@ -709,6 +717,68 @@ class GroupFit:
         return [self.model(s) for s in range(len(self))]
 
 
+def _fit_chunk(state: tuple, lo: int, hi: int) -> tuple:
+    """Search, fit and leave-largest-out check of the series ``lo:hi`` of a group (``state``: what
+    :func:`fit_group` fixed for the whole group); the chunk's rows of the group's outputs."""
+    space, mean, count, ssd, opt, K, m, M, X, lines, usable, hold, growth, shape, reps = state
+    n = X.shape[0]
+    c = hi - lo
+    out = (np.full((c, M, K, m), -1, dtype=np.int32), np.full((c, M), np.inf), np.zeros((c, M, 1 + K)),
+           np.zeros((c, M, 1 + K, 1 + K)), np.full((c, 8), np.nan), np.zeros(c), np.zeros(c, dtype=np.int64))
+    ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M, X, lines, opt.noise)
+    rows = np.arange(c)
+    # constant model
+    const_fit = _wls(np.ones((n, 1)), ch.y, ch.w)
+    ch.merge(rows, ch.criterion(const_fit, 0, 0.0, opt.selection)[:, None], np.full((1, K, m), -1, dtype=np.int32))
+    if usable and n >= 3:
+        if m == 1:
+            _search_single(space, ch, opt, K)
+        else:
+            _search_multi(space, ch, opt, K, lines, usable)
+    coef_over = ls = None
+    if shape.adaptive:
+        coef_over, ls = _adaptive(space, ch, reps[lo:hi], shape.beta)
+    _finish(space, ch, opt, 0, c, *out, coef_over, gn_efficiency(shape.beta) if shape.adaptive else 1.0, ls)
+    check = (None, None, None)
+    if hold is not None and usable and n >= 3:
+        check = _drift(space, mean[lo:hi], count[lo:hi], ssd[lo:hi], opt, K, M, usable, hold, out[5] ** 2, growth)
+    return (*out, *check)
+
+
+#: the group being fitted by forked workers (:func:`_chunks`): set in the parent before the fork,
+#: inherited by the children, so the arrays are not pickled
+_FORKED: tuple | None = None
+
+
+def _forked_chunk(bounds: tuple[int, int]) -> tuple:
+    return _fit_chunk(_FORKED, *bounds)
+
+
+def _chunks(state: tuple, S: int):
+    """(lo, hi, outputs) of every chunk of ``FitOptions.chunk`` series, in order; with
+    ``FitOptions.workers`` > 1 and several chunks, computed by forked processes (where the
+    platform forks; else here)."""
+    global _FORKED
+    opt = state[4]
+    bounds = [(lo, min(S, lo + opt.chunk)) for lo in range(0, S, opt.chunk)]
+    workers = min(opt.workers, len(bounds))
+    if workers > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        if "fork" in mp.get_all_start_methods():
+            _FORKED = state
+            try:
+                with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+                    for b, res in zip(bounds, pool.map(_forked_chunk, bounds)):
+                        yield (*b, res)
+                return
+            finally:
+                _FORKED = None
+    for lo, hi in bounds:
+        yield lo, hi, _fit_chunk(state, lo, hi)
+
+
 def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarray,
               parameters: Sequence[str], options: FitOptions | None = None, progress=None,
               reps: np.ndarray | None = None) -> GroupFit:
@@ -771,27 +841,12 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
             raise PerfcastError(f"repetitions must be (series, {n} points, repetitions)")
         shape = estimate_shape(reps)
 
-    for lo in range(0, S, opt.chunk):
-        hi = min(S, lo + opt.chunk)
-        ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M, X, lines, opt.noise)
-        rows = np.arange(hi - lo)
-        # constant model
-        const_fit = _wls(np.ones((n, 1)), ch.y, ch.w)
-        ch.merge(rows, ch.criterion(const_fit, 0, 0.0, opt.selection)[:, None],
-                 np.full((1, K, m), -1, dtype=np.int32))
-        if usable and n >= 3:
-            if m == 1:
-                _search_single(space, ch, opt, K)
-            else:
-                _search_multi(space, ch, opt, K, lines, usable)
-        coef_over = ls = None
-        if shape.adaptive:
-            coef_over, ls = _adaptive(space, ch, reps[lo:hi], shape.beta)
-        _finish(space, ch, opt, lo, hi, out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof,
-                coef_over, gn_efficiency(shape.beta) if shape.adaptive else 1.0, ls)
-        if hold is not None and usable and n >= 3:
-            miss[lo:hi], allowed[lo:hi], signed[lo:hi] = _drift(
-                space, mean[lo:hi], count[lo:hi], ssd[lo:hi], opt, K, M, usable, hold, out_noise[lo:hi] ** 2, growth)
+    state = (space, mean, count, ssd, opt, K, m, M, X, lines, usable, hold, growth, shape, reps)
+    outs = (out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof, miss, allowed, signed)
+    for lo, hi, res in _chunks(state, S):
+        for out, r in zip(outs, res):
+            if out is not None and r is not None:
+                out[lo:hi] = r
         if progress is not None:
             progress(hi, S)
     drift_dof = 0

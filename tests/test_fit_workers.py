@@ -1,0 +1,54 @@
+"""FitOptions.workers / --workers: chunks of a group fitted by forked processes give exactly the
+results of one process (the same chunks, group-level estimates made once)."""
+import json
+
+import numpy as np
+import pytest
+
+from perfcast.errors import PerfcastError
+from perfcast.fit import FitOptions, fit_group
+
+X = np.array([4.0, 8, 16, 32, 64])
+
+
+def _group(S=300, seed=5):
+    rng = np.random.default_rng(seed)
+    e = rng.choice([0.5, 1.0, 1.5, 2.0], S)
+    mu = rng.uniform(1, 10, S)[:, None] + rng.uniform(0.01, 1, S)[:, None] * X[None, :] ** e[:, None]
+    reps = mu[:, :, None] * (1 + rng.uniform(-0.025, 0.025, (S, len(X), 5)))
+    mean = reps.mean(axis=2)
+    ssd = ((reps - mean[:, :, None]) ** 2).sum(axis=2)
+    return mean, np.full(mean.shape, 5.0), ssd, reps
+
+
+def test_forked_chunks_equal_one_process():
+    mean, count, ssd, reps = _group()
+    one = fit_group(X[:, None], mean, count, ssd, ("p",), FitOptions(chunk=64), reps=reps)
+    two = fit_group(X[:, None], mean, count, ssd, ("p",), FitOptions(chunk=64, workers=2), reps=reps)
+    for f in ("hyp", "coef", "cov", "noise", "dof", "drift", "weight", "quality", "status", "drift_dof"):
+        assert np.array_equal(getattr(one, f), getattr(two, f), equal_nan=True), f
+    assert [m.formula() for m in one.models()] == [m.formula() for m in two.models()]
+
+
+def test_workers_option_is_checked():
+    for bad in (0, -1, 1.5):
+        with pytest.raises(PerfcastError, match="workers"):
+            FitOptions(workers=bad)
+
+
+def test_cli_workers_gives_the_same_json(tmp_path, capsys):
+    from perfcast.cli import main
+
+    mean, _, _, reps = _group(S=40, seed=9)
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in X), "", "METRIC time", ""]
+    for s in range(len(mean)):
+        lines.append(f"REGION r{s}")
+        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(X))]
+    path = tmp_path / "exp.txt"
+    path.write_text("\n".join(lines) + "\n")
+    outs = []
+    for w in ("1", "2"):
+        assert main(["model", str(path), "--json", "--workers", w]) == 0
+        outs.append(capsys.readouterr().out)
+    assert json.loads(outs[0]) == json.loads(outs[1]) and len(json.loads(outs[0])) == 40
+    assert main(["model", str(path), "--workers", "0"]) == 2
