@@ -67,11 +67,13 @@ from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import PerfcastError
 from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric
 from . import ReadOptions, Reader, register
-from . import json_int
+from . import MAX_LINE_BYTES, json_int
 from . import read_text as _read_checked
 
 __all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas"]
@@ -271,7 +273,20 @@ def _fmt(v: float) -> str:
 
 
 def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
-    """Read an Extra-P text file."""
+    """Read an Extra-P text file.
+
+    The file is parsed in chunks of :data:`TEXT_CHUNK_BYTES` (pyarrow/numpy, memory about the size
+    of the value table); a file the streaming path does not take -- any error, non-ASCII or control
+    characters -- is read line by line (:func:`_read_text_lines`), whose messages name the line.
+    """
+    try:
+        return _read_text_stream(path)
+    except _Slow:
+        return _read_text_lines(path)
+
+
+def _read_text_lines(path: Path) -> Experiment:
+    """Read an Extra-P text file line by line (the reference for the streaming path)."""
     lines = _lines(_read_text_file(path))
 
     def err(msg: str, line: int) -> PerfcastError:
@@ -400,6 +415,290 @@ def read_text(path: Path, options: ReadOptions | None = None) -> Experiment:
                                 f"{tok[-1]!r}: the file may be truncated (add a newline at the end if it "
                                 f"is complete)", path, no)
     return b.experiment(meta)
+
+
+# ---------------------------------------------------------------------------------------------
+# text format, streaming path
+
+#: the text reader parses the file in chunks of about this many bytes (cut at a line end)
+TEXT_CHUNK_BYTES = 16 << 20
+
+#: bytes the streaming path handles: printable ASCII, tab, CR, LF.  Anything else (non-ASCII names,
+#: other control characters) goes to the line-by-line reader, whose whitespace rules are Python's.
+_PLAIN_BYTES = bytes([9, 10, 13, *range(32, 127)])
+_NUMBER_RE2 = r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$"
+
+
+class _Slow(Exception):
+    """The streaming path met something it leaves to the line-by-line reader (every error, so the
+    messages and line numbers stay those of one implementation)."""
+
+
+class _TextStream:
+    """State of the streaming text parser across chunks."""
+
+    def __init__(self):
+        self.parameters: list[str] = []
+        self.points: list[tuple[float, ...]] = []
+        self.b: _Builder | None = None
+        self.region: int | None = None  # callpath code
+        self.metric: int | None = None  # metric code
+        self.cp_codes: dict[str, int] = {}
+        self.metric_codes: dict[str, int] = {}
+        self.default_metric_used = False
+        self.block_count = 0
+        self.block_serial = 0
+        self.seen_keys: set[tuple[int, int]] = set()
+        self.repeated = False
+        self.any_data = False
+        self.open_key = False
+        self.comments: list[str] = []
+        # per-value columns, one array per chunk
+        self.v_point: list[np.ndarray] = []
+        self.v_cp: list[np.ndarray] = []
+        self.v_metric: list[np.ndarray] = []
+        self.v_rep: list[np.ndarray] = []
+        self.v_value: list[np.ndarray] = []
+        self.last_data: list[tuple[int, int]] = []  # (number of values, block serial) of the last 2 DATA lines
+        self.last_line_kind = ""
+
+    # -- one non-DATA line (stripped, non-empty) ----------------------------------------------
+    def other(self, s: str):
+        self.last_line_kind = "other"
+        if s.startswith("#"):
+            self.comments.append(s[1:].strip())
+            return
+        parts = s.split(None, 1)
+        key = parts[0]
+        rest = " ".join(parts[1].split()) if len(parts) > 1 else ""
+        if key == "PARAMETER":
+            if self.points or self.region is not None or self.metric is not None:
+                raise _Slow
+            names = rest.split()
+            if not names or _check_parameter_names(self.parameters + names):
+                raise _Slow
+            self.parameters += names
+        elif key == "POINTS":
+            if not self.parameters or self.any_data:
+                raise _Slow
+            pts = _parse_points(rest, len(self.parameters))
+            if isinstance(pts, str):
+                raise _Slow
+            self.points += pts
+        elif key in ("REGION", "METRIC"):
+            if not rest:
+                raise _Slow
+            self.close_block()
+            self.open_key = True
+            if key == "REGION":
+                if self.b is None:
+                    self.b = _Builder(self.parameters)
+                try:
+                    path = self.b.callpath(rest)
+                except PerfcastError:
+                    raise _Slow from None
+                self.region = self.cp_codes.setdefault(path, len(self.cp_codes))
+            else:
+                if self.default_metric_used:
+                    raise _Slow  # DATA before the first METRIC line
+                self.metric = self.metric_codes.setdefault(rest, len(self.metric_codes))
+        else:
+            raise _Slow
+
+    def close_block(self):
+        if 0 < self.block_count < len(self.points):
+            raise _Slow
+        self.block_count = 0
+        self.block_serial += 1
+
+    # -- a run of n DATA lines in the current block -------------------------------------------
+    def run(self, n: int) -> tuple[int, int, int, int]:
+        """Checks a run of DATA lines; returns (first point index, callpath, metric, block serial)."""
+        if not self.points or self.region is None:
+            raise _Slow
+        if self.metric is None:
+            self.default_metric_used = True
+            self.metric = self.metric_codes.setdefault(DEFAULT_METRIC, len(self.metric_codes))
+        if self.block_count + n > len(self.points):
+            raise _Slow
+        if self.block_count == 0:
+            key = (self.region, self.metric)
+            if key in self.seen_keys:
+                self.repeated = True
+            self.seen_keys.add(key)
+        first = self.block_count
+        self.block_count += n
+        self.any_data = True
+        self.open_key = False
+        self.last_line_kind = "data"
+        return first, self.region, self.metric, self.block_serial
+
+    # -- one chunk of whole lines -------------------------------------------------------------
+    def chunk(self, raw: bytes):
+        if raw.translate(None, _PLAIN_BYTES):
+            raise _Slow
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        ends = np.flatnonzero(buf == 10)
+        if len(ends) == 0 or ends[-1] != len(raw) - 1:
+            ends = np.append(ends, len(raw))  # the last line of a file without a line end
+        starts = np.empty_like(ends)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        if np.max(ends - starts) > MAX_LINE_BYTES:
+            raise _Slow
+        offsets = np.empty(len(ends) + 1, dtype=np.int64)
+        offsets[:-1] = starts
+        offsets[-1] = ends[-1]
+        # lines without their line end: [start, next start - 1), the LF excluded by trimming
+        lines = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(raw))
+        lines = pc.ascii_trim_whitespace(lines)
+        is_data = pc.match_substring_regex(lines, r"^DATA(?:[ \t\r]|$)").to_numpy(zero_copy_only=False)
+        blank = pc.equal(pc.binary_length(lines), 0).to_numpy(zero_copy_only=False)
+        other_idx = np.flatnonzero(~is_data & ~blank)
+        data_idx = np.flatnonzero(is_data)
+        others = lines.take(pa.array(other_idx)).to_pylist()
+        before = np.searchsorted(data_idx, other_idx)  # DATA lines before each other line
+        runs = []  # (data line start, count, first point, callpath, metric, block serial)
+        done = 0
+        for s, pos in zip(others, before.tolist()):
+            if pos > done:
+                runs.append((done, pos - done, *self.run(pos - done)))
+                done = pos
+            self.other(s)
+        if len(data_idx) > done:
+            runs.append((done, len(data_idx) - done, *self.run(len(data_idx) - done)))
+        if not len(data_idx):
+            return
+        nd = len(data_idx)
+        r = np.array(runs, dtype=np.int64).reshape(-1, 6)
+        line_run = np.repeat(np.arange(len(r)), r[:, 1])
+        line_point = r[line_run, 2] + (np.arange(nd) - r[line_run, 0])
+        # the values: the text after DATA, split on blanks
+        rest = pc.ascii_trim_whitespace(pc.utf8_slice_codeunits(lines.take(pa.array(data_idx)), 4))
+        toks = pc.split_pattern_regex(rest, r"[ \t\r]+")
+        lens = pc.list_value_length(toks).to_numpy(zero_copy_only=False).astype(np.int64)
+        flat = pc.list_flatten(toks)
+        if not pc.all(pc.match_substring_regex(flat, _NUMBER_RE2)).as_py():
+            raise _Slow
+        values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
+        if not np.isfinite(values).all():
+            raise _Slow
+        nv = len(values)
+        val_line = np.repeat(np.arange(nd), lens)
+        line_first = np.cumsum(lens) - lens
+        cp = r[line_run, 3].astype(np.int32)
+        met = r[line_run, 4].astype(np.int32)
+        self.v_point.append(line_point.astype(np.int32)[val_line])
+        self.v_cp.append(cp[val_line])
+        self.v_metric.append(met[val_line])
+        self.v_rep.append((np.arange(nv) - line_first[val_line]).astype(np.int32))
+        self.v_value.append(values)
+        serial = r[line_run, 5]
+        for i in range(max(0, nd - 2), nd):
+            self.last_data = [*self.last_data, (int(lens[i]), int(serial[i]))][-2:]
+        self.last_tok = flat[nv - 1].as_py() if nv else ""
+        # the kind of the very last non-blank line of the chunk
+        last_nonblank = np.flatnonzero(~blank)
+        if len(last_nonblank):
+            self.last_line_kind = "data" if is_data[last_nonblank[-1]] else "other"
+
+    # -- the Experiment -----------------------------------------------------------------------
+    def experiment(self, unterminated: bool) -> Experiment:
+        self.close_block()
+        if not self.parameters or self.b is None or not self.any_data or self.open_key:
+            raise _Slow
+        if unterminated and self.last_line_kind == "data":
+            n, serial = self.last_data[-1]
+            if len(self.last_data) > 1 and self.last_data[-2][1] == serial and self.last_data[-2][0] != n:
+                raise _Slow
+            if self.last_tok[-1:] in (".", "e", "E", "+", "-"):
+                raise _Slow
+        b = self.b
+        metric_names = list(self.metric_codes)
+        for name in metric_names:
+            b.metric(name)
+        met = np.concatenate(self.v_metric)
+        self.v_metric.clear()
+        value = np.concatenate(self.v_value)
+        self.v_value.clear()
+        for code, name in enumerate(metric_names):
+            if b.metrics[name].kind in ("count", "bytes") and (value[met == code] < 0).any():
+                raise _Slow
+        frame: dict[str, Any] = {}
+        point = np.concatenate(self.v_point)
+        self.v_point.clear()
+        pts = np.asarray(self.points, dtype="float64").reshape(len(self.points), len(self.parameters))
+        for i, p in enumerate(self.parameters):
+            frame[p] = pts[point, i]
+        cp = np.concatenate(self.v_cp)
+        self.v_cp.clear()
+        rep = np.concatenate(self.v_rep).astype(np.int64)
+        self.v_rep.clear()
+        coord_id: dict[tuple[float, ...], int] = {}
+        canon = np.array([coord_id.setdefault(pt, len(coord_id)) for pt in self.points], dtype=np.int32)
+        if self.repeated or len(coord_id) < len(self.points):
+            # values met again for a coordinate, callpath and metric (a repeated block, a coordinate
+            # listed twice in POINTS) continue its repetitions
+            key = pd.DataFrame({"point": canon[point], "cp": cp, "metric": met})
+            rep = key.groupby(["point", "cp", "metric"], sort=False).cumcount().to_numpy(np.int64)
+            del key
+        del point
+        frame["rep"] = rep
+        frame["callpath"] = _sorted_categorical(cp, list(self.cp_codes))
+        frame["metric"] = _sorted_categorical(met, metric_names)
+        frame["value"] = value
+        meta = {"comments": self.comments} if self.comments else {}
+        return Experiment(b.parameters, pd.DataFrame(frame, copy=False), b.metrics.values(), b.tree, meta)
+
+
+def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
+    """Codes into ``names`` as a Categorical with sorted categories (what pd.Categorical of the
+    strings gives)."""
+    order = sorted(range(len(names)), key=names.__getitem__)
+    remap = np.empty(len(names), dtype=codes.dtype)
+    remap[order] = np.arange(len(names), dtype=codes.dtype)
+    return pd.Categorical.from_codes(remap[codes], pd.Index([names[i] for i in order]))
+
+
+def _read_text_stream(path: Path) -> Experiment:
+    """The streaming text reader; raises _Slow for anything it leaves to the line-by-line one."""
+    from . import check_readable
+
+    check_readable(path)
+    if path.is_dir():
+        raise _Slow
+    st = _TextStream()
+    carry = b""
+    first = True
+    last_byte = b""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        raise _Slow from None
+    with f:
+        while True:
+            block = f.read(TEXT_CHUNK_BYTES)
+            if first:
+                first = False
+                if block.startswith(b"\xef\xbb\xbf"):
+                    block = block[3:]
+            if not block:
+                break
+            last_byte = block[-1:]
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                if len(data) > MAX_LINE_BYTES:
+                    raise _Slow
+                carry = data
+                continue
+            carry = data[cut:]
+            st.chunk(data[:cut] if cut < len(data) else data)
+            del data
+        if carry:
+            st.chunk(carry)
+    unterminated = last_byte not in (b"", b"\n") and bool(carry.strip())
+    return st.experiment(unterminated)
 
 
 def _sniff_text(path: Path) -> bool:

@@ -1,0 +1,94 @@
+"""The streaming Extra-P text reader against an independent tiny parser, on files spanning many
+chunks (the chunk size is lowered), and its hand-over to the line-by-line reader on bad input."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from perfcast.errors import PerfcastError
+from perfcast.io import extrap
+
+
+def _tiny_parse(text: str):
+    """Rows (coords, rep, callpath, metric, value) of a well-formed text file, straight from the spec."""
+    params, points, rows, reps = [], [], [], {}
+    region = metric = None
+    k = 0
+    for line in text.splitlines():
+        t = line.split()
+        if not t or t[0].startswith("#"):
+            continue
+        if t[0] == "PARAMETER":
+            params += t[1:]
+        elif t[0] == "POINTS":
+            nums = [float(x) for x in line.replace("(", " ").replace(")", " ").split()[1:]]
+            points += [tuple(nums[i:i + len(params)]) for i in range(0, len(nums), len(params))]
+        elif t[0] == "REGION":
+            region, k = t[1], 0
+        elif t[0] == "METRIC":
+            metric, k = t[1], 0
+        elif t[0] == "DATA":
+            for v in t[1:]:
+                key = (points[k], region, metric or "metric")
+                rows.append((points[k], reps.get(key, 0), region, metric or "metric", float(v)))
+                reps[key] = reps.get(key, 0) + 1
+            k += 1
+    return params, rows
+
+
+def _write(tmp_path, nparams: int, regions: int, repeat_block: bool, end: str = "\n"):
+    rng = random.Random(7)
+    pts = [(p,) for p in (4, 8, 16)] if nparams == 1 else [(p, n) for p in (4, 8) for n in (10, 20)]
+    lines = ["# made by the test", "PARAMETER p" + (" n" if nparams == 2 else ""),
+             "POINTS " + " ".join("( " + " ".join(str(v) for v in pt) + " )" for pt in pts)]
+    for m in ("time", "visits"):
+        lines.append(f"METRIC {m}")
+        for r in range(regions):
+            lines.append(f"REGION main->r{r % 97}->k{r}")
+            for _ in pts:
+                nrep = rng.randint(1, 4)
+                lines.append("  DATA\t" + " ".join(f"{rng.uniform(0, 1e3):.{rng.randint(1, 9)}g}"
+                                                  for _ in range(nrep)))
+            if rng.random() < 0.1:
+                lines.append("")
+    if repeat_block:  # a block met again continues the repetitions
+        lines += ["REGION main->r0->k0"] + [f"DATA {i}.5 {i}.25" for i in range(len(pts))]
+    f = tmp_path / "big.txt"
+    f.write_text("\r\n".join(lines) + end if nparams == 2 else "\n".join(lines) + end)
+    return f
+
+
+@pytest.mark.parametrize("nparams,repeat_block,end", [(1, False, "\n"), (2, True, ""), (1, True, "")])
+def test_streaming_equals_tiny_parser(tmp_path, monkeypatch, nparams, repeat_block, end):
+    f = _write(tmp_path, nparams, 600, repeat_block, end)
+    monkeypatch.setattr(extrap, "TEXT_CHUNK_BYTES", 4096)  # the file spans dozens of chunks
+    assert f.stat().st_size > 20 * 4096
+    exp = extrap._read_text_stream(f)  # the streaming path itself, no hand-over
+    params, rows = _tiny_parse(f.read_text())
+    assert list(exp.parameters) == params
+    d = exp.data
+    got = list(zip(map(tuple, d[params].to_numpy().tolist()), d["rep"].tolist(), d["callpath"].astype(str),
+                   d["metric"].astype(str), d["value"].tolist()))
+    assert got == rows  # same rows, same order, bit-identical values
+    assert set(exp.metrics) == {"time", "visits"}
+    assert exp.tree.parent("main->r0->k0") == "main->r0"
+    assert exp.meta == {"comments": ["made by the test"]}
+    # and the public reader gives the same Experiment as the line-by-line reference
+    assert extrap.read_text(f).equals(extrap._read_text_lines(f))
+
+
+def test_error_deep_in_a_chunked_file_names_its_line(tmp_path, monkeypatch):
+    f = _write(tmp_path, 1, 300, False)
+    lines = f.read_text().split("\n")
+    bad = len(lines) - 40
+    assert lines[bad - 1].lstrip().startswith("DATA")
+    lines[bad - 1] = "DATA 1.0 x2"
+    f.write_text("\n".join(lines))
+    monkeypatch.setattr(extrap, "TEXT_CHUNK_BYTES", 4096)
+    with pytest.raises(extrap._Slow):
+        extrap._read_text_stream(f)
+    with pytest.raises(PerfcastError) as e:
+        extrap.read_text(f)
+    assert e.value.where == str(bad) and "'x2' is not a number" in e.value.message and str(f) in str(e.value)
