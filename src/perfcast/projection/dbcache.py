@@ -21,6 +21,7 @@ fast as reading a cache).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -104,10 +105,8 @@ def _write(df: pd.DataFrame, path: Path, key: str, source: str) -> None:
             pq.write_table(table, fh, compression="zstd")
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):   # the temporary file may never have been written
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -122,17 +121,15 @@ def cached(paths: Sequence[str | Path], build: Callable[[], "BenchmarkDB"]) -> "
     stem, key, _ = k
     d = cache_dir()
     res_path, sys_path = d / f"{stem}.results.parquet", d / f"{stem}.systems.parquet"
-    try:
+    # missing, truncated, foreign or unreadable: parse instead
+    with contextlib.suppress(Exception):
         r, s = _read(res_path, key), _read(sys_path, key)
         if r is not None and s is not None and r[1] == s[1]:
             return BenchmarkDB(r[0], s[0], r[1])
-    except Exception:  # missing, truncated, foreign or unreadable: parse instead
-        pass
     db = build()
-    try:
+    # read-only or full cache directory: the parsed database is the answer
+    with contextlib.suppress(Exception):
         d.mkdir(parents=True, exist_ok=True)
         _write(db.systems, sys_path, key, db.source)
         _write(db.results, res_path, key, db.source)
-    except Exception:  # read-only or full cache directory: the parsed database is the answer
-        pass
     return db
