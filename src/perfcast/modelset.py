@@ -278,14 +278,17 @@ class ModelSet:
             if extra or missing:
                 raise PerfcastError(f"point {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
                                     f"parameters {', '.join(self.parameters)}", where="at")
+        from .fit.model import formulas
+
         value, lower, upper, base = self._batch(pts, level)
         rows = []
+        texts = formulas([sm.model for sm in self.series])
         for s, sm in enumerate(self.series):
             m = sm.model
             nonneg = self.kinds.get(sm.metric) in NONNEGATIVE
             warn = self.warnings(sm)
             base_notes = warn + list(getattr(m, "notes", ()))
-            formula = m.formula()
+            formula = texts[s]
             status = m.status
             segmented = bool(getattr(m, "segments", None))
             unit, aggregate = self.units.get(sm.metric, ""), self.aggregates.get(sm.metric, "")
@@ -418,10 +421,13 @@ class ModelSet:
         its rank, its warnings, with ``target`` ``predicted_at_target`` and, ranked by cost,
         ``ranking``: per-process cost now and at the ranking's point, the increase as a share of
         the root's, whether it is significant)."""
+        from .fit.model import to_dicts
+
         by_key = {(sm.callpath, sm.metric): sm for sm in self.series}
+        ranked = self.rank(target, by)
         out = []
-        for r in self.rank(target, by):
-            d = by_key[(r.callpath, r.metric)].to_dict()
+        for r, md in zip(ranked, to_dicts([r.model for r in ranked])):
+            d = {"callpath": r.callpath, "metric": r.metric, **md}
             d["unit"] = self.units.get(r.metric, "")
             d["aggregate"] = self.aggregates.get(r.metric, "")
             d["rank"] = r.rank

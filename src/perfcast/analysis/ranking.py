@@ -47,7 +47,7 @@ from fractions import Fraction
 from typing import Iterable, Mapping
 
 from ..errors import PerfcastError
-from ..fit.model import values_at
+from ..fit.model import Model, term_signature, values_at
 
 #: ``cost`` order: a callpath below this share of the root's per-process cost (at the largest
 #: measured point and at the target) is negligible and ranks after the significant ones
@@ -82,6 +82,22 @@ class Ranked:
 def growth_key(model) -> tuple:
     orders = sorted((tuple(o) for o in model.lead_order().values()), reverse=True)
     return tuple(orders)
+
+
+def growth_keys(models) -> list[tuple]:
+    """:func:`growth_key` of many models, computed once per distinct set of terms."""
+    cache: dict = {}
+    out = []
+    for m in models:
+        if type(m) is not Model:
+            out.append(growth_key(m))
+            continue
+        sig = term_signature(m)
+        key = cache.get(sig)
+        if key is None:
+            key = cache[sig] = growth_key(m)
+        out.append(key)
+    return out
 
 
 def is_sum_over_ranks(aggregate: str | None) -> bool:
@@ -128,11 +144,11 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
             preds[id(sm)] = pred
     if by == "growth":
         rows = []
-        for sm in items:
+        for sm, gk in zip(items, growth_keys([sm.model for sm in items])):
             m = sm.model
             pred = preds.get(id(sm))
             ok = m.status == "ok"
-            key = growth_key(m) if ok else ()
+            key = gk if ok else ()
             rows.append((ok, key, pred if pred is not None else float("-inf"), m.constant, sm, pred))
         rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]), reverse=True)
         return [Ranked(i + 1, r[4].callpath, r[4].metric, r[4].model, r[1], r[5]) for i, r in enumerate(rows)]
@@ -197,10 +213,10 @@ def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, in
     quantity = lambda metric: (kinds.get(metric), units.get(metric))  # noqa: E731
     means = {quantity(sm.metric) for sm in items if _is_mean(aggregates.get(sm.metric))}
     rows = []
-    for sm in items:
+    for sm, gk in zip(items, growth_keys([sm.model for sm in items])):
         m = sm.model
         ok = m.status == "ok" or bool(getattr(m, "segments", None))  # a segmented model predicts
-        key = growth_key(m) if ok else ()
+        key = gk if ok else ()
         agg = aggregates.get(sm.metric) or ""
         preferred = not (agg and not _is_mean(agg) and quantity(sm.metric) in means)
         c_low, c_up, mod_up, c_t = cost[id(sm)]
@@ -237,5 +253,5 @@ def growth_str(key: tuple, parameters) -> str:
     return ", ".join(f"({i}, {j})" for i, j in key) if key else "-"
 
 
-__all__ = ["Ranked", "rank", "growth_key", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
+__all__ = ["Ranked", "rank", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
            "DEFAULT_FACTOR", "BY", "Fraction"]

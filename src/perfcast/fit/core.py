@@ -602,6 +602,12 @@ class _LazyAlternatives(Sequence):
     def __len__(self) -> int:
         return len(self._idx)
 
+    def pending(self) -> tuple | None:
+        """(group, row, hypothesis indices) while not built, else None: batch consumers
+        (:func:`perfcast.fit.model.predict_many`) read the group's arrays instead of building
+        models."""
+        return None if self._items is not None else (self._group, self._s, self._idx)
+
     def __getitem__(self, i):
         return self._get()[i]
 
@@ -715,6 +721,34 @@ class GroupFit:
 
     def models(self) -> list[Model]:
         return [self.model(s) for s in range(len(self))]
+
+    def hypotheses_design(self, rows: np.ndarray, hyps: np.ndarray, n: int, term_values) -> tuple:
+        """(weights, D, coef) of hypotheses ``hyps`` of series ``rows`` (equal-length arrays) at
+        ``n`` points, laid out as :func:`perfcast.fit.model.predict_many` lays out models (column
+        0 the constant, then the terms in order): what the models :meth:`_one` builds would give,
+        without building them.  ``term_values(factors)``: a term's values at the points."""
+        A = len(rows)
+        H = self.hyp[rows, hyps]                      # (A, K, m)
+        C = self.coef[rows, hyps]                     # (A, 1 + K)
+        used = (H >= 0).any(axis=2)                   # (A, K)
+        col = np.cumsum(used, axis=1)                 # the column of each used term
+        D = np.zeros((A, n, C.shape[1]))
+        D[:, :, 0] = 1.0
+        coef = np.zeros((A, C.shape[1]))
+        coef[:, 0] = C[:, 0]
+        params, blocks = self.parameters, self.blocks
+        for t in range(H.shape[1]):
+            sel = np.nonzero(used[:, t])[0]
+            if not len(sel):
+                continue
+            pats, inv = np.unique(H[sel, t, :], axis=0, return_inverse=True)
+            inv = np.asarray(inv).ravel()
+            for u, pat in enumerate(pats.tolist()):
+                rows_u = sel[inv == u]
+                factors = tuple((params[p], blocks[b][0], blocks[b][1]) for p, b in enumerate(pat) if b >= 0)
+                D[rows_u, :, col[rows_u, t]] = term_values(factors)
+            coef[sel, col[sel, t]] = C[sel, col[sel, t]]
+        return self.weight[rows, hyps].astype(float), D, coef
 
 
 def _fit_chunk(state: tuple, lo: int, hi: int) -> tuple:

@@ -227,15 +227,7 @@ class Model:
         return float(d[0]) if shape == () else d.reshape(shape)
 
     def _doublings(self, cols, n) -> np.ndarray:
-        d = np.zeros(n)
-        if self.upper is None:
-            return d
-        for p, u in zip(self.parameters, self.upper):
-            if u > 0:
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    dp = np.log2(np.asarray(cols[p], dtype=float) / u)
-                d = np.maximum(d, np.nan_to_num(dp, nan=0.0, neginf=0.0))
-        return d
+        return _doublings_many([self], cols, n)[0]
 
     def interval(self, X, level: float = 0.9, averaged: bool = False) -> tuple:
         """(lower, upper) prediction interval for a *new observation* at ``X``.
@@ -272,17 +264,8 @@ class Model:
         ``latex``."""
         if style not in ("plain", "python", "latex"):
             raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
-        num = lambda v: _num(v, digits, style)  # noqa: E731
-        mul = " \\cdot " if style == "latex" else " * "
-        out = num(self.constant) if ((self.constant != 0 and not self.constant_is_roundoff()) or not self.terms) else ""
-        for t in self.terms:
-            c = t.coefficient
-            if not out:
-                out = ("-" if c < 0 else "") + num(abs(c)) + mul + t.basis_str(style)
-                continue
-            sign = " - " if c < 0 else " + "
-            out += sign + num(abs(c)) + mul + t.basis_str(style)
-        return out
+        return _render(self.constant, [t.coefficient for t in self.terms], [t.basis_str(style) for t in self.terms],
+                       self.constant_is_roundoff(), digits, style)
 
     def constant_is_roundoff(self) -> bool:
         """A constant below 1e-12 of the terms' size over the measured range is the least-squares
@@ -310,15 +293,17 @@ class Model:
         return self.formula()
 
     # -- JSON -----------------------------------------------------------------------------------
-    def to_dict(self, alternatives: bool = True) -> dict:
+    def to_dict(self, alternatives: bool = True, formula: str | None = None, lead: dict | None = None) -> dict:
+        """The model as JSON-ready data; ``formula`` and ``lead`` when already computed
+        (:func:`to_dicts` renders many models at once)."""
         d = {
             "parameters": list(self.parameters),
             "status": self.status,
-            "formula": self.formula(),
+            "formula": self.formula() if formula is None else formula,
             "constant": float(self.constant),
             "terms": [t.to_dict() for t in self.terms],
             "quality": None if self.quality is None else self.quality.to_dict(),
-            "lead": self.lead(),
+            "lead": self.lead() if lead is None else lead,
             "noise": _clean(self.noise),
             "dof": int(self.dof),
             "cov": None if self.cov is None else [[_clean(v) for v in row] for row in self.cov],
@@ -364,6 +349,93 @@ class Model:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
 
+def _render(constant: float, coefficients: Sequence[float], bases: Sequence[str], roundoff: bool, digits: int,
+            style: str) -> str:
+    """The formula text (:meth:`Model.formula`) from the constant, the coefficients and the terms'
+    basis texts; ``roundoff``: the constant is the solver's round-off, not printed."""
+    num = lambda v: _num(v, digits, style)  # noqa: E731
+    mul = " \\cdot " if style == "latex" else " * "
+    out = num(constant) if ((constant != 0 and not roundoff) or not bases) else ""
+    for c, b in zip(coefficients, bases):
+        if not out:
+            out = ("-" if c < 0 else "") + num(abs(c)) + mul + b
+            continue
+        out += (" - " if c < 0 else " + ") + num(abs(c)) + mul + b
+    return out
+
+
+def term_signature(m: "Model") -> tuple:
+    """What the text of a model's terms and its lead order depend on: its parameters and its terms'
+    factors."""
+    return (m.parameters, tuple(t.factors for t in m.terms))
+
+
+def formulas(models: Sequence[Model], style: str = "plain", digits: int = 4) -> list[str]:
+    """:meth:`Model.formula` of many models at once: the terms' texts are built once per distinct
+    set of terms, and the round-off test of the constants is one array operation per set."""
+    if style not in ("plain", "python", "latex"):
+        raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
+    out: list = [None] * len(models)
+    by_sig: dict = {}
+    for s, m in enumerate(models):
+        if type(m) is Model:
+            by_sig.setdefault(term_signature(m), []).append(s)
+        else:
+            out[s] = m.formula(style, digits)
+    for (params, sig), rows in by_sig.items():
+        if not sig:
+            for s in rows:
+                out[s] = _render(models[s].constant, (), (), False, digits, style)
+            continue
+        bases = [Term(0.0, f).basis_str(style) for f in sig]
+        roundoff = _roundoff([models[s] for s in rows], params, sig)
+        for s, r in zip(rows, roundoff.tolist()):
+            m = models[s]
+            out[s] = _render(m.constant, [t.coefficient for t in m.terms], bases, r, digits, style)
+    return out
+
+
+def _roundoff(models: Sequence[Model], params: tuple, sig: tuple) -> np.ndarray:
+    """:meth:`Model.constant_is_roundoff` of models with the same terms (``sig``), vectorised."""
+    up = np.array([m.upper if m.upper is not None else (np.nan,) * len(params) for m in models],
+                  dtype=float).reshape(len(models), len(params))
+    coef = np.abs(np.array([[t.coefficient for t in m.terms] for m in models], dtype=float))
+    const = np.array([m.constant for m in models], dtype=float)
+    ok = ~np.isnan(up).any(axis=1) & (const != 0)
+    size = np.zeros(len(models))
+    col = {p: k for k, p in enumerate(params)}
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for k, factors in enumerate(sig):
+            v = coef[:, k].copy()
+            for p, i, j in factors:
+                u = up[:, col[p]]
+                ok &= ~((u <= 0) | ((j < 0) & (u <= 1)))      # undefined there: not round-off
+                f = np.power(u, float(i))
+                if j:
+                    f = f * np.log2(u) ** j
+                v = v * f
+            size = np.maximum(size, v)
+        return ok & np.isfinite(size) & (np.abs(const) < 1e-12 * size)
+
+
+def to_dicts(models: Sequence[Model], alternatives: bool = False) -> list[dict]:
+    """:meth:`Model.to_dict` of many models, the formulas (:func:`formulas`) and lead orders
+    computed once per distinct set of terms."""
+    texts = formulas(models)
+    leads: dict = {}
+    out = []
+    for m, text in zip(models, texts):
+        if type(m) is not Model:
+            out.append(m.to_dict(alternatives) if alternatives else m.to_dict(False))
+            continue
+        sig = term_signature(m)
+        lead = leads.get(sig)
+        if lead is None:
+            lead = leads[sig] = m.lead()
+        out.append(m.to_dict(alternatives, text, {p: dict(v) for p, v in lead.items()}))
+    return out
+
+
 def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level: float = 0.9,
                  averaged: bool = False, intervals: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Values and prediction intervals of many models at the same points, in one batch: (value,
@@ -377,10 +449,10 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
     n = len(next(iter(cols.values()))) if cols else 1
     cache: dict = {}
 
-    def term_values(t: Term) -> np.ndarray:
-        v = cache.get(t.factors)
+    def term_values(factors: tuple) -> np.ndarray:
+        v = cache.get(factors)
         if v is None:
-            v = cache[t.factors] = t.evaluate(cols)
+            v = cache[factors] = Term(1.0, factors).evaluate(cols)
         return v
 
     def design(ms) -> tuple[np.ndarray, np.ndarray]:
@@ -391,7 +463,7 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
         for s, m in enumerate(ms):
             coef[s, 0] = m.constant
             for j, t in enumerate(m.terms):
-                D[s, :, j + 1] = term_values(t)
+                D[s, :, j + 1] = term_values(t.factors)
                 coef[s, j + 1] = t.coefficient
         return D, coef
 
@@ -400,14 +472,10 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
     y = np.einsum("snk,sk->sn", D, coef)
     # the competing hypotheses, flattened: owner series, weight, value (built lazily by the fit:
     # not touched when neither the average nor the intervals need them)
-    pairs = [(s, w, a) for s, m in enumerate(models) for w, a in m.alternatives] if (averaged or intervals) else []
-    owner = [s for s, _, _ in pairs]
-    alts = [a for _, _, a in pairs]
-    wts = np.array([w for _, w, _ in pairs], dtype=float)
+    owner, wts, ya = _alternatives(models, n, design, term_values) if (averaged or intervals) else ([], [], None)
+    alts = len(owner) > 0
     w0 = 1.0 - np.bincount(owner, weights=wts, minlength=S) if alts else np.ones(S)
     if alts:
-        Da, ca = design(alts)
-        ya = np.einsum("snk,sk->sn", Da, ca)
         own = np.asarray(owner)
         avg = w0[:, None] * y
         np.add.at(avg, own, wts[:, None] * ya)
@@ -427,10 +495,7 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
         var = np.maximum(np.einsum("sni,sij,snj->sn", D, C, D), 0.0) + vn + w0[:, None] * (y - centre) ** 2
         if alts:
             np.add.at(var, own, wts[:, None] * (ya - centre[own]) ** 2)
-        d = np.zeros((S, n))
-        for s, m in enumerate(models):
-            if m.upper is not None:
-                d[s] = m._doublings(cols, n)
+        d = _doublings_many(models, cols, n)
         drift = np.array([m.drift for m in models], dtype=float)[:, None]
         growth = np.array([m.growth for m in models], dtype=float)[:, None]
         vd = (drift * d ** growth * centre) ** 2
@@ -448,6 +513,61 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
         lo = np.where(ok[:, None], centre - half, np.nan)
         hi = np.where(ok[:, None], centre + half, np.nan)
     return centre, lo, hi
+
+
+def _doublings_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """:meth:`Model.doublings` of many models at the same points, (len(models), n): one array
+    operation per parameter."""
+    d = np.zeros((len(models), n))
+    by_params: dict = {}
+    for s, m in enumerate(models):
+        if m.upper is not None:
+            by_params.setdefault(m.parameters, []).append(s)
+    for params, rows in by_params.items():
+        up = np.array([models[s].upper for s in rows], dtype=float).reshape(len(rows), len(params))
+        sub = np.zeros((len(rows), n))
+        for k, p in enumerate(params):
+            u = up[:, k][:, None]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                dp = np.log2(np.asarray(cols[p], dtype=float)[None, :] / u)
+            dp = np.nan_to_num(dp, nan=0.0, neginf=0.0)
+            sub = np.where(u > 0, np.maximum(sub, dp), sub)
+        d[rows] = sub
+    return d
+
+
+def _alternatives(models: Sequence[Model], n: int, design, term_values) -> tuple:
+    """The competing hypotheses of ``models``, flattened: (owner model of each, weights, values
+    (A, n)).  Alternatives not yet built (the fit's lazy ones) come from their group's arrays
+    (``pending()``: group, row, hypotheses), the others from their models; each model's
+    alternatives keep their order."""
+    pairs, lazy = [], {}
+    for s, m in enumerate(models):
+        pend = getattr(m.alternatives, "pending", None)
+        src = pend() if pend is not None else None
+        if src is None:
+            pairs.extend((s, w, a) for w, a in m.alternatives)
+            continue
+        group, row, idx = src
+        entry = lazy.setdefault(id(group), (group, [], [], []))
+        entry[1].extend([s] * len(idx))
+        entry[2].extend([row] * len(idx))
+        entry[3].extend(idx)
+    owner = [s for s, _, _ in pairs]
+    parts = []
+    if pairs:
+        D, coef = design([a for _, _, a in pairs])
+        parts.append((np.array([w for _, w, _ in pairs], dtype=float), D, coef))
+    for group, own, rows, hyps in lazy.values():
+        owner.extend(own)
+        parts.append(group.hypotheses_design(np.asarray(rows), np.asarray(hyps), n, term_values))
+    if not parts:
+        return [], np.zeros(0), None
+    k = max(p[1].shape[2] for p in parts)
+    wts = np.concatenate([p[0] for p in parts])
+    D = np.concatenate([np.pad(p[1], ((0, 0), (0, 0), (0, k - p[1].shape[2]))) for p in parts])
+    coef = np.concatenate([np.pad(p[2], ((0, 0), (0, k - p[2].shape[1]))) for p in parts])
+    return owner, wts, np.einsum("snk,sk->sn", D, coef)
 
 
 def values_at(models: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False) -> np.ndarray:

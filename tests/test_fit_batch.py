@@ -1,0 +1,94 @@
+"""The batched paths a large model set takes (perfcast.fit.model.formulas / to_dicts /
+predict_many with the fit's lazy alternatives, analysis.ranking.growth_keys): against formulas
+written by hand and against the averaging rule evaluated by hand from each hypothesis."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from perfcast.analysis.ranking import growth_key, growth_keys
+from perfcast.fit import FitOptions, Model, fit_group
+from perfcast.fit.model import Term, formulas, predict_many, to_dicts
+
+F = Fraction
+
+
+def _m(constant, terms, params=("p",), upper=(128.0,)):
+    return Model(tuple(params), constant, tuple(Term(c, f) for c, f in terms), upper=upper)
+
+
+def test_formulas_by_hand():
+    models = [
+        _m(901.0, [(0.001079, (("p", F(3), 1),))]),
+        _m(-4.996e-16, [(0.001, (("p", F(1), 0),))]),            # solver round-off: not printed
+        _m(2.5, [(-3.0, (("p", F(1, 2), 0),)), (1.25e-7, (("p", F(2), 2),))]),
+        _m(0.0, [(-2.0, (("p", F(-1), 0),))]),
+        _m(7.0, []),
+        _m(1.0, [(2.0, (("p", F(1), 0), ("n", F(1), 1)))], params=("p", "n"), upper=(64.0, 256.0)),
+        _m(-4.996e-16, [(0.001, (("p", F(1), 0),))], upper=None),  # no measured range: printed
+    ]
+    want = ["901 + 0.001079 * p^3 * log2(p)",
+            "0.001 * p",
+            "2.5 - 3 * p^(1/2) + 1.25e-7 * p^2 * log2(p)^2",
+            "-2 * p^(-1)",
+            "7",
+            "1 + 2 * p * n * log2(n)",
+            "-4.996e-16 + 0.001 * p"]
+    assert formulas(models) == want
+    assert formulas(models, "python")[2] == "2.5 - 3 * p**(1/2) + 1.25e-7 * p**2 * log2(p)**2"
+    assert formulas(models, "latex")[0] == "901 + 0.001079 \\cdot p^{3} \\cdot \\log_2{p}"
+    # the same rule one model at a time
+    assert [m.formula() for m in models] == want
+
+
+def _group(seed=3, S=40):
+    rng = np.random.default_rng(seed)
+    X = np.array([[4.0], [8.0], [16.0], [32.0], [64.0]])
+    p = X[:, 0]
+    laws = [lambda p: 5 + 0.3 * p, lambda p: 2 + 0.01 * p ** 2, lambda p: 50 + 4 * np.log2(p) ** 2,
+            lambda p: 9 + 0.2 * p * np.log2(p)]
+    reps = np.stack([np.stack([laws[s % 4](p) * (1 + rng.uniform(-0.1, 0.1, len(p))) for _ in range(5)], axis=1)
+                     for s in range(S)])                                  # (S, points, repetitions)
+    mean = reps.mean(axis=2)
+    count = np.full(mean.shape, 5.0)
+    ssd = ((reps - mean[:, :, None]) ** 2).sum(axis=2)
+    return fit_group(X, mean, count, ssd, ["p"], FitOptions(), reps=reps)
+
+
+def test_lazy_alternatives_give_the_hand_averaged_values_and_intervals():
+    g = _group()
+    lazy = g.models()
+    built = g.models()
+    assert any(len(m.alternatives) for m in lazy)
+    for m in built:                       # the same models with their alternatives built
+        list(m.alternatives)
+    cols = {"p": np.array([16.0, 256.0, 4096.0])}
+    for averaged in (False, True):
+        a = predict_many(lazy, cols, 0.9, averaged)
+        b = predict_many(built, cols, 0.9, averaged)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    # the average by hand: w0 * selected + sum(w * alternative), each hypothesis evaluated alone
+    v, _, _ = predict_many(lazy, cols, 0.9, True)
+    for s, m in enumerate(built):
+        w0 = 1 - sum(w for w, _ in m.alternatives)
+        for k, x in enumerate(cols["p"]):
+            by_hand = w0 * m.predict(x) + sum(w * a.predict(x) for w, a in m.alternatives)
+            assert v[s, k] == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_to_dicts_and_growth_keys_equal_the_one_model_rules():
+    g = _group(seed=5)
+    models = g.models()
+    assert to_dicts(models) == [m.to_dict(False) for m in models]
+    assert growth_keys(models) == [growth_key(m) for m in models]
+    recs = to_dicts(models)
+    same = [i for i, r in enumerate(recs) if r["lead"] == recs[0]["lead"]]
+    assert len(same) > 1
+    recs[0]["lead"]["p"]["exponent"] = "99"    # records with the same terms share no dicts
+    assert recs[same[1]]["lead"]["p"]["exponent"] != "99"
+    # the hand-chosen law 50 + 4 log2(p)^2 is found with its lead order
+    assert growth_keys(models)[2] == ((F(0), 2),)
+    assert math.isclose(models[2].predict(64.0), 50 + 4 * 36, rel_tol=0.15)
