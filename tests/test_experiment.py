@@ -96,6 +96,15 @@ def test_select_glob_and_coords():
         small().select(q=1)
 
 
+def test_select_literal_names_are_not_globs():
+    tree = CallTree.from_paths(["main->a[0]", "main->a0"])
+    rows = [dict(p=p, rep=0, callpath=cp, metric="time", value=1.0) for p in (2, 4) for cp in ("main->a[0]", "main->a0")]
+    e = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")], tree)
+    # as a glob "a[0]" is the character class [0]: it matches main->a0 only
+    assert set(e.select(callpath="main->a[0]").callpaths) == {"main->a0"}
+    assert set(e.select(callpath=["main->a[0]"], literal=True).callpaths) == {"main->a[0]"}
+
+
 def test_combine_makes_repetitions_never_collapses():
     e = small(reps=2)
     c = combine([e, e])

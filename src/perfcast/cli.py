@@ -529,6 +529,22 @@ def _wrote(output, n, what, as_json, frame, records, force):
     err.print(f"perfcast: wrote {n} {what} to {path}", markup=False, highlight=False)
 
 
+_limit_option = click.option(
+    "--limit", type=click.IntRange(0), default=50, show_default=True,
+    help="Table rows to print; 0 = all (--json and -o FILE always hold every row).")
+
+
+def _shown(rows, limit: int):
+    """The rows a terminal table prints: the first ``limit``, all for 0."""
+    return rows if limit == 0 else rows[:limit]
+
+
+def _print_not_shown(err, total: int, shown: int, what: str, whole: str = "--json or -o FILE writes") -> None:
+    if shown < total:
+        err.print(f"perfcast: {total - shown} more {what} not shown (--limit 0 prints all; {whole} them all)",
+                  markup=False, highlight=False)
+
+
 _averaged_option = click.option(
     "--averaged", is_flag=True,
     help="Values averaged over the competing hypotheses with their weights (Bayesian model averaging); "
@@ -548,7 +564,7 @@ _averaged_option = click.option(
               help="Ranking: cost = per-process cost increase from the smallest measured process count to "
                    "--target (measured, then predicted) as a share of the root's, negligible callpaths last; "
                    "growth = asymptotic order of the lead term first, then the value at --target.")
-@click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (not with --json).")
+@_limit_option
 @_averaged_option
 @click.option("--json", "as_json", is_flag=True, help="Print every model as JSON.")
 @_table_output_options
@@ -588,11 +604,11 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     ranked = ms.rank(tgt, by)
     from .report.terminal import trends
 
-    tr = trends(exp, [(r.callpath, r.metric) for r in ranked[:limit]], locations, ascii=not out.is_terminal)
+    tr = trends(exp, [(r.callpath, r.metric) for r in _shown(ranked, limit)], locations, ascii=not out.is_terminal)
     cols = (["#", "callpath", "metric", "trend", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
             + (["increase"] if by == "cost" else []))
     rows = []
-    for r in ranked[:limit]:
+    for r in _shown(ranked, limit):
         m, q = r.model, r.model.quality
         formula = m.formula()
         if m.status != "ok" and not getattr(m, "segments", None):
@@ -611,6 +627,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         "by per-process cost increase up to " + ",".join(f"{k}={v:g}" for k, v in (ranked[0].at or {}).items())
         + " (share of the root)" if ranked else "")
     out.print(table(f"Scaling models ({len(ranked)} series, ranked as scalability bugs {how})", cols, rows))
+    _print_not_shown(err, len(ranked), len(rows), "models")
     _print_series_notes(err, "warning", [(r.callpath, r.metric, w) for r in ranked for w in fit_warnings(r.model)],
                         "poor fit(s), marked (!)")
     _print_series_notes(err, "note", [(r.callpath, r.metric, n) for r in ranked
@@ -662,11 +679,12 @@ def _print_series_notes(err, kind, items, what, limit=6):
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
 @click.option("--scaling", type=click.Choice(["auto", "strong", "weak"]), default="auto", show_default=True,
               help="With --breakdown: How the work per rank changes with p, for the non-scalable rule: strong (total work fixed: cost per rank expected ~ 1/p), weak (work per rank fixed: expected constant), auto (inferred from the total instructions summed over ranks).")
+@_limit_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @_table_output_options
 def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, measured,
-                level, averaged, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, as_json,
-                output, force):
+                level, averaged, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, limit,
+                as_json, output, force):
     """Predict every callpath x metric at --at with a prediction interval for a new measurement.
 
     With --validate, also compare each prediction with what was measured there (relative error,
@@ -730,6 +748,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         return write_json(rows if summary is None else {"predictions": rows, "accuracy": summary})
     from .report.terminal import trends
 
+    all_rows, rows = rows, _shown(rows, limit)
     tr = trends(exp, [(r["callpath"], r["metric"]) for r in rows], locations, ascii=not out.is_terminal)
     cols = ["callpath", "metric", "trend", "at", "value", f"{level:.0%} interval", "confidence"]
     if summary is not None:
@@ -751,14 +770,15 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
          "-" if r["lower"] is None else f"[{'0 (clipped)' if r['clipped'] else format(r['lower'], '.6g')}, "
                                         f"{r['upper']:.6g}]", r["confidence"]] + compared(r)
         + [r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
+    _print_not_shown(err, len(all_rows), len(rows), "predictions")
     if summary is not None:
         s = summary
-        out.print(f"measured: {s['compared']} of {len(rows)} predictions"
+        out.print(f"measured: {s['compared']} of {len(all_rows)} predictions"
                   + (f"; |error| median {s['median_abs_error']:.1%}, mean {s['mean_abs_error']:.1%}, "
                      f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)
-    _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in rows for n in r["notes"]],
+    _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in all_rows for n in r["notes"]],
                         "notes (poor fits, regime changes, negative values)")
 
 
@@ -768,8 +788,10 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
 @_model_options
 @click.option("--expect", "expects", multiple=True, required=True, metavar='"GLOB: O(...)"',
               help='Expected growth, e.g. "main->solve*: O(p log p)"; repeatable.')
+@_limit_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, expects, as_json):
+def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, expects, limit,
+              as_json):
     """Exit 1 when a callpath's model grows faster than expected (performance regression test).
 
     \b
@@ -798,9 +820,12 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         write_json({"checked": checked, "violations": [v.to_dict() for v in bad], "ok": not bad,
                     "unchecked": unchecked})
     elif bad:
+        from .report.terminal import err
+
         out.print(table(f"{len(bad)} of {checked} check(s) failed: growing faster than expected",
                         ["callpath", "metric", "expected", "found", "model"],
-                        [[v.callpath, v.metric, v.expected, v.found, v.formula] for v in bad]))
+                        [[v.callpath, v.metric, v.expected, v.found, v.formula] for v in _shown(bad, limit)]))
+        _print_not_shown(err, len(bad), len(_shown(bad, limit)), "failed checks", "--json lists")
     else:
         out.print(f"all {checked} check(s) passed" + (f"; {len(unchecked)} series not checked (below)"
                                                        if unchecked else ""))

@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable, Mapping
 
+import numpy as np
+
 from ..errors import PerfcastError
 from ..fit.model import Model, term_signature, values_at
 
@@ -169,65 +171,68 @@ def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, in
     up = {**tgt, **upper}
     low = {**up, **(lower or {})}
 
-    # the models' values at the three points, in one batch (NaN where a point lacks a parameter)
-    modelled = {id(sm): row for sm, row in zip(items, values_at([sm.model for sm in items], [low, up, tgt],
-                                                                averaged).tolist())}
-    at = {"low": 0, "up": 1, "tgt": 2}
+    # the models' values at the three points, in one batch (NaN where a point lacks a parameter),
+    # then per process: one array operation per quantity, NaN standing for "unknown"
+    S = len(items)
+    vals = values_at([sm.model for sm in items], [low, up, tgt], averaged)
+    meas = np.full((S, 2), np.nan)          # measured at low and up (NaN: as measured, not finite)
+    given = np.zeros((S, 2), dtype=bool)     # measured there at all (else the model's value)
+    for s, sm in enumerate(items):
+        for k, v in enumerate(measured.get((sm.callpath, sm.metric), (None, None))):
+            if v is not None:
+                meas[s, k], given[s, k] = v, True
+    summed = np.array([is_sum_over_ranks(aggregates.get(sm.metric)) for sm in items], dtype=bool)
 
-    def per_process(sm, pt, value=None):
-        """The model's value at ``pt`` (``low``, ``up`` or ``tgt``; or ``value``, measured there) per
-        process."""
-        m = sm.model
-        name, pt = pt
-        if value is None:
-            if any(p not in pt for p in m.parameters):
-                return None
-            value = modelled[id(sm)][at[name]]
-        if not math.isfinite(value):
-            return None
-        if is_sum_over_ranks(aggregates.get(sm.metric)) and procs is not None and pt.get(procs, 0) > 0:
-            value /= pt[procs]
-        return value
+    def per_process(v: np.ndarray, pt: Mapping[str, float]) -> np.ndarray:
+        """Values at ``pt`` per process (sums over ranks divided by the process count), NaN where
+        not finite."""
+        v = np.where(np.isfinite(v), v, np.nan)
+        if procs is not None and pt.get(procs, 0) > 0:
+            v = np.where(summed, v / pt[procs], v)
+        return v
 
-    cost = {}   # id -> (measured-or-modelled at low, at up; modelled at up, at the target)
-    for sm in items:
-        m_low, m_up = measured.get((sm.callpath, sm.metric), (None, None))
-        mod_up = per_process(sm, ("up", up))
-        cost[id(sm)] = (per_process(sm, ("low", low), m_low), per_process(sm, ("up", up), m_up), mod_up,
-                        per_process(sm, ("tgt", tgt)))
-    # the root's per-process cost per metric: topmost callpaths (inclusive) or all of them
+    mod_up = per_process(vals[:, 1], up)
+    c_low = per_process(np.where(given[:, 0], meas[:, 0], vals[:, 0]), low)
+    c_up = per_process(np.where(given[:, 1], meas[:, 1], vals[:, 1]), up)
+    c_t = per_process(vals[:, 2], tgt)
+    # the root's per-process cost per metric: topmost callpaths (inclusive) or all of them (summed
+    # in order, as Python's sum: the same digits whatever the batch)
     by_metric: dict[str, list] = {}
-    for sm in items:
-        by_metric.setdefault(sm.metric, []).append(sm)
-    root = {}
-    for metric, sms in by_metric.items():
-        cps = {sm.callpath for sm in sms}
+    for s, sm in enumerate(items):
+        by_metric.setdefault(sm.metric, []).append(s)
+    ct0 = np.maximum(np.nan_to_num(c_t, nan=0.0), 0.0).tolist()
+    cu0 = np.maximum(np.nan_to_num(c_up, nan=0.0), 0.0).tolist()
+    root_of = np.zeros(S)
+    for metric, rows in by_metric.items():
         if metric in inclusive:
-            sms = [sm for sm in sms if not _has_ancestor(sm.callpath, cps, parents)]
-        at_t = sum(max(cost[id(sm)][3] or 0.0, 0.0) for sm in sms)
-        at_up = sum(max(cost[id(sm)][1] or 0.0, 0.0) for sm in sms)
-        root[metric] = at_t if at_t > 0 else at_up
+            cps = {items[s].callpath for s in rows}
+            rows_top = [s for s in rows if not _has_ancestor(items[s].callpath, cps, parents)]
+        else:
+            rows_top = rows
+        at_t = sum(ct0[s] for s in rows_top)
+        at_up = sum(cu0[s] for s in rows_top)
+        root_of[rows] = at_t if at_t > 0 else at_up
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inc = np.where(root_of > 0, ((c_up - c_low) + (c_t - mod_up)) / root_of, np.nan)
+        big = np.fmax(np.fmax(np.abs(c_low), np.abs(c_up)), np.abs(c_t))
+        significant = ~np.isnan(big) & (root_of > 0) & (big / root_of >= negligible)
 
     # with a mean over ranks of the same quantity (kind and unit) at hand, the other aggregates over
     # ranks (sum, max, min) come second
     quantity = lambda metric: (kinds.get(metric), units.get(metric))  # noqa: E731
     means = {quantity(sm.metric) for sm in items if _is_mean(aggregates.get(sm.metric))}
+    none = lambda v: None if v != v else v  # noqa: E731  (NaN -> None)
     rows = []
-    for sm, gk in zip(items, growth_keys([sm.model for sm in items])):
+    for sm, gk, cl, cu, ctt, ic, sig in zip(items, growth_keys([sm.model for sm in items]), c_low.tolist(),
+                                            c_up.tolist(), c_t.tolist(), inc.tolist(), significant.tolist()):
         m = sm.model
         ok = m.status == "ok" or bool(getattr(m, "segments", None))  # a segmented model predicts
         key = gk if ok else ()
         agg = aggregates.get(sm.metric) or ""
         preferred = not (agg and not _is_mean(agg) and quantity(sm.metric) in means)
-        c_low, c_up, mod_up, c_t = cost[id(sm)]
-        r = root[sm.metric]
-        inc = None
-        if None not in (c_low, c_up, mod_up, c_t) and r > 0:
-            inc = ((c_up - c_low) + (c_t - mod_up)) / r
-        big = max((abs(c) for c in (c_low, c_up, c_t) if c is not None), default=None)
-        significant = big is not None and r > 0 and big / r >= negligible
-        rows.append(((ok, significant, preferred, inc if inc is not None else float("-inf"), key,
-                      c_t if c_t is not None else float("-inf")), sm, key, c_low, c_up, c_t, inc, significant))
+        cl, cu, ctt, ic = none(cl), none(cu), none(ctt), none(ic)
+        rows.append(((ok, sig, preferred, ic if ic is not None else float("-inf"), key,
+                      ctt if ctt is not None else float("-inf")), sm, key, cl, cu, ctt, ic, sig))
     rows.sort(key=lambda r: r[0], reverse=True)
     return [Ranked(i + 1, sm.callpath, sm.metric, sm.model, key, preds.get(id(sm)), c_up, c_t, inc, sig, tgt,
                    c_low, dict(low))

@@ -156,8 +156,11 @@ def trends(exp: Experiment, keys, locations: str = "auto", ascii: bool = False) 
     keys = {(str(c), str(m)) for c, m in keys}
     if not exp.parameters or not keys:
         return {}
-    st = series_statistics(exp, locations)
     pts = exp.points()
+    # only the series asked for (a table shows tens of the thousands modelled); exact names, no
+    # glob matching ("[" in a callpath)
+    st = series_statistics(exp.select(callpath=sorted({c for c, _ in keys}), metric=sorted({m for _, m in keys}),
+                                      literal=True), locations)
     varying = [p for p in exp.parameters if pts[p].nunique() > 1] or list(exp.parameters)
     x = varying[0]
     for p in exp.parameters:
