@@ -75,6 +75,25 @@ def test_check_exit_codes(capsys, text_file):
     assert json.loads(out) == {"checked": 2, "violations": [], "ok": True, "unchecked": []}
 
 
+def test_tables_limit_rows_and_say_how_many_are_not_shown(capsys, text_file):
+    # two series: a limit of 1 prints the first row and names the one left out
+    code, out, err = cli(capsys, "predict", text_file, "--at", "p=256", "--limit", "1")
+    assert code == 0, err
+    assert "p^2" in out and "log2(p)" not in out
+    assert "1 more predictions not shown" in err and "--limit 0" in err
+    code, out, err = cli(capsys, "predict", text_file, "--at", "p=256", "--at", "p=512", "--limit", "0")
+    assert code == 0, err
+    assert out.count("log2(p)") == 2 and "not shown" not in err
+    code, out, err = cli(capsys, "model", text_file, "--limit", "1")
+    assert code == 0, err
+    assert "1 more models not shown" in err
+    code, out, err = cli(capsys, "check", text_file, "--expect", "*: O(1)", "--limit", "1")
+    assert code == 1
+    assert "2 of 2 check(s) failed" in out and "1 more failed checks not shown" in err
+    code, out, err = cli(capsys, "model", text_file, "--limit", "-1")
+    assert code == 2 and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("args, needle", [
     (["check", "--expect", "*: O(q^2)"], "unknown parameter"),
     (["check", "--expect", "*: O(p^^2)"], "cannot read growth order"),
