@@ -451,14 +451,16 @@ class ModelSet:
         preds = {}
         if target is not None:
             preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
-        by_key = {(sm.callpath, sm.metric): sm for sm in self.series}
+        from .fit.model import formulas
+
+        ranked = self.rank(target, by)
         rows = []
-        for r in self.rank(target, by):
-            m = by_key[(r.callpath, r.metric)].model
+        for r, text in zip(ranked, formulas([r.model for r in ranked])):
+            m = r.model
             q = getattr(m, "quality", None)
             row = {"rank": r.rank, "callpath": r.callpath, "metric": r.metric,
                    "unit": self.units.get(r.metric, ""), "aggregate": self.aggregates.get(r.metric, ""),
-                   "formula": m.formula(), "status": m.status,
+                   "formula": text, "status": m.status,
                    "constant": float(m.constant) if hasattr(m, "terms") else None,
                    "terms": [t.to_dict() for t in m.terms] if hasattr(m, "terms") else None,
                    "smape": None if q is None else q.smape, "noise": None if q is None else q.noise}

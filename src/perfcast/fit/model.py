@@ -366,8 +366,14 @@ def _render(constant: float, coefficients: Sequence[float], bases: Sequence[str]
 
 def term_signature(m: "Model") -> tuple:
     """What the text of a model's terms and its lead order depend on: its parameters and its terms'
-    factors."""
-    return (m.parameters, tuple(t.factors for t in m.terms))
+    factors (kept on the model: hashing its fractions is the cost of the batch functions)."""
+    sig = m.__dict__.get("_term_signature")
+    if sig is None:
+        # exponents as (numerator, denominator): integers hash in C, Fractions in Python
+        sig = (m.parameters, tuple(tuple((p, i.numerator, i.denominator, j) for p, i, j in t.factors)
+                                   for t in m.terms))
+        object.__setattr__(m, "_term_signature", sig)
+    return sig
 
 
 def formulas(models: Sequence[Model], style: str = "plain", digits: int = 4) -> list[str]:
@@ -382,7 +388,8 @@ def formulas(models: Sequence[Model], style: str = "plain", digits: int = 4) -> 
             by_sig.setdefault(term_signature(m), []).append(s)
         else:
             out[s] = m.formula(style, digits)
-    for (params, sig), rows in by_sig.items():
+    for (params, _), rows in by_sig.items():
+        sig = tuple(t.factors for t in models[rows[0]].terms)
         if not sig:
             for s in rows:
                 out[s] = _render(models[s].constant, (), (), False, digits, style)
