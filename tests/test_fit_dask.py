@@ -139,6 +139,13 @@ def test_workers_running_other_code_are_refused(monkeypatch, local_cluster):
     assert local_cluster.scheduler_address in str(e.value)
 
 
+def test_workers_with_a_threaded_blas_are_refused(monkeypatch, local_cluster):
+    monkeypatch.setattr(cluster, "blas_threads", lambda: "4")   # as a worker started without a nanny
+    mean, count, ssd, _ = _group(10, 1)
+    with pytest.raises(PerfcastError, match="several threads"):
+        fit_group(X[:, None], mean, count, ssd, ("p",), FitOptions(dask=local_cluster.scheduler_address))
+
+
 def test_a_dying_worker_is_one_error():
     import dask
 

@@ -486,11 +486,14 @@ def _model_options(f):
 
 
 def _workers_option(ctx, _param, value):
-    """--workers N: kept for the fit (FitOptions.workers).  With several processes, numpy's BLAS
-    runs one thread each (set before numpy loads): on small least-squares problems its threads
-    cost more than they give, and N processes x its threads would oversubscribe the cores."""
+    """--workers N: kept for the fit (FitOptions.workers).  numpy's BLAS runs one thread (set
+    before numpy loads), also in one process: on small least-squares problems its threads cost more
+    than they give (60k series: no measurable difference), N processes x its threads would
+    oversubscribe the cores, and a threaded BLAS rounds some sums differently -- one thread, as in
+    the forked workers and on Dask workers (which set it too), keeps the output byte-identical
+    whichever of one process, --workers N or --dask runs the fit, on any number of cores."""
     ctx.meta["workers"] = value
-    if value > 1 and "numpy" not in sys.modules:
+    if "numpy" not in sys.modules:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, "1")
     return value

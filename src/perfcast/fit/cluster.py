@@ -6,7 +6,8 @@ and the chunks' results collected in chunk order, so the output is byte-identica
 
 ``dask[distributed]`` is an optional extra, imported only here and only when a cluster is used.
 Before the first group a connection checks that every worker runs the same fitting code and the
-same numpy/scipy as this process (else results could differ silently).
+same numpy/scipy as this process, with a one-thread BLAS (else results could differ silently in
+the last digits).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -50,6 +52,15 @@ def fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+def blas_threads() -> str:
+    """The BLAS thread count this process was started with ("" = not set: one per core).  Dask
+    workers started by a nanny (the default) have 1; the CLI sets 1 for itself."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if os.environ.get(var):
+            return os.environ[var].strip()
+    return ""
+
+
 def _connect(address: str):
     distributed = _distributed()
     problem = None
@@ -75,6 +86,12 @@ def _connect(address: str):
         if other:
             raise PerfcastError(f"Dask worker(s) {', '.join(other)} at {address!r} run other fitting code or "
                                 f"numpy/scipy versions than this process (results would differ)", where=WHERE)
+        threaded = sorted(w for w, n in client.run(blas_threads).items() if n != "1")
+        if threaded:
+            # a threaded BLAS rounds some sums differently: results could differ in the last digits
+            raise PerfcastError(f"Dask worker(s) {', '.join(threaded)} at {address!r} run numpy's BLAS with "
+                                f"several threads (results could differ from one process): start them with "
+                                f"OMP_NUM_THREADS=1 or with a nanny (the default)", where=WHERE)
     except BaseException:
         client.close()
         raise
