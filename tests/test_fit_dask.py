@@ -71,6 +71,15 @@ def _experiment_file(tmp_path, S=60, seed=9):
     return path
 
 
+def _run(capsys, *args):
+    """(exit code, stdout, stderr) of the command line in-process; `check` exits 1 on violations."""
+    try:
+        return cli(capsys, *args)
+    except SystemExit as e:
+        out, err = capsys.readouterr()
+        return e.code, out, err
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,18 +101,20 @@ def test_cluster_chunks_equal_one_process(local_cluster):
     assert [m.to_dict() for m in one.models()] == [m.to_dict() for m in two.models()]
 
 
-def test_cli_dask_gives_byte_identical_json(tmp_path, capsys, monkeypatch, local_cluster):
+@pytest.mark.parametrize("command", [("model", "--json"), ("predict", "--at", "p=128", "--json"),
+                                     ("check", "--expect", "*: O(p^(1/2))", "--json")])
+def test_cli_dask_gives_byte_identical_json(tmp_path, capsys, monkeypatch, local_cluster, command):
     import perfcast.fit
 
     path = _experiment_file(tmp_path)
-    code, plain, err = cli(capsys, "model", path, "--json")
-    assert code == 0, err
-    assert len(json.loads(plain)) == 60
+    code, plain, err = _run(capsys, command[0], path, *command[1:])
+    assert code in (0, 1), err          # check: 1 = a series grows faster than expected
+    assert len(plain) > 1000
     # several chunks per group (the default chunk would hold all 60 series)
     monkeypatch.setattr(perfcast.fit, "FitOptions", functools.partial(FitOptions, chunk=16))
     before = _fitted_chunks(local_cluster)
-    code, out, err = cli(capsys, "model", path, "--json", "--dask", local_cluster.scheduler_address)
-    assert code == 0, err
+    code2, out, err = _run(capsys, command[0], path, *command[1:], "--dask", local_cluster.scheduler_address)
+    assert code2 == code, err
     assert _fitted_chunks(local_cluster) - before == 4
     assert out == plain
 
