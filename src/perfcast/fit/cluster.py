@@ -7,7 +7,9 @@ and the chunks' results collected in chunk order, so the output is byte-identica
 ``dask[distributed]`` is an optional extra, imported only here and only when a cluster is used.
 Before the first group a connection checks that every worker runs the same fitting code and the
 same numpy/scipy as this process, with a one-thread BLAS (else results could differ silently in
-the last digits).
+the last digits).  The CLI holds one connection for all the groups of a command
+(:func:`session`); a library caller fitting many groups can do the same, else each group connects
+anew.  Workers joining the cluster after the connection was checked are not checked.
 """
 
 from __future__ import annotations
