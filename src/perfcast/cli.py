@@ -482,15 +482,22 @@ def _model_options(f):
     f = click.option("--workers", type=click.IntRange(1), default=1, show_default=True, expose_value=False,
                      callback=_workers_option,
                      help="Processes fitting the series in parallel (forked; results identical to one).")(f)
+    f = click.option("--dask", metavar="ADDRESS", default=None, expose_value=False,
+                     callback=lambda ctx, _param, value: ctx.meta.__setitem__("dask", value),
+                     help="Fit the series on this Dask cluster, e.g. tcp://host:8786 (results identical "
+                          "to one process; needs pip install 'perfcast[dask]').")(f)
     return f
 
 
 def _workers_option(ctx, _param, value):
-    """--workers N: kept for the fit (FitOptions.workers).  With several processes, numpy's BLAS
-    runs one thread each (set before numpy loads): on small least-squares problems its threads
-    cost more than they give, and N processes x its threads would oversubscribe the cores."""
+    """--workers N: kept for the fit (FitOptions.workers).  numpy's BLAS runs one thread (set
+    before numpy loads), also in one process: on small least-squares problems its threads cost more
+    than they give (60k series: no measurable difference), N processes x its threads would
+    oversubscribe the cores, and a threaded BLAS rounds some sums differently -- one thread, as in
+    the forked workers and on Dask workers (which set it too), keeps the output byte-identical
+    whichever of one process, --workers N or --dask runs the fit, on any number of cores."""
     ctx.meta["workers"] = value
-    if value > 1 and "numpy" not in sys.modules:
+    if "numpy" not in sys.modules:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(var, "1")
     return value
@@ -498,16 +505,26 @@ def _workers_option(ctx, _param, value):
 
 def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, averaged=False):
     """The one model set every modelling command reads (perfcast.modelset.model), with progress."""
+    import contextlib
+
     from .fit import FitOptions
     from .modelset import model
     from .report.terminal import progress
 
     ctx = click.get_current_context(silent=True)
     workers = ctx.meta.get("workers", 1) if ctx is not None else 1
-    with progress("modeling", enabled=None if not quiet else False) as cb:
+    dask = ctx.meta.get("dask") if ctx is not None else None
+    if dask is not None and workers > 1:
+        raise PerfcastError(f"--dask and --workers {workers}: give one of them")
+    session = contextlib.nullcontext()
+    if dask is not None:
+        from .fit import cluster
+
+        session = cluster.session(dask)   # one connection for all groups; checked before any fitting
+    options = FitOptions(max_terms=max_terms, negative=negative, workers=workers, dask=dask)
+    with session, progress("modeling", enabled=None if not quiet else False) as cb:
         return model(exp, metrics, callpaths, max_terms=max_terms, negative=negative, locations=locations,
-                     averaged=averaged, options=FitOptions(max_terms=max_terms, negative=negative, workers=workers),
-                     progress=lambda done, total: cb(done, total, ""))
+                     averaged=averaged, options=options, progress=lambda done, total: cb(done, total, ""))
 
 
 def _table_output_options(f):

@@ -101,6 +101,10 @@ class FitOptions:
     #: processes fitting chunks of a group in parallel (forked; 1 = in this process).  Results are
     #: identical to one process: the chunks are the same and group-level estimates are made once
     workers: int = 1
+    #: address of an existing Dask cluster (e.g. "tcp://host:8786") fitting the chunks instead
+    #: (:mod:`perfcast.fit.cluster`; the optional extra ``perfcast[dask]``); None = not used.
+    #: Results are identical to one process, as with ``workers``
+    dask: str | None = None
     #: "auto": when raw repetitions are given, estimate the noise shape from them and re-rank and
     #: refit the top hypotheses under the matching generalised normal likelihood (normal noise:
     #: unchanged); "normal": always the normal likelihood of the means
@@ -128,6 +132,11 @@ class FitOptions:
             raise PerfcastError("shortlist must be >= 1", where="shortlist")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise PerfcastError(f"workers must be a whole number >= 1, not {self.workers!r}", where="workers")
+        if self.dask is not None and (not isinstance(self.dask, str) or not self.dask.strip()):
+            raise PerfcastError(f"dask must be a scheduler address such as 'tcp://host:8786', not {self.dask!r}",
+                                where="dask")
+        if self.dask is not None and self.workers > 1:
+            raise PerfcastError("give either a Dask cluster or several local workers, not both", where="dask")
         if not isinstance(self.chunk, int) or self.chunk < 1:
             raise PerfcastError(f"chunk must be a whole number >= 1, not {self.chunk!r}", where="chunk")
         if self.nonnegative not in (False, True, ASYMPTOTIC, AUTO):
@@ -791,10 +800,15 @@ def _forked_chunk(bounds: tuple[int, int]) -> tuple:
 def _chunks(state: tuple, S: int):
     """(lo, hi, outputs) of every chunk of ``FitOptions.chunk`` series, in order; with
     ``FitOptions.workers`` > 1 and several chunks, computed by forked processes (where the
-    platform forks; else here)."""
+    platform forks; else here); with ``FitOptions.dask``, on that Dask cluster."""
     global _FORKED
     opt = state[4]
     bounds = [(lo, min(S, lo + opt.chunk)) for lo in range(0, S, opt.chunk)]
+    if opt.dask is not None and S:
+        from .cluster import map_chunks
+
+        yield from map_chunks(opt.dask, _fit_chunk, state, bounds)
+        return
     workers = min(opt.workers, len(bounds))
     if workers > 1:
         import multiprocessing as mp
