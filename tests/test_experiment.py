@@ -180,3 +180,23 @@ def test_inclusive_on_a_deep_chain_and_a_forest():
     inc = e.to_inclusive("t").data.set_index("callpath")["value"]
     assert inc["f0"] == 3000 and inc[path] == 1 and inc[paths[1000]] == 2000 and inc["other"] == 1
     assert e.to_inclusive("t").to_exclusive("t").equals(e)
+
+
+def test_value_table_is_its_own_copy_and_drops_unused_categories():
+    import numpy as np
+    import pandas as pd
+
+    from perfcast.experiment import Experiment, Metric
+    df = pd.DataFrame({"p": [1.0, 2.0, 2.0], "rep": [0, 0, 1],
+                       "callpath": pd.Categorical(["a", "a", "a"], categories=["a", "b"]),
+                       "metric": pd.Categorical(["t", "t", "t"]), "value": [1.0, 2.0, 3.0]})
+    e = Experiment(["p"], df, [Metric("t", kind="time")])
+    assert list(e.data["callpath"].cat.categories) == ["a"]
+    full = pd.DataFrame({"p": np.array([1.0, 2.0]), "callpath": pd.Categorical(["a", "b"]),
+                         "metric": pd.Categorical(["t", "t"]), "value": np.array([5.0, 6.0])})
+    e2 = Experiment(["p"], full, [Metric("t", kind="time")])
+    full.loc[0, "value"] = -1.0
+    full.loc[0, "p"] = 9.0
+    full.loc[0, "callpath"] = "b"
+    assert e2.data["value"].tolist() == [5.0, 6.0] and e2.data["p"].tolist() == [1.0, 2.0]
+    assert e2.data["callpath"].astype(str).tolist() == ["a", "b"]

@@ -92,3 +92,35 @@ def test_error_deep_in_a_chunked_file_names_its_line(tmp_path, monkeypatch):
     with pytest.raises(PerfcastError) as e:
         extrap.read_text(f)
     assert e.value.where == str(bad) and "'x2' is not a number" in e.value.message and str(f) in str(e.value)
+
+
+def test_many_metrics_single_frame_regions(tmp_path, monkeypatch):
+    """200 metrics (more than a byte of codes: the metric column widens mid-file), regions of one
+    frame, and a negative count deep in the file handed to the line reader."""
+    rng = random.Random(3)
+    lines = ["PARAMETER p", "POINTS ( 2 ) ( 4 )"]
+    for m in range(200):
+        lines.append(f"METRIC m{m}")
+        for r in range(5):
+            lines += [f"REGION r{r}", f"DATA {rng.uniform(0, 9):.4g} {rng.uniform(0, 9):.4g}",
+                      f"DATA {rng.uniform(0, 9):.4g}"]
+    f = tmp_path / "m.txt"
+    f.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(extrap, "TEXT_CHUNK_BYTES", 1024)
+    exp = extrap._read_text_stream(f)
+    params, rows = _tiny_parse(f.read_text())
+    d = exp.data
+    got = list(zip(map(tuple, d[params].to_numpy().tolist()), d["rep"].tolist(), d["callpath"].astype(str),
+                   d["metric"].astype(str), d["value"].tolist()))
+    assert got == rows
+    assert exp.tree.roots() == [f"r{r}" for r in range(5)]
+    assert exp.equals(extrap._read_text_lines(f))
+    lines.insert(len(lines) - 30, "METRIC visits")
+    lines.insert(len(lines) - 30, "REGION r1")
+    lines.insert(len(lines) - 30, "DATA 3 -2")
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(extrap._Slow):
+        extrap._read_text_stream(f)
+    with pytest.raises(PerfcastError) as e:
+        extrap.read_text(f)
+    assert e.value.where == str(len(lines) - 30) and "negative" in e.value.message

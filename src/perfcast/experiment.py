@@ -14,7 +14,9 @@ An Experiment is
 * ``meta`` -- a JSON-serialisable dict (sources, per-point metadata such as Adiak records).
 
 Points are the distinct parameter coordinates found in ``data``.  Experiments are treated as
-immutable: every operation returns a new one.
+immutable: every operation returns a new one.  The value table is the experiment's own copy, unless
+a reader hands its freshly built columns over (``owned=True``: no copy of a table that can be
+several hundred MB).
 """
 
 from __future__ import annotations
@@ -266,13 +268,14 @@ class Experiment:
     """Parameters, points, repetitions, calling-context tree, metrics and a tidy value table."""
 
     def __init__(self, parameters: Sequence[str], data: pd.DataFrame, metrics: Iterable[Metric] | Mapping,
-                 tree: CallTree | None = None, meta: Mapping | None = None, *, validate: bool = True):
+                 tree: CallTree | None = None, meta: Mapping | None = None, *, validate: bool = True,
+                 owned: bool = False):
         self.parameters: tuple[str, ...] = tuple(str(p) for p in parameters)
         if isinstance(metrics, Mapping):
             metrics = metrics.values()
         self.metrics: dict[str, Metric] = {m.name: m for m in metrics}
         self.meta: dict = dict(meta or {})
-        self.data = self._normalise(data)
+        self.data = self._normalise(data, owned)
         if tree is None:
             tree = CallTree.from_paths(self.data["callpath"].cat.categories)
         self.tree = tree
@@ -280,7 +283,7 @@ class Experiment:
             self.validate()
 
     # -- construction and checks ------------------------------------------------------------
-    def _normalise(self, data: pd.DataFrame) -> pd.DataFrame:
+    def _normalise(self, data: pd.DataFrame, owned: bool = False) -> pd.DataFrame:
         for p in self.parameters:
             if p in RESERVED:
                 raise PerfcastError(f"parameter name {p!r} is reserved (reserved: {', '.join(RESERVED)})")
@@ -289,30 +292,48 @@ class Experiment:
         missing = [c for c in (*self.parameters, "callpath", "metric", "value") if c not in data.columns]
         if missing:
             raise PerfcastError(f"value table lacks column(s) {', '.join(missing)}")
-        cols = [*self.parameters, "rep", "callpath", "metric", "value",
-                *[c for c in LOCATION_COLUMNS if c in data.columns]]
-        df = pd.DataFrame(index=pd.RangeIndex(len(data)))
+        n = len(data)
+        cols: dict[str, object] = {}
+
+        def own(arr: np.ndarray, src) -> np.ndarray:
+            # the table never shares memory with the caller's frame (unless it was handed over)
+            return arr if owned or not np.may_share_memory(arr, src) else arr.copy()
+
         for p in self.parameters:
+            src = data[p].to_numpy()
             try:
-                df[p] = pd.to_numeric(data[p].to_numpy(), errors="raise").astype("float64")
+                cols[p] = own(pd.to_numeric(src, errors="raise").astype("float64", copy=False), src)
             except (ValueError, TypeError) as e:
                 raise PerfcastError(f"parameter {p!r} has a non-numeric value ({e})") from None
-        df["rep"] = (data["rep"].to_numpy().astype("int64") if "rep" in data.columns
-                     else np.zeros(len(data), dtype="int64"))
+        if "rep" in data.columns:
+            src = data["rep"].to_numpy()
+            cols["rep"] = own(src.astype("int64", copy=False), src)
+        else:
+            cols["rep"] = np.zeros(n, dtype="int64")
         for c in ("callpath", "metric"):
             col = data[c]
-            if isinstance(col.dtype, pd.CategoricalDtype) and all(isinstance(x, str) for x in col.cat.categories):
-                df[c] = pd.Categorical(col.array).remove_unused_categories()
+            # inferred_type: one C pass (not a Python loop over maybe a million categories)
+            if isinstance(col.dtype, pd.CategoricalDtype) and col.cat.categories.inferred_type in ("string", "empty"):
+                cat = col.array
+                codes = cat.codes
+                if len(codes) and codes.min() >= 0 and np.bincount(codes, minlength=len(cat.categories)).all():
+                    # every category used: kept as it is (remove_unused_categories sorts the codes)
+                    cols[c] = pd.Categorical.from_codes(own(codes, codes), dtype=cat.dtype,
+                                                        validate=False) if not owned else cat
+                else:
+                    cols[c] = pd.Categorical(cat).remove_unused_categories()
             else:
-                df[c] = pd.Categorical(col.astype(str).to_numpy())
+                cols[c] = pd.Categorical(col.astype(str).to_numpy())
+        src = data["value"].to_numpy()
         try:
-            df["value"] = pd.to_numeric(data["value"].to_numpy(), errors="raise").astype("float64")
+            cols["value"] = own(pd.to_numeric(src, errors="raise").astype("float64", copy=False), src)
         except (ValueError, TypeError) as e:
             raise PerfcastError(f"column 'value' has a non-numeric entry ({e})") from None
         for c in LOCATION_COLUMNS:
             if c in data.columns:
-                df[c] = data[c].to_numpy().astype("int64")
-        return df[cols]
+                src = data[c].to_numpy()
+                cols[c] = own(src.astype("int64", copy=False), src)
+        return pd.DataFrame(cols, index=pd.RangeIndex(n), copy=False)
 
     def validate(self) -> "Experiment":
         d = self.data
@@ -324,7 +345,7 @@ class Experiment:
         undeclared = set(d["metric"].cat.categories) - set(self.metrics)
         if undeclared:
             raise PerfcastError(f"values for undeclared metric(s): {', '.join(sorted(undeclared))}")
-        unknown = [c for c in d["callpath"].cat.categories if c not in self.tree]
+        unknown = [c for c in d["callpath"].cat.categories.tolist() if c not in self.tree]
         if unknown:
             raise PerfcastError(f"values for callpath(s) not in the call tree: {', '.join(unknown[:5])}")
         for name, m in self.metrics.items():
@@ -365,7 +386,10 @@ class Experiment:
     @property
     def callpaths(self) -> list[str]:
         """Callpaths that carry values, in tree order."""
-        present = set(self.data["callpath"].cat.categories[np.unique(self.data["callpath"].cat.codes)])
+        cat = self.data["callpath"].array
+        codes = cat.codes[cat.codes >= 0]
+        used = np.bincount(codes, minlength=len(cat.categories)) > 0  # O(n), no sort
+        present = set(cat.categories[used].tolist())
         return [p for p in self.tree.preorder() if p in present]
 
     @property

@@ -68,13 +68,42 @@ def _statistics(exp: Experiment, locations: str):
     statistics frame, its repetition number and the values themselves."""
     d = _reduce_locations(exp, locations)
     keys = [*exp.parameters, "callpath", "metric"]
-    grouped = d.groupby(keys, observed=True, sort=False)
-    g = grouped["value"]
-    st = g.agg(["mean", "count"]).reset_index()
-    var = g.var(ddof=0).to_numpy()
+    # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
+    # them) instead of grouping by the parameter floats and categoricals: same groups, same order,
+    # same pandas aggregation of each
+    gid, first = _factorize_rows(d, keys)
+    grouped = pd.Series(d["value"].to_numpy(), copy=False).groupby(gid, sort=True)
+    st = d[keys].take(first).reset_index(drop=True)
+    st["mean"] = grouped.mean().to_numpy()
+    st["count"] = grouped.count().to_numpy()
+    var = grouped.var(ddof=0).to_numpy()
     with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
         st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
-    return st, grouped.ngroup().to_numpy(), grouped.cumcount().to_numpy(), d["value"].to_numpy(dtype=float)
+    return st, gid, grouped.cumcount().to_numpy(), d["value"].to_numpy(dtype=float)
+
+
+def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Number the distinct rows of ``df[cols]`` in order of first appearance (what factorizing a
+    MultiIndex of them gives, without building tuples): the number of each row and the first row
+    of each number.  Categorical columns by their codes, others by their values."""
+    ids = np.zeros(len(df), dtype=np.int64)
+    n = 1
+    for c in cols:
+        col = df[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            codes, k = col.cat.codes.to_numpy().astype(np.int64), len(col.cat.categories)
+            if len(codes) and codes.min() < 0:
+                codes, uniq = pd.factorize(col.astype(str).to_numpy())
+                k = len(uniq)
+        else:
+            codes, uniq = pd.factorize(col.to_numpy())
+            k = len(uniq)
+        # pairs (number so far, code) renumbered at every step: stays below len(df) * k
+        ids, uniq = pd.factorize(ids * max(k, 1) + codes)
+        n = len(uniq)
+    first = np.full(n, len(df), dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(len(df), dtype=np.int64))
+    return ids.astype(np.int64), first
 
 
 def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
@@ -155,16 +184,16 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
     st, row_of, rep_of, values = _statistics(exp, locations)
     params = list(exp.parameters)
     _check_magnitudes(exp, st, row_of, values, params)
-    sid, series = pd.factorize(pd.MultiIndex.from_frame(st[["callpath", "metric"]].astype(str)))
+    sid, first = _factorize_rows(st, ["callpath", "metric"])
     if params:
-        pid, pts = pd.factorize(pd.MultiIndex.from_frame(st[params]))
-        coords = np.array([list(t) for t in pts], dtype=float).reshape(len(pts), len(params))
+        pid, pfirst = _factorize_rows(st, params)
+        coords = st[params].to_numpy(dtype=float)[pfirst].reshape(len(pfirst), len(params))
     else:
         pid = np.zeros(len(st), dtype=np.int64)
         coords = np.zeros((1, 0))
-    S, P = len(series), len(coords)
-    cps = [str(c) for c in series.get_level_values(0)]
-    mts = [str(m) for m in series.get_level_values(1)]
+    S, P = len(first), len(coords)
+    cps = st["callpath"].astype(str).to_numpy()[first].tolist()
+    mts = st["metric"].astype(str).to_numpy()[first].tolist()
     mean = np.zeros((S, P))
     count = np.zeros((S, P))
     ssd = np.zeros((S, P))

@@ -71,7 +71,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import PerfcastError
-from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric
+from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric, guess_kind
 from . import ReadOptions, Reader, register
 from . import MAX_LINE_BYTES, json_int
 from . import read_text as _read_checked
@@ -453,12 +453,10 @@ class _TextStream:
         self.any_data = False
         self.open_key = False
         self.comments: list[str] = []
-        # per-value columns, one array per chunk
-        self.v_point: list[np.ndarray] = []
-        self.v_cp: list[np.ndarray] = []
-        self.v_metric: list[np.ndarray] = []
-        self.v_rep: list[np.ndarray] = []
-        self.v_value: list[np.ndarray] = []
+        # the value table's columns, grown chunk by chunk (created at the first DATA)
+        self.cols: dict[str, _Grow] | None = None
+        self.size = 0  # bytes of the file, to size the columns
+        self.done = 0  # bytes parsed
         self.last_data: list[tuple[int, int]] = []  # (number of values, block serial) of the last 2 DATA lines
         self.last_line_kind = ""
 
@@ -493,10 +491,15 @@ class _TextStream:
             if key == "REGION":
                 if self.b is None:
                     self.b = _Builder(self.parameters)
-                try:
-                    path = self.b.callpath(rest)
-                except PerfcastError:
-                    raise _Slow from None
+                if SEP not in rest:  # one frame (rest is stripped): what _Builder.callpath does, faster
+                    path = rest
+                    if path not in self.b.tree:
+                        self.b.tree.add(path, None, path)
+                else:
+                    try:
+                        path = self.b.callpath(rest)
+                    except PerfcastError:
+                        raise _Slow from None
                 self.region = self.cp_codes.setdefault(path, len(self.cp_codes))
             else:
                 if self.default_metric_used:
@@ -535,6 +538,7 @@ class _TextStream:
 
     # -- one chunk of whole lines -------------------------------------------------------------
     def chunk(self, raw: bytes):
+        self.done += len(raw)
         if raw.translate(None, _PLAIN_BYTES):
             raise _Slow
         buf = np.frombuffer(raw, dtype=np.uint8)
@@ -586,13 +590,27 @@ class _TextStream:
         nv = len(values)
         val_line = np.repeat(np.arange(nd), lens)
         line_first = np.cumsum(lens) - lens
-        cp = r[line_run, 3].astype(np.int32)
-        met = r[line_run, 4].astype(np.int32)
-        self.v_point.append(line_point.astype(np.int32)[val_line])
-        self.v_cp.append(cp[val_line])
-        self.v_metric.append(met[val_line])
-        self.v_rep.append((np.arange(nv) - line_first[val_line]).astype(np.int32))
-        self.v_value.append(values)
+        met = r[line_run, 4][val_line]
+        counted = np.array([guess_kind(m) in ("count", "bytes") for m in self.metric_codes])
+        if counted.any() and (values[counted[met]] < 0).any():
+            raise _Slow
+        if self.cols is None:  # the points are final once values came (POINTS after DATA is an error)
+            self.cols = {"point": _Grow(_narrow(len(self.points))), "cp": _Grow(np.int32),
+                         "metric": _Grow(np.int8), "rep": _Grow(np.int64), "value": _Grow(np.float64)}
+            self.pts = np.asarray(self.points, dtype="float64").reshape(len(self.points), len(self.parameters))
+            self.cols.update({f"p{i}": _Grow(np.float64) for i in range(len(self.parameters))})
+        # the columns are sized by the share of the file parsed so far (no doubling, no copies)
+        expect = int((self.cols["value"].n + nv) * max(1.0, self.size / max(1, self.done)) * 1.02) + 1024
+        point = line_point[val_line]
+        self.cols["point"].append(point, expect)
+        self.cols["cp"].append(r[line_run, 3][val_line], expect)
+        if len(self.metric_codes) > 127:
+            self.cols["metric"].widen(np.int32)
+        self.cols["metric"].append(met, expect)
+        self.cols["rep"].append(np.arange(nv) - line_first[val_line], expect)
+        self.cols["value"].append(values, expect)
+        for i in range(len(self.parameters)):
+            self.cols[f"p{i}"].append(self.pts[point, i], expect)
         serial = r[line_run, 5]
         for i in range(max(0, nd - 2), nd):
             self.last_data = [*self.last_data, (int(lens[i]), int(serial[i]))][-2:]
@@ -617,23 +635,10 @@ class _TextStream:
         metric_names = list(self.metric_codes)
         for name in metric_names:
             b.metric(name)
-        met = np.concatenate(self.v_metric)
-        self.v_metric.clear()
-        value = np.concatenate(self.v_value)
-        self.v_value.clear()
-        for code, name in enumerate(metric_names):
-            if b.metrics[name].kind in ("count", "bytes") and (value[met == code] < 0).any():
-                raise _Slow
-        frame: dict[str, Any] = {}
-        point = np.concatenate(self.v_point)
-        self.v_point.clear()
-        pts = np.asarray(self.points, dtype="float64").reshape(len(self.points), len(self.parameters))
-        for i, p in enumerate(self.parameters):
-            frame[p] = pts[point, i]
-        cp = np.concatenate(self.v_cp)
-        self.v_cp.clear()
-        rep = np.concatenate(self.v_rep).astype(np.int64)
-        self.v_rep.clear()
+        cols = {k: c.take() for k, c in self.cols.items()}
+        self.cols = None
+        params = [cols.pop(f"p{i}") for i in range(len(self.parameters))]
+        rep, cp, met, value, point = cols.pop("rep"), cols.pop("cp"), cols.pop("metric"), cols.pop("value"), cols.pop("point")
         coord_id: dict[tuple[float, ...], int] = {}
         canon = np.array([coord_id.setdefault(pt, len(coord_id)) for pt in self.points], dtype=np.int32)
         if self.repeated or len(coord_id) < len(self.points):
@@ -643,12 +648,44 @@ class _TextStream:
             rep = key.groupby(["point", "cp", "metric"], sort=False).cumcount().to_numpy(np.int64)
             del key
         del point
+        frame: dict[str, Any] = dict(zip(self.parameters, params))
         frame["rep"] = rep
         frame["callpath"] = _sorted_categorical(cp, list(self.cp_codes))
         frame["metric"] = _sorted_categorical(met, metric_names)
         frame["value"] = value
+        del params, rep, cp, met, value
         meta = {"comments": self.comments} if self.comments else {}
-        return Experiment(b.parameters, pd.DataFrame(frame, copy=False), b.metrics.values(), b.tree, meta)
+        return Experiment(b.parameters, pd.DataFrame(frame, copy=False), b.metrics.values(), b.tree, meta,
+                          owned=True)
+
+
+class _Grow:
+    """A column grown in place: ndarray.resize reallocates (a remap of the pages for a large
+    array, not a copy), so a column costs its final size, not twice it."""
+
+    def __init__(self, dtype):
+        self.a = np.empty(0, dtype=dtype)
+        self.n = 0
+
+    def append(self, x: np.ndarray, expect: int):
+        need = self.n + len(x)
+        if need > len(self.a):
+            self.a.resize(max(need, expect, len(self.a) + len(self.a) // 8), refcheck=False)
+        self.a[self.n:need] = x
+        self.n = need
+
+    def widen(self, dtype):
+        if self.a.dtype != dtype:
+            self.a = self.a.astype(dtype)
+
+    def take(self) -> np.ndarray:
+        self.a.resize(self.n, refcheck=False)
+        return self.a
+
+
+def _narrow(n: int) -> type:
+    """The narrowest signed integer type holding 0..n."""
+    return np.int8 if n < 2**7 else np.int16 if n < 2**15 else np.int32
 
 
 def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
@@ -657,7 +694,8 @@ def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
     order = sorted(range(len(names)), key=names.__getitem__)
     remap = np.empty(len(names), dtype=codes.dtype)
     remap[order] = np.arange(len(names), dtype=codes.dtype)
-    return pd.Categorical.from_codes(remap[codes], pd.Index([names[i] for i in order]))
+    np.take(remap, codes, out=codes)  # in place: the codes are the reader's own
+    return pd.Categorical.from_codes(codes, pd.Index([names[i] for i in order]), validate=False)
 
 
 def _read_text_stream(path: Path) -> Experiment:
@@ -668,6 +706,7 @@ def _read_text_stream(path: Path) -> Experiment:
     if path.is_dir():
         raise _Slow
     st = _TextStream()
+    st.size = path.stat().st_size
     carry = b""
     first = True
     last_byte = b""
@@ -698,6 +737,7 @@ def _read_text_stream(path: Path) -> Experiment:
         if carry:
             st.chunk(carry)
     unterminated = last_byte not in (b"", b"\n") and bool(carry.strip())
+    pa.default_memory_pool().release_unused()  # the chunks' pyarrow temporaries, kept by the pool
     return st.experiment(unterminated)
 
 

@@ -51,7 +51,10 @@ def _read_csv(path: Path, options: ReadOptions) -> Experiment:
 
     text = read_checked(path)  # refuses a cut last line and non-files, bounds the line length
     try:
-        header = next(csv.reader(io.StringIO(text.lstrip("\ufeff")), skipinitialspace=True), [])
+        head = text[:text.find("\n") + 1] if "\n" in text[:1 << 20] else text  # not a copy of the file
+        if '"' in head:  # a quoted header field may span lines
+            head = text
+        header = next(csv.reader(io.StringIO(head.lstrip("\ufeff")), skipinitialspace=True), [])
     except csv.Error as e:
         raise PerfcastError(f"not valid CSV: {e}", path, 1) from None
     seen: set[str] = set()
@@ -60,7 +63,10 @@ def _read_csv(path: Path, options: ReadOptions) -> Experiment:
             raise PerfcastError(f"column {name!r} appears twice in the header", path, 1)
         seen.add(name)
     try:
-        df = pd.read_csv(io.StringIO(text), dtype={"callpath": str, "metric": str}, keep_default_na=False,
+        # the text as UTF-8 bytes: a StringIO of it holds 4 bytes a character (4x the file)
+        buf = io.BytesIO(text.encode("utf-8"))
+        del text
+        df = pd.read_csv(buf, dtype={"callpath": str, "metric": str}, keep_default_na=False,
                          na_values=[""], skipinitialspace=True)
     except pd.errors.EmptyDataError:
         raise PerfcastError("empty file", path) from None
@@ -119,11 +125,17 @@ def _from_frame(df: pd.DataFrame, path: Path, row_to_line) -> Experiment:
                                     path, _where(path, row_to_line, i, c))
         df[c] = vals
     for c in ("callpath", "metric"):
-        empty = df[c].isna().to_numpy() | (df[c].astype(str).str.strip() == "").to_numpy()
+        # stripped and checked per distinct name, not per row (millions of rows, few names): a
+        # categorical with sorted categories, what the Experiment makes of a column of strings
+        cat = df[c].astype("category").array
+        names = pd.Index(cat.categories.astype(str)).str.strip()
+        codes = np.asarray(cat.codes)
+        empty = (codes < 0) | np.asarray(names == "", dtype=bool)[codes]
         if empty.any():
             i = int(np.argmax(empty))
             raise PerfcastError(f"empty {c}", path, _where(path, row_to_line, i, c))
-        df[c] = df[c].astype(str).str.strip()
+        remap, uniq = pd.factorize(names, sort=True)  # names equal once stripped become one
+        df[c] = pd.Categorical.from_codes(remap[codes], uniq.astype(object).astype(str), validate=False)
 
     metrics = []
     for name, rows in df.groupby("metric", sort=False):

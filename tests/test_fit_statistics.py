@@ -1,0 +1,51 @@
+"""fit.series statistics against a hand calculation: groups numbered by first appearance, mean,
+count and sum of squared deviations per (point, callpath, metric)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from perfcast.experiment import Experiment, Metric
+from perfcast.fit.series import _factorize_rows, _statistics, series_statistics
+
+
+def _exp():
+    rows = [  # p, n, rep, callpath, metric, value
+        (8, 1, 0, "main->b", "time", 4.0), (4, 1, 0, "main", "time", 1.0), (4, 1, 1, "main", "time", 3.0),
+        (8, 1, 1, "main->b", "time", 6.0), (4, 2, 0, "main", "time", 5.0), (4, 1, 0, "main", "visits", 7.0),
+        (8, 1, 2, "main->b", "time", 8.0), (4, 1, 2, "main", "time", 2.0),
+    ]
+    df = pd.DataFrame(rows, columns=["p", "n", "rep", "callpath", "metric", "value"])
+    return Experiment(["p", "n"], df, [Metric("time", kind="time"), Metric("visits", kind="count")])
+
+
+def test_statistics_by_hand():
+    st, row_of, rep_of, values = _statistics(_exp(), "auto")
+    got = [(r.p, r.n, r.callpath, r.metric, r.mean, r.count, r.ssd) for r in st.itertuples()]
+    assert got == [
+        (8.0, 1.0, "main->b", "time", 6.0, 3, 8.0),           # 4, 6, 8: mean 6, ssd 4+0+4
+        (4.0, 1.0, "main", "time", 2.0, 3, 2.0),              # 1, 3, 2: mean 2, ssd 1+1+0
+        (4.0, 2.0, "main", "time", 5.0, 1, 0.0),
+        (4.0, 1.0, "main", "visits", 7.0, 1, 0.0),
+    ]
+    assert row_of.tolist() == [0, 1, 1, 0, 2, 3, 0, 1]
+    assert rep_of.tolist() == [0, 0, 1, 1, 0, 0, 2, 2]
+    assert values.tolist() == [4.0, 1.0, 3.0, 6.0, 5.0, 7.0, 8.0, 2.0]
+    assert series_statistics(_exp()).equals(st)
+
+
+def test_factorize_rows_first_appearance():
+    df = pd.DataFrame({"a": [2.0, 1.0, 2.0, 1.0, 2.0], "c": pd.Categorical(["x", "y", "x", "x", "y"])})
+    ids, first = _factorize_rows(df, ["a", "c"])
+    assert ids.tolist() == [0, 1, 0, 2, 3] and first.tolist() == [0, 1, 3, 4]
+    ids, first = _factorize_rows(df, [])
+    assert ids.tolist() == [0] * 5 and first.tolist() == [0]
+
+
+def test_per_rank_values_are_reduced_first():
+    df = pd.DataFrame({"p": [2.0] * 4, "rep": [0, 0, 1, 1], "rank": [0, 1, 0, 1], "callpath": ["main"] * 4,
+                       "metric": ["visits"] * 4, "value": [1.0, 2.0, 5.0, 6.0]})
+    st = series_statistics(Experiment(["p"], df, [Metric("visits", kind="count")]))
+    # counts summed over ranks: 3 and 11, mean 7, ssd 16 + 16
+    assert st[["mean", "count", "ssd"]].to_numpy().tolist() == [pytest.approx([7.0, 2, 32.0])]
