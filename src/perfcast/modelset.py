@@ -264,6 +264,8 @@ class ModelSet:
 
     # -- the views -----------------------------------------------------------------------------
     def warnings(self, sm) -> list[str]:
+        """Lack-of-fit warnings of a series' model (``sm``: anything with ``model``, a series or a
+        :class:`perfcast.analysis.ranking.Ranked` row)."""
         from .analysis.fitcheck import fit_warnings
 
         return fit_warnings(sm.model)
@@ -423,11 +425,11 @@ class ModelSet:
         the root's, whether it is significant)."""
         from .fit.model import to_dicts
 
-        by_key = {(sm.callpath, sm.metric): sm for sm in self.series}
         ranked = self.rank(target, by)
         out = []
         for r, md in zip(ranked, to_dicts([r.model for r in ranked])):
-            d = {"callpath": r.callpath, "metric": r.metric, **md}
+            d = {"callpath": r.callpath, "metric": r.metric}
+            d.update(md)
             d["unit"] = self.units.get(r.metric, "")
             d["aggregate"] = self.aggregates.get(r.metric, "")
             d["rank"] = r.rank
@@ -436,7 +438,7 @@ class ModelSet:
                                 "per_process_first": r.per_process_first, "per_process_now": r.per_process_now,
                                 "per_process_at": r.per_process, "increase_share": r.increase,
                                 "significant": r.significant}
-            d["warnings"] = self.warnings(by_key[(r.callpath, r.metric)])
+            d["warnings"] = self.warnings(r)
             if r.predicted is not None:
                 d["predicted_at_target"] = r.predicted
             out.append(d)

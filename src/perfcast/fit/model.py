@@ -103,8 +103,10 @@ class Quality:
     criterion: float | None = None
 
     def to_dict(self) -> dict:
-        return {k: _clean(getattr(self, k)) for k in
-                ("rss", "adj_r2", "smape", "cv", "noise", "n_points", "n_obs", "criterion")}
+        c = _clean
+        return {"rss": c(self.rss), "adj_r2": c(self.adj_r2), "smape": c(self.smape), "cv": c(self.cv),
+                "noise": c(self.noise), "n_points": c(self.n_points), "n_obs": c(self.n_obs),
+                "criterion": c(self.criterion)}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Quality":
