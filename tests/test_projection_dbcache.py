@@ -188,3 +188,38 @@ def test_missing_table_is_still_a_located_error(cache_home, tmp_path):
         P.load_db([tmp_path / "nope.csv"])
     assert "no such file" in str(e.value) and "nope.csv" in str(e.value)
     assert not cache_home.exists()
+
+
+def test_writing_a_new_pair_removes_only_stale_entries_of_the_same_database(cache_home, tmp_path, monkeypatch):
+    """A rebuild (here: another loader version) removes the same database's older pair, its files of
+    the old unkeyed naming and temporary files of interrupted writes older than STALE_TMP_SECONDS; it
+    keeps the new pair, a newer file of another key (a concurrent run of another build), a temporary
+    file that may be a write under way, and every other database's files."""
+    monkeypatch.setattr(dbcache, "MIN_BYTES", 0)
+    src = _tidy(tmp_path / "mine.csv", 12)
+    other = _tidy(tmp_path / "other.csv", 5)
+    P.load_db([src])
+    P.load_db([other])
+    old_pair = sorted(cache_home.iterdir())
+    assert len(old_pair) == 4
+    stem = dbcache._key([src])[0]
+    hour_ago = os.stat(src).st_mtime - 2 * dbcache.STALE_TMP_SECONDS
+    made = {}
+    for name, fname in (("unkeyed", f"{stem}.systems.parquet"), ("old_tmp", f"{stem}-x.results.parquet.abc.tmp"),
+                      ("new_tmp", f"{stem}-y.systems.parquet.def.tmp"), ("newer", f"{stem}-ffff.systems.parquet")):
+        made[name] = cache_home / fname
+        made[name].write_bytes(b"x")
+    for p in old_pair + [made["unkeyed"], made["old_tmp"]]:
+        os.utime(p, (hour_ago, hour_ago))
+    future = os.stat(src).st_mtime + 3 * dbcache.STALE_TMP_SECONDS
+    os.utime(made["newer"], (future, future))
+
+    monkeypatch.setattr(dbcache, "VERSION", "next")
+    assert P.load_db([src]).time("sys00003", "b1") == 8.0
+    left = set(cache_home.iterdir())
+    new_pair = set(dbcache._paths(cache_home, stem, dbcache._key([src])[1]))
+    other_pair = {p for p in old_pair if p.name.startswith(dbcache._key([other])[0])}
+    assert len(new_pair) == 2 and len(other_pair) == 2
+    assert left == new_pair | other_pair | {made["new_tmp"], made["newer"]}
+    _no_parsing(monkeypatch)
+    assert P.load_db([src]).time("sys00003", "b1") == 8.0              # the new pair is the cache

@@ -1170,19 +1170,19 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def systems_cmd(query, dbs, limit, as_json):
     """Search the benchmark database: words must all match; KEY=V, KEY>V, KEY<V filter attributes."""
-    from .projection.project import load_db
+    from .projection.lookup import load_systems  # pandas-free when the database cache is warm
     from .report.terminal import out, table, write_json
 
-    db = load_db(dbs)
-    hits = db.find(query) if query.strip() else db.systems
-    cols = [c for c in ("system", "name") if c in hits.columns]
+    db = load_systems(dbs)
+    hits = db.find(query)
+    cols = [c for c in ("system", "name") if c in db.columns]
     if as_json:
         write_json({"query": query, "matches": len(hits), "unique": len(hits) == 1,
-                    "systems": hits[cols].head(limit).astype(str).to_dict("records")})
+                    "systems": [dict(zip(cols, r)) for r in db.rows(hits[:limit], cols)]})
         return
-    if hits.empty:
-        db.resolve(query)  # raises with suggestions
-    rows = [[str(r[c]) for c in cols] for _, r in hits.head(limit).iterrows()]
+    if not len(hits):
+        raise db.no_match_error(query)
+    rows = db.rows(hits[:limit], cols)
     title = f"{len(hits)} system(s) match {query!r}" if query else f"{len(hits)} systems in {db.source}"
     if len(hits) > 1 and query:
         title += " (ambiguous as a --base/--target: add words, filters or use an id)"

@@ -1,6 +1,7 @@
 """Projection onto machines the user does not have (Sharkawi's surrogate method, seed 002).
 
-* :mod:`.database` -- published benchmark results (SPEC CPU2017, user CSVs), system search;
+* :mod:`.database` -- published benchmark results (SPEC CPU2017, user CSVs);
+* :mod:`.lookup` -- system search (also without pandas: ``perfcast systems``);
 * :mod:`.signatures` -- per-instruction counter signatures (characterisation data, Experiments);
 * :mod:`.factor` -- low-rank factor model of the database: the default compute scaling factor
   when the signature has the memory groups (bench/PROJECTION.md);
@@ -11,16 +12,20 @@
 SPEC CPU2017 (rate) replaces the seed's CFP2006 because that is the data at hand.
 """
 
-from .database import BenchmarkDB, load_spec, load_user_csv
-from .signatures import GROUPS, PORTABLE, Signature, load_navarro, load_signature_csv, signature_from_experiment
+import importlib
+
+#: public names and the module each comes from: imported when first asked for, so that
+#: ``perfcast systems`` (:mod:`.lookup`) loads neither pandas nor scipy
+_LAZY = {"BenchmarkDB": "database", "load_spec": "database", "load_user_csv": "database",
+         "GROUPS": "signatures", "PORTABLE": "signatures", "Signature": "signatures", "load_navarro": "signatures",
+         "load_signature_csv": "signatures", "signature_from_experiment": "signatures",
+         "Surrogate": "surrogate", "find_surrogate": "surrogate"}
 
 
-def __getattr__(name):  # the surrogate imports scipy: loaded when asked for, not by `perfcast systems`
-    if name in ("Surrogate", "find_surrogate"):
-        from . import surrogate
-
-        return getattr(surrogate, name)
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = ["BenchmarkDB", "load_spec", "load_user_csv", "GROUPS", "PORTABLE", "Signature", "load_navarro",
-           "load_signature_csv", "signature_from_experiment", "Surrogate", "find_surrogate"]
+
+__all__ = list(_LAZY)

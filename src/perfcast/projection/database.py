@@ -21,17 +21,16 @@ Sources
 
 Selecting systems
 -----------------
-:meth:`BenchmarkDB.find` takes a query of words and filters: every word must occur
-(case-insensitive) in the system's id or name fields; ``key=value`` keeps systems whose attribute
-``key`` equals ``value`` (numbers compare numerically, text case-insensitively as a substring),
-``key>value`` / ``key<value`` compare numerically.  :meth:`BenchmarkDB.resolve` insists on one
-system: no match is an error naming the closest names, several matches an error listing the
-candidates (never a guess).
+:meth:`BenchmarkDB.find` takes a query of words and filters (:mod:`.lookup`): every word must occur
+(case-insensitive) in the system's description fields (an id only when the word is the whole id);
+``key=value`` keeps systems whose attribute ``key`` equals ``value`` (numbers compare numerically,
+text case-insensitively as a substring), ``key>value`` / ``key<value`` compare numerically.
+:meth:`BenchmarkDB.resolve` insists on one system: no match is an error naming the closest names,
+several matches an error listing the candidates (never a guess).
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 import zlib
 from dataclasses import dataclass
@@ -41,10 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-
-#: Columns searched by free words (those present).
-NAME_FIELDS = ("system", "name", "vendor", "hardware_vendor", "model_name", "test_sponsor")
-_FILTER_RE = re.compile(r"^([A-Za-z_][\w.]*)\s*(=|<=|>=|<|>)\s*(.+)$")
+from .lookup import NAME_FIELDS, match, no_match_error  # noqa: F401  (NAME_FIELDS: the searched columns)
 
 
 @dataclass(frozen=True)
@@ -126,37 +122,9 @@ class BenchmarkDB:
 
     # -- selection ----------------------------------------------------------------------------
     def find(self, query: str) -> pd.DataFrame:
-        """Systems matching every word and filter of ``query`` (see module doc)."""
-        words, filters = _parse_query(query)
+        """Systems matching every word and filter of ``query`` (:mod:`.lookup`)."""
         s = self.systems
-        keep = np.ones(len(s), dtype=bool)
-        if words:
-            fields = [c for c in NAME_FIELDS if c in s.columns]
-            cols = [s[c].astype(str) for c in fields]  # a missing value matches nothing
-            text = cols[0].str.cat(cols[1:], sep=" ", na_rep="").str.lower()
-            for w in words:
-                keep &= text.str.contains(w.lower(), regex=False).to_numpy()
-        for key, op, value in filters:
-            if key not in s.columns:
-                raise PerfcastError(f"unknown system attribute {key!r} in filter; known: "
-                                    f"{', '.join(c for c in s.columns if c != 'name')}", where="query")
-            col = s[key]
-            num = pd.to_numeric(col, errors="coerce")
-            try:
-                v = float(value)
-            except ValueError:
-                v = None
-            if op == "=":
-                if v is not None and num.notna().any():
-                    keep &= (num == v).to_numpy()
-                else:
-                    keep &= col.astype(str).str.lower().str.contains(value.lower(), regex=False).to_numpy()
-            else:
-                if v is None:
-                    raise PerfcastError(f"filter {key}{op}{value}: {value!r} is not a number", where="query")
-                cmp = {"<": num < v, ">": num > v, "<=": num <= v, ">=": num >= v}[op]
-                keep &= cmp.fillna(False).to_numpy(dtype=bool)
-        return s[keep]
+        return s[match({str(c): s[c].to_numpy() for c in s.columns}, query)]
 
     def resolve(self, query: str, max_listed: int = 8) -> str:
         """The one system id ``query`` designates; an exact id always wins."""
@@ -170,26 +138,11 @@ class BenchmarkDB:
         if len(hits) == 1:
             return str(hits["system"].iloc[0])
         if hits.empty:
-            names = self.systems.get("model_name", self.systems["name"]).astype(str).unique().tolist()
-            close = difflib.get_close_matches(q, names, n=4, cutoff=0.5)
-            hint = f"; closest names: {', '.join(close)}" if close else ""
-            raise PerfcastError(f"no system matches {q!r} ({len(self)} systems in {self.source or 'the database'})"
-                                f"{hint}", where="system")
+            raise no_match_error(q, self.systems.get("model_name", self.systems["name"]), len(self), self.source)
         listed = "; ".join(f"{r.system} = {r.name}" for r in hits.head(max_listed).itertuples())
         more = f"; ... and {len(hits) - max_listed} more" if len(hits) > max_listed else ""
         raise PerfcastError(f"{q!r} is ambiguous: {len(hits)} systems match ({listed}{more}); narrow it with "
                             f"more words, key=value filters (e.g. sockets=2) or give a system id", where="system")
-
-
-def _parse_query(query: str) -> tuple[list[str], list[tuple[str, str, str]]]:
-    words, filters = [], []
-    for tok in query.split():
-        m = _FILTER_RE.match(tok)
-        if m:
-            filters.append((m.group(1), m.group(2), m.group(3)))
-        else:
-            words.append(tok)
-    return words, filters
 
 
 # -- loaders ----------------------------------------------------------------------------------

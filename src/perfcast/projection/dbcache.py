@@ -8,10 +8,15 @@ side by side) for one list of source tables.
 Where: ``$PERFCAST_CACHE/benchdb`` when set, else ``$XDG_CACHE_HOME/perfcast/benchdb``, else
 ``~/.cache/perfcast/benchdb`` -- never beside the (read-only, third-party) tables or in the package.
 
-Validity: the files are named after the source tables' resolved paths; both carry a key made of
-every source's path, size and modification time (ns) plus a digest of the loader's own source code
-and :data:`VERSION`.  A table that changes (or a loader that changes) gives another key, and the
-database is parsed and the cache rewritten.  Each file is written to a temporary name and renamed
+Validity: the files are named after the source tables' resolved paths (the *stem*: one database)
+and a key made of every source's path, size and modification time (ns) plus a digest of the loader's
+own source code and :data:`VERSION`; the key is also stored in each file and checked on reading.  A
+table that changes (or a loader that changes) gives another key, and the database is parsed and
+written under the new name.  Writing a new pair removes the stale entries of the same database: its
+files of another key (or of the old unkeyed naming) that are older than the pair just written, and
+temporary files of interrupted writes older than :data:`STALE_TMP_SECONDS` -- never a file newer
+than the new pair (a concurrent run of another build may have just written it) and never the pair
+itself.  Each file is written to a temporary name and renamed
 into place (atomic on one file system), so a reader sees a whole file or none; a pair from two
 different builds has two keys and is not used.  A missing, corrupt, foreign or unreadable cache
 means parsing, and a cache that cannot be written is skipped -- the cache can make a command faster,
@@ -26,18 +31,21 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
-from typing import Callable, Sequence
-
-import pandas as pd
+from typing import Callable, Mapping, Sequence
 
 #: bump when the cached layout changes
-VERSION = "1"
+VERSION = "2"
 #: sources smaller than this in total (bytes) are parsed every time
 MIN_BYTES = 256 * 1024
 _META = b"perfcast.benchdb"
 #: modules whose code decides what the database holds (their digest is part of the key)
 _LOADER_FILES = ("database.py", "project.py", "dbcache.py")
+#: temporary files of this age (seconds) are left over from an interrupted write, not one under way
+STALE_TMP_SECONDS = 3600
+#: characters of the key in a file name
+_KEY_CHARS = 16
 
 
 def cache_dir() -> Path:
@@ -82,7 +90,7 @@ def _key(given: Sequence[str | Path]) -> tuple[str, str, int] | None:
     return f"benchdb-{stem}", hashlib.sha256("\n".join(parts).encode()).hexdigest(), total
 
 
-def _read(path: Path, key: str) -> tuple[pd.DataFrame, str] | None:
+def _read(path: Path, key: str) -> tuple["pd.DataFrame", str] | None:  # noqa: F821
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
@@ -92,7 +100,8 @@ def _read(path: Path, key: str) -> tuple[pd.DataFrame, str] | None:
     return table.to_pandas(), str(meta.get("source", ""))
 
 
-def _write(df: pd.DataFrame, path: Path, key: str, source: str) -> None:
+def _write(df: "pd.DataFrame",  # noqa: F821
+           path: Path, key: str, source: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -110,6 +119,90 @@ def _write(df: pd.DataFrame, path: Path, key: str, source: str) -> None:
         raise
 
 
+def _paths(d: Path, stem: str, key: str) -> tuple[Path, Path]:
+    """The (results, systems) files of database ``stem`` at ``key``."""
+    name = f"{stem}-{key[:_KEY_CHARS]}"
+    return d / f"{name}.results.parquet", d / f"{name}.systems.parquet"
+
+
+def _clean(d: Path, stem: str, keep: tuple[Path, Path]) -> None:
+    """Remove the stale entries of database ``stem`` (module doc); best effort."""
+    try:
+        written = min(p.stat().st_mtime_ns for p in keep)
+    except OSError:
+        return
+    now = time.time_ns()
+    for p in d.glob(f"{stem}*"):
+        if p in keep:
+            continue
+        with contextlib.suppress(OSError):
+            st = p.stat()
+            if p.name.endswith(".tmp"):
+                stale = now - st.st_mtime_ns > STALE_TMP_SECONDS * 10 ** 9
+            else:
+                stale = p.name.endswith(".parquet") and st.st_mtime_ns < written
+            if stale:
+                p.unlink()
+
+
+class _Columns(Mapping):
+    """The columns of a pyarrow table as numpy arrays, each converted when first asked for and with
+    the dtypes ``Table.to_pandas`` gives (a search needs a few of the columns; pyarrow's own
+    ``to_numpy`` would import pandas): integers with a missing value become floats with NaN,
+    text and anything else an object array with None for a missing value."""
+
+    def __init__(self, table, names: list[str]):
+        self._table, self._names, self._done = table, names, {}
+
+    def __getitem__(self, name: str):
+        if name not in self._done:
+            if name not in self._names:
+                raise KeyError(name)
+            import numpy as np
+            import pyarrow.types as pt
+
+            col = self._table.column(name)
+            values = col.to_pylist()
+            if pt.is_floating(col.type) or (pt.is_integer(col.type) and col.null_count):
+                arr = np.array([np.nan if v is None else v for v in values], dtype=float)
+            elif (pt.is_integer(col.type) or pt.is_boolean(col.type)) and not col.null_count:
+                arr = np.array(values, dtype=col.type.to_pandas_dtype())
+            else:
+                arr = np.empty(len(values), dtype=object)
+                arr[:] = values
+            self._done[name] = arr
+        return self._done[name]
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def read_systems(paths: Sequence[str | Path]) -> "SystemTable | None":  # noqa: F821
+    """The cached systems table of ``paths`` read with pyarrow alone (no pandas), or None when there is
+    no valid cache (then :func:`cached` parses and writes it)."""
+    from .lookup import SystemTable
+
+    k = _key(list(paths))
+    if k is None or k[2] < MIN_BYTES:
+        return None
+    stem, key, _ = k
+    with contextlib.suppress(Exception):   # missing, truncated, foreign or unreadable: None
+        import pyarrow.parquet as pq
+
+        # ParquetFile, not read_table (which imports pyarrow.dataset and with it pandas)
+        table = pq.ParquetFile(_paths(cache_dir(), stem, key)[1]).read()
+        meta = json.loads((table.schema.metadata or {}).get(_META, b"{}"))
+        if meta.get("key") != key:
+            return None
+        names = [n for n in table.column_names if not n.startswith("__index_level_")]
+        if "system" in names and "name" in names:
+            return SystemTable(_Columns(table, names), str(meta.get("source", "")))
+    return None
+
+
 def cached(paths: Sequence[str | Path], build: Callable[[], "BenchmarkDB"]) -> "BenchmarkDB":  # noqa: F821
     """The database of ``paths``: from the cache when it is valid, else ``build()`` (whose errors
     propagate) written to the cache when possible."""
@@ -120,7 +213,7 @@ def cached(paths: Sequence[str | Path], build: Callable[[], "BenchmarkDB"]) -> "
         return build()
     stem, key, _ = k
     d = cache_dir()
-    res_path, sys_path = d / f"{stem}.results.parquet", d / f"{stem}.systems.parquet"
+    res_path, sys_path = _paths(d, stem, key)
     # missing, truncated, foreign or unreadable: parse instead
     with contextlib.suppress(Exception):
         r, s = _read(res_path, key), _read(sys_path, key)
@@ -132,4 +225,5 @@ def cached(paths: Sequence[str | Path], build: Callable[[], "BenchmarkDB"]) -> "
         d.mkdir(parents=True, exist_ok=True)
         _write(db.systems, sys_path, key, db.source)
         _write(db.results, res_path, key, db.source)
+        _clean(d, stem, (res_path, sys_path))
     return db

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from ..shared_data import CHECKOUT, ENV_VAR, shared_data_dir
 from .database import BenchmarkDB, load_spec, load_user_csv
+from .lookup import DEFAULT_TABLES, data_root, table_paths  # noqa: F401  (DEFAULT_TABLES, data_root: API)
+from .lookup import default_table as _default_table  # noqa: F401
 from .signatures import GROUPS, Signature, check_groups, experiment_totals, load_navarro, signature_from_totals
 
 if TYPE_CHECKING:  # the projection's modules import scipy: loaded by project(), not by load_db()
@@ -62,26 +63,6 @@ def closed_loop_check(db: BenchmarkDB, signatures: Mapping[str, Signature], grou
     return out
 
 
-def data_root() -> Path:
-    """Where the published benchmark tables live (:func:`perfcast.shared_data.shared_data_dir`; the
-    tables are third-party data and are not shipped in the package; --db and friends name them
-    explicitly)."""
-    return shared_data_dir()
-
-
-#: the published tables loaded when no --db is given: SPEC CPU2017 FP rate (shared data) and the
-#: integer rate results, joined to the same machines (``data/spec`` of the checkout, data/README.md)
-DEFAULT_TABLES = ("spec17ml_input_FP_rate.csv", "spec17ml_input_Int_rate.csv.gz")
-
-
-def _default_table(name: str) -> Path | None:
-    for d in (data_root() / "spec", CHECKOUT / "data" / "spec"):
-        for cand in (d / name, d / name.removesuffix(".gz")):
-            if cand.is_file():
-                return cand
-    return None
-
-
 def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
     """Benchmark database from ``paths`` (spec17-ml tables or tidy user CSVs), default
     :data:`DEFAULT_TABLES`.  A spec17-ml table of other benchmarks of the same kind (rate or speed)
@@ -89,12 +70,7 @@ def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
     machine's integer and floating-point results become one system); anything else is merged as
     further systems.  The result is kept in a binary cache keyed by the tables' paths, sizes and
     modification times (:mod:`.dbcache`), so only the first load parses them."""
-    if not paths:
-        fp = _default_table(DEFAULT_TABLES[0])
-        if fp is None:
-            raise PerfcastError("default SPEC CPU2017 table not found; give --db FILE "
-                                f"(or set {ENV_VAR})", data_root() / "spec" / DEFAULT_TABLES[0])
-        paths = [fp] + [p for p in (_default_table(n) for n in DEFAULT_TABLES[1:]) if p is not None]
+    paths = table_paths(paths)
     from .dbcache import cached
 
     return cached(paths, lambda: _parse_db(paths))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,8 +15,10 @@ from rich.tree import Tree
 
 from rich.segment import Segment
 
-from ..experiment import Experiment
 from ..text import safe_text
+
+if TYPE_CHECKING:  # annotations only: `perfcast systems` prints tables without loading pandas/scipy
+    from ..experiment import Experiment
 
 
 def esc(value) -> str:
