@@ -274,22 +274,7 @@ class Model:
         solver's round-off (e.g. ``-4.996e-16 + 0.001 * p``): not printed."""
         if not self.terms or self.upper is None:
             return False
-        if self.constant == 0:
-            return False
-        up = dict(zip(self.parameters, self.upper))
-        size = 0.0
-        for t in self.terms:
-            v = abs(t.coefficient)
-            for p, i, j in t.factors:
-                u = up[p]
-                if u <= 0 or (j < 0 and u <= 1):   # undefined there (Term.evaluate): NaN
-                    return False
-                try:
-                    v *= u ** float(i) * (math.log2(u) ** j if j else 1.0)
-                except OverflowError:        # beyond float range: not a round-off comparison
-                    return False
-            size = max(size, v)
-        return bool(math.isfinite(size) and abs(self.constant) < 1e-12 * size)
+        return bool(_roundoff([self], self.parameters, tuple(t.factors for t in self.terms))[0])
 
     def __str__(self) -> str:
         return self.formula()
