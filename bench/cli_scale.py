@@ -256,7 +256,7 @@ def command_argv(cmd: str, py: str, path: Path, nparam: int, work: Path) -> list
         "import": base + ["import", str(path), "-o", str(work / "x.perfcast"), "--force"],
         "model": base + ["model", str(path)],
         "json": base + ["model", str(path), "--json"],
-        "parquet": base + ["model", str(path), "-o", str(work / "x.parquet")],
+        "parquet": base + ["model", str(path), "-o", str(work / "x.parquet"), "--force"],
         "predict": base + ["predict", str(path), "--at", at, "--json"],
         "check": base + ["check", str(path), "--expect", expect],
         "report": base + ["report", str(path), "-o", str(work / "x.html"), "--force"],
