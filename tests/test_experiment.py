@@ -200,3 +200,10 @@ def test_value_table_is_its_own_copy_and_drops_unused_categories():
     full.loc[0, "callpath"] = "b"
     assert e2.data["value"].tolist() == [5.0, 6.0] and e2.data["p"].tolist() == [1.0, 2.0]
     assert e2.data["callpath"].astype(str).tolist() == ["a", "b"]
+
+
+def test_summary_without_the_callpath_list():
+    e = small()
+    full, short = e.summary(), e.summary(callpaths=False)
+    assert short["callpaths"] is None and len(full["callpaths"]) == len(EXCL)
+    assert {k: v for k, v in short.items() if k != "callpaths"} == {k: v for k, v in full.items() if k != "callpaths"}

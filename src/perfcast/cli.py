@@ -163,7 +163,7 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
     check_store_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     store.write(exp, output, overwrite=force)  # checked again under the output's lock
-    s = exp.summary()
+    s = exp.summary(callpaths=False)
     if as_json:
         write_json({"output": str(output), "parameters": s["parameters"], "n_points": s["n_points"],
                     "n_callpaths": s["n_callpaths"], "metrics": [m["name"] for m in s["metrics"]],
@@ -1131,7 +1131,7 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     except cp.Terminated as e:
         click.echo(f"perfcast: terminated by {e}; rerun the same command to resume", err=True)
         sys.exit(e.exit_code)
-    s = exp.summary()
+    s = exp.summary(callpaths=False)
     failed = exp.meta["campaign"]["failed"]
     runs = exp.meta["campaign"]["runs"]
     missing = exp.meta["campaign"].get("incomplete") or []

@@ -411,12 +411,13 @@ class Experiment:
         return (self.data.groupby(keys, observed=True)["rep"].nunique()
                 .rename("repetitions").reset_index().sort_values(keys).reset_index(drop=True))
 
-    def summary(self) -> dict:
-        """A JSON-ready description (what ``perfcast show --json`` prints)."""
+    def summary(self, callpaths: bool = True) -> dict:
+        """A JSON-ready description (what ``perfcast show --json`` prints); ``callpaths=False``
+        leaves out the per-callpath list (a dict per callpath: 0.5 GB for 800,000 of them)."""
         pts = self.repetitions()
         points = [{**{p: _json_num(r[p]) for p in self.parameters}, "repetitions": int(r["repetitions"])}
                   for _, r in pts.iterrows()]
-        present = set(self.callpaths)
+        present = set(self.callpaths) if callpaths else set()
         return {
             "parameters": list(self.parameters),
             "points": points,
@@ -424,7 +425,7 @@ class Experiment:
             "metrics": [m.to_dict() for m in self.metrics.values()],
             "callpaths": [{"path": p, "name": self.tree.name(p), "parent": self.tree.parent(p),
                            "depth": self.tree.depth(p), "has_values": p in present}
-                          for p in self.tree.preorder()],
+                          for p in self.tree.preorder()] if callpaths else None,
             "n_callpaths": len(self.tree),
             "n_values": int(len(self.data)),
             "locations": {c: int(self.data[c].nunique()) for c in LOCATION_COLUMNS if c in self.data.columns},

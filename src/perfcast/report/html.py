@@ -304,7 +304,7 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     metric = _primary_metric(exp, o.metric)
     m = exp.metrics[metric]
     x = _x_param(exp, o.x)
-    s = exp.summary()
+    s = exp.summary(callpaths=False)
     summary = {"parameters": s["parameters"], "points": s["points"][:200], "n_points": s["n_points"],
                "metrics": s["metrics"], "n_callpaths": s["n_callpaths"], "n_values": s["n_values"],
                "locations": s["locations"], "sources": [str(v) for v in (exp.meta.get("sources") or [])][:20],

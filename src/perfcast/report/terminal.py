@@ -85,7 +85,7 @@ def _num(x: float) -> str:
 
 
 def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None = None) -> None:
-    s = exp.summary()
+    s = exp.summary(callpaths=False)     # the tree is drawn from exp.tree
     out.print(f"[bold]Parameters:[/bold] {esc(', '.join(s['parameters'])) or '(none: a single run)'}")
     out.print(f"[bold]Points:[/bold] {s['n_points']}   [bold]Callpaths:[/bold] {s['n_callpaths']}   "
               f"[bold]Values:[/bold] {s['n_values']}"
