@@ -207,3 +207,65 @@ def test_summary_without_the_callpath_list():
     full, short = e.summary(), e.summary(callpaths=False)
     assert short["callpaths"] is None and len(full["callpaths"]) == len(EXCL)
     assert {k: v for k, v in short.items() if k != "callpaths"} == {k: v for k, v in full.items() if k != "callpaths"}
+
+
+def _reference_points(rows, params):
+    """Straightforward: a dict from coordinate tuple to the set of its reps, sorted by coordinate."""
+    reps = {}
+    for r in rows:
+        reps.setdefault(tuple(float(r[p]) for p in params), set()).add(int(r.get("rep", 0)))
+    coords = sorted(reps)
+    pts = pd.DataFrame({p: np.array([c[i] for c in coords], dtype="float64") for i, p in enumerate(params)},
+                       index=pd.RangeIndex(len(coords)))
+    return pts, pts.assign(repetitions=np.array([len(reps[c]) for c in coords], dtype="int64"))
+
+
+def _rows(rng, params, n, ranks=False):
+    grids = {p: rng.choice([0.5, 1.0, 2.0, 3.25, 64.0, 1e6, -7.0], size=int(rng.integers(1, 5)), replace=False)
+             for p in params}
+    rows = []
+    for _ in range(n):
+        r = {p: float(rng.choice(grids[p])) for p in params}
+        r.update(rep=int(rng.choice([0, 1, 2, 5])), callpath=str(rng.choice(["a", "b", "c"])), metric="t",
+                 value=float(rng.random()))
+        if ranks:
+            r["rank"] = int(rng.integers(0, 4))
+        rows.append(r)
+    return rows
+
+
+@pytest.mark.parametrize("params", [["p"], ["p", "n"], ["n", "p", "q"]])
+@pytest.mark.parametrize("ranks", [False, True])
+def test_points_and_repetitions_match_a_plain_computation(params, ranks):
+    rng = np.random.default_rng(len(params) * 10 + ranks)
+    for n in (1, 7, 200):
+        rows = _rows(rng, params, n, ranks)
+        e = Experiment(params, pd.DataFrame(rows), [Metric("t", kind="time")])
+        pts, reps = _reference_points(rows, params)
+        pd.testing.assert_frame_equal(e.points(), pts)
+        pd.testing.assert_frame_equal(e.repetitions(), reps)
+
+
+def test_repetitions_by_hand_uneven_and_without_parameters():
+    rows = [dict(p=4.0, n=1.5, rep=0), dict(p=4.0, n=1.5, rep=3), dict(p=4.0, n=1.5, rep=3),
+            dict(p=2.0, n=10.0, rep=1), dict(p=4.0, n=0.25, rep=0), dict(p=2.0, n=10.0, rep=0)]
+    df = pd.DataFrame([{**r, "callpath": "a", "metric": "t", "value": 1.0} for r in rows])
+    e = Experiment(["p", "n"], df, [Metric("t", kind="time")])
+    assert e.repetitions().values.tolist() == [[2.0, 10.0, 2], [4.0, 0.25, 1], [4.0, 1.5, 2]]
+    assert e.repetitions()["repetitions"].dtype == np.int64
+    assert e.points().values.tolist() == [[2.0, 10.0], [4.0, 0.25], [4.0, 1.5]]
+    e0 = Experiment([], df.drop(columns=["p", "n"]), [Metric("t", kind="time")])
+    assert e0.repetitions()["repetitions"].tolist() == [3]
+    assert e0.points().shape == (1, 0)
+
+
+def test_repetitions_with_more_combinations_than_rows():
+    # 300 distinct values in each of 3 parameters: 2.7e7 combinations, more than a mark each is worth
+    rng = np.random.default_rng(3)
+    rows = [dict(a=float(i), b=float(rng.integers(0, 10**6)), c=float(-i), rep=i % 3) for i in range(300)]
+    rows += [dict(rows[5], rep=7), dict(rows[5], rep=7)]
+    df = pd.DataFrame([{**r, "callpath": "a", "metric": "t", "value": 1.0} for r in rows])
+    e = Experiment(["a", "b", "c"], df, [Metric("t", kind="time")])
+    pts, reps = _reference_points(rows, ["a", "b", "c"])
+    pd.testing.assert_frame_equal(e.points(), pts)
+    pd.testing.assert_frame_equal(e.repetitions(), reps)

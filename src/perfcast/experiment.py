@@ -400,16 +400,61 @@ class Experiment:
         """Distinct coordinates, sorted, one column per parameter."""
         if not self.parameters:
             return pd.DataFrame(index=pd.RangeIndex(1))
-        return (self.data[list(self.parameters)].drop_duplicates()
-                .sort_values(list(self.parameters)).reset_index(drop=True))
+        return self._point_repetitions(reps=False)[0]
 
     def repetitions(self) -> pd.DataFrame:
         """Repetitions per point (the number of distinct ``rep`` values)."""
         keys = list(self.parameters)
         if not keys:
             return pd.DataFrame({"repetitions": [self.data["rep"].nunique()]})
-        return (self.data.groupby(keys, observed=True)["rep"].nunique()
-                .rename("repetitions").reset_index().sort_values(keys).reset_index(drop=True))
+        coords, reps = self._point_repetitions()
+        coords["repetitions"] = reps
+        return coords
+
+    def _point_repetitions(self, reps: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
+        """The distinct coordinates (sorted, float columns, as :meth:`points`) and, with ``reps``,
+        the number of distinct ``rep`` values at each (int64).
+
+        Without a copy of the table: the sorted distinct values of each parameter and of ``rep``
+        (hash tables of the distinct values only) number every row's (point, rep) in one integer,
+        mixed radix in sorted order, marked a block of rows at a time in a boolean array of all
+        combinations.  When that array would be larger than the table has rows (many parameters of
+        many values each), the pandas group-by does it instead.
+        """
+        d = self.data
+        keys = list(self.parameters)
+        uniq = [np.sort(pd.unique(d[p].to_numpy())) for p in keys]
+        cols = [d[p].to_numpy() for p in keys]
+        if reps:
+            uniq.append(np.sort(pd.unique(d["rep"].to_numpy())))
+            cols.append(d["rep"].to_numpy())
+        sizes = [len(u) for u in uniq]
+        n = len(d)
+        if math.prod(sizes) > max(1 << 24, n):
+            if not reps:
+                return d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True), None
+            g = (d.groupby(keys, observed=True)["rep"].nunique().rename("repetitions").reset_index()
+                 .sort_values(keys).reset_index(drop=True))
+            return g[keys], g["repetitions"].to_numpy(np.int64)
+        seen = np.zeros(math.prod(sizes), dtype=bool)
+        step = 1 << 18
+        for i in range(0, n, step):
+            key = np.zeros(min(step, n - i), dtype=np.int64)
+            for u, col in zip(uniq, cols):
+                if len(u) == 1:
+                    continue  # key *= 1, += 0
+                key *= len(u)
+                if u.dtype.kind == "i" and u[0] == 0 and u[-1] == len(u) - 1:
+                    key += col[i:i + step]  # 0, 1, ..., k-1 (repetitions): the value is its rank
+                else:
+                    key += np.searchsorted(u, col[i:i + step])
+            seen[key] = True
+        seen = seen.reshape(-1, sizes[-1] if reps else 1)
+        count = seen.sum(axis=1)
+        at = np.flatnonzero(count)
+        idx = np.unravel_index(at, sizes[:len(keys)])
+        coords = pd.DataFrame({p: u[j] for p, u, j in zip(keys, uniq, idx)}, index=pd.RangeIndex(len(at)))
+        return coords, count[at].astype(np.int64) if reps else None
 
     def summary(self, callpaths: bool = True) -> dict:
         """A JSON-ready description (what ``perfcast show --json`` prints); ``callpaths=False``
