@@ -110,23 +110,25 @@ def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None
 
 
 def callpath_tree(exp: Experiment, max_nodes: int = 200, depth: int | None = None) -> Tree:
+    """The first ``max_nodes`` callpaths in preorder down to level ``depth``, and a line counting
+    the others.  Every callpath not drawn is below a cut (the node limit or the depth) and is
+    counted once, so the count is the tree size minus the callpaths drawn; the walk stops at the
+    limit (it never visits the rest of an 800,000-callpath tree) and keeps its own stack (no
+    recursion limit for deep trees)."""
     tree = exp.tree
     root = Tree("[bold]Callpaths[/bold]")
     shown = 0
-    hidden = 0
-
-    def add(node_ui, path, d):
-        nonlocal shown, hidden
-        if shown >= max_nodes or (depth is not None and d > depth):
-            hidden += 1 + len(tree.descendants(path))
-            return
-        shown += 1
-        child = node_ui.add(esc(tree.name(path)))
-        for c in tree.children(path):
-            add(child, c, d + 1)
-
-    for r in tree.roots():
-        add(root, r, 0)
+    for r in tree.roots() if depth is None or depth >= 0 else ():
+        if shown >= max_nodes:
+            break
+        stack = [(root, r, 0)]
+        while stack and shown < max_nodes:
+            node_ui, path, d = stack.pop()
+            shown += 1
+            child = node_ui.add(esc(tree.name(path)))
+            if depth is None or d + 1 <= depth:
+                stack.extend((child, c, d + 1) for c in reversed(tree.children(path)))
+    hidden = len(tree) - shown
     if hidden:
         root.add(f"[dim]… {hidden} more callpath(s) (use --max-callpaths / --depth)[/dim]")
     return root

@@ -1,0 +1,87 @@
+"""The callpath tree of `perfcast show`: what it draws and how many callpaths it says it left out."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+from rich.tree import Tree
+
+from perfcast import CallTree, Experiment, Metric
+from perfcast.report.terminal import callpath_tree, esc
+
+
+def _reference_tree(tree: CallTree, max_nodes: int, depth: int | None) -> Tree:
+    """The plain rule: preorder, a node is drawn while fewer than max_nodes are drawn and it is not
+    below ``depth``; a node not drawn is counted with all its descendants (children not visited)."""
+    root = Tree("[bold]Callpaths[/bold]")
+    shown = hidden = 0
+
+    def add(node_ui, path, d):
+        nonlocal shown, hidden
+        if shown >= max_nodes or (depth is not None and d > depth):
+            hidden += 1 + len(tree.descendants(path))
+            return
+        shown += 1
+        child = node_ui.add(esc(tree.name(path)))
+        for c in tree.children(path):
+            add(child, c, d + 1)
+
+    for r in tree.roots():
+        add(root, r, 0)
+    if hidden:
+        root.add(f"[dim]… {hidden} more callpath(s) (use --max-callpaths / --depth)[/dim]")
+    return root
+
+
+def _text(t: Tree) -> str:
+    buf = io.StringIO()
+    Console(file=buf, width=200, color_system=None).print(t)
+    return buf.getvalue()
+
+
+def _exp(tree: CallTree) -> Experiment:
+    paths = tree.paths
+    df = pd.DataFrame({"callpath": paths, "metric": "t", "value": 1.0})
+    return Experiment([], df, [Metric("t", kind="time")], tree)
+
+
+def _random_forest(rng, n) -> CallTree:
+    t = CallTree()
+    nodes = []
+    for i in range(n):
+        parent = None if not nodes or rng.random() < 0.15 else nodes[int(rng.integers(0, len(nodes)))]
+        path = f"f{i}" if parent is None else f"{parent}->f{i}"
+        t.add(path, parent, f"f{i}")
+        nodes.append(path)
+    return t
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_callpath_tree_draws_and_counts_as_the_plain_rule(seed):
+    rng = np.random.default_rng(seed)
+    tree = _random_forest(rng, int(rng.integers(1, 60)))
+    e = _exp(tree)
+    for max_nodes in (0, 1, 3, 10, 1000):
+        for depth in (None, -1, 0, 1, 2, 5):
+            assert _text(callpath_tree(e, max_nodes, depth)) == _text(_reference_tree(tree, max_nodes, depth))
+
+
+def test_callpath_tree_by_hand_and_deep():
+    e = _exp(CallTree.from_paths(["main->a->b", "main->c", "other"]))
+    assert _text(callpath_tree(e, 2)).splitlines()[-1].endswith("… 3 more callpath(s) (use --max-callpaths / --depth)")
+    assert "more callpath" not in _text(callpath_tree(e, 5))
+    assert "… 1 more callpath(s)" in _text(callpath_tree(e, 5, depth=1))  # b, at level 2
+    # a chain 3000 deep (deeper than Python's recursion limit), every node drawn
+    frames = [f"g{i}" for i in range(3000)]
+    chain = CallTree()
+    chain.add_frames(frames)
+    node, labels = callpath_tree(_exp(chain), 5000), []
+    while node.children:
+        assert len(node.children) == 1
+        node = node.children[0]
+        labels.append(node.label)
+    assert labels == frames
