@@ -384,9 +384,36 @@ class _Space:
             tabs.append(np.concatenate([t, np.ones((self.n, 1))], axis=1))  # index -1 -> ones
         self.tabs = tabs  # each (n, H + 1)
         self.tabs_t = [np.ascontiguousarray(t.T) for t in tabs]  # each (H + 1, n)
+        self._grid = None   # :meth:`_grid_table`, built on first use
 
-    def design(self, hyp: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """Per-series design (S, n, 1 + k) with unit-max columns, column scales (S, 1 + k), k.
+    #: :meth:`design` gathers the columns from a table of every monomial when it has at most this
+    #: many values ((H + 1)^m * n: two parameters; three are evaluated per hypothesis)
+    GRID_MAX = 2_000_000
+
+    def _grid_table(self):
+        """Every monomial of the space evaluated at the points and scaled to unit max as
+        :meth:`design` scales it, with its scale and whether it is finite everywhere: ((H + 1)^m,
+        n), ((H + 1)^m,), ((H + 1)^m,) with the flat index ``sum_p h_p (H + 1)^(m - 1 - p)`` (h_p
+        = H for an absent parameter) -- or None when that table would exceed :attr:`GRID_MAX`.
+        The same products, in the same order, and the same divisions as the per-hypothesis path,
+        so the columns are identical."""
+        if self._grid is None:
+            size = (self.H + 1) ** self.m * self.n
+            if size > self.GRID_MAX:
+                self._grid = False
+            else:
+                col = self.tabs_t[0]
+                for p in range(1, self.m):
+                    col = (col[:, None, :] * self.tabs_t[p][None, :, :]).reshape(-1, self.n)
+                sc = np.max(np.abs(col), axis=1)
+                sc = np.where(np.isfinite(sc) & (sc > 0), sc, 1.0)
+                col = col / sc[:, None]
+                self._grid = (col, sc, np.all(np.isfinite(col), axis=1))
+        return self._grid or None
+
+    def design(self, hyp: np.ndarray, finite: bool = False):
+        """Per-series design (S, n, 1 + k) with unit-max columns, column scales (S, 1 + k), k;
+        with ``finite``, also (S,) whether each design is finite everywhere.
 
         All hypotheses in ``hyp`` (S, K, m) must use the same number k of monomial slots, stored
         first.
@@ -396,6 +423,20 @@ class _Space:
         k = int(used[0].sum()) if S else 0
         Dt = np.ones((1 + k, S, self.n))  # column-major storage: D[:, :, i] is contiguous
         scale = np.ones((S, 1 + k))
+        grid = self._grid_table()
+        if grid is not None:
+            cols, scs, fin = grid
+            ok = np.ones(S, dtype=bool)
+            for t in range(k):
+                h = hyp[:, t, :].astype(np.intp)
+                idx = np.where(h[:, 0] < 0, self.H, h[:, 0])
+                for p in range(1, m):
+                    idx = idx * (self.H + 1) + np.where(h[:, p] < 0, self.H, h[:, p])
+                np.take(cols, idx, axis=0, out=Dt[1 + t])
+                scale[:, 1 + t] = scs[idx]
+                ok &= fin[idx]
+            D = Dt.transpose(1, 2, 0)
+            return (D, scale, k, ok) if finite else (D, scale, k)
         for t in range(k):
             col = None
             for p in range(m):
@@ -405,7 +446,8 @@ class _Space:
             sc = np.where(np.isfinite(sc) & (sc > 0), sc, 1.0)
             np.divide(col, sc[:, None], out=Dt[1 + t])
             scale[:, 1 + t] = sc
-        return Dt.transpose(1, 2, 0), scale, k
+        D = Dt.transpose(1, 2, 0)
+        return (D, scale, k, np.all(np.isfinite(D), axis=(1, 2))) if finite else (D, scale, k)
 
 
 def _terms_of(hyp: np.ndarray) -> int:
@@ -1252,10 +1294,10 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
         for a in range(0, S, step):
             b = min(S, a + step)
             h = hyp[a:b]
-            D, _, _ = space.design(h.reshape((b - a) * C, K, m))
+            D, _, _, defined = space.design(h.reshape((b - a) * C, K, m), finite=True)
             # a shortlisted block undefined at some point (x <= 0 under a log, x <= 1 under a
             # negative log exponent, :func:`perfcast.fit.terms.factor_values`): never selected
-            undefined = ~np.all(np.isfinite(D), axis=(1, 2))
+            undefined = ~defined
             if undefined.any():
                 D[undefined] = 0.0
             fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative,
