@@ -244,17 +244,26 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True) -> 
         b = np.stack([np.einsum("sn,sn->s", wc[i], y) for i in range(k)], axis=1)
         ainv, ok = _inv_small(A)
         beta = np.einsum("sij,sj->si", ainv, b)
+        # the same operations as the shared-design path, into reused buffers (the weighted columns
+        # are dead once A and b are formed): fresh (S, n) temporaries cost more than the arithmetic
+        tmp = wc[0]
         fitted = beta[:, :1] * cols[0]
         for i in range(1, k):
-            fitted += beta[:, i:i + 1] * cols[i]
-        hsum = np.zeros((S, n))
+            fitted += np.multiply(beta[:, i:i + 1], cols[i], out=tmp)
         if leverage:
+            hsum = np.zeros((S, n))
             for i in range(k):
                 for j in range(i, k):
                     hsum += (ainv[:, i, j] * (1 if i == j else 2))[:, None] * cols[i] * cols[j]
-        hat = w * hsum
-    resid = y - fitted
-    rss = np.sum(w * resid * resid, axis=1)
+            hat = w * hsum
+        else:
+            hat = np.zeros((S, n))
+        resid = np.subtract(y, fitted, out=fitted)
+        np.multiply(w, resid, out=tmp)
+        rss = np.sum(np.multiply(tmp, resid, out=tmp), axis=1)
+    if D.ndim == 2:
+        resid = y - fitted
+        rss = np.sum(w * resid * resid, axis=1)
     if leverage or D.ndim == 2:
         lev_ok = np.all(hat < 1 - 1e-9, axis=1)
         denom = np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
