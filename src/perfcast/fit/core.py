@@ -338,14 +338,16 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
     r = 1.0 / np.where(ok, det, 1.0)
     beta0 = (A11 * b0 - A01 * b1) * r
     beta1 = (A00 * b1 - A01 * b0) * r
-    resid = y[:, :, None] - beta0[:, None, :] - beta1[:, None, :] * T[None, :, :]   # (S, n, H)
+    # (S, n, H): the same operations as ``y - beta0 - beta1 * T``, with one temporary less
+    resid = np.subtract(y[:, :, None], beta0[:, None, :])
+    resid -= np.multiply(beta1[:, None, :], T[None, :, :])
     if cv:
         hat = w[:, :, None] * (A11[:, None, :] - 2 * A01[:, None, :] * T[None] + A00[:, None, :] * (T * T)[None]) \
             * r[:, None, :]
         lev_ok = np.all(hat < 1 - 1e-9, axis=1)
         resid = resid / np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
         ok &= lev_ok
-    err = np.einsum("sn,snh->sh", w, resid * resid)
+    err = np.einsum("sn,snh->sh", w, np.multiply(resid, resid, out=resid))
     if growing is not None:
         ok &= ~np.where(growing[None, :], beta1 < 0, beta0 < 0)
     return np.where(ok, err, np.inf)
