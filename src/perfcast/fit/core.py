@@ -244,17 +244,26 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True) -> 
         b = np.stack([np.einsum("sn,sn->s", wc[i], y) for i in range(k)], axis=1)
         ainv, ok = _inv_small(A)
         beta = np.einsum("sij,sj->si", ainv, b)
+        # the same operations as the shared-design path, into reused buffers (the weighted columns
+        # are dead once A and b are formed): fresh (S, n) temporaries cost more than the arithmetic
+        tmp = wc[0]
         fitted = beta[:, :1] * cols[0]
         for i in range(1, k):
-            fitted += beta[:, i:i + 1] * cols[i]
-        hsum = np.zeros((S, n))
+            fitted += np.multiply(beta[:, i:i + 1], cols[i], out=tmp)
         if leverage:
+            hsum = np.zeros((S, n))
             for i in range(k):
                 for j in range(i, k):
                     hsum += (ainv[:, i, j] * (1 if i == j else 2))[:, None] * cols[i] * cols[j]
-        hat = w * hsum
-    resid = y - fitted
-    rss = np.sum(w * resid * resid, axis=1)
+            hat = w * hsum
+        else:
+            hat = np.zeros((S, n))
+        resid = np.subtract(y, fitted, out=fitted)
+        np.multiply(w, resid, out=tmp)
+        rss = np.sum(np.multiply(tmp, resid, out=tmp), axis=1)
+    if D.ndim == 2:
+        resid = y - fitted
+        rss = np.sum(w * resid * resid, axis=1)
     if leverage or D.ndim == 2:
         lev_ok = np.all(hat < 1 - 1e-9, axis=1)
         denom = np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
@@ -329,14 +338,16 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
     r = 1.0 / np.where(ok, det, 1.0)
     beta0 = (A11 * b0 - A01 * b1) * r
     beta1 = (A00 * b1 - A01 * b0) * r
-    resid = y[:, :, None] - beta0[:, None, :] - beta1[:, None, :] * T[None, :, :]   # (S, n, H)
+    # (S, n, H): the same operations as ``y - beta0 - beta1 * T``, with one temporary less
+    resid = np.subtract(y[:, :, None], beta0[:, None, :])
+    resid -= np.multiply(beta1[:, None, :], T[None, :, :])
     if cv:
         hat = w[:, :, None] * (A11[:, None, :] - 2 * A01[:, None, :] * T[None] + A00[:, None, :] * (T * T)[None]) \
             * r[:, None, :]
         lev_ok = np.all(hat < 1 - 1e-9, axis=1)
         resid = resid / np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
         ok &= lev_ok
-    err = np.einsum("sn,snh->sh", w, resid * resid)
+    err = np.einsum("sn,snh->sh", w, np.multiply(resid, resid, out=resid))
     if growing is not None:
         ok &= ~np.where(growing[None, :], beta1 < 0, beta0 < 0)
     return np.where(ok, err, np.inf)
@@ -384,9 +395,36 @@ class _Space:
             tabs.append(np.concatenate([t, np.ones((self.n, 1))], axis=1))  # index -1 -> ones
         self.tabs = tabs  # each (n, H + 1)
         self.tabs_t = [np.ascontiguousarray(t.T) for t in tabs]  # each (H + 1, n)
+        self._grid = None   # :meth:`_grid_table`, built on first use
 
-    def design(self, hyp: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """Per-series design (S, n, 1 + k) with unit-max columns, column scales (S, 1 + k), k.
+    #: :meth:`design` gathers the columns from a table of every monomial when it has at most this
+    #: many values ((H + 1)^m * n: two parameters; three are evaluated per hypothesis)
+    GRID_MAX = 2_000_000
+
+    def _grid_table(self):
+        """Every monomial of the space evaluated at the points and scaled to unit max as
+        :meth:`design` scales it, with its scale and whether it is finite everywhere: ((H + 1)^m,
+        n), ((H + 1)^m,), ((H + 1)^m,) with the flat index ``sum_p h_p (H + 1)^(m - 1 - p)`` (h_p
+        = H for an absent parameter) -- or None when that table would exceed :attr:`GRID_MAX`.
+        The same products, in the same order, and the same divisions as the per-hypothesis path,
+        so the columns are identical."""
+        if self._grid is None:
+            size = (self.H + 1) ** self.m * self.n
+            if size > self.GRID_MAX:
+                self._grid = False
+            else:
+                col = self.tabs_t[0]
+                for p in range(1, self.m):
+                    col = (col[:, None, :] * self.tabs_t[p][None, :, :]).reshape(-1, self.n)
+                sc = np.max(np.abs(col), axis=1)
+                sc = np.where(np.isfinite(sc) & (sc > 0), sc, 1.0)
+                col = col / sc[:, None]
+                self._grid = (col, sc, np.all(np.isfinite(col), axis=1))
+        return self._grid or None
+
+    def design(self, hyp: np.ndarray, finite: bool = False):
+        """Per-series design (S, n, 1 + k) with unit-max columns, column scales (S, 1 + k), k;
+        with ``finite``, also (S,) whether each design is finite everywhere.
 
         All hypotheses in ``hyp`` (S, K, m) must use the same number k of monomial slots, stored
         first.
@@ -396,6 +434,20 @@ class _Space:
         k = int(used[0].sum()) if S else 0
         Dt = np.ones((1 + k, S, self.n))  # column-major storage: D[:, :, i] is contiguous
         scale = np.ones((S, 1 + k))
+        grid = self._grid_table()
+        if grid is not None:
+            cols, scs, fin = grid
+            ok = np.ones(S, dtype=bool)
+            for t in range(k):
+                h = hyp[:, t, :].astype(np.intp)
+                idx = np.where(h[:, 0] < 0, self.H, h[:, 0])
+                for p in range(1, m):
+                    idx = idx * (self.H + 1) + np.where(h[:, p] < 0, self.H, h[:, p])
+                np.take(cols, idx, axis=0, out=Dt[1 + t])
+                scale[:, 1 + t] = scs[idx]
+                ok &= fin[idx]
+            D = Dt.transpose(1, 2, 0)
+            return (D, scale, k, ok) if finite else (D, scale, k)
         for t in range(k):
             col = None
             for p in range(m):
@@ -405,7 +457,8 @@ class _Space:
             sc = np.where(np.isfinite(sc) & (sc > 0), sc, 1.0)
             np.divide(col, sc[:, None], out=Dt[1 + t])
             scale[:, 1 + t] = sc
-        return Dt.transpose(1, 2, 0), scale, k
+        D = Dt.transpose(1, 2, 0)
+        return (D, scale, k, np.all(np.isfinite(D), axis=(1, 2))) if finite else (D, scale, k)
 
 
 def _terms_of(hyp: np.ndarray) -> int:
@@ -1252,10 +1305,10 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
         for a in range(0, S, step):
             b = min(S, a + step)
             h = hyp[a:b]
-            D, _, _ = space.design(h.reshape((b - a) * C, K, m))
+            D, _, _, defined = space.design(h.reshape((b - a) * C, K, m), finite=True)
             # a shortlisted block undefined at some point (x <= 0 under a log, x <= 1 under a
             # negative log exponent, :func:`perfcast.fit.terms.factor_values`): never selected
-            undefined = ~np.all(np.isfinite(D), axis=(1, 2))
+            undefined = ~defined
             if undefined.any():
                 D[undefined] = 0.0
             fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative,
