@@ -10,7 +10,7 @@ import socket
 import numpy as np
 import pytest
 
-from conftest import cli, one_error
+from conftest import cli, one_error, power_law_group
 from perfcast.errors import PerfcastError
 from perfcast.fit import FitOptions, cluster, fit_group
 
@@ -54,13 +54,7 @@ def _fitted_chunks(lc) -> int:
 
 
 def _group(S, seed):
-    rng = np.random.default_rng(seed)
-    e = rng.choice([0.5, 1.0, 1.5, 2.0], S)
-    mu = rng.uniform(1, 10, S)[:, None] + rng.uniform(0.01, 1, S)[:, None] * X[None, :] ** e[:, None]
-    reps = mu[:, :, None] * (1 + rng.uniform(-0.025, 0.025, (S, len(X), 5)))
-    mean = reps.mean(axis=2)
-    ssd = ((reps - mean[:, :, None]) ** 2).sum(axis=2)
-    return mean, np.full(mean.shape, 5.0), ssd, reps
+    return power_law_group(X, S, seed)
 
 
 def _experiment_file(tmp_path, S=60, seed=9):

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import power_law_group
 from perfcast.errors import PerfcastError
 from perfcast.fit import FitOptions, fit_group
 
@@ -12,13 +13,7 @@ X = np.array([4.0, 8, 16, 32, 64])
 
 
 def _group(S=300, seed=5):
-    rng = np.random.default_rng(seed)
-    e = rng.choice([0.5, 1.0, 1.5, 2.0], S)
-    mu = rng.uniform(1, 10, S)[:, None] + rng.uniform(0.01, 1, S)[:, None] * X[None, :] ** e[:, None]
-    reps = mu[:, :, None] * (1 + rng.uniform(-0.025, 0.025, (S, len(X), 5)))
-    mean = reps.mean(axis=2)
-    ssd = ((reps - mean[:, :, None]) ** 2).sum(axis=2)
-    return mean, np.full(mean.shape, 5.0), ssd, reps
+    return power_law_group(X, S, seed)
 
 
 def test_forked_chunks_equal_one_process():
