@@ -596,7 +596,7 @@ class _TextStream:
             raise _Slow
         if self.cols is None:  # the points are final once values came (POINTS after DATA is an error)
             self.cols = {"point": _Grow(_narrow(len(self.points))), "cp": _Grow(np.int32),
-                         "metric": _Grow(np.int8), "rep": _Grow(np.int64), "value": _Grow(np.float64)}
+                         "metric": _Grow(np.int8), "rep": _Grow(np.int8), "value": _Grow(np.float64)}
             self.pts = np.asarray(self.points, dtype="float64").reshape(len(self.points), len(self.parameters))
             self.cols.update({f"p{i}": _Grow(np.float64) for i in range(len(self.parameters))})
         # the columns are sized by the share of the file parsed so far (no doubling, no copies)
@@ -607,7 +607,9 @@ class _TextStream:
         if len(self.metric_codes) > 127:
             self.cols["metric"].widen(np.int32)
         self.cols["metric"].append(met, expect)
-        self.cols["rep"].append(np.arange(nv) - line_first[val_line], expect)
+        rep = np.arange(nv) - line_first[val_line]
+        self.cols["rep"].widen(_narrow(int(lens.max(initial=0))))
+        self.cols["rep"].append(rep, expect)
         self.cols["value"].append(values, expect)
         for i in range(len(self.parameters)):
             self.cols[f"p{i}"].append(self.pts[point, i], expect)
@@ -646,6 +648,7 @@ class _TextStream:
             # listed twice in POINTS) continue its repetitions
             key = pd.DataFrame({"point": canon[point], "cp": cp, "metric": met})
             rep = key.groupby(["point", "cp", "metric"], sort=False).cumcount().to_numpy(np.int64)
+            rep = rep.astype(_narrow(int(rep.max(initial=0))))
             del key
         del point
         frame: dict[str, Any] = dict(zip(self.parameters, params))
@@ -675,7 +678,8 @@ class _Grow:
         self.n = need
 
     def widen(self, dtype):
-        if self.a.dtype != dtype:
+        """Widen to ``dtype`` (never narrows)."""
+        if np.dtype(dtype).itemsize > self.a.dtype.itemsize:
             self.a = self.a.astype(dtype)
 
     def take(self) -> np.ndarray:
