@@ -54,3 +54,35 @@ def test_blank_name_deep_in_the_file_names_its_line(tmp_path):
     with pytest.raises(PerfcastError) as e:
         tidy._read_csv(f, None)
     assert e.value.message == "empty metric" and e.value.where == "2501"
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 1 << 20])
+def test_negative_time_warning_counted_across_row_blocks(tmp_path, monkeypatch, block_rows):
+    """The negative-time warning (checked a block of rows at a time) against a count made with the
+    csv module: the threshold is 1e-9 times the largest magnitude of that metric's values."""
+    import perfcast.io as io
+
+    monkeypatch.setattr(io, "_WARN_BLOCK_ROWS", block_rows)
+    rng = random.Random(11)
+    rows = [["p", "callpath", "metric", "value"]]
+    for i in range(400):
+        metric = rng.choice(["time", "comm_time", "visits"])
+        v = rng.uniform(-5, 50) if metric != "visits" else rng.randint(0, 9)
+        if metric == "comm_time":
+            v = rng.choice([-1e-12, 3.0, 7.5])  # rounding noise below the threshold: not warned
+        rows.append([str(rng.choice([2, 4, 8])), rng.choice(["main", "main->a"]), metric, repr(v)])
+    f = tmp_path / "w.csv"
+    f.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    with open(f, newline="") as fh:
+        recs = list(csv.DictReader(fh))
+    times = [float(r["value"]) for r in recs if r["metric"] == "time"]
+    limit = -1e-9 * max(abs(v) for v in times)
+    neg = [v for v in times if v < limit]
+    assert neg  # the data has some
+    exp = io.load([f])
+    import re
+
+    warned = [re.fullmatch(r"metric '(\w+)' is a time but has (\d+) negative value\(s\) \(smallest (\S+)\)", w)
+              for w in exp.meta.get("warnings", []) if "is a time" in w]
+    assert len(warned) == 1 and warned[0].group(1) == "time" and int(warned[0].group(2)) == len(neg)
+    assert float(warned[0].group(3)) == pytest.approx(min(neg), rel=1e-5)  # printed with 6 digits

@@ -280,6 +280,17 @@ class CallTree:
         return out
 
 
+def _used_codes(codes: np.ndarray, n: int) -> np.ndarray:
+    """Which of the categories 0..n-1 the codes use (-1, a missing value, uses none), a block of
+    rows at a time (np.bincount would first copy narrow codes of millions of rows to int64)."""
+    used = np.zeros(n, dtype=bool)
+    step = 1 << 20
+    for i in range(0, len(codes), step):
+        block = codes[i:i + step]
+        used[block[block >= 0]] = True
+    return used
+
+
 def _check_finite(values: np.ndarray, what: str):
     bad = ~np.isfinite(values)
     if bad.any():
@@ -340,7 +351,7 @@ class Experiment:
             if isinstance(col.dtype, pd.CategoricalDtype) and col.cat.categories.inferred_type in ("string", "empty"):
                 cat = col.array
                 codes = cat.codes
-                if len(codes) and codes.min() >= 0 and np.bincount(codes, minlength=len(cat.categories)).all():
+                if len(codes) and codes.min() >= 0 and _used_codes(codes, len(cat.categories)).all():
                     # every category used: kept as it is (remove_unused_categories sorts the codes)
                     cols[c] = pd.Categorical.from_codes(own(codes, codes), dtype=cat.dtype,
                                                         validate=False) if not owned else cat
@@ -369,7 +380,8 @@ class Experiment:
         undeclared = set(d["metric"].cat.categories) - set(self.metrics)
         if undeclared:
             raise PerfcastError(f"values for undeclared metric(s): {', '.join(sorted(undeclared))}")
-        unknown = [c for c in d["callpath"].cat.categories.tolist() if c not in self.tree]
+        # iterated, not listed: a list of 800,000 categories as Python strings is ~60 MB at once
+        unknown = [c for c in d["callpath"].cat.categories if c not in self.tree]
         if unknown:
             raise PerfcastError(f"values for callpath(s) not in the call tree: {', '.join(unknown[:5])}")
         for name, m in self.metrics.items():
@@ -411,8 +423,7 @@ class Experiment:
     def callpaths(self) -> list[str]:
         """Callpaths that carry values, in tree order."""
         cat = self.data["callpath"].array
-        codes = cat.codes[cat.codes >= 0]
-        used = np.bincount(codes, minlength=len(cat.categories)) > 0  # O(n), no sort
+        used = _used_codes(cat.codes, len(cat.categories))  # O(n), no sort
         present = set(cat.categories[used].tolist())
         return [p for p in self.tree.preorder() if p in present]
 

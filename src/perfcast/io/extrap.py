@@ -421,7 +421,7 @@ def _read_text_lines(path: Path) -> Experiment:
 # text format, streaming path
 
 #: the text reader parses the file in chunks of about this many bytes (cut at a line end)
-TEXT_CHUNK_BYTES = 16 << 20
+TEXT_CHUNK_BYTES = 4 << 20
 
 #: bytes the streaming path handles: printable ASCII, tab, CR, LF.  Anything else (non-ASCII names,
 #: other control characters) goes to the line-by-line reader, whose whitespace rules are Python's.
@@ -698,7 +698,9 @@ def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
     order = sorted(range(len(names)), key=names.__getitem__)
     remap = np.empty(len(names), dtype=codes.dtype)
     remap[order] = np.arange(len(names), dtype=codes.dtype)
-    np.take(remap, codes, out=codes)  # in place: the codes are the reader's own
+    step = 1 << 20  # in place, a block at a time (np.take into an overlapping out copies it whole)
+    for i in range(0, len(codes), step):
+        np.take(remap, codes[i:i + step], out=codes[i:i + step], mode="clip")
     return pd.Categorical.from_codes(codes, pd.Index([names[i] for i in order]), validate=False)
 
 
