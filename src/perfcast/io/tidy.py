@@ -1,5 +1,9 @@
 """Tidy CSV / Parquet: a row per value.
 
+A CSV file is read by pyarrow a block at a time (columns grown in place, callpath and metric
+dictionary-encoded per block, repetitions numbered with one dense integer key a block of rows at a
+time); anything unusual or wrong goes to the whole-file reader, which gives every error message.
+
 Columns: one numeric column per parameter, ``callpath``, ``metric``, ``value``, optionally ``rep``
 (repetition; when absent, rows repeating a coordinate/callpath/metric become repetitions in
 file order), ``rank``, ``thread``, ``unit`` (per metric, must not vary within a metric),
@@ -15,16 +19,18 @@ would rename a second ``p`` to ``p.1``, a new parameter).
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import PerfcastError
 from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, guess_kind
-from . import ReadOptions, Reader, register, read_text as read_checked
+from . import MAX_LINE_BYTES, ReadOptions, Reader, register, read_text as read_checked
 
 _META_COLUMNS = ("unit", "kind", "scope")
 _REQUIRED = ("callpath", "metric", "value")
@@ -46,8 +52,281 @@ def _sniff_parquet(path: Path) -> bool:
 
 
 def _read_csv(path: Path, options: ReadOptions) -> Experiment:
+    try:
+        return _read_csv_stream(path)
+    except _Slow:
+        pa.default_memory_pool().release_unused()
+        return _read_csv_whole(path, options)
+
+
+#: bytes pyarrow parses at a time in the streaming path
+CSV_BLOCK_BYTES = 4 << 20
+#: rows numbered at a time when repetitions are counted (a block's keys are sorted)
+REP_BLOCK_ROWS = 1 << 20
+
+
+class _Slow(Exception):
+    """The streaming path met something it leaves to the whole-file reader (every error and every
+    unusual input, so messages and results stay those of one implementation)."""
+
+
+class _Checked(io.RawIOBase):
+    """The file's bytes for pyarrow, with the checks read_text makes: no NUL byte, no line longer
+    than MAX_LINE_BYTES; a leading UTF-8 byte-order mark is dropped."""
+
+    def __init__(self, f):
+        self.f = f
+        self.run = 0  # bytes since the last line end
+        self.first = True
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        n = self.f.readinto(b)
+        if not n:
+            return n
+        view = memoryview(b)[:n]
+        if self.first:
+            self.first = False
+            if bytes(view[:3]) == b"\xef\xbb\xbf":
+                view[:n - 3] = bytes(view[3:n])
+                n -= 3
+                view = view[:n]
+        raw = np.frombuffer(view, dtype=np.uint8)
+        if (raw == 0).any():
+            raise _Slow
+        ends = np.flatnonzero(raw == 10)
+        if len(ends) == 0:
+            self.run += n
+        else:
+            longest = max(self.run + int(ends[0]), int(np.diff(ends).max(initial=0)))
+            self.run = n - 1 - int(ends[-1])
+            if longest > MAX_LINE_BYTES:
+                raise _Slow
+        if self.run > MAX_LINE_BYTES:
+            raise _Slow
+        return n
+
+
+def _header(path: Path) -> list[str]:
+    """The header's column names, when the streaming path takes them (else _Slow)."""
     import csv
-    import io
+
+    with open(path, "rb") as f:
+        line = f.readline(1 << 20)
+    if not line.endswith(b"\n") or b'"' in line:
+        raise _Slow
+    try:
+        text = line.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _Slow from None
+    names = next(csv.reader([text.rstrip("\r\n")], skipinitialspace=True), [])
+    if (not names or len(set(names)) != len(names) or any(not n or n != n.strip() for n in names)
+            or any(c not in names for c in _REQUIRED)):
+        raise _Slow
+    return names
+
+
+def _names(arr: pa.Array, table: dict[str, int], strip: bool = True) -> np.ndarray:
+    """Dictionary-encoded strings -> codes in ``table`` (first appearance), names stripped;
+    an empty name, a missing value or a quote left in a name is left to the whole-file reader."""
+    if arr.null_count or arr.indices.null_count:
+        raise _Slow
+    remap = np.empty(len(arr.dictionary), dtype=np.int64)
+    for i, raw in enumerate(arr.dictionary.to_pylist()):
+        name = raw.strip()
+        if not name or '"' in raw or (not strip and name != raw):
+            raise _Slow
+        remap[i] = table.setdefault(name, len(table))
+    return remap[arr.indices.to_numpy(zero_copy_only=False)]
+
+
+def _read_csv_stream(path: Path) -> Experiment:
+    """The tidy CSV read a block at a time by pyarrow: columns grown in place (as the Extra-P text
+    reader), callpath and metric dictionary-encoded per block and mapped to one code table.
+    Raises _Slow for anything it leaves to the whole-file reader."""
+    import pyarrow.csv as pcsv
+
+    from . import check_readable
+    from .extrap import _Grow, _narrow, _sorted_categorical
+
+    check_readable(path)
+    if path.is_dir() or path.stat().st_size == 0:
+        raise _Slow
+    with open(path, "rb") as f:
+        f.seek(-1, 2)
+        if f.read(1) != b"\n":
+            raise _Slow
+    header = _header(path)
+    meta_cols = [c for c in header if c in _META_COLUMNS]
+    loc_cols = [c for c in ("rank", "thread") if c in header]
+    params = [c for c in header if c not in (*_REQUIRED, "rep", "rank", "thread", *_META_COLUMNS)]
+    numeric = [*params, "value", *[c for c in ("rep", "rank", "thread") if c in header]]
+    types = {c: pa.float64() for c in numeric}
+    types.update({c: pa.dictionary(pa.int32(), pa.string()) for c in ("callpath", "metric", *meta_cols)})
+    size = path.stat().st_size
+    cols = {c: _Grow(np.float64) for c in [*params, "value"]}
+    cols.update({"cp": _Grow(np.int32), "metric": _Grow(np.int8), "point": _Grow(np.int8)})
+    cols.update({c: _Grow(np.int64) for c in loc_cols})
+    if "rep" in header:
+        cols["rep"] = _Grow(np.int32)
+    cp_codes: dict[str, int] = {}
+    metric_codes: dict[str, int] = {}
+    point_codes: dict[tuple, int] = {}
+    meta_seen: dict[str, dict[int, set]] = {c: {} for c in meta_cols}
+    meta_codes: dict[str, dict[str, int]] = {c: {} for c in meta_cols}
+    done = 0
+    try:
+        with open(path, "rb") as raw:
+            reader = pcsv.open_csv(
+                io.BufferedReader(_Checked(raw), 1 << 20),
+                read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES, skip_rows=1, column_names=header,
+                                              use_threads=False),
+                parse_options=pcsv.ParseOptions(newlines_in_values=True),
+                convert_options=pcsv.ConvertOptions(column_types=types, null_values=[""],
+                                                    strings_can_be_null=True, quoted_strings_can_be_null=True))
+            for batch in reader:
+                nb = batch.num_rows
+                if not nb:
+                    continue
+                done += batch.nbytes
+                expect = int((cols["value"].n + nb) * max(1.0, size * 1.0 / max(1, raw.tell())) * 1.02) + 1024
+                for c in numeric:
+                    a = batch.column(c)
+                    if a.null_count:
+                        raise _Slow
+                    v = a.to_numpy(zero_copy_only=False)
+                    if not np.isfinite(v).all():
+                        raise _Slow
+                    if c in ("rep", "rank", "thread"):
+                        if ((v < 0) | (v != np.floor(v)) | (v >= 2**31)).any():
+                            raise _Slow
+                        if c == "rep":
+                            cols["rep"].append(v.astype(np.int32), expect)
+                            continue
+                    cols[c].append(v, expect)
+                cols["cp"].append(_names(batch.column("callpath"), cp_codes), expect)
+                met = _names(batch.column("metric"), metric_codes)
+                if len(metric_codes) > 127:
+                    cols["metric"].widen(np.int32)
+                cols["metric"].append(met, expect)
+                for c in meta_cols:
+                    a = batch.column(c)
+                    # empty cells are missing (what the whole-file reader drops); others taken as written
+                    ok = pc.invert(pc.is_null(a)).to_numpy(zero_copy_only=False)
+                    if not ok.any():
+                        continue
+                    vals = _names(pc.drop_null(a).combine_chunks() if isinstance(a, pa.ChunkedArray)
+                                  else pc.drop_null(a), meta_codes[c], strip=False)
+                    for m, v in set(zip(met[ok].tolist(), vals.tolist())) if len(vals) < 4096 else \
+                            {tuple(x) for x in np.unique(np.stack([met[ok], vals], 1), axis=0).tolist()}:
+                        meta_seen[c].setdefault(m, set()).add(v)
+                # points: the distinct coordinates of the block, numbered across blocks
+                if params:
+                    pv = np.stack([cols[p].a[cols[p].n - nb:cols[p].n] for p in params], axis=1)
+                    uniq, inv = np.unique(pv, axis=0, return_inverse=True)
+                    remap = np.array([point_codes.setdefault(tuple(u), len(point_codes)) for u in uniq.tolist()],
+                                     dtype=np.int64)
+                    cols["point"].widen(_narrow(len(point_codes)))
+                    cols["point"].append(remap[inv.reshape(-1)], expect)
+                else:
+                    cols["point"].append(np.zeros(nb, dtype=np.int8), expect)
+    except (pa.ArrowException, UnicodeDecodeError, OSError, ValueError):
+        raise _Slow from None
+    finally:
+        pa.default_memory_pool().release_unused()
+    n = cols["value"].n
+    if n == 0:
+        raise _Slow
+    # metrics, in order of first appearance, with the unit/kind/scope their rows give
+    metric_names = list(metric_codes)
+    inv_meta = {c: {code: name for name, code in meta_codes[c].items()} for c in meta_cols}
+    metrics = []
+    for code, name in enumerate(metric_names):
+        fields = {}
+        for c in meta_cols:
+            vals = meta_seen[c].get(code, set())
+            if len(vals) > 1:
+                raise _Slow
+            if vals:
+                fields[c] = inv_meta[c][next(iter(vals))]
+        unit = fields.get("unit", "")
+        kind = fields.get("kind") or guess_kind(name, unit)
+        scope = fields.get("scope") or "unknown"
+        if kind not in KINDS or scope not in SCOPES:
+            raise _Slow
+        metrics.append(Metric(name, unit, kind, scope))
+    data = {c: g.take() for c, g in cols.items()}
+    counted = np.array([m.kind in ("count", "bytes") for m in metrics])
+    if counted.any():
+        for i in range(0, n, REP_BLOCK_ROWS):
+            b = slice(i, i + REP_BLOCK_ROWS)
+            if (counted[data["metric"][b]] & (data["value"][b] < 0)).any():
+                raise _Slow
+    # (point, callpath, metric, rank, thread[, rep]) as one dense integer key, a block of rows at a time
+    dims = [(data["point"], len(point_codes) or 1), (data["cp"], len(cp_codes)), (data["metric"], len(metric_codes))]
+    dims += [(data[c], int(data[c].max()) + 1) for c in loc_cols]
+    if "rep" in data:
+        dims.append((data["rep"], int(data["rep"].max()) + 1))
+    total = 1
+    for _, k in dims:
+        total *= k
+    if total > max(1 << 24, n):
+        raise _Slow  # too many combinations for a dense key: the whole-file reader's group-by
+
+    def keys(b: slice) -> np.ndarray:
+        k = np.zeros(len(data["value"][b]), dtype=np.int64)
+        for col, size in dims:
+            k *= size
+            k += col[b]
+        return k
+
+    if "rep" in data:
+        seen = np.zeros(total, dtype=bool)
+        for i in range(0, n, REP_BLOCK_ROWS):
+            k = np.sort(keys(slice(i, i + REP_BLOCK_ROWS)))
+            if seen[k].any() or (k[1:] == k[:-1]).any():
+                raise _Slow  # a duplicate row
+            seen[k] = True
+        del seen
+        rep = data.pop("rep")
+        rep = rep.astype(_narrow(int(rep.max(initial=0))))
+    else:
+        # repeated coordinates are repetitions, numbered in file order
+        count = np.zeros(total, dtype=np.int64)
+        for i in range(0, n, REP_BLOCK_ROWS):
+            count += np.bincount(keys(slice(i, i + REP_BLOCK_ROWS)), minlength=total)
+        rep = np.empty(n, dtype=_narrow(int(count.max())))
+        count[:] = 0
+        for i in range(0, n, REP_BLOCK_ROWS):
+            b = slice(i, i + REP_BLOCK_ROWS)
+            k = keys(b)
+            order = np.argsort(k, kind="stable")
+            ks = k[order]
+            first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+            group = np.cumsum(np.r_[True, ks[1:] != ks[:-1]]) - 1
+            out = np.empty(len(k), dtype=np.int64)
+            out[order] = count[ks] + (np.arange(len(k)) - first[group])
+            rep[b] = out
+            count[ks[first]] += np.diff(np.r_[first, len(k)])
+        del count
+    del data["point"]
+    cp_names = list(cp_codes)
+    tree = CallTree.from_paths(cp_names)
+    frame = {p: data.pop(p) for p in params}
+    frame["rep"] = rep
+    frame["callpath"] = _sorted_categorical(data.pop("cp"), cp_names)
+    frame["metric"] = _sorted_categorical(data.pop("metric"), metric_names)
+    frame["value"] = data.pop("value")
+    for c in loc_cols:
+        frame[c] = data.pop(c)
+    return Experiment(params, pd.DataFrame(frame, copy=False), metrics, tree,
+                      {"sources": [str(path)], "format": "tidy"}, owned=True)
+
+
+def _read_csv_whole(path: Path, options: ReadOptions) -> Experiment:
+    import csv
 
     text = read_checked(path)  # refuses a cut last line and non-files, bounds the line length
     try:
