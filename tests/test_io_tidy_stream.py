@@ -144,3 +144,78 @@ def test_duplicate_rep_left_to_the_whole_file_reader(tmp_path, monkeypatch):
     f.write_text(f.read_text().replace("9,1\n", "9,5\n"))
     exp = tidy._read_csv_stream(f)
     assert exp.data["rep"].tolist() == [0, 1, 2, 3, 4, 5] and exp.data["rep"].dtype == np.int8  # narrow
+
+
+# -- JSON Lines ----------------------------------------------------------------------------------
+def _write_jsonl(path, header, rows, newline="\n"):
+    import json
+
+    with open(path, "w", newline="") as f:
+        for r in rows:
+            rec = {}
+            for c, v in zip(header, r):
+                rec[c] = v if c in ("callpath", "metric", "unit") else (int(v) if v.lstrip("-").isdigit() else float(v))
+            f.write(json.dumps(rec) + newline)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("opts", [{}, {"rep": True, "rank": True}])
+def test_jsonl_stream_matches_json_module(tmp_path, monkeypatch, newline, opts):
+    import json
+
+    from perfcast import io as pio
+
+    monkeypatch.setattr(tidy, "JSONL_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(tidy, "REP_BLOCK_ROWS", 97)
+    header, rows = _rows(3000, 5, **opts)
+    f = tmp_path / "t.jsonl"
+    _write_jsonl(f, header, rows, newline)
+    assert f.stat().st_size > 20 * 4096
+    exp = tidy._read_jsonl_stream(f)  # the streaming path takes it
+    recs = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    d = exp.data
+    got = list(zip(d["p"].tolist(), d["n"].tolist(), d["callpath"].astype(str), d["metric"].astype(str),
+                   d["value"].tolist()))
+    assert got == [(float(r["p"]), float(r["n"]), r["callpath"], r["metric"], float(r["value"])) for r in recs]
+    assert list(exp.metrics) == list(dict.fromkeys(r["metric"] for r in recs))
+    if "rep" in header:
+        assert d["rep"].tolist() == [r["rep"] for r in recs]
+    whole = tidy._read_jsonl_whole(f)
+    assert list(exp.tree) == list(whole.tree) and exp.metrics == whole.metrics and exp.equals(whole)
+    assert pio.detect(f).name == "tidy-jsonl" and pio.read_one(f).meta["format"] == "tidy-jsonl"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ('{"p": 8, "n": 2, "callpath": "main", "metric": "time", "value": "x"}', "field 'value': \"x\" is not a number"),
+    ('{"p": 8, "n": 2, "callpath": "main", "metric": "time", "value": true}', "field 'value': true is not a number"),
+    ('{"p": 8, "n": 2, "callpath": "main", "metric": "time"}', "the fields differ from those of line 1: no 'value'"),
+    ('{"p": 8, "n": 2, "callpath": "main", "metric": "time", "value": 1, "q": 2}',
+     "the fields differ from those of line 1: unexpected 'q'"),
+    ('{"p": 8, "n": 2, "callpath": "main", "metric": "time", "value": 1', None),
+    ('{"p": 8, "n": 2, "callpath": "  ", "metric": "time", "value": 1}', "empty callpath"),
+    ('{"p": 8, "n": 2, "callpath": "main", "metric": "time", "value": NaN}', "field 'value': NaN is not a finite number"),
+])
+def test_jsonl_malformed_line_in_a_later_block_names_its_line(tmp_path, monkeypatch, bad, message):
+    monkeypatch.setattr(tidy, "JSONL_BLOCK_BYTES", 4096)
+    header, rows = _rows(3000, 6)
+    f = tmp_path / "bad.jsonl"
+    _write_jsonl(f, header, rows)
+    lines = f.read_text().split("\n")
+    lines[2500] = bad
+    f.write_text("\n".join(lines))
+    with pytest.raises(PerfcastError) as e:
+        tidy._read_jsonl(f, None)
+    assert str(f) in str(e.value) and e.value.where == "2501"
+    if message:
+        assert e.value.message == message
+    else:
+        assert e.value.message.startswith("invalid JSON at column")
+
+
+def test_extrap_jsonl_is_not_taken_for_tidy(tmp_path):
+    from perfcast import io as pio
+
+    f = tmp_path / "e.jsonl"
+    f.write_text('{"params": {"p": 4}, "callpath": "main", "metric": "time", "value": 1.5}\n'
+                 '{"params": {"p": 8}, "callpath": "main", "metric": "time", "value": 2.5}\n')
+    assert pio.detect(f).name == "extrap-jsonl"

@@ -131,6 +131,8 @@ def _header(path: Path) -> list[str]:
 def _names(arr: pa.Array, table: dict[str, int], strip: bool = True) -> np.ndarray:
     """Dictionary-encoded strings -> codes in ``table`` (first appearance), names stripped;
     an empty name, a missing value or a quote left in a name is left to the whole-file reader."""
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
     if arr.null_count or arr.indices.null_count:
         raise _Slow
     remap = np.empty(len(arr.dictionary), dtype=np.int64)
@@ -149,7 +151,6 @@ def _read_csv_stream(path: Path) -> Experiment:
     import pyarrow.csv as pcsv
 
     from . import check_readable
-    from .extrap import _Grow, _narrow, _sorted_categorical
 
     check_readable(path)
     if path.is_dir() or path.stat().st_size == 0:
@@ -159,12 +160,41 @@ def _read_csv_stream(path: Path) -> Experiment:
         if f.read(1) != b"\n":
             raise _Slow
     header = _header(path)
+    numeric, strings = _column_kinds(header)
+    types = {c: pa.float64() for c in numeric}
+    types.update({c: pa.dictionary(pa.int32(), pa.string()) for c in strings})
+
+    def batches():
+        with open(path, "rb") as raw:
+            reader = pcsv.open_csv(
+                io.BufferedReader(_Checked(raw), 1 << 20),
+                read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES, skip_rows=1, column_names=header,
+                                              use_threads=False),
+                parse_options=pcsv.ParseOptions(newlines_in_values=True),
+                convert_options=pcsv.ConvertOptions(column_types=types, null_values=[""],
+                                                    strings_can_be_null=True, quoted_strings_can_be_null=True))
+            for batch in reader:
+                yield batch, raw.tell()
+
+    return _from_batches(path, header, batches())
+
+
+def _column_kinds(header: list[str]) -> tuple[list[str], list[str]]:
+    """The numeric columns (parameters, value, rep, rank, thread) and the string ones."""
+    params = [c for c in header if c not in (*_REQUIRED, "rep", "rank", "thread", *_META_COLUMNS)]
+    numeric = [*params, "value", *[c for c in ("rep", "rank", "thread") if c in header]]
+    return numeric, [c for c in ("callpath", "metric", *_META_COLUMNS) if c in header]
+
+
+def _from_batches(path: Path, header: list[str], batches) -> Experiment:
+    """The Experiment from pyarrow record batches ``(batch, bytes of the file read so far)`` with the
+    columns of ``header`` (numbers as float64, names as strings); _Slow for anything unusual."""
+    from .extrap import _Grow, _narrow, _sorted_categorical
+
     meta_cols = [c for c in header if c in _META_COLUMNS]
     loc_cols = [c for c in ("rank", "thread") if c in header]
     params = [c for c in header if c not in (*_REQUIRED, "rep", "rank", "thread", *_META_COLUMNS)]
-    numeric = [*params, "value", *[c for c in ("rep", "rank", "thread") if c in header]]
-    types = {c: pa.float64() for c in numeric}
-    types.update({c: pa.dictionary(pa.int32(), pa.string()) for c in ("callpath", "metric", *meta_cols)})
+    numeric, _ = _column_kinds(header)
     size = path.stat().st_size
     cols = {c: _Grow(np.float64) for c in [*params, "value"]}
     cols.update({"cp": _Grow(np.int32), "metric": _Grow(np.int8), "point": _Grow(np.int8)})
@@ -176,62 +206,52 @@ def _read_csv_stream(path: Path) -> Experiment:
     point_codes: dict[tuple, int] = {}
     meta_seen: dict[str, dict[int, set]] = {c: {} for c in meta_cols}
     meta_codes: dict[str, dict[str, int]] = {c: {} for c in meta_cols}
-    done = 0
     try:
-        with open(path, "rb") as raw:
-            reader = pcsv.open_csv(
-                io.BufferedReader(_Checked(raw), 1 << 20),
-                read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES, skip_rows=1, column_names=header,
-                                              use_threads=False),
-                parse_options=pcsv.ParseOptions(newlines_in_values=True),
-                convert_options=pcsv.ConvertOptions(column_types=types, null_values=[""],
-                                                    strings_can_be_null=True, quoted_strings_can_be_null=True))
-            for batch in reader:
-                nb = batch.num_rows
-                if not nb:
-                    continue
-                done += batch.nbytes
-                expect = int((cols["value"].n + nb) * max(1.0, size * 1.0 / max(1, raw.tell())) * 1.02) + 1024
-                for c in numeric:
-                    a = batch.column(c)
-                    if a.null_count:
+        for batch, read in batches:
+            nb = batch.num_rows
+            if not nb:
+                continue
+            expect = int((cols["value"].n + nb) * max(1.0, size / max(1, read)) * 1.02) + 1024
+            for c in numeric:
+                a = batch.column(c)
+                if a.null_count:
+                    raise _Slow
+                v = a.to_numpy(zero_copy_only=False)
+                if not np.isfinite(v).all():
+                    raise _Slow
+                if c in ("rep", "rank", "thread"):
+                    if ((v < 0) | (v != np.floor(v)) | (v >= 2**31)).any():
                         raise _Slow
-                    v = a.to_numpy(zero_copy_only=False)
-                    if not np.isfinite(v).all():
-                        raise _Slow
-                    if c in ("rep", "rank", "thread"):
-                        if ((v < 0) | (v != np.floor(v)) | (v >= 2**31)).any():
-                            raise _Slow
-                        if c == "rep":
-                            cols["rep"].append(v.astype(np.int32), expect)
-                            continue
-                    cols[c].append(v, expect)
-                cols["cp"].append(_names(batch.column("callpath"), cp_codes), expect)
-                met = _names(batch.column("metric"), metric_codes)
-                if len(metric_codes) > 127:
-                    cols["metric"].widen(np.int32)
-                cols["metric"].append(met, expect)
-                for c in meta_cols:
-                    a = batch.column(c)
-                    # empty cells are missing (what the whole-file reader drops); others taken as written
-                    ok = pc.invert(pc.is_null(a)).to_numpy(zero_copy_only=False)
-                    if not ok.any():
+                    if c == "rep":
+                        cols["rep"].append(v.astype(np.int32), expect)
                         continue
-                    vals = _names(pc.drop_null(a).combine_chunks() if isinstance(a, pa.ChunkedArray)
-                                  else pc.drop_null(a), meta_codes[c], strip=False)
-                    for m, v in set(zip(met[ok].tolist(), vals.tolist())) if len(vals) < 4096 else \
-                            {tuple(x) for x in np.unique(np.stack([met[ok], vals], 1), axis=0).tolist()}:
-                        meta_seen[c].setdefault(m, set()).add(v)
-                # points: the distinct coordinates of the block, numbered across blocks
-                if params:
-                    pv = np.stack([cols[p].a[cols[p].n - nb:cols[p].n] for p in params], axis=1)
-                    uniq, inv = np.unique(pv, axis=0, return_inverse=True)
-                    remap = np.array([point_codes.setdefault(tuple(u), len(point_codes)) for u in uniq.tolist()],
-                                     dtype=np.int64)
-                    cols["point"].widen(_narrow(len(point_codes)))
-                    cols["point"].append(remap[inv.reshape(-1)], expect)
-                else:
-                    cols["point"].append(np.zeros(nb, dtype=np.int8), expect)
+                cols[c].append(v, expect)
+            cols["cp"].append(_names(batch.column("callpath"), cp_codes), expect)
+            met = _names(batch.column("metric"), metric_codes)
+            if len(metric_codes) > 127:
+                cols["metric"].widen(np.int32)
+            cols["metric"].append(met, expect)
+            for c in meta_cols:
+                a = batch.column(c)
+                # empty cells are missing (what the whole-file reader drops); others taken as written
+                ok = pc.invert(pc.is_null(a)).to_numpy(zero_copy_only=False)
+                if not ok.any():
+                    continue
+                vals = _names(pc.drop_null(a).combine_chunks() if isinstance(a, pa.ChunkedArray)
+                              else pc.drop_null(a), meta_codes[c], strip=False)
+                for m, v in set(zip(met[ok].tolist(), vals.tolist())) if len(vals) < 4096 else \
+                        {tuple(x) for x in np.unique(np.stack([met[ok], vals], 1), axis=0).tolist()}:
+                    meta_seen[c].setdefault(m, set()).add(v)
+            # points: the distinct coordinates of the block, numbered across blocks
+            if params:
+                pv = np.stack([cols[p].a[cols[p].n - nb:cols[p].n] for p in params], axis=1)
+                uniq, inv = np.unique(pv, axis=0, return_inverse=True)
+                remap = np.array([point_codes.setdefault(tuple(u), len(point_codes)) for u in uniq.tolist()],
+                                 dtype=np.int64)
+                cols["point"].widen(_narrow(len(point_codes)))
+                cols["point"].append(remap[inv.reshape(-1)], expect)
+            else:
+                cols["point"].append(np.zeros(nb, dtype=np.int8), expect)
     except (pa.ArrowException, UnicodeDecodeError, OSError, ValueError):
         raise _Slow from None
     finally:
@@ -355,6 +375,139 @@ def _read_csv_whole(path: Path, options: ReadOptions) -> Experiment:
     return _from_frame(df, path, row_to_line=lambda i: i + 2)
 
 
+# -- JSON Lines: one object per line with the tidy CSV's columns as keys -------------------------
+#: bytes pyarrow parses at a time in the streaming JSON Lines path
+JSONL_BLOCK_BYTES = 4 << 20
+
+
+def _first_object(path: Path, limit: int = 1 << 16) -> tuple[dict | None, int]:
+    """The first non-blank line's JSON object (None when it is not one) and its line number."""
+    import json
+
+    with open(path, "rb") as f:
+        head = f.read(limit)
+    for no, line in enumerate(head.split(b"\n"), 1):
+        if line.strip():
+            try:
+                obj = json.loads(line.decode("utf-8-sig" if no == 1 else "utf-8"))
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                return None, no
+            return (obj if isinstance(obj, dict) else None), no
+    return None, 0
+
+
+def _sniff_jsonl(path: Path) -> bool:
+    obj, _ = _first_object(path)
+    # an Extra-P JSON Lines record has a "params" object; a tidy record one number per parameter
+    return obj is not None and all(c in obj for c in _REQUIRED) and not isinstance(obj.get("params"), dict)
+
+
+def _read_jsonl(path: Path, options: ReadOptions) -> Experiment:
+    try:
+        exp = _read_jsonl_stream(path)
+    except _Slow:
+        pa.default_memory_pool().release_unused()
+        exp = _read_jsonl_whole(path)
+    exp.meta["format"] = "tidy-jsonl"
+    return exp
+
+
+def _read_jsonl_stream(path: Path) -> Experiment:
+    import pyarrow.json as pjson
+
+    from . import check_readable
+
+    check_readable(path)
+    if path.is_dir():
+        raise _Slow
+    obj, _ = _first_object(path)
+    if obj is None:
+        raise _Slow
+    header = list(obj)
+    if any(c not in header for c in _REQUIRED) or any(not c or c != c.strip() for c in header):
+        raise _Slow
+    numeric, strings = _column_kinds(header)
+    schema = pa.schema([(c, pa.float64() if c in numeric else pa.string()) for c in header])
+    with open(path, "rb") as f:
+        if f.read(3) == b"\xef\xbb\xbf":
+            raise _Slow
+
+    def batches():
+        with open(path, "rb") as raw:
+            reader = pjson.open_json(
+                io.BufferedReader(_Checked(raw), 1 << 20),
+                read_options=pjson.ReadOptions(block_size=JSONL_BLOCK_BYTES, use_threads=False),
+                parse_options=pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
+            for batch in reader:
+                yield batch.select(header), raw.tell()
+
+    return _from_batches(path, header, batches())
+
+
+def _read_jsonl_whole(path: Path) -> Experiment:
+    """Line by line with the json module: every error names its line."""
+    import json
+
+    from . import json_int
+
+    def pairs(items):
+        seen = {}
+        for k, v in items:
+            if k in seen:
+                raise ValueError(f"the field {k!r} appears twice")
+            seen[k] = v
+        return seen
+
+    text = read_checked(path, unterminated="allow")  # a JSON object proves its own end
+    first: list[str] | None = None
+    first_line = 0
+    columns: dict[str, list] = {}
+    lines: list[int] = []
+    for no, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, object_pairs_hook=pairs, parse_int=json_int)
+        except json.JSONDecodeError as e:
+            raise PerfcastError(f"invalid JSON at column {e.colno}: {e.msg}", path, no) from None
+        except (ValueError, PerfcastError, RecursionError) as e:
+            raise PerfcastError(str(getattr(e, "message", e)) if not isinstance(e, RecursionError) else
+                                "JSON nested too deeply", path, no) from None
+        if not isinstance(obj, dict):
+            raise PerfcastError(f"expected a JSON object per line, found {type(obj).__name__}", path, no)
+        if first is None:
+            first, first_line = list(obj), no
+            missing = [c for c in _REQUIRED if c not in obj]
+            if missing:
+                raise PerfcastError(f"missing field(s) {', '.join(missing)} (a tidy record has callpath, metric, "
+                                    f"value and one number per parameter)", path, no)
+            columns = {c: [] for c in first}
+            numeric, _ = _column_kinds(first)
+        elif set(obj) != set(first):
+            extra = sorted(set(obj) - set(first))
+            gone = sorted(set(first) - set(obj))
+            raise PerfcastError(f"the fields differ from those of line {first_line}: "
+                                + (f"no {', '.join(map(repr, gone))}" if gone else "")
+                                + ("; " if gone and extra else "")
+                                + (f"unexpected {', '.join(map(repr, extra))}" if extra else ""), path, no)
+        for c in first:
+            v = obj[c]
+            if c in numeric:
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise PerfcastError(f"field {c!r}: {json.dumps(v)[:40]} is not a number", path, no)
+                if isinstance(v, float) and not np.isfinite(v):  # the json module reads NaN, Infinity
+                    raise PerfcastError(f"field {c!r}: {json.dumps(v)} is not a finite number", path, no)
+            elif not isinstance(v, str) and not (v is None and c in _META_COLUMNS):
+                raise PerfcastError(f"field {c!r}: {json.dumps(v)[:40]} is not a string", path, no)
+            columns[c].append(v)
+        lines.append(no)
+    if first is None:
+        raise PerfcastError("no records (empty file)", path)
+    df = pd.DataFrame({c: pd.array(v, dtype=object) if c not in ("callpath", "metric") else v
+                       for c, v in columns.items()})
+    return _from_frame(df, path, row_to_line=lambda i: lines[i])
+
+
 def _read_parquet(path: Path, options: ReadOptions) -> Experiment:
     try:
         # the pandas metadata (index, dtypes) is a writer's hint, not data: a damaged one must not
@@ -459,5 +612,7 @@ def _from_frame(df: pd.DataFrame, path: Path, row_to_line) -> Experiment:
 
 register(Reader("tidy", "tidy CSV: one column per parameter plus callpath, metric, value[, rep, rank, thread, unit]",
                 (".csv",), _sniff_csv, _read_csv))
+register(Reader("tidy-jsonl", "tidy JSON Lines: one object per line with the tidy CSV's columns as keys",
+                (".jsonl", ".ndjson"), _sniff_jsonl, _read_jsonl))
 register(Reader("tidy-parquet", "tidy Parquet table (same columns as tidy CSV)", (".parquet", ".pq"),
                 _sniff_parquet, _read_parquet))
