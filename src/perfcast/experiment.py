@@ -381,7 +381,8 @@ class Experiment:
         if undeclared:
             raise PerfcastError(f"values for undeclared metric(s): {', '.join(sorted(undeclared))}")
         # iterated, not listed: a list of 800,000 categories as Python strings is ~60 MB at once
-        unknown = [c for c in d["callpath"].cat.categories if c not in self.tree]
+        known = self.tree._parent  # the tree's own table: a dict lookup per category, no method call
+        unknown = [c for c in d["callpath"].cat.categories if c not in known]
         if unknown:
             raise PerfcastError(f"values for callpath(s) not in the call tree: {', '.join(unknown[:5])}")
         for name, m in self.metrics.items():

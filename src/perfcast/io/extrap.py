@@ -493,8 +493,11 @@ class _TextStream:
                     self.b = _Builder(self.parameters)
                 if SEP not in rest:  # one frame (rest is stripped): what _Builder.callpath does, faster
                     path = rest
-                    if path not in self.b.tree:
-                        self.b.tree.add(path, None, path)
+                    code = self.cp_codes.get(path)
+                    if code is not None:  # a region met again: already in the tree
+                        self.region = code
+                        return
+                    self.b.tree.add(path, None, path)  # a root (a no-op when it is already one)
                 else:
                     try:
                         path = self.b.callpath(rest)
