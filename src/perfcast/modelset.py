@@ -98,9 +98,42 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     upper = {p: float(pts[p].max()) for p in exp.parameters}
     lower = {p: (float(pts[p].min()) if procs is None or p == procs else upper[p]) for p in exp.parameters}
     st = _statistics(exp, res, locations, statistics)
-    return ModelSet(tuple(exp.parameters), tuple(res), kinds, units, averaged, parents, inclusive,
+    params = tuple(exp.parameters)
+    # the measured slopes matter to predictions beyond the data only: computed on first use
+    slope_data = st[["callpath", "metric", *params, "mean"]]
+    return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
                     _aggregates(exp, locations), procs, upper, lower,
-                    _measured_ends(st, res, lower, upper), _observed_slopes(st, tuple(exp.parameters)))
+                    _measured_ends(st, res, lower, upper), _Deferred(lambda: _observed_slopes(slope_data, params)))
+
+
+class _Deferred(Mapping):
+    """A read-only mapping computed on first use."""
+
+    __slots__ = ("_make", "_data")
+
+    def __init__(self, make: Callable[[], Mapping]):
+        self._make, self._data = make, None
+
+    def _d(self) -> Mapping:
+        if self._data is None:
+            self._data = self._make()
+            self._make = None
+        return self._data
+
+    def __getitem__(self, key):
+        return self._d()[key]
+
+    def get(self, key, default=None):
+        return self._d().get(key, default)
+
+    def __iter__(self):
+        return iter(self._d())
+
+    def __len__(self) -> int:
+        return len(self._d())
+
+    def __repr__(self) -> str:
+        return repr(self._d())
 
 
 def _statistics(exp, series, locations: str, given=None):
@@ -510,13 +543,14 @@ class ModelSet:
         metrics = cols["metric"]
         cols["unit"] = [self.units.get(mt, "") for mt in metrics]
         cols["aggregate"] = [self.aggregates.get(mt, "") for mt in metrics]
-        cols["formula"] = columns.formulas(ranked)
-        cols["status"] = np.where(columns.status_ok(ranked), "ok", "insufficient").tolist()
-        has, offsets, coef, kind, factors = columns.terms(ranked)
-        const = np.asarray(columns.constants(ranked), dtype=float)
+        parts = columns.split(ranked)
+        cols["formula"] = columns.formulas(ranked, parts=parts)
+        cols["status"] = np.where(columns.status_ok(ranked, parts), "ok", "insufficient").tolist()
+        has, offsets, coef, kind, factors = columns.terms(ranked, parts)
+        const = np.asarray(columns.constants(ranked, parts), dtype=float)
         cols["constant"] = _float_column(const, ~has)
         cols["terms"] = _terms_column(has, offsets, coef, kind, factors)
-        smape, s_none, noise, n_none = columns.quality(ranked)
+        smape, s_none, noise, n_none = columns.quality(ranked, parts)
         cols["smape"] = _float_column(smape, s_none)
         cols["noise"] = _float_column(noise, n_none)
         if by == "cost" and rc["by"] == "cost":

@@ -160,13 +160,14 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
     if by not in BY:
         raise PerfcastError(f"ranking order {by!r}: use {' or '.join(BY)}", where="--by")
     S = len(items)
+    parts = columns.split(items)
     preds: list = [None] * S
     if target is not None:
         for sm in items:
             missing = [p for p in _parameters(sm) if p not in target]
             if missing:
                 raise PerfcastError(f"--target lacks parameter(s) {', '.join(missing)}", where="target")
-        vals = columns.values(items, [target], averaged)[:, 0].tolist()
+        vals = columns.values(items, [target], averaged, parts)[:, 0].tolist()
         for s, pred in enumerate(vals):
             if math.isnan(pred):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
                 sm = items[s]
@@ -176,27 +177,17 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
             preds[s] = pred
     if by == "cost":
         out = _cost_order(items, target, averaged, preds, procs, aggregates or {}, parents or {},
-                          set(inclusive), upper, lower, measured or {}, negligible, kinds or {}, units or {})
+                          set(inclusive), upper, lower, measured or {}, negligible, kinds or {}, units or {}, parts)
         if out is not None:
             return out
-    keys = columns.growth_keys(items)
-    ok = columns.status_ok(items).tolist()
-    consts = columns.constants(items)
+    keys = columns.growth_keys(items, parts)
+    ok = columns.status_ok(items, parts).tolist()
+    consts = columns.constants(items, parts)
     keys = [k if o else () for k, o in zip(keys, ok)]
     ninf = float("-inf")
     sort_keys = [(o, k, p if p is not None else ninf, c) for o, k, p, c in zip(ok, keys, preds, consts)]
     order = sorted(range(S), key=sort_keys.__getitem__, reverse=True)
     return order, {"by": "growth", "key": keys, "predicted": preds}
-
-
-def _pending(sm):
-    pend = getattr(sm, "pending", None)
-    return pend() if pend is not None else None
-
-
-def _segmented(sm) -> bool:
-    """A segmented model (a series not built is a plain one)."""
-    return _pending(sm) is None and bool(getattr(sm.model, "segments", None))
 
 
 def _parameters(sm) -> tuple:
@@ -206,7 +197,7 @@ def _parameters(sm) -> tuple:
 
 
 def _cost_order(items, target, averaged, preds, procs, aggregates, parents, inclusive, upper, lower,
-                measured, negligible, kinds, units):
+                measured, negligible, kinds, units, parts):
     from ..fit import columns
 
     if upper is None:
@@ -223,7 +214,7 @@ def _cost_order(items, target, averaged, preds, procs, aggregates, parents, incl
     # the models' values at the three points, in one batch (NaN where a point lacks a parameter),
     # then per process: one array operation per quantity, NaN standing for "unknown"
     S = len(items)
-    vals = columns.values(items, [low, up, tgt], averaged)
+    vals = columns.values(items, [low, up, tgt], averaged, parts)
     meas = np.full((S, 2), np.nan)          # measured at low and up (NaN: as measured, not finite)
     given = np.zeros((S, 2), dtype=bool)     # measured there at all (else the model's value)
     for s, sm in enumerate(items):
@@ -271,8 +262,11 @@ def _cost_order(items, target, averaged, preds, procs, aggregates, parents, incl
     quantity = lambda metric: (kinds.get(metric), units.get(metric))  # noqa: E731
     means = {quantity(sm.metric) for sm in items if _is_mean(aggregates.get(sm.metric))}
     # a segmented model predicts (counts as usable whatever its status)
-    ok = (columns.status_ok(items) | np.array([_segmented(sm) for sm in items], dtype=bool)).tolist()
-    keys = [gk if o else () for gk, o in zip(columns.growth_keys(items), ok)]
+    seg = np.zeros(S, dtype=bool)
+    for s in parts[1]:
+        seg[s] = bool(getattr(items[s].model, "segments", None))   # a segmented model predicts
+    ok = (columns.status_ok(items, parts) | seg).tolist()
+    keys = [gk if o else () for gk, o in zip(columns.growth_keys(items, parts), ok)]
     nan_none = lambda a: [None if v != v else v for v in a.tolist()]  # noqa: E731  (NaN -> None)
     cl, cu, ctt, ic = nan_none(c_low), nan_none(c_up), nan_none(c_t), nan_none(inc)
     sig = significant.tolist()

@@ -17,18 +17,30 @@ from .model import Model, Term, _render, values_at
 
 
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
-    """([(group, positions in ``series``, rows in the group)], positions of the other series)."""
+    """([(group, positions in ``series``, rows in the group)], positions of the other series).
+    The functions below take it as ``parts`` when already computed for the same ``series``."""
+    from .series import SeriesModel
+
     parts: dict = {}
     others = []
     for s, sm in enumerate(series):
-        pend = getattr(sm, "pending", None)
-        src = pend() if pend is not None else None
-        if src is None:
-            others.append(s)
-            continue
-        e = parts.setdefault(id(src[0]), (src[0], [], []))
+        if type(sm) is SeriesModel:
+            if sm._model is not None:
+                others.append(s)
+                continue
+            g, r = sm._group, sm._row
+        else:
+            pend = getattr(sm, "pending", None)
+            src = pend() if pend is not None else None
+            if src is None:
+                others.append(s)
+                continue
+            g, r = src
+        e = parts.get(id(g))
+        if e is None:
+            e = parts[id(g)] = (g, [], [])
         e[1].append(s)
-        e[2].append(src[1])
+        e[2].append(r)
     return [(g, np.asarray(p, dtype=np.int64), np.asarray(r, dtype=np.int64)) for g, p, r in parts.values()], others
 
 
@@ -67,10 +79,10 @@ def _patterns(g: GroupFit) -> tuple[np.ndarray, list[tuple]]:
     return out
 
 
-def status_ok(series: Sequence) -> np.ndarray:
+def status_ok(series: Sequence, parts=None) -> np.ndarray:
     """Per series: its model's status is ``ok``."""
     ok = np.zeros(len(series), dtype=bool)
-    parts, others = split(series)
+    parts, others = parts or split(series)
     for g, pos, rows in parts:
         ok[pos] = g.status[rows] == 0
     for s in others:
@@ -78,9 +90,9 @@ def status_ok(series: Sequence) -> np.ndarray:
     return ok
 
 
-def constants(series: Sequence) -> list[float]:
+def constants(series: Sequence, parts=None) -> list[float]:
     out = np.zeros(len(series))
-    parts, others = split(series)
+    parts, others = parts or split(series)
     for g, pos, rows in parts:
         out[pos] = g.coef[rows, 0, 0]
     res = out.tolist()
@@ -89,13 +101,13 @@ def constants(series: Sequence) -> list[float]:
     return res
 
 
-def quality(series: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def quality(series: Sequence, parts=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(smape, smape is None, noise, noise is None) of the models' ``quality`` (None without a
     quality; noise None where not finite, as :meth:`GroupFit.model` sets it)."""
     S = len(series)
     smape, noise = np.full(S, np.nan), np.full(S, np.nan)
     s_none, n_none = np.zeros(S, dtype=bool), np.zeros(S, dtype=bool)
-    parts, others = split(series)
+    parts, others = parts or split(series)
     for g, pos, rows in parts:
         smape[pos] = g.quality[rows, 2]
         nz = g.quality[rows, 4]
@@ -114,11 +126,11 @@ def quality(series: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     return smape, s_none, noise, n_none
 
 
-def terms(series: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple]]:
+def terms(series: Sequence, parts=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple]]:
     """The terms of every series, flat: (has terms (False: the model has no ``terms``), offsets
     (S + 1), coefficients, kind of each term, the factors of each kind)."""
     S = len(series)
-    parts, others = split(series)
+    parts, others = parts or split(series)
     has = np.ones(S, dtype=bool)
     count = np.zeros(S, dtype=np.int64)
     kind_of: dict = {}
@@ -162,14 +174,14 @@ def terms(series: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return has, offsets, coef, kind, list(kind_of)
 
 
-def formulas(series: Sequence, style: str = "plain", digits: int = 4) -> list[str]:
+def formulas(series: Sequence, style: str = "plain", digits: int = 4, parts=None) -> list[str]:
     """:func:`perfcast.fit.model.formulas` of the series' models, the pending ones from their
     groups' arrays (the terms' texts once per pattern, the round-off test per pattern as one array
     operation, as :func:`perfcast.fit.model._roundoff` does it)."""
     from .model import formulas as model_formulas
 
     out: list = [None] * len(series)
-    parts, others = split(series)
+    parts, others = parts or split(series)
     for s, text in zip(others, model_formulas([series[s].model for s in others], style, digits)):
         out[s] = text
     for g, pos, rows in parts:
@@ -216,12 +228,12 @@ def _roundoff_rows(g: GroupFit, params: tuple, sig: tuple, cf: np.ndarray, const
         return ok & np.isfinite(size) & (np.abs(const) < 1e-12 * size)
 
 
-def growth_keys(series: Sequence) -> list[tuple]:
+def growth_keys(series: Sequence, parts=None) -> list[tuple]:
     """:func:`perfcast.analysis.ranking.growth_keys` of the series' models (once per pattern)."""
     from ..analysis.ranking import growth_key, growth_keys as model_growth_keys
 
     out: list = [None] * len(series)
-    parts, others = split(series)
+    parts, others = parts or split(series)
     for s, k in zip(others, model_growth_keys([series[s].model for s in others])):
         out[s] = k
     for g, pos, rows in parts:
@@ -232,12 +244,12 @@ def growth_keys(series: Sequence) -> list[tuple]:
     return out
 
 
-def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False) -> np.ndarray:
+def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False, parts=None) -> np.ndarray:
     """:func:`perfcast.fit.model.values_at` of the series' models: (len(series), len(points)), the
     pending ones from their groups' arrays (the averaged values need the competing hypotheses:
     built as models)."""
     S, P = len(series), len(points)
-    parts, others = split(series)
+    parts, others = parts or split(series)
     if averaged or not P or not parts:
         return values_at([sm.model for sm in series], points, averaged)
     out = np.full((S, P), np.nan)
