@@ -71,14 +71,20 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     if not exp.parameters:
         raise PerfcastError("the experiment has no parameters (one run): scaling models need runs at "
                             "several points; combine inputs or give --point", where="parameters")
+    from .fit.series import _statistics
+
     opts = options or FitOptions(max_terms=max_terms, negative=negative)
+    # the whole experiment fitted: one statistics table for the fit, the segmentation and the
+    # ModelSet (it is the largest table of the run)
+    full = _statistics(exp, locations) if segmented and not metrics and not callpaths else None
     res = model_experiment(exp, list(metrics) if metrics else None, list(callpaths) if callpaths else None,
-                           opts, locations, progress)
+                           opts, locations, progress, statistics=full)
     st = None
     if segmented:
         # one statistics table for the segmentation and the ModelSet (when it can use it)
         if len(exp.parameters) == 1 or len({sm.metric for sm in res}) == len(exp.metrics):
-            st = series_statistics(exp, locations)
+            st = full[0] if full is not None else series_statistics(exp, locations)
+        full = None
         res = segment_models(exp, res, opts, locations, statistics=st)
     return model_set(exp, res, locations, averaged, statistics=st)
 

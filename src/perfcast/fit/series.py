@@ -170,9 +170,11 @@ def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.n
 def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
                      callpath: str | Sequence[str] | None = None, options: FitOptions | None = None,
                      locations: str = "auto",
-                     progress: Callable[[int, int], None] | None = None) -> list[SeriesModel]:
+                     progress: Callable[[int, int], None] | None = None, *,
+                     statistics: tuple | None = None) -> list[SeriesModel]:
     """Model every callpath x metric series of ``exp`` (optionally filtered by metric name(s) and
-    callpath glob(s)); results in tree order, then metric order."""
+    callpath glob(s)); results in tree order, then metric order.  ``statistics``: ``_statistics(exp,
+    locations)`` when already computed (used when the whole of ``exp`` is fitted in one part)."""
     if metric is not None or callpath is not None:
         exp = exp.select(callpath=callpath, metric=metric)
     pts = exp.points()
@@ -192,7 +194,7 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         sub = exp if len(parts) == 1 else exp.select(metric=names)
         n_series = 0 if progress is None else sub.data.groupby(["callpath", "metric"], observed=True).ngroups
         prog = None if progress is None else (lambda k, total, off=done: progress(off + k, off + total))
-        g, ix = fit_experiment(sub, o, locations, prog)
+        g, ix = fit_experiment(sub, o, locations, prog, statistics=statistics if sub is exp else None)
         index.update({key: (gi + len(groups), s) for key, (gi, s) in ix.items()})
         groups.extend(g)
         done += n_series
@@ -231,11 +233,12 @@ def _check_magnitudes(exp: Experiment, st: pd.DataFrame, row_of: np.ndarray, val
 
 
 def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations: str = "auto",
-                   progress: Callable[[int, int], None] | None = None
+                   progress: Callable[[int, int], None] | None = None, *, statistics: tuple | None = None
                    ) -> tuple[list[GroupFit], dict[tuple[str, str], tuple[int, int]]]:
     """Batched fits of all series: the list of :class:`GroupFit` (one per point set) and, per
-    (callpath, metric), (group number, row in the group)."""
-    st, row_of, rep_of, values = _statistics(exp, locations)
+    (callpath, metric), (group number, row in the group).  ``statistics``: ``_statistics(exp,
+    locations)`` when already computed."""
+    st, row_of, rep_of, values = statistics if statistics is not None else _statistics(exp, locations)
     params = list(exp.parameters)
     _check_magnitudes(exp, st, row_of, values, params)
     sid, first = _factorize_rows(st, ["callpath", "metric"])
