@@ -535,12 +535,12 @@ def _table_output_options(f):
                              "large outputs.")(f)
 
 
-def _wrote(output, n, what, as_json, frame, records, force):
+def _wrote(output, n, what, as_json, frame, records, force, table=None):
     """Write a command's table to --output (perfcast.output.write_table) and say so in one line."""
     from .output import write_table
     from .report.terminal import err, write_json
 
-    path = write_table(output, frame, records, force)
+    path = write_table(output, frame, records, force, table)
     if as_json:
         return write_json({"output": str(path), what: n})
     err.print(f"perfcast: wrote {n} {what} to {path}", markup=False, highlight=False)
@@ -615,7 +615,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     tgt = parse_coords(target, "--target") if target else None
     if output is not None:
         return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by), lambda: ms.to_dict(tgt, by),
-                      force)
+                      force, lambda: ms.to_table(tgt, by=by))
     if as_json:
         return write_json(ms.to_dict(tgt, by))
     ranked = ms.rank(tgt, by)

@@ -71,14 +71,20 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     if not exp.parameters:
         raise PerfcastError("the experiment has no parameters (one run): scaling models need runs at "
                             "several points; combine inputs or give --point", where="parameters")
+    from .fit.series import _statistics
+
     opts = options or FitOptions(max_terms=max_terms, negative=negative)
+    # the whole experiment fitted: one statistics table for the fit, the segmentation and the
+    # ModelSet (it is the largest table of the run)
+    full = _statistics(exp, locations) if segmented and not metrics and not callpaths else None
     res = model_experiment(exp, list(metrics) if metrics else None, list(callpaths) if callpaths else None,
-                           opts, locations, progress)
+                           opts, locations, progress, statistics=full)
     st = None
     if segmented:
         # one statistics table for the segmentation and the ModelSet (when it can use it)
         if len(exp.parameters) == 1 or len({sm.metric for sm in res}) == len(exp.metrics):
-            st = series_statistics(exp, locations)
+            st = full[0] if full is not None else series_statistics(exp, locations)
+        full = None
         res = segment_models(exp, res, opts, locations, statistics=st)
     return model_set(exp, res, locations, averaged, statistics=st)
 
@@ -98,9 +104,42 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     upper = {p: float(pts[p].max()) for p in exp.parameters}
     lower = {p: (float(pts[p].min()) if procs is None or p == procs else upper[p]) for p in exp.parameters}
     st = _statistics(exp, res, locations, statistics)
-    return ModelSet(tuple(exp.parameters), tuple(res), kinds, units, averaged, parents, inclusive,
+    params = tuple(exp.parameters)
+    # the measured slopes matter to predictions beyond the data only: computed on first use
+    slope_data = st[["callpath", "metric", *params, "mean"]]
+    return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
                     _aggregates(exp, locations), procs, upper, lower,
-                    _measured_ends(st, res, lower, upper), _observed_slopes(st, tuple(exp.parameters)))
+                    _measured_ends(st, res, lower, upper), _Deferred(lambda: _observed_slopes(slope_data, params)))
+
+
+class _Deferred(Mapping):
+    """A read-only mapping computed on first use."""
+
+    __slots__ = ("_make", "_data")
+
+    def __init__(self, make: Callable[[], Mapping]):
+        self._make, self._data = make, None
+
+    def _d(self) -> Mapping:
+        if self._data is None:
+            self._data = self._make()
+            self._make = None
+        return self._data
+
+    def __getitem__(self, key):
+        return self._d()[key]
+
+    def get(self, key, default=None):
+        return self._d().get(key, default)
+
+    def __iter__(self):
+        return iter(self._d())
+
+    def __len__(self) -> int:
+        return len(self._d())
+
+    def __repr__(self) -> str:
+        return repr(self._d())
 
 
 def _statistics(exp, series, locations: str, given=None):
@@ -243,7 +282,15 @@ class ModelSet:
         return len(self.series)
 
     def __iter__(self) -> Iterator:
+        self._built()
         return iter(self.series)
+
+    def _built(self) -> None:
+        """Build the models not built yet (the fit builds them on first use; the views that hand
+        out models build them all at once, in the fit's order)."""
+        from .fit.series import materialise
+
+        materialise(self.series)
 
     def keys(self) -> list[tuple[str, str]]:
         return [(sm.callpath, sm.metric) for sm in self.series]
@@ -282,6 +329,7 @@ class ModelSet:
                                     f"parameters {', '.join(self.parameters)}", where="at")
         from .fit.model import formulas
 
+        self._built()
         value, lower, upper, base = self._batch(pts, level)
         rows = []
         texts = formulas([sm.model for sm in self.series])
@@ -413,6 +461,7 @@ class ModelSet:
         growth first."""
         from .analysis.ranking import rank
 
+        self._built()
         return rank(self.series, target, averaged=self.averaged, by=by, procs=self.procs,
                     aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
                     upper=self.upper or None, lower=self.lower or None, measured=self.measured,
@@ -473,6 +522,130 @@ class ModelSet:
                 row.update(value=p["value"], lower=p["lower"], upper=p["upper"], confidence=p["confidence"])
             rows.append(row)
         return pd.DataFrame(rows)
+
+
+    def to_table(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost"):
+        """:meth:`to_frame` as a pyarrow Table, built column by column (``model -o FILE.parquet``):
+        the same columns, values and row order as ``pyarrow.Table.from_pandas(to_frame(...))``
+        (``terms`` the same nested list of structs), from the fit's arrays (no Model, ranking
+        row, dict per row or per term; :mod:`perfcast.fit.columns`)."""
+        import pyarrow as pa
+
+        from .analysis.ranking import rank_order
+        from .fit import columns
+
+        if not self.series:
+            return pa.Table.from_pandas(self.to_frame(target, level, by), preserve_index=False)
+        if target is not None:
+            self._built()     # the predictions' notes and confidence read every model
+        order, rc = rank_order(list(self.series), target, averaged=self.averaged, by=by, procs=self.procs,
+                               aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
+                               upper=self.upper or None, lower=self.lower or None, measured=self.measured,
+                               kinds=self.kinds, units=self.units)
+        ranked = [self.series[s] for s in order]
+        idx = np.asarray(order, dtype=np.int64)
+        cols: dict = {"rank": pa.array(np.arange(1, len(order) + 1, dtype=np.int64)),
+                      "callpath": [sm.callpath for sm in ranked], "metric": [sm.metric for sm in ranked]}
+        metrics = cols["metric"]
+        cols["unit"] = [self.units.get(mt, "") for mt in metrics]
+        cols["aggregate"] = [self.aggregates.get(mt, "") for mt in metrics]
+        parts = columns.split(ranked)
+        cols["formula"] = columns.formulas(ranked, parts=parts)
+        cols["status"] = np.where(columns.status_ok(ranked, parts), "ok", "insufficient").tolist()
+        has, offsets, coef, kind, factors = columns.terms(ranked, parts)
+        const = np.asarray(columns.constants(ranked, parts), dtype=float)
+        cols["constant"] = _float_column(const, ~has)
+        cols["terms"] = _terms_column(has, offsets, coef, kind, factors)
+        smape, s_none, noise, n_none = columns.quality(ranked, parts)
+        cols["smape"] = _float_column(smape, s_none)
+        cols["noise"] = _float_column(noise, n_none)
+        if by == "cost" and rc["by"] == "cost":
+            cols["increase"] = [rc["increase"][s] for s in idx.tolist()]
+        elif by == "cost":
+            cols["increase"] = pa.nulls(len(order))
+        if target is not None:
+            preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
+            ps = [preds[(sm.callpath, sm.metric)] for sm in ranked]
+            for k in ("value", "lower", "upper", "confidence"):
+                cols[k] = [p[k] for p in ps]
+        return _arrow_table(cols)
+
+
+def _arrow_column(values: list):
+    """One column as ``pyarrow.Table.from_pandas`` converts a DataFrame column built from these
+    Python values: None (and NaN in a numeric column) null, all-None the null type, strings
+    large_string, int64 and double."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.Array):
+        return values
+    if all(v is None for v in values):
+        return pa.nulls(len(values))
+    kinds = {type(v) for v in values if v is not None}
+    if kinds <= {str}:
+        return pa.array(values, type=pa.large_string())
+    if kinds <= {int} and len(kinds) and None not in values:
+        return pa.array(values, type=pa.int64())
+    if kinds <= {int, float, np.float64}:
+        arr = np.array([np.nan if v is None else v for v in values], dtype=float)
+        return pa.array(arr, mask=np.isnan(arr))
+    raise TypeError(f"no columnar conversion for {sorted(k.__name__ for k in kinds)}")
+
+
+def _arrow_table(cols: Mapping[str, list]):
+    import pyarrow as pa
+
+    return pa.Table.from_arrays([_arrow_column(v) for v in cols.values()], names=list(cols))
+
+
+def _float_column(values: np.ndarray, none: np.ndarray):
+    """A float column whose entries are None where ``none``: as pandas and pyarrow convert such
+    Python values (None and NaN null; only None: the null type)."""
+    import pyarrow as pa
+
+    if len(none) and none.all():
+        return pa.nulls(len(values))
+    v = np.where(none, np.nan, values)
+    return pa.array(v, mask=np.isnan(v))
+
+
+def _terms_column(has: np.ndarray, offsets: np.ndarray, coef: np.ndarray, kind: np.ndarray, factors: list):
+    """The ``terms`` column from flat arrays (:func:`perfcast.fit.columns.terms`: rows with terms,
+    offsets, coefficients and the kind of each term, the factors of each kind): per row a list of
+    structs of ``coefficient`` and ``factors`` (a struct with one field per parameter, in order of
+    first use over the rows -- as pyarrow infers it from dicts --, null where the term has no
+    factor of that parameter; each a struct of ``exponent`` (text, e.g. "3/2") and
+    ``log_exponent``); null for rows without terms."""
+    import pyarrow as pa
+
+    from .fit.terms import fraction_str
+
+    mask = None if has.all() else pa.array(~has)
+    offs = pa.array(offsets.astype(np.int32))
+    params: list = []
+    if len(kind):
+        uniq, at = np.unique(kind, return_index=True)
+        for k in uniq[np.argsort(at, kind="stable")].tolist():
+            for p, _, _ in factors[k]:
+                if p not in params:
+                    params.append(p)
+    if not params:   # no terms anywhere: lists of nothing
+        return pa.ListArray.from_arrays(offs, pa.nulls(0), mask=mask)
+    children = []
+    for p in params:
+        ex: list = [None] * len(factors)
+        lg = np.zeros(len(factors), dtype=np.int64)
+        used = np.zeros(len(factors), dtype=bool)
+        for k, fs in enumerate(factors):
+            for q, i, j in fs:
+                if q == p:
+                    ex[k], lg[k], used[k] = fraction_str(i), int(j), True
+        exs = pa.array(ex, type=pa.string()).take(pa.array(kind))
+        children.append(pa.StructArray.from_arrays([exs, pa.array(lg[kind])], ["exponent", "log_exponent"],
+                                                   mask=pa.array(~used[kind])))
+    element = pa.StructArray.from_arrays([pa.array(coef), pa.StructArray.from_arrays(children, params)],
+                                         ["coefficient", "factors"])
+    return pa.ListArray.from_arrays(offs, element, mask=mask)
 
 
 def predictions_frame(rows: Sequence[Mapping], parameters: Sequence[str]) -> pd.DataFrame:

@@ -178,16 +178,19 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def write_table(path: str | Path, frame, records, force: bool) -> Path:
+def write_table(path: str | Path, frame, records, force: bool, table=None) -> Path:
     """Write a command's table to ``path`` in the format its suffix names (:func:`table_format`),
     atomically (:func:`write_file`): ``frame`` (a pandas DataFrame; list and dict cells become
     nested Parquet columns, JSON text in CSV) for ``.parquet`` and ``.csv``, ``records`` (what
     ``--json`` prints) for ``.json``.  Either may be a zero-argument callable, built only when its
-    format is asked for."""
+    format is asked for.  ``table`` (optional, a callable): the same table as a pyarrow Table, built
+    column by column, written instead of converting ``frame`` for ``.parquet``."""
     fmt = table_format(path)
     check_file_output(path, force)
     if fmt == "json":
         return write_file(path, json_text(records() if callable(records) else records), force)
+    if fmt == "parquet" and table is not None:
+        return _write_parquet(path, table(), force)
     frame = frame() if callable(frame) else frame
     if fmt == "csv":
         import json
@@ -198,12 +201,18 @@ def write_table(path: str | Path, frame, records, force: bool) -> Path:
             out[c] = out[c].map(lambda v: json.dumps(v, default=_json_default) if isinstance(v, (list, dict)) else v)
         return write_file(path, out.to_csv(index=False), force)
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     try:
         table = pa.Table.from_pandas(frame, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise PerfcastError(f"cannot write the table as Parquet ({e})", path) from None
+    return _write_parquet(path, table, force)
+
+
+def _write_parquet(path, table, force: bool) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     buf = pa.BufferOutputStream()
     pq.write_table(table, buf)
     return write_file(path, buf.getvalue().to_pybytes(), force)

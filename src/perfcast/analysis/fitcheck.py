@@ -42,4 +42,16 @@ def fit_warnings(model) -> list[str]:
             "model are unreliable"]
 
 
-__all__ = ["fit_warnings", "SMAPE_FLOOR", "NOISE_FACTOR", "UNMEASURED_LIMIT"]
+def warned(ok, smape, noise, n_points):
+    """:func:`fit_warnings` non-empty, as arrays: ``ok`` status ok with a quality, ``smape``,
+    ``noise`` (NaN: not measured), ``n_points`` of each model's quality."""
+    import numpy as np
+
+    smape, noise = np.asarray(smape, dtype=float), np.asarray(noise, dtype=float)
+    measured = ~np.isnan(noise)
+    limit = np.where(measured, np.maximum(SMAPE_FLOOR, NOISE_FACTOR * np.where(measured, noise, 0.0)),
+                     UNMEASURED_LIMIT)
+    return np.asarray(ok, dtype=bool) & ~np.isnan(smape) & ((np.asarray(n_points) == 2) | (smape > limit))
+
+
+__all__ = ["fit_warnings", "warned", "SMAPE_FLOOR", "NOISE_FACTOR", "UNMEASURED_LIMIT"]

@@ -49,7 +49,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from ..errors import PerfcastError
-from ..fit.model import Model, term_signature, values_at
+from ..fit.model import Model, term_signature
 
 #: ``cost`` order: a callpath below this share of the root's per-process cost (at the largest
 #: measured point and at the target) is negligible and ranks after the significant ones
@@ -128,45 +128,85 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
     parameter (default: the models' own), ``lower``, the smallest measured process count, and
     ``measured``: (callpath, metric) -> mean measured values at ``lower`` and ``upper`` (None, or
     missing: the model's values there), metric -> ``kinds`` and ``units`` (the same quantity)."""
+    items = list(series_models)
+    order, c = rank_order(items, target, averaged, by=by, procs=procs, aggregates=aggregates, parents=parents,
+                          inclusive=inclusive, upper=upper, lower=lower, measured=measured, negligible=negligible,
+                          kinds=kinds, units=units)
+    key, pred = c["key"], c["predicted"]
+    if c["by"] == "growth":
+        return [Ranked(i + 1, items[s].callpath, items[s].metric, items[s].model, key[s], pred[s])
+                for i, s in enumerate(order)]
+    tgt, low = c["at"], c["first_at"]
+    return [Ranked(i + 1, items[s].callpath, items[s].metric, items[s].model, key[s], pred[s],
+                   c["per_process_now"][s], c["per_process"][s], c["increase"][s], c["significant"][s], tgt,
+                   c["per_process_first"][s], dict(low))
+            for i, s in enumerate(order)]
+
+
+def rank_order(items: list, target: Mapping[str, float] | None = None, averaged: bool = False, *,
+               by: str = "growth", procs: str | None = None, aggregates: Mapping[str, str] | None = None,
+               parents: Mapping[str, str] | None = None, inclusive: Iterable[str] = (),
+               upper: Mapping[str, float] | None = None, lower: Mapping[str, float] | None = None,
+               measured: Mapping[tuple, tuple] | None = None, negligible: float = NEGLIGIBLE,
+               kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None) -> tuple[list, dict]:
+    """:func:`rank` without a :class:`Ranked` object (or a model) per series: (the positions of
+    ``items`` in rank order, columns by position: ``key`` (growth key), ``predicted`` (value at
+    ``target`` or None), with ``by`` ``cost`` also ``per_process_first``, ``per_process_now``,
+    ``per_process``, ``increase`` (None: unknown), ``significant``, and the points ``at`` and
+    ``first_at``).  The models' values, growth keys, statuses and constants come from
+    :mod:`perfcast.fit.columns` (the fit's arrays for models not built)."""
+    from ..fit import columns
+
     if by not in BY:
         raise PerfcastError(f"ranking order {by!r}: use {' or '.join(BY)}", where="--by")
-    items = list(series_models)
-    preds = {}
+    S = len(items)
+    parts = columns.split(items)
+    preds: list = [None] * S
     if target is not None:
         for sm in items:
-            missing = [p for p in sm.model.parameters if p not in target]
+            missing = [p for p in _parameters(sm) if p not in target]
             if missing:
                 raise PerfcastError(f"--target lacks parameter(s) {', '.join(missing)}", where="target")
-        vals = values_at([sm.model for sm in items], [target], averaged)[:, 0]
-        for sm, pred in zip(items, vals.tolist()):
-            m = sm.model
+        vals = columns.values(items, [target], averaged, parts)[:, 0].tolist()
+        for s, pred in enumerate(vals):
             if math.isnan(pred):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
+                sm = items[s]
+                m = sm.model
                 raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at the "
                                     f"target {','.join(f'{p}={target[p]:g}' for p in m.parameters)}", where="target")
-            preds[id(sm)] = pred
-    if by == "growth":
-        rows = []
-        for sm, gk in zip(items, growth_keys([sm.model for sm in items])):
-            m = sm.model
-            pred = preds.get(id(sm))
-            ok = m.status == "ok"
-            key = gk if ok else ()
-            rows.append((ok, key, pred if pred is not None else float("-inf"), m.constant, sm, pred))
-        rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]), reverse=True)
-        return [Ranked(i + 1, r[4].callpath, r[4].metric, r[4].model, r[1], r[5]) for i, r in enumerate(rows)]
-    return _rank_by_cost(items, target, averaged, preds, procs, aggregates or {}, parents or {},
-                         set(inclusive), upper, lower, measured or {}, negligible, kinds or {}, units or {})
+            preds[s] = pred
+    if by == "cost":
+        out = _cost_order(items, target, averaged, preds, procs, aggregates or {}, parents or {},
+                          set(inclusive), upper, lower, measured or {}, negligible, kinds or {}, units or {}, parts)
+        if out is not None:
+            return out
+    keys = columns.growth_keys(items, parts)
+    ok = columns.status_ok(items, parts).tolist()
+    consts = columns.constants(items, parts)
+    keys = [k if o else () for k, o in zip(keys, ok)]
+    ninf = float("-inf")
+    sort_keys = [(o, k, p if p is not None else ninf, c) for o, k, p, c in zip(ok, keys, preds, consts)]
+    order = sorted(range(S), key=sort_keys.__getitem__, reverse=True)
+    return order, {"by": "growth", "key": keys, "predicted": preds}
 
 
-def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, inclusive, upper, lower,
-                  measured, negligible, kinds, units):
+def _parameters(sm) -> tuple:
+    pend = getattr(sm, "pending", None)
+    src = pend() if pend is not None else None
+    return src[0].parameters if src is not None else sm.model.parameters
+
+
+def _cost_order(items, target, averaged, preds, procs, aggregates, parents, inclusive, upper, lower,
+                measured, negligible, kinds, units, parts):
+    from ..fit import columns
+
     if upper is None:
         upper = {}
         for sm in items:
             for p, u in zip(sm.model.parameters, getattr(sm.model, "upper", None) or ()):
                 upper[p] = max(upper.get(p, u), u)
     if target is None and not upper:   # nothing known about the measured range: the growth order
-        return rank(items, None, averaged, by="growth")
+        return None
     tgt = dict(target) if target is not None else default_target(upper, procs)
     up = {**tgt, **upper}
     low = {**up, **(lower or {})}
@@ -174,7 +214,7 @@ def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, in
     # the models' values at the three points, in one batch (NaN where a point lacks a parameter),
     # then per process: one array operation per quantity, NaN standing for "unknown"
     S = len(items)
-    vals = values_at([sm.model for sm in items], [low, up, tgt], averaged)
+    vals = columns.values(items, [low, up, tgt], averaged, parts)
     meas = np.full((S, 2), np.nan)          # measured at low and up (NaN: as measured, not finite)
     given = np.zeros((S, 2), dtype=bool)     # measured there at all (else the model's value)
     for s, sm in enumerate(items):
@@ -221,22 +261,28 @@ def _rank_by_cost(items, target, averaged, preds, procs, aggregates, parents, in
     # ranks (sum, max, min) come second
     quantity = lambda metric: (kinds.get(metric), units.get(metric))  # noqa: E731
     means = {quantity(sm.metric) for sm in items if _is_mean(aggregates.get(sm.metric))}
-    none = lambda v: None if v != v else v  # noqa: E731  (NaN -> None)
-    rows = []
-    for sm, gk, cl, cu, ctt, ic, sig in zip(items, growth_keys([sm.model for sm in items]), c_low.tolist(),
-                                            c_up.tolist(), c_t.tolist(), inc.tolist(), significant.tolist()):
-        m = sm.model
-        ok = m.status == "ok" or bool(getattr(m, "segments", None))  # a segmented model predicts
-        key = gk if ok else ()
-        agg = aggregates.get(sm.metric) or ""
-        preferred = not (agg and not _is_mean(agg) and quantity(sm.metric) in means)
-        cl, cu, ctt, ic = none(cl), none(cu), none(ctt), none(ic)
-        rows.append(((ok, sig, preferred, ic if ic is not None else float("-inf"), key,
-                      ctt if ctt is not None else float("-inf")), sm, key, cl, cu, ctt, ic, sig))
-    rows.sort(key=lambda r: r[0], reverse=True)
-    return [Ranked(i + 1, sm.callpath, sm.metric, sm.model, key, preds.get(id(sm)), c_up, c_t, inc, sig, tgt,
-                   c_low, dict(low))
-            for i, (_, sm, key, c_low, c_up, c_t, inc, sig) in enumerate(rows)]
+    # a segmented model predicts (counts as usable whatever its status)
+    seg = np.zeros(S, dtype=bool)
+    for s in parts[1]:
+        seg[s] = bool(getattr(items[s].model, "segments", None))   # a segmented model predicts
+    ok = (columns.status_ok(items, parts) | seg).tolist()
+    keys = [gk if o else () for gk, o in zip(columns.growth_keys(items, parts), ok)]
+    nan_none = lambda a: [None if v != v else v for v in a.tolist()]  # noqa: E731  (NaN -> None)
+    cl, cu, ctt, ic = nan_none(c_low), nan_none(c_up), nan_none(c_t), nan_none(inc)
+    sig = significant.tolist()
+    pref = {}
+    ninf = float("-inf")
+    sort_keys = []
+    for s, sm in enumerate(items):
+        preferred = pref.get(sm.metric)
+        if preferred is None:
+            agg = aggregates.get(sm.metric) or ""
+            preferred = pref[sm.metric] = not (agg and not _is_mean(agg) and quantity(sm.metric) in means)
+        sort_keys.append((ok[s], sig[s], preferred, ic[s] if ic[s] is not None else ninf, keys[s],
+                          ctt[s] if ctt[s] is not None else ninf))
+    order = sorted(range(S), key=sort_keys.__getitem__, reverse=True)
+    return order, {"by": "cost", "key": keys, "predicted": preds, "per_process_first": cl, "per_process_now": cu,
+                   "per_process": ctt, "increase": ic, "significant": sig, "at": tgt, "first_at": low}
 
 
 def _is_mean(aggregate: str | None) -> bool:
@@ -258,5 +304,5 @@ def growth_str(key: tuple, parameters) -> str:
     return ", ".join(f"({i}, {j})" for i, j in key) if key else "-"
 
 
-__all__ = ["Ranked", "rank", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
+__all__ = ["Ranked", "rank", "rank_order", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
            "DEFAULT_FACTOR", "BY", "Fraction"]

@@ -679,6 +679,20 @@ def plateau_screen(bounds: np.ndarray, ssd: np.ndarray) -> np.ndarray:
     return (n >= 3) & (noisy[bounds[1:]] == noisy[bounds[:-1]])
 
 
+def _poor_pending(items: Sequence, warned) -> list:
+    """Per series: for a model not built yet, whether :func:`perfcast.analysis.fitcheck.fit_warnings`
+    would warn (from its group's quality arrays), else None."""
+    from .columns import split
+
+    out: list = [None] * len(items)
+    for g, pos, rows in split(items)[0]:
+        q = g.quality[rows]
+        noise = np.where(np.isfinite(q[:, 4]), q[:, 4], np.nan)
+        for s, w in zip(pos.tolist(), warned(g.status[rows] == 0, q[:, 2], noise, q[:, 5].astype(np.int64)).tolist()):
+            out[s] = w
+    return out
+
+
 def segment_models(exp, series_models: Sequence, options: FitOptions | None = None, locations: str = "auto",
                    select=None, statistics=None) -> list:
     """Refit the series of ``series_models`` (fit.SeriesModel of ``exp``, e.g. from
@@ -692,8 +706,9 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
     items = list(series_models)
     if len(exp.parameters) != 1:
         return items
-    if select is None:
-        from ..analysis.fitcheck import fit_warnings
+    default = select is None
+    if default:
+        from ..analysis.fitcheck import fit_warnings, warned
 
         select = lambda m: bool(fit_warnings(m))  # noqa: E731
     st = statistics if statistics is not None else series_statistics(exp, locations)
@@ -719,7 +734,10 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         m = plateau(*rows(k), sm.model, p, opts(sm.metric))
         if m is not None:
             items[i] = SeriesModel(sm.callpath, sm.metric, m)
-    todo = [i for i, sm in enumerate(items) if isinstance(sm.model, Model) and select(sm.model)]
+    # series whose model is not built yet are plain models: the fit's arrays say which are poor fits
+    poor = _poor_pending(items, warned) if default else [None] * len(items)
+    todo = [i for i, sm in enumerate(items)
+            if (poor[i] if poor[i] is not None else isinstance(sm.model, Model) and select(sm.model))]
     for i in todo:
         sm = items[i]
         k = index.get((sm.callpath, sm.metric))

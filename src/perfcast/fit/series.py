@@ -13,7 +13,7 @@ callpaths were measured on different point sets is split into as many batches.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -28,14 +28,75 @@ from .model import Model
 LOCATION_REDUCTIONS = ("auto", "sum", "mean", "max", "min", "median")
 
 
-@dataclass(frozen=True)
 class SeriesModel:
-    callpath: str
-    metric: str
-    model: Model
+    """The model of one callpath x metric series (immutable).  The fit's series hold their row of
+    a :class:`GroupFit` until ``model`` is first read: columnar consumers
+    (:mod:`perfcast.fit.columns`) read the group's arrays instead of building a Model per series."""
+
+    __slots__ = ("callpath", "metric", "_model", "_group", "_row")
+
+    def __init__(self, callpath: str, metric: str, model: Model | None = None, *, group: GroupFit | None = None,
+                 row: int = -1):
+        if model is None and group is None:
+            raise TypeError("SeriesModel needs a model or a group row")
+        for k, v in (("callpath", callpath), ("metric", metric), ("_model", model), ("_group", group), ("_row", row)):
+            object.__setattr__(self, k, v)
+
+    @property
+    def model(self) -> Model:
+        m = self._model
+        if m is None:
+            m = self._group.model(self._row)
+            object.__setattr__(self, "_model", m)
+            object.__setattr__(self, "_group", None)
+        return m
+
+    def pending(self) -> tuple | None:
+        """(group, row) while the model is not built, else None."""
+        return None if self._model is not None else (self._group, self._row)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"SeriesModel is immutable (cannot set {name!r})")
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.callpath, self.metric, self.model) == (other.callpath, other.metric, other.model)
+
+    def __hash__(self) -> int:
+        return hash((self.callpath, self.metric, self.model))
+
+    def __repr__(self) -> str:
+        return f"SeriesModel(callpath={self.callpath!r}, metric={self.metric!r}, model={self.model!r})"
+
+    def __reduce__(self):
+        return (SeriesModel, (self.callpath, self.metric, self.model))
 
     def to_dict(self, alternatives: bool = False) -> dict:
         return {"callpath": self.callpath, "metric": self.metric, **self.model.to_dict(alternatives)}
+
+
+def materialise(series: Sequence[SeriesModel]) -> None:
+    """Build the models of ``series`` not built yet, group by group in row order (the fit's
+    sequential fast path), with the cyclic garbage collector paused (thousands of small immutable
+    objects, no reference cycles: its passes over the whole heap would cost more than building)."""
+    todo: dict = {}
+    for sm in series:
+        src = sm.pending() if isinstance(sm, SeriesModel) else None
+        if src is not None:
+            todo.setdefault(id(src[0]), []).append((src[1], sm))
+    if not todo:
+        return
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for pairs in todo.values():
+            pairs.sort(key=lambda r: r[0])
+            for _, sm in pairs:
+                sm.model
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
@@ -109,9 +170,11 @@ def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.n
 def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
                      callpath: str | Sequence[str] | None = None, options: FitOptions | None = None,
                      locations: str = "auto",
-                     progress: Callable[[int, int], None] | None = None) -> list[SeriesModel]:
+                     progress: Callable[[int, int], None] | None = None, *,
+                     statistics: tuple | None = None) -> list[SeriesModel]:
     """Model every callpath x metric series of ``exp`` (optionally filtered by metric name(s) and
-    callpath glob(s)); results in tree order, then metric order."""
+    callpath glob(s)); results in tree order, then metric order.  ``statistics``: ``_statistics(exp,
+    locations)`` when already computed (used when the whole of ``exp`` is fitted in one part)."""
     if metric is not None or callpath is not None:
         exp = exp.select(callpath=callpath, metric=metric)
     pts = exp.points()
@@ -131,22 +194,15 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         sub = exp if len(parts) == 1 else exp.select(metric=names)
         n_series = 0 if progress is None else sub.data.groupby(["callpath", "metric"], observed=True).ngroups
         prog = None if progress is None else (lambda k, total, off=done: progress(off + k, off + total))
-        g, ix = fit_experiment(sub, o, locations, prog)
+        g, ix = fit_experiment(sub, o, locations, prog, statistics=statistics if sub is exp else None)
         index.update({key: (gi + len(groups), s) for key, (gi, s) in ix.items()})
         groups.extend(g)
         done += n_series
     order = {p: i for i, p in enumerate(exp.tree.preorder())}
     morder = {m: i for i, m in enumerate(exp.metrics)}
-    # thousands of small immutable objects, no reference cycles: the cyclic garbage collector's
-    # passes over the whole heap (triggered by the allocation count) would cost more than the
-    # construction itself
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        out = [SeriesModel(cp, mt, groups[g].model(s)) for (cp, mt), (g, s) in index.items()]
-    finally:
-        if enabled:
-            gc.enable()
+    # the models are built on first use (SeriesModel.model, materialise); columnar views read the
+    # groups' arrays (perfcast.fit.columns)
+    out = [SeriesModel(cp, mt, group=groups[g], row=s) for (cp, mt), (g, s) in index.items()]
     out.sort(key=lambda r: (order.get(r.callpath, len(order)), morder.get(r.metric, len(morder))))
     return out
 
@@ -177,11 +233,12 @@ def _check_magnitudes(exp: Experiment, st: pd.DataFrame, row_of: np.ndarray, val
 
 
 def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations: str = "auto",
-                   progress: Callable[[int, int], None] | None = None
+                   progress: Callable[[int, int], None] | None = None, *, statistics: tuple | None = None
                    ) -> tuple[list[GroupFit], dict[tuple[str, str], tuple[int, int]]]:
     """Batched fits of all series: the list of :class:`GroupFit` (one per point set) and, per
-    (callpath, metric), (group number, row in the group)."""
-    st, row_of, rep_of, values = _statistics(exp, locations)
+    (callpath, metric), (group number, row in the group).  ``statistics``: ``_statistics(exp,
+    locations)`` when already computed."""
+    st, row_of, rep_of, values = statistics if statistics is not None else _statistics(exp, locations)
     params = list(exp.parameters)
     _check_magnitudes(exp, st, row_of, values, params)
     sid, first = _factorize_rows(st, ["callpath", "metric"])

@@ -1,0 +1,295 @@
+"""Columnar views of fitted series: what the model set's tables read (status, constant, terms,
+quality, formulas, values at points, growth keys), taken from the fit's group arrays for series
+whose Model objects are not built (:class:`perfcast.fit.series.SeriesModel` builds them on first
+use), from the models for the others.  Every value is what the Model the series would build gives
+(the same floats, the same texts): the models and these views share :meth:`GroupFit._build`'s
+layout (terms in hypothesis order, coefficient ``1 + t`` for the t-th used term).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .core import GroupFit
+from .model import Model, Term, _render, values_at
+
+
+def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
+    """([(group, positions in ``series``, rows in the group)], positions of the other series).
+    The functions below take it as ``parts`` when already computed for the same ``series``."""
+    from .series import SeriesModel
+
+    parts: dict = {}
+    others = []
+    for s, sm in enumerate(series):
+        if type(sm) is SeriesModel:
+            if sm._model is not None:
+                others.append(s)
+                continue
+            g, r = sm._group, sm._row
+        else:
+            pend = getattr(sm, "pending", None)
+            src = pend() if pend is not None else None
+            if src is None:
+                others.append(s)
+                continue
+            g, r = src
+        e = parts.get(id(g))
+        if e is None:
+            e = parts[id(g)] = (g, [], [])
+        e[1].append(s)
+        e[2].append(r)
+    return [(g, np.asarray(p, dtype=np.int64), np.asarray(r, dtype=np.int64)) for g, p, r in parts.values()], others
+
+
+def _patterns(g: GroupFit) -> tuple[np.ndarray, list[tuple]]:
+    """Per row of ``g``: the number of its best hypothesis' pattern, and per pattern the factors
+    of its terms (as :meth:`GroupFit._build` builds them; insufficient rows have no terms)."""
+    cached = g.__dict__.get("_patterns")
+    if cached is not None:
+        return cached
+    S, _, K, m = g.hyp.shape
+    h = g.hyp[:, 0].reshape(S, K * m).astype(np.int64) + 1
+    h[g.status != 0] = 0
+    base = len(g.blocks) + 1
+    if K * m * np.log2(base) < 62:
+        code = h @ (base ** np.arange(K * m, dtype=np.int64))
+        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    else:
+        _, first, inv = np.unique(h, axis=0, return_index=True, return_inverse=True)
+    params, blocks = g.parameters, g.blocks
+    facs = []
+    for r in first.tolist():
+        hv = (h[r] - 1).tolist()
+        terms = []
+        if m == 1:
+            for b in hv:
+                if b >= 0:
+                    terms.append(((params[0], blocks[b][0], blocks[b][1]),))
+        else:
+            for t in range(K):
+                f = tuple((params[p], blocks[b][0], blocks[b][1]) for p, b in enumerate(hv[t * m:(t + 1) * m]) if b >= 0)
+                if f:
+                    terms.append(f)
+        facs.append(tuple(terms))
+    out = (np.asarray(inv).ravel(), facs)
+    g.__dict__["_patterns"] = out
+    return out
+
+
+def status_ok(series: Sequence, parts=None) -> np.ndarray:
+    """Per series: its model's status is ``ok``."""
+    ok = np.zeros(len(series), dtype=bool)
+    parts, others = parts or split(series)
+    for g, pos, rows in parts:
+        ok[pos] = g.status[rows] == 0
+    for s in others:
+        ok[s] = series[s].model.status == "ok"
+    return ok
+
+
+def constants(series: Sequence, parts=None) -> list[float]:
+    out = np.zeros(len(series))
+    parts, others = parts or split(series)
+    for g, pos, rows in parts:
+        out[pos] = g.coef[rows, 0, 0]
+    res = out.tolist()
+    for s in others:
+        res[s] = series[s].model.constant
+    return res
+
+
+def quality(series: Sequence, parts=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(smape, smape is None, noise, noise is None) of the models' ``quality`` (None without a
+    quality; noise None where not finite, as :meth:`GroupFit.model` sets it)."""
+    S = len(series)
+    smape, noise = np.full(S, np.nan), np.full(S, np.nan)
+    s_none, n_none = np.zeros(S, dtype=bool), np.zeros(S, dtype=bool)
+    parts, others = parts or split(series)
+    for g, pos, rows in parts:
+        smape[pos] = g.quality[rows, 2]
+        nz = g.quality[rows, 4]
+        noise[pos] = nz
+        n_none[pos] = ~np.isfinite(nz)
+    for s in others:
+        q = getattr(series[s].model, "quality", None)
+        if q is None:
+            s_none[s] = n_none[s] = True
+        else:
+            smape[s] = q.smape
+            if q.noise is None:
+                n_none[s] = True
+            else:
+                noise[s] = q.noise
+    return smape, s_none, noise, n_none
+
+
+def terms(series: Sequence, parts=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[tuple]]:
+    """The terms of every series, flat: (has terms (False: the model has no ``terms``), offsets
+    (S + 1), coefficients, kind of each term, the factors of each kind)."""
+    S = len(series)
+    parts, others = parts or split(series)
+    has = np.ones(S, dtype=bool)
+    count = np.zeros(S, dtype=np.int64)
+    kind_of: dict = {}
+    per_group = []
+    for g, pos, rows in parts:
+        pat, facs = _patterns(g)
+        nt = np.array([len(f) for f in facs], dtype=np.int64)
+        kinds = np.full((len(facs), max(1, int(nt.max(initial=0)))), -1, dtype=np.int64)
+        for u, f in enumerate(facs):
+            for j, fac in enumerate(f):
+                kinds[u, j] = kind_of.setdefault(fac, len(kind_of))
+        p = pat[rows]
+        count[pos] = nt[p]
+        per_group.append((g, pos, rows, p, kinds))
+    other_terms = {}
+    for s in others:
+        m = series[s].model
+        if not hasattr(m, "terms"):
+            has[s] = False
+            continue
+        ts = m.terms
+        other_terms[s] = ts
+        count[s] = len(ts)
+    offsets = np.zeros(S + 1, dtype=np.int64)
+    np.cumsum(count, out=offsets[1:])
+    coef = np.zeros(int(offsets[-1]))
+    kind = np.zeros(int(offsets[-1]), dtype=np.int64)
+    for g, pos, rows, p, kinds in per_group:
+        for j in range(kinds.shape[1]):
+            sel = count[pos] > j
+            if not sel.any():
+                continue
+            at = offsets[pos[sel]] + j
+            coef[at] = g.coef[rows[sel], 0, 1 + j]
+            kind[at] = kinds[p[sel], j]
+    for s, ts in other_terms.items():
+        o = int(offsets[s])
+        for j, t in enumerate(ts):
+            coef[o + j] = float(t.coefficient)
+            kind[o + j] = kind_of.setdefault(t.factors, len(kind_of))
+    return has, offsets, coef, kind, list(kind_of)
+
+
+def formulas(series: Sequence, style: str = "plain", digits: int = 4, parts=None) -> list[str]:
+    """:func:`perfcast.fit.model.formulas` of the series' models, the pending ones from their
+    groups' arrays (the terms' texts once per pattern, the round-off test per pattern as one array
+    operation, as :func:`perfcast.fit.model._roundoff` does it)."""
+    from .model import formulas as model_formulas
+
+    out: list = [None] * len(series)
+    parts, others = parts or split(series)
+    for s, text in zip(others, model_formulas([series[s].model for s in others], style, digits)):
+        out[s] = text
+    for g, pos, rows in parts:
+        pat, facs = _patterns(g)
+        p = pat[rows]
+        params = g.parameters
+        for u in np.unique(p).tolist():
+            sel = np.nonzero(p == u)[0]
+            sig = facs[u]
+            r_pos, r_rows = pos[sel].tolist(), rows[sel]
+            consts = g.coef[r_rows, 0, 0].tolist()
+            if not sig:
+                for s, c in zip(r_pos, consts):
+                    out[s] = _render(c, (), (), False, digits, style)
+                continue
+            bases = [Term(0.0, f).basis_str(style) for f in sig]
+            cf = g.coef[r_rows, 0, 1:1 + len(sig)]
+            roundoff = _roundoff_rows(g, params, sig, cf, g.coef[r_rows, 0, 0])
+            for s, c, co, r in zip(r_pos, consts, cf.tolist(), roundoff.tolist()):
+                out[s] = _render(c, co, bases, r, digits, style)
+    return out
+
+
+def _roundoff_rows(g: GroupFit, params: tuple, sig: tuple, cf: np.ndarray, const: np.ndarray) -> np.ndarray:
+    """:func:`perfcast.fit.model._roundoff` for rows of one group sharing the terms ``sig``."""
+    n = len(const)
+    up = np.array([g.upper if g.upper is not None else (np.nan,) * len(params)] * 1, dtype=float)
+    up = np.broadcast_to(up.reshape(1, len(params)), (n, len(params)))
+    coef = np.abs(np.asarray(cf, dtype=float))
+    ok = ~np.isnan(up).any(axis=1) & (const != 0)
+    size = np.zeros(n)
+    col = {p: k for k, p in enumerate(params)}
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for k, factors in enumerate(sig):
+            v = coef[:, k].copy()
+            for p, i, j in factors:
+                u = up[:, col[p]]
+                ok &= ~((u <= 0) | ((j < 0) & (u <= 1)))
+                f = np.power(u, float(i))
+                if j:
+                    f = f * np.log2(u) ** j
+                v = v * f
+            size = np.maximum(size, v)
+        return ok & np.isfinite(size) & (np.abs(const) < 1e-12 * size)
+
+
+def growth_keys(series: Sequence, parts=None) -> list[tuple]:
+    """:func:`perfcast.analysis.ranking.growth_keys` of the series' models (once per pattern)."""
+    from ..analysis.ranking import growth_key, growth_keys as model_growth_keys
+
+    out: list = [None] * len(series)
+    parts, others = parts or split(series)
+    for s, k in zip(others, model_growth_keys([series[s].model for s in others])):
+        out[s] = k
+    for g, pos, rows in parts:
+        pat, facs = _patterns(g)
+        keys = [growth_key(Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig))) for sig in facs]
+        for s, u in zip(pos.tolist(), pat[rows].tolist()):
+            out[s] = keys[u]
+    return out
+
+
+def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False, parts=None) -> np.ndarray:
+    """:func:`perfcast.fit.model.values_at` of the series' models: (len(series), len(points)), the
+    pending ones from their groups' arrays (the averaged values need the competing hypotheses:
+    built as models)."""
+    S, P = len(series), len(points)
+    parts, others = parts or split(series)
+    if averaged or not P or not parts:
+        return values_at([sm.model for sm in series], points, averaged)
+    out = np.full((S, P), np.nan)
+    keys = set.intersection(*(set(t) for t in points))
+    # the batch's width, as predict_many lays it out: 1 + the most terms of any plain model in it
+    plain_others = [s for s in others if type(series[s].model) is Model and set(series[s].model.parameters) <= keys]
+    k = 1 + max((len(series[s].model.terms) for s in plain_others), default=0)
+    usable = [(g, pos, rows) for g, pos, rows in parts if set(g.parameters) <= keys]
+    for g, pos, rows in usable:
+        pat, facs = _patterns(g)
+        k = max(k, 1 + max((len(facs[u]) for u in np.unique(pat[rows]).tolist()), default=0))
+    if plain_others:
+        out[plain_others] = values_at([series[s].model for s in plain_others], points, False)
+    rest = [s for s in others if s not in set(plain_others)]
+    if rest:
+        out[rest] = values_at([series[s].model for s in rest], points, False)
+    if usable:
+        cols = {p: np.array([float(t[p]) for t in points]) for p in keys}
+        cache: dict = {}
+
+        def term_values(factors: tuple) -> np.ndarray:
+            v = cache.get(factors)
+            if v is None:
+                v = cache[factors] = Term(1.0, factors).evaluate(cols)
+            return v
+
+        for g, pos, rows in usable:
+            _, D, coef = g.hypotheses_design(rows, np.zeros(len(rows), dtype=np.int64), P, term_values)
+            bad = g.status[rows] != 0             # insufficient: the constant alone
+            if bad.any():
+                coef[bad, 1:] = 0.0
+                D[bad, :, 1:] = 0.0
+            kk = D.shape[2]
+            if kk < k:
+                D = np.pad(D, ((0, 0), (0, 0), (0, k - kk)))
+                coef = np.pad(coef, ((0, 0), (0, k - kk)))
+            elif kk > k:
+                D, coef = D[:, :, :k], coef[:, :k]
+            out[pos] = np.einsum("snk,sk->sn", D, coef)
+    return out
+
+
+__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "growth_keys", "values"]
