@@ -181,3 +181,36 @@ def test_per_rank_times_and_bytes_are_both_first_tier():
     assert got["b"].per_process == pytest.approx(64e3, rel=1e-6)
     assert got["b"].increase == pytest.approx(62e3 / 64e3, rel=1e-6)
     assert [r.callpath for r in ms.rank()] == ["b", "t"]
+
+
+def test_descending_is_pythons_reverse_stable_sort():
+    """The array sort of the rankings (np.lexsort) orders like sorted(..., reverse=True) of the
+    per-series tuples, ties in their original order."""
+    import numpy as np
+
+    from perfcast.analysis.ranking import _descending
+
+    rng = np.random.default_rng(3)
+    S = 500
+    ok = rng.random(S) < 0.7
+    code = rng.integers(-1, 4, S)
+    val = np.where(rng.random(S) < 0.2, float("-inf"), rng.choice([0.0, -0.0, 1.5, -2.0, 3.25], S))
+    tuples = list(zip(ok.tolist(), code.tolist(), val.tolist()))
+    assert _descending([ok, code, val]) == sorted(range(S), key=tuples.__getitem__, reverse=True)
+    assert _descending([np.zeros(0, dtype=bool)]) == []
+
+
+def test_measured_ends_are_the_measured_means_at_both_ends():
+    """ModelSet.measured: per series the mean of the repetitions at the smallest and the largest
+    process count (the data's own values), None where the series lacks that point."""
+    rows = [{"p": p, "rep": r, "callpath": cp, "metric": "time", "value": f(p) * (1 + 0.1 * r)}
+            for cp, f in LAWS.items() for p in P for r in range(2) if not (cp == "d" and p == 2)]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")])
+    ms = perfcast.model(exp)
+    for cp, f in LAWS.items():
+        lo, hi = ms.measured[(cp, "time")]
+        assert hi == pytest.approx(f(32) * 1.05, rel=1e-12)
+        assert (lo is None) if cp == "d" else lo == pytest.approx(f(2) * 1.05, rel=1e-12)
+    # the arrays serve the series they were computed for, in that order, and nothing else
+    assert ms.measured.arrays(list(ms.series)) is not None
+    assert ms.measured.arrays(list(ms.series)[::-1]) is None

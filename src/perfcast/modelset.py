@@ -182,18 +182,74 @@ def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...]) -> dict:
     return out
 
 
-def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> dict:
+def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> "MeasuredEnds":
     """(callpath, metric) -> mean measured value (locations reduced as fitted) at ``lower`` and at
-    ``upper``, None where the series has no measurement there."""
-    keys = {(sm.callpath, sm.metric) for sm in series}
-    ends = []
-    for pt in (lower, upper):
-        sel = np.ones(len(st), dtype=bool)
-        for p, v in pt.items():
-            sel &= st[p].to_numpy(dtype=float) == v
-        ends.append({(str(c), str(m)): float(v) for c, m, v in zip(st["callpath"][sel], st["metric"][sel],
-                                                                   st["mean"][sel])})
-    return {k: (ends[0].get(k), ends[1].get(k)) for k in keys}
+    ``upper``, None where the series has no measurement there: arrays aligned with ``series``
+    (:class:`MeasuredEnds`), found by one index look-up per point, not a dict per series."""
+    S = len(series)
+    value = np.full((S, 2), np.nan)
+    given = np.zeros((S, 2), dtype=bool)
+    if S and len(st):
+        want = pd.MultiIndex.from_arrays([[sm.callpath for sm in series], [sm.metric for sm in series]])
+        for k, pt in enumerate((lower, upper)):
+            sel = np.ones(len(st), dtype=bool)
+            for p, v in pt.items():
+                sel &= st[p].to_numpy(dtype=float) == v
+            at = np.nonzero(sel)[0]
+            if not len(at):
+                continue
+            have = pd.MultiIndex.from_arrays([st["callpath"].take(at).astype(str).to_numpy(),
+                                              st["metric"].take(at).astype(str).to_numpy()])
+            if not have.is_unique:   # one statistics row per point and series; else the last, as a dict
+                keep = ~have.duplicated(keep="last")
+                have, at = have[keep], at[keep]
+            pos = have.get_indexer(want)
+            found = pos >= 0
+            value[found, k] = st["mean"].to_numpy(dtype=float)[at[pos[found]]]
+            given[found, k] = True
+    return MeasuredEnds(tuple(series), value, given)
+
+
+class MeasuredEnds(Mapping):
+    """The mean measured values of each series at the smallest and the largest measured point, as
+    arrays aligned with the series they were computed for (``value``, ``given``: (S, 2), NaN and
+    False where not measured); read as a mapping (callpath, metric) -> (lower or None, upper or
+    None), built on first use."""
+
+    __slots__ = ("series", "value", "given", "_d")
+
+    def __init__(self, series: tuple, value: np.ndarray, given: np.ndarray):
+        self.series, self.value, self.given, self._d = series, value, given, None
+
+    def arrays(self, items: Sequence):
+        """(value, given) for ``items`` when they are the series these were computed for, in the
+        same order (else None)."""
+        if len(items) != len(self.series) or any(a is not b for a, b in zip(items, self.series)):
+            return None
+        return self.value, self.given
+
+    def _map(self) -> dict:
+        if self._d is None:
+            v = self.value.tolist()
+            g = self.given.tolist()
+            self._d = {(sm.callpath, sm.metric): (v[s][0] if g[s][0] else None, v[s][1] if g[s][1] else None)
+                       for s, sm in enumerate(self.series)}
+        return self._d
+
+    def __getitem__(self, key):
+        return self._map()[key]
+
+    def get(self, key, default=None):
+        return self._map().get(key, default)
+
+    def __iter__(self):
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self._map())
+
+    def __repr__(self) -> str:
+        return repr(self._map())
 
 
 _REDUCED = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "median": "median"}

@@ -180,14 +180,33 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
                           set(inclusive), upper, lower, measured or {}, negligible, kinds or {}, units or {}, parts)
         if out is not None:
             return out
-    keys = columns.growth_keys(items, parts)
-    ok = columns.status_ok(items, parts).tolist()
-    consts = columns.constants(items, parts)
-    keys = [k if o else () for k, o in zip(keys, ok)]
-    ninf = float("-inf")
-    sort_keys = [(o, k, p if p is not None else ninf, c) for o, k, p, c in zip(ok, keys, preds, consts)]
-    order = sorted(range(S), key=sort_keys.__getitem__, reverse=True)
-    return order, {"by": "growth", "key": keys, "predicted": preds}
+    ok = columns.status_ok(items, parts)
+    code, distinct = columns.growth_codes(items, parts)
+    code = np.where(ok, code, -1)              # no usable model: the key (), below every other
+    consts = np.asarray(columns.constants(items, parts), dtype=float)
+    pv = np.array([ninf if p is None else p for p in preds], dtype=float) if target is not None else np.full(S, ninf)
+    order = _descending([ok, code, pv, consts])
+    return order, {"by": "growth", "key": _keys(code, distinct), "predicted": preds}
+
+
+ninf = float("-inf")
+
+
+def _keys(code: np.ndarray, distinct: list) -> list:
+    """The growth key of each series from its code (-1: ())."""
+    table = distinct + [()]
+    return [table[c] for c in code.tolist()]
+
+
+def _descending(keys: list) -> list:
+    """Positions ordered by the tuples of ``keys`` (arrays, most significant first) descending,
+    ties in their order: what ``sorted(range(S), key=tuples, reverse=True)`` gives (booleans and
+    integers as such, floats without NaN)."""
+    cols = []
+    for k in reversed(keys):
+        k = np.asarray(k)
+        cols.append(~k if k.dtype == bool else -k)
+    return np.lexsort(cols).tolist() if cols and len(cols[0]) else []
 
 
 def _parameters(sm) -> tuple:
@@ -215,13 +234,22 @@ def _cost_order(items, target, averaged, preds, procs, aggregates, parents, incl
     # then per process: one array operation per quantity, NaN standing for "unknown"
     S = len(items)
     vals = columns.values(items, [low, up, tgt], averaged, parts)
-    meas = np.full((S, 2), np.nan)          # measured at low and up (NaN: as measured, not finite)
-    given = np.zeros((S, 2), dtype=bool)     # measured there at all (else the model's value)
-    for s, sm in enumerate(items):
-        for k, v in enumerate(measured.get((sm.callpath, sm.metric), (None, None))):
-            if v is not None:
-                meas[s, k], given[s, k] = v, True
-    summed = np.array([is_sum_over_ranks(aggregates.get(sm.metric)) for sm in items], dtype=bool)
+    arrays = measured.arrays(items) if hasattr(measured, "arrays") else None
+    if arrays is not None:
+        meas, given = arrays                 # measured at low and up, and whether measured there at all
+    else:
+        meas = np.full((S, 2), np.nan)          # measured at low and up (NaN: as measured, not finite)
+        given = np.zeros((S, 2), dtype=bool)     # measured there at all (else the model's value)
+        for s, sm in enumerate(items):
+            for k, v in enumerate(measured.get((sm.callpath, sm.metric), (None, None))):
+                if v is not None:
+                    meas[s, k], given[s, k] = v, True
+    metric_of = [sm.metric for sm in items]
+    mcode: dict = {}
+    mc = np.fromiter((mcode.setdefault(m, len(mcode)) for m in metric_of), dtype=np.int64, count=S)
+    metrics = list(mcode)
+    summed = np.array([is_sum_over_ranks(aggregates.get(m)) for m in metrics], dtype=bool)[mc] if S else \
+        np.zeros(0, dtype=bool)
 
     def per_process(v: np.ndarray, pt: Mapping[str, float]) -> np.ndarray:
         """Values at ``pt`` per process (sums over ranks divided by the process count), NaN where
@@ -238,8 +266,11 @@ def _cost_order(items, target, averaged, preds, procs, aggregates, parents, incl
     # the root's per-process cost per metric: topmost callpaths (inclusive) or all of them (summed
     # in order, as Python's sum: the same digits whatever the batch)
     by_metric: dict[str, list] = {}
-    for s, sm in enumerate(items):
-        by_metric.setdefault(sm.metric, []).append(s)
+    if S:
+        grouped = np.argsort(mc, kind="stable")
+        cut = np.flatnonzero(np.diff(mc[grouped])) + 1
+        for rows in np.split(grouped, cut):
+            by_metric[metrics[int(mc[rows[0]])]] = rows.tolist()
     ct0 = np.maximum(np.nan_to_num(c_t, nan=0.0), 0.0).tolist()
     cu0 = np.maximum(np.nan_to_num(c_up, nan=0.0), 0.0).tolist()
     root_of = np.zeros(S)
@@ -260,29 +291,23 @@ def _cost_order(items, target, averaged, preds, procs, aggregates, parents, incl
     # with a mean over ranks of the same quantity (kind and unit) at hand, the other aggregates over
     # ranks (sum, max, min) come second
     quantity = lambda metric: (kinds.get(metric), units.get(metric))  # noqa: E731
-    means = {quantity(sm.metric) for sm in items if _is_mean(aggregates.get(sm.metric))}
+    means = {quantity(m) for m in metrics if _is_mean(aggregates.get(m))}
     # a segmented model predicts (counts as usable whatever its status)
     seg = np.zeros(S, dtype=bool)
     for s in parts[1]:
         seg[s] = bool(getattr(items[s].model, "segments", None))   # a segmented model predicts
-    ok = (columns.status_ok(items, parts) | seg).tolist()
-    keys = [gk if o else () for gk, o in zip(columns.growth_keys(items, parts), ok)]
+    ok = columns.status_ok(items, parts) | seg
+    code, distinct = columns.growth_codes(items, parts)
+    code = np.where(ok, code, -1)
     nan_none = lambda a: [None if v != v else v for v in a.tolist()]  # noqa: E731  (NaN -> None)
     cl, cu, ctt, ic = nan_none(c_low), nan_none(c_up), nan_none(c_t), nan_none(inc)
-    sig = significant.tolist()
-    pref = {}
-    ninf = float("-inf")
-    sort_keys = []
-    for s, sm in enumerate(items):
-        preferred = pref.get(sm.metric)
-        if preferred is None:
-            agg = aggregates.get(sm.metric) or ""
-            preferred = pref[sm.metric] = not (agg and not _is_mean(agg) and quantity(sm.metric) in means)
-        sort_keys.append((ok[s], sig[s], preferred, ic[s] if ic[s] is not None else ninf, keys[s],
-                          ctt[s] if ctt[s] is not None else ninf))
-    order = sorted(range(S), key=sort_keys.__getitem__, reverse=True)
-    return order, {"by": "cost", "key": keys, "predicted": preds, "per_process_first": cl, "per_process_now": cu,
-                   "per_process": ctt, "increase": ic, "significant": sig, "at": tgt, "first_at": low}
+    preferred = np.array([not ((agg := aggregates.get(m) or "") and not _is_mean(agg) and quantity(m) in means)
+                          for m in metrics], dtype=bool)[mc] if S else np.zeros(0, dtype=bool)
+    order = _descending([ok, significant, preferred, np.where(np.isnan(inc), ninf, inc), code,
+                         np.where(np.isnan(c_t), ninf, c_t)])
+    return order, {"by": "cost", "key": _keys(code, distinct), "predicted": preds, "per_process_first": cl,
+                   "per_process_now": cu, "per_process": ctt, "increase": ic, "significant": significant.tolist(),
+                   "at": tgt, "first_at": low}
 
 
 def _is_mean(aggregate: str | None) -> bool:

@@ -244,6 +244,32 @@ def growth_keys(series: Sequence, parts=None) -> list[tuple]:
     return out
 
 
+def growth_codes(series: Sequence, parts=None) -> tuple[np.ndarray, list[tuple]]:
+    """:func:`growth_keys` as (a code per series, the distinct keys in ascending order): code ``c``
+    is ``keys[c]``, so the codes order the series as their keys do (ties equal)."""
+    from ..analysis.ranking import growth_key, growth_keys as model_growth_keys
+
+    S = len(series)
+    parts, others = parts or split(series)
+    ident: dict = {}                       # key -> provisional number
+    prov = np.zeros(S, dtype=np.int64)
+    for s, k in zip(others, model_growth_keys([series[s].model for s in others])):
+        prov[s] = ident.setdefault(k, len(ident))
+    for g, pos, rows in parts:
+        pat, facs = _patterns(g)
+        used = np.unique(pat[rows])
+        num = np.zeros(len(facs), dtype=np.int64)
+        for u in used.tolist():
+            k = growth_key(Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in facs[u])))
+            num[u] = ident.setdefault(k, len(ident))
+        prov[pos] = num[pat[rows]]
+    keys = sorted(ident)
+    rank = np.zeros(max(1, len(ident)), dtype=np.int64)
+    for r, k in enumerate(keys):
+        rank[ident[k]] = r
+    return rank[prov], keys
+
+
 def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False, parts=None) -> np.ndarray:
     """:func:`perfcast.fit.model.values_at` of the series' models: (len(series), len(points)), the
     pending ones from their groups' arrays (the averaged values need the competing hypotheses:
@@ -292,4 +318,4 @@ def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bo
     return out
 
 
-__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "growth_keys", "values"]
+__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "growth_keys", "growth_codes", "values"]
