@@ -617,7 +617,9 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by), lambda: ms.to_dict(tgt, by),
                       force, lambda: ms.to_table(tgt, by=by))
     if as_json:
-        return write_json(ms.to_dict(tgt, by))
+        from .report.terminal import write_json_chunks
+
+        return write_json_chunks(ms.json_chunks(tgt, by))
     ranked = ms.rank(tgt, by)
     from .report.terminal import trends
 

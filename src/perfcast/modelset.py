@@ -549,6 +549,95 @@ class ModelSet:
             out.append(d)
         return out
 
+    def json_chunks(self, target: Mapping[str, float] | None = None, by: str = "cost",
+                    chunk: int = 4096) -> Iterator[str]:
+        """``json_text(to_dict(target, by))`` -- ``perfcast model --json`` -- in pieces of ``chunk``
+        records, the same text, built from the fit's arrays (:func:`perfcast.fit.columns.model_json`,
+        :func:`perfcast.analysis.ranking.rank_order`; no Model, ranking row or dict per series for
+        the series whose models are not built).  Everything that can fail (the ranking, an
+        undefined value at ``target``) fails before the first piece."""
+        import json
+
+        from .analysis.fitcheck import SMAPE_FLOOR, fit_warnings
+        from .analysis.ranking import rank_order
+        from .fit import columns
+        from .fit.model import to_dicts
+        from .output import _json_default, json_text
+
+        series = list(self.series)
+        parts = columns.split(series)
+        if not series or not columns.json_ready(series, parts):
+            yield json_text(self.to_dict(target, by))
+            return
+        order, rc = rank_order(series, target, averaged=self.averaged, by=by, procs=self.procs,
+                               aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
+                               upper=self.upper or None, lower=self.lower or None, measured=self.measured,
+                               kinds=self.kinds, units=self.units)
+        pred = rc["predicted"]
+        cost = rc["by"] == "cost"
+        nums = [v for v in pred if v is not None]
+        if cost:
+            nums += [v for k in ("per_process_first", "per_process_now", "per_process", "increase")
+                     for v in rc[k] if v is not None]
+        if not np.isfinite(np.asarray(nums, dtype=float)).all():
+            yield json_text(self.to_dict(target, by))   # the json module refuses them, as before
+            return
+        enc = json.dumps
+        fr = float.__repr__
+        num = lambda v: "null" if v is None else fr(v)  # noqa: E731
+        per_metric = {mt: ', "unit": ' + enc(self.units.get(mt, "")) + ', "aggregate": '
+                      + enc(self.aggregates.get(mt, "")) + ', "rank": ' for mt in {sm.metric for sm in series}}
+        if by == "cost" and cost:
+            head = (', "ranking": {"by": "cost", "from": ' + enc(dict(rc["first_at"] or {}), allow_nan=False)
+                    + ', "at": ' + enc(dict(rc["at"] or {}), allow_nan=False) + ', "per_process_first": ')
+        elif by == "cost":
+            head = ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
+        # lack-of-fit warnings of the pending series from their quality arrays (the texts only where
+        # one fires)
+        warn: dict = {}
+        for g, pos, rows in parts[0]:
+            q = g.quality[rows]
+            # every limit of fitcheck's rule is at least SMAPE_FLOOR: a superset of the rows it flags
+            fire = np.nonzero((g.status[rows] == 0) & ((q[:, 2] > SMAPE_FLOOR) | (q[:, 5] == 2)))[0]
+            for s, r in zip(pos[fire].tolist(), rows[fire].tolist()):
+                m = g.model(r)
+                warn[s] = fit_warnings(m)
+        for s in parts[1]:
+            warn[s] = self.warnings(series[s])
+        for lo in range(0, len(order), chunk):
+            idx = order[lo:lo + chunk]
+            sub = [series[s] for s in idx]
+            sub_parts = columns.split(sub)
+            bodies = columns.model_json(sub, sub_parts)
+            built = sub_parts[1]
+            if built:
+                for i, d in zip(built, to_dicts([sub[i].model for i in built])):
+                    bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
+            recs = []
+            for i, s in enumerate(idx):
+                sm = series[s]
+                r = lo + i + 1
+                parts_r = ['{"callpath": ', enc(sm.callpath), ', "metric": ', enc(sm.metric), ", ", bodies[i],
+                           per_metric[sm.metric], str(r)]
+                if by == "cost":
+                    if cost:
+                        parts_r += [head, num(rc["per_process_first"][s]), ', "per_process_now": ',
+                                    num(rc["per_process_now"][s]), ', "per_process_at": ', num(rc["per_process"][s]),
+                                    ', "increase_share": ', num(rc["increase"][s]), ', "significant": ',
+                                    "true" if rc["significant"][s] else "false", "}"]
+                    else:
+                        parts_r += [head, 'null, "per_process_now": null, "per_process_at": null, '
+                                    '"increase_share": null, "significant": true}']
+                w = warn.get(s)
+                parts_r += [', "warnings": ', enc(w) if w else "[]"]
+                if pred[s] is not None:
+                    parts_r += [', "predicted_at_target": ', fr(pred[s])]
+                parts_r.append("}")
+                recs.append("".join(parts_r))
+            # the first piece is complete before anything is written
+            yield (",\n " if lo else "[") + ",\n ".join(recs)
+        yield "]\n"
+
     def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:
         """One row per series in rank order: rank, callpath, metric, unit, aggregate, formula,
         status, the model itself (``constant``; ``terms``: a list of {coefficient, factors: {param:

@@ -270,6 +270,119 @@ def growth_codes(series: Sequence, parts=None) -> tuple[np.ndarray, list[tuple]]
     return rank[prov], keys
 
 
+def json_ready(series: Sequence, parts=None) -> bool:
+    """The pending series' models can be written as JSON (:func:`model_json`): their constants and
+    the coefficients of their terms are finite (else the json module refuses them, as before)."""
+    parts, _ = parts or split(series)
+    for g, pos, rows in parts:
+        if not np.isfinite(g.coef[rows, 0, 0]).all():
+            return False
+        used = (g.hyp[rows, 0] >= 0).any(axis=2) & (g.status[rows] == 0)[:, None]      # (n, K)
+        # the t-th used term's coefficient is column 1 + t (GroupFit._build)
+        col = np.cumsum(used, axis=1)
+        c = np.take_along_axis(g.coef[rows, 0], col, axis=1)
+        if not np.isfinite(c[used]).all():
+            return False
+        q = g.quality[rows][:, 5:7]
+        if not np.isfinite(q).all():
+            return False
+    return True
+
+
+def _reprs(values, clean: bool = True) -> list[str]:
+    """JSON texts of floats as the json module writes them (``float.__repr__``); ``clean``: not
+    finite as null (:func:`perfcast.fit.model._clean`)."""
+    a = np.asarray(values, dtype=float)
+    fr = float.__repr__
+    if not clean:
+        return [fr(v) for v in a.tolist()]
+    fin = np.isfinite(a).tolist()
+    return [fr(v) if f else "null" for v, f in zip(a.tolist(), fin)]
+
+
+def _fixed(text: str) -> str:
+    """A literal part of a %-template."""
+    return text.replace("%", "%%")
+
+
+def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None) -> list:
+    """Per series, the JSON text of ``Model.to_dict(alternatives=False)`` without its braces (the
+    keys and values exactly as ``json.dumps`` writes them) for the pending series, from their
+    groups' arrays; None for the others (their models are built: use ``Model.to_dict``).
+    ``texts``: their formulas (:func:`formulas`) when already computed.  Check :func:`json_ready`
+    first."""
+    import json
+
+    from .model import Model, Term
+    from .terms import fraction_str
+
+    enc = json.dumps
+    out: list = [None] * len(series)
+    parts = parts or split(series)
+    if texts is None:
+        texts = formulas(series, parts=parts)
+    parts = parts[0]
+    for g, pos, rows in parts:
+        pat, facs = _patterns(g)
+        p = pat[rows]
+        params = _fixed(enc(list(g.parameters)))
+        upper = "" if g.upper is None else _fixed(', "upper": [' + ", ".join(_reprs(g.upper)) + "]")
+        shape = "" if g.shape.beta == 2.0 else _fixed(', "noise_shape": ' + _reprs([g.shape.beta])[0])
+        notes = _fixed(', "notes": ' + enc(list(g.notes))) if g.notes else ""
+        growth = _reprs([g.growth])[0]
+        k1 = g.coef.shape[2]
+        status = g.status[rows]
+        for u in np.unique(p).tolist():
+            sig = facs[u]
+            k = 1 + len(sig)
+            lead = Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig)).lead()
+            lead_t = _fixed(enc(lead))
+            for ok in (True, False):
+                sel = np.nonzero((p == u) & ((status == 0) if ok else (status != 0)))[0]
+                if not len(sel):
+                    continue
+                r_pos, r_rows = pos[sel], rows[sel]
+                n = len(sel)
+                cols = [[enc(texts[s]) for s in r_pos.tolist()], _reprs(g.coef[r_rows, 0, 0], clean=False)]
+                if ok:
+                    terms = []
+                    for t, f in enumerate(sig):
+                        fac = {q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, i, j in f}
+                        terms.append('{"coefficient": %s, "factors": ' + _fixed(enc(fac)) + "}")
+                        cols.append(_reprs(g.coef[r_rows, 0, 1 + t], clean=False))
+                else:
+                    terms = []
+                q = g.quality[r_rows]
+                for c in range(8):
+                    cols.append(_reprs(q[:, c]) if c not in (5, 6) else [str(int(v)) for v in q[:, c].tolist()])
+                if ok:
+                    cols.append(_reprs(g.noise[r_rows]))
+                    cols.append([str(int(v)) for v in g.dof[r_rows].tolist()])
+                    cv = g.cov[r_rows, 0, :k, :k].reshape(n, k * k)
+                    for c in range(k * k):
+                        cols.append(_reprs(cv[:, c]))
+                    drift = (g.drift[r_rows] if g.drift is not None else np.zeros(n)).tolist()
+                    dd = g.drift_dof
+                    ddof = [int(dd)] * n if np.ndim(dd) == 0 else [int(v) for v in np.asarray(dd)[r_rows].tolist()]
+                    dtext = _reprs(drift)
+                    cols.append([(', "drift": ' + dt + ', "growth": ' + growth + ', "drift_dof": ' + str(dof))
+                                 if d != 0.0 else "" for d, dt, dof in zip(drift, dtext, ddof)])
+                    cov_t = "[" + ", ".join("[" + ", ".join(["%s"] * k) + "]" for _ in range(k)) + "]"
+                    tail = ', "noise": %s, "dof": %s, "cov": ' + cov_t + notes + "%s" + upper + shape
+                    status_t = "ok"
+                else:
+                    cols.append([str(int(v)) for v in g.needed[r_rows].tolist()])
+                    tail = ', "noise": 0.0, "dof": 0, "cov": null, "needed": %s' + notes
+                    status_t = "insufficient"
+                tmpl = ('"parameters": ' + params + ', "status": "' + status_t + '", "formula": %s, "constant": %s, '
+                        '"terms": [' + ", ".join(terms) + '], "quality": {"rss": %s, "adj_r2": %s, "smape": %s, '
+                        '"cv": %s, "noise": %s, "n_points": %s, "n_obs": %s, "criterion": %s}, "lead": ' + lead_t
+                        + tail)
+                for s, row in zip(r_pos.tolist(), zip(*cols)):
+                    out[s] = tmpl % row
+    return out
+
+
 def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False, parts=None) -> np.ndarray:
     """:func:`perfcast.fit.model.values_at` of the series' models: (len(series), len(points)), the
     pending ones from their groups' arrays (the averaged values need the competing hypotheses:
@@ -318,4 +431,4 @@ def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bo
     return out
 
 
-__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "growth_keys", "growth_codes", "values"]
+__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "growth_keys", "growth_codes", "json_ready", "model_json", "values"]

@@ -151,6 +151,14 @@ def write_json(obj) -> None:
     sys.stdout.write(json_text(obj))
 
 
+def write_json_chunks(chunks) -> None:
+    """JSON text on stdout a piece at a time (e.g. :meth:`perfcast.modelset.ModelSet.json_chunks`,
+    which fails, if at all, before its first piece)."""
+    write = sys.stdout.write
+    for c in chunks:
+        write(c)
+
+
 def trends(exp: Experiment, keys, locations: str = "auto", ascii: bool = False) -> dict[tuple[str, str], str]:
     """Text sparkline of the measured means of each (callpath, metric) in ``keys`` over the first
     varying parameter (other parameters at their largest values), for a "trend" table column."""

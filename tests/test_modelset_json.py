@@ -1,0 +1,116 @@
+"""`model --json` streamed from the fit's arrays (ModelSet.json_chunks): the records against laws
+known beforehand -- terms, coefficients, lead orders and the cost ranking worked out here by hand
+from the generating formulas -- and the pieces joining into the text of the json module."""
+
+import json
+import math
+
+import pytest
+
+import perfcast
+from conftest import cli
+
+PS = [4, 8, 16, 32, 64]
+#: callpath -> (constant, [(coefficient, exponent text, log exponent)]): exact data
+LAWS = {
+    "quad": (3.0, [(2.0, "2", 0)]),
+    "plogp": (10.0, [(0.5, "1", 1)]),
+    "lin": (7.0, [(4.0, "1", 0)]),
+    "sqrt": (1.0, [(30.0, "1/2", 0)]),
+    "flat": (50.0, []),
+}
+MODEL_KEYS = ["parameters", "status", "formula", "constant", "terms", "quality", "lead", "noise", "dof", "cov"]
+
+
+def law(name, p):
+    c, terms = LAWS[name]
+    out = c
+    for a, e, j in terms:
+        num, _, den = e.partition("/")
+        out += a * p ** (float(num) / float(den or 1)) * math.log2(p) ** j
+    return out
+
+
+@pytest.fixture
+def law_file(tmp_path):
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), "", "METRIC time", ""]
+    for name in LAWS:
+        lines.append(f"REGION {name}")
+        lines += [f"DATA {law(name, p)!r} {law(name, p)!r}" for p in PS]
+        lines.append("")
+    path = tmp_path / "laws.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_model_json_records_are_the_generating_laws(capsys, law_file):
+    code, out, err = cli(capsys, "model", law_file, "--json")
+    assert code == 0, err
+    recs = json.loads(out)
+    # the cost ranking by hand: default target p = 2 x 64 (p counts the processes); the increase
+    # from p = 4 (measured) to 128 (the law) as a share of the root, the sum of all at 128
+    root = sum(law(n, 128) for n in LAWS)
+    inc = {n: (law(n, 128) - law(n, 4)) / root for n in LAWS}
+    assert [r["callpath"] for r in recs] == sorted(LAWS, key=lambda n: -inc[n])
+    assert [r["rank"] for r in recs] == [1, 2, 3, 4, 5]
+    for r in recs:
+        name = r["callpath"]
+        c, terms = LAWS[name]
+        keys = list(r)
+        assert keys[:2] == ["callpath", "metric"] and keys[2:12] == MODEL_KEYS
+        assert keys[-4:] == ["aggregate", "rank", "ranking", "warnings"]
+        assert set(keys[12:-5]) <= {"drift", "growth", "drift_dof", "upper", "noise_shape"}
+        assert r["metric"] == "time" and r["parameters"] == ["p"] and r["status"] == "ok"
+        assert r["constant"] == pytest.approx(c, rel=1e-6, abs=1e-9)
+        assert len(r["terms"]) == len(terms)
+        for t, (a, e, j) in zip(r["terms"], terms):
+            assert t["coefficient"] == pytest.approx(a, rel=1e-6)
+            assert t["factors"] == {"p": {"exponent": e, "log_exponent": j}}
+        lead = (terms[0][1], terms[0][2]) if terms else ("0", 0)
+        assert r["lead"] == {"p": {"exponent": lead[0], "log_exponent": lead[1]}}
+        assert r["quality"]["n_points"] == 5 and r["quality"]["n_obs"] == 10
+        assert len(r["cov"]) == 1 + len(terms) and all(len(row) == 1 + len(terms) for row in r["cov"])
+        assert r.get("upper", [64.0]) == [64.0]
+        assert r["warnings"] == []
+        k = r["ranking"]
+        assert k["from"] == {"p": 4.0} and k["at"] == {"p": 128.0} and k["significant"] is True
+        assert k["per_process_first"] == pytest.approx(law(name, 4), rel=1e-12)
+        assert k["per_process_now"] == pytest.approx(law(name, 64), rel=1e-12)
+        assert k["per_process_at"] == pytest.approx(law(name, 128), rel=1e-6)
+        assert k["increase_share"] == pytest.approx(inc[name], rel=1e-6, abs=1e-12)
+    code, out, err = cli(capsys, "model", law_file, "--json", "--by", "growth", "--target", "p=1024")
+    assert code == 0, err
+    recs = json.loads(out)
+    # growth order: p^2, p log p, p, p^(1/2), constant; the values at the target are the laws'
+    assert [r["callpath"] for r in recs] == ["quad", "plogp", "lin", "sqrt", "flat"]
+    for r in recs:
+        assert "ranking" not in r and r["predicted_at_target"] == pytest.approx(law(r["callpath"], 1024), rel=1e-6)
+
+
+def test_pieces_join_into_the_json_modules_text_without_building_models(law_file, tmp_path):
+    """Any piece size gives the text json_text writes for the same records (every float as the
+    json module prints it); the records come from the fit's arrays, no series model is built.  A
+    series measured at one point is insufficient: no terms, cov null, the points it needs."""
+    from perfcast.output import json_text
+
+    rows = [f"{p},{r},{n},time,{law(n, p)!r}" for n in LAWS for p in PS for r in (0, 1)]
+    rows += ["4,0,one,time,42.0", "4,1,one,time,42.0"]
+    path = tmp_path / "laws.csv"
+    path.write_text("p,rep,callpath,metric,value\n" + "\n".join(rows) + "\n")
+    # without the segmentation's screen (it builds the models of these noise-free series)
+    ms = perfcast.model(perfcast.io.load([str(path)]), segmented=False)
+    assert all(sm._model is None for sm in ms.series)
+    texts = ["".join(ms.json_chunks(chunk=k)) for k in (1, 2, 4096)]
+    assert all(sm._model is None for sm in ms.series)
+    assert texts[0] == texts[1] == texts[2]
+    recs = json.loads(texts[0])
+    got = {r["callpath"]: r for r in recs}
+    for name, (c, terms) in LAWS.items():
+        r = got[name]
+        assert r["constant"] == pytest.approx(c, rel=1e-6, abs=1e-9)
+        assert [(t["coefficient"], t["factors"]) for t in r["terms"]] == [
+            (pytest.approx(a, rel=1e-6), {"p": {"exponent": e, "log_exponent": j}}) for a, e, j in terms]
+    one = recs[-1]
+    assert one["callpath"] == "one" and one["status"] == "insufficient" and one["terms"] == []
+    assert one["constant"] == 42.0 and one["cov"] is None and one["needed"] >= 2 and one["dof"] == 0
+    assert texts[0] == json_text(recs)
