@@ -114,3 +114,23 @@ def test_pieces_join_into_the_json_modules_text_without_building_models(law_file
     assert one["callpath"] == "one" and one["status"] == "insufficient" and one["terms"] == []
     assert one["constant"] == 42.0 and one["cov"] is None and one["needed"] >= 2 and one["dof"] == 0
     assert texts[0] == json_text(recs)
+
+
+def test_table_head_builds_only_its_rows_and_finds_every_warning(tmp_path):
+    """ModelSet.rank_head (the ``model`` table): the first rows of the ranking with their models,
+    the others unbuilt; the lack-of-fit warnings of all series from the fit's arrays -- a step
+    (1 up to p = 16, 100 from 32: no PMNF law follows it) is a poor fit, a series measured at two
+    points says so, the exact laws have none."""
+    rows = [f"{p},{r},{n},time,{law(n, p)!r}" for n in LAWS for p in PS for r in (0, 1)]
+    rows += [f"{p},{r},step,time,{1.0 if p <= 16 else 100.0}" for p in PS for r in (0, 1)]
+    rows += [f"{p},{r},two,time,{5.0 * p}" for p in (4, 8) for r in (0, 1)]
+    path = tmp_path / "warn.csv"
+    path.write_text("p,rep,callpath,metric,value\n" + "\n".join(rows) + "\n")
+    ms = perfcast.model(perfcast.io.load([str(path)]), segmented=False)
+    head, total, at, warned, noted = ms.rank_head(limit=2)
+    assert total == len(LAWS) + 2 and [r.rank for r in head] == [1, 2] and at == {"p": 128.0}
+    assert sum(sm._model is not None for sm in ms.series) <= 2
+    kinds = {cp: text.split(":")[0] for cp, _, text in warned}
+    assert kinds == {"step": "poor fit", "two": "2 points only"}
+    # the fit's note on the two-point series' group reaches the table's notes; no other series has one
+    assert [(cp, "no line of >= 3 points" in text) for cp, _, text in noted] == [("two", True)]

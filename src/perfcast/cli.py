@@ -620,14 +620,15 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         from .report.terminal import write_json_chunks
 
         return write_json_chunks(ms.json_chunks(tgt, by))
-    ranked = ms.rank(tgt, by)
+    # the rows printed, and the warnings and notes of every series, without building every model
+    shown, total, at, warned, noted = ms.rank_head(tgt, by, limit)
     from .report.terminal import trends
 
-    tr = trends(exp, [(r.callpath, r.metric) for r in _shown(ranked, limit)], locations, ascii=not out.is_terminal)
+    tr = trends(exp, [(r.callpath, r.metric) for r in shown], locations, ascii=not out.is_terminal)
     cols = (["#", "callpath", "metric", "trend", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
             + (["increase"] if by == "cost" else []))
     rows = []
-    for r in _shown(ranked, limit):
+    for r in shown:
         m, q = r.model, r.model.quality
         formula = m.formula()
         if m.status != "ok" and not getattr(m, "segments", None):
@@ -643,14 +644,12 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
     how = "by asymptotic growth" if by == "growth" else (
-        "by per-process cost increase up to " + ",".join(f"{k}={v:g}" for k, v in (ranked[0].at or {}).items())
-        + " (share of the root)" if ranked else "")
-    out.print(table(f"Scaling models ({len(ranked)} series, ranked as scalability bugs {how})", cols, rows))
-    _print_not_shown(err, len(ranked), len(rows), "models")
-    _print_series_notes(err, "warning", [(r.callpath, r.metric, w) for r in ranked for w in fit_warnings(r.model)],
-                        "poor fit(s), marked (!)")
-    _print_series_notes(err, "note", [(r.callpath, r.metric, n) for r in ranked
-                                      for n in getattr(r.model, "notes", ())], "regime change(s)")
+        "by per-process cost increase up to " + ",".join(f"{k}={v:g}" for k, v in (at or {}).items())
+        + " (share of the root)" if total else "")
+    out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how})", cols, rows))
+    _print_not_shown(err, total, len(rows), "models")
+    _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
+    _print_series_notes(err, "note", noted, "regime change(s)")
 
 
 def _metric_label(metric: str, aggregates) -> str:

@@ -549,6 +549,62 @@ class ModelSet:
             out.append(d)
         return out
 
+    def _ranking(self, target, by):
+        from .analysis.ranking import rank_order
+
+        series = list(self.series)
+        order, rc = rank_order(series, target, averaged=self.averaged, by=by, procs=self.procs,
+                               aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
+                               upper=self.upper or None, lower=self.lower or None, measured=self.measured,
+                               kinds=self.kinds, units=self.units)
+        return series, order, rc
+
+    def _warnings_at(self, series: list, parts) -> dict:
+        """Position in ``series`` -> :meth:`warnings`, for the series that have any: the pending
+        ones found from their groups' quality arrays (a model built, not kept, only where a
+        warning fires)."""
+        from .analysis.fitcheck import SMAPE_FLOOR, fit_warnings
+
+        warn: dict = {}
+        for g, pos, rows in parts[0]:
+            q = g.quality[rows]
+            # every limit of fitcheck's rule is at least SMAPE_FLOOR: a superset of the rows it flags
+            fire = np.nonzero((g.status[rows] == 0) & ((q[:, 2] > SMAPE_FLOOR) | (q[:, 5] == 2)))[0]
+            for s, r in zip(pos[fire].tolist(), rows[fire].tolist()):
+                w = fit_warnings(g.model(r))
+                if w:
+                    warn[s] = w
+        for s in parts[1]:
+            w = self.warnings(series[s])
+            if w:
+                warn[s] = w
+        return warn
+
+    def rank_head(self, target: Mapping[str, float] | None = None, by: str = "cost", limit: int = 0):
+        """What the ``model`` table prints: (the first ``limit`` rows of :meth:`rank` (all for 0),
+        the number of series, the point ranked at (``cost``; None otherwise), (callpath, metric,
+        warning) and (callpath, metric, note) of every series in rank order) -- models built for
+        the rows returned only."""
+        from .analysis.ranking import ranked_rows
+        from .fit import columns
+
+        series, order, rc = self._ranking(target, by)
+        head = ranked_rows(series, order if limit == 0 else order[:limit], rc)
+        parts = columns.split(series)
+        warn = self._warnings_at(series, parts)
+        notes: dict = {}
+        for g, pos, _ in parts[0]:
+            if g.notes:
+                for s in pos.tolist():
+                    notes[s] = g.notes
+        for s in parts[1]:
+            n = getattr(series[s].model, "notes", ())
+            if n:
+                notes[s] = n
+        warned = [(series[s].callpath, series[s].metric, w) for s in order if s in warn for w in warn[s]]
+        noted = [(series[s].callpath, series[s].metric, n) for s in order if s in notes for n in notes[s]]
+        return head, len(order), (rc.get("at") if rc["by"] == "cost" else None), warned, noted
+
     def json_chunks(self, target: Mapping[str, float] | None = None, by: str = "cost",
                     chunk: int = 4096) -> Iterator[str]:
         """``json_text(to_dict(target, by))`` -- ``perfcast model --json`` -- in pieces of ``chunk``
@@ -558,8 +614,6 @@ class ModelSet:
         undefined value at ``target``) fails before the first piece."""
         import json
 
-        from .analysis.fitcheck import SMAPE_FLOOR, fit_warnings
-        from .analysis.ranking import rank_order
         from .fit import columns
         from .fit.model import to_dicts
         from .output import _json_default, json_text
@@ -569,10 +623,7 @@ class ModelSet:
         if not series or not columns.json_ready(series, parts):
             yield json_text(self.to_dict(target, by))
             return
-        order, rc = rank_order(series, target, averaged=self.averaged, by=by, procs=self.procs,
-                               aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
-                               upper=self.upper or None, lower=self.lower or None, measured=self.measured,
-                               kinds=self.kinds, units=self.units)
+        _, order, rc = self._ranking(target, by)
         pred = rc["predicted"]
         cost = rc["by"] == "cost"
         nums = [v for v in pred if v is not None]
@@ -592,18 +643,7 @@ class ModelSet:
                     + ', "at": ' + enc(dict(rc["at"] or {}), allow_nan=False) + ', "per_process_first": ')
         elif by == "cost":
             head = ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
-        # lack-of-fit warnings of the pending series from their quality arrays (the texts only where
-        # one fires)
-        warn: dict = {}
-        for g, pos, rows in parts[0]:
-            q = g.quality[rows]
-            # every limit of fitcheck's rule is at least SMAPE_FLOOR: a superset of the rows it flags
-            fire = np.nonzero((g.status[rows] == 0) & ((q[:, 2] > SMAPE_FLOOR) | (q[:, 5] == 2)))[0]
-            for s, r in zip(pos[fire].tolist(), rows[fire].tolist()):
-                m = g.model(r)
-                warn[s] = fit_warnings(m)
-        for s in parts[1]:
-            warn[s] = self.warnings(series[s])
+        warn = self._warnings_at(series, parts)
         for lo in range(0, len(order), chunk):
             idx = order[lo:lo + chunk]
             sub = [series[s] for s in idx]

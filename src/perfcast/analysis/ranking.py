@@ -132,12 +132,18 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
     order, c = rank_order(items, target, averaged, by=by, procs=procs, aggregates=aggregates, parents=parents,
                           inclusive=inclusive, upper=upper, lower=lower, measured=measured, negligible=negligible,
                           kinds=kinds, units=units)
+    return ranked_rows(items, order, c)
+
+
+def ranked_rows(items: list, order: list, c: dict, start: int = 0) -> list[Ranked]:
+    """:class:`Ranked` rows of the positions ``order`` (a slice of :func:`rank_order`'s order
+    starting at rank ``start + 1``; its columns ``c``): the models of these series only are built."""
     key, pred = c["key"], c["predicted"]
     if c["by"] == "growth":
-        return [Ranked(i + 1, items[s].callpath, items[s].metric, items[s].model, key[s], pred[s])
+        return [Ranked(start + i + 1, items[s].callpath, items[s].metric, items[s].model, key[s], pred[s])
                 for i, s in enumerate(order)]
     tgt, low = c["at"], c["first_at"]
-    return [Ranked(i + 1, items[s].callpath, items[s].metric, items[s].model, key[s], pred[s],
+    return [Ranked(start + i + 1, items[s].callpath, items[s].metric, items[s].model, key[s], pred[s],
                    c["per_process_now"][s], c["per_process"][s], c["increase"][s], c["significant"][s], tgt,
                    c["per_process_first"][s], dict(low))
             for i, s in enumerate(order)]
@@ -329,5 +335,5 @@ def growth_str(key: tuple, parameters) -> str:
     return ", ".join(f"({i}, {j})" for i, j in key) if key else "-"
 
 
-__all__ = ["Ranked", "rank", "rank_order", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
+__all__ = ["Ranked", "rank", "rank_order", "ranked_rows", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
            "DEFAULT_FACTOR", "BY", "Fraction"]
