@@ -128,3 +128,28 @@ def power_law_group(x, S: int, seed: int):
     mean = reps.mean(axis=2)
     ssd = ((reps - mean[:, :, None]) ** 2).sum(axis=2)
     return mean, np.full(mean.shape, 5.0), ssd, reps
+
+
+def pmnf_law(law, p: float) -> float:
+    """The value at ``p`` of a one-parameter PMNF law ``(constant, [(coefficient, "i/j", log
+    exponent), ...])``, computed directly from its terms (the ground truth of model tests)."""
+    import math
+
+    c, terms = law
+    out = c
+    for a, e, j in terms:
+        num, _, den = e.partition("/")
+        out += a * p ** (float(num) / float(den or 1)) * math.log2(p) ** j
+    return out
+
+
+def write_law_file(path: Path, laws: dict, ps) -> Path:
+    """An Extra-P text file with one region per law of ``laws`` (name -> :func:`pmnf_law` law),
+    metric ``time``, two identical repetitions at each ``p`` of ``ps``."""
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in ps), "", "METRIC time", ""]
+    for name, law in laws.items():
+        lines.append(f"REGION {name}")
+        lines += [f"DATA {pmnf_law(law, p)!r} {pmnf_law(law, p)!r}" for p in ps]
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -2,12 +2,11 @@
 beforehand: the terms, coefficients and the ranking are worked out here by hand from the
 generating formulas, not taken from an earlier output."""
 
-import math
 
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import cli
+from conftest import cli, pmnf_law, write_law_file
 
 PS = [4, 8, 16, 32, 64]
 #: callpath -> (constant, [(coefficient, exponent text, log exponent)]): exact data
@@ -22,24 +21,12 @@ LAWS = {
 
 
 def law(name, p):
-    c, terms = LAWS[name]
-    out = c
-    for a, e, j in terms:
-        num, _, den = e.partition("/")
-        out += a * p ** (float(num) / float(den or 1)) * math.log2(p) ** j
-    return out
+    return pmnf_law(LAWS[name], p)
 
 
 @pytest.fixture
 def law_file(tmp_path):
-    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), "", "METRIC time", ""]
-    for name in LAWS:
-        lines.append(f"REGION {name}")
-        lines += [f"DATA {law(name, p)!r} {law(name, p)!r}" for p in PS]
-        lines.append("")
-    path = tmp_path / "laws.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_law_file(tmp_path / "laws.txt", LAWS, PS)
 
 
 def _rows(path):

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .core import GroupFit
-from .model import Model, Term, _render, values_at
+from .model import Model, Term, _render, term_cache, values_at
 
 
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
@@ -407,13 +407,7 @@ def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bo
         out[rest] = values_at([series[s].model for s in rest], points, False)
     if usable:
         cols = {p: np.array([float(t[p]) for t in points]) for p in keys}
-        cache: dict = {}
-
-        def term_values(factors: tuple) -> np.ndarray:
-            v = cache.get(factors)
-            if v is None:
-                v = cache[factors] = Term(1.0, factors).evaluate(cols)
-            return v
+        term_values = term_cache(cols)
 
         for g, pos, rows in usable:
             _, D, coef = g.hypotheses_design(rows, np.zeros(len(rows), dtype=np.int64), P, term_values)

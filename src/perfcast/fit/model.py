@@ -441,13 +441,7 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
     if not 0 < level < 1:
         raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
     n = len(next(iter(cols.values()))) if cols else 1
-    cache: dict = {}
-
-    def term_values(factors: tuple) -> np.ndarray:
-        v = cache.get(factors)
-        if v is None:
-            v = cache[factors] = Term(1.0, factors).evaluate(cols)
-        return v
+    term_values = term_cache(cols)
 
     def design(ms) -> tuple[np.ndarray, np.ndarray]:
         k = max((len(m.terms) for m in ms), default=0) + 1
@@ -528,6 +522,20 @@ def _doublings_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], n: 
             sub = np.where(u > 0, np.maximum(sub, dp), sub)
         d[rows] = sub
     return d
+
+
+def term_cache(cols: Mapping[str, np.ndarray]):
+    """factors -> the values of a unit-coefficient term with those factors at ``cols``, each
+    distinct factor tuple evaluated once (what :func:`GroupFit.hypotheses_design` reads)."""
+    cache: dict = {}
+
+    def term_values(factors: tuple) -> np.ndarray:
+        v = cache.get(factors)
+        if v is None:
+            v = cache[factors] = Term(1.0, factors).evaluate(cols)
+        return v
+
+    return term_values
 
 
 def _alternatives(models: Sequence[Model], n: int, design, term_values) -> tuple:
