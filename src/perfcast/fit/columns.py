@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .core import GroupFit
-from .model import Model, Term, _render, term_cache, values_at
+from .model import Model, Term, _render, roundoff_rows, term_cache, values_at
 
 
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
@@ -207,25 +207,9 @@ def formulas(series: Sequence, style: str = "plain", digits: int = 4, parts=None
 
 def _roundoff_rows(g: GroupFit, params: tuple, sig: tuple, cf: np.ndarray, const: np.ndarray) -> np.ndarray:
     """:func:`perfcast.fit.model._roundoff` for rows of one group sharing the terms ``sig``."""
-    n = len(const)
-    up = np.array([g.upper if g.upper is not None else (np.nan,) * len(params)] * 1, dtype=float)
-    up = np.broadcast_to(up.reshape(1, len(params)), (n, len(params)))
-    coef = np.abs(np.asarray(cf, dtype=float))
-    ok = ~np.isnan(up).any(axis=1) & (const != 0)
-    size = np.zeros(n)
-    col = {p: k for k, p in enumerate(params)}
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for k, factors in enumerate(sig):
-            v = coef[:, k].copy()
-            for p, i, j in factors:
-                u = up[:, col[p]]
-                ok &= ~((u <= 0) | ((j < 0) & (u <= 1)))
-                f = np.power(u, float(i))
-                if j:
-                    f = f * np.log2(u) ** j
-                v = v * f
-            size = np.maximum(size, v)
-        return ok & np.isfinite(size) & (np.abs(const) < 1e-12 * size)
+    up = np.array(g.upper if g.upper is not None else (np.nan,) * len(params), dtype=float)
+    up = np.broadcast_to(up.reshape(1, len(params)), (len(const), len(params)))
+    return roundoff_rows(up, cf, const, params, sig)
 
 
 def growth_keys(series: Sequence, parts=None) -> list[tuple]:

@@ -393,10 +393,18 @@ def _roundoff(models: Sequence[Model], params: tuple, sig: tuple) -> np.ndarray:
     """:meth:`Model.constant_is_roundoff` of models with the same terms (``sig``), vectorised."""
     up = np.array([m.upper if m.upper is not None else (np.nan,) * len(params) for m in models],
                   dtype=float).reshape(len(models), len(params))
-    coef = np.abs(np.array([[t.coefficient for t in m.terms] for m in models], dtype=float))
+    coef = np.array([[t.coefficient for t in m.terms] for m in models], dtype=float)
     const = np.array([m.constant for m in models], dtype=float)
+    return roundoff_rows(up, coef, const, params, sig)
+
+
+def roundoff_rows(up: np.ndarray, coef: np.ndarray, const: np.ndarray, params: tuple, sig: tuple) -> np.ndarray:
+    """The rule of :meth:`Model.constant_is_roundoff` on arrays: rows of the largest measured
+    coordinates ``up`` (n, len(params)), the coefficients ``coef`` (n, len(sig)) of the terms
+    ``sig`` and the constants ``const`` (n,)."""
+    coef = np.abs(np.asarray(coef, dtype=float))
     ok = ~np.isnan(up).any(axis=1) & (const != 0)
-    size = np.zeros(len(models))
+    size = np.zeros(len(const))
     col = {p: k for k, p in enumerate(params)}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for k, factors in enumerate(sig):
