@@ -351,6 +351,8 @@ def test_two_points_give_a_law_through_them_never_their_mean():
     assert (hi3 - lo3) / 160 > (hi1 - lo1) / c     # wider, relatively, further out
     from perfcast.analysis.fitcheck import fit_warnings
     assert any(w.startswith("2 points only") for w in fit_warnings(pw))
+    # the law is in p: no note may say p was treated as having no effect
+    assert not any("no effect" in n for n in pw.notes)
     # a falling count reaches 0: the straight line through the two points (no log of 0)
     line = fit_series([8, 64], [[10.0], [0.0]])
     assert line.predict(8.0) == pytest.approx(10.0) and line.predict(36.0) == pytest.approx(5.0)

@@ -909,8 +909,11 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     # parameters that cannot be modelled: fewer than 3 distinct values on some line
     lines = [parameter_lines(X, p) for p in range(m)]
     usable = [p for p in range(m) if lines[p]]
+    # two points that differ in one parameter: a law in it (:func:`_two_points`), not "no effect"
+    two = _two_point_axis(X) if (n == 2 and not usable) else None
     notes = tuple(f"parameter {parameters[p]!r}: no line of >= 3 points with the other parameters fixed; "
-                  f"treated as having no effect" for p in range(m) if not lines[p] and len(np.unique(X[:, p])) > 1)
+                  f"treated as having no effect" for p in range(m)
+                  if not lines[p] and p != two and len(np.unique(X[:, p])) > 1)
     # multi-parameter: two monomials, or one per usable parameter (a+b+c, :func:`_forms`)
     K = (opt.max_terms if m == 1 else min(max(2, len(usable)), 2 ** len(usable) - 1)) if usable else 1
     K = max(K, 1)
@@ -953,7 +956,6 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     drift_dof = 0
     if hold is not None and usable and n >= 3:
         out_drift[:], drift_dof = _pool_drift(miss, allowed, signed)
-    two = _two_point_axis(X) if (n == 2 and not usable) else None
     if two is not None:
         # two points: a one-term law through them (never their mean), with a wide interval
         blocks, growth = _two_points(X, two, mean, count, ssd, blocks, out_hyp, out_coef, out_cov, out_q,
