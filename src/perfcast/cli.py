@@ -603,6 +603,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
       perfcast model exp.perfcast --metric time --callpath 'main->*' --json
     """
     from .analysis.fitcheck import fit_warnings
+    from .fit.lines import line_note
     from .report.terminal import err, out, table, write_json
 
     if output is not None:
@@ -628,6 +629,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     cols = (["#", "callpath", "metric", "trend", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
             + (["increase"] if by == "cost" else []))
     rows = []
+    lined = False
     for r in shown:
         m, q = r.model, r.model.quality
         formula = m.formula()
@@ -638,8 +640,15 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         row = [r.rank, r.callpath, _metric_label(r.metric, ms.aggregates), tr.get((r.callpath, r.metric), ""), formula,
                "-" if q is None or q.smape != q.smape else f"{q.smape:.2f}",
                "-" if q is None or q.noise is None else f"{q.noise:.2f}"]
+        # the value at the ranking's point (the target) on a measured line: the formula's x its factor
+        point = at or tgt
+        line = m.line_at(point) if point and getattr(m, "lines", ()) else None
+        if line:
+            lined = True
+            noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in point.items()) + ": "
+                          + line_note(line)))
         if target:
-            row.append(f"{r.predicted:.6g}")
+            row.append(f"{r.predicted:.6g}" + (f" (x{line['factor']:.3g} line)" if line else ""))
         if by == "cost":
             row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
@@ -649,7 +658,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how})", cols, rows))
     _print_not_shown(err, total, len(rows), "models")
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
-    _print_series_notes(err, "note", noted, "regime change(s)")
+    _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else ""))
 
 
 def _metric_label(metric: str, aggregates) -> str:
@@ -784,7 +793,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
         [r["callpath"], _metric_label(r["metric"], ms.aggregates), tr.get((r["callpath"], r["metric"]), ""),
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
-         f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else ""),
+         f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else "")
+         + (f" (x{r['line']['factor']:.3g} line)" if "line" in r else ""),
          "-" if r["lower"] is None else f"[{'0 (clipped)' if r['clipped'] else format(r['lower'], '.6g')}, "
                                         f"{r['upper']:.6g}]", r["confidence"]] + compared(r)
         + [r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
@@ -797,7 +807,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)
     _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in all_rows for n in r["notes"]],
-                        "notes (poor fits, regime changes, negative values)")
+                        "notes (poor fits, regime changes, negative values"
+                        + (", values on a measured line)" if any("line" in r for r in all_rows) else ")"))
 
 
 @cli.command("check")

@@ -12,9 +12,15 @@ read from.
 
 The rules every view shares live here, once:
 
-* **The value is the formula's.**  By default the value at a point is the selected hypothesis',
-  the function printed next to it; ``averaged=True`` averages over the competing hypotheses with
-  their weights (the interval includes them either way).
+* **The value is the formula's, times a line factor shown next to it.**  By default the value at
+  a point is the selected hypothesis', the function printed next to it; ``averaged=True`` averages
+  over the competing hypotheses with their weights (the interval includes them either way).  On a
+  measured line of a multi-parameter series whose level the formula does not follow (points equal
+  in all parameters but one, e.g. a step of one process count at every problem size), value and
+  interval are that value times the line's factor: ``value = formula(point) x factor``, with the
+  factor and the line in the prediction's ``line`` (``{"factor": 1.55, "lines": [{"along": "n",
+  "at": {"p": 256}, "factor": 1.55}]}``) and a note; the model's ``lines`` in its JSON
+  (:mod:`perfcast.fit.lines`).  Every view (predict, rank, model, report) applies the same factor.
 * **Times, counts and bytes are not negative.**  Their models never fall below zero as the
   parameters grow (:class:`perfcast.fit.FitOptions` ``nonnegative="auto"``); a value that is still
   negative at a point (a segmented or two-point model below its data) is reported with a note, and
@@ -110,6 +116,16 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
                     _aggregates(exp, locations), procs, upper, lower,
                     _measured_ends(st, res, lower, upper), _Deferred(lambda: _observed_slopes(slope_data, params)))
+
+
+def _line_at_target(parameters, lines, target) -> dict | None:
+    """The measured lines a model's value at ``target`` lies on, with its factor on the formula's
+    value (:func:`perfcast.fit.lines.line_at`); None without ``target`` or on no line."""
+    if not lines or target is None or any(p not in target for p in parameters):
+        return None
+    from .fit.lines import line_at
+
+    return line_at(lines, parameters, target)
 
 
 class _Deferred(Mapping):
@@ -375,7 +391,8 @@ class ModelSet:
 
     def predict(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9) -> list[dict]:
         """One row per series and point: ``callpath, metric, unit, at, value, lower, upper, level,
-        clipped, confidence, formula, status, segmented, notes`` (module docstring for the rules)."""
+        clipped, confidence, formula, status, segmented, notes`` and, on a measured line with its own
+        level, ``line`` (module docstring for the rules)."""
         pts = [points] if isinstance(points, Mapping) else list(points)
         for t in pts:
             extra = [k for k in t if k not in self.parameters]
@@ -383,6 +400,7 @@ class ModelSet:
             if extra or missing:
                 raise PerfcastError(f"point {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
                                     f"parameters {', '.join(self.parameters)}", where="at")
+        from .fit.lines import line_note
         from .fit.model import formulas
 
         self._built()
@@ -398,6 +416,7 @@ class ModelSet:
             status = m.status
             segmented = bool(getattr(m, "segments", None))
             unit, aggregate = self.units.get(sm.metric, ""), self.aggregates.get(sm.metric, "")
+            lined = bool(getattr(m, "lines", ()))
             for j, t in enumerate(pts):
                 v = float(value[s, j])
                 if math.isnan(v):
@@ -409,6 +428,9 @@ class ModelSet:
                 hi = None if math.isnan(hi) else hi
                 notes = list(base_notes)
                 clipped = False
+                line = m.line_at(t) if lined else None
+                if line is not None:
+                    notes.append(line_note(line))
                 if nonneg and v < 0:
                     notes.append("the model predicts a negative value here: it does not extrapolate this far")
                 if nonneg and lo is not None and lo < 0:
@@ -429,6 +451,8 @@ class ModelSet:
                              "aggregate": aggregate, "at": dict(t), "value": v, "lower": lo, "upper": hi, "level": level,
                              "clipped": clipped, "confidence": conf, "formula": formula, "status": status,
                              "segmented": segmented, "notes": notes})
+                if line is not None:
+                    rows[-1]["line"] = line
         self._flag_children_above_parents(rows)
         return rows
 
@@ -543,9 +567,16 @@ class ModelSet:
                                 "per_process_first": r.per_process_first, "per_process_now": r.per_process_now,
                                 "per_process_at": r.per_process, "increase_share": r.increase,
                                 "significant": r.significant}
+                line = _line_at_target(getattr(r.model, "parameters", ()), getattr(r.model, "lines", ()),
+                                       r.at if r.per_process is not None else None)
+                if line is not None:
+                    d["ranking"]["line"] = line
             d["warnings"] = self.warnings(r)
             if r.predicted is not None:
                 d["predicted_at_target"] = r.predicted
+                line = _line_at_target(getattr(r.model, "parameters", ()), getattr(r.model, "lines", ()), target)
+                if line is not None:
+                    d["line_at_target"] = line
             out.append(d)
         return out
 
@@ -644,6 +675,8 @@ class ModelSet:
         elif by == "cost":
             head = ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
         warn = self._warnings_at(series, parts)
+        rank_at = dict(rc["at"]) if cost and rc.get("at") else None
+        lines = columns.lines(series, parts) if (target is not None or rank_at) else None
         for lo in range(0, len(order), chunk):
             idx = order[lo:lo + chunk]
             sub = [series[s] for s in idx]
@@ -664,7 +697,12 @@ class ModelSet:
                         parts_r += [head, num(rc["per_process_first"][s]), ', "per_process_now": ',
                                     num(rc["per_process_now"][s]), ', "per_process_at": ', num(rc["per_process"][s]),
                                     ', "increase_share": ', num(rc["increase"][s]), ', "significant": ',
-                                    "true" if rc["significant"][s] else "false", "}"]
+                                    "true" if rc["significant"][s] else "false"]
+                        line = (_line_at_target(*lines[s], rank_at) if rc["per_process"][s] is not None
+                                else None)
+                        if line is not None:
+                            parts_r += [', "line": ', enc(line, allow_nan=False)]
+                        parts_r.append("}")
                     else:
                         parts_r += [head, 'null, "per_process_now": null, "per_process_at": null, '
                                     '"increase_share": null, "significant": true}']
@@ -672,6 +710,9 @@ class ModelSet:
                 parts_r += [', "warnings": ', enc(w) if w else "[]"]
                 if pred[s] is not None:
                     parts_r += [', "predicted_at_target": ', fr(pred[s])]
+                    line = _line_at_target(*lines[s], target) if lines is not None else None
+                    if line is not None:
+                        parts_r += [', "line_at_target": ', enc(line, allow_nan=False)]
                 parts_r.append("}")
                 recs.append("".join(parts_r))
             # the first piece is complete before anything is written
@@ -687,6 +728,8 @@ class ModelSet:
         preds = {}
         if target is not None:
             preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
+        # values on a measured line (the formula's times its factor) say so in a ``line`` column
+        any_line = any("line" in p for p in preds.values())
         from .fit.model import formulas
 
         ranked = self.rank(target, by)
@@ -705,6 +748,8 @@ class ModelSet:
             if target is not None:
                 p = preds[(r.callpath, r.metric)]
                 row.update(value=p["value"], lower=p["lower"], upper=p["upper"], confidence=p["confidence"])
+                if any_line:
+                    row["line"] = p.get("line")
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -753,6 +798,8 @@ class ModelSet:
             ps = [preds[(sm.callpath, sm.metric)] for sm in ranked]
             for k in ("value", "lower", "upper", "confidence"):
                 cols[k] = [p[k] for p in ps]
+            if any("line" in p for p in ps):
+                cols["line"] = pa.array([p.get("line") for p in ps])
         return _arrow_table(cols)
 
 
@@ -839,8 +886,11 @@ def predictions_frame(rows: Sequence[Mapping], parameters: Sequence[str]) -> pd.
     taken = {k for r in rows for k in r}
     name = {p: (f"at_{p}" if p in taken else p) for p in parameters}   # a parameter called "value"
     out = []
+    lined = any("line" in r for r in rows)
     for r in rows:
         d = {k: v for k, v in r.items() if k != "at"}
+        if lined:
+            d["line"] = r.get("line")    # None off the measured lines (the column's cells are dicts)
         d.update({name[p]: r["at"].get(p) for p in parameters})
         out.append(d)
     cols = ["callpath", "metric", *name.values()]

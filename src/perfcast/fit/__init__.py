@@ -33,4 +33,9 @@ def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) 
     mean = np.array([[r.mean() for r in reps]])
     count = np.array([[len(r) for r in reps]])
     ssd = np.array([[((r - r.mean()) ** 2).sum() for r in reps]])
-    return fit_group(x, mean, count, ssd, tuple(parameters), options).model(0)
+    gf = fit_group(x, mean, count, ssd, tuple(parameters), options)
+    if x.shape[1] >= 2:
+        from .series import _with_lines      # measured lines with their own level, as for experiments
+
+        gf = _with_lines(gf, x, mean)
+    return gf.model(0)

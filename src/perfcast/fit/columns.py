@@ -3,7 +3,8 @@ quality, formulas, values at points, growth keys), taken from the fit's group ar
 whose Model objects are not built (:class:`perfcast.fit.series.SeriesModel` builds them on first
 use), from the models for the others.  Every value is what the Model the series would build gives
 (the same floats, the same texts): the models and these views share :meth:`GroupFit._build`'s
-layout (terms in hypothesis order, coefficient ``1 + t`` for the t-th used term).
+layout (terms in hypothesis order, coefficient ``1 + t`` for the t-th used term) and the
+measured lines' factors (``GroupFit.lines``, :mod:`perfcast.fit.lines`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .core import GroupFit
+from .lines import line_dicts
 from .model import Model, Term, _render, roundoff_rows, term_cache, values_at
 
 
@@ -212,6 +214,21 @@ def _roundoff_rows(g: GroupFit, params: tuple, sig: tuple, cf: np.ndarray, const
     return roundoff_rows(up, cf, const, params, sig)
 
 
+def lines(series: Sequence, parts=None) -> list[tuple]:
+    """Per series, (its model's parameters, its measured lines with their own level, the model's
+    ``lines``; :mod:`perfcast.fit.lines`), the pending ones from ``GroupFit.lines``."""
+    out: list = [None] * len(series)
+    parts, others = parts or split(series)
+    for g, pos, rows in parts:
+        ln = g.lines
+        for s, r in zip(pos.tolist(), rows.tolist()):
+            out[s] = (g.parameters, ln[r] if ln is not None and g.status[r] == 0 else ())
+    for s in others:
+        m = series[s].model
+        out[s] = (getattr(m, "parameters", ()), getattr(m, "lines", ()))
+    return out
+
+
 def growth_keys(series: Sequence, parts=None) -> list[tuple]:
     """:func:`perfcast.analysis.ranking.growth_keys` of the series' models (once per pattern)."""
     from ..analysis.ranking import growth_key, growth_keys as model_growth_keys
@@ -364,6 +381,11 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
                         + tail)
                 for s, row in zip(r_pos.tolist(), zip(*cols)):
                     out[s] = tmpl % row
+        if g.lines is not None:
+            # the measured lines with their own level, where ``Model.to_dict`` puts them
+            for s, r in zip(pos.tolist(), rows.tolist()):
+                if g.lines[r] and g.status[r] == 0:
+                    out[s] += ', "lines": ' + enc(line_dicts(g.lines[r], g.parameters))
     return out
 
 
@@ -406,7 +428,21 @@ def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bo
             elif kk > k:
                 D, coef = D[:, :, :k], coef[:, :k]
             out[pos] = np.einsum("snk,sk->sn", D, coef)
+            if g.lines is not None:
+                _scale_lines(out, g, pos, rows, cols)
     return out
 
 
-__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "growth_keys", "growth_codes", "json_ready", "model_json", "values"]
+def _scale_lines(out: np.ndarray, g: GroupFit, pos: np.ndarray, rows: np.ndarray, cols: Mapping) -> None:
+    """Values ``out[pos]`` of rows ``rows`` of ``g`` at the points ``cols``, times their measured
+    lines' factors where they lie on one (what ``Model.predict`` does with the model's ``lines``)."""
+    from .lines import line_log_factors
+
+    pc = [cols[p] for p in g.parameters]
+    for s, r in zip(pos.tolist(), rows.tolist()):
+        ln = g.lines[r]
+        if ln:
+            out[s] = out[s] * np.exp(line_log_factors(ln, pc))
+
+
+__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "json_ready", "model_json", "values"]

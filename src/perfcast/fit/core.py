@@ -709,6 +709,9 @@ class GroupFit:
     #: degrees of freedom of the drift: one per series (:func:`_pool_drift`) or one for the group
     drift_dof: int | np.ndarray = 0
     shape: NoiseShape = NORMAL  # noise shape estimated from the repetitions (beta 2: normal path)
+    #: per series, the measured lines with their own level (:mod:`perfcast.fit.lines`, the
+    #: models' ``lines``); None = none in the group
+    lines: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.status)
@@ -747,9 +750,12 @@ class GroupFit:
         wts = c[8][M * j:M * j + M]
         idx = [a for a in range(1, M) if wts[a] >= MIN_WEIGHT]
         k1 = self.coef.shape[2]
-        return self._build(c[2][K * m * j:K * m * (j + 1)], K, m, c[3][k1 * j:k1 * (j + 1)],
-                           c[4][k1 * k1 * j:k1 * k1 * (j + 1)], k1, quality, c[5][j], c[6][j], c[7][j],
-                           _LazyAlternatives(self, s, idx) if idx else (), self._drift_dof(s))
+        mdl = self._build(c[2][K * m * j:K * m * (j + 1)], K, m, c[3][k1 * j:k1 * (j + 1)],
+                          c[4][k1 * k1 * j:k1 * k1 * (j + 1)], k1, quality, c[5][j], c[6][j], c[7][j],
+                          _LazyAlternatives(self, s, idx) if idx else (), self._drift_dof(s))
+        if self.lines is not None and self.lines[s]:
+            mdl = dataclasses.replace(mdl, lines=self.lines[s])
+        return mdl
 
     def _drift_dof(self, s: int) -> int:
         d = self.drift_dof

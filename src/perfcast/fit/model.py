@@ -33,6 +33,7 @@ from scipy import special
 
 from ..errors import PerfcastError
 from .terms import block_str, factor_values, fraction_str, parse_fraction
+from .lines import line_at, line_dicts, line_log_factors, lines_from_dicts
 
 STATUSES = ("ok", "insufficient")
 
@@ -158,6 +159,10 @@ class Model:
     #: generalised normal shape of the repetition noise (2 = normal; estimated per fit group from
     #: the repetitions, :mod:`perfcast.fit.shape`): the noise part of intervals uses its quantile
     noise_shape: float = 2.0
+    #: measured lines whose level differs from the function's: ``(j, other coordinates, log
+    #: factor)``; a value on such a line is the function's times the factor
+    #: (:mod:`perfcast.fit.lines`; multi-parameter models only)
+    lines: tuple = ()
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -202,7 +207,18 @@ class Model:
         y = self._raw(cols, shape)
         if averaged and self.alternatives:
             y = self._averaged(cols, shape, y)
+        if self.lines:
+            y = y * np.exp(self._line_log(cols))
         return float(y[0]) if shape == () else y.reshape(shape)
+
+    def _line_log(self, cols) -> np.ndarray:
+        """Log factors of :attr:`lines` at the points ``cols`` (:func:`perfcast.fit.lines.line_log_factors`)."""
+        return line_log_factors(self.lines, [cols[p] for p in self.parameters])
+
+    def line_at(self, point: Mapping[str, float]) -> dict | None:
+        """The measured lines a value at ``point`` lies on and its factor on the formula's value
+        (:func:`perfcast.fit.lines.line_at`); None when the value is the formula's."""
+        return line_at(self.lines, self.parameters, point) if self.lines else None
 
     def _raw(self, cols, shape) -> np.ndarray:
         n = int(np.prod(shape)) if shape else 1
@@ -307,6 +323,8 @@ class Model:
             d["upper"] = [_clean(v) for v in self.upper]
         if self.noise_shape != 2.0:
             d["noise_shape"] = _clean(self.noise_shape)
+        if self.lines:
+            d["lines"] = line_dicts(self.lines, self.parameters)
         if alternatives and self.alternatives:
             d["alternatives"] = [{"weight": float(w), **m.to_dict(alternatives=False)} for w, m in self.alternatives]
         return d
@@ -331,7 +349,7 @@ class Model:
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
                        None if d.get("upper") is None else tuple(float(v) for v in d["upper"]),
                        float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0),
-                       float(d.get("noise_shape") or 2.0))
+                       float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params))
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
@@ -508,6 +526,13 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
         half = q * np.sqrt(np.maximum(var + vd + (rn * rn - 1) * vn, 0.0))
         lo = np.where(ok[:, None], centre - half, np.nan)
         hi = np.where(ok[:, None], centre + half, np.nan)
+    for s, m in enumerate(models):
+        if m.lines:
+            # on a measured line with its own level: value and interval times its factor
+            f = np.exp(m._line_log(cols))
+            centre[s] = centre[s] * f
+            lo[s] = lo[s] * f
+            hi[s] = hi[s] * f
     return centre, lo, hi
 
 

@@ -232,6 +232,27 @@ def _check_magnitudes(exp: Experiment, st: pd.DataFrame, row_of: np.ndarray, val
                             f"{MAX_VALUE:g})", path, where)
 
 
+def _with_lines(gf: GroupFit, X: np.ndarray, mean: np.ndarray) -> GroupFit:
+    """``gf`` with the measured lines whose level differs from each series' model
+    (:func:`perfcast.fit.lines.line_effects`, against the selected hypothesis' values at the
+    measured points ``X``; ``mean`` the measured means, one row per series of ``gf``)."""
+    from .lines import line_effects
+    from .model import term_cache
+
+    ok = np.flatnonzero(gf.status == 0)
+    if not len(ok):
+        return gf
+    cols = {p: X[:, k] for k, p in enumerate(gf.parameters)}
+    fitted = np.full(mean.shape, np.nan)
+    with np.errstate(all="ignore"):
+        _, D, coef = gf.hypotheses_design(ok, np.zeros(len(ok), dtype=np.int64), len(X), term_cache(cols))
+        fitted[ok] = np.einsum("snk,sk->sn", D, coef)
+    eff = line_effects(X, mean, fitted)
+    if not any(eff):
+        return gf
+    return replace(gf, lines=tuple(eff))
+
+
 def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations: str = "auto",
                    progress: Callable[[int, int], None] | None = None, *, statistics: tuple | None = None
                    ) -> tuple[list[GroupFit], dict[tuple[str, str], tuple[int, int]]]:
@@ -295,6 +316,8 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
                            params, o, prog, None if reps is None else reps[rows][:, cols])
             if note:
                 gf = replace(gf, notes=gf.notes + note)
+            if len(params) >= 2:
+                gf = _with_lines(gf, X, mean[np.ix_(rows, cols)])
             done[0] += len(rows)
             for j, r in enumerate(rows.tolist()):
                 index[(cps[r], mts[r])] = (len(groups), j)

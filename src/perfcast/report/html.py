@@ -42,6 +42,7 @@ from markupsafe import Markup, escape
 from .. import __version__
 from ..errors import PerfcastError
 from ..analysis.fitcheck import fit_warnings
+from ..fit.lines import line_note
 from ..experiment import Experiment
 from . import svg as S
 
@@ -461,6 +462,11 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
                     "growth_factor": (row["predicted"] / row["now"] if row["predicted"] is not None and row["now"]
                                       and row["now"] > 0 else None),
                     "trend": Markup(S.sparkline(series, tooltip=f"median {rep.metric} over {x}"))})
+        line = mdl.line_at(target) if hasattr(mdl, "line_at") else None
+        if line is not None:
+            # the value at the target lies on a measured line: the formula's times its factor
+            row["line"] = line
+            row["line_note"] = line_note(line)
         row["_model"] = mdl
     rep.kernels = rows
     if vmeans is not None:
@@ -626,7 +632,7 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
     return {"callpath": row["callpath"], "name": row["name"], "context": row["context"], "rank": row["rank"],
             "svg": Markup(fig.svg(aria=f"model of {row['callpath']}")),
             "mathml": row["mathml"], "formula": row["formula"], "predicted": tv, "lower": tl, "upper": th,
-            "xkind": xkind, "ykind": ykind}
+            "xkind": xkind, "ykind": ykind, "line_note": row.get("line_note")}
 
 
 def _scope_values(rep: Report, exp: Experiment) -> pd.DataFrame | None:
@@ -980,7 +986,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <td class="num" data-v="{{ k.now if k.now is not none else '' }}">{{ fnum(k.now) }}</td>
 <td class="num" data-v="{{ k.share_now if k.share_now is not none else '' }}">{{ pct(k.share_now) }}</td>
 <td>{{ k.trend }}</td>
-<td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.lower is not none %}<span class="full">[{{ fnum(k.lower) }}, {{ fnum(k.upper) }}]</span>{% endif %}</td>
+<td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.get("line") %}<span class="note" title="{{ k.line_note }}"> ×{{ fnum(k.line.factor, 3) }} measured line</span>{% endif %}{% if k.lower is not none %}<span class="full">[{{ fnum(k.lower) }}, {{ fnum(k.upper) }}]</span>{% endif %}</td>
 <td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}</td>
 <td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}</td>
 {% if r.options.by != "growth" %}<td class="num" data-v="{{ k.increase if k.increase is not none else '' }}">{% if k.increase is not none %}{{ "%+.2f"|format(100 * k.increase) }} %{% else %}–{% endif %}</td>{% endif %}
@@ -999,7 +1005,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <h3 title="{{ p.callpath }}">#{{ p.rank }} {{ p.name }}{% if p.context %} <span class="note">in {{ p.context }}</span>{% endif %}</h3>
 {{ p.svg }}
 <p class="f">{{ p.mathml }}</p>
-<p class="note">at target: {{ fnum(p.predicted) }}{% if p.lower == p.lower %} [{{ fnum(p.lower) }}, {{ fnum(p.upper) }}]{% endif %} {{ r.unit }}</p>
+<p class="note">at target: {{ fnum(p.predicted) }}{% if p.lower == p.lower %} [{{ fnum(p.lower) }}, {{ fnum(p.upper) }}]{% endif %} {{ r.unit }}{% if p.line_note %}; {{ p.line_note }}{% endif %}</p>
 </div>
 {% endfor %}
 </div>
