@@ -130,3 +130,4 @@ def test_damaged_file_gives_the_whole_table_readers_message(tmp_path):
     with pytest.raises(PerfcastError) as e:
         tidy._read_parquet(f, None)
     assert str(f) in str(e.value) and "not a readable Parquet file" in e.value.message
+
