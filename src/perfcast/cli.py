@@ -183,11 +183,15 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print the full description as JSON.")
 def show_cmd(inputs, fmt, points, params, max_callpaths, depth, as_json):
     """Describe an experiment: parameters, points and repetitions, metrics, callpath tree."""
-    from .report.terminal import show_experiment, write_json
+    from .output import json_chunks
+    from .report.terminal import show_experiment, write_json_chunks
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     if as_json:
-        write_json(exp.summary())
+        # the per-callpath list encoded as it is written (800,000 callpaths: 0.5 GB as dicts)
+        s = exp.summary(callpaths=False)
+        s["callpaths"] = exp.callpath_records()
+        write_json_chunks(json_chunks(s))
     else:
         show_experiment(exp, max_callpaths, depth)
 

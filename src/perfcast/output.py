@@ -166,6 +166,39 @@ def json_text(obj) -> str:
     return enc(obj) + "\n"
 
 
+def json_chunks(obj, block: int = 4096):
+    """:func:`json_text` of a dict a piece at a time; a value that is an iterator is written as a
+    list, ``block`` elements a piece, never held whole.  Every other value is encoded before the
+    first piece, so only an iterator's elements can fail once writing began."""
+    import functools
+    import json
+    from collections.abc import Iterator
+
+    if not isinstance(obj, dict) or not obj or not any(isinstance(v, Iterator) for v in obj.values()):
+        yield json_text(obj)
+        return
+    enc = functools.partial(json.dumps, allow_nan=False, default=_json_default)
+    parts = [(enc(k) + ": ", v if isinstance(v, Iterator) else
+              ("[" + ",\n  ".join(enc(e) for e in v) + "]") if isinstance(v, list) and v else enc(v))
+             for k, v in obj.items()]
+    yield "{"
+    for i, (head, v) in enumerate(parts):
+        yield (",\n " if i else "") + head
+        if isinstance(v, str):
+            yield v
+            continue
+        buf: list[str] = []
+        empty = True
+        for e in v:
+            buf.append("[" + enc(e) if empty else ",\n  " + enc(e))
+            empty = False
+            if len(buf) >= block:
+                yield "".join(buf)
+                buf.clear()
+        yield "[]" if empty else "".join(buf) + "]"
+    yield "}\n"
+
+
 def _json_default(o):
     import numpy as np
 

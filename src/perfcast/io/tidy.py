@@ -129,19 +129,26 @@ def _header(path: Path) -> list[str]:
 
 
 def _names(arr: pa.Array, table: dict[str, int], strip: bool = True) -> np.ndarray:
-    """Dictionary-encoded strings -> codes in ``table`` (first appearance), names stripped;
-    an empty name, a missing value or a quote left in a name is left to the whole-file reader."""
+    """Dictionary-encoded strings -> codes in ``table`` (first appearance in the rows), names
+    stripped; an empty name, a missing value or a quote left in a name is left to the whole-file
+    reader.  Only the entries the rows use count, in the order the rows first use them (a Parquet
+    dictionary is the writer's, in any order, maybe with unused entries)."""
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr)
     if arr.null_count or arr.indices.null_count:
         raise _Slow
-    remap = np.empty(len(arr.dictionary), dtype=np.int64)
-    for i, raw in enumerate(arr.dictionary.to_pylist()):
+    idx = arr.indices.to_numpy(zero_copy_only=False)
+    first = np.full(len(arr.dictionary), len(idx), dtype=np.int64)
+    first[idx[::-1]] = np.arange(len(idx) - 1, -1, -1)  # repeated indices: the last write, the first row, wins
+    used = np.flatnonzero(first < len(idx))
+    used = used[np.argsort(first[used], kind="stable")]
+    remap = np.zeros(len(arr.dictionary), dtype=np.int64)
+    for i, raw in zip(used.tolist(), arr.dictionary.take(pa.array(used)).to_pylist()):
         name = raw.strip()
         if not name or '"' in raw or (not strip and name != raw):
             raise _Slow
         remap[i] = table.setdefault(name, len(table))
-    return remap[arr.indices.to_numpy(zero_copy_only=False)]
+    return remap[idx]
 
 
 def _read_csv_stream(path: Path) -> Experiment:
@@ -186,9 +193,31 @@ def _column_kinds(header: list[str]) -> tuple[list[str], list[str]]:
     return numeric, [c for c in ("callpath", "metric", *_META_COLUMNS) if c in header]
 
 
-def _from_batches(path: Path, header: list[str], batches) -> Experiment:
+def _unique_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of equal-length float columns and each row's index among them (what
+    ``np.unique(np.stack(columns, 1), axis=0, return_inverse=True)`` gives, in some order): a 1-D
+    unique per column combined into one integer code, not a sort of structured rows."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    radix = 1
+    for c in columns:
+        _, inv = np.unique(c, return_inverse=True)
+        k = int(inv.max(initial=0)) + 1
+        if radix * k >= 1 << 62:  # renumber the codes so far densely before they could overflow
+            _, key = np.unique(key, return_inverse=True)
+            key = key.reshape(-1).astype(np.int64)
+            radix = int(key.max(initial=0)) + 1
+        key *= k
+        key += inv.reshape(-1)
+        radix *= k
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return np.stack([c[first] for c in columns], axis=1), inv.reshape(-1)
+
+
+def _from_batches(path: Path, header: list[str], batches, total_rows: int | None = None) -> Experiment:
     """The Experiment from pyarrow record batches ``(batch, bytes of the file read so far)`` with the
-    columns of ``header`` (numbers as float64, names as strings); _Slow for anything unusual."""
+    columns of ``header`` (numbers as integers or floats, names as strings or dictionaries of
+    strings); the columns are sized by ``total_rows`` when known, else by the share of the file
+    read.  _Slow for anything unusual."""
     from .extrap import _Grow, _narrow, _sorted_categorical
 
     meta_cols = [c for c in header if c in _META_COLUMNS]
@@ -211,12 +240,13 @@ def _from_batches(path: Path, header: list[str], batches) -> Experiment:
             nb = batch.num_rows
             if not nb:
                 continue
-            expect = int((cols["value"].n + nb) * max(1.0, size / max(1, read)) * 1.02) + 1024
+            expect = (total_rows if total_rows is not None else
+                      int((cols["value"].n + nb) * max(1.0, size / max(1, read)) * 1.02) + 1024)
             for c in numeric:
                 a = batch.column(c)
                 if a.null_count:
                     raise _Slow
-                v = a.to_numpy(zero_copy_only=False)
+                v = a.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)  # (Parquet: integers)
                 if not np.isfinite(v).all():
                     raise _Slow
                 if c in ("rep", "rank", "thread"):
@@ -244,8 +274,7 @@ def _from_batches(path: Path, header: list[str], batches) -> Experiment:
                     meta_seen[c].setdefault(m, set()).add(v)
             # points: the distinct coordinates of the block, numbered across blocks
             if params:
-                pv = np.stack([cols[p].a[cols[p].n - nb:cols[p].n] for p in params], axis=1)
-                uniq, inv = np.unique(pv, axis=0, return_inverse=True)
+                uniq, inv = _unique_rows([cols[p].a[cols[p].n - nb:cols[p].n] for p in params])
                 remap = np.array([point_codes.setdefault(tuple(u), len(point_codes)) for u in uniq.tolist()],
                                  dtype=np.int64)
                 cols["point"].widen(_narrow(len(point_codes)))
@@ -509,6 +538,57 @@ def _read_jsonl_whole(path: Path) -> Experiment:
 
 
 def _read_parquet(path: Path, options: ReadOptions) -> Experiment:
+    try:
+        return _read_parquet_stream(path)
+    except _Slow:
+        pa.default_memory_pool().release_unused()
+        return _read_parquet_whole(path)
+
+
+#: rows pyarrow decodes at a time in the streaming Parquet path
+PARQUET_BATCH_ROWS = 1 << 18
+
+
+def _read_parquet_stream(path: Path) -> Experiment:
+    """The tidy Parquet file read a batch of rows at a time (``ParquetFile.iter_batches``, string
+    columns as dictionaries) into the columns the CSV path grows; _Slow for anything unusual (a
+    column type other than integer, float or string, a missing value, a damaged file), which the
+    whole-table reader then reads or refuses with its message."""
+    from . import check_readable
+
+    check_readable(path)
+    if path.is_dir():
+        raise _Slow
+    try:
+        pf = pq.ParquetFile(path)
+        schema = pf.schema_arrow
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError, IndexError, OverflowError):
+        raise _Slow from None
+    header = list(schema.names)
+    if (len(set(header)) != len(header) or any(not c or c != c.strip() for c in header)
+            or any(c not in header for c in _REQUIRED)):
+        raise _Slow
+    numeric, strings = _column_kinds(header)
+    for c in header:
+        t = schema.field(c).type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        ok = ((pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)) if c in numeric
+              else (pa.types.is_string(t) or pa.types.is_large_string(t)))
+        if not ok:
+            raise _Slow
+    total = pf.metadata.num_rows
+
+    def batches():
+        reader = pq.ParquetFile(path, read_dictionary=strings)
+        for batch in reader.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=header, use_threads=False,
+                                         use_pandas_metadata=False):
+            yield batch, None
+
+    return _from_batches(path, header, batches(), total_rows=total)
+
+
+def _read_parquet_whole(path: Path) -> Experiment:
     try:
         # the pandas metadata (index, dtypes) is a writer's hint, not data: a damaged one must not
         # break the read, so it is ignored
