@@ -837,17 +837,21 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     parsed = [parse_expectation(e, exp.parameters) for e in expects]
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
-    bad, checked = check(res, parsed)
+    # the fit's series, read from its arrays (iterating the model set would build every model)
+    series = list(res.series)
+    bad, checked = check(series, parsed)
     if checked == 0:
         raise PerfcastError("no modelled callpath matches the expectations' globs")
     # matched series without a usable model are not judged: say which and why, a CI guard must not
     # pass silently over them
     import fnmatch
 
+    from .fit.columns import status_ok
+
     unchecked = [{"callpath": sm.callpath, "metric": sm.metric,
                   "reason": "; ".join(getattr(sm.model, "notes", ())[:2]) or f"insufficient points: need "
                                                                              f"{sm.model.needed}"}
-                 for sm in res if sm.model.status != "ok"
+                 for sm, ok in zip(series, status_ok(series).tolist()) if not ok
                  and any(fnmatch.fnmatchcase(sm.callpath, e.pattern) for e in parsed)]
     if as_json:
         write_json({"checked": checked, "violations": [v.to_dict() for v in bad], "ok": not bad,

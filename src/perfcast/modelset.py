@@ -115,7 +115,8 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     slope_data = st[["callpath", "metric", *params, "mean"]]
     return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
                     _aggregates(exp, locations), procs, upper, lower,
-                    _measured_ends(st, res, lower, upper), _Deferred(lambda: _observed_slopes(slope_data, params)))
+                    _measured_ends(st, res, lower, upper),
+                    ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)))
 
 
 def _line_at_target(parameters, lines, target) -> dict | None:
@@ -128,36 +129,6 @@ def _line_at_target(parameters, lines, target) -> dict | None:
     return line_at(lines, parameters, target)
 
 
-class _Deferred(Mapping):
-    """A read-only mapping computed on first use."""
-
-    __slots__ = ("_make", "_data")
-
-    def __init__(self, make: Callable[[], Mapping]):
-        self._make, self._data = make, None
-
-    def _d(self) -> Mapping:
-        if self._data is None:
-            self._data = self._make()
-            self._make = None
-        return self._data
-
-    def __getitem__(self, key):
-        return self._d()[key]
-
-    def get(self, key, default=None):
-        return self._d().get(key, default)
-
-    def __iter__(self):
-        return iter(self._d())
-
-    def __len__(self) -> int:
-        return len(self._d())
-
-    def __repr__(self) -> str:
-        return repr(self._d())
-
-
 def _statistics(exp, series, locations: str, given=None):
     from .fit.series import series_statistics
 
@@ -167,14 +138,16 @@ def _statistics(exp, series, locations: str, given=None):
     return series_statistics(exp.select(metric=names), locations)
 
 
-def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...]) -> dict:
-    """(callpath, metric) -> {parameter: (shallowest, steepest) log-log slope of the measured means
-    between neighbouring values of that parameter, the others fixed} (positive means and values
-    only; parameters without two such neighbours are absent)."""
-    out: dict = {}
-    if st.empty:
-        return out
-    for p in params:
+def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...], series: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """Per series of ``series`` and parameter, the (shallowest, steepest) log-log slope of its
+    measured means between neighbouring values of that parameter, the others fixed (positive means
+    and values only): two (S, len(params)) arrays, NaN where the series has no two such neighbours."""
+    S = len(series)
+    lo_a, hi_a = np.full((S, len(params)), np.nan), np.full((S, len(params)), np.nan)
+    if st.empty or not S:
+        return lo_a, hi_a
+    want = pd.MultiIndex.from_arrays([[sm.callpath for sm in series], [sm.metric for sm in series]])
+    for k, p in enumerate(params):
         others = [q for q in params if q != p]
         d = st[["callpath", "metric", *params, "mean"]].copy()
         d = d[(d[p].astype(float) > 0) & (d["mean"].astype(float) > 0)]
@@ -193,9 +166,60 @@ def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...]) -> dict:
         sl = pd.DataFrame({"callpath": d["callpath"].to_numpy()[ok], "metric": d["metric"].to_numpy()[ok],
                            "s": dy[ok] / dx[ok]})
         agg = sl.groupby(["callpath", "metric"], sort=False, observed=True)["s"].agg(["min", "max"])
-        for (cp, m), lo, hi in zip(agg.index, agg["min"].to_numpy(float), agg["max"].to_numpy(float)):
-            out.setdefault((str(cp), str(m)), {})[p] = (float(lo), float(hi))
-    return out
+        have = pd.MultiIndex.from_arrays([agg.index.get_level_values(0).astype(str),
+                                          agg.index.get_level_values(1).astype(str)])
+        pos = have.get_indexer(want)
+        found = pos >= 0
+        lo_a[found, k] = agg["min"].to_numpy(float)[pos[found]]
+        hi_a[found, k] = agg["max"].to_numpy(float)[pos[found]]
+    return lo_a, hi_a
+
+
+class ObservedSlopes(Mapping):
+    """The measured slopes of each series (:func:`_observed_slopes`), as arrays aligned with the
+    series they are computed for, on first use; read as a mapping (callpath, metric) ->
+    {parameter: (shallowest, steepest)} (series and parameters without slopes absent)."""
+
+    __slots__ = ("series", "parameters", "_make", "_arrays", "_d")
+
+    def __init__(self, series: tuple, parameters: tuple, make: Callable[[], tuple]):
+        self.series, self.parameters, self._make, self._arrays, self._d = series, parameters, make, None, None
+
+    def arrays(self, items: Sequence):
+        """(shallowest, steepest), each (S, len(parameters)), for ``items`` when they are the series
+        these were computed for, in the same order (else None)."""
+        if len(items) != len(self.series) or any(a is not b for a, b in zip(items, self.series)):
+            return None
+        if self._arrays is None:
+            self._arrays = self._make()
+            self._make = None
+        return self._arrays
+
+    def _map(self) -> dict:
+        if self._d is None:
+            lo, hi = (a.tolist() for a in self.arrays(self.series))
+            d: dict = {}
+            for s, sm in enumerate(self.series):
+                e = {p: (lo[s][k], hi[s][k]) for k, p in enumerate(self.parameters) if hi[s][k] == hi[s][k]}
+                if e:
+                    d[(sm.callpath, sm.metric)] = e
+            self._d = d
+        return self._d
+
+    def __getitem__(self, key):
+        return self._map()[key]
+
+    def get(self, key, default=None):
+        return self._map().get(key, default)
+
+    def __iter__(self):
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self._map())
+
+    def __repr__(self) -> str:
+        return repr(self._map())
 
 
 def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> "MeasuredEnds":
@@ -400,57 +424,79 @@ class ModelSet:
             if extra or missing:
                 raise PerfcastError(f"point {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
                                     f"parameters {', '.join(self.parameters)}", where="at")
-        from .fit.lines import line_note
-        from .fit.model import formulas
+        from .fit import columns
+        from .fit.lines import line_at, line_note
 
-        self._built()
-        value, lower, upper, base = self._batch(pts, level)
+        series = list(self.series)
+        parts = columns.split(series)
+        value, lower, upper, base = self._batch(pts, level, parts)
+        S, P = value.shape
+        bad = np.isnan(value)
+        if bad.any():
+            # e.g. log2(p) at p <= 0, log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
+            s, j = (int(i) for i in np.argwhere(bad)[0])
+            formula = columns.formulas([series[s]])[0]
+            raise PerfcastError(f"{series[s].callpath} / {series[s].metric}: the model {formula} is undefined at "
+                                f"{','.join(f'{k}={x:g}' for k, x in pts[j].items())}", where="at")
+        texts = columns.formulas(series, parts=parts)
+        warn = self._warnings_at(series, parts)
+        lines = columns.lines(series, parts)
+        # per series: the model's notes, status and whether it is segmented
+        notes_of: list = [()] * S
+        status = np.where(columns.status_ok(series, parts), "ok", "insufficient").tolist()
+        segmented = [False] * S
+        for g, pos, _ in parts[0]:
+            if g.notes:
+                for s in pos.tolist():
+                    notes_of[s] = g.notes
+        for s in parts[1]:
+            m = series[s].model
+            notes_of[s] = tuple(getattr(m, "notes", ()))
+            status[s] = m.status
+            segmented[s] = bool(getattr(m, "segments", None))
+        steep = self._beyond_measured_slopes(series, lines, pts, value, base)
+        nonneg = [self.kinds.get(sm.metric) in NONNEGATIVE for sm in series]
+        neg_note = "the model predicts a negative value here: it does not extrapolate this far"
+        values_l, lower_l, upper_l = value.tolist(), lower.tolist(), upper.tolist()
+        ats = [dict(t) for t in pts]
         rows = []
-        texts = formulas([sm.model for sm in self.series])
-        for s, sm in enumerate(self.series):
-            m = sm.model
-            nonneg = self.kinds.get(sm.metric) in NONNEGATIVE
-            warn = self.warnings(sm)
-            base_notes = warn + list(getattr(m, "notes", ()))
-            formula = texts[s]
-            status = m.status
-            segmented = bool(getattr(m, "segments", None))
+        for s, sm in enumerate(series):
+            w = warn.get(s, [])
+            base_notes = w + list(notes_of[s])
+            formula, st, seg, nn = texts[s], status[s], segmented[s], nonneg[s]
             unit, aggregate = self.units.get(sm.metric, ""), self.aggregates.get(sm.metric, "")
-            lined = bool(getattr(m, "lines", ()))
+            params, ln = lines[s]
+            insufficient = st != "ok" and not seg
             for j, t in enumerate(pts):
-                v = float(value[s, j])
-                if math.isnan(v):
-                    # e.g. log2(p) at p <= 0, log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
-                    raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {formula} is undefined at "
-                                        f"{','.join(f'{k}={x:g}' for k, x in t.items())}", where="at")
-                lo, hi = float(lower[s, j]), float(upper[s, j])
-                lo = None if math.isnan(lo) else lo
-                hi = None if math.isnan(hi) else hi
+                v = values_l[s][j]
+                lo, hi = lower_l[s][j], upper_l[s][j]
+                lo = None if lo != lo else lo
+                hi = None if hi != hi else hi
                 notes = list(base_notes)
                 clipped = False
-                line = m.line_at(t) if lined else None
+                line = line_at(ln, params, t) if ln else None
                 if line is not None:
                     notes.append(line_note(line))
-                if nonneg and v < 0:
-                    notes.append("the model predicts a negative value here: it does not extrapolate this far")
-                if nonneg and lo is not None and lo < 0:
+                if nn and v < 0:
+                    notes.append(neg_note)
+                if nn and lo is not None and lo < 0:
                     lo, hi, clipped = 0.0, max(hi, 0.0), True
                     notes.append("interval clipped at 0")
-                doubts = list(warn)
-                if nonneg and v < 0:
+                doubts = list(w)
+                if nn and v < 0:
                     doubts.append("negative")
-                if status != "ok" and not segmented:
+                if insufficient:
                     doubts.append("insufficient")
-                steep = self._beyond_measured_slopes(sm, t, v, float(base[s, j]))
-                if steep:
-                    doubts.append(steep)
-                    notes.append(steep)
+                st_note = steep[j].get(s) if steep[j] else None
+                if st_note:
+                    doubts.append(st_note)
+                    notes.append(st_note)
                 # a clipped interval reaches below zero: wider than the value itself, so low
                 conf = "low" if clipped else confidence(v, lo, hi, doubts)
                 rows.append({"callpath": sm.callpath, "metric": sm.metric, "unit": unit,
-                             "aggregate": aggregate, "at": dict(t), "value": v, "lower": lo, "upper": hi, "level": level,
-                             "clipped": clipped, "confidence": conf, "formula": formula, "status": status,
-                             "segmented": segmented, "notes": notes})
+                             "aggregate": aggregate, "at": dict(ats[j]), "value": v, "lower": lo, "upper": hi,
+                             "level": level, "clipped": clipped, "confidence": conf, "formula": formula,
+                             "status": st, "segmented": seg, "notes": notes})
                 if line is not None:
                     rows[-1]["line"] = line
         self._flag_children_above_parents(rows)
@@ -462,12 +508,13 @@ class ModelSet:
         beyond = [p for p in self.parameters if p in self.upper and t[p] > self.upper[p] > 0]
         return {**t, beyond[0]: self.upper[beyond[0]]} if len(beyond) == 1 else None
 
-    def _batch(self, pts: list, level: float) -> tuple[np.ndarray, ...]:
+    def _batch(self, pts: list, level: float, parts=None) -> tuple[np.ndarray, ...]:
         """(value, lower, upper, value at :meth:`_beyond`'s edge point or NaN), each (series,
-        points): every plain model in one batch (:func:`perfcast.fit.model.predict_many`), others
-        (segmented) one by one."""
-        from .fit.model import Model, predict_many
+        points): every plain model, built or not, in one batch (:func:`perfcast.fit.columns.predict`,
+        :func:`perfcast.fit.model.predict_many`'s rule), others (segmented) one by one."""
+        from .fit import columns
 
+        series = list(self.series)
         edges = [self._beyond(t) for t in pts]
         allp = pts + [e for e in edges if e is not None]
         where = []
@@ -475,24 +522,17 @@ class ModelSet:
         for e in edges:
             where.append(k if e is not None else -1)
             k += e is not None
-        S, P = len(self.series), len(pts)
-        value, lower, upper = (np.full((S, P), np.nan) for _ in range(3))
+        S, P = len(series), len(pts)
         base = np.full((S, P), np.nan)
         edge_cols = [j for j, w in enumerate(where) if w >= 0]
         edge_at = [where[j] for j in edge_cols]
-        plain = [s for s, sm in enumerate(self.series)
-                 if type(sm.model) is Model and set(sm.model.parameters) <= set(self.parameters)]
-        if plain:
-            cols = {p: np.array([float(t[p]) for t in allp]) for p in self.parameters}
-            v, lo, hi = predict_many([self.series[s].model for s in plain], cols, level, self.averaged)
-            value[plain], lower[plain], upper[plain] = v[:, :P], lo[:, :P], hi[:, :P]
-            if edge_cols:
-                base[np.ix_(plain, edge_cols)] = v[:, edge_at]
-        done = set(plain)
-        for s, sm in enumerate(self.series):
-            if s in done:
-                continue
-            m = sm.model
+        cols = {p: np.array([float(t[p]) for t in allp]) for p in self.parameters}
+        inb, v, lo, hi = columns.predict(series, cols, level, self.averaged, parts=parts)
+        value, lower, upper = v[:, :P].copy(), lo[:, :P].copy(), hi[:, :P].copy()
+        if edge_cols:
+            base[:, edge_cols] = v[:, edge_at]
+        for s in np.nonzero(~inb)[0].tolist():
+            m = series[s].model
             for j, t in enumerate(pts):
                 value[s, j] = float(m.predict(t, averaged=self.averaged))
                 lower[s, j], upper[s, j] = m.interval(t, level, averaged=self.averaged)
@@ -500,19 +540,61 @@ class ModelSet:
                     base[s, j] = float(m.predict(edges[j], averaged=self.averaged))
         return value, lower, upper, base
 
-    def _beyond_measured_slopes(self, sm, t: Mapping[str, float], value: float, v0: float) -> str | None:
-        """A note when the prediction ``value`` at ``t``, beyond the data in one parameter, rises
-        (falls) more steeply in log-log terms than the series ever did within the data
-        (:data:`SLOPE_MARGIN`); ``v0`` is the model's value at the data's edge (:meth:`_beyond`)."""
-        edge = self._beyond(t)
-        if edge is None:
-            return None
-        p = next(q for q in self.parameters if edge[q] != t[q])
-        slopes = self.slopes.get((sm.callpath, sm.metric), {})
-        if p not in slopes or p not in sm.model.parameters or not value > 0 or not v0 > 0:
-            return None
+    def _beyond_measured_slopes(self, series: list, lines: list, pts: list, value: np.ndarray,
+                                base: np.ndarray) -> list[dict | None]:
+        """Per point of ``pts``, series position -> a note where the prediction ``value`` there,
+        beyond the data in one parameter, rises (falls) more steeply in log-log terms than the
+        series ever did within the data (:data:`SLOPE_MARGIN`; ``base``: the model's value at the
+        data's edge, :meth:`_beyond`); None for points not beyond the data in one parameter.
+        ``lines``: :func:`perfcast.fit.columns.lines` of ``series`` (the models' parameters)."""
+        out: list = []
+        measured = None
+        for j, t in enumerate(pts):
+            edge = self._beyond(t)
+            if edge is None:
+                out.append(None)
+                continue
+            p = next(q for q in self.parameters if edge[q] != t[q])
+            if measured is None:
+                measured = self._slope_arrays(series)
+            k = self.parameters.index(p)
+            lo, hi = measured[0][:, k], measured[1][:, k]
+            v, v0 = value[:, j], base[:, j]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cand = (v > 0) & (v0 > 0) & ~np.isnan(hi)
+                slope = np.log(v / v0) / math.log(t[p] / self.upper[p])
+            # the slope in numpy's arithmetic, to a hair of the margin: the notes themselves (and
+            # the exact test) in math's (:meth:`_slope_note`)
+            near = cand & ~((slope <= hi + SLOPE_MARGIN - 1e-9) & (slope >= lo - SLOPE_MARGIN + 1e-9))
+            notes = {}
+            for s in np.nonzero(near)[0].tolist():
+                if p not in lines[s][0]:
+                    continue
+                n = self._slope_note(p, (float(lo[s]), float(hi[s])), t, float(v[s]), float(v0[s]))
+                if n:
+                    notes[s] = n
+            out.append(notes)
+        return out
+
+    def _slope_arrays(self, series: list) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`slopes` of ``series`` as (shallowest, steepest), each (S, parameters), NaN where
+        not measured."""
+        got = self.slopes.arrays(series) if isinstance(self.slopes, ObservedSlopes) else None
+        if got is not None:
+            return got
+        lo, hi = np.full((len(series), len(self.parameters)), np.nan), np.full((len(series), len(self.parameters)), np.nan)
+        for s, sm in enumerate(series):
+            for p, (a, b) in (self.slopes.get((sm.callpath, sm.metric)) or {}).items():
+                if p in self.parameters:
+                    k = self.parameters.index(p)
+                    lo[s, k], hi[s, k] = a, b
+        return lo, hi
+
+    def _slope_note(self, p: str, measured: tuple, t: Mapping[str, float], value: float, v0: float) -> str | None:
+        """The note of a log-log slope from ``v0`` at the data's edge to ``value`` at ``t`` along
+        ``p`` outside the measured (shallowest, steepest) ``measured`` by more than :data:`SLOPE_MARGIN`."""
         s = math.log(value / v0) / math.log(t[p] / self.upper[p])
-        lo, hi = slopes[p]
+        lo, hi = measured
         if s > hi + SLOPE_MARGIN:
             return f"grows like {p}^{s:.2g} beyond the data, faster than any measured step ({p}^{hi:.2g})"
         if s < lo - SLOPE_MARGIN:
@@ -766,8 +848,6 @@ class ModelSet:
 
         if not self.series:
             return pa.Table.from_pandas(self.to_frame(target, level, by), preserve_index=False)
-        if target is not None:
-            self._built()     # the predictions' notes and confidence read every model
         order, rc = rank_order(list(self.series), target, averaged=self.averaged, by=by, procs=self.procs,
                                aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
                                upper=self.upper or None, lower=self.lower or None, measured=self.measured,

@@ -152,19 +152,36 @@ class Violation:
 def check(series_models: Iterable, expectations: Sequence[Expectation]) -> tuple[list[Violation], int]:
     """Compare models (objects with ``callpath``, ``metric``, ``model``) with expectations; returns
     the violations and the number of (model, expectation) pairs checked.  Models without enough
-    points ("insufficient") are not judged."""
-    out, checked = [], 0
-    for sm in series_models:
-        for e in expectations:
+    points ("insufficient") are not judged.  The fit's series are read from their groups' arrays
+    (:mod:`perfcast.fit.columns`: status, lead orders, the violators' formulas): each distinct lead
+    order is compared once per expectation."""
+    from ..fit import columns
+
+    series = list(series_models)
+    parts = columns.split(series)
+    ok = columns.status_ok(series, parts).tolist()
+    code, orders = columns.lead_codes(series, parts)
+    code = code.tolist()
+    zero = (Fraction(0), 0)
+    expected = [order_str(e.order) for e in expectations]
+    verdicts: dict = {}
+    found_at, checked = [], 0
+    for s, sm in enumerate(series):
+        for k, e in enumerate(expectations):
             if not fnmatch.fnmatchcase(sm.callpath, e.pattern):
                 continue
-            if sm.model.status != "ok":
+            if not ok[s]:
                 continue
             checked += 1
-            found = sm.model.lead_order()
-            bad = exceeds(found, e.order)
-            if bad:
-                out.append(Violation(sm.callpath, sm.metric, e.text, order_str(e.order),
-                                     order_str({p: o for p, o in found.items() if o != (Fraction(0), 0)}),
-                                     tuple(bad), sm.model.formula()))
+            v = verdicts.get((code[s], k))
+            if v is None:
+                found = orders[code[s]]
+                v = verdicts[(code[s], k)] = (tuple(exceeds(found, e.order)),
+                                              order_str({p: o for p, o in found.items() if o != zero}))
+            if v[0]:
+                found_at.append((s, k, v))
+    bad = sorted({s for s, _, _ in found_at})
+    texts = dict(zip(bad, columns.formulas([series[s] for s in bad])))
+    out = [Violation(series[s].callpath, series[s].metric, expectations[k].text, expected[k], v[1], v[0], texts[s])
+           for s, k, v in found_at]
     return out, checked

@@ -1,7 +1,8 @@
 """Columnar views of fitted series: what the model set's tables read (status, constant, terms,
-quality, formulas, values at points, growth keys), taken from the fit's group arrays for series
-whose Model objects are not built (:class:`perfcast.fit.series.SeriesModel` builds them on first
-use), from the models for the others.  Every value is what the Model the series would build gives
+quality, formulas, values and prediction intervals at points, growth keys, lead orders), taken
+from the fit's group arrays for series whose Model objects are not built
+(:class:`perfcast.fit.series.SeriesModel` builds them on first use), from the models for the
+others.  Every value is what the Model the series would build gives
 (the same floats, the same texts): the models and these views share :meth:`GroupFit._build`'s
 layout (terms in hypothesis order, coefficient ``1 + t`` for the t-th used term) and the
 measured lines' factors (``GroupFit.lines``, :mod:`perfcast.fit.lines`).
@@ -15,7 +16,7 @@ import numpy as np
 
 from .core import GroupFit
 from .lines import line_dicts
-from .model import Model, Term, _render, roundoff_rows, term_cache, values_at
+from .model import Model, Term, _render, roundoff_rows, values_at
 
 
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
@@ -245,6 +246,35 @@ def growth_keys(series: Sequence, parts=None) -> list[tuple]:
     return out
 
 
+def lead_codes(series: Sequence, parts=None) -> tuple[np.ndarray, list[dict]]:
+    """:meth:`Model.lead_order` of the series' models as (a code per series, the distinct lead
+    orders): series ``s``'s is ``orders[code[s]]`` (once per pattern for the pending ones)."""
+    S = len(series)
+    parts, others = parts or split(series)
+    ident: dict = {}                       # lead order's items -> code
+    orders: list = []
+    code = np.zeros(S, dtype=np.int64)
+
+    def number(order: dict) -> int:
+        key = tuple(order.items())
+        c = ident.get(key)
+        if c is None:
+            c = ident[key] = len(orders)
+            orders.append(order)
+        return c
+
+    for s in others:
+        code[s] = number(series[s].model.lead_order())
+    for g, pos, rows in parts:
+        pat, facs = _patterns(g)
+        used = np.unique(pat[rows])
+        num = np.zeros(len(facs), dtype=np.int64)
+        for u in used.tolist():
+            num[u] = number(Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in facs[u])).lead_order())
+        code[pos] = num[pat[rows]]
+    return code, orders
+
+
 def growth_codes(series: Sequence, parts=None) -> tuple[np.ndarray, list[tuple]]:
     """:func:`growth_keys` as (a code per series, the distinct keys in ascending order): code ``c``
     is ``keys[c]``, so the codes order the series as their keys do (ties equal)."""
@@ -389,60 +419,92 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
     return out
 
 
-def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False, parts=None) -> np.ndarray:
-    """:func:`perfcast.fit.model.values_at` of the series' models: (len(series), len(points)), the
-    pending ones from their groups' arrays (the averaged values need the competing hypotheses:
-    built as models)."""
-    S, P = len(series), len(points)
+def predict(series: Sequence, cols: Mapping[str, np.ndarray], level: float = 0.9, averaged: bool = False,
+            intervals: bool = True, parts=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`perfcast.fit.model.predict_many` of the series whose models are plain :class:`Model`
+    objects with parameters among ``cols`` (built or not): (in the batch (S,), value, lower, upper
+    (S, n); NaN outside the batch), in one batch, the pending ones from their groups' arrays
+    (:meth:`GroupFit.hypotheses_design`, the competing hypotheses from ``GroupFit.weight``, the
+    interval's inputs as :meth:`GroupFit.model` sets them) -- the same floats as ``predict_many``
+    over the built models, through the same :class:`perfcast.fit.model.PredictBatch`."""
+    from .core import MIN_WEIGHT
+    from .lines import line_log_factors
+    from .model import PredictBatch, check_level, doublings_rows
+
+    check_level(level)
+    S = len(series)
+    n = len(next(iter(cols.values()))) if cols else 1
+    keys = set(cols)
     parts, others = parts or split(series)
-    if averaged or not P or not parts:
-        return values_at([sm.model for sm in series], points, averaged)
-    out = np.full((S, P), np.nan)
-    keys = set.intersection(*(set(t) for t in points))
-    # the batch's width, as predict_many lays it out: 1 + the most terms of any plain model in it
-    plain_others = [s for s in others if type(series[s].model) is Model and set(series[s].model.parameters) <= keys]
-    k = 1 + max((len(series[s].model.terms) for s in plain_others), default=0)
+    plain = [s for s in others if type(series[s].model) is Model and set(series[s].model.parameters) <= keys]
     usable = [(g, pos, rows) for g, pos, rows in parts if set(g.parameters) <= keys]
+    # the batch's width, as predict_many lays it out: 1 + the most terms of any model in it
+    k = 1 + max((len(series[s].model.terms) for s in plain), default=0)
     for g, pos, rows in usable:
         pat, facs = _patterns(g)
         k = max(k, 1 + max((len(facs[u]) for u in np.unique(pat[rows]).tolist()), default=0))
-    if plain_others:
-        out[plain_others] = values_at([series[s].model for s in plain_others], points, False)
-    rest = [s for s in others if s not in set(plain_others)]
-    if rest:
-        out[rest] = values_at([series[s].model for s in rest], points, False)
-    if usable:
-        cols = {p: np.array([float(t[p]) for t in points]) for p in keys}
-        term_values = term_cache(cols)
+    b = PredictBatch(S, n, k, cols)
+    inb = np.zeros(S, dtype=bool)
+    if plain:
+        at = np.asarray(plain, dtype=np.int64)
+        b.add_models(at, [series[s].model for s in plain], averaged or intervals)
+        inb[at] = True
+    for g, pos, rows in usable:
+        inb[pos] = True
+        pat, facs = _patterns(g)
+        nt = np.array([len(f) for f in facs], dtype=np.int64)[pat[rows]]
+        _, D, coef = g.hypotheses_design(rows, np.zeros(len(rows), dtype=np.int64), n, b.term_values)
+        good = g.status[rows] == 0             # insufficient: the constant alone, no interval
+        if not good.all():
+            coef[~good, 1:] = 0.0
+            D[~good, :, 1:] = 0.0
+        kk = min(D.shape[2], k)
+        b.D[pos, :, :kk] = D[:, :, :kk]
+        b.coef[pos, :kk] = coef[:, :kk]
+        gp, gr = pos[good], rows[good]
+        b.ok[gp] = g.dof[gr] > 0
+        for j in np.unique(nt[good]).tolist():
+            sel = nt[good] == j
+            b.cov[gp[sel], :j + 1, :j + 1] = g.cov[gr[sel], 0, :j + 1, :j + 1]
+        b.noise[gp] = g.noise[gr]
+        b.dof[gp] = g.dof[gr]
+        if g.drift is not None:
+            b.drift[gp] = g.drift[gr]
+        b.growth[gp] = g.growth
+        dd = g.drift_dof
+        b.drift_dof[gp] = int(dd) if np.ndim(dd) == 0 else np.asarray(dd)[gr].astype(np.int64)   # as GroupFit._drift_dof
+        b.noise_shape[gp] = g.shape.beta
+        if g.upper is not None and len(gp):
+            up = np.broadcast_to(np.asarray(g.upper, dtype=float)[None, :], (len(gp), len(g.parameters)))
+            b.doublings[gp] = doublings_rows(g.parameters, up, cols, n)
+        if g.lines is not None:
+            pc = [cols[p] for p in g.parameters]
+            for s, r in zip(gp.tolist(), gr.tolist()):
+                if g.lines[r]:
+                    b.line_log[s] = line_log_factors(g.lines[r], pc)
+        if (averaged or intervals) and g.weight.shape[1] > 1:
+            i, a = np.nonzero(g.weight[gr, 1:] >= MIN_WEIGHT)
+            if len(i):
+                b.add_lazy(g, gp[i].tolist(), gr[i].tolist(), (a + 1).tolist())
+    v, lo, hi = b.predict(level, averaged, intervals)
+    v[~inb] = np.nan
+    return inb, v, lo, hi
 
-        for g, pos, rows in usable:
-            _, D, coef = g.hypotheses_design(rows, np.zeros(len(rows), dtype=np.int64), P, term_values)
-            bad = g.status[rows] != 0             # insufficient: the constant alone
-            if bad.any():
-                coef[bad, 1:] = 0.0
-                D[bad, :, 1:] = 0.0
-            kk = D.shape[2]
-            if kk < k:
-                D = np.pad(D, ((0, 0), (0, 0), (0, k - kk)))
-                coef = np.pad(coef, ((0, 0), (0, k - kk)))
-            elif kk > k:
-                D, coef = D[:, :, :k], coef[:, :k]
-            out[pos] = np.einsum("snk,sk->sn", D, coef)
-            if g.lines is not None:
-                _scale_lines(out, g, pos, rows, cols)
+
+def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False, parts=None) -> np.ndarray:
+    """:func:`perfcast.fit.model.values_at` of the series' models: (len(series), len(points)), the
+    plain and pending ones in one batch (:func:`predict`)."""
+    S, P = len(series), len(points)
+    parts, others = parts or split(series)
+    if not P or not parts:
+        return values_at([sm.model for sm in series], points, averaged)
+    keys = set.intersection(*(set(t) for t in points))
+    cols = {p: np.array([float(t[p]) for t in points]) for p in keys}
+    inb, out, _, _ = predict(series, cols, 0.9, averaged, intervals=False, parts=(parts, others))
+    rest = [s for s in others if not inb[s]]
+    if rest:
+        out[rest] = values_at([series[s].model for s in rest], points, averaged)
     return out
 
 
-def _scale_lines(out: np.ndarray, g: GroupFit, pos: np.ndarray, rows: np.ndarray, cols: Mapping) -> None:
-    """Values ``out[pos]`` of rows ``rows`` of ``g`` at the points ``cols``, times their measured
-    lines' factors where they lie on one (what ``Model.predict`` does with the model's ``lines``)."""
-    from .lines import line_log_factors
-
-    pc = [cols[p] for p in g.parameters]
-    for s, r in zip(pos.tolist(), rows.tolist()):
-        ln = g.lines[r]
-        if ln:
-            out[s] = out[s] * np.exp(line_log_factors(ln, pc))
-
-
-__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "json_ready", "model_json", "values"]
+__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "model_json", "predict", "values"]

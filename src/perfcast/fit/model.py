@@ -463,13 +463,54 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
     models use).  The rule is :meth:`Model.interval`'s (which calls this with one model); the
     value is the selected hypothesis', or the average over the alternatives with ``averaged``.
     Factor and term values are computed once per distinct factor, so thousands of models cost
-    little more than their coefficients.  ``intervals=False``: the values only (bounds NaN)."""
+    little more than their coefficients.  ``intervals=False``: the values only (bounds NaN).
+    Series whose models are not built give the same arrays from their groups
+    (:func:`perfcast.fit.columns.predict`): both fill a :class:`PredictBatch`."""
+    check_level(level)
+    n = len(next(iter(cols.values()))) if cols else 1
+    b = PredictBatch(len(models), n, 1 + max((len(m.terms) for m in models), default=0), cols)
+    b.add_models(np.arange(len(models)), models, averaged or intervals)
+    return b.predict(level, averaged, intervals)
+
+
+def check_level(level: float) -> None:
     if not 0 < level < 1:
         raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
-    n = len(next(iter(cols.values()))) if cols else 1
-    term_values = term_cache(cols)
 
-    def design(ms) -> tuple[np.ndarray, np.ndarray]:
+
+class PredictBatch:
+    """What :func:`predict_many` reads of S series at n points, as arrays: the design ``D`` (S, n,
+    k: column 0 the constant, then the terms in order, zero-padded to the batch's width k), the
+    coefficients, covariances, noise, degrees of freedom, drift, the doublings beyond the data,
+    the competing hypotheses and the measured lines' log factors.  Filled from Model objects
+    (:meth:`add_models`) or from a fit group's arrays (:func:`perfcast.fit.columns.predict`); the
+    interval rule (:meth:`predict`) is the same for both, so are the floats."""
+
+    def __init__(self, S: int, n: int, k: int, cols: Mapping[str, np.ndarray]):
+        self.S, self.n, self.k, self.cols = S, n, k, cols
+        self.term_values = term_cache(cols)
+        self.D = np.zeros((S, n, k))
+        self.D[:, :, 0] = 1.0
+        self.coef = np.zeros((S, k))
+        self.cov = np.zeros((S, k, k))
+        self.ok = np.zeros(S, dtype=bool)       # cov known, dof > 0, status ok
+        self.noise = np.zeros(S)
+        self.dof = np.zeros(S)
+        self.drift = np.zeros(S)
+        self.growth = np.full(S, 2.0)
+        self.drift_dof = np.zeros(S)
+        self.noise_shape = np.full(S, 2.0)
+        self.doublings = np.zeros((S, n))
+        #: the competing hypotheses: built (owner, weight, Model) and, per fit group, pending
+        #: (group, owners, rows, hypothesis indices) read from the group's arrays
+        self.alt_pairs: list = []
+        self.alt_lazy: dict = {}
+        #: owner -> log factors of its measured lines at the points
+        self.line_log: dict = {}
+
+    def design(self, ms: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
+        """(D, coef) of models ``ms``, as wide as their most terms + 1."""
+        n, term_values = self.n, self.term_values
         k = max((len(m.terms) for m in ms), default=0) + 1
         D = np.zeros((len(ms), n, k))
         coef = np.zeros((len(ms), k))
@@ -481,59 +522,132 @@ def predict_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], level:
                 coef[s, j + 1] = t.coefficient
         return D, coef
 
-    S = len(models)
-    D, coef = design(models)
-    y = np.einsum("snk,sk->sn", D, coef)
-    # the competing hypotheses, flattened: owner series, weight, value (built lazily by the fit:
-    # not touched when neither the average nor the intervals need them)
-    owner, wts, ya = _alternatives(models, n, design, term_values) if (averaged or intervals) else ([], [], None)
-    alts = len(owner) > 0
-    w0 = 1.0 - np.bincount(owner, weights=wts, minlength=S) if alts else np.ones(S)
-    if alts:
-        own = np.asarray(owner)
-        avg = w0[:, None] * y
-        np.add.at(avg, own, wts[:, None] * ya)
-    else:
-        avg = y
-    centre = avg if averaged else y
-    lo = np.full((S, n), np.nan)
-    hi = np.full((S, n), np.nan)
-    ok = np.array([intervals and m.cov is not None and m.dof > 0 and m.status == "ok" for m in models], dtype=bool)
-    if ok.any():
-        C = np.zeros((S, D.shape[2], D.shape[2]))
-        for s in np.nonzero(ok)[0]:
-            c = np.asarray(models[s].cov, dtype=float)
-            C[s, :c.shape[0], :c.shape[1]] = c
-        noise = np.array([m.noise for m in models], dtype=float)[:, None]
-        vn = (noise * y) ** 2
-        var = np.maximum(np.einsum("sni,sij,snj->sn", D, C, D), 0.0) + vn + w0[:, None] * (y - centre) ** 2
+    def add_models(self, at: np.ndarray, models: Sequence[Model], alternatives: bool = True) -> None:
+        """Rows ``at`` of the batch from ``models``."""
+        if not len(models):
+            return
+        D, coef = self.design(models)
+        kk = D.shape[2]
+        self.D[at, :, :kk] = D
+        self.coef[at, :kk] = coef
+        at_l = at.tolist()
+        by_params: dict = {}
+        for s, m in zip(at_l, models):
+            if m.cov is not None and m.dof > 0 and m.status == "ok":
+                self.ok[s] = True
+                c = np.asarray(m.cov, dtype=float)
+                self.cov[s, :c.shape[0], :c.shape[1]] = c
+            self.noise[s], self.dof[s], self.drift[s] = m.noise, float(m.dof), m.drift
+            self.growth[s], self.drift_dof[s], self.noise_shape[s] = m.growth, float(m.drift_dof), m.noise_shape
+            if m.upper is not None:
+                by_params.setdefault(m.parameters, ([], []))
+                by_params[m.parameters][0].append(s)
+                by_params[m.parameters][1].append(m.upper)
+            if m.lines:
+                self.line_log[s] = m._line_log(self.cols)
+            if alternatives:
+                pend = getattr(m.alternatives, "pending", None)
+                src = pend() if pend is not None else None
+                if src is None:
+                    self.alt_pairs.extend((s, w, a) for w, a in m.alternatives)
+                else:
+                    group, row, idx = src
+                    self.add_lazy(group, [s] * len(idx), [row] * len(idx), idx)
+        for params, (rows, up) in by_params.items():
+            self.doublings[rows] = doublings_rows(params, np.array(up, dtype=float).reshape(len(rows), len(params)),
+                                                  self.cols, self.n)
+
+    def add_lazy(self, group, owners, rows, hyps) -> None:
+        """Competing hypotheses ``hyps`` of rows ``rows`` of fit group ``group``, owned by batch
+        rows ``owners`` (each owner's in their order)."""
+        entry = self.alt_lazy.setdefault(id(group), (group, [], [], []))
+        entry[1].extend(owners)
+        entry[2].extend(rows)
+        entry[3].extend(hyps)
+
+    def alternatives(self) -> tuple:
+        """The competing hypotheses, flattened: (owner of each, weights, values (A, n)); built ones
+        first, then the pending ones group by group (each owner's keep their order)."""
+        pairs = self.alt_pairs
+        owner = [s for s, _, _ in pairs]
+        parts = []
+        if pairs:
+            D, coef = self.design([a for _, _, a in pairs])
+            parts.append((np.array([w for _, w, _ in pairs], dtype=float), D, coef))
+        for group, own, rows, hyps in self.alt_lazy.values():
+            owner.extend(own)
+            parts.append(group.hypotheses_design(np.asarray(rows), np.asarray(hyps), self.n, self.term_values))
+        if not parts:
+            return [], np.zeros(0), None
+        k = max(p[1].shape[2] for p in parts)
+        wts = np.concatenate([p[0] for p in parts])
+        D = np.concatenate([np.pad(p[1], ((0, 0), (0, 0), (0, k - p[1].shape[2]))) for p in parts])
+        coef = np.concatenate([np.pad(p[2], ((0, 0), (0, k - p[2].shape[1]))) for p in parts])
+        return owner, wts, np.einsum("snk,sk->sn", D, coef)
+
+    def predict(self, level: float, averaged: bool, intervals: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(value, lower, upper) of every row: the rule of :meth:`Model.interval` (module docstring)."""
+        S, n, D = self.S, self.n, self.D
+        y = np.einsum("snk,sk->sn", D, self.coef)
+        # the competing hypotheses, flattened: owner series, weight, value (built lazily by the fit:
+        # not touched when neither the average nor the intervals need them)
+        owner, wts, ya = self.alternatives() if (averaged or intervals) else ([], [], None)
+        alts = len(owner) > 0
+        w0 = 1.0 - np.bincount(owner, weights=wts, minlength=S) if alts else np.ones(S)
         if alts:
-            np.add.at(var, own, wts[:, None] * (ya - centre[own]) ** 2)
-        d = _doublings_many(models, cols, n)
-        drift = np.array([m.drift for m in models], dtype=float)[:, None]
-        growth = np.array([m.growth for m in models], dtype=float)[:, None]
-        vd = (drift * d ** growth * centre) ** 2
-        # non-normal noise: its part of the variance enters scaled by the squared ratio of its
-        # quantile to the normal one (1 for normal noise; < 1 for light-tailed noise, whose
-        # 90% range is narrower than a normal one of the same variance)
-        rn = np.array([_shape_ratio(m.noise_shape, level) for m in models], dtype=float)[:, None]
-        dof = np.broadcast_to(np.array([float(m.dof) for m in models])[:, None], (S, n))
-        ddof = np.array([float(m.drift_dof) for m in models])[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ws = (var + vd) ** 2 / (var ** 2 / dof + vd ** 2 / ddof)
-        dof = np.where((ddof > 0) & (vd > 0) & np.isfinite(ws), ws, dof)
-        q = special.stdtrit(dof, 0.5 + level / 2)
-        half = q * np.sqrt(np.maximum(var + vd + (rn * rn - 1) * vn, 0.0))
-        lo = np.where(ok[:, None], centre - half, np.nan)
-        hi = np.where(ok[:, None], centre + half, np.nan)
-    for s, m in enumerate(models):
-        if m.lines:
+            own = np.asarray(owner)
+            avg = w0[:, None] * y
+            np.add.at(avg, own, wts[:, None] * ya)
+        else:
+            avg = y
+        centre = avg if averaged else y
+        lo = np.full((S, n), np.nan)
+        hi = np.full((S, n), np.nan)
+        ok = self.ok & intervals
+        if ok.any():
+            C = np.where(ok[:, None, None], self.cov, 0.0)
+            noise = self.noise[:, None]
+            vn = (noise * y) ** 2
+            var = np.maximum(np.einsum("sni,sij,snj->sn", D, C, D), 0.0) + vn + w0[:, None] * (y - centre) ** 2
+            if alts:
+                np.add.at(var, own, wts[:, None] * (ya - centre[own]) ** 2)
+            d = self.doublings
+            drift = self.drift[:, None]
+            growth = self.growth[:, None]
+            vd = (drift * d ** growth * centre) ** 2
+            # non-normal noise: its part of the variance enters scaled by the squared ratio of its
+            # quantile to the normal one (1 for normal noise; < 1 for light-tailed noise, whose
+            # 90% range is narrower than a normal one of the same variance)
+            rn = np.array([_shape_ratio(b, level) for b in self.noise_shape.tolist()], dtype=float)[:, None]
+            dof = np.broadcast_to(self.dof[:, None], (S, n))
+            ddof = self.drift_dof[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ws = (var + vd) ** 2 / (var ** 2 / dof + vd ** 2 / ddof)
+            dof = np.where((ddof > 0) & (vd > 0) & np.isfinite(ws), ws, dof)
+            q = special.stdtrit(dof, 0.5 + level / 2)
+            half = q * np.sqrt(np.maximum(var + vd + (rn * rn - 1) * vn, 0.0))
+            lo = np.where(ok[:, None], centre - half, np.nan)
+            hi = np.where(ok[:, None], centre + half, np.nan)
+        for s, ll in self.line_log.items():
             # on a measured line with its own level: value and interval times its factor
-            f = np.exp(m._line_log(cols))
+            f = np.exp(ll)
             centre[s] = centre[s] * f
             lo[s] = lo[s] * f
             hi[s] = hi[s] * f
-    return centre, lo, hi
+        return centre, lo, hi
+
+
+def doublings_rows(params: Sequence[str], up: np.ndarray, cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """:meth:`Model.doublings` of rows with parameters ``params`` and largest measured values
+    ``up`` (rows, len(params)) at the points ``cols``: (rows, n)."""
+    sub = np.zeros((up.shape[0], n))
+    for k, p in enumerate(params):
+        u = up[:, k][:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dp = np.log2(np.asarray(cols[p], dtype=float)[None, :] / u)
+        dp = np.nan_to_num(dp, nan=0.0, neginf=0.0)
+        sub = np.where(u > 0, np.maximum(sub, dp), sub)
+    return sub
 
 
 def _doublings_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
@@ -546,14 +660,7 @@ def _doublings_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], n: 
             by_params.setdefault(m.parameters, []).append(s)
     for params, rows in by_params.items():
         up = np.array([models[s].upper for s in rows], dtype=float).reshape(len(rows), len(params))
-        sub = np.zeros((len(rows), n))
-        for k, p in enumerate(params):
-            u = up[:, k][:, None]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                dp = np.log2(np.asarray(cols[p], dtype=float)[None, :] / u)
-            dp = np.nan_to_num(dp, nan=0.0, neginf=0.0)
-            sub = np.where(u > 0, np.maximum(sub, dp), sub)
-        d[rows] = sub
+        d[rows] = doublings_rows(params, up, cols, n)
     return d
 
 
@@ -569,40 +676,6 @@ def term_cache(cols: Mapping[str, np.ndarray]):
         return v
 
     return term_values
-
-
-def _alternatives(models: Sequence[Model], n: int, design, term_values) -> tuple:
-    """The competing hypotheses of ``models``, flattened: (owner model of each, weights, values
-    (A, n)).  Alternatives not yet built (the fit's lazy ones) come from their group's arrays
-    (``pending()``: group, row, hypotheses), the others from their models; each model's
-    alternatives keep their order."""
-    pairs, lazy = [], {}
-    for s, m in enumerate(models):
-        pend = getattr(m.alternatives, "pending", None)
-        src = pend() if pend is not None else None
-        if src is None:
-            pairs.extend((s, w, a) for w, a in m.alternatives)
-            continue
-        group, row, idx = src
-        entry = lazy.setdefault(id(group), (group, [], [], []))
-        entry[1].extend([s] * len(idx))
-        entry[2].extend([row] * len(idx))
-        entry[3].extend(idx)
-    owner = [s for s, _, _ in pairs]
-    parts = []
-    if pairs:
-        D, coef = design([a for _, _, a in pairs])
-        parts.append((np.array([w for _, w, _ in pairs], dtype=float), D, coef))
-    for group, own, rows, hyps in lazy.values():
-        owner.extend(own)
-        parts.append(group.hypotheses_design(np.asarray(rows), np.asarray(hyps), n, term_values))
-    if not parts:
-        return [], np.zeros(0), None
-    k = max(p[1].shape[2] for p in parts)
-    wts = np.concatenate([p[0] for p in parts])
-    D = np.concatenate([np.pad(p[1], ((0, 0), (0, 0), (0, k - p[1].shape[2]))) for p in parts])
-    coef = np.concatenate([np.pad(p[2], ((0, 0), (0, k - p[2].shape[1]))) for p in parts])
-    return owner, wts, np.einsum("snk,sk->sn", D, coef)
 
 
 def values_at(models: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False) -> np.ndarray:
