@@ -228,10 +228,14 @@ class CallTree:
         return out
 
     def preorder(self) -> list[str]:
+        if not self._children:   # a flat forest: every callpath a root, in insertion order
+            return list(self._parent)
         out = []
+        children = self._children
         for r in self.roots():
             out.append(r)
-            out.extend(self.descendants(r))
+            if r in children:
+                out.extend(self.descendants(r))
         return out
 
     def subset(self, keep: Iterable[str]) -> "CallTree":
