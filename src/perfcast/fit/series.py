@@ -153,7 +153,8 @@ def _statistics(exp: Experiment, locations: str):
     # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
     # them) instead of grouping by the parameter floats and categoricals: same groups, same order,
     # same pandas aggregation of each
-    gid, first = _factorize_rows(d, keys)
+    runs = _runs(d, keys)
+    gid, first = runs if runs is not None else _factorize_rows(d, keys)
     grouped = pd.Series(d["value"].to_numpy(), copy=False).groupby(gid, sort=True)
     st = d[keys].take(first).reset_index(drop=True)
     st["mean"] = grouped.mean().to_numpy()
@@ -161,7 +162,55 @@ def _statistics(exp: Experiment, locations: str):
     var = grouped.var(ddof=0).to_numpy()
     with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
         st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
-    return st, gid, grouped.cumcount().to_numpy(), d["value"].to_numpy(dtype=float)
+    # the repetition number: the position in the group (its rows one run: from the run's start)
+    rep = np.arange(len(d), dtype=np.int64) - first[gid] if runs is not None else grouped.cumcount().to_numpy()
+    return st, gid, rep, d["value"].to_numpy(dtype=float)
+
+
+def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_factorize_rows` for data whose rows of each distinct ``cols`` row are contiguous
+    (a reader's order: a series' points and repetitions together), by comparing neighbours
+    instead of hashing every row; None when some distinct row is split over several runs (or a
+    key is missing or not a number or category): then :func:`_factorize_rows` numbers them."""
+    n = len(df)
+    if n == 0:
+        return None
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    arrays = []
+    for c in cols:
+        col = df[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            a, k = col.cat.codes.to_numpy(), len(col.cat.categories)
+            if a.min() < 0:
+                return None
+        else:
+            a, k = col.to_numpy(), None
+            if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and np.isnan(a).any()):
+                return None
+        change[1:] |= a[1:] != a[:-1]
+        arrays.append((a, k))
+    starts = np.flatnonzero(change)
+    # each distinct row in one run: the runs' keys, combined into one integer, are distinct
+    key = np.zeros(len(starts), dtype=np.int64)
+    space = 1
+    for a, k in arrays:
+        a = a[starts]
+        if k is None:
+            a, uniq = pd.factorize(a)
+            k = len(uniq)
+        k = max(k, 1)
+        if space * k >= 2 ** 62:
+            return None
+        key = key * k + a
+        space *= k
+    if space <= 8 * len(starts) + 1024:
+        if np.bincount(key, minlength=space).max() > 1:
+            return None
+    elif not pd.Index(key).is_unique:
+        return None
+    ids = np.cumsum(change, dtype=np.int64) - 1
+    return ids, starts.astype(np.int64)
 
 
 def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
