@@ -189,6 +189,12 @@ class CallTree:
     def parent(self, path: str) -> str | None:
         return self._parent[path]
 
+    def links(self) -> dict[str, str]:
+        """callpath -> parent of every callpath that has one (empty for a flat forest)."""
+        if not self._children:
+            return {}
+        return {p: par for p, par in self._parent.items() if par is not None}
+
     def name(self, path: str) -> str:
         name = self._name.get(path)
         if name is None:

@@ -13,6 +13,7 @@ callpaths were measured on different point sets is split into as many batches.
 from __future__ import annotations
 
 import gc
+import operator
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -95,6 +96,46 @@ def _pending_series(callpaths: list, metrics: list, groups: list, rows: list) ->
         set_row(sm, r)
         append(sm)
     return out
+
+
+_GROUP_ROW = operator.attrgetter("_model", "_group", "_row")
+
+
+def pending_rows(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]] | None:
+    """When every item of ``series`` is a :class:`SeriesModel`: what
+    :func:`perfcast.fit.columns.split` gives (the groups of the series whose model is not built,
+    in order of first appearance, the positions of each in ascending order and their rows in the
+    group; the positions of the others), read by C-level attribute getters instead of a Python
+    loop; else None."""
+    S = len(series)
+    if not S or set(map(type, series)) != {SeriesModel}:
+        return None
+    models, groups, rows = zip(*map(_GROUP_ROW, series))
+    rows = np.fromiter(rows, dtype=np.int64, count=S)
+    others: list[int] = []
+    at = None
+    if models.count(None) != S:
+        built = np.fromiter((m is not None for m in models), dtype=bool, count=S)
+        others = np.flatnonzero(built).tolist()
+        at = np.flatnonzero(~built)
+        if not len(at):
+            return [], others
+        groups = [groups[i] for i in at.tolist()]
+        rows = rows[at]
+    n = len(groups)
+    gid, first, inv = np.unique(np.fromiter(map(id, groups), dtype=np.uint64, count=n), return_index=True,
+                                return_inverse=True)
+    inv = np.asarray(inv).ravel()
+    pos_all = np.arange(n, dtype=np.int64) if at is None else at.astype(np.int64)
+    if len(gid) == 1:
+        return [(groups[0], pos_all, rows)], others
+    order = np.argsort(inv, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(inv, minlength=len(gid)))])
+    out = []
+    for u in np.argsort(first, kind="stable").tolist():
+        sel = order[bounds[u]:bounds[u + 1]]
+        out.append((groups[int(first[u])], pos_all[sel], rows[sel]))
+    return out, others
 
 
 def materialise(series: Sequence[SeriesModel]) -> None:
@@ -273,12 +314,12 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         groups.extend(g)
         done += n_series
     # tree order, then metric order; series of callpaths outside the tree last, in fitting order
-    tree = exp.tree.preorder()
-    order = {p: i for i, p in enumerate(tree)}
-    if len(order) == len(tree):
-        cpos = pd.Index(tree).get_indexer(cps)
-        cpos[cpos < 0] = len(order)
+    tree = pd.Index(exp.tree.preorder())
+    if tree.is_unique:
+        cpos = tree.get_indexer(cps)
+        cpos[cpos < 0] = len(tree)
     else:
+        order = {p: i for i, p in enumerate(tree)}
         cpos = np.array([order.get(cp, len(order)) for cp in cps], dtype=np.int64)
     morder = {m: i for i, m in enumerate(exp.metrics)}
     mcode = {m: morder.get(m, len(morder)) for m in set(mts)}
