@@ -189,6 +189,12 @@ class CallTree:
     def parent(self, path: str) -> str | None:
         return self._parent[path]
 
+    def links(self) -> dict[str, str]:
+        """callpath -> parent of every callpath that has one (empty for a flat forest)."""
+        if not self._children:
+            return {}
+        return {p: par for p, par in self._parent.items() if par is not None}
+
     def name(self, path: str) -> str:
         name = self._name.get(path)
         if name is None:
@@ -228,10 +234,14 @@ class CallTree:
         return out
 
     def preorder(self) -> list[str]:
+        if not self._children:   # a flat forest: every callpath a root, in insertion order
+            return list(self._parent)
         out = []
+        children = self._children
         for r in self.roots():
             out.append(r)
-            out.extend(self.descendants(r))
+            if r in children:
+                out.extend(self.descendants(r))
         return out
 
     def subset(self, keep: Iterable[str]) -> "CallTree":

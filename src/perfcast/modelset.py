@@ -103,8 +103,9 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     kinds = {name: m.kind for name, m in exp.metrics.items()}
     units = {name: m.unit for name, m in exp.metrics.items()}
     inclusive = tuple(name for name, m in exp.metrics.items() if m.scope == "inclusive")
-    cps = {sm.callpath for sm in res}
-    parents = {cp: par for cp in cps if cp in exp.tree and (par := exp.tree.parent(cp)) is not None}
+    links = exp.tree.links()
+    cps = {sm.callpath for sm in res} if links else ()
+    parents = {cp: par for cp in cps if (par := links.get(cp)) is not None}
     procs = _process_parameter(exp)
     pts = exp.points()
     upper = {p: float(pts[p].max()) for p in exp.parameters}
@@ -287,6 +288,9 @@ class MeasuredEnds(Mapping):
 
     def __len__(self) -> int:
         return len(self._map())
+
+    def __bool__(self) -> bool:
+        return bool(self.series)    # empty exactly when the map is, without building it
 
     def __repr__(self) -> str:
         return repr(self._map())
@@ -893,7 +897,8 @@ def _arrow_column(values: list):
         return values
     if all(v is None for v in values):
         return pa.nulls(len(values))
-    kinds = {type(v) for v in values if v is not None}
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
     if kinds <= {str}:
         return pa.array(values, type=pa.large_string())
     if kinds <= {int} and len(kinds) and None not in values:

@@ -22,8 +22,11 @@ from .model import Model, Term, _render, roundoff_rows, values_at
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
     """([(group, positions in ``series``, rows in the group)], positions of the other series).
     The functions below take it as ``parts`` when already computed for the same ``series``."""
-    from .series import SeriesModel
+    from .series import SeriesModel, pending_rows
 
+    fast = pending_rows(series)
+    if fast is not None:
+        return fast
     parts: dict = {}
     others = []
     for s, sm in enumerate(series):

@@ -665,9 +665,50 @@ def _series_arrays(st, parameter: str):
     order = rows[np.argsort(sid, kind="stable")]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(sid, minlength=len(codes)))])
     cols = (st[c].to_numpy(float)[order] for c in (parameter, "mean", "count", "ssd"))
-    cps, mts = list(cps), list(mts)
-    index = {(cps[c // max(len(mts), 1)], mts[c % max(len(mts), 1)]): k for k, c in enumerate(codes.tolist())}
-    return index, bounds, *cols
+    return _SeriesIndex(list(cps), list(mts), codes), bounds, *cols
+
+
+class _SeriesIndex(Mapping):
+    """(callpath, metric) -> series number of :func:`_series_arrays`: a mapping (its dict built
+    on first use), and :meth:`find` for a list of keys at once (no dict of every series)."""
+
+    def __init__(self, cps: list, mts: list, codes: np.ndarray):
+        self.cps, self.mts, self.codes = cps, mts, codes
+        self._cp = self._mt = self._d = None
+
+    def _map(self) -> dict:
+        if self._d is None:
+            nm = max(len(self.mts), 1)
+            self._d = {(self.cps[c // nm], self.mts[c % nm]): k for k, c in enumerate(self.codes.tolist())}
+        return self._d
+
+    def __getitem__(self, key):
+        return self._map()[key]
+
+    def __iter__(self):
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def find(self, keys: Sequence[tuple]) -> list:
+        """The series number of each (callpath, metric) of ``keys``, None where there is none."""
+        import pandas as pd
+
+        if not keys:
+            return []
+        if self._cp is None:
+            self._cp, self._mt = pd.Index(self.cps), pd.Index(self.mts)
+        nm = max(len(self.mts), 1)
+        ci = self._cp.get_indexer([k[0] for k in keys]) if self._cp.is_unique else None
+        mi = self._mt.get_indexer([k[1] for k in keys]) if self._mt.is_unique else None
+        if ci is None or mi is None:    # never from factorize's uniques; the plain look-up then
+            return [self._map().get(k) for k in keys]
+        code = ci.astype(np.int64) * nm + mi
+        pos = np.minimum(np.searchsorted(self.codes, code), max(len(self.codes) - 1, 0))
+        ok = (ci >= 0) & (mi >= 0) & (len(self.codes) > 0)
+        ok &= self.codes[pos] == code if len(self.codes) else ok
+        return [int(p) if o else None for p, o in zip(pos.tolist(), ok.tolist())]
 
 
 def plateau_screen(bounds: np.ndarray, ssd: np.ndarray) -> np.ndarray:
@@ -727,8 +768,9 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         sl = slice(bounds[k], bounds[k + 1])
         return X[sl], M[sl], C[sl], S[sl]
 
-    for i, sm in enumerate(items):
-        k = index.get((sm.callpath, sm.metric))
+    ks = index.find([(sm.callpath, sm.metric) for sm in items]) if screen.any() else ()
+    for i, k in enumerate(ks):     # no series passes the screen: none looked at
+        sm = items[i]
         if k is None or not screen[k] or not (isinstance(sm.model, Model) and sm.model.status == "ok"):
             continue
         m = plateau(*rows(k), sm.model, p, opts(sm.metric))
@@ -738,9 +780,8 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
     poor = _poor_pending(items, warned) if default else [None] * len(items)
     todo = [i for i, sm in enumerate(items)
             if (poor[i] if poor[i] is not None else isinstance(sm.model, Model) and select(sm.model))]
-    for i in todo:
+    for i, k in zip(todo, index.find([(items[i].callpath, items[i].metric) for i in todo])):
         sm = items[i]
-        k = index.get((sm.callpath, sm.metric))
         if k is None:
             continue
         m = fit_segmented_stats(*rows(k), p, opts(sm.metric), single=sm.model)

@@ -13,6 +13,7 @@ callpaths were measured on different point sets is split into as many batches.
 from __future__ import annotations
 
 import gc
+import operator
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -76,6 +77,67 @@ class SeriesModel:
         return {"callpath": self.callpath, "metric": self.metric, **self.model.to_dict(alternatives)}
 
 
+_NEW = object.__new__
+_SET = tuple(getattr(SeriesModel, k).__set__ for k in SeriesModel.__slots__)
+
+
+def _pending_series(callpaths: list, metrics: list, groups: list, rows: list) -> list[SeriesModel]:
+    """``SeriesModel(cp, mt, group=g, row=r)`` for each tuple of the lists, without a call of
+    ``__init__`` per series (a million series: half the time)."""
+    set_cp, set_mt, set_model, set_group, set_row = _SET
+    out = []
+    append = out.append
+    for cp, mt, g, r in zip(callpaths, metrics, groups, rows):
+        sm = _NEW(SeriesModel)
+        set_cp(sm, cp)
+        set_mt(sm, mt)
+        set_model(sm, None)
+        set_group(sm, g)
+        set_row(sm, r)
+        append(sm)
+    return out
+
+
+_GROUP_ROW = operator.attrgetter("_model", "_group", "_row")
+
+
+def pending_rows(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]] | None:
+    """When every item of ``series`` is a :class:`SeriesModel`: what
+    :func:`perfcast.fit.columns.split` gives (the groups of the series whose model is not built,
+    in order of first appearance, the positions of each in ascending order and their rows in the
+    group; the positions of the others), read by C-level attribute getters instead of a Python
+    loop; else None."""
+    S = len(series)
+    if not S or set(map(type, series)) != {SeriesModel}:
+        return None
+    models, groups, rows = zip(*map(_GROUP_ROW, series))
+    rows = np.fromiter(rows, dtype=np.int64, count=S)
+    others: list[int] = []
+    at = None
+    if models.count(None) != S:
+        built = np.fromiter((m is not None for m in models), dtype=bool, count=S)
+        others = np.flatnonzero(built).tolist()
+        at = np.flatnonzero(~built)
+        if not len(at):
+            return [], others
+        groups = [groups[i] for i in at.tolist()]
+        rows = rows[at]
+    n = len(groups)
+    gid, first, inv = np.unique(np.fromiter(map(id, groups), dtype=np.uint64, count=n), return_index=True,
+                                return_inverse=True)
+    inv = np.asarray(inv).ravel()
+    pos_all = np.arange(n, dtype=np.int64) if at is None else at.astype(np.int64)
+    if len(gid) == 1:
+        return [(groups[0], pos_all, rows)], others
+    order = np.argsort(inv, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(inv, minlength=len(gid)))])
+    out = []
+    for u in np.argsort(first, kind="stable").tolist():
+        sel = order[bounds[u]:bounds[u + 1]]
+        out.append((groups[int(first[u])], pos_all[sel], rows[sel]))
+    return out, others
+
+
 def materialise(series: Sequence[SeriesModel]) -> None:
     """Build the models of ``series`` not built yet, group by group in row order (the fit's
     sequential fast path), with the cyclic garbage collector paused (thousands of small immutable
@@ -132,7 +194,8 @@ def _statistics(exp: Experiment, locations: str):
     # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
     # them) instead of grouping by the parameter floats and categoricals: same groups, same order,
     # same pandas aggregation of each
-    gid, first = _factorize_rows(d, keys)
+    runs = _runs(d, keys)
+    gid, first = runs if runs is not None else _factorize_rows(d, keys)
     grouped = pd.Series(d["value"].to_numpy(), copy=False).groupby(gid, sort=True)
     st = d[keys].take(first).reset_index(drop=True)
     st["mean"] = grouped.mean().to_numpy()
@@ -140,7 +203,55 @@ def _statistics(exp: Experiment, locations: str):
     var = grouped.var(ddof=0).to_numpy()
     with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
         st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
-    return st, gid, grouped.cumcount().to_numpy(), d["value"].to_numpy(dtype=float)
+    # the repetition number: the position in the group (its rows one run: from the run's start)
+    rep = np.arange(len(d), dtype=np.int64) - first[gid] if runs is not None else grouped.cumcount().to_numpy()
+    return st, gid, rep, d["value"].to_numpy(dtype=float)
+
+
+def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_factorize_rows` for data whose rows of each distinct ``cols`` row are contiguous
+    (a reader's order: a series' points and repetitions together), by comparing neighbours
+    instead of hashing every row; None when some distinct row is split over several runs (or a
+    key is missing or not a number or category): then :func:`_factorize_rows` numbers them."""
+    n = len(df)
+    if n == 0:
+        return None
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    arrays = []
+    for c in cols:
+        col = df[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            a, k = col.cat.codes.to_numpy(), len(col.cat.categories)
+            if a.min() < 0:
+                return None
+        else:
+            a, k = col.to_numpy(), None
+            if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and np.isnan(a).any()):
+                return None
+        change[1:] |= a[1:] != a[:-1]
+        arrays.append((a, k))
+    starts = np.flatnonzero(change)
+    # each distinct row in one run: the runs' keys, combined into one integer, are distinct
+    key = np.zeros(len(starts), dtype=np.int64)
+    space = 1
+    for a, k in arrays:
+        a = a[starts]
+        if k is None:
+            a, uniq = pd.factorize(a)
+            k = len(uniq)
+        k = max(k, 1)
+        if space * k >= 2 ** 62:
+            return None
+        key = key * k + a
+        space *= k
+    if space <= 8 * len(starts) + 1024:
+        if np.bincount(key, minlength=space).max() > 1:
+            return None
+    elif not pd.Index(key).is_unique:
+        return None
+    ids = np.cumsum(change, dtype=np.int64) - 1
+    return ids, starts.astype(np.int64)
 
 
 def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -189,22 +300,37 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     parts: dict[FitOptions, list[str]] = {}
     for name, met in exp.metrics.items():
         parts.setdefault(opts.for_kind(met.kind), []).append(name)
-    groups, index, done = [], {}, 0
+    groups, done = [], 0
+    cps, mts, gnum, grow = [], [], [], []
     for o, names in parts.items():
         sub = exp if len(parts) == 1 else exp.select(metric=names)
         n_series = 0 if progress is None else sub.data.groupby(["callpath", "metric"], observed=True).ngroups
         prog = None if progress is None else (lambda k, total, off=done: progress(off + k, off + total))
-        g, ix = fit_experiment(sub, o, locations, prog, statistics=statistics if sub is exp else None)
-        index.update({key: (gi + len(groups), s) for key, (gi, s) in ix.items()})
+        g, c, m, gi, r = _fit_series(sub, o, locations, prog, statistics=statistics if sub is exp else None)
+        cps.extend(c)
+        mts.extend(m)
+        gnum.append(gi + len(groups))
+        grow.append(r)
         groups.extend(g)
         done += n_series
-    order = {p: i for i, p in enumerate(exp.tree.preorder())}
+    # tree order, then metric order; series of callpaths outside the tree last, in fitting order
+    tree = pd.Index(exp.tree.preorder())
+    if tree.is_unique:
+        cpos = tree.get_indexer(cps)
+        cpos[cpos < 0] = len(tree)
+    else:
+        order = {p: i for i, p in enumerate(tree)}
+        cpos = np.array([order.get(cp, len(order)) for cp in cps], dtype=np.int64)
     morder = {m: i for i, m in enumerate(exp.metrics)}
+    mcode = {m: morder.get(m, len(morder)) for m in set(mts)}
+    mpos = np.array([mcode[m] for m in mts], dtype=np.int64)
+    perm = np.lexsort((mpos, cpos))      # stable: ties (outside the tree) in fitting order
+    gnum = np.concatenate(gnum)[perm].tolist() if gnum else []
+    grow = np.concatenate(grow)[perm].tolist() if grow else []
     # the models are built on first use (SeriesModel.model, materialise); columnar views read the
     # groups' arrays (perfcast.fit.columns)
-    out = [SeriesModel(cp, mt, group=groups[g], row=s) for (cp, mt), (g, s) in index.items()]
-    out.sort(key=lambda r: (order.get(r.callpath, len(order)), morder.get(r.metric, len(morder))))
-    return out
+    return _pending_series(np.asarray(cps, dtype=object)[perm].tolist(), np.asarray(mts, dtype=object)[perm].tolist(),
+                           [groups[g] for g in gnum], grow)
 
 
 # the fit squares values and raises parameters to powers (and multiplies terms of several
@@ -259,6 +385,14 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
     """Batched fits of all series: the list of :class:`GroupFit` (one per point set) and, per
     (callpath, metric), (group number, row in the group).  ``statistics``: ``_statistics(exp,
     locations)`` when already computed."""
+    groups, cps, mts, gnum, grow = _fit_series(exp, options, locations, progress, statistics=statistics)
+    return groups, {(cp, mt): (g, r) for cp, mt, g, r in zip(cps, mts, gnum.tolist(), grow.tolist())}
+
+
+def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
+                progress: Callable[[int, int], None] | None, *, statistics: tuple | None = None) -> tuple:
+    """:func:`fit_experiment` as lists and arrays: the groups and, per fitted series in the order
+    of the groups' rows, its callpath, metric, group number and row in the group."""
     st, row_of, rep_of, values = statistics if statistics is not None else _statistics(exp, locations)
     params = list(exp.parameters)
     _check_magnitudes(exp, st, row_of, values, params)
@@ -270,8 +404,8 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
         pid = np.zeros(len(st), dtype=np.int64)
         coords = np.zeros((1, 0))
     S, P = len(first), len(coords)
-    cps = st["callpath"].astype(str).to_numpy()[first].tolist()
-    mts = st["metric"].astype(str).to_numpy()[first].tolist()
+    cps = _strings(st["callpath"], first)
+    mts = _strings(st["metric"], first)
     mean = np.zeros((S, P))
     count = np.zeros((S, P))
     ssd = np.zeros((S, P))
@@ -286,10 +420,9 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
         reps = np.full((S, P, R), np.nan)
         reps[sid[row_of], pid[row_of], rep_of] = values
     present = count > 0
-    sigs, inverse = np.unique(present, axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).ravel()
+    sigs, inverse = _point_sets(present)
     groups: list[GroupFit] = []
-    index: dict[tuple[str, str], tuple[int, int]] = {}
+    members: list[np.ndarray] = []
     done = [0]
 
     def prog(k, total):
@@ -319,7 +452,34 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
             if len(params) >= 2:
                 gf = _with_lines(gf, X, mean[np.ix_(rows, cols)])
             done[0] += len(rows)
-            for j, r in enumerate(rows.tolist()):
-                index[(cps[r], mts[r])] = (len(groups), j)
+            members.append(rows)
             groups.append(gf)
-    return groups, index
+    at = np.concatenate(members) if members else np.zeros(0, dtype=np.int64)
+    sizes = [len(r) for r in members]
+    gnum = np.repeat(np.arange(len(members), dtype=np.int64), sizes)
+    grow = np.concatenate([np.arange(k, dtype=np.int64) for k in sizes]) if members else np.zeros(0, dtype=np.int64)
+    at = at.tolist()
+    return groups, [cps[r] for r in at], [mts[r] for r in at], gnum, grow
+
+
+def _point_sets(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(present, axis=0, return_inverse=True)`` (the distinct rows of a boolean (S, P)
+    array in lexicographic order, and the number of each row's), by one integer per row when P
+    allows (the first column its most significant bit)."""
+    S, P = present.shape
+    if P > 62 or S == 0:
+        sigs, inverse = np.unique(present, axis=0, return_inverse=True)
+        return sigs, np.asarray(inverse).ravel()
+    code = present.astype(np.int64) @ (np.int64(1) << np.arange(P - 1, -1, -1, dtype=np.int64))
+    uniq, inverse = np.unique(code, return_inverse=True)
+    sigs = ((uniq[:, None] >> np.arange(P - 1, -1, -1, dtype=np.int64)) & 1).astype(bool)
+    return sigs, np.asarray(inverse).ravel()
+
+
+def _strings(col: pd.Series, rows: np.ndarray) -> list[str]:
+    """``col.astype(str)`` at ``rows`` (a categorical converted at those rows only)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()[rows]
+        if not len(codes) or codes.min() >= 0:
+            return col.cat.categories.astype(str).to_numpy(dtype=object)[codes].tolist()
+    return col.astype(str).to_numpy()[rows].tolist()
