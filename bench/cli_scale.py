@@ -351,6 +351,14 @@ def main(argv=None) -> int:
     print(f"bench/cli_scale.py {head['date']} commit {head.get('commit', '?')}, {head['cpus']} cpus, "
           f"load average {' '.join(f'{v:.2f}' for v in head['load_start'])}", flush=True)
     parquet_ok = "parquet" in commands and has_model_output(py)
+    # perfcast's modules byte-compiled first, as installing a wheel does (pip compiles at install,
+    # as it did for Extra-P's venv): an editable install under PYTHONDONTWRITEBYTECODE would
+    # otherwise compile every module from source in every measured run (~0.4 s here)
+    pkg = subprocess.run([py, "-c", "import os, perfcast; print(os.path.dirname(perfcast.__file__))"],
+                         capture_output=True, text=True).stdout.strip()
+    if pkg:
+        subprocess.run([py, "-m", "compileall", "-q", pkg], capture_output=True)
+        print(f"  byte-compiled {pkg} (as a wheel install does)", flush=True)
 
     results = {"head": head, "extrap": {}, "runs": []}
     for nparam in nparams:
