@@ -130,6 +130,17 @@ def power_law_group(x, S: int, seed: int):
     return mean, np.full(mean.shape, 5.0), ssd, reps
 
 
+#: one-parameter PMNF laws of the model-set tests: callpath -> (constant, [(coefficient, exponent
+#: text, log exponent)]) -- exact data whose models are known by construction
+PMNF_LAWS = {
+    "quad": (3.0, [(2.0, "2", 0)]),
+    "plogp": (10.0, [(0.5, "1", 1)]),
+    "lin": (7.0, [(4.0, "1", 0)]),
+    "sqrt": (1.0, [(30.0, "1/2", 0)]),
+    "flat": (50.0, []),
+}
+
+
 def pmnf_law(law, p: float) -> float:
     """The value at ``p`` of a one-parameter PMNF law ``(constant, [(coefficient, "i/j", log
     exponent), ...])``, computed directly from its terms (the ground truth of model tests)."""

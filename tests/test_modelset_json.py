@@ -7,17 +7,10 @@ import json
 import pytest
 
 import perfcast
-from conftest import cli, pmnf_law, write_law_file
+from conftest import PMNF_LAWS, cli, pmnf_law, write_law_file
 
 PS = [4, 8, 16, 32, 64]
-#: callpath -> (constant, [(coefficient, exponent text, log exponent)]): exact data
-LAWS = {
-    "quad": (3.0, [(2.0, "2", 0)]),
-    "plogp": (10.0, [(0.5, "1", 1)]),
-    "lin": (7.0, [(4.0, "1", 0)]),
-    "sqrt": (1.0, [(30.0, "1/2", 0)]),
-    "flat": (50.0, []),
-}
+LAWS = PMNF_LAWS
 MODEL_KEYS = ["parameters", "status", "formula", "constant", "terms", "quality", "lead", "noise", "dof", "cov"]
 
 

@@ -16,16 +16,10 @@ from perfcast.experiment import Experiment
 from perfcast.fit import columns
 from perfcast.fit.model import Model, Term
 
-from conftest import pmnf_law
+from conftest import PMNF_LAWS, pmnf_law
 
 PS = [4.0, 8.0, 16.0, 32.0, 64.0]
-LAWS = {
-    "quad": (3.0, [(2.0, "2", 0)]),
-    "plogp": (10.0, [(0.5, "1", 1)]),
-    "lin": (7.0, [(4.0, "1", 0)]),
-    "sqrt": (1.0, [(30.0, "1/2", 0)]),
-    "flat": (50.0, []),
-}
+LAWS = PMNF_LAWS
 
 
 def _noisy_laws(reps=4, noise=0.03, seed=3, copies=6):

@@ -6,18 +6,11 @@ generating formulas, not taken from an earlier output."""
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import cli, pmnf_law, write_law_file
+from conftest import PMNF_LAWS, cli, pmnf_law, write_law_file
 
 PS = [4, 8, 16, 32, 64]
-#: callpath -> (constant, [(coefficient, exponent text, log exponent)]): exact data
-LAWS = {
-    "quad": (3.0, [(2.0, "2", 0)]),
-    "plogp": (10.0, [(0.5, "1", 1)]),
-    "lin": (7.0, [(4.0, "1", 0)]),
-    "logp": (100.0, [(5.0, "0", 1)]),
-    "sqrt": (1.0, [(30.0, "1/2", 0)]),
-    "flat": (50.0, []),
-}
+#: the shared laws and a pure log2(p) one
+LAWS = {**PMNF_LAWS, "logp": (100.0, [(5.0, "0", 1)])}
 
 
 def law(name, p):

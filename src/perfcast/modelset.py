@@ -176,7 +176,32 @@ def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...], series: Sequence
     return lo_a, hi_a
 
 
-class ObservedSlopes(Mapping):
+class _ArrayMap(Mapping):
+    """A read-only mapping built from arrays on first use (``_map``, in the subclass): the arrays
+    are what the model set reads; the mapping is for API users."""
+
+    __slots__ = ()
+
+    def _map(self) -> dict:
+        raise NotImplementedError
+
+    def __getitem__(self, key):
+        return self._map()[key]
+
+    def get(self, key, default=None):
+        return self._map().get(key, default)
+
+    def __iter__(self):
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self._map())
+
+    def __repr__(self) -> str:
+        return repr(self._map())
+
+
+class ObservedSlopes(_ArrayMap):
     """The measured slopes of each series (:func:`_observed_slopes`), as arrays aligned with the
     series they are computed for, on first use; read as a mapping (callpath, metric) ->
     {parameter: (shallowest, steepest)} (series and parameters without slopes absent)."""
@@ -207,20 +232,7 @@ class ObservedSlopes(Mapping):
             self._d = d
         return self._d
 
-    def __getitem__(self, key):
-        return self._map()[key]
 
-    def get(self, key, default=None):
-        return self._map().get(key, default)
-
-    def __iter__(self):
-        return iter(self._map())
-
-    def __len__(self) -> int:
-        return len(self._map())
-
-    def __repr__(self) -> str:
-        return repr(self._map())
 
 
 def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> "MeasuredEnds":
@@ -251,7 +263,7 @@ def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: 
     return MeasuredEnds(tuple(series), value, given)
 
 
-class MeasuredEnds(Mapping):
+class MeasuredEnds(_ArrayMap):
     """The mean measured values of each series at the smallest and the largest measured point, as
     arrays aligned with the series they were computed for (``value``, ``given``: (S, 2), NaN and
     False where not measured); read as a mapping (callpath, metric) -> (lower or None, upper or
@@ -277,23 +289,10 @@ class MeasuredEnds(Mapping):
                        for s, sm in enumerate(self.series)}
         return self._d
 
-    def __getitem__(self, key):
-        return self._map()[key]
-
-    def get(self, key, default=None):
-        return self._map().get(key, default)
-
-    def __iter__(self):
-        return iter(self._map())
-
-    def __len__(self) -> int:
-        return len(self._map())
 
     def __bool__(self) -> bool:
         return bool(self.series)    # empty exactly when the map is, without building it
 
-    def __repr__(self) -> str:
-        return repr(self._map())
 
 
 _REDUCED = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "median": "median"}
