@@ -44,6 +44,8 @@ The rules every view shares live here, once:
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Mapping, Sequence
@@ -182,8 +184,9 @@ class _ArrayMap(Mapping):
 
     __slots__ = ()
 
+    @abstractmethod
     def _map(self) -> dict:
-        raise NotImplementedError
+        """The mapping, built from the arrays on first use and kept."""
 
     def __getitem__(self, key):
         return self._map()[key]
