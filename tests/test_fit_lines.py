@@ -314,3 +314,35 @@ def test_fit_series_applies_the_same_rule():
     got = fit_series(np.array(d.index.tolist()), d.tolist(), ("p", "n"))
     assert got.lines and [(j, k) for j, k, _ in got.lines] == [(j, k) for j, k, _ in m.lines]
     assert [e for _, _, e in got.lines] == pytest.approx([e for _, _, e in m.lines], rel=1e-9)
+
+
+def test_the_reports_validation_rows_mark_a_value_on_a_measured_line(stepped, tmp_path, capsys):
+    # validation runs on the line p = 256 (n = 9000, beyond the fitted n) and off it (p = 100): the
+    # compared value is the function times the line's factor on the line, the function off it
+    from conftest import cli
+
+    path, _ = stepped
+    vpath = tmp_path / "validation.txt"
+    text = ["PARAMETER p", "PARAMETER n", "", "POINTS ( 256 9000 ) ( 100 9000 )", "", "METRIC time", ""]
+    for reg in SCALE:
+        text += [f"REGION {reg}", *(f"DATA {_stepped_truth(reg, p, 9000.0)!r}" for p in (LINE_P, 100.0)), ""]
+    vpath.write_text("\n".join(text) + "\n")
+    code, out, _ = cli(capsys, "model", path, "--json")
+    recs = {r["callpath"]: r for r in json.loads(out)}
+    code, out, err = cli(capsys, "report", path, "--target", "p=256,n=9000", "--validate", vpath, "--json",
+                         "-o", tmp_path / "r.html")
+    assert code == 0, err
+    rows = json.loads(out)["validation"]["rows"]
+    assert len(rows) == 2 * len(SCALE)
+    for r in rows:
+        fn = _function(recs[r["callpath"]], r["at"])
+        if r["at"]["p"] == LINE_P:
+            assert r["line"]["lines"][0]["at"] == {"p": LINE_P}
+            assert r["value"] == pytest.approx(fn * r["line"]["factor"], rel=1e-12)
+            # the measured value is the generating law's: the line's level brings the value within 5%
+            assert abs(r["error"]) < 0.05 and abs(fn / r["measured"] - 1) > 0.25
+        else:
+            assert "line" not in r and r["value"] == pytest.approx(fn, rel=1e-12)
+    html = (tmp_path / "r.html").read_text()
+    section = html[html.index('id="validation"'):]
+    assert section.count("measured line</span>") == len(SCALE)

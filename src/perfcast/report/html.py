@@ -493,9 +493,14 @@ def _validation(rep: Report, rows: list[dict], vmeans: Mapping, params: Sequence
             lo, hi = mdl.interval(at, o.level, averaged=o.averaged)
             if rep.clipped and math.isfinite(lo):
                 lo, hi = max(lo, 0.0), max(hi, 0.0)
-            preds.append({"callpath": cp, "name": row["name"], "rank": row["rank"], "metric": mt, "at": at,
-                          "value": float(mdl.predict(at, averaged=o.averaged)), "lower": lo if math.isfinite(lo) else None,
-                          "upper": hi if math.isfinite(hi) else None})
+            pred = {"callpath": cp, "name": row["name"], "rank": row["rank"], "metric": mt, "at": at,
+                    "value": float(mdl.predict(at, averaged=o.averaged)), "lower": lo if math.isfinite(lo) else None,
+                    "upper": hi if math.isfinite(hi) else None}
+            line = mdl.line_at(at) if hasattr(mdl, "line_at") else None
+            if line is not None:
+                # the value lies on a measured line: the formula's times its factor, marked as in the ranking
+                pred.update(line=line, line_note=line_note(line))
+            preds.append(pred)
     out = compare(preds, vmeans, params)
     if not out:
         return {"rows": [], "summary": summarize(out),
@@ -1018,7 +1023,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if r.validation.note %}<p class="note">{{ r.validation.note }}</p>{% else %}
 <p class="note">{{ vs.compared }} prediction(s) of the ranked kernels at the points of the validation runs{% if vs.with_error %}: |error| median {{ pct(vs.median_abs_error) }}, max {{ pct(vs.max_abs_error) }}{% endif %}{% if vs.with_interval %}; {{ vs.inside }} of {{ vs.with_interval }} measured means inside the {{ pct(r.options.level) }} prediction interval{% endif %}. Black points on the plots.</p>
 <table><thead><tr><th class="num">#</th><th>callpath</th><th>at</th><th class="num">predicted</th><th class="num">{{ pct(r.options.level) }} interval</th><th class="num">measured</th><th class="num">error</th></tr></thead><tbody>
-{% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% else %}–{% endif %}</td></tr>
+{% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}{% if v.get("line") %}<span class="note" title="{{ v.line_note }}"> ×{{ fnum(v.line.factor, 3) }} measured line</span>{% endif %}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% else %}–{% endif %}</td></tr>
 {% endfor %}</tbody></table>{% endif %}
 </section>
 {% endif %}
