@@ -198,3 +198,44 @@ def test_machine_file_validation(tmp_path):
     assert m.peak_flops == 4 * 2e9 * 16
     m.save(tmp_path / "back.yaml")
     assert Machine.load(tmp_path / "back.yaml").to_dict() == m.to_dict()
+
+
+def test_a_count_on_a_measured_line_is_said_in_the_breakdown():
+    # instructions per rank 1e9 * n / p, twice that on the line p = 4 (a known step), +-2% noise, 3
+    # repetitions; timer = instructions * CPI 0.5 / 2 GHz.  At p = 4 the breakdown's computation is
+    # the instructions' formula x the line's factor, and a note says so; beyond the measured p, none.
+    import dataclasses
+
+    from perfcast.fit.lines import line_at
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for p in (1, 2, 4, 8, 16):
+        for n in (1, 2, 3, 4):
+            for rep in range(3):
+                ir = 1e9 * n / p * (2.0 if p == 4 else 1.0) * (1 + rng.uniform(-0.02, 0.02))
+                rows.append({"p": p, "n": n, "rep": rep, "rank": 0, "callpath": "app->solve", "metric": "Ir",
+                             "value": ir})
+                rows.append({"p": p, "n": n, "rep": rep, "rank": 0, "callpath": "app->t_solve", "metric": "time",
+                             "value": ir * 0.5 / 2e9})
+    exp = Experiment(["p", "n"], pd.DataFrame(rows), [Metric("Ir", "#", "count", "exclusive"),
+                                                      Metric("time", "s", "time", "inclusive")])
+    m = fit_apmt(exp, MACHINE, timers={"solve": "app->t_solve"})
+    km = next(k for k in m.kernels if k.name == "solve")
+    ins = km.counters["instructions"]
+    assert km.cpi == pytest.approx(0.5, rel=1e-9)
+    on, off = {"p": 4.0, "n": 6.0}, {"p": 32.0, "n": 6.0}
+    line = line_at(ins.lines, ins.parameters, on)
+    assert line is not None and line["lines"][0]["at"] == {"p": 4.0}
+    formula = dataclasses.replace(ins, lines=())        # the function printed for the instructions
+    assert float(ins.predict(on)) == pytest.approx(float(formula.predict(on)) * line["factor"], rel=1e-12)
+    pr = m.predict(on)
+    assert pr.kernels["solve"]["computation"] == pytest.approx(float(ins.predict(on)) * 0.5 / 2e9, rel=1e-9)
+    # with the line's level the value is within 10% of the generating law on the step (2e9 * 6 / 4);
+    # the function alone, bent part of the way to the step, is not
+    truth = 2e9 * 6 / 4
+    assert abs(float(ins.predict(on)) / truth - 1) < 0.1 < abs(float(formula.predict(on)) / truth - 1)
+    said = [n for n in pr.notes if "measured line" in n]
+    assert len(said) == 1 and said[0].startswith("solve instructions:") and "line p=4 (n varies)" in said[0]
+    assert line_at(ins.lines, ins.parameters, off) is None
+    assert not any("measured line" in n for n in m.predict(off).notes)

@@ -40,6 +40,7 @@ from .. import fit
 from ..analysis import kernels as kmod
 from ..errors import PerfcastError
 from ..experiment import Experiment
+from ..fit.lines import line_note
 from ..machine import Machine
 from . import comm as cmod
 from .counters import missing_insights, resolve
@@ -203,7 +204,27 @@ class APMTModel:
         total = sum(v["total"] or 0.0 for v in ks.values()) + sum(cm.values())
         if self.comm is None:
             notes.append("no MPI profile: communication is not modelled")
+        notes += self._line_notes(comp_at, at)
         return Prediction(at, size_ratio, ks, cm, total, notes)
+
+    def _line_notes(self, comp_at: Mapping, at: Mapping) -> list[str]:
+        """A note per fitted count or time whose value at the point lies on a measured line with its
+        own level (:mod:`perfcast.fit.lines`): the breakdown uses the formula's value times the line's
+        factor, not the formula printed for it."""
+        named = [(f"{k.name} {role}", m, comp_at)
+                 for k in self.kernels for role, m in (*k.counters.items(), ("time", k.time_model))]
+        if self.comm is not None:
+            if self.comm.p2p is not None:
+                named += [("point-to-point bytes", self.comm.p2p.volume, at),
+                          ("point-to-point messages", self.comm.p2p.messages, at)]
+            named += [(f"{c.routine} {what}", m, at) for c in self.comm.collectives
+                      for what, m in (("calls", c.calls), ("bytes per call", c.size))]
+        out = []
+        for label, m, pt in named:
+            line = m.line_at(pt) if m is not None and hasattr(m, "line_at") else None
+            if line is not None:
+                out.append(f"{label}: {line_note(line)}")
+        return out
 
     def strong_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:
         return [self.predict({**at, self.procs: p}) for p in procs_values]
