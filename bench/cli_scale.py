@@ -113,7 +113,9 @@ def parse_sizes(text: str) -> list:
             mult, tok = 1000, tok[:-1]
         elif tok[-1] == "M":
             mult, tok = 1_000_000, tok[:-1]
-        out.append(int(float(tok) * mult))
+        n = int(float(tok) * mult)
+        if n > 0:                     # 0 (e.g. `--sizes2 0`): no size, not an empty file
+            out.append(n)
     return out
 
 
@@ -343,19 +345,23 @@ def main(argv=None) -> int:
     import platform
     head = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "host": platform.node(), "cpus": os.cpu_count(),
             "python": sys.version.split()[0], "load_start": os.getloadavg()}
+    # the perfcast the runs import (PYTHONPATH may select another tree than this checkout's)
+    pkg = subprocess.run([py, "-c", "import os, perfcast; print(os.path.dirname(perfcast.__file__))"],
+                         capture_output=True, text=True).stdout.strip()
     try:
-        head["commit"] = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
+        head["commit"] = subprocess.run(["git", "-C", pkg or str(HERE), "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", pkg or str(HERE), "status", "--porcelain", "--", "."],
+                               capture_output=True, text=True).stdout.strip()
+        head["commit"] += "+changes" if dirty and head["commit"] else ""
     except OSError:
         pass
-    print(f"bench/cli_scale.py {head['date']} commit {head.get('commit', '?')}, {head['cpus']} cpus, "
-          f"load average {' '.join(f'{v:.2f}' for v in head['load_start'])}", flush=True)
+    print(f"bench/cli_scale.py {head['date']} perfcast {pkg or '?'} at commit {head.get('commit') or '?'}, "
+          f"{head['cpus']} cpus, load average {' '.join(f'{v:.2f}' for v in head['load_start'])}", flush=True)
     parquet_ok = "parquet" in commands and has_model_output(py)
     # perfcast's modules byte-compiled first, as installing a wheel does (pip compiles at install,
     # as it did for Extra-P's venv): an editable install under PYTHONDONTWRITEBYTECODE would
     # otherwise compile every module from source in every measured run (~0.4 s here)
-    pkg = subprocess.run([py, "-c", "import os, perfcast; print(os.path.dirname(perfcast.__file__))"],
-                         capture_output=True, text=True).stdout.strip()
     if pkg:
         subprocess.run([py, "-m", "compileall", "-q", pkg], capture_output=True)
         print(f"  byte-compiled {pkg} (as a wheel install does)", flush=True)
