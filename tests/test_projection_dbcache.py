@@ -162,16 +162,23 @@ def test_missing_name_field_does_not_break_the_search(tmp_path):
 
 
 def test_cache_directory_rules(tmp_path, monkeypatch):
+    # one rule for every cache perfcast keeps: the benchmark tables and the compiled PMPI library
+    from perfcast.collect import pmpi
+
+    def dirs():
+        return dbcache.cache_dir(), pmpi.cache_dir()
+
     monkeypatch.delenv("PERFCAST_CACHE", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert dbcache.cache_dir() == tmp_path / "home" / ".cache" / "perfcast" / "benchdb"
+    home = tmp_path / "home" / ".cache" / "perfcast"
+    assert dirs() == (home / "benchdb", home / "pmpi")
     monkeypatch.setenv("XDG_CACHE_HOME", "")
-    assert dbcache.cache_dir() == tmp_path / "home" / ".cache" / "perfcast" / "benchdb"
+    assert dirs() == (home / "benchdb", home / "pmpi")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert dbcache.cache_dir() == tmp_path / "x" / "perfcast" / "benchdb"
+    assert dirs() == (tmp_path / "x" / "perfcast" / "benchdb", tmp_path / "x" / "perfcast" / "pmpi")
     monkeypatch.setenv("PERFCAST_CACHE", str(tmp_path / "pc"))
-    assert dbcache.cache_dir() == tmp_path / "pc" / "benchdb"
+    assert dirs() == (tmp_path / "pc" / "benchdb", tmp_path / "pc" / "pmpi")
 
 
 def test_small_tables_are_not_cached(cache_home, tmp_path):

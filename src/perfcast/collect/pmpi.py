@@ -2,7 +2,8 @@
 
 The C source ships in the package (``pmpi/perfcast_pmpi.c``); :func:`build_shim` compiles it with
 ``mpicc`` on first use and caches the shared library under
-``$PERFCAST_CACHE/pmpi/<key>/libperfcast_pmpi.so`` (default ``~/.cache/perfcast/pmpi/<key>/...``),
+``pmpi/<key>/libperfcast_pmpi.so`` under perfcast's cache (``$PERFCAST_CACHE``, else
+``$XDG_CACHE_HOME/perfcast``, else ``~/.cache/perfcast``),
 where ``<key>`` hashes the source and the compiler wrapper's configuration (``mpicc --showme`` /
 ``-show`` and ``--version``), so a changed MPI installation gets its own build.
 
@@ -34,6 +35,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..cache import cache_root
 from ..errors import PerfcastError
 
 __all__ = ["SOURCE", "LIBRARY_NAME", "build_shim", "shim_env", "mpirun_args", "available", "read",
@@ -75,8 +77,8 @@ def _wrapper_config(mpicc: str) -> str:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("PERFCAST_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "perfcast") / "pmpi"
+    """``pmpi/`` under perfcast's cache (:func:`perfcast.cache.cache_root`)."""
+    return cache_root() / "pmpi"
 
 
 def _first_error(text: str) -> str:

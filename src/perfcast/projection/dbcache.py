@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from ..cache import cache_root
+
 #: bump when the cached layout changes
 VERSION = "2"
 #: sources smaller than this in total (bytes) are parsed every time
@@ -51,12 +53,7 @@ _KEY_CHARS = 16
 def cache_dir() -> Path:
     """``$PERFCAST_CACHE/benchdb``, else ``$XDG_CACHE_HOME/perfcast/benchdb``, else
     ``~/.cache/perfcast/benchdb`` (an empty variable counts as unset)."""
-    root = os.environ.get("PERFCAST_CACHE")
-    if root:
-        return Path(root).expanduser() / "benchdb"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "perfcast" / "benchdb"
+    return cache_root() / "benchdb"
 
 
 def _code_digest() -> str:
