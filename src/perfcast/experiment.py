@@ -301,6 +301,13 @@ def _used_codes(codes: np.ndarray, n: int) -> np.ndarray:
     return used
 
 
+def _present(column: pd.Series) -> set[str]:
+    """The names a categorical column's rows use (no string per row: a report selected 500k rows of
+    10k callpaths by converting every row to a string, 1.2 s)."""
+    cat = column.array
+    return set(cat.categories[_used_codes(cat.codes, len(cat.categories))].tolist())
+
+
 def _check_finite(values: np.ndarray, what: str):
     bad = ~np.isfinite(values)
     if bad.any():
@@ -433,9 +440,7 @@ class Experiment:
     @property
     def callpaths(self) -> list[str]:
         """Callpaths that carry values, in tree order."""
-        cat = self.data["callpath"].array
-        used = _used_codes(cat.codes, len(cat.categories))  # O(n), no sort
-        present = set(cat.categories[used].tolist())
+        present = _present(self.data["callpath"])         # O(n), no sort
         return [p for p in self.tree.preorder() if p in present]
 
     @property
@@ -523,8 +528,7 @@ class Experiment:
     def callpath_records(self) -> Iterator[dict]:
         """The summary's per-callpath dicts in tree order, one at a time (``show --json`` writes
         them as they come: a list of 800,000 dicts is 0.5 GB)."""
-        cat = self.data["callpath"].array
-        present = set(cat.categories[_used_codes(cat.codes, len(cat.categories))].tolist())
+        present = _present(self.data["callpath"])
         tree = self.tree
         for p in tree.preorder():
             yield {"path": p, "name": tree.name(p), "parent": tree.parent(p), "depth": tree.depth(p),
@@ -579,8 +583,8 @@ class Experiment:
         sub = d[mask]
         if len(sub) == 0:
             raise PerfcastError("the selection is empty")
-        used = set(sub["metric"].astype(str).unique())
-        keep_paths = set(sub["callpath"].astype(str).unique())
+        used = _present(sub["metric"])
+        keep_paths = _present(sub["callpath"])
         return Experiment(self.parameters, sub.reset_index(drop=True),
                           [m for n, m in self.metrics.items() if n in used],
                           self.tree.subset(keep_paths), copy.deepcopy(self.meta))
