@@ -26,16 +26,19 @@ def _truth(p, n, step=True):
     return 1e-6 * p * n * (STEP if step and p == STEP_P else 1.0)
 
 
-def _experiment(S, noise, reps, step, seed):
+def _experiment(S, noise, reps, step, seed, ps=P, ns=N, slow=None):
+    """S series ``c * _truth`` on ``ps`` x ``ns``; ``slow`` = (p, n, repetition): that repetition
+    is 10x the formula's (a slow run)."""
     rng = np.random.default_rng(seed)
     rows, scale = [], {}
     for s in range(S):
         c = scale[f"s{s}"] = rng.uniform(0.5, 2.0)
-        for p in P:
-            for n in N:
-                for _ in range(reps):
+        for p in ps:
+            for n in ns:
+                for k in range(reps):
+                    f = 10.0 if (p, n, k) == slow else 1.0
                     rows.append({"p": p, "n": n, "callpath": f"s{s}", "metric": "time",
-                                 "value": c * _truth(p, n, step) * (1 + rng.uniform(-noise, noise))})
+                                 "value": f * c * _truth(p, n, step) * (1 + rng.uniform(-noise, noise))})
     return Experiment.from_pandas(pd.DataFrame(rows), parameters=["p", "n"]), scale
 
 
@@ -136,27 +139,12 @@ N5 = [5000.0, 6000.0, 7000.0, 8000.0, 9000.0]
 OUTLIER = (256.0, 7000.0)
 
 
-def _outlier_experiment(S, seed):
-    """Stepped series (:func:`_truth`) on 5 x 5 points, 2 repetitions, 2% noise; one repetition of
-    the point :data:`OUTLIER` is 10x the formula's (a slow run), so that point's mean is 5.5x."""
-    rng = np.random.default_rng(seed)
-    rows, scale = [], {}
-    for s in range(S):
-        c = scale[f"s{s}"] = rng.uniform(0.5, 2.0)
-        for p in P5:
-            for n in N5:
-                for k in range(2):
-                    slow = 10.0 if (p, n, k) == (*OUTLIER, 1) else 1.0
-                    rows.append({"p": p, "n": n, "callpath": f"s{s}", "metric": "time",
-                                 "value": c * _truth(p, n) * (1 + rng.uniform(-0.02, 0.02)) * slow})
-    return Experiment.from_pandas(pd.DataFrame(rows), parameters=["p", "n"]), scale
-
-
 def test_one_outlying_run_does_not_set_a_lines_level():
-    # the line p = 256 (n varies) holds the outlier; its level is the median of its five points'
-    # residuals, so the prediction at n = 10000 on it stays near the generating formula (the
-    # lines' mean residuals would put it 29-49% above on these seeds)
-    exp, scale = _outlier_experiment(S=8, seed=1)
+    # stepped series on 5 x 5 points, 2 repetitions, 2% noise; one repetition at OUTLIER is 10x
+    # the formula's, so that point's mean is 5.5x.  The line p = 256 (n varies) holds it; its level
+    # is the median of its five points' residuals, so the prediction at n = 10000 on it stays near
+    # the generating formula (the lines' mean residuals put it 30-49% above)
+    exp, scale = _experiment(S=8, noise=0.02, reps=2, step=True, seed=1, ps=P5, ns=N5, slow=(*OUTLIER, 1))
     ms = perfcast.model(exp, ["time"])
     at = {"p": OUTLIER[0], "n": 10000.0}
     errs = [abs(sm.model.predict(at) / (scale[sm.callpath] * _truth(*at.values())) - 1) for sm in ms.series]
