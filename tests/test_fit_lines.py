@@ -147,7 +147,7 @@ def test_one_outlying_run_does_not_set_a_lines_level():
     exp, scale = _experiment(S=8, noise=0.02, reps=2, step=True, seed=1, ps=P5, ns=N5, slow=(*OUTLIER, 1))
     ms = perfcast.model(exp, ["time"])
     at = {"p": OUTLIER[0], "n": 10000.0}
-    errs = [abs(sm.model.predict(at) / (scale[sm.callpath] * _truth(*at.values())) - 1) for sm in ms.series]
+    errs = [abs(sm.model.predict(at) / (scale[sm.callpath] * _truth(at["p"], at["n"])) - 1) for sm in ms.series]
     assert all(any(j == 1 and key == (OUTLIER[0],) for j, key, _ in sm.model.lines) for sm in ms.series)
     assert max(errs) < 0.25 and np.median(errs) < 0.05, errs
 

@@ -42,7 +42,8 @@ relearn-n, from 5.1% / 39.3% median / p90 to 3.3% / 34.5% with the lines' mean r
 3.3% / 20.7% with their medians (Extra-P 9.0% / 32.8%).  Generated stepped series with one 10x
 repetition at an interior point (2 repetitions, 5 x 5 points, 300 series, seeds 1-3): on the
 outlier's line the error at the next n is 31-32% median with the lines' means and 3-4% with their
-medians; on 2,000 smooth series ``a p^e n`` (same design, seeds 1-3) the median error is unchanged
+medians; on 2,000 smooth series ``a p^e n`` (e in 0..2 by halves, no step, no outlier; errors at
+the next p and n of every line; seeds 1-3) the median error is unchanged
 and p90 moves by +0.003 to +0.011 points (1.06-1.18% -> 1.06-1.19%).
 """
 
