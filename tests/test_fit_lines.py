@@ -26,16 +26,19 @@ def _truth(p, n, step=True):
     return 1e-6 * p * n * (STEP if step and p == STEP_P else 1.0)
 
 
-def _experiment(S, noise, reps, step, seed):
+def _experiment(S, noise, reps, step, seed, ps=P, ns=N, slow=None):
+    """S series ``c * _truth`` on ``ps`` x ``ns``; ``slow`` = (p, n, repetition): that repetition
+    is 10x the formula's (a slow run)."""
     rng = np.random.default_rng(seed)
     rows, scale = [], {}
     for s in range(S):
         c = scale[f"s{s}"] = rng.uniform(0.5, 2.0)
-        for p in P:
-            for n in N:
-                for _ in range(reps):
+        for p in ps:
+            for n in ns:
+                for k in range(reps):
+                    f = 10.0 if (p, n, k) == slow else 1.0
                     rows.append({"p": p, "n": n, "callpath": f"s{s}", "metric": "time",
-                                 "value": c * _truth(p, n, step) * (1 + rng.uniform(-noise, noise))})
+                                 "value": f * c * _truth(p, n, step) * (1 + rng.uniform(-noise, noise))})
     return Experiment.from_pandas(pd.DataFrame(rows), parameters=["p", "n"]), scale
 
 
@@ -114,6 +117,41 @@ def test_line_effects_by_hand():
     assert (2.0,) not in along_n or along_n[(2.0,)] == pytest.approx(0.0)
 
 
+def test_a_lines_level_is_its_median_residual_by_hand():
+    # two lines along n (p = 1, 2), four points each; p = 1 at +0.5 with one point at +1.5 (an
+    # outlying run), p = 2 at the function's level.  By hand: means 0.75 and 0; within SS
+    # 0.7502 + 0.0002 = 0.7504 over 6 dof, s2 = 0.125067; Q = 4 * 0.75^2 = 2.25, F = 2.25 / 2 / s2
+    # = 8.995 on (2, 6) dof (p = 0.016); tau2 = (2.25 - 2 s2) / 8 = 0.249983, shrink = tau2 / (tau2
+    # + s2 / 4) = 0.888830; the level of p = 1 is the median 0.505 (its mean, 0.75, would give 0.667)
+    X = np.array([[p, n] for p in (1.0, 2.0) for n in (10.0, 20.0, 30.0, 40.0)])
+    r = np.array([0.49, 0.50, 0.51, 1.5, -0.01, 0.0, 0.01, 0.0])
+    eff = line_effects(X, np.exp(r)[None, :], np.ones((1, 8)))[0]
+    along_n = {key: e for j, key, e in eff if j == 1}
+    s2 = 0.7504 / 6
+    tau2 = (2.25 - 2 * s2) / 8
+    assert along_n[(1.0,)] == pytest.approx(tau2 / (tau2 + s2 / 4) * 0.505, rel=1e-9)
+    assert along_n[(1.0,)] == pytest.approx(0.448859, abs=1e-6)
+    assert (2.0,) not in along_n                                    # median 0: no effect
+
+
+P5 = [32.0, 64.0, 128.0, 256.0, 512.0]
+N5 = [5000.0, 6000.0, 7000.0, 8000.0, 9000.0]
+OUTLIER = (256.0, 7000.0)
+
+
+def test_one_outlying_run_does_not_set_a_lines_level():
+    # stepped series on 5 x 5 points, 2 repetitions, 2% noise; one repetition at OUTLIER is 10x
+    # the formula's, so that point's mean is 5.5x.  The line p = 256 (n varies) holds it; its level
+    # is the median of its five points' residuals, so the prediction at n = 10000 on it stays near
+    # the generating formula (the lines' mean residuals put it 30-49% above)
+    exp, scale = _experiment(S=8, noise=0.02, reps=2, step=True, seed=1, ps=P5, ns=N5, slow=(*OUTLIER, 1))
+    ms = perfcast.model(exp, ["time"])
+    at = {"p": OUTLIER[0], "n": 10000.0}
+    errs = [abs(sm.model.predict(at) / (scale[sm.callpath] * _truth(at["p"], at["n"])) - 1) for sm in ms.series]
+    assert all(any(j == 1 and key == (OUTLIER[0],) for j, key, _ in sm.model.lines) for sm in ms.series)
+    assert max(errs) < 0.25 and np.median(errs) < 0.05, errs
+
+
 def test_line_log_factors_and_round_trip():
     lines = ((1, (128.0,), 0.5), (0, (9000.0,), 0.1))
     p = np.array([128.0, 128.0, 64.0, 100.0])
@@ -180,7 +218,8 @@ def _function(rec, at):
 def _lines_by_hand(data, region, rec):
     """The rule of perfcast.fit.lines computed here for the lines along n (one per p): log
     residuals of the measured means against the printed function, the F test at 5%, the BLUP
-    shrinkage; {p: factor} for the lines it keeps (empty when the test does not reject)."""
+    shrinkage of each line's median residual; {p: factor} for the lines it keeps (empty when the
+    test does not reject)."""
     from scipy.stats import f as fdist
 
     r = {p: [math.log(np.mean(data[(region, p, n)]) / _function(rec, {"p": p, "n": n})) for n in LN] for p in LP}
@@ -191,7 +230,7 @@ def _lines_by_hand(data, region, rec):
     if fdist.sf(Q / G / s2, G, N - G) >= 0.05:
         return {}
     tau2 = max(Q - G * s2, 0.0) / N
-    return {p: math.exp(tau2 / (tau2 + s2 / len(LN)) * rbar[p]) for p in LP}
+    return {p: math.exp(tau2 / (tau2 + s2 / len(LN)) * float(np.median(r[p]))) for p in LP}
 
 
 def ms_lines(rec):
