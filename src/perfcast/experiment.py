@@ -167,6 +167,10 @@ class CallTree:
     def from_paths(cls, paths: Iterable[str]) -> "CallTree":
         """Build from ``a->b->c`` strings, splitting on :data:`SEP` (ancestors are created)."""
         tree = cls()
+        paths = [str(p) for p in paths]
+        if not any(SEP in p for p in paths):  # a flat tree: roots only, one dict
+            tree._parent = dict.fromkeys(paths)
+            return tree
         for p in paths:
             if p not in tree._parent:
                 tree.add_frames(str(p).split(SEP))
