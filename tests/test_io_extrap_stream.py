@@ -201,3 +201,23 @@ def test_streaming_equals_line_reader_on_random_files(tmp_path, monkeypatch):
         taken += got is not None
         refused += ref is None
     assert taken > 100 and refused > 100
+
+
+def test_cast_accepts_exactly_the_number_syntax():
+    """The stream checks DATA values by their bytes ([0-9.eE+-]) and pyarrow's cast to float64;
+    over those bytes the cast must accept exactly what the line reader's number pattern accepts,
+    with Python's value."""
+    import itertools
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    toks = ["".join(t) for n in range(1, 5) for t in itertools.product("01.eE+-", repeat=n)]
+    toks += ["1.5e-3", "+.5E+07", "12345678901234567890", "0.1e400", "1e-400", "-0.", "1.e5", "5e+", "1e5.5"]
+    for tok in toks:
+        try:
+            got = pc.cast(pa.array([tok], pa.large_string()), pa.float64())[0].as_py()
+        except pa.ArrowInvalid:
+            got = None
+        want = float(tok) if extrap._NUMBER.fullmatch(tok) else None
+        assert got == want, tok

@@ -30,6 +30,8 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from .errors import PerfcastError
@@ -394,9 +396,14 @@ class Experiment:
         undeclared = set(d["metric"].cat.categories) - set(self.metrics)
         if undeclared:
             raise PerfcastError(f"values for undeclared metric(s): {', '.join(sorted(undeclared))}")
-        # iterated, not listed: a list of 800,000 categories as Python strings is ~60 MB at once
-        known = self.tree._parent  # the tree's own table: a dict lookup per category, no method call
-        unknown = [c for c in d["callpath"].cat.categories if c not in known]
+        # one arrow set lookup (no Python string per category: 800,000 categories ~60 MB and ~1 s)
+        cats = d["callpath"].cat.categories
+        unknown: list[str] = []
+        if len(cats):
+            known = pa.array(list(self.tree._parent), type=pa.large_string())
+            hit = pc.is_in(pa.array(cats, type=pa.large_string()), value_set=known).to_numpy(zero_copy_only=False)
+            del known
+            unknown = list(cats[~hit][:5])
         if unknown:
             raise PerfcastError(f"values for callpath(s) not in the call tree: {', '.join(unknown[:5])}")
         for name, m in self.metrics.items():

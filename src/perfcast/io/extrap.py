@@ -437,8 +437,7 @@ class _Slow(Exception):
 _BLANK, _DATA, _REGION, _METRIC, _COMMENT, _OTHER = range(6)
 #: the bytes a DATA value may hold (pyarrow's cast to float64 accepts, over these, exactly what
 #: _NUMBER accepts; "nan", "inf" and the like are kept out by this set)
-_NUMBER_BYTES = np.zeros(256, dtype=bool)
-_NUMBER_BYTES[np.frombuffer(b"0123456789.eE+-", dtype=np.uint8)] = True
+_NUMBER_BYTES = b"0123456789.eE+-"
 
 
 def _word(w: bytes) -> int:
@@ -682,8 +681,8 @@ class _TextStream:
         lens = pc.list_value_length(toks).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = pc.list_flatten(toks)
         foff = np.frombuffer(flat.buffers()[1], dtype=np.int64)
-        chars = np.frombuffer(flat.buffers()[2], dtype=np.uint8)[foff[flat.offset]:foff[flat.offset + len(flat)]]
-        if not _NUMBER_BYTES[chars].all():
+        chars = flat.buffers()[2][foff[flat.offset]:foff[flat.offset + len(flat)]]
+        if chars.to_pybytes().translate(None, _NUMBER_BYTES):
             raise _Slow
         try:
             values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
