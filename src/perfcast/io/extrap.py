@@ -547,7 +547,7 @@ class _TextStream:
 
     # -- a run of REGION, METRIC, DATA and comment lines --------------------------------------
     def segment(self, kind: np.ndarray, lines: pa.Array) -> tuple[np.ndarray, ...] | None:
-        """The lines' kinds and trimmed texts; returns (point, REGION line, metric, block serial)
+        """The lines' kinds and trimmed texts (blank lines included); returns (point, REGION line, metric, block serial)
         of each DATA line, or None without DATA lines."""
         npts = len(self.points)
         com = np.flatnonzero(kind == _COMMENT)
@@ -624,7 +624,9 @@ class _TextStream:
             self.region = self.n_regions - 1
         if len(mpos):
             self.metric = int(mcode[-1])
-        self.last_line_kind = "data" if kind[-1] == _DATA else "other"
+        shown = kind[kind != _BLANK]
+        if len(shown):
+            self.last_line_kind = "data" if shown[-1] == _DATA else "other"
         return out
 
     def repeated(self, cp_code: np.ndarray) -> bool:
@@ -655,11 +657,8 @@ class _TextStream:
         lines = pc.ascii_trim_whitespace(lines)
         toff = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
         kind = _kinds(np.frombuffer(lines.buffers()[2], dtype=np.uint8), toff[:-1], toff[1:])
-        nonblank = np.flatnonzero(kind != _BLANK)
-        if not len(nonblank):
+        if (kind == _BLANK).all():
             return
-        kind = kind[nonblank]
-        lines = lines.take(pa.array(nonblank))
         runs = []
         done = 0
         for o in np.flatnonzero(kind == _OTHER).tolist() + [len(kind)]:  # PARAMETER, POINTS (few)
