@@ -124,3 +124,100 @@ def test_many_metrics_single_frame_regions(tmp_path, monkeypatch):
     with pytest.raises(PerfcastError) as e:
         extrap.read_text(f)
     assert e.value.where == str(len(lines) - 30) and "negative" in e.value.message
+
+
+def _random_file(r: random.Random) -> str:
+    """A small text file with random blanks, comments, metrics, nested names and a few damages."""
+    blank = lambda: r.choice([" ", "  ", "\t", " \t", "\r"]) if r.random() < 0.2 else " "  # noqa: E731
+    npar = r.choice([1, 1, 2])
+    lines = ["# head"] if r.random() < 0.2 else []
+    lines.append("PARAMETER" + blank() + " ".join(["p", "q"][:npar]))
+    pts = [[r.choice([1, 2, 4, 8]) for _ in range(npar)] for _ in range(r.randint(1, 3))]
+    lines.append("POINTS " + " ".join("( " + " ".join(map(str, p)) + " )" for p in pts))
+    metrics = r.choice([[None], ["time"], ["time", "visits"], ["bytes sent"]])
+    names = ["a", "b", "a->b", "a -> c", "x  y", "a->b->c", "r1", "->z", "a->", "a->->b", "a - > b"]
+    for m in metrics:
+        if m is not None:
+            lines.append("METRIC" + blank() + m)
+        for _ in range(r.randint(1, 4)):
+            lines.append("REGION" + blank() + r.choice(names if r.random() < 0.1 else names[:7]) + blank())
+            if r.random() < 0.3 and m is not None and len(metrics) > 1:
+                lines.append("METRIC " + r.choice(metrics))
+            for _ in pts:
+                vals = [r.choice(["1", "2.5", "-3", "1e3", ".5", "4.", "7E-2", "+8"]) for _ in range(r.randint(1, 3))]
+                lines.append(("  " if r.random() < 0.2 else "") + "DATA" + blank() + blank().join(vals))
+            if r.random() < 0.2:
+                lines.append(r.choice(["", "# c" + blank() + "x", "#"]))
+    for _ in range(r.choice([0, 0, 0, 1, 2])):
+        if not lines:
+            break
+        i = r.randrange(len(lines))
+        op = r.randrange(8)
+        if op == 0:
+            del lines[i]
+        elif op == 1:
+            lines.insert(i, lines[r.randrange(len(lines))])
+        elif op == 2:
+            lines[i] = lines[i][:max(0, len(lines[i]) - 1)]
+        elif op == 3:
+            lines = lines[:i]
+        elif op == 4:
+            lines[i] = lines[i].replace("1", "-1") + r.choice(["", " x"])
+        else:
+            lines.insert(i, r.choice(["DATA", "REGION", "METRIC", "REGION ", "DATA nan", "DATA 1e999", "POINTS 3",
+                                      "PARAMETER z", "DATAx 1", "FOO", "DATA 1..2", "DATA e5", "DATA -", "DATA 1 2"]))
+    return "\n".join(lines) + r.choice(["\n", "", "\n\n", " "])
+
+
+def _strict(exp):
+    """Everything of an Experiment, in order (the repetitions' integer width aside)."""
+    d = exp.data
+    cats = [(c, list(d[c].cat.categories), d[c].cat.codes.tolist()) for c in ("callpath", "metric")]
+    return (exp.parameters, exp.metrics, list(exp.tree._parent.items()), list(exp.tree._name.items()),
+            list(exp.tree._children.items()), exp.meta, list(d.columns),
+            [str(t) for c, t in d.dtypes.items() if c != "rep"], cats,
+            [d[c].tolist() for c in d.columns if c not in ("callpath", "metric")])
+
+
+def test_streaming_equals_line_reader_on_random_files(tmp_path, monkeypatch):
+    """On random files (blanks, comments, nested names, damages), cut into chunks of 16 bytes to
+    4 MiB, the streaming path gives exactly the line reader's Experiment or hands the file over; it
+    hands over no file the line reader takes."""
+    r = random.Random(11)
+    f = tmp_path / "r.txt"
+    taken = refused = 0
+    for _ in range(400):
+        f.write_text(_random_file(r))
+        monkeypatch.setattr(extrap, "TEXT_CHUNK_BYTES", r.choice([16, 64, 4 << 20]))
+        try:
+            ref = _strict(extrap._read_text_lines(f))
+        except PerfcastError:
+            ref = None
+        try:
+            got = _strict(extrap._read_text_stream(f))
+        except extrap._Slow:
+            got = None
+        assert got == ref, f.read_text()
+        taken += got is not None
+        refused += ref is None
+    assert taken > 100 and refused > 100
+
+
+def test_cast_accepts_exactly_the_number_syntax():
+    """The stream checks DATA values by their bytes ([0-9.eE+-]) and pyarrow's cast to float64;
+    over those bytes the cast must accept exactly what the line reader's number pattern accepts,
+    with Python's value."""
+    import itertools
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    toks = ["".join(t) for n in range(1, 5) for t in itertools.product("01.eE+-", repeat=n)]
+    toks += ["1.5e-3", "+.5E+07", "12345678901234567890", "0.1e400", "1e-400", "-0.", "1.e5", "5e+", "1e5.5"]
+    for tok in toks:
+        try:
+            got = pc.cast(pa.array([tok], pa.large_string()), pa.float64())[0].as_py()
+        except pa.ArrowInvalid:
+            got = None
+        want = float(tok) if extrap._NUMBER.fullmatch(tok) else None
+        assert got == want, tok

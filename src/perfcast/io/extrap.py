@@ -59,7 +59,6 @@ JSON field path.
 
 from __future__ import annotations
 
-import array
 import json
 import math
 import re
@@ -427,7 +426,6 @@ TEXT_CHUNK_BYTES = 4 << 20
 #: bytes the streaming path handles: printable ASCII, tab, CR, LF.  Anything else (non-ASCII names,
 #: other control characters) goes to the line-by-line reader, whose whitespace rules are Python's.
 _PLAIN_BYTES = bytes([9, 10, 13, *range(32, 127)])
-_NUMBER_RE2 = r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$"
 
 
 class _Slow(Exception):
@@ -435,24 +433,79 @@ class _Slow(Exception):
     messages and line numbers stay those of one implementation)."""
 
 
+# line kinds of the streaming text parser
+_BLANK, _DATA, _REGION, _METRIC, _COMMENT, _OTHER = range(6)
+#: the bytes a DATA value may hold (pyarrow's cast to float64 accepts, over these, exactly what
+#: _NUMBER accepts; "nan", "inf" and the like are kept out by this set)
+_NUMBER_BYTES = b"0123456789.eE+-"
+
+
+def _word(w: bytes) -> int:
+    return int.from_bytes(w, "little")
+
+
+def _kinds(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The kind of each trimmed line ``data[starts:ends]`` from its first bytes."""
+    kind = np.full(len(starts), _OTHER, dtype=np.int8)
+    length = ends - starts
+    kind[length == 0] = _BLANK
+    if len(data) < 8:
+        data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
+    n = len(data)
+    # the first 4 bytes of every line as one little-endian integer (an unaligned view, one gather)
+    head = np.ndarray((n - 3,), dtype="<u4", buffer=data, strides=(1,))[np.minimum(starts, n - 4)]
+    head[length < 4] = 0
+
+    def blank_at(pos: np.ndarray) -> np.ndarray:
+        c = data[np.minimum(pos, n - 1)]
+        return (c == 32) | (c == 9) | (c == 13)
+
+    data_ = head == _word(b"DATA")
+    data_ &= (length == 4) | blank_at(starts + 4)
+    kind[data_] = _DATA
+    for word, k in ((b"REGION", _REGION), (b"METRIC", _METRIC)):
+        # "REGION" alone is an error (no name): left _OTHER
+        cand = np.flatnonzero((head == _word(word[:4])) & (length > 6))
+        s = starts[cand]
+        ok = (data[s + 4] == word[4]) & (data[s + 5] == word[5]) & blank_at(s + 6)
+        kind[cand[ok]] = k
+    kind[(data[np.minimum(starts, n - 1)] == ord("#")) & (length > 0)] = _COMMENT
+    return kind
+
+
+def _names(lines: pa.Array, skip: int) -> pa.Array:
+    """The names after a REGION/METRIC keyword: blank runs collapsed to one space, as
+    ``" ".join(rest.split())``."""
+    names = pc.ascii_ltrim_whitespace(pc.utf8_slice_codeunits(lines, skip))
+    return pc.replace_substring_regex(names, r"[ \t\r]+", " ")
+
+
 class _TextStream:
-    """State of the streaming text parser across chunks."""
+    """State of the streaming text parser across chunks.
+
+    A chunk is handled as whole arrays, not line by line: the kind of every line from its first
+    bytes, the callpath, metric and point of every DATA line from the REGION/METRIC lines before it
+    (numpy searches), the values of all DATA lines by one split and one cast.  Only the lines of
+    other kinds (PARAMETER, POINTS, anything wrong) go one at a time through :meth:`other`; they
+    cut the chunk into segments handled by :meth:`segment`.  Callpaths are kept as the REGION
+    lines' names (arrow arrays, the value table holds the REGION line's number) and numbered once
+    at the end, in :meth:`experiment`.
+    """
 
     def __init__(self):
         self.parameters: list[str] = []
         self.points: list[tuple[float, ...]] = []
-        self.b: _Builder | None = None
-        self.region: int | None = None  # callpath code
+        self.region: int | None = None  # number of the current REGION line
         self.metric: int | None = None  # metric code
-        self.cp_codes: dict[str, int] = {}
+        self.names: list[pa.Array] = []  # the (normalised) names of the REGION lines, in order
+        self.n_regions = 0  # REGION lines so far
         self.metric_codes: dict[str, int] = {}
         self.default_metric_used = False
         self.block_count = 0
         self.block_serial = 0
-        # (callpath, metric) of every block, to find a block met twice at the end: compact arrays,
-        # not a set of tuples (800,000 blocks: 100 MB as a set, 6 MB here)
-        self.block_cp = array.array("q")
-        self.block_metric = array.array("q")
+        # (REGION line, metric) of every block, to find a (callpath, metric) block met twice at the end
+        self.block_cp: list[np.ndarray] = []
+        self.block_metric: list[np.ndarray] = []
         self.any_data = False
         self.open_key = False
         self.comments: list[str] = []
@@ -463,12 +516,9 @@ class _TextStream:
         self.last_data: list[tuple[int, int]] = []  # (number of values, block serial) of the last 2 DATA lines
         self.last_line_kind = ""
 
-    # -- one non-DATA line (stripped, non-empty) ----------------------------------------------
+    # -- one line of another kind (stripped, non-empty): PARAMETER, POINTS, or an error --------
     def other(self, s: str):
         self.last_line_kind = "other"
-        if s.startswith("#"):
-            self.comments.append(s[1:].strip())
-            return
         parts = s.split(None, 1)
         key = parts[0]
         rest = " ".join(parts[1].split()) if len(parts) > 1 else ""
@@ -486,31 +536,6 @@ class _TextStream:
             if isinstance(pts, str):
                 raise _Slow
             self.points += pts
-        elif key in ("REGION", "METRIC"):
-            if not rest:
-                raise _Slow
-            self.close_block()
-            self.open_key = True
-            if key == "REGION":
-                if self.b is None:
-                    self.b = _Builder(self.parameters)
-                if SEP not in rest:  # one frame (rest is stripped): what _Builder.callpath does, faster
-                    path = rest
-                    code = self.cp_codes.get(path)
-                    if code is not None:  # a region met again: already in the tree
-                        self.region = code
-                        return
-                    self.b.tree.add(path, None, path)  # a root (a no-op when it is already one)
-                else:
-                    try:
-                        path = self.b.callpath(rest)
-                    except PerfcastError:
-                        raise _Slow from None
-                self.region = self.cp_codes.setdefault(path, len(self.cp_codes))
-            else:
-                if self.default_metric_used:
-                    raise _Slow  # DATA before the first METRIC line
-                self.metric = self.metric_codes.setdefault(rest, len(self.metric_codes))
         else:
             raise _Slow
 
@@ -520,30 +545,94 @@ class _TextStream:
         self.block_count = 0
         self.block_serial += 1
 
-    # -- a run of n DATA lines in the current block -------------------------------------------
-    def run(self, n: int) -> tuple[int, int, int, int]:
-        """Checks a run of DATA lines; returns (first point index, callpath, metric, block serial)."""
-        if not self.points or self.region is None:
-            raise _Slow
-        if self.metric is None:
-            self.default_metric_used = True
-            self.metric = self.metric_codes.setdefault(DEFAULT_METRIC, len(self.metric_codes))
-        if self.block_count + n > len(self.points):
-            raise _Slow
-        if self.block_count == 0:
-            self.block_cp.append(self.region)
-            self.block_metric.append(self.metric)
-        first = self.block_count
-        self.block_count += n
-        self.any_data = True
-        self.open_key = False
-        self.last_line_kind = "data"
-        return first, self.region, self.metric, self.block_serial
+    # -- a run of REGION, METRIC, DATA and comment lines --------------------------------------
+    def segment(self, kind: np.ndarray, lines: pa.Array) -> tuple[np.ndarray, ...] | None:
+        """The lines' kinds and trimmed texts (blank lines included); returns (point, REGION line, metric, block serial)
+        of each DATA line, or None without DATA lines."""
+        npts = len(self.points)
+        com = np.flatnonzero(kind == _COMMENT)
+        if len(com):
+            self.comments += [c[1:].strip() for c in lines.take(pa.array(com)).to_pylist()]
+        is_key = (kind == _REGION) | (kind == _METRIC)
+        rpos = np.flatnonzero(kind == _REGION)
+        mpos = np.flatnonzero(kind == _METRIC)
+        if len(rpos):
+            names = _names(lines.take(pa.array(rpos)), 6)
+            if pc.any(pc.match_substring(names, SEP)).as_py():  # frames stripped, as _Builder.callpath
+                names = pc.replace_substring_regex(names, r" ?-> ?", SEP)
+                if pc.any(pc.match_substring_regex(names, r"^->|->$|->->")).as_py():
+                    raise _Slow  # an empty frame
+            self.names.append(names)
+        if len(mpos):
+            if self.default_metric_used:
+                raise _Slow  # DATA before the first METRIC line
+            names = _names(lines.take(pa.array(mpos)), 6)
+            for name in pc.unique(names).to_pylist():
+                self.metric_codes.setdefault(name, len(self.metric_codes))
+            mcode = pc.index_in(names, value_set=pa.array(list(self.metric_codes), type=names.type))
+            mcode = mcode.to_numpy(zero_copy_only=False).astype(np.int64)
+        is_data = kind == _DATA
+        di = np.flatnonzero(is_data)
+        nd = len(di)
+        nkeys = len(rpos) + len(mpos)
+        out = None
+        if nd:
+            if not npts:
+                raise _Slow
+            # the REGION line (numbered across the file) and metric of each DATA line: the last
+            # ones before it, by running counts (linear, no searches)
+            nr = np.cumsum(kind == _REGION)[di]
+            region = np.where(nr > 0, self.n_regions + nr - 1, -1 if self.region is None else self.region)
+            if region[0] < 0:
+                raise _Slow  # DATA before any REGION line
+            nm = np.cumsum(kind == _METRIC)[di]
+            metric = mcode[np.maximum(nm - 1, 0)] if len(mpos) else np.empty(nd, dtype=np.int64)
+            metric[nm == 0] = -1 if self.metric is None else self.metric
+            if metric[0] < 0:  # DATA before the first METRIC line: the default metric, and no METRIC after
+                if len(mpos):
+                    raise _Slow
+                self.default_metric_used = True
+                self.metric = self.metric_codes.setdefault(DEFAULT_METRIC, len(self.metric_codes))
+                metric[:] = self.metric
+            blk = np.cumsum(is_key)[di]  # the block of each DATA line: keys before it
+            total = np.bincount(blk, minlength=nkeys + 1)
+            total[0] += self.block_count
+            closed = total[:nkeys]
+            if total.max() > npts or ((closed > 0) & (closed < npts)).any():
+                raise _Slow  # more DATA lines than points, or a block closed with fewer
+            # the point of a DATA line: DATA lines before it since the last key (plus the carried count)
+            count = np.cumsum(is_data)
+            point = count[di] - 1 - np.maximum.accumulate(np.where(is_key, count, 0))[di]
+            point[blk == 0] += self.block_count
+            first = point == 0  # a block starts: its (callpath, metric) recorded
+            self.block_cp.append(region[first])
+            self.block_metric.append(metric[first])
+            out = point, region, metric, self.block_serial + blk
+            self.block_count = int(total[-1])
+            self.any_data = True
+        elif nkeys:
+            if 0 < self.block_count < npts:
+                raise _Slow  # the first key closes a block with fewer DATA lines than points
+            self.block_count = 0
+        self.block_serial += nkeys
+        if nkeys:
+            self.open_key = not nd or di[-1] < np.flatnonzero(is_key)[-1]
+        elif nd:
+            self.open_key = False
+        if len(rpos):
+            self.n_regions += len(rpos)
+            self.region = self.n_regions - 1
+        if len(mpos):
+            self.metric = int(mcode[-1])
+        shown = kind[kind != _BLANK]
+        if len(shown):
+            self.last_line_kind = "data" if shown[-1] == _DATA else "other"
+        return out
 
-    def repeated(self) -> bool:
-        """Whether a (callpath, metric) block was met twice."""
-        key = np.frombuffer(self.block_cp, dtype=np.int64) * max(1, len(self.metric_codes))
-        key += np.frombuffer(self.block_metric, dtype=np.int64)
+    def repeated(self, cp_code: np.ndarray) -> bool:
+        """Whether a (callpath, metric) block was met twice (``cp_code``: REGION line -> code)."""
+        key = cp_code[np.concatenate(self.block_cp)].astype(np.int64) * max(1, len(self.metric_codes))
+        key += np.concatenate(self.block_metric)
         return len(np.unique(key)) < len(key)
 
     # -- one chunk of whole lines -------------------------------------------------------------
@@ -566,41 +655,44 @@ class _TextStream:
         # lines without their line end: [start, next start - 1), the LF excluded by trimming
         lines = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(raw))
         lines = pc.ascii_trim_whitespace(lines)
-        is_data = pc.match_substring_regex(lines, r"^DATA(?:[ \t\r]|$)").to_numpy(zero_copy_only=False)
-        blank = pc.equal(pc.binary_length(lines), 0).to_numpy(zero_copy_only=False)
-        other_idx = np.flatnonzero(~is_data & ~blank)
-        data_idx = np.flatnonzero(is_data)
-        others = lines.take(pa.array(other_idx)).to_pylist()
-        before = np.searchsorted(data_idx, other_idx)  # DATA lines before each other line
-        runs = []  # (data line start, count, first point, callpath, metric, block serial)
-        done = 0
-        for s, pos in zip(others, before.tolist()):
-            if pos > done:
-                runs.append((done, pos - done, *self.run(pos - done)))
-                done = pos
-            self.other(s)
-        if len(data_idx) > done:
-            runs.append((done, len(data_idx) - done, *self.run(len(data_idx) - done)))
-        if not len(data_idx):
+        toff = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
+        kind = _kinds(np.frombuffer(lines.buffers()[2], dtype=np.uint8), toff[:-1], toff[1:])
+        if (kind == _BLANK).all():
             return
-        nd = len(data_idx)
-        r = np.array(runs, dtype=np.int64).reshape(-1, 6)
-        line_run = np.repeat(np.arange(len(r)), r[:, 1])
-        line_point = r[line_run, 2] + (np.arange(nd) - r[line_run, 0])
-        # the values: the text after DATA, split on blanks
-        rest = pc.ascii_trim_whitespace(pc.utf8_slice_codeunits(lines.take(pa.array(data_idx)), 4))
-        toks = pc.split_pattern_regex(rest, r"[ \t\r]+")
+        runs = []
+        done = 0
+        for o in np.flatnonzero(kind == _OTHER).tolist() + [len(kind)]:  # PARAMETER, POINTS (few)
+            if o > done:
+                runs.append(self.segment(kind[done:o], lines.slice(done, o - done)))
+            if o < len(kind):
+                self.other(lines[o].as_py())
+            done = o + 1
+        runs = [r for r in runs if r is not None]
+        if not runs:
+            return
+        line_point, line_cp, line_met, serial = (np.concatenate(c) for c in zip(*runs))
+        nd = len(line_point)
+        # the values: the text after DATA, split on blanks; over the bytes [0-9.eE+-] the cast to
+        # float64 accepts exactly the numbers _NUMBER matches (checked over every token of up to 6
+        # of these bytes), and refuses an empty token ("DATA" alone)
+        data = lines.filter(pa.array(kind == _DATA))
+        toks = pc.ascii_split_whitespace(pc.ascii_ltrim_whitespace(pc.utf8_slice_codeunits(data, 4)))
         lens = pc.list_value_length(toks).to_numpy(zero_copy_only=False).astype(np.int64)
         flat = pc.list_flatten(toks)
-        if not pc.all(pc.match_substring_regex(flat, _NUMBER_RE2)).as_py():
+        foff = np.frombuffer(flat.buffers()[1], dtype=np.int64)
+        chars = flat.buffers()[2][foff[flat.offset]:foff[flat.offset + len(flat)]]
+        if chars.to_pybytes().translate(None, _NUMBER_BYTES):
             raise _Slow
-        values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
+        try:
+            values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
+        except pa.ArrowInvalid:
+            raise _Slow from None
         if not np.isfinite(values).all():
             raise _Slow
         nv = len(values)
         val_line = np.repeat(np.arange(nd), lens)
         line_first = np.cumsum(lens) - lens
-        met = r[line_run, 4][val_line]
+        met = line_met[val_line]
         counted = np.array([guess_kind(m) in ("count", "bytes") for m in self.metric_codes])
         if counted.any() and (values[counted[met]] < 0).any():
             raise _Slow
@@ -613,7 +705,7 @@ class _TextStream:
         expect = int((self.cols["value"].n + nv) * max(1.0, self.size / max(1, self.done)) * 1.02) + 1024
         point = line_point[val_line]
         self.cols["point"].append(point, expect)
-        self.cols["cp"].append(r[line_run, 3][val_line], expect)
+        self.cols["cp"].append(line_cp[val_line], expect)
         if len(self.metric_codes) > 127:
             self.cols["metric"].widen(np.int32)
         self.cols["metric"].append(met, expect)
@@ -623,19 +715,14 @@ class _TextStream:
         self.cols["value"].append(values, expect)
         for i in range(len(self.parameters)):
             self.cols[f"p{i}"].append(self.pts[point, i], expect)
-        serial = r[line_run, 5]
         for i in range(max(0, nd - 2), nd):
             self.last_data = [*self.last_data, (int(lens[i]), int(serial[i]))][-2:]
         self.last_tok = flat[nv - 1].as_py() if nv else ""
-        # the kind of the very last non-blank line of the chunk
-        last_nonblank = np.flatnonzero(~blank)
-        if len(last_nonblank):
-            self.last_line_kind = "data" if is_data[last_nonblank[-1]] else "other"
 
     # -- the Experiment -----------------------------------------------------------------------
     def experiment(self, unterminated: bool) -> Experiment:
         self.close_block()
-        if not self.parameters or self.b is None or not self.any_data or self.open_key:
+        if not self.parameters or self.region is None or not self.any_data or self.open_key:
             raise _Slow
         if unterminated and self.last_line_kind == "data":
             n, serial = self.last_data[-1]
@@ -643,30 +730,41 @@ class _TextStream:
                 raise _Slow
             if self.last_tok[-1:] in (".", "e", "E", "+", "-"):
                 raise _Slow
-        b = self.b
+        b = _Builder(self.parameters)
         metric_names = list(self.metric_codes)
-        for name in metric_names:
-            b.metric(name)
+        for code in pd.unique(np.concatenate(self.block_metric)):  # the metrics with values, by first use
+            b.metric(metric_names[code])
+        # the callpaths: the REGION lines' names numbered by first occurrence, then sorted
+        enc = pa.concat_arrays(self.names).dictionary_encode()
+        self.names = []
+        pa.default_memory_pool().release_unused()  # the hash table's memory (~70 MB at 800k names)
+        order = pc.array_sort_indices(enc.dictionary)  # bytes (ASCII): Python's str order
+        categories = pd.Index(enc.dictionary.take(order), dtype="str")
+        order = order.to_numpy()
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line -> sorted code
+        b.tree = CallTree.from_paths(enc.dictionary.to_pylist())
+        del enc, rank, order
         cols = {k: c.take() for k, c in self.cols.items()}
         self.cols = None
         params = [cols.pop(f"p{i}") for i in range(len(self.parameters))]
         rep, cp, met, value, point = cols.pop("rep"), cols.pop("cp"), cols.pop("metric"), cols.pop("value"), cols.pop("point")
+        _remap(cp, cp_code)
         coord_id: dict[tuple[float, ...], int] = {}
         canon = np.array([coord_id.setdefault(pt, len(coord_id)) for pt in self.points], dtype=np.int32)
-        if self.repeated() or len(coord_id) < len(self.points):
+        if self.repeated(cp_code) or len(coord_id) < len(self.points):
             # values met again for a coordinate, callpath and metric (a repeated block, a coordinate
             # listed twice in POINTS) continue its repetitions
             key = pd.DataFrame({"point": canon[point], "cp": cp, "metric": met})
             rep = key.groupby(["point", "cp", "metric"], sort=False).cumcount().to_numpy(np.int64)
             rep = rep.astype(_narrow(int(rep.max(initial=0))))
             del key
-        del point
+        del point, cp_code
         frame: dict[str, Any] = dict(zip(self.parameters, params))
         frame["rep"] = rep
-        cp_names = list(self.cp_codes)
-        self.cp_codes = {}  # (a dict of 800,000 names is 50 MB: freed before the table is built)
-        frame["callpath"] = _sorted_categorical(cp, cp_names)
-        del cp_names
+        frame["callpath"] = pd.Categorical.from_codes(cp, categories, validate=False)
+        del categories
         frame["metric"] = _sorted_categorical(met, metric_names)
         frame["value"] = value
         del params, rep, cp, met, value
@@ -705,15 +803,21 @@ def _narrow(n: int) -> type:
     return np.int8 if n < 2**7 else np.int16 if n < 2**15 else np.int32
 
 
+def _remap(codes: np.ndarray, remap: np.ndarray):
+    """``codes[:] = remap[codes]`` in place, a block at a time (np.take into an overlapping out
+    copies it whole)."""
+    step = 1 << 20
+    for i in range(0, len(codes), step):
+        np.take(remap, codes[i:i + step], out=codes[i:i + step], mode="clip")
+
+
 def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
     """Codes into ``names`` as a Categorical with sorted categories (what pd.Categorical of the
     strings gives)."""
     order = sorted(range(len(names)), key=names.__getitem__)
     remap = np.empty(len(names), dtype=codes.dtype)
     remap[order] = np.arange(len(names), dtype=codes.dtype)
-    step = 1 << 20  # in place, a block at a time (np.take into an overlapping out copies it whole)
-    for i in range(0, len(codes), step):
-        np.take(remap, codes[i:i + step], out=codes[i:i + step], mode="clip")
+    _remap(codes, remap)
     return pd.Categorical.from_codes(codes, pd.Index([names[i] for i in order]), validate=False)
 
 
