@@ -734,6 +734,7 @@ class ModelSet:
         import json
 
         from .fit import columns
+        from .fit.columns import float_texts
         from .fit.model import to_dicts
         from .output import _json_default, json_text
 
@@ -753,58 +754,73 @@ class ModelSet:
             yield json_text(self.to_dict(target, by))   # the json module refuses them, as before
             return
         enc = json.dumps
-        fr = float.__repr__
-        num = lambda v: "null" if v is None else fr(v)  # noqa: E731
+        S = len(series)
+
+        def texts(values, pre: str = "") -> np.ndarray:
+            """Per series: ``pre`` + the JSON number of a value, ``null`` for None (finite: checked)."""
+            v = np.array([np.nan if x is None else x for x in values], dtype=float)
+            return np.array([pre + t for t in float_texts(v)] if pre else float_texts(v), dtype=object)
+
         per_metric = {mt: ', "unit": ' + enc(self.units.get(mt, "")) + ', "aggregate": '
                       + enc(self.aggregates.get(mt, "")) + ', "rank": ' for mt in {sm.metric for sm in series}}
+        # the record's pieces, one column each: series -> text, taken in rank order a chunk at a time
+        cols = [np.array([',\n {"callpath": ' + enc(sm.callpath) + ', "metric": ' + enc(sm.metric) + ", "
+                          for sm in series], dtype=object), None,
+                np.array([per_metric[sm.metric] for sm in series], dtype=object), None]
         if by == "cost" and cost:
             head = (', "ranking": {"by": "cost", "from": ' + enc(dict(rc["first_at"] or {}), allow_nan=False)
                     + ', "at": ' + enc(dict(rc["at"] or {}), allow_nan=False) + ', "per_process_first": ')
+            rank_at = dict(rc["at"]) if rc.get("at") else None
+            ranking = [texts(rc["per_process_first"], head), texts(rc["per_process_now"], ', "per_process_now": '),
+                       texts(rc["per_process"], ', "per_process_at": '),
+                       texts(rc["increase"], ', "increase_share": '),
+                       np.where(np.asarray(rc["significant"], dtype=bool), ', "significant": true',
+                                ', "significant": false').astype(object),
+                       np.full(S, "}", dtype=object)]
         elif by == "cost":
-            head = ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
-        warn = self._warnings_at(series, parts)
-        rank_at = dict(rc["at"]) if cost and rc.get("at") else None
-        lines = columns.lines(series, parts) if (target is not None or rank_at) else None
+            rank_at = None
+            ranking = [np.full(S, ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": null, '
+                               '"per_process_now": null, "per_process_at": null, "increase_share": null, '
+                               '"significant": true}', dtype=object)]
+        else:
+            rank_at, ranking = None, []
+        cols += ranking
+        warned = np.full(S, ', "warnings": []', dtype=object)
+        for s, w in self._warnings_at(series, parts).items():
+            warned[s] = ', "warnings": ' + enc(w)
+        cols.append(warned)
+        predicted = np.full(S, "", dtype=object)
+        at = [s for s in range(S) if pred[s] is not None]
+        if at:
+            predicted[at] = texts([pred[s] for s in at], ', "predicted_at_target": ')
+        cols += [predicted, np.full(S, "}", dtype=object)]
+        # values on a measured line: the few series with lines
+        ln = columns.lines(series, parts) if (target is not None or rank_at) else None
+        for s in ([] if ln is None else [s for s in range(S) if ln[s][1]]):
+            line = _line_at_target(*ln[s], rank_at) if rank_at and rc["per_process"][s] is not None else None
+            if line is not None:
+                ranking[-1][s] = ', "line": ' + enc(line, allow_nan=False) + "}"
+            line = _line_at_target(*ln[s], target) if pred[s] is not None else None
+            if line is not None:
+                predicted[s] += ', "line_at_target": ' + enc(line, allow_nan=False)
+        K = len(cols)
         for lo in range(0, len(order), chunk):
-            idx = order[lo:lo + chunk]
-            sub = [series[s] for s in idx]
+            idx = np.asarray(order[lo:lo + chunk], dtype=np.int64)
+            sub = [series[s] for s in idx.tolist()]
             sub_parts = columns.split(sub)
             bodies = columns.model_json(sub, sub_parts)
             built = sub_parts[1]
             if built:
                 for i, d in zip(built, to_dicts([sub[i].model for i in built])):
                     bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
-            recs = []
-            for i, s in enumerate(idx):
-                sm = series[s]
-                r = lo + i + 1
-                parts_r = ['{"callpath": ', enc(sm.callpath), ', "metric": ', enc(sm.metric), ", ", bodies[i],
-                           per_metric[sm.metric], str(r)]
-                if by == "cost":
-                    if cost:
-                        parts_r += [head, num(rc["per_process_first"][s]), ', "per_process_now": ',
-                                    num(rc["per_process_now"][s]), ', "per_process_at": ', num(rc["per_process"][s]),
-                                    ', "increase_share": ', num(rc["increase"][s]), ', "significant": ',
-                                    "true" if rc["significant"][s] else "false"]
-                        line = (_line_at_target(*lines[s], rank_at) if rc["per_process"][s] is not None
-                                else None)
-                        if line is not None:
-                            parts_r += [', "line": ', enc(line, allow_nan=False)]
-                        parts_r.append("}")
-                    else:
-                        parts_r += [head, 'null, "per_process_now": null, "per_process_at": null, '
-                                    '"increase_share": null, "significant": true}']
-                w = warn.get(s)
-                parts_r += [', "warnings": ', enc(w) if w else "[]"]
-                if pred[s] is not None:
-                    parts_r += [', "predicted_at_target": ', fr(pred[s])]
-                    line = _line_at_target(*lines[s], target) if lines is not None else None
-                    if line is not None:
-                        parts_r += [', "line_at_target": ', enc(line, allow_nan=False)]
-                parts_r.append("}")
-                recs.append("".join(parts_r))
+            n = len(idx)
+            pieces: list = [None] * (n * K)
+            for k, c in enumerate(cols):
+                pieces[k::K] = c[idx].tolist() if c is not None else (bodies if k == 1 else
+                                                                      list(map(str, range(lo + 1, lo + n + 1))))
+            text = "".join(pieces)
             # the first piece is complete before anything is written
-            yield (",\n " if lo else "[") + ",\n ".join(recs)
+            yield text if lo else "[" + text[3:]
         yield "]\n"
 
     def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:
