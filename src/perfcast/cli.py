@@ -762,6 +762,9 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
                              comm_max_procs, scaling)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
+    if as_json and check is None and output is None:
+        sys.stdout.write(ms.predict_json(targets, level))
+        return
     rows = ms.predict(targets, level)
     summary = None
     if check is not None:

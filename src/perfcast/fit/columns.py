@@ -16,7 +16,7 @@ import numpy as np
 
 from .core import GroupFit
 from .lines import line_dicts
-from .model import Model, Term, _render, roundoff_rows, values_at
+from .model import Model, Term, render_rows, roundoff_rows, values_at
 
 
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
@@ -48,6 +48,24 @@ def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray
         e[1].append(s)
         e[2].append(r)
     return [(g, np.asarray(p, dtype=np.int64), np.asarray(r, dtype=np.int64)) for g, p, r in parts.values()], others
+
+
+def take(parts, size: int, idx: np.ndarray):
+    """:func:`split` of ``[series[i] for i in idx]`` from ``parts``, the split of ``series``
+    (``size`` items): the groups in order of first appearance in ``idx``, positions ascending."""
+    groups, others = parts
+    which = np.full(size, -1, dtype=np.int64)
+    row = np.zeros(size, dtype=np.int64)
+    for u, (_, pos, rows) in enumerate(groups):
+        which[pos] = u
+        row[pos] = rows
+    w = which[idx]
+    present, first = np.unique(w[w >= 0], return_index=True)
+    out = []
+    for u in present[np.argsort(first, kind="stable")].tolist():
+        sel = np.flatnonzero(w == u)
+        out.append((groups[u][0], sel, row[idx[sel]]))
+    return out, np.flatnonzero(w < 0).tolist()
 
 
 def _patterns(g: GroupFit) -> tuple[np.ndarray, list[tuple]]:
@@ -198,16 +216,15 @@ def formulas(series: Sequence, style: str = "plain", digits: int = 4, parts=None
             sel = np.nonzero(p == u)[0]
             sig = facs[u]
             r_pos, r_rows = pos[sel].tolist(), rows[sel]
-            consts = g.coef[r_rows, 0, 0].tolist()
+            const = g.coef[r_rows, 0, 0]
             if not sig:
-                for s, c in zip(r_pos, consts):
-                    out[s] = _render(c, (), (), False, digits, style)
-                continue
-            bases = [Term(0.0, f).basis_str(style) for f in sig]
-            cf = g.coef[r_rows, 0, 1:1 + len(sig)]
-            roundoff = _roundoff_rows(g, params, sig, cf, g.coef[r_rows, 0, 0])
-            for s, c, co, r in zip(r_pos, consts, cf.tolist(), roundoff.tolist()):
-                out[s] = _render(c, co, bases, r, digits, style)
+                texts = render_rows(const, (), (), False, digits, style)
+            else:
+                bases = [Term(0.0, f).basis_str(style) for f in sig]
+                cf = g.coef[r_rows, 0, 1:1 + len(sig)]
+                texts = render_rows(const, cf, bases, _roundoff_rows(g, params, sig, cf, const), digits, style)
+            for s, text in zip(r_pos, texts):
+                out[s] = text
     return out
 
 
@@ -373,6 +390,7 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
     ``texts``: their formulas (:func:`formulas`) when already computed.  Check :func:`json_ready`
     first."""
     import json
+    from json.encoder import encode_basestring_ascii
 
     from .model import Model, Term
     from .terms import fraction_str
@@ -399,7 +417,7 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
         # pattern below); columns a pattern does not use are not written
         obj = lambda t: np.array(t, dtype=object)  # noqa: E732
         ints = lambda v: obj(np.asarray(v).astype(np.int64).astype(str).tolist())  # noqa: E731
-        formula = obj([enc(texts[s]) for s in pos.tolist()])
+        formula = obj(list(map(encode_basestring_ascii, [texts[s] for s in pos.tolist()])))  # json.dumps of a str
         const = obj(float_texts(g.coef[rows, 0, 0], clean=False))
         coefs = [obj(float_texts(g.coef[rows, 0, 1 + t], clean=False)) for t in range(nt)]
         q = g.quality[rows]
@@ -551,4 +569,4 @@ def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bo
     return out
 
 
-__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "float_texts", "model_json", "predict", "values"]
+__all__ = ["split", "take", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "float_texts", "model_json", "predict", "values"]
