@@ -619,7 +619,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
     if output is not None:
-        return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by), lambda: ms.to_dict(tgt, by),
+        return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
+                      lambda: "".join(ms.json_chunks(tgt, by)),
                       force, lambda: ms.to_table(tgt, by=by))
     if as_json:
         from .report.terminal import write_json_chunks
