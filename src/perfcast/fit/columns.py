@@ -415,8 +415,9 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
         nt = max((len(facs[u]) for u in used), default=0)
         # every number of the group's rows as text, a column at a time (object arrays, taken per
         # pattern below); columns a pattern does not use are not written
-        obj = lambda t: np.array(t, dtype=object)  # noqa: E732
-        ints = lambda v: obj(np.asarray(v).astype(np.int64).astype(str).tolist())  # noqa: E731
+        obj = lambda t: np.array(t, dtype=object)  # noqa: E731
+        # integers as ``str(int(v))``; rows a column does not apply to (NaN) as 0, never written
+        ints = lambda v: obj(np.where(np.isfinite(v), v, 0).astype(np.int64).astype(str).tolist())  # noqa: E731
         formula = obj(list(map(encode_basestring_ascii, [texts[s] for s in pos.tolist()])))  # json.dumps of a str
         const = obj(float_texts(g.coef[rows, 0, 0], clean=False))
         coefs = [obj(float_texts(g.coef[rows, 0, 1 + t], clean=False)) for t in range(nt)]
