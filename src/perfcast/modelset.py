@@ -343,8 +343,8 @@ def confidence(value: float, lower: float | None, upper: float | None, warnings:
     """``high``, ``medium`` or ``low`` (module docstring; :data:`CONFIDENCE_LIMITS`).  An exact zero
     (value and interval 0: a routine that sends no bytes) is high."""
     nan = float("nan")
-    return confidences(np.array([value], dtype=float), np.array([nan if lower is None else lower]),
-                       np.array([nan if upper is None else upper]), np.array([bool(warnings)]))[0]
+    return str(confidences(np.array([value], dtype=float), np.array([nan if lower is None else lower], dtype=float),
+                           np.array([nan if upper is None else upper], dtype=float), np.array([bool(warnings)]))[0])
 
 
 def confidences(value: np.ndarray, lower: np.ndarray, upper: np.ndarray, doubted: np.ndarray) -> np.ndarray:
