@@ -114,3 +114,24 @@ def test_table_head_builds_only_its_rows_and_finds_every_warning(tmp_path):
     assert kinds == {"step": "poor fit", "two": "2 points only"}
     # the two-point law is a law in p: no note says p was treated as having no effect
     assert not any("no effect" in text for _, _, text in noted)
+
+
+def test_float_texts_are_pythons_repr():
+    # the ground truth is float.__repr__ (what the json module writes), element by element: random
+    # bit patterns (every exponent), the format boundaries of Python (1e-4, 1e16) and of pyarrow's
+    # cast (1e-6, 1e10) with their neighbours, integral values, signed zeros, non-finite values
+    import numpy as np
+
+    from perfcast.fit.columns import float_texts
+
+    rng = np.random.default_rng(17)
+    bits = rng.integers(0, 2**64 - 1, 20000, dtype=np.uint64, endpoint=True)
+    edges = 10.0 ** np.arange(-12, 20)
+    values = np.concatenate([
+        bits.view(np.float64), rng.standard_normal(20000) * 10.0 ** rng.integers(-12, 20, 20000),
+        edges, -edges, np.nextafter(edges, 0), np.nextafter(edges, np.inf), np.round(edges * 1.2345),
+        [0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 2.0**53, 2.0**53 + 2, 1.7976931348623157e308]])
+    for clean in (True, False):
+        want = [float.__repr__(v) if (np.isfinite(v) or not clean) else "null" for v in values.tolist()]
+        assert float_texts(values, clean) == want
+        assert float_texts(values[:10], clean) == want[:10]      # the short path

@@ -619,7 +619,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
     if output is not None:
-        return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by), lambda: ms.to_dict(tgt, by),
+        return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
+                      lambda: "".join(ms.json_chunks(tgt, by)),
                       force, lambda: ms.to_table(tgt, by=by))
     if as_json:
         from .report.terminal import write_json_chunks
@@ -762,6 +763,9 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
                              comm_max_procs, scaling)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
+    if as_json and check is None and output is None:
+        sys.stdout.write(ms.predict_json(targets, level))
+        return
     rows = ms.predict(targets, level)
     summary = None
     if check is not None:

@@ -342,14 +342,96 @@ def _process_parameter(exp) -> str | None:
 def confidence(value: float, lower: float | None, upper: float | None, warnings: Sequence[str]) -> str:
     """``high``, ``medium`` or ``low`` (module docstring; :data:`CONFIDENCE_LIMITS`).  An exact zero
     (value and interval 0: a routine that sends no bytes) is high."""
-    if warnings or lower is None or upper is None or not math.isfinite(value):
-        return "low"
-    if value == 0:
-        return "high" if lower == upper == 0 else "low"
-    rel = (upper - lower) / 2 / abs(value)
-    if rel <= CONFIDENCE_LIMITS[0]:
-        return "high"
-    return "medium" if rel <= CONFIDENCE_LIMITS[1] else "low"
+    nan = float("nan")
+    return str(confidences(np.array([value], dtype=float), np.array([nan if lower is None else lower], dtype=float),
+                           np.array([nan if upper is None else upper], dtype=float), np.array([bool(warnings)]))[0])
+
+
+def confidences(value: np.ndarray, lower: np.ndarray, upper: np.ndarray, doubted: np.ndarray) -> np.ndarray:
+    """:func:`confidence` of many values (no interval: NaN; ``doubted``: with warnings)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        rel = (upper - lower) / 2 / np.abs(value)
+        out = np.where(rel <= CONFIDENCE_LIMITS[0], "high", np.where(rel <= CONFIDENCE_LIMITS[1], "medium", "low"))
+        zero = value == 0
+        out = np.where(zero, np.where((lower == 0) & (upper == 0), "high", "low"), out)
+    low = doubted | np.isnan(lower) | np.isnan(upper) | ~np.isfinite(value)
+    return np.where(low, "low", out)
+
+
+class _Predicted:
+    """:meth:`ModelSet.predict`'s rows as columns (series-major, then point): as dicts
+    (:meth:`rows`) or as the JSON text of the dicts (:meth:`json`)."""
+
+    def __init__(self, series, pts, level, value, lower, upper, clipped, conf, formulas, status, segmented,
+                 notes, extra, line, units, aggregates):
+        self.series, self.pts, self.level = series, pts, level
+        self.value, self.lower, self.upper, self.clipped, self.conf = value, lower, upper, clipped, conf
+        self.formulas, self.status, self.segmented, self.notes = formulas, status, segmented, notes
+        self.extra, self.line, self.units, self.aggregates = extra, line, units, aggregates
+
+    def rows(self) -> list[dict]:
+        P = len(self.pts)
+        nan_none = lambda a: [None if x != x else x for x in a.tolist()]  # noqa: E731
+        v, lo, hi = self.value.tolist(), nan_none(self.lower), nan_none(self.upper)
+        clipped, conf = self.clipped.tolist(), self.conf.tolist()
+        ats = [dict(t) for t in self.pts]
+        out = []
+        for s, sm in enumerate(self.series):
+            unit, aggregate = self.units.get(sm.metric, ""), self.aggregates.get(sm.metric, "")
+            for j in range(P):
+                i = s * P + j
+                out.append({"callpath": sm.callpath, "metric": sm.metric, "unit": unit, "aggregate": aggregate,
+                            "at": dict(ats[j]), "value": v[i], "lower": lo[i], "upper": hi[i],
+                            "level": self.level, "clipped": clipped[i], "confidence": conf[i],
+                            "formula": self.formulas[s], "status": self.status[s],
+                            "segmented": self.segmented[s], "notes": self.notes[s] + self.extra.get(i, [])})
+                if i in self.line:
+                    out[-1]["line"] = self.line[i]
+        return out
+
+    def json(self) -> str:
+        """``json_text(rows())``, a column at a time."""
+        import functools
+        import json
+
+        from .fit.columns import float_texts
+        from .output import _json_default, json_text
+
+        S, P = len(self.series), len(self.pts)
+        if not S * P:
+            return json_text([])
+        value, known = self.value, ~np.isnan(self.lower)
+        if not (np.isfinite(value).all() and np.isfinite(self.lower[known]).all()
+                and np.isfinite(self.upper[~np.isnan(self.upper)]).all()):
+            return json_text(self.rows())   # the json module refuses them, as before
+        enc = functools.partial(json.dumps, allow_nan=False, default=_json_default)
+        enc_str = json.encoder.encode_basestring_ascii
+        per_metric = {mt: ', "metric": ' + enc_str(mt) + ', "unit": ' + enc(self.units.get(mt, ""))
+                      + ', "aggregate": ' + enc(self.aggregates.get(mt, "")) + ', "at": '
+                      for mt in {sm.metric for sm in self.series}}
+        obj = lambda t: np.asarray(t, dtype=object)  # noqa: E731
+        ser = lambda t: np.repeat(obj(t), P)  # noqa: E731
+        head = ser([',\n {"callpath": ' + enc_str(sm.callpath) + per_metric[sm.metric] for sm in self.series])
+        at = np.tile(obj([enc(dict(t)) for t in self.pts]), S)
+        level = ', "level": ' + enc(self.level) + ', "clipped": '
+        model = ser(['", "formula": ' + enc_str(f) + ', "status": ' + enc_str(st) + ', "segmented": '
+                     + ("true" if sg else "false") + ', "notes": '
+                     for f, st, sg in zip(self.formulas, self.status, self.segmented)])
+        notes = ser([enc(n) if n else "[]" for n in self.notes])
+        for i, n in self.extra.items():
+            notes[i] = enc(self.notes[i // P] + n)
+        tail = np.full(S * P, "}", dtype=object)
+        for i, ln in self.line.items():
+            tail[i] = ', "line": ' + enc(ln) + "}"
+        cols = [head, at, [', "value": '] * (S * P), float_texts(value), [', "lower": '] * (S * P),
+                float_texts(self.lower), [', "upper": '] * (S * P), float_texts(self.upper),
+                np.where(self.clipped, level + 'true, "confidence": "', level + 'false, "confidence": "').tolist(),
+                self.conf, model, notes, tail]
+        K = len(cols)
+        pieces: list = [None] * (S * P * K)
+        for k, c in enumerate(cols):
+            pieces[k::K] = c.tolist() if isinstance(c, np.ndarray) else c
+        return "[" + "".join(pieces)[3:] + "]\n"
 
 
 @dataclass(frozen=True)
@@ -423,6 +505,10 @@ class ModelSet:
         """One row per series and point: ``callpath, metric, unit, at, value, lower, upper, level,
         clipped, confidence, formula, status, segmented, notes`` and, on a measured line with its own
         level, ``line`` (module docstring for the rules)."""
+        return self._predicted(points, level).rows()
+
+    def _predicted(self, points, level: float) -> "_Predicted":
+        """:meth:`predict`'s rows as columns."""
         pts = [points] if isinstance(points, Mapping) else list(points)
         for t in pts:
             extra = [k for k in t if k not in self.parameters]
@@ -461,52 +547,47 @@ class ModelSet:
             status[s] = m.status
             segmented[s] = bool(getattr(m, "segments", None))
         steep = self._beyond_measured_slopes(series, lines, pts, value, base)
-        nonneg = [self.kinds.get(sm.metric) in NONNEGATIVE for sm in series]
-        neg_note = "the model predicts a negative value here: it does not extrapolate this far"
-        values_l, lower_l, upper_l = value.tolist(), lower.tolist(), upper.tolist()
-        ats = [dict(t) for t in pts]
-        rows = []
-        for s, sm in enumerate(series):
-            w = warn.get(s, [])
-            base_notes = w + list(notes_of[s])
-            formula, st, seg, nn = texts[s], status[s], segmented[s], nonneg[s]
-            unit, aggregate = self.units.get(sm.metric, ""), self.aggregates.get(sm.metric, "")
-            params, ln = lines[s]
-            insufficient = st != "ok" and not seg
+        # the rows (series-major, then point), a column each
+        nonneg = np.repeat(np.array([self.kinds.get(sm.metric) in NONNEGATIVE for sm in series], dtype=bool), P)
+        v, lo, hi = value.ravel(), lower.ravel().copy(), upper.ravel().copy()
+        negative = nonneg & (v < 0)
+        with np.errstate(invalid="ignore"):
+            clipped = nonneg & (lo < 0)           # False where lo is NaN (None)
+        lo[clipped] = 0.0
+        hi[clipped] = np.maximum(hi[clipped], 0.0)
+        # notes beyond the model's own, in their order: the measured line, negative, clipped, the
+        # slope beyond the data; doubts (any: confidence low): warnings, negative, insufficient, slope
+        extra: dict = {}
+        line: dict = {}
+        for s in [s for s in range(S) if lines[s][1]]:
             for j, t in enumerate(pts):
-                v = values_l[s][j]
-                lo, hi = lower_l[s][j], upper_l[s][j]
-                lo = None if lo != lo else lo
-                hi = None if hi != hi else hi
-                notes = list(base_notes)
-                clipped = False
-                line = line_at(ln, params, t) if ln else None
-                if line is not None:
-                    notes.append(line_note(line))
-                if nn and v < 0:
-                    notes.append(neg_note)
-                if nn and lo is not None and lo < 0:
-                    lo, hi, clipped = 0.0, max(hi, 0.0), True
-                    notes.append("interval clipped at 0")
-                doubts = list(w)
-                if nn and v < 0:
-                    doubts.append("negative")
-                if insufficient:
-                    doubts.append("insufficient")
-                st_note = steep[j].get(s) if steep[j] else None
-                if st_note:
-                    doubts.append(st_note)
-                    notes.append(st_note)
-                # a clipped interval reaches below zero: wider than the value itself, so low
-                conf = "low" if clipped else confidence(v, lo, hi, doubts)
-                rows.append({"callpath": sm.callpath, "metric": sm.metric, "unit": unit,
-                             "aggregate": aggregate, "at": dict(ats[j]), "value": v, "lower": lo, "upper": hi,
-                             "level": level, "clipped": clipped, "confidence": conf, "formula": formula,
-                             "status": st, "segmented": seg, "notes": notes})
-                if line is not None:
-                    rows[-1]["line"] = line
-        self._flag_children_above_parents(rows)
-        return rows
+                ln = line_at(lines[s][1], lines[s][0], t)
+                if ln is not None:
+                    line[s * P + j] = ln
+                    extra[s * P + j] = [line_note(ln)]
+        neg_note = "the model predicts a negative value here: it does not extrapolate this far"
+        for i in np.flatnonzero(negative).tolist():
+            extra.setdefault(i, []).append(neg_note)
+        for i in np.flatnonzero(clipped).tolist():
+            extra.setdefault(i, []).append("interval clipped at 0")
+        doubted = negative | np.repeat(np.array([bool(warn.get(s)) or (status[s] != "ok" and not segmented[s])
+                                                 for s in range(S)], dtype=bool), P)
+        for j, st in enumerate(steep):
+            for s, note in (st or {}).items():
+                if note:
+                    extra.setdefault(s * P + j, []).append(note)
+                    doubted[s * P + j] = True
+        # a clipped interval reaches below zero: wider than the value itself, so low
+        conf = np.where(clipped, "low", confidences(v, lo, hi, doubted)).astype(object)
+        self._flag_children_above_parents(series, pts, v, extra, conf)
+        return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
+                          [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
+                          self.units, self.aggregates)
+
+    def predict_json(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9) -> str:
+        """``json_text(predict(points, level))`` -- ``perfcast predict --json`` -- written a column
+        at a time (:func:`perfcast.fit.columns.float_texts`; no dict per row)."""
+        return self._predicted(points, level).json()
 
     def _beyond(self, t: Mapping[str, float]) -> dict | None:
         """The point at the data's edge for a prediction at ``t`` beyond the data in exactly one
@@ -607,19 +688,27 @@ class ModelSet:
             return f"falls like {p}^{s:.2g} beyond the data, faster than any measured step ({p}^{lo:.2g})"
         return None
 
-    def _flag_children_above_parents(self, rows: list[dict]) -> None:
+    def _flag_children_above_parents(self, series: list, pts: list, value: np.ndarray, extra: dict,
+                                     conf: np.ndarray) -> None:
         """Inclusive metrics: a child predicted above its parent at the same point contradicts the
         tree; both stay as modelled (which one is wrong is not known) and the child says so, with
-        confidence low."""
+        confidence low.  ``value`` and ``conf``: per row (series-major, then point); ``extra``: row
+        -> notes added to the model's.  Of equal points the last is compared."""
         if not self.inclusive or not self.parents:
             return
-        at = {(r["callpath"], r["metric"], tuple(sorted(r["at"].items()))): r for r in rows}
-        for (cp, mt, pt), r in at.items():
-            par = at.get((self.parents.get(cp), mt, pt))
-            if mt in self.inclusive and par is not None and r["value"] > par["value"] * (1 + 1e-9) + 1e-300:
-                r["notes"].append(f"predicted above its parent {par['callpath']} ({par['value']:.4g}): "
-                                  "the two models disagree here")
-                r["confidence"] = "low"
+        P = len(pts)
+        last = {tuple(sorted(t.items())): j for j, t in enumerate(pts)}
+        at = {(sm.callpath, sm.metric): s for s, sm in enumerate(series)}
+        for s, sm in enumerate(series):
+            ps = at.get((self.parents.get(sm.callpath), sm.metric))
+            if sm.metric not in self.inclusive or ps is None:
+                continue
+            for j in last.values():
+                r, pr = s * P + j, ps * P + j
+                if value[r] > value[pr] * (1 + 1e-9) + 1e-300:
+                    extra.setdefault(r, []).append(f"predicted above its parent {series[ps].callpath} "
+                                                   f"({value[pr]:.4g}): the two models disagree here")
+                    conf[r] = "low"
 
     def rank(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list:
         """Scalability-bug ranking (:func:`perfcast.analysis.ranking.rank`) of every series, values at
@@ -734,6 +823,7 @@ class ModelSet:
         import json
 
         from .fit import columns
+        from .fit.columns import float_texts
         from .fit.model import to_dicts
         from .output import _json_default, json_text
 
@@ -753,58 +843,75 @@ class ModelSet:
             yield json_text(self.to_dict(target, by))   # the json module refuses them, as before
             return
         enc = json.dumps
-        fr = float.__repr__
-        num = lambda v: "null" if v is None else fr(v)  # noqa: E731
+        enc_str = json.encoder.encode_basestring_ascii       # json.dumps of a str
+        S = len(series)
+
+        def texts(values, pre: str = "") -> np.ndarray:
+            """Per series: ``pre`` + the JSON number of a value, ``null`` for None (finite: checked)."""
+            v = np.array([np.nan if x is None else x for x in values], dtype=float)
+            return np.array([pre + t for t in float_texts(v)] if pre else float_texts(v), dtype=object)
+
         per_metric = {mt: ', "unit": ' + enc(self.units.get(mt, "")) + ', "aggregate": '
                       + enc(self.aggregates.get(mt, "")) + ', "rank": ' for mt in {sm.metric for sm in series}}
+        # the record's pieces, one column each: series -> text, taken in rank order a chunk at a time
+        metric = {mt: ', "metric": ' + enc(mt) + ", " for mt in per_metric}
+        cols = [np.array([',\n {"callpath": ' + enc_str(sm.callpath) + metric[sm.metric] for sm in series],
+                         dtype=object), None,
+                np.array([per_metric[sm.metric] for sm in series], dtype=object), None]
         if by == "cost" and cost:
             head = (', "ranking": {"by": "cost", "from": ' + enc(dict(rc["first_at"] or {}), allow_nan=False)
                     + ', "at": ' + enc(dict(rc["at"] or {}), allow_nan=False) + ', "per_process_first": ')
+            rank_at = dict(rc["at"]) if rc.get("at") else None
+            ranking = [texts(rc["per_process_first"], head), texts(rc["per_process_now"], ', "per_process_now": '),
+                       texts(rc["per_process"], ', "per_process_at": '),
+                       texts(rc["increase"], ', "increase_share": '),
+                       np.where(np.asarray(rc["significant"], dtype=bool), ', "significant": true',
+                                ', "significant": false').astype(object),
+                       np.full(S, "}", dtype=object)]
         elif by == "cost":
-            head = ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
-        warn = self._warnings_at(series, parts)
-        rank_at = dict(rc["at"]) if cost and rc.get("at") else None
-        lines = columns.lines(series, parts) if (target is not None or rank_at) else None
+            rank_at = None
+            ranking = [np.full(S, ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": null, '
+                               '"per_process_now": null, "per_process_at": null, "increase_share": null, '
+                               '"significant": true}', dtype=object)]
+        else:
+            rank_at, ranking = None, []
+        cols += ranking
+        warned = np.full(S, ', "warnings": []', dtype=object)
+        for s, w in self._warnings_at(series, parts).items():
+            warned[s] = ', "warnings": ' + enc(w)
+        cols.append(warned)
+        predicted = np.full(S, "", dtype=object)
+        at = [s for s in range(S) if pred[s] is not None]
+        if at:
+            predicted[at] = texts([pred[s] for s in at], ', "predicted_at_target": ')
+        cols += [predicted, np.full(S, "}", dtype=object)]
+        # values on a measured line: the few series with lines
+        ln = columns.lines(series, parts) if (target is not None or rank_at) else None
+        for s in ([] if ln is None else [s for s in range(S) if ln[s][1]]):
+            line = _line_at_target(*ln[s], rank_at) if rank_at and rc["per_process"][s] is not None else None
+            if line is not None:
+                ranking[-1][s] = ', "line": ' + enc(line, allow_nan=False) + "}"
+            line = _line_at_target(*ln[s], target) if pred[s] is not None else None
+            if line is not None:
+                predicted[s] += ', "line_at_target": ' + enc(line, allow_nan=False)
+        K = len(cols)
         for lo in range(0, len(order), chunk):
-            idx = order[lo:lo + chunk]
-            sub = [series[s] for s in idx]
-            sub_parts = columns.split(sub)
+            idx = np.asarray(order[lo:lo + chunk], dtype=np.int64)
+            sub = [series[s] for s in idx.tolist()]
+            sub_parts = columns.take(parts, S, idx)
             bodies = columns.model_json(sub, sub_parts)
             built = sub_parts[1]
             if built:
                 for i, d in zip(built, to_dicts([sub[i].model for i in built])):
                     bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
-            recs = []
-            for i, s in enumerate(idx):
-                sm = series[s]
-                r = lo + i + 1
-                parts_r = ['{"callpath": ', enc(sm.callpath), ', "metric": ', enc(sm.metric), ", ", bodies[i],
-                           per_metric[sm.metric], str(r)]
-                if by == "cost":
-                    if cost:
-                        parts_r += [head, num(rc["per_process_first"][s]), ', "per_process_now": ',
-                                    num(rc["per_process_now"][s]), ', "per_process_at": ', num(rc["per_process"][s]),
-                                    ', "increase_share": ', num(rc["increase"][s]), ', "significant": ',
-                                    "true" if rc["significant"][s] else "false"]
-                        line = (_line_at_target(*lines[s], rank_at) if rc["per_process"][s] is not None
-                                else None)
-                        if line is not None:
-                            parts_r += [', "line": ', enc(line, allow_nan=False)]
-                        parts_r.append("}")
-                    else:
-                        parts_r += [head, 'null, "per_process_now": null, "per_process_at": null, '
-                                    '"increase_share": null, "significant": true}']
-                w = warn.get(s)
-                parts_r += [', "warnings": ', enc(w) if w else "[]"]
-                if pred[s] is not None:
-                    parts_r += [', "predicted_at_target": ', fr(pred[s])]
-                    line = _line_at_target(*lines[s], target) if lines is not None else None
-                    if line is not None:
-                        parts_r += [', "line_at_target": ', enc(line, allow_nan=False)]
-                parts_r.append("}")
-                recs.append("".join(parts_r))
+            n = len(idx)
+            pieces: list = [None] * (n * K)
+            for k, c in enumerate(cols):
+                pieces[k::K] = c[idx].tolist() if c is not None else (bodies if k == 1 else
+                                                                      list(map(str, range(lo + 1, lo + n + 1))))
+            text = "".join(pieces)
             # the first piece is complete before anything is written
-            yield (",\n " if lo else "[") + ",\n ".join(recs)
+            yield text if lo else "[" + text[3:]
         yield "]\n"
 
     def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:

@@ -215,13 +215,14 @@ def write_table(path: str | Path, frame, records, force: bool, table=None) -> Pa
     """Write a command's table to ``path`` in the format its suffix names (:func:`table_format`),
     atomically (:func:`write_file`): ``frame`` (a pandas DataFrame; list and dict cells become
     nested Parquet columns, JSON text in CSV) for ``.parquet`` and ``.csv``, ``records`` (what
-    ``--json`` prints) for ``.json``.  Either may be a zero-argument callable, built only when its
+    ``--json`` prints, or its text) for ``.json``.  Either may be a zero-argument callable, built only when its
     format is asked for.  ``table`` (optional, a callable): the same table as a pyarrow Table, built
     column by column, written instead of converting ``frame`` for ``.parquet``."""
     fmt = table_format(path)
     check_file_output(path, force)
     if fmt == "json":
-        return write_file(path, json_text(records() if callable(records) else records), force)
+        records = records() if callable(records) else records
+        return write_file(path, records if isinstance(records, str) else json_text(records), force)
     if fmt == "parquet" and table is not None:
         return _write_parquet(path, table(), force)
     frame = frame() if callable(frame) else frame

@@ -16,7 +16,7 @@ import numpy as np
 
 from .core import GroupFit
 from .lines import line_dicts
-from .model import Model, Term, _render, roundoff_rows, values_at
+from .model import Model, Term, render_rows, roundoff_rows, values_at
 
 
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
@@ -48,6 +48,24 @@ def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray
         e[1].append(s)
         e[2].append(r)
     return [(g, np.asarray(p, dtype=np.int64), np.asarray(r, dtype=np.int64)) for g, p, r in parts.values()], others
+
+
+def take(parts, size: int, idx: np.ndarray):
+    """:func:`split` of ``[series[i] for i in idx]`` from ``parts``, the split of ``series``
+    (``size`` items): the groups in order of first appearance in ``idx``, positions ascending."""
+    groups, others = parts
+    which = np.full(size, -1, dtype=np.int64)
+    row = np.zeros(size, dtype=np.int64)
+    for u, (_, pos, rows) in enumerate(groups):
+        which[pos] = u
+        row[pos] = rows
+    w = which[idx]
+    present, first = np.unique(w[w >= 0], return_index=True)
+    out = []
+    for u in present[np.argsort(first, kind="stable")].tolist():
+        sel = np.flatnonzero(w == u)
+        out.append((groups[u][0], sel, row[idx[sel]]))
+    return out, np.flatnonzero(w < 0).tolist()
 
 
 def _patterns(g: GroupFit) -> tuple[np.ndarray, list[tuple]]:
@@ -198,16 +216,15 @@ def formulas(series: Sequence, style: str = "plain", digits: int = 4, parts=None
             sel = np.nonzero(p == u)[0]
             sig = facs[u]
             r_pos, r_rows = pos[sel].tolist(), rows[sel]
-            consts = g.coef[r_rows, 0, 0].tolist()
+            const = g.coef[r_rows, 0, 0]
             if not sig:
-                for s, c in zip(r_pos, consts):
-                    out[s] = _render(c, (), (), False, digits, style)
-                continue
-            bases = [Term(0.0, f).basis_str(style) for f in sig]
-            cf = g.coef[r_rows, 0, 1:1 + len(sig)]
-            roundoff = _roundoff_rows(g, params, sig, cf, g.coef[r_rows, 0, 0])
-            for s, c, co, r in zip(r_pos, consts, cf.tolist(), roundoff.tolist()):
-                out[s] = _render(c, co, bases, r, digits, style)
+                texts = render_rows(const, (), (), False, digits, style)
+            else:
+                bases = [Term(0.0, f).basis_str(style) for f in sig]
+                cf = g.coef[r_rows, 0, 1:1 + len(sig)]
+                texts = render_rows(const, cf, bases, _roundoff_rows(g, params, sig, cf, const), digits, style)
+            for s, text in zip(r_pos, texts):
+                out[s] = text
     return out
 
 
@@ -323,15 +340,42 @@ def json_ready(series: Sequence, parts=None) -> bool:
     return True
 
 
-def _reprs(values, clean: bool = True) -> list[str]:
-    """JSON texts of floats as the json module writes them (``float.__repr__``); ``clean``: not
-    finite as null (:func:`perfcast.fit.model._clean`)."""
-    a = np.asarray(values, dtype=float)
+def float_texts(values, clean: bool = True) -> list[str]:
+    """JSON texts of floats as the json module writes them (``float.__repr__``: the shortest text
+    that reads back the same float); ``clean``: not finite as null
+    (:func:`perfcast.fit.model._clean`).  Whole arrays at once: pyarrow's cast writes the same
+    shortest digits in C, positional for 1e-6 <= |x| < 1e10 and with one-digit exponents, where
+    Python writes positional for 1e-4 <= |x| < 1e16 and two-digit exponents: integral positional
+    values get their ".0", the one-digit exponents (1e-9 <= |x| < 1e-6) a "0", and the values
+    one writes positional and the other not (1e-6..1e-4, 1e10..1e16) are written by
+    ``float.__repr__`` itself."""
+    a = np.ascontiguousarray(values, dtype=float).ravel()
     fr = float.__repr__
-    if not clean:
-        return [fr(v) for v in a.tolist()]
-    fin = np.isfinite(a).tolist()
-    return [fr(v) if f else "null" for v, f in zip(a.tolist(), fin)]
+    if len(a) < 64:
+        fin = np.isfinite(a).tolist() if clean else [True] * len(a)
+        return [fr(v) if f else "null" for v, f in zip(a.tolist(), fin)]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    s = pc.cast(pa.array(a), pa.string())
+    m = np.abs(a)
+    with np.errstate(invalid="ignore"):
+        fin = np.isfinite(a)
+        nz = fin & (m != 0)
+        py_exp = nz & ((m < 1e-4) | (m >= 1e16))
+        ar_exp = nz & ((m < 1e-6) | (m >= 1e10))
+        integral = fin & ~ar_exp & (a == np.trunc(a))
+        short_exp = nz & (m >= 1e-9) & (m < 1e-6)
+    if integral.any():
+        s = pc.if_else(pa.array(integral), pc.binary_join_element_wise(s, ".0", ""), s)
+    if short_exp.any():
+        s = pc.replace_substring_regex(s, r"e([-+])(\d)$", "e\\10\\2")
+    if clean and not fin.all():
+        s = pc.if_else(pa.array(fin), s, "null")
+    out = s.to_pylist()
+    for i in np.nonzero(py_exp != ar_exp)[0].tolist():
+        out[i] = fr(float(a[i]))
+    return out
 
 
 def _fixed(text: str) -> str:
@@ -346,6 +390,7 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
     ``texts``: their formulas (:func:`formulas`) when already computed.  Check :func:`json_ready`
     first."""
     import json
+    from json.encoder import encode_basestring_ascii
 
     from .model import Model, Term
     from .terms import fraction_str
@@ -360,59 +405,74 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
         pat, facs = _patterns(g)
         p = pat[rows]
         params = _fixed(enc(list(g.parameters)))
-        upper = "" if g.upper is None else _fixed(', "upper": [' + ", ".join(_reprs(g.upper)) + "]")
-        shape = "" if g.shape.beta == 2.0 else _fixed(', "noise_shape": ' + _reprs([g.shape.beta])[0])
+        upper = "" if g.upper is None else _fixed(', "upper": [' + ", ".join(float_texts(g.upper)) + "]")
+        shape = "" if g.shape.beta == 2.0 else _fixed(', "noise_shape": ' + float_texts([g.shape.beta])[0])
         notes = _fixed(', "notes": ' + enc(list(g.notes))) if g.notes else ""
-        growth = _reprs([g.growth])[0]
-        k1 = g.coef.shape[2]
+        growth = float_texts([g.growth])[0]
         status = g.status[rows]
-        for u in np.unique(p).tolist():
+        n_all = len(rows)
+        used = np.unique(p).tolist()
+        nt = max((len(facs[u]) for u in used), default=0)
+        # every number of the group's rows as text, a column at a time (object arrays, taken per
+        # pattern below); columns a pattern does not use are not written
+        obj = lambda t: np.array(t, dtype=object)  # noqa: E731
+        # integers as ``str(int(v))``; rows a column does not apply to (NaN) as 0, never written
+        ints = lambda v: obj(np.where(np.isfinite(v), v, 0).astype(np.int64).astype(str).tolist())  # noqa: E731
+        formula = obj(list(map(encode_basestring_ascii, [texts[s] for s in pos.tolist()])))  # json.dumps of a str
+        const = obj(float_texts(g.coef[rows, 0, 0], clean=False))
+        coefs = [obj(float_texts(g.coef[rows, 0, 1 + t], clean=False)) for t in range(nt)]
+        q = g.quality[rows]
+        qual = [ints(q[:, c]) if c in (5, 6) else obj(float_texts(q[:, c])) for c in range(8)]
+        ok_rows = status == 0
+        if ok_rows.any():
+            noise = obj(float_texts(g.noise[rows]))
+            dof = ints(g.dof[rows])
+            cv = g.cov[rows, 0, :nt + 1, :nt + 1]
+            cov = {(i, j): obj(float_texts(cv[:, i, j])) for i in range(nt + 1) for j in range(nt + 1)}
+            drift = np.full(n_all, "", dtype=object)
+            if g.drift is not None:
+                d = g.drift[rows]
+                nz = np.nonzero(d != 0.0)[0]
+                if len(nz):
+                    dd = g.drift_dof
+                    ddof = np.full(n_all, int(dd)) if np.ndim(dd) == 0 else np.asarray(dd)[rows].astype(np.int64)
+                    drift[nz] = [', "drift": ' + dt + ', "growth": ' + growth + ', "drift_dof": ' + str(o)
+                                 for dt, o in zip(float_texts(d[nz]), ddof[nz].tolist())]
+        if not ok_rows.all():
+            needed = ints(g.needed[rows])
+        for u in used:
             sig = facs[u]
             k = 1 + len(sig)
             lead = Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig)).lead()
             lead_t = _fixed(enc(lead))
             for ok in (True, False):
-                sel = np.nonzero((p == u) & ((status == 0) if ok else (status != 0)))[0]
+                sel = np.nonzero((p == u) & (ok_rows if ok else ~ok_rows))[0]
                 if not len(sel):
                     continue
-                r_pos, r_rows = pos[sel], rows[sel]
-                n = len(sel)
-                cols = [[enc(texts[s]) for s in r_pos.tolist()], _reprs(g.coef[r_rows, 0, 0], clean=False)]
+                cols = [formula, const]
                 if ok:
                     terms = []
                     for t, f in enumerate(sig):
                         fac = {q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, i, j in f}
                         terms.append('{"coefficient": %s, "factors": ' + _fixed(enc(fac)) + "}")
-                        cols.append(_reprs(g.coef[r_rows, 0, 1 + t], clean=False))
+                        cols.append(coefs[t])
                 else:
                     terms = []
-                q = g.quality[r_rows]
-                for c in range(8):
-                    cols.append(_reprs(q[:, c]) if c not in (5, 6) else [str(int(v)) for v in q[:, c].tolist()])
+                cols += qual
                 if ok:
-                    cols.append(_reprs(g.noise[r_rows]))
-                    cols.append([str(int(v)) for v in g.dof[r_rows].tolist()])
-                    cv = g.cov[r_rows, 0, :k, :k].reshape(n, k * k)
-                    for c in range(k * k):
-                        cols.append(_reprs(cv[:, c]))
-                    drift = (g.drift[r_rows] if g.drift is not None else np.zeros(n)).tolist()
-                    dd = g.drift_dof
-                    ddof = [int(dd)] * n if np.ndim(dd) == 0 else [int(v) for v in np.asarray(dd)[r_rows].tolist()]
-                    dtext = _reprs(drift)
-                    cols.append([(', "drift": ' + dt + ', "growth": ' + growth + ', "drift_dof": ' + str(dof))
-                                 if d != 0.0 else "" for d, dt, dof in zip(drift, dtext, ddof)])
+                    cols += [noise, dof] + [cov[i, j] for i in range(k) for j in range(k)] + [drift]
                     cov_t = "[" + ", ".join("[" + ", ".join(["%s"] * k) + "]" for _ in range(k)) + "]"
                     tail = ', "noise": %s, "dof": %s, "cov": ' + cov_t + notes + "%s" + upper + shape
                     status_t = "ok"
                 else:
-                    cols.append([str(int(v)) for v in g.needed[r_rows].tolist()])
+                    cols.append(needed)
                     tail = ', "noise": 0.0, "dof": 0, "cov": null, "needed": %s' + notes
                     status_t = "insufficient"
                 tmpl = ('"parameters": ' + params + ', "status": "' + status_t + '", "formula": %s, "constant": %s, '
                         '"terms": [' + ", ".join(terms) + '], "quality": {"rss": %s, "adj_r2": %s, "smape": %s, '
                         '"cv": %s, "noise": %s, "n_points": %s, "n_obs": %s, "criterion": %s}, "lead": ' + lead_t
                         + tail)
-                for s, row in zip(r_pos.tolist(), zip(*cols)):
+                for s, row in zip(pos[sel].tolist(), zip(*[c[sel].tolist() for c in cols])):
                     out[s] = tmpl % row
         if g.lines is not None:
             # the measured lines with their own level, where ``Model.to_dict`` puts them
@@ -510,4 +570,4 @@ def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bo
     return out
 
 
-__all__ = ["split", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "model_json", "predict", "values"]
+__all__ = ["split", "take", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "float_texts", "model_json", "predict", "values"]

@@ -358,15 +358,29 @@ def _render(constant: float, coefficients: Sequence[float], bases: Sequence[str]
             style: str) -> str:
     """The formula text (:meth:`Model.formula`) from the constant, the coefficients and the terms'
     basis texts; ``roundoff``: the constant is the solver's round-off, not printed."""
-    num = lambda v: _num(v, digits, style)  # noqa: E731
+    return render_rows([constant], [list(coefficients)] if len(bases) else np.zeros((1, 0)), bases, [roundoff],
+                       digits, style)[0]
+
+
+def render_rows(constants, coefficients, bases: Sequence[str], roundoff, digits: int, style: str) -> list[str]:
+    """:func:`_render` of many models with the same terms (basis texts ``bases``) at once: the
+    constants (n,), their coefficients (n, len(bases)), whether each constant is round-off (n,);
+    the numbers a column at a time (:func:`_nums`), the texts joined as object arrays."""
+    const = np.asarray(constants, dtype=float).reshape(-1)
+    n = len(const)
+    if not len(bases):
+        return _nums(const, digits, style)
+    coef = np.asarray(coefficients, dtype=float).reshape(n, len(bases))
     mul = " \\cdot " if style == "latex" else " * "
-    out = num(constant) if ((constant != 0 and not roundoff) or not bases) else ""
-    for c, b in zip(coefficients, bases):
-        if not out:
-            out = ("-" if c < 0 else "") + num(abs(c)) + mul + b
-            continue
-        out += (" - " if c < 0 else " + ") + num(abs(c)) + mul + b
-    return out
+    obj = lambda t: np.asarray(t, dtype=object)  # noqa: E731
+    shown = (const != 0) & ~np.asarray(roundoff, dtype=bool)
+    out = np.where(shown, obj(_nums(const, digits, style)), "").astype(object)
+    for t, b in enumerate(bases):
+        c = coef[:, t]
+        neg = c < 0
+        sign = np.where(out == "", np.where(neg, "-", ""), np.where(neg, " - ", " + ")).astype(object)
+        out = out + sign + obj(_nums(np.abs(c), digits, style)) + (mul + b)
+    return out.tolist()
 
 
 def term_signature(m: "Model") -> tuple:
@@ -395,15 +409,15 @@ def formulas(models: Sequence[Model], style: str = "plain", digits: int = 4) -> 
             out[s] = m.formula(style, digits)
     for (params, _), rows in by_sig.items():
         sig = tuple(t.factors for t in models[rows[0]].terms)
+        const = [models[s].constant for s in rows]
         if not sig:
-            for s in rows:
-                out[s] = _render(models[s].constant, (), (), False, digits, style)
-            continue
-        bases = [Term(0.0, f).basis_str(style) for f in sig]
-        roundoff = _roundoff([models[s] for s in rows], params, sig)
-        for s, r in zip(rows, roundoff.tolist()):
-            m = models[s]
-            out[s] = _render(m.constant, [t.coefficient for t in m.terms], bases, r, digits, style)
+            texts = render_rows(const, (), (), False, digits, style)
+        else:
+            bases = [Term(0.0, f).basis_str(style) for f in sig]
+            coef = [[t.coefficient for t in models[s].terms] for s in rows]
+            texts = render_rows(const, coef, bases, _roundoff([models[s] for s in rows], params, sig), digits, style)
+        for s, text in zip(rows, texts):
+            out[s] = text
     return out
 
 
@@ -715,15 +729,18 @@ def _shape_ratio(beta: float, level: float) -> float:
     return q / math.sqrt(var) / float(special.ndtri(p))
 
 
+def _nums(values, digits: int, style: str) -> list[str]:
+    """The numbers of a formula: ``digits`` significant digits, "0" for zero, exponents without
+    padding or "+" (``4.271e-7``; LaTeX ``4.271 \\times 10^{-7}``)."""
+    v = np.asarray(values, dtype=float).reshape(-1)
+    out = list(map(("{:.%dg}" % digits).format, v.tolist()))
+    for i in np.flatnonzero(v == 0).tolist():
+        out[i] = "0"
+    for i in [i for i, t in enumerate(out) if "e" in t]:
+        m, e = out[i].split("e")
+        out[i] = f"{m} \\times 10^{{{int(e)}}}" if style == "latex" else f"{m}e{int(e)}"
+    return out
+
+
 def _num(v: float, digits: int, style: str) -> str:
-    v = float(v)
-    if v == 0:
-        return "0"
-    s = f"{v:.{digits}g}"
-    if "e" in s:
-        m, e = s.split("e")
-        e = int(e)
-        if style == "latex":
-            return f"{m} \\times 10^{{{e}}}"
-        return f"{m}e{e}"
-    return s
+    return _nums([v], digits, style)[0]
