@@ -464,3 +464,18 @@ def test_three_point_doubt_by_hand():
     # through the modeller: the interval at x = 8 reflects it (ln 1.1 * ln 2 per doubling, not 0.25 * ln 2)
     g = fit_group(X, a * np.array([1.0, 2.0, 4.4]), np.ones((25, 3)), np.zeros((25, 3)), ["x"])
     assert g.models()[0].drift == pytest.approx(math.log(1.1) * math.log(2), rel=1e-12)
+
+
+def test_rowsum_gives_numpys_floats():
+    """``_rowsum`` (columns added in order for short rows) returns exactly the floats of
+    ``np.sum(x, axis=1)`` -- the fit's criteria must not move in the last digit -- for every row
+    length, signed zeros, infinities and NaN included, and for transposed (F-order) views."""
+    from perfcast.fit.core import _rowsum
+
+    rng = np.random.default_rng(11)
+    for n in range(1, 12):
+        x = rng.standard_normal((3000, n)) * np.exp(rng.standard_normal((3000, n)) * 6)
+        x[:3] = -0.0
+        x[3, 0], x[4, -1], x[5, 0] = np.inf, np.nan, -np.inf
+        for a in (x, np.ascontiguousarray(x.T).T):
+            assert _rowsum(a).tobytes() == np.sum(np.ascontiguousarray(a), axis=1).tobytes(), n

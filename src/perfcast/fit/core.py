@@ -543,22 +543,25 @@ def absolute_noise(f: np.ndarray, count: np.ndarray, ssd: np.ndarray) -> np.ndar
     with np.errstate(divide="ignore", invalid="ignore"):
         s2 = np.where(d > 0, ssd / np.where(d > 0, d, 1.0), 0.0)
     mu2 = f * f
-    D = d.sum(axis=1)
-    pos = np.sum(d * s2, axis=1) > 0
+    D = _rowsum(d)
+    pos = _rowsum(d * s2) > 0
     c2 = np.zeros(len(f))
     rows = np.nonzero(pos & (D >= ABS_MIN_DOF))[0]
     if len(rows) == 0:
         return c2
-    d, s2, mu2, D = d[rows], s2[rows], mu2[rows], D[rows]
+    # the fit below in (point, series) layout: every operation runs along the series (an (S, n)
+    # broadcast of per-series values runs one short inner loop per series); the same floats
+    d, s2, mu2, D = d[rows].T.copy(), s2[rows].T.copy(), mu2[rows].T.copy(), D[rows]
     # relative only: b^2 = mean of s2 / mu2 (closed form)
-    b0 = np.sum(d * s2 / mu2, axis=1) / D
+    b0 = _rowsum((d * s2 / mu2).T) / D
     A, B = np.zeros(len(rows)), b0.copy()
     for _ in range(_ABS_ITER):
-        v = np.maximum(A[:, None] + B[:, None] * mu2, 1e-300)
+        v = np.maximum(A + B * mu2, 1e-300)
         w = d / (v * v)
         # weighted least squares of s2 on (1, mu2)
-        s00, s01, s11 = w.sum(axis=1), (w * mu2).sum(axis=1), (w * mu2 * mu2).sum(axis=1)
-        t0, t1 = (w * s2).sum(axis=1), (w * mu2 * s2).sum(axis=1)
+        wm = w * mu2
+        s00, s01, s11 = _rowsum(w.T), _rowsum(wm.T), _rowsum((wm * mu2).T)
+        t0, t1 = _rowsum((w * s2).T), _rowsum((wm * s2).T)
         det = s00 * s11 - s01 * s01
         with np.errstate(divide="ignore", invalid="ignore"):
             An = (s11 * t0 - s01 * t1) / det
@@ -572,12 +575,32 @@ def absolute_noise(f: np.ndarray, count: np.ndarray, ssd: np.ndarray) -> np.ndar
         B = np.where(bad, np.where(use_b, np.maximum(Bonly, 0.0), 0.0), Bn)
     def nll(v):
         v = np.maximum(v, 1e-300)
-        return np.sum(d * (np.log(v) + s2 / v), axis=1)
-    lr = nll(b0[:, None] * mu2) - nll(A[:, None] + B[:, None] * mu2)
+        return _rowsum((d * (np.log(v) + s2 / v)).T)
+    lr = nll(b0 * mu2) - nll(A + B * mu2)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(B > 0, A / np.where(B > 0, B, 1.0), np.inf)
     c2[rows] = np.where((lr > ABS_LR) & (A > 0), r, 0.0)
     return c2
+
+
+#: :func:`_rowsum` adds up to this many values per row one by one (as numpy's sum does; from 8
+#: values on numpy sums pairwise)
+_FOLD_MAX = 7
+
+
+def _rowsum(x: np.ndarray) -> np.ndarray:
+    """``np.sum(x, axis=1)`` of a float (S, n) array: the floats numpy's sum gives for the array in C
+    order, faster for short rows (numpy reduces each short row in its own inner loop): for n <=
+    :data:`_FOLD_MAX` numpy adds a row's values in order starting from +0.0 (-0.0 sums to +0.0),
+    which adding the columns in order reproduces (tests/test_fit_models.py checks it); longer
+    rows are summed by numpy."""
+    n = x.shape[1]
+    if n > _FOLD_MAX or n == 0 or x.dtype != np.float64:
+        return np.sum(np.ascontiguousarray(x), axis=1)
+    out = x[:, 0] + 0.0
+    for j in range(1, n):
+        out += x[:, j]
+    return out
 
 
 class _Chunk:
