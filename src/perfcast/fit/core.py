@@ -432,7 +432,8 @@ class _Space:
         S, K, m = hyp.shape
         used = np.any(hyp >= 0, axis=2)  # (S, K)
         k = int(used[0].sum()) if S else 0
-        Dt = np.ones((1 + k, S, self.n))  # column-major storage: D[:, :, i] is contiguous
+        Dt = np.empty((1 + k, S, self.n))  # column-major storage: D[:, :, i] is contiguous
+        Dt[0] = 1.0                         # the constant; every term column is written below
         scale = np.ones((S, 1 + k))
         grid = self._grid_table()
         if grid is not None:
