@@ -464,3 +464,53 @@ def test_three_point_doubt_by_hand():
     # through the modeller: the interval at x = 8 reflects it (ln 1.1 * ln 2 per doubling, not 0.25 * ln 2)
     g = fit_group(X, a * np.array([1.0, 2.0, 4.4]), np.ones((25, 3)), np.zeros((25, 3)), ["x"])
     assert g.models()[0].drift == pytest.approx(math.log(1.1) * math.log(2), rel=1e-12)
+
+
+def test_rowsum_gives_numpys_floats():
+    """``_rowsum`` (columns added in order for short rows) returns exactly the floats of
+    ``np.sum(x, axis=1)`` -- the fit's criteria must not move in the last digit -- for every row
+    length, signed zeros, infinities and NaN included, and for transposed (F-order) views."""
+    from perfcast.fit.core import _rowsum
+
+    rng = np.random.default_rng(11)
+    for n in range(1, 12):
+        x = rng.standard_normal((3000, n)) * np.exp(rng.standard_normal((3000, n)) * 6)
+        x[:3] = -0.0
+        x[3, 0], x[4, -1], x[5, 0] = np.inf, np.nan, -np.inf
+        for a in (x, np.ascontiguousarray(x.T).T):
+            assert _rowsum(a).tobytes() == np.sum(np.ascontiguousarray(a), axis=1).tobytes(), n
+
+
+def test_noise_shape_layout_keeps_numpys_floats():
+    """``estimate_shape`` sums the repetitions in (repetition, series, point) layout: the pooled
+    sums it starts from equal the plain (S, n, R) numpy reductions bit for bit, with and without
+    missing repetitions (checked through the kurtosis statistic's inputs)."""
+    from perfcast.fit.core import _rowsum
+
+    rng = np.random.default_rng(5)
+    for R in (1, 3, 5, 7, 8, 9):
+        x = np.exp(rng.standard_normal((500, 6, R)))
+        x[rng.random(x.shape) < 0.1] = np.nan
+        xt = np.ascontiguousarray(np.moveaxis(x, 2, 0))
+        clean = np.where(np.isnan(xt), 0.0, xt)
+        got = _rowsum(clean.reshape(R, -1).T).reshape(500, 6)
+        assert got.tobytes() == np.nansum(x, axis=2).tobytes()
+
+
+def test_wls_shared_constant_sums_give_the_same_floats():
+    """The constant column's normal-equation sums computed once per series (``_const_sums``, as
+    the multi-parameter search shares them between a series' hypotheses) give the per-series
+    weighted least squares exactly the floats it computes itself."""
+    from perfcast.fit.core import _const_sums, _wls
+
+    rng = np.random.default_rng(8)
+    S, n = 300, 25
+    for k in (1, 2, 3):
+        Dt = rng.random((k, S, n))
+        Dt[0] = 1.0
+        D = Dt.transpose(1, 2, 0)
+        y, w = rng.random((S, n)), rng.random((S, n)) + 0.1
+        for lev in (False, True):
+            a, b = _wls(D, y, w, lev), _wls(D, y, w, lev, _const_sums(y, w))
+            for f in ("beta", "rss", "press", "ainv", "ok", "resid", "hat"):
+                assert getattr(a, f).tobytes() == getattr(b, f).tobytes(), (k, lev, f)

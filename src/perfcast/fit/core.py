@@ -218,10 +218,12 @@ class _WLS:
     hat: np.ndarray      # (S, n)
 
 
-def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True) -> _WLS:
+def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True, const: tuple | None = None) -> _WLS:
     """Weighted least squares of y (S, n) on design D ((n, k) shared or (S, n, k) per series).
     ``leverage=False`` (per-series designs only) skips the hat diagonal: PRESS is then inf and
-    ``hat`` zero -- for searches that rank by in-sample deviance."""
+    ``hat`` zero -- for searches that rank by in-sample deviance.  ``const`` (per-series designs
+    whose column 0 is the constant 1): the rows' ``A[0, 0]`` and ``b[0]`` as :func:`_const_sums`
+    gives them -- the same floats, computed once per series for all its hypotheses."""
     S, n = y.shape
     if D.ndim == 2:
         k = D.shape[1]
@@ -236,17 +238,20 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True) -> 
         # per-series designs: column by column (batched matmul of tiny matrices is slow)
         k = D.shape[2]
         cols = [np.ascontiguousarray(D[:, :, i]) for i in range(k)]
-        wc = [w * c for c in cols]
+        # the constant's weighted column ``w * 1`` is ``w`` itself
+        wc = [w if const is not None and i == 0 else w * c for i, c in enumerate(cols)]
         A = np.empty((S, k, k))
         for i in range(k):
             for j in range(i, k):
-                A[:, i, j] = A[:, j, i] = np.einsum("sn,sn->s", wc[i], cols[j])
-        b = np.stack([np.einsum("sn,sn->s", wc[i], y) for i in range(k)], axis=1)
+                A[:, i, j] = A[:, j, i] = (const[0] if const is not None and i == j == 0
+                                           else np.einsum("sn,sn->s", wc[i], cols[j]))
+        b = np.stack([const[1] if const is not None and i == 0 else np.einsum("sn,sn->s", wc[i], y)
+                      for i in range(k)], axis=1)
         ainv, ok = _inv_small(A)
         beta = np.einsum("sij,sj->si", ainv, b)
         # the same operations as the shared-design path, into reused buffers (the weighted columns
         # are dead once A and b are formed): fresh (S, n) temporaries cost more than the arithmetic
-        tmp = wc[0]
+        tmp = wc[0] if const is None else np.empty((S, n))
         fitted = beta[:, :1] * cols[0]
         for i in range(1, k):
             fitted += np.multiply(beta[:, i:i + 1], cols[i], out=tmp)
@@ -275,21 +280,28 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True) -> 
     return _WLS(beta, rss, press, ainv, ok, resid, hat)
 
 
+def _const_sums(y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``y``/``w`` (S, n) the constant column's entries of the normal equations of
+    :func:`_wls` with a per-series design: ``A[0, 0]`` and ``b[0]``, the same floats."""
+    wc = w * np.ones(w.shape[1])
+    return np.einsum("sn,sn->s", wc, np.ones(w.shape)), np.einsum("sn,sn->s", wc, y)
+
+
 def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None = None,
-         leverage: bool = True, growing: np.ndarray | None = None) -> _WLS:
+         leverage: bool = True, growing: np.ndarray | None = None, const: tuple | None = None) -> _WLS:
     """:func:`_wls` with the non-negativity constraint: rows whose constant comes out negative are
     refitted without the constant (the constrained optimum lies on that boundary when the terms
     are kept), rows with a negative term coefficient are rejected (criterion inf).  With
     ``nonneg == "asymptotic"`` only fits that fall below zero as the parameters grow are rejected
     (``growing``: which columns after the constant grow, (k,) or (S, k)); a negative constant
-    under a growing term is kept (``-73 + 3e-4 * log2(p)^2 * n``)."""
+    under a growing term is kept (``-73 + 3e-4 * log2(p)^2 * n``).  ``const``: as :func:`_wls`."""
     if nonneg == ASYMPTOTIC:
-        fit = _wls(D, y, w, leverage)
+        fit = _wls(D, y, w, leverage, const)
         bad = fit.ok & _asymptotically_negative(fit.beta, growing)
         fit.rss = np.where(bad, np.inf, fit.rss)
         fit.press = np.where(bad, np.inf, fit.press)
         return fit
-    fit = _wls(D, y, w, leverage or nonneg)
+    fit = _wls(D, y, w, leverage or nonneg, const)
     if not nonneg or (D.shape[-1] < 2):
         return fit
     neg0 = fit.ok & (fit.beta[:, 0] < 0)
@@ -432,7 +444,8 @@ class _Space:
         S, K, m = hyp.shape
         used = np.any(hyp >= 0, axis=2)  # (S, K)
         k = int(used[0].sum()) if S else 0
-        Dt = np.ones((1 + k, S, self.n))  # column-major storage: D[:, :, i] is contiguous
+        Dt = np.empty((1 + k, S, self.n))  # column-major storage: D[:, :, i] is contiguous
+        Dt[0] = 1.0                         # the constant; every term column is written below
         scale = np.ones((S, 1 + k))
         grid = self._grid_table()
         if grid is not None:
@@ -543,22 +556,25 @@ def absolute_noise(f: np.ndarray, count: np.ndarray, ssd: np.ndarray) -> np.ndar
     with np.errstate(divide="ignore", invalid="ignore"):
         s2 = np.where(d > 0, ssd / np.where(d > 0, d, 1.0), 0.0)
     mu2 = f * f
-    D = d.sum(axis=1)
-    pos = np.sum(d * s2, axis=1) > 0
+    D = _rowsum(d)
+    pos = _rowsum(d * s2) > 0
     c2 = np.zeros(len(f))
     rows = np.nonzero(pos & (D >= ABS_MIN_DOF))[0]
     if len(rows) == 0:
         return c2
-    d, s2, mu2, D = d[rows], s2[rows], mu2[rows], D[rows]
+    # the fit below in (point, series) layout: every operation runs along the series (an (S, n)
+    # broadcast of per-series values runs one short inner loop per series); the same floats
+    d, s2, mu2, D = d[rows].T.copy(), s2[rows].T.copy(), mu2[rows].T.copy(), D[rows]
     # relative only: b^2 = mean of s2 / mu2 (closed form)
-    b0 = np.sum(d * s2 / mu2, axis=1) / D
+    b0 = _rowsum((d * s2 / mu2).T) / D
     A, B = np.zeros(len(rows)), b0.copy()
     for _ in range(_ABS_ITER):
-        v = np.maximum(A[:, None] + B[:, None] * mu2, 1e-300)
+        v = np.maximum(A + B * mu2, 1e-300)
         w = d / (v * v)
         # weighted least squares of s2 on (1, mu2)
-        s00, s01, s11 = w.sum(axis=1), (w * mu2).sum(axis=1), (w * mu2 * mu2).sum(axis=1)
-        t0, t1 = (w * s2).sum(axis=1), (w * mu2 * s2).sum(axis=1)
+        wm = w * mu2
+        s00, s01, s11 = _rowsum(w.T), _rowsum(wm.T), _rowsum((wm * mu2).T)
+        t0, t1 = _rowsum((w * s2).T), _rowsum((wm * s2).T)
         det = s00 * s11 - s01 * s01
         with np.errstate(divide="ignore", invalid="ignore"):
             An = (s11 * t0 - s01 * t1) / det
@@ -572,12 +588,32 @@ def absolute_noise(f: np.ndarray, count: np.ndarray, ssd: np.ndarray) -> np.ndar
         B = np.where(bad, np.where(use_b, np.maximum(Bonly, 0.0), 0.0), Bn)
     def nll(v):
         v = np.maximum(v, 1e-300)
-        return np.sum(d * (np.log(v) + s2 / v), axis=1)
-    lr = nll(b0[:, None] * mu2) - nll(A[:, None] + B[:, None] * mu2)
+        return _rowsum((d * (np.log(v) + s2 / v)).T)
+    lr = nll(b0 * mu2) - nll(A + B * mu2)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(B > 0, A / np.where(B > 0, B, 1.0), np.inf)
     c2[rows] = np.where((lr > ABS_LR) & (A > 0), r, 0.0)
     return c2
+
+
+#: :func:`_rowsum` adds up to this many values per row one by one (as numpy's sum does; from 8
+#: values on numpy sums pairwise)
+_FOLD_MAX = 7
+
+
+def _rowsum(x: np.ndarray) -> np.ndarray:
+    """``np.sum(x, axis=1)`` of a float (S, n) array: the floats numpy's sum gives for the array in C
+    order, faster for short rows (numpy reduces each short row in its own inner loop): for n <=
+    :data:`_FOLD_MAX` numpy adds a row's values in order starting from +0.0 (-0.0 sums to +0.0),
+    which adding the columns in order reproduces (tests/test_fit_models.py checks it); longer
+    rows are summed by numpy."""
+    n = x.shape[1]
+    if n > _FOLD_MAX or n == 0 or x.dtype != np.float64:
+        return np.sum(np.ascontiguousarray(x), axis=1)
+    out = x[:, 0] + 0.0
+    for j in range(1, n):
+        out += x[:, j]
+    return out
 
 
 class _Chunk:
@@ -1293,6 +1329,7 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
         shortlist[p] = np.argsort(score, axis=1, kind="stable")[:, :L].astype(np.int32)  # (S, L)
     # stage 2: combinations of shortlisted blocks into sums/products of monomials
     forms = _forms(usable, K)
+    csum = None     # the constant's sums, shared by every hypothesis of a series
     for form in forms:
         params_in = sorted(set().union(*form))
         count = len(params_in) * math.log(H) + math.log(sum(1 for f in forms if len(f) == len(form)
@@ -1310,6 +1347,8 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
                 sel = np.array([c[params_in.index(p)] for c in choices])
                 hyp[:, :, t, p] = shortlist[p][:, sel]
         step = max(1, 50000 // max(C, 1))  # bound the (rows x C, n, k) temporaries
+        if csum is None:
+            csum = _const_sums(ch.y, ch.w)
         for a in range(0, S, step):
             b = min(S, a + step)
             h = hyp[a:b]
@@ -1321,7 +1360,8 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
                 D[undefined] = 0.0
             fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative,
                        leverage=opt.selection == "cv",
-                       growing=_growing_terms(h.reshape((b - a) * C, K, m), grow, k) if asym else None)
+                       growing=_growing_terms(h.reshape((b - a) * C, K, m), grow, k) if asym else None,
+                       const=(np.repeat(csum[0][a:b], C), np.repeat(csum[1][a:b], C)))
             err = np.where(undefined, np.inf, fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
             sub = _SubChunk(ch, rows[a:b])
             ch.merge(rows[a:b], sub.criterion_err(err, k, pen, opt.selection), h)

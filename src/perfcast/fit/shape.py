@@ -97,25 +97,33 @@ def estimate_shape(reps: np.ndarray) -> NoiseShape:
     Returns the normal shape (``adaptive=False``) unless the estimated excess kurtosis differs
     from 0 by more than two standard errors (a test at about 95% under normal noise: few
     deviations always give the normal path)."""
-    ok = np.isfinite(reps)
+    from .core import _rowsum
+    S, n, R = reps.shape
+    # the work in (repetition, series, point) layout: long inner loops where an (S, n, R) array
+    # runs one per point; the sums over the repetitions are numpy's floats (:func:`_rowsum`)
+    rt = np.ascontiguousarray(np.moveaxis(reps, 2, 0))
+
+    def over_reps(x):
+        return _rowsum(x.reshape(R, S * n).T).reshape(S, n)
+
+    ok = np.isfinite(rt)
     full = bool(ok.all())
     if full:
-        r = np.full(reps.shape[:2], float(reps.shape[2]))
-        mean = reps.mean(axis=2)
-        d = reps - mean[:, :, None]
+        r = np.full((S, n), float(R))
+        mean = over_reps(rt) / R
+        d = rt - mean
     else:
-        r = ok.sum(axis=2).astype(float)                     # (S, n) repetitions
-        mean = np.where(r > 0, np.nansum(reps, axis=2) / np.maximum(r, 1), np.nan)
-        d = np.where(ok, reps - mean[:, :, None], 0.0)
+        r = ok.sum(axis=0).astype(float)                     # (S, n) repetitions
+        mean = np.where(r > 0, over_reps(np.where(np.isnan(rt), 0.0, rt)) / np.maximum(r, 1), np.nan)
+        d = np.where(ok, rt - mean, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        d /= np.abs(mean)[:, :, None]
+        d /= np.abs(mean)
     d[~np.isfinite(d)] = 0.0
     d2 = d * d
-    p2 = d2.sum(axis=2)                                      # (S, n) per point
-    p3 = (d2 * d).sum(axis=2)
+    p2 = over_reps(d2)                                       # (S, n) per point
+    p3 = over_reps(d2 * d)
     d2 *= d2
-    p4 = d2.sum(axis=2)
-    S, n = p2.shape
+    p4 = over_reps(d2)
     nu_p = np.maximum(r - 1, 0)
     # points with repetitions: the jackknife below leaves out one point at a time
     multi = np.nonzero(np.any(nu_p > 0, axis=0))[0]
