@@ -272,7 +272,9 @@ class _Measured:
     def __init__(self, exp: Experiment, metric: str, locations: str):
         from ..fit.series import _reduce_locations
 
-        self.data = _reduce_locations(exp.select(metric=metric), locations)
+        # an experiment of this metric alone is its own selection (without a copy of every row)
+        whole = list(exp.metrics) == [metric] and len(exp.data)
+        self.data = _reduce_locations(exp if whole else exp.select(metric=metric), locations)
         self.keys = [*exp.parameters, "callpath"]
         self._all: pd.DataFrame | None = None
 
