@@ -271,3 +271,56 @@ def test_report_model_and_predict_agree_on_the_value_at_the_target(data_dir, tmp
     common = set(got[True]) & set(got[False])
     assert any(abs(got[True][c] / got[False][c] - 1) > 1e-3 for c in common)
     assert "values at the target: averaged over the competing hypotheses" in (tmp_path / "r.html").read_text()
+
+
+def _two_parameter_experiment(S=40, seed=3, negative=False):
+    """S callpaths at p = 4..64 x n = 10, 20, 40 with 3 repetitions: flat callpaths of different
+    sizes, two growing like p^2 and p log p; exclusive time."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(1.0, 10.0, S)
+    rows = []
+    for s in range(S):
+        for p in (4, 8, 16, 32, 64):
+            for n in (10, 20, 40):
+                law = base[s] * n / 10 * ((p / 4) ** 2 if s == 7 else p * np.log2(p) / 8 if s == 23 else 1.0)
+                for r in range(3):
+                    rows.append({"p": float(p), "n": float(n), "rep": r, "callpath": f"k{s}", "metric": "time",
+                                 "value": law * (1 + 0.02 * rng.standard_normal())})
+    if negative:
+        rows[5]["value"] = -0.5
+    return Experiment(["p", "n"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")])
+
+
+def test_report_numbers_by_hand_and_only_the_shown_models_built():
+    """The kernels' measured values (median at the largest point, the trend along p at the largest
+    n), shares and the "other kernels" row against numpy on the raw values; the report builds the
+    models of the kernels it shows only (the ranking reads the fit's arrays)."""
+    from perfcast.modelset import model
+
+    exp = _two_parameter_experiment()
+    series = model(exp).series
+    built_before = {sm.callpath for sm in series if sm.pending() is None}
+    rep = build_report(exp, ReportOptions(kernels=5, plots=2, min_share=0.0), models=series)
+    d = exp.data
+    med = d.groupby(["callpath", "p", "n"])["value"].median()
+    corner = {cp: float(np.median(d[(d.callpath == cp) & (d.p == 64) & (d.n == 40)]["value"])) for cp in med.index.levels[0]}
+    total = sum(corner.values())
+    assert [k["callpath"] for k in rep.kernels][:2] == ["k7", "k23"]   # the growing ones first
+    assert len(rep.kernels) == 5 and rep.other["count"] == 35 and len(rep.plots) == 2
+    for k in rep.kernels:
+        assert k["now"] == corner[k["callpath"]]
+        assert k["share_now"] == pytest.approx(corner[k["callpath"]] / total, rel=1e-12)
+        assert k["series"] == [float(np.median(d[(d.callpath == k["callpath"]) & (d.p == p) & (d.n == 40)]["value"]))
+                               for p in (4, 8, 16, 32, 64)]
+    shown = {k["callpath"] for k in rep.kernels}
+    assert rep.other["max_share_now"] == pytest.approx(max(v for cp, v in corner.items() if cp not in shown) / total,
+                                                       rel=1e-12)
+    assert rep.clipped   # every value >= 0: intervals clip at 0
+    built = {sm.callpath for sm in series if sm.pending() is None}
+    assert built - built_before <= shown and shown - built_before <= built
+    # one negative measurement: no clipping
+    assert not build_report(_two_parameter_experiment(negative=True), ReportOptions(kernels=5, plots=0)).clipped

@@ -724,6 +724,13 @@ class ModelSet:
                     upper=self.upper or None, lower=self.lower or None, measured=self.measured,
                     kinds=self.kinds, units=self.units)
 
+    def rank_order(self, target: Mapping[str, float] | None = None, by: str = "cost") -> tuple[list, list, dict]:
+        """:meth:`rank` without a model per series: (the series, their positions in rank order, the
+        ranking's columns by position: :func:`perfcast.analysis.ranking.rank_order`); the
+        :class:`perfcast.analysis.ranking.Ranked` rows of a few of them, their models built only,
+        with :func:`perfcast.analysis.ranking.ranked_rows`."""
+        return self._ranking(target, by)
+
     def to_dict(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list[dict]:
         """``perfcast model --json``: one dict per series in rank order (the model, its aggregate,
         its rank, its warnings, with ``target`` ``predicted_at_target`` and, ranked by cost,

@@ -173,19 +173,22 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
             missing = [p for p in _parameters(sm) if p not in target]
             if missing:
                 raise PerfcastError(f"--target lacks parameter(s) {', '.join(missing)}", where="target")
-        vals = columns.values(items, [target], averaged, parts)[:, 0].tolist()
-        for s, pred in enumerate(vals):
+    # ``cost``: the models' values at the smallest and the largest measured point and at the target,
+    # the last the values at ``target`` when given -- one batch
+    points = _cost_points(items, target, procs, upper, lower) if by == "cost" else None
+    batch = points if points is not None else [target] if target is not None else []
+    vals = columns.values(items, batch, averaged, parts) if batch else None
+    if target is not None:
+        for s, pred in enumerate(vals[:, -1].tolist()):
             if math.isnan(pred):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
                 sm = items[s]
                 m = sm.model
                 raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at the "
                                     f"target {','.join(f'{p}={target[p]:g}' for p in m.parameters)}", where="target")
             preds[s] = pred
-    if by == "cost":
-        out = _cost_order(items, target, averaged, preds, procs, aggregates or {}, parents or {},
-                          set(inclusive), upper, lower, measured or {}, negligible, kinds or {}, units or {}, parts)
-        if out is not None:
-            return out
+    if points is not None:
+        return _cost_order(items, points, vals, preds, procs, aggregates or {}, parents or {}, set(inclusive),
+                           measured or {}, negligible, kinds or {}, units or {}, parts)
     ok = columns.status_ok(items, parts)
     code, distinct = columns.growth_codes(items, parts)
     code = np.where(ok, code, -1)              # no usable model: the key (), below every other
@@ -221,25 +224,32 @@ def _parameters(sm) -> tuple:
     return src[0].parameters if src is not None else sm.model.parameters
 
 
-def _cost_order(items, target, averaged, preds, procs, aggregates, parents, inclusive, upper, lower,
-                measured, negligible, kinds, units, parts):
-    from ..fit import columns
-
+def _cost_points(items, target, procs, upper, lower) -> tuple[dict, dict, dict] | None:
+    """The points the ``cost`` order compares: (the smallest measured process count, the largest
+    measured point, the target -- given, or the default one), None when nothing is known about the
+    measured range (then the growth order)."""
     if upper is None:
         upper = {}
         for sm in items:
             for p, u in zip(sm.model.parameters, getattr(sm.model, "upper", None) or ()):
                 upper[p] = max(upper.get(p, u), u)
-    if target is None and not upper:   # nothing known about the measured range: the growth order
+    if target is None and not upper:
         return None
     tgt = dict(target) if target is not None else default_target(upper, procs)
     up = {**tgt, **upper}
     low = {**up, **(lower or {})}
+    return low, up, tgt
 
-    # the models' values at the three points, in one batch (NaN where a point lacks a parameter),
-    # then per process: one array operation per quantity, NaN standing for "unknown"
+
+def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusive, measured, negligible, kinds,
+                units, parts):
+    """The ``cost`` order of ``items`` from the models' values ``vals`` (S, 3) at ``points`` (the
+    smallest measured process count, the largest measured point, the target)."""
+    from ..fit import columns
+
+    low, up, tgt = points
+    # per process: one array operation per quantity, NaN standing for "unknown"
     S = len(items)
-    vals = columns.values(items, [low, up, tgt], averaged, parts)
     arrays = measured.arrays(items) if hasattr(measured, "arrays") else None
     if arrays is not None:
         meas, given = arrays                 # measured at low and up, and whether measured there at all

@@ -262,18 +262,59 @@ def _x_param(exp: Experiment, x: str | None) -> str | None:
         return (varying or list(exp.parameters))[0]
 
 
-def _measurements(exp: Experiment, metric: str, locations: str) -> pd.DataFrame:
-    """Per point and callpath: median, min, max, mean and count over repetitions (locations
-    reduced as the modeler does)."""
-    from ..fit.series import _reduce_locations
+class _Measured:
+    """The measured values of the report's metric (locations reduced as the modeler does) and their
+    median, min, max, mean and count over repetitions per point and callpath -- computed for what
+    the report shows only: the medians at one point for every callpath (the shares), the whole
+    series of the ranked kernels (their trends and plots).  Each statistic is the one the
+    grouping of every row gives (the same groups in the same order, fewer of them)."""
 
-    sub = exp.select(metric=metric)
-    d = _reduce_locations(sub, locations)
-    keys = [*exp.parameters, "callpath"]
-    g = d.groupby(keys, observed=True, sort=False)["value"]
-    st = g.agg(["median", "min", "max", "mean", "count"]).reset_index()
-    st["callpath"] = st["callpath"].astype(str)
-    return st
+    def __init__(self, exp: Experiment, metric: str, locations: str):
+        from ..fit.series import _reduce_locations
+
+        # an experiment of this metric alone is its own selection (without a copy of every row)
+        whole = list(exp.metrics) == [metric] and len(exp.data)
+        self.data = _reduce_locations(exp if whole else exp.select(metric=metric), locations)
+        self.keys = [*exp.parameters, "callpath"]
+        self._all: pd.DataFrame | None = None
+
+    @staticmethod
+    def _stats(d: pd.DataFrame, keys: list) -> pd.DataFrame:
+        g = d.groupby(keys, observed=True, sort=False)["value"]
+        st = g.agg(["median", "min", "max", "mean", "count"]).reset_index()
+        st["callpath"] = st["callpath"].astype(str)
+        return st
+
+    def table(self) -> pd.DataFrame:
+        """Per point and callpath, every callpath."""
+        if self._all is None:
+            self._all = self._stats(self.data, self.keys)
+        return self._all
+
+    def medians_at(self, point: Mapping[str, float]) -> dict:
+        """callpath -> median at ``point`` (in the order of the full table's rows)."""
+        d = self.data
+        sel = np.ones(len(d), dtype=bool)
+        for p, v in point.items():
+            sel &= d[p].to_numpy() == v
+        st = self._stats(d[sel], self.keys)
+        return dict(zip(st["callpath"], st["median"].astype(float)))
+
+    def series(self, callpaths) -> dict:
+        """callpath -> its rows of :meth:`table` (as grouping it by callpath gives them)."""
+        want = set(callpaths)
+        if not want:
+            return {}
+        d = self.data
+        sel = d["callpath"].isin(list(want)).to_numpy()
+        return {c: g for c, g in self._stats(d[sel], self.keys).groupby("callpath", sort=False)}
+
+    def nonnegative(self) -> bool:
+        """Every point's minimum over repetitions >= 0 (a point of NaN values only has none)."""
+        v = self.data["value"]
+        if v.isna().any():
+            return bool((self.table()["min"] >= 0).all())
+        return not bool((v.to_numpy() < 0).any())
 
 
 def _guess_mode(first: float, last: float, p: float, q: float) -> str:
@@ -321,7 +362,7 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     if o.level <= 0 or o.level >= 1:
         raise PerfcastError(f"interval level {o.level}: must be between 0 and 1", where="level")
 
-    meas = _measurements(exp, metric, o.locations)
+    meas = _Measured(exp, metric, o.locations)
     vmeans = None
     if validation is not None:
         from ..analysis.validation import measured_means
@@ -362,7 +403,7 @@ def _default_title(exp: Experiment) -> str:
     return "perfcast report"
 
 
-def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o: ReportOptions, vmeans=None):
+def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: ReportOptions, vmeans=None):
     x = rep.x
     pts = exp.points()
     maxpt = {p: float(pts[p].max()) for p in exp.parameters}
@@ -382,61 +423,64 @@ def _models_section(rep: Report, exp: Experiment, meas: pd.DataFrame, models, o:
         target[x] = 4 * maxpt[x]
         rep.target_default = True
     rep.target = target
-    if models is None:
-        from ..modelset import model
+    from ..analysis.ranking import ranked_rows
+    from ..modelset import model, model_set
 
-        models = model(exp, [rep.metric], max_terms=o.max_terms, negative=o.negative, locations=o.locations).series
-    models = [sm for sm in models if sm.metric == rep.metric]
-    rep.n_models = len(models)
-    if not models:
+    if models is None:
+        ms = model(exp, [rep.metric], max_terms=o.max_terms, negative=o.negative, locations=o.locations,
+                   averaged=o.averaged)
+    else:
+        models = [sm for sm in models if sm.metric == rep.metric]
+        ms = model_set(exp, models, o.locations, o.averaged) if models else None
+    rep.n_models = len(ms) if ms is not None else 0
+    if not rep.n_models:
         rep.notes.append(f"No series of metric {rep.metric!r} to model.")
         return
-    from ..modelset import model_set
-
-    ranked = model_set(exp, models, o.locations, o.averaged).rank(target, o.by)
+    # the ranking's order and columns, without a model per series: models are built for the rows shown
+    series, order, rc = ms.rank_order(target, o.by)
 
     # shares: of the total at the largest measured point, and predicted at the target
     scope = exp.metrics[rep.metric].scope
     tree = exp.tree
-    at_max = meas
-    for p in exp.parameters:
-        at_max = at_max[at_max[p] == maxpt[p]]
-    now = dict(zip(at_max["callpath"], at_max["median"].astype(float)))
+    now = meas.medians_at(maxpt)
     if not now:  # no callpath measured at the corner point: use each callpath's largest x
-        last = meas.sort_values(list(exp.parameters)).groupby("callpath", sort=False).tail(1)
+        last = meas.table().sort_values(list(exp.parameters)).groupby("callpath", sort=False).tail(1)
         now = dict(zip(last["callpath"], last["median"].astype(float)))
-    pred = {r.callpath: (r.predicted if r.predicted is not None and math.isfinite(r.predicted) else None)
-            for r in ranked}
+    predicted = rc["predicted"]
+    pred = {series[s].callpath: (v if v is not None and math.isfinite(v) else None)
+            for s, v in zip(order, (predicted[s] for s in order))}
     tops = _topmost(tree, set(now)) if scope == "inclusive" else set(now)
     total_now = sum(v for c, v in now.items() if c in tops and v > 0)
     ptops = _topmost(tree, {c for c, v in pred.items() if v is not None}) if scope == "inclusive" else \
         {c for c, v in pred.items() if v is not None}
     total_pred = sum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
 
-    by_cp = {cp: g for cp, g in meas.groupby("callpath", sort=False)}
-    nonneg = _nonnegative(exp, rep.metric, meas)
-    rep.clipped = nonneg
+    nonneg = exp.metrics[rep.metric].kind in ("time", "count", "bytes") and meas.nonnegative()
+    rep.clipped = nonneg   # costs that cannot be negative (measured >= 0): intervals clip at 0
     rows, rest = [], []
-    for r in ranked:
-        sh_now = now.get(r.callpath, 0.0) / total_now if total_now > 0 else None
-        pv = pred.get(r.callpath)
+    for i, s in enumerate(order):
+        cp = series[s].callpath
+        sh_now = now.get(cp, 0.0) / total_now if total_now > 0 else None
+        pv = pred.get(cp)
         sh_pred = pv / total_pred if (pv is not None and total_pred > 0) else None
         significant = ((sh_now is not None and sh_now >= o.min_share) or
                        (sh_pred is not None and sh_pred >= o.min_share) or o.min_share == 0)
-        row = {"rank": r.rank, "callpath": r.callpath, "name": tree.name(r.callpath) if r.callpath in tree else r.callpath,
-               "context": _context(tree, r.callpath),
-               "depth": tree.depth(r.callpath) if r.callpath in tree else 0,
-               "status": r.model.status, "share_now": sh_now, "share_target": sh_pred, "now": now.get(r.callpath),
-               "predicted": pv, "model": r.model,
-               "increase": r.increase, "per_process": r.per_process, "per_process_first": r.per_process_first}
-        (rows if significant and len(rows) < o.kernels else rest).append(row)
+        if not (significant and len(rows) < o.kernels):
+            rest.append((sh_now or 0.0, sh_pred or 0.0))
+            continue
+        r = ranked_rows(series, [s], rc, start=i)[0]
+        rows.append({"rank": r.rank, "callpath": cp, "name": tree.name(cp) if cp in tree else cp,
+                     "context": _context(tree, cp), "depth": tree.depth(cp) if cp in tree else 0,
+                     "status": r.model.status, "share_now": sh_now, "share_target": sh_pred, "now": now.get(cp),
+                     "predicted": pv, "model": r.model, "increase": r.increase, "per_process": r.per_process,
+                     "per_process_first": r.per_process_first})
     rep.other = None
     if rest:
         rep.other = {"count": len(rest),
-                     "max_share_now": max((r["share_now"] or 0.0) for r in rest),
-                     "max_share_target": max((r["share_target"] or 0.0) for r in rest),
-                     "insignificant": sum(1 for r in rest if not ((r["share_now"] or 0) >= o.min_share or
-                                                                   (r["share_target"] or 0) >= o.min_share))}
+                     "max_share_now": max(a for a, _ in rest),
+                     "max_share_target": max(b for _, b in rest),
+                     "insignificant": sum(1 for a, b in rest if not (a >= o.min_share or b >= o.min_share))}
+    by_cp = meas.series([row["callpath"] for row in rows])
     for row in rows:
         mdl = row.pop("model")
         q = mdl.quality
@@ -524,11 +568,6 @@ def _topmost(tree, present: set) -> set:
         if c not in tree or not any(a in present for a in tree.ancestors(c)):
             out.add(c)
     return out
-
-
-def _nonnegative(exp: Experiment, metric: str, meas: pd.DataFrame) -> bool:
-    """Costs that cannot be negative (time, counts, bytes measured >= 0): intervals clip at 0."""
-    return exp.metrics[metric].kind in ("time", "count", "bytes") and bool((meas["min"] >= 0).all())
 
 
 def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt: dict, o: ReportOptions) -> dict:
