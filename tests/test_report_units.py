@@ -324,3 +324,35 @@ def test_report_numbers_by_hand_and_only_the_shown_models_built():
     assert built - built_before <= shown and shown - built_before <= built
     # one negative measurement: no clipping
     assert not build_report(_two_parameter_experiment(negative=True), ReportOptions(kernels=5, plots=0)).clipped
+
+
+def test_report_shares_do_not_depend_on_the_hash_seed(tmp_path):
+    # the predicted total is summed over a set of callpaths: the report must be the same for any
+    # PYTHONHASHSEED
+    import os
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(11)
+    text = ["PARAMETER p", "", "POINTS ( 4 ) ( 8 ) ( 16 ) ( 32 ) ( 64 )", "", "METRIC time", ""]
+    for r in range(60):
+        c, e = rng.uniform(0.1, 10.0), rng.choice([0.0, 0.5, 1.0])
+        text.append(f"REGION k{r}")
+        text += ["DATA " + " ".join(repr(float(c * 1.37 ** r % 7.3 * p ** e * (1 + rng.uniform(-0.02, 0.02))))
+                                    for _ in range(3)) for p in (4, 8, 16, 32, 64)]
+        text.append("")
+    path = tmp_path / "many.txt"
+    path.write_text("\n".join(text) + "\n")
+    outs = []
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        r = subprocess.run([sys.executable, "-m", "perfcast", "report", str(path), "--json", "--kernels", "100",
+                            "-o", str(tmp_path / f"r{seed}.html")], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        outs.append(json.loads(r.stdout))
+    assert outs[0]["kernels"] == outs[1]["kernels"] == outs[2]["kernels"]
+    rows = [k for k in outs[0]["kernels"] if k.get("share_target") is not None]
+    # every share is its kernel's prediction over one total (flat tree: the sum of all 60 predictions)
+    totals = [k["predicted"] / k["share_target"] for k in rows]
+    assert len(rows) >= 5 and max(totals) == pytest.approx(min(totals), rel=1e-12)
+    assert sum(k["predicted"] for k in rows) < totals[0]
