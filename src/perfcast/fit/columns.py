@@ -515,15 +515,19 @@ def predict(series: Sequence, cols: Mapping[str, np.ndarray], level: float = 0.9
     for g, pos, rows in usable:
         inb[pos] = True
         pat, facs = _patterns(g)
-        nt = np.array([len(f) for f in facs], dtype=np.int64)[pat[rows]]
-        _, D, coef = g.hypotheses_design(rows, np.zeros(len(rows), dtype=np.int64), n, b.term_values)
-        good = g.status[rows] == 0             # insufficient: the constant alone, no interval
-        if not good.all():
-            coef[~good, 1:] = 0.0
-            D[~good, :, 1:] = 0.0
-        kk = min(D.shape[2], k)
-        b.D[pos, :, :kk] = D[:, :, :kk]
-        b.coef[pos, :kk] = coef[:, :kk]
+        p = pat[rows]
+        nt = np.array([len(f) for f in facs], dtype=np.int64)[p]
+        # the selected hypothesis' design, a pattern at a time (what GroupFit.hypotheses_design
+        # gives for it, without finding the patterns again): the t-th term's values and coefficient
+        # in column 1 + t; an insufficient row's pattern has no terms (the constant alone)
+        b.coef[pos, 0] = g.coef[rows, 0, 0]
+        for u in np.unique(p).tolist():
+            sel = np.flatnonzero(p == u)
+            at, r = pos[sel], rows[sel]
+            for t, f in enumerate(facs[u]):
+                b.D[at, :, 1 + t] = b.term_values(f)
+                b.coef[at, 1 + t] = g.coef[r, 0, 1 + t]
+        good = g.status[rows] == 0             # insufficient: no interval
         gp, gr = pos[good], rows[good]
         b.ok[gp] = g.dof[gr] > 0
         for j in np.unique(nt[good]).tolist():
