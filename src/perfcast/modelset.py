@@ -48,6 +48,7 @@ from abc import abstractmethod
 
 import math
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -764,14 +765,17 @@ class ModelSet:
             out.append(d)
         return out
 
-    def _ranking(self, target, by):
+    def _ranking(self, target, by, series: list | None = None, parts=None):
+        """(the series, :func:`perfcast.analysis.ranking.rank_order` of them); ``series``: the list
+        of ``self.series`` and ``parts`` its :func:`perfcast.fit.columns.split` when the caller has
+        them (a split costs a pass over every series)."""
         from .analysis.ranking import rank_order
 
-        series = list(self.series)
+        series = list(self.series) if series is None else series
         order, rc = rank_order(series, target, averaged=self.averaged, by=by, procs=self.procs,
                                aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
                                upper=self.upper or None, lower=self.lower or None, measured=self.measured,
-                               kinds=self.kinds, units=self.units)
+                               kinds=self.kinds, units=self.units, parts=parts)
         return series, order, rc
 
     def _warnings_at(self, series: list, parts) -> dict:
@@ -803,9 +807,10 @@ class ModelSet:
         from .analysis.ranking import ranked_rows
         from .fit import columns
 
-        series, order, rc = self._ranking(target, by)
-        head = ranked_rows(series, order if limit == 0 else order[:limit], rc)
+        series = list(self.series)
         parts = columns.split(series)
+        _, order, rc = self._ranking(target, by, series, parts)
+        head = ranked_rows(series, order if limit == 0 else order[:limit], rc)
         warn = self._warnings_at(series, parts)
         notes: dict = {}
         for g, pos, _ in parts[0]:
@@ -839,14 +844,14 @@ class ModelSet:
         if not series or not columns.json_ready(series, parts):
             yield json_text(self.to_dict(target, by))
             return
-        _, order, rc = self._ranking(target, by)
+        _, order, rc = self._ranking(target, by, series, parts)
         pred = rc["predicted"]
         cost = rc["by"] == "cost"
-        nums = [v for v in pred if v is not None]
-        if cost:
-            nums += [v for k in ("per_process_first", "per_process_now", "per_process", "increase")
-                     for v in rc[k] if v is not None]
-        if not np.isfinite(np.asarray(nums, dtype=float)).all():
+        nums = [np.asarray([v for v in pred if v is not None], dtype=float)]
+        if cost:    # the ranking's columns: NaN for None
+            nums += [rc[k][~np.isnan(rc[k])] for k in ("per_process_first", "per_process_now", "per_process",
+                                                        "increase")]
+        if not all(np.isfinite(v).all() for v in nums):
             yield json_text(self.to_dict(target, by))   # the json module refuses them, as before
             return
         enc = json.dumps
@@ -854,9 +859,9 @@ class ModelSet:
         S = len(series)
 
         def texts(values, pre: str = "") -> np.ndarray:
-            """Per series: ``pre`` + the JSON number of a value, ``null`` for None (finite: checked)."""
-            v = np.array([np.nan if x is None else x for x in values], dtype=float)
-            return np.array([pre + t for t in float_texts(v)] if pre else float_texts(v), dtype=object)
+            """Per series: ``pre`` + the JSON number of a value, ``null`` for NaN (else finite: checked)."""
+            t = np.array(float_texts(values), dtype=object)
+            return pre + t if pre else t
 
         per_metric = {mt: ', "unit": ' + enc(self.units.get(mt, "")) + ', "aggregate": '
                       + enc(self.aggregates.get(mt, "")) + ', "rank": ' for mt in {sm.metric for sm in series}}
@@ -872,8 +877,7 @@ class ModelSet:
             ranking = [texts(rc["per_process_first"], head), texts(rc["per_process_now"], ', "per_process_now": '),
                        texts(rc["per_process"], ', "per_process_at": '),
                        texts(rc["increase"], ', "increase_share": '),
-                       np.where(np.asarray(rc["significant"], dtype=bool), ', "significant": true',
-                                ', "significant": false').astype(object),
+                       np.where(rc["significant"], ', "significant": true', ', "significant": false').astype(object),
                        np.full(S, "}", dtype=object)]
         elif by == "cost":
             rank_at = None
@@ -895,7 +899,7 @@ class ModelSet:
         # values on a measured line: the few series with lines
         ln = columns.lines(series, parts) if (target is not None or rank_at) else None
         for s in ([] if ln is None else [s for s in range(S) if ln[s][1]]):
-            line = _line_at_target(*ln[s], rank_at) if rank_at and rc["per_process"][s] is not None else None
+            line = _line_at_target(*ln[s], rank_at) if rank_at and not np.isnan(rc["per_process"][s]) else None
             if line is not None:
                 ranking[-1][s] = ', "line": ' + enc(line, allow_nan=False) + "}"
             line = _line_at_target(*ln[s], target) if pred[s] is not None else None
@@ -963,25 +967,30 @@ class ModelSet:
         row, dict per row or per term; :mod:`perfcast.fit.columns`)."""
         import pyarrow as pa
 
-        from .analysis.ranking import rank_order
+        from .analysis.ranking import codes
         from .fit import columns
 
         if not self.series:
             return pa.Table.from_pandas(self.to_frame(target, level, by), preserve_index=False)
-        order, rc = rank_order(list(self.series), target, averaged=self.averaged, by=by, procs=self.procs,
-                               aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
-                               upper=self.upper or None, lower=self.lower or None, measured=self.measured,
-                               kinds=self.kinds, units=self.units)
-        ranked = [self.series[s] for s in order]
+        series = list(self.series)
+        parts = columns.split(series)
+        _, order, rc = self._ranking(target, by, series, parts)
         idx = np.asarray(order, dtype=np.int64)
+        # the columns in rank order: arrays taken at ``idx`` (texts per metric taken by the metric's
+        # number); the model's columns from the split of the ranked series
+        at = pa.array(idx)
+        metric_no, metrics = codes(list(map(attrgetter("metric"), series)))
+        by_metric = pa.array(metric_no[idx])
+        text = lambda values: pa.array(values, type=pa.large_string())  # noqa: E731  (as _arrow_column)
         cols: dict = {"rank": pa.array(np.arange(1, len(order) + 1, dtype=np.int64)),
-                      "callpath": [sm.callpath for sm in ranked], "metric": [sm.metric for sm in ranked]}
-        metrics = cols["metric"]
-        cols["unit"] = [self.units.get(mt, "") for mt in metrics]
-        cols["aggregate"] = [self.aggregates.get(mt, "") for mt in metrics]
-        parts = columns.split(ranked)
-        cols["formula"] = columns.formulas(ranked, parts=parts)
-        cols["status"] = np.where(columns.status_ok(ranked, parts), "ok", "insufficient").tolist()
+                      "callpath": text(list(map(attrgetter("callpath"), series))).take(at),
+                      "metric": text(metrics).take(by_metric),
+                      "unit": text([self.units.get(mt, "") for mt in metrics]).take(by_metric),
+                      "aggregate": text([self.aggregates.get(mt, "") for mt in metrics]).take(by_metric)}
+        ranked = [series[s] for s in order]
+        parts = columns.take(parts, len(series), idx)
+        cols["formula"] = text(columns.formulas(ranked, parts=parts))
+        cols["status"] = text(["insufficient", "ok"]).take(pa.array(columns.status_ok(ranked, parts).view(np.int8)))
         has, offsets, coef, kind, factors = columns.terms(ranked, parts)
         const = np.asarray(columns.constants(ranked, parts), dtype=float)
         cols["constant"] = _float_column(const, ~has)
@@ -990,7 +999,8 @@ class ModelSet:
         cols["smape"] = _float_column(smape, s_none)
         cols["noise"] = _float_column(noise, n_none)
         if by == "cost" and rc["by"] == "cost":
-            cols["increase"] = [rc["increase"][s] for s in idx.tolist()]
+            inc = rc["increase"][idx]
+            cols["increase"] = _float_column(inc, np.isnan(inc))
         elif by == "cost":
             cols["increase"] = pa.nulls(len(order))
         if target is not None:

@@ -41,7 +41,7 @@ model whose last regime has too few points still counts: it predicts that regime
 
 from __future__ import annotations
 
-import math
+import operator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable, Mapping
@@ -138,14 +138,19 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
 def ranked_rows(items: list, order: list, c: dict, start: int = 0) -> list[Ranked]:
     """:class:`Ranked` rows of the positions ``order`` (a slice of :func:`rank_order`'s order
     starting at rank ``start + 1``; its columns ``c``): the models of these series only are built."""
-    key, pred = c["key"], c["predicted"]
+    code, table = c["growth"]
+    key = [table[k] for k in code[order].tolist()] if len(order) else []
+    pred = c["predicted"]
     if c["by"] == "growth":
-        return [Ranked(start + i + 1, items[s].callpath, items[s].metric, items[s].model, key[s], pred[s])
+        return [Ranked(start + i + 1, items[s].callpath, items[s].metric, items[s].model, key[i], pred[s])
                 for i, s in enumerate(order)]
     tgt, low = c["at"], c["first_at"]
-    return [Ranked(start + i + 1, items[s].callpath, items[s].metric, items[s].model, key[s], pred[s],
-                   c["per_process_now"][s], c["per_process"][s], c["increase"][s], c["significant"][s], tgt,
-                   c["per_process_first"][s], dict(low))
+    # the columns' values of these rows as Python floats, None for unknown (NaN)
+    first, now, at, inc = ([None if v != v else v for v in c[k][order].tolist()] if len(order) else []
+                           for k in ("per_process_first", "per_process_now", "per_process", "increase"))
+    sig = c["significant"][order].tolist() if len(order) else []
+    return [Ranked(start + i + 1, items[s].callpath, items[s].metric, items[s].model, key[i], pred[s],
+                   now[i], at[i], inc[i], sig[i], tgt, first[i], dict(low))
             for i, s in enumerate(order)]
 
 
@@ -154,19 +159,22 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
                parents: Mapping[str, str] | None = None, inclusive: Iterable[str] = (),
                upper: Mapping[str, float] | None = None, lower: Mapping[str, float] | None = None,
                measured: Mapping[tuple, tuple] | None = None, negligible: float = NEGLIGIBLE,
-               kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None) -> tuple[list, dict]:
+               kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
+               parts=None) -> tuple[list, dict]:
     """:func:`rank` without a :class:`Ranked` object (or a model) per series: (the positions of
-    ``items`` in rank order, columns by position: ``key`` (growth key), ``predicted`` (value at
-    ``target`` or None), with ``by`` ``cost`` also ``per_process_first``, ``per_process_now``,
-    ``per_process``, ``increase`` (None: unknown), ``significant``, and the points ``at`` and
+    ``items`` in rank order, columns by position: ``growth`` (an array of codes and the table of
+    growth keys they index), ``predicted`` (a list: value at ``target`` or None), with ``by``
+    ``cost`` also ``per_process_first``, ``per_process_now``, ``per_process``, ``increase`` (float
+    arrays, NaN: unknown), ``significant`` (a boolean array), and the points ``at`` and
     ``first_at``).  The models' values, growth keys, statuses and constants come from
-    :mod:`perfcast.fit.columns` (the fit's arrays for models not built)."""
+    :mod:`perfcast.fit.columns` (the fit's arrays for models not built); ``parts``:
+    :func:`perfcast.fit.columns.split` of ``items`` when the caller has it."""
     from ..fit import columns
 
     if by not in BY:
         raise PerfcastError(f"ranking order {by!r}: use {' or '.join(BY)}", where="--by")
     S = len(items)
-    parts = columns.split(items)
+    parts = parts or columns.split(items)
     preds: list = [None] * S
     if target is not None:
         for sm in items:
@@ -179,13 +187,13 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
     batch = points if points is not None else [target] if target is not None else []
     vals = columns.values(items, batch, averaged, parts) if batch else None
     if target is not None:
-        for s, pred in enumerate(vals[:, -1].tolist()):
-            if math.isnan(pred):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
-                sm = items[s]
-                m = sm.model
-                raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at the "
-                                    f"target {','.join(f'{p}={target[p]:g}' for p in m.parameters)}", where="target")
-            preds[s] = pred
+        undefined = np.flatnonzero(np.isnan(vals[:, -1]))
+        if len(undefined):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values): the first
+            sm = items[int(undefined[0])]
+            m = sm.model
+            raise PerfcastError(f"{sm.callpath} / {sm.metric}: the model {m.formula()} is undefined at the "
+                                f"target {','.join(f'{p}={target[p]:g}' for p in m.parameters)}", where="target")
+        preds = vals[:, -1].tolist()
     if points is not None:
         return _cost_order(items, points, vals, preds, procs, aggregates or {}, parents or {}, set(inclusive),
                            measured or {}, negligible, kinds or {}, units or {}, parts)
@@ -193,18 +201,25 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
     code, distinct = columns.growth_codes(items, parts)
     code = np.where(ok, code, -1)              # no usable model: the key (), below every other
     consts = np.asarray(columns.constants(items, parts), dtype=float)
-    pv = np.array([ninf if p is None else p for p in preds], dtype=float) if target is not None else np.full(S, ninf)
+    pv = vals[:, -1] if target is not None else np.full(S, ninf)
     order = _descending([ok, code, pv, consts])
-    return order, {"by": "growth", "key": _keys(code, distinct), "predicted": preds}
+    return order, {"by": "growth", "growth": _growth(code, distinct), "predicted": preds}
 
 
 ninf = float("-inf")
 
 
-def _keys(code: np.ndarray, distinct: list) -> list:
-    """The growth key of each series from its code (-1: ())."""
-    table = distinct + [()]
-    return [table[c] for c in code.tolist()]
+def _growth(code: np.ndarray, distinct: list) -> tuple[np.ndarray, list]:
+    """The ``growth`` column: the codes and the table of keys they index (code -1: the key ())."""
+    return code, distinct + [()]
+
+
+def codes(values: list) -> tuple[np.ndarray, list]:
+    """(the number of each value, the distinct values in order of first appearance): one
+    dictionary look-up per value, in C."""
+    distinct = list(dict.fromkeys(values))
+    number = {v: i for i, v in enumerate(distinct)}
+    return np.fromiter(map(number.__getitem__, values), dtype=np.int64, count=len(values)), distinct
 
 
 def _descending(keys: list) -> list:
@@ -260,10 +275,7 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
             for k, v in enumerate(measured.get((sm.callpath, sm.metric), (None, None))):
                 if v is not None:
                     meas[s, k], given[s, k] = v, True
-    metric_of = [sm.metric for sm in items]
-    mcode: dict = {}
-    mc = np.fromiter((mcode.setdefault(m, len(mcode)) for m in metric_of), dtype=np.int64, count=S)
-    metrics = list(mcode)
+    mc, metrics = codes(list(map(_metric, items)))
     summed = np.array([is_sum_over_ranks(aggregates.get(m)) for m in metrics], dtype=bool)[mc] if S else \
         np.zeros(0, dtype=bool)
 
@@ -287,8 +299,8 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
         cut = np.flatnonzero(np.diff(mc[grouped])) + 1
         for rows in np.split(grouped, cut):
             by_metric[metrics[int(mc[rows[0]])]] = rows.tolist()
-    ct0 = np.maximum(np.nan_to_num(c_t, nan=0.0), 0.0).tolist()
-    cu0 = np.maximum(np.nan_to_num(c_up, nan=0.0), 0.0).tolist()
+    ct0 = np.maximum(np.nan_to_num(c_t, nan=0.0), 0.0)
+    cu0 = np.maximum(np.nan_to_num(c_up, nan=0.0), 0.0)
     root_of = np.zeros(S)
     for metric, rows in by_metric.items():
         if metric in inclusive:
@@ -296,8 +308,9 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
             rows_top = [s for s in rows if not _has_ancestor(items[s].callpath, cps, parents)]
         else:
             rows_top = rows
-        at_t = sum(ct0[s] for s in rows_top)
-        at_up = sum(cu0[s] for s in rows_top)
+        # Python's sum of the floats (not numpy's pairwise one): the same digits as ever
+        at_t = sum(ct0[rows_top].tolist())
+        at_up = sum(cu0[rows_top].tolist())
         root_of[rows] = at_t if at_t > 0 else at_up
     with np.errstate(invalid="ignore", divide="ignore"):
         inc = np.where(root_of > 0, ((c_up - c_low) + (c_t - mod_up)) / root_of, np.nan)
@@ -315,15 +328,16 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
     ok = columns.status_ok(items, parts) | seg
     code, distinct = columns.growth_codes(items, parts)
     code = np.where(ok, code, -1)
-    nan_none = lambda a: [None if v != v else v for v in a.tolist()]  # noqa: E731  (NaN -> None)
-    cl, cu, ctt, ic = nan_none(c_low), nan_none(c_up), nan_none(c_t), nan_none(inc)
     preferred = np.array([not ((agg := aggregates.get(m) or "") and not _is_mean(agg) and quantity(m) in means)
                           for m in metrics], dtype=bool)[mc] if S else np.zeros(0, dtype=bool)
     order = _descending([ok, significant, preferred, np.where(np.isnan(inc), ninf, inc), code,
                          np.where(np.isnan(c_t), ninf, c_t)])
-    return order, {"by": "cost", "key": _keys(code, distinct), "predicted": preds, "per_process_first": cl,
-                   "per_process_now": cu, "per_process": ctt, "increase": ic, "significant": significant.tolist(),
+    return order, {"by": "cost", "growth": _growth(code, distinct), "predicted": preds, "per_process_first": c_low,
+                   "per_process_now": c_up, "per_process": c_t, "increase": inc, "significant": significant,
                    "at": tgt, "first_at": low}
+
+
+_metric = operator.attrgetter("metric")
 
 
 def _is_mean(aggregate: str | None) -> bool:
