@@ -184,6 +184,25 @@ def test_formula_styles_and_json_roundtrip():
         m.formula("fortran")
 
 
+def test_formula_numbers_at_the_exponent_boundaries():
+    """Formula texts write "%.<digits>g" numbers with the exponent unpadded and unsigned when
+    positive (4.271e-7, 1e4), zero as "0": around the places where "g" switches to an exponent
+    (1e-4 and 10^digits, with the values that round across them) and beyond."""
+    import re
+
+    from perfcast.fit.model import Term
+
+    base = [0.0, -0.0, 1e-4, 9.99949e-5, 9.99951e-5, 1.5e-7, 3.0, 123.456, 1e300, -2.5e-300, float("inf")]
+    for digits in (1, 2, 4, 6, 17):
+        edge = [10.0 ** digits, 10.0 ** digits - 0.5, 10.0 ** digits - 0.51, 0.9 * 10.0 ** digits, 10.0 ** (digits + 1)]
+        for v in base + edge + [-x for x in edge]:
+            ref = "0" if v == 0 else re.sub(r"e([-+])0*(\d)", lambda g: "e" + g[1].replace("+", "") + g[2],
+                                            f"{abs(v):.{digits}g}")
+            m = Model(("p",), 1.0, (Term(v, (("p", Fraction(1), 0),)),))
+            sign = " - " if v < 0 else " + "
+            assert m.formula(digits=digits) == "1" + sign + ref + " * p", (v, digits)
+
+
 def test_multi_parameter_product_and_sum():
     ps, ns = [4, 8, 16, 32, 64], [10, 20, 40, 80, 160]
     X = np.array([(p, n) for p in ps for n in ns], dtype=float)

@@ -987,7 +987,7 @@ class ModelSet:
                       "metric": text(metrics).take(by_metric),
                       "unit": text([self.units.get(mt, "") for mt in metrics]).take(by_metric),
                       "aggregate": text([self.aggregates.get(mt, "") for mt in metrics]).take(by_metric)}
-        ranked = [series[s] for s in order]
+        ranked = list(map(series.__getitem__, order))
         parts = columns.take(parts, len(series), idx)
         cols["formula"] = text(columns.formulas(ranked, parts=parts))
         cols["status"] = text(["insufficient", "ok"]).take(pa.array(columns.status_ok(ranked, parts).view(np.int8)))

@@ -365,22 +365,22 @@ def _render(constant: float, coefficients: Sequence[float], bases: Sequence[str]
 def render_rows(constants, coefficients, bases: Sequence[str], roundoff, digits: int, style: str) -> list[str]:
     """:func:`_render` of many models with the same terms (basis texts ``bases``) at once: the
     constants (n,), their coefficients (n, len(bases)), whether each constant is round-off (n,);
-    the numbers a column at a time (:func:`_nums`), the texts joined as object arrays."""
+    the numbers a column at a time (:func:`_nums`), each text's pieces joined in one pass."""
     const = np.asarray(constants, dtype=float).reshape(-1)
     n = len(const)
     if not len(bases):
         return _nums(const, digits, style)
     coef = np.asarray(coefficients, dtype=float).reshape(n, len(bases))
     mul = " \\cdot " if style == "latex" else " * "
-    obj = lambda t: np.asarray(t, dtype=object)  # noqa: E731
     shown = (const != 0) & ~np.asarray(roundoff, dtype=bool)
-    out = np.where(shown, obj(_nums(const, digits, style)), "").astype(object)
+    pieces = [np.where(shown, np.asarray(_nums(const, digits, style), dtype=object), "").tolist()]
+    first = ~shown                     # the term starts the text: its sign without spaces
     for t, b in enumerate(bases):
-        c = coef[:, t]
-        neg = c < 0
-        sign = np.where(out == "", np.where(neg, "-", ""), np.where(neg, " - ", " + ")).astype(object)
-        out = out + sign + obj(_nums(np.abs(c), digits, style)) + (mul + b)
-    return out.tolist()
+        neg = coef[:, t] < 0
+        sign = np.where(first, np.where(neg, "-", ""), np.where(neg, " - ", " + "))
+        pieces += [sign.tolist(), _nums(np.abs(coef[:, t]), digits, style), [mul + b] * n]
+        first = np.zeros(n, dtype=bool)
+    return list(map("".join, zip(*pieces)))
 
 
 def term_signature(m: "Model") -> tuple:
@@ -736,7 +736,12 @@ def _nums(values, digits: int, style: str) -> list[str]:
     out = list(map(("{:.%dg}" % digits).format, v.tolist()))
     for i in np.flatnonzero(v == 0).tolist():
         out[i] = "0"
-    for i in [i for i, t in enumerate(out) if "e" in t]:
+    # "g" writes an exponent where the value rounded to ``digits`` is below 1e-4 or at least
+    # 10^digits: only values below 1e-4 or above 0.9 * 10^digits (and NaN) can have one
+    mag = np.abs(v)
+    with np.errstate(invalid="ignore"):
+        maybe = np.flatnonzero(~((mag >= 1e-4) & (mag < 0.9 * 10.0 ** max(digits, 1))))
+    for i in [i for i in maybe.tolist() if "e" in out[i]]:
         m, e = out[i].split("e")
         out[i] = f"{m} \\times 10^{{{int(e)}}}" if style == "latex" else f"{m}e{int(e)}"
     return out
