@@ -906,11 +906,13 @@ class ModelSet:
             if line is not None:
                 predicted[s] += ', "line_at_target": ' + enc(line, allow_nan=False)
         K = len(cols)
+        # the formulas in one batch (a pattern's texts at once, not a chunk's share of them each time)
+        formula = np.array(columns.formulas(series, parts=parts), dtype=object)
         for lo in range(0, len(order), chunk):
             idx = np.asarray(order[lo:lo + chunk], dtype=np.int64)
             sub = [series[s] for s in idx.tolist()]
             sub_parts = columns.take(parts, S, idx)
-            bodies = columns.model_json(sub, sub_parts)
+            bodies = columns.model_json(sub, sub_parts, formula[idx].tolist())
             built = sub_parts[1]
             if built:
                 for i, d in zip(built, to_dicts([sub[i].model for i in built])):
