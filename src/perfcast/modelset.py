@@ -48,7 +48,7 @@ from abc import abstractmethod
 
 import math
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -179,6 +179,11 @@ def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...], series: Sequence
     return lo_a, hi_a
 
 
+def _same_items(items: Sequence, series: Sequence) -> bool:
+    """``items`` are the objects of ``series``, in the same order (identity, compared in C)."""
+    return len(items) == len(series) and all(map(is_, items, series))
+
+
 class _ArrayMap(Mapping):
     """A read-only mapping built from arrays on first use (``_map``, in the subclass): the arrays
     are what the model set reads; the mapping is for API users."""
@@ -218,7 +223,7 @@ class ObservedSlopes(_ArrayMap):
     def arrays(self, items: Sequence):
         """(shallowest, steepest), each (S, len(parameters)), for ``items`` when they are the series
         these were computed for, in the same order (else None)."""
-        if len(items) != len(self.series) or any(a is not b for a, b in zip(items, self.series)):
+        if not _same_items(items, self.series):
             return None
         if self._arrays is None:
             self._arrays = self._make()
@@ -281,7 +286,7 @@ class MeasuredEnds(_ArrayMap):
     def arrays(self, items: Sequence):
         """(value, given) for ``items`` when they are the series these were computed for, in the
         same order (else None)."""
-        if len(items) != len(self.series) or any(a is not b for a, b in zip(items, self.series)):
+        if not _same_items(items, self.series):
             return None
         return self.value, self.given
 
@@ -1006,12 +1011,13 @@ class ModelSet:
         elif by == "cost":
             cols["increase"] = pa.nulls(len(order))
         if target is not None:
-            preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
-            ps = [preds[(sm.callpath, sm.metric)] for sm in ranked]
-            for k in ("value", "lower", "upper", "confidence"):
-                cols[k] = [p[k] for p in ps]
-            if any("line" in p for p in ps):
-                cols["line"] = pa.array([p.get("line") for p in ps])
+            # :meth:`predict`'s columns (one point: a row per series) in rank order, no dict per row
+            pr = self._predicted(target, level)
+            for k, v in (("value", pr.value[idx]), ("lower", pr.lower[idx]), ("upper", pr.upper[idx])):
+                cols[k] = _float_column(v, np.isnan(v))
+            cols["confidence"] = text(pr.conf[idx].tolist())
+            if pr.line:
+                cols["line"] = pa.array([pr.line.get(s) for s in order])
         return _arrow_table(cols)
 
 
