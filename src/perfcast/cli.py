@@ -21,6 +21,10 @@ from .text import safe_text
 
 #: the cyclic garbage collector's thresholds for a CLI run (:func:`main`; Python's default: 700, 10, 10)
 CLI_GC_THRESHOLDS = (200_000, 50, 1000)
+#: glibc malloc settings for a CLI run (:func:`_tune_malloc`): arrays above 32 MB (glibc's largest
+#: mmap threshold) from fresh mappings, below it from the heap, whose free top is given back to the
+#: kernel only beyond 256 MB
+CLI_MALLOC = {"M_MMAP_THRESHOLD": (-3, 32 << 20), "M_TRIM_THRESHOLD": (-1, 256 << 20)}
 
 
 class Finite(click.FloatRange):
@@ -1363,8 +1367,31 @@ def compare_cmd(inputs, fmt, points, params, validation, measure, timers, machin
     body(exp, val, measure, machine, timers, size, threshold, None, "pmnf", target, as_json, comm_max_procs)
 
 
+def _tune_malloc():
+    """Set :data:`CLI_MALLOC` when the C library is glibc and the user set no malloc option.
+
+    glibc's defaults trim the heap's free top above 128 KB and raise the mmap threshold only as
+    large blocks are freed: the fit's chunk temporaries (1-30 MB arrays, allocated and freed
+    thousands of times) went back to the kernel and came again as fresh, zeroed pages -- a sixth
+    of a `model` run's CPU in the kernel (bench/README.md, branch rd17c).  For the CLI process only:
+    a program importing perfcast keeps its own allocator settings."""
+    if any(k.startswith("MALLOC_") for k in os.environ) or "GLIBC_TUNABLES" in os.environ:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # glibc only (musl and others have no such symbol): probe, never assume
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    for option, value in CLI_MALLOC.values():
+        mallopt(ctypes.c_int(option), ctypes.c_int(value))
+
+
 def main(argv=None) -> int:
     """Console entry point: runs the CLI, turning input errors into one line and exit code 2."""
+    _tune_malloc()
     # one short-lived process building up to millions of small objects that form no cycles
     # (models, rows, dicts): at the default thresholds the cyclic collector's full passes over the
     # growing heap took a quarter of `model --json` on 30k series (bench/cli_scale.py); cycles

@@ -633,7 +633,10 @@ class _TextStream:
         """Whether a (callpath, metric) block was met twice (``cp_code``: REGION line -> code)."""
         key = cp_code[np.concatenate(self.block_cp)].astype(np.int64) * max(1, len(self.metric_codes))
         key += np.concatenate(self.block_metric)
-        return len(np.unique(key)) < len(key)
+        # a sort and a look at neighbours: np.unique (numpy 2.x hashes plain int arrays) took
+        # 0.3 s for 300k blocks, this 20 ms
+        key.sort()
+        return bool((key[1:] == key[:-1]).any())
 
     # -- one chunk of whole lines -------------------------------------------------------------
     def chunk(self, raw: bytes):
