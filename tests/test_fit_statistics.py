@@ -49,3 +49,20 @@ def test_per_rank_values_are_reduced_first():
     st = series_statistics(Experiment(["p"], df, [Metric("visits", kind="count")]))
     # counts summed over ranks: 3 and 11, mean 7, ssd 16 + 16
     assert st[["mean", "count", "ssd"]].to_numpy().tolist() == [pytest.approx([7.0, 2, 32.0])]
+
+
+def test_progress_counts_every_series_once_over_the_option_parts():
+    """Metrics fitted under different options (a time: non-negative; an "other" kind: not) are
+    fitted apart; the progress runs over all series of both parts: 3 callpaths x 2 metrics."""
+    from perfcast.fit.series import model_experiment
+
+    rows = [(p, r, cp, mt, float(p) * (1 + i) + 0.1 * r)
+            for p in (2, 4, 8, 16) for r in range(2) for i, cp in enumerate(("main", "main->a", "main->b"))
+            for mt in ("time", "ratio")]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "metric", "value"])
+    exp = Experiment(["p"], df, [Metric("time", kind="time"), Metric("ratio", kind="other")])
+    seen = []
+    res = model_experiment(exp, progress=lambda done, total: seen.append((done, total)))
+    assert len(res) == 6
+    assert seen[-1] == (6, 6)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
