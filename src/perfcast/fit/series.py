@@ -295,9 +295,10 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     locations)`` when already computed (used when the whole of ``exp`` is fitted in one part)."""
     if metric is not None or callpath is not None:
         exp = exp.select(callpath=callpath, metric=metric)
-    pts = exp.points()
-    if exp.parameters and len(pts) == 1:
-        at = ", ".join(f"{p}={pts[p].iloc[0]:g}" for p in exp.parameters)
+    # one point: every parameter at one value (its extremes equal; no table of the distinct points)
+    d = exp.data
+    if exp.parameters and len(d) and all(d[p].min() == d[p].max() for p in exp.parameters):
+        at = ", ".join(f"{p}={float(d[p].iloc[0]):g}" for p in exp.parameters)
         raise PerfcastError(f"one measured point ({at}): a scaling model needs at least 2 points that differ "
                             "in one parameter (a law through them, with a wide interval), 3 or more per "
                             "parameter to choose its form", where="points")
