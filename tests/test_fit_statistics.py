@@ -66,3 +66,17 @@ def test_progress_counts_every_series_once_over_the_option_parts():
     assert len(res) == 6
     assert seen[-1] == (6, 6)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_statistics_of_a_readers_order_by_hand():
+    """Rows of each (point, callpath, metric) together, as a reader writes them (groups of 3, 1
+    and 2 values): numbered in order, repetitions counted from each group's first row."""
+    rows = [(4, 0, "main", "time", 1.0), (4, 1, "main", "time", 3.0), (4, 2, "main", "time", 2.0),
+            (8, 0, "main", "time", 5.0), (4, 0, "main->b", "time", 4.0), (4, 1, "main->b", "time", 8.0)]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "metric", "value"])
+    exp = Experiment(["p"], df, [Metric("time", kind="time")])
+    st, row_of, rep_of, values = _statistics(exp, "auto")
+    got = [(r.p, r.callpath, r.mean, r.count, r.ssd) for r in st.itertuples()]
+    assert got == [(4.0, "main", 2.0, 3, 2.0), (8.0, "main", 5.0, 1, 0.0), (4.0, "main->b", 6.0, 2, 8.0)]
+    assert row_of.tolist() == [0, 0, 0, 1, 2, 2]
+    assert rep_of.tolist() == [0, 1, 2, 0, 0, 1]

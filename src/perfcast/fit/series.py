@@ -211,7 +211,11 @@ def _statistics(exp: Experiment, locations: str):
     with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
         st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
     # the repetition number: the position in the group (its rows one run: from the run's start)
-    rep = np.arange(len(d), dtype=np.int64) - first[gid] if runs is not None else grouped.cumcount().to_numpy()
+    if runs is not None:
+        rep = np.arange(len(d), dtype=np.int64)
+        rep -= np.repeat(first, np.diff(first, append=len(d)))
+    else:
+        rep = grouped.cumcount().to_numpy()
     return st, gid, rep, d["value"].to_numpy(dtype=float)
 
 
@@ -257,7 +261,9 @@ def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | 
             return None
     elif not pd.Index(key).is_unique:
         return None
-    ids = np.cumsum(change, dtype=np.int64) - 1
+    # each row's run number: the runs' numbers repeated over their lengths (a cumulative sum of
+    # ``change`` less one makes two arrays of the rows' size, the second in a pass of its own)
+    ids = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=n))
     return ids, starts.astype(np.int64)
 
 
