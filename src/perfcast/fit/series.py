@@ -217,7 +217,7 @@ def _statistics(exp: Experiment, locations: str):
     else:
         rep = grouped.cumcount().to_numpy()
     # the rows' statistics rows and repetition numbers live as long as the fit (the repetitions
-    # are placed by them): the narrowest integers, not 8 bytes each (a million series: 480 MB)
+    # are placed by them): the narrowest integers, not 8 bytes each (a million series: 150 MB, not 480)
     return st, _narrow(gid), _narrow(rep), d["value"].to_numpy(dtype=float)
 
 
