@@ -91,7 +91,7 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     st = None
     if segmented:
         # one statistics table for the segmentation and the ModelSet (when it can use it)
-        if len(exp.parameters) == 1 or len({sm.metric for sm in res}) == len(exp.metrics):
+        if len(exp.parameters) == 1 or len(set(map(_METRIC, res))) == len(exp.metrics):
             st = full[0] if full is not None else series_statistics(exp, locations)
         full = None
         res = segment_models(exp, res, opts, locations, statistics=st)
@@ -107,7 +107,7 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     units = {name: m.unit for name, m in exp.metrics.items()}
     inclusive = tuple(name for name, m in exp.metrics.items() if m.scope == "inclusive")
     links = exp.tree.links()
-    cps = {sm.callpath for sm in res} if links else ()
+    cps = set(map(_CALLPATH, res)) if links else ()
     parents = {cp: par for cp in cps if (par := links.get(cp)) is not None}
     procs = _process_parameter(exp)
     # the extremes of the measured points: each parameter's, not a table of the distinct points
@@ -136,7 +136,7 @@ def _line_at_target(parameters, lines, target) -> dict | None:
 def _statistics(exp, series, locations: str, given=None):
     from .fit.series import series_statistics
 
-    names = sorted({sm.metric for sm in series})
+    names = sorted(set(map(_METRIC, series)))
     if len(names) == len(exp.metrics):
         return given if given is not None else series_statistics(exp, locations)
     return series_statistics(exp.select(metric=names), locations)

@@ -343,14 +343,14 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         cpos = np.array([order.get(cp, len(order)) for cp in cps], dtype=np.int64)
     morder = {m: i for i, m in enumerate(exp.metrics)}
     mcode = {m: morder.get(m, len(morder)) for m in set(mts)}
-    mpos = np.array([mcode[m] for m in mts], dtype=np.int64)
+    mpos = np.fromiter(map(mcode.__getitem__, mts), dtype=np.int64, count=len(mts))
     perm = np.lexsort((mpos, cpos))      # stable: ties (outside the tree) in fitting order
     gnum = np.concatenate(gnum)[perm].tolist() if gnum else []
     grow = np.concatenate(grow)[perm].tolist() if grow else []
     # the models are built on first use (SeriesModel.model, materialise); columnar views read the
     # groups' arrays (perfcast.fit.columns)
     return _pending_series(np.asarray(cps, dtype=object)[perm].tolist(), np.asarray(mts, dtype=object)[perm].tolist(),
-                           [groups[g] for g in gnum], grow)
+                           list(map(groups.__getitem__, gnum)), grow)
 
 
 # the fit squares values and raises parameters to powers (and multiplies terms of several
