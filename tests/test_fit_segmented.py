@@ -13,6 +13,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfcast import io
@@ -446,6 +447,24 @@ def test_plateau_screen_only_drops_series_without_a_plateau():
     b = np.array([0, 2, 5, 8, 12])
     s = np.array([0, 0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 0])
     assert plateau_screen(b, s).tolist() == [False, True, False, True]
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_series_arrays_cut_the_table_into_series(interleaved):
+    """Each series' rows, in the table's order, whether the table holds a series' rows together
+    (a reader's order) or interleaved with other series'."""
+    from perfcast.fit.segmented import _series_arrays
+
+    rows = [("a", "t", 1.0, 10.0), ("a", "t", 2.0, 11.0), ("b", "t", 1.0, 20.0), ("a", "m", 1.0, 30.0),
+            ("a", "m", 2.0, 31.0), ("b", "t", 2.0, 21.0)]
+    if interleaved:
+        rows = [rows[i] for i in (0, 2, 3, 1, 5, 4)]
+    st = pd.DataFrame(rows, columns=["callpath", "metric", "p", "mean"]).assign(count=1, ssd=0.0)
+    index, bounds, X, M, C, S = _series_arrays(st, "p")
+    got = {key: (X[bounds[k]:bounds[k + 1]].tolist(), M[bounds[k]:bounds[k + 1]].tolist()) for key, k in index.items()}
+    assert got == {("a", "t"): ([1.0, 2.0], [10.0, 11.0]), ("b", "t"): ([1.0, 2.0], [20.0, 21.0]),
+                   ("a", "m"): ([1.0, 2.0], [30.0, 31.0])}
+    assert index.find([("b", "t"), ("a", "m"), ("b", "m")]) == [index[("b", "t")], index[("a", "m")], None]
 
 
 def test_model_shares_one_statistics_table():

@@ -57,6 +57,21 @@ def test_shape_uniform():
     assert sh.beta >= 8
 
 
+@pytest.mark.parametrize("kind", ["laplace", "uniform"])
+def test_shape_the_same_whatever_the_block_of_series(kind, monkeypatch):
+    """The per-point sums are taken a block of series at a time: blocks of 7 series (some with
+    padded repetitions, some without) give the estimate of one block."""
+    from perfcast.fit import shape
+
+    reps = _reps(kind, S=100)
+    reps[3:9, 1, 3:] = np.nan          # uneven repetition counts in the first blocks only
+    monkeypatch.setattr(shape, "_BLOCK", 10 ** 9)
+    whole = estimate_shape(reps)
+    monkeypatch.setattr(shape, "_BLOCK", 7 * 5 * 5)
+    assert estimate_shape(reps) == whole
+    assert whole.adaptive
+
+
 def test_shape_few_data_is_normal():
     sh = estimate_shape(_reps("uniform", S=3, n=3, R=2))
     assert not sh.adaptive and sh.beta == 2.0

@@ -49,3 +49,34 @@ def test_per_rank_values_are_reduced_first():
     st = series_statistics(Experiment(["p"], df, [Metric("visits", kind="count")]))
     # counts summed over ranks: 3 and 11, mean 7, ssd 16 + 16
     assert st[["mean", "count", "ssd"]].to_numpy().tolist() == [pytest.approx([7.0, 2, 32.0])]
+
+
+def test_progress_counts_every_series_once_over_the_option_parts():
+    """Metrics fitted under different options (a time: non-negative; an "other" kind: not) are
+    fitted apart; the progress runs over all series of both parts: 3 callpaths x 2 metrics."""
+    from perfcast.fit.series import model_experiment
+
+    rows = [(p, r, cp, mt, float(p) * (1 + i) + 0.1 * r)
+            for p in (2, 4, 8, 16) for r in range(2) for i, cp in enumerate(("main", "main->a", "main->b"))
+            for mt in ("time", "ratio")]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "metric", "value"])
+    exp = Experiment(["p"], df, [Metric("time", kind="time"), Metric("ratio", kind="other")])
+    seen = []
+    res = model_experiment(exp, progress=lambda done, total: seen.append((done, total)))
+    assert len(res) == 6
+    assert seen[-1] == (6, 6)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_statistics_of_a_readers_order_by_hand():
+    """Rows of each (point, callpath, metric) together, as a reader writes them (groups of 3, 1
+    and 2 values): numbered in order, repetitions counted from each group's first row."""
+    rows = [(4, 0, "main", "time", 1.0), (4, 1, "main", "time", 3.0), (4, 2, "main", "time", 2.0),
+            (8, 0, "main", "time", 5.0), (4, 0, "main->b", "time", 4.0), (4, 1, "main->b", "time", 8.0)]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "metric", "value"])
+    exp = Experiment(["p"], df, [Metric("time", kind="time")])
+    st, row_of, rep_of, values = _statistics(exp, "auto")
+    got = [(r.p, r.callpath, r.mean, r.count, r.ssd) for r in st.itertuples()]
+    assert got == [(4.0, "main", 2.0, 3, 2.0), (8.0, "main", 5.0, 1, 0.0), (4.0, "main->b", 6.0, 2, 8.0)]
+    assert row_of.tolist() == [0, 0, 0, 1, 2, 2]
+    assert rep_of.tolist() == [0, 1, 2, 0, 0, 1]

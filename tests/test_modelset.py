@@ -171,3 +171,28 @@ def test_process_parameter_only_on_evidence(data_dir):
             for s in (2, 4, 8) for r in range(s)]
     exp2 = Experiment(["size"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")])
     assert perfcast.model(exp2).procs == "size"
+
+
+@pytest.mark.parametrize("categorical", [True, False])
+def test_measured_ends_by_name_whatever_the_table_holds(categorical):
+    """The mean at the lower and the upper point per series, by (callpath, metric) names: a series
+    the table lacks, or lacks at one end, gets None there; a table with one row twice (per point
+    and series) answers with the last, as a dict would."""
+    from perfcast.fit.series import SeriesModel
+    from perfcast.modelset import _measured_ends
+
+    st = pd.DataFrame({"p": [2.0, 8.0, 2.0, 8.0, 8.0],
+                       "callpath": ["a", "a", "b", "c", "c"], "metric": ["t", "t", "t", "t", "t"],
+                       "mean": [1.0, 4.0, 2.0, 5.0, 6.0]})
+    if categorical:
+        st["callpath"] = pd.Categorical(st["callpath"], categories=["c", "b", "a", "z"])
+        st["metric"] = st["metric"].astype("category")
+    m = _experiment_model()
+    series = [SeriesModel(cp, mt, m) for cp, mt in (("c", "t"), ("a", "t"), ("b", "t"), ("a", "x"), ("q", "t"))]
+    ends = _measured_ends(st, series, {"p": 2.0}, {"p": 8.0})
+    assert [ends[(s.callpath, s.metric)] for s in series] == [(None, 6.0), (1.0, 4.0), (2.0, None), (None, None),
+                                                              (None, None)]
+
+
+def _experiment_model():
+    return perfcast.model(_experiment()).series[0].model

@@ -660,10 +660,17 @@ def _series_arrays(st, parameter: str):
     cc, cps = pd.factorize(st["callpath"])
     mc, mts = pd.factorize(st["metric"])
     rows = np.nonzero((cc >= 0) & (mc >= 0))[0]   # a missing callpath or metric is no series (as in groupby)
-    codes, sid = np.unique(cc[rows].astype(np.int64) * max(len(mts), 1) + mc[rows], return_inverse=True)
-    sid = np.asarray(sid).ravel()
-    order = rows[np.argsort(sid, kind="stable")]
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(sid, minlength=len(codes)))])
+    key = cc[rows].astype(np.int64) * max(len(mts), 1) + mc[rows]
+    if np.all(key[1:] >= key[:-1]):
+        # the rows already by series (a reader's order: a series' points together): what the
+        # sort below gives, from where the key changes
+        start = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else np.zeros(0, np.int64)
+        codes, order, bounds = key[start], rows, np.append(start, len(key))
+    else:
+        codes, sid = np.unique(key, return_inverse=True)
+        sid = np.asarray(sid).ravel()
+        order = rows[np.argsort(sid, kind="stable")]
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(sid, minlength=len(codes)))])
     cols = (st[c].to_numpy(float)[order] for c in (parameter, "mean", "count", "ssd"))
     return _SeriesIndex(list(cps), list(mts), codes), bounds, *cols
 
@@ -720,18 +727,19 @@ def plateau_screen(bounds: np.ndarray, ssd: np.ndarray) -> np.ndarray:
     return (n >= 3) & (noisy[bounds[1:]] == noisy[bounds[:-1]])
 
 
-def _poor_pending(items: Sequence, warned) -> list:
-    """Per series: for a model not built yet, whether :func:`perfcast.analysis.fitcheck.fit_warnings`
-    would warn (from its group's quality arrays), else None."""
+def _poor_pending(items: Sequence, warned) -> tuple[np.ndarray, np.ndarray]:
+    """Per series, two boolean arrays: whose model is not built yet, and of those, for which
+    :func:`perfcast.analysis.fitcheck.fit_warnings` would warn (from its group's quality arrays)."""
     from .columns import split
 
-    out: list = [None] * len(items)
+    pending = np.zeros(len(items), dtype=bool)
+    poor = np.zeros(len(items), dtype=bool)
     for g, pos, rows in split(items)[0]:
         q = g.quality[rows]
         noise = np.where(np.isfinite(q[:, 4]), q[:, 4], np.nan)
-        for s, w in zip(pos.tolist(), warned(g.status[rows] == 0, q[:, 2], noise, q[:, 5].astype(np.int64)).tolist()):
-            out[s] = w
-    return out
+        pending[pos] = True
+        poor[pos] = warned(g.status[rows] == 0, q[:, 2], noise, q[:, 5].astype(np.int64))
+    return pending, poor
 
 
 def segment_models(exp, series_models: Sequence, options: FitOptions | None = None, locations: str = "auto",
@@ -777,9 +785,10 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         if m is not None:
             items[i] = SeriesModel(sm.callpath, sm.metric, m)
     # series whose model is not built yet are plain models: the fit's arrays say which are poor fits
-    poor = _poor_pending(items, warned) if default else [None] * len(items)
-    todo = [i for i, sm in enumerate(items)
-            if (poor[i] if poor[i] is not None else isinstance(sm.model, Model) and select(sm.model))]
+    pending, poor = _poor_pending(items, warned) if default else (np.zeros(len(items), dtype=bool),) * 2
+    todo = sorted(np.flatnonzero(poor).tolist()
+                  + [i for i in np.flatnonzero(~pending).tolist() if isinstance(items[i].model, Model)
+                     and select(items[i].model)])
     for i, k in zip(todo, index.find([(items[i].callpath, items[i].metric) for i in todo])):
         sm = items[i]
         if k is None:

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import gc
 import operator
+from collections import deque
+from contextlib import contextmanager
 from dataclasses import replace
+from itertools import repeat
 from typing import Callable, Sequence
 
 import numpy as np
@@ -81,24 +84,31 @@ _NEW = object.__new__
 _SET = tuple(getattr(SeriesModel, k).__set__ for k in SeriesModel.__slots__)
 
 
+@contextmanager
+def _gc_paused():
+    """The cyclic garbage collector paused: while a million small immutable objects without
+    reference cycles are made, its passes over the whole heap would cost more than making them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _pending_series(callpaths: list, metrics: list, groups: list, rows: list) -> list[SeriesModel]:
     """``SeriesModel(cp, mt, group=g, row=r)`` for each tuple of the lists, without a call of
-    ``__init__`` per series (a million series: half the time)."""
-    set_cp, set_mt, set_model, set_group, set_row = _SET
-    out = []
-    append = out.append
-    for cp, mt, g, r in zip(callpaths, metrics, groups, rows):
-        sm = _NEW(SeriesModel)
-        set_cp(sm, cp)
-        set_mt(sm, mt)
-        set_model(sm, None)
-        set_group(sm, g)
-        set_row(sm, r)
-        append(sm)
+    ``__init__`` per series: the objects made, then each slot set over all of them, by C-level
+    maps (no Python loop; a million series: a fifth of the time)."""
+    with _gc_paused():
+        out = list(map(_NEW, repeat(SeriesModel, len(callpaths))))
+        for setter, values in zip(_SET, (callpaths, metrics, repeat(None), groups, rows)):
+            deque(map(setter, out, values), maxlen=0)
     return out
 
 
-_GROUP_ROW = operator.attrgetter("_model", "_group", "_row")
+_MODEL, _GROUP, _ROW = (operator.attrgetter(k) for k in ("_model", "_group", "_row"))
 
 
 def pending_rows(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]] | None:
@@ -106,16 +116,18 @@ def pending_rows(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.
     :func:`perfcast.fit.columns.split` gives (the groups of the series whose model is not built,
     in order of first appearance, the positions of each in ascending order and their rows in the
     group; the positions of the others), read by C-level attribute getters instead of a Python
-    loop; else None."""
+    loop (one getter per attribute: a getter of the three makes and transposes a tuple per series,
+    several times slower); else None."""
     S = len(series)
     if not S or set(map(type, series)) != {SeriesModel}:
         return None
-    models, groups, rows = zip(*map(_GROUP_ROW, series))
-    rows = np.fromiter(rows, dtype=np.int64, count=S)
+    models = list(map(_MODEL, series))
+    groups = list(map(_GROUP, series))
+    rows = np.fromiter(map(_ROW, series), dtype=np.int64, count=S)
     others: list[int] = []
     at = None
     if models.count(None) != S:
-        built = np.fromiter((m is not None for m in models), dtype=bool, count=S)
+        built = np.fromiter(map(operator.is_not, models, repeat(None)), dtype=bool, count=S)
         others = np.flatnonzero(built).tolist()
         at = np.flatnonzero(~built)
         if not len(at):
@@ -149,16 +161,11 @@ def materialise(series: Sequence[SeriesModel]) -> None:
             todo.setdefault(id(src[0]), []).append((src[1], sm))
     if not todo:
         return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         for pairs in todo.values():
             pairs.sort(key=lambda r: r[0])
             for _, sm in pairs:
                 sm.model
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
@@ -204,8 +211,19 @@ def _statistics(exp: Experiment, locations: str):
     with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
         st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
     # the repetition number: the position in the group (its rows one run: from the run's start)
-    rep = np.arange(len(d), dtype=np.int64) - first[gid] if runs is not None else grouped.cumcount().to_numpy()
-    return st, gid, rep, d["value"].to_numpy(dtype=float)
+    if runs is not None:
+        rep = np.arange(len(d), dtype=np.int64)
+        rep -= np.repeat(first, np.diff(first, append=len(d)))
+    else:
+        rep = grouped.cumcount().to_numpy()
+    # the rows' statistics rows and repetition numbers live as long as the fit (the repetitions
+    # are placed by them): the narrowest integers, not 8 bytes each (a million series: 150 MB, not 480)
+    return st, _narrow(gid), _narrow(rep), d["value"].to_numpy(dtype=float)
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """``a`` (non-negative integers) in the narrowest unsigned type holding its values."""
+    return a.astype(np.min_scalar_type(int(a.max()) if len(a) else 0), copy=False)
 
 
 def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -250,7 +268,9 @@ def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | 
             return None
     elif not pd.Index(key).is_unique:
         return None
-    ids = np.cumsum(change, dtype=np.int64) - 1
+    # each row's run number: the runs' numbers repeated over their lengths (a cumulative sum of
+    # ``change`` less one makes two arrays of the rows' size, the second in a pass of its own)
+    ids = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=n))
     return ids, starts.astype(np.int64)
 
 
@@ -288,9 +308,10 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     locations)`` when already computed (used when the whole of ``exp`` is fitted in one part)."""
     if metric is not None or callpath is not None:
         exp = exp.select(callpath=callpath, metric=metric)
-    pts = exp.points()
-    if exp.parameters and len(pts) == 1:
-        at = ", ".join(f"{p}={pts[p].iloc[0]:g}" for p in exp.parameters)
+    # one point: every parameter at one value (its extremes equal; no table of the distinct points)
+    d = exp.data
+    if exp.parameters and len(d) and all(d[p].min() == d[p].max() for p in exp.parameters):
+        at = ", ".join(f"{p}={float(d[p].iloc[0]):g}" for p in exp.parameters)
         raise PerfcastError(f"one measured point ({at}): a scaling model needs at least 2 points that differ "
                             "in one parameter (a law through them, with a wide interval), 3 or more per "
                             "parameter to choose its form", where="points")
@@ -304,7 +325,6 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     cps, mts, gnum, grow = [], [], [], []
     for o, names in parts.items():
         sub = exp if len(parts) == 1 else exp.select(metric=names)
-        n_series = 0 if progress is None else sub.data.groupby(["callpath", "metric"], observed=True).ngroups
         prog = None if progress is None else (lambda k, total, off=done: progress(off + k, off + total))
         g, c, m, gi, r = _fit_series(sub, o, locations, prog, statistics=statistics if sub is exp else None)
         cps.extend(c)
@@ -312,7 +332,7 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         gnum.append(gi + len(groups))
         grow.append(r)
         groups.extend(g)
-        done += n_series
+        done += len(c)      # the part's series: its progress total
     # tree order, then metric order; series of callpaths outside the tree last, in fitting order
     tree = pd.Index(exp.tree.preorder())
     if tree.is_unique:
@@ -323,14 +343,14 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         cpos = np.array([order.get(cp, len(order)) for cp in cps], dtype=np.int64)
     morder = {m: i for i, m in enumerate(exp.metrics)}
     mcode = {m: morder.get(m, len(morder)) for m in set(mts)}
-    mpos = np.array([mcode[m] for m in mts], dtype=np.int64)
+    mpos = np.fromiter(map(mcode.__getitem__, mts), dtype=np.int64, count=len(mts))
     perm = np.lexsort((mpos, cpos))      # stable: ties (outside the tree) in fitting order
     gnum = np.concatenate(gnum)[perm].tolist() if gnum else []
     grow = np.concatenate(grow)[perm].tolist() if grow else []
     # the models are built on first use (SeriesModel.model, materialise); columnar views read the
     # groups' arrays (perfcast.fit.columns)
     return _pending_series(np.asarray(cps, dtype=object)[perm].tolist(), np.asarray(mts, dtype=object)[perm].tolist(),
-                           [groups[g] for g in gnum], grow)
+                           list(map(groups.__getitem__, gnum)), grow)
 
 
 # the fit squares values and raises parameters to powers (and multiplies terms of several
@@ -396,7 +416,8 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
     st, row_of, rep_of, values = statistics if statistics is not None else _statistics(exp, locations)
     params = list(exp.parameters)
     _check_magnitudes(exp, st, row_of, values, params)
-    sid, first = _factorize_rows(st, ["callpath", "metric"])
+    # the statistics rows of a series together (a reader's order): numbered by runs, no hashing
+    sid, first = _runs(st, ["callpath", "metric"]) or _factorize_rows(st, ["callpath", "metric"])
     if params:
         pid, pfirst = _factorize_rows(st, params)
         coords = st[params].to_numpy(dtype=float)[pfirst].reshape(len(pfirst), len(params))
@@ -406,19 +427,20 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
     S, P = len(first), len(coords)
     cps = _strings(st["callpath"], first)
     mts = _strings(st["metric"], first)
-    mean = np.zeros((S, P))
-    count = np.zeros((S, P))
-    ssd = np.zeros((S, P))
-    mean[sid, pid] = st["mean"].to_numpy()
-    count[sid, pid] = st["count"].to_numpy()
-    ssd[sid, pid] = st["ssd"].to_numpy()
+    # each statistics row's cell of the (S, P) arrays, as one flat index (not a (row, column)
+    # pair per array written)
+    cell = sid * P + pid
+    mean, count, ssd = (_scattered(st[c].to_numpy(), cell, S * P).reshape(S, P) for c in ("mean", "count", "ssd"))
     # raw repetitions (S, P, R), NaN-padded: the noise shape is estimated from them (skipped when
     # the padding would more than double the memory of the values: very uneven repetition counts)
     R = int(st["count"].max()) if len(st) else 0
     reps = None
     if R >= 2 and S * P * R <= 2 * len(values):
-        reps = np.full((S, P, R), np.nan)
-        reps[sid[row_of], pid[row_of], rep_of] = values
+        at = cell[row_of]
+        at *= R
+        at += rep_of
+        reps = _scattered(values, at, S * P * R, np.nan).reshape(S, P, R)
+        del at
     present = count > 0
     sigs, inverse = _point_sets(present)
     groups: list[GroupFit] = []
@@ -446,7 +468,7 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
             if not len(rows):
                 continue
             gf = fit_group(X, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)], ssd[np.ix_(rows, cols)],
-                           params, o, prog, None if reps is None else reps[rows][:, cols])
+                           params, o, prog, None if reps is None else reps[np.ix_(rows, cols)])
             if note:
                 gf = replace(gf, notes=gf.notes + note)
             if len(params) >= 2:
@@ -460,6 +482,13 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
     grow = np.concatenate([np.arange(k, dtype=np.int64) for k in sizes]) if members else np.zeros(0, dtype=np.int64)
     at = at.tolist()
     return groups, [cps[r] for r in at], [mts[r] for r in at], gnum, grow
+
+
+def _scattered(values: np.ndarray, at: np.ndarray, n: int, fill: float = 0.0) -> np.ndarray:
+    """A flat float array of ``n`` cells, ``fill`` but for ``values`` at ``at``."""
+    out = np.full(n, fill)
+    out[at] = values
+    return out
 
 
 def _point_sets(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
