@@ -500,6 +500,58 @@ def test_rowsum_gives_numpys_floats():
             assert _rowsum(a).tobytes() == np.sum(np.ascontiguousarray(a), axis=1).tobytes(), n
 
 
+def test_stable_top_is_the_stable_argsort():
+    """``_stable_top`` (the fit's top-M of a merge, by integer keys on wide rows) picks exactly the
+    indices of ``np.argsort(kind="stable")[:, :M]``: ties by column, values one ulp apart,
+    infinities, signed zeros and NaN included, at every width around the switch to keys."""
+    from perfcast.fit.core import _TOP_MIN_WIDTH, _stable_top
+
+    rng = np.random.default_rng(17)
+    for trial in range(240):
+        S = int(rng.integers(1, 80))
+        W = int(rng.integers(_TOP_MIN_WIDTH - 3, 2 * _TOP_MIN_WIDTH + 8))
+        M = int(rng.integers(1, W + 3))
+        a = rng.standard_normal((S, W)) * 10.0 ** rng.integers(-3, 4)
+        kind = trial % 6
+        if kind == 1:
+            a = np.round(a)                                   # many exact ties
+        elif kind == 2:
+            a[rng.random((S, W)) < 0.6] = np.inf              # fewer than M finite in many rows
+        elif kind == 3:                                       # a neighbour one ulp away, either side
+            j = rng.integers(0, W, size=S)
+            a[np.arange(S), j] = np.nextafter(a[np.arange(S), (j + 1) % W],
+                                              rng.choice([-np.inf, np.inf], size=S))
+        elif kind == 4:
+            a[rng.random((S, W)) < 0.3] = rng.choice([0.0, -0.0, -np.inf, np.nan])
+        elif kind == 5:                                       # equal and one-ulp-apart values mixed
+            a = np.nextafter(np.round(a), np.where(rng.random((S, W)) < 0.5, -np.inf, np.inf))
+        want = np.argsort(a, axis=1, kind="stable")[:, :M]
+        got = _stable_top(a, M)
+        assert got.shape == want.shape and np.array_equal(got, want), (trial, kind)
+
+
+def test_pair_gather_and_scatter_match_fancy_indexing():
+    """``_take2``/``_put2`` (the fit's (series, alternative) gathers and writes through flat indices)
+    read and write exactly the elements numpy's fancy indexing does, partial trailing blocks
+    included."""
+    from perfcast.fit.core import _put2, _take2
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((7, 5, 3, 3))
+    i, j = rng.integers(0, 7, size=20), rng.integers(0, 5, size=20)
+    assert np.array_equal(_take2(a, i, j), a[i, j])
+    idx = rng.integers(0, 5, size=(7, 4))
+    assert np.array_equal(_take2(a, np.arange(7)[:, None], idx), a[np.arange(7)[:, None], idx])
+    i, j = np.array([0, 6, 3, 3]), np.array([4, 0, 2, 1])             # distinct pairs
+    for arr, sub in ((a, (3, 3)), (a, (2, 2)), (a, (1, 3)), (a[..., 0], (3,)), (a[..., 0], (2,)),
+                     (a[..., 0, 0], ())):
+        b, want = arr.copy(), arr.copy()
+        v = rng.standard_normal((4, *sub))
+        _put2(b, i, j, v)
+        want[(i, j, *[slice(0, d) for d in sub])] = v
+        assert np.array_equal(b, want), sub
+
+
 def test_noise_shape_layout_keeps_numpys_floats():
     """``estimate_shape`` sums the repetitions in (repetition, series, point) layout: the pooled
     sums it starts from equal the plain (S, n, R) numpy reductions bit for bit, with and without
