@@ -97,6 +97,16 @@ def growth_exponent(s1: float, t1: float, s2: float, t2: float) -> float:
     return math.log(t2 / t1) / math.log(s2 / s1)
 
 
+#: resident memory of a run that does not grow with the series (interpreter, numpy, pandas, pyarrow)
+BASE_MB = 200.0
+
+
+def grown_mb(peak_mb: float, factor: float) -> float:
+    """A run's peak predicted from a smaller one's: the part above BASE_MB grows with the series."""
+    base = min(peak_mb, BASE_MB)
+    return base + (peak_mb - base) * factor
+
+
 def parse_sizes(text: str) -> list:
     """'1k,10000,1M,200MB' -> [1000, 10000, 1000000, '200MB'] (k/M suffixes; 'NMB' = a text file of
     N megabytes)."""
@@ -248,8 +258,13 @@ def has_model_output(py: str) -> bool:
     return " -o," in h or "--output" in h
 
 
-def command_argv(cmd: str, py: str, path: Path, nparam: int, work: Path) -> list[str] | None:
+#: the commands that fit models and take ``--workers N`` (perfcast model/predict/check)
+FITTING = ("model", "json", "parquet", "predict", "check")
+
+
+def command_argv(cmd: str, py: str, path: Path, nparam: int, work: Path, workers: int = 1) -> list[str] | None:
     base = [py, "-m", "perfcast"]
+    extra = ["--workers", str(workers)] if workers > 1 and cmd in FITTING else []
     at = "p=512" if nparam == 1 else "p=256,n=1024"
     expect = "*: O(p^2)" if nparam == 1 else "*: O(p^2 n^2)"
     return {
@@ -262,7 +277,7 @@ def command_argv(cmd: str, py: str, path: Path, nparam: int, work: Path) -> list
         "predict": base + ["predict", str(path), "--at", at, "--json"],
         "check": base + ["check", str(path), "--expect", expect],
         "report": base + ["report", str(path), "-o", str(work / "x.html"), "--force"],
-    }[cmd]
+    }[cmd] + extra
 
 
 LABEL = {"startup": "--version", "read": "show", "import": "import", "model": "model (table)",
@@ -320,6 +335,9 @@ def main(argv=None) -> int:
                     help="a few minutes: 1 parameter 1k and 10k, 2 parameters 1k, Extra-P at 300 "
                          "(explicit --sizes/--sizes2/--extrap win)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="pass --workers N to the commands that fit (model, predict, check): the fit in N "
+                         "processes; rows are labelled 'wN'")
     ap.add_argument("--json", default=None, help="write all numbers to this file")
     a = ap.parse_args(argv)
     if a.quick:
@@ -392,7 +410,8 @@ def main(argv=None) -> int:
                 csizes = csizes[:1]
             for s in csizes:
                 path, count, _ = experiment_file(nparam, s, a.seed)
-                row = {"command": cmd, "label": LABEL[cmd], "params": nparam, "size": s, "series": count,
+                label = LABEL[cmd] + (f" w{a.workers}" if a.workers > 1 and cmd in FITTING else "")
+                row = {"command": cmd, "label": label, "params": nparam, "size": s, "series": count,
                        "file_mb": path.stat().st_size / 1e6}
                 if cmd == "parquet" and not parquet_ok:
                     row["status"] = "n/a (model has no -o)"
@@ -401,10 +420,10 @@ def main(argv=None) -> int:
                 elif prev and isinstance(s, int) and prev[1] * (s / prev[0]) ** max(1.0, prev[3]) > a.timeout:
                     row["status"] = (f"skipped (predicted "
                                      f"{prev[1] * (s / prev[0]) ** max(1.0, prev[3]):.0f} s > timeout)")
-                elif prev and isinstance(s, int) and prev[2] * s / prev[0] > mem_limit:
-                    row["status"] = f"skipped (predicted {prev[2] * s / prev[0]:.0f} MB > limit)"
+                elif prev and isinstance(s, int) and grown_mb(prev[2], s / prev[0]) > mem_limit:
+                    row["status"] = f"skipped (predicted {grown_mb(prev[2], s / prev[0]):.0f} MB > limit)"
                 else:
-                    argv = command_argv(cmd, py, path, nparam, work)
+                    argv = command_argv(cmd, py, path, nparam, work, a.workers)
                     m = run_measured(argv, work / f"{cmd}.out", a.timeout, mem_limit)
                     row.update(m)
                     if m["killed"]:
@@ -453,7 +472,7 @@ def main(argv=None) -> int:
     return 0
 
 
-HEADER = (f"| {'command':17s} | par | {'size':>5s} | {'wall s':>7s} | {'cpu s':>7s} | {'peak MB':>7s} | "
+HEADER = (f"| {'command':20s} | par | {'size':>5s} | {'wall s':>7s} | {'cpu s':>7s} | {'peak MB':>7s} | "
           f"{'ms/series':>9s} | {'vs Extra-P':>10s} | {'cpu vs E-P':>10s} | {'target':>6s} | {'growth':>6s} | {'load':>4s} | status")
 
 
@@ -475,7 +494,7 @@ def row_line(r: dict) -> str:
         ok = r["wall_s"] <= r["target_s"] and (r["target_mb"] is None or r["maxrss_mb"] <= r["target_mb"])
         lim = f"<={r['target_s']:.0f}s" + (f"/{r['target_mb'] / 1000:.0f}GB" if r["target_mb"] else "")
         status += f"; {lim} {'PASS' if ok else 'FAIL'}"
-    return (f"| {r['label']:17s} | {r['params']:3d} | {fmt_size(r['size']):>5s} | {f('wall_s', '7.2f')} | "
+    return (f"| {r['label']:20s} | {r['params']:3d} | {fmt_size(r['size']):>5s} | {f('wall_s', '7.2f')} | "
             f"{f('cpu_s', '7.2f')} | {f('maxrss_mb', '7.0f')} | {f('ms_per_series', '9.3f')} | {ratio:>10s} | "
             f"{cratio:>10s} | "
             f"{tgt:>6s} | {f('growth', '6.2f')} | {f('load', '4.1f')} | {status}")
