@@ -262,9 +262,9 @@ def has_model_output(py: str) -> bool:
 FITTING = ("model", "json", "parquet", "predict", "check")
 
 
-def command_argv(cmd: str, py: str, path: Path, nparam: int, work: Path, workers: int = 1) -> list[str] | None:
+def command_argv(cmd: str, py: str, path: Path, nparam: int, work: Path, workers: str | None = None) -> list[str] | None:
     base = [py, "-m", "perfcast"]
-    extra = ["--workers", str(workers)] if workers > 1 and cmd in FITTING else []
+    extra = ["--workers", workers] if workers and cmd in FITTING else []
     at = "p=512" if nparam == 1 else "p=256,n=1024"
     expect = "*: O(p^2)" if nparam == 1 else "*: O(p^2 n^2)"
     return {
@@ -335,9 +335,10 @@ def main(argv=None) -> int:
                     help="a few minutes: 1 parameter 1k and 10k, 2 parameters 1k, Extra-P at 300 "
                          "(explicit --sizes/--sizes2/--extrap win)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--workers", type=int, default=1,
-                    help="pass --workers N to the commands that fit (model, predict, check): the fit in N "
-                         "processes; rows are labelled 'wN'")
+    ap.add_argument("--workers", default=None,
+                    help="pass --workers N (or auto) to the commands that fit (model, predict, check); rows "
+                         "are labelled 'wN'. Default: none passed, so the CLI's default (auto: the usable "
+                         "CPUs, up to 8)")
     ap.add_argument("--json", default=None, help="write all numbers to this file")
     a = ap.parse_args(argv)
     if a.quick:
@@ -410,7 +411,7 @@ def main(argv=None) -> int:
                 csizes = csizes[:1]
             for s in csizes:
                 path, count, _ = experiment_file(nparam, s, a.seed)
-                label = LABEL[cmd] + (f" w{a.workers}" if a.workers > 1 and cmd in FITTING else "")
+                label = LABEL[cmd] + (f" w{a.workers}" if a.workers and cmd in FITTING else "")
                 row = {"command": cmd, "label": label, "params": nparam, "size": s, "series": count,
                        "file_mb": path.stat().st_size / 1e6}
                 if cmd == "parquet" and not parquet_ok:

@@ -47,3 +47,36 @@ def test_cli_workers_gives_the_same_json(tmp_path, capsys):
         outs.append(capsys.readouterr().out)
     assert json.loads(outs[0]) == json.loads(outs[1]) and len(json.loads(outs[0])) == 40
     assert main(["model", str(path), "--workers", "0"]) == 2
+
+
+def test_cli_workers_auto_and_its_errors(tmp_path, capsys, monkeypatch):
+    """--workers auto (the default) is the usable CPUs, capped; bad values exit 2 naming the option."""
+    import perfcast.cli as cli
+    import perfcast.modelset as modelset
+
+    seen = []
+    real = modelset.model
+
+    def spy(*a, options=None, **k):
+        seen.append(options.workers)
+        return real(*a, options=options, **k)
+
+    monkeypatch.setattr(modelset, "model", spy)
+    mean, _, _, reps = _group(S=5, seed=3)
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in X), "", "METRIC time", ""]
+    for s in range(len(mean)):
+        lines.append(f"REGION r{s}")
+        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(X))]
+    path = tmp_path / "exp.txt"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 3)
+    assert cli.main(["model", str(path), "--json"]) == 0
+    monkeypatch.setattr(cli, "usable_cpus", lambda: 64)
+    assert cli.main(["model", str(path), "--json", "--workers", "auto"]) == 0
+    assert cli.main(["model", str(path), "--json", "--workers", "5"]) == 0
+    assert seen == [3, cli.AUTO_WORKERS, 5]
+    capsys.readouterr()
+    for bad in ("0", "-1", "two", "1.5"):
+        assert cli.main(["model", str(path), "--workers", bad]) == 2
+        err = capsys.readouterr().err
+        assert "--workers" in err and "Traceback" not in err

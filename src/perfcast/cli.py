@@ -487,14 +487,50 @@ def _model_options(f):
     f = click.option("--ranks", "locations", type=click.Choice(["auto", "sum", "mean", "max", "min", "median"]),
                      default="auto", show_default=True,
                      help="Reduce per-rank values: auto sums counts/bytes and averages times.")(f)
-    f = click.option("--workers", type=click.IntRange(1), default=1, show_default=True, expose_value=False,
+    f = click.option("--workers", type=_WORKERS, default="auto", show_default=True, metavar="N|auto",
+                     expose_value=False,
                      callback=_workers_option,
-                     help="Processes fitting the series in parallel (forked; results identical to one).")(f)
+                     help="Processes fitting the series in parallel (forked; results identical to one): "
+                          "N, or auto = the CPUs this process may run on, at most 8 (one for a fit of one "
+                          "chunk, 4,096 series).")(f)
     f = click.option("--dask", metavar="ADDRESS", default=None, expose_value=False,
                      callback=lambda ctx, _param, value: ctx.meta.__setitem__("dask", value),
                      help="Fit the series on this Dask cluster, e.g. tcp://host:8786 (results identical "
                           "to one process; needs pip install 'perfcast[dask]').")(f)
     return f
+
+
+class _Workers(click.ParamType):
+    """--workers: a whole number >= 1 or "auto" (kept as None until the fit: usable_cpus())."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):
+        if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+            return None
+        try:
+            n = int(value)
+        except (TypeError, ValueError):
+            n = 0
+        if n < 1:
+            self.fail(f"{value!r} is neither a whole number >= 1 nor 'auto'", param, ctx)
+        return n
+
+
+_WORKERS = _Workers()
+#: --workers auto uses at most this many processes: each forked worker holds ~70 MB of its own
+#: (a chunk's temporaries; bench/README.md), and beyond a few the serial reading, statistics and
+#: output bound the run (1M series: 63 s in one process, 48 s with two on a 2-core VM)
+AUTO_WORKERS = 8
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask where the platform has one (a Slurm
+    job step's or a cgroup's cpuset, taskset), else the machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _workers_option(ctx, _param, value):
@@ -522,8 +558,12 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, 
     ctx = click.get_current_context(silent=True)
     workers = ctx.meta.get("workers", 1) if ctx is not None else 1
     dask = ctx.meta.get("dask") if ctx is not None else None
-    if dask is not None and workers > 1:
+    if dask is not None and workers is not None and workers > 1:
         raise PerfcastError(f"--dask and --workers {workers}: give one of them")
+    if workers is None:
+        # auto: the usable CPUs here, up to AUTO_WORKERS (the chunks are the unit of work: a fit of
+        # one chunk forks nothing, perfcast.fit.core._chunks); none with a cluster doing the fit
+        workers = 1 if dask is not None else min(usable_cpus(), AUTO_WORKERS)
     session = contextlib.nullcontext()
     if dask is not None:
         from .fit import cluster
