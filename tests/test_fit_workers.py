@@ -16,6 +16,18 @@ def _group(S=300, seed=5):
     return power_law_group(X, S, seed)
 
 
+def _experiment_file(tmp_path, S, seed):
+    """An Extra-P text file of S power-law series (5 points x their repetitions)."""
+    _, _, _, reps = _group(S=S, seed=seed)
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in X), "", "METRIC time", ""]
+    for s in range(S):
+        lines.append(f"REGION r{s}")
+        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(X))]
+    path = tmp_path / "exp.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def test_forked_chunks_equal_one_process():
     mean, count, ssd, reps = _group()
     one = fit_group(X[:, None], mean, count, ssd, ("p",), FitOptions(chunk=64), reps=reps)
@@ -34,18 +46,13 @@ def test_workers_option_is_checked():
 def test_cli_workers_gives_the_same_json(tmp_path, capsys):
     from perfcast.cli import main
 
-    mean, _, _, reps = _group(S=40, seed=9)
-    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in X), "", "METRIC time", ""]
-    for s in range(len(mean)):
-        lines.append(f"REGION r{s}")
-        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(X))]
-    path = tmp_path / "exp.txt"
-    path.write_text("\n".join(lines) + "\n")
+    # more series than one chunk (FitOptions.chunk, 4,096): two chunks, so the workers really fork
+    path = _experiment_file(tmp_path, S=4100, seed=9)
     outs = []
-    for w in ("1", "2"):
+    for w in ("1", "2", "auto"):
         assert main(["model", str(path), "--json", "--workers", w]) == 0
         outs.append(capsys.readouterr().out)
-    assert json.loads(outs[0]) == json.loads(outs[1]) and len(json.loads(outs[0])) == 40
+    assert outs[0] == outs[1] == outs[2] and len(json.loads(outs[0])) == 4100
     assert main(["model", str(path), "--workers", "0"]) == 2
 
 
@@ -62,13 +69,7 @@ def test_cli_workers_auto_and_its_errors(tmp_path, capsys, monkeypatch):
         return real(*a, options=options, **k)
 
     monkeypatch.setattr(modelset, "model", spy)
-    mean, _, _, reps = _group(S=5, seed=3)
-    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in X), "", "METRIC time", ""]
-    for s in range(len(mean)):
-        lines.append(f"REGION r{s}")
-        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(X))]
-    path = tmp_path / "exp.txt"
-    path.write_text("\n".join(lines) + "\n")
+    path = _experiment_file(tmp_path, S=5, seed=3)
     monkeypatch.setattr(cli, "usable_cpus", lambda: 3)
     assert cli.main(["model", str(path), "--json"]) == 0
     monkeypatch.setattr(cli, "usable_cpus", lambda: 64)
