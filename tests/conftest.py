@@ -130,6 +130,19 @@ def power_law_group(x, S: int, seed: int):
     return mean, np.full(mean.shape, 5.0), ssd, reps
 
 
+def power_law_file(tmp_path, x, S: int, seed: int):
+    """An Extra-P text file (``tmp_path``/exp.txt) of the repetitions of :func:`power_law_group`:
+    regions r0..r{S-1}, one parameter p at the points ``x``."""
+    _, _, _, reps = power_law_group(x, S, seed)
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in x), "", "METRIC time", ""]
+    for s in range(S):
+        lines.append(f"REGION r{s}")
+        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(x))]
+    path = tmp_path / "exp.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 #: one-parameter PMNF laws of the model-set tests: callpath -> (constant, [(coefficient, exponent
 #: text, log exponent)]) -- exact data whose models are known by construction
 PMNF_LAWS = {

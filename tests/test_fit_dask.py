@@ -10,7 +10,7 @@ import socket
 import numpy as np
 import pytest
 
-from conftest import cli, one_error, power_law_group
+from conftest import cli, one_error, power_law_file, power_law_group
 from perfcast.errors import PerfcastError
 from perfcast.fit import FitOptions, cluster, fit_group
 
@@ -58,14 +58,7 @@ def _group(S, seed):
 
 
 def _experiment_file(tmp_path, S=60, seed=9):
-    _, _, _, reps = _group(S, seed)
-    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in X), "", "METRIC time", ""]
-    for s in range(S):
-        lines.append(f"REGION r{s}")
-        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(X))]
-    path = tmp_path / "exp.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return power_law_file(tmp_path, X, S, seed)
 
 
 def _run(capsys, *args):

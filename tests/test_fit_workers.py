@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import power_law_group
+from conftest import power_law_file, power_law_group
 from perfcast.errors import PerfcastError
 from perfcast.fit import FitOptions, fit_group
 
@@ -14,18 +14,6 @@ X = np.array([4.0, 8, 16, 32, 64])
 
 def _group(S=300, seed=5):
     return power_law_group(X, S, seed)
-
-
-def _experiment_file(tmp_path, S, seed):
-    """An Extra-P text file of S power-law series (5 points x their repetitions)."""
-    _, _, _, reps = _group(S=S, seed=seed)
-    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in X), "", "METRIC time", ""]
-    for s in range(S):
-        lines.append(f"REGION r{s}")
-        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(X))]
-    path = tmp_path / "exp.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def test_forked_chunks_equal_one_process():
@@ -47,7 +35,7 @@ def test_cli_workers_gives_the_same_json(tmp_path, capsys):
     from perfcast.cli import main
 
     # more series than one chunk (FitOptions.chunk, 4,096): two chunks, so the workers really fork
-    path = _experiment_file(tmp_path, S=4100, seed=9)
+    path = power_law_file(tmp_path, X, S=4100, seed=9)
     outs = []
     for w in ("1", "2", "auto"):
         assert main(["model", str(path), "--json", "--workers", w]) == 0
@@ -69,7 +57,7 @@ def test_cli_workers_auto_and_its_errors(tmp_path, capsys, monkeypatch):
         return real(*a, options=options, **k)
 
     monkeypatch.setattr(modelset, "model", spy)
-    path = _experiment_file(tmp_path, S=5, seed=3)
+    path = power_law_file(tmp_path, X, S=5, seed=3)
     monkeypatch.setattr(cli, "usable_cpus", lambda: 3)
     assert cli.main(["model", str(path), "--json"]) == 0
     monkeypatch.setattr(cli, "usable_cpus", lambda: 64)
