@@ -47,7 +47,6 @@ from __future__ import annotations
 from abc import abstractmethod
 
 import math
-import operator
 from dataclasses import dataclass, field, replace
 from operator import attrgetter, is_
 from typing import Callable, Iterator, Mapping, Sequence
@@ -273,7 +272,7 @@ def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: 
     return MeasuredEnds(tuple(series), value, given)
 
 
-_CALLPATH, _METRIC = operator.attrgetter("callpath"), operator.attrgetter("metric")
+_CALLPATH, _METRIC = attrgetter("callpath"), attrgetter("metric")
 
 
 def _pair_codes(st: pd.DataFrame, series) -> tuple[np.ndarray, np.ndarray]:
@@ -1011,11 +1010,11 @@ class ModelSet:
         # the columns in rank order: arrays taken at ``idx`` (texts per metric taken by the metric's
         # number); the model's columns from the split of the ranked series
         at = pa.array(idx)
-        metric_no, metrics = codes(list(map(attrgetter("metric"), series)))
+        metric_no, metrics = codes(list(map(_METRIC, series)))
         by_metric = pa.array(metric_no[idx])
         text = lambda values: pa.array(values, type=pa.large_string())  # noqa: E731  (as _arrow_column)
         cols: dict = {"rank": pa.array(np.arange(1, len(order) + 1, dtype=np.int64)),
-                      "callpath": text(list(map(attrgetter("callpath"), series))).take(at),
+                      "callpath": text(list(map(_CALLPATH, series))).take(at),
                       "metric": text(metrics).take(by_metric),
                       "unit": text([self.units.get(mt, "") for mt in metrics]).take(by_metric),
                       "aggregate": text([self.aggregates.get(mt, "") for mt in metrics]).take(by_metric)}
