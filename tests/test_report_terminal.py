@@ -85,3 +85,43 @@ def test_callpath_tree_by_hand_and_deep():
         node = node.children[0]
         labels.append(node.label)
     assert labels == frames
+
+
+# -- callpaths in tables: shortened on the left, the leaf kept (issue 19) --------------------------
+
+def test_short_path_keeps_whole_frames_from_the_leaf():
+    from perfcast.report.terminal import short_path
+
+    p = "main->lulesh.cycle->TimeIncrement->MPI_Allreduce"          # 48 characters
+    assert short_path(p, 48) == p                                    # fits: unchanged
+    # width 40: "…->" (3) + frames from the leaf while they fit: MPI_Allreduce (13),
+    # "TimeIncrement->" (+15 = 31 with the ellipsis), "lulesh.cycle->" would make 45 > 40
+    assert short_path(p, 40) == "…->TimeIncrement->MPI_Allreduce"
+    assert short_path(p, 31) == "…->TimeIncrement->MPI_Allreduce"
+    assert short_path(p, 30) == "…->MPI_Allreduce"
+    # a leaf wider than the width is kept whole (the table folds it), never cut
+    assert short_path("a->" + "x" * 30, 10) == "…->" + "x" * 30
+
+
+def test_cli_tables_keep_the_leaf_of_long_callpaths(tmp_path):
+    """`perfcast model` / `predict` printed 200 columns wide: a 72-character callpath is shown as its
+    last frames that fit in 50 = 200 // 4 characters, the leaf whole, and no cell is cut on the right."""
+    import subprocess
+    import sys
+
+    frames = [f"stage{i}_timestep" for i in range(3)] + ["solve_pressure_kernel"]
+    deep = "->".join(frames)
+    lines = ["PARAMETER p", "POINTS 2 4 8 16 32", "", "REGION main", "METRIC time"]
+    lines += [f"DATA {10 * p} {10 * p}" for p in (2, 4, 8, 16, 32)]
+    lines += ["", f"REGION {deep}", "METRIC time"]
+    lines += [f"DATA {p * p} {p * p}" for p in (2, 4, 8, 16, 32)]
+    f = tmp_path / "deep.txt"
+    f.write_text("\n".join(lines) + "\n")
+    for cmd in (["model"], ["predict", "--at", "p=64"]):
+        r = subprocess.run([sys.executable, "-m", "perfcast", *cmd, str(f)], capture_output=True, text=True,
+                           env={**__import__("os").environ, "COLUMNS": "200"})
+        assert r.returncode == 0, r.stderr
+        row = next(line for line in r.stdout.splitlines() if "solve_pressure_kernel" in line)
+        # "…->" 3 + "stage2_timestep->" 17 + leaf 21 = 41; with "stage1_timestep->" 58 > 50
+        assert " …->stage2_timestep->solve_pressure_kernel " in row
+        assert deep not in r.stdout

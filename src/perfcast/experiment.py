@@ -33,9 +33,8 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .errors import PerfcastError
+from .text import SEP  # noqa: F401  (the callpath separator, re-exported: it lives where the terminal reads it)
 
-#: Separator used to display callpaths as one string (Extra-P's convention).
-SEP = "->"
 #: Column names with a fixed meaning; parameters may not use them.
 RESERVED = ("rep", "callpath", "metric", "value", "rank", "thread")
 LOCATION_COLUMNS = ("rank", "thread")

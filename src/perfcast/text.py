@@ -10,6 +10,9 @@ escapes control characters itself and keeps the exact string.
 
 from __future__ import annotations
 
+#: Separator used to display callpaths as one string (Extra-P's convention).
+SEP = "->"
+
 # bidi embeddings/overrides (U+202A-U+202E), isolates (U+2066-U+2069), marks (LRM, RLM, ALM)
 _BIDI = {*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C}
 # characters that end a line without being "\n"

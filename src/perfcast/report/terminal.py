@@ -15,7 +15,7 @@ from rich.tree import Tree
 
 from rich.segment import Segment
 
-from ..text import safe_text
+from ..text import SEP, safe_text
 
 if TYPE_CHECKING:  # annotations only: `perfcast systems` prints tables without loading pandas/scipy
     from ..experiment import Experiment
@@ -134,13 +134,48 @@ def callpath_tree(exp: Experiment, max_nodes: int = 200, depth: int | None = Non
     return root
 
 
+#: the narrowest a callpath column is allowed to get before its paths are shortened (characters)
+MIN_PATH_WIDTH = 24
+
+
+def path_width(width: int | None = None) -> int:
+    """The widest a callpath cell gets in a terminal table of ``width`` columns (the console's by
+    default): a quarter of the line, at least :data:`MIN_PATH_WIDTH`."""
+    return max(MIN_PATH_WIDTH, (out.width if width is None else width) // 4)
+
+
+def short_path(path: str, width: int) -> str:
+    """``path`` shortened on the left to about ``width`` characters, keeping whole frames from the
+    leaf up: ``…->TimeIncrement->MPI_Allreduce``.  The leaf is the frame a reader looks for, so it
+    is kept whole even when it alone is wider (the cell then wraps); ``--json`` has every path."""
+    if len(path) <= width:
+        return path
+    frames = path.split(SEP)
+    kept = frames[-1]
+    for frame in reversed(frames[:-1]):
+        if len(kept) + len(frame) + 2 * len(SEP) + 1 > width:
+            break
+        kept = frame + SEP + kept
+    return "…" + SEP + kept
+
+
 def table(title: str, columns: list[str], rows: list[list[str]], justify: dict[str, str] | None = None) -> Table:
+    """A table of strings; a ``callpath`` column's paths shortened on the left (:func:`short_path`)
+    and wrapped, never cut on the right."""
     t = new_table(None if title is None else esc(title))
     justify = justify or {}
-    for c in columns:
-        t.add_column(esc(c), justify=justify.get(c, "left"))
+    rows = [[esc(x) for x in r] for r in rows]
+    width = path_width()
+    for i, c in enumerate(columns):
+        kw = {}
+        if c == "callpath":
+            for r in rows:
+                r[i] = short_path(r[i], width)
+            # as wide as its shortened paths (the other columns give way), folded if a leaf is wider
+            kw = {"overflow": "fold", "min_width": min(width, max((len(r[i]) for r in rows), default=0))}
+        t.add_column(esc(c), justify=justify.get(c, "left"), **kw)
     for r in rows:
-        t.add_row(*[esc(x) for x in r])
+        t.add_row(*r)
     return t
 
 
