@@ -509,11 +509,41 @@ class ModelSet:
     def keys(self) -> list[tuple[str, str]]:
         return [(sm.callpath, sm.metric) for sm in self.series]
 
+    def _index(self) -> dict:
+        """(callpath, metric) -> series, built on first lookup (``self`` is frozen: kept in its
+        ``__dict__``; a :func:`dataclasses.replace` copy builds its own)."""
+        idx = self.__dict__.get("_by_key")
+        if idx is None:
+            idx = {(sm.callpath, sm.metric): sm for sm in self.series}
+            object.__setattr__(self, "_by_key", idx)
+        return idx
+
     def __getitem__(self, key: tuple[str, str]):
-        for sm in self.series:
-            if (sm.callpath, sm.metric) == tuple(key):
-                return sm.model
-        raise KeyError(key)
+        return self.series_of(*key).model
+
+    def series_of(self, callpath: str, metric: str | None = None):
+        """The fitted series of ``callpath`` and ``metric`` (``metric`` may be left out when the
+        callpath has one); a KeyError naming what exists otherwise."""
+        idx = self._index()
+        if metric is not None:
+            try:
+                return idx[(callpath, metric)]
+            except KeyError:
+                raise KeyError(f"no model of ({callpath!r}, {metric!r})") from None
+        found = [sm for (cp, _), sm in idx.items() if cp == callpath]
+        if len(found) != 1:
+            metrics = sorted(sm.metric for sm in found)
+            raise KeyError(f"callpath {callpath!r} has no model" if not found else
+                           f"callpath {callpath!r} has models of {len(found)} metrics {metrics}: give the metric")
+        return found[0]
+
+    def default_target(self) -> dict[str, float]:
+        """The point ranked at when no target is given (``perfcast model``'s default): twice the
+        largest measured process count, the other parameters at their largest measured values
+        (:func:`perfcast.analysis.ranking.default_target`)."""
+        from .analysis.ranking import default_target
+
+        return default_target(self.upper, self.procs)
 
     def with_averaged(self, averaged: bool = True) -> "ModelSet":
         return replace(self, averaged=averaged)
@@ -743,9 +773,9 @@ class ModelSet:
     def rank(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list:
         """Scalability-bug ranking (:func:`perfcast.analysis.ranking.rank`) of every series, values at
         ``target`` as :meth:`predict` gives them: ``by="cost"`` (default) the per-process cost
-        increase from the largest measured point to ``target`` (default: 8x the largest process
-        count) as a share of the root's, negligible callpaths last; ``by="growth"`` asymptotic
-        growth first."""
+        increase from the largest measured point to ``target`` (default: :meth:`default_target`,
+        twice the largest process count) as a share of the root's, negligible callpaths last;
+        ``by="growth"`` asymptotic growth first."""
         from .analysis.ranking import rank
 
         self._built()
@@ -961,7 +991,8 @@ class ModelSet:
         status, the model itself (``constant``; ``terms``: a list of {coefficient, factors: {param:
         {exponent, log_exponent}}}, nested columns in Parquet), smape, noise, with ``by="cost"`` the
         ranking's ``increase`` (share of the root) and, with ``target``, the value there with its
-        interval and confidence."""
+        interval (``clipped``: the lower bound was raised to 0, the quantity cannot be negative) and
+        confidence."""
         preds = {}
         if target is not None:
             preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
@@ -984,12 +1015,35 @@ class ModelSet:
                 row["increase"] = r.increase
             if target is not None:
                 p = preds[(r.callpath, r.metric)]
-                row.update(value=p["value"], lower=p["lower"], upper=p["upper"], confidence=p["confidence"])
+                row.update(value=p["value"], lower=p["lower"], upper=p["upper"], clipped=p["clipped"],
+                           confidence=p["confidence"])
                 if any_line:
                     row["line"] = p.get("line")
             rows.append(row)
         return pd.DataFrame(rows)
 
+
+    def to_pandas(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:
+        """The notebook view: one row per series in rank order with the columns of :meth:`to_frame`
+        (rank, callpath, metric, unit, aggregate, formula, status, constant, terms, smape, noise,
+        increase) and the value at ``target`` (default :meth:`default_target`, where the ranking
+        looks) with its ``level`` interval and confidence -- ``perfcast model -o X.parquet`` read back."""
+        tgt = dict(target) if target is not None else self.default_target()
+        return self.to_table(tgt, level, by).to_pandas()
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the ranking's first rows with model sparklines (:mod:`perfcast.report.notebook`)."""
+        from .report.notebook import modelset_html
+
+        return modelset_html(self)
+
+    def plot(self, callpath: str, metric: str | None = None, exp=None, ax=None,
+             target: Mapping[str, float] | None = None, level: float = 0.9, locations: str = "auto"):
+        """One series' model with its interval and, given ``exp``, the measured means; returns the
+        matplotlib Axes (needs ``pip install 'perfcast[plot]'``; :func:`perfcast.report.notebook.plot_series`)."""
+        from .report.notebook import plot_series
+
+        return plot_series(self, callpath, metric, exp, ax, target, level, locations)
 
     def to_table(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost"):
         """:meth:`to_frame` as a pyarrow Table, built column by column (``model -o FILE.parquet``):
@@ -1039,6 +1093,7 @@ class ModelSet:
             pr = self._predicted(target, level)
             for k, v in (("value", pr.value[idx]), ("lower", pr.lower[idx]), ("upper", pr.upper[idx])):
                 cols[k] = _float_column(v, np.isnan(v))
+            cols["clipped"] = pa.array(pr.clipped[idx], type=pa.bool_())
             cols["confidence"] = text(pr.conf[idx].tolist())
             if pr.line:
                 cols["line"] = pa.array([pr.line.get(s) for s in order])
