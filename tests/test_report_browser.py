@@ -140,6 +140,16 @@ def open_report(path: Path, tmp: Path, shots: str) -> dict:
         facts["sorted_ranks"] = ev("Array.from(document.querySelectorAll('#ranktable tbody tr:not(.other)'))"
                                    ".map(r => +r.cells[0].getAttribute('data-v'))")
         ev("document.querySelector('#ranktable thead th').click()")
+        # the "at target" column at common screen widths: its right edge inside the window
+        facts["target_column"] = {}
+        for width in (1280, 1920):
+            b.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 3000, "deviceScaleFactor": 1,
+                                                          "mobile": False}, s)
+            facts["target_column"][width] = ev(
+                "(function(){var th=Array.from(document.querySelectorAll('#ranktable thead th'))"
+                ".find(e => e.textContent.trim().startsWith('at target'));"
+                "return th ? [th.getBoundingClientRect().right, window.innerWidth] : null})()")
+        b.send("Emulation.clearDeviceMetricsOverride", {}, s)
         shot_files = []
         for k, y in enumerate(range(0, min(int(facts["height"]), 9000), 3000)):
             img = b.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
@@ -200,6 +210,9 @@ def test_lulesh_report_in_chromium(data_dir, tmp_path):
     text = facts["text"]
     assert "jobsize=1000" in text and "other kernels: " in text
     assert "CalcHourglassControlForElems" in text and "MPI_Allreduce" in text
+    # the prediction at the target is on screen without scrolling the table (issue 19)
+    for width, (right, inner) in facts["target_column"].items():
+        assert right <= inner, (width, right, inner)
 
 
 @pytest.fixture(scope="module")

@@ -356,3 +356,35 @@ def test_report_shares_do_not_depend_on_the_hash_seed(tmp_path):
     totals = [k["predicted"] / k["share_target"] for k in rows]
     assert len(rows) >= 5 and max(totals) == pytest.approx(min(totals), rel=1e-12)
     assert sum(k["predicted"] for k in rows) < totals[0]
+
+
+def test_report_labels_clipped_bounds_and_lines_not_drawn(data_dir):
+    """Issue 19, item 6: the y axes use the source's metric alias; a lower bound raised to 0 says so;
+    a two-parameter plot names the measured lines it leaves out."""
+    from perfcast.io import load
+
+    exp = load([data_dir / "thicket" / "lulesh_weak_scaling_cali"])
+    rep = build_report(exp, ReportOptions(target={"jobsize": 4096}, kernels=10, plots=2))
+    assert rep.label == "Avg time/rank [sec]"      # Caliper's attribute.alias of avg#inclusive#sum#time.duration
+    html = render_html(rep)
+    assert "Avg time/rank [sec]</text>" in html
+    # clipped exactly where the model's own interval reaches below 0 (a time cannot)
+    import perfcast
+
+    ms = perfcast.model(exp, metrics=[rep.metric])
+    for k in rep.kernels:
+        if k["status"] == "ok":
+            raw = ms[k["callpath"], rep.metric].interval({"jobsize": 4096}, 0.9)[0]
+            assert k["clipped"] == (raw < 0) and (k["lower"] == 0.0) == (raw <= 0), k["callpath"]
+    clipped = [k for k in rep.kernels if k["clipped"]]
+    assert clipped and html.count(">0 clipped</span>") == len(clipped)
+
+    rl = load([data_dir / "extrap" / "text" / "mpa" / "relearn_data.txt"])
+    rep = build_report(rl, ReportOptions(plots=1))
+    ns = sorted(set(rl.data["n"]))
+    assert len(ns) == 5                            # n = 5000 .. 9000: four lines drawn, one named
+    p = rep.plots[0]
+    drawn = p["svg"].count('class="point"')
+    assert p["omitted"] and p["omitted"].startswith("n=")
+    assert f"not drawn (the 4 measured lines with the most points are): {p['omitted']}" in render_html(rep)
+    assert drawn == 4 * len(set(rl.data["p"]))

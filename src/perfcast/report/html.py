@@ -100,6 +100,13 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: prediction intervals clipped at 0 (a cost that cannot be negative)
     clipped: bool = False
+    #: the metric's description from its source (a Caliper alias such as "Avg time/rank"), for labels
+    description: str = ""
+
+    @property
+    def label(self) -> str:
+        """The metric as an axis label: its description when the source gave one, with the unit."""
+        return (self.description or self.metric) + (f" [{self.unit}]" if self.unit else "")
 
     def to_dict(self) -> dict:
         """JSON-ready summary of what the report shows (no SVG)."""
@@ -358,7 +365,7 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         summary["command"] = " ".join(str(c) for c in camp["command"])
     title = o.title or _default_title(exp)
     rep = Report(title=title, options=o, summary=summary, metric=metric, unit=m.unit, x=x, target=None,
-                 target_default=False, aggregate=m.aggregate)
+                 target_default=False, aggregate=m.aggregate, description=m.description or "")
     if o.level <= 0 or o.level >= 1:
         raise PerfcastError(f"interval level {o.level}: must be between 0 and 1", where="level")
 
@@ -487,8 +494,10 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         mdl = row.pop("model")
         q = mdl.quality
         lo = hi = None
+        clipped = False
         if mdl.status == "ok":
             lo, hi = mdl.interval(target, o.level, averaged=o.averaged)
+            clipped = bool(nonneg and math.isfinite(lo) and lo < 0)
             lo = max(lo, 0.0) if (math.isfinite(lo) and nonneg) else (lo if math.isfinite(lo) else None)
             hi = hi if math.isfinite(hi) else None
         g = by_cp.get(row["callpath"])
@@ -504,7 +513,7 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
                     "smape": None if q is None or not math.isfinite(q.smape) else q.smape,
                     "warnings": fit_warnings(mdl), "segmented": bool(getattr(mdl, "segments", None)),
                     "noise": None if q is None or q.noise is None else q.noise,
-                    "lower": lo, "upper": hi, "needed": mdl.needed, "series": series,
+                    "lower": lo, "upper": hi, "clipped": clipped, "needed": mdl.needed, "series": series,
                     "growth_factor": (row["predicted"] / row["now"] if row["predicted"] is not None and row["now"]
                                       and row["now"] > 0 else None),
                     "trend": Markup(S.sparkline(series, tooltip=f"median {rep.metric} over {x}"))})
@@ -572,6 +581,10 @@ def _topmost(tree, present: set) -> set:
     return out
 
 
+#: measured lines (values of the other parameters) drawn per plot, those with the most points
+PLOT_LINES = 4
+
+
 def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt: dict, o: ReportOptions) -> dict:
     """Measured medians with min-max spread per combination of the other parameters, the model
     (solid where measured, dashed beyond), its prediction band, the target marker."""
@@ -579,13 +592,15 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
     x = rep.x
     target = rep.target
     others = [p for p in exp.parameters if p != x]
-    fig = S.Figure(540, 300, xlabel=x, ylabel=f"{rep.metric}" + (f" [{rep.unit}]" if rep.unit else ""))
+    fig = S.Figure(540, 300, xlabel=x, ylabel=rep.label)
     combos: list[tuple] = []
+    omitted: list[tuple] = []
     if g is not None and len(g):
         if others:
             cnt = g.groupby(others, sort=False).size().reset_index(name="_count")
             cnt = cnt.sort_values(["_count", *others], ascending=False)
-            combos = [tuple(float(v) for v in r) for r in cnt[others].to_numpy()[:4]]
+            every = [tuple(float(v) for v in r) for r in cnt[others].to_numpy()]
+            combos, omitted = every[:PLOT_LINES], every[PLOT_LINES:]
         else:
             combos = [()]
     xs_meas = g[x].to_numpy(dtype=float) if g is not None else np.array([])
@@ -678,7 +693,9 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
     return {"callpath": row["callpath"], "name": row["name"], "context": row["context"], "rank": row["rank"],
             "svg": Markup(fig.svg(aria=f"model of {row['callpath']}")),
             "mathml": row["mathml"], "formula": row["formula"], "predicted": tv, "lower": tl, "upper": th,
-            "xkind": xkind, "ykind": ykind, "line_note": row.get("line_note")}
+            "xkind": xkind, "ykind": ykind, "line_note": row.get("line_note"),
+            "omitted": ("; ".join(", ".join(f"{p}={_num(v)}" for p, v in zip(others, c)) for c in omitted)
+                        if omitted else "")}
 
 
 def _scope_values(rep: Report, exp: Experiment) -> pd.DataFrame | None:
@@ -728,7 +745,7 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
         colours.append(S.OTHER_COLOUR)
     totals = np.sum([s[1] for s in series], axis=0)
     fig = S.Figure(max(360, 90 * len(xs) + 80), 320, title=f"Exclusive cost per process by callpath", xlabel=x,
-                   ylabel=f"{rep.metric}" + (f" [{rep.unit}]" if rep.unit else ""))
+                   ylabel=rep.label)
     fig.set_scales("linear", (-0.6, len(xs) - 0.4), "linear", (0.0, float(totals.max()) * 1.05 or 1.0))
     fig.stacked_bars([_num(c) for c in xs], [(n, s[1]) for n, s in zip(names, series)], colours)
     # legend outside the plot area, on the right
@@ -909,7 +926,7 @@ header h1{margin:0;font-size:20px;font-weight:600;overflow-wrap:anywhere}
 header .sub{color:#b9c2cc;font-size:12px}
 nav{position:sticky;top:0;background:#fff;border-bottom:1px solid var(--line);padding:6px 28px;z-index:2}
 nav a{margin-right:14px;color:var(--acc);text-decoration:none;font-size:13px}
-main{padding:8px 28px 40px;max-width:1400px}
+main{padding:8px 28px 40px;max-width:1800px}
 section{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:12px 18px;margin:16px 0}
 h2{font-size:17px;margin:4px 0 10px}
 h3{font-size:14px;margin:2px 0 6px;overflow-wrap:anywhere}
@@ -995,7 +1012,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 </head>
 <body>
 <header><h1>{{ r.title }}</h1>
-<div class="sub">generated by perfcast {{ version }} on {{ generated }} · metric {{ r.metric }}{% if r.unit %} [{{ r.unit }}]{% endif %}</div></header>
+<div class="sub">generated by perfcast {{ version }} on {{ generated }} · metric {{ r.metric }}{% if r.unit %} [{{ r.unit }}]{% endif %}{% if r.description %} ({{ r.description }}){% endif %}</div></header>
 <nav>{% for id, label in nav %}<a href="#{{ id }}">{{ label }}</a>{% endfor %}</nav>
 <main>
 <section id="summary"><h2>Experiment</h2>
@@ -1017,25 +1034,25 @@ _TEMPLATE = r"""<!DOCTYPE html>
 
 {% if r.kernels %}
 <section id="ranking"><h2>Scalability bugs: kernels ranked by {% if r.options.by == "growth" %}growth{% else %}per-process cost increase{% endif %}</h2>
-<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the per-process cost increase from the smallest measured process count to the target (measured up to the largest run, predicted beyond) as a share of the root's per-process cost at the target, then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
+<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the per-process cost increase from the smallest measured process count to the target (measured up to the largest run, predicted beyond) as a share of the root's per-process cost at the target, then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}; the ranks of the others are skipped, so the numbers have gaps); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
-<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th>trend</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="num sortable">share at target</th><th class="num sortable">growth</th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, share of the root</span></th>{% endif %}</tr></thead>
+<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, share of the root</span></th>{% endif %}<th class="num sortable">share at target</th><th class="num sortable">growth</th><th>trend</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th></tr></thead>
 <tbody>
 {% for k in r.kernels %}<tr>
 <td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
 <td class="path" title="{{ k.callpath }}"><a href="#plot-{{ k.rank }}">{{ k.name }}</a>{% if k.context %}<span class="full">{{ k.context }}</span>{% endif %}</td>
 <td>{% if k.status == "ok" or k.segmented %}{{ k.mathml }}{% for w in k.warnings %}<span class="note full" title="{{ w }}">{{ w.split(':')[0] }}: predictions unreliable</span>{% endfor %}{% else %}<span class="note">insufficient points (needs {{ k.needed }})</span>{% endif %}</td>
+<td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.get("line") %}<span class="note" title="{{ k.line_note }}"> ×{{ fnum(k.line.factor, 3) }} measured line</span>{% endif %}{% if k.lower is not none %}<span class="full">[{% if k.clipped %}<span title="the interval reaches below 0; a cost cannot">0 clipped</span>{% else %}{{ fnum(k.lower) }}{% endif %}, {{ fnum(k.upper) }}]</span>{% endif %}</td>
+{% if r.options.by != "growth" %}<td class="num" data-v="{{ k.increase if k.increase is not none else '' }}">{% if k.increase is not none %}{{ "%+.2f"|format(100 * k.increase) }} %{% else %}–{% endif %}</td>{% endif %}
+<td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}</td>
+<td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}</td>
+<td>{{ k.trend }}</td>
+<td class="num" data-v="{{ k.now if k.now is not none else '' }}">{{ fnum(k.now) }}</td>
+<td class="num" data-v="{{ k.share_now if k.share_now is not none else '' }}">{{ pct(k.share_now) }}</td>
 <td class="order">{{ k.order }}</td>
 <td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}</td>
 <td class="num" data-v="{{ k.noise if k.noise is not none else '' }}">{{ fpct1(k.noise) }}</td>
-<td class="num" data-v="{{ k.now if k.now is not none else '' }}">{{ fnum(k.now) }}</td>
-<td class="num" data-v="{{ k.share_now if k.share_now is not none else '' }}">{{ pct(k.share_now) }}</td>
-<td>{{ k.trend }}</td>
-<td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.get("line") %}<span class="note" title="{{ k.line_note }}"> ×{{ fnum(k.line.factor, 3) }} measured line</span>{% endif %}{% if k.lower is not none %}<span class="full">[{{ fnum(k.lower) }}, {{ fnum(k.upper) }}]</span>{% endif %}</td>
-<td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}</td>
-<td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}</td>
-{% if r.options.by != "growth" %}<td class="num" data-v="{{ k.increase if k.increase is not none else '' }}">{% if k.increase is not none %}{{ "%+.2f"|format(100 * k.increase) }} %{% else %}–{% endif %}</td>{% endif %}
 </tr>
 {% endfor %}
 {% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 11 if r.options.by == 'growth' else 12 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total{% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
@@ -1052,6 +1069,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {{ p.svg }}
 <p class="f">{{ p.mathml }}</p>
 <p class="note">at target: {{ fnum(p.predicted) }}{% if p.lower == p.lower %} [{{ fnum(p.lower) }}, {{ fnum(p.upper) }}]{% endif %} {{ r.unit }}{% if p.line_note %}; {{ p.line_note }}{% endif %}</p>
+{% if p.omitted %}<p class="note">not drawn (the {{ PLOT_LINES }} measured lines with the most points are): {{ p.omitted }}</p>{% endif %}
 </div>
 {% endfor %}
 </div>
@@ -1148,7 +1166,7 @@ def render_html(rep: Report) -> str:
     maxlabel = ", ".join(f"{p}={_num(max(pt[p] for pt in pts))}" for p in rep.summary["parameters"]) if pts and \
         rep.summary["parameters"] else "the run"
     return tmpl.render(r=rep, s=rep.summary, version=__version__, css=Markup(_CSS), js=Markup(_JS),
-                       js_hash=_js_hash(), nav=nav, fnum=_num, pct=_pct, maxlabel=maxlabel,
+                       js_hash=_js_hash(), nav=nav, fnum=_num, pct=_pct, maxlabel=maxlabel, PLOT_LINES=PLOT_LINES,
                        fpct1=lambda v: "–" if v is None else f"{float(v):.1f}%",
                        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
