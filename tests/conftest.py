@@ -177,3 +177,34 @@ def write_law_file(path: Path, laws: dict, ps) -> Path:
         lines.append("")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+_VALIDATOR = None
+
+
+def cli_json(text: str, kind: str | None = None) -> dict:
+    """A command's ``--json`` output (or an ``-o FILE.json``), checked against the JSON Schema the
+    package ships (perfcast/schema/output.schema.json) and, given ``kind``, of that kind; returns
+    the envelope (``["items"]`` is the list the command produced)."""
+    import json
+
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        import jsonschema
+
+        from perfcast.output import SCHEMA_FILE
+
+        schema = json.loads(SCHEMA_FILE.read_text())
+        jsonschema.Draft202012Validator.check_schema(schema)
+        _VALIDATOR = jsonschema.Draft202012Validator(schema)
+    doc = json.loads(text)
+    errors = sorted(_VALIDATOR.iter_errors(doc), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
+    if kind is not None:
+        assert doc["kind"] == kind, doc["kind"]
+    return doc
+
+
+def cli_items(text: str, kind: str | None = None) -> list:
+    """:func:`cli_json`'s ``items``."""
+    return cli_json(text, kind)["items"]

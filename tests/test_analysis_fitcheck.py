@@ -1,7 +1,6 @@
 """Lack-of-fit warnings (analysis/fitcheck.py) on real and synthetic Extra-P inputs."""
 
 import csv
-import json
 
 import pytest
 
@@ -11,7 +10,7 @@ from perfcast.fit import model_experiment
 from perfcast.fit.model import Quality
 from perfcast.io import load
 
-from conftest import DATA
+from conftest import DATA, cli_items, cli_json
 
 
 class _M:
@@ -46,7 +45,7 @@ def test_mpi_data_flags_only_the_series_with_a_step(capsys):
     # the commands replace it by a segmented model that names the step and refuses to model a regime
     # of 2 points; nothing else is segmented or flagged
     assert main(["model", str(path), "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = cli_items(capsys.readouterr().out)
     assert {r["callpath"] for r in rows if r.get("kind") == "segmented"} == {"OpenMPI/MPI_Gather"}
     assert not any(r["warnings"] for r in rows)
     g = next(r for r in rows if r["callpath"] == "OpenMPI/MPI_Gather")
@@ -61,7 +60,7 @@ def test_segmented_input_is_modelled_in_two_regimes_by_the_commands(capsys):
     # one_parameter_segmented_1: p^2 for p <= 6, 30 + p from p = 6 on (the data, p = 1..10)
     path = DATA / "extrap" / "text" / "one_parameter_segmented_1.txt"
     assert main(["predict", str(path), "--at", "p=3", "--at", "p=20", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = cli_items(capsys.readouterr().out)
     assert [r["value"] for r in rows] == pytest.approx([9.0, 50.0])
     assert all(r["segmented"] and r["status"] == "ok" for r in rows)
     assert main(["predict", str(path), "--at", "p=3", "--at", "p=20"]) == 0
@@ -79,7 +78,7 @@ def test_segmented_inputs_are_flagged_and_pmnf_ones_are_not(name, flagged):
 def test_check_names_the_series_it_cannot_judge(capsys):
     path = DATA / "extrap" / "mpi_data.csv"
     assert main(["check", str(path), "--expect", "OpenMPI/*: O(Ranks^2)", "--json"]) == 0
-    res = json.loads(capsys.readouterr().out)
+    res = cli_json(capsys.readouterr().out, "check")
     # 7 Open MPI routines; MPI_Gather's last regime (256, 512 ranks) has too few points for a model
     assert res["checked"] == 6 and res["ok"]
     assert [(u["callpath"], "regime change between Ranks = 128 and Ranks = 256" in u["reason"])

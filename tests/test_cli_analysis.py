@@ -1,12 +1,13 @@
 """The analysis commands: metrics --derive, view, waste, scaling-loss (JSON numbers checked by hand,
 errors as one located line and exit 2)."""
 
-import json
 
 import pytest
 
 from perfcast import store
 from perfcast.cli import main
+
+from conftest import cli_json
 
 # exclusive cycles/instructions of main -> solve -> kernel, main -> io, at p = 2, 4, 8 and 2 ranks;
 # rank 1 doubles rank 0.
@@ -34,9 +35,12 @@ def cli(capsys, *args):
 
 
 def js(capsys, *args):
+    """The command's --json envelope (checked against the package's JSON Schema) -- its items, or
+    for a command that produces one object, that object."""
     code, out, err = cli(capsys, *args, "--json")
     assert code == 0, err
-    return json.loads(out)
+    doc = cli_json(out, args[0])
+    return doc["items"][0] if args[0] in ("view", "scaling-loss") else doc
 
 
 def tidy_scopes(tmp_path, csv):
@@ -53,7 +57,7 @@ def tidy_scopes(tmp_path, csv):
 def test_metrics_derive_store_and_list(capsys, tmp_path, csv):
     exp = tidy_scopes(tmp_path, csv)
     res = js(capsys, "metrics", exp)
-    assert [(m["index"], m["name"]) for m in res["metrics"]] == [(0, "cycles"), (1, "instructions")]
+    assert [(m["index"], m["name"]) for m in res["items"]] == [(0, "cycles"), (1, "instructions")]
     out = tmp_path / "d.perfcast"
     res = js(capsys, "metrics", exp, "--derive", "CPI = $0 / instructions", "--derive", "share = 100 * cycles / @cycles",
              "-o", out)
@@ -67,7 +71,7 @@ def test_metrics_derive_store_and_list(capsys, tmp_path, csv):
     assert float(v.iloc[0]) == pytest.approx((20 + 60) / (10 + 30))
     v = d[(d.metric == "share") & (d.callpath == "main->solve->kernel") & (d.p == 8) & (d["rank"] == 0)]["value"]
     assert float(v.iloc[0]) == pytest.approx(100 * 60 / 100)
-    listed = js(capsys, "metrics", out)["metrics"]
+    listed = js(capsys, "metrics", out)["items"]
     assert [m["name"] for m in listed] == ["cycles", "instructions", "CPI", "CPI (inc)", "share", "share (inc)"]
     assert listed[2]["formula"] == "(cycles / instructions)"
     # the output exists: refuse without --force
@@ -115,7 +119,7 @@ def test_view_modes(capsys, tmp_path, csv):
 def test_waste_cli(capsys, tmp_path, csv):
     exp = tidy_scopes(tmp_path, csv)
     (res,) = js(capsys, "waste", exp, "--ops", "instructions", "--cycles", "cycles", "--peak-ops-per-cycle", "2",
-                "--at", "p=2")
+                "--at", "p=2")["items"]
     rows = {r["path"]: r for r in res["rows"]}
     # kernel: potential 2 x 60 x 2 x 3 (ranks), ops 30 x 2 x 3
     assert rows["main->solve->kernel"]["waste_exclusive"] == pytest.approx(3 * 2 * (120 - 30))

@@ -16,7 +16,6 @@ A 32 n + 4 B + 10 (CA log2 p + CB 8 n + CC); gather and rest have no time, so no
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
@@ -24,7 +23,7 @@ import pytest
 import yaml
 
 from perfcast.cli import main
-from conftest import number_after
+from conftest import cli_items, cli_json, number_after
 
 F = 2e9
 CPI = {"sweep": 0.8, "pack": 1.5}
@@ -93,8 +92,8 @@ def test_predict_breakdown_matches_the_generating_model(syn, capsys):
     rc, out, err = run(capsys, "predict", syn / "prof.csv", "--breakdown", "--at", "p=16,n=800", "--at", "p=64,n=1600",
                        "--strong", "2,8,128", *TIMERS, "--machine", syn / "m.yaml", "--json")
     assert rc == 0, err
-    d = json.loads(out)
-    for pred, (p, n) in zip(d["predictions"], ((16, 800), (64, 1600))):
+    d = cli_json(out, "breakdown")
+    for pred, (p, n) in zip(d["items"], ((16, 800), (64, 1600))):
         comp, p2p, ar = truth(p, n)
         assert pred["at"] == {"p": p, "n": n}
         for k in ("sweep", "pack"):
@@ -127,7 +126,7 @@ def test_predict_breakdown_matches_the_generating_model(syn, capsys):
 def test_kernels_shares_and_kinds(syn, capsys):
     rc, out, err = run(capsys, "kernels", syn / "prof.csv", "--json")
     assert rc == 0, err
-    d = json.loads(out)
+    d = cli_items(out, "kernels")[0]
     assert d["metric"] == "Ir" and d["procs"] == "p"
     kinds = {k["name"]: k["kind"] for k in d["kernels"]}
     assert kinds == {"sweep": "hot", "pack": "hot", "gather": "non-scalable", "rest": "rest"}
@@ -140,7 +139,7 @@ def test_kernels_shares_and_kinds(syn, capsys):
     assert d["coverage"]["p=8,n=100"] == pytest.approx(1 - 500 / (50 * 100 * 100 / 8 + 40000 + 1600 + 500))
     # with a 50% threshold pack is hot by its largest share, 40000 / 74950 = 53.4% at p=16, n=100
     rc, out, _ = run(capsys, "kernels", syn / "prof.csv", "--threshold", "0.5", "--json")
-    pack = next(k for k in json.loads(out)["kernels"] if k["name"] == "pack")
+    pack = next(k for k in cli_items(out, "kernels")[0]["kernels"] if k["name"] == "pack")
     why = next(r for r in pack["reasons"] if r.startswith("share"))
     assert number_after(why, "share") == pytest.approx(100 * 40000 / 74950, abs=0.05) and "at p=16,n=100" in why
     rc, out, _ = run(capsys, "kernels", syn / "prof.csv")
@@ -150,7 +149,7 @@ def test_kernels_shares_and_kinds(syn, capsys):
 def test_machine_write_and_read_back(syn, tmp_path, capsys):
     rc, out, err = run(capsys, "machine", "--from", syn / "m.yaml", "--json")
     assert rc == 0, err
-    d = json.loads(out)
+    d = cli_items(out, "machine")[0]
     assert d["frequency_hz"] == 2e9 and d["latency_cycles"] == {"L1": 4, "L2": 12, "LLC": 40, "memory": 200}
     w = tmp_path / "copy.yaml"
     rc, out, err = run(capsys, "machine", "--from", syn / "m.yaml", "--write", w)
@@ -160,7 +159,7 @@ def test_machine_write_and_read_back(syn, tmp_path, capsys):
     # this host: a probed frequency, the latencies marked as assumed defaults
     rc, out, err = run(capsys, "machine", "--json")
     assert rc == 0, err
-    h = json.loads(out)
+    h = cli_items(out, "machine")[0]
     assert h["frequency_hz"] > 1e8 and h["provenance"]["frequency_hz"] == "probed"
     assert str(h["provenance"]["latency_cycles.L1"]).startswith("assumed")
 
@@ -169,9 +168,9 @@ def test_compare_on_held_out_runs(syn, capsys):
     rc, out, err = run(capsys, "compare", syn / "prof.csv", "--validate", syn / "val.csv", *TIMERS, "--machine",
                        syn / "m.yaml", "--size", "n^2", "--measure", "app->total", "--json")
     assert rc == 0, err
-    d = json.loads(out)
-    assert len(d["rows"]) == 4
-    for row in d["rows"]:
+    d = cli_json(out, "comparison")
+    assert len(d["items"]) == 4
+    for row in d["items"]:
         p, n = row["at"]["p"], row["at"]["n"]
         comp, p2p, ar = truth(p, n)
         assert row["measured"] == pytest.approx(sum(comp.values()) + p2p + ar, rel=1e-12)
@@ -200,7 +199,7 @@ def test_p1_predicts_no_point_to_point(tmp_path, capsys):
     rc, out, err = run(capsys, "predict", tmp_path / "p1.csv", "--breakdown", "--at", "p=1,n=300",
                        *TIMERS, "--json")
     assert rc == 0, err
-    pred = json.loads(out)["predictions"][0]
+    pred = cli_items(out, "breakdown")[0]
     assert pred["communication"]["point-to-point"] == 0.0
     assert pred["communication"]["MPI_Allreduce"] == pytest.approx(truth(1, 300)[2], rel=1e-6)
 
@@ -245,14 +244,14 @@ def test_report_apmt_section_matches_predict_breakdown_and_renders(syn, tmp_path
     rc, o, err = run(capsys, "report", prof, "-o", out, *TIMERS, "--apmt-machine", m, "--target", "p=64,n=800",
                      "--json")
     assert rc == 0, err
-    rep = json.loads(o)
+    rep = cli_items(o, "report")[0]
     sec = rep["apmt"]
     assert "apmt" in rep["sections"] and sec["x"] == "p" and sec["points"] == [2, 4, 8, 16, 64]
     assert set(sec["components"]) == {"computation", "communication"}  # no stall counter: no memory split
     rc, o, err = run(capsys, "predict", prof, "--breakdown", *[a for x in sec["points"] for a in ("--at", f"p={x:g},n=800")],
                      *TIMERS, "--machine", m, "--json")
     assert rc == 0, err
-    preds = json.loads(o)["predictions"]
+    preds = cli_items(o, "breakdown")
     for i, (x, pred) in enumerate(zip(sec["points"], preds)):
         comp = sum(v["computation"] for v in pred["kernels"].values() if v["total"] is not None)
         assert sec["components"]["computation"][i] == pytest.approx(comp, rel=1e-12)
@@ -270,11 +269,11 @@ def test_report_apmt_section_matches_predict_breakdown_and_renders(syn, tmp_path
     # without a CPI source the section is left out and the report says why; --apmt off says nothing
     rc, o, err = run(capsys, "report", prof, "-o", tmp_path / "b.html", "--apmt-machine", m, "--json")
     assert rc == 0, err
-    d = json.loads(o)
+    d = cli_items(o, "report")[0]
     assert d["apmt"] is None and "apmt" not in d["sections"]
     assert any(n.startswith("APMT breakdown not shown: no kernel has a CPI") for n in d["notes"])
     rc, o, err = run(capsys, "report", prof, "-o", tmp_path / "c.html", "--apmt", "off", "--json")
-    assert rc == 0 and not any("APMT" in n for n in json.loads(o)["notes"])
+    assert rc == 0 and not any("APMT" in n for n in cli_items(o, "report")[0]["notes"])
 
 
 def test_comm_max_procs_leaves_oversubscribed_times_out(syn, tmp_path, capsys):
@@ -287,12 +286,12 @@ def test_comm_max_procs_leaves_oversubscribed_times_out(syn, tmp_path, capsys):
     _, p2p, ar = truth(32, 800)
     rc, out, err = run(capsys, *args, "--comm-max-procs", "8")
     assert rc == 0, err
-    pred = json.loads(out)["predictions"][0]
+    pred = cli_items(out, "breakdown")[0]
     assert pred["communication"]["point-to-point"] == pytest.approx(p2p, rel=1e-6)
     assert pred["communication"]["MPI_Allreduce"] == pytest.approx(ar, rel=1e-6)
     rc, out, err = run(capsys, *args)
     assert rc == 0, err
-    assert json.loads(out)["predictions"][0]["communication_total"] > 1.5 * (p2p + ar)
+    assert cli_items(out, "breakdown")[0]["communication_total"] > 1.5 * (p2p + ar)
     rc, out, err = run(capsys, *args, "--comm-max-procs", "0.5")
     assert rc == 2 and "Invalid value for '--comm-max-procs'" in err and "Traceback" not in err
 
@@ -303,7 +302,7 @@ def test_kernels_scaling_option(syn, capsys):
     def reasons(mode):
         rc, out, err = run(capsys, "kernels", syn / "prof.csv", "--scaling", mode, "--json")
         assert rc == 0, err
-        d = json.loads(out)
+        d = cli_items(out, "kernels")[0]
         return d, {k["name"]: [r for r in k["reasons"] if r.startswith("non-scalable")] for k in d["kernels"]}
 
     def slope(d, name):
@@ -329,7 +328,7 @@ def test_scaling_option_reaches_the_apmt_model(syn, tmp_path, capsys, monkeypatc
     rc, out, err = run(capsys, "predict", syn / "prof.csv", "--breakdown", "--at", "p=16,n=800", *TIMERS,
                        "--machine", syn / "m.yaml", "--scaling", "weak", "--json")
     assert rc == 0, err
-    ks = json.loads(out)["model"]["kernels"]
+    ks = cli_json(out, "breakdown")["model"]["kernels"]
     assert ks["scaling"] == "weak"
     assert not any(r.startswith("non-scalable") for k in ks["kernels"] if k["name"] == "pack" for r in k["reasons"])
     # report: its --scaling also sets the kernels' mode (none = no scaling-loss tree, kernels auto)
@@ -342,4 +341,4 @@ def test_scaling_option_reaches_the_apmt_model(syn, tmp_path, capsys, monkeypatc
         rc, out, err = run(capsys, "report", syn / "prof.csv", "-o", tmp_path / f"{mode}.html", *TIMERS,
                            "--apmt-machine", syn / "m.yaml", "--scaling", mode, "--json")
         assert rc == 0, err
-        assert seen[-1] == want and json.loads(out)["apmt"] is not None
+        assert seen[-1] == want and cli_items(out, "report")[0]["apmt"] is not None

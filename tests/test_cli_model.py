@@ -7,6 +7,8 @@ import pytest
 
 from perfcast.cli import main
 
+from conftest import cli_items, cli_json
+
 
 def cli(capsys, *args):
     try:
@@ -35,14 +37,15 @@ def text_file(tmp_path):
 def test_model_json_ranked(capsys, text_file):
     code, out, err = cli(capsys, "model", text_file, "--json", "--target", "p=1024")
     assert code == 0, err
-    rows = json.loads(out)
+    rows = cli_items(out, "models")
     assert [r["callpath"] for r in rows] == ["a", "b"]  # p^2 outranks log p
     a, b = rows
     assert a["rank"] == 1 and a["lead"] == {"p": {"exponent": "2", "log_exponent": 0}}
     assert a["terms"][0]["factors"] == {"p": {"exponent": "2", "log_exponent": 0}}
     assert a["terms"][0]["coefficient"] == pytest.approx(2, rel=1e-6)
     assert a["constant"] == pytest.approx(3, rel=1e-4)
-    assert a["predicted_at_target"] == pytest.approx(3 + 2 * 1024 ** 2, rel=1e-6)
+    assert a["at"] == {"p": 1024} and a["value"] == pytest.approx(3 + 2 * 1024 ** 2, rel=1e-6)
+    assert a["largest_measured"] == [64]
     assert b["lead"] == {"p": {"exponent": "0", "log_exponent": 1}}
     assert set(a["quality"]) >= {"rss", "adj_r2", "smape", "cv", "noise"}
 
@@ -56,7 +59,7 @@ def test_model_table_and_filters(capsys, text_file):
 def test_predict_json(capsys, text_file):
     code, out, err = cli(capsys, "predict", text_file, "--at", "p=256", "--json")
     assert code == 0, err
-    rows = {r["callpath"]: r for r in json.loads(out)}
+    rows = {r["callpath"]: r for r in cli_items(out, "predictions")}
     assert rows["a"]["value"] == pytest.approx(3 + 2 * 256 ** 2, rel=1e-6)
     assert rows["b"]["value"] == pytest.approx(10 + 5 * 8, rel=1e-6)
     for r in rows.values():
@@ -72,7 +75,8 @@ def test_check_exit_codes(capsys, text_file):
     assert "a" in out and "O(p^2)" in out
     code, out, err = cli(capsys, "check", text_file, "--expect", "a: O(p^2)", "--expect", "b: O(log p)", "--json")
     assert code == 0, err
-    assert json.loads(out) == {"checked": 2, "violations": [], "ok": True, "unchecked": []}
+    d = cli_json(out, "check")
+    assert (d["checked"], d["items"], d["ok"], d["unchecked"]) == (2, [], True, [])
 
 
 def test_tables_limit_rows_and_say_how_many_are_not_shown(capsys, text_file):
@@ -125,9 +129,9 @@ def test_model_output_file_holds_the_generating_laws(capsys, text_file, tmp_path
     out_path = tmp_path / f"models{suffix}"
     code, out, err = cli(capsys, "model", text_file, "-o", out_path, "--json")
     assert code == 0, err
-    assert json.loads(out) == {"output": str(out_path), "models": 2}
+    assert cli_items(out, "written") == [{"output": str(out_path), "what": "models", "count": 2}]
     if suffix == ".json":
-        rows = json.loads(out_path.read_text())
+        rows = cli_items(out_path.read_text(), "models")
     else:
         frame = pd.read_parquet(out_path) if suffix == ".parquet" else pd.read_csv(out_path)
         rows = frame.to_dict("records")

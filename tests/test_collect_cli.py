@@ -7,6 +7,8 @@ import pytest
 from perfcast import store
 from perfcast.cli import main
 
+from conftest import cli_items
+
 
 def test_collect_command_and_yaml(tmp_path, capsys):
     app = tmp_path / "app.sh"
@@ -15,7 +17,7 @@ def test_collect_command_and_yaml(tmp_path, capsys):
     out = tmp_path / "a.perfcast"
     rc = main(["collect", "-o", str(out), "-P", "n=1,3", "--reps", "2", "--json", "--", str(app), "{n}"])
     assert rc == 0
-    summary = json.loads(capsys.readouterr().out)
+    summary = cli_items(capsys.readouterr().out, "campaign")[0]
     assert summary["runs"] == 4 and summary["failed"] == []
     exp = store.read(out)
     agg = exp.aggregate("mean")
@@ -23,7 +25,7 @@ def test_collect_command_and_yaml(tmp_path, capsys):
     y = tmp_path / "c.yaml"
     y.write_text(f"command: [{app}, '{{n}}']\nparameters: {{n: [5]}}\nreps: 1..1\noutput: y.perfcast\n")
     assert main(["collect", str(y), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["points"] == [{"n": 5, "repetitions": 1}]
+    assert cli_items(capsys.readouterr().out, "campaign")[0]["points"] == [{"n": 5, "repetitions": 1}]
     assert store.read(tmp_path / "y.perfcast").aggregate("mean")["value"].max() == 10.0
 
 
@@ -57,7 +59,7 @@ def test_incomplete_campaign_is_named_and_exits_3(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 3
-    summary = json.loads(capsys.readouterr().out)
+    summary = cli_items(capsys.readouterr().out, "campaign")[0]
     assert summary["complete"] is False
     assert [(m["config"], m["succeeded"], m["wanted"], m["failed"], m["last_status"], m["last_reason"])
             for m in summary["incomplete"]] == [
@@ -90,6 +92,6 @@ def test_collect_limits_options(tmp_path, capsys):
         assert len(err) == 1 and err[0].startswith("perfcast: error:") and opt.strip("-").split("-")[0] in err[0]
     assert main(["collect", "-o", str(tmp_path / "y.perfcast"), "-P", "n=1", "--reps", "1", "--timeout", "none",
                  "--output-cap", "64k", "--json", "--", str(app)]) == 0
-    assert json.loads(capsys.readouterr().out)["complete"] is True
+    assert cli_items(capsys.readouterr().out, "campaign")[0]["complete"] is True
     head = json.loads((tmp_path / "y.perfcast.campaign" / "campaign.json").read_text())
     assert head["spec"]["timeout"] == 0 and head["spec"]["output_cap"] == 64 * 1024

@@ -3,7 +3,6 @@
 the whole campaign are checked with a fake ``perf`` and a temporary sysfs; the counts it writes
 follow real ``perf stat -a -x ,`` output (perf 6.x: ``value,unit,event,run-time,percent,,``)."""
 
-import json
 import os
 import shutil
 import subprocess
@@ -18,6 +17,8 @@ from perfcast.collect import collectors as coll
 from perfcast.collect import machine
 from perfcast.errors import PerfcastError
 from perfcast.projection.signatures import experiment_totals, signature_from_experiment, signature_from_totals
+
+from conftest import cli_items
 
 READ, WRITE = coll.MEMORY_EVENTS
 SYSFS = Path("/sys/bus/event_source/devices")
@@ -81,7 +82,7 @@ def test_unavailable_here_required_stops_optional_warns(tmp_path, capsys, fresh_
     captured = capsys.readouterr()
     warn = [l for l in captured.err.splitlines() if "warning" in l]
     assert len(warn) == 1 and "collector 'memory' skipped: no memory-controller PMU" in warn[0]
-    summary = json.loads(captured.out)
+    summary = cli_items(captured.out, "campaign")[0]
     assert summary["runs"] == 2 and summary["warnings"] == [warn[0].split("warning: ", 1)[1]]
     assert READ not in summary["metrics"]
     assert sorted(marker.read_text().split()) == ["1", "2"]

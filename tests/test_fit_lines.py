@@ -16,6 +16,8 @@ from perfcast.experiment import Experiment
 from perfcast.fit.lines import line_effects, line_log_factors
 from perfcast.fit.model import Model
 
+from conftest import cli_items
+
 P = [32.0, 64.0, 128.0, 256.0]
 N = [5000.0, 6000.0, 7000.0, 8000.0]
 STEP_P, STEP = 128.0, 2.5          # the generating formula's level of the line p = 128
@@ -253,10 +255,10 @@ def test_cli_predict_shows_the_line_factor_and_value_is_function_times_factor(st
     on, off = {"p": LINE_P, "n": 9000.0}, {"p": 100.0, "n": 9000.0}
     code, out, _ = cli(capsys, "model", path, "--json")
     assert code == 0
-    recs = {r["callpath"]: r for r in json.loads(out)}
+    recs = {r["callpath"]: r for r in cli_items(out, "models")}
     code, out, _ = cli(capsys, "predict", path, "--at", "p=256,n=9000", "--at", "p=100,n=9000", "--json")
     assert code == 0
-    rows = {(r["callpath"], r["at"]["p"]): r for r in json.loads(out)}
+    rows = {(r["callpath"], r["at"]["p"]): r for r in cli_items(out, "predictions")}
     for reg in SCALE:
         rec = recs[reg]
         hand = _lines_by_hand(data, reg, rec)
@@ -309,9 +311,9 @@ def test_every_view_applies_the_same_factor(stepped):
     assert "".join(fresh.json_chunks()) == json_text(ms.to_dict())
     recs = json.loads(chunks)
     for rec in recs:
-        assert rec["line_at_target"] == rows[rec["callpath"]]["line"]
+        assert rec["line"] == rows[rec["callpath"]]["line"] and rec["at"] == on
         assert rec["ranking"]["at"] == on and rec["ranking"]["line"] == rows[rec["callpath"]]["line"]
-        assert rec["predicted_at_target"] == pytest.approx(rows[rec["callpath"]]["value"], rel=1e-12)
+        assert rec["value"] == pytest.approx(rows[rec["callpath"]]["value"], rel=1e-12)
     assert table.equals(pa.Table.from_pandas(ms.to_frame(on), preserve_index=False))
     assert fresh.to_table(on).equals(table)
     assert table.column("line").to_pylist() == [rows[rec["callpath"]]["line"] for rec in recs]
@@ -333,10 +335,10 @@ def test_the_report_marks_a_value_on_a_measured_line(stepped, tmp_path, capsys):
 
     path, _ = stepped
     code, out, _ = cli(capsys, "predict", path, "--at", "p=256,n=9000", "--json")
-    lines = {r["callpath"]: r["line"] for r in json.loads(out)}
+    lines = {r["callpath"]: r["line"] for r in cli_items(out, "predictions")}
     code, out, _ = cli(capsys, "report", path, "--target", "p=256,n=9000", "--json", "-o", tmp_path / "r.html")
     assert code == 0
-    kernels = json.loads(out)["kernels"]
+    kernels = cli_items(out, "report")[0]["kernels"]
     assert {k["callpath"]: k["line"] for k in kernels} == lines
     html = (tmp_path / "r.html").read_text()
     for f in lines.values():
@@ -367,11 +369,11 @@ def test_the_reports_validation_rows_mark_a_value_on_a_measured_line(stepped, tm
         text += [f"REGION {reg}", *(f"DATA {_stepped_truth(reg, p, 9000.0)!r}" for p in (LINE_P, 100.0)), ""]
     vpath.write_text("\n".join(text) + "\n")
     code, out, _ = cli(capsys, "model", path, "--json")
-    recs = {r["callpath"]: r for r in json.loads(out)}
+    recs = {r["callpath"]: r for r in cli_items(out, "models")}
     code, out, err = cli(capsys, "report", path, "--target", "p=256,n=9000", "--validate", vpath, "--json",
                          "-o", tmp_path / "r.html")
     assert code == 0, err
-    rows = json.loads(out)["validation"]["rows"]
+    rows = cli_items(out, "report")[0]["validation"]["rows"]
     assert len(rows) == 2 * len(SCALE)
     for r in rows:
         fn = _function(recs[r["callpath"]], r["at"])

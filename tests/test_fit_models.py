@@ -11,6 +11,8 @@ from perfcast.errors import PerfcastError
 from perfcast.experiment import Experiment, Metric
 from perfcast.fit import FitOptions, Model, fit_group, fit_series, model_experiment
 
+from conftest import cli_items
+
 P = np.array([4, 8, 16, 32, 64], dtype=float)
 
 
@@ -340,7 +342,7 @@ def test_solver_roundoff_constant_is_not_printed(data_dir, capsys):
 
     from perfcast.cli import main
     assert main(["model", str(data_dir / "extrap" / "text" / "one_parameter_segmented_5.txt"), "--json"]) == 0
-    formulas = [r["formula"] for r in json.loads(capsys.readouterr().out)]
+    formulas = [r["formula"] for r in cli_items(capsys.readouterr().out, "models")]
     assert "0.001 * p" in formulas and not any("e-16" in f for f in formulas)
 
 

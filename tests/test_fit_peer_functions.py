@@ -31,6 +31,8 @@ from perfcast.fit.core import fit_group
 from perfcast.fit.model import Model
 from perfcast.fit.terms import block_str
 
+from conftest import cli_items
+
 # tests/test_multi_param_modeler.py lines 342-347 (the same list in each of the three tests)
 EXPONENTS = [(0, 1, 1), (0, 1, 2), (1, 4, 0), (1, 3, 0), (1, 4, 1), (1, 3, 1), (1, 4, 2), (1, 3, 2),
              (1, 2, 0), (1, 2, 1), (1, 2, 2), (2, 3, 0), (3, 4, 0), (2, 3, 1), (3, 4, 1), (4, 5, 0),
@@ -179,7 +181,7 @@ def test_cli_refuses_points_where_the_model_is_undefined(tmp_path, capsys):
     path.write_text("\n".join(lines) + "\n")
     code, out, err = cli(capsys, "predict", path, "--negative", "--at", "p=64", "--json")
     assert code == 0
-    (row,) = json.loads(out)
+    (row,) = cli_items(out, "predictions")
     assert row["value"] == pytest.approx(5 + 1000 / (64 * 6), rel=1e-3)
     assert "log2(p)^(-1)" in row["formula"]
     for args in (("predict", path, "--negative", "--at", "p=1", "--json"),

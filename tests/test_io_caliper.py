@@ -22,6 +22,8 @@ from perfcast.experiment import SEP
 from perfcast.io import ReadOptions, load
 from perfcast.io.caliper import UNANNOTATED, read_many
 
+from conftest import cli_items
+
 LULESH = "thicket/lulesh_weak_scaling_cali"
 
 
@@ -771,7 +773,7 @@ def test_json_split_view_reads_time(data_dir, capsys):
 
     f = data_dir / "formats/caliper/caliper-ordered-json/caliper-region-node-order.json"
     assert main(["view", str(f), "--json"]) == 0, capsys.readouterr().err
-    out = json.loads(capsys.readouterr().out)
+    out = cli_items(capsys.readouterr().out)[0]
     doc = json.loads(f.read_text())
     total = sum(r[doc["columns"].index("time")] for r in doc["data"])
     assert (out["metric"], out["unit"]) == ("time", "sec")
@@ -970,12 +972,12 @@ def test_timeseries_cli(data_dir, tmp_path, capsys):
 
     f = data_dir / TS_SMALL
     assert main(["show", str(f), "--timeseries", "--json"]) == 0, capsys.readouterr().err
-    out = json.loads(capsys.readouterr().out)
+    out = cli_items(capsys.readouterr().out)[0]
     assert out["parameters"] == ["iteration"]
     assert [p["iteration"] for p in out["points"]] == [1, 21, 41, 61, 81]
     dest = tmp_path / "ts.perfcast"
     assert main(["import", str(f), "--timeseries", "-o", str(dest), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["n_points"] == 5
+    assert cli_items(capsys.readouterr().out, "import")[0]["n_points"] == 5
     assert list(store.read(dest).parameters) == ["iteration"]
     assert main(["show", str(data_dir / LULESH / "27_cores.cali"), "--timeseries", "--json"]) == 2
     assert "timeseries.snapshot" in capsys.readouterr().err

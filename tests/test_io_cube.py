@@ -28,6 +28,8 @@ from perfcast.errors import PerfcastError
 from perfcast.io import ReadOptions, detect, load
 from perfcast.io.cube import read_cube
 
+from conftest import cli_items
+
 CSV_SETS = ["blast.p64.r1", "call_tree_test", "time.p4.n2000.x1.r0"]
 MAX_UINT64_DOUBLE = 0xFFFF_FFFF_FFFF_FBFF
 
@@ -593,7 +595,7 @@ def test_scaling_on_the_command_line(cubeset, capsys):
 
     assert main(["model", str(cubeset / "simple_threaded"), "--scaling", "weak-threaded", "--metric", "time",
                  "--callpath", "main->foo", "--json"]) == 0, capsys.readouterr().err
-    [m] = json.loads(capsys.readouterr().out)
+    [m] = cli_items(capsys.readouterr().out, "models")
     # Extra-P's weak_threaded value of main->foo is 4.95 * f (table above): the fit finds it
     assert m["callpath"] == "main->foo" and m["constant"] == pytest.approx(0, abs=1e-9)
     [term] = m["terms"]

@@ -18,6 +18,8 @@ from perfcast.cli import main
 from perfcast.errors import PerfcastError
 from perfcast.io.summary import SummaryLayout, read_summary, statistic_of
 
+from conftest import cli_items
+
 LABELS = ["smallest_left", "largest_left", "smallest_right", "largest_right", "smallest_interval",
           "largest_interval"]
 
@@ -127,7 +129,7 @@ def _evaluate(model: dict, p: float) -> float:
 def test_model_end_to_end(capsys, mpi_csv, rows):
     code, out, err = cli(capsys, "model", mpi_csv, "--json")
     assert code == 0, err
-    models = {m["callpath"]: m for m in json.loads(out)}
+    models = {m["callpath"]: m for m in cli_items(out, "models")}
     assert set(models) == {f"{r['mpi']}/{r['variable']}" for r in rows}
     assert all(m["metric"] == "time" and m["parameters"] == ["Ranks"] for m in models.values())
     by = {}

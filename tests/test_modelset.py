@@ -1,7 +1,6 @@
 """The one model set behind every output (perfcast.model -> ModelSet), checked against the laws that
 generated the data and against the CLI's own --json (the API reproduces the commands)."""
 
-import json
 import math
 
 import numpy as np
@@ -11,6 +10,8 @@ import pytest
 import perfcast
 from perfcast import Experiment, Metric
 from perfcast.cli import main
+
+from conftest import cli_items
 
 LAWS = {"main->solve": lambda p: 2.0 + 3.0 * p,                 # time, linear
         "main->reduce": lambda p: 0.5 * math.log2(p) + 1.0,     # time, logarithmic
@@ -70,12 +71,12 @@ def test_rank_frame_and_dict_agree_with_the_cli(tmp_path, capsys):
     exp.data.to_csv(f, index=False)
     capsys.readouterr()
     assert main(["model", str(f), "--target", "p=1024", "--json"]) == 0
-    cli_rows = json.loads(capsys.readouterr().out)
+    cli_rows = cli_items(capsys.readouterr().out, "models")
     api_rows = perfcast.model(perfcast.io.load([f])).to_dict({"p": 1024.0})
     assert [r["callpath"] for r in cli_rows] == [r["callpath"] for r in api_rows]
-    assert [r["predicted_at_target"] for r in cli_rows] == pytest.approx([r["predicted_at_target"] for r in api_rows])
+    assert [r["value"] for r in cli_rows] == pytest.approx([r["value"] for r in api_rows])
     assert main(["predict", str(f), "--at", "p=1024", "--json"]) == 0
-    cli_pred = json.loads(capsys.readouterr().out)
+    cli_pred = cli_items(capsys.readouterr().out, "predictions")
     api_pred = perfcast.model(perfcast.io.load([f])).predict({"p": 1024.0})
     assert [(r["callpath"], r["value"], r["confidence"]) for r in cli_pred] == \
         [(r["callpath"], pytest.approx(r["value"]), r["confidence"]) for r in api_pred]

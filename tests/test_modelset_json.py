@@ -7,7 +7,7 @@ import json
 import pytest
 
 import perfcast
-from conftest import PMNF_LAWS, cli, pmnf_law, write_law_file
+from conftest import PMNF_LAWS, cli, cli_items, pmnf_law, write_law_file
 
 PS = [4, 8, 16, 32, 64]
 LAWS = PMNF_LAWS
@@ -26,7 +26,7 @@ def law_file(tmp_path):
 def test_model_json_records_are_the_generating_laws(capsys, law_file):
     code, out, err = cli(capsys, "model", law_file, "--json")
     assert code == 0, err
-    recs = json.loads(out)
+    recs = cli_items(out, "models")
     # the cost ranking by hand: default target p = 2 x 64 (p counts the processes); the increase
     # from p = 4 (measured) to 128 (the law) as a share of the root, the sum of all at 128
     root = sum(law(n, 128) for n in LAWS)
@@ -39,7 +39,7 @@ def test_model_json_records_are_the_generating_laws(capsys, law_file):
         keys = list(r)
         assert keys[:2] == ["callpath", "metric"] and keys[2:12] == MODEL_KEYS
         assert keys[-4:] == ["aggregate", "rank", "ranking", "warnings"]
-        assert set(keys[12:-5]) <= {"drift", "growth", "drift_dof", "upper", "noise_shape"}
+        assert set(keys[12:-5]) <= {"drift", "growth", "drift_dof", "largest_measured", "noise_shape"}
         assert r["metric"] == "time" and r["parameters"] == ["p"] and r["status"] == "ok"
         assert r["constant"] == pytest.approx(c, rel=1e-6, abs=1e-9)
         assert len(r["terms"]) == len(terms)
@@ -60,11 +60,11 @@ def test_model_json_records_are_the_generating_laws(capsys, law_file):
         assert k["increase_share"] == pytest.approx(inc[name], rel=1e-6, abs=1e-12)
     code, out, err = cli(capsys, "model", law_file, "--json", "--by", "growth", "--target", "p=1024")
     assert code == 0, err
-    recs = json.loads(out)
+    recs = cli_items(out, "models")
     # growth order: p^2, p log p, p, p^(1/2), constant; the values at the target are the laws'
     assert [r["callpath"] for r in recs] == ["quad", "plogp", "lin", "sqrt", "flat"]
     for r in recs:
-        assert "ranking" not in r and r["predicted_at_target"] == pytest.approx(law(r["callpath"], 1024), rel=1e-6)
+        assert "ranking" not in r and r["at"] == {"p": 1024} and r["value"] == pytest.approx(law(r["callpath"], 1024), rel=1e-6)
 
 
 def test_pieces_join_into_the_json_modules_text_without_building_models(law_file, tmp_path):

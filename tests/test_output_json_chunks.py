@@ -8,7 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from perfcast.io import tidy
-from perfcast.output import json_chunks, json_text
+from perfcast.output import envelope, json_chunks, json_text
+
+from conftest import cli_items
 
 
 @pytest.mark.parametrize("block", [1, 2, 4096])
@@ -43,9 +45,11 @@ def test_show_json_streamed_equals_the_summary(tmp_path):
     assert res.exit_code == 0, res.output
     exp = tidy._read_parquet(f, None)
     exp.meta["format"] = "tidy-parquet"
-    got = json.loads(res.output)
+    got = cli_items(res.output, "experiment")[0]
     assert got["callpaths"] == [
         {"path": "main", "name": "main", "parent": None, "depth": 0, "has_values": False},
         {"path": "main->a", "name": "a", "parent": "main", "depth": 1, "has_values": True},
         {"path": "b", "name": "b", "parent": None, "depth": 0, "has_values": True}]
-    assert res.output == json_text({**exp.summary(), "meta": got["meta"]})
+    # streamed: the envelope around the summary's own text (json_text), written a piece at a time
+    head = json_text(envelope("experiment", []))[:-len("[]}\n")]
+    assert res.output == head + "[" + json_text({**exp.summary(), "meta": got["meta"]})[:-1] + "]}\n"

@@ -4,7 +4,6 @@ as control sequences, emoji or markup (JSON keeps them exact); outputs are repla
 overlong formula is refused, not a crash."""
 
 import errno
-import json
 import os
 import stat
 
@@ -13,7 +12,7 @@ import pytest
 from perfcast.errors import PerfcastError
 from perfcast.output import check_file_output, write_file
 from perfcast.text import safe_text
-from conftest import cli, one_error
+from conftest import cli, cli_items, one_error
 
 # callpath leaves as an application could name them: clear screen, a title-setting OSC, a bidi
 # override, NUL, an emoji code and rich markup
@@ -68,7 +67,7 @@ def test_show_prints_hostile_callpaths_escaped(capsys, hostile_csv):
 def test_show_json_keeps_the_exact_names(capsys, hostile_csv):
     code, out, err = cli(capsys, "show", hostile_csv, "--json")
     assert code == 0, err
-    names = {c["name"] for c in json.loads(out)["callpaths"]}
+    names = {c["name"] for c in cli_items(out, "experiment")[0]["callpaths"]}
     assert names == {"main", *HOSTILE}
 
 

@@ -3,7 +3,6 @@ parsed one, column by column; a changed table, a corrupt cache and an unwritable
 give the parsed database; the cache lives under $PERFCAST_CACHE / $XDG_CACHE_HOME / ~/.cache."""
 
 import csv
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 from perfcast.projection import dbcache
 from perfcast.projection import project as P
 
-from conftest import DATA, require_data
+from conftest import DATA, cli_items, require_data
 
 FP_RATE = DATA / "spec" / "spec17ml_input_FP_rate.csv"
 
@@ -148,7 +147,7 @@ def test_cli_systems_with_an_unwritable_cache_and_a_missing_vendor(tmp_path):
         r = subprocess.run([sys.executable, "-m", "perfcast", "systems", query, "--db", str(src), "--json"],
                            capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-        assert [s["system"] for s in json.loads(r.stdout)["systems"]] == want
+        assert [s["system"] for s in cli_items(r.stdout, "systems")] == want
 
 
 def test_missing_name_field_does_not_break_the_search(tmp_path):

@@ -1,7 +1,6 @@
 """Factor-model compute projection (issue #7): exactness on synthetic low-rank data, the closed loop
 on published SPEC data against the geometric-mean baseline, project() wiring and bad input."""
 
-import json
 import re
 
 import numpy as np
@@ -14,7 +13,7 @@ from perfcast.projection.database import load_spec
 from perfcast.projection.factor import factor_projector, feature_metrics, fit_factor_model, predict_loading
 from perfcast.projection.signatures import GROUPS, PORTABLE, Signature, load_navarro
 
-from conftest import DATA  # ../shared/data or $PERFCAST_SHARED_DATA
+from conftest import DATA, cli_items  # DATA: ../shared/data or $PERFCAST_SHARED_DATA
 
 
 def _synthetic(n_sys=60, n_b=8, rank=2, seed=0):
@@ -239,7 +238,7 @@ def test_project_uses_the_factor_model_and_matches_the_closed_loop(spec, tmp_pat
         capsys.readouterr()
         assert main(["project", str(appfile), "--db", str(dbfile), "--signatures", str(sigfile),
                      "--base", b, "--target", t, "--json"]) == 0
-        out = json.loads(capsys.readouterr().out)
+        out = cli_items(capsys.readouterr().out, "projection")[0]
         assert out["compute_source"] == "factor model"
         tgt = out["targets"][0]
         truth = db.time(t, app) / db.time(b, app)
@@ -263,7 +262,7 @@ def test_project_uses_the_factor_model_and_matches_the_closed_loop(spec, tmp_pat
     args = ["project", str(appfile), "--db", str(dbfile), "--signatures", str(sigfile), "--base", b, "--target", t,
             "--json"]
     assert main(args) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = cli_items(capsys.readouterr().out, "projection")[0]
     assert any("factor model not used" in n for n in out["notes"])
     check = out["closed_loop_check"]
     assert set(check) == {"surrogate", "mean"} and check["mean"]["projections"] == 24 * 12
@@ -276,7 +275,7 @@ def test_project_uses_the_factor_model_and_matches_the_closed_loop(spec, tmp_pat
     ratios = [db.time(t, x) / db.time(b, x) for x in sigs if x != app and x in db.benchmarks]
     assert tgt["compute_factor"] == pytest.approx(float(np.exp(np.mean(np.log(ratios)))), rel=1e-12)
     assert main(args + ["--method", "surrogate"]) == 0
-    sur = json.loads(capsys.readouterr().out)
+    sur = cli_items(capsys.readouterr().out, "projection")[0]
     assert sur["compute_source"] == "surrogate" and sur["closed_loop_check"] is None
     assert sur["targets"][0]["compute_factor"] == pytest.approx(tgt["communication_detail"]["surrogate_factor"])
 
@@ -297,7 +296,7 @@ def test_cli_bad_input_stays_one_line_with_memory_counters(spec, tmp_path, capsy
     # two complete systems cannot carry a factor model: surrogate, with the reason noted
     capsys.readouterr()
     assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t1", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = cli_items(capsys.readouterr().out, "projection")[0]
     assert out["compute_source"] == "surrogate"
     assert any("factor model not used" in n and "systems" in n for n in out["notes"])
     for target, msg in (("nowhere", "no system matches"), ("t2", "lacks published results")):
@@ -316,9 +315,9 @@ def test_project_method_option_and_terminal_names_the_source(spec, tmp_path, cap
     args = ["project", str(appfile), "--db", str(dbfile), "--signatures", str(sigfile), "--base", b, "--target", t]
     capsys.readouterr()
     assert main(args + ["--json"]) == 0
-    auto = json.loads(capsys.readouterr().out)
+    auto = cli_items(capsys.readouterr().out, "projection")[0]
     assert main(args + ["--json", "--method", "surrogate"]) == 0
-    sur = json.loads(capsys.readouterr().out)
+    sur = cli_items(capsys.readouterr().out, "projection")[0]
     assert (auto["compute_source"], sur["compute_source"]) == ("factor model", "surrogate")
     # the surrogate run's factor is the one the auto run reported for comparison
     assert sur["targets"][0]["compute_factor"] == pytest.approx(

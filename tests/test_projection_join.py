@@ -11,7 +11,7 @@ import pytest
 from perfcast.errors import PerfcastError
 from perfcast.projection.database import BenchmarkDB, load_spec
 
-from conftest import DATA, REPO
+from conftest import DATA, REPO, cli_items
 
 INT_RATE = REPO / "data" / "spec" / "spec17ml_input_Int_rate.csv.gz"
 FP_RATE = DATA / "spec" / "spec17ml_input_FP_rate.csv"
@@ -142,7 +142,7 @@ def test_project_on_the_default_database_says_which_targets_lack_the_integer_res
     base, with_int = full[full].index[:2]
     without = full[~full].index[0]
     assert main(["project", str(app), "--base", base, "--target", with_int, "--target", without, "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = cli_items(capsys.readouterr().out, "projection")[0]
     assert out["compute_source"] == "factor model"
     got = {x["system"]: x["communication_detail"]["pair_benchmarks"] for x in out["targets"]}
     # every benchmark with a signature and results (13 FP + 10 integer) vs the FP ones only

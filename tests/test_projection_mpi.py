@@ -11,7 +11,6 @@ Ground truth, independent of the projection code:
 """
 
 import csv
-import json
 import math
 import os
 import subprocess
@@ -26,7 +25,7 @@ from perfcast.io import load
 from perfcast.projection.comm import load_micro
 from perfcast.projection.mpimodel import fit_profile_models, mpi_profiles, profile_at
 from perfcast.projection.project import project
-from conftest import DATA, require_data, require_tools  # ../shared/data or $PERFCAST_SHARED_DATA
+from conftest import DATA, cli_items, require_data, require_tools  # ../shared/data or $PERFCAST_SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 MICRO = DATA / "mpi" / "stackhpc_hpctests_imb_osu.csv"
@@ -202,7 +201,7 @@ def test_cli_json_and_ranked_table(capsys, runs):
         args += ["--target", t]
     code, out, err = cli(capsys, *args, "--at", "p=8", "--json")
     assert code == 0, err
-    d = json.loads(out)
+    d = cli_items(out, "projection")[0]
     assert d["base"] == IB and d["nprocs"] == 8 and d["compute_source"] == "given factor"
     assert {m["quantity"] for m in d["mpi_models"]} == {"calls", "bytes", "elapsed", "compute"}
     totals = [t["total"] for t in d["targets"]]

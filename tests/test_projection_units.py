@@ -13,7 +13,7 @@ from perfcast.projection.database import load_user_csv
 from perfcast.projection.signatures import Signature, load_navarro, signature_from_totals
 from perfcast.projection.surrogate import find_surrogate
 
-from conftest import DATA  # ../shared/data or $PERFCAST_SHARED_DATA
+from conftest import DATA, cli_items  # DATA: ../shared/data or $PERFCAST_SHARED_DATA
 
 
 def _table():
@@ -296,7 +296,7 @@ def test_bandwidth_group_from_raw_dram_counters_and_the_factor_model_uses_it(tmp
     capsys.readouterr()
     assert main(["project", str(app), "--base", "cpu2017-20190916-18068", "--target", "cpu2017-20200413-21968",
                  "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = cli_items(capsys.readouterr().out, "projection")[0]
     assert out["compute_source"] == "factor model"
     check = out["closed_loop_check"]
     assert check["factor"]["mean"] < check["mean"]["mean"] and check["factor"]["mean"] < check["surrogate"]["mean"]

@@ -3,7 +3,6 @@ order against hand calculations from the generating formulas, the growth order k
 and on real LULESH weak-scaling data the bug scaling-loss finds on top; aggregates over ranks
 labelled from the reader to every output."""
 
-import json
 
 import pandas as pd
 import pytest
@@ -14,6 +13,8 @@ from perfcast.analysis.ranking import NEGLIGIBLE
 from perfcast.analysis.scaling_loss import scaling_loss
 from perfcast.cli import main
 from perfcast.errors import PerfcastError
+
+from conftest import cli_items
 
 P = (2, 4, 8, 16, 32)
 LAWS = {"a": lambda p: 100.0,            # large, constant
@@ -149,7 +150,7 @@ def test_lulesh_top_bug_is_what_scaling_loss_finds(lulesh):
 def test_lulesh_cli_model_and_report_show_the_aggregate(lulesh, capsys, tmp_path):
     d, _, _ = lulesh
     assert main(["model", str(d), "--json", "--metric", AVG, "--metric", "sum#inclusive#sum#time.duration"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = cli_items(capsys.readouterr().out, "models")
     assert {r["metric"]: r["aggregate"] for r in rows} == {AVG: "mean over ranks",
                                                            "sum#inclusive#sum#time.duration": "sum over ranks"}
     assert ALLREDUCE.startswith(rows[0]["callpath"]) and rows[0]["ranking"]["by"] == "cost"
@@ -158,7 +159,7 @@ def test_lulesh_cli_model_and_report_show_the_aggregate(lulesh, capsys, tmp_path
     assert "mean over ranks" in out and "per-process cost increase" in out
     html = tmp_path / "r.html"
     assert main(["report", str(d), "-o", str(html), "--metric", "sum#inclusive#sum#time.duration", "--json"]) == 0
-    rep = json.loads(capsys.readouterr().out)
+    rep = cli_items(capsys.readouterr().out, "report")[0]
     assert rep["aggregate"] == "sum over ranks" and rep["ranked_by"] == "cost"
     assert ALLREDUCE.startswith(rep["kernels"][0]["callpath"])
     text = html.read_text()

@@ -3,7 +3,6 @@ formulas, the report's numbers on LULESH, the CLI command and its errors."""
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from fractions import Fraction
 
@@ -17,6 +16,8 @@ from perfcast.fit.model import Model, Term
 from perfcast.report import svg as S
 from perfcast.report.html import ReportOptions, build_report, formula_mathml, render_html
 from perfcast.report.sparkline import sparkline, trend
+
+from conftest import cli_items
 
 SVGNS = "{http://www.w3.org/2000/svg}"
 
@@ -152,7 +153,7 @@ def test_report_cli(data_dir, tmp_path, capsys):
     src = str(data_dir / "thicket" / "lulesh_weak_scaling_cali")
     out = tmp_path / "r.html"
     assert main(["report", src, "-o", str(out), "--kernels", "5", "--plots", "2", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
+    d = cli_items(capsys.readouterr().out, "report")[0]
     assert d["output"] == str(out) and d["bytes"] == out.stat().st_size and len(d["kernels"]) == 5
     assert d["target"] == {"jobsize": 1372.0} and d["target_default"]
     assert out.read_text().startswith("<!DOCTYPE html>")
@@ -227,12 +228,12 @@ def test_report_projects_at_the_measured_point_like_the_project_command(tmp_path
     capsys.readouterr()
     assert main(["project", str(app), "--base", base, "--at", "p=8", "--json"]
                 + [a for t in targets for a in ("--target", t)]) == 0
-    proj = {t["system"]: t for t in json.loads(capsys.readouterr().out)["targets"]}
+    proj = {t["system"]: t for t in cli_items(capsys.readouterr().out, "projection")[0]["targets"]}
     for extra, note in (([], "At p=8. Measured on"),
                         (["--target", "p=64"], "At p=8 (largest measured point; the target cannot")):
         assert main(["report", str(app), "-o", str(tmp_path / "r.html"), "--force", "--base", base, "--json"]
                     + [a for t in targets for a in ("--machine", t)] + extra) == 0
-        tab = json.loads(capsys.readouterr().out)["projections"]
+        tab = cli_items(capsys.readouterr().out, "report")[0]["projections"]
         assert tab["note"].startswith(note)
         got = {r[0]: r for r in tab["values"]}
         assert set(got) == set(targets)
@@ -254,19 +255,19 @@ def test_report_model_and_predict_agree_on_the_value_at_the_target(data_dir, tmp
     for flag in ([], ["--averaged"]):
         assert main(["report", src, "-o", str(tmp_path / "r.html"), "--force", "--target", "jobsize=1000",
                      "--metric", metric, "--kernels", "8", "--plots", "0", "--min-share", "0", *flag, "--json"]) == 0
-        rep = {k["callpath"]: k for k in json.loads(capsys.readouterr().out)["kernels"] if k["status"] == "ok"}
+        rep = {k["callpath"]: k for k in cli_items(capsys.readouterr().out, "report")[0]["kernels"] if k["status"] == "ok"}
         assert main(["predict", src, "--at", "jobsize=1000", "--metric", metric, *flag, "--json"]) == 0
-        pred = {r["callpath"]: r for r in json.loads(capsys.readouterr().out)}
+        pred = {r["callpath"]: r for r in cli_items(capsys.readouterr().out, "predictions")}
         assert main(["model", src, "--target", "jobsize=1000", "--metric", metric, *flag, "--json"]) == 0
-        mod = {r["callpath"]: r["predicted_at_target"] for r in json.loads(capsys.readouterr().out)}
+        mod = {r["callpath"]: r["value"] for r in cli_items(capsys.readouterr().out, "models")}
         assert len(rep) >= 5
         for cp, k in rep.items():
-            assert k["predicted"] == pytest.approx(pred[cp]["value"], rel=1e-9)
-            assert k["predicted"] == pytest.approx(mod[cp], rel=1e-9)
+            assert k["value"] == pytest.approx(pred[cp]["value"], rel=1e-9)
+            assert k["value"] == pytest.approx(mod[cp], rel=1e-9)
             if k["lower"] is not None and pred[cp]["lower"] is not None:
                 assert k["lower"] == pytest.approx(pred[cp]["lower"], rel=1e-9, abs=1e-12)
                 assert k["upper"] == pytest.approx(pred[cp]["upper"], rel=1e-9)
-        got[bool(flag)] = {cp: k["predicted"] for cp, k in rep.items()}
+        got[bool(flag)] = {cp: k["value"] for cp, k in rep.items()}
     # the two modes differ where hypotheses compete, so the agreement above is not vacuous
     common = set(got[True]) & set(got[False])
     assert any(abs(got[True][c] / got[False][c] - 1) > 1e-3 for c in common)
@@ -349,13 +350,13 @@ def test_report_shares_do_not_depend_on_the_hash_seed(tmp_path):
         r = subprocess.run([sys.executable, "-m", "perfcast", "report", str(path), "--json", "--kernels", "100",
                             "-o", str(tmp_path / f"r{seed}.html")], capture_output=True, text=True, env=env)
         assert r.returncode == 0, r.stderr
-        outs.append(json.loads(r.stdout))
+        outs.append(cli_items(r.stdout, "report")[0])
     assert outs[0]["kernels"] == outs[1]["kernels"] == outs[2]["kernels"]
     rows = [k for k in outs[0]["kernels"] if k.get("share_target") is not None]
     # every share is its kernel's prediction over one total (flat tree: the sum of all 60 predictions)
-    totals = [k["predicted"] / k["share_target"] for k in rows]
+    totals = [k["value"] / k["share_target"] for k in rows]
     assert len(rows) >= 5 and max(totals) == pytest.approx(min(totals), rel=1e-12)
-    assert sum(k["predicted"] for k in rows) < totals[0]
+    assert sum(k["value"] for k in rows) < totals[0]
 
 
 def test_report_labels_clipped_bounds_and_lines_not_drawn(data_dir):

@@ -1,6 +1,5 @@
 """The on-disk store, the tidy reader and the CLI shell (import/show/formats, errors)."""
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,8 @@ from perfcast.cli import main
 from perfcast.io import load
 
 from test_experiment import small
+
+from conftest import cli_items
 
 CSV = """p,n,callpath,metric,value,unit
 2,10,main,time,1.0,s
@@ -100,11 +101,11 @@ def test_cli_import_show_json(tmp_path, csv):
     out = tmp_path / "e.perfcast"
     r = run("import", csv, "-o", out, "--json")
     assert r.returncode == 0, r.stderr
-    summary = json.loads(r.stdout)
+    summary = cli_items(r.stdout, "import")[0]
     assert summary["n_points"] == 2 and summary["parameters"] == ["p", "n"]
     r = run("show", out, "--json")
     assert r.returncode == 0, r.stderr
-    s = json.loads(r.stdout)
+    s = cli_items(r.stdout, "experiment")[0]
     assert [pt["repetitions"] for pt in s["points"]] == [2, 1]
     assert {m["name"]: m["unit"] for m in s["metrics"]} == {"time": "s", "visits": ""}
     assert [c["path"] for c in s["callpaths"]] == ["main", "main->solve"]

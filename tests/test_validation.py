@@ -1,13 +1,12 @@
 """predict --validate: predictions compared with measurements the models were not fitted on."""
 
-import json
 
 import pytest
 
 from perfcast.analysis import validation
 from perfcast.cli import main
 from perfcast.io import load
-from conftest import number_after
+from conftest import cli_items, cli_json, number_after
 
 
 def _csv(path, rows, header="p,callpath,metric,rep,value"):
@@ -54,8 +53,8 @@ def test_cli_predicts_the_measured_points_and_reports_the_errors(runs, capsys):
     small_f, big_f = runs
     capsys.readouterr()
     assert main(["predict", str(small_f), "--validate", str(big_f), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    rows = {(r["callpath"], r["at"]["p"]): r for r in doc["predictions"]}
+    doc = cli_json(capsys.readouterr().out, "predictions")
+    rows = {(r["callpath"], r["at"]["p"]): r for r in doc["items"]}
     # the model recovers 2 + 3 p: exact at 16 (measured 50), 98 vs 105 measured at 32
     assert rows[("main->solve", 16.0)]["value"] == pytest.approx(50, rel=1e-3)
     assert rows[("main->solve", 16.0)]["error"] == pytest.approx(0, abs=1e-3)
@@ -93,7 +92,7 @@ def test_report_compares_the_ranked_kernels_with_the_validation_runs(runs, tmp_p
     out = tmp_path / "r.html"
     capsys.readouterr()
     assert main(["report", str(small_f), "-o", str(out), "--validate", str(big_f), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = cli_items(capsys.readouterr().out, "report")[0]
     assert "validation" in doc["sections"]
     rows = {r["at"]["p"]: r for r in doc["validation"]["rows"]}
     # main->solve only (main->other is not a modelled kernel of the fitted runs): 2 + 3 p vs the means

@@ -169,9 +169,9 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
     store.write(exp, output, overwrite=force)  # checked again under the output's lock
     s = exp.summary(callpaths=False)
     if as_json:
-        write_json({"output": str(output), "parameters": s["parameters"], "n_points": s["n_points"],
-                    "n_callpaths": s["n_callpaths"], "metrics": [m["name"] for m in s["metrics"]],
-                    "n_values": s["n_values"]})
+        write_json("import", {"output": str(output), "parameters": s["parameters"], "n_points": s["n_points"],
+                              "n_callpaths": s["n_callpaths"], "metrics": [m["name"] for m in s["metrics"]],
+                              "n_values": s["n_values"]})
     else:
         out.print(f"wrote {output}: {s['n_points']} point(s) over {', '.join(s['parameters']) or '(none)'}, "
                   f"{s['n_callpaths']} callpath(s), {len(s['metrics'])} metric(s), {s['n_values']} value(s)",
@@ -187,7 +187,7 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print the full description as JSON.")
 def show_cmd(inputs, fmt, points, params, max_callpaths, depth, as_json):
     """Describe an experiment: parameters, points and repetitions, metrics, callpath tree."""
-    from .output import json_chunks
+    from .output import json_chunks, list_of_chunks
     from .report.terminal import show_experiment, write_json_chunks
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
@@ -195,7 +195,7 @@ def show_cmd(inputs, fmt, points, params, max_callpaths, depth, as_json):
         # the per-callpath list encoded as it is written (800,000 callpaths: 0.5 GB as dicts)
         s = exp.summary(callpaths=False)
         s["callpaths"] = exp.callpath_records()
-        write_json_chunks(json_chunks(s))
+        write_json_chunks("experiment", list_of_chunks(json_chunks(s)))
     else:
         show_experiment(exp, max_callpaths, depth)
 
@@ -210,8 +210,8 @@ def formats_cmd(as_json):
     rs = sorted(readers().values(), key=lambda r: r.name)
     rows = [[r.name, " ".join(r.extensions) + (" (dir)" if r.directories else ""), r.description] for r in rs]
     if as_json:
-        write_json([{"name": r.name, "extensions": list(r.extensions), "directories": r.directories,
-                     "description": r.description} for r in rs])
+        write_json("formats", [{"name": r.name, "extensions": list(r.extensions), "directories": r.directories,
+                                "description": r.description} for r in rs])
     else:
         out.print(table("Formats", ["format", "inputs", "description"], rows))
 
@@ -287,7 +287,7 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
     if output is not None:
         store.write(exp, output, overwrite=force)
     if as_json:
-        write_json({"metrics": rows, "derived": reports, "output": str(output) if output else None})
+        write_json("metrics", rows, derived=reports, output=str(output) if output else None)
         return
     print_derived(reports)
     out.print(metrics_table(rows))
@@ -338,16 +338,16 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
             ("inclusive" if inclusive else "exclusive")
     if hot is not None:
         res = V.hot_path(prof, None if hot == "-" else hot, hot_fraction)
-        return write_json(res) if as_json else R.print_hot_path(res)
+        return write_json("view", res) if as_json else R.print_hot_path(res)
     if mode == "top-down":
         res = V.top_down(prof, threshold, sort, depth)
-        return write_json(res) if as_json else R.print_top_down(res)
+        return write_json("view", res) if as_json else R.print_top_down(res)
     if mode == "flat":
         res = V.flat(prof, threshold, sort)
     else:
         res = V.bottom_up(prof, threshold, sort, 3 if depth is None else depth)
     if as_json:
-        return write_json(res)
+        return write_json("view", res)
     shown = dict(res, rows=res["rows"][:limit])
     R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, 3 if depth is None else depth)
 
@@ -421,7 +421,7 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
         results.append(waste(exp, bytes_, time_, _parse_rate(peak_bw, "--peak-bandwidth"), coords, ranks,
                              "bandwidth waste", seconds(time_), threshold))
     if as_json:
-        return write_json(results)
+        return write_json("waste", results)
     for r in results:
         print_waste(r, limit)
 
@@ -472,7 +472,7 @@ def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     res = scaling_loss(exp, mode, metric, procs, pairs, parse_coords(at, "--at") if at else None, ranks, sort)
     if as_json:
-        return write_json(res)
+        return write_json("scaling-loss", res)
     print_scaling_loss(res, limit)
 
 
@@ -590,7 +590,7 @@ def _wrote(output, n, what, as_json, frame, records, force, table=None):
 
     path = write_table(output, frame, records, force, table)
     if as_json:
-        return write_json({"output": str(path), what: n})
+        return write_json("written", {"output": str(path), "what": what, "count": n})
     err.print(f"perfcast: wrote {n} {what} to {path}", markup=False, highlight=False)
 
 
@@ -652,6 +652,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     """
     from .analysis.fitcheck import fit_warnings
     from .fit.lines import line_note
+    from .output import enveloped_chunks
     from .report.terminal import err, out, table, write_json
 
     if output is not None:
@@ -664,12 +665,12 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     tgt = parse_coords(target, "--target") if target else None
     if output is not None:
         return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
-                      lambda: "".join(ms.json_chunks(tgt, by)),
+                      lambda: "".join(enveloped_chunks("models", ms.json_chunks(tgt, by))),
                       force, lambda: ms.to_table(tgt, by=by))
     if as_json:
         from .report.terminal import write_json_chunks
 
-        return write_json_chunks(ms.json_chunks(tgt, by))
+        return write_json_chunks("models", ms.json_chunks(tgt, by))
     # the rows printed, and the warnings and notes of every series, without building every model
     shown, total, at, warned, noted = ms.rank_head(tgt, by, limit)
     from .report.terminal import trends
@@ -771,7 +772,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
       perfcast predict exp.perfcast --at p=4096 --metric time
       perfcast predict small.perfcast --validate large.perfcast
     """
-    from .report.terminal import err, out, table, write_json
+    from .output import envelope
+    from .report.terminal import err, out, table, write_json, write_json_chunks
 
     if output is not None:
         from .output import check_file_output, table_format
@@ -808,8 +810,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                              comm_max_procs, scaling)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     if as_json and check is None and output is None:
-        sys.stdout.write(ms.predict_json(targets, level))
-        return
+        return write_json_chunks("predictions", [ms.predict_json(targets, level)])
     rows = ms.predict(targets, level)
     summary = None
     if check is not None:
@@ -822,9 +823,10 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         from .modelset import predictions_frame
 
         return _wrote(output, len(rows), "predictions", as_json, lambda: predictions_frame(rows, exp.parameters),
-                      lambda: rows if summary is None else {"predictions": rows, "accuracy": summary}, force)
+                      lambda: envelope("predictions", rows, **({} if summary is None else {"accuracy": summary})),
+                      force)
     if as_json:
-        return write_json(rows if summary is None else {"predictions": rows, "accuracy": summary})
+        return write_json("predictions", rows, **({} if summary is None else {"accuracy": summary}))
     from .report.terminal import trends
 
     all_rows, rows = rows, _shown(rows, limit)
@@ -902,8 +904,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                  for sm, ok in zip(series, status_ok(series).tolist()) if not ok
                  and any(fnmatch.fnmatchcase(sm.callpath, e.pattern) for e in parsed)]
     if as_json:
-        write_json({"checked": checked, "violations": [v.to_dict() for v in bad], "ok": not bad,
-                    "unchecked": unchecked})
+        write_json("check", [v.to_dict() for v in bad], checked=checked, ok=not bad, unchecked=unchecked)
     elif bad:
         from .report.terminal import err
 
@@ -1044,7 +1045,7 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
     rep = write_report(exp, output, opts, force, projections=projections, apmt=apmt, apmt_note=apmt_note,
                        validation=vexp)
     if as_json:
-        write_json({"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
+        write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
     else:
         out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked, "
                   f"{len(rep.plots)} plot(s), sections: {', '.join(rep.sections())}", markup=False, highlight=False)
@@ -1204,7 +1205,7 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     runs = exp.meta["campaign"]["runs"]
     missing = exp.meta["campaign"].get("incomplete") or []
     if as_json:
-        write_json({"output": str(output), "campaign": str(cp.campaign_dir(output)), "parameters": s["parameters"],
+        write_json("campaign", {"output": str(output), "campaign": str(cp.campaign_dir(output)), "parameters": s["parameters"],
                     "points": s["points"], "runs": len(runs), "failed": failed,
                     "metrics": [m["name"] for m in s["metrics"]], "warnings": exp.meta["campaign"]["warnings"],
                     "complete": not missing, "incomplete": missing})
@@ -1245,8 +1246,8 @@ def systems_cmd(query, dbs, limit, as_json):
     hits = db.find(query)
     cols = [c for c in ("system", "name") if c in db.columns]
     if as_json:
-        write_json({"query": query, "matches": len(hits), "unique": len(hits) == 1,
-                    "systems": [dict(zip(cols, r)) for r in db.rows(hits[:limit], cols)]})
+        write_json("systems", [dict(zip(cols, r)) for r in db.rows(hits[:limit], cols)], query=query,
+                   matches=len(hits), unique=len(hits) == 1)
         return
     if not len(hits):
         raise db.no_match_error(query)
@@ -1309,7 +1310,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
                   load_micro(micro) if micro else None, micro_base, micro_targets, all_matches,
                   compute_factor=compute_factor, method=method)
     if as_json:
-        write_json(res.to_dict())
+        write_json("projection", res.to_dict())
         return
     s = res.surrogate
     out.print(f"base {res.base}" + ("" if res.base_name == res.base else f" = {res.base_name}")

@@ -793,7 +793,8 @@ class ModelSet:
 
     def to_dict(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list[dict]:
         """``perfcast model --json``: one dict per series in rank order (the model, its aggregate,
-        its rank, its warnings, with ``target`` ``predicted_at_target`` and, ranked by cost,
+        its rank, its warnings, with ``target`` its ``value`` there (``at``; ``line`` on a measured
+        line) and, ranked by cost,
         ``ranking``: per-process cost now and at the ranking's point, the increase as a share of
         the root's, whether it is significant)."""
         from .fit.model import to_dicts
@@ -817,10 +818,11 @@ class ModelSet:
                     d["ranking"]["line"] = line
             d["warnings"] = self.warnings(r)
             if r.predicted is not None:
-                d["predicted_at_target"] = r.predicted
+                d["at"] = dict(target)
+                d["value"] = r.predicted
                 line = _line_at_target(getattr(r.model, "parameters", ()), getattr(r.model, "lines", ()), target)
                 if line is not None:
-                    d["line_at_target"] = line
+                    d["line"] = line
             out.append(d)
         return out
 
@@ -953,7 +955,8 @@ class ModelSet:
         predicted = np.full(S, "", dtype=object)
         at = [s for s in range(S) if pred[s] is not None]
         if at:
-            predicted[at] = texts([pred[s] for s in at], ', "predicted_at_target": ')
+            predicted[at] = texts([pred[s] for s in at], ', "at": ' + enc(dict(target), allow_nan=False)
+                                  + ', "value": ')
         cols += [predicted, np.full(S, "}", dtype=object)]
         # values on a measured line: the few series with lines
         ln = columns.lines(series, parts) if (target is not None or rank_at) else None
@@ -963,7 +966,7 @@ class ModelSet:
                 ranking[-1][s] = ', "line": ' + enc(line, allow_nan=False) + "}"
             line = _line_at_target(*ln[s], target) if pred[s] is not None else None
             if line is not None:
-                predicted[s] += ', "line_at_target": ' + enc(line, allow_nan=False)
+                predicted[s] += ', "line": ' + enc(line, allow_nan=False)
         K = len(cols)
         # the formulas in one batch (a pattern's texts at once, not a chunk's share of them each time)
         formula = np.array(columns.formulas(series, parts=parts), dtype=object)

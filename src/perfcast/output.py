@@ -149,6 +149,55 @@ def table_format(path: str | Path) -> str:
     return fmt
 
 
+#: version of the ``--json`` layout (:func:`envelope`); raised when a field changes meaning or goes
+SCHEMA_VERSION = 1
+#: the JSON Schema of every command's ``--json`` output, shipped with the package
+SCHEMA_FILE = Path(__file__).parent / "schema" / "output.schema.json"
+
+
+def envelope(kind: str, items, **extra) -> dict:
+    """Every command's ``--json`` output: ``{"perfcast": VERSION, "schema": SCHEMA_VERSION, "kind":
+    kind, ...extra, "items": [...]}`` -- ``items`` the list of what the command produced (models,
+    predictions, rows; one object for a command that produces one thing), ``extra`` the command's
+    summary fields.  The same names mean the same things in every kind: a prediction is ``value``
+    with ``lower``, ``upper`` (its interval), ``level``, ``unit`` and ``at`` (``SCHEMA_FILE``)."""
+    from . import __version__
+
+    if not isinstance(items, list):
+        items = [items]
+    return {"perfcast": __version__, "schema": SCHEMA_VERSION, "kind": kind, **extra, "items": items}
+
+
+def enveloped_chunks(kind: str, list_chunks, **extra):
+    """:func:`envelope` around a JSON list written a piece at a time (``list_chunks``: the pieces of
+    ``[...]`` followed by a newline, e.g. :meth:`perfcast.modelset.ModelSet.json_chunks`): the
+    same text as ``json_text(envelope(kind, the_list, **extra))`` up to the list's own layout."""
+    head = json_text(envelope(kind, [], **extra))
+    # '..., "items": []}\n' -> '..., "items": ' + the list + '}\n'
+    yield from _after(head[:-len("[]}\n")], list_chunks, "}\n")
+
+
+def _after(head: str, chunks, tail: str):
+    """``head``, ``chunks`` without the newline that ends the last one, ``tail`` -- ``head`` only
+    once the first chunk exists, so that what fails before its first piece (the contract of the
+    chunk writers) still fails before anything is written."""
+    it = iter(chunks)
+    prev = next(it, None)
+    if prev is None:
+        return
+    yield head
+    for c in it:
+        yield prev
+        prev = c
+    yield prev.rstrip("\n") + tail
+
+
+def list_of_chunks(chunks):
+    """The pieces of a JSON value (ending in a newline, as :func:`json_chunks` writes them) as the
+    pieces of a one-element list ``[value]`` followed by a newline."""
+    yield from _after("[", chunks, "]\n")
+
+
 def json_text(obj) -> str:
     """``obj`` as JSON text.  A list (or a dict holding lists) is written one element per line, each
     by the C encoder: pretty-printing (``indent``) falls back to the pure-Python encoder, which took

@@ -29,7 +29,7 @@ def kernels_cmd(exp, threshold, metric, procs, as_json, scaling="auto"):
 
     ks = identify_kernels(exp, metric=metric, procs=procs, threshold=threshold, scaling=scaling)
     if as_json:
-        return write_json(ks.to_dict())
+        return write_json("kernels", ks.to_dict())
     for line in ks.explain():
         out.print(line, markup=False, highlight=False)
 
@@ -47,7 +47,7 @@ def machine_cmd(source, write, as_json, force=False):
     if write:
         m.save(write, force)
     if as_json:
-        return write_json(m.to_dict())
+        return write_json("machine", m.to_dict())
     if not write:
         out.print(yaml.safe_dump(m.to_dict(), sort_keys=False).rstrip(), markup=False, highlight=False)
     else:
@@ -86,8 +86,8 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
             raise PerfcastError("--strong needs a process-count parameter")
         curve = model.strong_scaling(ps, targets[0])
     if as_json:
-        return write_json({"model": model.to_dict(), "predictions": [p.to_dict() for p in preds],
-                           "strong_scaling": [p.to_dict() for p in curve], "insights": model.insights(targets[0])})
+        return write_json("breakdown", [p.to_dict() for p in preds], model=model.to_dict(),
+                          strong_scaling=[p.to_dict() for p in curve], insights=model.insights(targets[0]))
     say = lambda s: out.print(s, markup=False, highlight=False)  # noqa: E731
     for line in model.kernelset.explain():
         say(line)
@@ -142,8 +142,8 @@ def compare_cmd(exp, validation, measure, machine, timers, size, threshold, proc
         rows.append(row)
     summary = {k: (float(np.mean(v)) if v else None) for k, v in errs.items()}
     if as_json:
-        return write_json({"rows": rows, "mean_abs_error": summary, "validation": val.to_dict(),
-                           "baselines": {k: (v if isinstance(v, str) else v.formula()) for k, v in base.items()}})
+        return write_json("comparison", rows, mean_abs_error=summary, validation=val.to_dict(),
+                          baselines={k: (v if isinstance(v, str) else v.formula()) for k, v in base.items()})
     say = lambda s: out.print(s, markup=False, highlight=False)  # noqa: E731
     for name, b in base.items():
         say(f"{name}: " + (f"n/a ({b})" if isinstance(b, str) else b.formula()))

@@ -405,7 +405,7 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
         pat, facs = _patterns(g)
         p = pat[rows]
         params = _fixed(enc(list(g.parameters)))
-        upper = "" if g.upper is None else _fixed(', "upper": [' + ", ".join(float_texts(g.upper)) + "]")
+        upper = "" if g.upper is None else _fixed(', "largest_measured": [' + ", ".join(float_texts(g.upper)) + "]")
         shape = "" if g.shape.beta == 2.0 else _fixed(', "noise_shape": ' + float_texts([g.shape.beta])[0])
         notes = _fixed(', "notes": ' + enc(list(g.notes))) if g.notes else ""
         growth = float_texts([g.growth])[0]

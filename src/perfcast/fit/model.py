@@ -320,7 +320,8 @@ class Model:
             d["growth"] = _clean(self.growth)
             d["drift_dof"] = int(self.drift_dof)
         if self.upper is not None:
-            d["upper"] = [_clean(v) for v in self.upper]
+            # the largest measured value of each parameter ("upper" elsewhere is an interval bound)
+            d["largest_measured"] = [_clean(v) for v in self.upper]
         if self.noise_shape != 2.0:
             d["noise_shape"] = _clean(self.noise_shape)
         if self.lines:
@@ -344,10 +345,11 @@ class Model:
             if status not in STATUSES:
                 raise PerfcastError(f"unknown model status {status!r}", where="status")
             q = d.get("quality")
+            largest = d.get("largest_measured", d.get("upper"))   # "upper" before output schema 1
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
-                       None if d.get("upper") is None else tuple(float(v) for v in d["upper"]),
+                       None if largest is None else tuple(float(v) for v in largest),
                        float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0),
                        float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params))
         except (KeyError, TypeError, ValueError) as e:

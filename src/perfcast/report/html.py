@@ -110,7 +110,9 @@ class Report:
 
     def to_dict(self) -> dict:
         """JSON-ready summary of what the report shows (no SVG)."""
-        ks = [{k: v for k, v in r.items() if k not in ("mathml", "trend", "series")} for r in self.kernels]
+        # the value at the target is "value", as in every --json output (the template says "predicted")
+        ks = [{("value" if k == "predicted" else k): v for k, v in r.items() if k not in ("mathml", "trend", "series")}
+              for r in self.kernels]
         sl = None
         if self.scaling_loss:
             sl = {k: v for k, v in self.scaling_loss.items() if k != "rows"}

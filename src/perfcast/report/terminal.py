@@ -179,18 +179,22 @@ def table(title: str, columns: list[str], rows: list[list[str]], justify: dict[s
     return t
 
 
-def write_json(obj) -> None:
-    """``obj`` as JSON on stdout (:func:`perfcast.output.json_text`)."""
-    from ..output import json_text
+def write_json(kind: str, items, **extra) -> None:
+    """A command's ``--json`` output on stdout: ``items`` (a list, or the one object the command
+    produced) and summary fields ``extra`` in the envelope every command shares
+    (:func:`perfcast.output.envelope`, :func:`perfcast.output.json_text`)."""
+    from ..output import envelope, json_text
 
-    sys.stdout.write(json_text(obj))
+    sys.stdout.write(json_text(envelope(kind, items, **extra)))
 
 
-def write_json_chunks(chunks) -> None:
-    """JSON text on stdout a piece at a time (e.g. :meth:`perfcast.modelset.ModelSet.json_chunks`,
-    which fails, if at all, before its first piece)."""
+def write_json_chunks(kind: str, list_chunks, **extra) -> None:
+    """:func:`write_json` of a list given as JSON text a piece at a time (e.g.
+    :meth:`perfcast.modelset.ModelSet.json_chunks`, which fails, if at all, before its first piece)."""
+    from ..output import enveloped_chunks
+
     write = sys.stdout.write
-    for c in chunks:
+    for c in enveloped_chunks(kind, list_chunks, **extra):
         write(c)
 
 
