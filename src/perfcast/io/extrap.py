@@ -1644,8 +1644,9 @@ def export(exp: Experiment, path: str | Path, to: str, *, force: bool = False, l
     d = exp.data
 
     # every row's point (sorted coordinates), callpath (tree order) and metric (declared order)
-    coords, point = np.unique(d[params].to_numpy(), axis=0, return_inverse=True)
-    point = point.reshape(-1)
+    by_point = d.groupby(params, sort=True)  # hashing: np.unique(axis=0) sorted 1M rows 15x slower
+    point = by_point.ngroup().to_numpy()
+    coords = np.asarray(by_point.size().index.tolist(), dtype="float64").reshape(-1, len(params))
     order = {p: i for i, p in enumerate(exp.tree.preorder())}
     cp_col, m_col = d["callpath"].array, d["metric"].array
     cp_rank = np.array([order[c] for c in cp_col.categories], dtype=np.int64)[cp_col.codes]
