@@ -240,6 +240,16 @@ def test_ranks_are_reduced_per_repetition(tmp_path, capsys, ranks, time, calls):
     assert any("reduced per point, repetition and callpath" in n for n in info["notes"])
 
 
+def test_a_thread_column_alone_is_reduced_too(tmp_path):
+    from perfcast.io.extrap import write_extrap_json
+
+    df = pd.DataFrame({"p": [1, 1, 2, 2], "callpath": "main", "metric": "time", "value": [1.0, 2.0, 4.0, 8.0],
+                       "thread": [0, 1, 0, 1]})
+    info = write_extrap_json(Experiment(["p"], df, [Metric("time", "s", "time")]), tmp_path / "t.json")
+    assert info["locations"] == {"time": "mean over threads"}
+    assert _values(load([tmp_path / "t.json"])) == {((1.0,), "main", "time", 0): 1.5, ((2.0,), "main", "time", 0): 6.0}
+
+
 # -- the command line -----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

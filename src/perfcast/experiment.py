@@ -615,7 +615,7 @@ class Experiment:
 
         ``how``: one of :data:`AGGREGATES` for every metric, or ``"auto"``: per metric,
         :func:`location_reduction` (counts and bytes summed, times and other metrics averaged)."""
-        if not self.has_locations:
+        if not any(c in self.data.columns for c in LOCATION_COLUMNS):  # a thread column alone too
             return self
         if how != "auto":
             df = _aggregate(self.data, how, LOCATION_COLUMNS)

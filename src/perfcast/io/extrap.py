@@ -55,6 +55,10 @@ every intact input.  These formats carry no units and no inclusive/exclusive
 meaning, so metrics get ``Metric.guess(name)`` with scope ``unknown`` (the old JSON layout may
 give a ``unit`` per metric).  Errors name the file and the line (text, JSON Lines, Talpas) or the
 JSON field path.
+
+Exporters: :func:`export` (``perfcast export``; :func:`write_extrap_text`, :func:`write_extrap_json`)
+writes any Experiment as ``extrap-text`` or ``extrap-json`` (points layout) input that Extra-P 4 and
+these readers read back value for value (see :func:`export` for what is reduced and refused).
 """
 
 from __future__ import annotations
@@ -1635,8 +1639,9 @@ def export(exp: Experiment, path: str | Path, to: str, *, force: bool = False, l
                          f"(use --to extrap-json)")
 
     reduced: dict[str, str] = {}
-    if exp.has_locations:
-        over = " and ".join(c + "s" for c in LOCATION_COLUMNS if c in exp.data.columns)
+    where = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
+    if where:
+        over = " and ".join(c + "s" for c in where)
         for name, m in exp.metrics.items():
             how = location_reduction(m) if locations == "auto" else locations
             reduced[name] = f"{how} over {over}"
