@@ -82,6 +82,16 @@ def require_data(path: Path) -> Path:
     return path
 
 
+def extrap_python() -> Path | None:
+    """The python of Extra-P 4.2.5's own virtual environment (PERFCAST_EXTRAP_PYTHON, else
+    bench/.venv-extrap, made by bench/vs_extrap.py), for tests against Extra-P itself; None when
+    neither exists (those tests are skipped)."""
+    for p in (os.environ.get("PERFCAST_EXTRAP_PYTHON"), REPO / "bench" / ".venv-extrap" / "bin" / "python"):
+        if p and Path(p).is_file():
+            return Path(p)
+    return None
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not DATA.is_dir():

@@ -10,13 +10,12 @@ and, where that venv exists (bench/.venv-extrap, or PERFCAST_EXTRAP_PYTHON namin
 """
 
 import json
-import os
 import struct
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, require_data
+from conftest import REPO, extrap_python, require_data
 
 from perfcast.errors import PerfcastError
 from perfcast.io import detect, load
@@ -105,19 +104,12 @@ json.dump({"parameters": [str(p) for p in e.parameters],
 """
 
 
-def _extrap_python() -> Path | None:
-    for p in (os.environ.get("PERFCAST_EXTRAP_PYTHON"), REPO / "bench" / ".venv-extrap" / "bin" / "python"):
-        if p and Path(p).is_file():
-            return Path(p)
-    return None
-
-
-@pytest.mark.skipif(_extrap_python() is None, reason="Extra-P's venv (bench/.venv-extrap) is not installed; "
+@pytest.mark.skipif(extrap_python() is None, reason="Extra-P's venv (bench/.venv-extrap) is not installed; "
                     "the numbers written in the tests above come from it")
 @pytest.mark.parametrize("which", ["sp", "mp"])
 def test_every_point_equals_extrap(which, data_dir, tmp_path):
     path = SP if which == "sp" else require_data(data_dir / "extrap" / "input" / "experiment_3_mp")
-    r = subprocess.run([str(_extrap_python()), "-c", _DUMP, str(path)], capture_output=True, text=True,
+    r = subprocess.run([str(extrap_python()), "-c", _DUMP, str(path)], capture_output=True, text=True,
                        timeout=600, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     ref = json.loads(r.stdout)

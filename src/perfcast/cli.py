@@ -477,6 +477,11 @@ def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs
 
 
 # -- scaling models (issue #3): model, predict, check ------------------------------------------
+_ranks_option = click.option(
+    "--ranks", "locations", type=click.Choice(["auto", "sum", "mean", "max", "min", "median"]),
+    default="auto", show_default=True, help="Reduce per-rank values: auto sums counts/bytes and averages times.")
+
+
 def _model_options(f):
     f = click.option("--metric", "metrics", multiple=True, help="Metric(s) to model (default: all).")(f)
     f = click.option("--callpath", "callpaths", multiple=True, metavar="GLOB",
@@ -484,9 +489,7 @@ def _model_options(f):
     f = click.option("--terms", "max_terms", type=click.IntRange(1, 2), default=1, show_default=True,
                      help="Terms per parameter in single-parameter models.")(f)
     f = click.option("--negative", is_flag=True, help="Allow negative exponents (strong scaling).")(f)
-    f = click.option("--ranks", "locations", type=click.Choice(["auto", "sum", "mean", "max", "min", "median"]),
-                     default="auto", show_default=True,
-                     help="Reduce per-rank values: auto sums counts/bytes and averages times.")(f)
+    f = _ranks_option(f)
     f = click.option("--workers", type=_WORKERS, default="auto", show_default=True, metavar="N|auto",
                      expose_value=False,
                      callback=_workers_option,
@@ -1406,6 +1409,49 @@ def compare_cmd(inputs, fmt, points, params, validation, measure, timers, machin
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     val = load_experiment([validation], quiet=as_json)
     body(exp, val, measure, machine, timers, size, threshold, None, "pmnf", target, as_json, comm_max_procs)
+
+
+@cli.command("export")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+              help="File to write (.txt: extrap-text, .json: extrap-json, unless --to says).")
+@click.option("--to", "to", type=click.Choice(["extrap-text", "extrap-json"]), default=None,
+              help="Output format: Extra-P text or JSON input (default: from the output's suffix).")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@input_options
+@cube_scaling_option
+@timeseries_option
+@_ranks_option
+@click.option("--drop-incomplete", is_flag=True,
+              help="Leave out the callpath x metric series without values at every point (Extra-P refuses "
+                   "them); --json lists them. Default: refuse, naming the first.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def export_cmd(inputs, output, to, force, fmt, points, params, locations, drop_incomplete, as_json):
+    """Write an experiment as Extra-P input, for the Extra-P GUI or `extrap --text/--json`.
+
+    Every value is written exactly, repetitions in order; per-rank values are reduced per point,
+    repetition and callpath (--ranks); callpaths nest with '->'. Extra-P's formats carry no units.
+
+    \b
+    Examples:
+      perfcast export app.perfcast -o app.txt              # then: extrap --text app.txt
+      perfcast export lulesh_cali/ --to extrap-json -o lulesh.json
+    """
+    from .io.extrap import export, export_format
+    from .report.terminal import err, out, write_json
+
+    check_file_output(output, force)
+    to = export_format(output, to)
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    info = export(exp, output, to, force=force, locations=locations, drop_incomplete=drop_incomplete)
+    if as_json:
+        write_json(info)
+        return
+    out.print(f"wrote {output} ({to}): {info['n_points']} point(s) over {', '.join(info['parameters'])}, "
+              f"{info['n_callpaths']} callpath(s), {len(info['metrics'])} metric(s), {info['n_series']} series, "
+              f"{info['n_values']} value(s)", markup=False, highlight=False)
+    for note in info["notes"]:
+        err.print(f"perfcast: note: {note}", markup=False, highlight=False)
 
 
 def _tune_malloc():

@@ -59,6 +59,12 @@ def guess_kind(name: str, unit: str = "") -> str:
     return "other"
 
 
+def location_reduction(metric: "Metric") -> str:
+    """How ``reduce_locations("auto")`` combines a metric's per-rank/thread values: counts and bytes
+    are summed (the total work of the run), times and other metrics averaged (a typical location)."""
+    return "sum" if metric.kind in ("count", "bytes") else "mean"
+
+
 @dataclass(frozen=True)
 class Metric:
     """A measured quantity.
@@ -601,24 +607,25 @@ class Experiment:
 
         Returns a tidy frame without the reduced columns (``value`` holds the statistic).
         """
-        if how not in AGGREGATES:
-            raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
-        over = [c for c in over if c in self.data.columns]
-        bad = [c for c in over if c not in ("rep", *LOCATION_COLUMNS)]
-        if bad:
-            raise PerfcastError(f"can only aggregate over rep, rank, thread (not {', '.join(bad)})")
-        keys = [c for c in self.data.columns if c not in (*over, "value")]
-        g = self.data.groupby(keys, observed=True, sort=True)["value"]
-        out = g.agg(how).reset_index()
-        if how == "std":
-            out["value"] = out["value"].fillna(0.0)
-        return out
+        return _aggregate(self.data, how, over)
 
     def reduce_locations(self, how: str = "sum") -> "Experiment":
-        """Collapse per-rank/thread values into one value per point, repetition and callpath."""
-        if not self.has_locations:
+        """Collapse per-rank/thread values into one value per point, repetition and callpath.
+
+        ``how``: one of :data:`AGGREGATES` for every metric, or ``"auto"``: per metric,
+        :func:`location_reduction` (counts and bytes summed, times and other metrics averaged)."""
+        if not any(c in self.data.columns for c in LOCATION_COLUMNS):  # a thread column alone too
             return self
-        df = self.aggregate(how, over=LOCATION_COLUMNS)
+        if how != "auto":
+            df = _aggregate(self.data, how, LOCATION_COLUMNS)
+        else:
+            hows = {name: location_reduction(m) for name, m in self.metrics.items()}
+            parts = []
+            for h in sorted(set(hows.values())):
+                rows = self.data["metric"].isin([n for n, x in hows.items() if x == h]).to_numpy()
+                if rows.any():
+                    parts.append(_aggregate(self.data[rows], h, LOCATION_COLUMNS))
+            df = pd.concat(parts, ignore_index=True)
         meta = copy.deepcopy(self.meta)
         meta.setdefault("history", []).append(f"locations reduced by {how}")
         return Experiment(self.parameters, df, self.metrics, self.tree, meta)
@@ -693,6 +700,21 @@ class Experiment:
             del metrics[metric]
         metrics[new_name] = replace(m, name=new_name, scope=target)
         return Experiment(self.parameters, data, metrics.values(), self.tree, copy.deepcopy(self.meta))
+
+
+def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str]) -> pd.DataFrame:
+    """:meth:`Experiment.aggregate` of a value table (or some of its rows)."""
+    if how not in AGGREGATES:
+        raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
+    over = [c for c in over if c in data.columns]
+    bad = [c for c in over if c not in ("rep", *LOCATION_COLUMNS)]
+    if bad:
+        raise PerfcastError(f"can only aggregate over rep, rank, thread (not {', '.join(bad)})")
+    keys = [c for c in data.columns if c not in (*over, "value")]
+    out = data.groupby(keys, observed=True, sort=True)["value"].agg(how).reset_index()
+    if how == "std":
+        out["value"] = out["value"].fillna(0.0)
+    return out
 
 
 def _canonical(df: pd.DataFrame) -> pd.DataFrame:

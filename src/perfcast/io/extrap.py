@@ -55,6 +55,10 @@ every intact input.  These formats carry no units and no inclusive/exclusive
 meaning, so metrics get ``Metric.guess(name)`` with scope ``unknown`` (the old JSON layout may
 give a ``unit`` per metric).  Errors name the file and the line (text, JSON Lines, Talpas) or the
 JSON field path.
+
+Exporters: :func:`export` (``perfcast export``; :func:`write_extrap_text`, :func:`write_extrap_json`)
+writes any Experiment as ``extrap-text`` or ``extrap-json`` (points layout) input that Extra-P 4 and
+these readers read back value for value (see :func:`export` for what is reduced and refused).
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ from . import ReadOptions, Reader, register
 from . import MAX_LINE_BYTES, json_int
 from . import read_text as _read_checked
 
-__all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas"]
+__all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas",
+           "EXPORT_FORMATS", "export", "export_format", "write_extrap_text", "write_extrap_json"]
 
 #: metric name used when a file does not name its metric (Extra-P leaves it empty)
 DEFAULT_METRIC = "metric"
@@ -1550,3 +1555,257 @@ register(Reader("talpas", "Talpas input (one {\"parameters\":...;\"metric\":...;
                 "per line)", (".txt",), _sniff_talpas, read_talpas))
 register(Reader("extrap-experiment", "Extra-P saved experiment (.extra-p zip: experiment.json [+ values/])",
                 (".extra-p",), _sniff_archive, _read_archive))
+
+
+# ---------------------------------------------------------------------------------------------
+# exporters: an Experiment as Extra-P text or JSON input (issue 19)
+
+#: the formats :func:`export` writes (``perfcast export --to``)
+EXPORT_FORMATS = ("extrap-text", "extrap-json")
+#: Extra-P's text reader takes at most this many parameters
+TEXT_MAX_PARAMETERS = 4
+
+
+def export_format(path: str | Path, to: str | None) -> str:
+    """``to``, or the export format named by the suffix of ``path`` (``.txt`` text, ``.json`` JSON)."""
+    if to is not None:
+        if to not in EXPORT_FORMATS:
+            raise PerfcastError(f"unknown export format {to!r}; use one of {', '.join(EXPORT_FORMATS)}",
+                                where="--to")
+        return to
+    by_suffix = {".txt": "extrap-text", ".json": "extrap-json"}.get(Path(path).suffix.lower())
+    if by_suffix is None:
+        raise PerfcastError(f"cannot tell the format from the suffix {Path(path).suffix or '(none)'!r}: give "
+                            f"--to {' or --to '.join(EXPORT_FORMATS)}", path)
+    return by_suffix
+
+
+def write_extrap_text(exp: Experiment, path: str | Path, *, force: bool = False, locations: str = "auto",
+                      drop_incomplete: bool = False) -> dict:
+    """Write ``exp`` as an Extra-P text file (see :func:`export`); returns what was written."""
+    return export(exp, path, "extrap-text", force=force, locations=locations, drop_incomplete=drop_incomplete)
+
+
+def write_extrap_json(exp: Experiment, path: str | Path, *, force: bool = False, locations: str = "auto",
+                      drop_incomplete: bool = False) -> dict:
+    """Write ``exp`` as Extra-P JSON input, the points layout (see :func:`export`)."""
+    return export(exp, path, "extrap-json", force=force, locations=locations, drop_incomplete=drop_incomplete)
+
+
+def export(exp: Experiment, path: str | Path, to: str, *, force: bool = False, locations: str = "auto",
+           drop_incomplete: bool = False) -> dict:
+    """Write ``exp`` as Extra-P input that Extra-P 4 (``extrap --text`` / ``--json``, the GUI) and
+    perfcast's own readers read back value for value.  Returns a JSON-ready description of what was
+    written (``perfcast export --json`` prints it).
+
+    * ``extrap-text``: ``PARAMETER`` lines, a ``POINTS`` line per point (``( 2 16 )``), then per
+      callpath (tree order, ``REGION a->b->c``) and metric (``METRIC name``) one ``DATA`` line per
+      point holding the repetitions in order.  Extra-P's text reader takes 1 to 4 parameters and
+      collapses runs of white space in names: a name it would change is refused, naming it.
+    * ``extrap-json``: the points layout ``{"parameters": [...], "measurements": {callpath:
+      {metric: [{"point": [...], "values": [...]}]}}}``.
+
+    Numbers are written exactly (``repr``): read back, every value is the same float.  Repetitions
+    keep their order; numbered with gaps (after a selection) they are read back as 0..k-1.
+    Per-rank/thread values are reduced per point, repetition and callpath by ``locations``
+    (:meth:`Experiment.reduce_locations`; ``auto`` sums counts and bytes and averages the rest, as
+    ``perfcast model`` does), so Extra-P models the series perfcast models.  Extra-P refuses an
+    experiment in which a callpath x metric series lacks a point: such series are refused, naming
+    the first, or left out with ``drop_incomplete`` (listed in the description).  Neither format
+    carries units, metric kinds or scopes: the description lists the units left behind.  The file
+    is checked completely before anything is written, then written atomically (``force`` replaces
+    an existing file)."""
+    from ..experiment import LOCATION_COLUMNS, location_reduction
+    from ..output import check_file_output, write_file
+
+    path = check_file_output(path, force)
+    to = export_format(path, to)
+    text = to == "extrap-text"
+
+    def refuse(msg: str) -> PerfcastError:
+        return PerfcastError(f"cannot write {to}: {msg}", path)
+
+    params = list(exp.parameters)
+    if not params:
+        raise refuse("the experiment has no parameters; Extra-P models values over at least one "
+                     "(give each input its coordinates with --point, or use --param)")
+    if text and len(params) > TEXT_MAX_PARAMETERS:
+        raise refuse(f"{len(params)} parameters, Extra-P's text format takes at most {TEXT_MAX_PARAMETERS} "
+                     f"(use --to extrap-json)")
+    for p in params:
+        _check_export_name(p, "parameter", text, refuse)
+        if text and " " in p:
+            raise refuse(f"parameter {p!r} contains a space, which separates names on a PARAMETER line "
+                         f"(use --to extrap-json)")
+
+    reduced: dict[str, str] = {}
+    where = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
+    if where:
+        over = " and ".join(c + "s" for c in where)
+        for name, m in exp.metrics.items():
+            how = location_reduction(m) if locations == "auto" else locations
+            reduced[name] = f"{how} over {over}"
+        exp = exp.reduce_locations(locations)
+    d = exp.data
+
+    # every row's point (sorted coordinates), callpath (tree order) and metric (declared order)
+    by_point = d.groupby(params, sort=True)  # hashing: np.unique(axis=0) sorted 1M rows 15x slower
+    point = by_point.ngroup().to_numpy()
+    coords = np.asarray(by_point.size().index.tolist(), dtype="float64").reshape(-1, len(params))
+    order = {p: i for i, p in enumerate(exp.tree.preorder())}
+    cp_col, m_col = d["callpath"].array, d["metric"].array
+    cp_rank = np.array([order[c] for c in cp_col.categories], dtype=np.int64)[cp_col.codes]
+    metric_names = list(exp.metrics)
+    m_pos = {n: i for i, n in enumerate(metric_names)}
+    m_rank = np.array([m_pos[c] for c in m_col.categories], dtype=np.int64)[m_col.codes]
+    rep = d["rep"].to_numpy()
+    idx = np.lexsort((rep, point, m_rank, cp_rank))
+    series = cp_rank[idx] * len(metric_names) + m_rank[idx]
+    point = point[idx]
+    n = len(idx)
+    cell_start = np.flatnonzero(np.r_[True, (series[1:] != series[:-1]) | (point[1:] != point[:-1])])
+    cell_series = series[cell_start]
+    series_cell = np.flatnonzero(np.r_[True, cell_series[1:] != cell_series[:-1]])  # first cell of each
+    n_cells = np.diff(np.r_[series_cell, len(cell_start)])
+    preorder = list(order)
+    n_points = len(coords)
+
+    def point_text(k: int) -> str:
+        return "(" + ", ".join(f"{p}={_fmt(v)}" for p, v in zip(params, coords[k])) + ")"
+
+    dropped = []
+    incomplete = np.flatnonzero(n_cells < n_points)
+    if len(incomplete):
+        first = int(incomplete[0])
+        s = int(cell_series[series_cell[first]])
+        cp, metric = preorder[s // len(metric_names)], metric_names[s % len(metric_names)]
+        if not drop_incomplete:
+            have = set(point[cell_start[series_cell[first]:series_cell[first] + n_cells[first]]].tolist())
+            miss = next(k for k in range(n_points) if k not in have)
+            raise refuse(f"callpath {cp!r} metric {metric!r} has values at {int(n_cells[first])} of the "
+                         f"{n_points} points (none at {point_text(miss)}); Extra-P needs every series at every "
+                         f"point: --drop-incomplete leaves out the {len(incomplete)} such series")
+        for i in incomplete.tolist():
+            s = int(cell_series[series_cell[i]])
+            dropped.append({"callpath": preorder[s // len(metric_names)],
+                            "metric": metric_names[s % len(metric_names)], "points": int(n_cells[i])})
+        if len(incomplete) == len(series_cell):
+            raise refuse(f"no callpath x metric series has values at all {n_points} points; Extra-P needs "
+                         f"every series at every point")
+
+    keep = np.ones(len(series_cell), dtype=bool)
+    keep[incomplete] = False
+    kept_series = cell_series[series_cell[keep]]
+    cps = sorted({int(s) // len(metric_names) for s in kept_series.tolist()})
+    used_metrics = sorted({int(s) % len(metric_names) for s in kept_series.tolist()})
+    for i in used_metrics:
+        _check_export_name(metric_names[i], "metric", text, refuse)
+    _check_export_callpaths(exp.tree, [preorder[i] for i in cps], text, refuse)
+
+    cell_end = np.r_[cell_start[1:], n]
+    gaps = bool(np.any(rep[idx] != np.arange(n) - np.repeat(cell_start, cell_end - cell_start)))
+    values = list(map(repr, d["value"].to_numpy()[idx].tolist()))
+    n_values = 0
+    reps_min, reps_max = None, 0
+    out: list[str] = []
+    if text:
+        out += [f"PARAMETER {p}\n" for p in params]
+        out += ["POINTS ( " + " ".join(_fmt(v) for v in c) + " )\n" for c in coords]
+    else:
+        out.append('{"parameters": ' + json.dumps(params) + ',\n "measurements": {')
+    point_json = ["[" + ", ".join(_fmt(v) for v in c) + "]" for c in coords]
+    last_cp = None
+    for i in np.flatnonzero(keep).tolist():
+        s = int(cell_series[series_cell[i]])
+        cp, metric = preorder[s // len(metric_names)], metric_names[s % len(metric_names)]
+        cells = range(int(series_cell[i]), int(series_cell[i] + n_cells[i]))
+        if text:
+            if cp != last_cp:
+                out.append(f"\nREGION {cp}\n")
+            out.append(f"METRIC {metric}\n")
+        else:
+            if cp != last_cp:
+                out.append(("\n  }," if last_cp is not None else "") + f"\n  {json.dumps(cp)}: {{")
+            else:
+                out.append(",")
+            out.append(f"\n   {json.dumps(metric)}: [")
+        for j, c in enumerate(cells):
+            a, b = int(cell_start[c]), int(cell_end[c])
+            n_values += b - a
+            reps_min = b - a if reps_min is None else min(reps_min, b - a)
+            reps_max = max(reps_max, b - a)
+            if text:
+                out.append("DATA " + " ".join(values[a:b]) + "\n")
+            else:
+                out.append(("," if j else "") + f"\n    {{\"point\": {point_json[int(point[a])]}, "
+                           f"\"values\": [{', '.join(values[a:b])}]}}")
+        if not text:
+            out.append("]")
+        last_cp = cp
+    if not text:
+        out.append("\n  }\n }\n}\n")
+    write_file(path, "".join(out), force)
+
+    units = {m: exp.metrics[m].unit for m in (metric_names[i] for i in used_metrics) if exp.metrics[m].unit}
+    written = [metric_names[i] for i in used_metrics]
+    reduced = {m: reduced[m] for m in written if m in reduced}
+    notes = []
+    if reduced:
+        hows = {how: [m for m in reduced if reduced[m] == how] for how in reduced.values()}
+        notes.append("per-location values reduced per point, repetition and callpath: "
+                     + "; ".join(f"{how} ({', '.join(ms)})" for how, ms in hows.items()))
+    if units:
+        notes.append("Extra-P's input formats carry no units: " + ", ".join(f"{m} [{u}]" for m, u in units.items()))
+    if dropped:
+        notes.append(f"{len(dropped)} callpath x metric series without values at every point left out "
+                     f"(Extra-P needs every series at every point)")
+    if gaps:
+        notes.append("repetitions numbered with gaps are written in order and read back as 0..k-1")
+    return {"output": str(path), "format": to, "parameters": params, "n_points": n_points,
+            "points": [dict(zip(params, (_json_number(v) for v in c))) for c in coords],
+            "n_callpaths": len(cps), "metrics": written, "n_series": int(keep.sum()), "n_values": n_values,
+            "repetitions": {"min": reps_min, "max": reps_max}, "locations": reduced,
+            "units": units, "dropped": dropped, "notes": notes}
+
+
+def _json_number(v: float):
+    v = float(v)
+    return int(v) if v.is_integer() and abs(v) < 2 ** 53 else v
+
+
+def _check_export_name(name: str, what: str, text: bool, refuse) -> None:
+    """Refuse a name the format would not give back unchanged (perfcast's readers and Extra-P's strip
+    names; Extra-P's text reader also collapses white space)."""
+    if not name.strip():
+        raise refuse(f"{what} {name!r} is empty")
+    if name != name.strip():
+        raise refuse(f"{what} {name!r} begins or ends with white space, which the readers strip")
+    if text and " ".join(name.split()) != name:
+        raise refuse(f"{what} {name!r} holds a line break, a tab or repeated spaces, which Extra-P's text "
+                     f"format cannot carry (use --to extrap-json)")
+    if text and "\0" in name:
+        raise refuse(f"{what} {name!r} holds a NUL character, which a text file cannot carry (use --to "
+                     f"extrap-json)")
+
+
+def _check_export_callpaths(tree: CallTree, paths: list[str], text: bool, refuse) -> None:
+    """Extra-P builds the tree by splitting each callpath at ``->``: every callpath written, and each
+    of its ancestors, must be its parent's path, ``->`` and a frame without ``->``."""
+    seen: set[str] = set()
+    for path in paths:
+        while path is not None and path not in seen:
+            seen.add(path)
+            parent = tree.parent(path)
+            if parent is None:
+                frame = path
+            elif path.startswith(parent + SEP):
+                frame = path[len(parent) + len(SEP):]
+            else:
+                raise refuse(f"callpath {path!r} is not its parent's path {parent!r} followed by '{SEP}' and "
+                             f"a frame, so Extra-P, which nests callpaths by splitting them at '{SEP}', would "
+                             f"place it elsewhere")
+            if SEP in frame:
+                raise refuse(f"callpath {path!r}: the frame {frame!r} contains '{SEP}', which Extra-P reads "
+                             f"as nesting")
+            _check_export_name(frame, f"callpath {path!r}: frame", text, refuse)
+            path = parent
