@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, cli, extrap_python, one_error, require_data
+from conftest import REPO, cli, cli_items, extrap_python, one_error, require_data
 
 from perfcast import store
 from perfcast.experiment import CallTree, Experiment, Metric
@@ -115,7 +115,7 @@ def test_real_campaign_round_trip(tmp_path, capsys):
     exp = load([src])
     code, out, err = cli(capsys, "export", src, "-o", tmp_path / "h.txt", "--drop-incomplete", "--json")
     assert code == 0, err
-    info = json.loads(out)
+    info = cli_items(out, "export")[0]
     d = exp.data.astype({"callpath": str, "metric": str})
     kind = {n: m.kind for n, m in exp.metrics.items()}
     keys = ["p", "n", "rep", "callpath", "metric"]
@@ -138,7 +138,7 @@ def test_caliper_set_round_trip(tmp_path, capsys, data_dir):
     exp = load([src])
     code, out, err = cli(capsys, "export", src, "-o", tmp_path / "l.json", "--json")
     assert code == 0, err
-    info = json.loads(out)
+    info = cli_items(out, "export")[0]
     back = load([tmp_path / "l.json"])
     assert _values(back) == _values(exp)
     assert info["n_values"] == len(exp.data) == 920 and info["dropped"] == [] and info["locations"] == {}
@@ -231,7 +231,7 @@ def test_ranks_are_reduced_per_repetition(tmp_path, capsys, ranks, time, calls):
     src = _ranked(tmp_path)
     code, out, err = cli(capsys, "export", src, "-o", tmp_path / "r.txt", "--ranks", ranks, "--json")
     assert code == 0, err
-    info = json.loads(out)
+    info = cli_items(out, "export")[0]
     back = _values(load([tmp_path / "r.txt"]))
     assert {(c[0], r): v for (c, _, m, r), v in back.items() if m == "time"} == time
     assert {(c[0], r): v for (c, _, m, r), v in back.items() if m == "calls"} == calls
@@ -262,7 +262,7 @@ def test_cli_json_describes_what_was_written(gen_store, tmp_path, capsys, suffix
     out_path = tmp_path / ("gen" + suffix)
     code, out, err = cli(capsys, "export", gen_store, "-o", out_path, "--json")
     assert code == 0, err
-    info = json.loads(out)
+    info = cli_items(out, "export")[0]
     assert info["output"] == str(out_path) and info["format"] == to
     assert info["parameters"] == ["p", "n"] and info["n_points"] == 25
     assert info["points"][:2] == [{"p": 2, "n": 10}, {"p": 2, "n": 20}]
@@ -319,7 +319,7 @@ def test_bad_input_is_one_line_and_nothing_written(tmp_path, capsys, case, to, m
     if case == "incomplete":   # --drop-incomplete writes the complete series, listing the other
         code, out, err = cli(capsys, "export", src, "-o", out_path, "--to", to, "--drop-incomplete", "--json")
         assert code == 0, err
-        assert json.loads(out)["dropped"] == [{"callpath": "main->x", "metric": "time", "points": 1}]
+        assert cli_items(out, "export")[0]["dropped"] == [{"callpath": "main->x", "metric": "time", "points": 1}]
         assert _values(load([out_path])) == {((1.0,), "main", "time", 0): 1.0, ((2.0,), "main", "time", 0): 2.0}
 
 

@@ -1445,7 +1445,7 @@ def export_cmd(inputs, output, to, force, fmt, points, params, locations, drop_i
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     info = export(exp, output, to, force=force, locations=locations, drop_incomplete=drop_incomplete)
     if as_json:
-        write_json(info)
+        write_json("export", info)
         return
     out.print(f"wrote {output} ({to}): {info['n_points']} point(s) over {', '.join(info['parameters'])}, "
               f"{info['n_callpaths']} callpath(s), {len(info['metrics'])} metric(s), {info['n_series']} series, "
