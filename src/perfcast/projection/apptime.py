@@ -106,7 +106,8 @@ def _locations(exp) -> str:
 def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None = None,
               ranks: str | None = None) -> BaseTime:
     """The application's time at ``point`` in seconds (module doc)."""
-    from ..analysis.views import scope_values, select_point, tree_total
+    from ..analysis.derived import _Scoped
+    from ..analysis.views import select_point
     from ..analysis.waste import time_factor
 
     if ranks is not None and ranks not in RANKS:
@@ -125,17 +126,17 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
         raise PerfcastError(f"metric {name!r} has no values" + (f" at {at}" if at else ""), where="--at")
     keys = [c for c in ("rank", "thread") if c in d.columns]
     how = ranks or DEFAULT_RANKS
+    flat = ""
     if m.scope == "unknown":
-        # flat values (one per region): summed over the callpaths, locations combined per callpath first
-        per = d.groupby(["callpath", "rep", *keys], observed=True)["value"].sum().reset_index()
-        if keys:
-            per = per.groupby(["callpath", "rep"], observed=True)["value"].agg(how).reset_index()
-        total = float(per.groupby("callpath", observed=True)["value"].mean().sum())
-        n_paths = int(per["callpath"].nunique())
-        flat = f"; flat metric summed over {n_paths} callpath(s)" if n_paths > 1 else ""
+        # flat values (one per region): the program's time is their sum over the callpaths
+        per = d.groupby(["rep", *keys], observed=True)["value"].sum()
+        n_paths = int(d["callpath"].nunique())
+        flat = f"; flat metric summed over {n_paths} callpaths" if n_paths > 1 else ""
     else:
-        v = scope_values(sel, name, how).set_index("callpath")
-        total, flat = tree_total(sel, v), ""
+        # each location's whole-program time (inclusive at the topmost callpaths), then combined
+        per = _Scoped(sel).totals(name)
+    per = per.groupby(level="rep").agg(how) if keys else per.groupby(level="rep").sum()
+    total = float(per.mean())
     if keys:
         said = f"{how} over {_locations(sel)}"
     elif m.aggregate:
