@@ -1288,12 +1288,19 @@ def systems_cmd(query, dbs, limit, as_json):
               help="Compute projection: factor = supervised factor model of the benchmark database (needs "
                    "the memory groups llc/bandwidth/prefetch; closed loop with all of them: 11.8 % mean error, "
                    "90 % intervals printed); surrogate = Sharkawi's surrogate; mean = geometric mean of the "
-                   "benchmarks' ratios; auto = the one with the smallest error in a closed loop on the "
+                   "benchmarks' ratios (needs no counters: an experiment with times only uses every benchmark "
+                   "both systems published); auto = the one with the smallest error in a closed loop on the "
                    "published data run with the application's counter groups (printed).")
+@click.option("--metric", default=None, help="Time metric to project (default: the first time metric as `view` "
+              "shows it, e.g. CUBE time, HPCToolkit CPUTIME (E), Caliper avg#...time.duration; printed with the "
+              "others).")
+@click.option("--ranks", type=click.Choice(["mean", "max", "sum", "min"]), default=None,
+              help="Combine per-rank/thread values: mean (default: one rank's time, which the per-copy factor "
+                   "scales), max (slowest rank), sum (CPU time of the job), min.")
 @click.option("--limit", type=int, default=30, show_default=True, help="Targets listed.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,
-                micro_base, micro_targets, compute_factor, method, limit, as_json):
+                micro_base, micro_targets, compute_factor, method, metric, ranks, limit, as_json):
     """Project EXP's runtime from --base onto --target machines (seed 002): compute by the factor model,
     Sharkawi's surrogate or the mean of the benchmarks, whichever a closed loop on the published data
     finds best for the application's counters; communication from micro-benchmark tables.
@@ -1311,7 +1318,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
     res = project(exp, None if cf else load_db(dbs), None if cf else load_signatures(signatures), base, targets,
                   point, [g.strip() for g in groups.split(",") if g.strip()] if groups else None,
                   load_micro(micro) if micro else None, micro_base, micro_targets, all_matches,
-                  compute_factor=compute_factor, method=method)
+                  compute_factor=compute_factor, method=method, metric=metric, ranks=ranks)
     if as_json:
         write_json("projection", res.to_dict())
         return
@@ -1321,6 +1328,8 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
               + f": compute {res.compute_base:.4g} s"
               + (f", communication {res.comm_base:.4g} s" if res.comm_base is not None else ""),
               markup=False, highlight=False)
+    if res.base_time is not None:
+        out.print(f"time: {res.base_time.describe()}", markup=False, highlight=False)
     if res.models:
         out.print("MPI profile models in p (Eq 14-16; per rank):", markup=False, highlight=False)
         for m in res.models:
@@ -1338,8 +1347,11 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
             + ([f"{t.factor_interval[0]:.3f}-{t.factor_interval[1]:.3f}" if t.factor_interval else "-"] if level else [])
             + [f"{t.compute:.4g}", "-" if t.comm is None else f"{t.comm:.4g}", f"{t.total:.4g}"] for t in shown]
     head = ["system", "name", "factor"] + ([f"{level:.0%} range"] if level else []) + ["compute", "comm", "total"]
-    out.print(table("Projected runtime (s), fastest first", head, rows,
-                    {h: "right" for h in head[2:]}))
+    if res.factor_definition:
+        out.print(res.factor_definition["text"], markup=False, highlight=False)
+    out.print(table("Projected runtime (s), fastest first" + (
+        "; factor = per-copy runtime ratio target/base" if (res.factor_definition or {}).get("per") == "copy" else ""),
+        head, rows, {h: "right" for h in head[2:]}))
     for n in res.notes:
         out.print(f"note: {n}", markup=False, highlight=False)
     detail = next((t.comm_detail for t in res.targets if t.comm_detail and "interpolation" in t.comm_detail), None)

@@ -19,7 +19,7 @@ contexts that have no ancestor of the same name, so recursion is not counted twi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import math
 
@@ -54,9 +54,11 @@ class Profile:
         return 100.0 * float(x) / self.total if self.total else math.nan
 
 
-def default_metric(exp: Experiment) -> str:
-    """The first time metric with a known scope (else the first metric with a known scope)."""
-    known = [m for m in exp.metrics.values() if m.scope != "unknown"]
+def default_metric(exp: Experiment, among: Iterable[str] | None = None) -> str:
+    """The first time metric with a known scope (else the first metric with a known scope); ``among``
+    restricts the choice to those metric names (e.g. the time metrics in seconds a projection can use)."""
+    names = None if among is None else set(among)
+    known = [m for m in exp.metrics.values() if m.scope != "unknown" and (names is None or m.name in names)]
     if not known:
         raise PerfcastError("no metric has inclusive or exclusive values (all scopes unknown); views need a "
                             "calling-context profile")

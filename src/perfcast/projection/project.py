@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
+from .apptime import BaseTime, base_time
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .lookup import DEFAULT_TABLES, data_root, table_paths  # noqa: F401  (DEFAULT_TABLES, data_root: API)
 from .lookup import default_table as _default_table  # noqa: F401
@@ -143,22 +144,89 @@ class Projection:
     models: list[dict] | None = None          # Eq 14-16 models of the MPI profile (when fitted)
     compute_source: str = "surrogate"
     check: dict | None = None                 # closed_loop_check: method -> error on published data
+    base_time: BaseTime | None = None         # which time metric, how ranks were combined
+    factor_definition: dict | None = None     # what the compute factor is a ratio of (:func:`factor_definition`)
 
     def to_dict(self) -> dict:
         return {"base": self.base, "base_name": self.base_name, "compute_base": self.compute_base,
                 "communication_base": self.comm_base, "nprocs": self.nprocs, "compute_source": self.compute_source,
                 "closed_loop_check": self.check,
+                "base_time": None if self.base_time is None else self.base_time.to_dict(),
+                "factor_definition": self.factor_definition,
                 "surrogate": None if self.surrogate is None else self.surrogate.to_dict(),
                 "targets": [t.to_dict() for t in self.targets], "notes": self.notes, "mpi_models": self.models,
                 "data_note": "SPEC CPU2017 (rate) replaces the seed's SPEC CFP2006; signatures of the benchmarks "
                              "are Skylake-SP measurements (Navarro-Torres et al. 2019)"}
 
 
-def compute_time(totals: Mapping[str, float], has_mpi: bool, exp=None, point=None) -> float:
-    for name in ("time", "cpu_time", "runtime", "walltime"):
-        if name in totals and totals[name] > 0:
-            return float(totals[name])
-    raise PerfcastError("the experiment has no time metric (time, cpu_time, runtime) to project")
+#: how each compute method combines the benchmarks' ratios
+_COMBINED = {"mean of the benchmarks": "geometric mean of the benchmarks' ratios",
+             "surrogate": "weighted mean of the surrogate benchmarks' ratios (Sharkawi's Eq 10)",
+             "factor model": "the factor model's prediction for the application from the benchmarks' ratios"}
+
+
+def _load(db: BenchmarkDB, system: str) -> dict:
+    """Copies (rate) or threads (speed) a published result ran, and the machine's cores."""
+    row = db.systems[db.systems["system"] == system]
+
+    def num(col):
+        v = row[col].iloc[0] if col in row.columns and len(row) else None
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            return None
+        return f if math.isfinite(f) and f > 0 else None
+
+    sockets, cps = num("sockets"), num("cores_per_socket")
+    return {"copies": num("threads_or_copies"), "cores": sockets * cps if sockets and cps else None}
+
+
+def factor_definition(db: BenchmarkDB, base: str, targets: Sequence[str], benchmarks: Sequence[str],
+                      source: str) -> dict:
+    """What the compute factor is a ratio of, for the result and the terminal.
+
+    A SPEC CPU2017 *rate* result's runtime is the time of N concurrent copies of the benchmark, each
+    one copy's work (its score, N x reference time / runtime, is the machine's throughput); so the
+    ratio target runtime / base runtime is a **per-copy** ratio: how much longer one copy, i.e. one MPI
+    rank's compute with the machine loaded by N of them, takes on the target.  That is what scales an
+    MPI rank's compute time, so it is the factor used; a per-node ratio (of the scores) would also
+    change with the copies per machine (the same CPU in a 4-socket machine scores about twice a
+    2-socket one) and is not offered.  Per-copy times still depend on how many copies share a socket's
+    memory and caches, so the copies per core of base and each target are listed, with a note when
+    they differ by more than 10 %.  A speed result is one run of the benchmark (OpenMP threads on the
+    whole machine); a user table's times are used as given.
+    """
+    suites = sorted(set(db.results.loc[db.results["benchmark"].isin(list(benchmarks)), "suite"].astype(str)))
+    rate = bool(suites) and all("rate" in x for x in suites)
+    speed = bool(suites) and all("speed" in x for x in suites)
+    what = ("SPEC CPU2017 rate base runtime (the time each of the run's concurrent copies takes: per copy)" if rate else
+            "SPEC CPU2017 speed base runtime (one run with threads on the whole machine: per run)" if speed else
+            f"published runtime ({', '.join(suites) or 'user table'})")
+    combined = _COMBINED.get(source, source)
+    loads = {s: _load(db, s) for s in [base, *targets]}
+    text = (f"factor = {what} on the target / on the base, {combined}, over {len(benchmarks)} benchmarks"
+            + ("; per copy = per MPI rank on a node loaded like the SPEC run (per-node score ratios are not used)"
+               if rate else ""))
+    notes = []
+    if rate:
+        def per_core(s):
+            ld = loads[s]
+            return ld["copies"] / ld["cores"] if ld["copies"] and ld["cores"] else None
+
+        b = per_core(base)
+        odd = [s for s in targets if b and per_core(s) and abs(per_core(s) / b - 1) > 0.1]
+        if odd:
+            kinds = sorted({round(per_core(s), 2) for s in odd})
+            notes.append(f"{len(odd)} of {len(targets)} target(s) ran SPEC with "
+                         f"{' or '.join(f'{k:g}' for k in kinds)} copies per core, the base {b:g} "
+                         f"({loads[base]['copies']:g} copies on {loads[base]['cores']:g} cores; 2 per core = SMT, two "
+                         f"copies sharing a core): per-copy times change with the copies sharing a core, a socket's "
+                         f"memory bandwidth and caches, so those factors hold for an application placing as many "
+                         f"ranks per core as the SPEC runs did (e.g. {odd[0]}: {loads[odd[0]]['copies']:g} copies on "
+                         f"{loads[odd[0]]['cores']:g} cores)")
+    return {"text": text, "ratio": "target / base", "quantity": what, "per": "copy" if rate else "run",
+            "combined_by": combined, "suites": suites, "benchmarks": list(benchmarks),
+            "systems": {s: v for s, v in loads.items()}, "notes": notes}
 
 
 def _signature_point(exp, point, param, counts):
@@ -175,7 +243,8 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
             targets: Sequence[str], point: Mapping[str, float] | None = None, groups: Sequence[str] | None = None,
             micro: MicroTable | None = None, micro_base: str | None = None, micro_targets: Sequence[str] = (),
             all_matches: bool = False, max_members: int = 4, signature: Signature | None = None,
-            compute_factor: float | None = None, method: str = "auto") -> Projection:
+            compute_factor: float | None = None, method: str = "auto", metric: str | None = None,
+            ranks: str | None = None) -> Projection:
     """Project ``exp`` (counters [+ PMPI profile]) from ``base`` onto each of ``targets``.
 
     With ``compute_factor`` the surrogate is skipped (compute time x the factor, e.g. 1 when only the
@@ -187,7 +256,14 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     systems and target ratios, else the surrogate with a note), "surrogate" (Sharkawi's), "mean" (the
     geometric mean of the benchmarks' ratios), or "auto": the one with the smallest mean error in a
     closed loop on the published data run with the application's counter groups
-    (:func:`closed_loop_check`; the factor model where that check cannot run).
+    (:func:`closed_loop_check`; the factor model where that check cannot run).  "mean" needs no
+    counters: an experiment with times only is projected by the geometric mean of the ratios of every
+    benchmark both systems published.
+
+    The time projected (:mod:`.apptime`): ``metric`` (default: the time metric the views show) with
+    per-rank values combined by ``ranks`` (default mean: one rank's time); with an MPI profile, the
+    per-rank mean of its time outside MPI.  The factor is a ratio of per-copy runtimes
+    (:func:`factor_definition`, in the result).
     """
     from .comm import RoutineProfile, project_comm
     from .factor import factor_projector
@@ -199,8 +275,13 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     notes: list[str] = []
     has_mpi = any(str(c).startswith("MPI->") for c in exp.callpaths) and "calls" in exp.metrics
     profile, nprocs, models, counts, param = [], None, None, [], None
+    bt = None
     if has_mpi:
         from .mpimodel import combine_nonblocking, mpi_profiles, profile_at
+        if metric is not None or ranks is not None:
+            raise PerfcastError("--metric/--ranks choose the time of an experiment without an MPI profile; with one, "
+                                "the compute time is the per-rank mean of the time outside MPI (APP)",
+                                where="--metric" if metric is not None else "--ranks")
         prof, compute_base, nprocs, pm, n = profile_at(exp, point)
         notes += n
         prof, n = combine_nonblocking(prof)
@@ -209,6 +290,8 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         models = pm.to_list() if pm is not None else None
         mp = mpi_profiles(exp, point)
         counts, param = mp.counts, mp.param
+        bt = BaseTime(mp.time_metric, exp.metrics[mp.time_metric].unit, compute_base,
+                      "mean over ranks of the MPI profile's time outside MPI (APP)")
     if compute_factor is not None:
         if not (compute_factor > 0 and math.isfinite(compute_factor)):
             raise PerfcastError(f"the compute factor must be a positive number, not {compute_factor:g}",
@@ -231,9 +314,10 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                                             comp_t + cp.elapsed_target, cp.to_dict()))
         results.sort(key=lambda r: r.total)
         return Projection(mb, mb, compute_base, sum(r.elapsed for r in profile), None, results, notes, nprocs,
-                          models, "given factor")
-    if db is None or signatures is None:
-        raise PerfcastError("no benchmark database or signatures given")
+                          models, "given factor", base_time=bt,
+                          factor_definition={"text": f"the given --compute-factor {compute_factor:g}", "per": None})
+    if db is None:
+        raise PerfcastError("no benchmark database given")
     base_id = db.resolve(base)
     tids: list[str] = []
     for q in targets:
@@ -259,44 +343,63 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                                 f"an unmeasured point needs an MPI profile to model (Eq 14-16)", where="--at") from None
         raise
     if not has_mpi:
-        compute_base = compute_time(totals, False)
+        bt = base_time(exp, point, metric, ranks)
+        compute_base = bt.seconds
+        if not compute_base > 0:
+            raise PerfcastError(f"the time to project ({bt.metric}) is {compute_base:g} s at this point", where="--at")
     sig = signature or signature_from_totals(totals, "application")
+    times_only = False
     if groups is None:
         groups = [g for g in GROUPS if g in sig.groups()]
-        if not groups:
+        if not groups and method == "mean":
+            times_only = True
+            notes.append("no counter signature: the compute factor is the geometric mean of the ratios of every "
+                         "benchmark both systems published (--method mean)")
+        elif not groups:
             hint = ("; or, when only the network changes, give --compute-factor with --micro systems as "
                     "--base/--target" if has_mpi else "")
             raise PerfcastError("the experiment has no counter signature (instructions with cycles, loads/stores or "
                                 "cache misses) for the surrogate: measure counters (perfcast collect --collect "
-                                f"counters){hint}")
-        notes.append(f"metric groups matched: {', '.join(groups)}")
-    groups = check_groups(groups)
-    sig.require(groups, "the application")
-    # benchmarks usable: signature and published result on base and every target
+                                f"counters), or use --method mean, which needs only the times{hint}")
+        else:
+            notes.append(f"metric groups matched: {', '.join(groups)}")
     t = db.times()
-    usable = [b for b in signatures if b in t.columns]
-    if not usable:
-        raise PerfcastError("no benchmark of the database has a counter signature")
-    missing_base = [b for b in usable if not np.isfinite(t.at[base_id, b])] if base_id in t.index else usable
-    if len(missing_base) == len(usable):
-        raise PerfcastError(f"base system {base_id!r} has no published result for any signature benchmark")
-    cand = [b for b in usable if b not in missing_base]
     fp: FactorProjector | None = None
-    if method in ("auto", "factor"):
-        try:
-            fp = factor_projector(t[usable], {b: signatures[b] for b in usable}, sig, groups)
-        except PerfcastError as e:
-            notes.append(f"factor model not used ({e})")
     check = None
-    if method == "auto":
-        try:
-            check = closed_loop_check(db, signatures, groups, fp is not None)
-        except PerfcastError as e:
-            notes.append(f"no closed-loop check on the published data ({e})")
-    if method == "auto":
-        chosen = min(check, key=lambda m: check[m]["mean"]) if check else ("factor" if fp is not None else "surrogate")
+    if times_only:
+        signatures = {}
+        cand = [b for b in t.columns if base_id in t.index and np.isfinite(t.at[base_id, b])]
+        if not cand:
+            raise PerfcastError(f"base system {base_id!r} has no published result")
+        chosen = "mean"
     else:
-        chosen = "surrogate" if method == "factor" and fp is None else method
+        if signatures is None:
+            raise PerfcastError("no benchmark signatures given")
+        groups = check_groups(groups)
+        sig.require(groups, "the application")
+        # benchmarks usable: signature and published result on base and every target
+        usable = [b for b in signatures if b in t.columns]
+        if not usable:
+            raise PerfcastError("no benchmark of the database has a counter signature")
+        missing_base = [b for b in usable if not np.isfinite(t.at[base_id, b])] if base_id in t.index else usable
+        if len(missing_base) == len(usable):
+            raise PerfcastError(f"base system {base_id!r} has no published result for any signature benchmark")
+        cand = [b for b in usable if b not in missing_base]
+        if method in ("auto", "factor"):
+            try:
+                fp = factor_projector(t[usable], {b: signatures[b] for b in usable}, sig, groups)
+            except PerfcastError as e:
+                notes.append(f"factor model not used ({e})")
+        if method == "auto":
+            try:
+                check = closed_loop_check(db, signatures, groups, fp is not None)
+            except PerfcastError as e:
+                notes.append(f"no closed-loop check on the published data ({e})")
+        if method == "auto":
+            chosen = min(check, key=lambda m: check[m]["mean"]) if check else ("factor" if fp is not None
+                                                                               else "surrogate")
+        else:
+            chosen = "surrogate" if method == "factor" and fp is None else method
     if check:
         notes.append(f"closed loop on {CHECK_PAIRS} random published system pairs with the application's counter "
                      f"groups ({', '.join(groups)}), mean error: "
@@ -310,18 +413,24 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     sources = set()
     results = []
     surrogate = None
+    used: set[str] = set()
     for tid in tids:
         have = [b for b in cand if tid in t.index and np.isfinite(t.at[tid, b])]
-        if len(have) < 2:
-            raise PerfcastError(f"target {tid!r} ({db.name(tid)}) lacks published results for the surrogate "
-                                f"benchmarks ({', '.join(b for b in cand if b not in have)})", where="--target")
+        if len(have) < (1 if times_only else 2):
+            what = "benchmarks the base published" if times_only else "surrogate benchmarks"
+            raise PerfcastError(f"target {tid!r} ({db.name(tid)}) lacks published results for the {what} "
+                                f"({', '.join(b for b in cand if b not in have)})", where="--target")
         ratios = {b: float(t.at[tid, b] / t.at[base_id, b]) for b in have}
-        sur = find_surrogate(sig, {b: signatures[b] for b in have}, groups,
-                             {b: math.log(r) for b, r in ratios.items()}, max_members)
-        surrogate = surrogate or sur
-        sf = sur.scaling_factor(ratios)
+        used.update(have)
         mean_sf = float(np.exp(np.mean([math.log(r) for r in ratios.values()])))
-        extra = {"surrogate_factor": sf, "mean_factor": mean_sf}
+        extra = {"mean_factor": mean_sf, "benchmarks": len(ratios)}
+        sur = None
+        if not times_only:
+            sur = find_surrogate(sig, {b: signatures[b] for b in have}, groups,
+                                 {b: math.log(r) for b, r in ratios.items()}, max_members)
+            surrogate = surrogate or sur
+            sf = sur.scaling_factor(ratios)
+            extra["surrogate_factor"] = sf
         interval = None
         if chosen == "factor":
             try:
@@ -352,12 +461,13 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                                    else micro_targets[0] if micro_targets else tid)
                 cp = project_comm(profile, nprocs, micro, mb, mt, compute_base, sf)
                 comm_t, detail = cp.elapsed_target, cp.to_dict()
-                detail["surrogate"] = sur.to_dict()
+                detail["surrogate"] = None if sur is None else sur.to_dict()
                 detail.update(extra)
         elif has_mpi:
             comm_t = 0.0
         results.append(TargetProjection(tid, db.name(tid), sf, comp_t, comm_t, comp_t + (comm_t or 0.0),
-                                        detail if detail else {"surrogate": sur.to_dict(), **extra}, interval))
+                                        detail if detail else {"surrogate": None if sur is None else sur.to_dict(),
+                                                               **extra}, interval))
     short = [] if fp is None else [r.comm_detail["pair_benchmarks"] for r in results
                                    if (r.comm_detail or {}).get("pair_benchmarks", math.inf) < len(fp.model.benchmarks)]
     if short:
@@ -367,5 +477,8 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                      f"them): those factors are fitted on the {have} they share")
     results.sort(key=lambda r: r.total)
     comm_base = sum(r.elapsed for r in profile) if has_mpi else None
+    source = " + ".join(sorted(sources)) or "surrogate"
+    fdef = factor_definition(db, base_id, [r.system for r in results], sorted(used), source)
+    notes += fdef.pop("notes")
     return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,
-                      " + ".join(sorted(sources)) or "surrogate", check)
+                      source, check, bt, fdef)

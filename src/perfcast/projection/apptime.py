@@ -1,0 +1,149 @@
+"""The application's time on the base machine, the quantity a projection scales: which metric, how
+its per-rank values are combined, in seconds.
+
+A time metric is a metric whose kind is ``time`` (:attr:`perfcast.experiment.Metric.kind`, set by
+every reader: CUBE ``time``, HPCToolkit ``REALTIME``/``CPUTIME (sec)``, Caliper ``time.duration``,
+``time.inclusive.duration``, ``sum#time.duration``, ..., Extra-P and tidy ``time``/``runtime``) in a
+unit convertible to seconds (:func:`perfcast.analysis.waste.time_factor`: s, sec, ms, us, ns, or no
+unit; ``cycles`` is not a time here).  Several candidates: ``metric`` chooses, else the one the
+profile views show by default (:func:`perfcast.analysis.views.default_metric`: a known scope, the
+exclusive member of an inclusive/exclusive pair, the name ``time``, Caliper's per-rank average
+``avg#`` before ``max#``/``sum#``); a metric of unknown scope (flat values, e.g. an Extra-P region
+list) only when no other exists, summed over its callpaths.
+
+The total is the inclusive time of the calling-context tree's topmost callpaths at the point (the
+whole program), repetitions averaged.  Values per rank/thread are combined with ``ranks``: ``mean``
+(default: one rank's time, what a per-copy benchmark ratio scales), ``max`` (the slowest rank),
+``sum`` (CPU time of the whole job) or ``min``.  A metric already combined over ranks in the file
+(Caliper ``avg#``/``max#``/``sum#``: :attr:`Metric.aggregate`) is taken as it is; choose another
+with ``metric``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..errors import PerfcastError
+
+RANKS = ("mean", "max", "sum", "min")
+DEFAULT_RANKS = "mean"
+
+
+@dataclass(frozen=True)
+class BaseTime:
+    """The application's time at one point: ``seconds`` of ``metric`` (``unit``), ranks combined as
+    ``ranks`` says; ``others`` are the other time metrics that could have been chosen."""
+
+    metric: str
+    unit: str
+    seconds: float
+    ranks: str
+    others: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        s = f"metric {self.metric}" + (f" [{self.unit}]" if self.unit else "") + f", {self.ranks}"
+        if self.others:
+            s += f"; other time metrics (--metric): {', '.join(self.others)}"
+        return s
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "unit": self.unit, "seconds": self.seconds, "ranks": self.ranks,
+                "other_time_metrics": list(self.others)}
+
+
+def time_metrics(exp) -> list[str]:
+    """Names of the metrics that are times in a unit convertible to seconds, in the experiment's order."""
+    from ..analysis.waste import time_factor
+
+    out = []
+    for name, m in exp.metrics.items():
+        if m.kind != "time":
+            continue
+        try:
+            time_factor(exp, name)
+        except PerfcastError:
+            continue
+        out.append(name)
+    return out
+
+
+def choose_time_metric(exp, metric: str | None = None) -> str:
+    """``metric`` checked to be a time in seconds-like units, or the default (module doc)."""
+    from ..analysis.views import default_metric
+
+    times = time_metrics(exp)
+    if metric is not None:
+        if metric not in exp.metrics:
+            raise PerfcastError(f"no metric {metric!r}; time metrics of the experiment: {', '.join(times) or 'none'}",
+                                where="--metric")
+        if metric not in times:
+            m = exp.metrics[metric]
+            raise PerfcastError(f"metric {metric!r} is not a time in seconds (kind {m.kind}, unit {m.unit!r}); "
+                                f"time metrics: {', '.join(times) or 'none'}", where="--metric")
+        return metric
+    if not times:
+        described = ", ".join(f"{n} [{m.unit}]" if m.unit else n for n, m in exp.metrics.items())
+        raise PerfcastError("the experiment has no time metric to project (a metric of kind time in s, sec, ms, us "
+                            f"or ns: e.g. time, CPUTIME (sec), avg#inclusive#sum#time.duration); it has: {described}")
+    known = [n for n in times if exp.metrics[n].scope != "unknown"]
+    if known:
+        return default_metric(exp, known)
+    return min(times, key=lambda n: n != "time")
+
+
+def _locations(exp) -> str:
+    """``4 ranks``, ``8 locations (4 ranks x 2 threads)`` or ``1 process`` for the selected data."""
+    d = exp.data
+    nr = int(d["rank"].nunique()) if "rank" in d.columns else 1
+    nt = int(d["thread"].nunique()) if "thread" in d.columns else 1
+    if nt > 1:
+        n = int(d[[c for c in ("rank", "thread") if c in d.columns]].drop_duplicates().shape[0])
+        return f"{n} locations ({nr} rank(s) x {nt} threads)"
+    return f"{nr} rank{'s' if nr != 1 else ''}"
+
+
+def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None = None,
+              ranks: str | None = None) -> BaseTime:
+    """The application's time at ``point`` in seconds (module doc)."""
+    from ..analysis.derived import _Scoped
+    from ..analysis.views import select_point
+    from ..analysis.waste import time_factor
+
+    if ranks is not None and ranks not in RANKS:
+        raise PerfcastError(f"ranks reduction {ranks!r}: use one of {', '.join(RANKS)}", where="--ranks")
+    name = choose_time_metric(exp, metric)
+    m = exp.metrics[name]
+    others = tuple(n for n in time_metrics(exp) if n != name)
+    try:
+        sel, _ = select_point(exp, point)
+    except PerfcastError as e:
+        raise PerfcastError(str(e), where="--at") from None
+    d = sel.data
+    d = d[d["metric"] == name]
+    if d.empty:
+        at = ", ".join(f"{k}={v:g}" for k, v in (point or {}).items())
+        raise PerfcastError(f"metric {name!r} has no values" + (f" at {at}" if at else ""), where="--at")
+    keys = [c for c in ("rank", "thread") if c in d.columns]
+    how = ranks or DEFAULT_RANKS
+    flat = ""
+    if m.scope == "unknown":
+        # flat values (one per region): the program's time is their sum over the callpaths
+        per = d.groupby(["rep", *keys], observed=True)["value"].sum()
+        n_paths = int(d["callpath"].nunique())
+        flat = f"; flat metric summed over {n_paths} callpaths" if n_paths > 1 else ""
+    else:
+        # each location's whole-program time (inclusive at the topmost callpaths), then combined
+        per = _Scoped(sel).totals(name)
+    per = per.groupby(level="rep").agg(how) if keys else per.groupby(level="rep").sum()
+    total = float(per.mean())
+    if keys:
+        said = f"{how} over {_locations(sel)}"
+    elif m.aggregate:
+        said = f"{m.aggregate} (combined in the file, {name.split('#', 1)[0]}#)" if "#" in name else \
+            f"{m.aggregate} (combined in the file)"
+        if ranks is not None:
+            said += f"; --ranks {ranks} has nothing to combine: choose another metric with --metric"
+    else:
+        said = "one value per run (no per-rank values)"
+    return BaseTime(name, m.unit, total * time_factor(exp, name), said + flat, others)
