@@ -4,7 +4,6 @@ combination chosen and stated, the factor explained.  Expectations by hand: the 
 table's own rows (read here with csv, not through perfcast), the time from the profile's values."""
 
 import csv
-import json
 import math
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from perfcast.cli import main
 from perfcast.io import ReadOptions, load
 
-from conftest import DATA
+from conftest import DATA, cli_items
 
 FP_RATE = DATA / "spec" / "spec17ml_input_FP_rate.csv"
 LULESH = DATA / "thicket" / "lulesh_weak_scaling_cali"
@@ -66,7 +65,7 @@ def test_lulesh_caliper_projected_by_the_mean_of_the_spec_ratios(capsys):
     code, out, err = _run(capsys, LULESH, "--param", "jobsize", "--at", "jobsize=27", "--db", FP_RATE,
                           "--base", BASE, "--target", TARGET, "--method", "mean", "--json")
     assert code == 0, err
-    res = json.loads(out)
+    res = cli_items(out, "projection")[0]
     assert res["compute_source"] == "mean of the benchmarks" and res["surrogate"] is None
     bt = res["base_time"]
     assert bt["metric"] == "avg#inclusive#sum#time.duration" and bt["unit"] == "sec"
@@ -107,7 +106,7 @@ def test_cube_set_projected_with_times_only(capsys):
     code, out, err = _run(capsys, CUBESET, "--at", "x=1000", "--db", FP_RATE, "--base", BASE, "--target", TARGET,
                           "--method", "mean", "--json")
     assert code == 0, err
-    res = json.loads(out)
+    res = cli_items(out, "projection")[0]
     assert res["base_time"]["metric"] == "time" and res["base_time"]["ranks"] == "mean over 1 rank"
     assert res["compute_base"] == pytest.approx(measured, rel=1e-12)
     assert res["targets"][0]["compute"] == pytest.approx(measured * factor, rel=1e-12)
@@ -129,7 +128,7 @@ def test_per_rank_values_are_combined_as_asked(capsys):
         args = [ALLGATHER, "--db", FP_RATE, "--base", BASE, "--target", TARGET, "--method", "mean", "--json"]
         code, out, err = _run(capsys, *args, *([] if ranks == "mean" else ["--ranks", ranks]))
         assert code == 0, err
-        res = json.loads(out)
+        res = cli_items(out, "projection")[0]
         assert res["base_time"]["metric"] == "CPUTIME (E)"
         assert res["base_time"]["ranks"] == f"{ranks} over 20 locations (10 rank(s) x 2 threads)"
         assert res["compute_base"] == pytest.approx(expect, rel=1e-9)
@@ -157,7 +156,7 @@ def test_time_units_are_converted_and_cycles_are_not_a_time(capsys, tmp_path):
     code, out, err = _run(capsys, app, "--db", FP_RATE, "--base", BASE, "--target", TARGET, "--method", "mean",
                           "--json")
     assert code == 0, err
-    res = json.loads(out)
+    res = cli_items(out, "projection")[0]
     assert res["base_time"]["metric"] == "runtime" and res["base_time"]["other_time_metrics"] == []
     assert res["compute_base"] == pytest.approx(2.5) and res["targets"][0]["compute"] == pytest.approx(2.5 * factor)
     code, _, err = _run(capsys, app, "--db", FP_RATE, "--base", BASE, "--target", TARGET, "--method", "mean",
