@@ -5,8 +5,13 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.perfcast-installed
 LOCK   := requirements-test.lock
 LATEST ?= .venv-latest
+# Thicket (perfcast.io.from_thicket / to_thicket) caps pandas below 3: its tests (tests_thicket/)
+# run in their own venv, pinned by their own lock
+TKVENV  ?= .venv-thicket
+TKSTAMP := $(TKVENV)/.perfcast-installed
+TKLOCK  := requirements-thicket.lock
 
-.PHONY: setup sysdeps test test-latest demo lock bench clean
+.PHONY: setup sysdeps test test-thicket test-latest demo lock bench clean
 
 # Python environment: the package and its test dependencies at the locked versions (reproducible:
 # every machine tests what CI tested), in a project-local venv
@@ -22,9 +27,24 @@ sysdeps:
 
 setup: sysdeps $(STAMP)
 
-# pytest's exit 5 means "no tests collected": not a failure of the suite itself
-test: setup
-	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+$(TKSTAMP): pyproject.toml $(TKLOCK)
+	$(PYTHON) -m venv $(TKVENV)
+	$(TKVENV)/bin/python -m pip install -q --upgrade pip
+	$(TKVENV)/bin/python -m pip install -q -c $(TKLOCK) -e '.[test-thicket]'
+	touch $(TKSTAMP)
+
+# The one test command: the suite in the main venv, then tests_thicket/ in the Thicket venv (both
+# run even when the first fails; either failing fails make test). pytest's exit 5 means "no tests
+# collected": not a failure of the main suite itself, but tests_thicket/ must always run
+test: setup $(TKSTAMP)
+	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; \
+	$(TKVENV)/bin/python -m pytest -q -p no:cacheprovider tests_thicket; tk=$$?; \
+	if [ $$tk -ne 0 ]; then echo "make test: tests_thicket/ FAILED in $(TKVENV)"; fi; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; exit $$tk
+
+# tests_thicket/ alone (Thicket and Hatchet objects in memory)
+test-thicket: $(TKSTAMP)
+	$(TKVENV)/bin/python -m pytest -q -p no:cacheprovider tests_thicket
 
 # The same suite against the newest releases of every dependency (no lock), in its own venv: a new
 # numpy, pandas or scipy that breaks perfcast shows up here as a clear failure, with the versions
@@ -44,4 +64,4 @@ lock:
 	bash scripts/lock.sh
 
 clean:
-	rm -rf demo-out .pytest_cache $(LATEST)
+	rm -rf demo-out .pytest_cache $(LATEST) $(TKVENV)

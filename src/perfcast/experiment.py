@@ -442,6 +442,20 @@ class Experiment:
     def to_pandas(self) -> pd.DataFrame:
         return self.data.copy()
 
+    @classmethod
+    def from_thicket(cls, tk, parameters: Sequence[str] | None = None) -> "Experiment":
+        """From a Thicket object in memory, parameters from its metadata (:func:`perfcast.io.from_thicket`)."""
+        from .io.thicket import from_thicket
+
+        return from_thicket(tk, parameters)
+
+    def to_thicket(self):
+        """A Thicket: one profile per (point, repetition) (:func:`perfcast.io.to_thicket`; needs
+        ``perfcast[thicket]``)."""
+        from .io.thicket import to_thicket
+
+        return to_thicket(self)
+
     def replace(self, **changes) -> "Experiment":
         """A copy with some of parameters/data/metrics/tree/meta replaced (validated)."""
         args = dict(parameters=self.parameters, data=self.data, metrics=self.metrics,

@@ -426,3 +426,29 @@ def at_point(exp: Experiment, coords: Mapping[str, float], rep: int | None = Non
     if rep is not None:
         data["rep"] = data["rep"] + int(rep)
     return Experiment(list(coords), data, exp.metrics, exp.tree, exp.meta)
+
+
+# -- Thicket and Hatchet objects in memory (perfcast.io.thicket; Thicket itself is optional) --------
+
+def from_thicket(tk, parameters: Sequence[str] | None = None) -> Experiment:
+    """The Experiment of a Thicket object in memory (see :func:`perfcast.io.thicket.from_thicket`)."""
+    from .thicket import from_thicket as convert
+
+    return convert(tk, parameters)
+
+
+def to_thicket(exp: Experiment):
+    """A Thicket of an Experiment (see :func:`perfcast.io.thicket.to_thicket`; needs perfcast[thicket])."""
+    from .thicket import to_thicket as convert
+
+    return convert(exp)
+
+
+def from_hatchet(gf) -> Experiment:
+    """The Experiment of a Hatchet GraphFrame in memory (see :func:`perfcast.io.thicket.from_hatchet`)."""
+    from .thicket import from_hatchet as convert
+
+    return convert(gf)
+
+
+__all__ += ["from_thicket", "to_thicket", "from_hatchet"]
