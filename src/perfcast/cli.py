@@ -73,7 +73,22 @@ def input_options(f):
                      help="Inputs holding statistics, not values (summary tables, .extra-p saved without "
                           "repetitions): the statistic to model, e.g. median, mean, min (default: median, "
                           "else mean; Extra-P's own choice for archives).")(f)
+    f = click.option("--where", metavar="KEY=VALUE", multiple=True, expose_value=False, callback=_remember_where,
+                     help="Caliper/Adiak/Thicket inputs: read only the runs whose metadata KEY equals VALUE "
+                          "(e.g. compiler=clang), so an ensemble's builds are not mixed as repetitions; "
+                          "repeatable (one of several values of a key; every key named).")(f)
     return f
+
+
+def _remember_where(ctx, param, value):
+    pairs = []
+    for item in value:
+        key, eq, val = item.partition("=")
+        if not eq or not key.strip() or not val.strip():
+            raise PerfcastError(f"{item!r}: give KEY=VALUE", where="--where")
+        pairs.append((key.strip(), val.strip()))
+    ctx.meta["perfcast.where"] = tuple(pairs)
+    return value
 
 
 def _remember_scaling(ctx, param, value):
@@ -116,8 +131,12 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
         stat = ctx.meta.get("perfcast.statistic") if ctx is not None else None
         scaling = ctx.meta.get("perfcast.scaling") if ctx is not None else None
         series = bool(ctx.meta.get("perfcast.timeseries")) if ctx is not None else False
+        where = ctx.meta.get("perfcast.where", ()) if ctx is not None else ()
         exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat,
-                                                       scaling=scaling, timeseries=series))
+                                                       scaling=scaling, timeseries=series, where=where))
+    if where and exp.meta.get("format") not in ("caliper", "caliper-json", "thicket"):
+        exp.meta.setdefault("warnings", []).append(
+            f"--where applies to Caliper and Thicket run metadata only; ignored for {exp.meta.get('format') or 'this input'}")
     if series and exp.meta.get("format") != "caliper":
         exp.meta.setdefault("warnings", []).append(
             f"--timeseries applies to Caliper .cali files only; ignored for {exp.meta.get('format') or 'this input'}")

@@ -46,6 +46,9 @@ class ReadOptions:
     #: Caliper time series (``timeseries.snapshot`` records): one point per snapshot, at parameter
     #: ``iteration`` (the snapshot's ``loop.start_iteration``), instead of the whole-run profile
     timeseries: bool = False
+    #: Caliper/Adiak/Thicket run metadata filters: (key, value) pairs; a run is read when, for every
+    #: key named, its value equals one of the values given for that key (``compiler=clang``)
+    where: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

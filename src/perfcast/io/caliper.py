@@ -1007,7 +1007,41 @@ def _text(v) -> str:
 # assembling an experiment
 
 
+def select_runs(profiles: Sequence[_Profile], where: Sequence[tuple[str, str]]) -> list[_Profile]:
+    """The runs whose metadata match ``where`` ((key, value) pairs: every key named must hold one of
+    its values; text compared as written, numbers as numbers, so ``jobsize=64`` matches 64.0).  A key
+    no run has, or a filter no run passes, is an error naming the values the runs have."""
+    if not where:
+        return list(profiles)
+    wanted: dict[str, set[str]] = {}
+    for key, value in where:
+        wanted.setdefault(key, set()).add(value)
+
+    def same(v, value: str) -> bool:
+        if v is None:
+            return False
+        a, b = _numeric(v), _numeric(value)
+        return _text(v) == value or (a is not None and b is not None and a == b)
+
+    where_txt = " ".join(f"{k}={v}" for k, v in where)
+    kept, passed = list(profiles), []
+    for key, values in wanted.items():
+        if not any(key in p.globals for p in profiles):
+            raise PerfcastError(f"no run has the metadata key {key!r} (where {where_txt})", profiles[0].path)
+        have = sorted({_text(p.globals[key]) for p in kept if key in p.globals})
+        kept = [p for p in kept if any(same(p.globals.get(key), v) for v in values)]
+        if not kept:
+            shown = ", ".join(have[:12]) + (f", ... ({len(have)} values)" if len(have) > 12 else "")
+            runs = "the runs" + (" with " + " ".join(passed) if passed else "")
+            raise PerfcastError(f"no run matches where {where_txt}; {runs} have {key} = {shown or '(none)'}",
+                                profiles[0].path)
+        passed += [f"{key}={v}" for v in sorted(values)]
+    return kept
+
+
 def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | None) -> Experiment:
+    n_runs = len(profiles)
+    profiles = select_runs(profiles, options.where)
     file_params, coords, explanation = choose_parameters(profiles, tuple(options.parameters))
     params = list(file_params)
     uneven = []
@@ -1074,14 +1108,18 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
         runs.append(run)
     data = pd.concat(frames, ignore_index=True)
     cal: dict[str, Any] = {"parameters": explanation, "runs": runs,
+                           **({"where": [list(w) for w in options.where], "runs_selected": len(profiles),
+                               "runs_read": n_runs} if options.where else {}),
                            "unannotated": f"records outside every region are under the root {UNANNOTATED!r}"}
     warnings = []
     if len(profiles) > 1:
         mixed = _mixed_within_points(profiles, coords)
         if mixed:
             cal["mixed_within_points"] = mixed
+            key, vals = next(iter(mixed.items()))
             warnings.append("runs treated as repetitions of one point differ in " + ", ".join(mixed)
-                            + "; read them separately or name a distinguishing numeric key as parameter")
+                            + f"; select runs by their metadata (where {key}={vals[0]}), read them separately, "
+                              "or name a distinguishing numeric key as parameter")
     if uneven:
         warnings.append(f"snapshots of {uneven[0].path.name} cover different numbers of loop iterations "
                         f"({', '.join(map(str, uneven[0].series['iterations_per_snapshot']))}): per-snapshot "
