@@ -73,6 +73,12 @@ class Metric:
     ``"mean over ranks"`` (Caliper's cross-process ``sum#``/``max#``/``min#``/``avg#``), or empty
     when the reader has no such information (per-rank values, or a format without it).  A sum over
     ranks grows with the process count by construction (constant per-rank cost times p).
+
+    ``exact`` says the values carry no measurement noise: a rerun of the same configuration gives
+    the same number (a cache simulator's instruction counts, the calls and bytes an MPI wrapper
+    counts).  Set by the readers of such tools (:mod:`perfcast.io.cachegrind`,
+    :mod:`perfcast.io.pmpi`) and kept by the store; the fit then weighs the means of such a series
+    alike (:attr:`perfcast.fit.FitOptions.exact`).
     """
 
     name: str
@@ -81,6 +87,7 @@ class Metric:
     scope: str = "unknown"
     description: str = ""
     aggregate: str = ""
+    exact: bool = False
 
     def __post_init__(self):
         if not self.name:
@@ -99,12 +106,14 @@ class Metric:
              "description": self.description}
         if self.aggregate:
             d["aggregate"] = self.aggregate
+        if self.exact:
+            d["exact"] = True
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Metric":
         return cls(d["name"], d.get("unit", ""), d.get("kind", "other"), d.get("scope", "unknown"),
-                   d.get("description", ""), str(d.get("aggregate") or ""))
+                   d.get("description", ""), str(d.get("aggregate") or ""), d.get("exact") is True)
 
 
 class CallTree:
