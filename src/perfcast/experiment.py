@@ -75,10 +75,9 @@ class Metric:
     ranks grows with the process count by construction (constant per-rank cost times p).
 
     ``exact`` says the values carry no measurement noise: a rerun of the same configuration gives
-    the same number (a cache simulator's instruction counts, the calls and bytes an MPI wrapper
-    counts).  Set by the readers of such tools (:mod:`perfcast.io.cachegrind`,
-    :mod:`perfcast.io.pmpi`) and kept by the store; the fit then weighs the means of such a series
-    alike (:attr:`perfcast.fit.FitOptions.exact`).
+    the same number (a cache simulator's instruction counts).  Set by the readers of such tools
+    (:mod:`perfcast.io.cachegrind`) and kept by the store; the fit then weighs such a series for
+    the model's error alone (:attr:`perfcast.fit.FitOptions.exact`).
     """
 
     name: str

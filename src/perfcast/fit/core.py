@@ -119,9 +119,9 @@ class FitOptions:
     #: data with the synthetic sets (bench/README.md "Weights").
     noise: str = "mixed"
     #: the metric's values carry no measurement noise (:attr:`perfcast.experiment.Metric.exact`:
-    #: simulator counts, counted MPI calls and bytes; set per metric by :meth:`for_kind`).  With the
-    #: "mixed" noise model an exact series -- one so marked whose repetitions, if any, agree, or any
-    #: series whose repetitions agree at every point (:func:`exact_series`) -- is weighed for the
+    #: a cache simulator's counts; set per metric by :meth:`for_kind`).  With the
+    #: "mixed" noise model an exact series -- one so marked whose repetitions, if any, agree
+    #: (:func:`exact_series`) -- is weighed for the
     #: model's error alone (:func:`exact_scale`: a growing series weighs its means alike, a falling
     #: one relative to their values; bench/README.md "Exact measurements")
     exact: bool = False
@@ -647,14 +647,14 @@ EXACT_RSD = 1e-9
 
 def exact_series(mean: np.ndarray, count: np.ndarray, ssd: np.ndarray, marked: bool) -> np.ndarray:
     """Per series ((S, n) arrays; points with count 0 are not measured), whether its values are
-    exact -- free of measurement noise: every measured point repeated (count >= 2) with identical
-    repetitions, or ``marked`` (the metric's provenance, :attr:`FitOptions.exact`) and no measured
-    point whose repetitions differ (repetitions that vary overrule the mark)."""
+    exact -- free of measurement noise: ``marked`` (the metric's provenance, :attr:`FitOptions.exact`)
+    and no measured point whose repetitions differ (repetitions that vary overrule the mark).
+    Repetitions that agree do not make a series exact on their own: PMPI's neighbour-exchange call
+    counts (identical repetitions, a step function of the process grid) extrapolate worse under
+    these weights (bench/README.md "Exact measurements")."""
     measured = count > 0
     agree = ssd <= count * (EXACT_RSD * np.abs(mean)) ** 2
-    varied = np.any(measured & ~agree, axis=1)
-    repeated = np.all(~measured | (count >= 2), axis=1) & np.any(measured, axis=1)
-    return ~varied & (repeated | marked)
+    return marked & ~np.any(measured & ~agree, axis=1)
 
 
 def exact_scale(f: np.ndarray, count: np.ndarray, X: np.ndarray | None) -> np.ndarray:

@@ -43,11 +43,10 @@ VERSION = 1
 FILE_RE = re.compile(r"^pmpi\.rank(\d+)\.json$")
 METRICS = (
     Metric("time", "s", "time", "inclusive", "time inside MPI routines (APP: outside them)"),
-    # counted by the wrapper, not sampled: exact (Metric.exact)
-    Metric("calls", "#", "count", "inclusive", "calls of the MPI routine", exact=True),
-    Metric("bytes_sent", "bytes", "bytes", "inclusive", "bytes sent by this rank", exact=True),
-    Metric("bytes_recv", "bytes", "bytes", "inclusive", "bytes received by this rank", exact=True),
-    Metric("bytes", "bytes", "bytes", "inclusive", "bytes sent + received by this rank", exact=True),
+    Metric("calls", "#", "count", "inclusive", "calls of the MPI routine"),
+    Metric("bytes_sent", "bytes", "bytes", "inclusive", "bytes sent by this rank"),
+    Metric("bytes_recv", "bytes", "bytes", "inclusive", "bytes received by this rank"),
+    Metric("bytes", "bytes", "bytes", "inclusive", "bytes sent + received by this rank"),
 )
 ROOT, APP = "MPI", "APP"
 
