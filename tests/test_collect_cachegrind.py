@@ -62,7 +62,10 @@ def test_toggle_counts_only_the_kernel_and_its_callees(app, tmp_path):
     full = run_campaign(CampaignSpec(parameters={"n": [20000]}, **common), tmp_path / "full.perfcast")
     tog = run_campaign(CampaignSpec(parameters={"n": [20000, 40000]}, settings={"cachegrind": {"toggle": "kernel_*"}},
                                     **common), tmp_path / "tog.perfcast")
-    assert store.read(tmp_path / "tog.perfcast").equals(tog)
+    back = store.read(tmp_path / "tog.perfcast")
+    assert back.equals(tog)
+    # the collector knows its counts are exact (Metric.exact); the store keeps it; times are not
+    assert all(back.metrics[m].exact for m in ("Ir", "Dr", "Dw")) and not back.metrics["time"].exact
     f, t = _counts(full, 20000), _counts(tog, 20000)
     # without the toggle, MPI start-up and set_up() carry most instructions
     assert f[("set_up", 0)] > 3_000_000 and sum(v for (fn, r), v in f.items() if r == 0) > 3 * (

@@ -78,6 +78,11 @@ class Metric:
     ``"mean over ranks"`` (Caliper's cross-process ``sum#``/``max#``/``min#``/``avg#``), or empty
     when the reader has no such information (per-rank values, or a format without it).  A sum over
     ranks grows with the process count by construction (constant per-rank cost times p).
+
+    ``exact`` says the values carry no measurement noise: a rerun of the same configuration gives
+    the same number (a cache simulator's instruction counts).  Set by the readers of such tools
+    (:mod:`perfcast.io.cachegrind`) and kept by the store; the fit then weighs such a series for
+    the model's error alone (:attr:`perfcast.fit.FitOptions.exact`).
     """
 
     name: str
@@ -86,6 +91,7 @@ class Metric:
     scope: str = "unknown"
     description: str = ""
     aggregate: str = ""
+    exact: bool = False
 
     def __post_init__(self):
         if not self.name:
@@ -104,12 +110,14 @@ class Metric:
              "description": self.description}
         if self.aggregate:
             d["aggregate"] = self.aggregate
+        if self.exact:
+            d["exact"] = True
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Metric":
         return cls(d["name"], d.get("unit", ""), d.get("kind", "other"), d.get("scope", "unknown"),
-                   d.get("description", ""), str(d.get("aggregate") or ""))
+                   d.get("description", ""), str(d.get("aggregate") or ""), d.get("exact") is True)
 
 
 class CallTree:

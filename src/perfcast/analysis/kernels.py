@@ -464,7 +464,8 @@ def kernel_experiment(exp: Experiment, kernels: KernelSet, metrics: Sequence[str
         d = d.assign(callpath=k).dropna(subset=["callpath"])
         keys = [c for c in d.columns if c not in ("value",)]
         frames.append(d.groupby(keys, observed=True)["value"].sum().reset_index())
-        mets.append(Metric(m, exp.metrics[m].unit, exp.metrics[m].kind, "exclusive", exp.metrics[m].description))
+        mets.append(Metric(m, exp.metrics[m].unit, exp.metrics[m].kind, "exclusive", exp.metrics[m].description,
+                           exact=exp.metrics[m].exact))
     if not frames:
         raise PerfcastError("none of the metrics has values on the kernels")
     data = pd.concat(frames, ignore_index=True)

@@ -60,6 +60,7 @@ stored at rank 0.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import fcntl
 import itertools
 import json
@@ -687,7 +688,7 @@ class Campaign:
                 if name in metrics and metrics[name] != m.to_dict():
                     new = ("pmpi_" if c.name == "mpi" else f"{c.name}_") + name
                     rename[name] = new
-                metrics[new] = Metric(new, m.unit, m.kind, m.scope, m.description).to_dict()
+                metrics[new] = dataclasses.replace(m, name=new, aggregate="").to_dict()
             tree = tree.merged(e.tree)
             d = e.data.astype({"callpath": str, "metric": str})
             if rename:

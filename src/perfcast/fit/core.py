@@ -6,7 +6,8 @@ mean, the repetition count ``r`` and the within-point sum of squared deviations.
 come from weighted least squares on the means with weights ``r / f^2`` (``f`` = the observed mean,
 floored at 1e-3 of the series' largest value, dips lifted: :func:`noise_scale`), i.e. least
 squares in relative terms using every repetition; where a series' repetitions show an absolute
-part of the noise, ``f^2`` becomes ``a^2 + b^2 mean^2`` up to a constant (:func:`absolute_noise`).
+part of the noise, ``f^2`` becomes ``a^2 + b^2 mean^2`` up to a constant (:func:`absolute_noise`);
+exact series (no measurement noise: :func:`exact_series`) take :func:`exact_scale`.
 The same ``f`` scales the pure-error sum, and it does not depend on the hypothesis, so the
 criterion below stays a profile likelihood.  For a hypothesis ``h`` the cross-validated deviance of the individual observations is
 
@@ -117,6 +118,13 @@ class FitOptions:
     #: always proportional to the value.  Both lift dips (:func:`noise_scale`).  Chosen on real
     #: data with the synthetic sets (bench/README.md "Weights").
     noise: str = "mixed"
+    #: the metric's values carry no measurement noise (:attr:`perfcast.experiment.Metric.exact`:
+    #: a cache simulator's counts; set per metric by :meth:`for_kind`).  With the
+    #: "mixed" noise model an exact series -- one so marked whose repetitions, if any, agree
+    #: (:func:`exact_series`) -- is weighed for the
+    #: model's error alone (:func:`exact_scale`: a growing series weighs its means alike, a falling
+    #: one relative to their values; bench/README.md "Exact measurements")
+    exact: bool = False
 
     def __post_init__(self):
         if self.max_terms not in (1, 2):
@@ -143,12 +151,14 @@ class FitOptions:
             raise PerfcastError(f"nonnegative must be False, True, {ASYMPTOTIC!r} or {AUTO!r}, not "
                                 f"{self.nonnegative!r}", where="nonnegative")
 
-    def for_kind(self, kind: str | None) -> "FitOptions":
+    def for_kind(self, kind: str | None, exact: bool = False) -> "FitOptions":
         """These options for a metric of ``kind``: "auto" non-negativity resolved (asymptotic for
-        times, counts and bytes; none for other or unknown kinds)."""
-        if self.nonnegative != AUTO:
-            return self
-        return dataclasses.replace(self, nonnegative=ASYMPTOTIC if kind in NONNEGATIVE_KINDS else False)
+        times, counts and bytes; none for other or unknown kinds); ``exact``: the metric's values
+        carry no measurement noise (:attr:`exact`)."""
+        opt = dataclasses.replace(self, exact=True) if exact and not self.exact else self
+        if opt.nonnegative != AUTO:
+            return opt
+        return dataclasses.replace(opt, nonnegative=ASYMPTOTIC if kind in NONNEGATIVE_KINDS else False)
 
     def blocks(self) -> tuple[Block, ...]:
         if self.space is not None:
@@ -630,10 +640,45 @@ def _rowsum(x: np.ndarray) -> np.ndarray:
     return out
 
 
+#: repetitions agree when their relative standard deviation is below this (identical values up to
+#: the rounding of their mean and sum of squares)
+EXACT_RSD = 1e-9
+
+
+def exact_series(mean: np.ndarray, count: np.ndarray, ssd: np.ndarray, marked: bool) -> np.ndarray:
+    """Per series ((S, n) arrays; points with count 0 are not measured), whether its values are
+    exact -- free of measurement noise: ``marked`` (the metric's provenance, :attr:`FitOptions.exact`)
+    and no measured point whose repetitions differ (repetitions that vary overrule the mark).
+    Repetitions that agree do not make a series exact on their own: PMPI's neighbour-exchange call
+    counts (identical repetitions, a step function of the process grid) extrapolate worse under
+    these weights (bench/README.md "Exact measurements")."""
+    measured = count > 0
+    agree = ssd <= count * (EXACT_RSD * np.abs(mean)) ** 2
+    return marked & ~np.any(measured & ~agree, axis=1)
+
+
+def exact_scale(f: np.ndarray, count: np.ndarray, X: np.ndarray | None) -> np.ndarray:
+    """The noise scale of the means of exact series (:func:`exact_series`; ``f`` (S, n) their
+    relative scales, :func:`noise_scale`): no measurement noise is left, only the model's error, and
+    what an extrapolation needs is the model right where it goes, at the largest parameter values.
+    So a mean's scale is its own value or, when larger, the value at the measured point nearest the
+    largest parameter values (the corner of the design: the largest sum of per-parameter ranks): a
+    growing series weighs its means alike (its largest values, nearest the target, lead in absolute
+    terms), a falling one keeps relative weights (equal weights would lean on its largest values, at
+    the smallest parameter values, farthest from the target).  Without coordinates: equal weights."""
+    measured = count > 0
+    if X is None:
+        near = np.argmax(np.where(measured, f, -np.inf), axis=1)
+    else:
+        rank = sum(np.unique(X[:, p], return_inverse=True)[1].reshape(-1) for p in range(X.shape[1]))
+        near = np.argmax(np.where(measured, rank[None, :].astype(float), -np.inf), axis=1)
+    return np.maximum(f, f[np.arange(len(f)), near][:, None])
+
+
 class _Chunk:
     """Normalised data of a chunk of series and the running top-M hypotheses."""
 
-    def __init__(self, mean, count, ssd, K, m, M, X=None, lines=None, noise="relative"):
+    def __init__(self, mean, count, ssd, K, m, M, X=None, lines=None, noise="relative", exact=False):
         S, n = mean.shape
         self.n = n
         scale = np.max(np.abs(mean), axis=1)
@@ -651,6 +696,10 @@ class _Chunk:
                 # the median of the measured points (held-out ones have count 0: _rerun)
                 med = np.nanmedian(np.where(count[norep] > 0, self.f[norep], np.nan), axis=1)
                 self.c2[norep] = NOREP_ABS * med * med
+            ex = exact_series(mean, count, ssd, exact)
+            if ex.any():
+                self.f[ex] = exact_scale(self.f[ex], count[ex], X)
+                self.c2[ex] = 0.0
             fin = np.isfinite(self.c2)[:, None]
             c2 = np.where(fin, self.c2[:, None], 0.0)
             self.f = np.where(fin, np.sqrt((self.f ** 2 + c2) / (1 + c2)), 1.0)
@@ -952,7 +1001,7 @@ def _fit_chunk(state: tuple, lo: int, hi: int) -> tuple:
     c = hi - lo
     out = (np.full((c, M, K, m), -1, dtype=np.int32), np.full((c, M), np.inf), np.zeros((c, M, 1 + K)),
            np.zeros((c, M, 1 + K, 1 + K)), np.full((c, 8), np.nan), np.zeros(c), np.zeros(c, dtype=np.int64))
-    ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M, X, lines, opt.noise)
+    ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M, X, lines, opt.noise, opt.exact)
     ch.merge_constant(opt.selection)
     if usable and n >= 3:
         if m == 1:
@@ -1726,7 +1775,7 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
     X = space.X
     m = X.shape[1]
     kept = [[i[keep[i]] for i in parameter_lines(X, p)] for p in range(m)]
-    ch = _Chunk(mean, count * keep[None, :], ssd * keep[None, :], K, m, M, X, kept, opt.noise)
+    ch = _Chunk(mean, count * keep[None, :], ssd * keep[None, :], K, m, M, X, kept, opt.noise, opt.exact)
     ch.merge_constant(opt.selection)
     if m == 1:
         _search_single(space, ch, opt, K)

@@ -769,7 +769,8 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
 
     def opts(metric):
         if metric not in kind_opts:
-            kind_opts[metric] = base.for_kind(exp.metrics[metric].kind if metric in exp.metrics else None)
+            met = exp.metrics.get(metric)
+            kind_opts[metric] = base.for_kind(met.kind, met.exact) if met is not None else base.for_kind(None)
         return kind_opts[metric]
 
     def rows(k):

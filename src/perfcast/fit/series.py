@@ -320,7 +320,7 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     opts = options or FitOptions()
     parts: dict[FitOptions, list[str]] = {}
     for name, met in exp.metrics.items():
-        parts.setdefault(opts.for_kind(met.kind), []).append(name)
+        parts.setdefault(opts.for_kind(met.kind, met.exact), []).append(name)
     groups, done = [], 0
     cps, mts, gnum, grow = [], [], [], []
     for o, names in parts.items():

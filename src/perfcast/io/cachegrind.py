@@ -18,7 +18,8 @@ symbol is named by its address (``fn=0x0000000000004d50``, as callgrind writes i
 address in two objects stays two functions and the name is the same on every rank and run.  Every function becomes
 callpath ``app-><function>``; a function that appears under several ``fl=`` (its own file and
 inlined headers) is summed into one.  One metric per event (``Ir``, ``Dr``, ``D1mr``, ...), kind
-``count``, scope ``exclusive``.  The ``summary:`` totals are checked against the sum of the counts, so
+``count``, scope ``exclusive``, exact (``Metric.exact``: a simulator's counts do not vary between
+reruns of the same program).  The ``summary:`` totals are checked against the sum of the counts, so
 a truncated file is an error rather than silently smaller numbers.
 
 A file name carrying ``rank<N>`` (``cachegrind.out.rank3``) gives the values a ``rank`` column; a
@@ -189,7 +190,8 @@ def read_files(paths: list[Path], root: str = ROOT) -> Experiment:
             paths_.append(cp)
         mat = np.array([totals[f] for f in names], dtype=np.int64).reshape(len(names), len(events))
         for j, ev in enumerate(events):
-            metrics.setdefault(ev, Metric(ev, "#", "count", "exclusive", _DESCRIPTIONS.get(ev, "")))
+            # a simulator's counts: a rerun of the same program gives the same numbers (Metric.exact)
+            metrics.setdefault(ev, Metric(ev, "#", "count", "exclusive", _DESCRIPTIONS.get(ev, ""), exact=True))
             frames.append(pd.DataFrame({"callpath": paths_, "metric": ev, "value": mat[:, j].astype(float),
                                         "rank": rank}))
     if not frames:
