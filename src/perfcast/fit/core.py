@@ -287,7 +287,9 @@ def _rowdot(x: np.ndarray, M: np.ndarray) -> np.ndarray:
     on the number of rows and on their alignment in memory (its kernels take remainder rows, and a
     single row, separately), so a series' fit depended on the chunk it was fitted in and on the
     other series there (``FitOptions.chunk``; bench/README.md "Results independent of the chunk
-    size").  numpy's einsum adds each output's products in one order whatever the rows."""
+    size").  numpy's einsum adds each output's products in one order whatever the number of rows,
+    given operands of one memory layout (its order follows the strides: the fit's arrays are
+    row-major)."""
     return np.einsum("sn,nh->sh", x, M)
 
 
@@ -1772,7 +1774,9 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
             continue
         D, _, _ = space.design(_used_first(_take2(ch.best_hyp, si, ai)))
         fit = _wls(D, ch.y[si], ch.w[si], leverage=False)
-        Dh = D[:, held, :]
+        # row-major: the design's storage (and so the layout of ``D[:, held]``) changes with the
+        # number of rows, and einsum's order of summation with the layout (:func:`_rowdot`)
+        Dh = np.ascontiguousarray(D[:, held, :])
         _put2(preds, si, ai, np.einsum("shi,si->sh", Dh, fit.beta))
         _put2(cvar, si, ai, np.maximum(np.einsum("shi,sij,shj->sh", Dh, fit.ainv, Dh), 0.0) * s2[si, None])
         wt[si, ai] = np.where(fit.ok, wt[si, ai], 0.0)
