@@ -95,8 +95,9 @@ class FitOptions:
     #: (bench/realdata.py: no negative predictions, LULESH median error 21.6 % -> 4.1 %) with the
     #: synthetic sets unchanged (bench/vs_extrap.py).  False: no constraint.
     nonnegative: bool | str = AUTO
-    #: series fitted at once (memory vs. speed; also the unit of work of ``workers``, so results
-    #: do not depend on the number of workers)
+    #: series fitted at once (memory vs. speed; also the unit of work of ``workers``).  A series'
+    #: results do not depend on it, nor on the other series of its chunk: every sum over a
+    #: series' points is taken row by row (:func:`_rowdot`, :func:`_rowsum`; tests/test_fit_chunk.py)
     chunk: int = 4096
     #: processes fitting chunks of a group in parallel (forked; 1 = in this process).  Results are
     #: identical to one process: the chunks are the same and group-level estimates are made once
