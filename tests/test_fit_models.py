@@ -490,7 +490,8 @@ def test_three_point_doubt_by_hand():
 def test_rowsum_gives_numpys_floats():
     """``_rowsum`` (columns added in order for short rows) returns exactly the floats of
     ``np.sum(x, axis=1)`` -- the fit's criteria must not move in the last digit -- for every row
-    length, signed zeros, infinities and NaN included, and for transposed (F-order) views."""
+    length, signed zeros, infinities and NaN included, and for transposed (F-order) views; in
+    double and in single precision (the noise-shape fit's repetitions)."""
     from perfcast.fit.core import _rowsum
 
     rng = np.random.default_rng(11)
@@ -498,8 +499,10 @@ def test_rowsum_gives_numpys_floats():
         x = rng.standard_normal((3000, n)) * np.exp(rng.standard_normal((3000, n)) * 6)
         x[:3] = -0.0
         x[3, 0], x[4, -1], x[5, 0] = np.inf, np.nan, -np.inf
-        for a in (x, np.ascontiguousarray(x.T).T):
-            assert _rowsum(a).tobytes() == np.sum(np.ascontiguousarray(a), axis=1).tobytes(), n
+        for xx in (x, x.astype(np.float32)):
+            for a in (xx, np.ascontiguousarray(xx.T).T):
+                got, want = _rowsum(a), np.sum(np.ascontiguousarray(a), axis=1)
+                assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (n, xx.dtype)
 
 
 def test_stable_top_is_the_stable_argsort():

@@ -96,8 +96,9 @@ class FitOptions:
     #: (bench/realdata.py: no negative predictions, LULESH median error 21.6 % -> 4.1 %) with the
     #: synthetic sets unchanged (bench/vs_extrap.py).  False: no constraint.
     nonnegative: bool | str = AUTO
-    #: series fitted at once (memory vs. speed; also the unit of work of ``workers``, so results
-    #: do not depend on the number of workers)
+    #: series fitted at once (memory vs. speed; also the unit of work of ``workers``).  A series'
+    #: results do not depend on it, nor on the other series of its chunk: every sum over a
+    #: series' points is taken row by row (:func:`_rowdot`, :func:`_rowsum`; tests/test_fit_chunk.py)
     chunk: int = 4096
     #: processes fitting chunks of a group in parallel (forked; 1 = in this process).  Results are
     #: identical to one process: the chunks are the same and group-level estimates are made once
@@ -238,12 +239,12 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True, con
     if D.ndim == 2:
         k = D.shape[1]
         P = (D[:, :, None] * D[:, None, :]).reshape(n, k * k)
-        A = (w @ P).reshape(S, k, k)
-        b = (w * y) @ D
+        A = _rowdot(w, P).reshape(S, k, k)
+        b = _rowdot(w * y, D)
         ainv, ok = _inv_small(A)
         beta = np.einsum("sij,sj->si", ainv, b)
-        fitted = beta @ D.T
-        hat = w * (ainv.reshape(S, k * k) @ P.T)
+        fitted = _rowdot(beta, D.T)
+        hat = w * _rowdot(ainv.reshape(S, k * k), P.T)
     else:
         # per-series designs: column by column (batched matmul of tiny matrices is slow)
         k = D.shape[2]
@@ -288,6 +289,19 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True, con
         press = np.full(S, np.inf)
     rss = np.where(ok, rss, np.inf)
     return _WLS(beta, rss, press, ainv, ok, resid, hat)
+
+
+def _rowdot(x: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``x @ M`` for rows ``x`` (S, n) and a matrix ``M`` (n, c) shared by them, each row's floats
+    independent of the other rows.  Every product or sum over a series' points goes through this
+    or :func:`_rowsum`, never through BLAS (numpy's ``@``): OpenBLAS sums in an order that depends
+    on the number of rows and on their alignment in memory (its kernels take remainder rows, and a
+    single row, separately), so a series' fit depended on the chunk it was fitted in and on the
+    other series there (``FitOptions.chunk``; bench/README.md "Results independent of the chunk
+    size").  numpy's einsum adds each output's products in one order whatever the number of rows,
+    given operands of one memory layout (its order follows the strides: the fit's arrays are
+    row-major)."""
+    return np.einsum("sn,nh->sh", x, M)
 
 
 def _const_sums(y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -350,12 +364,12 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
     without a Python loop over blocks); residuals are formed explicitly, not from the normal
     equations, so exact fits stay exact."""
     A00 = np.sum(w, axis=1)[:, None]
-    A01 = w @ T
+    A01 = _rowdot(w, T)
     TT = T * T
-    A11 = w @ TT
+    A11 = _rowdot(w, TT)
     wy = w * y
     b0 = np.sum(wy, axis=1)[:, None]
-    b1 = wy @ T
+    b1 = _rowdot(wy, T)
     det = A00 * A11 - A01 * A01
     ok = (det > 1e-11 * A00 * A11) & valid[None, :]
     r = 1.0 / np.where(ok, det, 1.0)
@@ -626,13 +640,14 @@ _FOLD_MAX = 7
 
 
 def _rowsum(x: np.ndarray) -> np.ndarray:
-    """``np.sum(x, axis=1)`` of a float (S, n) array: the floats numpy's sum gives for the array in C
-    order, faster for short rows (numpy reduces each short row in its own inner loop): for n <=
-    :data:`_FOLD_MAX` numpy adds a row's values in order starting from +0.0 (-0.0 sums to +0.0),
-    which adding the columns in order reproduces (tests/test_fit_models.py checks it); longer
-    rows are summed by numpy."""
+    """``np.sum(x, axis=1)`` of a float64 or float32 (S, n) array: the floats numpy's sum gives for
+    the array in C order, faster for short rows (numpy reduces each short row in its own inner
+    loop): for n <= :data:`_FOLD_MAX` numpy adds a row's values in order starting from +0.0 (-0.0
+    sums to +0.0), which adding the columns in order reproduces (tests/test_fit_models.py checks
+    it); longer rows are summed by numpy.  Either way a row's sum does not depend on the other
+    rows (unlike ``x @ ones``: :func:`_rowdot`)."""
     n = x.shape[1]
-    if n > _FOLD_MAX or n == 0 or x.dtype != np.float64:
+    if n > _FOLD_MAX or n == 0 or x.dtype not in (np.float64, np.float32):
         return np.sum(np.ascontiguousarray(x), axis=1)
     out = x[:, 0] + 0.0
     for j in range(1, n):
@@ -1073,9 +1088,11 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     if X.ndim == 1:
         X = X[:, None]
     n, m = X.shape
-    mean = np.atleast_2d(np.asarray(mean, dtype=float))
-    count = np.atleast_2d(np.asarray(count, dtype=float))
-    ssd = np.atleast_2d(np.asarray(ssd, dtype=float))
+    # row-major (a copy only when given otherwise): numpy reduces a row-major and a column-major
+    # array's rows in different orders, and a chunk's fits must not depend on how it was cut
+    mean = np.ascontiguousarray(np.atleast_2d(np.asarray(mean, dtype=float)))
+    count = np.ascontiguousarray(np.atleast_2d(np.asarray(count, dtype=float)))
+    ssd = np.ascontiguousarray(np.atleast_2d(np.asarray(ssd, dtype=float)))
     S = mean.shape[0]
     if mean.shape != (S, n) or count.shape != (S, n) or ssd.shape != (S, n):
         raise PerfcastError(f"series arrays must be (series, {n} points)")
@@ -1117,7 +1134,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     needed = np.zeros(S, dtype=np.int64)
     shape = NORMAL
     if reps is not None and opt.likelihood == "auto" and usable and n >= 3:
-        reps = np.asarray(reps, dtype=float)
+        reps = np.ascontiguousarray(reps, dtype=float)
         if reps.ndim != 3 or reps.shape[:2] != (S, n):
             raise PerfcastError(f"repetitions must be (series, {n} points, repetitions)")
         shape = estimate_shape(reps)
@@ -1439,8 +1456,9 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
         score = np.zeros((S, H))
         for idx in lines[p]:
             Tn, valid = _single_table(space, p, idx)
-            sub_y, sub_w = ch.y[:, idx], ch.w[:, idx]
-            pe = ch.pe_point[:, idx].sum(axis=1)
+            # the line's columns row-major (``a[:, idx]`` is column-major: :func:`_rowsum`)
+            sub_y, sub_w = ch.y.take(idx, axis=1), ch.w.take(idx, axis=1)
+            pe = _rowsum(ch.pe_point.take(idx, axis=1))
             Nl = np.sum(ch.count[:, idx], axis=1)
             ones = np.ones(len(idx))
             if not opt.nonnegative or asym:
@@ -1652,8 +1670,10 @@ def _drift(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
     truths, bench/README.md); :func:`_pool_drift` turns the pair into the drift of the intervals."""
     miss2, allowed, z = _rerun(space, mean, count, ssd, opt, K, M, usable, hold, s2)
     scale = (hold[1] ** (2 * growth))[None, :]
+    # means over the held-out points as row-major sums (the layout of ``miss2``/``allowed`` follows
+    # numpy's choices for mixed-layout operands, which change with the number of rows)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.mean(miss2 / scale, axis=1), np.mean(allowed / scale, axis=1), z
+        return _rowsum(miss2 / scale) / scale.shape[1], _rowsum(allowed / scale) / scale.shape[1], z
 
 
 #: a group pools its drift (:func:`_pool_drift`) from this many series with a usable check, else
@@ -1804,7 +1824,9 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
             continue
         D, _, _ = space.design(_used_first(_take2(ch.best_hyp, si, ai)))
         fit = _wls(D, ch.y[si], ch.w[si], leverage=False)
-        Dh = D[:, held, :]
+        # row-major: the design's storage (and so the layout of ``D[:, held]``) changes with the
+        # number of rows, and einsum's order of summation with the layout (:func:`_rowdot`)
+        Dh = np.ascontiguousarray(D[:, held, :])
         _put2(preds, si, ai, np.einsum("shi,si->sh", Dh, fit.beta))
         _put2(cvar, si, ai, np.maximum(np.einsum("shi,sij,shj->sh", Dh, fit.ainv, Dh), 0.0) * s2[si, None])
         wt[si, ai] = np.where(fit.ok, wt[si, ai], 0.0)

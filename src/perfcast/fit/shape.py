@@ -281,18 +281,18 @@ def _pow(x: np.ndarray, e: float, inplace: bool = False) -> np.ndarray:
 def fast_wls(cols: list, y: np.ndarray, w: np.ndarray, with_inverse: bool = False) -> tuple:
     """Weighted least squares of y (S, n) on per-series design columns ``cols`` (k arrays (S, n)):
     (coefficients (S, k), usable mask (S,), weighted residual sum of squares (S,)[, inverse
-    normal matrices (S, k, k)]).  Sums as products with a vector of ones (faster than reductions
-    over a short axis)."""
-    from .core import _inv_small
+    normal matrices (S, k, k)]).  Sums over the points by :func:`perfcast.fit.core._rowsum` (faster
+    than numpy's reductions over a short axis, and, unlike products with a vector of ones, the same
+    floats for a series whatever other series share the batch)."""
+    from .core import _inv_small, _rowsum
     S, n = y.shape
     k = len(cols)
-    ones = np.ones(n)
     wc = [w * c for c in cols]
     A = np.empty((S, k, k))
     for i in range(k):
         for j in range(i, k):
-            A[:, i, j] = A[:, j, i] = (wc[i] * cols[j]) @ ones
-    b = [(wc[i] * y) @ ones for i in range(k)]
+            A[:, i, j] = A[:, j, i] = _rowsum(wc[i] * cols[j])
+    b = [_rowsum(wc[i] * y) for i in range(k)]
     ainv, ok = _inv_small(A)
     beta = np.empty((S, k))
     fitted = np.zeros((S, n))
@@ -300,7 +300,7 @@ def fast_wls(cols: list, y: np.ndarray, w: np.ndarray, with_inverse: bool = Fals
         beta[:, i] = sum(ainv[:, i, j] * b[j] for j in range(k))
         fitted += beta[:, i:i + 1] * cols[i]
     resid = y - fitted
-    rss = (w * resid * resid) @ ones
+    rss = _rowsum(w * resid * resid)
     if with_inverse:
         return beta, ok, np.where(ok, rss, np.inf), ainv
     return beta, ok, np.where(ok, rss, np.inf)
@@ -318,13 +318,14 @@ def lbeta_fit(D: np.ndarray, y: np.ndarray, f: np.ndarray, beta: float, coef0: n
     along the continuation ``b = 8, 32, ...`` capped at beta.  Starting from least squares, two
     steps already select as well as forty (bench/README.md).  Returns (coefficients (S, k), log
     of the objective ``sum |r|^beta`` (S,))."""
+    from .core import _rowsum
     S, n, R = y.shape
     ok = np.isfinite(y)
     full = bool(ok.all())
     fi = f[:, :, None]
     # the (S, n, R) work in single precision (residuals relative to the noise level; the
-    # reweighted fits themselves stay in double precision); reductions as products with ones
-    # (numpy's reductions over short trailing axes are slow)
+    # reweighted fits themselves stay in double precision); sums over a series' values by
+    # :func:`perfcast.fit.core._rowsum` (the same floats whatever other series share the batch)
     if prescaled:
         yf = (y if full else np.where(ok, y, 0.0)).astype(np.float32, copy=False)
     else:
@@ -332,7 +333,6 @@ def lbeta_fit(D: np.ndarray, y: np.ndarray, f: np.ndarray, beta: float, coef0: n
     Df = D / fi
     cols = [np.ascontiguousarray(Df[:, :, i]) for i in range(Df.shape[2])]
     c = coef0.copy()
-    ones_r = np.ones(R, dtype=np.float32)
     mask = None if full else ok
 
     def resid(cc):
@@ -355,7 +355,7 @@ def lbeta_fit(D: np.ndarray, y: np.ndarray, f: np.ndarray, beta: float, coef0: n
     r = resid(c)
     floor = None
     if beta < 2:
-        rms = np.sqrt((r * r).reshape(S, n * R) @ np.ones(n * R, dtype=np.float32) / np.maximum(ok.sum(axis=(1, 2)), 1))
+        rms = np.sqrt(_rowsum((r * r).reshape(S, n * R)) / np.maximum(ok.sum(axis=(1, 2)), 1))
         floor = (1e-6 * rms)[:, None, None].astype(np.float32)
     for t in range(iters):
         b = min(beta, 2.0 * 4.0 ** (t + 1)) if beta > 2 else beta
@@ -363,9 +363,9 @@ def lbeta_fit(D: np.ndarray, y: np.ndarray, f: np.ndarray, beta: float, coef0: n
         om = _pow(a, b - 2, inplace=True)                         # (S, n, R) relative weights
         if mask is not None:
             om[~mask] = 0.0
-        W = (om.reshape(S * n, R) @ ones_r).reshape(S, n).astype(np.float64)
+        W = _rowsum(om.reshape(S * n, R)).reshape(S, n).astype(np.float64)
         om *= yf
-        num = (om.reshape(S * n, R) @ ones_r).reshape(S, n).astype(np.float64)
+        num = _rowsum(om.reshape(S * n, R)).reshape(S, n).astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             ym = np.where(W > 0, num / np.where(W > 0, W, 1.0), 0.0)
         new, fok, _ = fast_wls(cols, ym, W)
@@ -375,6 +375,6 @@ def lbeta_fit(D: np.ndarray, y: np.ndarray, f: np.ndarray, beta: float, coef0: n
         c = np.where(good[:, None], new, c)
         r = resid(c)
     a, m = scaled(r)
-    tot = _pow(a, beta, inplace=True).reshape(S, n * R) @ np.ones(n * R, dtype=np.float32)
+    tot = _rowsum(_pow(a, beta, inplace=True).reshape(S, n * R))
     with np.errstate(divide="ignore"):
         return c, np.log(tot.astype(np.float64)) + beta * np.log(m)
