@@ -65,7 +65,11 @@ def modelset_html(ms, limit: int = HTML_ROWS, level: float = 0.9) -> str:
         return f"<p>perfcast ModelSet: {S} series</p>"
     target = ms.default_target()
     at = ", ".join(f"{escape(k)}={v:g}" for k, v in target.items())
-    ranked = ms.rank(target)[:limit]
+    # the ranking's arrays, models built for the rows shown only (as `perfcast model`'s table)
+    from ..analysis.ranking import ranked_rows
+
+    series, order, rc = ms.rank_order(target)
+    ranked = ranked_rows(series, order[:limit], rc)
     shown = replace(ms, series=tuple(ms.series_of(r.callpath, r.metric) for r in ranked))
     preds = {(p["callpath"], p["metric"]): p for p in shown.predict(target, level)}
     x, xs, cols = curve_points(ms, target)
