@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS, Experiment
+from ..experiment import LOCATION_COLUMNS, Experiment, location_reduction
 from ..scaling import decreasing
 from .core import FitOptions, GroupFit, fit_group, parameter_lines
 from .model import Model
@@ -176,9 +176,7 @@ def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
         return exp.data
     frames = []
     for name, m in exp.metrics.items():
-        how = locations
-        if how == "auto":
-            how = "sum" if m.kind in ("count", "bytes") else "mean"
+        how = location_reduction(m) if locations == "auto" else locations
         sub = exp.data[exp.data["metric"] == name]
         if len(sub) == 0:
             continue
