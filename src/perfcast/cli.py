@@ -1280,6 +1280,60 @@ def systems_cmd(query, dbs, limit, as_json):
     out.print(table(title, cols, rows))
 
 
+@cli.group("data")
+def data_group():
+    """The published benchmark tables `systems` and `project` read by default: where they are found,
+    and `data wheel` to pack them as the separate perfcast-data distribution for a pip install."""
+
+
+@data_group.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def data_status_cmd(as_json):
+    """Where the shared data is found ($PERFCAST_SHARED_DATA, shared/data beside the checkout, or the
+    installed perfcast-data package) and which default tables are there; exit 1 when one is missing."""
+    from .datapkg import status
+    from .report.terminal import out, table, write_json
+
+    st = status()
+    missing = [t["table"] for t in st["tables"] if not t["found"]]
+    if as_json:
+        write_json("data", st["tables"], root=st["root"], source=st["source"], complete=not missing)
+    else:
+        out.print(table(f"shared data: {st['root']} ({st['source']})", ["table", "path"],
+                        [[t["table"], t["path"] or "MISSING"] for t in st["tables"]]))
+        if missing:
+            out.print("missing tables: `systems` and `project` need --db/--signatures, "
+                      "or build and install the data wheel: perfcast data wheel -o dist/",
+                      markup=False, highlight=False)
+    if missing:
+        sys.exit(1)
+
+
+@data_group.command("wheel")
+@click.argument("source", required=False, type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(path_type=Path),
+              help="Directory to write the wheel into.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def data_wheel_cmd(source, out_dir, as_json):
+    """Pack the default tables (from SOURCE, a directory laid out like shared/data; default: the shared
+    data found as by `data status`) into a perfcast-data wheel: `pip install` it next to perfcast."""
+    from .datapkg import build_wheel
+    from .report.terminal import out, write_json
+
+    if source is not None and not source.is_dir():
+        raise PerfcastError("not a directory", source)
+    res = build_wheel(out_dir, source)
+    if as_json:
+        write_json("written", [{"output": res["wheel"], "what": "perfcast-data wheel",
+                                "count": len(res["files"]), "bytes": res["bytes"], "version": res["version"],
+                                "files": res["files"]}])
+        return
+    src = sum(f["source_bytes"] for f in res["files"])
+    out.print(f"wrote {res['wheel']}: {len(res['files'])} files, {src / 1e6:.1f} MB of tables in "
+              f"{res['bytes'] / 1e6:.1f} MB; install it with: pip install {res['wheel']}",
+              markup=False, highlight=False)
+
+
 @cli.command("project")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options

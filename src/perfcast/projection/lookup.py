@@ -45,12 +45,19 @@ def data_root() -> Path:
     return shared_data_dir()
 
 
-def default_table(name: str) -> Path | None:
-    for d in (data_root() / "spec", CHECKOUT / "data" / "spec"):
-        for cand in (d / name, d / name.removesuffix(".gz")):
+def find_table(name: str, dirs: Sequence[Path]) -> Path | None:
+    """The first of ``name``, it without ``.gz`` and it with ``.gz`` in the first of ``dirs`` that has
+    one (a table may be stored compressed or not; the loaders read both)."""
+    base = name.removesuffix(".gz")
+    for d in dirs:
+        for cand in (d / name, d / base, d / (base + ".gz")):
             if cand.is_file():
                 return cand
     return None
+
+
+def default_table(name: str) -> Path | None:
+    return find_table(name, (data_root() / "spec", CHECKOUT / "data" / "spec"))
 
 
 def table_paths(paths: Sequence[str | Path] = ()) -> list[str | Path]:
@@ -59,8 +66,9 @@ def table_paths(paths: Sequence[str | Path] = ()) -> list[str | Path]:
         return list(paths)
     fp = default_table(DEFAULT_TABLES[0])
     if fp is None:
-        raise PerfcastError("default SPEC CPU2017 table not found; give --db FILE "
-                            f"(or set {ENV_VAR})", data_root() / "spec" / DEFAULT_TABLES[0])
+        raise PerfcastError("default SPEC CPU2017 table not found; give --db FILE, set "
+                            f"{ENV_VAR}, or install the perfcast-data wheel (perfcast data wheel)",
+                            data_root() / "spec" / DEFAULT_TABLES[0])
     return [fp] + [p for p in (default_table(n) for n in DEFAULT_TABLES[1:]) if p is not None]
 
 
