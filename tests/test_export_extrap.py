@@ -356,3 +356,26 @@ def test_no_parameters_and_unknown_suffix_are_refused(tmp_path, capsys, gen_stor
     line = one_error(*cli(capsys, "export", tmp_path / "none.perfcast", "-o", tmp_path / "o.txt")[::2])
     assert "no parameters" in line
     assert not (tmp_path / "o.txt").exists()
+
+
+def test_metric_and_callpath_select_what_is_written(generated, gen_store, tmp_path, capsys):
+    """--metric / --callpath write only the chosen series, value for value; an unknown name is one
+    error line and writes nothing."""
+    out_path = tmp_path / "sel.txt"
+    code, out, err = cli(capsys, "export", gen_store, "-o", out_path, "--metric", "time",
+                         "--callpath", "main->solve->*", "--json")
+    assert code == 0, err
+    info = cli_items(out, "export")[0]
+    assert info["metrics"] == ["time"] and info["n_series"] == 2
+    want = {k: v for k, v in _values(generated).items()
+            if k[2] == "time" and k[1].startswith("main->solve->")}
+    assert len(want) == 2 * 25 * 3
+    assert _values(load([out_path])) == want
+    # the written means are the generating formulas' values (the repetitions are 0.98, 1, 1.02 x)
+    back = load([out_path]).data
+    halo = back[(back["callpath"] == "main->solve->halo") & (back["p"] == 16) & (back["n"] == 30)]
+    assert halo["value"].mean() == pytest.approx(5 + 2 * 16, rel=1e-12)
+    code, out, err = cli(capsys, "export", gen_store, "-o", tmp_path / "none.txt", "--metric", "cycles")
+    assert "no metric 'cycles'" in one_error(code, err) and not (tmp_path / "none.txt").exists()
+    code, out, err = cli(capsys, "export", gen_store, "-o", tmp_path / "none.txt", "--callpath", "nowhere*")
+    assert "no callpath matches" in one_error(code, err) and not (tmp_path / "none.txt").exists()

@@ -1507,11 +1507,15 @@ def compare_cmd(inputs, fmt, points, params, validation, measure, timers, machin
 @cube_scaling_option
 @timeseries_option
 @_ranks_option
+@click.option("--metric", "metrics", multiple=True, help="Metric(s) to write (default: all).")
+@click.option("--callpath", "callpaths", multiple=True, metavar="GLOB",
+              help="Callpath glob(s) to write (default: all); the tree keeps their ancestors.")
 @click.option("--drop-incomplete", is_flag=True,
               help="Leave out the callpath x metric series without values at every point (Extra-P refuses "
                    "them); --json lists them. Default: refuse, naming the first.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
-def export_cmd(inputs, output, to, force, fmt, points, params, locations, drop_incomplete, as_json):
+def export_cmd(inputs, output, to, force, fmt, points, params, locations, metrics, callpaths, drop_incomplete,
+               as_json):
     """Write an experiment as Extra-P input, for the Extra-P GUI or `extrap --text/--json`.
 
     Every value is written exactly, repetitions in order; per-rank values are reduced per point,
@@ -1521,6 +1525,7 @@ def export_cmd(inputs, output, to, force, fmt, points, params, locations, drop_i
     Examples:
       perfcast export app.perfcast -o app.txt              # then: extrap --text app.txt
       perfcast export lulesh_cali/ --to extrap-json -o lulesh.json
+      perfcast export lulesh_cali/ --metric 'avg#inclusive#sum#time.duration' --callpath 'main->*' -o l.txt
     """
     from .io.extrap import export, export_format
     from .report.terminal import err, out, write_json
@@ -1528,6 +1533,8 @@ def export_cmd(inputs, output, to, force, fmt, points, params, locations, drop_i
     check_file_output(output, force)
     to = export_format(output, to)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    if metrics or callpaths:
+        exp = exp.select(callpath=list(callpaths) or None, metric=list(metrics) or None)
     info = export(exp, output, to, force=force, locations=locations, drop_incomplete=drop_incomplete)
     if as_json:
         write_json("export", info)
