@@ -8,6 +8,7 @@ import base64
 import csv
 import gzip
 import hashlib
+import io
 import math
 import os
 import subprocess
@@ -65,6 +66,12 @@ def test_wheel_holds_the_default_tables_byte_for_byte_with_a_valid_record(tmp_pa
     manifest = {f["name"]: f for f in res["files"]}
     assert manifest["spec/spec17ml_input_FP_rate.csv.gz"]["source_sha256"] == \
         hashlib.sha256(FP_RATE.read_bytes()).hexdigest()
+    # the database parsed into the wheel is the one the tables give: every FP rate result a system
+    import pyarrow.parquet as pq
+    systems = pq.read_table(io.BytesIO(pkg["benchdb/systems.parquet"])).column("system").to_pylist()
+    with open(FP_RATE, newline="") as f:
+        ids = {r["file"].removesuffix(".csv") for r in csv.DictReader(f)}
+    assert set(systems) == ids
     # reproducible: the same sources give the same bytes
     again = build_wheel(tmp_path / "again", DATA)
     assert Path(again["wheel"]).read_bytes() == whl.read_bytes()
@@ -147,6 +154,8 @@ def test_non_editable_install_runs_systems_and_project_with_no_environment_varia
 
     found = cli_json(run("systems", "EPYC 7742", "--json", "--limit", "1000"), "systems")
     assert {s["system"] for s in found["items"]} == _names_matching("EPYC 7742")
+    # answered from the database the wheel carries parsed: nothing was parsed into the user cache
+    assert not (tmp_path / "cache" / "benchdb").exists()
 
     app = tmp_path / "app.txt"
     app.write_text("PARAMETER p\nPOINTS ( 2 ) ( 4 ) ( 8 )\nREGION main\nMETRIC time\n"
@@ -159,3 +168,41 @@ def test_non_editable_install_runs_systems_and_project_with_no_environment_varia
     tgt, = res["targets"]
     assert tgt["compute_factor"] == pytest.approx(_hand_factor(BASE, TARGET), rel=1e-12)
     assert tgt["compute"] == pytest.approx(12.1 * _hand_factor(BASE, TARGET), rel=1e-12)
+
+
+def test_packaged_database_is_read_only_for_the_tables_it_was_parsed_from(tmp_path, monkeypatch):
+    """The parsed pair in the wheel answers for its own tables; a changed table or a damaged pair
+    means parsing (into the user cache), never a stale or failed answer."""
+    require_data(FP_RATE)
+    import perfcast.shared_data as sd
+    from perfcast.projection import dbcache
+    from perfcast.projection.lookup import load_systems
+    from perfcast.projection.project import load_db
+
+    res = build_wheel(tmp_path / "dist", DATA)
+    site = tmp_path / "site"
+    with zipfile.ZipFile(res["wheel"]) as z:
+        z.extractall(site)
+    root = site / "perfcast_data"
+    monkeypatch.setattr(sd, "package_data_dir", lambda: root)
+    tables = [root / "spec" / "spec17ml_input_FP_rate.csv.gz", root / "spec" / "spec17ml_input_Int_rate.csv.gz"]
+    monkeypatch.setenv("PERFCAST_CACHE", str(tmp_path / "cache"))
+    with open(FP_RATE, newline="") as f:
+        ids = {r["file"].removesuffix(".csv") for r in csv.DictReader(f)}
+
+    st = load_systems(tables)
+    assert set(st.columns["system"]) == ids and str(root) in st.source
+    assert set(load_db(tables).systems["system"]) == ids
+    assert not (tmp_path / "cache" / "benchdb").exists()          # nothing parsed
+
+    (root / dbcache.PACKAGED_DIR / "systems.parquet").write_bytes(b"not parquet")   # damaged pair
+    assert set(load_systems(tables).columns["system"]) == ids
+    assert (tmp_path / "cache" / "benchdb").is_dir()               # parsed, and cached for next time
+
+    # a table that changed after the pair was parsed: its key no longer matches
+    rows = gzip.decompress(tables[0].read_bytes()).splitlines(keepends=True)
+    tables[0].write_bytes(gzip.compress(b"".join(rows[:-1])))     # the last result removed
+    dropped = rows[-1].split(b",")[list(csv.reader([rows[0].decode()]))[0].index("file")].decode()
+    assert dbcache.content_key(root, tables) is not None
+    got = set(load_db(tables).systems["system"])
+    assert got == ids - {dropped.removesuffix(".csv")}

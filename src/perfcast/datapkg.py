@@ -106,6 +106,25 @@ def _init_py() -> bytes:
             b"DATA_DIR = Path(__file__).resolve().parent\n")
 
 
+def _packaged_db(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The database of the package's default tables parsed now (``project``'s loader on the files as
+    they will be installed), as the packaged pair :mod:`.projection.dbcache` reads first."""
+    from .projection.dbcache import PACKAGED_DIR, content_key, write_packaged
+    from .projection.project import _parse_db
+
+    prefix = f"{DATA_PACKAGE}/"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp).resolve()
+        for name, data in files.items():
+            dest = root / name.removeprefix(prefix)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        tables = [find_table(rel, [root]) for rel in TABLES]
+        key = content_key(root, tables)
+        written = write_packaged(_parse_db(tables), root, key)
+        return {f"{prefix}{PACKAGED_DIR}/{p.name}": p.read_bytes() for p in written}
+
+
 def build_wheel(out_dir: str | Path, root: Path | None = None) -> dict:
     """Write the ``perfcast-data`` wheel into ``out_dir``; returns what was written (path, version,
     files with their sources, sizes).  The wheel appears whole or not at all."""
@@ -118,13 +137,18 @@ def build_wheel(out_dir: str | Path, root: Path | None = None) -> dict:
         manifest.append({"name": s.name, "source": str(s.path), "source_bytes": s.path.stat().st_size,
                          "source_sha256": hashlib.sha256(s.path.read_bytes()).hexdigest(),
                          "compressed": s.compress, "bytes": len(data)})
+    parsed = _packaged_db(files)
+    files.update(parsed)
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     version = f"{LAYOUT}.0+g{digest.hexdigest()[:12]}"
     files[f"{DATA_PACKAGE}/__init__.py"] = _init_py()
     files[f"{DATA_PACKAGE}/MANIFEST.json"] = (json.dumps(
-        {"distribution": DIST_NAME, "version": version, "licences": LICENCES, "files": manifest},
+        {"distribution": DIST_NAME, "version": version, "licences": LICENCES, "files": manifest,
+         "parsed": sorted(n.removeprefix(f"{DATA_PACKAGE}/") for n in parsed),
+         "parsed_by": "perfcast.projection.project.load_db of the default tables above (read first by "
+                      "perfcast of the same loader code; otherwise the tables are parsed)"},
         indent=1, sort_keys=True) + "\n").encode()
     info = f"perfcast_data-{version}.dist-info"
     files[f"{info}/METADATA"] = (

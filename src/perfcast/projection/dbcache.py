@@ -22,6 +22,11 @@ different builds has two keys and is not used.  A missing, corrupt, foreign or u
 means parsing, and a cache that cannot be written is skipped -- the cache can make a command faster,
 never fail it.  Sources smaller than :data:`MIN_BYTES` in total are not cached (parsing them is as
 fast as reading a cache).
+
+The installed ``perfcast-data`` wheel (:mod:`perfcast.datapkg`) carries the database of its own
+tables already parsed, in ``benchdb/``: when every source is a table of that package, the packaged
+pair is read first (keyed by the tables' contents and the loader's code, not by paths or times,
+which the installation decides), so a fresh install answers its first query without parsing.
 """
 
 from __future__ import annotations
@@ -122,6 +127,53 @@ def _paths(d: Path, stem: str, key: str) -> tuple[Path, Path]:
     return d / f"{name}.results.parquet", d / f"{name}.systems.parquet"
 
 
+#: the packaged pair's directory and file names inside the perfcast-data package
+PACKAGED_DIR = "benchdb"
+_ROOT_MARK = "{perfcast_data}"
+
+
+def content_key(root: Path, paths: Sequence[str | Path]) -> str | None:
+    """The key of a database parsed from ``paths``, all files under ``root`` (else None): the loader's
+    code digest and, per source, its name relative to ``root`` and the sha256 of its bytes."""
+    h = hashlib.sha256(_code_digest().encode())
+    try:
+        for p in paths:
+            rp = Path(p).expanduser().resolve()
+            if not rp.is_relative_to(root):
+                return None
+            h.update(rp.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(rp.read_bytes()).digest())
+    except (OSError, RuntimeError):
+        return None
+    return h.hexdigest()
+
+
+def _packaged(paths: Sequence[str | Path]) -> tuple[Path, Path, str, Path] | None:
+    """(results, systems, key, package root) of the packaged pair that would hold ``paths``' database,
+    or None when the sources are not all tables of the installed perfcast-data package."""
+    from ..shared_data import package_data_dir
+
+    root = package_data_dir()
+    if root is None or not (root / PACKAGED_DIR).is_dir():
+        return None
+    key = content_key(root, paths)
+    if key is None:
+        return None
+    d = root / PACKAGED_DIR
+    return d / "results.parquet", d / "systems.parquet", key, root
+
+
+def write_packaged(db: "BenchmarkDB", root: Path, key: str) -> list[Path]:  # noqa: F821
+    """Write ``db`` (parsed from tables under ``root``) as the packaged pair in ``root/benchdb``, its
+    source text relative to ``root``; returns the two files."""
+    d = root / PACKAGED_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    source = db.source.replace(str(root), _ROOT_MARK)
+    out = [d / "results.parquet", d / "systems.parquet"]
+    _write(db.results, out[0], key, source)
+    _write(db.systems, out[1], key, source)
+    return out
+
+
 def _clean(d: Path, stem: str, keep: tuple[Path, Path]) -> None:
     """Remove the stale entries of database ``stem`` (module doc); best effort."""
     try:
@@ -180,24 +232,38 @@ class _Columns(Mapping):
 def read_systems(paths: Sequence[str | Path]) -> "SystemTable | None":  # noqa: F821
     """The cached systems table of ``paths`` read with pyarrow alone (no pandas), or None when there is
     no valid cache (then :func:`cached` parses and writes it)."""
-    from .lookup import SystemTable
-
+    pk = _packaged(paths)
+    if pk is not None:
+        hit = _read_systems(pk[1], pk[2], pk[3])
+        if hit is not None:
+            return hit
     k = _key(list(paths))
     if k is None or k[2] < MIN_BYTES:
         return None
     stem, key, _ = k
+    return _read_systems(_paths(cache_dir(), stem, key)[1], key)
+
+
+def _read_systems(path: Path, key: str, root: Path | None = None) -> "SystemTable | None":  # noqa: F821
+    from .lookup import SystemTable
+
     with contextlib.suppress(Exception):   # missing, truncated, foreign or unreadable: None
         import pyarrow.parquet as pq
 
         # ParquetFile, not read_table (which imports pyarrow.dataset and with it pandas)
-        table = pq.ParquetFile(_paths(cache_dir(), stem, key)[1]).read()
+        table = pq.ParquetFile(path).read()
         meta = json.loads((table.schema.metadata or {}).get(_META, b"{}"))
         if meta.get("key") != key:
             return None
         names = [n for n in table.column_names if not n.startswith("__index_level_")]
         if "system" in names and "name" in names:
-            return SystemTable(_Columns(table, names), str(meta.get("source", "")))
+            return SystemTable(_Columns(table, names), _source(meta, root))
     return None
+
+
+def _source(meta: Mapping, root: Path | None) -> str:
+    text = str(meta.get("source", ""))
+    return text.replace(_ROOT_MARK, str(root)) if root is not None else text
 
 
 def cached(paths: Sequence[str | Path], build: Callable[[], "BenchmarkDB"]) -> "BenchmarkDB":  # noqa: F821
@@ -205,6 +271,12 @@ def cached(paths: Sequence[str | Path], build: Callable[[], "BenchmarkDB"]) -> "
     propagate) written to the cache when possible."""
     from .database import BenchmarkDB
 
+    pk = _packaged(paths)
+    if pk is not None:
+        with contextlib.suppress(Exception):
+            r, s = _read(pk[0], pk[2]), _read(pk[1], pk[2])
+            if r is not None and s is not None and r[1] == s[1]:
+                return BenchmarkDB(r[0], s[0], r[1].replace(_ROOT_MARK, str(pk[3])))
     k = _key(list(paths))
     if k is None or k[2] < MIN_BYTES:
         return build()
