@@ -11,7 +11,7 @@ TKVENV  ?= .venv-thicket
 TKSTAMP := $(TKVENV)/.perfcast-installed
 TKLOCK  := requirements-thicket.lock
 
-.PHONY: setup sysdeps test test-thicket test-latest demo lock bench clean
+.PHONY: setup sysdeps test test-thicket test-latest demo dist lock bench clean
 
 # Python environment: the package and its test dependencies at the locked versions (reproducible:
 # every machine tests what CI tested), in a project-local venv
@@ -59,9 +59,16 @@ test-latest: sysdeps
 demo: setup
 	bash scripts/demo.sh
 
+# Two wheels for an installation without a checkout: perfcast (no data in it) and perfcast-data
+# (the default benchmark tables from ../shared/data, parsed; perfcast.datapkg)
+dist: $(STAMP)
+	rm -f dist/perfcast-*.whl dist/perfcast_data-*.whl
+	$(PY) -m pip wheel -q --no-deps -w dist .
+	$(PY) -m perfcast data wheel -o dist
+
 # Re-pin $(LOCK) to the newest releases (after test-latest passes)
 lock:
 	bash scripts/lock.sh
 
 clean:
-	rm -rf demo-out .pytest_cache $(LATEST) $(TKVENV)
+	rm -rf demo-out dist .pytest_cache $(LATEST) $(TKVENV)
