@@ -10,6 +10,11 @@ LATEST ?= .venv-latest
 TKVENV  ?= .venv-thicket
 TKSTAMP := $(TKVENV)/.perfcast-installed
 TKLOCK  := requirements-thicket.lock
+# Extra-P 4.2.5, the peer tool, in its own venv (it pins numpy<2): the tests that compare with it
+# and the accuracy benchmarks run it there
+EXVENV  := bench/.venv-extrap
+EXSTAMP := $(EXVENV)/.perfcast-installed
+EXLOCK  := requirements-extrap.lock
 
 .PHONY: setup sysdeps test test-thicket test-latest demo dist lock bench clean
 
@@ -33,10 +38,16 @@ $(TKSTAMP): pyproject.toml $(TKLOCK)
 	$(TKVENV)/bin/python -m pip install -q -c $(TKLOCK) -e '.[test-thicket]'
 	touch $(TKSTAMP)
 
+$(EXSTAMP): $(EXLOCK)
+	$(PYTHON) -m venv $(EXVENV)
+	$(EXVENV)/bin/python -m pip install -q --upgrade pip
+	$(EXVENV)/bin/python -m pip install -q -r $(EXLOCK)
+	touch $(EXSTAMP)
+
 # The one test command: the suite in the main venv, then tests_thicket/ in the Thicket venv (both
 # run even when the first fails; either failing fails make test). pytest's exit 5 means "no tests
 # collected": not a failure of the main suite itself, but tests_thicket/ must always run
-test: setup $(TKSTAMP)
+test: setup $(TKSTAMP) $(EXSTAMP)
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; \
 	$(TKVENV)/bin/python -m pytest -q -p no:cacheprovider tests_thicket; tk=$$?; \
 	if [ $$tk -ne 0 ]; then echo "make test: tests_thicket/ FAILED in $(TKVENV)"; fi; \
@@ -71,4 +82,4 @@ lock:
 	bash scripts/lock.sh
 
 clean:
-	rm -rf demo-out dist .pytest_cache $(LATEST) $(TKVENV)
+	rm -rf demo-out dist .pytest_cache $(LATEST) $(TKVENV) $(EXVENV)

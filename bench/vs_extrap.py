@@ -7,7 +7,7 @@
 
 Every set is written in Extra-P's text format to bench/out/<set>.txt; both tools read the same
 file.  Extra-P runs in its own virtual environment bench/.venv-extrap (created on first use with
-``pip install extrap``; it pins numpy<2 and pulls PySide6, so it never goes into the main venv),
+``pip install -r requirements-extrap.lock``, Extra-P 4.2.5 pinned; it pins numpy<2 and pulls PySide6, so it never goes into the main venv),
 through a small helper that times reading and modelling separately.
 
 Truths: c0 + c1*b(p) with b drawn uniformly from Extra-P's 42 default building blocks (as the
@@ -217,9 +217,10 @@ json.dump({"import": t1 - t0, "read": t2 - t1, "model": t3 - t2, "models": out},
 def ensure_extrap():
     py = VENV / "bin" / "python"
     if not py.exists():
-        print("creating", VENV, "(pip install extrap) ...", flush=True)
-        subprocess.run([sys.executable if False else "python3", "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "extrap"], check=True)
+        print("creating", VENV, "(pip install -r requirements-extrap.lock) ...", flush=True)
+        subprocess.run(["python3", "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "-r", str(HERE.parent / "requirements-extrap.lock")],
+                       check=True)
     return py
 
 
