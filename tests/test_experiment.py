@@ -269,3 +269,23 @@ def test_repetitions_with_more_combinations_than_rows():
     pts, reps = _reference_points(rows, ["a", "b", "c"])
     pd.testing.assert_frame_equal(e.points(), pts)
     pd.testing.assert_frame_equal(e.repetitions(), reps)
+
+
+def test_thread_values_alone_are_locations_not_repetitions():
+    """An experiment with per-thread values and no rank column: the threads are reduced like ranks
+    (counts summed, times averaged) before modelling, not taken as repetitions.  Generating
+    formulas: each of 2 threads does 10 p operations (total 20 p) and takes 2 + 3p resp. 4 + 3p s."""
+    import perfcast
+
+    rows = []
+    for p in (1, 2, 4, 8, 16):
+        for rep in (0, 1):
+            for th, t0 in ((0, 2.0), (1, 4.0)):
+                rows.append((p, rep, th, "main", "time", t0 + 3 * p))
+                rows.append((p, rep, th, "main", "ops", 10.0 * p))
+    exp = Experiment(["p"], pd.DataFrame(rows, columns=["p", "rep", "thread", "callpath", "metric", "value"]),
+                     [Metric("time", "s", "time"), Metric("ops", "#", "count")])
+    assert exp.has_locations
+    pred = {r["metric"]: r["value"] for r in perfcast.model(exp).predict({"p": 32})}
+    assert pred["ops"] == pytest.approx(20 * 32, rel=1e-9)
+    assert pred["time"] == pytest.approx(3 + 3 * 32, rel=1e-9)

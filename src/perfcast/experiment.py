@@ -480,7 +480,8 @@ class Experiment:
 
     @property
     def has_locations(self) -> bool:
-        return "rank" in self.data.columns
+        """Values per rank and/or thread (a ``rank`` or a ``thread`` column; :data:`LOCATION_COLUMNS`)."""
+        return any(c in self.data.columns for c in LOCATION_COLUMNS)
 
     def points(self) -> pd.DataFrame:
         """Distinct coordinates, sorted, one column per parameter."""
@@ -636,7 +637,7 @@ class Experiment:
 
         ``how``: one of :data:`AGGREGATES` for every metric, or ``"auto"``: per metric,
         :func:`location_reduction` (counts and bytes summed, times and other metrics averaged)."""
-        if not any(c in self.data.columns for c in LOCATION_COLUMNS):  # a thread column alone too
+        if not self.has_locations:  # a thread column alone too
             return self
         if how != "auto":
             df = _aggregate(self.data, how, LOCATION_COLUMNS)

@@ -149,7 +149,7 @@ def mpi_table(exp: Experiment) -> tuple[pd.DataFrame, list[str]]:
     if missing:
         raise PerfcastError(f"no MPI profile: the experiment lacks {', '.join(missing)} on MPI-><routine> "
                             "callpaths (collect with --collect mpi, or read pmpi.rank*.json)")
-    if not exp.has_locations:
+    if "rank" not in exp.data.columns:
         raise PerfcastError("the MPI profile has no rank column; the communication model needs per-rank values")
     params = list(exp.parameters)
     d = exp.data[exp.data["callpath"].astype(str).str.startswith(ROOT + "->")
