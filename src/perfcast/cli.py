@@ -209,14 +209,23 @@ def show_cmd(inputs, fmt, points, params, max_callpaths, depth, as_json):
     from .output import json_chunks, list_of_chunks
     from .report.terminal import show_experiment, write_json_chunks
 
+    from .analysis.oversubscription import oversubscription
+
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    over = oversubscription(exp)
     if as_json:
         # the per-callpath list encoded as it is written (800,000 callpaths: 0.5 GB as dicts)
         s = exp.summary(callpaths=False)
+        if over is not None:
+            s["oversubscribed"] = over.to_dict()
         s["callpaths"] = exp.callpath_records()
         write_json_chunks("experiment", list_of_chunks(json_chunks(s)))
     else:
         show_experiment(exp, max_callpaths, depth)
+        if over is not None:
+            from .report.terminal import err
+
+            err.print(f"perfcast: note: {over.note()}", markup=False, highlight=False)
 
 
 @cli.command("formats")
@@ -685,14 +694,15 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
+    over = _oversubscribed(ms, as_json)
     if output is not None:
         return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
-                      lambda: "".join(enveloped_chunks("models", ms.json_chunks(tgt, by))),
+                      lambda: "".join(enveloped_chunks("models", ms.json_chunks(tgt, by), **over)),
                       force, lambda: ms.to_table(tgt, by=by))
     if as_json:
         from .report.terminal import write_json_chunks
 
-        return write_json_chunks("models", ms.json_chunks(tgt, by))
+        return write_json_chunks("models", ms.json_chunks(tgt, by), **over)
     # the rows printed, and the warnings and notes of every series, without building every model
     shown, total, at, warned, noted = ms.rank_head(tgt, by, limit)
     from .report.terminal import trends
@@ -731,6 +741,26 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     _print_not_shown(err, total, len(rows), "models")
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
     _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else ""))
+
+
+def _oversubscribed(ms, quiet: bool, measured=None) -> dict:
+    """The model set's oversubscribed runs (and those of the ``measured`` validation experiment):
+    said once on stderr unless ``quiet``; returned as the JSON summary's ``oversubscribed`` field."""
+    from .analysis.oversubscription import oversubscription
+    from .report.terminal import err
+
+    found = {}
+    if ms.oversubscribed is not None:
+        found["fitted"] = ms.oversubscribed
+    if measured is not None and (o := oversubscription(measured, ms.procs)) is not None:
+        found["measured"] = o
+    if not quiet:
+        for what, o in found.items():
+            err.print(f"perfcast: note: {'the measurements compared: ' if what == 'measured' else ''}{o.note()}; "
+                      + ("times predicted from them are of low confidence" if what == "fitted" else
+                         "their times are not what the application takes on enough cores"),
+                      markup=False, highlight=False)
+    return {"oversubscribed": {k: o.to_dict() for k, o in found.items()}} if found else {}
 
 
 def _metric_label(metric: str, aggregates) -> str:
@@ -806,7 +836,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         table_format(output)
         check_file_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
-    check, targets = None, [parse_coords(a, "--at") for a in at]
+    check, mexp, targets = None, None, [parse_coords(a, "--at") for a in at]
     if measured:
         from .analysis import validation
 
@@ -831,8 +861,9 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
                              comm_max_procs, scaling)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
+    over = _oversubscribed(ms, as_json, mexp)
     if as_json and check is None and output is None:
-        return write_json_chunks("predictions", [ms.predict_json(targets, level)])
+        return write_json_chunks("predictions", [ms.predict_json(targets, level)], **over)
     rows = ms.predict(targets, level)
     summary = None
     if check is not None:
@@ -845,10 +876,11 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         from .modelset import predictions_frame
 
         return _wrote(output, len(rows), "predictions", as_json, lambda: predictions_frame(rows, exp.parameters),
-                      lambda: envelope("predictions", rows, **({} if summary is None else {"accuracy": summary})),
+                      lambda: envelope("predictions", rows, **({} if summary is None else {"accuracy": summary}),
+                                       **over),
                       force)
     if as_json:
-        return write_json("predictions", rows, **({} if summary is None else {"accuracy": summary}))
+        return write_json("predictions", rows, **({} if summary is None else {"accuracy": summary}), **over)
     from .report.terminal import trends
 
     all_rows, rows = rows, _shown(rows, limit)
@@ -909,6 +941,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     parsed = [parse_expectation(e, exp.parameters) for e in expects]
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
+    over = _oversubscribed(res, as_json)
     # the fit's series, read from its arrays (iterating the model set would build every model)
     series = list(res.series)
     bad, checked = check(series, parsed)
@@ -926,7 +959,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                  for sm, ok in zip(series, status_ok(series).tolist()) if not ok
                  and any(fnmatch.fnmatchcase(sm.callpath, e.pattern) for e in parsed)]
     if as_json:
-        write_json("check", [v.to_dict() for v in bad], checked=checked, ok=not bad, unchecked=unchecked)
+        write_json("check", [v.to_dict() for v in bad], checked=checked, ok=not bad, unchecked=unchecked, **over)
     elif bad:
         from .report.terminal import err
 

@@ -117,10 +117,13 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     params = tuple(exp.parameters)
     # the measured slopes matter to predictions beyond the data only: computed on first use
     slope_data = st[["callpath", "metric", *params, "mean"]]
+    from .analysis.oversubscription import oversubscription
+
     return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
                     _aggregates(exp, locations), procs, upper, lower,
                     _measured_ends(st, res, lower, upper),
-                    ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)))
+                    ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
+                    oversubscription(exp, procs))
 
 
 def _line_at_target(parameters, lines, target) -> dict | None:
@@ -490,6 +493,9 @@ class ModelSet:
     measured: Mapping[tuple[str, str], tuple] = field(default_factory=dict)
     #: per series and parameter, the shallowest and steepest measured log-log slope (confidence)
     slopes: Mapping[tuple[str, str], Mapping[str, tuple]] = field(default_factory=dict)
+    #: the runs with more ranks than cores (:mod:`perfcast.analysis.oversubscription`), None when
+    #: none or nothing shows it: predictions of times fitted on them are noted and of low confidence
+    oversubscribed: "Oversubscription | None" = None  # noqa: F821
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -632,6 +638,16 @@ class ModelSet:
             extra.setdefault(i, []).append("interval clipped at 0")
         doubted = negative | np.repeat(np.array([bool(warn.get(s)) or (status[s] != "ok" and not segmented[s])
                                                  for s in range(S)], dtype=bool), P)
+        if self.oversubscribed is not None:
+            # times fitted on runs whose ranks shared cores: not the application's scaling
+            from .analysis.oversubscription import AFFECTED_KINDS
+
+            o = self.oversubscribed
+            note = f"times fitted on oversubscribed runs ({o.parameter} > {o.cores} cores)"
+            for s in [s for s in range(S) if self.kinds.get(series[s].metric) in AFFECTED_KINDS]:
+                for i in range(s * P, s * P + P):
+                    extra.setdefault(i, []).append(note)
+                doubted[s * P:s * P + P] = True
         for j, st in enumerate(steep):
             for s, note in (st or {}).items():
                 if note:

@@ -371,6 +371,15 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     if o.level <= 0 or o.level >= 1:
         raise PerfcastError(f"interval level {o.level}: must be between 0 and 1", where="level")
 
+    from ..analysis.oversubscription import AFFECTED_KINDS, oversubscription
+
+    for what, e in (("", exp), ("The validation runs: ", validation)):
+        over = oversubscription(e) if e is not None else None
+        if over is not None:
+            note = over.note()
+            rep.notes.append(f"{what}{note if what else note[:1].upper() + note[1:]}."
+                             + (" The time models and predictions below are built on them: low confidence."
+                                if not what and m.kind in AFFECTED_KINDS else ""))
     meas = _Measured(exp, metric, o.locations)
     vmeans = None
     if validation is not None:

@@ -1,0 +1,86 @@
+"""Runs with more ranks than cores (issue 23 item 2; analysis/oversubscription.py): detected from a
+local campaign's machine record and launch command, said by `show`, `model`, `predict` (also of the
+runs compared with --validate), `check` and the report, and the time predictions fitted on them are
+of low confidence while counts keep theirs.  Values against the generating formulas."""
+
+import pandas as pd
+import pytest
+
+import perfcast
+from perfcast import store
+from perfcast.analysis.oversubscription import oversubscription, rank_parameter
+from perfcast.experiment import Experiment, Metric
+
+from conftest import cli, cli_json
+
+
+def _campaign(cores=2, launcher="local", command=("mpirun", "--allow-run-as-root", "-np", "{p}", "{wrap}", "./app")):
+    return {"campaign": {"command": list(command), "launcher": launcher,
+                         "machine": {"hostname": "box", "usable_cpus": cores, "logical_cpus": 4}}}
+
+
+def _exp(ps=(1, 2, 4, 8), meta=None):
+    """time = 1 + 0.5 p s (rank 0 only), ops = 100 p per rank on every rank: exact values."""
+    rows = []
+    for p in ps:
+        for rep in (0, 1):
+            rows.append((p, rep, 0, "main", "time", 1 + 0.5 * p))
+            for r in range(p):
+                rows.append((p, rep, r, "main", "ops", 100.0 * p))
+    df = pd.DataFrame(rows, columns=["p", "rep", "rank", "callpath", "metric", "value"])
+    return Experiment(["p"], df, [Metric("time", "s", "time"), Metric("ops", "#", "count")],
+                      meta=meta if meta is not None else _campaign())
+
+
+def test_rank_parameter_is_the_launchers_rank_count():
+    assert rank_parameter(["mpirun", "-np", "{p}", "./a"], ["p", "n"]) == "p"
+    assert rank_parameter(["srun", "-n", "{ranks}", "./a", "{n}"], ["ranks", "n"]) == "ranks"
+    assert rank_parameter(["./a", "{p}"], ["p"]) is None               # not a launcher's rank count
+    assert rank_parameter(["mpirun", "-np", "4", "./a", "{n}"], ["n"]) is None
+
+
+def test_detected_only_with_evidence():
+    o = oversubscription(_exp())
+    assert o is not None and o.parameter == "p" and o.cores == 2
+    assert o.over == (4.0, 8.0) and o.within() == (1.0, 2.0) and "box" in o.note()
+    assert oversubscription(_exp(ps=(1, 2))) is None                        # within the cores
+    assert oversubscription(_exp(meta={})) is None                          # third-party profile: no record
+    assert oversubscription(_exp(meta=_campaign(launcher="slurm"))) is None  # ranks on other nodes
+    assert oversubscription(_exp(meta=_campaign(cores=8))) is None
+
+
+def test_time_predictions_on_oversubscribed_runs_are_noted_and_low_counts_are_not():
+    ms = perfcast.model(_exp())
+    rows = {r["metric"]: r for r in ms.predict({"p": 16})}
+    t, ops = rows["time"], rows["ops"]
+    assert t["value"] == pytest.approx(1 + 0.5 * 16, rel=1e-9)      # the value is still the formula's
+    assert ops["value"] == pytest.approx(100 * 16 * 16, rel=1e-9)    # summed over the 16 ranks
+    assert t["confidence"] == "low" and any("oversubscribed" in n for n in t["notes"])
+    assert ops["confidence"] == "high" and not any("oversubscribed" in n for n in ops["notes"])
+    # the same series measured within the cores only: nothing said
+    calm = {r["metric"]: r for r in perfcast.model(_exp(meta=_campaign(cores=16))).predict({"p": 16})}
+    assert not any("oversubscribed" in n for n in calm["time"]["notes"])
+
+
+def test_commands_say_it(tmp_path, capsys):
+    exp = store.write(_exp(), tmp_path / "a.perfcast")
+    big = store.write(_exp(ps=(16,)), tmp_path / "big.perfcast")
+    code, out, err = cli(capsys, "predict", exp, "--at", "p=16", "--json")
+    doc = cli_json(out, "predictions")
+    assert code == 0 and doc["oversubscribed"]["fitted"]["over"] == [4.0, 8.0]
+    code, out, err = cli(capsys, "predict", exp, "--validate", big)
+    assert code == 0 and "more ranks than the 2 cores of box" in err and "p = 16" in err
+    code, out, err = cli(capsys, "predict", exp, "--validate", big, "--json")
+    assert cli_json(out, "predictions")["oversubscribed"]["measured"]["over"] == [16.0]
+    code, out, err = cli(capsys, "model", exp, "--json")
+    assert cli_json(out, "models")["oversubscribed"]["fitted"]["cores"] == 2
+    code, out, err = cli(capsys, "check", exp, "--metric", "time", "--expect", "main: O(p)", "--json")
+    assert cli_json(out, "check")["oversubscribed"]["fitted"]["parameter"] == "p"
+    code, out, err = cli(capsys, "show", exp, "--json")
+    assert cli_json(out, "experiment")["items"][0]["oversubscribed"]["over"] == [4.0, 8.0]
+    code, out, err = cli(capsys, "show", exp)
+    assert code == 0 and "p = 4, 8 had more ranks than the 2 cores" in err
+    code, out, err = cli(capsys, "report", exp, "-o", tmp_path / "r.html", "--metric", "time")
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    assert "more ranks than the 2 cores of box" in html and "low confidence" in html
