@@ -201,7 +201,7 @@ def analyse(name):
     tm, t9 = TARGETS.get(name, (None, None))
     merged = {}
     for s, c in cl.items():
-        merged.setdefault(c, []).append(f"{s[0]} [{s[1]}]")
+        merged.setdefault(c, []).append(s[0])      # one metric per cluster (clusters())
     out = {"n": len(pc), "perfcast": median_p90(pc), "extrap": median_p90(ex),
            "extrap_better": worse, "perfcast_better": better,
            "sign_p": float(stats.binomtest(worse, worse + better).pvalue) if worse + better else 1.0,
