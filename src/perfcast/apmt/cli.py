@@ -85,14 +85,18 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
         if model.procs is None:
             raise PerfcastError("--strong needs a process-count parameter")
         curve = model.strong_scaling(ps, targets[0])
+    from .reconcile import lines as reconciled_lines, reconcile
+
+    recs = [reconcile(exp, model, p, parse_timers(timers)) for p in preds]
     if as_json:
         return write_json("breakdown", [p.to_dict() for p in preds], model=model.to_dict(),
-                          strong_scaling=[p.to_dict() for p in curve], insights=model.insights(targets[0]))
+                          strong_scaling=[p.to_dict() for p in curve], insights=model.insights(targets[0]),
+                          reconciliation=recs)
     say = lambda s: out.print(s, markup=False, highlight=False)  # noqa: E731
     for line in model.kernelset.explain():
         say(line)
-    for p in preds:
-        for line in p.lines():
+    for p, rec in zip(preds, recs):
+        for line in p.lines() + reconciled_lines(rec):
             say(line)
     if curve:
         say(f"strong scaling at {', '.join(f'{k}={v:g}' for k, v in targets[0].items() if k != model.procs)}:")

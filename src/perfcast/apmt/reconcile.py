@@ -1,0 +1,198 @@
+"""Every prediction of the same quantity side by side (issue 23, item 1).
+
+An APMT breakdown predicts the time of the kernels it found and of the MPI routines; the PMNF models
+of the measured times (``perfcast predict``) predict each timer of the application, the whole run
+included.  They answer different questions, and a user who sees 0.026 s in one place and 1.2 s in
+another needs both put next to each other with what each covers and which to believe:
+
+* the APMT total, and the PMNF prediction (with its interval) of each *run time* -- the time series
+  of a root of the calling-context tree (the campaign's whole-run time, ``app``);
+* per kernel mapped to a timer (``--timer kernel=callpath``), its APMT time and the PMNF prediction
+  of that timer, and whether the two agree (APMT's value inside the PMNF interval);
+* what APMT's total leaves out: the kernels without a time (with their share of the cost metric at
+  the largest profiled point) and everything outside the kernels and the MPI routines;
+* coverage: APMT's total at the largest profiled point over the measured run time there -- how much
+  of what was measured APMT accounts for where both are known;
+* one verdict: which number is the best estimate of the run's time at the target, and why.
+
+Times per rank are combined as APMT combines them (the slowest rank: ``max``), so the two sides
+model the same quantity; run-level times exist on one rank only and are that value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+#: APMT accounts for less than this share of the measured run time: its total is partial
+PARTIAL = 0.8
+#: the rank combination of the time series compared (fit_apmt's default ``ranks``)
+RANKS = "max"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    best: str          # "pmnf", "apmt" or "agree"
+    text: str
+
+
+def verdict(apmt_total: float, run: Mapping | None, coverage: float | None, oversubscribed: bool,
+            root: str = "") -> Verdict:
+    """The best estimate of the run's time (module doc).  ``run``: the PMNF prediction row of the run
+    time (``value``, ``lower``, ``upper``); ``coverage``: APMT / measured run time at the largest
+    profiled point."""
+    if run is None:
+        return Verdict("apmt", "no measured run time to compare with: the APMT total is the only estimate")
+    v, lo, hi = run["value"], run["lower"], run["upper"]
+    pmnf = f"the PMNF model of the measured {root} time, {v:.4g} s"
+    if coverage is not None and coverage < PARTIAL:
+        return Verdict("pmnf", f"best estimate of the run's time: {pmnf} -- APMT's total accounts for "
+                               f"{coverage:.1%} of the measured run time at the largest profiled point: it holds "
+                               "the kernels and MPI routines it models, not the rest of the run; use it for the "
+                               "breakdown of those parts"
+                               + ("; but the measured runs were oversubscribed, so the PMNF model predicts "
+                                  "descheduled runs like them, not a run on enough cores (low confidence)"
+                                  if oversubscribed else ""))
+    inside = lo is not None and hi is not None and lo <= apmt_total <= hi
+    if inside:
+        return Verdict("agree", f"the two agree: APMT's {apmt_total:.4g} s lies in the interval of {pmnf} "
+                                f"[{lo:.4g}, {hi:.4g}]; APMT adds the breakdown")
+    if oversubscribed:
+        return Verdict("apmt", f"they disagree (APMT {apmt_total:.4g} s, {pmnf}): the measured times include "
+                               "descheduling of oversubscribed runs, so the APMT total (counts, and "
+                               "communication fitted within the cores) is the better estimate for a run on "
+                               "enough cores")
+    return Verdict("pmnf", f"they disagree (APMT {apmt_total:.4g} s, {pmnf}): the PMNF model is fitted on "
+                           "the run time itself and is the better estimate of it; APMT's parts explain where "
+                           "it goes")
+
+
+def _largest_point(exp) -> dict | None:
+    """The measured point with every parameter at its largest measured value, else the measured point
+    largest in the process count then the other parameters (parameter order)."""
+    pts = exp.points()
+    if pts.empty:
+        return None
+    top = {p: float(pts[p].max()) for p in exp.parameters}
+    mask = (pts[list(top)] == list(top.values())).all(axis=1)
+    if mask.any():
+        return top
+    row = pts.sort_values(list(exp.parameters)).iloc[-1]
+    return {p: float(row[p]) for p in exp.parameters}
+
+
+def _time_metric(exp) -> str | None:
+    if "time" in exp.metrics and exp.metrics["time"].kind == "time":
+        return "time"
+    return next((n for n, m in exp.metrics.items() if m.kind == "time" and not n.startswith("pmpi")), None)
+
+
+def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: float = 0.9) -> dict:
+    """The side-by-side of :func:`verdict`'s inputs for one APMT ``pred`` (module doc) as a dict:
+    ``at``, ``apmt`` (total, computation, communication), ``runs`` (per root: PMNF prediction and the
+    measured mean at the largest profiled point), ``kernels`` (APMT vs PMNF of its timer),
+    ``left_out``, ``coverage``, ``oversubscribed``, ``verdict``."""
+    import perfcast
+
+    from ..analysis.validation import measured_means
+
+    timers = dict(timers or {})
+    metric = _time_metric(exp)
+    at = dict(pred.at)
+    base = {"at": at, "apmt": {"total": pred.total, "computation": pred.computation,
+                               "communication": pred.comm_total}}
+    untimed = [k for k, v in pred.kernels.items() if v["total"] is None]
+    big = _largest_point(exp)
+    label = ",".join(f"{k}={v:g}" for k, v in (big or {}).items())
+    shares = {k.name: k.share.get(label) for k in model.kernelset.kernels}
+    left_out = [{"kernel": k, "cost_share": shares.get(k), "at": label} for k in untimed]
+    if metric is None:
+        return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
+                "oversubscribed": None,
+                "verdict": {"best": "apmt", "text": "the experiment has no time metric: the APMT total is the "
+                                                    "only estimate"}}
+    mpi = {"MPI", "APP"}
+    have = set(map(str, exp.data.loc[exp.data["metric"] == metric, "callpath"].unique()))
+    roots = [r for r in exp.tree.roots() if r not in mpi and r in have]
+    mapped = {k: t for k, t in timers.items() if k in pred.kernels and t in have}
+    paths = list(dict.fromkeys(roots + list(mapped.values())))
+    if not paths:
+        return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
+                "oversubscribed": None,
+                "verdict": {"best": "apmt", "text": f"no run time ({metric} of a root callpath) was measured: the "
+                                                    "APMT total is the only estimate"}}
+    sub = exp.select(metric=metric, callpath=paths, literal=True)
+    ms = perfcast.model(sub, locations=RANKS)
+    rows = {r["callpath"]: r for r in ms.predict(at, level)}
+    means = measured_means(sub, exp.parameters, RANKS) if big is not None else {}
+    key = tuple(big[p] for p in exp.parameters) if big is not None else ()
+    apmt_big = model.predict(big).total if big is not None else None
+    runs = []
+    for r in roots:
+        row = rows.get(r)
+        m = means.get((r, metric, key))
+        runs.append({"callpath": r, "metric": metric, "pmnf": _row(row), "measured_at_largest": None if m is None
+                     else m[0], "largest": big})
+    kernels = []
+    for k, t in mapped.items():
+        row = rows.get(t)
+        a = pred.kernels[k]["total"]
+        agree = (None if a is None or row is None or row["lower"] is None
+                 else bool(row["lower"] <= a <= row["upper"]))
+        kernels.append({"kernel": k, "timer": t, "apmt": a, "pmnf": _row(row), "agree": agree})
+    # the run time: the root measuring most at the largest point
+    measured = [(x["measured_at_largest"], x) for x in runs if x["measured_at_largest"]]
+    run = max(measured, key=lambda t: t[0])[1] if measured else (runs[0] if runs else None)
+    coverage = (apmt_big / run["measured_at_largest"]
+                if run is not None and run["measured_at_largest"] and apmt_big is not None else None)
+    over = ms.oversubscribed
+    v = verdict(pred.total, run["pmnf"] if run else None, coverage, over is not None,
+                run["callpath"] if run else "")
+    return {**base, "runs": runs, "kernels": kernels, "left_out": left_out,
+            "coverage": None if coverage is None else {"value": coverage, "at": big, "apmt": apmt_big,
+                                                       "measured": run["measured_at_largest"],
+                                                       "callpath": run["callpath"]},
+            "oversubscribed": None if over is None else over.to_dict(),
+            "verdict": {"best": v.best, "text": v.text}}
+
+
+def _row(row) -> dict | None:
+    if row is None:
+        return None
+    return {k: row[k] for k in ("value", "lower", "upper", "level", "confidence", "formula")}
+
+
+def lines(rec: Mapping) -> list[str]:
+    """The side-by-side as text lines (``perfcast predict --breakdown``)."""
+    at = ", ".join(f"{k}={v:g}" for k, v in rec["at"].items())
+    out = [f"every prediction of the run at {at}:",
+           f"  APMT total (above)            {rec['apmt']['total']:.4g} s  (computation "
+           f"{rec['apmt']['computation']:.4g} s, communication {rec['apmt']['communication']:.4g} s)"]
+    for r in rec["runs"]:
+        p = r["pmnf"]
+        if p is not None:
+            out.append(f"  PMNF {r['callpath']} ({r['metric']}, run time)  {_pm(p)}")
+    for k in rec["kernels"]:
+        a = "-" if k["apmt"] is None else f"{k['apmt']:.4g} s"
+        state = {True: "agree", False: "disagree", None: "not comparable"}[k["agree"]]
+        out.append(f"  {k['kernel']}: APMT {a}, PMNF {k['timer']} {_pm(k['pmnf']) if k['pmnf'] else '-'}: {state}")
+    if rec["left_out"]:
+        out.append("  not in APMT's total: " + ", ".join(
+            k["kernel"] + (f" ({k['cost_share']:.1%} of the cost at {k['at']})" if k["cost_share"] is not None else "")
+            for k in rec["left_out"]) + "; and whatever runs outside the kernels and MPI routines (start-up, I/O)")
+    c = rec["coverage"]
+    if c is not None:
+        pt = ", ".join(f"{k}={v:g}" for k, v in c["at"].items())
+        out.append(f"  at {pt} (measured): APMT {c['apmt']:.4g} s vs {c['callpath']} {c['measured']:.4g} s: "
+                   f"APMT accounts for {c['value']:.1%}")
+    if rec["oversubscribed"]:
+        out.append(f"  note: {rec['oversubscribed']['note']}")
+    out.append("  => " + rec["verdict"]["text"])
+    return out
+
+
+def _pm(p: Mapping) -> str:
+    if p["lower"] is None:
+        return f"{p['value']:.4g} s ({p['confidence']} confidence)"
+    return (f"{p['value']:.4g} s [{p['lower']:.4g}, {p['upper']:.4g}] ({p['level']:.0%}; "
+            f"{p['confidence']} confidence)")
