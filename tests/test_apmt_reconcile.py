@@ -76,3 +76,17 @@ def test_breakdown_command_prints_and_writes_it(capsys):
     assert rec["verdict"]["best"] in ("pmnf", "apmt", "agree") and rec["coverage"]["callpath"] == "app"
     code, out, err = cli(capsys, *args)
     assert code == 0 and "every prediction of the run at p=32" in out and "=> " in out
+
+
+def test_report_shows_it_with_the_apmt_breakdown(recorded, tmp_path, capsys):
+    import html
+
+    exp, model, _ = recorded
+    out_html = tmp_path / "r.html"
+    code, out, err = cli(capsys, "report", CAMPAIGN, "-o", out_html, "--timer", "compute_sweep=app->compute",
+                         "--target", "p=32")
+    assert code == 0, err
+    page = html.unescape(out_html.read_text())
+    rec = reconcile(exp, model, model.predict({"p": 32}))       # the model's own timers
+    assert rec["kernels"][0]["timer"] == "app->compute"
+    assert "Every prediction of the run at p=32" in page and rec["verdict"]["text"] in page

@@ -181,6 +181,8 @@ class APMTModel:
     contention: dict        # kernel -> {point: E}
     notes: list = field(default_factory=list)
     profiled: pd.DataFrame | None = None
+    #: kernel -> application timer callpath its time came from (``fit_apmt(timers=...)``)
+    timers: dict = field(default_factory=dict)
 
     # -- prediction ------------------------------------------------------------------------------
     def predict(self, at: Mapping, size_ratio: float = 1.0) -> Prediction:
@@ -483,7 +485,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     if ks is None:
         ks = kmod.KernelSet([], "", procs, threshold, {}, {}, ["no computation profile"])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
-                     base.points())
+                     base.points(), dict(timers))
 
 
 def _cost(exp: Experiment, roles: dict) -> str:

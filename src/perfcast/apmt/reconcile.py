@@ -88,7 +88,8 @@ def _time_metric(exp) -> str | None:
 
 
 def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: float = 0.9) -> dict:
-    """The side-by-side of :func:`verdict`'s inputs for one APMT ``pred`` (module doc) as a dict:
+    """The side-by-side of :func:`verdict`'s inputs for one APMT ``pred`` (module doc) as a dict
+    (``timers``: kernel -> timer callpath, default the model's own):
     ``at``, ``apmt`` (total, computation, communication), ``runs`` (per root: PMNF prediction and the
     measured mean at the largest profiled point), ``kernels`` (APMT vs PMNF of its timer),
     ``left_out``, ``coverage``, ``oversubscribed``, ``verdict``."""
@@ -96,7 +97,7 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
 
     from ..analysis.validation import measured_means
 
-    timers = dict(timers or {})
+    timers = dict(model.timers if timers is None else timers)
     metric = _time_metric(exp)
     at = dict(pred.at)
     base = {"at": at, "apmt": {"total": pred.total, "computation": pred.computation,

@@ -92,6 +92,8 @@ class Report:
     plots: list[dict] = field(default_factory=list)
     cost_breakdown: dict | None = None
     apmt: dict | None = None
+    #: every prediction of the run at the target side by side (apmt/reconcile.py), with the APMT section
+    reconciliation: dict | None = None
     scaling_loss: dict | None = None
     metrics_table: dict | None = None
     projections: dict | None = None
@@ -124,6 +126,7 @@ class Report:
                 "sections": self.sections(), "scaling_loss": sl, "notes": self.notes,
                 "apmt": None if not self.apmt else {k: self.apmt[k] for k in ("x", "points", "components", "unit",
                                                                               "note")},
+                "reconciliation": self.reconciliation,
                 "projections": self.projections, "validation": self.validation,
                 "summary": {k: v for k, v in self.summary.items() if k != "points"}}
 
@@ -399,10 +402,15 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         _scaling_loss_section(rep, exp, o, sv)
     _metrics_section(rep, exp, o)
     if apmt is not None and hasattr(apmt, "predict"):
-        # a fitted APMT model: its breakdown per process count at the report's target
+        # a fitted APMT model: its breakdown per process count at the report's target, and every
+        # prediction of the run at the target side by side
+        from ..apmt.reconcile import lines as reconciled_lines, reconcile
         from ..apmt.report import breakdown_series
 
-        apmt = breakdown_series(apmt, rep.target or {})
+        model, apmt = apmt, breakdown_series(apmt, rep.target or {})
+        rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level)
+        rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines(rec)[1:-1]],
+                              "verdict": rec["verdict"]["text"], "at": apmt["at"]}
     if apmt:
         rep.apmt = _check_apmt(apmt)
     if apmt_note:
@@ -1102,6 +1110,9 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <section id="apmt"><h2>Computation, memory and communication vs {{ r.apmt.x }}</h2>
 {{ r.apmt.svg }}
 {% if r.apmt.note %}<p class="note">{{ r.apmt.note }}</p>{% endif %}
+{% if r.reconciliation %}<h3>Every prediction of the run at {% for k, v in r.reconciliation.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %}</h3>
+<ul class="reconcile">{% for ln in r.reconciliation.lines %}<li>{{ ln }}</li>{% endfor %}</ul>
+<p><strong>{{ r.reconciliation.verdict }}</strong></p>{% endif %}
 <table><thead><tr><th class="num">{{ r.apmt.x }}</th>{% for c in r.apmt.components %}<th class="num">{{ c }}</th>{% endfor %}</tr></thead><tbody>
 {% for i in range(r.apmt.points|length) %}<tr><td class="num">{{ fnum(r.apmt.points[i]) }}</td>{% for c, v in r.apmt.components.items() %}<td class="num">{{ fnum(v[i]) }}</td>{% endfor %}</tr>{% endfor %}
 </tbody></table>
