@@ -94,6 +94,8 @@ class Report:
     apmt: dict | None = None
     #: every prediction of the run at the target side by side (apmt/reconcile.py), with the APMT section
     reconciliation: dict | None = None
+    #: the three answers the summary opens with (:func:`_answers`)
+    answers: list[dict] = field(default_factory=list)
     scaling_loss: dict | None = None
     metrics_table: dict | None = None
     projections: dict | None = None
@@ -126,7 +128,7 @@ class Report:
                 "sections": self.sections(), "scaling_loss": sl, "notes": self.notes,
                 "apmt": None if not self.apmt else {k: self.apmt[k] for k in ("x", "points", "components", "unit",
                                                                               "note")},
-                "reconciliation": self.reconciliation,
+                "reconciliation": self.reconciliation, "answers": self.answers,
                 "projections": self.projections, "validation": self.validation,
                 "summary": {k: v for k, v in self.summary.items() if k != "points"}}
 
@@ -391,8 +393,9 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         vmeans = {k: v for k, v in measured_means(validation, exp.parameters, o.locations).items() if k[1] == metric}
         if not vmeans:
             raise PerfcastError(f"the validation runs have no values of metric {metric!r}", where="--validate")
+    ms = None
     if exp.parameters:
-        _models_section(rep, exp, meas, models, o, vmeans)
+        ms = _models_section(rep, exp, meas, models, o, vmeans)
     else:
         rep.notes.append("The experiment holds a single run (no parameters): no scaling models; "
                          "combine runs at several process counts to model them.")
@@ -401,6 +404,7 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     if o.scaling != "none":
         _scaling_loss_section(rep, exp, o, sv)
     _metrics_section(rep, exp, o)
+    rep.answers = _answers(rep, exp, ms, o)
     if apmt is not None and hasattr(apmt, "predict"):
         # a fitted APMT model: its breakdown per process count at the report's target, and every
         # prediction of the run at the target side by side
@@ -549,6 +553,7 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         rep.plots.append(_plot(exp, rep, row, by_cp.get(row["callpath"]), maxpt, o))
     for row in rows:
         row.pop("_model", None)
+    return ms
 
 
 def _validation(rep: Report, rows: list[dict], vmeans: Mapping, params: Sequence[str], o: ReportOptions) -> dict:
@@ -597,6 +602,57 @@ def _topmost(tree, present: set) -> set:
     for c in present:
         if c not in tree or not any(a in present for a in tree.ancestors(c)):
             out.add(c)
+    return out
+
+
+def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions) -> list[dict]:
+    """The three answers a user came for, each from the section below that shows it in full (so
+    nothing below contradicts them) and with its confidence: what grows (the ranking's first row),
+    what the run will cost at the target (the prediction of the measured root with its interval, as
+    ``perfcast predict`` gives it) and where the time is lost (the scope with the largest measured
+    loss between the two runs of the scaling-loss tree)."""
+    out = []
+    if rep.kernels and ms is not None and rep.target:
+        pred = {r["callpath"]: r for r in ms.predict(rep.target, o.level) if r["metric"] == rep.metric}
+        k = rep.kernels[0]
+        first = pred.get(k["callpath"]) or {}
+        out.append({"question": "What grows?", "notes": [n for n in first.get("notes", ()) if "oversubscribed" in n],
+                    "answer": f"{k['callpath']} ranks first"
+                              + (f" by asymptotic growth, {k['order']}" if o.by == "growth" else
+                                 f": its per-process cost grows by {k['increase']:.1%} of the root's cost from the "
+                                 "smallest measured run to the target" if k.get("increase") is not None else "")
+                              + f"; model {k['formula']}",
+                    "confidence": first.get("confidence"), "section": "ranking", "callpath": k["callpath"],
+                    "formula": k["formula"], "value": k.get("predicted")})
+        now = {r["callpath"]: r.get("now") or 0.0 for r in rep.kernels}
+        tops = [c for c in exp.tree.roots() if c in pred]
+        if tops:
+            root = max(tops, key=lambda c: now.get(c, 0.0))
+            r = pred[root]
+            at = ", ".join(f"{a}={v:g}" for a, v in rep.target.items())
+            iv = ("" if r["lower"] is None else f" ({r['level']:.0%} interval {r['lower']:.4g} to {r['upper']:.4g}"
+                  + (", clipped at 0" if r["clipped"] else "") + ")")
+            out.append({"question": f"What will it cost at {at}?",
+                        "answer": f"{root}: {r['value']:.4g}{(' ' + rep.unit) if rep.unit else ''}{iv}",
+                        "confidence": r["confidence"], "section": "ranking",
+                        "notes": [n for n in r["notes"] if "oversubscribed" in n], "callpath": root,
+                        "value": r["value"], "lower": r["lower"], "upper": r["upper"], "at": dict(rep.target)})
+    sl = rep.scaling_loss
+    if sl and sl.get("rows"):
+        rows = [x for x in sl["rows"] if x["path"] in exp.tree and exp.tree.depth(x["path"]) > 0] or sl["rows"]
+        top = max(rows, key=lambda x: x["exclusive_loss"])
+        from ..analysis.oversubscription import oversubscription
+
+        over = oversubscription(exp)
+        crowded = [f"{sl['procs']}={v:g} ran with more ranks than the {over.cores} cores: the loss includes "
+                   "waiting for descheduled ranks"
+                   for v in (sl["q"],) if over is not None and over.parameter == sl["procs"] and v in over.over]
+        out.append({"question": "Where is performance lost?", "notes": crowded,
+                    "answer": f"{top['path']}: {top['exclusive_loss']:.1%} of the {sl['procs']}={sl['q']:g} run's "
+                              f"{rep.metric} is excess work in it, of {sl['loss']:.1%} in all ({sl['mode']} scaling "
+                              f"from {sl['procs']}={sl['p']:g})",
+                    "confidence": "measured", "section": "scaling-loss", "callpath": top["path"],
+                    "value": top["exclusive_loss"], "total": sl["loss"]})
     return out
 
 
@@ -964,6 +1020,9 @@ tr.other td{color:var(--mute);font-style:italic}
 .kv dt{color:var(--mute)}
 .kv dd{margin:0;overflow-wrap:anywhere}
 .note{color:var(--mute);font-size:12px;margin:6px 0}
+dl.answers dt{font-weight:600;margin-top:6px}dl.answers dd{margin:2px 0 0 16px}
+.conf{font-size:12px;padding:0 4px;border-radius:3px;border:1px solid var(--mute)}
+.conf-low{color:#b3261e;border-color:#b3261e}.conf-high{color:#1b7f3b;border-color:#1b7f3b}
 .warn{color:var(--bad)}
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:14px}
 .plotcard svg{max-width:100%;height:auto}
@@ -1034,6 +1093,10 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <div class="sub">generated by perfcast {{ version }} on {{ generated }} · metric {{ r.metric }}{% if r.unit %} [{{ r.unit }}]{% endif %}{% if r.description %} ({{ r.description }}){% endif %}</div></header>
 <nav>{% for id, label in nav %}<a href="#{{ id }}">{{ label }}</a>{% endfor %}</nav>
 <main>
+{% if r.answers %}<section id="answers"><h2>In short</h2>
+<dl class="answers">{% for a in r.answers %}<dt>{{ a.question }}</dt><dd>{{ a.answer }} <span class="conf conf-{{ a.confidence or 'none' }}">{% if a.confidence == "measured" %}measured{% elif a.confidence %}{{ a.confidence }} confidence{% endif %}</span>{% for n in a.get("notes", []) %} <span class="note">({{ n }})</span>{% endfor %} <a href="#{{ a.section }}">details</a></dd>{% endfor %}</dl>
+</section>
+{% endif %}
 <section id="summary"><h2>Experiment</h2>
 <dl class="kv">
 <dt>parameters</dt><dd>{{ s.parameters|join(", ") or "(none: one run)" }}</dd>

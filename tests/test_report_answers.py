@@ -1,0 +1,45 @@
+"""The report opens with three answers (issue 23 item 3), each taken from the section that shows it in
+full: the ranking's first row, the root's prediction at the target (the generating formula, since the
+data are exact) and the scope with the largest measured scaling loss (by hand)."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from perfcast.experiment import CallTree, Experiment, Metric
+from perfcast.report.html import ReportOptions, build_report
+
+PS = (1, 2, 4, 8, 16)
+SOLVE, MAIN_SELF = 10.0, 1.0
+
+
+def comm(p):
+    return 2 * math.log2(p) + 0.5
+
+
+def _exp():
+    """Weak scaling, inclusive time: main = 1 (own) + solve (10) + comm (2 log2 p + 0.5)."""
+    rows = []
+    for p in PS:
+        for rep in (0, 1):
+            rows += [(p, rep, "main", MAIN_SELF + SOLVE + comm(p)), (p, rep, "main->solve", SOLVE),
+                     (p, rep, "main->comm", comm(p))]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "value"]).assign(metric="time")
+    return Experiment(["p"], df, [Metric("time", "s", "time", scope="inclusive")],
+                      CallTree.from_paths(["main", "main->solve", "main->comm"]))
+
+
+def test_three_answers_agree_with_the_sections_below():
+    rep = build_report(_exp(), ReportOptions(target={"p": 64}))
+    grows, cost, lost = rep.answers
+    assert grows["callpath"] == rep.kernels[0]["callpath"] and grows["formula"] == rep.kernels[0]["formula"]
+    assert cost["callpath"] == "main" and cost["at"] == {"p": 64.0}
+    assert cost["value"] == pytest.approx(MAIN_SELF + SOLVE + comm(64), rel=1e-6)
+    assert cost["lower"] <= cost["value"] <= cost["upper"] and cost["confidence"] in ("high", "medium", "low")
+    # weak scaling from p=1 to p=16: excess work of a scope = its growth over the larger run's total
+    total16 = MAIN_SELF + SOLVE + comm(16)
+    assert lost["callpath"] == "main->comm" and lost["confidence"] == "measured"
+    assert lost["value"] == pytest.approx((comm(16) - comm(1)) / total16, rel=1e-9)
+    assert lost["total"] == pytest.approx((comm(16) - comm(1)) / total16, rel=1e-9)
+    assert rep.to_dict()["answers"][1]["value"] == cost["value"]
