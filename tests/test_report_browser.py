@@ -197,7 +197,11 @@ def test_lulesh_report_in_chromium(data_dir, tmp_path):
     rep = write_report(exp, out, ReportOptions(target={"jobsize": 1000}))
     facts = open_report(out, tmp_path, "lulesh")
     check_clean(facts)
-    assert facts["sections"] == ["summary", "ranking", "plots", "breakdown", "scaling-loss", "metrics"]
+    assert facts["sections"] == ["answers", "summary", "ranking", "plots", "breakdown", "scaling-loss", "metrics"]
+    # the three answers open the page, the first naming the ranking's first row
+    assert [a["question"] for a in rep.answers] == ["What grows?", "What will it cost at jobsize=1000?",
+                                                    "Where is performance lost?"]
+    assert rep.kernels[0]["callpath"] in facts["text"].split("What will it cost")[0]
     n = len(rep.plots)
     assert n == min(12, sum(1 for k in rep.kernels if k["status"] == "ok")) and n >= 5
     assert facts["plots"] == n + 1  # kernel plots + the cost breakdown

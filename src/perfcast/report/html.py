@@ -133,7 +133,8 @@ class Report:
                 "summary": {k: v for k, v in self.summary.items() if k != "points"}}
 
     def sections(self) -> list[str]:
-        out = ["summary"]
+        out = ["answers"] if self.answers else []
+        out.append("summary")
         if self.kernels:
             out.append("ranking")
         if self.plots:
@@ -1243,7 +1244,7 @@ def render_html(rep: Report) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=False)
     tmpl = env.from_string(_TEMPLATE)
     nav = [("summary", "Experiment")]
-    names = {"ranking": "Ranking", "plots": "Plots", "apmt": "Breakdown", "breakdown": "Cost by callpath",
+    names = {"answers": "In short", "ranking": "Ranking", "plots": "Plots", "apmt": "Breakdown", "breakdown": "Cost by callpath",
              "scaling-loss": "Scaling loss", "metrics": "Metrics", "projections": "Projections",
              "validation": "Validation"}
     nav += [(s, names[s]) for s in rep.sections() if s in names]
