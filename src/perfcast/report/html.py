@@ -1243,11 +1243,10 @@ def render_html(rep: Report) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=False)
     tmpl = env.from_string(_TEMPLATE)
-    nav = [("summary", "Experiment")]
-    names = {"answers": "In short", "ranking": "Ranking", "plots": "Plots", "apmt": "Breakdown", "breakdown": "Cost by callpath",
+    names = {"answers": "In short", "summary": "Experiment", "ranking": "Ranking", "plots": "Plots", "apmt": "Breakdown", "breakdown": "Cost by callpath",
              "scaling-loss": "Scaling loss", "metrics": "Metrics", "projections": "Projections",
              "validation": "Validation"}
-    nav += [(s, names[s]) for s in rep.sections() if s in names]
+    nav = [(s, names[s]) for s in rep.sections() if s in names]
     pts = rep.summary.get("points") or []
     maxlabel = ", ".join(f"{p}={_num(max(pt[p] for pt in pts))}" for p in rep.summary["parameters"]) if pts and \
         rep.summary["parameters"] else "the run"
