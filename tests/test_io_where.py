@@ -72,4 +72,21 @@ def test_cli_where_and_other_formats(ensemble, capsys, tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("p,callpath,metric,value\n2,main,time,1\n4,main,time,2\n")
     code, out, err = cli(capsys, "show", f, "--where", "compiler=intel")
-    assert code == 0 and "--where applies to Caliper and Thicket run metadata only; ignored" in err
+    assert code == 0 and "--where compiler: not a parameter, and run metadata exist in Caliper and Thicket" in err
+
+
+def test_where_selects_parameter_values_in_any_format(tmp_path, capsys):
+    """--where on a parameter keeps the runs at those values (the values themselves unchanged)."""
+    f = tmp_path / "t.txt"
+    f.write_text("PARAMETER p\nPOINTS ( 1 ) ( 2 ) ( 4 )\nREGION main\nMETRIC time\n"
+                 "DATA 1.0 1.5\nDATA 2.0 2.5\nDATA 4.0 4.5\n")
+    code, out, err = cli(capsys, "show", f, "--where", "p=1", "--where", "p=4", "--json")
+    assert code == 0, err
+    (d,) = cli_items(out, "experiment")
+    assert [pt["p"] for pt in d["points"]] == [1, 4]
+    exp = load([f], options=ReadOptions(where=(("p", "2"),)))
+    assert sorted(exp.data["value"]) == [2.0, 2.5]
+    code, out, err = cli(capsys, "show", f, "--where", "p=3")
+    assert "the runs have p = 1, 2, 4" in one_error(code, err)
+    code, out, err = cli(capsys, "show", f, "--where", "p=two")
+    assert "not a number" in one_error(code, err)

@@ -74,9 +74,10 @@ def input_options(f):
                           "repetitions): the statistic to model, e.g. median, mean, min (default: median, "
                           "else mean; Extra-P's own choice for archives).")(f)
     f = click.option("--where", metavar="KEY=VALUE", multiple=True, expose_value=False, callback=_remember_where,
-                     help="Caliper/Adiak/Thicket inputs: read only the runs whose metadata KEY equals VALUE "
-                          "(e.g. compiler=clang), so an ensemble's builds are not mixed as repetitions; "
-                          "repeatable (one of several values of a key; every key named).")(f)
+                     help="Read only the runs whose parameter KEY equals VALUE (any input: --where p=1 "
+                          "--where p=2), or, in Caliper/Adiak/Thicket inputs, whose metadata KEY does (e.g. "
+                          "compiler=clang, so an ensemble's builds are not mixed as repetitions); repeatable "
+                          "(one of several values of a key; every key named).")(f)
     return f
 
 
@@ -134,9 +135,11 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
         where = ctx.meta.get("perfcast.where", ()) if ctx is not None else ()
         exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat,
                                                        scaling=scaling, timeseries=series, where=where))
-    if where and exp.meta.get("format") not in ("caliper", "caliper-json", "thicket"):
+    meta_keys = sorted({k for k, _ in where if k not in exp.parameters})
+    if meta_keys and exp.meta.get("format") not in ("caliper", "caliper-json", "thicket"):
         exp.meta.setdefault("warnings", []).append(
-            f"--where applies to Caliper and Thicket run metadata only; ignored for {exp.meta.get('format') or 'this input'}")
+            f"--where {', '.join(meta_keys)}: not a parameter, and run metadata exist in Caliper and Thicket inputs "
+            f"only; ignored for {exp.meta.get('format') or 'this input'}")
     if series and exp.meta.get("format") != "caliper":
         exp.meta.setdefault("warnings", []).append(
             f"--timeseries applies to Caliper .cali files only; ignored for {exp.meta.get('format') or 'this input'}")

@@ -344,7 +344,7 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
             exp = found[0].read_many(paths, options or ReadOptions())
             exp.meta.setdefault("sources", [str(p) for p in paths])
             exp.meta.setdefault("format", found[0].name)
-            return _warn_implausible(exp)
+            return _warn_implausible(where_parameters(exp, (options or ReadOptions()).where))
     exps, names = [], []
     for i, inp in enumerate(inputs):
         exp = read_one(inp, format, options)
@@ -364,9 +364,28 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
             exp = at_point(exp, found[0])
         exps.append(exp)
         names.append(str(inp))
-    if len(exps) == 1:
-        return _warn_implausible(exps[0])
-    return _warn_implausible(combine(exps, names))
+    exp = exps[0] if len(exps) == 1 else combine(exps, names)
+    return _warn_implausible(where_parameters(exp, (options or ReadOptions()).where))
+
+
+def where_parameters(exp: Experiment, where: Sequence[tuple[str, str]]) -> Experiment:
+    """``exp`` restricted by the ``where`` filters whose key is one of its parameters (any format:
+    ``--where p=2 --where p=4`` keeps the runs at p = 2 and 4); other keys are run metadata, which the
+    Caliper and Thicket readers apply themselves."""
+    wanted: dict[str, list[float]] = {}
+    for key, value in where:
+        if key in exp.parameters:
+            try:
+                wanted.setdefault(key, []).append(float(value))
+            except ValueError:
+                raise PerfcastError(f"{key}={value}: {value!r} is not a number (parameter {key!r})",
+                                    where="--where") from None
+    for key, values in wanted.items():
+        have = sorted(float(v) for v in exp.data[key].unique())
+        if not set(values) & set(have):
+            raise PerfcastError(f"no run has {key} = {' or '.join(f'{v:g}' for v in values)}; the runs have "
+                                f"{key} = {', '.join(f'{v:g}' for v in have)}", where="--where")
+    return exp.select(**wanted) if wanted else exp
 
 
 #: rows checked at a time by _warn_implausible: no copy of the value column (20 M values: 160 MB)
