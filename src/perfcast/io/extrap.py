@@ -520,6 +520,13 @@ class _TextStream:
         self.done = 0  # bytes parsed
         self.last_data: list[tuple[int, int]] = []  # (number of values, block serial) of the last 2 DATA lines
         self.last_line_kind = ""
+        # text_blocks: the first REGION line not yet cut off, and what the parts cut off held
+        self.cut_base = 0
+        self.cap = 0  # text_blocks: the columns' size at most (else sized for the whole file)
+        self.unterminated = False
+        self.all_names: list[pa.Array] = []
+        self.seen_cp: list[np.ndarray] = []
+        self.seen_metric: list[np.ndarray] = []
 
     # -- one line of another kind (stripped, non-empty): PARAMETER, POINTS, or an error --------
     def other(self, s: str):
@@ -634,10 +641,11 @@ class _TextStream:
             self.last_line_kind = "data" if shown[-1] == _DATA else "other"
         return out
 
-    def repeated(self, cp_code: np.ndarray) -> bool:
-        """Whether a (callpath, metric) block was met twice (``cp_code``: REGION line -> code)."""
-        key = cp_code[np.concatenate(self.block_cp)].astype(np.int64) * max(1, len(self.metric_codes))
-        key += np.concatenate(self.block_metric)
+    def repeated(self, cp_code: np.ndarray, block_cp: np.ndarray, block_metric: np.ndarray) -> bool:
+        """Whether a (callpath, metric) block was met twice (``cp_code``: REGION line -> code; the
+        blocks' REGION lines and metrics)."""
+        key = cp_code[block_cp].astype(np.int64) * max(1, len(self.metric_codes))
+        key += block_metric
         # a sort and a look at neighbours: np.unique (numpy 2.x hashes plain int arrays) took
         # 0.3 s for 300k blocks, this 20 ms
         key.sort()
@@ -711,6 +719,8 @@ class _TextStream:
             self.cols.update({f"p{i}": _Grow(np.float64) for i in range(len(self.parameters))})
         # the columns are sized by the share of the file parsed so far (no doubling, no copies)
         expect = int((self.cols["value"].n + nv) * max(1.0, self.size / max(1, self.done)) * 1.02) + 1024
+        if self.cap:
+            expect = min(expect, self.cap)
         point = line_point[val_line]
         self.cols["point"].append(point, expect)
         self.cols["cp"].append(line_cp[val_line], expect)
@@ -730,6 +740,15 @@ class _TextStream:
     # -- the Experiment -----------------------------------------------------------------------
     def experiment(self, unterminated: bool) -> Experiment:
         self.close_block()
+        self.final_checks(unterminated)
+        cols = {k: c.take() for k, c in self.cols.items()}
+        self.cols = None
+        names = pa.concat_arrays(self.names)
+        self.names = []
+        return self._experiment_of(cols, names, 0, np.concatenate(self.block_cp), np.concatenate(self.block_metric))
+
+    def final_checks(self, unterminated: bool) -> None:
+        """What the end of the file must satisfy (after :meth:`close_block`)."""
         if not self.parameters or self.region is None or not self.any_data or self.open_key:
             raise _Slow
         if unterminated and self.last_line_kind == "data":
@@ -738,30 +757,36 @@ class _TextStream:
                 raise _Slow
             if self.last_tok[-1:] in (".", "e", "E", "+", "-"):
                 raise _Slow
+
+    def _experiment_of(self, cols: dict, names: pa.Array, base: int, block_cp: np.ndarray,
+                       block_metric: np.ndarray) -> Experiment:
+        """The Experiment of the value table ``cols`` whose REGION lines are ``names`` (REGION line
+        ``base`` first), its (callpath, metric) blocks ``block_cp`` (REGION lines) and
+        ``block_metric``: the whole file, or a part of whole REGION lines (:func:`text_blocks`)."""
         b = _Builder(self.parameters)
         metric_names = list(self.metric_codes)
-        for code in pd.unique(np.concatenate(self.block_metric)):  # the metrics with values, by first use
+        for code in pd.unique(block_metric):  # the metrics with values, by first use
             b.metric(metric_names[code])
         # the callpaths: the REGION lines' names numbered by first occurrence, then sorted
-        enc = pa.concat_arrays(self.names).dictionary_encode()
-        self.names = []
+        enc = names.dictionary_encode()
+        del names
         pa.default_memory_pool().release_unused()  # the hash table's memory (~70 MB at 800k names)
         order = pc.array_sort_indices(enc.dictionary)  # bytes (ASCII): Python's str order
         categories = pd.Index(enc.dictionary.take(order), dtype="str")
         order = order.to_numpy()
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
-        cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line -> sorted code
+        cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line - base -> sorted code
         b.tree = CallTree.from_paths(enc.dictionary.to_pylist())
         del enc, rank, order
-        cols = {k: c.take() for k, c in self.cols.items()}
-        self.cols = None
         params = [cols.pop(f"p{i}") for i in range(len(self.parameters))]
         rep, cp, met, value, point = cols.pop("rep"), cols.pop("cp"), cols.pop("metric"), cols.pop("value"), cols.pop("point")
+        if base:
+            cp -= base
         _remap(cp, cp_code)
         coord_id: dict[tuple[float, ...], int] = {}
         canon = np.array([coord_id.setdefault(pt, len(coord_id)) for pt in self.points], dtype=np.int32)
-        if self.repeated(cp_code) or len(coord_id) < len(self.points):
+        if self.repeated(cp_code, block_cp - base, block_metric) or len(coord_id) < len(self.points):
             # values met again for a coordinate, callpath and metric (a repeated block, a coordinate
             # listed twice in POINTS) continue its repetitions
             key = pd.DataFrame({"point": canon[point], "cp": cp, "metric": met})
@@ -780,6 +805,37 @@ class _TextStream:
         return Experiment(b.parameters, pd.DataFrame(frame, copy=False), b.metrics.values(), b.tree, meta,
                           owned=True)
 
+    # -- parts of whole REGION lines (text_blocks) ---------------------------------------------
+    def cut(self, rows: int, final: bool = False) -> Experiment | None:
+        """When ``rows`` values or more are held (or ``final``): the Experiment of the REGION
+        lines complete so far (all of them when ``final``), their values dropped from the table;
+        else None."""
+        if self.cols is None or (not final and self.cols["value"].n < rows):
+            return None
+        n = self.cols["value"].n
+        cpcol = self.cols["cp"].a[:n]
+        end_region = self.n_regions if final else self.region   # REGION lines before it are complete
+        k = n if final else int(np.searchsorted(cpcol, end_region, side="left"))
+        if k == 0:
+            return None
+        base = self.cut_base
+        cols = {}
+        for name, g in self.cols.items():
+            cols[name] = g.a[:k].copy()
+            rest = g.a[k:n].copy()
+            g.a[:n - k] = rest
+            g.n = n - k
+        names = pa.concat_arrays(self.names) if len(self.names) != 1 else self.names[0]
+        self.all_names.append(names.slice(0, end_region - base))
+        block_names = names.slice(0, end_region - base)
+        self.names = [names.slice(end_region - base)]
+        bcp, bmet = np.concatenate(self.block_cp), np.concatenate(self.block_metric)
+        inside = bcp < end_region
+        self.seen_cp.append(bcp[inside])
+        self.seen_metric.append(bmet[inside])
+        self.block_cp, self.block_metric = [bcp[~inside]], [bmet[~inside]]
+        self.cut_base = end_region
+        return self._experiment_of(cols, block_names, base, bcp[inside], bmet[inside])
 
 class _Grow:
     """A column grown in place: ndarray.resize reallocates (a remap of the pages for a large
@@ -831,12 +887,21 @@ def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
 
 def _read_text_stream(path: Path) -> Experiment:
     """The streaming text reader; raises _Slow for anything it leaves to the line-by-line one."""
+    st = _TextStream()
+    for _ in _fed(path, st):
+        pass
+    return st.experiment(st.unterminated)
+
+
+def _fed(path: Path, st: "_TextStream"):
+    """Feed the file to ``st`` a chunk of :data:`TEXT_CHUNK_BYTES` at a time, yielding after each
+    (``st.unterminated`` set at the end); raises _Slow for anything the streaming parser leaves
+    to the line-by-line reader."""
     from . import check_readable
 
     check_readable(path)
     if path.is_dir():
         raise _Slow
-    st = _TextStream()
     st.size = path.stat().st_size
     pool = pa.default_memory_pool()
     carry = b""
@@ -867,11 +932,55 @@ def _read_text_stream(path: Path) -> Experiment:
             st.chunk(data[:cut] if cut < len(data) else data)
             del data
             pool.release_unused()  # the chunk's pyarrow temporaries (kept by the pool otherwise: ~40 MB)
+            yield
         if carry:
             st.chunk(carry)
-    unterminated = last_byte not in (b"", b"\n") and bool(carry.strip())
+    st.unterminated = last_byte not in (b"", b"\n") and bool(carry.strip())
     pa.default_memory_pool().release_unused()  # the chunks' pyarrow temporaries, kept by the pool
-    return st.experiment(unterminated)
+
+
+class StreamUnsupported(Exception):
+    """:func:`text_blocks` does not take this file (read it whole: :func:`read_text`, whose
+    messages name the file and line of any error)."""
+
+
+def text_blocks(path: str | Path, values: int = 1 << 22, progress=None):
+    """An Extra-P text file as Experiments of consecutive whole REGION lines, each cut once about
+    ``values`` values are held: what :func:`read_text` gives, a part at a time (its rows, metrics
+    and callpaths; each part's callpath categories and tree its own), so that a file larger than
+    memory can be modelled part by part (:mod:`perfcast.pipeline`).  Taken: files the streaming
+    parser reads (else :class:`StreamUnsupported`, also for any error: the line-by-line reader
+    names it) whose callpaths are flat (no ``->``: the tree is the callpaths in order of first
+    appearance) and each named by one REGION line only (checked when the last part has been
+    given: a consumer writes nothing before then).  ``progress(bytes read, file size)`` after
+    each chunk read."""
+    path = Path(path)
+    st = _TextStream()
+    st.cap = values + values // 4
+    try:
+        for _ in _fed(path, st):
+            if progress is not None:
+                progress(st.done, st.size)
+            exp = st.cut(values)
+            if exp is not None:
+                _flat(st)
+                yield exp
+        st.close_block()
+        st.final_checks(st.unterminated)
+        exp = st.cut(0, final=True)
+    except _Slow:
+        raise StreamUnsupported(str(path)) from None
+    if exp is not None:
+        _flat(st)
+        yield exp
+    names = pa.concat_arrays(st.all_names) if st.all_names else pa.array([], pa.large_string())
+    if len(pc.unique(names)) != len(names):
+        raise StreamUnsupported(f"{path}: a callpath named by several REGION lines")
+
+
+def _flat(st: "_TextStream") -> None:
+    if pc.any(pc.match_substring(st.all_names[-1], SEP)).as_py():
+        raise StreamUnsupported("a nested callpath")
 
 
 def _sniff_text(path: Path) -> bool:

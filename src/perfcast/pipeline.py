@@ -1,0 +1,302 @@
+"""Streamed model runs: ``perfcast model FILE -o OUT.parquet`` on an input larger than memory.
+
+The file is read a block of whole REGION lines at a time (:func:`perfcast.io.extrap.text_blocks`),
+each block fitted and its rows of the table kept on disk, so memory follows the block, not the file.
+The output is the in-memory run's (:meth:`perfcast.modelset.ModelSet.to_table`): the same rows in
+the same order with the same values and column types, because everything a series' row depends on
+beyond its own data is computed over the whole file first:
+
+1. **Survey** (one pass): per fitting group (:func:`perfcast.fit.series.group_parts`: options,
+   points, strong-scaling part) the per-series sums of the noise-shape estimate
+   (:func:`perfcast.fit.shape.shape_sums`: ~190 bytes per series of 6 points), the metrics in order
+   of first use, the largest repetition count and the number of values (whether the fit keeps the
+   repetitions).  Each group's shape is then :func:`perfcast.fit.shape.shape_from_sums` of all its
+   series, as :func:`perfcast.fit.core.fit_group` estimates it from the whole group.
+2. **Fit** (a second pass): each block is fitted with its groups' shapes
+   (``fit_group(shape=...)``; each series' fit depends on nothing else of its group but the drift,
+   :mod:`perfcast.fit.core`), segmented and made a :class:`~perfcast.modelset.ModelSet`; its rows'
+   model columns (:meth:`~perfcast.modelset.ModelSet.model_columns`) go to a temporary Arrow file,
+   the ranking's per-series columns (:func:`perfcast.analysis.ranking.cost_values`, ~50 bytes per
+   series) stay in memory.
+3. **Rank and write**: the ``cost`` ranking of all series at once
+   (:func:`perfcast.analysis.ranking.cost_order`: the roots summed over every series), then the rows
+   sorted into rank order through buckets of one Parquet row group each (a pass over the temporary
+   rows distributes them, a bucket at a time is sorted and written), into a temporary file put in
+   place at the end (:func:`perfcast.output.atomic_file`): an error anywhere leaves nothing.
+
+The table holds no intervals, so the leave-largest-out check of the fit, whose only product is the
+drift of the intervals, is skipped (``fit_group(check=False)``: the same models otherwise).
+
+Taken (else ``None`` is returned and the caller models in memory): one Extra-P text file the
+streaming parser reads (any error: the in-memory run's reader names the file and line), with flat
+callpaths each named by one REGION line, one parameter, ranked by cost at the default target.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+#: ``--stream auto``: Extra-P text inputs from this size on are modelled a block at a time
+STREAM_BYTES = 256 << 20
+#: values held per block (~140k series of 6 points x 5 repetitions; ~0.5 GB at the block's peak)
+BLOCK_VALUES = 1 << 22
+#: rows per row group of the output: pyarrow's ``write_table`` default, as the in-memory run writes
+ROW_GROUP = 1 << 20
+
+
+class _Column:
+    """A flat array grown in place (ndarray.resize: no copy of what is held)."""
+
+    def __init__(self, dtype):
+        self.a = np.empty(1 << 16, dtype=dtype)
+        self.n = 0
+
+    def add(self, x: np.ndarray) -> None:
+        x = np.ravel(x)
+        need = self.n + len(x)
+        if need > len(self.a):
+            self.a.resize(max(need, len(self.a) * 3 // 2), refcheck=False)
+        self.a[self.n:need] = x
+        self.n = need
+
+    def take(self) -> np.ndarray:
+        self.a.resize(self.n, refcheck=False)
+        return self.a
+
+
+def model_table(path: str | Path, output: str | Path, *, force: bool, options=None, locations: str = "auto",
+                averaged: bool = False, progress: Callable[[int, int, str], None] | None = None) -> int | None:
+    """Write ``perfcast model PATH -o OUTPUT`` (a ``.parquet`` file; ``by="cost"``, default target)
+    streamed (module docstring); the number of series written, or None when the file is not one
+    this takes (nothing written; model it in memory)."""
+    from .fit import FitOptions
+    from .io.extrap import StreamUnsupported
+
+    path = Path(path)
+    opts = options or FitOptions()
+    prog = progress or (lambda done, total, what="": None)
+    try:
+        survey = _survey(path, opts, locations, prog)
+    except StreamUnsupported:
+        return None
+    if survey is None:
+        return None
+    tmp = tempfile.mkdtemp(prefix=".perfcast-stream-", dir=_parent(output))
+    try:
+        ranking, pieces, meta = _fit(path, opts, locations, averaged, survey, Path(tmp), prog)
+        return _write(output, force, ranking, pieces, meta, Path(tmp), prog)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _parent(output) -> str:
+    parent = Path(output).parent
+    return str(parent) if str(parent) else "."
+
+
+def _survey(path: Path, opts, locations: str, prog) -> dict | None:
+    """Pass 1: the groups' noise-shape sums, the metrics in order of first use, the largest
+    repetition count, the numbers of series, points and values; None when not taken."""
+    from .fit.series import _statistics, group_parts
+    from .fit.shape import shape_from_sums, shape_sums
+    from .io.extrap import StreamUnsupported, text_blocks
+
+    sums: dict = {}
+    metrics: dict[str, int] = {}
+    widths: set = set()
+    S = nvalues = 0
+    points = None
+    for exp in text_blocks(path, BLOCK_VALUES, lambda done, total: prog(done, total, "1/2 survey")):
+        if len(exp.parameters) != 1:
+            return None
+        stats = _statistics(exp, locations)
+        st = stats[0]
+        widths.add(int(st["count"].max()))
+        if len(widths) > 1 and max(widths) > 7:
+            # repetitions padded to another width sum in another order (beyond 7 values: pairwise)
+            raise StreamUnsupported("uneven repetition counts")
+        nvalues += len(stats[3])
+        for name in exp.metrics:
+            metrics.setdefault(name, len(metrics))
+        parts, cps, _ = group_parts(exp, opts, locations, statistics=stats, use_reps=True)
+        del stats, st
+        S += len(cps)
+        npts = exp.data[exp.parameters[0]].nunique()
+        points = npts if points is None else max(points, npts)
+        for key, rows, X, o, note, mean, count, ssd, reps in parts:
+            if reps is None:
+                continue
+            cols = sums.setdefault(key, [_Column(np.uint16), _Column(float), _Column(float), _Column(float), len(X)])
+            for c, v in zip(cols, shape_sums(reps)):
+                c.add(v)
+        del parts, exp
+    R = max(widths) if widths else 0
+    shapes = {}
+    for key, (r, p2, p3, p4, n) in sums.items():
+        shapes[key] = shape_from_sums(r.take().reshape(-1, n), p2.take().reshape(-1, n), p3.take(),
+                                      p4.take().reshape(-1, n))
+    return {"shapes": shapes, "metrics": list(metrics), "R": R, "series": S,
+            "use_reps": R >= 2 and S * (points or 0) * R <= 2 * nvalues}
+
+
+def _fit(path: Path, opts, locations: str, averaged: bool, survey: dict, tmp: Path, prog):
+    """Pass 2: each block fitted; its rows' model columns written to ``tmp``, the ranking's
+    per-series columns returned (concatenated, codes renumbered over the whole file)."""
+    import pyarrow as pa
+
+    from .analysis.ranking import _cost_points, cost_values
+    from .fit import columns
+    from .fit.segmented import segment_models
+    from .fit.series import _fit_series, _statistics, ordered_series
+    from .io.extrap import text_blocks
+    from .modelset import model_set
+
+    shapes = survey["shapes"]
+    metric_order = survey["metrics"]
+    metric_no = {m: i for i, m in enumerate(metric_order)}
+    keys: dict = {}                        # growth key -> provisional number
+    acc = {k: [] for k in ("mc", "c_low", "c_up", "c_t", "mod_up", "ok", "code")}
+    pieces = []
+    meta: dict = {"aggregates": {}, "kinds": {}, "units": {}, "points": None, "types": {}}
+    total = survey["series"]
+    done = 0
+    for i, exp in enumerate(text_blocks(path, BLOCK_VALUES)):
+        stats = _statistics(exp, locations)
+        base = done
+        groups, cps, mts, gnum, grow = _fit_series(
+            exp, opts, locations, lambda k, n: prog(base + k, total, "2/2 fit"), statistics=stats,
+            shapes=shapes.get, check=False, reps_width=survey["R"], use_reps=survey["use_reps"])
+        items = ordered_series(exp, cps, mts, groups, [gnum], [grow], metric_order)
+        st = stats[0]
+        del stats, groups
+        items = segment_models(exp, items, opts, locations, statistics=st)
+        ms = model_set(exp, items, locations, averaged, statistics=st)
+        del st, exp
+        series = list(ms.series)
+        sp = columns.split(series)
+        points = _cost_points(series, None, ms.procs, ms.upper or None, ms.lower or None)
+        if meta["points"] is None:
+            meta["points"] = points
+        vals = columns.values(series, points, averaged, sp)
+        mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct = cost_values(
+            series, points, vals, ms.procs, ms.aggregates, ms.measured, sp)
+        number = np.array([keys.setdefault(k, len(keys)) for k in distinct] or [0], dtype=np.int64)
+        for k, v in (("mc", np.array([metric_no[m] for m in metrics] or [0], dtype=np.int64)[mc]),
+                     ("c_low", c_low), ("c_up", c_up), ("c_t", c_t), ("mod_up", mod_up), ("ok", ok),
+                     ("code", number[code])):
+            acc[k].append(v)
+        for name in ("aggregates", "kinds", "units"):
+            meta[name].update(getattr(ms, name))
+        cols = ms.model_columns(series, sp, np.arange(len(series), dtype=np.int64))
+        table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
+        for f in table.schema:
+            known = meta["types"].get(f.name)
+            if known is None or _vaguer(known, f.type):
+                meta["types"][f.name] = f.type
+        piece = tmp / f"piece-{i}.arrow"
+        with pa.OSFile(str(piece), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+            w.write_table(table)
+        pieces.append((piece, len(series)))
+        done += len(series)
+        del ms, series, sp, items, vals, cols, table
+    ranking = {k: np.concatenate(v) if v else np.zeros(0) for k, v in acc.items()}
+    # the growth codes as the whole file's ascending keys number them (perfcast.fit.columns.growth_codes)
+    ordered = sorted(keys)
+    rank = np.zeros(max(1, len(keys)), dtype=np.int64)
+    for r, k in enumerate(ordered):
+        rank[keys[k]] = r
+    ranking["code"] = rank[ranking["code"]] if len(ranking["code"]) else ranking["code"].astype(np.int64)
+    ranking["distinct"] = ordered
+    meta["metrics"] = metric_order
+    return ranking, pieces, meta
+
+
+def _vaguer(known, new) -> bool:
+    """Whether column type ``known`` says less than ``new`` (null, or a list of nulls: no terms)."""
+    import pyarrow as pa
+
+    if pa.types.is_null(known):
+        return not pa.types.is_null(new)
+    return pa.types.is_list(known) and pa.types.is_null(known.value_type) and not (
+        pa.types.is_list(new) and pa.types.is_null(new.value_type))
+
+
+def _write(output, force: bool, ranking: dict, pieces: list, meta: dict, tmp: Path, prog) -> int:
+    """Pass 3: the cost order of every series, then the rows in rank order to ``output``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .analysis.ranking import NEGLIGIBLE, cost_order
+    from .output import atomic_file
+
+    N = len(ranking["mc"])
+    order, rc = cost_order(ranking["mc"], meta["metrics"], ranking["c_low"], ranking["c_up"], ranking["c_t"],
+                           ranking["mod_up"], ranking["ok"].astype(bool), ranking["code"], ranking["distinct"],
+                           np.ones(N, dtype=bool), None, meta["points"], meta["aggregates"], NEGLIGIBLE,
+                           meta["kinds"], meta["units"], array=True)
+    inc = rc["increase"]
+    del ranking, rc
+    pos = np.empty(N, dtype=np.int64)
+    pos[order] = np.arange(N, dtype=np.int64)
+    inc_ranked = inc[order]
+    del order, inc
+    types = meta["types"]
+    schema = pa.schema([pa.field(name, t) for name, t in types.items()])
+    # the rows to buckets of one row group each, in rank order within a bucket once read back
+    nb = max(1, math.ceil(N / ROW_GROUP))
+    bucket_schema = schema.append(pa.field("_pos", pa.int64()))
+    sinks = [pa.OSFile(str(tmp / f"bucket-{b}.arrow"), "wb") for b in range(nb)]
+    writers = [pa.ipc.new_stream(s, bucket_schema) for s in sinks]
+    off = 0
+    for k, (piece, n) in enumerate(pieces):
+        with pa.memory_map(str(piece)) as src:
+            t = pa.ipc.open_file(src).read_all()
+        t = pa.Table.from_arrays([_cast(t[f.name], f.type) for f in schema], schema=schema)
+        p = pos[off:off + n]
+        b = p // ROW_GROUP
+        t = t.append_column("_pos", pa.array(p))
+        for u in np.unique(b).tolist():
+            writers[u].write_table(t.filter(pa.array(b == u)))
+        off += n
+        os.unlink(piece)
+        prog(k + 1, len(pieces), "ranking")
+    for w, s in zip(writers, sinks):
+        w.close()
+        s.close()
+    del pos
+    all_none = bool(np.isnan(inc_ranked).all()) if N else False
+    out_schema = pa.schema([pa.field("rank", pa.int64()), *schema,
+                            pa.field("increase", pa.null() if all_none else pa.float64())])
+    with atomic_file(output, force) as f:
+        with pq.ParquetWriter(f, out_schema) as pw:
+            for b in range(nb):
+                src_path = tmp / f"bucket-{b}.arrow"
+                with pa.memory_map(str(src_path)) as src:
+                    t = pa.ipc.open_stream(src).read_all()
+                t = t.take(pa.array(np.argsort(t["_pos"].to_numpy(), kind="stable")))
+                p = t["_pos"].to_numpy()
+                v = inc_ranked[p]
+                cols = [pa.array(p + 1), *[t[f.name] for f in schema],
+                        pa.nulls(len(p)) if all_none else pa.array(v, mask=np.isnan(v))]
+                pw.write_table(pa.Table.from_arrays(cols, schema=out_schema), row_group_size=ROW_GROUP)
+                del t
+                os.unlink(src_path)
+                prog(b + 1, nb, "writing")
+    return N
+
+
+def _cast(col, to):
+    import pyarrow as pa
+
+    if col.type.equals(to):
+        return col
+    if pa.types.is_null(col.type):
+        return pa.nulls(len(col), to)
+    return col.cast(to)
