@@ -71,6 +71,20 @@ class _Column:
         return self.a
 
 
+def streamable(path: str | Path, fmt: str | None, output: str | Path, forced: bool = False) -> bool:
+    """Whether ``perfcast model PATH -o OUTPUT`` is streamed: a ``.parquet`` output, an Extra-P
+    text file (given or detected) of :data:`STREAM_BYTES` or more (any size when ``forced``)."""
+    from .io import detect
+    from .output import table_format
+
+    path = Path(path)
+    if table_format(output) != "parquet" or fmt not in (None, "extrap-text") or not path.is_file():
+        return False
+    if not forced and path.stat().st_size < STREAM_BYTES:
+        return False
+    return fmt == "extrap-text" or detect(path).name == "extrap-text"
+
+
 def model_table(path: str | Path, output: str | Path, *, force: bool, options=None, locations: str = "auto",
                 averaged: bool = False, progress: Callable[[int, int, str], None] | None = None) -> int | None:
     """Write ``perfcast model PATH -o OUTPUT`` (a ``.parquet`` file; ``by="cost"``, default target)
