@@ -74,8 +74,8 @@ def _write_mixed(path, regions=300, seed=3, bad_at=None):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of ~2,000 values: the 300-region file is read, fitted and written in many parts."""
-    monkeypatch.setattr(pipeline, "BLOCK_VALUES", 2000)
+    """Ranges of ~3,000 bytes: the 300-region file is read, fitted and written in many parts."""
+    monkeypatch.setattr(pipeline, "BLOCK_BYTES", 3000)
     monkeypatch.setattr("perfcast.io.extrap.TEXT_CHUNK_BYTES", 4096)
 
 

@@ -45,8 +45,8 @@ import numpy as np
 
 #: ``--stream auto``: Extra-P text inputs from this size on are modelled a block at a time
 STREAM_BYTES = 256 << 20
-#: values held per block (~140k series of 6 points x 5 repetitions; ~0.5 GB at the block's peak)
-BLOCK_VALUES = 1 << 22
+#: bytes of text per block (~110k series of 6 points x 5 repetitions; ~0.4 GB at a block's peak)
+BLOCK_BYTES = 32 << 20
 #: rows per row group of the output: pyarrow's ``write_table`` default, as the in-memory run writes
 ROW_GROUP = 1 << 20
 
@@ -89,22 +89,29 @@ def model_table(path: str | Path, output: str | Path, *, force: bool, options=No
                 averaged: bool = False, progress: Callable[[int, int, str], None] | None = None) -> int | None:
     """Write ``perfcast model PATH -o OUTPUT`` (a ``.parquet`` file; ``by="cost"``, default target)
     streamed (module docstring); the number of series written, or None when the file is not one
-    this takes (nothing written; model it in memory)."""
+    this takes (nothing written; model it in memory).  ``options.workers`` processes read and fit
+    the blocks (each block's fit in one process)."""
+    from dataclasses import replace
+
     from .fit import FitOptions
-    from .io.extrap import StreamUnsupported
+    from .io.extrap import StreamUnsupported, text_ranges
 
     path = Path(path)
     opts = options or FitOptions()
+    workers = opts.workers
+    opts = replace(opts, workers=1)
     prog = progress or (lambda done, total, what="": None)
     try:
-        survey = _survey(path, opts, locations, prog)
+        header, ranges = text_ranges(path, BLOCK_BYTES)
+        job = (path, header, ranges, opts, locations, averaged)
+        survey = _survey(job, workers, prog)
     except StreamUnsupported:
         return None
     if survey is None:
         return None
     tmp = tempfile.mkdtemp(prefix=".perfcast-stream-", dir=_parent(output))
     try:
-        ranking, pieces, meta = _fit(path, opts, locations, averaged, survey, Path(tmp), prog)
+        ranking, pieces, meta = _fit(job, survey, workers, Path(tmp), prog)
         return _write(output, force, ranking, pieces, meta, Path(tmp), prog)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -115,64 +122,154 @@ def _parent(output) -> str:
     return str(parent) if str(parent) else "."
 
 
-def _survey(path: Path, opts, locations: str, prog) -> dict | None:
-    """Pass 1: the groups' noise-shape sums, the metrics in order of first use, the largest
-    repetition count, the numbers of series, points and values; None when not taken."""
-    from .fit.series import _statistics, group_parts
-    from .fit.shape import shape_from_sums, shape_sums
-    from .io.extrap import StreamUnsupported, text_blocks
+#: what the forked workers of a pass read (set in the parent before the fork, inherited)
+_JOB: tuple | None = None
 
+
+def _mapped(fn, job: tuple, n: int, workers: int):
+    """``fn(k)`` for the ranges k = 0..n-1, results in order: in ``workers`` forked processes (where
+    the platform forks), else here."""
+    global _JOB
+    _JOB = job
+    try:
+        if workers > 1 and n > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            if "fork" in mp.get_all_start_methods():
+                with ProcessPoolExecutor(min(workers, n), mp_context=mp.get_context("fork")) as pool:
+                    yield from pool.map(fn, range(n))
+                return
+        yield from map(fn, range(n))
+    finally:
+        _JOB = None
+
+
+def _read(k: int):
+    """Range ``k`` of the job: its Experiment, its number of REGION lines, and its statistics."""
+    from .fit.series import _statistics
+    from .io.extrap import text_range
+
+    path, header, ranges = _JOB[:3]
+    start, end, metric = ranges[k]
+    exp, regions = text_range(path, header, start, end, metric, k == len(ranges) - 1)
+    if len(exp.parameters) != 1:
+        from .io.extrap import StreamUnsupported
+
+        raise StreamUnsupported("not one parameter")
+    return exp, regions, _statistics(exp, _JOB[4])
+
+
+def _survey_range(k: int) -> dict:
+    """Pass 1 of one range: its groups' noise-shape sums, metrics, repetition width, numbers."""
+    from .fit.series import group_parts
+    from .fit.shape import shape_sums
+
+    exp, regions, stats = _read(k)
+    st = stats[0]
+    parts, cps, _ = group_parts(exp, _JOB[3], _JOB[4], statistics=stats, use_reps=True)
+    sums = {}
+    for key, rows, X, o, note, mean, count, ssd, reps in parts:
+        if reps is not None:
+            r, p2, p3, p4 = shape_sums(reps)
+            sums[key] = (r.astype(np.uint16), p2, p3, p4)
+    import pyarrow as pa
+
+    return {"sums": sums, "metrics": list(exp.metrics), "width": int(st["count"].max()), "values": len(stats[3]),
+            "series": len(cps), "points": int(st[exp.parameters[0]].nunique()), "regions": regions,
+            "names": pa.array(exp.tree.paths, type=pa.large_string())}
+
+
+def _survey(job: tuple, workers: int, prog) -> dict | None:
+    """Pass 1: the groups' noise shapes, the metrics in order of first use, the largest repetition
+    count, the numbers of series, points and values; None when not taken."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .fit.shape import shape_from_sums
+    from .io.extrap import StreamUnsupported
+
+    ranges = job[2]
     sums: dict = {}
     metrics: dict[str, int] = {}
     widths: set = set()
-    S = nvalues = 0
-    points = None
-    for exp in text_blocks(path, BLOCK_VALUES, lambda done, total: prog(done, total, "1/2 survey")):
-        if len(exp.parameters) != 1:
-            return None
-        stats = _statistics(exp, locations)
-        st = stats[0]
-        widths.add(int(st["count"].max()))
+    S = nvalues = points = regions = 0
+    names = []
+    for k, res in enumerate(_mapped(_survey_range, job, len(ranges), workers)):
+        widths.add(res["width"])
         if len(widths) > 1 and max(widths) > 7:
             # repetitions padded to another width sum in another order (beyond 7 values: pairwise)
             raise StreamUnsupported("uneven repetition counts")
-        nvalues += len(stats[3])
-        for name in exp.metrics:
+        nvalues += res["values"]
+        S += res["series"]
+        points = max(points, res["points"])
+        regions += res["regions"]
+        names.append(res["names"])
+        for name in res["metrics"]:
             metrics.setdefault(name, len(metrics))
-        parts, cps, _ = group_parts(exp, opts, locations, statistics=stats, use_reps=True)
-        del stats, st
-        S += len(cps)
-        npts = exp.data[exp.parameters[0]].nunique()
-        points = npts if points is None else max(points, npts)
-        for key, rows, X, o, note, mean, count, ssd, reps in parts:
-            if reps is None:
-                continue
-            cols = sums.setdefault(key, [_Column(np.uint16), _Column(float), _Column(float), _Column(float), len(X)])
-            for c, v in zip(cols, shape_sums(reps)):
+        for key, arrays in res["sums"].items():
+            cols = sums.setdefault(key, [_Column(a.dtype) for a in arrays] + [arrays[1].shape[1]])
+            for c, v in zip(cols, arrays):
                 c.add(v)
-        del parts, exp
+        del res
+        prog(ranges[k][1], ranges[-1][1], "1/2 survey")
+    # each callpath named by one REGION line (else its series would be split over ranges)
+    names = pa.chunked_array(names, type=pa.large_string())
+    if len(pc.unique(names)) != regions:
+        raise StreamUnsupported("a callpath named by several REGION lines")
+    del names
     R = max(widths) if widths else 0
     shapes = {}
-    for key, (r, p2, p3, p4, n) in sums.items():
+    for key in list(sums):
+        r, p2, p3, p4, n = sums.pop(key)
         shapes[key] = shape_from_sums(r.take().reshape(-1, n), p2.take().reshape(-1, n), p3.take(),
                                       p4.take().reshape(-1, n))
     return {"shapes": shapes, "metrics": list(metrics), "R": R, "series": S,
-            "use_reps": R >= 2 and S * (points or 0) * R <= 2 * nvalues}
+            "use_reps": R >= 2 and S * points * R <= 2 * nvalues}
 
 
-def _fit(path: Path, opts, locations: str, averaged: bool, survey: dict, tmp: Path, prog):
-    """Pass 2: each block fitted; its rows' model columns written to ``tmp``, the ranking's
-    per-series columns returned (concatenated, codes renumbered over the whole file)."""
+def _fit_range(k: int) -> dict:
+    """Pass 2 of one range: fitted, segmented, its rows' model columns written to a temporary Arrow
+    file, the ranking's per-series columns returned."""
     import pyarrow as pa
 
     from .analysis.ranking import _cost_points, cost_values
     from .fit import columns
     from .fit.segmented import segment_models
-    from .fit.series import _fit_series, _statistics, ordered_series
-    from .io.extrap import text_blocks
+    from .fit.series import _fit_series, ordered_series
     from .modelset import model_set
 
-    shapes = survey["shapes"]
+    opts, locations, averaged, survey, tmp = _JOB[3:8]
+    exp, _, stats = _read(k)
+    groups, cps, mts, gnum, grow = _fit_series(
+        exp, opts, locations, None, statistics=stats, shapes=survey["shapes"].get, check=False,
+        reps_width=survey["R"], use_reps=survey["use_reps"])
+    items = ordered_series(exp, cps, mts, groups, [gnum], [grow], survey["metrics"])
+    st = stats[0]
+    del stats, groups
+    items = segment_models(exp, items, opts, locations, statistics=st)
+    ms = model_set(exp, items, locations, averaged, statistics=st)
+    del st, exp, items
+    series = list(ms.series)
+    sp = columns.split(series)
+    points = _cost_points(series, None, ms.procs, ms.upper or None, ms.lower or None)
+    vals = columns.values(series, points, averaged, sp)
+    mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct = cost_values(
+        series, points, vals, ms.procs, ms.aggregates, ms.measured, sp)
+    cols = ms.model_columns(series, sp, np.arange(len(series), dtype=np.int64))
+    table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
+    piece = tmp / f"piece-{k}.arrow"
+    with pa.OSFile(str(piece), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        w.write_table(table)
+    return {"mc": mc, "metrics": metrics, "c_low": c_low, "c_up": c_up, "c_t": c_t, "mod_up": mod_up, "ok": ok,
+            "code": code, "distinct": distinct, "points": points, "piece": piece, "n": len(series),
+            "types": {f.name: f.type for f in table.schema},
+            **{name: getattr(ms, name) for name in ("aggregates", "kinds", "units")}}
+
+
+def _fit(job: tuple, survey: dict, workers: int, tmp: Path, prog):
+    """Pass 2: each range fitted (:func:`_fit_range`); the ranking's per-series columns
+    concatenated, codes renumbered over the whole file."""
     metric_order = survey["metrics"]
     metric_no = {m: i for i, m in enumerate(metric_order)}
     keys: dict = {}                        # growth key -> provisional number
@@ -181,45 +278,23 @@ def _fit(path: Path, opts, locations: str, averaged: bool, survey: dict, tmp: Pa
     meta: dict = {"aggregates": {}, "kinds": {}, "units": {}, "points": None, "types": {}}
     total = survey["series"]
     done = 0
-    for i, exp in enumerate(text_blocks(path, BLOCK_VALUES)):
-        stats = _statistics(exp, locations)
-        base = done
-        groups, cps, mts, gnum, grow = _fit_series(
-            exp, opts, locations, lambda k, n: prog(base + k, total, "2/2 fit"), statistics=stats,
-            shapes=shapes.get, check=False, reps_width=survey["R"], use_reps=survey["use_reps"])
-        items = ordered_series(exp, cps, mts, groups, [gnum], [grow], metric_order)
-        st = stats[0]
-        del stats, groups
-        items = segment_models(exp, items, opts, locations, statistics=st)
-        ms = model_set(exp, items, locations, averaged, statistics=st)
-        del st, exp
-        series = list(ms.series)
-        sp = columns.split(series)
-        points = _cost_points(series, None, ms.procs, ms.upper or None, ms.lower or None)
+    for res in _mapped(_fit_range, (*job, survey, tmp), len(job[2]), workers):
         if meta["points"] is None:
-            meta["points"] = points
-        vals = columns.values(series, points, averaged, sp)
-        mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct = cost_values(
-            series, points, vals, ms.procs, ms.aggregates, ms.measured, sp)
-        number = np.array([keys.setdefault(k, len(keys)) for k in distinct] or [0], dtype=np.int64)
-        for k, v in (("mc", np.array([metric_no[m] for m in metrics] or [0], dtype=np.int64)[mc]),
-                     ("c_low", c_low), ("c_up", c_up), ("c_t", c_t), ("mod_up", mod_up), ("ok", ok),
-                     ("code", number[code])):
-            acc[k].append(v)
+            meta["points"] = res["points"]
+        number = np.array([keys.setdefault(k, len(keys)) for k in res["distinct"]] or [0], dtype=np.int64)
+        res["mc"] = np.array([metric_no[m] for m in res["metrics"]] or [0], dtype=np.int64)[res["mc"]]
+        res["code"] = number[res["code"]]
+        for k in acc:
+            acc[k].append(res[k])
         for name in ("aggregates", "kinds", "units"):
-            meta[name].update(getattr(ms, name))
-        cols = ms.model_columns(series, sp, np.arange(len(series), dtype=np.int64))
-        table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
-        for f in table.schema:
-            known = meta["types"].get(f.name)
-            if known is None or _vaguer(known, f.type):
-                meta["types"][f.name] = f.type
-        piece = tmp / f"piece-{i}.arrow"
-        with pa.OSFile(str(piece), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-            w.write_table(table)
-        pieces.append((piece, len(series)))
-        done += len(series)
-        del ms, series, sp, items, vals, cols, table
+            meta[name].update(res[name])
+        for name, t in res["types"].items():
+            known = meta["types"].get(name)
+            if known is None or _vaguer(known, t):
+                meta["types"][name] = t
+        pieces.append((res["piece"], res["n"]))
+        done += res["n"]
+        prog(done, total, "2/2 fit")
     ranking = {k: np.concatenate(v) if v else np.zeros(0) for k, v in acc.items()}
     # the growth codes as the whole file's ascending keys number them (perfcast.fit.columns.growth_codes)
     ordered = sorted(keys)

@@ -520,13 +520,7 @@ class _TextStream:
         self.done = 0  # bytes parsed
         self.last_data: list[tuple[int, int]] = []  # (number of values, block serial) of the last 2 DATA lines
         self.last_line_kind = ""
-        # text_blocks: the first REGION line not yet cut off, and what the parts cut off held
-        self.cut_base = 0
-        self.cap = 0  # text_blocks: the columns' size at most (else sized for the whole file)
         self.unterminated = False
-        self.all_names: list[pa.Array] = []
-        self.seen_cp: list[np.ndarray] = []
-        self.seen_metric: list[np.ndarray] = []
 
     # -- one line of another kind (stripped, non-empty): PARAMETER, POINTS, or an error --------
     def other(self, s: str):
@@ -719,8 +713,6 @@ class _TextStream:
             self.cols.update({f"p{i}": _Grow(np.float64) for i in range(len(self.parameters))})
         # the columns are sized by the share of the file parsed so far (no doubling, no copies)
         expect = int((self.cols["value"].n + nv) * max(1.0, self.size / max(1, self.done)) * 1.02) + 1024
-        if self.cap:
-            expect = min(expect, self.cap)
         point = line_point[val_line]
         self.cols["point"].append(point, expect)
         self.cols["cp"].append(line_cp[val_line], expect)
@@ -762,7 +754,7 @@ class _TextStream:
                        block_metric: np.ndarray) -> Experiment:
         """The Experiment of the value table ``cols`` whose REGION lines are ``names`` (REGION line
         ``base`` first), its (callpath, metric) blocks ``block_cp`` (REGION lines) and
-        ``block_metric``: the whole file, or a part of whole REGION lines (:func:`text_blocks`)."""
+        ``block_metric``: the whole file, or a range of whole REGION lines (:func:`text_range`)."""
         b = _Builder(self.parameters)
         metric_names = list(self.metric_codes)
         for code in pd.unique(block_metric):  # the metrics with values, by first use
@@ -805,37 +797,6 @@ class _TextStream:
         return Experiment(b.parameters, pd.DataFrame(frame, copy=False), b.metrics.values(), b.tree, meta,
                           owned=True)
 
-    # -- parts of whole REGION lines (text_blocks) ---------------------------------------------
-    def cut(self, rows: int, final: bool = False) -> Experiment | None:
-        """When ``rows`` values or more are held (or ``final``): the Experiment of the REGION
-        lines complete so far (all of them when ``final``), their values dropped from the table;
-        else None."""
-        if self.cols is None or (not final and self.cols["value"].n < rows):
-            return None
-        n = self.cols["value"].n
-        cpcol = self.cols["cp"].a[:n]
-        end_region = self.n_regions if final else self.region   # REGION lines before it are complete
-        k = n if final else int(np.searchsorted(cpcol, end_region, side="left"))
-        if k == 0:
-            return None
-        base = self.cut_base
-        cols = {}
-        for name, g in self.cols.items():
-            cols[name] = g.a[:k].copy()
-            rest = g.a[k:n].copy()
-            g.a[:n - k] = rest
-            g.n = n - k
-        names = pa.concat_arrays(self.names) if len(self.names) != 1 else self.names[0]
-        self.all_names.append(names.slice(0, end_region - base))
-        block_names = names.slice(0, end_region - base)
-        self.names = [names.slice(end_region - base)]
-        bcp, bmet = np.concatenate(self.block_cp), np.concatenate(self.block_metric)
-        inside = bcp < end_region
-        self.seen_cp.append(bcp[inside])
-        self.seen_metric.append(bmet[inside])
-        self.block_cp, self.block_metric = [bcp[~inside]], [bmet[~inside]]
-        self.cut_base = end_region
-        return self._experiment_of(cols, block_names, base, bcp[inside], bmet[inside])
 
 class _Grow:
     """A column grown in place: ndarray.resize reallocates (a remap of the pages for a large
@@ -893,27 +854,32 @@ def _read_text_stream(path: Path) -> Experiment:
     return st.experiment(st.unterminated)
 
 
-def _fed(path: Path, st: "_TextStream"):
-    """Feed the file to ``st`` a chunk of :data:`TEXT_CHUNK_BYTES` at a time, yielding after each
-    (``st.unterminated`` set at the end); raises _Slow for anything the streaming parser leaves
-    to the line-by-line reader."""
+def _fed(path: Path, st: "_TextStream", start: int = 0, end: int | None = None):
+    """Feed the file (its bytes ``start:end``) to ``st`` a chunk of :data:`TEXT_CHUNK_BYTES` at a
+    time, yielding after each (``st.unterminated`` set at the end); raises _Slow for anything the
+    streaming parser leaves to the line-by-line reader."""
     from . import check_readable
 
     check_readable(path)
     if path.is_dir():
         raise _Slow
-    st.size = path.stat().st_size
+    size = path.stat().st_size
+    end = size if end is None else end
+    st.size = end - start
     pool = pa.default_memory_pool()
     carry = b""
-    first = True
+    first = start == 0
     last_byte = b""
+    left = end - start
     try:
         f = open(path, "rb")
     except OSError:
         raise _Slow from None
     with f:
+        f.seek(start)
         while True:
-            block = f.read(TEXT_CHUNK_BYTES)
+            block = f.read(min(TEXT_CHUNK_BYTES, left))
+            left -= len(block)
             if first:
                 first = False
                 if block.startswith(b"\xef\xbb\xbf"):
@@ -940,47 +906,113 @@ def _fed(path: Path, st: "_TextStream"):
 
 
 class StreamUnsupported(Exception):
-    """:func:`text_blocks` does not take this file (read it whole: :func:`read_text`, whose
-    messages name the file and line of any error)."""
+    """:func:`text_ranges` / :func:`text_range` do not take this file (read it whole:
+    :func:`read_text`, whose messages name the file and line of any error)."""
 
 
-def text_blocks(path: str | Path, values: int = 1 << 22, progress=None):
-    """An Extra-P text file as Experiments of consecutive whole REGION lines, each cut once about
-    ``values`` values are held: what :func:`read_text` gives, a part at a time (its rows, metrics
-    and callpaths; each part's callpath categories and tree its own), so that a file larger than
-    memory can be modelled part by part (:mod:`perfcast.pipeline`).  Taken: files the streaming
-    parser reads (else :class:`StreamUnsupported`, also for any error: the line-by-line reader
-    names it) whose callpaths are flat (no ``->``: the tree is the callpaths in order of first
-    appearance) and each named by one REGION line only (checked when the last part has been
-    given: a consumer writes nothing before then).  ``progress(bytes read, file size)`` after
-    each chunk read."""
+#: bytes scanned at a time by :func:`text_ranges`
+_SCAN_BYTES = 64 << 20
+#: the blanks a trimmed line may start with, and those a REGION/METRIC keyword is followed by
+#: (:func:`_kinds`)
+_LEAD, _AFTER = b" \t\v\f\r", b" \t"
+
+
+def _key_lines(buf: bytes, word: bytes, pos: int = 0, first: bool = False):
+    """Start offsets of the lines of ``buf`` (from ``pos``) that are ``word`` lines as the streaming
+    parser tells them (:func:`_kinds`: the keyword first on the trimmed line, a blank after it),
+    found by ``bytes.find`` (C speed); ``first``: the first only."""
+    n = len(word)
+    while True:
+        i = buf.find(word, pos)
+        if i < 0:
+            return
+        pos = i + n
+        start = buf.rfind(b"\n", 0, i) + 1
+        if buf[i + n:i + n + 1] in (b" ", b"\t") and not buf[start:i].strip(_LEAD):
+            yield start
+            if first:
+                return
+
+
+def text_ranges(path: str | Path, nbytes: int) -> tuple[bytes, list[tuple[int, int, bytes]]]:
+    """An Extra-P text file cut into ranges of whole REGION lines of about ``nbytes`` bytes, each
+    readable alone (:func:`text_range`), so that a file larger than memory can be read, and
+    modelled, a part at a time and the parts in parallel (:mod:`perfcast.pipeline`): (the header --
+    the bytes before the first REGION line: PARAMETER and POINTS --, [(start, end, the METRIC line
+    in force at start)]).  A scan of the bytes for REGION and METRIC lines; nothing else is
+    checked here (:func:`text_range` parses, and refuses what the streaming parser would)."""
+    path = Path(path)
+    size = path.stat().st_size
+    cuts: list[tuple[int, bytes]] = []
+    metric = b""
+    want = 0
+    base = 0
+    carry = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(_SCAN_BYTES)
+            data = carry + block if carry else block
+            if not data:
+                break
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            if cut == 0:
+                if len(data) > MAX_LINE_BYTES:
+                    raise StreamUnsupported(f"{path}: a line longer than {MAX_LINE_BYTES} bytes")
+                carry = data
+                continue
+            buf, carry = data[:cut], data[cut:]
+            mets = list(_key_lines(buf, b"METRIC"))
+            k = 0
+            pos = max(0, want - base)
+            while pos < len(buf):
+                at = next(_key_lines(buf, b"REGION", pos, first=True), None)
+                if at is None:
+                    break
+                while k < len(mets) and mets[k] < at:
+                    k += 1
+                if k:
+                    metric = buf[mets[k - 1]:buf.find(b"\n", mets[k - 1]) + 1]
+                cuts.append((base + at, metric if cuts else b""))
+                want = base + at + nbytes
+                pos = want - base
+            if len(mets) > k:
+                metric = buf[mets[-1]:buf.find(b"\n", mets[-1]) + 1]
+            base += len(buf)
+            if not block:
+                break
+    if not cuts:
+        raise StreamUnsupported(f"{path}: no REGION line")
+    with open(path, "rb") as f:
+        header = f.read(cuts[0][0])
+    if header.startswith(b"\xef\xbb\xbf"):
+        header = header[3:]
+    ends = [c for c, _ in cuts[1:]] + [size]
+    return header, [(start, end, (m if m.endswith(b"\n") else m + b"\n") if m else b"")
+                    for (start, m), end in zip(cuts, ends)]
+
+
+def text_range(path: str | Path, header: bytes, start: int, end: int, metric: bytes, last: bool
+               ) -> tuple[Experiment, int]:
+    """The Experiment of the range ``start:end`` of :func:`text_ranges` (its header and METRIC
+    line given; ``last``: the file's end) -- what :func:`read_text` gives for those REGION lines
+    (their rows, callpaths and metrics; the part's own callpath categories and tree) -- and its
+    number of REGION lines.  :class:`StreamUnsupported` for what the streaming parser does not
+    take (any error: the line-by-line reader names it) and for nested callpaths (the tree orders
+    them; the parts' flat trees are the callpaths in order of first appearance)."""
     path = Path(path)
     st = _TextStream()
-    st.cap = values + values // 4
     try:
-        for _ in _fed(path, st):
-            if progress is not None:
-                progress(st.done, st.size)
-            exp = st.cut(values)
-            if exp is not None:
-                _flat(st)
-                yield exp
-        st.close_block()
-        st.final_checks(st.unterminated)
-        exp = st.cut(0, final=True)
+        if header or metric:
+            st.chunk(header + metric)
+        st.done = 0
+        for _ in _fed(path, st, start, end):
+            pass
+        exp = st.experiment(st.unterminated if last else False)
     except _Slow:
         raise StreamUnsupported(str(path)) from None
-    if exp is not None:
-        _flat(st)
-        yield exp
-    names = pa.concat_arrays(st.all_names) if st.all_names else pa.array([], pa.large_string())
-    if len(pc.unique(names)) != len(names):
-        raise StreamUnsupported(f"{path}: a callpath named by several REGION lines")
-
-
-def _flat(st: "_TextStream") -> None:
-    if pc.any(pc.match_substring(st.all_names[-1], SEP)).as_py():
-        raise StreamUnsupported("a nested callpath")
+    if exp.tree.links():
+        raise StreamUnsupported(f"{path}: nested callpaths")
+    return exp, st.n_regions
 
 
 def _sniff_text(path: Path) -> bool:
