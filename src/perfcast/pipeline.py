@@ -1,28 +1,31 @@
 """Streamed model runs: ``perfcast model FILE -o OUT.parquet`` on an input larger than memory.
 
-The file is read a block of whole REGION lines at a time (:func:`perfcast.io.extrap.text_blocks`),
-each block fitted and its rows of the table kept on disk, so memory follows the block, not the file.
+The file is cut into ranges of whole REGION lines (:func:`perfcast.io.extrap.text_ranges`, ~32 MB
+each) that are read (:func:`perfcast.io.extrap.text_range`), fitted and written a range at a time,
+``FitOptions.workers`` ranges at once in forked processes, so memory follows the range, not the file.
 The output is the in-memory run's (:meth:`perfcast.modelset.ModelSet.to_table`): the same rows in
-the same order with the same values and column types, because everything a series' row depends on
-beyond its own data is computed over the whole file first:
+the same order with the same values and column types (the same bytes), because everything a
+series' row depends on beyond its own data is computed over the whole file first:
 
-1. **Survey** (one pass): per fitting group (:func:`perfcast.fit.series.group_parts`: options,
+1. **Survey** (a first pass): per fitting group (:func:`perfcast.fit.series.group_parts`: options,
    points, strong-scaling part) the per-series sums of the noise-shape estimate
-   (:func:`perfcast.fit.shape.shape_sums`: ~190 bytes per series of 6 points), the metrics in order
+   (:func:`perfcast.fit.shape.shape_sums`: ~110 bytes per series of 6 points), the metrics in order
    of first use, the largest repetition count and the number of values (whether the fit keeps the
-   repetitions).  Each group's shape is then :func:`perfcast.fit.shape.shape_from_sums` of all its
-   series, as :func:`perfcast.fit.core.fit_group` estimates it from the whole group.
-2. **Fit** (a second pass): each block is fitted with its groups' shapes
-   (``fit_group(shape=...)``; each series' fit depends on nothing else of its group but the drift,
+   repetitions), and each callpath named once.  Each group's shape is then
+   :func:`perfcast.fit.shape.shape_from_sums` of all its series, as
+   :func:`perfcast.fit.core.fit_group` estimates it from the whole group.
+2. **Fit** (a second pass): each range is read again and fitted with its groups' shapes
+   (``fit_group(shape=...)``; a series' fit depends on nothing else of its group but the drift,
    :mod:`perfcast.fit.core`), segmented and made a :class:`~perfcast.modelset.ModelSet`; its rows'
    model columns (:meth:`~perfcast.modelset.ModelSet.model_columns`) go to a temporary Arrow file,
    the ranking's per-series columns (:func:`perfcast.analysis.ranking.cost_values`, ~50 bytes per
-   series) stay in memory.
+   series) to the parent.
 3. **Rank and write**: the ``cost`` ranking of all series at once
    (:func:`perfcast.analysis.ranking.cost_order`: the roots summed over every series), then the rows
-   sorted into rank order through buckets of one Parquet row group each (a pass over the temporary
-   rows distributes them, a bucket at a time is sorted and written), into a temporary file put in
-   place at the end (:func:`perfcast.output.atomic_file`): an error anywhere leaves nothing.
+   sorted into rank order through buckets of one Parquet row group each (one pass over the
+   temporary rows distributes them; a bucket at a time is sorted and written), into a temporary
+   file put in place at the end (:func:`perfcast.output.atomic_file`): an error anywhere leaves
+   nothing.
 
 The table holds no intervals, so the leave-largest-out check of the fit, whose only product is the
 drift of the intervals, is skipped (``fit_group(check=False)``: the same models otherwise).
@@ -103,18 +106,19 @@ def model_table(path: str | Path, output: str | Path, *, force: bool, options=No
     prog = progress or (lambda done, total, what="": None)
     try:
         header, ranges = text_ranges(path, BLOCK_BYTES)
-        job = (path, header, ranges, opts, locations, averaged)
-        survey = _survey(job, workers, prog)
     except StreamUnsupported:
         return None
-    if survey is None:
-        return None
-    tmp = tempfile.mkdtemp(prefix=".perfcast-stream-", dir=_parent(output))
-    try:
-        ranking, pieces, meta = _fit(job, survey, workers, Path(tmp), prog)
-        return _write(output, force, ranking, pieces, meta, Path(tmp), prog)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with _Pool((path, header, ranges, opts, locations, averaged), workers) as pool:
+        try:
+            survey = _survey(pool, prog)
+        except StreamUnsupported:
+            return None
+        tmp = tempfile.mkdtemp(prefix=".perfcast-stream-", dir=_parent(output))
+        try:
+            ranking, pieces, meta = _fit(pool, survey, Path(tmp), prog)
+            return _write(output, force, ranking, pieces, meta, Path(tmp), prog)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _parent(output) -> str:
@@ -122,26 +126,42 @@ def _parent(output) -> str:
     return str(parent) if str(parent) else "."
 
 
-#: what the forked workers of a pass read (set in the parent before the fork, inherited)
+#: what the forked workers read (set in the parent before the fork, inherited): (path, header,
+#: ranges, options, locations, averaged)
 _JOB: tuple | None = None
 
 
-def _mapped(fn, job: tuple, n: int, workers: int):
-    """``fn(k)`` for the ranges k = 0..n-1, results in order: in ``workers`` forked processes (where
-    the platform forks), else here."""
-    global _JOB
-    _JOB = job
-    try:
-        if workers > 1 and n > 1:
-            import multiprocessing as mp
+class _Pool:
+    """``workers`` processes forked once, before the parent holds anything large (a worker forked
+    later would hold the parent's pages too), mapping over the ranges; here when one worker or
+    the platform does not fork."""
+
+    def __init__(self, job: tuple, workers: int):
+        global _JOB
+        import multiprocessing as mp
+
+        _JOB = job
+        self.pool = None
+        if workers > 1 and len(job[2]) > 1 and "fork" in mp.get_all_start_methods():
             from concurrent.futures import ProcessPoolExecutor
 
-            if "fork" in mp.get_all_start_methods():
-                with ProcessPoolExecutor(min(workers, n), mp_context=mp.get_context("fork")) as pool:
-                    yield from pool.map(fn, range(n))
-                return
-        yield from map(fn, range(n))
-    finally:
+            self.pool = ProcessPoolExecutor(min(workers, len(job[2])), mp_context=mp.get_context("fork"))
+
+    def map(self, fn, *args):
+        """``fn(k, *args)`` for every range k, results in order."""
+        from functools import partial
+
+        f = partial(fn, *args) if args else fn
+        ks = range(len(_JOB[2]))
+        return self.pool.map(f, ks) if self.pool is not None else map(f, ks)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        global _JOB
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
         _JOB = None
 
 
@@ -180,7 +200,7 @@ def _survey_range(k: int) -> dict:
             "names": pa.array(exp.tree.paths, type=pa.large_string())}
 
 
-def _survey(job: tuple, workers: int, prog) -> dict | None:
+def _survey(pool: _Pool, prog) -> dict:
     """Pass 1: the groups' noise shapes, the metrics in order of first use, the largest repetition
     count, the numbers of series, points and values; None when not taken."""
     import pyarrow as pa
@@ -189,13 +209,13 @@ def _survey(job: tuple, workers: int, prog) -> dict | None:
     from .fit.shape import shape_from_sums
     from .io.extrap import StreamUnsupported
 
-    ranges = job[2]
+    ranges = _JOB[2]
     sums: dict = {}
     metrics: dict[str, int] = {}
     widths: set = set()
     S = nvalues = points = regions = 0
     names = []
-    for k, res in enumerate(_mapped(_survey_range, job, len(ranges), workers)):
+    for k, res in enumerate(pool.map(_survey_range)):
         widths.add(res["width"])
         if len(widths) > 1 and max(widths) > 7:
             # repetitions padded to another width sum in another order (beyond 7 values: pairwise)
@@ -228,7 +248,7 @@ def _survey(job: tuple, workers: int, prog) -> dict | None:
             "use_reps": R >= 2 and S * points * R <= 2 * nvalues}
 
 
-def _fit_range(k: int) -> dict:
+def _fit_range(survey: dict, tmp: Path, k: int) -> dict:
     """Pass 2 of one range: fitted, segmented, its rows' model columns written to a temporary Arrow
     file, the ranking's per-series columns returned."""
     import pyarrow as pa
@@ -239,7 +259,7 @@ def _fit_range(k: int) -> dict:
     from .fit.series import _fit_series, ordered_series
     from .modelset import model_set
 
-    opts, locations, averaged, survey, tmp = _JOB[3:8]
+    opts, locations, averaged = _JOB[3:6]
     exp, _, stats = _read(k)
     groups, cps, mts, gnum, grow = _fit_series(
         exp, opts, locations, None, statistics=stats, shapes=survey["shapes"].get, check=False,
@@ -267,7 +287,7 @@ def _fit_range(k: int) -> dict:
             **{name: getattr(ms, name) for name in ("aggregates", "kinds", "units")}}
 
 
-def _fit(job: tuple, survey: dict, workers: int, tmp: Path, prog):
+def _fit(pool: _Pool, survey: dict, tmp: Path, prog):
     """Pass 2: each range fitted (:func:`_fit_range`); the ranking's per-series columns
     concatenated, codes renumbered over the whole file."""
     metric_order = survey["metrics"]
@@ -278,7 +298,7 @@ def _fit(job: tuple, survey: dict, workers: int, tmp: Path, prog):
     meta: dict = {"aggregates": {}, "kinds": {}, "units": {}, "points": None, "types": {}}
     total = survey["series"]
     done = 0
-    for res in _mapped(_fit_range, (*job, survey, tmp), len(job[2]), workers):
+    for res in pool.map(_fit_range, survey, tmp):
         if meta["points"] is None:
             meta["points"] = res["points"]
         number = np.array([keys.setdefault(k, len(keys)) for k in res["distinct"]] or [0], dtype=np.int64)
