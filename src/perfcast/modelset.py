@@ -1076,7 +1076,7 @@ class ModelSet:
             for k, v in (("value", pr.value[idx]), ("lower", pr.lower[idx]), ("upper", pr.upper[idx])):
                 cols[k] = _float_column(v, np.isnan(v))
             cols["clipped"] = pa.array(pr.clipped[idx], type=pa.bool_())
-            cols["confidence"] = text(pr.conf[idx].tolist())
+            cols["confidence"] = pa.array(pr.conf[idx].tolist(), type=pa.large_string())
             if pr.line:
                 cols["line"] = pa.array([pr.line.get(s) for s in order])
         return _arrow_table(cols)
