@@ -217,3 +217,22 @@ def test_shape_from_parts_is_the_whole_groups():
         assert np.array_equal(getattr(a, f)[:100], getattr(b, f), equal_nan=True), f
         assert np.array_equal(getattr(a, f), getattr(c, f), equal_nan=True), f
     assert np.all(c.drift == 0) and np.any(a.drift > 0)
+
+
+def test_reader_warnings_are_the_whole_files(capsys, tmp_path, small_blocks):
+    """Negative times in several ranges: the streamed run prints the in-memory reader's warning
+    (the count and the smallest over the whole file, against its largest value)."""
+    src = tmp_path / "neg.txt"
+    _write_mixed(src, regions=120)
+    lines = src.read_text().splitlines()
+    data = [i for i, ln in enumerate(lines) if ln.startswith("DATA")]
+    for i, v in zip((data[3], data[601], data[1297]), ("-0.5", "-2.25", "-0.125")):   # time blocks
+        lines[i] = "DATA " + " ".join([v] + lines[i].split()[2:])
+    src.write_text("\n".join(lines) + "\n")
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    _, _, err_stream = cli(capsys, "model", src, "-o", a, "--stream")
+    _, _, err_memory = cli(capsys, "model", src, "-o", b, "--no-stream")
+    warned = [ln for ln in err_stream.splitlines() if ln.startswith("perfcast: warning:")]
+    assert warned == [ln for ln in err_memory.splitlines() if ln.startswith("perfcast: warning:")]
+    assert len(warned) == 1 and "3 negative value(s) (smallest -2.25)" in warned[0]
+    assert a.read_bytes() == b.read_bytes()

@@ -757,7 +757,7 @@ def _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations
     """``model -o FILE.parquet`` streamed (perfcast.pipeline) when the input is one it takes: the
     number of series written, or None (nothing written: model in memory)."""
     from .pipeline import model_table, streamable
-    from .report.terminal import progress
+    from .report.terminal import err, progress
 
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx is not None else {}
@@ -769,7 +769,8 @@ def _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations
     options, _ = _fit_options(max_terms, negative)
     with progress("modeling", enabled=None if not quiet else False) as cb:
         return model_table(inputs[0], output, force=force, options=options, locations=locations, averaged=averaged,
-                           progress=cb)
+                           progress=cb, warn=lambda w: err.print(f"perfcast: warning: {w}", markup=False,
+                                                                 highlight=False))
 
 
 def _metric_label(metric: str, aggregates) -> str:

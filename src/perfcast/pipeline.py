@@ -89,11 +89,13 @@ def streamable(path: str | Path, fmt: str | None, output: str | Path, forced: bo
 
 
 def model_table(path: str | Path, output: str | Path, *, force: bool, options=None, locations: str = "auto",
-                averaged: bool = False, progress: Callable[[int, int, str], None] | None = None) -> int | None:
+                averaged: bool = False, progress: Callable[[int, int, str], None] | None = None,
+                warn: Callable[[str], None] | None = None) -> int | None:
     """Write ``perfcast model PATH -o OUTPUT`` (a ``.parquet`` file; ``by="cost"``, default target)
     streamed (module docstring); the number of series written, or None when the file is not one
     this takes (nothing written; model it in memory).  ``options.workers`` processes read and fit
-    the blocks (each block's fit in one process)."""
+    the blocks (each block's fit in one process).  ``warn``: given the reader's warnings about
+    the whole file (negative times, parameter values <= 0) before the fit."""
     from dataclasses import replace
 
     from .fit import FitOptions
@@ -113,6 +115,8 @@ def model_table(path: str | Path, output: str | Path, *, force: bool, options=No
             survey = _survey(pool, prog)
         except StreamUnsupported:
             return None
+        for w in survey["warnings"] if warn is not None else ():
+            warn(w)
         tmp = tempfile.mkdtemp(prefix=".perfcast-stream-", dir=_parent(output))
         try:
             ranking, pieces, meta = _fit(pool, survey, Path(tmp), prog)
@@ -195,7 +199,10 @@ def _survey_range(k: int) -> dict:
             sums[key] = (r.astype(np.uint16), p2, p3, p4)
     import pyarrow as pa
 
+    from .io import implausible_parameters, time_extremes
+
     return {"sums": sums, "metrics": list(exp.metrics), "width": int(st["count"].max()), "values": len(stats[3]),
+            "warnings": implausible_parameters(exp) if k == 0 else [], "times": time_extremes(exp),
             "series": len(cps), "points": int(st[exp.parameters[0]].nunique()), "regions": regions,
             "names": pa.array(exp.tree.paths, type=pa.large_string())}
 
@@ -215,7 +222,13 @@ def _survey(pool: _Pool, prog) -> dict:
     widths: set = set()
     S = nvalues = points = regions = 0
     names = []
+    warnings: list = []
+    times: dict = {}
     for k, res in enumerate(pool.map(_survey_range)):
+        warnings += res["warnings"]
+        for name, (big, neg) in res["times"].items():
+            big0, neg0 = times.get(name, (big, neg[:0]))
+            times[name] = (max(big0, big), np.concatenate([neg0, neg]))
         widths.add(res["width"])
         if len(widths) > 1 and max(widths) > 7:
             # repetitions padded to another width sum in another order (beyond 7 values: pairwise)
@@ -244,7 +257,10 @@ def _survey(pool: _Pool, prog) -> dict:
         r, p2, p3, p4, n = sums.pop(key)
         shapes[key] = shape_from_sums(r.take().reshape(-1, n), p2.take().reshape(-1, n), p3.take(),
                                       p4.take().reshape(-1, n))
+    from .io import implausible_times
+
     return {"shapes": shapes, "metrics": list(metrics), "R": R, "series": S,
+            "warnings": list(dict.fromkeys(warnings + implausible_times(times))),
             "use_reps": R >= 2 and S * points * R <= 2 * nvalues}
 
 
