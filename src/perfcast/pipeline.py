@@ -54,26 +54,6 @@ BLOCK_BYTES = 32 << 20
 ROW_GROUP = 1 << 20
 
 
-class _Column:
-    """A flat array grown in place (ndarray.resize: no copy of what is held)."""
-
-    def __init__(self, dtype):
-        self.a = np.empty(1 << 16, dtype=dtype)
-        self.n = 0
-
-    def add(self, x: np.ndarray) -> None:
-        x = np.ravel(x)
-        need = self.n + len(x)
-        if need > len(self.a):
-            self.a.resize(max(need, len(self.a) * 3 // 2), refcheck=False)
-        self.a[self.n:need] = x
-        self.n = need
-
-    def take(self) -> np.ndarray:
-        self.a.resize(self.n, refcheck=False)
-        return self.a
-
-
 def streamable(path: str | Path, fmt: str | None, output: str | Path, forced: bool = False) -> bool:
     """Whether ``perfcast model PATH -o OUTPUT`` is streamed: a ``.parquet`` output, an Extra-P
     text file (given or detected) of :data:`STREAM_BYTES` or more (any size when ``forced``)."""
@@ -214,7 +194,7 @@ def _survey(pool: _Pool, prog) -> dict:
     import pyarrow.compute as pc
 
     from .fit.shape import shape_from_sums
-    from .io.extrap import StreamUnsupported
+    from .io.extrap import StreamUnsupported, _Grow
 
     ranges = _JOB[2]
     sums: dict = {}
@@ -241,9 +221,9 @@ def _survey(pool: _Pool, prog) -> dict:
         for name in res["metrics"]:
             metrics.setdefault(name, len(metrics))
         for key, arrays in res["sums"].items():
-            cols = sums.setdefault(key, [_Column(a.dtype) for a in arrays] + [arrays[1].shape[1]])
+            cols = sums.setdefault(key, [_Grow(a.dtype) for a in arrays] + [arrays[1].shape[1]])
             for c, v in zip(cols, arrays):
-                c.add(v)
+                c.append(v.ravel(), 0)
         del res
         prog(ranges[k][1], ranges[-1][1], "1/2 survey")
     # each callpath named by one REGION line (else its series would be split over ranges)

@@ -1131,11 +1131,9 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     out_drift = np.zeros(S)
     miss = np.full(S, np.nan)      # leave-largest-out: squared misses and what intervals allowed
     allowed = np.full(S, np.nan)
-    hold = _holdout(X, usable)
+    hold = _holdout(X, usable) if check else None
     signed = None if hold is None else np.full((S, int((~hold[0]).sum())), np.nan)
     growth = GROWTH[0]
-    if not check:
-        hold = None
     if hold is not None and m == 1 and n >= 3:
         # single-parameter groups only: on 5x5 multi-parameter sets the second rerun cost 15-30% of
         # the modelling time and estimated no growth beyond the quadratic floor (bench/README.md)
