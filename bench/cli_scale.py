@@ -36,7 +36,12 @@ Targets (issue 17; printed next to the measured numbers, PASS/FAIL):
     >= 100x on 2 parameters (the issue states them at 30k series; add 30000 to --sizes to measure
     exactly there; every row shows its ratio against the target).
   - 1,000,000 series (1 parameter, 6 points) through the CLI to Parquet in <= 60 s and <= 4 GB;
-    growth exponent <= 1.1 from 10k to 1M.
+    growth exponent <= 1.1 from 10k to 1M; 10,000,000 series (``--sizes 1M,10M --commands parquet
+    --workers 2``: a 2.8 GB input, generated once, ~5 min) in <= 600 s, streamed (inputs from 256 MB
+    on: perfcast.pipeline).  "peak MB" is the perfcast process's own peak (``ru_maxrss``: it, or its
+    largest forked worker), "tree MB" the largest sum of the proportional set sizes of the process
+    and its workers (sampled; a page shared after the fork counts once); the memory targets are
+    checked against the larger of the two.
   - report on 10k callpaths <= 10 s.
   - 200 MB text input <= 20 s and <= 1 GB (``--sizes ...,200MB``: a 1-parameter file of that size,
     read by ``show`` and ``import``).
@@ -82,7 +87,8 @@ COMMANDS = ["startup", "read", "import", "model", "json", "parquet", "predict", 
 RATIO_TARGET = {"model": (300, 100), "json": (300, 100), "predict": (300, 100), "check": (300, 100),
                 "parquet": (300, 100)}
 #: absolute targets: (command, params, size) -> (seconds, MB)
-ABS_TARGET = {("parquet", 1, 1_000_000): (60.0, 4000.0), ("report", 1, 10_000): (10.0, None),
+ABS_TARGET = {("parquet", 1, 1_000_000): (60.0, 4000.0), ("parquet", 1, 10_000_000): (600.0, None),
+              ("report", 1, 10_000): (10.0, None),
               ("report", 2, 10_000): (10.0, None), ("read", 1, "200MB"): (20.0, 1000.0),
               ("import", 1, "200MB"): (20.0, 1000.0)}
 GROWTH_TARGET = 1.1   # 10k -> 1M
@@ -219,22 +225,56 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _pss_mb(pid: int) -> float:
+    """Proportional set size of ``pid`` (each shared page divided among the processes sharing it);
+    its RSS where the kernel gives no smaps_rollup."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return _rss_mb(pid)
+
+
+def _tree_mb(pid: int) -> float:
+    """Memory of ``pid`` and all its descendants (forked workers): their proportional set sizes
+    summed (pages a worker shares with the parent after the fork count once)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += _pss_mb(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+        except OSError:
+            pass
+    return total
+
+
 def run_measured(argv: list[str], stdout_path: Path, timeout: float, mem_limit_mb: float) -> dict:
-    """Run ``argv`` as one child; wall, CPU (user+sys) and peak RSS of that child (os.wait4)."""
+    """Run ``argv`` as one child; wall, CPU (user+sys) and peak RSS of that child (os.wait4: its
+    own, or its largest waited-for descendant's), and the peak of the memory of the child and its
+    descendants (``tree_mb``: proportional set sizes summed, sampled every 0.02-0.2 s)."""
     load = os.getloadavg()[0]
     with open(stdout_path, "wb") as out, open(stdout_path.with_suffix(".err"), "wb") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=err)
         status, ru, killed = None, None, None
+        tree = 0.0
         while True:
             pid, st, r = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 status, ru = st, r
                 break
             el = time.perf_counter() - t0
+            now = _tree_mb(proc.pid)
+            tree = max(tree, now)
             if el > timeout:
                 killed = "timeout"
-            elif mem_limit_mb and _rss_mb(proc.pid) > mem_limit_mb:
+            elif mem_limit_mb and now > mem_limit_mb:
                 killed = "memory"
             if killed:
                 proc.kill()
@@ -244,6 +284,7 @@ def run_measured(argv: list[str], stdout_path: Path, timeout: float, mem_limit_m
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     res = {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "maxrss_mb": ru.ru_maxrss / 1024,
+           "tree_mb": max(tree, ru.ru_maxrss / 1024),
            "exit": proc.returncode, "load": load, "killed": killed,
            "out_mb": stdout_path.stat().st_size / 1e6}
     if killed is None and proc.returncode not in (0, 1):
@@ -474,6 +515,7 @@ def main(argv=None) -> int:
 
 
 HEADER = (f"| {'command':20s} | par | {'size':>5s} | {'wall s':>7s} | {'cpu s':>7s} | {'peak MB':>7s} | "
+          f"{'tree MB':>7s} | "
           f"{'ms/series':>9s} | {'vs Extra-P':>10s} | {'cpu vs E-P':>10s} | {'target':>6s} | {'growth':>6s} | {'load':>4s} | status")
 
 
@@ -492,11 +534,13 @@ def row_line(r: dict) -> str:
         tgt = f">={r['ratio_target']}x"
         status += " PASS" if r["ratio_extrap"] >= r["ratio_target"] else " FAIL"
     if "target_s" in r:
-        ok = r["wall_s"] <= r["target_s"] and (r["target_mb"] is None or r["maxrss_mb"] <= r["target_mb"])
+        mb = max(r["maxrss_mb"], r.get("tree_mb") or 0)
+        ok = r["wall_s"] <= r["target_s"] and (r["target_mb"] is None or mb <= r["target_mb"])
         lim = f"<={r['target_s']:.0f}s" + (f"/{r['target_mb'] / 1000:.0f}GB" if r["target_mb"] else "")
         status += f"; {lim} {'PASS' if ok else 'FAIL'}"
     return (f"| {r['label']:20s} | {r['params']:3d} | {fmt_size(r['size']):>5s} | {f('wall_s', '7.2f')} | "
-            f"{f('cpu_s', '7.2f')} | {f('maxrss_mb', '7.0f')} | {f('ms_per_series', '9.3f')} | {ratio:>10s} | "
+            f"{f('cpu_s', '7.2f')} | {f('maxrss_mb', '7.0f')} | {f('tree_mb', '7.0f')} | "
+            f"{f('ms_per_series', '9.3f')} | {ratio:>10s} | "
             f"{cratio:>10s} | "
             f"{tgt:>6s} | {f('growth', '6.2f')} | {f('load', '4.1f')} | {status}")
 

@@ -583,11 +583,21 @@ def _workers_option(ctx, _param, value):
 
 def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, averaged=False):
     """The one model set every modelling command reads (perfcast.modelset.model), with progress."""
+    from .modelset import model
+    from .report.terminal import progress
+
+    options, session = _fit_options(max_terms, negative)
+    with session, progress("modeling", enabled=None if not quiet else False) as cb:
+        return model(exp, metrics, callpaths, max_terms=max_terms, negative=negative, locations=locations,
+                     averaged=averaged, options=options, progress=lambda done, total: cb(done, total, ""))
+
+
+def _fit_options(max_terms, negative):
+    """(FitOptions from --terms, --negative, --workers and --dask; the Dask session, or a null
+    context)."""
     import contextlib
 
     from .fit import FitOptions
-    from .modelset import model
-    from .report.terminal import progress
 
     ctx = click.get_current_context(silent=True)
     workers = ctx.meta.get("workers", 1) if ctx is not None else 1
@@ -603,10 +613,7 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, 
         from .fit import cluster
 
         session = cluster.session(dask)   # one connection for all groups; checked before any fitting
-    options = FitOptions(max_terms=max_terms, negative=negative, workers=workers, dask=dask)
-    with session, progress("modeling", enabled=None if not quiet else False) as cb:
-        return model(exp, metrics, callpaths, max_terms=max_terms, negative=negative, locations=locations,
-                     averaged=averaged, options=options, progress=lambda done, total: cb(done, total, ""))
+    return FitOptions(max_terms=max_terms, negative=negative, workers=workers, dask=dask), session
 
 
 def _table_output_options(f):
@@ -620,9 +627,13 @@ def _table_output_options(f):
 def _wrote(output, n, what, as_json, frame, records, force, table=None):
     """Write a command's table to --output (perfcast.output.write_table) and say so in one line."""
     from .output import write_table
+
+    return _say_wrote(write_table(output, frame, records, force, table), n, what, as_json)
+
+
+def _say_wrote(path, n, what, as_json):
     from .report.terminal import err, write_json
 
-    path = write_table(output, frame, records, force, table)
     if as_json:
         return write_json("written", {"output": str(path), "what": what, "count": n})
     err.print(f"perfcast: wrote {n} {what} to {path}", markup=False, highlight=False)
@@ -667,8 +678,13 @@ _averaged_option = click.option(
 @_averaged_option
 @click.option("--json", "as_json", is_flag=True, help="Print every model as JSON.")
 @_table_output_options
+@click.option("--stream/--no-stream", "stream", default=None,
+              help="-o FILE.parquet from one Extra-P text file: read, fit and write it a block of callpaths "
+                   "at a time, so memory follows the block, not the file (the same table; default: for "
+                   "inputs from 256 MB on; perfcast.pipeline).  Without --target, ranked by cost, all "
+                   "metrics and callpaths; other runs model in memory.")
 def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, target, by, limit,
-              averaged, as_json, output, force):
+              averaged, as_json, output, force, stream):
     """Fit a scaling model to every callpath x metric, ranked as scalability bugs.
 
     Ranking (--by cost, the default): the per-process cost increase from the smallest measured
@@ -694,6 +710,10 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 
         table_format(output)
         check_file_output(output, force)
+        if stream is not False and not (points or params or metrics or callpaths or target) and by == "cost":
+            n = _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations, averaged, as_json)
+            if n is not None:
+                return _say_wrote(output, n, "models", as_json)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
@@ -764,6 +784,26 @@ def _oversubscribed(ms, quiet: bool, measured=None) -> dict:
                          "their times are not what the application takes on enough cores"),
                       markup=False, highlight=False)
     return {"oversubscribed": {k: o.to_dict() for k, o in found.items()}} if found else {}
+
+
+def _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations, averaged, quiet):
+    """``model -o FILE.parquet`` streamed (perfcast.pipeline) when the input is one it takes: the
+    number of series written, or None (nothing written: model in memory)."""
+    from .pipeline import model_table, streamable
+    from .report.terminal import err, progress
+
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx is not None else {}
+    if len(inputs) != 1 or meta.get("dask") or any(meta.get(f"perfcast.{k}") for k in
+                                                   ("statistic", "scaling", "timeseries", "where")):
+        return None
+    if not streamable(inputs[0], fmt, output, forced=bool(stream)):
+        return None
+    options, _ = _fit_options(max_terms, negative)
+    with progress("modeling", enabled=None if not quiet else False) as cb:
+        return model_table(inputs[0], output, force=force, options=options, locations=locations, averaged=averaged,
+                           progress=cb, warn=lambda w: err.print(f"perfcast: warning: {w}", markup=False,
+                                                                 highlight=False))
 
 
 def _metric_label(metric: str, aggregates) -> str:

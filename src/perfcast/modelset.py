@@ -1071,7 +1071,6 @@ class ModelSet:
         row, dict per row or per term; :mod:`perfcast.fit.columns`)."""
         import pyarrow as pa
 
-        from .analysis.ranking import codes
         from .fit import columns
 
         if not self.series:
@@ -1080,28 +1079,8 @@ class ModelSet:
         parts = columns.split(series)
         _, order, rc = self._ranking(target, by, series, parts)
         idx = np.asarray(order, dtype=np.int64)
-        # the columns in rank order: arrays taken at ``idx`` (texts per metric taken by the metric's
-        # number); the model's columns from the split of the ranked series
-        at = pa.array(idx)
-        metric_no, metrics = codes(list(map(_METRIC, series)))
-        by_metric = pa.array(metric_no[idx])
-        text = lambda values: pa.array(values, type=pa.large_string())  # noqa: E731  (as _arrow_column)
         cols: dict = {"rank": pa.array(np.arange(1, len(order) + 1, dtype=np.int64)),
-                      "callpath": text(list(map(_CALLPATH, series))).take(at),
-                      "metric": text(metrics).take(by_metric),
-                      "unit": text([self.units.get(mt, "") for mt in metrics]).take(by_metric),
-                      "aggregate": text([self.aggregates.get(mt, "") for mt in metrics]).take(by_metric)}
-        ranked = list(map(series.__getitem__, order))
-        parts = columns.take(parts, len(series), idx)
-        cols["formula"] = text(columns.formulas(ranked, parts=parts))
-        cols["status"] = text(["insufficient", "ok"]).take(pa.array(columns.status_ok(ranked, parts).view(np.int8)))
-        has, offsets, coef, kind, factors = columns.terms(ranked, parts)
-        const = np.asarray(columns.constants(ranked, parts), dtype=float)
-        cols["constant"] = _float_column(const, ~has)
-        cols["terms"] = _terms_column(has, offsets, coef, kind, factors)
-        smape, s_none, noise, n_none = columns.quality(ranked, parts)
-        cols["smape"] = _float_column(smape, s_none)
-        cols["noise"] = _float_column(noise, n_none)
+                      **self.model_columns(series, parts, idx)}
         if by == "cost" and rc["by"] == "cost":
             inc = rc["increase"][idx]
             cols["increase"] = _float_column(inc, np.isnan(inc))
@@ -1113,10 +1092,44 @@ class ModelSet:
             for k, v in (("value", pr.value[idx]), ("lower", pr.lower[idx]), ("upper", pr.upper[idx])):
                 cols[k] = _float_column(v, np.isnan(v))
             cols["clipped"] = pa.array(pr.clipped[idx], type=pa.bool_())
-            cols["confidence"] = text(pr.conf[idx].tolist())
+            cols["confidence"] = pa.array(pr.conf[idx].tolist(), type=pa.large_string())
             if pr.line:
                 cols["line"] = pa.array([pr.line.get(s) for s in order])
         return _arrow_table(cols)
+
+
+    def model_columns(self, series: list, parts, idx: np.ndarray) -> dict:
+        """The columns of :meth:`to_table` that each series' model gives alone (callpath, metric,
+        unit, aggregate, formula, status, constant, terms, smape, noise) for the series at ``idx``
+        of ``series`` (``self.series`` as a list; ``parts`` its :func:`perfcast.fit.columns.split`),
+        in that order: pyarrow arrays."""
+        import pyarrow as pa
+
+        from .analysis.ranking import codes
+        from .fit import columns
+
+        # arrays taken at ``idx`` (texts per metric taken by the metric's number); the model's
+        # columns from the split of the series taken
+        at = pa.array(idx)
+        metric_no, metrics = codes(list(map(_METRIC, series)))
+        by_metric = pa.array(metric_no[idx])
+        text = lambda values: pa.array(values, type=pa.large_string())  # noqa: E731  (as _arrow_column)
+        cols: dict = {"callpath": text(list(map(_CALLPATH, series))).take(at),
+                      "metric": text(metrics).take(by_metric),
+                      "unit": text([self.units.get(mt, "") for mt in metrics]).take(by_metric),
+                      "aggregate": text([self.aggregates.get(mt, "") for mt in metrics]).take(by_metric)}
+        ranked = list(map(series.__getitem__, idx.tolist()))
+        parts = columns.take(parts, len(series), idx)
+        cols["formula"] = text(columns.formulas(ranked, parts=parts))
+        cols["status"] = text(["insufficient", "ok"]).take(pa.array(columns.status_ok(ranked, parts).view(np.int8)))
+        has, offsets, coef, kind, factors = columns.terms(ranked, parts)
+        const = np.asarray(columns.constants(ranked, parts), dtype=float)
+        cols["constant"] = _float_column(const, ~has)
+        cols["terms"] = _terms_column(has, offsets, coef, kind, factors)
+        smape, s_none, noise, n_none = columns.quality(ranked, parts)
+        cols["smape"] = _float_column(smape, s_none)
+        cols["noise"] = _float_column(noise, n_none)
+        return cols
 
 
 def _arrow_column(values: list):

@@ -14,6 +14,7 @@ Stores (``NAME.perfcast`` directories) are written by :mod:`perfcast.store`;
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -94,16 +95,26 @@ def check_store_output(path: str | Path, force: bool) -> Path:
 def write_file(path: str | Path, data: str | bytes, force: bool, encoding: str = "utf-8") -> Path:
     """Write ``data`` to ``path`` atomically under the rule above; OS errors (disk full, read-only
     file system, permission) become one :class:`PerfcastError` naming ``path``."""
+    raw = data.encode(encoding) if isinstance(data, str) else data
+    with atomic_file(path, force) as f:
+        f.write(raw)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path, force: bool):
+    """A binary file object writing ``path`` atomically under the rule above: a temporary file
+    beside it, put in place when the block ends without an error, else removed (nothing
+    half-written); OS errors become one :class:`PerfcastError` naming ``path``."""
     path = check_file_output(path, force)
     parent = _parent(path)
-    raw = data.encode(encoding) if isinstance(data, str) else data
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     except OSError as e:
         raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)
@@ -119,7 +130,6 @@ def write_file(path: str | Path, data: str | bytes, force: bool, encoding: str =
         if isinstance(e, OSError):
             raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None
         raise
-    return path
 
 
 def os_reason(e: OSError) -> str:

@@ -222,14 +222,16 @@ def codes(values: list) -> tuple[np.ndarray, list]:
     return np.fromiter(map(number.__getitem__, values), dtype=np.int64, count=len(values)), distinct
 
 
-def _descending(keys: list) -> list:
+def _descending(keys: list, array: bool = False) -> list:
     """Positions ordered by the tuples of ``keys`` (arrays, most significant first) descending,
     ties in their order: what ``sorted(range(S), key=tuples, reverse=True)`` gives (booleans and
-    integers as such, floats without NaN)."""
+    integers as such, floats without NaN); ``array``: as an integer array."""
     cols = []
     for k in reversed(keys):
         k = np.asarray(k)
         cols.append(~k if k.dtype == bool else -k)
+    if array:
+        return np.lexsort(cols) if cols and len(cols[0]) else np.zeros(0, dtype=np.int64)
     return np.lexsort(cols).tolist() if cols and len(cols[0]) else []
 
 
@@ -260,6 +262,27 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
                 units, parts):
     """The ``cost`` order of ``items`` from the models' values ``vals`` (S, 3) at ``points`` (the
     smallest measured process count, the largest measured point, the target)."""
+    mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct = cost_values(items, points, vals, procs, aggregates,
+                                                                           measured, parts)
+    top = np.ones(len(items), dtype=bool)
+    if S := len(items):
+        for m, metric in enumerate(metrics):
+            if metric in inclusive:
+                rows = np.flatnonzero(mc == m).tolist()
+                cps = {items[s].callpath for s in rows}
+                for s in rows:
+                    top[s] = not _has_ancestor(items[s].callpath, cps, parents)
+    return cost_order(mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct, top, preds, points, aggregates,
+                      negligible, kinds, units)
+
+
+def cost_values(items, points, vals, procs, aggregates, measured, parts) -> tuple:
+    """What the ``cost`` order needs of each series, each from its own model and measurements:
+    (metric codes, the metrics they number, per-process cost at the smallest measured process
+    count, at the largest measured point (measured), at the target, the model's at the largest
+    measured point, usable, growth codes, the growth keys they number) -- :func:`cost_order` ranks
+    them; the series of a larger set computed in parts and concatenated (the codes renumbered)
+    give the order of the whole (:mod:`perfcast.pipeline`)."""
     from ..fit import columns
 
     low, up, tgt = points
@@ -291,27 +314,36 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
     c_low = per_process(np.where(given[:, 0], meas[:, 0], vals[:, 0]), low)
     c_up = per_process(np.where(given[:, 1], meas[:, 1], vals[:, 1]), up)
     c_t = per_process(vals[:, 2], tgt)
+    # a segmented model predicts (counts as usable whatever its status)
+    seg = np.zeros(S, dtype=bool)
+    for s in parts[1]:
+        seg[s] = bool(getattr(items[s].model, "segments", None))   # a segmented model predicts
+    ok = columns.status_ok(items, parts) | seg
+    code, distinct = columns.growth_codes(items, parts)
+    return mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct
+
+
+def cost_order(mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct, top, preds, points, aggregates,
+               negligible, kinds, units, array: bool = False) -> tuple[list, dict]:
+    """The ``cost`` order (:func:`rank_order`) from :func:`cost_values` of every series (``top``:
+    the series counted in their metric's root: the topmost callpaths of an inclusive metric, all
+    others); ``array``: the order as an array, not a list."""
+    low, up, tgt = points
+    S = len(mc)
     # the root's per-process cost per metric: topmost callpaths (inclusive) or all of them (summed
     # in order, as Python's sum: the same digits whatever the batch)
-    by_metric: dict[str, list] = {}
+    ct0 = np.maximum(np.nan_to_num(c_t, nan=0.0), 0.0)
+    cu0 = np.maximum(np.nan_to_num(c_up, nan=0.0), 0.0)
+    root_of = np.zeros(S)
     if S:
         grouped = np.argsort(mc, kind="stable")
         cut = np.flatnonzero(np.diff(mc[grouped])) + 1
         for rows in np.split(grouped, cut):
-            by_metric[metrics[int(mc[rows[0]])]] = rows.tolist()
-    ct0 = np.maximum(np.nan_to_num(c_t, nan=0.0), 0.0)
-    cu0 = np.maximum(np.nan_to_num(c_up, nan=0.0), 0.0)
-    root_of = np.zeros(S)
-    for metric, rows in by_metric.items():
-        if metric in inclusive:
-            cps = {items[s].callpath for s in rows}
-            rows_top = [s for s in rows if not _has_ancestor(items[s].callpath, cps, parents)]
-        else:
-            rows_top = rows
-        # Python's sum of the floats (not numpy's pairwise one): the same digits as ever
-        at_t = sum(ct0[rows_top].tolist())
-        at_up = sum(cu0[rows_top].tolist())
-        root_of[rows] = at_t if at_t > 0 else at_up
+            rows_top = rows[top[rows]]
+            # Python's sum of the floats (not numpy's pairwise one): the same digits as ever
+            at_t = sum(ct0[rows_top].tolist())
+            at_up = sum(cu0[rows_top].tolist())
+            root_of[rows] = at_t if at_t > 0 else at_up
     with np.errstate(invalid="ignore", divide="ignore"):
         inc = np.where(root_of > 0, ((c_up - c_low) + (c_t - mod_up)) / root_of, np.nan)
         big = np.fmax(np.fmax(np.abs(c_low), np.abs(c_up)), np.abs(c_t))
@@ -321,17 +353,11 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
     # ranks (sum, max, min) come second
     quantity = lambda metric: (kinds.get(metric), units.get(metric))  # noqa: E731
     means = {quantity(m) for m in metrics if _is_mean(aggregates.get(m))}
-    # a segmented model predicts (counts as usable whatever its status)
-    seg = np.zeros(S, dtype=bool)
-    for s in parts[1]:
-        seg[s] = bool(getattr(items[s].model, "segments", None))   # a segmented model predicts
-    ok = columns.status_ok(items, parts) | seg
-    code, distinct = columns.growth_codes(items, parts)
     code = np.where(ok, code, -1)
     preferred = np.array([not ((agg := aggregates.get(m) or "") and not _is_mean(agg) and quantity(m) in means)
                           for m in metrics], dtype=bool)[mc] if S else np.zeros(0, dtype=bool)
     order = _descending([ok, significant, preferred, np.where(np.isnan(inc), ninf, inc), code,
-                         np.where(np.isnan(c_t), ninf, c_t)])
+                         np.where(np.isnan(c_t), ninf, c_t)], array)
     return order, {"by": "cost", "growth": _growth(code, distinct), "predicted": preds, "per_process_first": c_low,
                    "per_process_now": c_up, "per_process": c_t, "increase": inc, "significant": significant,
                    "at": tgt, "first_at": low}

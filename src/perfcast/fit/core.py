@@ -1074,7 +1074,8 @@ def _chunks(state: tuple, S: int):
 
 def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarray,
               parameters: Sequence[str], options: FitOptions | None = None, progress=None,
-              reps: np.ndarray | None = None) -> GroupFit:
+              reps: np.ndarray | None = None, *, shape: NoiseShape | None = None,
+              check: bool = True) -> GroupFit:
     """Fit all series measured on one point set.
 
     ``X`` (n, m) coordinates; ``mean``/``count``/``ssd`` (S, n): per point mean, number of
@@ -1082,6 +1083,13 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     the raw repetitions (NaN-padded); with them the noise shape is estimated and, when it is not
     normal, the top hypotheses are re-ranked and refitted under the matching likelihood
     (:mod:`perfcast.fit.shape`).
+
+    A group fitted in parts (:mod:`perfcast.pipeline`: a file too large for memory, fitted a block
+    of series at a time) gives each part the group's noise ``shape`` (:func:`estimate_shape` of
+    the whole group's repetitions, from :func:`perfcast.fit.shape.shape_sums` of every part); each
+    series' fit depends on nothing else of the group but the drift.  ``check=False`` skips the
+    leave-largest-out check, whose only product is the drift of the intervals (``drift`` 0): for
+    outputs without intervals, the same models otherwise.
     """
     opt = (options or FitOptions()).for_kind(None)   # no metric kind known here: "auto" = no constraint
     X = np.asarray(X, dtype=float)
@@ -1123,7 +1131,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     out_drift = np.zeros(S)
     miss = np.full(S, np.nan)      # leave-largest-out: squared misses and what intervals allowed
     allowed = np.full(S, np.nan)
-    hold = _holdout(X, usable)
+    hold = _holdout(X, usable) if check else None
     signed = None if hold is None else np.full((S, int((~hold[0]).sum())), np.nan)
     growth = GROWTH[0]
     if hold is not None and m == 1 and n >= 3:
@@ -1132,12 +1140,12 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         growth = _growth(space, mean, count, ssd, opt, K, M, usable)
     status = np.zeros(S, dtype=np.int8)
     needed = np.zeros(S, dtype=np.int64)
-    shape = NORMAL
+    given, shape = shape, NORMAL
     if reps is not None and opt.likelihood == "auto" and usable and n >= 3:
         reps = np.ascontiguousarray(reps, dtype=float)
         if reps.ndim != 3 or reps.shape[:2] != (S, n):
             raise PerfcastError(f"repetitions must be (series, {n} points, repetitions)")
-        shape = estimate_shape(reps)
+        shape = estimate_shape(reps) if given is None else given
 
     state = (space, mean, count, ssd, opt, K, m, M, X, lines, usable, hold, growth, shape, reps)
     outs = (out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof, miss, allowed, signed)
@@ -1166,7 +1174,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         Ntot = np.sum(count, axis=1)
         out_q[:] = np.nan
         out_q[:, 5], out_q[:, 6] = n, Ntot
-    unchecked = two is None and hold is None and usable and n >= 3
+    unchecked = check and two is None and hold is None and usable and n >= 3
     if unchecked:
         # too few points to hold the largest out and check the chosen form against it (3 values of
         # a parameter): beyond the data the interval carries the two-point exponent doubt instead

@@ -331,6 +331,14 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         grow.append(r)
         groups.extend(g)
         done += len(c)      # the part's series: its progress total
+    return ordered_series(exp, cps, mts, groups, gnum, grow)
+
+
+def ordered_series(exp: Experiment, cps: list, mts: list, groups: list, gnum: list, grow: list,
+                   metric_order: Sequence[str] | None = None) -> list[SeriesModel]:
+    """The fitted series (callpaths, metrics, group arrays ``gnum`` and rows ``grow`` of each)
+    as pending :class:`SeriesModel`, in tree order, then metric order (``metric_order``, default
+    the experiment's)."""
     # tree order, then metric order; series of callpaths outside the tree last, in fitting order
     tree = pd.Index(exp.tree.preorder())
     if tree.is_unique:
@@ -339,7 +347,7 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     else:
         order = {p: i for i, p in enumerate(tree)}
         cpos = np.array([order.get(cp, len(order)) for cp in cps], dtype=np.int64)
-    morder = {m: i for i, m in enumerate(exp.metrics)}
+    morder = {m: i for i, m in enumerate(exp.metrics if metric_order is None else metric_order)}
     mcode = {m: morder.get(m, len(morder)) for m in set(mts)}
     mpos = np.fromiter(map(mcode.__getitem__, mts), dtype=np.int64, count=len(mts))
     perm = np.lexsort((mpos, cpos))      # stable: ties (outside the tree) in fitting order
@@ -408,9 +416,70 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
 
 
 def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
-                progress: Callable[[int, int], None] | None, *, statistics: tuple | None = None) -> tuple:
+                progress: Callable[[int, int], None] | None, *, statistics: tuple | None = None,
+                shapes: Callable | None = None, check: bool = True, reps_width: int | None = None,
+                use_reps: bool | None = None) -> tuple:
     """:func:`fit_experiment` as lists and arrays: the groups and, per fitted series in the order
-    of the groups' rows, its callpath, metric, group number and row in the group."""
+    of the groups' rows, its callpath, metric, group number and row in the group.
+
+    A part of a larger experiment (:mod:`perfcast.pipeline`, the streamed model run) fits its
+    series as the whole would: ``shapes(key)`` gives the noise shape of the whole group of that
+    :func:`group_parts` key, ``reps_width``/``use_reps`` the whole's repetition width and whether
+    its repetitions are kept; ``check`` as :func:`perfcast.fit.core.fit_group`'s."""
+    groups: list[GroupFit] = []
+    members: list[np.ndarray] = []
+    done = [0]
+    S = None
+
+    def prog(k, total):
+        if progress is not None:
+            progress(done[0] + k, S)
+
+    parts, cps, mts = group_parts(exp, options, locations, statistics=statistics, reps_width=reps_width,
+                                  use_reps=use_reps)
+    S = len(cps)
+    params = list(exp.parameters)
+    for key, rows, X, o, note, mean, count, ssd, reps in parts:
+        gf = fit_group(X, mean, count, ssd, params, o, prog, reps, check=check,
+                       shape=None if shapes is None else shapes(key))
+        if note:
+            gf = replace(gf, notes=gf.notes + note)
+        if len(params) >= 2:
+            gf = _with_lines(gf, X, mean)
+        done[0] += len(rows)
+        members.append(rows)
+        groups.append(gf)
+    at = np.concatenate(members) if members else np.zeros(0, dtype=np.int64)
+    sizes = [len(r) for r in members]
+    gnum = np.repeat(np.arange(len(members), dtype=np.int64), sizes)
+    grow = np.concatenate([np.arange(k, dtype=np.int64) for k in sizes]) if members else np.zeros(0, dtype=np.int64)
+    at = at.tolist()
+    return groups, [cps[r] for r in at], [mts[r] for r in at], gnum, grow
+
+
+def group_parts(exp: Experiment, options: FitOptions | None, locations: str, *, statistics: tuple | None = None,
+                reps_width: int | None = None, use_reps: bool | None = None):
+    """The groups :func:`fit_experiment` fits, one option part of ``exp`` (its metrics of one
+    :meth:`FitOptions.for_kind`) at a time: ([(key, rows, X, options, note, mean, count, ssd,
+    reps)], callpaths, metrics) -- ``rows`` the group's series (numbers into the callpath and
+    metric lists), ``X`` its points, ``key`` what names the group in any part of the experiment
+    (its options, points and note), mean/count/ssd (rows, points) and the repetitions (rows,
+    points, R; None when not kept)."""
+    opts = options or FitOptions()
+    split: dict[FitOptions, list[str]] = {}
+    for name, met in exp.metrics.items():
+        split.setdefault(opts.for_kind(met.kind, met.exact), []).append(name)
+    out, cps, mts = [], [], []
+    for o, names in split.items():
+        sub = exp if len(split) == 1 else exp.select(metric=names)
+        parts, c, m = _group_parts(sub, o, locations, statistics if sub is exp else None, reps_width, use_reps)
+        out += [(key, rows + len(cps), *rest) for key, rows, *rest in parts]
+        cps += c
+        mts += m
+    return out, cps, mts
+
+
+def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, reps_width, use_reps):
     st, row_of, rep_of, values = statistics if statistics is not None else _statistics(exp, locations)
     params = list(exp.parameters)
     _check_magnitudes(exp, st, row_of, values, params)
@@ -432,8 +501,10 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
     # raw repetitions (S, P, R), NaN-padded: the noise shape is estimated from them (skipped when
     # the padding would more than double the memory of the values: very uneven repetition counts)
     R = int(st["count"].max()) if len(st) else 0
+    if reps_width is not None:
+        R = reps_width
     reps = None
-    if R >= 2 and S * P * R <= 2 * len(values):
+    if R >= 2 and (S * P * R <= 2 * len(values) if use_reps is None else use_reps):
         at = cell[row_of]
         at *= R
         at += rep_of
@@ -441,15 +512,7 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
         del at
     present = count > 0
     sigs, inverse = _point_sets(present)
-    groups: list[GroupFit] = []
-    members: list[np.ndarray] = []
-    done = [0]
-
-    def prog(k, total):
-        if progress is not None:
-            progress(done[0] + k, S)
-
-    opts = options or FitOptions()
+    out = []
     for g, sig in enumerate(sigs):
         rows_all = np.nonzero(inverse == g)[0]
         cols = np.nonzero(sig)[0]
@@ -465,21 +528,10 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
         for rows, o, note in parts:
             if not len(rows):
                 continue
-            gf = fit_group(X, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)], ssd[np.ix_(rows, cols)],
-                           params, o, prog, None if reps is None else reps[np.ix_(rows, cols)])
-            if note:
-                gf = replace(gf, notes=gf.notes + note)
-            if len(params) >= 2:
-                gf = _with_lines(gf, X, mean[np.ix_(rows, cols)])
-            done[0] += len(rows)
-            members.append(rows)
-            groups.append(gf)
-    at = np.concatenate(members) if members else np.zeros(0, dtype=np.int64)
-    sizes = [len(r) for r in members]
-    gnum = np.repeat(np.arange(len(members), dtype=np.int64), sizes)
-    grow = np.concatenate([np.arange(k, dtype=np.int64) for k in sizes]) if members else np.zeros(0, dtype=np.int64)
-    at = at.tolist()
-    return groups, [cps[r] for r in at], [mts[r] for r in at], gnum, grow
+            key = (o, tuple(map(tuple, X.tolist())), note)
+            out.append((key, rows, X, o, note, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)],
+                        ssd[np.ix_(rows, cols)], None if reps is None else reps[np.ix_(rows, cols)]))
+    return out, cps, mts
 
 
 def _scattered(values: np.ndarray, at: np.ndarray, n: int, fill: float = 0.0) -> np.ndarray:

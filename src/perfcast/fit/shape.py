@@ -133,6 +133,15 @@ def estimate_shape(reps: np.ndarray) -> NoiseShape:
     Returns the normal shape (``adaptive=False``) unless the estimated excess kurtosis differs
     from 0 by more than two standard errors (a test at about 95% under normal noise: few
     deviations always give the normal path)."""
+    return shape_from_sums(*shape_sums(reps))
+
+
+def shape_sums(reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`shape_from_sums` needs of the series ``reps`` (S, n, R), per series: the
+    repetitions per point (S, n), the sums over them of the relative deviations to the powers 2
+    (S, n) and 3 (summed over the points, (S,)) and 4 (S, n).  Every number is per series: the
+    sums of a group's series taken in parts and concatenated are those of the whole group (the
+    streamed model run, :mod:`perfcast.pipeline`)."""
     S, n, R = reps.shape
     # the per-point sums a block of series at a time: every operation is per (series, point), so
     # the floats are those of the whole array at once, without its (R, S, n) temporaries (a million
@@ -140,6 +149,14 @@ def estimate_shape(reps: np.ndarray) -> NoiseShape:
     step = max(1, _BLOCK // max(n * R, 1))
     r, p2, p3, p4 = (np.concatenate(parts) for parts in
                      zip(*(_point_sums(reps[i:i + step]) for i in range(0, max(S, 1), step))))
+    return r, p2, p3.sum(axis=1), p4
+
+
+def shape_from_sums(r: np.ndarray, p2: np.ndarray, p3: np.ndarray, p4: np.ndarray) -> NoiseShape:
+    """:func:`estimate_shape` from :func:`shape_sums` of the group's series (``r`` may be any
+    numeric type holding the repetition counts)."""
+    r = np.asarray(r, dtype=float)
+    n = p2.shape[1]
     nu_p = np.maximum(r - 1, 0)
     # points with repetitions: the jackknife below leaves out one point at a time
     multi = np.nonzero(np.any(nu_p > 0, axis=0))[0]
@@ -182,7 +199,7 @@ def estimate_shape(reps: np.ndarray) -> NoiseShape:
     nu_s = np.sum(np.maximum(gr - 1, 0), axis=1)
     s2 = gp2.sum(axis=1)
     use = s2 > 0
-    T = gp3.sum(axis=1)[use] / (s2[use] / nu_s[use]) ** 1.5
+    T = gp3[use] / (s2[use] / nu_s[use]) ** 1.5
     cs = np.sum(np.where(gr > 2, (gr - 1) * (gr - 2) / np.maximum(gr, 1), 0.0), axis=1)[use]
     skew, skew_se = 0.0, math.inf
     if cs.sum() > 0 and len(T) >= 2:

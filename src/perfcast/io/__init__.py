@@ -396,17 +396,35 @@ def _warn_implausible(exp: Experiment) -> Experiment:
     """Warn (``meta["warnings"]``) about values no measurement has but a file can hold: negative
     times, and parameter values <= 0 (scaling models take powers and logarithms of parameters).
     Warnings, not errors: the values are read as written and may be meant (a message size of 0)."""
+    warnings = list(exp.meta.get("warnings", [])) + implausible_parameters(exp)
+    warnings += implausible_times(time_extremes(exp))
+    if warnings:
+        exp.meta["warnings"] = list(dict.fromkeys(warnings))
+    return exp
+
+
+def implausible_parameters(exp: Experiment) -> list[str]:
+    """The warnings of :func:`_warn_implausible` about parameter values <= 0."""
     import numpy as np
 
-    warnings = list(exp.meta.get("warnings", []))
-    df = exp.data
+    out = []
     for p in exp.parameters:
-        vals = df[p].to_numpy(dtype="float64")
+        vals = exp.data[p].to_numpy(dtype="float64")
         bad = vals <= 0
         if bad.any():
-            warnings.append(f"parameter {p!r} has the value {vals[bad].min():g} (<= 0) at "
-                            f"{len(np.unique(vals[bad]))} value(s): scaling models need positive parameter "
-                            f"values (powers and logarithms)")
+            out.append(f"parameter {p!r} has the value {vals[bad].min():g} (<= 0) at "
+                       f"{len(np.unique(vals[bad]))} value(s): scaling models need positive parameter "
+                       f"values (powers and logarithms)")
+    return out
+
+
+def time_extremes(exp: Experiment) -> dict:
+    """Per time metric with values, in metric order: (the largest absolute value, the negative
+    values) -- what :func:`implausible_times` needs; of parts of an experiment, merged (the
+    largest of the largest, the negatives concatenated), what it needs of the whole."""
+    import numpy as np
+
+    df = exp.data
     values = df["value"].to_numpy(dtype="float64")
     cats = df["metric"].cat.categories
     codes = df["metric"].array.codes
@@ -417,27 +435,27 @@ def _warn_implausible(exp: Experiment) -> Experiment:
             v = values[i:i + step]
             yield v[codes[i:i + step] == code]
 
+    out = {}
     for name, m in exp.metrics.items():
         if m.kind != "time" or name not in cats:
             continue
         code = cats.get_loc(name)
         big = max((float(np.nanmax(np.abs(v))) for v in blocks(code) if len(v)), default=None)
-        if big is None:
-            continue
+        if big is not None:
+            neg = [v[v < 0] for v in blocks(code)]
+            out[name] = (big, np.concatenate(neg) if neg else np.zeros(0))
+    return out
+
+
+def implausible_times(extremes: dict) -> list[str]:
+    """The warnings of :func:`_warn_implausible` about negative times, from :func:`time_extremes`."""
+    out = []
+    for name, (big, neg) in extremes.items():
         # exclusive times derived by subtraction carry rounding noise (-7e-15 s): not warned
-        limit = -1e-9 * big
-        count, smallest = 0, np.inf
-        for v in blocks(code):
-            v = v[v < limit]
-            if len(v):
-                count += len(v)
-                smallest = min(smallest, float(v.min()))
-        if count:
-            warnings.append(f"metric {name!r} is a time but has {count} negative value(s) "
-                            f"(smallest {smallest:g})")
-    if warnings:
-        exp.meta["warnings"] = list(dict.fromkeys(warnings))
-    return exp
+        v = neg[neg < -1e-9 * big]
+        if len(v):
+            out.append(f"metric {name!r} is a time but has {len(v)} negative value(s) (smallest {float(v.min()):g})")
+    return out
 
 
 def at_point(exp: Experiment, coords: Mapping[str, float], rep: int | None = None) -> Experiment:

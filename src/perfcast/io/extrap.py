@@ -520,6 +520,7 @@ class _TextStream:
         self.done = 0  # bytes parsed
         self.last_data: list[tuple[int, int]] = []  # (number of values, block serial) of the last 2 DATA lines
         self.last_line_kind = ""
+        self.unterminated = False
 
     # -- one line of another kind (stripped, non-empty): PARAMETER, POINTS, or an error --------
     def other(self, s: str):
@@ -634,10 +635,11 @@ class _TextStream:
             self.last_line_kind = "data" if shown[-1] == _DATA else "other"
         return out
 
-    def repeated(self, cp_code: np.ndarray) -> bool:
-        """Whether a (callpath, metric) block was met twice (``cp_code``: REGION line -> code)."""
-        key = cp_code[np.concatenate(self.block_cp)].astype(np.int64) * max(1, len(self.metric_codes))
-        key += np.concatenate(self.block_metric)
+    def repeated(self, cp_code: np.ndarray, block_cp: np.ndarray, block_metric: np.ndarray) -> bool:
+        """Whether a (callpath, metric) block was met twice (``cp_code``: REGION line -> code; the
+        blocks' REGION lines and metrics)."""
+        key = cp_code[block_cp].astype(np.int64) * max(1, len(self.metric_codes))
+        key += block_metric
         # a sort and a look at neighbours: np.unique (numpy 2.x hashes plain int arrays) took
         # 0.3 s for 300k blocks, this 20 ms
         key.sort()
@@ -730,6 +732,15 @@ class _TextStream:
     # -- the Experiment -----------------------------------------------------------------------
     def experiment(self, unterminated: bool) -> Experiment:
         self.close_block()
+        self.final_checks(unterminated)
+        cols = {k: c.take() for k, c in self.cols.items()}
+        self.cols = None
+        names = pa.concat_arrays(self.names)
+        self.names = []
+        return self._experiment_of(cols, names, 0, np.concatenate(self.block_cp), np.concatenate(self.block_metric))
+
+    def final_checks(self, unterminated: bool) -> None:
+        """What the end of the file must satisfy (after :meth:`close_block`)."""
         if not self.parameters or self.region is None or not self.any_data or self.open_key:
             raise _Slow
         if unterminated and self.last_line_kind == "data":
@@ -738,30 +749,36 @@ class _TextStream:
                 raise _Slow
             if self.last_tok[-1:] in (".", "e", "E", "+", "-"):
                 raise _Slow
+
+    def _experiment_of(self, cols: dict, names: pa.Array, base: int, block_cp: np.ndarray,
+                       block_metric: np.ndarray) -> Experiment:
+        """The Experiment of the value table ``cols`` whose REGION lines are ``names`` (REGION line
+        ``base`` first), its (callpath, metric) blocks ``block_cp`` (REGION lines) and
+        ``block_metric``: the whole file, or a range of whole REGION lines (:func:`text_range`)."""
         b = _Builder(self.parameters)
         metric_names = list(self.metric_codes)
-        for code in pd.unique(np.concatenate(self.block_metric)):  # the metrics with values, by first use
+        for code in pd.unique(block_metric):  # the metrics with values, by first use
             b.metric(metric_names[code])
         # the callpaths: the REGION lines' names numbered by first occurrence, then sorted
-        enc = pa.concat_arrays(self.names).dictionary_encode()
-        self.names = []
+        enc = names.dictionary_encode()
+        del names
         pa.default_memory_pool().release_unused()  # the hash table's memory (~70 MB at 800k names)
         order = pc.array_sort_indices(enc.dictionary)  # bytes (ASCII): Python's str order
         categories = pd.Index(enc.dictionary.take(order), dtype="str")
         order = order.to_numpy()
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
-        cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line -> sorted code
+        cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line - base -> sorted code
         b.tree = CallTree.from_paths(enc.dictionary.to_pylist())
         del enc, rank, order
-        cols = {k: c.take() for k, c in self.cols.items()}
-        self.cols = None
         params = [cols.pop(f"p{i}") for i in range(len(self.parameters))]
         rep, cp, met, value, point = cols.pop("rep"), cols.pop("cp"), cols.pop("metric"), cols.pop("value"), cols.pop("point")
+        if base:
+            cp -= base
         _remap(cp, cp_code)
         coord_id: dict[tuple[float, ...], int] = {}
         canon = np.array([coord_id.setdefault(pt, len(coord_id)) for pt in self.points], dtype=np.int32)
-        if self.repeated(cp_code) or len(coord_id) < len(self.points):
+        if self.repeated(cp_code, block_cp - base, block_metric) or len(coord_id) < len(self.points):
             # values met again for a coordinate, callpath and metric (a repeated block, a coordinate
             # listed twice in POINTS) continue its repetitions
             key = pd.DataFrame({"point": canon[point], "cp": cp, "metric": met})
@@ -831,24 +848,38 @@ def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
 
 def _read_text_stream(path: Path) -> Experiment:
     """The streaming text reader; raises _Slow for anything it leaves to the line-by-line one."""
+    st = _TextStream()
+    for _ in _fed(path, st):
+        pass
+    return st.experiment(st.unterminated)
+
+
+def _fed(path: Path, st: "_TextStream", start: int = 0, end: int | None = None):
+    """Feed the file (its bytes ``start:end``) to ``st`` a chunk of :data:`TEXT_CHUNK_BYTES` at a
+    time, yielding after each (``st.unterminated`` set at the end); raises _Slow for anything the
+    streaming parser leaves to the line-by-line reader."""
     from . import check_readable
 
     check_readable(path)
     if path.is_dir():
         raise _Slow
-    st = _TextStream()
-    st.size = path.stat().st_size
+    size = path.stat().st_size
+    end = size if end is None else end
+    st.size = end - start
     pool = pa.default_memory_pool()
     carry = b""
-    first = True
+    first = start == 0
     last_byte = b""
+    left = end - start
     try:
         f = open(path, "rb")
     except OSError:
         raise _Slow from None
     with f:
+        f.seek(start)
         while True:
-            block = f.read(TEXT_CHUNK_BYTES)
+            block = f.read(min(TEXT_CHUNK_BYTES, left))
+            left -= len(block)
             if first:
                 first = False
                 if block.startswith(b"\xef\xbb\xbf"):
@@ -867,11 +898,121 @@ def _read_text_stream(path: Path) -> Experiment:
             st.chunk(data[:cut] if cut < len(data) else data)
             del data
             pool.release_unused()  # the chunk's pyarrow temporaries (kept by the pool otherwise: ~40 MB)
+            yield
         if carry:
             st.chunk(carry)
-    unterminated = last_byte not in (b"", b"\n") and bool(carry.strip())
+    st.unterminated = last_byte not in (b"", b"\n") and bool(carry.strip())
     pa.default_memory_pool().release_unused()  # the chunks' pyarrow temporaries, kept by the pool
-    return st.experiment(unterminated)
+
+
+class StreamUnsupported(Exception):
+    """:func:`text_ranges` / :func:`text_range` do not take this file (read it whole:
+    :func:`read_text`, whose messages name the file and line of any error)."""
+
+
+#: bytes scanned at a time by :func:`text_ranges`
+_SCAN_BYTES = 64 << 20
+#: the blanks a trimmed line may start with, and those a REGION/METRIC keyword is followed by
+#: (:func:`_kinds`)
+_LEAD, _AFTER = b" \t\v\f\r", b" \t"
+
+
+def _key_lines(buf: bytes, word: bytes, pos: int = 0, first: bool = False):
+    """Start offsets of the lines of ``buf`` (from ``pos``) that are ``word`` lines as the streaming
+    parser tells them (:func:`_kinds`: the keyword first on the trimmed line, a blank after it),
+    found by ``bytes.find`` (C speed); ``first``: the first only."""
+    n = len(word)
+    while True:
+        i = buf.find(word, pos)
+        if i < 0:
+            return
+        pos = i + n
+        start = buf.rfind(b"\n", 0, i) + 1
+        if buf[i + n:i + n + 1] in (b" ", b"\t") and not buf[start:i].strip(_LEAD):
+            yield start
+            if first:
+                return
+
+
+def text_ranges(path: str | Path, nbytes: int) -> tuple[bytes, list[tuple[int, int, bytes]]]:
+    """An Extra-P text file cut into ranges of whole REGION lines of about ``nbytes`` bytes, each
+    readable alone (:func:`text_range`), so that a file larger than memory can be read, and
+    modelled, a part at a time and the parts in parallel (:mod:`perfcast.pipeline`): (the header --
+    the bytes before the first REGION line: PARAMETER and POINTS --, [(start, end, the METRIC line
+    in force at start)]).  A scan of the bytes for REGION and METRIC lines; nothing else is
+    checked here (:func:`text_range` parses, and refuses what the streaming parser would)."""
+    path = Path(path)
+    size = path.stat().st_size
+    cuts: list[tuple[int, bytes]] = []
+    metric = b""
+    want = 0
+    base = 0
+    carry = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(_SCAN_BYTES)
+            data = carry + block if carry else block
+            if not data:
+                break
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            if cut == 0:
+                if len(data) > MAX_LINE_BYTES:
+                    raise StreamUnsupported(f"{path}: a line longer than {MAX_LINE_BYTES} bytes")
+                carry = data
+                continue
+            buf, carry = data[:cut], data[cut:]
+            mets = list(_key_lines(buf, b"METRIC"))
+            k = 0
+            pos = max(0, want - base)
+            while pos < len(buf):
+                at = next(_key_lines(buf, b"REGION", pos, first=True), None)
+                if at is None:
+                    break
+                while k < len(mets) and mets[k] < at:
+                    k += 1
+                if k:
+                    metric = buf[mets[k - 1]:buf.find(b"\n", mets[k - 1]) + 1]
+                cuts.append((base + at, metric if cuts else b""))
+                want = base + at + nbytes
+                pos = want - base
+            if len(mets) > k:
+                metric = buf[mets[-1]:buf.find(b"\n", mets[-1]) + 1]
+            base += len(buf)
+            if not block:
+                break
+    if not cuts:
+        raise StreamUnsupported(f"{path}: no REGION line")
+    with open(path, "rb") as f:
+        header = f.read(cuts[0][0])
+    if header.startswith(b"\xef\xbb\xbf"):
+        header = header[3:]
+    ends = [c for c, _ in cuts[1:]] + [size]
+    return header, [(start, end, (m if m.endswith(b"\n") else m + b"\n") if m else b"")
+                    for (start, m), end in zip(cuts, ends)]
+
+
+def text_range(path: str | Path, header: bytes, start: int, end: int, metric: bytes, last: bool
+               ) -> tuple[Experiment, int]:
+    """The Experiment of the range ``start:end`` of :func:`text_ranges` (its header and METRIC
+    line given; ``last``: the file's end) -- what :func:`read_text` gives for those REGION lines
+    (their rows, callpaths and metrics; the part's own callpath categories and tree) -- and its
+    number of REGION lines.  :class:`StreamUnsupported` for what the streaming parser does not
+    take (any error: the line-by-line reader names it) and for nested callpaths (the tree orders
+    them; the parts' flat trees are the callpaths in order of first appearance)."""
+    path = Path(path)
+    st = _TextStream()
+    try:
+        if header or metric:
+            st.chunk(header + metric)
+        st.done = 0
+        for _ in _fed(path, st, start, end):
+            pass
+        exp = st.experiment(st.unterminated if last else False)
+    except _Slow:
+        raise StreamUnsupported(str(path)) from None
+    if exp.tree.links():
+        raise StreamUnsupported(f"{path}: nested callpaths")
+    return exp, st.n_regions
 
 
 def _sniff_text(path: Path) -> bool:
