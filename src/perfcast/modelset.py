@@ -245,8 +245,6 @@ class ObservedSlopes(_ArrayMap):
         return self._d
 
 
-
-
 def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> "MeasuredEnds":
     """(callpath, metric) -> mean measured value (locations reduced as fitted) at ``lower`` and at
     ``upper``, None where the series has no measurement there: arrays aligned with ``series``
@@ -325,10 +323,8 @@ class MeasuredEnds(_ArrayMap):
                        for s, sm in enumerate(self.series)}
         return self._d
 
-
     def __bool__(self) -> bool:
         return bool(self.series)    # empty exactly when the map is, without building it
-
 
 
 _REDUCED = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "median": "median"}
@@ -1041,7 +1037,6 @@ class ModelSet:
             rows.append(row)
         return pd.DataFrame(rows)
 
-
     def to_pandas(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:
         """The notebook view: one row per series in rank order with the columns of :meth:`to_frame`
         (rank, callpath, metric, unit, aggregate, formula, status, constant, terms, smape, noise,
@@ -1096,7 +1091,6 @@ class ModelSet:
             if pr.line:
                 cols["line"] = pa.array([pr.line.get(s) for s in order])
         return _arrow_table(cols)
-
 
     def model_columns(self, series: list, parts, idx: np.ndarray) -> dict:
         """The columns of :meth:`to_table` that each series' model gives alone (callpath, metric,
