@@ -214,28 +214,27 @@ def experiment_file(nparam: int, size, seed: int = 1) -> tuple[Path, int, float]
 
 # ---------------------------------------------------------------- measurement
 
-def _rss_mb(pid: int) -> float:
+def _status_mb(path: str, key: str) -> float | None:
+    """The ``key:`` line of a /proc file in kB, as MB (None when the file or line is missing)."""
     try:
-        with open(f"/proc/{pid}/status") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return 0.0
+    return None
+
+
+def _rss_mb(pid: int) -> float:
+    return _status_mb(f"/proc/{pid}/status", "VmRSS") or 0.0
 
 
 def _pss_mb(pid: int) -> float:
     """Proportional set size of ``pid`` (each shared page divided among the processes sharing it);
     its RSS where the kernel gives no smaps_rollup."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return _rss_mb(pid)
+    pss = _status_mb(f"/proc/{pid}/smaps_rollup", "Pss")
+    return _rss_mb(pid) if pss is None else pss
 
 
 def _tree_mb(pid: int) -> float:
