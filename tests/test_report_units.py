@@ -140,8 +140,8 @@ def test_optional_sections_appear_with_their_data(data_dir):
             "components": {"computation": [2, 1, 3], "memory": [1, 1, 1], "communication": [0.5, 0.2, 0.9]}}
     proj = [{"system": "<b>x</b>", "total": 1.5}, {"system": "y", "total": None}]
     rep = build_report(exp, ReportOptions(plots=1, kernels=2), apmt=apmt, projections=proj)
-    assert rep.sections() == ["summary", "ranking", "plots", "apmt", "breakdown", "scaling-loss", "metrics",
-                              "projections"]
+    assert rep.sections() == ["answers", "summary", "ranking", "plots", "apmt", "breakdown", "scaling-loss",
+                              "metrics", "projections"]
     assert rep.apmt["points"] == [27.0, 64.0, 125.0] and rep.apmt["components"]["computation"] == [1.0, 2.0, 3.0]
     html = render_html(rep)
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html
