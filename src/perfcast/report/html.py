@@ -379,8 +379,9 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
 
     from ..analysis.oversubscription import AFFECTED_KINDS, oversubscription
 
-    for what, e in (("", exp), ("The validation runs: ", validation)):
-        over = oversubscription(e) if e is not None else None
+    crowded = oversubscription(exp)
+    measured = oversubscription(validation) if validation is not None else None
+    for what, over in (("", crowded), ("The validation runs: ", measured)):
         if over is not None:
             note = over.note()
             rep.notes.append(f"{what}{note if what else note[:1].upper() + note[1:]}."
@@ -405,7 +406,7 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     if o.scaling != "none":
         _scaling_loss_section(rep, exp, o, sv)
     _metrics_section(rep, exp, o)
-    rep.answers = _answers(rep, exp, ms, o)
+    rep.answers = _answers(rep, exp, ms, o, crowded)
     if apmt is not None and hasattr(apmt, "predict"):
         # a fitted APMT model: its breakdown per process count at the report's target, and every
         # prediction of the run at the target side by side
@@ -606,12 +607,13 @@ def _topmost(tree, present: set) -> set:
     return out
 
 
-def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions) -> list[dict]:
+def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> list[dict]:
     """The three answers a user came for, each from the section below that shows it in full (so
     nothing below contradicts them) and with its confidence: what grows (the ranking's first row),
     what the run will cost at the target (the prediction of the measured root with its interval, as
     ``perfcast predict`` gives it) and where the time is lost (the scope with the largest measured
-    loss between the two runs of the scaling-loss tree)."""
+    loss between the two runs of the scaling-loss tree).  ``over``: the experiment's oversubscribed
+    runs (:func:`perfcast.analysis.oversubscription.oversubscription`), said with the answers."""
     out = []
     if rep.kernels and ms is not None and rep.target:
         pred = {r["callpath"]: r for r in ms.predict(rep.target, o.level) if r["metric"] == rep.metric}
@@ -642,9 +644,6 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions) -> list[dict]:
     if sl and sl.get("rows"):
         rows = [x for x in sl["rows"] if x["path"] in exp.tree and exp.tree.depth(x["path"]) > 0] or sl["rows"]
         top = max(rows, key=lambda x: x["exclusive_loss"])
-        from ..analysis.oversubscription import oversubscription
-
-        over = oversubscription(exp)
         crowded = [f"{sl['procs']}={v:g} ran with more ranks than the {over.cores} cores: the loss includes "
                    "waiting for descheduled ranks"
                    for v in (sl["q"],) if over is not None and over.parameter == sl["procs"] and v in over.over]
