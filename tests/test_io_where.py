@@ -90,3 +90,20 @@ def test_where_selects_parameter_values_in_any_format(tmp_path, capsys):
     assert "the runs have p = 1, 2, 4" in one_error(code, err)
     code, out, err = cli(capsys, "show", f, "--where", "p=two")
     assert "not a number" in one_error(code, err)
+
+
+def test_where_on_a_parameter_chooses_the_fitted_runs_not_the_compared_ones(tmp_path, capsys):
+    """predict --where p=... --validate BIG: the filter picks the runs to fit; BIG's runs (other p)
+    are still compared.  Generating formula 3 p."""
+    def write(path, ps):
+        path.write_text("PARAMETER p\nPOINTS " + " ".join(f"( {p} )" for p in ps) + "\nREGION main\nMETRIC time\n"
+                        + "".join(f"DATA {3.0 * p} {3.0 * p}\n" for p in ps))
+        return path
+
+    small, big = write(tmp_path / "small.txt", (1, 2, 4, 8, 32)), write(tmp_path / "big.txt", (16,))
+    code, out, err = cli(capsys, "predict", small, "--where", "p=1", "--where", "p=2", "--where", "p=4",
+                         "--where", "p=8", "--validate", big, "--json")
+    assert code == 0, err
+    row, = cli_items(out, "predictions")
+    assert row["at"] == {"p": 16.0} and row["measured"] == pytest.approx(48.0)
+    assert row["value"] == pytest.approx(48.0, rel=1e-9)

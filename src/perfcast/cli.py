@@ -119,8 +119,10 @@ def _remember_statistic(ctx, param, value):
     return value
 
 
-def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
-    """Read EXP arguments (files, directories or a stored experiment) into one Experiment."""
+def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False, fitted=None):
+    """Read EXP arguments (files, directories or a stored experiment) into one Experiment.
+    ``fitted``: the experiment these are measurements to compare with (--validate): --where on one
+    of its parameters chose the runs to fit, not the runs to compare with, so it is not applied."""
     from .io import ReadOptions, load
     from .report.terminal import progress
 
@@ -133,6 +135,8 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False):
         scaling = ctx.meta.get("perfcast.scaling") if ctx is not None else None
         series = bool(ctx.meta.get("perfcast.timeseries")) if ctx is not None else False
         where = ctx.meta.get("perfcast.where", ()) if ctx is not None else ()
+        if fitted is not None:
+            where = tuple((k, v) for k, v in where if k not in fitted.parameters)
         exp = load(list(inputs), fmt, pts, ReadOptions(parameters=tuple(params), progress=cb, statistic=stat,
                                                        scaling=scaling, timeseries=series, where=where))
     meta_keys = sorted({k for k, _ in where if k not in exp.parameters})
@@ -886,7 +890,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         if breakdown:
             raise PerfcastError("--validate compares per-series predictions; for the APMT total use "
                                 "`perfcast compare --validate`", where="--validate")
-        mexp = load_experiment(measured, None, (), params, quiet=as_json)
+        mexp = load_experiment(measured, None, (), params, quiet=as_json, fitted=exp)
         check = validation.measured_means(mexp, exp.parameters, locations)
         targets = targets or validation.measured_points(mexp, exp.parameters)
     if not targets:
@@ -1137,7 +1141,7 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
                          kernels=kernels, plots=plots, min_share=min_share / 100.0, scaling=scaling, level=level,
                          title=title, locations=locations, max_terms=max_terms, negative=negative,
                          averaged=averaged, by=by)
-    vexp = load_experiment(validate, None, (), params, quiet=as_json) if validate else None
+    vexp = load_experiment(validate, None, (), params, quiet=as_json, fitted=exp) if validate else None
     if vexp is not None and derives:
         vexp, _ = derive(vexp, derives)
     rep = write_report(exp, output, opts, force, projections=projections, apmt=apmt, apmt_note=apmt_note,
