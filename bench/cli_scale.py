@@ -60,6 +60,7 @@ every row.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -216,13 +217,11 @@ def experiment_file(nparam: int, size, seed: int = 1) -> tuple[Path, int, float]
 
 def _status_mb(path: str, key: str) -> float | None:
     """The ``key:`` line of a /proc file in kB, as MB (None when the file or line is missing)."""
-    try:
+    with contextlib.suppress(OSError):
         with open(path) as fh:
             for line in fh:
                 if line.startswith(key + ":"):
                     return int(line.split()[1]) / 1024
-    except OSError:
-        pass
     return None
 
 
@@ -244,12 +243,10 @@ def _tree_mb(pid: int) -> float:
     while todo:
         p = todo.pop()
         total += _pss_mb(p)
-        try:
+        with contextlib.suppress(OSError):   # the process ended meanwhile
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as fh:
                     todo += [int(c) for c in fh.read().split()]
-        except OSError:
-            pass
     return total
 
 

@@ -63,6 +63,7 @@ these readers read back value for value (see :func:`export` for what is reduced 
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import re
@@ -849,8 +850,7 @@ def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
 def _read_text_stream(path: Path) -> Experiment:
     """The streaming text reader; raises _Slow for anything it leaves to the line-by-line one."""
     st = _TextStream()
-    for _ in _fed(path, st):
-        pass
+    collections.deque(_fed(path, st), maxlen=0)      # fed to the end (the yields are for progress)
     return st.experiment(st.unterminated)
 
 
@@ -1005,8 +1005,7 @@ def text_range(path: str | Path, header: bytes, start: int, end: int, metric: by
         if header or metric:
             st.chunk(header + metric)
         st.done = 0
-        for _ in _fed(path, st, start, end):
-            pass
+        collections.deque(_fed(path, st, start, end), maxlen=0)
         exp = st.experiment(st.unterminated if last else False)
     except _Slow:
         raise StreamUnsupported(str(path)) from None
