@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+from perfcast import model
 from perfcast.experiment import CallTree, Experiment, Metric
 from perfcast.report.html import ReportOptions, build_report
 
@@ -33,7 +34,12 @@ def _exp():
 def test_three_answers_agree_with_the_sections_below():
     rep = build_report(_exp(), ReportOptions(target={"p": 64}))
     grows, cost, lost = rep.answers
-    assert grows["callpath"] == rep.kernels[0]["callpath"] and grows["formula"] == rep.kernels[0]["formula"]
+    assert grows["callpath"] == rep.kernels[0]["callpath"] == "main->comm"
+    assert grows["formula"] == rep.kernels[0]["formula"]
+    # the ranking's confidence column is the confidence of `perfcast predict` at the target
+    pred = {r["callpath"]: r["confidence"] for r in model(_exp(), ["time"]).predict({"p": 64})}
+    assert all(k["confidence"] == pred[k["callpath"]] for k in rep.kernels)
+    assert grows["confidence"] == pred["main->comm"]
     assert cost["callpath"] == "main" and cost["at"] == {"p": 64.0}
     assert cost["value"] == pytest.approx(MAIN_SELF + SOLVE + comm(64), rel=1e-6)
     assert cost["lower"] <= cost["value"] <= cost["upper"] and cost["confidence"] in ("high", "medium", "low")
@@ -43,3 +49,28 @@ def test_three_answers_agree_with_the_sections_below():
     assert lost["value"] == pytest.approx((comm(16) - comm(1)) / total16, rel=1e-9)
     assert lost["total"] == pytest.approx((comm(16) - comm(1)) / total16, rel=1e-9)
     assert rep.to_dict()["answers"][1]["value"] == cost["value"]
+
+
+def test_what_grows_names_the_callpath_inside_the_root_that_makes_it_grow():
+    """Two growing children (comm 2 log2 p, io log2 p): the inclusive root grows by both and ranks
+    first; comm holds 2/3 of its growth (>= half), io 1/3, so the answer is comm."""
+    rows = []
+    for p in PS:
+        for rep in (0, 1):
+            c, i = comm(p), math.log2(p) + 0.25
+            rows += [(p, rep, "main", MAIN_SELF + SOLVE + c + i), (p, rep, "main->solve", SOLVE),
+                     (p, rep, "main->comm", c), (p, rep, "main->io", i)]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "value"]).assign(metric="time")
+    exp = Experiment(["p"], df, [Metric("time", "s", "time", scope="inclusive")],
+                     CallTree.from_paths(["main", "main->solve", "main->comm", "main->io"]))
+    rep = build_report(exp, ReportOptions(target={"p": 64}))
+    inc = {k["callpath"]: k["increase"] for k in rep.kernels}
+    assert rep.kernels[0]["callpath"] == "main"
+    # by hand: increases from p=1 to 64 are 12 (comm) and 6 (io) of the root's cost at 64
+    root64 = MAIN_SELF + SOLVE + comm(64) + math.log2(64) + 0.25
+    assert inc["main"] == pytest.approx(18 / root64, rel=1e-6)
+    assert inc["main->comm"] == pytest.approx(12 / root64, rel=1e-6)
+    grows = rep.answers[0]
+    assert grows["callpath"] == "main->comm"
+    assert grows["answer"].startswith("main->comm (inside main, which ranks first)")
+    assert rep.to_dict()["kernels"][0]["confidence"] in ("high", "medium", "low")

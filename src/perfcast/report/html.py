@@ -607,6 +607,28 @@ def _topmost(tree, present: set) -> set:
     return out
 
 
+#: "What grows?" names the most specific ranked callpath under the first-ranked one that still holds
+#: at least this share of its cost increase (an inclusive root's increase is its children's)
+GROWER_SHARE = 0.5
+
+
+def _grower(tree, kernels: list[dict]) -> dict:
+    """The ranked row that answers "What grows?": starting from the first-ranked row, step down to
+    the best-ranked descendant shown in the ranking that holds at least :data:`GROWER_SHARE` of the
+    current row's per-process cost increase, as long as there is one.  An inclusive metric's root
+    (the whole run) ranks first whenever anything grows; the callpath that makes it grow is the
+    answer.  Rows without an increase (ranking by growth order) keep the first row."""
+    k = kernels[0]
+    while k.get("increase") is not None and k["increase"] > 0 and k["callpath"] in tree:
+        below = [r for r in kernels if r["callpath"] in tree and r.get("increase") is not None
+                 and k["callpath"] in tree.ancestors(r["callpath"])
+                 and r["increase"] >= GROWER_SHARE * k["increase"]]
+        if not below:
+            break
+        k = below[0]
+    return k
+
+
 def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> list[dict]:
     """The three answers a user came for, each from the section below that shows it in full (so
     nothing below contradicts them) and with its confidence: what grows (the ranking's first row),
@@ -617,10 +639,15 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
     out = []
     if rep.kernels and ms is not None and rep.target:
         pred = {r["callpath"]: r for r in ms.predict(rep.target, o.level) if r["metric"] == rep.metric}
-        k = rep.kernels[0]
+        for row in rep.kernels:
+            # the ranking's confidence column: the confidence `perfcast predict` gives the value
+            row["confidence"] = (pred.get(row["callpath"]) or {}).get("confidence")
+        top = rep.kernels[0]
+        k = _grower(exp.tree, rep.kernels)
         first = pred.get(k["callpath"]) or {}
+        inside = "" if k is top else f" (inside {top['callpath']}, which ranks first)"
         out.append({"question": "What grows?", "notes": [n for n in first.get("notes", ()) if "oversubscribed" in n],
-                    "answer": f"{k['callpath']} ranks first"
+                    "answer": f"{k['callpath']}{inside if inside else ' ranks first'}"
                               + (f" by asymptotic growth, {k['order']}" if o.by == "growth" else
                                  f": its per-process cost grows by {k['increase']:.1%} of the root's cost from the "
                                  "smallest measured run to the target" if k.get("increase") is not None else "")
@@ -1119,7 +1146,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the per-process cost increase from the smallest measured process count to the target (measured up to the largest run, predicted beyond) as a share of the root's per-process cost at the target, then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}; the ranks of the others are skipped, so the numbers have gaps); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
-<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, share of the root</span></th>{% endif %}<th class="num sortable">share at target</th><th class="num sortable">growth</th><th>trend</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th></tr></thead>
+<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, share of the root</span></th>{% endif %}<th class="num sortable">share at target</th><th class="num sortable">growth</th><th>trend</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th><th class="sortable">confidence<span class="full">of the value at target</span></th></tr></thead>
 <tbody>
 {% for k in r.kernels %}<tr>
 <td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
@@ -1135,9 +1162,10 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <td class="order">{{ k.order }}</td>
 <td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}</td>
 <td class="num" data-v="{{ k.noise if k.noise is not none else '' }}">{{ fpct1(k.noise) }}</td>
+<td>{% if k.confidence %}<span class="conf conf-{{ k.confidence }}">{{ k.confidence }}</span>{% else %}–{% endif %}</td>
 </tr>
 {% endfor %}
-{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 11 if r.options.by == 'growth' else 12 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total{% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
+{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 12 if r.options.by == 'growth' else 13 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total{% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
 </tbody></table></div>
 </section>
 {% endif %}
