@@ -638,8 +638,7 @@ class ModelSet:
             # times fitted on runs whose ranks shared cores: not the application's scaling
             from .analysis.oversubscription import AFFECTED_KINDS
 
-            o = self.oversubscribed
-            note = f"times fitted on oversubscribed runs ({o.parameter} > {o.cores} cores)"
+            note = self.oversubscribed.fitted_note()
             for s in [s for s in range(S) if self.kinds.get(series[s].metric) in AFFECTED_KINDS]:
                 for i in range(s * P, s * P + P):
                     extra.setdefault(i, []).append(note)

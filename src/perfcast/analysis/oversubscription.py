@@ -1,4 +1,5 @@
-"""Runs with more ranks than the machine had cores: their times measure descheduling.
+"""Runs whose ranks shared the cores -- more ranks than the machine had cores, or other processes
+busy on them: their times measure descheduling.
 
 A campaign run by ``perfcast collect`` with the local launcher starts every rank on the machine
 whose record the campaign keeps (``meta["campaign"]["machine"]``: the CPUs the process could use).
@@ -11,6 +12,14 @@ Evidence only: the rank count is the parameter the launch command passes to ``-n
 (``mpirun -np {p}``), else the model set's process-count parameter; the cores are the record's
 usable CPUs.  Without a local campaign's record (third-party profiles, Slurm campaigns, whose nodes
 are not this machine) nothing is claimed.
+
+Runs within the cores can still share them: other processes on the machine (another user's job, a
+build, a second campaign) take CPU time the ranks wait for.  The launcher measures it per run
+(:class:`perfcast.collect.launchers.CpuShare`: the usable CPUs' busy time from ``/proc/stat`` minus
+the run's own, as the average number of CPUs others kept busy, ``others``).  A run whose ranks
+and those others need more than the usable CPUs (by more than :data:`CONTENTION_SLACK`) *shared its
+cores*: its times are slowed by a load that is not the application's.  Runs without that record
+(older campaigns, third-party data) are not judged.
 """
 
 from __future__ import annotations
@@ -26,27 +35,61 @@ _PLACEHOLDER = re.compile(r"^\{(\w[\w.]*)\}$")
 AFFECTED_KINDS = ("time",)
 
 
+#: a run within the cores shared them when its ranks plus the other processes' average busy CPUs
+#: exceed the usable CPUs by more than this: a quarter of a core, i.e. the ranks of a run asking for
+#: every core lost over ~12% of their CPU time to others (a daemon's stray tenth of a core does not count)
+CONTENTION_SLACK = 0.25
+#: every note on a prediction fitted on such runs starts with this (the report finds them by it)
+FITTED = "times fitted on "
+
+
 @dataclass(frozen=True)
 class Oversubscription:
-    """The runs of an experiment that had more ranks than cores."""
+    """The runs of an experiment whose ranks shared the cores: more ranks than cores (``over``), or
+    within the cores while other processes kept some busy (``contended``)."""
     parameter: str                 # the rank-count parameter
     cores: int                     # CPUs usable by the campaign on its machine
     host: str
     over: tuple[float, ...]        # measured rank counts above ``cores``
     measured: tuple[float, ...]    # every measured rank count
+    #: runs within the cores that shared them: (rank count, other processes' average busy CPUs)
+    contended: tuple[tuple[float, float], ...] = ()
+    #: successful runs within the cores with a CPU record (the denominator of ``contended``)
+    judged: int = 0
 
     def within(self) -> tuple[float, ...]:
         """The measured rank counts the cores could hold."""
         return tuple(v for v in self.measured if v <= self.cores)
 
     def note(self) -> str:
-        vals = ", ".join(f"{v:g}" for v in self.over)
-        return (f"runs at {self.parameter} = {vals} had more ranks than the {self.cores} cores of {self.host}: "
-                "their times include waiting for descheduled ranks (counts and bytes are exact)")
+        parts = []
+        if self.over:
+            vals = ", ".join(f"{v:g}" for v in self.over)
+            parts.append(f"runs at {self.parameter} = {vals} had more ranks than the {self.cores} cores of "
+                         f"{self.host}: their times include waiting for descheduled ranks (counts and bytes are exact)")
+        if self.contended:
+            at = ", ".join(f"{v:g}" for v in sorted({p for p, _ in self.contended}))
+            busy = [b for _, b in self.contended]
+            parts.append(f"{len(self.contended)} of the {self.judged} runs within the cores ({self.parameter} = {at}) "
+                         f"shared them with other processes, which kept {sum(busy) / len(busy):.2g} of the "
+                         f"{self.cores} CPUs busy on average (up to {max(busy):.2g}): their times include waiting "
+                         "for those processes")
+        return "; ".join(parts)
+
+    def fitted_note(self) -> str:
+        """The note on a time prediction fitted on these runs (starts with :data:`FITTED`)."""
+        why = []
+        if self.over:
+            why.append(f"oversubscribed runs ({self.parameter} > {self.cores} cores)")
+        if self.contended:
+            why.append(f"runs that shared their cores with other processes ({len(self.contended)} of {self.judged})")
+        return FITTED + " and ".join(why)
 
     def to_dict(self) -> dict:
         return {"parameter": self.parameter, "cores": self.cores, "host": self.host, "over": list(self.over),
-                "within": list(self.within()), "note": self.note()}
+                "within": list(self.within()),
+                "contended": [{self.parameter: p, "others": b} for p, b in self.contended], "judged": self.judged,
+                "note": self.note()}
 
 
 def rank_parameter(command, parameters) -> str | None:
@@ -68,9 +111,27 @@ def _cores(machine: Mapping) -> int | None:
     return None
 
 
+def contended_runs(runs, param: str, cores: int) -> tuple[list[tuple[float, float]], int]:
+    """Of a campaign's ``runs`` (``meta["campaign"]["runs"]``), the successful timed runs within the
+    ``cores`` that shared them (module doc): (rank count, others) each, and how many were judged."""
+    found, judged = [], 0
+    for r in runs or ():
+        if not isinstance(r, Mapping) or r.get("status") != "ok" or r.get("mode", "main") != "main":
+            continue
+        others, config = r.get("others"), r.get("config") or {}
+        ranks = config.get(param) if isinstance(config, Mapping) else None
+        if not isinstance(others, (int, float)) or not isinstance(ranks, (int, float)) or ranks > cores:
+            continue
+        judged += 1
+        if ranks + others > cores + CONTENTION_SLACK:
+            found.append((float(ranks), float(others)))
+    return found, judged
+
+
 def oversubscription(exp, procs: str | None = None) -> Oversubscription | None:
-    """The oversubscribed runs of ``exp`` (module doc), or None when there are none or nothing shows
-    it.  ``procs``: the process-count parameter to use when the launch command names none."""
+    """The runs of ``exp`` whose ranks shared the cores (module doc), or None when there are none or
+    nothing shows it.  ``procs``: the process-count parameter to use when the launch command names
+    none."""
     camp = (exp.meta or {}).get("campaign")
     if not isinstance(camp, Mapping) or camp.get("launcher", "local") != "local":
         return None
@@ -81,6 +142,8 @@ def oversubscription(exp, procs: str | None = None) -> Oversubscription | None:
         return None
     measured = tuple(sorted(float(v) for v in exp.data[param].dropna().unique()))
     over = tuple(v for v in measured if v > cores)
-    if not over:
+    contended, judged = contended_runs(camp.get("runs"), param, cores)
+    if not over and not contended:
         return None
-    return Oversubscription(param, cores, str(machine.get("hostname") or "the machine"), over, measured)
+    return Oversubscription(param, cores, str(machine.get("hostname") or "the machine"), over, measured,
+                            tuple(contended), judged)

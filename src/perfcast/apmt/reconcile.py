@@ -50,8 +50,9 @@ def verdict(apmt_total: float, run: Mapping | None, coverage: float | None, over
                                f"{coverage:.1%} of the measured run time at the largest profiled point: it holds "
                                "the kernels and MPI routines it models, not the rest of the run; use it for the "
                                "breakdown of those parts"
-                               + ("; but the measured runs were oversubscribed, so the PMNF model predicts "
-                                  "descheduled runs like them, not a run on enough cores (low confidence)"
+                               + ("; but the measured runs were oversubscribed or shared their cores with other processes, "
+                                  "so the PMNF model predicts descheduled runs like them, not a run on free cores "
+                                  "(low confidence)"
                                   if oversubscribed else ""))
     inside = lo is not None and hi is not None and lo <= apmt_total <= hi
     if inside:
@@ -59,9 +60,9 @@ def verdict(apmt_total: float, run: Mapping | None, coverage: float | None, over
                                 f"[{lo:.4g}, {hi:.4g}]; APMT adds the breakdown")
     if oversubscribed:
         return Verdict("apmt", f"they disagree (APMT {apmt_total:.4g} s, {pmnf}): the measured times include "
-                               "descheduling of oversubscribed runs, so the APMT total (counts, and "
-                               "communication fitted within the cores) is the better estimate for a run on "
-                               "enough cores")
+                               "descheduling of oversubscribed runs (or of runs sharing their cores with other "
+                               "processes), so the APMT total (counts, and communication fitted within the "
+                               "cores) is the better estimate for a run on free cores")
     return Verdict("pmnf", f"they disagree (APMT {apmt_total:.4g} s, {pmnf}): the PMNF model is fitted on "
                            "the run time itself and is the better estimate of it; APMT's parts explain where "
                            "it goes")

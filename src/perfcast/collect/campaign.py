@@ -656,6 +656,8 @@ class Campaign:
                   "wall": result.get("wall"), "exit_code": result.get("exit_code"),
                   "stdout_tail": result.get("stdout_tail", ""), "stderr_tail": result.get("stderr_tail", ""),
                   "timers": result.get("timers", {}), "values": values}
+        # what else kept the run's CPUs busy (launchers.CpuShare), where it could be measured
+        record.update({k: result[k] for k in ("cpus", "cpu", "others") if result.get(k) is not None})
         if any((result.get("output_dropped") or {}).values()):
             record["output_dropped"] = result["output_dropped"]  # bytes cut out of stdout/stderr (output cap)
         if "machine" in result:
@@ -801,6 +803,8 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
             continue
         seen.add(r["id"])
         info = {k: r.get(k) for k in ("id", "config", "mode", "status", "reason", "wall", "start", "host", "exit_code")}
+        # what else kept the run's CPUs busy (launchers.CpuShare), where it was measured
+        info.update({k: r[k] for k in ("cpus", "cpu", "others") if r.get(k) is not None})
         runs_meta.append(info)
         if r["status"] != "ok":
             failed.append(info)

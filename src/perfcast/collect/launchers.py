@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import selectors
 import shlex
 import shutil
@@ -233,6 +234,64 @@ class _Lines:
             self.rest = b""
 
 
+def busy_seconds(stat: str, cpus, tick: int) -> float | None:
+    """Seconds the CPUs numbered in ``cpus`` have been busy since boot, from the text of
+    ``/proc/stat`` (``tick``: clock ticks per second): every state but idle and iowait (``steal``
+    counts: a hypervisor running other guests takes the core as surely as a local process does);
+    None when it lists none of them or a line is short."""
+    ticks, found = 0, 0
+    for line in stat.splitlines():
+        name, _, rest = line.partition(" ")
+        if not name.startswith("cpu") or not name[3:].isdigit() or int(name[3:]) not in cpus:
+            continue
+        v = [int(x) for x in rest.split()[:8]]
+        if len(v) < 8:
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq, steal = v
+        ticks += user + nice + system + irq + softirq + steal
+        found += 1
+    return ticks / tick if found else None
+
+
+def cpu_busy(cpus) -> float | None:
+    """:func:`busy_seconds` of this machine now; None where ``/proc/stat`` cannot be read."""
+    try:
+        with open("/proc/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return busy_seconds(stat, cpus, os.sysconf("SC_CLK_TCK"))
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and of its reaped children (the runs) so far."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class CpuShare:
+    """What else ran on the run's CPUs while it ran: the CPUs this process may use (its affinity),
+    their busy seconds from ``/proc/stat`` and this process' own CPU time with its children's at the
+    start; :meth:`result` turns the differences at the end into the average number of those CPUs
+    kept busy by *other* processes (``others``) -- the ranks of a run asking for all the cores while
+    other processes hold ``others`` of them wait for their turn, and their times measure that."""
+
+    def __init__(self):
+        self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self.busy = cpu_busy(set(self.cpus)) if self.cpus else None
+        self.own = _own_cpu()
+
+    def result(self, wall: float) -> dict:
+        """``cpus`` (usable), ``cpu`` (seconds of the run and of this process) and ``others`` (average
+        busy CPUs besides them, >= 0); empty where ``/proc/stat`` is not there or the run took no time."""
+        busy = cpu_busy(set(self.cpus)) if self.busy is not None else None
+        if busy is None or wall <= 0:
+            return {}
+        own = _own_cpu() - self.own
+        return {"cpus": len(self.cpus), "cpu": round(own, 3),
+                "others": round(max(busy - self.busy - own, 0.0) / wall, 3)}
+
+
 def execute(req: RunRequest, running_file: Path | None = None) -> dict:
     """Run ``req`` to completion (or its timeout) and describe the outcome.
 
@@ -256,6 +315,7 @@ def execute(req: RunRequest, running_file: Path | None = None) -> dict:
 
         scan = TimerScan(req.timer_regex)
     start = time.time()
+    share = CpuShare()
     t0 = time.perf_counter()
     status, reason, code = "ok", None, None
     out, err = _CappedFile(out_f, req.output_cap), _CappedFile(err_f, req.output_cap)
@@ -301,6 +361,7 @@ def execute(req: RunRequest, running_file: Path | None = None) -> dict:
             reason += f": {last[-1].strip()[:200]}"
     wall = time.perf_counter() - t0
     end = time.time()
+    result.update(share.result(wall))
     result.update({"status": status, "reason": reason, "exit_code": code, "start": _iso(start), "end": _iso(end),
                    "start_epoch": start, "wall": wall,
                    "stdout_tail": _tail(out_f), "stderr_tail": _tail(err_f),

@@ -636,6 +636,8 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
     ``perfcast predict`` gives it) and where the time is lost (the scope with the largest measured
     loss between the two runs of the scaling-loss tree).  ``over``: the experiment's oversubscribed
     runs (:func:`perfcast.analysis.oversubscription.oversubscription`), said with the answers."""
+    from ..analysis.oversubscription import FITTED
+
     out = []
     if rep.kernels and ms is not None and rep.target:
         pred = {r["callpath"]: r for r in ms.predict(rep.target, o.level) if r["metric"] == rep.metric}
@@ -646,7 +648,7 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
         k = _grower(exp.tree, rep.kernels)
         first = pred.get(k["callpath"]) or {}
         inside = "" if k is top else f" (inside {top['callpath']}, which ranks first)"
-        out.append({"question": "What grows?", "notes": [n for n in first.get("notes", ()) if "oversubscribed" in n],
+        out.append({"question": "What grows?", "notes": [n for n in first.get("notes", ()) if n.startswith(FITTED)],
                     "answer": f"{k['callpath']}{inside if inside else ' ranks first'}"
                               + (f" by asymptotic growth, {k['order']}" if o.by == "growth" else
                                  f": its per-process cost grows by {k['increase']:.1%} of the root's cost from the "
@@ -665,15 +667,17 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
             out.append({"question": f"What will it cost at {at}?",
                         "answer": f"{root}: {r['value']:.4g}{(' ' + rep.unit) if rep.unit else ''}{iv}",
                         "confidence": r["confidence"], "section": "ranking",
-                        "notes": [n for n in r["notes"] if "oversubscribed" in n], "callpath": root,
+                        "notes": [n for n in r["notes"] if n.startswith(FITTED)], "callpath": root,
                         "value": r["value"], "lower": r["lower"], "upper": r["upper"], "at": dict(rep.target)})
     sl = rep.scaling_loss
     if sl and sl.get("rows"):
         rows = [x for x in sl["rows"] if x["path"] in exp.tree and exp.tree.depth(x["path"]) > 0] or sl["rows"]
         top = max(rows, key=lambda x: x["exclusive_loss"])
-        crowded = [f"{sl['procs']}={v:g} ran with more ranks than the {over.cores} cores: the loss includes "
-                   "waiting for descheduled ranks"
-                   for v in (sl["q"],) if over is not None and over.parameter == sl["procs"] and v in over.over]
+        crowded = [] if over is None or over.parameter != sl["procs"] else (
+            [f"{sl['procs']}={v:g} ran with more ranks than the {over.cores} cores: the loss includes "
+             "waiting for descheduled ranks" for v in (sl["q"],) if v in over.over]
+            + [f"runs at {sl['procs']}={v:g} shared their cores with other processes: the loss includes waiting "
+               "for them" for v in (sl["p"], sl["q"]) if v in {r for r, _ in over.contended}])
         out.append({"question": "Where is performance lost?", "notes": crowded,
                     "answer": f"{top['path']}: {top['exclusive_loss']:.1%} of the {sl['procs']}={sl['q']:g} run's "
                               f"{rep.metric} is excess work in it, of {sl['loss']:.1%} in all ({sl['mode']} scaling "
