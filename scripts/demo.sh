@@ -58,9 +58,9 @@ for ((q = 1; q <= cores; q++)); do within+=(--where "p=$q"); done
 "$PERFCAST" collect -o "$TCHECK" "${tgrid[@]}" --reps 3..6 --cv 0.05 --cv-metric total --collect time,mpi \
   -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 100 -q
 "$PERFCAST" predict "$EXP" "${within[@]}" --validate "$TCHECK" --callpath 'app*' --metric time \
-  | tee "$OUT/check-times.txt"
+  2>&1 | tee "$OUT/check-times.txt"
 echo "   3. the times at $TARGET, for the record (oversubscribed on both sides: not a test of the model)"
-"$PERFCAST" predict "$EXP" --validate "$CHECK" --callpath 'app' --metric time | tee "$OUT/check-oversubscribed.txt"
+"$PERFCAST" predict "$EXP" --validate "$CHECK" --callpath 'app' --metric time 2>&1 | tee "$OUT/check-oversubscribed.txt"
 
 echo "== APMT breakdown: instruction counts of the solver's own functions (cachegrind, one run per"
 echo "   configuration at small sizes; MPI start-up left out with --cachegrind-toggle) + timers + PMPI"

@@ -105,6 +105,9 @@ def test_time_predictions_fitted_on_shared_cores_say_so_and_counts_do_not(tmp_pa
     assert rows["time"]["confidence"] == "low"
     assert any(n.startswith(FITTED) and "shared their cores" in n for n in rows["time"]["notes"])
     assert not any(n.startswith(FITTED) for n in rows["ops"]["notes"])
+    # only the runs of the points held count (--where p=2): p=2's three judged runs, one shared
+    two = oversubscription(exp.select(p=[2]))
+    assert two.contended == ((2.0, 0.6),) and two.judged == 3
     # nothing shared: nothing said
     assert oversubscription(calm) is None and not any(n.startswith(FITTED) for n in same["time"]["notes"])
     from perfcast import store

@@ -128,6 +128,13 @@ def contended_runs(runs, param: str, cores: int) -> tuple[list[tuple[float, floa
     return found, judged
 
 
+def _point(config: Mapping, parameters) -> tuple | None:
+    try:
+        return tuple(float(config[p]) for p in parameters)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def oversubscription(exp, procs: str | None = None) -> Oversubscription | None:
     """The runs of ``exp`` whose ranks shared the cores (module doc), or None when there are none or
     nothing shows it.  ``procs``: the process-count parameter to use when the launch command names
@@ -142,7 +149,11 @@ def oversubscription(exp, procs: str | None = None) -> Oversubscription | None:
         return None
     measured = tuple(sorted(float(v) for v in exp.data[param].dropna().unique()))
     over = tuple(v for v in measured if v > cores)
-    contended, judged = contended_runs(camp.get("runs"), param, cores)
+    # the runs of the points the experiment holds (``--where`` may have left some out)
+    held = {tuple(float(v) for v in r) for r in exp.points()[list(exp.parameters)].to_numpy(float)}
+    runs = [r for r in camp.get("runs") or () if isinstance(r, Mapping) and isinstance(r.get("config"), Mapping)
+            and _point(r["config"], exp.parameters) in held]
+    contended, judged = contended_runs(runs, param, cores)
     if not over and not contended:
         return None
     return Oversubscription(param, cores, str(machine.get("hostname") or "the machine"), over, measured,
