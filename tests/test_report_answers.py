@@ -74,3 +74,28 @@ def test_what_grows_names_the_callpath_inside_the_root_that_makes_it_grow():
     assert grows["callpath"] == "main->comm"
     assert grows["answer"].startswith("main->comm (inside main, which ranks first)")
     assert rep.to_dict()["kernels"][0]["confidence"] in ("high", "medium", "low")
+
+
+def test_growth_spread_over_parts_names_the_largest():
+    """Three children growing alike (log2 p each): none holds half of the root's growth, so the root
+    is the answer and its three parts are named, each +1/3 of the root's increase."""
+    rows = []
+    kids = ("a", "b", "c")
+    for p in PS:
+        for rep in (0, 1):
+            g = math.log2(p) + 0.25
+            rows += [(p, rep, "main", SOLVE + 3 * g)] + [(p, rep, f"main->{c}", g) for c in kids]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "value"]).assign(metric="time")
+    exp = Experiment(["p"], df, [Metric("time", "s", "time", scope="inclusive")],
+                     CallTree.from_paths(["main", *(f"main->{c}" for c in kids)]))
+    rep = build_report(exp, ReportOptions(target={"p": 64}))
+    grows = rep.answers[0]
+    inc = {k["callpath"]: k["increase"] for k in rep.kernels}
+    # by hand: each child grows by 6 (log2 64 - log2 1) of the root's 10 + 3 * 6.25 at p = 64
+    root64 = SOLVE + 3 * (6 + 0.25)
+    assert inc["main"] == pytest.approx(18 / root64, rel=1e-6)
+    assert all(inc[f"main->{c}"] == pytest.approx(6 / root64, rel=1e-6) for c in kids)
+    assert grows["callpath"] == "main"
+    assert "no part under it holds half of that growth, the largest: " in grows["answer"]
+    named = grows["answer"].split("the largest: ")[1]
+    assert sorted(part.split(" ")[0] for part in named.split(", ")) == [f"main->{c}" for c in kids]

@@ -629,6 +629,21 @@ def _grower(tree, kernels: list[dict]) -> dict:
     return k
 
 
+def _spread(tree, kernels: list[dict], k: dict, most: int = 3) -> str:
+    """When no callpath under ``k`` holds :data:`GROWER_SHARE` of its growth (:func:`_grower` stopped
+    at it) but ranked ones under it grow: the largest of them, so the answer names where the growth
+    is spread."""
+    if k.get("increase") is None or k["callpath"] not in tree:
+        return ""
+    parts = [r for r in kernels if r["callpath"] in tree and r.get("increase") is not None and r["increase"] > 0
+             and k["callpath"] in tree.ancestors(r["callpath"])]
+    if not parts:
+        return ""
+    parts = sorted(parts, key=lambda r: -r["increase"])[:most]
+    return "; no part under it holds half of that growth, the largest: " + ", ".join(
+        f"{r['callpath']} {r['increase']:+.1%}" for r in parts)
+
+
 def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> list[dict]:
     """The three answers a user came for, each from the section below that shows it in full (so
     nothing below contradicts them) and with its confidence: what grows (the ranking's first row),
@@ -653,7 +668,7 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
                               + (f" by asymptotic growth, {k['order']}" if o.by == "growth" else
                                  f": its per-process cost grows by {k['increase']:.1%} of the root's cost from the "
                                  "smallest measured run to the target" if k.get("increase") is not None else "")
-                              + f"; model {k['formula']}",
+                              + f"; model {k['formula']}" + _spread(exp.tree, rep.kernels, k),
                     "confidence": first.get("confidence"), "section": "ranking", "callpath": k["callpath"],
                     "formula": k["formula"], "value": k.get("predicted")})
         now = {r["callpath"]: r.get("now") or 0.0 for r in rep.kernels}
