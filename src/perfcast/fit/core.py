@@ -716,6 +716,17 @@ def exact_series(mean: np.ndarray, count: np.ndarray, ssd: np.ndarray, marked: b
     return marked & ~np.any(measured & ~agree, axis=1)
 
 
+def noise_free(mean: np.ndarray, count: np.ndarray, ssd: np.ndarray, marked: bool) -> np.ndarray:
+    """Per series ((S, n) arrays), whether its measurements carry no noise at all: exact
+    (:func:`exact_series`, the metric's provenance) or measured at least twice at every measured
+    point with repetitions that agree (PMPI's call and byte counts).  Whatever the model misses of
+    such a series is the model's own error, not noise: its coefficients' uncertainty comes from the
+    jackknife (:func:`_jackknife_cov`); its weights follow :func:`exact_series` alone."""
+    measured = count > 0
+    repeated = np.all(~measured | (count >= 2), axis=1) & np.any(measured, axis=1)
+    return exact_series(mean, count, ssd, marked | repeated)
+
+
 def exact_scale(f: np.ndarray, count: np.ndarray, X: np.ndarray | None) -> np.ndarray:
     """The noise scale of the means of exact series (:func:`exact_series`; ``f`` (S, n) their
     relative scales, :func:`noise_scale`): no measurement noise is left, only the model's error, and
@@ -768,6 +779,7 @@ class _Chunk:
             c2 = np.where(fin, self.c2[:, None], 0.0)
             self.f = np.where(fin, np.sqrt((self.f ** 2 + c2) / (1 + c2)), 1.0)
         self.count = count.astype(float)
+        self.free = noise_free(mean, count, ssd, exact)
         self.w = self.count / self.f ** 2
         self.pe_point = ssd / (self.scale[:, None] ** 2 * self.f ** 2)
         self.ss_pe = np.sum(self.pe_point, axis=1)
@@ -1787,6 +1799,14 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             s2 = np.maximum(pooled, lof)
             s2 = np.where(np.isfinite(s2), s2, 0.0)
             cov = fit.ainv * (s2 * eff)[:, None, None] * (sc[:, None, None] ** 2) / (scale[:, :, None] * scale[:, None, :])
+            free = ch.free[rows]
+            if a == 0 and free.any():
+                # no noise: the misfit is the model's error, not noise (:func:`_jackknife_cov`)
+                jc = _jackknife_cov(D[free], y[free], w[free])
+                fin = np.all(np.isfinite(jc), axis=(1, 2))
+                cf = cov[free]
+                cf[fin] = jc[fin] * (sc[free][fin, None, None] ** 2) / (scale[free][fin, :, None] * scale[free][fin, None, :])
+                cov[free] = cf
             out_hyp[lo + rows, a] = hyp
             out_coef[lo + rows, a, :kk] = beta
             out_cov[lo + rows, a, :kk, :kk] = cov
@@ -1836,6 +1856,64 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
         q[:, 4] = np.where(ch.N[z] > n, 0.0, np.nan)
         q[:, 5], q[:, 6], q[:, 7] = n, ch.N[z], np.nan
         out_q[lo + z] = q
+
+
+def _jackknife_cov(D: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Delete-one jackknife covariance of the weighted least-squares coefficients (Tukey; Efron &
+    Stein): per series the spread of the coefficients refitted with each measured point left out
+    in turn, ``(n - 1) / n * sum_i (b_(i) - mean b)(b_(i) - mean b)^T`` over its ``n`` measured
+    points (``w > 0``); ``D`` (S, n, k) the designs, ``y``, ``w`` (S, n).  NaN where some
+    refit is not determined (fewer points left than coefficients).
+
+    For series free of noise (:func:`noise_free`) it replaces ``s^2 (D^T W D)^-1``: that formula
+    reads the misfit as independent noise of one size at every point, but a model that misses exact
+    measurements misses them systematically -- a form the data do not follow (PMPI's bytes per rank
+    at p = 2, 4, 8: 102400, 102400, 128000, steps of the process grid) -- and its extrapolation
+    hangs on the points it misses most.  The jackknife measures just that: how far the prediction
+    moves when one measurement is left out (``c + a p^(5/2) log2(p)^2`` through 102400, 102400,
+    128000 says 368000 at p = 16; without the point at p = 8, 102400), with no noise model.
+    A model through every point (an exact law) moves nowhere: its interval stays as narrow as the
+    data are exact.  It is close to the model-robust (sandwich, HC3) covariance of a misspecified
+    regression (White 1980; MacKinnon & White 1985).  The prediction is not moved, only its
+    interval (bench/README.md "Noise-free series the model does not follow")."""
+    S, n, k = D.shape
+    measured = w > 0
+    betas = np.full((S, n, k), np.nan)
+    # the normal equations summed a point at a time and solved in closed form (:func:`_inv_small`):
+    # elementwise operations only, so each series' floats do not depend on the other rows or on
+    # where numpy placed the arrays (a fit must not depend on its chunk; tests/test_fit_chunk.py)
+    wd = w[:, :, None] * D
+    for i in range(n):
+        A = np.zeros((S, k, k))
+        b = np.zeros((S, k))
+        for p in range(n):
+            if p != i:
+                A += wd[:, p, :, None] * D[:, p, None, :]
+                b += wd[:, p, :] * y[:, p, None]
+        ainv, ok = _inv_small(A)
+        beta = np.zeros((S, k))
+        for j in range(k):
+            beta += ainv[:, :, j] * b[:, j, None]
+        # a refit must be determined by the points left: as many measured ones as coefficients
+        det = ok & (np.sum(measured, axis=1) - measured[:, i] >= k)
+        betas[:, i] = np.where(det[:, None], beta, np.nan)
+    m = measured[:, :, None]
+    cnt = measured.sum(axis=1)
+    # sums over the points one point at a time: each series' floats independent of the other
+    # rows (:func:`_rowdot`; a fit must not depend on its chunk)
+    total = np.zeros((S, k))
+    for i in range(n):
+        total += np.where(m[:, i], betas[:, i], 0.0)
+    cov = np.zeros((S, k, k))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / cnt[:, None]
+        for i in range(n):
+            dev = np.where(m[:, i], betas[:, i] - mean, 0.0)
+            cov += dev[:, :, None] * dev[:, None, :]
+        cov *= ((cnt - 1) / cnt)[:, None, None]
+    bad = np.any(m & ~np.isfinite(betas), axis=(1, 2)) | (cnt < 2)
+    cov[bad] = np.nan
+    return cov
 
 
 def _drift(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usable, hold, s2,

@@ -4,7 +4,8 @@ A :class:`Model` is ``constant + sum(term)``, each :class:`Term` a coefficient t
 of factors ``p^i * log2(p)^j``.  Besides the point estimate it keeps what a calibrated
 prediction interval needs:
 
-* ``cov`` -- covariance of (constant, coefficients) in the units of the values;
+* ``cov`` -- covariance of (constant, coefficients) in the units of the values (of a series
+  free of noise, the jackknife's: :func:`perfcast.fit.core._jackknife_cov`);
 * ``noise`` -- the relative standard deviation of one observation (from repetitions);
 * ``alternatives`` -- the runner-up hypotheses with their posterior-like weights, whose spread
   stands for model-selection uncertainty when extrapolating;
