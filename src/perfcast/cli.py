@@ -966,6 +966,107 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                         + (", values on a measured line)" if any("line" in r for r in all_rows) else ")"))
 
 
+@cli.command("advise")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@input_options
+@click.option("--target", required=True, metavar="P=V[,Q=W]",
+              help="Point to predict, beyond the measured range; parameters left out stay at their largest "
+                   "measured value.")
+@click.option("--budget", type=Finite(), default=None, metavar="CORE_HOURS",
+              help="Plan the runs to make within this many core-hours (greedy, best gain per cost first).")
+@click.option("--candidates", "candidates", multiple=True, metavar="NAME=V1,V2,...",
+              help="Candidate values of a parameter; repeatable, one parameter each: the grid of the values "
+                   "given, the other parameters at their measured values (default: each parameter's measured "
+                   "values continued by their own progression, two steps).  Measured points are always "
+                   "candidates for another repetition.")
+@click.option("--metric", default=None,
+              help="Metric whose prediction should become more certain (default: the time metric runs are "
+                   "costed by).")
+@click.option("--terms", "max_terms", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="Terms per parameter in single-parameter models.")
+@click.option("--negative", is_flag=True, help="Allow negative exponents (strong scaling).")
+@_ranks_option
+@_limit_option
+@click.option("--json", "as_json", is_flag=True, help="Print every candidate as JSON.")
+def advise_cmd(inputs, fmt, points, params, target, budget, candidates, metric, max_terms, negative, locations,
+               limit, as_json):
+    """Which run next: rank candidate measurements by the uncertainty they remove at --target, per
+    core-hour, each with a one-line reason.
+
+    The uncertainty of each kernel that matters at the target (>= 1% of the whole run there) has
+    three parts the models carry: coefficient uncertainty (reduced by a run at x by the
+    Sherman-Morrison update, the c-optimal criterion), competing hypotheses (a run where they differ
+    by more than the noise separates them: expected reweighting, exact quadrature), and the
+    extrapolation term (a new largest point moves the data's edge).  Cost: the predicted run time at
+    a new point (the whole-run time model) x processes; a repetition of a measured point costs its
+    measured time x processes (perfcast.analysis.advisor).  Nothing is run.
+
+    \b
+    Examples:
+      perfcast advise app.perfcast --target p=4096
+      perfcast advise relearn_data.txt --target p=2048,n=9000 --budget 500
+      perfcast advise app.perfcast --target p=4096 --candidates p=1024,2048 --candidates n=64
+    """
+    from .analysis.advisor import advise, metrics_needed, request
+    from .fit import series_statistics
+    from .report.terminal import progress, write_json
+
+    grid: dict = {}
+    for c in candidates:
+        name, eq, vals = c.partition("=")
+        name = name.strip()
+        if not eq or not name or not vals.strip():
+            raise PerfcastError(f"{c!r}: give NAME=V1,V2,...", where="--candidates")
+        if name in grid:
+            raise PerfcastError(f"{c!r}: {name} given twice; give its values in one option", where="--candidates")
+        try:
+            grid[name] = [float(v) for v in vals.split(",") if v.strip()]
+        except ValueError:
+            raise PerfcastError(f"{c!r}: the values are not numbers", where="--candidates") from None
+        if not all(math.isfinite(v) for v in grid[name]):
+            raise PerfcastError(f"{c!r}: the values must be finite", where="--candidates")
+    exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
+    req = request(exp.parameters, exp.data[list(exp.parameters)].drop_duplicates().to_dict("records"),
+                  parse_coords(target, "--target"), [grid] if grid else (), budget)
+    ms = _fit_models(exp, metrics_needed(exp, metric), None, max_terms, negative, locations, as_json)
+    with progress("advising", enabled=None if not as_json else False) as cb:
+        adv = advise(ms, series_statistics(exp, locations), req, metric, cb)
+    if as_json:
+        return write_json("advice", adv.items(), **adv.summary())
+    _print_advice(adv, limit)
+
+
+def _print_advice(adv, limit: int) -> None:
+    from .analysis.advisor import core_hours
+    from .report.terminal import err, out, table
+
+    say = lambda text: out.print(text, markup=False, highlight=False)  # noqa: E731
+    sd = lambda v: f"±{math.sqrt(max(v, 0.0)):.1%}"  # noqa: E731
+    say(f"Target {','.join(f'{k}={v:g}' for k, v in adv.target.items())}, metric {adv.metric}: the kernels that "
+        f"matter there are uncertain by ±{adv.uncertainty:.1%} (coefficients {sd(adv.parts['coefficients'])}, "
+        f"hypotheses {sd(adv.parts['hypotheses'])}, extrapolation {sd(adv.parts['extrapolation'])})")
+    out.print(table("Kernels at the target", ["callpath", "share", "coefficients", "hypotheses", "extrapolation"],
+                    [[k["callpath"], f"{k['share']:.0%}"] + [f"±{k['sd'][p]:.1%}" for p in
+                                                              ("coefficients", "hypotheses", "extrapolation")]
+                     for k in adv.kernels]))
+    whole = "+".join(adv.cost_root) if len(adv.cost_root) <= 3 else f"the {len(adv.cost_root)} topmost callpaths"
+    say(f"Cost: run time = {whole} ({adv.cost_metric}), x {adv.procs or '1 process'}: predicted at new points, "
+        f"measured at repetitions")
+    shown = _shown(adv.choices, limit)
+    say("Candidates, best reduction per core-hour first:")
+    for i, c in enumerate(shown):
+        say(f"{i + 1:>3}. {c.reason}")
+    _print_not_shown(err, len(adv.choices), len(shown), "candidates", "--json prints")
+    if adv.budget is not None:
+        say(f"Plan within {adv.budget:g} core-hours ({adv.spent:.3g} spent):")
+        for st in adv.plan:
+            say(f"{st['step']:>3}. {','.join(f'{k}={v:g}' for k, v in st['at'].items())}"
+                f"{' again' if st['kind'] == 'repeat' else ''}: ~{core_hours(st['cost'])} core-h, "
+                f"±{st['uncertainty_after']:.1%} after")
+    for n in adv.notes:
+        err.print(f"perfcast: note: {n}", markup=False, highlight=False)
+
+
 @cli.command("check")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options

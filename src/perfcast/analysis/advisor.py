@@ -1,0 +1,672 @@
+"""Which run next: candidate measurements ranked by the uncertainty they remove at a target, per cost.
+
+``perfcast advise EXP --target p=4096`` (issue 21, item 1).  The question is where one more run
+buys the most certainty about the prediction at the target, for the kernels that matter there.
+
+**Uncertainty at the target.**  For every series of the metric whose model predicts at least
+:data:`MIN_SHARE` of the root's value at the target (the kernels that matter there), the variance
+of its predicted value has three parts, all read from the model the fit left
+(:class:`perfcast.fit.model.Model`):
+
+* *coefficients* -- ``c^T Cov c`` with ``c`` the selected hypothesis' design row at the target;
+* *hypotheses* -- the weighted spread ``sum_h w_h (y_h(t) - ybar(t))^2`` of the selected hypothesis
+  and its ``alternatives`` (weights: the alternatives', the rest the selected one's);
+* *extrapolation* -- the calibrated drift term of the interval, ``(drift * doublings^growth *
+  y(t))^2``, doublings counted from the largest measured value of each parameter.
+
+The noise of one new run at the target is left out: no measurement elsewhere reduces it.  The
+series' variances are summed and divided by the sum of their squared values at the target, so a
+kernel's variance counts in proportion to its squared share of the total and the figure is one
+relative variance (for one series: its squared relative standard deviation); shown as ``±sd``.
+
+**What one run at x removes** (per series, in closed form or by exact quadrature):
+
+* coefficients: a new observation at ``x`` with variance ``s2(x) = (noise * f(x))^2`` (the fit's
+  statistical model: relative noise, :mod:`perfcast.fit.core`) updates the coefficient covariance by
+  Sherman-Morrison, and the variance at the target falls by ``(c^T Cov d)^2 / (s2(x) + d^T Cov d)``
+  (``d`` the design row at x) -- the c-optimal design criterion.  ``f(x)`` is the measured mean at a
+  measured point (an extra repetition), else the model's prediction.  A series free of noise takes
+  its leave-one-out misfit (``quality.cv``) as the noise of a new value: what a new value tells
+  it is limited by the model's own error, not by the timer's.
+* hypotheses: the value measured at x, ``y ~ sum_h w_h N(y_h(x), s2(x) + d^T Cov d)``, reweights the
+  hypotheses by their likelihoods; the expected posterior spread at the target is the prior spread
+  minus ``Var_y(E[y(t) | y])`` (law of total variance).  That variance is computed exactly by
+  Gauss-Hermite quadrature over y for each hypothesis (:data:`QUADRATURE_NODES` nodes).  Where the
+  hypotheses agree at x (relative to the noise there) it is zero: such a point cannot separate them.
+* extrapolation: a new point beyond the largest measured value of a parameter moves the data's edge
+  there, and the drift term at the target shrinks to its value from the new edge (the interval's own
+  rule); an extra repetition leaves the edge where it is.
+
+Candidates are scored by the sum of these reductions over the series (relative to the same
+denominator as the uncertainty) per core-hour.
+
+**Cost.**  A new point costs the predicted run time there -- the model of the root series of the
+time metric (the whole run: the sum of the topmost callpaths of an inclusive metric with a call
+tree, else the one callpath that is the largest at every measured point, else the sum of all
+callpaths; a sum over ranks divided by the process count) -- times the number of processes (the
+process-count parameter, :attr:`perfcast.modelset.ModelSet.procs`; without one, each run counts
+as one process); an extra repetition of a measured point costs its measured mean time times the
+processes.  So the cost of new points is predicted, the cost of repetitions measured.
+
+**With a budget** the plan is greedy: the best gain per cost among the affordable candidates, then
+the others rescored as if it had been run -- the coefficient covariances updated by the same rank-one
+formula, the data's edge moved; the hypotheses' part of a later point counts only beyond the largest
+such part already planned (the expected reduction of several points is at least that of the best of
+them: a lower bound, so the plan never promises more than its points give).  A candidate may be
+chosen again (another repetition).  The plan stops when the budget buys nothing more or no
+affordable run removes :data:`MIN_STEP` of the variance left.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import PerfcastError
+
+#: the kernels that matter at the target: predicted at least this share of the root's value there
+MIN_SHARE = 0.01
+#: steps of each parameter's own progression proposed beyond its largest measured value
+STEPS = 2
+#: Gauss-Hermite nodes per hypothesis for the expected reweighting of the hypotheses
+QUADRATURE_NODES = 100
+#: relative noise floor of one new value (1e-6: the fit's relative precision, fit.core.TINY)
+NOISE_FLOOR = 1e-6
+#: the greedy plan stops after this many runs ...
+MAX_PLAN = 100
+#: ... or when no affordable run removes this share of the variance left at the target
+MIN_STEP = 0.05
+#: seconds per unit of a time metric (no unit: seconds, as everywhere in perfcast)
+_TIME_FACTORS = {"": 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3,
+                 "msec": 1e-3, "us": 1e-6, "usec": 1e-6, "µs": 1e-6, "ns": 1e-9, "nsec": 1e-9}
+PARTS = ("coefficients", "hypotheses", "extrapolation")
+
+
+# -- the request: target and candidates, checked against the measured points before any fit -------
+@dataclass(frozen=True)
+class Request:
+    """A checked request: the full ``target`` point, the candidate points (new ones and the
+    measured ones, for extra repetitions) and the measured values of each parameter."""
+
+    parameters: tuple[str, ...]
+    target: dict
+    new: tuple[tuple[float, ...], ...]
+    repeat: tuple[tuple[float, ...], ...]
+    measured: dict            # parameter -> sorted distinct measured values
+    budget: float | None = None
+
+
+def _fmt(point: Mapping[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in point.items())
+
+
+def progression(values: Sequence[float], steps: int = STEPS) -> list[float]:
+    """The next ``steps`` values of a parameter's measured values continued by their own
+    progression: constant ratio (doubling: 64, 128 -> 256), constant difference (5000, 6000 ->
+    7000), squares or cubes of an arithmetic progression (LULESH's 27, 64, ..., 343 -> 512, 729),
+    else the ratio of the last two.  Whole numbers stay whole."""
+    v = sorted(set(float(x) for x in values))
+    if len(v) < 2:
+        return []
+    a = np.array(v)
+    close = lambda x: bool(np.allclose(x, x[0], rtol=1e-6, atol=0))  # noqa: E731
+    out: list[float] = []
+    if a[0] > 0 and close(a[1:] / a[:-1]):
+        r = a[-1] / a[-2]
+        out = [a[-1] * r ** k for k in range(1, steps + 1)]
+    elif close(np.diff(a)):
+        d = a[-1] - a[-2]
+        out = [a[-1] + d * k for k in range(1, steps + 1)]
+    else:
+        for e in (2, 3):
+            root = np.round(np.abs(a) ** (1 / e))
+            if a[0] > 0 and np.array_equal(root ** e, a) and len(set(np.diff(root))) == 1:
+                d = root[-1] - root[-2]
+                out = [(root[-1] + d * k) ** e for k in range(1, steps + 1)]
+                break
+        else:
+            if a[-2] > 0:
+                r = a[-1] / a[-2]
+                out = [a[-1] * r ** k for k in range(1, steps + 1)]
+    if all(float(x).is_integer() for x in v):
+        out = [float(round(x)) for x in out]
+    return out
+
+
+def request(parameters: Sequence[str], points: Sequence[Mapping[str, float]], target: Mapping[str, float],
+            candidates: Sequence[Mapping[str, Sequence[float]]] = (), budget: float | None = None) -> Request:
+    """Check ``target`` and the candidate grid against the measured ``points`` (one mapping per
+    distinct measured point) and build the candidates.  Bad input raises a one-line
+    :class:`PerfcastError` naming the option: an unknown parameter, a parameter measured at one
+    value only given another value (the campaign did not vary it: no model says how it scales), a
+    target inside the measured range, no candidate beyond the measured range, a budget not above 0.
+
+    ``target`` may leave parameters out: they stay at their largest measured value.  Without
+    ``candidates`` each parameter's measured values continue by their own progression
+    (:func:`progression`, :data:`STEPS` steps; a step past the target is the target's value),
+    combined with the other parameters' measured combinations.  ``candidates``: mappings
+    {parameter: values} -- the grid of the named values, the other parameters at their measured
+    combinations.  Every measured point is also a candidate for one more repetition."""
+    params = tuple(parameters)
+    if not params or not points:
+        raise PerfcastError("the experiment has no parameters (one run): nothing to advise on", where="EXP")
+    pts = sorted({tuple(float(p[q]) for q in params) for p in points})
+    measured = {q: sorted({t[k] for t in pts}) for k, q in enumerate(params)}
+    upper = {q: measured[q][-1] for q in params}
+
+    def check_names(given: Mapping, what: str) -> None:
+        unknown = [k for k in given if k not in params]
+        if unknown:
+            raise PerfcastError(f"{what}: unknown parameter {unknown[0]!r}; the experiment's parameters are "
+                                f"{', '.join(params)}", where=what)
+
+    check_names(target, "--target")
+    tgt = {q: float(target.get(q, upper[q])) for q in params}
+    for q in params:
+        if len(measured[q]) == 1 and tgt[q] != measured[q][0]:
+            raise PerfcastError(f"{_fmt(target)}: the campaign measured {q} at {measured[q][0]:g} only, so no model "
+                                f"says how it scales; keep {q}={measured[q][0]:g}", where="--target")
+    if not any(tgt[q] > upper[q] for q in params):
+        raise PerfcastError(f"{_fmt(tgt)} is inside the measured range ({_fmt(upper)} measured): a prediction "
+                            f"there needs no extrapolation; give a target beyond it", where="--target")
+    if budget is not None and not budget > 0:
+        raise PerfcastError(f"{budget:g} core-hours: a budget must be above 0", where="--budget")
+    new: set = set()
+    if candidates:
+        for grid in candidates:
+            check_names(grid, "--candidates")
+            for q, vals in grid.items():
+                if len(measured[q]) == 1 and any(float(v) != measured[q][0] for v in vals):
+                    raise PerfcastError(f"{q}={','.join(f'{v:g}' for v in vals)}: the campaign measured {q} at "
+                                        f"{measured[q][0]:g} only, so no model says how it scales", where="--candidates")
+                if any(not float(v) > 0 for v in vals):
+                    raise PerfcastError(f"{q}={','.join(f'{v:g}' for v in vals)}: parameter values of a run must be "
+                                        f"above 0", where="--candidates")
+            new |= _grid(params, pts, {q: [float(v) for v in vals] for q, vals in grid.items()})
+    else:
+        for q in params:
+            steps = []
+            for v in progression(measured[q]):
+                if v > tgt[q] > upper[q] or v > upper[q] >= tgt[q]:
+                    v = tgt[q]                    # no further than the target
+                if v > upper[q]:
+                    steps.append(v)
+            new |= _grid(params, pts, {q: sorted(set(steps))})
+    measured_set = set(pts)
+    repeat = tuple(pts)
+    new_pts = tuple(sorted(new - measured_set))
+    if not any(any(t[k] > upper[q] for k, q in enumerate(params)) for t in new_pts):
+        raise PerfcastError(f"no candidate beyond the measured range ({_fmt(upper)} measured): give values beyond "
+                            f"it, e.g. --candidates {params[0]}={upper[params[0]] * 2:g}", where="--candidates")
+    return Request(params, tgt, new_pts, repeat, measured, budget)
+
+
+def _grid(params: tuple, pts: list, named: Mapping[str, list]) -> set:
+    """Points of the grid of ``named`` values, the other parameters at their measured combinations."""
+    import itertools
+
+    if not named or any(not v for v in named.values()):
+        return set()
+    others = [k for k, q in enumerate(params) if q not in named]
+    combos = sorted({tuple(t[k] for k in others) for t in pts})
+    out = set()
+    for vals in itertools.product(*(named[q] for q in params if q in named)):
+        it = iter(vals)
+        fixed = {k: next(it) for k, q in enumerate(params) if q in named}
+        for c in combos:
+            rest = dict(zip(others, c))
+            out.add(tuple(fixed[k] if k in fixed else rest[k] for k in range(len(params))))
+    return out
+
+
+# -- the series: what each model says about the target and the candidates --------------------------
+@dataclass
+class _Series:
+    callpath: str
+    model: object
+    value: float                 # selected hypothesis at the target
+    c: np.ndarray                # design row at the target
+    cov: np.ndarray
+    noise: float
+    hyps: list                   # (weight, Model): the selected one first
+    yt: np.ndarray               # hypotheses at the target
+    share: float = 0.0
+    var: dict = field(default_factory=dict)
+
+
+def _cols(m, pts: np.ndarray) -> tuple[dict, int]:
+    return {q: pts[:, k] for k, q in enumerate(m.parameters)}, len(pts)
+
+
+def _design(m, cols: dict, n: int) -> np.ndarray:
+    return m._design(cols, n)
+
+
+def _raw(m, cols: dict, n: int) -> np.ndarray:
+    return m._raw(cols, (n,))
+
+
+def _drift_var(m, value: float, target: np.ndarray, upper: np.ndarray) -> float:
+    """The interval's extrapolation term at ``target`` from the data's edge ``upper``
+    (:meth:`perfcast.fit.model.Model.interval`)."""
+    if not m.drift or m.upper is None:
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.log2(target / upper)
+    d = float(np.max(np.where(np.isfinite(d) & (upper > 0), d, 0.0), initial=0.0))
+    return float((m.drift * max(d, 0.0) ** m.growth * value) ** 2)
+
+
+def _selection_reduction(w: np.ndarray, yt: np.ndarray, yx: np.ndarray, sx: np.ndarray) -> np.ndarray:
+    """Expected reduction of the hypotheses' spread at the target, ``Var_y(E[y(t) | y])``, by one
+    value ``y`` at each of n candidates: ``w`` (H,) weights, ``yt`` (H,) values at the target,
+    ``yx`` (H, n) values at the candidates, ``sx`` (n,) standard deviation of the value there.
+    Gauss-Hermite quadrature per hypothesis of the mixture the value comes from."""
+    z, g = np.polynomial.hermite.hermgauss(QUADRATURE_NODES)
+    g = g / math.sqrt(math.pi)
+    ybar = float(w @ yt)
+    # y at the nodes: (K source hypotheses, J nodes, n)
+    y = yx[:, None, :] + math.sqrt(2.0) * sx[None, None, :] * z[None, :, None]
+    # log likelihood of every hypothesis h for each y: (H, K, J, n)
+    ll = -0.5 * ((y[None] - yx[:, None, None, :]) / sx[None, None, None, :]) ** 2 + np.log(w)[:, None, None, None]
+    ll -= ll.max(axis=0, keepdims=True)
+    post = np.exp(ll)
+    post /= post.sum(axis=0, keepdims=True)
+    mean = np.einsum("hkjn,h->kjn", post, yt)
+    return np.einsum("k,j,kjn->n", w, g, (mean - ybar) ** 2)
+
+
+# -- the advice -------------------------------------------------------------------------------------
+@dataclass
+class Choice:
+    """One candidate measurement, scored."""
+
+    at: dict
+    kind: str                    # "new" or "repeat"
+    repetitions: int             # measured repetitions there so far
+    run_seconds: float
+    processes: float
+    cost: float                  # core-hours
+    cost_predicted: bool
+    parts: dict                  # part -> reduction of the relative variance at the target
+    gain: float
+    before: float                # relative sd at the target, now
+    after: float                 # relative sd after this run
+    series: str | None = None    # the series gaining most
+    part: str | None = None      # its part gaining most
+    hypotheses: list = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def per_cost(self) -> float:
+        return self.gain / self.cost if self.cost > 0 else math.inf
+
+    def to_dict(self, rank: int) -> dict:
+        return {"rank": rank, "at": dict(self.at), "kind": self.kind, "repetitions": self.repetitions,
+                "cost": self.cost, "run_seconds": self.run_seconds, "processes": self.processes,
+                "cost_predicted": self.cost_predicted, "gain": self.gain,
+                "gain_per_cost": None if not math.isfinite(self.per_cost) else self.per_cost,
+                "parts": dict(self.parts), "uncertainty_before": self.before, "uncertainty_after": self.after,
+                "series": self.series, "part": self.part, "hypotheses": list(self.hypotheses),
+                "reason": self.reason}
+
+
+@dataclass
+class Advice:
+    target: dict
+    metric: str
+    cost_metric: str
+    root: list                   # the callpaths summed for the whole run's value of the metric
+    cost_root: list              # ... and of the time metric runs are costed by
+    procs: str | None
+    uncertainty: float           # relative sd at the target, now
+    parts: dict                  # part -> relative variance at the target
+    kernels: list                # per series: callpath, share, value, relative sd per part
+    choices: list                # Choice, best gain per cost first
+    plan: list = field(default_factory=list)
+    budget: float | None = None
+    spent: float = 0.0
+    notes: list = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {"target": dict(self.target), "metric": self.metric, "cost_metric": self.cost_metric,
+                "root": list(self.root), "cost_root": list(self.cost_root), "procs": self.procs, "uncertainty": self.uncertainty,
+                "parts": dict(self.parts), "kernels": self.kernels, "budget": self.budget,
+                "plan": self.plan, "spent": self.spent, "notes": list(self.notes)}
+
+    def items(self) -> list[dict]:
+        return [c.to_dict(i + 1) for i, c in enumerate(self.choices)]
+
+
+def metrics_needed(exp, metric: str | None) -> list[str]:
+    """The metrics to fit for :func:`advise`: ``metric`` and the time metrics (the cost of a run)."""
+    if metric is not None and metric not in exp.metrics:
+        raise PerfcastError(f"no metric {metric!r}; the experiment has {', '.join(exp.metrics)}", where="--metric")
+    times = [name for name, m in exp.metrics.items() if m.kind == "time"]
+    if not times:
+        raise PerfcastError("no time metric: the cost of a run (time x processes) needs one", where="EXP")
+    return ([metric] if metric is not None and metric not in times else []) + times
+
+
+def _time_metric(ms, metric: str | None) -> str:
+    """The time metric runs cost: ``metric`` when it is one, else the first time metric whose value
+    is a mean over ranks, else the first time metric."""
+    times = [m for m in ms.kinds if ms.kinds[m] == "time" and any(sm.metric == m for sm in ms.series)]
+    if metric is not None and ms.kinds.get(metric) == "time":
+        return metric
+    means = [m for m in times if (ms.aggregates.get(m) or "").startswith("mean over")]
+    if means or times:
+        return (means or times)[0]
+    raise PerfcastError("no time metric: the cost of a run (time x processes) needs one", where="EXP")
+
+
+def _root(ms, metric: str, stats) -> list:
+    """The callpaths whose sum is the whole run's value of ``metric`` (module docstring)."""
+    series = [sm for sm in ms.series if sm.metric == metric]
+    cps = [sm.callpath for sm in series]
+    if metric in ms.inclusive and ms.parents:
+        have = set(cps)
+
+        def topmost(cp):
+            seen, par = set(), ms.parents.get(cp)
+            while par is not None and par not in seen:
+                if par in have:
+                    return False
+                seen.add(par)
+                par = ms.parents.get(par)
+            return True
+
+        return [cp for cp in cps if topmost(cp)]
+    d = stats[stats["metric"] == metric]
+    wide = d.pivot_table(index=list(ms.parameters), columns="callpath", values="mean", observed=True)
+    wide = wide[[c for c in wide.columns if c in set(cps)]]
+    if wide.shape[1] > 1:
+        for cp in wide.columns:
+            others = wide.drop(columns=[cp]).max(axis=1)
+            col = wide[cp]
+            if col.notna().all() and bool((col >= others * (1 - 1e-9)).fillna(True).all()):
+                return [cp]
+    return cps
+
+
+def advise(ms, stats, req: Request, metric: str | None = None,
+           progress: Callable[[int, int, str], None] | None = None) -> Advice:
+    """Rank ``req``'s candidates (module docstring).  ``ms``: the ModelSet of the experiment;
+    ``stats``: its measured means per point (:func:`perfcast.fit.series_statistics`, the locations
+    reduced as the models were fitted)."""
+    from ..fit.model import Model
+    from ..analysis.ranking import is_sum_over_ranks
+
+    params = ms.parameters
+    cost_metric = _time_metric(ms, metric)
+    if metric is None:
+        metric = cost_metric
+    if not any(sm.metric == metric for sm in ms.series):
+        raise PerfcastError(f"no model of metric {metric!r}; the experiment has "
+                            f"{', '.join(sorted({sm.metric for sm in ms.series}))}", where="--metric")
+    tgt = np.array([req.target[q] for q in params], dtype=float)[None, :]
+    new = np.array(req.new, dtype=float).reshape(-1, len(params))
+    rep = np.array(req.repeat, dtype=float).reshape(-1, len(params))
+    cand = np.vstack([new, rep])
+    C = len(cand)
+    notes: list = []
+
+    def means_at(m_metric: str, cps: Sequence[str], pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Summed measured means of ``cps`` at ``pts`` (NaN where one is missing) and repetitions."""
+        d = stats[(stats["metric"] == m_metric) & stats["callpath"].isin(list(cps))]
+        key = {tuple(float(r[q]) for q in params): i for i, r in enumerate(pts_as_dicts(pts))}
+        tot = np.zeros(len(pts))
+        seen = np.zeros(len(pts), dtype=int)
+        reps = np.zeros(len(pts), dtype=int)
+        cols = [d[q].to_numpy(float) for q in params]
+        for row, (mean, count) in enumerate(zip(d["mean"].to_numpy(float), d["count"].to_numpy(int))):
+            i = key.get(tuple(c[row] for c in cols))
+            if i is not None:
+                tot[i] += mean
+                seen[i] += 1
+                reps[i] = max(reps[i], count)
+        tot[seen < len(cps)] = np.nan
+        return tot, reps
+
+    def pts_as_dicts(pts):
+        return [{q: float(v) for q, v in zip(params, row)} for row in pts]
+
+    # -- cost: the root of the time metric at every candidate ---------------------------------------
+    cost_root = _root(ms, cost_metric, stats)
+    factor = _TIME_FACTORS.get((ms.units.get(cost_metric) or "").strip().lower())
+    if factor is None:
+        raise PerfcastError(f"metric {cost_metric!r} has unit {ms.units.get(cost_metric)!r}, not a time unit",
+                            where="--metric")
+    root_models = [ms[(cp, cost_metric)] for cp in cost_root]
+    pred = np.zeros(C)
+    for m in root_models:
+        pred += np.asarray(m.predict({q: cand[:, k] for k, q in enumerate(params)}), dtype=float).reshape(C)
+    meas, reps = means_at(cost_metric, cost_root, cand)
+    is_rep = np.arange(C) >= len(new)
+    run = np.where(is_rep & np.isfinite(meas), meas, pred)
+    floor = float(np.nanmin(meas[is_rep])) if is_rep.any() and np.isfinite(meas[is_rep]).any() else 0.0
+    floored = ~is_rep & ~(run >= floor)
+    if floored.any():
+        notes.append(f"{int(floored.sum())} new point(s) where the run-time model predicts less than the "
+                     f"smallest measured run ({floor:.3g}): costed as that run")
+        run = np.where(floored, floor, run)
+    procs_of = np.ones(C)
+    if ms.procs is not None and ms.procs in params:
+        procs_of = cand[:, params.index(ms.procs)]
+        if is_sum_over_ranks(ms.aggregates.get(cost_metric)):
+            run = run / procs_of
+    else:
+        notes.append("no process-count parameter: every run counts as one process (cost in run-hours)")
+    seconds = run * factor
+    cost = seconds * procs_of / 3600.0
+
+    # -- the series that matter at the target --------------------------------------------------------
+    root = _root(ms, metric, stats)
+    R = sum(float(ms[(cp, metric)].predict(req.target)) for cp in root)
+    if not R > 0:
+        raise PerfcastError(f"the models of {metric!r} predict {R:.3g} for the whole run at {_fmt(req.target)}: "
+                            f"nothing to advise on", where="--target")
+    chosen: list[_Series] = []
+    skipped = 0
+    S_all = [sm for sm in ms.series if sm.metric == metric]
+    for i, sm in enumerate(S_all):
+        if progress is not None:
+            progress(i, len(S_all), sm.callpath)
+        m = sm.model
+        if type(m) is not Model or m.status != "ok":
+            skipped += 1
+            continue
+        cols, _ = _cols(m, tgt)
+        value = float(_raw(m, cols, 1)[0])
+        share = value / R
+        if not share >= MIN_SHARE:
+            continue
+        c = _design(m, cols, 1)[0]
+        cov = np.asarray(m.cov, dtype=float) if m.cov is not None else np.zeros((len(c), len(c)))
+        cov = np.where(np.isfinite(cov), cov, 0.0)
+        noise = float(m.noise) if m.noise and m.noise > 0 else 0.0
+        if noise <= 0 and m.quality is not None and m.quality.cv:
+            noise = float(m.quality.cv) / 100.0
+        noise = max(noise, NOISE_FLOOR)
+        w0 = 1.0 - sum(w for w, _ in m.alternatives)
+        hyps = [(w0, m)] + [(w, a) for w, a in m.alternatives if w > 0]
+        yt = np.array([float(_raw(h, _cols(h, tgt)[0], 1)[0]) for _, h in hyps])
+        chosen.append(_Series(sm.callpath, m, value, c, cov, noise, hyps, yt, share))
+    if skipped:
+        notes.append(f"{skipped} series without a single fitted function (segmented or insufficient) not "
+                     f"counted")
+    if not chosen:
+        raise PerfcastError(f"no series of {metric!r} with a fitted model predicts {MIN_SHARE:.0%} or more of the "
+                            f"whole run at {_fmt(req.target)}", where="--metric")
+    denom = sum(s.value ** 2 for s in chosen)
+    up_all = np.array([max(float(ms.upper.get(q, 0.0)), req.measured[q][-1]) for q in params])
+
+    # -- per series: variance now and each candidate's reduction -------------------------------------
+    per = []   # (series, gains (3, C), extras for the explanations)
+    for s in chosen:
+        m = s.model
+        cols, n = _cols(m, cand)
+        D = _design(m, cols, n)
+        f = _raw(m, cols, n)
+        own, _ = means_at(metric, [s.callpath], cand)
+        f = np.where(is_rep & np.isfinite(own), own, f)
+        s2 = (s.noise * np.abs(f)) ** 2
+        cc = float(s.c @ s.cov @ s.c)
+        cd = D @ s.cov @ s.c
+        dd = np.maximum(np.einsum("ni,ij,nj->n", D, s.cov, D), 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g_coef = np.where(s2 + dd > 0, cd ** 2 / (s2 + dd), 0.0)
+        g_coef = np.minimum(g_coef, cc)
+        w = np.array([h[0] for h in s.hyps])
+        ybar = float(w @ s.yt)
+        v_sel = float(w @ (s.yt - ybar) ** 2)
+        if len(s.hyps) > 1 and v_sel > 0:
+            yx = np.vstack([_raw(h, _cols(h, cand)[0], n) for _, h in s.hyps])
+            sx = np.sqrt(s2 + dd)
+            sx = np.maximum(sx, NOISE_FLOOR * np.max(np.abs(yx), axis=0) + 1e-300)
+            g_sel = np.clip(_selection_reduction(w, s.yt, yx, sx), 0.0, v_sel)
+        else:
+            yx, g_sel = None, np.zeros(C)
+        upper = np.array(m.upper if m.upper is not None else up_all, dtype=float)
+        v_drift = _drift_var(m, s.value, tgt[0], upper)
+        g_drift = np.zeros(C)
+        if v_drift > 0:
+            for i in range(C):
+                if not is_rep[i]:
+                    g_drift[i] = v_drift - _drift_var(m, s.value, tgt[0], np.maximum(upper, cand[i]))
+        s.var = {"coefficients": cc, "hypotheses": v_sel, "extrapolation": v_drift}
+        per.append((s, np.vstack([g_coef, g_sel, g_drift]), dict(D=D, s2=s2, f=f, yx=yx, upper=upper,
+                                                                   ybar=ybar)))
+    if progress is not None:
+        progress(len(S_all), len(S_all), "")
+    total = {p: sum(s.var[p] for s in chosen) / denom for p in PARTS}
+    U0 = sum(total.values())
+    G = sum(g for _, g, _ in per) / denom            # (3, C)
+    gain = G.sum(axis=0)
+    choices = []
+    for i in range(C):
+        at = {q: float(cand[i, k]) for k, q in enumerate(params)}
+        ch = Choice(at, "repeat" if is_rep[i] else "new", int(reps[i]) if is_rep[i] else 0, float(seconds[i]),
+                    float(procs_of[i]), float(cost[i]), not bool(is_rep[i]),
+                    {p: float(G[k, i]) for k, p in enumerate(PARTS)}, float(gain[i]),
+                    math.sqrt(max(U0, 0.0)), math.sqrt(max(U0 - gain[i], 0.0)))
+        _explain(ch, i, per, denom, req, params)
+        choices.append(ch)
+    order = sorted(range(C), key=lambda i: (-choices[i].per_cost if choices[i].gain > 0 else math.inf,
+                                            choices[i].cost, tuple(cand[i])))
+    choices = [choices[i] for i in order]
+    advice = Advice(dict(req.target), metric, cost_metric, root, cost_root, ms.procs, math.sqrt(max(U0, 0.0)), total,
+                    [{"callpath": s.callpath, "share": s.share, "value": s.value,
+                      "sd": {p: math.sqrt(s.var[p]) / abs(s.value) for p in PARTS}} for s in chosen],
+                    choices, budget=req.budget, notes=notes)
+    if req.budget is not None:
+        cheapest = min(choices, key=lambda c: c.cost)
+        if cheapest.cost > req.budget:
+            raise PerfcastError(f"{req.budget:g} core-hours buys no run: the cheapest candidate, "
+                                f"{_fmt(cheapest.at)}, costs ~{cheapest.cost:.3g} core-hours", where="--budget")
+        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, tgt[0], denom, U0, req.budget, params)
+    return advice
+
+
+def core_hours(v: float) -> str:
+    """A cost as people write it: 0.35, 7.2, 435, 1,529."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.2g}"
+
+
+def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: tuple) -> None:
+    """The one line saying why: the series and part that gain most at candidate ``i``."""
+    best, bk, bv = None, 0, -1.0
+    for s, g, ex in per:
+        for k in range(3):
+            if g[k, i] > bv:
+                best, bk, bv = (s, ex), k, float(g[k, i])
+    where = _fmt(ch.at) + (f" again ({ch.repetitions} run{'s' if ch.repetitions != 1 else ''} so far)"
+                           if ch.kind == "repeat" else "")
+    cost = f"~{core_hours(ch.cost)} core-h" + ("" if ch.cost_predicted else " (measured)")
+    overall = f"±{ch.before:.1%} -> ±{ch.after:.1%} at the target"
+    if best is None or bv <= 0:
+        ch.reason = f"{where}: removes no uncertainty the models know of at the target; {cost}"
+        return
+    s, ex = best
+    ch.series, ch.part = s.callpath, PARTS[bk]
+    rel = lambda v: math.sqrt(max(v, 0.0)) / abs(s.value)  # noqa: E731
+    if bk == 1:
+        w = np.array([h[0] for h in s.hyps])
+        a, b = np.argsort(-w, kind="stable")[:2].tolist()
+        fa, fb = s.hyps[a][1].formula(), s.hyps[b][1].formula()
+        ch.hypotheses = [fa, fb]
+        centre_t = abs(s.value)
+        centre_x = abs(float(ex["f"][i])) or 1e-300
+        dt = abs(s.yt[a] - s.yt[b]) / centre_t
+        dx = abs(ex["yx"][a, i] - ex["yx"][b, i]) / centre_x
+        noise = math.sqrt(float(ex["s2"][i])) / centre_x
+        verb = "separates them" if dx > noise else "narrows them down"
+        ch.reason = (f"{where}: the two leading hypotheses for {s.callpath} ({fa} vs {fb}) differ by {dt:.0%} at "
+                     f"the target and by {dx:.0%} here (noise ±{noise:.0%}); this point {verb}; {overall}; {cost}")
+    elif bk == 0:
+        v = s.var["coefficients"]
+        ch.reason = (f"{where}: pins down the coefficients of {s.callpath} ({s.model.formula()}): ±{rel(v):.1%} -> "
+                     f"±{rel(v - bv):.1%} at the target; {overall}; {cost}")
+    else:
+        up = ex["upper"]
+        moved = [k for k, q in enumerate(params) if ch.at[q] > up[k]]
+        edge = ", ".join(f"{params[k]} {up[k]:g} -> {ch.at[params[k]]:g}" for k in moved)
+        v = s.var["extrapolation"]
+        ch.reason = (f"{where}: moves the edge of the data for {s.callpath} ({edge}), so its extrapolation term "
+                     f"falls from ±{rel(v):.1%} to ±{rel(v - bv):.1%}; {overall}; {cost}")
+
+
+def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, tgt: np.ndarray, denom: float,
+          U0: float, budget: float, params: tuple) -> tuple[list, float]:
+    """The greedy plan within ``budget`` (module docstring): a list of steps and the cost spent."""
+    state = []
+    for s, g, ex in per:
+        state.append({"cov": s.cov.copy(), "upper": ex["upper"].copy(), "sel": g[1].copy(), "sel_done": 0.0,
+                      "v": dict(s.var)})
+    left, spent, U = budget, 0.0, U0
+    steps: list = []
+    for _ in range(MAX_PLAN):
+        gains = np.zeros(len(cand))
+        parts = []
+        for (s, g, ex), st in zip(per, state):
+            D, s2, cov = ex["D"], ex["s2"], st["cov"]
+            cd = D @ cov @ s.c
+            dd = np.maximum(np.einsum("ni,ij,nj->n", D, cov, D), 0.0)
+            cc = float(s.c @ cov @ s.c)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gc = np.minimum(np.where(s2 + dd > 0, cd ** 2 / (s2 + dd), 0.0), max(cc, 0.0))
+            gs = np.maximum(st["sel"] - st["sel_done"], 0.0)
+            vd = _drift_var(s.model, s.value, tgt, st["upper"])
+            gd = np.array([0.0 if is_rep[i] else vd - _drift_var(s.model, s.value, tgt, np.maximum(st["upper"], cand[i]))
+                           for i in range(len(cand))]) if vd > 0 else np.zeros(len(cand))
+            parts.append((gc, gs, gd))
+            gains += gc + gs + gd
+        gains /= denom
+        ok = (cost <= left) & (gains > MIN_STEP * U)
+        if not ok.any():
+            break
+        ratio = np.where(ok, gains / np.maximum(cost, 1e-300), -np.inf)
+        i = int(np.argmax(ratio))
+        for (s, g, ex), st in zip(per, state):
+            d = ex["D"][i]
+            cov = st["cov"]
+            u = cov @ d
+            den = float(ex["s2"][i] + d @ u)
+            if den > 0:
+                st["cov"] = cov - np.outer(u, u) / den
+            st["sel_done"] = max(st["sel_done"], float(st["sel"][i]))
+            if not is_rep[i]:
+                st["upper"] = np.maximum(st["upper"], cand[i])
+        U = max(U - float(gains[i]), 0.0)
+        left -= float(cost[i])
+        spent += float(cost[i])
+        steps.append({"step": len(steps) + 1, "at": {q: float(cand[i, k]) for k, q in enumerate(params)},
+                      "kind": "repeat" if is_rep[i] else "new", "cost": float(cost[i]), "gain": float(gains[i]),
+                      "spent": spent, "uncertainty_after": math.sqrt(U)})
+    return steps, spent
+
+
+__all__ = ["advise", "metrics_needed", "request", "progression", "Advice", "Choice", "Request", "MIN_SHARE", "STEPS"]

@@ -1,0 +1,240 @@
+"""`perfcast advise` (issue 21, item 1): candidate runs ranked by the uncertainty they remove at the
+target per core-hour.  Every number is checked against an independent route to it: the closed form of
+weighted simple linear regression (coefficients), the two-hypothesis posterior written with tanh and
+integrated by scipy's quad (hypotheses), the generating formula times the process count (cost)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from conftest import cli, cli_json, one_error
+
+from perfcast.analysis.advisor import advise, progression, request
+from perfcast.fit import series_statistics
+from perfcast.fit.model import Model, Term
+from perfcast.fit.series import SeriesModel
+
+A, B, DELTA = 5.0, 3.0, 0.02          # y = A + B p, repetitions y (1 +- DELTA)
+PS = [2, 4, 8, 16, 32]
+
+
+def _write(path, rows):
+    path.write_text("p,rep,callpath,metric,value\n" + "".join(f"{p},{r},{cp},time,{v!r}\n" for p, r, cp, v in rows))
+    return path
+
+
+def _linear(tmp_path, ps=PS, f=lambda p: A + B * p):
+    return _write(tmp_path / "lin.csv", [(p, r, "main", f(p) * s) for p in ps for r, s in ((0, 1 + DELTA), (1, 1 - DELTA))])
+
+
+def _wls_variance(xs, ws, s2, t):
+    """Variance of a + b t from weighted simple linear regression (weights ``ws``, noise ``s2``):
+    s2 (1 / sum w + (t - xbar)^2 / Sxx), the textbook closed form."""
+    xs, ws = np.asarray(xs, float), np.asarray(ws, float)
+    sw = ws.sum()
+    xbar = (ws * xs).sum() / sw
+    sxx = (ws * (xs - xbar) ** 2).sum()
+    return s2 * (1 / sw + (t - xbar) ** 2 / sxx)
+
+
+def _hand_reduction(x0, target):
+    """Variance reduction at ``target`` of one more run at ``x0`` (weights r / f^2 of the fit's
+    statistical model; s2 the pooled relative repetition variance, 10 deltas^2 over 10 - 2 dof)."""
+    s2 = len(PS) * 2 * DELTA ** 2 / (2 * len(PS) - 2)
+    f = lambda p: A + B * p  # noqa: E731
+    ws = [2 / f(p) ** 2 for p in PS]
+    before = _wls_variance(PS, ws, s2, target)
+    after = _wls_variance(PS + [x0], ws + [1 / f(x0) ** 2], s2, target)
+    return before - after
+
+
+def test_coefficient_reduction_is_the_closed_form_of_simple_linear_regression(tmp_path, capsys):
+    path = _linear(tmp_path)
+    code, out, err = cli(capsys, "advise", path, "--target", "p=256", "--json")
+    assert code == 0, err
+    doc = cli_json(out, "advice")
+    items = doc["items"]
+    # default candidates: the doubling continued two steps (64, 128), and a repetition of every point
+    assert sorted((c["kind"], c["at"]["p"]) for c in items) == sorted(
+        [("new", 64.0), ("new", 128.0)] + [("repeat", float(p)) for p in PS])
+    y_t = A + B * 256
+    for c in items:
+        hand = _hand_reduction(c["at"]["p"], 256)
+        assert c["parts"]["coefficients"] * y_t ** 2 == pytest.approx(hand, rel=1e-6), c["at"]
+        # cost: the generating formula (the whole-run time) x p, in core-hours
+        assert c["cost"] == pytest.approx((A + B * c["at"]["p"]) * c["at"]["p"] / 3600, rel=1e-6)
+        assert c["cost_predicted"] == (c["kind"] == "new")
+    assert doc["procs"] == "p" and doc["root"] == ["main"]
+
+
+def test_ranking_follows_the_hand_computed_reduction_per_cost(tmp_path):
+    """One hypothesis only (no alternatives, no drift): the order is the closed-form variance
+    reduction over the cost (A + B p) p."""
+    import perfcast
+    from perfcast.io import load
+
+    exp = load([_linear(tmp_path)])
+    ms = perfcast.model(exp)
+    m = ms[("main", "time")]
+    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", dataclasses.replace(m, alternatives=(), drift=0.0)),))
+    req = request(exp.parameters, exp.data[["p"]].drop_duplicates().to_dict("records"), {"p": 256},
+                  [{"p": [48, 64, 100, 128, 200]}])
+    adv = advise(ms, series_statistics(exp), req)
+    score = {}
+    for c in adv.choices:
+        x = c.at["p"]
+        score[(c.kind, x)] = _hand_reduction(x, 256) / ((A + B * x) * x / 3600)
+    assert [(c.kind, c.at["p"]) for c in adv.choices] == sorted(score, key=lambda k: -score[k])
+    assert all(c.parts["hypotheses"] == 0 and c.parts["extrapolation"] == 0 for c in adv.choices)
+
+
+def _two_hypotheses(tmp_path):
+    """Selected: a line; alternative: a + b p log2(p) fitted to the line on the measured points
+    (they agree there within 1%, well inside the 2% noise) -- equal weights, no coefficient
+    uncertainty, so only the hypotheses' part is left."""
+    import perfcast
+    from perfcast.io import load
+
+    ps = [16, 24, 32, 48, 64]
+    line = lambda p: 1000 + 10 * p  # noqa: E731
+    exp = load([_linear(tmp_path, ps, line)])
+    ms = perfcast.model(exp)
+    x = np.array(ps, float)
+    w = 1 / line(x)                            # least squares in relative terms
+    a2, b2 = np.linalg.lstsq(np.c_[np.ones(5), x * np.log2(x)] * w[:, None], line(x) * w, rcond=None)[0]
+    alt_f = lambda p: a2 + b2 * p * np.log2(p)  # noqa: E731
+    assert np.max(np.abs(alt_f(x) / line(x) - 1)) < 0.01
+    zero = ((0.0, 0.0), (0.0, 0.0))
+    alt = Model(("p",), float(a2), (Term(float(b2), (("p", Fraction(1), 1),)),), cov=zero, noise=DELTA, dof=8,
+                upper=(64.0,))
+    sel = Model(("p",), 1000.0, (Term(10.0, (("p", Fraction(1), 0),)),), cov=zero, noise=DELTA, dof=8,
+                alternatives=((0.5, alt),), upper=(64.0,))
+    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", sel),))
+    return exp, ms, line, alt_f, sel, alt
+
+
+def _tanh_reduction(t1, t2, mu1, mu2, sigma):
+    """Two hypotheses of weight 1/2: the posterior mean at the target is the midpoint plus
+    (t1 - t2)/2 tanh(L/2), L the log likelihood ratio, which is N(d^2/2, d^2) under either
+    hypothesis (d = |mu1 - mu2| / sigma); its variance is the expected reduction of the spread."""
+    d = abs(mu1 - mu2) / sigma
+    if d == 0:
+        return 0.0
+    e = integrate.quad(lambda z: math.tanh((d * d / 2 + d * z) / 2) ** 2 * math.exp(-z * z / 2) / math.sqrt(2 * math.pi),
+                       -12, 12, limit=200)[0]
+    return ((t1 - t2) / 2) ** 2 * e
+
+
+def test_two_hypotheses_the_point_that_separates_them_per_cost_comes_first(tmp_path):
+    exp, ms, line, alt_f, sel, alt = _two_hypotheses(tmp_path)
+    target = 1024.0
+    req = request(("p",), [{"p": p} for p in (16, 24, 32, 48, 64)], {"p": target}, [{"p": [96, 128, 256, 512]}])
+    adv = advise(ms, series_statistics(exp), req)
+    t1, t2 = line(target), alt_f(target)
+    truth = {}
+    for c in adv.choices:
+        x = c.at["p"]
+        expected = _tanh_reduction(t1, t2, line(x), alt_f(x), DELTA * line(x))
+        assert c.parts["hypotheses"] * t1 ** 2 == pytest.approx(expected, rel=1e-6, abs=1e-9 * t1 ** 2), x
+        assert c.parts["coefficients"] == 0
+        truth[(c.kind, x)] = expected / (line(x) * x / 3600)
+    best = max(truth, key=truth.get)
+    top = adv.choices[0]
+    assert (top.kind, top.at["p"]) == best and best[0] == "new"
+    # the largest disagreement is not simply the answer: the cost decides between 256 and 512
+    assert top.part == "hypotheses" and top.series == "main"
+    assert set(top.hypotheses) == {sel.formula(), alt.formula()}
+    assert sel.formula() in top.reason and alt.formula() in top.reason
+    # the repetitions, where the two agree within the noise, separate them little
+    assert all(c.parts["hypotheses"] < 0.2 * top.parts["hypotheses"] for c in adv.choices if c.kind == "repeat")
+
+
+def test_cost_of_a_run_is_the_whole_run_time_times_the_processes(tmp_path, capsys):
+    """Two flat callpaths, neither the larger at every point: the whole run is their sum, so a run
+    at p costs (100 + 4 p) p / 3600 core-hours -- predicted at new points, measured at repetitions."""
+    rows = []
+    for p in PS:
+        for r, s in ((0, 1 + DELTA), (1, 1 - DELTA)):
+            rows += [(p, r, "init", 100.0 * s), (p, r, "solve", 4.0 * p * s)]
+    path = _write(tmp_path / "two.csv", rows)
+    code, out, err = cli(capsys, "advise", path, "--target", "p=512", "--candidates", "p=64,128,256", "--json")
+    assert code == 0, err
+    doc = cli_json(out, "advice")
+    assert sorted(doc["cost_root"]) == ["init", "solve"]
+    for c in doc["items"]:
+        p = c["at"]["p"]
+        assert c["cost"] == pytest.approx((100 + 4 * p) * p / 3600, rel=1e-6), p
+        assert c["run_seconds"] == pytest.approx(100 + 4 * p, rel=1e-6)
+        assert c["processes"] == p
+
+
+def test_budget_plan_stays_within_the_budget(tmp_path, capsys):
+    path = _linear(tmp_path)
+    budget = 1.0
+    code, out, err = cli(capsys, "advise", path, "--target", "p=256", "--budget", budget, "--json")
+    assert code == 0, err
+    doc = cli_json(out, "advice")
+    costs = {(c["kind"], c["at"]["p"]): c["cost"] for c in doc["items"]}
+    plan = doc["plan"]
+    assert plan and doc["spent"] <= budget
+    assert doc["spent"] == pytest.approx(sum(costs[(s["kind"], s["at"]["p"])] for s in plan), rel=1e-12)
+    # each step lowers the uncertainty
+    after = [doc["uncertainty"]] + [s["uncertainty_after"] for s in plan]
+    assert all(b < a for a, b in zip(after, after[1:]))
+
+
+def test_text_output_gives_one_reason_per_candidate(tmp_path, capsys):
+    path = _linear(tmp_path)
+    code, out, err = cli(capsys, "advise", path, "--target", "p=256")
+    assert code == 0, err
+    import re
+
+    lines = [ln for ln in out.splitlines() if re.match(r"\s*\d+\. ", ln)]
+    assert len(lines) == 7                      # 2 new points + 5 repetitions
+    assert all("core-h" in ln for ln in lines)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--target", "q=512"], "unknown parameter 'q'"),
+    (["--target", "p=16"], "inside the measured range"),
+    (["--target", "p=256", "--candidates", "p=4,8,16"], "no candidate beyond the measured range"),
+    (["--target", "p=256", "--candidates", "q=64"], "unknown parameter 'q'"),
+    (["--target", "p=256", "--budget", "0.0001"], "buys no run"),
+    (["--target", "p=256", "--budget", "-1"], "must be above 0"),
+    (["--target", "p=256", "--candidates", "p=64,x"], "not numbers"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, says):
+    path = _linear(tmp_path)
+    code, out, err = cli(capsys, "advise", path, *args)
+    line = one_error(code, err)
+    assert says in line, line
+    assert out == ""
+
+
+def test_a_parameter_the_campaign_did_not_vary_is_refused(tmp_path, capsys):
+    path = tmp_path / "fixed.csv"
+    path.write_text("p,n,rep,callpath,metric,value\n" + "".join(
+        f"{p},10,{r},main,time,{(A + B * p) * s!r}\n" for p in PS for r, s in ((0, 1.01), (1, 0.99))))
+    for args in (["--target", "p=256,n=20"], ["--target", "p=256", "--candidates", "n=20"]):
+        code, out, err = cli(capsys, "advise", path, *args)
+        assert "measured n at 10 only" in one_error(code, err)
+    code, out, err = cli(capsys, "advise", path, "--target", "p=256", "--json")
+    assert code == 0, err
+    assert {c["at"]["n"] for c in cli_json(out, "advice")["items"]} == {10.0}
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([32, 64, 128, 256, 512], [1024, 2048]),          # doubling
+    ([5000, 6000, 7000, 8000, 9000], [10000, 11000]),  # constant step
+    ([27, 64, 125, 216, 343], [512, 729]),             # cubes of 3..7 (LULESH's sizes)
+    ([1, 4, 9, 16], [25, 36]),                         # squares
+    ([1.5, 4.5, 6.0], [8.0, 32 / 3]),                  # irregular: the ratio of the last two (4/3)
+])
+def test_progression_continues_the_measured_values(values, expected):
+    assert progression(values) == pytest.approx(expected, rel=1e-12)
