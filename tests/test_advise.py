@@ -238,3 +238,29 @@ def test_a_parameter_the_campaign_did_not_vary_is_refused(tmp_path, capsys):
 ])
 def test_progression_continues_the_measured_values(values, expected):
     assert progression(values) == pytest.approx(expected, rel=1e-12)
+
+
+def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp_path):
+    """Drift 0.1 per doubling squared (growth 2): the extrapolation variance at d doublings is
+    (0.1 d^2 y)^2.  On the grid p = 2..32 x n = 100, 800 the target p=1024,n=800 is 5 doublings
+    away; a run at p=256 brings it to 2 at n = 800, but to 3 at n = 100 (n 100 -> 800 is 3 doublings)."""
+    import perfcast
+    from perfcast.io import load
+
+    path = tmp_path / "grid.csv"
+    path.write_text("p,n,rep,callpath,metric,value\n" + "".join(
+        f"{p},{n},{r},main,time,{(1 + 0.01 * n * math.log2(p)) * s!r}\n"
+        for p in PS for n in (100, 800) for r, s in ((0, 1.02), (1, 0.98))))
+    exp = load([path])
+    ms = perfcast.model(exp)
+    m = dataclasses.replace(ms[("main", "time")], alternatives=(), drift=0.1, growth=2.0)
+    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
+    req = request(("p", "n"), exp.data[["p", "n"]].drop_duplicates().to_dict("records"), {"p": 1024},
+                  [{"p": [128, 256], "n": [100, 800]}])
+    adv = advise(ms, series_statistics(exp), req)
+    doublings = {(128, 100): 3, (128, 800): 3, (256, 100): 3, (256, 800): 2}
+    for c in adv.choices:
+        key = (c.at["p"], c.at["n"])
+        expected = 0.0 if c.kind == "repeat" else 0.01 * (5 ** 4 - doublings[key] ** 4)
+        assert c.parts["extrapolation"] == pytest.approx(expected, rel=1e-9, abs=1e-12), key
+    assert adv.parts["extrapolation"] == pytest.approx(0.01 * 5 ** 4, rel=1e-9)

@@ -1058,7 +1058,7 @@ def _print_advice(adv, limit: int) -> None:
         say(f"{i + 1:>3}. {c.reason}")
     _print_not_shown(err, len(adv.choices), len(shown), "candidates", "--json prints")
     if adv.budget is not None:
-        say(f"Plan within {adv.budget:g} core-hours ({adv.spent:.3g} spent):")
+        say(f"Plan within {adv.budget:g} core-hours ({core_hours(adv.spent)} spent):")
         for st in adv.plan:
             say(f"{st['step']:>3}. {','.join(f'{k}={v:g}' for k, v in st['at'].items())}"
                 f"{' again' if st['kind'] == 'repeat' else ''}: ~{core_hours(st['cost'])} core-h, "

@@ -249,15 +249,21 @@ def _raw(m, cols: dict, n: int) -> np.ndarray:
     return m._raw(cols, (n,))
 
 
-def _drift_var(m, value: float, target: np.ndarray, upper: np.ndarray) -> float:
-    """The interval's extrapolation term at ``target`` from the data's edge ``upper``
-    (:meth:`perfcast.fit.model.Model.interval`)."""
-    if not m.drift or m.upper is None:
-        return 0.0
+def distances(target: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """Doublings from each of ``pts`` (n, P) up to ``target`` (P,): the largest over the parameters
+    of ``log2(target / x)``, parameters at or beyond the target counting 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.log2(target / upper)
-    d = float(np.max(np.where(np.isfinite(d) & (upper > 0), d, 0.0), initial=0.0))
-    return float((m.drift * max(d, 0.0) ** m.growth * value) ** 2)
+        d = np.log2(target[None, :] / pts)
+    d = np.where(np.isfinite(d) & (pts > 0), np.maximum(d, 0.0), np.inf)
+    return d.max(axis=1) if d.shape[1] else np.zeros(len(pts))
+
+
+def _drift_var(m, value: float, d: float) -> float:
+    """The interval's extrapolation term ``(drift * d^growth * value)^2`` at ``d`` doublings from
+    the data (:meth:`perfcast.fit.model.Model.interval`)."""
+    if not m.drift or not d > 0:
+        return 0.0
+    return float((m.drift * d ** m.growth * value) ** 2)
 
 
 def _selection_reduction(w: np.ndarray, yt: np.ndarray, yx: np.ndarray, sx: np.ndarray) -> np.ndarray:
@@ -502,7 +508,11 @@ def advise(ms, stats, req: Request, metric: str | None = None,
         raise PerfcastError(f"no series of {metric!r} with a fitted model predicts {MIN_SHARE:.0%} or more of the "
                             f"whole run at {_fmt(req.target)}", where="--metric")
     denom = sum(s.value ** 2 for s in chosen)
-    up_all = np.array([max(float(ms.upper.get(q, 0.0)), req.measured[q][-1]) for q in params])
+    # doublings from the data to the target: from the nearest measured point (the interval's own
+    # count, from the largest value of each parameter, on a full grid); a new point at x brings the
+    # data to distances(target, x)
+    d_now = float(distances(tgt[0], rep).min())
+    d_cand = np.where(is_rep, d_now, np.minimum(distances(tgt[0], cand), d_now))
 
     # -- per series: variance now and each candidate's reduction -------------------------------------
     per = []   # (series, gains (3, C), extras for the explanations)
@@ -530,15 +540,10 @@ def advise(ms, stats, req: Request, metric: str | None = None,
             g_sel = np.clip(_selection_reduction(w, s.yt, yx, sx), 0.0, v_sel)
         else:
             yx, g_sel = None, np.zeros(C)
-        upper = np.array(m.upper if m.upper is not None else up_all, dtype=float)
-        v_drift = _drift_var(m, s.value, tgt[0], upper)
-        g_drift = np.zeros(C)
-        if v_drift > 0:
-            for i in range(C):
-                if not is_rep[i]:
-                    g_drift[i] = v_drift - _drift_var(m, s.value, tgt[0], np.maximum(upper, cand[i]))
+        v_drift = _drift_var(m, s.value, d_now)
+        g_drift = np.array([v_drift - _drift_var(m, s.value, float(d)) for d in d_cand])
         s.var = {"coefficients": cc, "hypotheses": v_sel, "extrapolation": v_drift}
-        per.append((s, np.vstack([g_coef, g_sel, g_drift]), dict(D=D, s2=s2, f=f, yx=yx, upper=upper,
+        per.append((s, np.vstack([g_coef, g_sel, g_drift]), dict(D=D, s2=s2, f=f, yx=yx, d_now=d_now, d_cand=d_cand,
                                                                    ybar=ybar)))
     if progress is not None:
         progress(len(S_all), len(S_all), "")
@@ -567,8 +572,13 @@ def advise(ms, stats, req: Request, metric: str | None = None,
         if cheapest.cost > req.budget:
             raise PerfcastError(f"{req.budget:g} core-hours buys no run: the cheapest candidate, "
                                 f"{_fmt(cheapest.at)}, costs ~{cheapest.cost:.3g} core-hours", where="--budget")
-        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, tgt[0], denom, U0, req.budget, params)
+        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, d_now, d_cand, denom, U0, req.budget, params)
     return advice
+
+
+def _doublings(d: float) -> str:
+    text = f"{d:.2g}"
+    return f"{text} doubling" + ("" if text == "1" else "s")
 
 
 def core_hours(v: float) -> str:
@@ -611,55 +621,46 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
         ch.reason = (f"{where}: pins down the coefficients of {s.callpath} ({s.model.formula()}): ±{rel(v):.1%} -> "
                      f"±{rel(v - bv):.1%} at the target; {overall}; {cost}")
     else:
-        up = ex["upper"]
-        moved = [k for k, q in enumerate(params) if ch.at[q] > up[k]]
-        edge = ", ".join(f"{params[k]} {up[k]:g} -> {ch.at[params[k]]:g}" for k in moved)
         v = s.var["extrapolation"]
-        ch.reason = (f"{where}: moves the edge of the data for {s.callpath} ({edge}), so its extrapolation term "
-                     f"falls from ±{rel(v):.1%} to ±{rel(v - bv):.1%}; {overall}; {cost}")
+        ch.reason = (f"{where}: brings the measurements to {_doublings(ex['d_cand'][i])} of the target (now "
+                     f"{_doublings(ex['d_now'])}), so the extrapolation term of {s.callpath} falls from ±{rel(v):.1%} to "
+                     f"±{rel(v - bv):.1%}; {overall}; {cost}")
 
 
-def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, tgt: np.ndarray, denom: float,
-          U0: float, budget: float, params: tuple) -> tuple[list, float]:
+def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, d_now: float, d_cand: np.ndarray,
+          denom: float, U0: float, budget: float, params: tuple) -> tuple[list, float]:
     """The greedy plan within ``budget`` (module docstring): a list of steps and the cost spent."""
-    state = []
-    for s, g, ex in per:
-        state.append({"cov": s.cov.copy(), "upper": ex["upper"].copy(), "sel": g[1].copy(), "sel_done": 0.0,
-                      "v": dict(s.var)})
-    left, spent, U = budget, 0.0, U0
+    covs = [s.cov.copy() for s, _, _ in per]
+    sel_done = [0.0] * len(per)
+    left, spent, U, d = budget, 0.0, U0, d_now
     steps: list = []
     for _ in range(MAX_PLAN):
         gains = np.zeros(len(cand))
-        parts = []
-        for (s, g, ex), st in zip(per, state):
-            D, s2, cov = ex["D"], ex["s2"], st["cov"]
+        d_after = np.minimum(d_cand, d)
+        for k, (s, g, ex) in enumerate(per):
+            D, s2, cov = ex["D"], ex["s2"], covs[k]
             cd = D @ cov @ s.c
             dd = np.maximum(np.einsum("ni,ij,nj->n", D, cov, D), 0.0)
             cc = float(s.c @ cov @ s.c)
             with np.errstate(divide="ignore", invalid="ignore"):
-                gc = np.minimum(np.where(s2 + dd > 0, cd ** 2 / (s2 + dd), 0.0), max(cc, 0.0))
-            gs = np.maximum(st["sel"] - st["sel_done"], 0.0)
-            vd = _drift_var(s.model, s.value, tgt, st["upper"])
-            gd = np.array([0.0 if is_rep[i] else vd - _drift_var(s.model, s.value, tgt, np.maximum(st["upper"], cand[i]))
-                           for i in range(len(cand))]) if vd > 0 else np.zeros(len(cand))
-            parts.append((gc, gs, gd))
-            gains += gc + gs + gd
+                gains += np.minimum(np.where(s2 + dd > 0, cd ** 2 / (s2 + dd), 0.0), max(cc, 0.0))
+            gains += np.maximum(g[1] - sel_done[k], 0.0)
+            vd = _drift_var(s.model, s.value, d)
+            if vd > 0:
+                gains += np.array([vd - _drift_var(s.model, s.value, float(x)) for x in d_after])
         gains /= denom
         ok = (cost <= left) & (gains > MIN_STEP * U)
         if not ok.any():
             break
-        ratio = np.where(ok, gains / np.maximum(cost, 1e-300), -np.inf)
-        i = int(np.argmax(ratio))
-        for (s, g, ex), st in zip(per, state):
-            d = ex["D"][i]
-            cov = st["cov"]
-            u = cov @ d
-            den = float(ex["s2"][i] + d @ u)
+        i = int(np.argmax(np.where(ok, gains / np.maximum(cost, 1e-300), -np.inf)))
+        for k, (s, g, ex) in enumerate(per):
+            x = ex["D"][i]
+            u = covs[k] @ x
+            den = float(ex["s2"][i] + x @ u)
             if den > 0:
-                st["cov"] = cov - np.outer(u, u) / den
-            st["sel_done"] = max(st["sel_done"], float(st["sel"][i]))
-            if not is_rep[i]:
-                st["upper"] = np.maximum(st["upper"], cand[i])
+                covs[k] = covs[k] - np.outer(u, u) / den
+            sel_done[k] = max(sel_done[k], float(g[1][i]))
+        d = float(d_after[i])
         U = max(U - float(gains[i]), 0.0)
         left -= float(cost[i])
         spent += float(cost[i])
