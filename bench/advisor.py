@@ -169,10 +169,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated (default: all)")
     a = ap.parse_args(argv)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in SCENARIOS:
+        for name in a.scenarios.split(","):
             for strategy in STRATEGIES[two_d(name)]:
                 for seed in range(a.seeds):
                     out.append(campaign(name, strategy, seed, tmp))
