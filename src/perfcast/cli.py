@@ -996,8 +996,8 @@ def advise_cmd(inputs, fmt, points, params, target, budget, candidates, metric, 
     The uncertainty of each kernel that matters at the target (>= 1% of the whole run there) has
     three parts the models carry: coefficient uncertainty (reduced by a run at x by the
     Sherman-Morrison update, the c-optimal criterion), competing hypotheses (a run where they differ
-    by more than the noise separates them: expected reweighting, exact quadrature), and the
-    extrapolation term (a new largest point moves the data's edge).  Cost: the predicted run time at
+    by more than the noise separates them: expected reweighting by quadrature), and the
+    extrapolation term (a run closer to the target than every measured point shortens it).  Cost: the predicted run time at
     a new point (the whole-run time model) x processes; a repetition of a measured point costs its
     measured time x processes (perfcast.analysis.advisor).  Nothing is run.
 

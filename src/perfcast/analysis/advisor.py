@@ -12,11 +12,14 @@ of its predicted value has three parts, all read from the model the fit left
 * *hypotheses* -- the weighted spread ``sum_h w_h (y_h(t) - ybar(t))^2`` of the selected hypothesis
   and its ``alternatives`` (weights: the alternatives', the rest the selected one's);
 * *extrapolation* -- the calibrated drift term of the interval, ``(drift * doublings^growth *
-  y(t))^2``, with ``doublings`` the distance from the nearest measured point to the target: the
-  largest over the parameters of ``log2(target / x)`` (a parameter at or beyond the target's value
-  counts 0).  On a full grid this is the interval's own count, from the largest measured value of
-  each parameter (:meth:`perfcast.fit.model.Model.doublings`); on a sparse design it is larger: a
-  run at p = 1024 with a small n is still 3 doublings of n away from p = 1024 at n = 8 times that.
+  y(t))^2``, with ``doublings`` the distance from the nearest measured point to the target.  From a
+  point x the target is ``d_q = log2(target_q / x_q)`` doublings away along each parameter q (0 at
+  or beyond the target's value); extrapolation errors along different parameters are taken as
+  independent, so their variances add: ``sum_q d_q^(2 growth)``, i.e. the distance
+  ``(sum_q d_q^(2g))^(1/(2g))`` (:func:`distances`).  Where one parameter is extrapolated, as from
+  a full grid, this is the interval's own count from the largest measured value of each parameter
+  (:meth:`perfcast.fit.model.Model.doublings`); on a sparse design it is larger: a run at p = 1024
+  with a small n is still 3 doublings of n away from p = 1024 at n = 8 times that.
 
 The noise of one new run at the target is left out: no measurement elsewhere reduces it.  The
 series' variances are summed and divided by the sum of their squared values at the target, so a
@@ -41,7 +44,7 @@ relative variance (for one series: its squared relative standard deviation); sho
   its value at the new distance; an extra repetition leaves the distance where it is.  (Counting
   from each parameter's largest value instead, as the interval does, made a run at p = 1024 and the
   smallest n look as good as one at the target's n: on bench/advisor.py's two-parameter scenarios
-  the advisor then ran everything at the smallest n: median error 21.5% vs 7.2% with this count.)
+  the advisor then ran everything at the smallest n: median error 21.5% vs 7.1% with this count.)
 
 Candidates are scored by the sum of these reductions over the series (relative to the same
 denominator as the uncertainty) per core-hour.
@@ -255,13 +258,21 @@ def _raw(m, cols: dict, n: int) -> np.ndarray:
     return m._raw(cols, (n,))
 
 
-def distances(target: np.ndarray, pts: np.ndarray) -> np.ndarray:
-    """Doublings from each of ``pts`` (n, P) up to ``target`` (P,): the largest over the parameters
-    of ``log2(target / x)``, parameters at or beyond the target counting 0."""
+def distances(target: np.ndarray, pts: np.ndarray, growth: float = 2.0) -> np.ndarray:
+    """Doublings from each of ``pts`` (n, P) up to ``target`` (P,), combined over the parameters as
+    independent extrapolation errors of the drift's growth ``g`` combine:
+    ``(sum_q d_q^(2g))^(1/(2g))`` with ``d_q = log2(target_q / x_q)`` (0 at or beyond the target) --
+    the one nonzero ``d_q`` where only one parameter is extrapolated, as on a full grid."""
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.log2(target[None, :] / pts)
     d = np.where(np.isfinite(d) & (pts > 0), np.maximum(d, 0.0), np.inf)
-    return d.max(axis=1) if d.shape[1] else np.zeros(len(pts))
+    if not d.shape[1]:
+        return np.zeros(len(pts))
+    e = 2.0 * growth
+    top = d.max(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(top > 0, d / np.where(top > 0, top, 1.0), 0.0)
+    return np.where(np.isfinite(top[:, 0]), top[:, 0] * (r ** e).sum(axis=1) ** (1.0 / e), np.inf)
 
 
 def _drift_var(m, value: float, d: float) -> float:
@@ -517,8 +528,6 @@ def advise(ms, stats, req: Request, metric: str | None = None,
     # doublings from the data to the target: from the nearest measured point (the interval's own
     # count, from the largest value of each parameter, on a full grid); a new point at x brings the
     # data to distances(target, x)
-    d_now = float(distances(tgt[0], rep).min())
-    d_cand = np.where(is_rep, d_now, np.minimum(distances(tgt[0], cand), d_now))
 
     # -- per series: variance now and each candidate's reduction -------------------------------------
     per = []   # (series, gains (3, C), extras for the explanations)
@@ -546,6 +555,8 @@ def advise(ms, stats, req: Request, metric: str | None = None,
             g_sel = np.clip(_selection_reduction(w, s.yt, yx, sx), 0.0, v_sel)
         else:
             yx, g_sel = None, np.zeros(C)
+        d_now = float(distances(tgt[0], rep, m.growth).min())
+        d_cand = np.where(is_rep, d_now, np.minimum(distances(tgt[0], cand, m.growth), d_now))
         v_drift = _drift_var(m, s.value, d_now)
         g_drift = np.array([v_drift - _drift_var(m, s.value, float(d)) for d in d_cand])
         s.var = {"coefficients": cc, "hypotheses": v_sel, "extrapolation": v_drift}
@@ -578,7 +589,7 @@ def advise(ms, stats, req: Request, metric: str | None = None,
         if cheapest.cost > req.budget:
             raise PerfcastError(f"{req.budget:g} core-hours buys no run: the cheapest candidate, "
                                 f"{_fmt(cheapest.at)}, costs ~{cheapest.cost:.3g} core-hours", where="--budget")
-        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, d_now, d_cand, denom, U0, req.budget, params)
+        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, denom, U0, req.budget, params)
     return advice
 
 
@@ -633,17 +644,18 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
                      f"±{rel(v - bv):.1%}; {overall}; {cost}")
 
 
-def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, d_now: float, d_cand: np.ndarray,
-          denom: float, U0: float, budget: float, params: tuple) -> tuple[list, float]:
+def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, denom: float, U0: float,
+          budget: float, params: tuple) -> tuple[list, float]:
     """The greedy plan within ``budget`` (module docstring): a list of steps and the cost spent."""
     covs = [s.cov.copy() for s, _, _ in per]
     sel_done = [0.0] * len(per)
-    left, spent, U, d = budget, 0.0, U0, d_now
+    dist = [ex["d_now"] for _, _, ex in per]
+    left, spent, U = budget, 0.0, U0
     steps: list = []
     for _ in range(MAX_PLAN):
         gains = np.zeros(len(cand))
-        d_after = np.minimum(d_cand, d)
         for k, (s, g, ex) in enumerate(per):
+            d, d_after = dist[k], np.minimum(ex["d_cand"], dist[k])
             D, s2, cov = ex["D"], ex["s2"], covs[k]
             cd = D @ cov @ s.c
             dd = np.maximum(np.einsum("ni,ij,nj->n", D, cov, D), 0.0)
@@ -666,7 +678,7 @@ def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, d_n
             if den > 0:
                 covs[k] = covs[k] - np.outer(u, u) / den
             sel_done[k] = max(sel_done[k], float(g[1][i]))
-        d = float(d_after[i])
+            dist[k] = min(dist[k], float(ex["d_cand"][i]))
         U = max(U - float(gains[i]), 0.0)
         left -= float(cost[i])
         spent += float(cost[i])
