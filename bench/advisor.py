@@ -103,8 +103,7 @@ def campaign(name, strategy, seed, tmp):
     import perfcast
     from perfcast.analysis.advisor import MIN_STEP, advise, request
     from perfcast.errors import PerfcastError
-    from perfcast.fit import series_statistics
-
+    
     rng = np.random.default_rng(seed)
     if two_d(name):
         names = ["p", "n"]
@@ -116,7 +115,7 @@ def campaign(name, strategy, seed, tmp):
         runs = [((p,), run(name, (p,), rng)) for p in PS for _ in range(2)]
         left = BUDGET
         target = {"p": TARGET}
-    budget = left
+    budget, start = left, len(runs)
 
     def take(pt):
         nonlocal left
@@ -150,7 +149,7 @@ def campaign(name, strategy, seed, tmp):
                 req = request(exp.parameters, exp.data[names].drop_duplicates().to_dict("records"), target)
             except PerfcastError:
                 break      # the target's p measured (at some n): nothing left to extrapolate
-            adv = advise(ms, series_statistics(exp), req)
+            adv = advise(ms, exp, req)
             # the plan's rule (advisor.MIN_STEP): a run is worth making when it removes that share of
             # the variance left at the target
             worth = MIN_STEP * adv.uncertainty ** 2
@@ -161,7 +160,7 @@ def campaign(name, strategy, seed, tmp):
             take(tuple(pick.at[q] for q in names))
     err, inside = score(name, runs, tmp)
     return {"scenario": name, "strategy": strategy, "seed": seed, "error": err, "inside": inside,
-            "spent": budget - left, "new": sorted({pt for pt, _ in runs} - set(pt for pt, _ in runs[:20 if two_d(name) else 10])),
+            "spent": budget - left, "new": sorted({pt for pt, _ in runs} - {pt for pt, _ in runs[:start]}),
             "runs": len(runs)}
 
 
@@ -180,8 +179,8 @@ def main(argv=None):
                 rows = [r for r in out if r["scenario"] == name and r["strategy"] == strategy]
                 e = np.array([r["error"] for r in rows])
                 print(f"{name:15s} {strategy:17s} median error {np.median(e):6.1%}  p90 {np.quantile(e, 0.9):6.1%}  "
-                      f"inside {sum(r['inside'] for r in rows)}/{len(rows)}  spent {np.mean([r['spent'] for r in rows]):.2f} "
-                      f"core-h  new points e.g. {rows[0]['new']}", flush=True)
+                      f"inside {sum(r['inside'] for r in rows)}/{len(rows)}  "
+                      f"spent {np.mean([r['spent'] for r in rows]):.2f} core-h  new points e.g. {rows[0]['new']}", flush=True)
     for d2 in (False, True):
         for strategy in STRATEGIES[d2]:
             rows = [r for r in out if r["strategy"] == strategy and two_d(r["scenario"]) == d2]

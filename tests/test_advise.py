@@ -16,7 +16,6 @@ from scipy import integrate
 from conftest import cli, cli_json, one_error
 
 from perfcast.analysis.advisor import advise, progression, request
-from perfcast.fit import series_statistics
 from perfcast.fit.model import Model, Term
 from perfcast.fit.series import SeriesModel
 
@@ -30,7 +29,8 @@ def _write(path, rows):
 
 
 def _linear(tmp_path, ps=PS, f=lambda p: A + B * p):
-    return _write(tmp_path / "lin.csv", [(p, r, "main", f(p) * s) for p in ps for r, s in ((0, 1 + DELTA), (1, 1 - DELTA))])
+    reps = ((0, 1 + DELTA), (1, 1 - DELTA))
+    return _write(tmp_path / "lin.csv", [(p, r, "main", f(p) * s) for p in ps for r, s in reps])
 
 
 def _wls_variance(xs, ws, s2, t):
@@ -82,10 +82,11 @@ def test_ranking_follows_the_hand_computed_reduction_per_cost(tmp_path):
     exp = load([_linear(tmp_path)])
     ms = perfcast.model(exp)
     m = ms[("main", "time")]
-    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", dataclasses.replace(m, alternatives=(), drift=0.0)),))
+    m = dataclasses.replace(m, alternatives=(), drift=0.0)
+    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
     req = request(exp.parameters, exp.data[["p"]].drop_duplicates().to_dict("records"), {"p": 256},
                   [{"p": [48, 64, 100, 128, 200]}])
-    adv = advise(ms, series_statistics(exp), req)
+    adv = advise(ms, exp, req)
     score = {}
     for c in adv.choices:
         x = c.at["p"]
@@ -126,8 +127,8 @@ def _tanh_reduction(t1, t2, mu1, mu2, sigma):
     d = abs(mu1 - mu2) / sigma
     if d == 0:
         return 0.0
-    e = integrate.quad(lambda z: math.tanh((d * d / 2 + d * z) / 2) ** 2 * math.exp(-z * z / 2) / math.sqrt(2 * math.pi),
-                       -12, 12, limit=200)[0]
+    density = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    e = integrate.quad(lambda z: math.tanh((d * d / 2 + d * z) / 2) ** 2 * density(z), -12, 12, limit=200)[0]
     return ((t1 - t2) / 2) ** 2 * e
 
 
@@ -135,7 +136,7 @@ def test_two_hypotheses_the_point_that_separates_them_per_cost_comes_first(tmp_p
     exp, ms, line, alt_f, sel, alt = _two_hypotheses(tmp_path)
     target = 1024.0
     req = request(("p",), [{"p": p} for p in (16, 24, 32, 48, 64)], {"p": target}, [{"p": [96, 128, 256, 512]}])
-    adv = advise(ms, series_statistics(exp), req)
+    adv = advise(ms, exp, req)
     t1, t2 = line(target), alt_f(target)
     truth = {}
     for c in adv.choices:
@@ -259,7 +260,7 @@ def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp
     ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
     req = request(("p", "n"), exp.data[["p", "n"]].drop_duplicates().to_dict("records"), {"p": 1024},
                   [{"p": [128, 256], "n": [100, 800]}])
-    adv = advise(ms, series_statistics(exp), req)
+    adv = advise(ms, exp, req)
     fourth = {(128, 100): 3 ** 4 + 3 ** 4, (128, 800): 3 ** 4, (256, 100): 2 ** 4 + 3 ** 4, (256, 800): 2 ** 4}
     for c in adv.choices:
         key = (c.at["p"], c.at["n"])

@@ -997,9 +997,9 @@ def advise_cmd(inputs, fmt, points, params, target, budget, candidates, metric, 
     three parts the models carry: coefficient uncertainty (reduced by a run at x by the
     Sherman-Morrison update, the c-optimal criterion), competing hypotheses (a run where they differ
     by more than the noise separates them: expected reweighting by quadrature), and the
-    extrapolation term (a run closer to the target than every measured point shortens it).  Cost: the predicted run time at
-    a new point (the whole-run time model) x processes; a repetition of a measured point costs its
-    measured time x processes (perfcast.analysis.advisor).  Nothing is run.
+    extrapolation term (a run closer to the target than every measured point shortens it).  Cost:
+    the predicted run time at a new point (the whole-run time model) x processes; a repetition of a
+    measured point costs its measured time x processes (perfcast.analysis.advisor).  Nothing is run.
 
     \b
     Examples:
@@ -1008,7 +1008,6 @@ def advise_cmd(inputs, fmt, points, params, target, budget, candidates, metric, 
       perfcast advise app.perfcast --target p=4096 --candidates p=1024,2048 --candidates n=64
     """
     from .analysis.advisor import advise, metrics_needed, request
-    from .fit import series_statistics
     from .report.terminal import progress, write_json
 
     grid: dict = {}
@@ -1030,7 +1029,7 @@ def advise_cmd(inputs, fmt, points, params, target, budget, candidates, metric, 
                   parse_coords(target, "--target"), [grid] if grid else (), budget)
     ms = _fit_models(exp, metrics_needed(exp, metric), None, max_terms, negative, locations, as_json)
     with progress("advising", enabled=None if not as_json else False) as cb:
-        adv = advise(ms, series_statistics(exp, locations), req, metric, cb)
+        adv = advise(ms, exp, req, metric, locations, cb)
     if as_json:
         return write_json("advice", adv.items(), **adv.summary())
     _print_advice(adv, limit)

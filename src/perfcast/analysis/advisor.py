@@ -51,10 +51,11 @@ denominator as the uncertainty) per core-hour.
 
 **Cost.**  A new point costs the predicted run time there -- the model of the root series of the
 time metric (the whole run: the sum of the topmost callpaths of an inclusive metric with a call
-tree, else the one callpath that is the largest at every measured point, else the sum of all
-callpaths; a sum over ranks divided by the process count) -- times the number of processes (the
-process-count parameter, :attr:`perfcast.modelset.ModelSet.procs`; without one, each run counts
-as one process); an extra repetition of a measured point costs its measured mean time times the
+tree, of all callpaths of an exclusive metric, else the one callpath that is the largest at every
+measured point -- a whole-run timer holds the others --, else the sum of all callpaths; a sum over
+ranks divided by the process count) -- times the number of processes (the process-count
+parameter, :attr:`perfcast.modelset.ModelSet.procs`; without one, each run counts as one process);
+an extra repetition of a measured point costs its measured mean time times the
 processes.  So the cost of new points is predicted, the cost of repetitions measured.
 
 **With a budget** the plan is greedy: the best gain per cost among the affordable candidates, then
@@ -190,7 +191,8 @@ def request(parameters: Sequence[str], points: Sequence[Mapping[str, float]], ta
             for q, vals in grid.items():
                 if len(measured[q]) == 1 and any(float(v) != measured[q][0] for v in vals):
                     raise PerfcastError(f"{q}={','.join(f'{v:g}' for v in vals)}: the campaign measured {q} at "
-                                        f"{measured[q][0]:g} only, so no model says how it scales", where="--candidates")
+                                        f"{measured[q][0]:g} only, so no model says how it scales",
+                                        where="--candidates")
                 if any(not float(v) > 0 for v in vals):
                     raise PerfcastError(f"{q}={','.join(f'{v:g}' for v in vals)}: parameter values of a run must be "
                                         f"above 0", where="--candidates")
@@ -356,7 +358,8 @@ class Advice:
 
     def summary(self) -> dict:
         return {"target": dict(self.target), "metric": self.metric, "cost_metric": self.cost_metric,
-                "root": list(self.root), "cost_root": list(self.cost_root), "procs": self.procs, "uncertainty": self.uncertainty,
+                "root": list(self.root), "cost_root": list(self.cost_root), "procs": self.procs,
+                "uncertainty": self.uncertainty,
                 "parts": dict(self.parts), "kernels": self.kernels, "budget": self.budget,
                 "plan": self.plan, "spent": self.spent, "notes": list(self.notes)}
 
@@ -386,8 +389,9 @@ def _time_metric(ms, metric: str | None) -> str:
     raise PerfcastError("no time metric: the cost of a run (time x processes) needs one", where="EXP")
 
 
-def _root(ms, metric: str, stats) -> list:
-    """The callpaths whose sum is the whole run's value of ``metric`` (module docstring)."""
+def _root(ms, metric: str, stats, exclusive: bool = False) -> list:
+    """The callpaths whose sum is the whole run's value of ``metric`` (module docstring);
+    ``exclusive``: the metric's values are exclusive (each callpath's own), so they add up."""
     series = [sm for sm in ms.series if sm.metric == metric]
     cps = [sm.callpath for sm in series]
     if metric in ms.inclusive and ms.parents:
@@ -403,6 +407,8 @@ def _root(ms, metric: str, stats) -> list:
             return True
 
         return [cp for cp in cps if topmost(cp)]
+    if exclusive:
+        return cps
     d = stats[stats["metric"] == metric]
     wide = d.pivot_table(index=list(ms.parameters), columns="callpath", values="mean", observed=True)
     wide = wide[[c for c in wide.columns if c in set(cps)]]
@@ -415,13 +421,16 @@ def _root(ms, metric: str, stats) -> list:
     return cps
 
 
-def advise(ms, stats, req: Request, metric: str | None = None,
+def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "auto",
            progress: Callable[[int, int, str], None] | None = None) -> Advice:
-    """Rank ``req``'s candidates (module docstring).  ``ms``: the ModelSet of the experiment;
-    ``stats``: its measured means per point (:func:`perfcast.fit.series_statistics`, the locations
-    reduced as the models were fitted)."""
+    """Rank ``req``'s candidates (module docstring).  ``ms``: the ModelSet of the experiment
+    ``exp`` (its measured means, the locations reduced as the models were fitted: ``locations``)."""
+    from ..fit import series_statistics
     from ..fit.model import Model
     from ..analysis.ranking import is_sum_over_ranks
+
+    stats = series_statistics(exp, locations)
+    exclusive = {name for name, m in exp.metrics.items() if m.scope == "exclusive"}
 
     params = ms.parameters
     cost_metric = _time_metric(ms, metric)
@@ -458,7 +467,7 @@ def advise(ms, stats, req: Request, metric: str | None = None,
         return [{q: float(v) for q, v in zip(params, row)} for row in pts]
 
     # -- cost: the root of the time metric at every candidate ---------------------------------------
-    cost_root = _root(ms, cost_metric, stats)
+    cost_root = _root(ms, cost_metric, stats, cost_metric in exclusive)
     factor = _TIME_FACTORS.get((ms.units.get(cost_metric) or "").strip().lower())
     if factor is None:
         raise PerfcastError(f"metric {cost_metric!r} has unit {ms.units.get(cost_metric)!r}, not a time unit",
@@ -487,7 +496,7 @@ def advise(ms, stats, req: Request, metric: str | None = None,
     cost = seconds * procs_of / 3600.0
 
     # -- the series that matter at the target --------------------------------------------------------
-    root = _root(ms, metric, stats)
+    root = _root(ms, metric, stats, metric in exclusive)
     R = sum(float(ms[(cp, metric)].predict(req.target)) for cp in root)
     if not R > 0:
         raise PerfcastError(f"the models of {metric!r} predict {R:.3g} for the whole run at {_fmt(req.target)}: "
@@ -640,8 +649,8 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
     else:
         v = s.var["extrapolation"]
         ch.reason = (f"{where}: brings the measurements to {_doublings(ex['d_cand'][i])} of the target (now "
-                     f"{_doublings(ex['d_now'])}), so the extrapolation term of {s.callpath} falls from ±{rel(v):.1%} to "
-                     f"±{rel(v - bv):.1%}; {overall}; {cost}")
+                     f"{_doublings(ex['d_now'])}), so the extrapolation term of {s.callpath} falls from "
+                     f"±{rel(v):.1%} to ±{rel(v - bv):.1%}; {overall}; {cost}")
 
 
 def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, denom: float, U0: float,
