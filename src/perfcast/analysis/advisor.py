@@ -267,14 +267,15 @@ def distances(target: np.ndarray, pts: np.ndarray, growth: float = 2.0) -> np.nd
     the one nonzero ``d_q`` where only one parameter is extrapolated, as on a full grid."""
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.log2(target[None, :] / pts)
-    d = np.where(np.isfinite(d) & (pts > 0), np.maximum(d, 0.0), np.inf)
+    # a value <= 0 has no doublings to count: skipped, as the interval does (fit.model.doublings_rows)
+    d = np.where(np.isfinite(d) & (pts > 0), np.maximum(d, 0.0), 0.0)
     if not d.shape[1]:
         return np.zeros(len(pts))
     e = 2.0 * growth
     top = d.max(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(top > 0, d / np.where(top > 0, top, 1.0), 0.0)
-    return np.where(np.isfinite(top[:, 0]), top[:, 0] * (r ** e).sum(axis=1) ** (1.0 / e), np.inf)
+    return top[:, 0] * (r ** e).sum(axis=1) ** (1.0 / e)
 
 
 def _drift_var(m, value: float, d: float) -> float:
