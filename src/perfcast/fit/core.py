@@ -652,13 +652,16 @@ def absolute_noise(f: np.ndarray, count: np.ndarray, ssd: np.ndarray) -> np.ndar
     A, B = np.zeros(len(rows)), b0.copy()
     for _ in range(_ABS_ITER):
         v = np.maximum(A + B * mu2, 1e-300)
-        w = d / (v * v)
-        # weighted least squares of s2 on (1, mu2)
-        wm = w * mu2
-        s00, s01, s11 = _rowsum(w.T), _rowsum(wm.T), _rowsum((wm * mu2).T)
-        t0, t1 = _rowsum((w * s2).T), _rowsum((wm * s2).T)
-        det = s00 * s11 - s01 * s01
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # a variance model near 0 (repetitions that agree to ~1e-150) squares to 0: its weights
+        # and sums go inf/NaN and the rows take the boundary below (``bad``), silently
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            w = d / (v * v)
+            # weighted least squares of s2 on (1, mu2)
+            wm = w * mu2
+            s00, s01, s11 = _rowsum(w.T), _rowsum(wm.T), _rowsum((wm * mu2).T)
+            t0, t1 = _rowsum((w * s2).T), _rowsum((wm * s2).T)
+            det = s00 * s11 - s01 * s01
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             An = (s11 * t0 - s01 * t1) / det
             Bn = (s00 * t1 - s01 * t0) / det
             # on the boundary: one part only
