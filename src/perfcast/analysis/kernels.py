@@ -167,11 +167,26 @@ def function_paths(exp: Experiment) -> list[str] | None:
     return list(d[d["metric"].isin(mets)]["callpath"].astype(str).unique())
 
 
+def time_metric(exp: Experiment) -> str | None:
+    """A time metric by its name (:data:`TIME_METRICS`), else the time metric ``view`` shows by default
+    (the first of kind time on the calling-context tree: HPCToolkit ``CPUTIME (E)``, TAU ``time (E)``,
+    Caliper ``avg#inclusive#sum#time.duration``)."""
+    named = find_metric(exp, TIME_METRICS)
+    if named is not None:
+        return named
+    times = [name for name, m in exp.metrics.items() if m.kind == "time" and m.scope != "unknown"]
+    if not times:
+        return None
+    from .views import default_metric
+
+    return default_metric(exp, among=times)
+
+
 def cost_metric(exp: Experiment) -> str:
     """Cycles, else a sampled time on the functions, else instructions."""
     fp = function_paths(exp)
     for group in (CYCLE_METRICS, TIME_METRICS, INSTR_METRICS):
-        m = find_metric(exp, group)
+        m = time_metric(exp) if group is TIME_METRICS else find_metric(exp, group)
         if m is None:
             continue
         if group is TIME_METRICS and fp is not None:
@@ -179,7 +194,8 @@ def cost_metric(exp: Experiment) -> str:
             if d[(d["metric"] == m) & d["callpath"].isin(fp)].empty:
                 continue
         return m
-    raise PerfcastError("no cost metric to rank functions by: need cycles, a time metric (cpu_time, time) or "
+    raise PerfcastError("no cost metric to rank functions by: need cycles, a time metric on the calling-context "
+                        "tree (cpu_time, time, or any metric of kind time with an inclusive or exclusive scope) or "
                         f"instructions (Ir, PAPI_TOT_INS); the experiment has {', '.join(exp.metrics)}")
 
 
