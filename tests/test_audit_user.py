@@ -18,3 +18,44 @@ def test_kernels_on_caliper_uses_the_time_metric_view_shows(capsys):
     assert ks["metric"] == "avg#inclusive#sum#time.duration"
     # the five runs are jobsize 27 .. 343: every one gets a share column
     assert sorted(ks["coverage"]) == sorted(f"jobsize={p}" for p in (27, 64, 125, 216, 343))
+
+
+
+@pytest.fixture
+def three_scopes(tmp_path):
+    """main (exclusive 1) with children a, b, c (exclusive 10, 20, 30 per process at p = 2, twice that at
+    p = 4): four scopes with inclusive times."""
+    path = tmp_path / "tree.csv"
+    rows = ["p,callpath,metric,value,scope"]
+    for p, grow in ((2, 1), (4, 2)):
+        rows.append(f"{p},main,time,{1 + grow * 60},inclusive")
+        rows += [f"{p},main->{n},time,{grow * v},inclusive" for n, v in (("a", 10), ("b", 20), ("c", 30))]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _scope_names(out: str) -> list[str]:
+    """First cells of a table's body rows (the lines with column separators, after the header)."""
+    return [line.split("|")[0].strip() for line in out.splitlines() if "|" in line][1:]
+
+
+@pytest.mark.parametrize("cmd", [["scaling-loss", "--mode", "weak"], ["view", "--at", "p=2", "--mode", "flat"]])
+def test_limit_zero_prints_every_row_and_a_negative_limit_is_refused(capsys, three_scopes, cmd):
+    # --limit 0 printed no row ("… 4 more scope(s)"), --limit -1 every row but the last (a Python slice)
+    code, out, err = cli(capsys, cmd[0], three_scopes, *cmd[1:], "--limit", "0")
+    assert code == 0, err
+    assert sorted(_scope_names(out)) == ["a", "b", "c", "main"]
+    code, out, err = cli(capsys, cmd[0], three_scopes, *cmd[1:], "--limit", "1")
+    assert code == 0, err
+    assert len(_scope_names(out)) == 1
+    line = one_error(*cli(capsys, cmd[0], three_scopes, *cmd[1:], "--limit", "-1")[::2])
+    assert "--limit" in line and "-1" in line
+
+
+def test_systems_limit_zero_lists_every_match(capsys):
+    code, out, err = cli(capsys, "systems", "EPYC 7742", "--limit", "0", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["matches"] > 25 and len(d["items"]) == d["matches"]
+    line = one_error(*cli(capsys, "systems", "EPYC 7742", "--limit", "-2")[::2])
+    assert "--limit" in line

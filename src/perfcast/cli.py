@@ -330,6 +330,13 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
         out.print(f"wrote {output}", markup=False, highlight=False)
 
 
+def _rows_option(default: int, what: str):
+    """``--limit`` of a command printing ``what``: a count >= 0, 0 = all (a negative count was read as
+    Python's slice, every row but the last ones, and 0 printed none)."""
+    return click.option("--limit", type=click.IntRange(0), default=default, show_default=True,
+                        help=f"{what}; 0 = all.")
+
+
 @cli.command("view")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
@@ -350,7 +357,7 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
               help="Follow a child while it holds this fraction of its parent's inclusive cost.")
 @click.option("--ranks", type=click.Choice(["sum", "mean", "max", "min"]), default="sum", show_default=True,
               help="How per-rank/thread values are combined.")
-@click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (flat, bottom-up).")
+@_rows_option(50, "Rows to print (flat, bottom-up)")
 @_at_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, threshold, depth, hot, hot_fraction,
@@ -383,7 +390,7 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
         res = V.bottom_up(prof, threshold, sort, 3 if depth is None else depth)
     if as_json:
         return write_json("view", res)
-    shown = dict(res, rows=res["rows"][:limit])
+    shown = dict(res, rows=_shown(res["rows"], limit))
     R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, 3 if depth is None else depth)
 
 
@@ -403,7 +410,7 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
               help="How per-rank/thread values are combined.")
 @click.option("--threshold", type=Finite(), default=0.0, metavar="PCT",
               help="Leave out scopes below PCT percent of the total waste.")
-@click.option("--limit", type=int, default=30, show_default=True, help="Rows to print.")
+@_rows_option(30, "Rows to print")
 @_at_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, bytes_, time_, peak_bw, ranks,
@@ -474,7 +481,7 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
               help="Per-process cost from per-rank values (mean = sum over ranks / ranks).")
 @click.option("--sort", type=click.Choice(["exclusive", "inclusive"]), default="exclusive", show_default=True,
               help="Rank scopes by exclusive or inclusive loss.")
-@click.option("--limit", type=int, default=20, show_default=True, help="Rows to print per pair.")
+@_rows_option(20, "Rows to print per pair")
 @_at_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs, ranks, sort, limit, at, as_json):
@@ -1337,7 +1344,7 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
               help="Benchmark results (spec17-ml table or tidy system,benchmark,time CSV); repeatable; a "
                    "spec17-ml table of other benchmarks of the same kind (rate/speed) joins the same machines. "
                    "Default: SPEC CPU2017 FP rate + integer rate.")
-@click.option("--limit", type=int, default=25, show_default=True, help="Rows to list.")
+@_rows_option(25, "Rows to list (--json too)")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def systems_cmd(query, dbs, limit, as_json):
     """Search the benchmark database: words must all match; KEY=V, KEY>V, KEY<V filter attributes."""
@@ -1348,12 +1355,12 @@ def systems_cmd(query, dbs, limit, as_json):
     hits = db.find(query)
     cols = [c for c in ("system", "name") if c in db.columns]
     if as_json:
-        write_json("systems", [dict(zip(cols, r)) for r in db.rows(hits[:limit], cols)], query=query,
+        write_json("systems", [dict(zip(cols, r)) for r in db.rows(_shown(hits, limit), cols)], query=query,
                    matches=len(hits), unique=len(hits) == 1)
         return
     if not len(hits):
         raise db.no_match_error(query)
-    rows = db.rows(hits[:limit], cols)
+    rows = db.rows(_shown(hits, limit), cols)
     title = f"{len(hits)} system(s) match {query!r}" if query else f"{len(hits)} systems in {db.source}"
     if len(hits) > 1 and query:
         title += " (ambiguous as a --base/--target: add words, filters or use an id)"
@@ -1450,7 +1457,7 @@ def data_wheel_cmd(source, out_dir, as_json):
 @click.option("--ranks", type=click.Choice(["mean", "max", "sum", "min"]), default=None,
               help="Combine per-rank/thread values: mean (default: one rank's time, which the per-copy factor "
                    "scales), max (slowest rank), sum (CPU time of the job), min.")
-@click.option("--limit", type=int, default=30, show_default=True, help="Targets listed.")
+@_rows_option(30, "Targets listed")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,
                 micro_base, micro_targets, compute_factor, method, metric, ranks, limit, as_json):
@@ -1494,7 +1501,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         role = "" if res.compute_source == "surrogate" else ", for comparison"
         out.print(f"surrogate (first target{role}): {s.describe()}  match {s.quality}; group errors "
                   + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
-    shown = res.targets[:limit]
+    shown = _shown(res.targets, limit)
     level = next((t.to_dict()["interval_level"] for t in shown if t.factor_interval), None)
     rows = [[t.system, t.name, f"{t.compute_factor:.3f}"]
             + ([f"{t.factor_interval[0]:.3f}-{t.factor_interval[1]:.3f}" if t.factor_interval else "-"] if level else [])

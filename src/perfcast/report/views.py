@@ -124,12 +124,12 @@ def print_waste(d: dict, limit: int = 30) -> None:
     for c in ("waste exc", "share", "eff. exc", "waste inc", "share", "eff. inc"):
         t.add_column(c, justify="right", no_wrap=True)
     t.add_column("callpath", overflow="fold", min_width=20)
-    for r in d["rows"][:limit]:
+    for r in (d["rows"][:limit] if limit else d["rows"]):
         t.add_row(escape(r["name"]), _v(r["waste_exclusive"]), _pct(r["waste_exclusive_share"]),
                   _pct(r["efficiency_exclusive"]), _v(r["waste_inclusive"]), _pct(r["waste_inclusive_share"]),
                   _pct(r["efficiency_inclusive"]), escape(r["path"]))
     out.print(t)
-    if len(d["rows"]) > limit:
+    if limit and len(d["rows"]) > limit:
         out.print(f"[dim]… {len(d['rows']) - limit} more scope(s) (--limit)[/dim]")
 
 
@@ -145,7 +145,7 @@ def print_scaling_loss(d: dict, limit: int = 20) -> None:
         for c in ("excl. loss", "incl. loss", "where", f"incl. @{_v(pair['p'])}", f"incl. @{_v(pair['q'])}"):
             t.add_column(c, justify="right", no_wrap=True)
         t.add_column("callpath", overflow="fold", min_width=20)
-        shown = pair["rows"][:limit]
+        shown = pair["rows"][:limit] if limit else pair["rows"]
         key = "inclusive_loss" if d["sort"] == "inclusive" else "exclusive_loss"
         top = max((abs(r[key]) for r in shown), default=0.0) or 1.0
         for r in shown:
@@ -153,5 +153,5 @@ def print_scaling_loss(d: dict, limit: int = 20) -> None:
                       f"{r['exclusive_loss'] * 100:.2f}%", f"{r['inclusive_loss'] * 100:.2f}%",
                       r["where"], _v(r["inclusive_p"]), _v(r["inclusive_q"]), escape(r["path"]))
         out.print(t)
-        if len(pair["rows"]) > limit:
+        if limit and len(pair["rows"]) > limit:
             out.print(f"[dim]… {len(pair['rows']) - limit} more scope(s) (--limit)[/dim]")
