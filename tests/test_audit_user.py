@@ -59,3 +59,22 @@ def test_systems_limit_zero_lists_every_match(capsys):
     assert d["matches"] > 25 and len(d["items"]) == d["matches"]
     line = one_error(*cli(capsys, "systems", "EPYC 7742", "--limit", "-2")[::2])
     assert "--limit" in line
+
+
+RELEARN = DATA / "extrap" / "text" / "mpa" / "relearn_data.txt"  # parameters p, n
+
+
+@pytest.mark.parametrize("cmd, opt", [(["predict", RELEARN, "--at", "p=64,p=128"], "--at"),
+                                      (["model", RELEARN, "--target", "n=5000,p=64,n=6000"], "--target")])
+def test_a_parameter_given_twice_is_refused(capsys, cmd, opt):
+    # the last value won silently: `--at p=64,p=128` predicted at p=128 (and named only 'p=128' in its error)
+    line = one_error(*cli(capsys, *cmd)[::2])
+    assert line.startswith(f"perfcast: error: {opt} '{cmd[3]}'") and "given twice" in line
+
+
+@pytest.mark.parametrize("cmd", [["show", LULESH, "--depth", "-1"], ["show", LULESH, "--max-callpaths", "-1"],
+                                 ["view", LULESH, "--at", "jobsize=27", "--depth", "-1"]])
+def test_negative_tree_depths_are_refused(capsys, cmd):
+    # were accepted: `show` drew no tree ("… 46 more callpath(s)"), `view` hid every scope
+    line = one_error(*cli(capsys, *cmd)[::2])
+    assert f"'{cmd[-2]}'" in line and "-1" in line

@@ -48,6 +48,8 @@ def parse_coords(text: str, what: str = "--point") -> dict[str, float]:
         if "=" not in part:
             raise PerfcastError(f"{what} {text!r}: expected NAME=VALUE[,NAME=VALUE...]")
         k, v = (s.strip() for s in part.split("=", 1))
+        if k in coords:
+            raise PerfcastError(f"{what} {text!r}: parameter {k!r} given twice")
         try:
             coords[k] = float(v)
         except ValueError:
@@ -208,8 +210,9 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
 @timeseries_option
-@click.option("--max-callpaths", default=200, show_default=True, help="Callpaths to draw in the tree.")
-@click.option("--depth", type=int, default=None, help="Deepest tree level to draw.")
+@click.option("--max-callpaths", type=click.IntRange(0), default=200, show_default=True,
+              help="Callpaths to draw in the tree.")
+@click.option("--depth", type=click.IntRange(0), default=None, help="Deepest tree level to draw (0 = the roots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full description as JSON.")
 def show_cmd(inputs, fmt, points, params, max_callpaths, depth, as_json):
     """Describe an experiment: parameters, points and repetitions, metrics, callpath tree."""
@@ -349,7 +352,7 @@ def _rows_option(default: int, what: str):
               help="Order of siblings/rows (overrides --inclusive/--exclusive).")
 @click.option("--threshold", type=Finite(), default=0.0, metavar="PCT",
               help="Hide scopes below PCT percent of the total.")
-@click.option("--depth", type=int, default=None,
+@click.option("--depth", type=click.IntRange(0), default=None,
               help="Deepest level shown (top-down), or caller levels computed (bottom-up, default 3).")
 @click.option("--hot-path", "hot", default=None, metavar="CALLPATH",
               help="Show the hot path from CALLPATH (a full callpath or a unique frame name; '-' = the root).")
