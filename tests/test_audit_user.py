@@ -78,3 +78,20 @@ def test_negative_tree_depths_are_refused(capsys, cmd):
     # were accepted: `show` drew no tree ("… 46 more callpath(s)"), `view` hid every scope
     line = one_error(*cli(capsys, *cmd)[::2])
     assert f"'{cmd[-2]}'" in line and "-1" in line
+
+
+def test_the_same_input_twice_is_refused(capsys, tmp_path):
+    # `show run.csv run.csv` (an overlapping shell glob) read every value twice, as two repetitions:
+    # the noise of every point measured as zero
+    run = tmp_path / "run.csv"
+    run.write_text("p,callpath,metric,value\n1,a,time,1\n2,a,time,2\n4,a,time,4\n")
+    alias = tmp_path / "sub" / ".." / "run.csv"
+    (tmp_path / "sub").mkdir()
+    line = one_error(*cli(capsys, "show", run, alias)[::2])
+    assert line == f"perfcast: error: {alias}: given twice (also as {run}): its runs would count twice, as further repetitions"
+    # a copy is another input: its values are the second repetition of each point
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(run.read_bytes())
+    code, out, err = cli(capsys, "show", run, copy, "--json")
+    assert code == 0, err
+    assert [pt["repetitions"] for pt in json.loads(out)["items"][0]["points"]] == [2, 2, 2]

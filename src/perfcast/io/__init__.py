@@ -12,6 +12,7 @@ then gives it coordinates from the user (``points=``) or from its path
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -336,6 +337,14 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
         raise PerfcastError("no input given")
     if points is not None and len(points) not in (0, len(inputs)):
         raise PerfcastError(f"{len(points)} --point value(s) for {len(inputs)} input(s); give one per input")
+    if len(inputs) > 1:
+        seen: dict[str, str] = {}
+        for inp in inputs:
+            real = os.path.realpath(inp)
+            if real in seen:
+                raise PerfcastError(f"given twice (also as {seen[real]}): its runs would count twice, as further "
+                                    "repetitions", inp)
+            seen[real] = str(inp)
     if len(inputs) > 1 and not points:
         paths = [Path(i) for i in inputs]
         found = [detect(p) if not format else None for p in paths]
