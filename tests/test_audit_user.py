@@ -95,3 +95,12 @@ def test_the_same_input_twice_is_refused(capsys, tmp_path):
     code, out, err = cli(capsys, "show", run, copy, "--json")
     assert code == 0, err
     assert [pt["repetitions"] for pt in json.loads(out)["items"][0]["points"]] == [2, 2, 2]
+
+
+def test_collect_names_a_missing_campaign_file(capsys, tmp_path):
+    # a mistyped campaign name was read as the command to run: "give the parameters with -P NAME=V1,V2
+    # (or use a YAML campaign file)"
+    missing = tmp_path / "campagin.yaml"
+    line = one_error(*cli(capsys, "collect", missing)[::2])
+    assert line == f"perfcast: error: {missing}: campaign file: no such file"
+    assert list(tmp_path.iterdir()) == []

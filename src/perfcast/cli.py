@@ -1247,6 +1247,9 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     from .report.terminal import err, out, progress, write_json
 
     args = list(args)
+    if len(args) == 1 and args[0].lower().endswith((".yaml", ".yml")) and not Path(args[0]).is_file():
+        what = "is not a regular file" if Path(args[0]).exists() else "no such file"
+        raise PerfcastError(f"campaign file: {what}", args[0])
     if len(args) == 1 and args[0].lower().endswith((".yaml", ".yml")) and Path(args[0]).is_file():
         spec, yaml_out = cp.load_spec(args[0])
         d = spec
