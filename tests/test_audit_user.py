@@ -104,3 +104,33 @@ def test_collect_names_a_missing_campaign_file(capsys, tmp_path):
     line = one_error(*cli(capsys, "collect", missing)[::2])
     assert line == f"perfcast: error: {missing}: campaign file: no such file"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_model_target_with_an_unknown_parameter_is_refused(capsys):
+    # relearn_data.txt declares PARAMETER p and PARAMETER n; q was ignored and the models ranked at p, n
+    for extra in ([], ["--json"], ["--by", "growth"]):
+        line = one_error(*cli(capsys, "model", RELEARN, "--target", "p=1024,n=9000,q=5", *extra)[::2])
+        assert line == "perfcast: error: --target: unknown parameter(s) q; the experiment has: p, n"
+
+
+@pytest.fixture
+def linear_time(tmp_path):
+    """time = -5 + 10 p exactly at p = 1 .. 16: below zero for p < 0.5."""
+    path = tmp_path / "lin.csv"
+    path.write_text("p,callpath,metric,value\n" + "".join(f"{p},app,time,{-5 + 10 * p}\n" for p in (1, 2, 4, 8, 16)))
+    return path
+
+
+def test_model_marks_a_negative_time_at_the_target_as_predict_does(capsys, linear_time):
+    # the "at target" column printed -2.5 for a time with no mark and no note; predict marks it (!)
+    code, out, err = cli(capsys, "model", linear_time, "--target", "p=0.25")
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("1 "))
+    cells = [c.strip() for c in row.split("|")]
+    assert float(cells[7].replace("(!)", "")) == pytest.approx(-5 + 10 * 0.25) and cells[7].endswith("(!)")
+    note = "app time: p=0.25: the model predicts a negative value here: it does not extrapolate this far"
+    assert f"perfcast: note: {note}" in err.splitlines()
+    code, out, err = cli(capsys, "predict", linear_time, "--at", "p=0.25", "--json")
+    assert code == 0, err
+    item = json.loads(out)["items"][0]
+    assert item["value"] == pytest.approx(-2.5) and note.split(": ", 2)[2] in item["notes"]

@@ -716,6 +716,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     """
     from .analysis.fitcheck import fit_warnings
     from .fit.lines import line_note
+    from .modelset import NEGATIVE_NOTE, NONNEGATIVE
     from .output import enveloped_chunks
     from .report.terminal import err, out, table, write_json
 
@@ -767,7 +768,13 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in point.items()) + ": "
                           + line_note(line)))
         if target:
-            row.append(f"{r.predicted:.6g}" + (f" (x{line['factor']:.3g} line)" if line else ""))
+            # a time, count or byte value below zero at the target: marked and said, as `predict` does
+            negative = r.predicted is not None and r.predicted < 0 and ms.kinds.get(r.metric) in NONNEGATIVE
+            if negative:
+                noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in tgt.items()) + ": "
+                              + NEGATIVE_NOTE))
+            row.append(f"{r.predicted:.6g}" + (f" (x{line['factor']:.3g} line)" if line else "")
+                       + (" (!)" if negative else ""))
         if by == "cost":
             row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
@@ -777,7 +784,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how})", cols, rows))
     _print_not_shown(err, total, len(rows), "models")
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
-    _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else ""))
+    _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else "")
+                        + (", negative values at the target" if any(NEGATIVE_NOTE in n for *_, n in noted) else ""))
 
 
 def _oversubscribed(ms, quiet: bool, measured=None) -> dict:
