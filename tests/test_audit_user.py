@@ -134,3 +134,33 @@ def test_model_marks_a_negative_time_at_the_target_as_predict_does(capsys, linea
     assert code == 0, err
     item = json.loads(out)["items"][0]
     assert item["value"] == pytest.approx(-2.5) and note.split(": ", 2)[2] in item["notes"]
+
+
+SPEC_FP = DATA / "spec" / "spec17ml_input_FP_rate.csv"
+BASE, TARGET = "cpu2017-20191014-19065", "cpu2017-20190625-15882"   # EPYC 7742, Xeon Gold 6248
+
+
+def test_report_projects_a_profile_without_counters_with_method_mean(capsys, tmp_path):
+    # report --base/--machine on Caliper times only: "... or use --method mean", an option report lacked
+    import numpy as np
+    import pandas as pd
+
+    require_data(SPEC_FP)
+    out_html = tmp_path / "r.html"
+    code, out, err = cli(capsys, "report", LULESH, "--param", "jobsize", "-o", out_html, "--base", BASE,
+                         "--machine", TARGET, "--method", "mean", "--apmt", "off", "--json")
+    assert code == 0, err
+    proj = json.loads(out)["items"][0]["projections"]
+    system, _, factor, compute, comm, total = proj["values"][0]
+    # the factor by hand: geometric mean over the FP rate benchmarks both systems published of t_target / t_base
+    spec = pd.read_csv(SPEC_FP)
+    row = {s: spec[spec["file"] == f"{s}.csv"].iloc[0] for s in (BASE, TARGET)}
+    ratios = [row[TARGET][c] / row[BASE][c] for c in spec.columns if c.startswith("t_")
+              if np.isfinite(row[TARGET][c]) and np.isfinite(row[BASE][c])]
+    assert len(ratios) == 13 and factor == pytest.approx(float(np.exp(np.mean(np.log(ratios)))), rel=1e-12)
+    # the projected time is the measured one (largest run, as `perfcast project` reads it) times the factor
+    code, pout, err = cli(capsys, "project", LULESH, "--param", "jobsize", "--at", "jobsize=343", "--base", BASE,
+                          "--target", TARGET, "--method", "mean", "--json")
+    assert code == 0, err
+    base_s = json.loads(pout)["items"][0]["compute_base"]
+    assert system == TARGET and comm is None and compute == pytest.approx(factor * base_s) and total == compute

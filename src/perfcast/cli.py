@@ -1076,6 +1076,9 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
               help="System the experiment was measured on: adds projections to each --machine.")
 @click.option("--machine", "machines", multiple=True, metavar="SYSTEM",
               help="Target machine to project onto (with --base); repeatable.")
+@click.option("--method", type=click.Choice(["auto", "factor", "surrogate", "mean"]), default="auto",
+              show_default=True, help="Compute projection method, as in `perfcast project --method` (mean: "
+                                      "the experiment needs no counters).")
 @click.option("--title", default=None, help="Title of the report.")
 @click.option("--validate", "validate", multiple=True, type=click.Path(path_type=Path), metavar="EXP",
               help="Validation runs the models are not fitted on (e.g. one larger run): the ranked kernels' "
@@ -1097,8 +1100,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                    "target, or asymptotic growth first.")
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, kernels, plots, min_share, scaling,
-               level, max_terms, negative, locations, derives, base, machines, title, validate, apmt_mode, timers,
-               apmt_machine, comm_max_procs, averaged, by, as_json):
+               level, max_terms, negative, locations, derives, base, machines, method, title, validate, apmt_mode,
+               timers, apmt_machine, comm_max_procs, averaged, by, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -1129,12 +1132,12 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
         last = ({k: float(v) for k, v in exp.points().iloc[-1].items()} if exp.parameters else None)
         tpoint = parse_coords(target, "--target") if target else None
         try:
-            proj = project(exp, db, sigs, base, list(machines), tpoint or last)
+            proj = project(exp, db, sigs, base, list(machines), tpoint or last, method=method)
             at = tpoint or last
         except PerfcastError:
             if tpoint is None or tpoint == last:
                 raise
-            proj, at = project(exp, db, sigs, base, list(machines), last), last
+            proj, at = project(exp, db, sigs, base, list(machines), last, method=method), last
         projections = projection_table(proj)
         if at:
             projections["note"] = (f"At {', '.join(f'{k}={v:g}' for k, v in at.items())}"
