@@ -164,3 +164,23 @@ def test_report_projects_a_profile_without_counters_with_method_mean(capsys, tmp
     assert code == 0, err
     base_s = json.loads(pout)["items"][0]["compute_base"]
     assert system == TARGET and comm is None and compute == pytest.approx(factor * base_s) and total == compute
+
+
+def test_report_says_when_no_callpath_reaches_min_share(capsys, tmp_path):
+    # 150 equal callpaths hold 1/150 = 0.67 % each, below the default --min-share 1 %: the report had no
+    # ranking section at all (and no plots, no answers), its summary line "0 kernel(s) ranked"
+    csv = tmp_path / "flat.csv"
+    csv.write_text("p,callpath,metric,value\n" + "".join(f"{p},f{i},time,{2.0 * p}\n"
+                                                          for i in range(150) for p in (1, 2, 4, 8)))
+    html = tmp_path / "r.html"
+    code, out, err = cli(capsys, "report", csv, "-o", html, "--json")
+    assert code == 0, err
+    rep = json.loads(out)["items"][0]
+    assert rep["kernels"] == [] and "ranking" in rep["sections"]
+    assert rep["other"]["count"] == 150 and rep["other"]["insignificant"] == 150
+    assert rep["other"]["max_share_now"] == pytest.approx(1 / 150)
+    page = html.read_text()
+    assert 'id="ranking"' in page and "150 more callpath(s), 150 below " in page
+    code, out, err = cli(capsys, "report", csv, "-o", tmp_path / "r2.html")
+    assert code == 0, err
+    assert "0 kernel(s) ranked (150 more below --min-share " in out

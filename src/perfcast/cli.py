@@ -1170,8 +1170,10 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
     if as_json:
         write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
     else:
-        out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked, "
-                  f"{len(rep.plots)} plot(s), sections: {', '.join(rep.sections())}", markup=False, highlight=False)
+        below = (rep.other or {}).get("insignificant") or 0
+        out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked"
+                  + (f" ({below} more below --min-share {100 * opts.min_share:g}%)" if below else "")
+                  + f", {len(rep.plots)} plot(s), sections: {', '.join(rep.sections())}", markup=False, highlight=False)
 
 
 # -- collection: profiling campaigns (issue #4) ---------------------------------------------------
