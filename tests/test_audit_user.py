@@ -184,3 +184,25 @@ def test_report_says_when_no_callpath_reaches_min_share(capsys, tmp_path):
     code, out, err = cli(capsys, "report", csv, "-o", tmp_path / "r2.html")
     assert code == 0, err
     assert "0 kernel(s) ranked (150 more below --min-share " in out
+
+
+def test_view_heading_says_ranks_are_combined_only_when_there_are_ranks(capsys, tmp_path):
+    # Caliper avg# values (one per run, the mean over ranks) were headed "ranks sum, total 47.25"
+    flat = tmp_path / "run.csv"
+    flat.write_text("p,callpath,metric,value,scope\n4,main,time,5,inclusive\n4,main->a,time,3,inclusive\n")
+    code, out, err = cli(capsys, "view", flat, "--json")
+    assert code == 0, err
+    head = json.loads(out)["items"][0]
+    assert head["combined"] == "one value per run" and head["total"] == pytest.approx(5)
+    code, out, err = cli(capsys, "view", flat)
+    assert code == 0 and "one value per run" in out.splitlines()[0] and "ranks sum" not in out
+    per_rank = tmp_path / "ranks.csv"
+    per_rank.write_text("p,callpath,metric,value,scope,rank\n" + "".join(
+        f"2,main,time,{5 + r},inclusive,{r}\n2,main->a,time,3,inclusive,{r}\n" for r in (0, 1)))
+    code, out, err = cli(capsys, "view", per_rank, "--json")
+    assert code == 0, err
+    head = json.loads(out)["items"][0]
+    assert head["combined"] is None and head["ranks"] == "sum" and head["total"] == pytest.approx(5 + 6)
+    require_data(LULESH)
+    code, out, err = cli(capsys, "view", LULESH, "--param", "jobsize", "--at", "jobsize=27")
+    assert code == 0 and "mean over ranks in the file" in out.splitlines()[0]

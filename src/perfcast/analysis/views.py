@@ -222,7 +222,11 @@ def _f(x) -> float | None:
 
 def _head(prof: Profile) -> dict:
     m = prof.exp.metrics[prof.metric]
-    return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "total": prof.total}
+    # without per-rank values --ranks combines nothing: say what a value is instead (Caliper avg#: a mean)
+    combined = None if prof.exp.has_locations else (f"{m.aggregate} in the file" if m.aggregate else
+                                                     "one value per run")
+    return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
+            "total": prof.total}
 
 
 # -- bottom-up and flat ---------------------------------------------------------------------------

@@ -52,8 +52,8 @@ def print_derived(reports: list[dict]) -> None:
 
 def _heading(d: dict) -> str:
     unit = f" [{escape(d['unit'])}]" if d.get("unit") else ""
-    return (f"[bold]{escape(d['metric'])}[/bold]{unit} at {escape(_point(d))}, ranks {d['ranks']}, "
-            f"total {_v(d['total'])}")
+    ranks = f"ranks {d['ranks']}" if not d.get("combined") else escape(d["combined"])
+    return f"[bold]{escape(d['metric'])}[/bold]{unit} at {escape(_point(d))}, {ranks}, total {_v(d['total'])}"
 
 
 def print_top_down(d: dict) -> None:
