@@ -206,3 +206,20 @@ def test_view_heading_says_ranks_are_combined_only_when_there_are_ranks(capsys, 
     require_data(LULESH)
     code, out, err = cli(capsys, "view", LULESH, "--param", "jobsize", "--at", "jobsize=27")
     assert code == 0 and "mean over ranks in the file" in out.splitlines()[0]
+
+
+def test_statistic_on_an_input_of_values_is_said_to_be_ignored(capsys, tmp_path):
+    # --statistic mean on an Extra-P text file (repetitions, not statistics) or on a stored experiment was
+    # accepted without a word, and the values stayed what they were
+    mpi = DATA / "extrap" / "mpi_data.csv"
+    for inp in (RELEARN,):
+        code, out, err = cli(capsys, "show", inp, "--statistic", "mean")
+        assert code == 0 and "--statistic applies to inputs holding statistics" in err and "extrap-text" in err
+    store = tmp_path / "mpi.perfcast"
+    code, _, err = cli(capsys, "import", mpi, "-o", store)
+    assert code == 0, err
+    code, out, err = cli(capsys, "show", store, "--statistic", "mean")
+    assert code == 0 and "ignored for a stored experiment" in err
+    # where it applies it is used, without the warning: mean and median of mpi_data.csv differ
+    code, _, err = cli(capsys, "show", mpi, "--statistic", "mean")
+    assert code == 0 and "--statistic applies" not in err
