@@ -223,3 +223,12 @@ def test_statistic_on_an_input_of_values_is_said_to_be_ignored(capsys, tmp_path)
     # where it applies it is used, without the warning: mean and median of mpi_data.csv differ
     code, _, err = cli(capsys, "show", mpi, "--statistic", "mean")
     assert code == 0 and "--statistic applies" not in err
+
+
+@pytest.mark.parametrize("extra, named", [(["--timer", "solve=main()"], "--timer"),
+                                          (["--strong", "64,128"], "--strong"),
+                                          (["--size-ratio", "2", "--scaling", "weak"], "--size-ratio, --scaling")])
+def test_breakdown_options_without_breakdown_are_refused(capsys, extra, named):
+    # were accepted and ignored: the per-series predictions came out as without them
+    line = one_error(*cli(capsys, "predict", RELEARN, "--at", "p=64,n=5000", *extra)[::2])
+    assert line == f"perfcast: error: {named}: only with --breakdown (the APMT total and its parts)"

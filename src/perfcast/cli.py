@@ -904,6 +904,15 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     from .output import envelope
     from .report.terminal import err, out, table, write_json, write_json_chunks
 
+    if not breakdown:
+        # were accepted and ignored: `--timer solve=app->t` without --breakdown changed nothing
+        ctx = click.get_current_context()
+        given = [f"--{name.replace('_', '-')}" for name in ("timers", "machine", "size_ratio", "strong",
+                                                            "comm_max_procs", "scaling")
+                 if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+        if given:
+            given = ["--timer" if g == "--timers" else g for g in given]
+            raise PerfcastError(f"{', '.join(given)}: only with --breakdown (the APMT total and its parts)")
     if output is not None:
         from .output import check_file_output, table_format
 
