@@ -232,3 +232,16 @@ def test_breakdown_options_without_breakdown_are_refused(capsys, extra, named):
     # were accepted and ignored: the per-series predictions came out as without them
     line = one_error(*cli(capsys, "predict", RELEARN, "--at", "p=64,n=5000", *extra)[::2])
     assert line == f"perfcast: error: {named}: only with --breakdown (the APMT total and its parts)"
+
+
+def test_nested_logarithm_in_an_expectation_is_named():
+    # 'O(log log p)' was refused as naming an unknown parameter 'log'
+    from perfcast.analysis.expectations import parse_order
+    from perfcast.errors import PerfcastError
+
+    with pytest.raises(PerfcastError, match=r"'O\(log log p\)': log of log\(\.\.\.\) is not a PMNF term"):
+        parse_order("O(log log p)", ["p"])
+    # a parameter that is named like nothing special still reads: log^2 p times n
+    from fractions import Fraction
+
+    assert parse_order("O(log^2 p n)", ["p", "n"]) == {"p": (Fraction(0), 2), "n": (Fraction(1), 0)}
