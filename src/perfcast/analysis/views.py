@@ -60,8 +60,8 @@ def default_metric(exp: Experiment, among: Iterable[str] | None = None) -> str:
     names = None if among is None else set(among)
     known = [m for m in exp.metrics.values() if m.scope != "unknown" and (names is None or m.name in names)]
     if not known:
-        raise PerfcastError("no metric has inclusive or exclusive values (all scopes unknown); views need a "
-                            "calling-context profile")
+        raise PerfcastError("no metric has inclusive or exclusive values (all scopes unknown): this needs a "
+                            "calling-context profile (a tidy table declares it in a scope column)")
     # prefer a metric's exclusive member of a pair, the name "time", per-process averages
     def rank(m):
         paired_inc = m.scope == "inclusive" and partner(exp, m.name, "exclusive") is not None
