@@ -680,8 +680,11 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
                "for them" for v in (sl["p"], sl["q"]) if v in {r for r, _ in over.contended}])
         out.append({"question": "Where is performance lost?", "notes": crowded,
                     "answer": f"{top['path']}: {top['exclusive_loss']:.1%} of the {sl['procs']}={sl['q']:g} run's "
-                              f"{rep.metric} is excess work in it, of {sl['loss']:.1%} in all ({sl['mode']} scaling "
-                              f"from {sl['procs']}={sl['p']:g})",
+                              f"{rep.metric} is excess work in it, of {sl['loss']:.1%} in all"
+                              # more than the whole: other scopes got faster (a negative loss) -- said, as
+                              # "16.3% of 10.2% in all" reads as a contradiction
+                              + (" (other scopes gained time back)" if top["exclusive_loss"] > sl["loss"] else "")
+                              + f" ({sl['mode']} scaling from {sl['procs']}={sl['p']:g})",
                     "confidence": "measured", "section": "scaling-loss", "callpath": top["path"],
                     "value": top["exclusive_loss"], "total": sl["loss"]})
     return out
