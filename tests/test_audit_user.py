@@ -270,3 +270,32 @@ def test_where_performance_is_lost_says_why_a_part_exceeds_the_whole(capsys, tmp
 def test_flat_profile_error_does_not_speak_of_views_in_other_commands(capsys):
     line = one_error(*cli(capsys, "scaling-loss", RELEARN, "--mode", "strong")[::2])
     assert "views need" not in line and "calling-context profile" in line and "scope column" in line
+
+
+def test_view_warns_of_negative_exclusive_costs(capsys, tmp_path):
+    # Caliper max#...: the maxima of the children add up to more than their parent's maximum, and view printed
+    # "lulesh.cycle ... exclusive -20.63" as if it were a measured time
+    require_data(LULESH)
+    metric = "max#inclusive#sum#time.duration"
+    code, out, err = cli(capsys, "view", LULESH, "--param", "jobsize", "--at", "jobsize=343", "--metric", metric,
+                         "--json")
+    assert code == 0, err
+    d = json.loads(out)["items"][0]
+    nodes = {n["path"]: n for n in d["nodes"]}
+    # exclusive by hand: the inclusive value less the children's inclusive values
+    excl = {p: n["inclusive"] - sum(c["inclusive"] for q, c in nodes.items() if q.rsplit("->", 1)[0] == p and "->" in q)
+            for p, n in nodes.items()}
+    negative = sorted(p for p, v in excl.items() if v < -1e-9)
+    assert negative and all(nodes[p]["exclusive"] == pytest.approx(excl[p]) for p in negative)
+    [w] = d["warnings"]
+    assert w.startswith(f"{len(negative)} scope(s) with a negative exclusive {metric}")
+    assert "maximum or minimum over ranks does not add up" in w
+    code, out, err = cli(capsys, "view", LULESH, "--param", "jobsize", "--at", "jobsize=343")
+    assert code == 0 and "perfcast: warning:" not in err          # avg#: no negative exclusive time
+    # a tidy profile whose children exceed their parent: said as an inconsistent tree
+    csv = tmp_path / "t.csv"
+    csv.write_text("callpath,metric,value,scope\napp,time,1,inclusive\napp->solve,time,3,inclusive\n")
+    code, out, err = cli(capsys, "view", csv)
+    assert code == 0
+    assert "perfcast: warning: 1 scope(s) with a negative exclusive time (e.g. app: -2)" in err
+    assert "the profile's tree is not consistent" in err

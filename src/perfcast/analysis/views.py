@@ -226,7 +226,25 @@ def _head(prof: Profile) -> dict:
     combined = None if prof.exp.has_locations else (f"{m.aggregate} in the file" if m.aggregate else
                                                      "one value per run")
     return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
-            "total": prof.total}
+            "total": prof.total, "warnings": _negative_exclusive(prof, m)}
+
+
+def _negative_exclusive(prof: Profile, m) -> list[str]:
+    """A time, count or byte cost whose exclusive value is below zero: its children's inclusive values
+    exceed its own.  Said, with why when the metric tells (a max or min over ranks does not add up along
+    the tree: Caliper max#/min#), instead of printing negative costs as if they were measured."""
+    if m.kind not in ("time", "count", "bytes"):
+        return []
+    t = prof.table
+    neg = t[t["exclusive"] < -1e-9 * t["inclusive"].abs().clip(lower=1e-300)]
+    if neg.empty:
+        return []
+    worst = neg["exclusive"].idxmin()
+    why = ("a maximum or minimum over ranks does not add up along the calling tree, so its exclusive values "
+           "are no costs (the mean or sum over ranks does)" if m.aggregate.startswith(("max", "min")) else
+           "the children's inclusive values exceed their parent's: the profile's tree is not consistent")
+    return [f"{len(neg)} scope(s) with a negative exclusive {prof.metric} (e.g. {worst}: "
+            f"{float(neg.at[worst, 'exclusive']):.4g}): {why}"]
 
 
 # -- bottom-up and flat ---------------------------------------------------------------------------

@@ -50,6 +50,13 @@ def print_derived(reports: list[dict]) -> None:
         out.print(f"derived {escape(r['name'])} ({r['scope']}) = {escape(r['formula'])}: {r['values']} value(s){empty}")
 
 
+def _warnings(d: dict) -> None:
+    from .terminal import err
+
+    for w in d.get("warnings", ()):
+        err.print(f"perfcast: warning: {w}", markup=False, highlight=False)
+
+
 def _heading(d: dict) -> str:
     unit = f" [{escape(d['unit'])}]" if d.get("unit") else ""
     ranks = f"ranks {d['ranks']}" if not d.get("combined") else escape(d["combined"])
@@ -68,6 +75,7 @@ def print_top_down(d: dict) -> None:
     out.print(t)
     if d["hidden"]:
         out.print(f"[dim]{d['hidden']} callpath(s) below the threshold or depth hidden[/dim]")
+    _warnings(d)
 
 
 def print_flat(d: dict) -> None:
@@ -80,6 +88,7 @@ def print_flat(d: dict) -> None:
         t.add_row(escape(r["name"]), _v(r["inclusive"]), _pct(r["inclusive_pct"]), _v(r["exclusive"]),
                   _pct(r["exclusive_pct"]), str(r["contexts"]))
     out.print(t)
+    _warnings(d)
 
 
 def print_bottom_up(d: dict, depth: int = 2) -> None:
@@ -101,6 +110,7 @@ def print_bottom_up(d: dict, depth: int = 2) -> None:
     for r in d["rows"]:
         add(root, r, 0)
     out.print(root)
+    _warnings(d)
 
 
 def print_hot_path(d: dict) -> None:
@@ -113,6 +123,7 @@ def print_hot_path(d: dict) -> None:
         t.add_row("  " * i + escape(n["name"]), _v(n["inclusive"]), _pct(n["inclusive_pct"]), _v(n["exclusive"]),
                   _pct(n["exclusive_pct"]))
     out.print(t)
+    _warnings(d)
 
 
 def print_waste(d: dict, limit: int = 30) -> None:
