@@ -299,3 +299,14 @@ def test_view_warns_of_negative_exclusive_costs(capsys, tmp_path):
     assert code == 0
     assert "perfcast: warning: 1 scope(s) with a negative exclusive time (e.g. app: -2)" in err
     assert "the profile's tree is not consistent" in err
+
+
+@pytest.mark.parametrize("cmd", [["export", RELEARN, "--to", "extrap-text", "-o", "-"], ["import", RELEARN, "-o", "-"],
+                                 ["report", RELEARN, "-o", "-"], ["machine", "--write", "-"],
+                                 ["collect", "-o", "-", "-P", "p=1", "--", "true"]])
+def test_dash_is_not_taken_for_a_file_name(capsys, tmp_path, monkeypatch, cmd):
+    # `-o -` (standard output to most tools) wrote a file, or a store and its journal, named '-'
+    monkeypatch.chdir(tmp_path)
+    line = one_error(*cli(capsys, *cmd)[::2])
+    assert line.startswith("perfcast: error: '-' is not an output file here")
+    assert list(tmp_path.iterdir()) == []

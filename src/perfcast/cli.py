@@ -1339,6 +1339,9 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     output = output or (Path(yaml_out) if yaml_out else None)
     if output is None:
         raise PerfcastError("no output: give -o NAME.perfcast (or output: in the campaign file)")
+    from .output import refuse_stdout
+
+    refuse_stdout(output)
 
     def log(msg: str):
         err.print(f"perfcast: warning: {msg}", markup=False, highlight=False)
@@ -1449,6 +1452,9 @@ def data_wheel_cmd(source, out_dir, as_json):
 
     if source is not None and not source.is_dir():
         raise PerfcastError("not a directory", source)
+    from .output import refuse_stdout
+
+    refuse_stdout(out_dir)
     res = build_wheel(out_dir, source)
     if as_json:
         write_json("written", [{"output": res["wheel"], "what": "perfcast-data wheel",
