@@ -310,3 +310,23 @@ def test_dash_is_not_taken_for_a_file_name(capsys, tmp_path, monkeypatch, cmd):
     line = one_error(*cli(capsys, *cmd)[::2])
     assert line.startswith("perfcast: error: '-' is not an output file here")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_read_by_one_reader_names_the_files_of_another_format_it_left_out(capsys, tmp_path):
+    # a tidy CSV beside the .cali file of a run was dropped without a word
+    import shutil
+
+    cali = DATA / "formats" / "caliper" / "caliper-lulesh-cali" / "lulesh-annotation-profile.cali"
+    require_data(cali)
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(cali, run / cali.name)
+    (run / "README.txt").write_text("notes on this run\n")          # not a profile: not named
+    code, out, err = cli(capsys, "show", run, "--json")
+    assert code == 0 and "left out" not in err
+    (run / "extra.csv").write_text("p,callpath,metric,value\n1,a,time,1\n2,a,time,2\n")
+    code, out, err = cli(capsys, "show", run, "--json")
+    assert code == 0
+    assert (f"perfcast: warning: {run}: 1 file(s) of another format left out (extra.csv): the caliper reader reads "
+            "its own files only; give the others as inputs of their own") in err.splitlines()
+    assert json.loads(out)["items"][0]["meta"]["sources"] == [str(run / cali.name)]
