@@ -330,3 +330,14 @@ def test_a_directory_read_by_one_reader_names_the_files_of_another_format_it_lef
     assert (f"perfcast: warning: {run}: 1 file(s) of another format left out (extra.csv): the caliper reader reads "
             "its own files only; give the others as inputs of their own") in err.splitlines()
     assert json.loads(out)["items"][0]["meta"]["sources"] == [str(run / cali.name)]
+
+
+@pytest.mark.parametrize("extra, line", [
+    (["--method", "mean"], "perfcast: error: --method: only with --base and --machine (the projection)"),
+    (["--apmt", "off", "--timer", "solve=main()", "--comm-max-procs", "4"],
+     "perfcast: error: --timer, --comm-max-procs: not with --apmt off (the APMT breakdown is left out)")])
+def test_report_options_of_a_part_left_out_are_refused(capsys, tmp_path, extra, line):
+    # were accepted and ignored
+    out = tmp_path / "r.html"
+    assert one_error(*cli(capsys, "report", RELEARN, "-o", out, *extra)[::2]) == line
+    assert not out.exists()

@@ -1137,6 +1137,19 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
 
     if (base is None) != (not machines):
         raise PerfcastError("give --base and --machine together")
+    # options of a part the report leaves out were accepted and ignored
+    ctx = click.get_current_context()
+
+    def given(name):
+        return ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+
+    if base is None and given("method"):
+        raise PerfcastError("--method: only with --base and --machine (the projection)")
+    if apmt_mode == "off":
+        unused = [o for o, n in (("--timer", "timers"), ("--apmt-machine", "apmt_machine"),
+                                 ("--comm-max-procs", "comm_max_procs")) if given(n)]
+        if unused:
+            raise PerfcastError(f"{', '.join(unused)}: not with --apmt off (the APMT breakdown is left out)")
     check_file_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     if derives:
