@@ -341,3 +341,31 @@ def test_report_options_of_a_part_left_out_are_refused(capsys, tmp_path, extra, 
     out = tmp_path / "r.html"
     assert one_error(*cli(capsys, "report", RELEARN, "-o", out, *extra)[::2]) == line
     assert not out.exists()
+
+
+def test_scaling_loss_of_a_sum_over_ranks_is_per_process(capsys):
+    # Caliper sum#: one value per run summed over its ranks; the weak-scaling loss was computed on the sums
+    # (92.9 % "excess work" from 27 to 343 ranks).  Caliper's avg# is the same sum over the ranks: both give
+    # the same per-process losses
+    require_data(LULESH)
+    res = {}
+    for agg in ("sum", "avg"):
+        code, out, err = cli(capsys, "scaling-loss", LULESH, "--param", "jobsize", "--mode", "weak", "--from",
+                             "jobsize=27", "--to", "jobsize=343", "--metric", f"{agg}#inclusive#sum#time.duration",
+                             "--json")
+        assert code == 0, err
+        res[agg] = json.loads(out)["items"][0]
+    s, a = res["sum"]["pairs"][0], res["avg"]["pairs"][0]
+    assert s["loss"] == pytest.approx(a["loss"], rel=1e-4) and 0.05 < s["loss"] < 0.2
+    assert res["sum"]["ranks"] == "summed in the file, divided by jobsize"
+    # per scope by hand from the sums `view` shows: (C_343 / 343 - C_27 / 27) / (T_343 / 343)
+    sums = {}
+    for j in (27, 343):
+        code, out, err = cli(capsys, "view", LULESH, "--param", "jobsize", "--at", f"jobsize={j}", "--metric",
+                             "sum#inclusive#sum#time.duration", "--json")
+        assert code == 0, err
+        v = json.loads(out)["items"][0]
+        sums[j] = ({n["path"]: n["exclusive"] for n in v["nodes"]}, v["total"])
+    for r in s["rows"][:10]:
+        c27, c343 = sums[27][0].get(r["path"], 0.0), sums[343][0].get(r["path"], 0.0)
+        assert r["exclusive_loss"] == pytest.approx((c343 / 343 - c27 / 27) / (sums[343][1] / 343), rel=1e-9)
