@@ -259,3 +259,20 @@ def test_no_time_metric_on_the_tree_is_still_refused():
                                           for p in (1, 2, 4)]), [Metric("bytes_sent", "B", "bytes", "exclusive")])
     with pytest.raises(PerfcastError, match="no cost metric to rank functions by"):
         identify_kernels(exp)
+
+
+def test_a_metric_summed_over_ranks_in_the_file_is_per_rank_over_the_process_count():
+    # Caliper sum#: one value per run, the sum over its ranks.  Every rank's cost is constant here (perfect
+    # weak scaling: solve 6, setup 1 per rank), so the sum is p times that; it was taken as one rank's cost:
+    # "non-scalable: cost per rank ~ p^1"
+    rows = []
+    for p in (2, 4, 8, 16):
+        for cp, v in (("main", 0.5), ("main->solve", 6.0), ("main->setup", 1.0)):
+            rows.append({"p": p, "rep": 0, "callpath": cp, "metric": "sum#time", "value": p * v})
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("sum#time", "s", "time", "exclusive",
+                                                        aggregate="sum over ranks")])
+    ks = identify_kernels(exp, metric="sum#time")
+    assert ks.scaling == "weak"                  # the total work ~ p: weak, inferred
+    solve = next(k for k in ks.kernels if k.name == "solve")
+    assert solve.kind == "hot" and solve.slopes["p"] == pytest.approx(0.0, abs=1e-12)
+    assert not any(r.startswith("non-scalable") for k in ks.kernels for r in k.reasons)

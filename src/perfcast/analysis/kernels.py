@@ -227,9 +227,10 @@ def exclusive_values(exp: Experiment, metric: str) -> Experiment:
     return exp.select(metric=metric)
 
 
-def per_function(exp: Experiment, metric: str) -> pd.DataFrame:
+def per_function(exp: Experiment, metric: str, procs: str | None = None) -> pd.DataFrame:
     """Per point and function (frame name): ``total`` (summed over ranks, mean over repetitions) and
-    ``per_rank`` (total / number of ranks of the point)."""
+    ``per_rank`` (total / number of ranks of the point; a value summed over the ranks in the file, Caliper
+    ``sum#``, over the process-count parameter ``procs``)."""
     sub = exclusive_values(exp, metric)
     d = sub.data
     params = list(exp.parameters)
@@ -247,6 +248,9 @@ def per_function(exp: Experiment, metric: str) -> pd.DataFrame:
             out["_n"] = int(nranks.iloc[0])
         out["per_rank"] = out["total"] / out["_n"]
         out = out.drop(columns="_n")
+    elif procs is not None and exp.metrics[metric].aggregate.startswith("sum over"):
+        # was taken as one rank's cost: LULESH sum# "non-scalable, cost per rank ~ jobsize^1.04"
+        out["per_rank"] = out["total"] / out[procs].astype(float)
     else:
         out["per_rank"] = out["total"]
     return out
@@ -279,7 +283,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
     fp = function_paths(exp)
     if fp is not None and len(fp) < len(exp.data["callpath"].cat.categories):
         exp = exp.select(callpath=fp)
-    pf = per_function(exp, metric)
+    pf = per_function(exp, metric, procs)
     if (pf["total"] < 0).any():
         raise PerfcastError(f"metric {metric!r} has negative exclusive values; cannot rank functions by it")
     labels = [point_label(params, r) for _, r in pts.iterrows()]
@@ -387,7 +391,7 @@ def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pt
     :func:`per_function` of ``metric`` with a ``point`` column."""
     wm = find_metric(exp, INSTR_METRICS) or metric
     if wm != metric:
-        w = per_function(exp, wm)
+        w = per_function(exp, wm, procs)
         w["point"] = [point_label(params, r) for _, r in w.iterrows()]
     else:
         w = pf
