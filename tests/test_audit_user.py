@@ -88,7 +88,8 @@ def test_the_same_input_twice_is_refused(capsys, tmp_path):
     alias = tmp_path / "sub" / ".." / "run.csv"
     (tmp_path / "sub").mkdir()
     line = one_error(*cli(capsys, "show", run, alias)[::2])
-    assert line == f"perfcast: error: {alias}: given twice (also as {run}): its runs would count twice, as further repetitions"
+    assert line == (f"perfcast: error: {alias}: given twice (also as {run}): its runs would count twice, as further "
+                    "repetitions")
     # a copy is another input: its values are the second repetition of each point
     copy = tmp_path / "copy.csv"
     copy.write_bytes(run.read_bytes())
@@ -369,3 +370,15 @@ def test_scaling_loss_of_a_sum_over_ranks_is_per_process(capsys):
     for r in s["rows"][:10]:
         c27, c343 = sums[27][0].get(r["path"], 0.0), sums[343][0].get(r["path"], 0.0)
         assert r["exclusive_loss"] == pytest.approx((c343 / 343 - c27 / 27) / (sums[343][1] / 343), rel=1e-9)
+
+
+def test_a_directory_of_single_file_profiles_names_its_files(capsys):
+    # a directory holding a pyinstrument JSON (a reader of files) was "unknown format: no reader recognises
+    # this directory (formats: ...)"
+    d = DATA / "formats" / "other" / "pyinstrument-hatchet-json"
+    require_data(d)
+    line = one_error(*cli(capsys, "show", d)[::2])
+    assert line == (f"perfcast: error: {d}: unknown format: no reader reads this directory as a whole; the files in "
+                    "it that a reader recognises: pyinstrument-hatchet-profile.json (pyinstrument): give them as inputs")
+    code, out, err = cli(capsys, "show", d / "pyinstrument-hatchet-profile.json")
+    assert code == 0, err

@@ -158,9 +158,9 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False, fitted=
         if stored or exp.meta.get("format") not in ("summary", "extrap-experiment", "extrap3"):
             exp.meta.setdefault("warnings", []).append(
                 "--statistic applies to inputs holding statistics (summary tables, .extra-p and Extra-P 3 "
-                "archives) as they are read; ignored for " + (
-                    "a stored experiment (its statistic was chosen by perfcast import --statistic)" if stored else exp.meta.get("format")
-                    or "this input"))
+                "archives) as they are read; ignored for "
+                + ("a stored experiment (its statistic was chosen by perfcast import --statistic)" if stored
+                   else exp.meta.get("format") or "this input"))
     if scaling and exp.meta.get("format") != "cube":
         exp.meta.setdefault("warnings", []).append(
             f"--scaling applies to CUBE profiles only; ignored for {exp.meta.get('format') or 'this input'}")

@@ -143,6 +143,18 @@ def detect(path: Path) -> Reader:
         return candidates[0]
     kinds = ", ".join(sorted(_READERS))
     what = "directory" if path.is_dir() else "file"
+    if path.is_dir():
+        # a directory holding a pyinstrument/timemory/cProfile file: those readers read files, say which
+        try:
+            inside = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))[:50]
+        except OSError:
+            inside = []
+        named = [(f, r) for f in inside for r in _READERS.values()
+                 if not r.directories and f.name.lower().endswith(r.extensions) and _safe_sniff(r, f)]
+        if named:
+            shown = ", ".join(f"{f.name} ({r.name})" for f, r in named[:4]) + (" ..." if len(named) > 4 else "")
+            raise PerfcastError(f"unknown format: no reader reads this directory as a whole; the files in it that "
+                                f"a reader recognises: {shown}: give them as inputs", path)
     raise PerfcastError(f"unknown format: no reader recognises this {what} (formats: {kinds}; "
                         f"choose one with --format)", path)
 
