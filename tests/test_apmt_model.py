@@ -239,3 +239,29 @@ def test_a_count_on_a_measured_line_is_said_in_the_breakdown():
     assert len(said) == 1 and said[0].startswith("solve instructions:") and "line p=4 (n varies)" in said[0]
     assert line_at(ins.lines, ins.parameters, off) is None
     assert not any("measured line" in n for n in m.predict(off).notes)
+
+
+def test_kernel_times_and_the_run_time_come_from_the_metric_the_kernels_are_ranked_by():
+    # Caliper lists min#, max#, avg#, sum# time; `kernels` ranks by avg# (what `view` shows), and the
+    # breakdown modelled each kernel's time from min# (the first time metric) and compared the total
+    # with min# of the roots.  Per-process times by construction: avg# solve = 4 + 0.5 p, setup = 1,
+    # main itself 0.1; min# is half of that.
+    from perfcast.apmt.reconcile import reconcile
+
+    rows = []
+    for p in (2, 4, 8, 16, 32):
+        solve, setup, own = 4 + 0.5 * p, 1.0, 0.1
+        for metric, f in (("min#inclusive#sum#time.duration", 0.5), ("avg#inclusive#sum#time.duration", 1.0)):
+            for cp, v in (("main", own + solve + setup), ("main->solve", solve), ("main->setup", setup)):
+                rows.append({"p": p, "rep": 0, "callpath": cp, "metric": metric, "value": f * v})
+    exp = Experiment(["p"], pd.DataFrame(rows), [
+        Metric("min#inclusive#sum#time.duration", "sec", "time", "inclusive", aggregate="min over ranks"),
+        Metric("avg#inclusive#sum#time.duration", "sec", "time", "inclusive", aggregate="mean over ranks")])
+    m = fit_apmt(exp, MACHINE, scaling="weak")
+    assert m.kernelset.metric == "avg#inclusive#sum#time.duration"
+    pr = m.predict({"p": 64})
+    assert pr.kernels["solve"]["total"] == pytest.approx(4 + 0.5 * 64, rel=1e-6)
+    rec = reconcile(exp, m, pr)
+    assert {r["metric"] for r in rec["runs"]} == {"avg#inclusive#sum#time.duration"}
+    main = next(r for r in rec["runs"] if r["callpath"] == "main")
+    assert main["measured_at_largest"] == pytest.approx(0.1 + 4 + 16 + 1)

@@ -130,9 +130,11 @@ def test_non_editable_install_runs_systems_and_project_with_no_environment_varia
     subprocess.run([py, "-m", "venv", venv], check=True, timeout=300)
     wheels = sorted(map(str, dist.glob("*.whl")))
     assert len(wheels) == 2
-    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "-c", REPO / "requirements-test.lock",
-                    *wheels], check=True, capture_output=True, timeout=900)
     env = {k: v for k, v in os.environ.items() if k not in ("PERFCAST_SHARED_DATA", "PYTHONPATH")}
+    # without PYTHONPATH: a suite run with PYTHONPATH=src sees src/perfcast.egg-info (left by `pip wheel`
+    # above), and pip took perfcast as already installed -- no venv/bin/perfcast
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "-c", REPO / "requirements-test.lock",
+                    *wheels], check=True, capture_output=True, timeout=900, env=env)
     env["PERFCAST_CACHE"] = str(tmp_path / "cache")
     work = tmp_path / "elsewhere"
     work.mkdir()

@@ -224,3 +224,55 @@ def test_jacobi_weak_scaling_no_longer_flags_the_solver_sweep():
     st = identify_kernels(exp, scaling="strong").kernels[0]
     assert st.name == "compute_sweep" and st.slopes["p"] == 0.0     # the sweep's Ir per rank is constant
     assert any(r.startswith("non-scalable: cost per rank") for r in st.reasons)
+
+
+def test_default_cost_metric_is_the_time_metric_view_shows():
+    # HPCToolkit names its time CPUTIME (I)/(E), TAU time (I)/(E), Caliper avg#inclusive#sum#time.duration:
+    # none is called "time", and `perfcast kernels` refused them all ("no cost metric") although `view`,
+    # `scaling-loss` and `project` use them.  The exclusive member of the pair is the cost, as in `view`.
+    work = {"solve": lambda p: 60.0 / p, "setup": lambda p: 3.0, "io": lambda p: 1.0 / p}
+    rows = []
+    for p in (1, 2, 4):
+        excl = {name: f(p) for name, f in work.items()}
+        rows.append({"p": p, "rep": 0, "callpath": "main", "metric": "CPUTIME (E)", "value": 0.5})
+        rows.append({"p": p, "rep": 0, "callpath": "main", "metric": "CPUTIME (I)", "value": 0.5 + sum(excl.values())})
+        rows.append({"p": p, "rep": 0, "callpath": "main", "metric": "calls", "value": 7.0})
+        for name, v in excl.items():
+            rows.append({"p": p, "rep": 0, "callpath": f"main->{name}", "metric": "CPUTIME (E)", "value": v})
+            rows.append({"p": p, "rep": 0, "callpath": f"main->{name}", "metric": "CPUTIME (I)", "value": v})
+            rows.append({"p": p, "rep": 0, "callpath": f"main->{name}", "metric": "calls", "value": 1.0})
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("calls", "", "count", "exclusive"),
+                                                   Metric("CPUTIME (I)", "s", "time", "inclusive"),
+                                                   Metric("CPUTIME (E)", "s", "time", "exclusive")])
+    ks = identify_kernels(exp, scaling="strong")
+    assert ks.metric == "CPUTIME (E)"
+    by_name = {k.name: k for k in ks.kernels}
+    # at p=4: solve 15, setup 3, io 0.25, main 0.5 (its own time) -> 18.75 in all
+    assert by_name["solve"].share["p=4"] == pytest.approx(15 / 18.75)
+    # constant per rank while strong scaling expects ~1/p: hot (16 %) and non-scalable
+    assert any(r.startswith("non-scalable") for r in by_name["setup"].reasons)
+    assert by_name["setup"].share["p=4"] == pytest.approx(3 / 18.75)
+
+
+def test_no_time_metric_on_the_tree_is_still_refused():
+    exp = Experiment(["p"], pd.DataFrame([{"p": p, "rep": 0, "callpath": "main", "metric": "bytes_sent", "value": 1.0}
+                                          for p in (1, 2, 4)]), [Metric("bytes_sent", "B", "bytes", "exclusive")])
+    with pytest.raises(PerfcastError, match="no cost metric to rank functions by"):
+        identify_kernels(exp)
+
+
+def test_a_metric_summed_over_ranks_in_the_file_is_per_rank_over_the_process_count():
+    # Caliper sum#: one value per run, the sum over its ranks.  Every rank's cost is constant here (perfect
+    # weak scaling: solve 6, setup 1 per rank), so the sum is p times that; it was taken as one rank's cost:
+    # "non-scalable: cost per rank ~ p^1"
+    rows = []
+    for p in (2, 4, 8, 16):
+        for cp, v in (("main", 0.5), ("main->solve", 6.0), ("main->setup", 1.0)):
+            rows.append({"p": p, "rep": 0, "callpath": cp, "metric": "sum#time", "value": p * v})
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("sum#time", "s", "time", "exclusive",
+                                                        aggregate="sum over ranks")])
+    ks = identify_kernels(exp, metric="sum#time")
+    assert ks.scaling == "weak"                  # the total work ~ p: weak, inferred
+    solve = next(k for k in ks.kernels if k.name == "solve")
+    assert solve.kind == "hot" and solve.slopes["p"] == pytest.approx(0.0, abs=1e-12)
+    assert not any(r.startswith("non-scalable") for k in ks.kernels for r in k.reasons)

@@ -48,6 +48,8 @@ def parse_coords(text: str, what: str = "--point") -> dict[str, float]:
         if "=" not in part:
             raise PerfcastError(f"{what} {text!r}: expected NAME=VALUE[,NAME=VALUE...]")
         k, v = (s.strip() for s in part.split("=", 1))
+        if k in coords:
+            raise PerfcastError(f"{what} {text!r}: parameter {k!r} given twice")
         try:
             coords[k] = float(v)
         except ValueError:
@@ -147,6 +149,18 @@ def load_experiment(inputs, fmt=None, points=(), params=(), quiet=False, fitted=
     if series and exp.meta.get("format") != "caliper":
         exp.meta.setdefault("warnings", []).append(
             f"--timeseries applies to Caliper .cali files only; ignored for {exp.meta.get('format') or 'this input'}")
+    if stat:
+        from .store import is_store
+
+        # was ignored silently: a tidy/Extra-P text/Caliper input holds values, not statistics, and a
+        # stored experiment holds the statistic chosen when it was imported
+        stored = any(is_store(Path(i)) for i in inputs)
+        if stored or exp.meta.get("format") not in ("summary", "extrap-experiment", "extrap3"):
+            exp.meta.setdefault("warnings", []).append(
+                "--statistic applies to inputs holding statistics (summary tables, .extra-p and Extra-P 3 "
+                "archives) as they are read; ignored for "
+                + ("a stored experiment (its statistic was chosen by perfcast import --statistic)" if stored
+                   else exp.meta.get("format") or "this input"))
     if scaling and exp.meta.get("format") != "cube":
         exp.meta.setdefault("warnings", []).append(
             f"--scaling applies to CUBE profiles only; ignored for {exp.meta.get('format') or 'this input'}")
@@ -208,8 +222,9 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
 @timeseries_option
-@click.option("--max-callpaths", default=200, show_default=True, help="Callpaths to draw in the tree.")
-@click.option("--depth", type=int, default=None, help="Deepest tree level to draw.")
+@click.option("--max-callpaths", type=click.IntRange(0), default=200, show_default=True,
+              help="Callpaths to draw in the tree.")
+@click.option("--depth", type=click.IntRange(0), default=None, help="Deepest tree level to draw (0 = the roots).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full description as JSON.")
 def show_cmd(inputs, fmt, points, params, max_callpaths, depth, as_json):
     """Describe an experiment: parameters, points and repetitions, metrics, callpath tree."""
@@ -330,6 +345,13 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
         out.print(f"wrote {output}", markup=False, highlight=False)
 
 
+def _rows_option(default: int, what: str):
+    """``--limit`` of a command printing ``what``: a count >= 0, 0 = all (a negative count was read as
+    Python's slice, every row but the last ones, and 0 printed none)."""
+    return click.option("--limit", type=click.IntRange(0), default=default, show_default=True,
+                        help=f"{what}; 0 = all.")
+
+
 @cli.command("view")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
@@ -342,7 +364,7 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
               help="Order of siblings/rows (overrides --inclusive/--exclusive).")
 @click.option("--threshold", type=Finite(), default=0.0, metavar="PCT",
               help="Hide scopes below PCT percent of the total.")
-@click.option("--depth", type=int, default=None,
+@click.option("--depth", type=click.IntRange(0), default=None,
               help="Deepest level shown (top-down), or caller levels computed (bottom-up, default 3).")
 @click.option("--hot-path", "hot", default=None, metavar="CALLPATH",
               help="Show the hot path from CALLPATH (a full callpath or a unique frame name; '-' = the root).")
@@ -350,7 +372,7 @@ def metrics_cmd(inputs, fmt, points, params, derives, scope, unit, output, force
               help="Follow a child while it holds this fraction of its parent's inclusive cost.")
 @click.option("--ranks", type=click.Choice(["sum", "mean", "max", "min"]), default="sum", show_default=True,
               help="How per-rank/thread values are combined.")
-@click.option("--limit", type=int, default=50, show_default=True, help="Rows to print (flat, bottom-up).")
+@_rows_option(50, "Rows to print (flat, bottom-up)")
 @_at_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, threshold, depth, hot, hot_fraction,
@@ -383,7 +405,7 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
         res = V.bottom_up(prof, threshold, sort, 3 if depth is None else depth)
     if as_json:
         return write_json("view", res)
-    shown = dict(res, rows=res["rows"][:limit])
+    shown = dict(res, rows=_shown(res["rows"], limit))
     R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, 3 if depth is None else depth)
 
 
@@ -403,7 +425,7 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
               help="How per-rank/thread values are combined.")
 @click.option("--threshold", type=Finite(), default=0.0, metavar="PCT",
               help="Leave out scopes below PCT percent of the total waste.")
-@click.option("--limit", type=int, default=30, show_default=True, help="Rows to print.")
+@_rows_option(30, "Rows to print")
 @_at_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, bytes_, time_, peak_bw, ranks,
@@ -474,7 +496,7 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
               help="Per-process cost from per-rank values (mean = sum over ranks / ranks).")
 @click.option("--sort", type=click.Choice(["exclusive", "inclusive"]), default="exclusive", show_default=True,
               help="Rank scopes by exclusive or inclusive loss.")
-@click.option("--limit", type=int, default=20, show_default=True, help="Rows to print per pair.")
+@_rows_option(20, "Rows to print per pair")
 @_at_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs, ranks, sort, limit, at, as_json):
@@ -706,6 +728,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     """
     from .analysis.fitcheck import fit_warnings
     from .fit.lines import line_note
+    from .modelset import NEGATIVE_NOTE, NONNEGATIVE
     from .output import enveloped_chunks
     from .report.terminal import err, out, table, write_json
 
@@ -757,7 +780,13 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in point.items()) + ": "
                           + line_note(line)))
         if target:
-            row.append(f"{r.predicted:.6g}" + (f" (x{line['factor']:.3g} line)" if line else ""))
+            # a time, count or byte value below zero at the target: marked and said, as `predict` does
+            negative = r.predicted is not None and r.predicted < 0 and ms.kinds.get(r.metric) in NONNEGATIVE
+            if negative:
+                noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in tgt.items()) + ": "
+                              + NEGATIVE_NOTE))
+            row.append(f"{r.predicted:.6g}" + (f" (x{line['factor']:.3g} line)" if line else "")
+                       + (" (!)" if negative else ""))
         if by == "cost":
             row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
@@ -767,7 +796,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how})", cols, rows))
     _print_not_shown(err, total, len(rows), "models")
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
-    _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else ""))
+    _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else "")
+                        + (", negative values at the target" if any(NEGATIVE_NOTE in n for *_, n in noted) else ""))
 
 
 def _oversubscribed(ms, quiet: bool, measured=None) -> dict:
@@ -874,6 +904,15 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     from .output import envelope
     from .report.terminal import err, out, table, write_json, write_json_chunks
 
+    if not breakdown:
+        # were accepted and ignored: `--timer solve=app->t` without --breakdown changed nothing
+        ctx = click.get_current_context()
+        given = [f"--{name.replace('_', '-')}" for name in ("timers", "machine", "size_ratio", "strong",
+                                                            "comm_max_procs", "scaling")
+                 if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+        if given:
+            given = ["--timer" if g == "--timers" else g for g in given]
+            raise PerfcastError(f"{', '.join(given)}: only with --breakdown (the APMT total and its parts)")
     if output is not None:
         from .output import check_file_output, table_format
 
@@ -1158,6 +1197,9 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
               help="System the experiment was measured on: adds projections to each --machine.")
 @click.option("--machine", "machines", multiple=True, metavar="SYSTEM",
               help="Target machine to project onto (with --base); repeatable.")
+@click.option("--method", type=click.Choice(["auto", "factor", "surrogate", "mean"]), default="auto",
+              show_default=True, help="Compute projection method, as in `perfcast project --method` (mean: "
+                                      "the experiment needs no counters).")
 @click.option("--title", default=None, help="Title of the report.")
 @click.option("--validate", "validate", multiple=True, type=click.Path(path_type=Path), metavar="EXP",
               help="Validation runs the models are not fitted on (e.g. one larger run): the ranked kernels' "
@@ -1179,8 +1221,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                    "target, or asymptotic growth first.")
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, kernels, plots, min_share, scaling,
-               level, max_terms, negative, locations, derives, base, machines, title, validate, apmt_mode, timers,
-               apmt_machine, comm_max_procs, averaged, by, as_json):
+               level, max_terms, negative, locations, derives, base, machines, method, title, validate, apmt_mode,
+               timers, apmt_machine, comm_max_procs, averaged, by, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -1195,6 +1237,19 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
 
     if (base is None) != (not machines):
         raise PerfcastError("give --base and --machine together")
+    # options of a part the report leaves out were accepted and ignored
+    ctx = click.get_current_context()
+
+    def given(name):
+        return ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+
+    if base is None and given("method"):
+        raise PerfcastError("--method: only with --base and --machine (the projection)")
+    if apmt_mode == "off":
+        unused = [o for o, n in (("--timer", "timers"), ("--apmt-machine", "apmt_machine"),
+                                 ("--comm-max-procs", "comm_max_procs")) if given(n)]
+        if unused:
+            raise PerfcastError(f"{', '.join(unused)}: not with --apmt off (the APMT breakdown is left out)")
     check_file_output(output, force)
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     if derives:
@@ -1211,12 +1266,12 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
         last = ({k: float(v) for k, v in exp.points().iloc[-1].items()} if exp.parameters else None)
         tpoint = parse_coords(target, "--target") if target else None
         try:
-            proj = project(exp, db, sigs, base, list(machines), tpoint or last)
+            proj = project(exp, db, sigs, base, list(machines), tpoint or last, method=method)
             at = tpoint or last
         except PerfcastError:
             if tpoint is None or tpoint == last:
                 raise
-            proj, at = project(exp, db, sigs, base, list(machines), last), last
+            proj, at = project(exp, db, sigs, base, list(machines), last, method=method), last
         projections = projection_table(proj)
         if at:
             projections["note"] = (f"At {', '.join(f'{k}={v:g}' for k, v in at.items())}"
@@ -1249,8 +1304,10 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
     if as_json:
         write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
     else:
-        out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked, "
-                  f"{len(rep.plots)} plot(s), sections: {', '.join(rep.sections())}", markup=False, highlight=False)
+        below = (rep.other or {}).get("insignificant") or 0
+        out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked"
+                  + (f" ({below} more below --min-share {100 * opts.min_share:g}%)" if below else "")
+                  + f", {len(rep.plots)} plot(s), sections: {', '.join(rep.sections())}", markup=False, highlight=False)
 
 
 # -- collection: profiling campaigns (issue #4) ---------------------------------------------------
@@ -1337,6 +1394,9 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     from .report.terminal import err, out, progress, write_json
 
     args = list(args)
+    if len(args) == 1 and args[0].lower().endswith((".yaml", ".yml")) and not Path(args[0]).is_file():
+        what = "is not a regular file" if Path(args[0]).exists() else "no such file"
+        raise PerfcastError(f"campaign file: {what}", args[0])
     if len(args) == 1 and args[0].lower().endswith((".yaml", ".yml")) and Path(args[0]).is_file():
         spec, yaml_out = cp.load_spec(args[0])
         d = spec
@@ -1392,6 +1452,9 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     output = output or (Path(yaml_out) if yaml_out else None)
     if output is None:
         raise PerfcastError("no output: give -o NAME.perfcast (or output: in the campaign file)")
+    from .output import refuse_stdout
+
+    refuse_stdout(output)
 
     def log(msg: str):
         err.print(f"perfcast: warning: {msg}", markup=False, highlight=False)
@@ -1437,7 +1500,7 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
               help="Benchmark results (spec17-ml table or tidy system,benchmark,time CSV); repeatable; a "
                    "spec17-ml table of other benchmarks of the same kind (rate/speed) joins the same machines. "
                    "Default: SPEC CPU2017 FP rate + integer rate.")
-@click.option("--limit", type=int, default=25, show_default=True, help="Rows to list.")
+@_rows_option(25, "Rows to list (--json too)")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def systems_cmd(query, dbs, limit, as_json):
     """Search the benchmark database: words must all match; KEY=V, KEY>V, KEY<V filter attributes."""
@@ -1448,12 +1511,12 @@ def systems_cmd(query, dbs, limit, as_json):
     hits = db.find(query)
     cols = [c for c in ("system", "name") if c in db.columns]
     if as_json:
-        write_json("systems", [dict(zip(cols, r)) for r in db.rows(hits[:limit], cols)], query=query,
+        write_json("systems", [dict(zip(cols, r)) for r in db.rows(_shown(hits, limit), cols)], query=query,
                    matches=len(hits), unique=len(hits) == 1)
         return
     if not len(hits):
         raise db.no_match_error(query)
-    rows = db.rows(hits[:limit], cols)
+    rows = db.rows(_shown(hits, limit), cols)
     title = f"{len(hits)} system(s) match {query!r}" if query else f"{len(hits)} systems in {db.source}"
     if len(hits) > 1 and query:
         title += " (ambiguous as a --base/--target: add words, filters or use an id)"
@@ -1502,6 +1565,9 @@ def data_wheel_cmd(source, out_dir, as_json):
 
     if source is not None and not source.is_dir():
         raise PerfcastError("not a directory", source)
+    from .output import refuse_stdout
+
+    refuse_stdout(out_dir)
     res = build_wheel(out_dir, source)
     if as_json:
         write_json("written", [{"output": res["wheel"], "what": "perfcast-data wheel",
@@ -1550,7 +1616,7 @@ def data_wheel_cmd(source, out_dir, as_json):
 @click.option("--ranks", type=click.Choice(["mean", "max", "sum", "min"]), default=None,
               help="Combine per-rank/thread values: mean (default: one rank's time, which the per-copy factor "
                    "scales), max (slowest rank), sum (CPU time of the job), min.")
-@click.option("--limit", type=int, default=30, show_default=True, help="Targets listed.")
+@_rows_option(30, "Targets listed")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, groups, dbs, signatures, micro,
                 micro_base, micro_targets, compute_factor, method, metric, ranks, limit, as_json):
@@ -1594,7 +1660,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         role = "" if res.compute_source == "surrogate" else ", for comparison"
         out.print(f"surrogate (first target{role}): {s.describe()}  match {s.quality}; group errors "
                   + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
-    shown = res.targets[:limit]
+    shown = _shown(res.targets, limit)
     level = next((t.to_dict()["interval_level"] for t in shown if t.factor_interval), None)
     rows = [[t.system, t.name, f"{t.compute_factor:.3f}"]
             + ([f"{t.factor_interval[0]:.3f}-{t.factor_interval[1]:.3f}" if t.factor_interval else "-"] if level else [])

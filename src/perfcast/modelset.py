@@ -58,6 +58,8 @@ from .errors import PerfcastError
 
 #: metric kinds whose values cannot be negative (fit.core.NONNEGATIVE_KINDS)
 NONNEGATIVE = ("time", "count", "bytes")
+#: said of a time, count or byte value the model predicts below zero (``predict``, ``model --target``)
+NEGATIVE_NOTE = "the model predicts a negative value here: it does not extrapolate this far"
 #: confidence from the interval's relative half-width (half-width / |value|): up to the first is
 #: high, up to the second medium, beyond (or no interval, or a warning) low
 CONFIDENCE_LIMITS = (0.10, 0.50)
@@ -627,9 +629,8 @@ class ModelSet:
                 if ln is not None:
                     line[s * P + j] = ln
                     extra[s * P + j] = [line_note(ln)]
-        neg_note = "the model predicts a negative value here: it does not extrapolate this far"
         for i in np.flatnonzero(negative).tolist():
-            extra.setdefault(i, []).append(neg_note)
+            extra.setdefault(i, []).append(NEGATIVE_NOTE)
         for i in np.flatnonzero(clipped).tolist():
             extra.setdefault(i, []).append("interval clipped at 0")
         doubted = negative | np.repeat(np.array([bool(warn.get(s)) or (status[s] != "ok" and not segmented[s])

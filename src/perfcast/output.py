@@ -61,8 +61,16 @@ def _parent(path: Path) -> Path:
     return parent
 
 
+def refuse_stdout(path: str | Path) -> None:
+    """``-o -`` means standard output to most tools; it wrote a file named '-' in the working directory."""
+    if str(path) == "-":
+        raise PerfcastError("'-' is not an output file here (for standard output use --json, or the printed "
+                            "table); give a file name")
+
+
 def check_file_output(path: str | Path, force: bool) -> Path:
     """Refuse ``path`` as the output file unless it is new, or an existing regular file and ``force``."""
+    refuse_stdout(path)
     path = Path(path)
     lst, st = _existing(path)
     if lst is not None:
@@ -78,6 +86,7 @@ def check_file_output(path: str | Path, force: bool) -> Path:
 def check_store_output(path: str | Path, force: bool) -> Path:
     """The ``--force`` rule for a store directory: an existing output needs ``force``, and what is
     not a directory (a file, a FIFO, a device) is never replaced."""
+    refuse_stdout(path)
     path = Path(path)
     lst, st = _existing(path)
     if lst is not None:

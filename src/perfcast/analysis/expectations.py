@@ -65,6 +65,9 @@ def parse_order(text: str, parameters: Sequence[str] | None = None) -> Order:
         g = t.groupdict()
         if g["log"]:
             p = g["lp"] or g["lp2"]
+            if p in ("O", "log", "ln", "sqrt", "cbrt"):   # log log p was read as log of a parameter 'log'
+                raise PerfcastError(f"cannot read growth order {text!r}: {g['log'].strip()} of {p}(...) is not a "
+                                    "PMNF term (p^i log2(p)^j)", where="expectation")
             k1 = _frac(g["le"] or g["le2"])
             k2 = _frac(g["lpe"] or g["lpe2"])
             k = (k1 or 1) * (k2 or 1)

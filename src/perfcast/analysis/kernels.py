@@ -167,11 +167,26 @@ def function_paths(exp: Experiment) -> list[str] | None:
     return list(d[d["metric"].isin(mets)]["callpath"].astype(str).unique())
 
 
+def time_metric(exp: Experiment) -> str | None:
+    """A time metric by its name (:data:`TIME_METRICS`), else the time metric ``view`` shows by default
+    (the first of kind time on the calling-context tree: HPCToolkit ``CPUTIME (E)``, TAU ``time (E)``,
+    Caliper ``avg#inclusive#sum#time.duration``)."""
+    named = find_metric(exp, TIME_METRICS)
+    if named is not None:
+        return named
+    times = [name for name, m in exp.metrics.items() if m.kind == "time" and m.scope != "unknown"]
+    if not times:
+        return None
+    from .views import default_metric
+
+    return default_metric(exp, among=times)
+
+
 def cost_metric(exp: Experiment) -> str:
     """Cycles, else a sampled time on the functions, else instructions."""
     fp = function_paths(exp)
     for group in (CYCLE_METRICS, TIME_METRICS, INSTR_METRICS):
-        m = find_metric(exp, group)
+        m = time_metric(exp) if group is TIME_METRICS else find_metric(exp, group)
         if m is None:
             continue
         if group is TIME_METRICS and fp is not None:
@@ -179,7 +194,8 @@ def cost_metric(exp: Experiment) -> str:
             if d[(d["metric"] == m) & d["callpath"].isin(fp)].empty:
                 continue
         return m
-    raise PerfcastError("no cost metric to rank functions by: need cycles, a time metric (cpu_time, time) or "
+    raise PerfcastError("no cost metric to rank functions by: need cycles, a time metric on the calling-context "
+                        "tree (cpu_time, time, or any metric of kind time with an inclusive or exclusive scope) or "
                         f"instructions (Ir, PAPI_TOT_INS); the experiment has {', '.join(exp.metrics)}")
 
 
@@ -211,9 +227,10 @@ def exclusive_values(exp: Experiment, metric: str) -> Experiment:
     return exp.select(metric=metric)
 
 
-def per_function(exp: Experiment, metric: str) -> pd.DataFrame:
+def per_function(exp: Experiment, metric: str, procs: str | None = None) -> pd.DataFrame:
     """Per point and function (frame name): ``total`` (summed over ranks, mean over repetitions) and
-    ``per_rank`` (total / number of ranks of the point)."""
+    ``per_rank`` (total / number of ranks of the point; a value summed over the ranks in the file, Caliper
+    ``sum#``, over the process-count parameter ``procs``)."""
     sub = exclusive_values(exp, metric)
     d = sub.data
     params = list(exp.parameters)
@@ -231,6 +248,9 @@ def per_function(exp: Experiment, metric: str) -> pd.DataFrame:
             out["_n"] = int(nranks.iloc[0])
         out["per_rank"] = out["total"] / out["_n"]
         out = out.drop(columns="_n")
+    elif procs is not None and exp.metrics[metric].aggregate.startswith("sum over"):
+        # was taken as one rank's cost: LULESH sum# "non-scalable, cost per rank ~ jobsize^1.04"
+        out["per_rank"] = out["total"] / out[procs].astype(float)
     else:
         out["per_rank"] = out["total"]
     return out
@@ -263,7 +283,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
     fp = function_paths(exp)
     if fp is not None and len(fp) < len(exp.data["callpath"].cat.categories):
         exp = exp.select(callpath=fp)
-    pf = per_function(exp, metric)
+    pf = per_function(exp, metric, procs)
     if (pf["total"] < 0).any():
         raise PerfcastError(f"metric {metric!r} has negative exclusive values; cannot rank functions by it")
     labels = [point_label(params, r) for _, r in pts.iterrows()]
@@ -371,7 +391,7 @@ def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pt
     :func:`per_function` of ``metric`` with a ``point`` column."""
     wm = find_metric(exp, INSTR_METRICS) or metric
     if wm != metric:
-        w = per_function(exp, wm)
+        w = per_function(exp, wm, procs)
         w["point"] = [point_label(params, r) for _, r in w.iterrows()]
     else:
         w = pf

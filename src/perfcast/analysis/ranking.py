@@ -177,10 +177,15 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
     parts = parts or columns.split(items)
     preds: list = [None] * S
     if target is not None:
+        known = list(dict.fromkeys(p for sm in items for p in _parameters(sm)))
+        unknown = [k for k in target if k not in known]
+        if unknown:   # were ignored: `--target p=64,n=8,q=5` ranked at p=64,n=8 without a word
+            raise PerfcastError(f"unknown parameter(s) {', '.join(unknown)}; the experiment has: "
+                                f"{', '.join(known)}", where="--target")
         for sm in items:
             missing = [p for p in _parameters(sm) if p not in target]
             if missing:
-                raise PerfcastError(f"--target lacks parameter(s) {', '.join(missing)}", where="target")
+                raise PerfcastError(f"lacks parameter(s) {', '.join(missing)}", where="--target")
     # ``cost``: the models' values at the smallest and the largest measured point and at the target,
     # the last the values at ``target`` when given -- one batch
     points = _cost_points(items, target, procs, upper, lower) if by == "cost" else None

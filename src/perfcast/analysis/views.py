@@ -60,8 +60,8 @@ def default_metric(exp: Experiment, among: Iterable[str] | None = None) -> str:
     names = None if among is None else set(among)
     known = [m for m in exp.metrics.values() if m.scope != "unknown" and (names is None or m.name in names)]
     if not known:
-        raise PerfcastError("no metric has inclusive or exclusive values (all scopes unknown); views need a "
-                            "calling-context profile")
+        raise PerfcastError("no metric has inclusive or exclusive values (all scopes unknown): this needs a "
+                            "calling-context profile (a tidy table declares it in a scope column)")
     # prefer a metric's exclusive member of a pair, the name "time", per-process averages
     def rank(m):
         paired_inc = m.scope == "inclusive" and partner(exp, m.name, "exclusive") is not None
@@ -222,7 +222,29 @@ def _f(x) -> float | None:
 
 def _head(prof: Profile) -> dict:
     m = prof.exp.metrics[prof.metric]
-    return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "total": prof.total}
+    # without per-rank values --ranks combines nothing: say what a value is instead (Caliper avg#: a mean)
+    combined = None if prof.exp.has_locations else (f"{m.aggregate} in the file" if m.aggregate else
+                                                     "one value per run")
+    return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
+            "total": prof.total, "warnings": _negative_exclusive(prof, m)}
+
+
+def _negative_exclusive(prof: Profile, m) -> list[str]:
+    """A time, count or byte cost whose exclusive value is below zero: its children's inclusive values
+    exceed its own.  Said, with why when the metric tells (a max or min over ranks does not add up along
+    the tree: Caliper max#/min#), instead of printing negative costs as if they were measured."""
+    if m.kind not in ("time", "count", "bytes"):
+        return []
+    t = prof.table
+    neg = t[t["exclusive"] < -1e-9 * t["inclusive"].abs().clip(lower=1e-300)]
+    if neg.empty:
+        return []
+    worst = neg["exclusive"].idxmin()
+    why = ("a maximum or minimum over ranks does not add up along the calling tree, so its exclusive values "
+           "are no costs (the mean or sum over ranks does)" if m.aggregate.startswith(("max", "min")) else
+           "the children's inclusive values exceed their parent's: the profile's tree is not consistent")
+    return [f"{len(neg)} scope(s) with a negative exclusive {prof.metric} (e.g. {worst}: "
+            f"{float(neg.at[worst, 'exclusive']):.4g}): {why}"]
 
 
 # -- bottom-up and flat ---------------------------------------------------------------------------

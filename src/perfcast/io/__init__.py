@@ -12,6 +12,7 @@ then gives it coordinates from the user (``points=``) or from its path
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -142,6 +143,18 @@ def detect(path: Path) -> Reader:
         return candidates[0]
     kinds = ", ".join(sorted(_READERS))
     what = "directory" if path.is_dir() else "file"
+    if path.is_dir():
+        # a directory holding a pyinstrument/timemory/cProfile file: those readers read files, say which
+        try:
+            inside = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))[:50]
+        except OSError:
+            inside = []
+        named = [(f, r) for f in inside for r in _READERS.values()
+                 if not r.directories and f.name.lower().endswith(r.extensions) and _safe_sniff(r, f)]
+        if named:
+            shown = ", ".join(f"{f.name} ({r.name})" for f, r in named[:4]) + (" ..." if len(named) > 4 else "")
+            raise PerfcastError(f"unknown format: no reader reads this directory as a whole; the files in it that "
+                                f"a reader recognises: {shown}: give them as inputs", path)
     raise PerfcastError(f"unknown format: no reader recognises this {what} (formats: {kinds}; "
                         f"choose one with --format)", path)
 
@@ -320,7 +333,39 @@ def read_one(path: str | Path, format: str | None = None, options: ReadOptions |
         raise PerfcastError(f"not a readable {reader.name} input ({type(e).__name__}: {e})", path) from None
     exp.meta.setdefault("sources", [str(path)])
     exp.meta.setdefault("format", reader.name)
+    if path.is_dir() and reader is not _STORE_READER:
+        left = _left_out(path, reader, exp.meta["sources"])
+        if left:
+            shown = ", ".join(str(f.relative_to(path)) for f in left[:4]) + (" ..." if len(left) > 4 else "")
+            exp.meta.setdefault("warnings", []).append(
+                f"{path}: {len(left)} file(s) of another format left out ({shown}): the {reader.name} reader reads "
+                "its own files only; give the others as inputs of their own")
     return exp
+
+
+def _left_out(path: Path, reader: Reader, sources: Sequence[str]) -> list[Path]:
+    """Files in the directory ``path`` that ``reader`` did not read and another (file) reader
+    recognises: a tidy CSV beside the .cali files of a run was dropped without a word.  Known only when
+    the reader names the files it read (``sources`` inside ``path``, or its ``files``)."""
+    read = {Path(s).resolve() for s in sources}
+    inside = [f for f in read if path.resolve() in f.parents]
+    if not inside and reader.files is not None:
+        try:
+            inside = [f.resolve() for f in reader.files(path)]
+        except OSError:
+            return []
+        read |= set(inside)
+    if not inside:
+        return []
+    deep = any(f.parent != path.resolve() for f in inside)
+    try:
+        candidates = sorted(f for f in (path.rglob("*") if deep else path.iterdir())
+                            if f.is_file() and not f.name.startswith(".") and f.resolve() not in read)
+    except OSError:
+        return []
+    others = [r for r in _READERS.values() if r is not reader and not r.directories and r.extensions]
+    return [f for f in candidates
+            if any(f.name.lower().endswith(r.extensions) and _safe_sniff(r, f) for r in others)]
 
 
 def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequence[Mapping] | None = None,
@@ -336,6 +381,14 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
         raise PerfcastError("no input given")
     if points is not None and len(points) not in (0, len(inputs)):
         raise PerfcastError(f"{len(points)} --point value(s) for {len(inputs)} input(s); give one per input")
+    if len(inputs) > 1:
+        seen: dict[str, str] = {}
+        for inp in inputs:
+            real = os.path.realpath(inp)
+            if real in seen:
+                raise PerfcastError(f"given twice (also as {seen[real]}): its runs would count twice, as further "
+                                    "repetitions", inp)
+            seen[real] = str(inp)
     if len(inputs) > 1 and not points:
         paths = [Path(i) for i in inputs]
         found = [detect(p) if not format else None for p in paths]

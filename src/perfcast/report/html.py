@@ -135,7 +135,7 @@ class Report:
     def sections(self) -> list[str]:
         out = ["answers"] if self.answers else []
         out.append("summary")
-        if self.kernels:
+        if self.kernels or self.other:
             out.append("ranking")
         if self.plots:
             out.append("plots")
@@ -695,8 +695,11 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
                "for them" for v in (sl["p"], sl["q"]) if v in {r for r, _ in over.contended}])
         out.append({"question": "Where is performance lost?", "notes": crowded,
                     "answer": f"{top['path']}: {top['exclusive_loss']:.1%} of the {sl['procs']}={sl['q']:g} run's "
-                              f"{rep.metric} is excess work in it, of {sl['loss']:.1%} in all ({sl['mode']} scaling "
-                              f"from {sl['procs']}={sl['p']:g})",
+                              f"{rep.metric} is excess work in it, of {sl['loss']:.1%} in all"
+                              # more than the whole: other scopes got faster (a negative loss) -- said, as
+                              # "16.3% of 10.2% in all" reads as a contradiction
+                              + (" (other scopes gained time back)" if top["exclusive_loss"] > sl["loss"] else "")
+                              + f" ({sl['mode']} scaling from {sl['procs']}={sl['p']:g})",
                     "confidence": "measured", "section": "scaling-loss", "callpath": top["path"],
                     "value": top["exclusive_loss"], "total": sl["loss"]})
     return out
@@ -1160,7 +1163,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% for n in r.notes %}<p class="note">{{ n }}</p>{% endfor %}
 </section>
 
-{% if r.kernels %}
+{% if r.kernels or r.other %}
 <section id="ranking"><h2>Scalability bugs: kernels ranked by {% if r.options.by == "growth" %}growth{% else %}per-process cost increase{% endif %}</h2>
 <p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the per-process cost increase from the smallest measured process count to the target (measured up to the largest run, predicted beyond) as a share of the root's per-process cost at the target, then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}; the ranks of the others are skipped, so the numbers have gaps); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
@@ -1184,7 +1187,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <td>{% if k.confidence %}<span class="conf conf-{{ k.confidence }}">{{ k.confidence }}</span>{% else %}–{% endif %}</td>
 </tr>
 {% endfor %}
-{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 12 if r.options.by == 'growth' else 13 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total{% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
+{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 12 if r.options.by == 'growth' else 13 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total (<code>--min-share 0</code> lists them){% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
 </tbody></table></div>
 </section>
 {% endif %}

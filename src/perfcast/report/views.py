@@ -50,10 +50,17 @@ def print_derived(reports: list[dict]) -> None:
         out.print(f"derived {escape(r['name'])} ({r['scope']}) = {escape(r['formula'])}: {r['values']} value(s){empty}")
 
 
+def _warnings(d: dict) -> None:
+    from .terminal import err
+
+    for w in d.get("warnings", ()):
+        err.print(f"perfcast: warning: {w}", markup=False, highlight=False)
+
+
 def _heading(d: dict) -> str:
     unit = f" [{escape(d['unit'])}]" if d.get("unit") else ""
-    return (f"[bold]{escape(d['metric'])}[/bold]{unit} at {escape(_point(d))}, ranks {d['ranks']}, "
-            f"total {_v(d['total'])}")
+    ranks = f"ranks {d['ranks']}" if not d.get("combined") else escape(d["combined"])
+    return f"[bold]{escape(d['metric'])}[/bold]{unit} at {escape(_point(d))}, {ranks}, total {_v(d['total'])}"
 
 
 def print_top_down(d: dict) -> None:
@@ -68,6 +75,7 @@ def print_top_down(d: dict) -> None:
     out.print(t)
     if d["hidden"]:
         out.print(f"[dim]{d['hidden']} callpath(s) below the threshold or depth hidden[/dim]")
+    _warnings(d)
 
 
 def print_flat(d: dict) -> None:
@@ -80,6 +88,7 @@ def print_flat(d: dict) -> None:
         t.add_row(escape(r["name"]), _v(r["inclusive"]), _pct(r["inclusive_pct"]), _v(r["exclusive"]),
                   _pct(r["exclusive_pct"]), str(r["contexts"]))
     out.print(t)
+    _warnings(d)
 
 
 def print_bottom_up(d: dict, depth: int = 2) -> None:
@@ -101,6 +110,7 @@ def print_bottom_up(d: dict, depth: int = 2) -> None:
     for r in d["rows"]:
         add(root, r, 0)
     out.print(root)
+    _warnings(d)
 
 
 def print_hot_path(d: dict) -> None:
@@ -113,6 +123,7 @@ def print_hot_path(d: dict) -> None:
         t.add_row("  " * i + escape(n["name"]), _v(n["inclusive"]), _pct(n["inclusive_pct"]), _v(n["exclusive"]),
                   _pct(n["exclusive_pct"]))
     out.print(t)
+    _warnings(d)
 
 
 def print_waste(d: dict, limit: int = 30) -> None:
@@ -124,12 +135,12 @@ def print_waste(d: dict, limit: int = 30) -> None:
     for c in ("waste exc", "share", "eff. exc", "waste inc", "share", "eff. inc"):
         t.add_column(c, justify="right", no_wrap=True)
     t.add_column("callpath", overflow="fold", min_width=20)
-    for r in d["rows"][:limit]:
+    for r in (d["rows"][:limit] if limit else d["rows"]):
         t.add_row(escape(r["name"]), _v(r["waste_exclusive"]), _pct(r["waste_exclusive_share"]),
                   _pct(r["efficiency_exclusive"]), _v(r["waste_inclusive"]), _pct(r["waste_inclusive_share"]),
                   _pct(r["efficiency_inclusive"]), escape(r["path"]))
     out.print(t)
-    if len(d["rows"]) > limit:
+    if limit and len(d["rows"]) > limit:
         out.print(f"[dim]… {len(d['rows']) - limit} more scope(s) (--limit)[/dim]")
 
 
@@ -145,7 +156,7 @@ def print_scaling_loss(d: dict, limit: int = 20) -> None:
         for c in ("excl. loss", "incl. loss", "where", f"incl. @{_v(pair['p'])}", f"incl. @{_v(pair['q'])}"):
             t.add_column(c, justify="right", no_wrap=True)
         t.add_column("callpath", overflow="fold", min_width=20)
-        shown = pair["rows"][:limit]
+        shown = pair["rows"][:limit] if limit else pair["rows"]
         key = "inclusive_loss" if d["sort"] == "inclusive" else "exclusive_loss"
         top = max((abs(r[key]) for r in shown), default=0.0) or 1.0
         for r in shown:
@@ -153,5 +164,5 @@ def print_scaling_loss(d: dict, limit: int = 20) -> None:
                       f"{r['exclusive_loss'] * 100:.2f}%", f"{r['inclusive_loss'] * 100:.2f}%",
                       r["where"], _v(r["inclusive_p"]), _v(r["inclusive_q"]), escape(r["path"]))
         out.print(t)
-        if len(pair["rows"]) > limit:
+        if limit and len(pair["rows"]) > limit:
             out.print(f"[dim]… {len(pair['rows']) - limit} more scope(s) (--limit)[/dim]")
