@@ -770,7 +770,7 @@ class _TextStream:
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
         cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line - base -> sorted code
-        b.tree = CallTree.from_paths(enc.dictionary.to_pylist())
+        b.tree = CallTree.from_paths(enc.dictionary)  # no Python string per callpath
         del enc, rank, order
         params = [cols.pop(f"p{i}") for i in range(len(self.parameters))]
         rep, cp, met, value, point = cols.pop("rep"), cols.pop("cp"), cols.pop("metric"), cols.pop("value"), cols.pop("point")
@@ -789,7 +789,7 @@ class _TextStream:
         del point, cp_code
         frame: dict[str, Any] = dict(zip(self.parameters, params))
         frame["rep"] = rep
-        frame["callpath"] = pd.Categorical.from_codes(cp, categories, validate=False)
+        frame["callpath"] = _categorical(cp, categories)
         del categories
         frame["metric"] = _sorted_categorical(met, metric_names)
         frame["value"] = value
@@ -835,6 +835,17 @@ def _remap(codes: np.ndarray, remap: np.ndarray):
     step = 1 << 20
     for i in range(0, len(codes), step):
         np.take(remap, codes[i:i + step], out=codes[i:i + step], mode="clip")
+
+
+def _categorical(codes: np.ndarray, categories: pd.Index) -> pd.Categorical:
+    """``pd.Categorical.from_codes(codes, categories)`` for categories known to be distinct (a
+    dictionary's values), without pandas' check that they are: the check builds the Index's hash
+    table, for a string Index of 800,000 callpaths an object array of new Python strings and its
+    table (+57 MB), which nothing in a read needs (pandas builds it when a lookup does)."""
+    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # private: the public path if it goes
+    if fast is None:
+        return pd.Categorical.from_codes(codes, categories, validate=False)
+    return pd.Categorical.from_codes(codes, dtype=fast(categories, False), validate=False)
 
 
 def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
