@@ -9,6 +9,9 @@ An Experiment is
 
   ``<one float column per parameter>, rep, callpath, metric, value[, rank[, thread]]``
 
+  a parameter column is float32 when every value in it is exactly a float32, float64 otherwise
+  (:func:`coordinate_dtype`: the width is storage, the values are the float64 ones);
+
   ``rep`` numbers the repetitions of a point (0, 1, ...; a signed integer column, int64 unless the
   source handed over a narrower one); ``rank``/``thread`` are present when
   the source kept per-location values (an absent column means the value is already a total);
@@ -199,12 +202,11 @@ class CallTree:
             for i in range(0, len(paths), _BLOCK):  # a block at a time as one list (not all at once)
                 out += [c for c in _as_list(paths[i:i + _BLOCK]) if c not in known]
             return out
-        q = _string_array(paths)
         s = self._sorted
-        if len(q) == len(s):
-            q_sorted = q if len(q) < 2 or (q[1:] > q[:-1]).all() else np.sort(q)
-            if (q_sorted == s).all():
-                return []
+        if len(paths) == len(s) and all(  # the tree's own paths, sorted (an experiment's categories)
+                (_string_array(paths[i:i + _BLOCK]) == s[i:i + _BLOCK]).all() for i in range(0, len(s), _BLOCK)):
+            return []
+        q = _string_array(paths)
         pos = np.searchsorted(s, q).clip(0, max(len(s) - 1, 0))
         bad = np.ones(len(q), dtype=bool) if not len(s) else s[pos] != q
         return q[bad].tolist()
@@ -480,10 +482,44 @@ def _present(column: pd.Series) -> set[str]:
     return set(cat.categories[_used_codes(cat.codes, len(cat.categories))].tolist())
 
 
+def coordinate_dtype(values: np.ndarray) -> np.dtype:
+    """The dtype a parameter column is stored in: float32 when every value is exactly a float32
+    (float64 -> float32 -> float64 gives the same number: whole numbers up to 2**24, halves,
+    quarters, ... -- the coordinates of nearly every experiment), else float64.
+
+    Why: the parameter column is as long as the value table (a row per value), and 8 bytes a row
+    of it were a third of the Extra-P text reader's peak (152 MB at 20 M values; issue 17, item
+    2); the distinct coordinates are few and exact in float32.  No value changes: float32 widens
+    to float64 exactly wherever it meets float64 (``to_numpy(float)``, arithmetic with a float64
+    array), and a column holding any value float32 cannot represent stays float64.  Decided here
+    alone, from the values alone, so every reader and format gives the same column.  Checked a
+    block at a time (no float32 copy of the whole column)."""
+    values = np.asarray(values)
+    if values.dtype == np.float32:
+        return np.dtype(np.float32)
+    step = 1 << 20
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(0, len(values), step):
+            block = values[i:i + step].astype(np.float64, copy=False)
+            if not np.array_equal(block.astype(np.float32).astype(np.float64), block):
+                return np.dtype(np.float64)  # (NaN never equals: a NaN column stays float64 for validate)
+    return np.dtype(np.float32)
+
+
+def _coordinates(values: np.ndarray) -> np.ndarray:
+    """``values`` (float) as a parameter column of :func:`coordinate_dtype` (``values`` itself
+    when it already is)."""
+    dtype = coordinate_dtype(values)
+    return values if values.dtype == dtype else values.astype(dtype)
+
+
 def _check_finite(values: np.ndarray, what: str):
-    bad = ~np.isfinite(values)
-    if bad.any():
-        raise PerfcastError(f"{what} holds {int(bad.sum())} non-finite value(s) (NaN or inf)")
+    """PerfcastError naming the count of NaN/inf in ``values``; a block of rows at a time (two
+    boolean columns of 20 M rows were 40 MB at the read's peak)."""
+    step = 1 << 20
+    bad = sum(int(np.count_nonzero(~np.isfinite(values[i:i + step]))) for i in range(0, len(values), step))
+    if bad:
+        raise PerfcastError(f"{what} holds {bad} non-finite value(s) (NaN or inf)")
 
 
 class Experiment:
@@ -524,9 +560,12 @@ class Experiment:
         for p in self.parameters:
             src = data[p].to_numpy()
             try:
-                cols[p] = own(pd.to_numeric(src, errors="raise").astype("float64", copy=False), src)
+                col = src if src.dtype == np.float32 else \
+                    pd.to_numeric(src, errors="raise").astype("float64", copy=False)
             except (ValueError, TypeError) as e:
                 raise PerfcastError(f"parameter {p!r} has a non-numeric value ({e})") from None
+            cols[p] = own(_coordinates(col), src)  # float32 when exact (coordinate_dtype)
+            del col
         if "rep" in data.columns:
             src = data["rep"].to_numpy()
             # a signed integer column is kept at its width (a reader's int8 repetitions: 1 byte a
@@ -668,10 +707,10 @@ class Experiment:
         n = len(d)
         if math.prod(sizes) > max(1 << 24, n):
             if not reps:
-                return d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True), None
+                return d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True).astype(np.float64), None
             g = (d.groupby(keys, observed=True)["rep"].nunique().rename("repetitions").reset_index()
                  .sort_values(keys).reset_index(drop=True))
-            return g[keys], g["repetitions"].to_numpy(np.int64)
+            return g[keys].astype(np.float64), g["repetitions"].to_numpy(np.int64)
         seen = np.zeros(math.prod(sizes), dtype=bool)
         step = 1 << 18
         for i in range(0, n, step):
@@ -689,7 +728,8 @@ class Experiment:
         count = seen.sum(axis=1)
         at = np.flatnonzero(count)
         idx = np.unravel_index(at, sizes[:len(keys)])
-        coords = pd.DataFrame({p: u[j] for p, u, j in zip(keys, uniq, idx)}, index=pd.RangeIndex(len(at)))
+        coords = pd.DataFrame({p: u[j].astype(np.float64) for p, u, j in zip(keys, uniq, idx)},
+                              index=pd.RangeIndex(len(at)))  # float64 whatever the column's width
         return coords, count[at].astype(np.int64) if reps else None
 
     def summary(self, callpaths: bool = True) -> dict:
@@ -888,7 +928,9 @@ def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str]) -> pd.DataFram
 
 
 def _canonical(df: pd.DataFrame) -> pd.DataFrame:
-    d = df.astype({"callpath": str, "metric": str, "rep": "int64"})  # rep's width is storage, not content
+    # rep's and the parameters' widths are storage, not content
+    d = df.astype({"callpath": str, "metric": str, "rep": "int64",
+                   **{c: "float64" for c in df.columns if df[c].dtype == np.float32}})
     return d.sort_values(list(d.columns)).reset_index(drop=True)
 
 
