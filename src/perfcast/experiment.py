@@ -506,7 +506,7 @@ def coordinate_dtype(values: np.ndarray) -> np.dtype:
     return np.dtype(np.float32)
 
 
-def _coordinates(values: np.ndarray) -> np.ndarray:
+def coordinates(values: np.ndarray) -> np.ndarray:
     """``values`` (float) as a parameter column of :func:`coordinate_dtype` (``values`` itself
     when it already is)."""
     dtype = coordinate_dtype(values)
@@ -564,7 +564,7 @@ class Experiment:
                     pd.to_numeric(src, errors="raise").astype("float64", copy=False)
             except (ValueError, TypeError) as e:
                 raise PerfcastError(f"parameter {p!r} has a non-numeric value ({e})") from None
-            cols[p] = own(_coordinates(col), src)  # float32 when exact (coordinate_dtype)
+            cols[p] = own(coordinates(col), src)  # float32 when exact (coordinate_dtype)
             del col
         if "rep" in data.columns:
             src = data["rep"].to_numpy()

@@ -870,7 +870,7 @@ def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
     remap = np.empty(len(names), dtype=codes.dtype)
     remap[order] = np.arange(len(names), dtype=codes.dtype)
     _remap(codes, remap)
-    return pd.Categorical.from_codes(codes, pd.Index([names[i] for i in order]), validate=False)
+    return _categorical(codes, pd.Index([names[i] for i in order]))  # distinct: the names of a code table
 
 
 def _read_text_stream(path: Path) -> Experiment:
