@@ -490,10 +490,14 @@ def coordinate_dtype(values: np.ndarray) -> np.dtype:
     Why: the parameter column is as long as the value table (a row per value), and 8 bytes a row
     of it were a third of the Extra-P text reader's peak (152 MB at 20 M values; issue 17, item
     2); the distinct coordinates are few and exact in float32.  No value changes: float32 widens
-    to float64 exactly wherever it meets float64 (``to_numpy(float)``, arithmetic with a float64
-    array), and a column holding any value float32 cannot represent stays float64.  Decided here
-    alone, from the values alone, so every reader and format gives the same column.  Checked a
-    block at a time (no float32 copy of the whole column)."""
+    to float64 exactly (``to_numpy(float)``, arithmetic with a float64 array or a numpy float64
+    scalar), and a column holding any value float32 cannot represent stays float64.  What does
+    change is arithmetic on the column with a Python float: numpy computes that in float32
+    (``0.5 * data["p"]``); code that computes with coordinates takes them as float64 first, as
+    the fit does (``to_numpy(float)``), and compares them with a target as float64
+    (``col == np.float64(v)``: a float32 comparison would round the target onto a coordinate).
+    Decided here alone, from the values alone, so every reader and format gives the same column.
+    Checked a block at a time (no float32 copy of the whole column)."""
     values = np.asarray(values)
     if values.dtype == np.float32:
         return np.dtype(np.float32)
