@@ -757,9 +757,19 @@ class Experiment:
     def callpath_records(self) -> Iterator[dict]:
         """The summary's per-callpath dicts in tree order, one at a time (``show --json`` writes
         them as they come: a list of 800,000 dicts is 0.5 GB)."""
-        present = _present(self.data["callpath"])
+        cat = self.data["callpath"].array
+        used = _used_codes(cat.codes, len(cat.categories))
+        if len(self.tree) == len(cat.categories) and not self.tree.missing(cat.categories):
+            # the tree's callpaths are the categories (a reader's flat tree): those without values
+            # are the unused categories (usually none), not a set of all 800,000 used names (90 MB)
+            idle = set(cat.categories[~used].tolist())
+
+            def has(p: str) -> bool:
+                return p not in idle
+        else:
+            has = set(cat.categories[used].tolist()).__contains__
         for p, parent, name, depth in self.tree.walk():
-            yield {"path": p, "name": name, "parent": parent, "depth": depth, "has_values": p in present}
+            yield {"path": p, "name": name, "parent": parent, "depth": depth, "has_values": has(p)}
 
     def __repr__(self) -> str:
         return (f"Experiment(parameters={list(self.parameters)}, points={len(self.points())}, "

@@ -793,6 +793,7 @@ class _TextStream:
             dtype = coordinate_dtype(self.pts[:, i])
             params.append(_take(self.pts[:, i].astype(dtype), point))
         del point, cp_code
+        release()  # the point codes (in the C heap: freed, but kept there without a trim)
         frame: dict[str, Any] = dict(zip(self.parameters, params))
         frame["rep"] = rep
         frame["callpath"] = _categorical(cp, categories)
