@@ -200,3 +200,15 @@ def test_text_stream_line_reader_and_tidy_csv_agree_on_the_parameter_column(tmp_
         np.testing.assert_array_equal(key["value"].to_numpy(),
                                       [v for _ in range(2) for i in range(len(points)) for v in (i + 1.5, i + 2.25)])
     assert streamed.equals(lines)
+
+
+@pytest.mark.parametrize("tree", [None, CallTree.from_paths(["b", "x", "a"]),
+                                  CallTree([("x", None, "x"), ("x->a", "x", "a"), ("b", None, "b")])])
+def test_callpath_records_say_which_callpaths_have_rows(tree):
+    paths = ["b", "a"] if tree is None or "a" in tree else ["b", "x->a"]
+    df = pd.DataFrame({"callpath": paths, "metric": ["t", "t"], "value": [1.0, 2.0]})
+    exp = Experiment([], df, [Metric("t")], tree)
+    recs = list(exp.callpath_records())
+    assert [r["path"] for r in recs] == exp.tree.preorder()
+    rows = set(df["callpath"])                  # ground truth: the callpaths the rows name
+    assert {r["path"]: r["has_values"] for r in recs} == {p: p in rows for p in exp.tree.paths}
