@@ -167,7 +167,7 @@ class CallTree:
 
     def _materialise(self) -> None:
         """A flat tree's arrays as the dict (before a change, or when lookups got many)."""
-        self._par = dict.fromkeys(self._flat_paths())
+        self._par = dict.fromkeys(self._flat_paths())  # set before the arrays go (_has reads both)
         self._sorted = self._order = None
 
     def _flat_paths(self, start: int = 0, stop: int | None = None) -> list[str]:
@@ -175,15 +175,14 @@ class CallTree:
         return self._sorted[self._order[start:stop]].tolist()
 
     def _has(self, path) -> bool:
-        if self._par is not None:
-            return path in self._par
+        s = self._sorted
+        if s is None:
+            return path in self._parent
         self._lookups += 1
-        if self._lookups > len(self._order) // 8 + 1024:  # bisections now cost what the dict does
-            self._materialise()
-            return path in self._par
+        if self._lookups > len(s) // 8 + 1024:  # bisections now cost what the dict does
+            return path in self._parent
         if not isinstance(path, str):
             return False
-        s = self._sorted
         i = bisect.bisect_left(s, path)
         return i < len(s) and s[i] == path
 
