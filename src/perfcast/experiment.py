@@ -504,8 +504,9 @@ def coordinate_dtype(values: np.ndarray) -> np.dtype:
     with np.errstate(over="ignore", invalid="ignore"):
         for i in range(0, len(values), step):
             block = values[i:i + step].astype(np.float64, copy=False)
-            if not np.array_equal(block.astype(np.float32).astype(np.float64), block):
-                return np.dtype(np.float64)  # (NaN never equals: a NaN column stays float64 for validate)
+            # float32 == float64 compares in float64 (exact); NaN never equals: stays float64
+            if not (block.astype(np.float32) == block).all():
+                return np.dtype(np.float64)
     return np.dtype(np.float32)
 
 

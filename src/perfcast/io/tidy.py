@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import PerfcastError
-from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, coordinates, guess_kind
+from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, coordinate_dtype, guess_kind
 from . import MAX_LINE_BYTES, ReadOptions, Reader, register, read_text as read_checked
 from .memory import release
 
@@ -385,8 +385,11 @@ def _from_batches(path: Path, header: list[str], batches, total_rows: int | None
     for c in loc_cols:
         frame[c] = data.pop(c)
     release()  # the blocks' freed temporaries (glibc's heap kept ~120 MB of them at 9 M rows)
-    for p in params:  # float32 where exact (what the Experiment would make of them), one at a time
-        frame[p] = coordinates(data.pop(p))
+    # float32 where exact (what the Experiment makes of them), decided on the distinct points (every
+    # one has rows), not on the 9 M rows; one column at a time
+    points = np.array(list(point_codes), dtype=np.float64).reshape(-1, len(params)) if params else None
+    for i, p in enumerate(params):
+        frame[p] = data.pop(p).astype(coordinate_dtype(points[:, i]), copy=False)
     return Experiment(params, pd.DataFrame(frame, copy=False), metrics, tree,
                       {"sources": [str(path)], "format": "tidy"}, owned=True)
 
