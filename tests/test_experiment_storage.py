@@ -212,3 +212,23 @@ def test_callpath_records_say_which_callpaths_have_rows(tree):
     assert [r["path"] for r in recs] == exp.tree.preorder()
     rows = set(df["callpath"])                  # ground truth: the callpaths the rows name
     assert {r["path"]: r["has_values"] for r in recs} == {p: p in rows for p in exp.tree.paths}
+
+
+def test_a_tidy_column_widens_when_a_later_block_holds_a_value_float32_cannot(tmp_path):
+    from perfcast.io import tidy
+
+    n = 80_000                                  # ~1.9 MB: more than one of the stream's blocks
+    assert n * 24 > tidy.CSV_BLOCK_BYTES
+    rows = ["p,callpath,metric,value"]
+    rows += [f"{4 if i % 2 else 8},c{i % 100},time,{i}.5" for i in range(n)]
+    rows += [f"0.1,c{i},time,{i}.25" for i in range(100)]      # the last block only
+    path = tmp_path / "late.csv"
+    path.write_text("\n".join(rows) + "\n")
+    streamed = tidy._read_csv_stream(path)
+    col = streamed.data["p"].to_numpy()
+    assert col.dtype == np.float64
+    assert sorted(set(col.tolist())) == [0.1, 4.0, 8.0]
+    # row by row the values written (the stream keeps the file's row order)
+    np.testing.assert_array_equal(col, [4.0 if i % 2 else 8.0 for i in range(n)] + [0.1] * 100)
+    whole = tidy._read_csv_whole(path, None)
+    assert whole.data["p"].dtype == np.float64 and streamed.equals(whole)
