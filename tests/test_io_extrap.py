@@ -214,7 +214,8 @@ def test_text_formula_two_parameter_5(xp):
     assert exp.parameters == ("p", "s")
     d = exp.data
     assert len(d) == 25 and (d["rep"] == 0).all()
-    np.testing.assert_allclose(d["value"], 2 + 0.884 * d["s"] * np.log2(d["p"]), rtol=1e-12)
+    s, p = d["s"].to_numpy(float), d["p"].to_numpy(float)  # the coordinates as float64
+    np.testing.assert_allclose(d["value"], 2 + 0.884 * s * np.log2(p), rtol=1e-12)
     assert exp.meta["comments"] == ["formula: 2 + 0.884 * s * log(p)"]
 
 

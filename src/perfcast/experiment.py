@@ -9,6 +9,9 @@ An Experiment is
 
   ``<one float column per parameter>, rep, callpath, metric, value[, rank[, thread]]``
 
+  a parameter column is float32 when every value in it is exactly a float32, float64 otherwise
+  (:func:`coordinate_dtype`: the width is storage, the values are the float64 ones);
+
   ``rep`` numbers the repetitions of a point (0, 1, ...; a signed integer column, int64 unless the
   source handed over a narrower one); ``rank``/``thread`` are present when
   the source kept per-location values (an absent column means the value is already a total);
@@ -22,6 +25,7 @@ several hundred MB).
 
 from __future__ import annotations
 
+import bisect
 import copy
 import fnmatch
 import math
@@ -128,23 +132,88 @@ class CallTree:
     Order of insertion is kept (it is the order the source listed the callpaths in).
     """
 
-    __slots__ = ("_parent", "_name", "_children")
+    __slots__ = ("_par", "_name", "_children", "_sorted", "_order", "_lookups")
 
-    # Storage: ``_parent`` holds every callpath; ``_name`` only the names that are not the path itself
+    # Storage: ``_par`` holds every callpath; ``_name`` only the names that are not the path itself
     # (a root named as its path, the common flat case, costs no entry) and ``_children`` only the
     # callpaths that have children (a flat tree of 800,000 regions: one dict, not three dicts and
     # 800,000 empty lists).
+    #
+    # A flat forest made by :meth:`from_paths` (every callpath a root named as itself: Extra-P
+    # regions, tidy files) holds no Python object per callpath: ``_sorted`` has the distinct paths
+    # sorted, as one numpy string array (16 bytes a short path instead of ~125 for a string and its
+    # dict entry: 80 MB less at 800,000 regions), ``_order`` their insertion order (positions in
+    # ``_sorted``), and ``_par`` is None.  A lookup is a bisection of ``_sorted``; the dict is made
+    # (:meth:`_materialise`) only when the tree is changed or after so many lookups that the
+    # bisections would cost more than building it (:meth:`_has`).
 
     def __init__(self, nodes: Iterable[tuple[str, str | None, str]] = ()):
         """``nodes``: (path, parent_path_or_None, frame_name); parents must come before children."""
-        self._parent: dict[str, str | None] = {}
+        self._par: dict[str, str | None] | None = {}
         self._name: dict[str, str] = {}
         self._children: dict[str, list[str]] = {}
+        self._sorted: np.ndarray | None = None
+        self._order: np.ndarray | None = None
+        self._lookups = 0
         for path, parent, name in nodes:
             self.add(path, parent, name)
 
+    @property
+    def _parent(self) -> dict[str, str | None]:
+        """callpath -> parent (None for a root), every callpath in insertion order."""
+        if self._par is None:
+            self._materialise()
+        return self._par
+
+    def _materialise(self) -> None:
+        """A flat tree's arrays as the dict (before a change, or when lookups got many)."""
+        self._par = dict.fromkeys(self._flat_paths())  # set before the arrays go (_has reads both)
+        self._sorted = self._order = None
+
+    def _flat_paths(self, start: int = 0, stop: int | None = None) -> list[str]:
+        """The paths ``start:stop`` of a flat tree, in insertion order."""
+        return self._sorted[self._order[start:stop]].tolist()
+
+    def _has(self, path) -> bool:
+        s = self._sorted
+        if s is None:
+            return path in self._parent
+        self._lookups += 1
+        if self._lookups > len(s) // 8 + 1024:  # bisections now cost what the dict does
+            return path in self._parent
+        if not isinstance(path, str):
+            return False
+        i = bisect.bisect_left(s, path)
+        return i < len(s) and s[i] == path
+
+    def _check(self, path) -> None:
+        """KeyError for a callpath not in the tree (as the dict lookup gives)."""
+        if not self._has(path):
+            raise KeyError(path)
+
+    def missing(self, paths) -> list[str]:
+        """The paths (an Index or a sequence of strings) that are not in the tree, in their order.
+        A flat tree compares two sorted arrays when ``paths`` are its own paths (what a reader
+        gives: no string per path), else searches them as a block."""
+        if self._par is not None:
+            known = self._par
+            out: list[str] = []
+            for i in range(0, len(paths), _BLOCK):  # a block at a time as one list (not all at once)
+                out += [c for c in _as_list(paths[i:i + _BLOCK]) if c not in known]
+            return out
+        s = self._sorted
+        if len(paths) == len(s) and all(  # the tree's own paths, sorted (an experiment's categories)
+                (_string_array(paths[i:i + _BLOCK]) == s[i:i + _BLOCK]).all() for i in range(0, len(s), _BLOCK)):
+            return []
+        q = _string_array(paths)
+        pos = np.searchsorted(s, q).clip(0, max(len(s) - 1, 0))
+        bad = np.ones(len(q), dtype=bool) if not len(s) else s[pos] != q
+        return q[bad].tolist()
+
     # -- construction -------------------------------------------------------------------------
     def add(self, path: str, parent: str | None = None, name: str | None = None) -> str:
+        if self._par is None:
+            self._materialise()
         if path in self._parent:
             if self._parent[path] != parent:
                 raise PerfcastError(f"callpath {path!r} given two parents ({self._parent[path]!r}, {parent!r})")
@@ -180,31 +249,48 @@ class CallTree:
     def from_paths(cls, paths: Iterable[str]) -> "CallTree":
         """Build from ``a->b->c`` strings, splitting on :data:`SEP` (ancestors are created)."""
         tree = cls()
-        paths = [str(p) for p in paths]
-        if not any(SEP in p for p in paths):  # a flat tree: roots only, one dict
-            tree._parent = dict.fromkeys(paths)
+        a = _string_array(paths)
+        if len(a) and np.strings.find(a, SEP).max() >= 0:
+            for p in a.tolist():
+                if p not in tree._parent:
+                    tree.add_frames(p.split(SEP))
             return tree
-        for p in paths:
-            if p not in tree._parent:
-                tree.add_frames(p.split(SEP))
+        # a flat tree (roots only): the distinct paths sorted, and their first occurrences in order
+        order = np.argsort(a, kind="stable")    # stable: of equal paths the first occurrence first
+        s = a[order]
+        del a
+        keep = np.ones(len(s), dtype=bool)
+        keep[1:] = s[1:] != s[:-1]
+        if keep.all():
+            tree._order = np.empty(len(s), dtype=np.intp)
+            tree._order[order] = np.arange(len(s))
+        else:
+            s, order = s[keep], order[keep]
+            tree._order = np.argsort(order, kind="stable")
+        tree._sorted, tree._par = s, None
         return tree
 
     # -- queries ------------------------------------------------------------------------------
     def __contains__(self, path: str) -> bool:
-        return path in self._parent
+        return self._has(path)
 
     def __len__(self) -> int:
-        return len(self._parent)
+        return len(self._par) if self._par is not None else len(self._order)
 
     def __iter__(self):
-        return iter(self._parent)
+        if self._par is not None:
+            return iter(self._par)
+        return (p for i in range(0, len(self._order), _BLOCK) for p in self._flat_paths(i, i + _BLOCK))
 
     @property
     def paths(self) -> list[str]:
-        return list(self._parent)
+        return list(self._par) if self._par is not None else self._flat_paths()
 
     def parent(self, path: str) -> str | None:
-        return self._parent[path]
+        if self._par is None:
+            self._check(path)
+            return None
+        return self._par[path]
 
     def links(self) -> dict[str, str]:
         """callpath -> parent of every callpath that has one (empty for a flat forest)."""
@@ -215,31 +301,62 @@ class CallTree:
     def name(self, path: str) -> str:
         name = self._name.get(path)
         if name is None:
-            self._parent[path]  # KeyError for a callpath not in the tree
+            self._check(path)
             return path
         return name
 
     def children(self, path: str) -> list[str]:
-        self._parent[path]  # KeyError for a callpath not in the tree
+        self._check(path)
         return list(self._children.get(path, ()))
 
+    def iter_roots(self) -> Iterator[str]:
+        """The roots in insertion order, one at a time (a flat tree of 800,000 regions: no list of
+        them all for a caller that takes the first few)."""
+        if self._par is None:
+            return iter(self)
+        return (p for p, par in self._par.items() if par is None)
+
     def roots(self) -> list[str]:
-        return [p for p, par in self._parent.items() if par is None]
+        return self.paths if self._par is None else list(self.iter_roots())
 
     def depth(self, path: str) -> int:
+        if self._par is None:
+            self._check(path)
+            return 0
         d = 0
         while (path := self._parent[path]) is not None:
             d += 1
         return d
 
     def ancestors(self, path: str) -> list[str]:
+        if self._par is None:
+            self._check(path)
+            return []
         out = []
         while (path := self._parent[path]) is not None:
             out.append(path)
         return out
 
+    def walk(self) -> Iterator[tuple[str, str | None, str, int]]:
+        """(path, parent, name, depth) of every callpath in preorder, one at a time (no lookup
+        per callpath: a flat tree yields its paths as roots)."""
+        if self._par is None:
+            return ((p, None, p, 0) for p in self)
+        return self._walk()
+
+    def _walk(self) -> Iterator[tuple[str, str | None, str, int]]:
+        children, name = self._children, self._name.get
+        for r in self.iter_roots():
+            stack = [(r, None, 0)]
+            while stack:
+                p, par, d = stack.pop()
+                yield p, par, name(p, p), d
+                kids = children.get(p)
+                if kids:
+                    stack.extend((k, p, d + 1) for k in reversed(kids))
+
     def descendants(self, path: str) -> list[str]:
-        self._parent[path]  # KeyError for a callpath not in the tree
+        self._check(path)
         children = self._children
         out, stack = [], list(reversed(children.get(path, ())))
         while stack:
@@ -252,7 +369,7 @@ class CallTree:
 
     def preorder(self) -> list[str]:
         if not self._children:   # a flat forest: every callpath a root, in insertion order
-            return list(self._parent)
+            return self.paths
         out = []
         children = self._children
         for r in self.roots():
@@ -265,9 +382,11 @@ class CallTree:
         """The tree restricted to ``keep`` and their ancestors."""
         wanted = set()
         for p in keep:
-            if p in self._parent:
+            if p in self:
                 wanted.add(p)
                 wanted.update(self.ancestors(p))
+        if self._par is None:
+            return CallTree.from_paths([p for p in self if p in wanted])
         return CallTree((p, self._parent[p], self.name(p)) for p in self._parent if p in wanted)
 
     def merged(self, other: "CallTree") -> "CallTree":
@@ -277,14 +396,20 @@ class CallTree:
         return tree
 
     def to_records(self) -> list[tuple[str, str | None, str]]:
+        if self._par is None:
+            return [(p, None, p) for p in self]
         name = self._name.get
         return [(p, par, name(p, p)) for p, par in self._parent.items()]
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, CallTree) and self._parent == other._parent and self._name == other._name
+        if not isinstance(other, CallTree):
+            return False
+        if self._par is None and other._par is None:  # two flat trees: the same paths
+            return len(self._sorted) == len(other._sorted) and bool((self._sorted == other._sorted).all())
+        return self._parent == other._parent and self._name == other._name
 
     def __repr__(self) -> str:
-        return f"CallTree({len(self)} callpaths, {len(self.roots())} roots)"
+        return f"CallTree({len(self)} callpaths, {sum(1 for _ in self.iter_roots())} roots)"
 
     def accumulate(self, order: Sequence[str], values: np.ndarray) -> np.ndarray:
         """Subtree sums: ``values[:, j]`` belongs to ``order[j]``; returns for every callpath the
@@ -293,6 +418,11 @@ class CallTree:
         Linear in the tree size: children are added into their parents one depth level at a time,
         deepest first (one vectorised step per level).
         """
+        if self._par is None:  # a flat forest: every callpath its own subtree
+            missing = self.missing(list(order))
+            if missing:
+                raise KeyError(missing[0])
+            return np.array(values, dtype=float, copy=True)
         index = {p: i for i, p in enumerate(order)}
         parent = np.array([index.get(self._parent[p], -1) if self._parent[p] is not None else -1
                            for p in order], dtype=np.int64)
@@ -305,6 +435,32 @@ class CallTree:
             nodes = np.flatnonzero((depth == d) & (parent >= 0))
             np.add.at(cols, parent[nodes], cols[nodes])
         return out
+
+
+#: strings handled at a time where a list of them all would be large (64k: ~4 MB of str objects)
+_BLOCK = 1 << 16
+
+
+def _as_list(block) -> list:
+    if hasattr(block, "to_pylist"):  # an arrow array
+        return block.to_pylist()
+    return block.tolist() if hasattr(block, "tolist") else list(block)
+
+
+def _string_array(paths) -> np.ndarray:
+    """``paths`` (a list, an Index, an arrow array, any iterable of strings) as a numpy
+    StringDType array, converted a block at a time (no list of them all as Python strings)."""
+    if isinstance(paths, np.ndarray) and isinstance(paths.dtype, np.dtypes.StringDType):
+        return paths
+    if isinstance(paths, pd.Series):
+        paths = paths.array
+    elif not isinstance(paths, (list, tuple, np.ndarray, pd.Index, pd.api.extensions.ExtensionArray)) \
+            and not hasattr(paths, "to_pylist"):
+        paths = list(paths)  # a dict, a set, a generator
+    out = np.empty(len(paths), dtype=np.dtypes.StringDType())
+    for i in range(0, len(paths), _BLOCK):
+        out[i:i + _BLOCK] = [str(p) for p in _as_list(paths[i:i + _BLOCK])]
+    return out
 
 
 def _used_codes(codes: np.ndarray, n: int) -> np.ndarray:
@@ -325,10 +481,49 @@ def _present(column: pd.Series) -> set[str]:
     return set(cat.categories[_used_codes(cat.codes, len(cat.categories))].tolist())
 
 
+def coordinate_dtype(values: np.ndarray) -> np.dtype:
+    """The dtype a parameter column is stored in: float32 when every value is exactly a float32
+    (float64 -> float32 -> float64 gives the same number: whole numbers up to 2**24, halves,
+    quarters, ... -- the coordinates of nearly every experiment), else float64.
+
+    Why: the parameter column is as long as the value table (a row per value), and 8 bytes a row
+    of it were a third of the Extra-P text reader's peak (152 MB at 20 M values; issue 17, item
+    2); the distinct coordinates are few and exact in float32.  No value changes: float32 widens
+    to float64 exactly (``to_numpy(float)``, arithmetic with a float64 array or a numpy float64
+    scalar), and a column holding any value float32 cannot represent stays float64.  What does
+    change is arithmetic on the column with a Python float: numpy computes that in float32
+    (``0.5 * data["p"]``); code that computes with coordinates takes them as float64 first, as
+    the fit does (``to_numpy(float)``), and compares them with a target as float64
+    (``col == np.float64(v)``: a float32 comparison would round the target onto a coordinate).
+    Decided here alone, from the values alone, so every reader and format gives the same column.
+    Checked a block at a time (no float32 copy of the whole column)."""
+    values = np.asarray(values)
+    if values.dtype == np.float32:
+        return np.dtype(np.float32)
+    step = 1 << 20
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(0, len(values), step):
+            block = values[i:i + step].astype(np.float64, copy=False)
+            # float32 == float64 compares in float64 (exact); NaN never equals: stays float64
+            if not (block.astype(np.float32) == block).all():
+                return np.dtype(np.float64)
+    return np.dtype(np.float32)
+
+
+def coordinates(values: np.ndarray) -> np.ndarray:
+    """``values`` (float) as a parameter column of :func:`coordinate_dtype` (``values`` itself
+    when it already is)."""
+    dtype = coordinate_dtype(values)
+    return values if values.dtype == dtype else values.astype(dtype)
+
+
 def _check_finite(values: np.ndarray, what: str):
-    bad = ~np.isfinite(values)
-    if bad.any():
-        raise PerfcastError(f"{what} holds {int(bad.sum())} non-finite value(s) (NaN or inf)")
+    """PerfcastError naming the count of NaN/inf in ``values``; a block of rows at a time (two
+    boolean columns of 20 M rows were 40 MB at the read's peak)."""
+    step = 1 << 20
+    bad = sum(int(np.count_nonzero(~np.isfinite(values[i:i + step]))) for i in range(0, len(values), step))
+    if bad:
+        raise PerfcastError(f"{what} holds {bad} non-finite value(s) (NaN or inf)")
 
 
 class Experiment:
@@ -369,9 +564,12 @@ class Experiment:
         for p in self.parameters:
             src = data[p].to_numpy()
             try:
-                cols[p] = own(pd.to_numeric(src, errors="raise").astype("float64", copy=False), src)
+                col = src if src.dtype == np.float32 else \
+                    pd.to_numeric(src, errors="raise").astype("float64", copy=False)
             except (ValueError, TypeError) as e:
                 raise PerfcastError(f"parameter {p!r} has a non-numeric value ({e})") from None
+            cols[p] = own(coordinates(col), src)  # float32 when exact (coordinate_dtype)
+            del col
         if "rep" in data.columns:
             src = data["rep"].to_numpy()
             # a signed integer column is kept at its width (a reader's int8 repetitions: 1 byte a
@@ -414,13 +612,7 @@ class Experiment:
         undeclared = set(d["metric"].cat.categories) - set(self.metrics)
         if undeclared:
             raise PerfcastError(f"values for undeclared metric(s): {', '.join(sorted(undeclared))}")
-        # the tree's own table, a block of categories at a time as one list: not all 800,000 as
-        # Python strings at once (~60 MB), nor one Index element at a time (3x slower)
-        known = self.tree._parent
-        cats = d["callpath"].cat.categories
-        unknown: list[str] = []
-        for i in range(0, len(cats), 1 << 16):
-            unknown += [c for c in cats[i:i + (1 << 16)].tolist() if c not in known]
+        unknown = self.tree.missing(d["callpath"].cat.categories)
         if unknown:
             raise PerfcastError(f"values for callpath(s) not in the call tree: {', '.join(unknown[:5])}")
         for name, m in self.metrics.items():
@@ -519,10 +711,10 @@ class Experiment:
         n = len(d)
         if math.prod(sizes) > max(1 << 24, n):
             if not reps:
-                return d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True), None
+                return d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True).astype(np.float64), None
             g = (d.groupby(keys, observed=True)["rep"].nunique().rename("repetitions").reset_index()
                  .sort_values(keys).reset_index(drop=True))
-            return g[keys], g["repetitions"].to_numpy(np.int64)
+            return g[keys].astype(np.float64), g["repetitions"].to_numpy(np.int64)
         seen = np.zeros(math.prod(sizes), dtype=bool)
         step = 1 << 18
         for i in range(0, n, step):
@@ -540,7 +732,8 @@ class Experiment:
         count = seen.sum(axis=1)
         at = np.flatnonzero(count)
         idx = np.unravel_index(at, sizes[:len(keys)])
-        coords = pd.DataFrame({p: u[j] for p, u, j in zip(keys, uniq, idx)}, index=pd.RangeIndex(len(at)))
+        coords = pd.DataFrame({p: u[j].astype(np.float64) for p, u, j in zip(keys, uniq, idx)},
+                              index=pd.RangeIndex(len(at)))  # float64 whatever the column's width
         return coords, count[at].astype(np.int64) if reps else None
 
     def summary(self, callpaths: bool = True) -> dict:
@@ -564,11 +757,19 @@ class Experiment:
     def callpath_records(self) -> Iterator[dict]:
         """The summary's per-callpath dicts in tree order, one at a time (``show --json`` writes
         them as they come: a list of 800,000 dicts is 0.5 GB)."""
-        present = _present(self.data["callpath"])
-        tree = self.tree
-        for p in tree.preorder():
-            yield {"path": p, "name": tree.name(p), "parent": tree.parent(p), "depth": tree.depth(p),
-                   "has_values": p in present}
+        cat = self.data["callpath"].array
+        used = _used_codes(cat.codes, len(cat.categories))
+        if len(self.tree) == len(cat.categories) and not self.tree.missing(cat.categories):
+            # the tree's callpaths are the categories (a reader's flat tree): those without values
+            # are the unused categories (usually none), not a set of all 800,000 used names (90 MB)
+            idle = set(cat.categories[~used].tolist())
+
+            def has(p: str) -> bool:
+                return p not in idle
+        else:
+            has = set(cat.categories[used].tolist()).__contains__
+        for p, parent, name, depth in self.tree.walk():
+            yield {"path": p, "name": name, "parent": parent, "depth": depth, "has_values": has(p)}
 
     def __repr__(self) -> str:
         return (f"Experiment(parameters={list(self.parameters)}, points={len(self.points())}, "
@@ -741,7 +942,9 @@ def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str]) -> pd.DataFram
 
 
 def _canonical(df: pd.DataFrame) -> pd.DataFrame:
-    d = df.astype({"callpath": str, "metric": str, "rep": "int64"})  # rep's width is storage, not content
+    # rep's and the parameters' widths are storage, not content
+    d = df.astype({"callpath": str, "metric": str, "rep": "int64",
+                   **{c: "float64" for c in df.columns if df[c].dtype == np.float32}})
     return d.sort_values(list(d.columns)).reset_index(drop=True)
 
 

@@ -462,11 +462,12 @@ def implausible_parameters(exp: Experiment) -> list[str]:
 
     out = []
     for p in exp.parameters:
-        vals = exp.data[p].to_numpy(dtype="float64")
-        bad = vals <= 0
+        col = exp.data[p].to_numpy()  # as stored (float32 or float64): no float64 copy of the column
+        bad = col <= 0
         if bad.any():
-            out.append(f"parameter {p!r} has the value {vals[bad].min():g} (<= 0) at "
-                       f"{len(np.unique(vals[bad]))} value(s): scaling models need positive parameter "
+            vals = col[bad].astype(np.float64)
+            out.append(f"parameter {p!r} has the value {vals.min():g} (<= 0) at "
+                       f"{len(np.unique(vals))} value(s): scaling models need positive parameter "
                        f"values (powers and logarithms)")
     return out
 

@@ -76,10 +76,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import PerfcastError
-from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric, guess_kind
+from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric, coordinate_dtype, guess_kind
 from . import ReadOptions, Reader, register
 from . import MAX_LINE_BYTES, json_int
 from . import read_text as _read_checked
+from .memory import release
 
 __all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas",
            "EXPORT_FORMATS", "export", "export_format", "write_extrap_text", "write_extrap_json"]
@@ -711,7 +712,6 @@ class _TextStream:
             self.cols = {"point": _Grow(_narrow(len(self.points))), "cp": _Grow(np.int32),
                          "metric": _Grow(np.int8), "rep": _Grow(np.int8), "value": _Grow(np.float64)}
             self.pts = np.asarray(self.points, dtype="float64").reshape(len(self.points), len(self.parameters))
-            self.cols.update({f"p{i}": _Grow(np.float64) for i in range(len(self.parameters))})
         # the columns are sized by the share of the file parsed so far (no doubling, no copies)
         expect = int((self.cols["value"].n + nv) * max(1.0, self.size / max(1, self.done)) * 1.02) + 1024
         point = line_point[val_line]
@@ -724,8 +724,6 @@ class _TextStream:
         self.cols["rep"].widen(_narrow(int(lens.max(initial=0))))
         self.cols["rep"].append(rep, expect)
         self.cols["value"].append(values, expect)
-        for i in range(len(self.parameters)):
-            self.cols[f"p{i}"].append(self.pts[point, i], expect)
         for i in range(max(0, nd - 2), nd):
             self.last_data = [*self.last_data, (int(lens[i]), int(serial[i]))][-2:]
         self.last_tok = flat[nv - 1].as_py() if nv else ""
@@ -736,9 +734,10 @@ class _TextStream:
         self.final_checks(unterminated)
         cols = {k: c.take() for k, c in self.cols.items()}
         self.cols = None
-        names = pa.concat_arrays(self.names)
-        self.names = []
-        return self._experiment_of(cols, names, 0, np.concatenate(self.block_cp), np.concatenate(self.block_metric))
+        names, self.names = [pa.concat_arrays(self.names)], []  # handed over: freed by the callee
+        block_cp, self.block_cp = np.concatenate(self.block_cp), []
+        block_metric, self.block_metric = np.concatenate(self.block_metric), []
+        return self._experiment_of(cols, names, 0, block_cp, block_metric)
 
     def final_checks(self, unterminated: bool) -> None:
         """What the end of the file must satisfy (after :meth:`close_block`)."""
@@ -751,9 +750,10 @@ class _TextStream:
             if self.last_tok[-1:] in (".", "e", "E", "+", "-"):
                 raise _Slow
 
-    def _experiment_of(self, cols: dict, names: pa.Array, base: int, block_cp: np.ndarray,
+    def _experiment_of(self, cols: dict, names: list[pa.Array], base: int, block_cp: np.ndarray,
                        block_metric: np.ndarray) -> Experiment:
-        """The Experiment of the value table ``cols`` whose REGION lines are ``names`` (REGION line
+        """The Experiment of the value table ``cols`` (emptied) whose REGION lines are ``names``
+        (a list of one array, emptied: the caller keeps no reference to the names; REGION line
         ``base`` first), its (callpath, metric) blocks ``block_cp`` (REGION lines) and
         ``block_metric``: the whole file, or a range of whole REGION lines (:func:`text_range`)."""
         b = _Builder(self.parameters)
@@ -761,18 +761,16 @@ class _TextStream:
         for code in pd.unique(block_metric):  # the metrics with values, by first use
             b.metric(metric_names[code])
         # the callpaths: the REGION lines' names numbered by first occurrence, then sorted
-        enc = names.dictionary_encode()
-        del names
-        pa.default_memory_pool().release_unused()  # the hash table's memory (~70 MB at 800k names)
+        enc = names.pop().dictionary_encode()
+        release()  # the hash table's memory (~70 MB at 800k names), the chunks' freed heap
         order = pc.array_sort_indices(enc.dictionary)  # bytes (ASCII): Python's str order
         categories = pd.Index(enc.dictionary.take(order), dtype="str")
         order = order.to_numpy()
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
         cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line - base -> sorted code
-        b.tree = CallTree.from_paths(enc.dictionary.to_pylist())
+        b.tree = CallTree.from_paths(enc.dictionary)  # no Python string per callpath
         del enc, rank, order
-        params = [cols.pop(f"p{i}") for i in range(len(self.parameters))]
         rep, cp, met, value, point = cols.pop("rep"), cols.pop("cp"), cols.pop("metric"), cols.pop("value"), cols.pop("point")
         if base:
             cp -= base
@@ -786,10 +784,19 @@ class _TextStream:
             rep = key.groupby(["point", "cp", "metric"], sort=False).cumcount().to_numpy(np.int64)
             rep = rep.astype(_narrow(int(rep.max(initial=0))))
             del key
+        # the parameter columns from the point codes, now that the names' hash table is gone (the
+        # chunks kept 1 byte a value, not 8 per parameter); every point has values (a block holds
+        # one DATA line per point), so the points' dtype is the column's (coordinate_dtype)
+        release()  # what the names, the tree and the remap freed, before the columns are made
+        params = []
+        for i in range(len(self.parameters)):
+            dtype = coordinate_dtype(self.pts[:, i])
+            params.append(_take(self.pts[:, i].astype(dtype), point))
         del point, cp_code
+        release()  # the point codes (in the C heap: freed, but kept there without a trim)
         frame: dict[str, Any] = dict(zip(self.parameters, params))
         frame["rep"] = rep
-        frame["callpath"] = pd.Categorical.from_codes(cp, categories, validate=False)
+        frame["callpath"] = _categorical(cp, categories)
         del categories
         frame["metric"] = _sorted_categorical(met, metric_names)
         frame["value"] = value
@@ -829,12 +836,32 @@ def _narrow(n: int) -> type:
     return np.int8 if n < 2**7 else np.int16 if n < 2**15 else np.int32
 
 
+def _take(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``table[codes]``, a block at a time (no int64 copy of narrow codes)."""
+    out = np.empty(len(codes), dtype=table.dtype)
+    step = 1 << 20
+    for i in range(0, len(codes), step):
+        np.take(table, codes[i:i + step], out=out[i:i + step])
+    return out
+
+
 def _remap(codes: np.ndarray, remap: np.ndarray):
     """``codes[:] = remap[codes]`` in place, a block at a time (np.take into an overlapping out
     copies it whole)."""
     step = 1 << 20
     for i in range(0, len(codes), step):
         np.take(remap, codes[i:i + step], out=codes[i:i + step], mode="clip")
+
+
+def _categorical(codes: np.ndarray, categories: pd.Index) -> pd.Categorical:
+    """``pd.Categorical.from_codes(codes, categories)`` for categories known to be distinct (a
+    dictionary's values), without pandas' check that they are: the check builds the Index's hash
+    table, for a string Index of 800,000 callpaths an object array of new Python strings and its
+    table (+57 MB), which nothing in a read needs (pandas builds it when a lookup does)."""
+    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # private: the public path if it goes
+    if fast is None:
+        return pd.Categorical.from_codes(codes, categories, validate=False)
+    return pd.Categorical.from_codes(codes, dtype=fast(categories, False), validate=False)
 
 
 def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
@@ -844,7 +871,7 @@ def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
     remap = np.empty(len(names), dtype=codes.dtype)
     remap[order] = np.arange(len(names), dtype=codes.dtype)
     _remap(codes, remap)
-    return pd.Categorical.from_codes(codes, pd.Index([names[i] for i in order]), validate=False)
+    return _categorical(codes, pd.Index([names[i] for i in order]))  # distinct: the names of a code table
 
 
 def _read_text_stream(path: Path) -> Experiment:
@@ -902,7 +929,7 @@ def _fed(path: Path, st: "_TextStream", start: int = 0, end: int | None = None):
         if carry:
             st.chunk(carry)
     st.unterminated = last_byte not in (b"", b"\n") and bool(carry.strip())
-    pa.default_memory_pool().release_unused()  # the chunks' pyarrow temporaries, kept by the pool
+    release()  # the chunks' temporaries, kept by pyarrow's pool and the C heap (io/memory.py)
 
 
 class StreamUnsupported(Exception):

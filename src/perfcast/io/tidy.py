@@ -29,8 +29,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import PerfcastError
-from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, guess_kind
+from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, coordinate_dtype, guess_kind
 from . import MAX_LINE_BYTES, ReadOptions, Reader, register, read_text as read_checked
+from .memory import release
 
 _META_COLUMNS = ("unit", "kind", "scope")
 _REQUIRED = ("callpath", "metric", "value")
@@ -59,8 +60,10 @@ def _read_csv(path: Path, options: ReadOptions) -> Experiment:
         return _read_csv_whole(path, options)
 
 
-#: bytes pyarrow parses at a time in the streaming path
-CSV_BLOCK_BYTES = 4 << 20
+#: bytes pyarrow parses at a time in the streaming path.  Its streaming reader reads up to 32
+#: blocks ahead of the parser (arrow's background generator, not configurable): 4 MiB blocks held
+#: ~120 MB of the file at once, 1 MiB blocks ~32 MB, at the same CPU time (a 210 MB file)
+CSV_BLOCK_BYTES = 1 << 20
 #: rows numbered at a time when repetitions are counted (a block's keys are sorted)
 REP_BLOCK_ROWS = 1 << 20
 
@@ -180,10 +183,19 @@ def _read_csv_stream(path: Path) -> Experiment:
                 parse_options=pcsv.ParseOptions(newlines_in_values=True),
                 convert_options=pcsv.ConvertOptions(column_types=types, null_values=[""],
                                                     strings_can_be_null=True, quoted_strings_can_be_null=True))
-            for batch in reader:
-                yield batch, raw.tell()
+            for k, batch in enumerate(reader, 1):
+                yield batch, _parsed(raw, k, CSV_BLOCK_BYTES)
 
     return _from_batches(path, header, batches())
+
+
+def _parsed(raw, batches: int, block: int) -> int:
+    """The bytes of the file parsed after ``batches`` batches of pyarrow's streaming reader (one
+    block of ``block`` bytes each), which sizes the columns.  ``raw.tell()`` alone runs ahead of
+    the parser by its read-ahead: the early estimates of the row count came out several times too
+    small, and the columns grew by many small steps in glibc's heap, whose freed copies stayed
+    resident (the tidy CSV's peak varied by 120 MB from run to run)."""
+    return min(raw.tell(), batches * block)
 
 
 def _column_kinds(header: list[str]) -> tuple[list[str], list[str]]:
@@ -225,7 +237,10 @@ def _from_batches(path: Path, header: list[str], batches, total_rows: int | None
     params = [c for c in header if c not in (*_REQUIRED, "rep", "rank", "thread", *_META_COLUMNS)]
     numeric, _ = _column_kinds(header)
     size = path.stat().st_size
-    cols = {c: _Grow(np.float64) for c in [*params, "value"]}
+    # parameter columns float32 while every value is exactly one (coordinate_dtype, block by block:
+    # the first block that is not widens the column), 4 bytes a row less during the read
+    cols = {c: _Grow(np.float32) for c in params}
+    cols["value"] = _Grow(np.float64)
     cols.update({"cp": _Grow(np.int32), "metric": _Grow(np.int8), "point": _Grow(np.int8)})
     cols.update({c: _Grow(np.int64) for c in loc_cols})
     if "rep" in header:
@@ -255,6 +270,8 @@ def _from_batches(path: Path, header: list[str], batches, total_rows: int | None
                     if c == "rep":
                         cols["rep"].append(v.astype(np.int32), expect)
                         continue
+                if c in cols and cols[c].a.dtype == np.float32 and coordinate_dtype(v) != np.float32:
+                    cols[c].widen(np.float64)
                 cols[c].append(v, expect)
             cols["cp"].append(_names(batch.column("callpath"), cp_codes), expect)
             met = _names(batch.column("metric"), metric_codes)
@@ -362,14 +379,19 @@ def _from_batches(path: Path, header: list[str], batches, total_rows: int | None
         del count
     del data["point"]
     cp_names = list(cp_codes)
+    del cp_codes
     tree = CallTree.from_paths(cp_names)
-    frame = {p: data.pop(p) for p in params}
+    frame: dict = {p: None for p in params}  # the columns' order
     frame["rep"] = rep
     frame["callpath"] = _sorted_categorical(data.pop("cp"), cp_names)
+    del cp_names
     frame["metric"] = _sorted_categorical(data.pop("metric"), metric_names)
     frame["value"] = data.pop("value")
     for c in loc_cols:
         frame[c] = data.pop(c)
+    release()  # the blocks' freed temporaries (glibc's heap kept ~120 MB of them at 9 M rows)
+    for p in params:
+        frame[p] = data.pop(p)
     return Experiment(params, pd.DataFrame(frame, copy=False), metrics, tree,
                       {"sources": [str(path)], "format": "tidy"}, owned=True)
 
@@ -467,8 +489,8 @@ def _read_jsonl_stream(path: Path) -> Experiment:
                 io.BufferedReader(_Checked(raw), 1 << 20),
                 read_options=pjson.ReadOptions(block_size=JSONL_BLOCK_BYTES, use_threads=False),
                 parse_options=pjson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
-            for batch in reader:
-                yield batch.select(header), raw.tell()
+            for k, batch in enumerate(reader, 1):
+                yield batch.select(header), _parsed(raw, k, JSONL_BLOCK_BYTES)
 
     return _from_batches(path, header, batches())
 

@@ -311,7 +311,7 @@ class _Measured:
         d = self.data
         sel = np.ones(len(d), dtype=bool)
         for p, v in point.items():
-            sel &= d[p].to_numpy() == v
+            sel &= d[p].to_numpy() == np.float64(v)  # in float64 (a float32 column: exact)
         st = self._stats(d[sel], self.keys)
         return dict(zip(st["callpath"], st["median"].astype(float)))
 

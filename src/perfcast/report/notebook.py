@@ -149,6 +149,7 @@ def measured_line(exp, callpath: str, metric: str, x: str, target: Mapping[str, 
     st = st[(st["callpath"] == callpath).to_numpy()]
     for p in exp.parameters:
         if p != x:
-            st = st[(st[p] == target.get(p, st[p].max())).to_numpy()]
+            # compared in float64: a target float32 cannot hold must not match a float32 coordinate
+            st = st[st[p].to_numpy() == np.float64(target.get(p, st[p].max()))]
     st = st.sort_values(x)
     return st[x].to_numpy(dtype=float), st["mean"].to_numpy(dtype=float)

@@ -118,7 +118,7 @@ def callpath_tree(exp: Experiment, max_nodes: int = 200, depth: int | None = Non
     tree = exp.tree
     root = Tree("[bold]Callpaths[/bold]")
     shown = 0
-    for r in tree.roots() if depth is None or depth >= 0 else ():
+    for r in tree.iter_roots() if depth is None or depth >= 0 else ():
         if shown >= max_nodes:
             break
         stack = [(root, r, 0)]
