@@ -237,9 +237,9 @@ def test_cli_bad_input(capsys, runs, extra, msg):
 
 
 def test_cli_bad_input_without_factor(capsys, runs):
-    # no counters in the campaign: the surrogate cannot run; the error says what to do
+    # no counters in the campaign: the surrogate asked by name cannot run; the error says what to do
     code, out, err = cli(capsys, "project", runs[0], "--base", "cpu2017-20200413-21968", "--target",
-                         "cpu2017-20191014-19065", "--at", "p=2")
+                         "cpu2017-20191014-19065", "--at", "p=2", "--method", "surrogate")
     assert code == 2 and "--compute-factor" in err and len(err.strip().splitlines()) == 1
     code, out, err = cli(capsys, "project", runs[0], "--compute-factor", "1", "--base", IB, "--target", ROCE,
                          "--at", "p=2")

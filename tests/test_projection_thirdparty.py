@@ -110,8 +110,16 @@ def test_cube_set_projected_with_times_only(capsys):
     assert res["base_time"]["metric"] == "time" and res["base_time"]["ranks"] == "mean over 1 rank"
     assert res["compute_base"] == pytest.approx(measured, rel=1e-12)
     assert res["targets"][0]["compute"] == pytest.approx(measured * factor, rel=1e-12)
-    # without --method mean the counters are missing: one line that names the way out
-    code, out, err = _run(capsys, CUBESET, "--at", "x=1000", "--db", FP_RATE, "--base", BASE, "--target", TARGET)
+    # the default method (auto) takes the only one times allow: the same hand factor, said in a note
+    code, out, err = _run(capsys, CUBESET, "--at", "x=1000", "--db", FP_RATE, "--base", BASE, "--target", TARGET,
+                          "--json")
+    assert code == 0, err
+    res = cli_items(out, "projection")[0]
+    assert res["targets"][0]["compute"] == pytest.approx(measured * factor, rel=1e-12)
+    assert any("no counter signature" in n and "allows" in n for n in res["notes"])
+    # a method that needs counters, asked by name: one line that names the way out
+    code, out, err = _run(capsys, CUBESET, "--at", "x=1000", "--db", FP_RATE, "--base", BASE, "--target", TARGET,
+                          "--method", "surrogate")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--method mean" in err
 
 

@@ -223,7 +223,10 @@ def test_cli_project_errors(tmp_path):
     assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "nowhere"]) == 2
     assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t2"]) == 2
     app.write_text("callpath,metric,value\nmain,instructions,1e12\nmain,time,50\n")
-    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t1"]) == 2
+    # no counter signature: the surrogate asked by name cannot run; auto takes the mean of the ratios
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t1", "--method",
+                 "surrogate"]) == 2
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t1"]) == 0
 
 
 def test_regression_log_ratio_by_hand():

@@ -1609,7 +1609,7 @@ def data_wheel_cmd(source, out_dir, as_json):
                    "90 % intervals printed); surrogate = Sharkawi's surrogate; mean = geometric mean of the "
                    "benchmarks' ratios (needs no counters: an experiment with times only uses every benchmark "
                    "both systems published); auto = the one with the smallest error in a closed loop on the "
-                   "published data run with the application's counter groups (printed).")
+                   "published data run with the application's counter groups (printed); without counters, mean.")
 @click.option("--metric", default=None, help="Time metric to project (default: the first time metric as `view` "
               "shows it, e.g. CUBE time, HPCToolkit CPUTIME (E), Caliper avg#...time.duration; printed with the "
               "others).")

@@ -351,10 +351,12 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     times_only = False
     if groups is None:
         groups = [g for g in GROUPS if g in sig.groups()]
-        if not groups and method == "mean":
+        if not groups and method in ("mean", "auto"):
+            # "auto" takes the best method the data allow: without counters, the mean is the only one
             times_only = True
             notes.append("no counter signature: the compute factor is the geometric mean of the ratios of every "
-                         "benchmark both systems published (--method mean)")
+                         "benchmark both systems published (--method mean"
+                         + (", the one method an experiment without counters allows)" if method == "auto" else ")"))
         elif not groups:
             hint = ("; or, when only the network changes, give --compute-factor with --micro systems as "
                     "--base/--target" if has_mpi else "")
