@@ -1064,7 +1064,7 @@ def advise_cmd(inputs, fmt, points, params, target, budget, candidates, metric, 
         if not all(math.isfinite(v) for v in grid[name]):
             raise PerfcastError(f"{c!r}: the values must be finite", where="--candidates")
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
-    req = request(exp.parameters, exp.data[list(exp.parameters)].drop_duplicates().to_dict("records"),
+    req = request(exp.parameters, exp.points().to_dict("records"),
                   parse_coords(target, "--target"), [grid] if grid else (), budget)
     ms = _fit_models(exp, metrics_needed(exp, metric), None, max_terms, negative, locations, as_json)
     with progress("advising", enabled=None if not as_json else False) as cb:
