@@ -90,3 +90,74 @@ def test_report_shows_it_with_the_apmt_breakdown(recorded, tmp_path, capsys):
     rec = reconcile(exp, model, model.predict({"p": 32}))       # the model's own timers
     assert rec["kernels"][0]["timer"] == "app->compute"
     assert "Every prediction of the run at p=32" in page and rec["verdict"]["text"] in page
+
+
+@pytest.fixture(scope="module")
+def held_out(tmp_path_factory):
+    """The campaign without its p = 16 runs, and those runs as validation runs (never fitted)."""
+    from perfcast import store
+
+    exp = io.load([CAMPAIGN])
+    train = exp.replace(data=exp.data[exp.data["p"] < 16].reset_index(drop=True))
+    val = exp.replace(data=exp.data[exp.data["p"] == 16].reset_index(drop=True))
+    d = tmp_path_factory.mktemp("held")
+    store.write(train, d / "train.perfcast")
+    store.write(val, d / "val.perfcast")
+    return train, val, d / "train.perfcast", d / "val.perfcast"
+
+
+def test_the_verdict_checked_against_the_run_measured_at_the_target(held_out, capsys):
+    train, val, train_file, val_file = held_out
+    model = fit_apmt(train, timers=TIMERS)
+    pred = model.predict({"p": 16})
+    rec = reconcile(train, model, pred, TIMERS, measured=val)
+    c = rec["check"]
+    # the measured run time at p = 16 by hand: per repetition the slowest rank, then the mean
+    d = val.data
+    d = d[(d["metric"] == "time") & (d["callpath"] == "app")]
+    by_hand = d.groupby("rep")["value"].max().mean()
+    assert c["callpath"] == "app" and c["at"] == {"p": 16.0}
+    assert c["value"] == pytest.approx(by_hand, rel=1e-12) and c["repetitions"] == d["rep"].nunique()
+    run, = rec["runs"]
+    assert c["error"]["apmt"] == pytest.approx((pred.total - by_hand) / by_hand, rel=1e-12)
+    assert c["error"]["pmnf"] == pytest.approx((run["pmnf"]["value"] - by_hand) / by_hand, rel=1e-12)
+    assert c["inside"] == (run["pmnf"]["lower"] <= by_hand <= run["pmnf"]["upper"])
+    closer = "apmt" if abs(pred.total - by_hand) < abs(run["pmnf"]["value"] - by_hand) else "pmnf"
+    assert c["closer"] == closer
+    best = rec["verdict"]["best"]
+    assert c["confirms"] == (None if best == "agree" else best == closer)
+    assert c["oversubscribed"] is not None          # 16 ranks on the 2-core VM that recorded it
+    # the command: the point from the validation runs, the same check in JSON and in words
+    args = ["predict", train_file, "--breakdown", "--validate", val_file, "--timer", "compute_sweep=app->compute"]
+    code, out, err = cli(capsys, *args, "--json")
+    assert code == 0, err
+    got, = cli_json(out, "breakdown")["reconciliation"]
+    assert got["check"]["value"] == pytest.approx(by_hand, rel=1e-12)
+    assert got["check"]["error"]["apmt"] == pytest.approx(c["error"]["apmt"], rel=1e-9)
+    code, out, err = cli(capsys, *args)
+    assert code == 0 and "checked at p=16 (measured, not fitted): app" in out
+
+
+def test_no_check_without_the_run_time_measured_there(held_out):
+    train, val, _, _ = held_out
+    model = fit_apmt(train, timers=TIMERS)
+    calls = val.select(metric=[m for m in val.metrics if m != "time"])
+    rec = reconcile(train, model, model.predict({"p": 16}), TIMERS, measured=calls)
+    assert rec["check"] is None
+    rec = reconcile(train, model, model.predict({"p": 32}), TIMERS, measured=val)     # measured at p=16 only
+    assert rec["check"] is None
+
+
+def test_report_checks_the_verdict_with_the_validation_runs(held_out, tmp_path, capsys):
+    import html
+
+    train, val, train_file, val_file = held_out
+    out_html = tmp_path / "r.html"
+    code, out, err = cli(capsys, "report", train_file, "-o", out_html, "--timer", "compute_sweep=app->compute",
+                         "--target", "p=16", "--validate", val_file)
+    assert code == 0, err
+    page = html.unescape(out_html.read_text())
+    model = fit_apmt(train, timers=TIMERS)
+    rec = reconcile(train, model, model.predict({"p": 16}), measured=val)
+    from perfcast.apmt.reconcile import check_line
+    assert rec["check"] is not None and check_line(rec["check"]) in page

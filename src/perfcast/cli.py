@@ -867,7 +867,8 @@ def _print_series_notes(err, kind, items, what, limit=6):
               help="Point(s) to predict (default with --validate: the validation runs' points).")
 @click.option("--validate", "measured", multiple=True, type=click.Path(path_type=Path), metavar="EXP",
               help="Validation runs the models are not fitted on (e.g. one larger run): each prediction is "
-                   "compared with the measured mean, ranks reduced the same way; repeatable.")
+                   "compared with the measured mean, ranks reduced the same way; repeatable. With "
+                   "--breakdown: the APMT total and the PMNF run time checked against the run time measured there.")
 @click.option("--level", type=Finite(0, 1, min_open=True, max_open=True), default=0.9,
               show_default=True, help="Probability of the prediction interval.")
 @_averaged_option
@@ -926,9 +927,6 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     if measured:
         from .analysis import validation
 
-        if breakdown:
-            raise PerfcastError("--validate compares per-series predictions; for the APMT total use "
-                                "`perfcast compare --validate`", where="--validate")
         mexp = load_experiment(measured, None, (), params, quiet=as_json, fitted=exp)
         check = validation.measured_means(mexp, exp.parameters, locations)
         targets = targets or validation.measured_points(mexp, exp.parameters)
@@ -945,7 +943,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     if breakdown:
         from .apmt.cli import breakdown_cmd
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
-                             comm_max_procs, scaling)
+                             comm_max_procs, scaling, measured=mexp)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     over = _oversubscribed(ms, as_json, mexp)
     if as_json and check is None and output is None:

@@ -67,7 +67,7 @@ def _fit(exp, machine, timers, threshold, procs, functions, quiet, comm_max_proc
 
 
 def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, functions, strong, as_json,
-                  comm_max_procs=None, scaling="auto"):
+                  comm_max_procs=None, scaling="auto", measured=None):
     from ..report.terminal import out, write_json
 
     ps = []
@@ -87,7 +87,7 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
         curve = model.strong_scaling(ps, targets[0])
     from .reconcile import lines as reconciled_lines, reconcile
 
-    recs = [reconcile(exp, model, p, parse_timers(timers)) for p in preds]
+    recs = [reconcile(exp, model, p, parse_timers(timers), measured=measured) for p in preds]
     if as_json:
         return write_json("breakdown", [p.to_dict() for p in preds], model=model.to_dict(),
                           strong_scaling=[p.to_dict() for p in curve], insights=model.insights(targets[0]),

@@ -13,7 +13,10 @@ another needs both put next to each other with what each covers and which to bel
   the largest profiled point) and everything outside the kernels and the MPI routines;
 * coverage: APMT's total at the largest profiled point over the measured run time there -- how much
   of what was measured APMT accounts for where both are known;
-* one verdict: which number is the best estimate of the run's time at the target, and why.
+* one verdict: which number is the best estimate of the run's time at the target, and why;
+* when the run at the target was measured too (validation runs, never fitted), the check of the
+  verdict: each estimate's error against that measurement, whether it lies in the PMNF interval,
+  and whether the measurement confirms the estimate the verdict chose.
 
 Times per rank are combined as APMT combines them (the slowest rank: ``max``), so the two sides
 model the same quantity; run-level times exist on one rank only and are that value.
@@ -93,12 +96,14 @@ def _time_metric(exp) -> str | None:
     return next((n for n, m in exp.metrics.items() if m.kind == "time" and not n.startswith("pmpi")), None)
 
 
-def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: float = 0.9) -> dict:
+def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: float = 0.9,
+              measured=None) -> dict:
     """The side-by-side of :func:`verdict`'s inputs for one APMT ``pred`` (module doc) as a dict
     (``timers``: kernel -> timer callpath, default the model's own):
     ``at``, ``apmt`` (total, computation, communication), ``runs`` (per root: PMNF prediction and the
     measured mean at the largest profiled point), ``kernels`` (APMT vs PMNF of its timer),
-    ``left_out``, ``coverage``, ``oversubscribed``, ``verdict``."""
+    ``left_out``, ``coverage``, ``oversubscribed``, ``verdict`` and ``check`` (:func:`check`; None
+    without ``measured``, an experiment of validation runs with the same parameters)."""
     import perfcast
 
     from ..analysis.validation import measured_means
@@ -115,7 +120,7 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     left_out = [{"kernel": k, "cost_share": shares.get(k), "at": label} for k in untimed]
     if metric is None:
         return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
-                "oversubscribed": None,
+                "oversubscribed": None, "check": None,
                 "verdict": {"best": "apmt", "text": "the experiment has no time metric: the APMT total is the "
                                                     "only estimate"}}
     mpi = {"MPI", "APP"}
@@ -125,7 +130,7 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     paths = list(dict.fromkeys(roots + list(mapped.values())))
     if not paths:
         return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
-                "oversubscribed": None,
+                "oversubscribed": None, "check": None,
                 "verdict": {"best": "apmt", "text": f"no run time ({metric} of a root callpath) was measured: the "
                                                     "APMT total is the only estimate"}}
     sub = exp.select(metric=metric, callpath=paths, literal=True)
@@ -148,14 +153,15 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
                  else bool(row["lower"] <= a <= row["upper"]))
         kernels.append({"kernel": k, "timer": t, "apmt": a, "pmnf": _row(row), "agree": agree})
     # the run time: the root measuring most at the largest point
-    measured = [(x["measured_at_largest"], x) for x in runs if x["measured_at_largest"]]
-    run = max(measured, key=lambda t: t[0])[1] if measured else (runs[0] if runs else None)
+    seen = [(x["measured_at_largest"], x) for x in runs if x["measured_at_largest"]]
+    run = max(seen, key=lambda t: t[0])[1] if seen else (runs[0] if runs else None)
     coverage = (apmt_big / run["measured_at_largest"]
                 if run is not None and run["measured_at_largest"] and apmt_big is not None else None)
     over = ms.oversubscribed
     v = verdict(pred.total, run["pmnf"] if run else None, coverage, over is not None,
                 run["callpath"] if run else "")
     return {**base, "runs": runs, "kernels": kernels, "left_out": left_out,
+            "check": None if measured is None else check(measured, exp.parameters, run, pred.total, v.best, metric),
             "coverage": None if coverage is None else {"value": coverage, "at": big, "apmt": apmt_big,
                                                        "measured": run["measured_at_largest"],
                                                        "callpath": run["callpath"]},
@@ -163,10 +169,43 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
             "verdict": {"best": v.best, "text": v.text}}
 
 
+def check(measured, parameters, run: Mapping | None, apmt_total: float, best: str, metric: str) -> dict | None:
+    """The verdict checked against the run measured at the target: ``measured`` (validation runs)
+    holds the run-time callpath ``run`` at ``run``'s point? Then ``value`` (its mean, ranks combined
+    as :data:`RANKS`), ``repetitions``, each estimate's relative ``error`` (APMT's, PMNF's), whether
+    the measurement lies in the PMNF ``interval``, which estimate is ``closer`` and whether that is
+    the one the verdict chose (``confirms``).  None when the run time was not measured there;
+    ``oversubscribed`` says when the measured runs themselves were (their times include
+    descheduling)."""
+    from ..analysis.oversubscription import oversubscription
+    from ..analysis.validation import measured_means
+
+    if run is None or run["pmnf"] is None or metric not in measured.metrics:
+        return None
+    at = run["pmnf"]["at"]
+    sub = measured.select(metric=metric, callpath=[run["callpath"]], literal=True)
+    if sub.data.empty:
+        return None
+    m = measured_means(sub, parameters, RANKS).get((run["callpath"], metric, tuple(float(at[p]) for p in parameters)))
+    if m is None or not m[0] > 0:
+        return None
+    value, reps = m
+    p = run["pmnf"]
+    err = {"apmt": (apmt_total - value) / value, "pmnf": (p["value"] - value) / value}
+    closer = min(err, key=lambda k: abs(err[k]))
+    inside = None if p["lower"] is None else bool(p["lower"] <= value <= p["upper"])
+    over = oversubscription(measured)
+    chosen = {"agree": None, "apmt": "apmt", "pmnf": "pmnf"}[best]
+    return {"callpath": run["callpath"], "metric": metric, "at": dict(at), "value": value, "repetitions": reps,
+            "error": err, "inside": inside, "closer": closer,
+            "confirms": None if chosen is None else chosen == closer,
+            "oversubscribed": None if over is None else over.to_dict()}
+
+
 def _row(row) -> dict | None:
     if row is None:
         return None
-    return {k: row[k] for k in ("value", "lower", "upper", "level", "confidence", "formula")}
+    return {k: row[k] for k in ("at", "value", "lower", "upper", "level", "confidence", "formula")}
 
 
 def lines(rec: Mapping) -> list[str]:
@@ -195,7 +234,24 @@ def lines(rec: Mapping) -> list[str]:
     if rec["oversubscribed"]:
         out.append(f"  note: {rec['oversubscribed']['note']}")
     out.append("  => " + rec["verdict"]["text"])
+    if rec.get("check") is not None:
+        out.append("  " + check_line(rec["check"]))
     return out
+
+
+def check_line(c: Mapping) -> str:
+    """:func:`check`'s result as one line."""
+    pt = ", ".join(f"{k}={v:g}" for k, v in c["at"].items())
+    name = {"apmt": "APMT", "pmnf": "PMNF"}
+    inside = {True: " (inside its interval)", False: " (outside its interval)", None: ""}[c["inside"]]
+    what = (f"the estimate the verdict chose ({name[c['closer']]}) was the closer" if c["confirms"] else
+            f"{name[c['closer']]} was the closer, not the verdict's choice" if c["confirms"] is False else
+            f"{name[c['closer']]} was the closer")
+    return (f"checked at {pt} (measured, not fitted): {c['callpath']} {c['value']:.4g} s "
+            f"({c['repetitions']} run(s)): PMNF {c['error']['pmnf']:+.1%}{inside}, APMT "
+            f"{c['error']['apmt']:+.1%}: {what}"
+            + ("; the measured runs were oversubscribed too: their times include descheduling"
+               if c["oversubscribed"] else ""))
 
 
 def _pm(p: Mapping) -> str:

@@ -410,13 +410,14 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     if apmt is not None and hasattr(apmt, "predict"):
         # a fitted APMT model: its breakdown per process count at the report's target, and every
         # prediction of the run at the target side by side
-        from ..apmt.reconcile import lines as reconciled_lines, reconcile
+        from ..apmt.reconcile import check_line, lines as reconciled_lines, reconcile
         from ..apmt.report import breakdown_series
 
         model, apmt = apmt, breakdown_series(apmt, rep.target or {})
-        rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level)
-        rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines(rec)[1:-1]],
-                              "verdict": rec["verdict"]["text"], "at": apmt["at"]}
+        rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level, measured=validation)
+        rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines({**rec, "check": None})[1:-1]],
+                              "verdict": rec["verdict"]["text"], "at": apmt["at"],
+                              "check": None if rec["check"] is None else check_line(rec["check"])}
     if apmt:
         rep.apmt = _check_apmt(apmt)
     if apmt_note:
@@ -1225,7 +1226,8 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if r.apmt.note %}<p class="note">{{ r.apmt.note }}</p>{% endif %}
 {% if r.reconciliation %}<h3>Every prediction of the run at {% for k, v in r.reconciliation.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %}</h3>
 <ul class="reconcile">{% for ln in r.reconciliation.lines %}<li>{{ ln }}</li>{% endfor %}</ul>
-<p><strong>{{ r.reconciliation.verdict }}</strong></p>{% endif %}
+<p><strong>{{ r.reconciliation.verdict }}</strong></p>{% if r.reconciliation.check %}
+<p>{{ r.reconciliation.check }}</p>{% endif %}{% endif %}
 <table><thead><tr><th class="num">{{ r.apmt.x }}</th>{% for c in r.apmt.components %}<th class="num">{{ c }}</th>{% endfor %}</tr></thead><tbody>
 {% for i in range(r.apmt.points|length) %}<tr><td class="num">{{ fnum(r.apmt.points[i]) }}</td>{% for c, v in r.apmt.components.items() %}<td class="num">{{ fnum(v[i]) }}</td>{% endfor %}</tr>{% endfor %}
 </tbody></table>
