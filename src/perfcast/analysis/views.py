@@ -147,6 +147,23 @@ def tree_total(exp: Experiment, table: pd.DataFrame) -> float:
     return float(table.loc[top, "inclusive"].sum())
 
 
+def whole_run_timer(wide: pd.DataFrame) -> str | None:
+    """Of flat timers (scope unknown: names that do not say what nests in what), the one that holds
+    all the others: at least as large as every other timer at every measured point (``wide``: one
+    row per point, one column per callpath, mean values), e.g. Relearn's ``main()`` over its
+    ``Simulation loop``; else None.  Such a timer is the whole run: the sum of the timers would count
+    the time nested in it again.  The one rule for what a flat experiment's whole run is (``advise``'s
+    cost, ``project``'s base time)."""
+    if wide.shape[1] < 2:
+        return None
+    for cp in wide.columns:
+        others = wide.drop(columns=[cp]).max(axis=1)
+        col = wide[cp]
+        if col.notna().all() and bool((col >= others * (1 - 1e-9)).fillna(True).all()):
+            return cp
+    return None
+
+
 def profile(exp: Experiment, metric: str | None = None, at: Mapping[str, float] | None = None,
             ranks: str = "sum") -> Profile:
     """Inclusive/exclusive costs per callpath of ``metric`` at one point (see module doc)."""
