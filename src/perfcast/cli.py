@@ -963,6 +963,18 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json, mexp)}
     if as_json and check is None and output is None:
         return write_json_chunks("predictions", [ms.predict_json(targets, level)], **over)
+    if check is None and output is not None:
+        from .modelset import predictions_frame
+        from .output import enveloped_chunks
+
+        # without --validate the JSON file is the --json text written a column at a time (no dict
+        # per row: a million predictions); the rows are built for a CSV/Parquet table only
+        n = len(ms) * len(targets)
+        return _wrote(output, n, "predictions", as_json,
+                      lambda: predictions_frame(ms.predict(targets, level), exp.parameters),
+                      lambda: "".join(enveloped_chunks("predictions", [ms.predict_json(targets, level, nested=True)],
+                                                       **over)),
+                      force)
     rows = ms.predict(targets, level)
     summary = None
     if check is not None:
