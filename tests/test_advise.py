@@ -267,3 +267,17 @@ def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp
         expected = 0.0 if c.kind == "repeat" else 0.01 * (5 ** 4 - fourth[key])
         assert c.parts["extrapolation"] == pytest.approx(expected, rel=1e-9, abs=1e-12), key
     assert adv.parts["extrapolation"] == pytest.approx(0.01 * 5 ** 4, rel=1e-9)
+
+
+def test_flat_timers_under_a_whole_run_timer_are_said_to_nest(capsys, data_dir):
+    # Relearn's flat timers: main() is at least every other timer at each of the 25 points (by the
+    # file's numbers, e.g. 406.0 against Simulation loop's 405.7 at p = 32, n = 5000): the run is
+    # main(), and the kernels listed (main(), Simulation loop, ... each about 100%) may hold one another
+    relearn = data_dir / "extrap" / "text" / "mpa" / "relearn_data.txt"
+    if not relearn.exists():
+        pytest.skip("shared data missing")
+    code, out, err = cli(capsys, "advise", relearn, "--target", "p=1024,n=9000", "--json")
+    assert code == 0, err
+    adv = cli_json(out, "advice")
+    assert adv["root"] == ["main()"] and adv["cost_root"] == ["main()"]
+    assert any("holds every other timer" in n and "may nest" in n for n in adv["notes"])

@@ -182,3 +182,34 @@ def test_deep_trees_do_not_hit_the_recursion_limit():
     # n / 2 contexts of "rec"; inclusive counts only the outermost (n1: n - 1)
     assert (rec["contexts"], rec["exclusive"], rec["inclusive"]) == (n // 2, n // 2, n - 1)
     assert len(bottom_up(prof, depth=2)["rows"]) == n // 2 + 1
+
+
+def test_rank_absent_from_a_tidy_table_is_missing_and_said(tmp_path, capsys):
+    # 4 ranks at p = 4; main->solve has no row for rank 3 (inclusive times, seconds)
+    from perfcast.cli import main
+    import json
+
+    solve = {0: 6.0, 1: 8.0, 2: 10.0}
+    rows = ["p,callpath,metric,rank,value,scope"]
+    rows += [f"4,main,time,{r},20,inclusive" for r in range(4)]
+    rows += [f"4,main->solve,time,{r},{v},inclusive" for r, v in solve.items()]
+    f = tmp_path / "t.csv"
+    f.write_text("\n".join(rows) + "\n")
+    for ranks, want in (("mean", sum(solve.values()) / 3), ("sum", sum(solve.values())),
+                        ("min", 6.0), ("max", 10.0)):
+        assert main(["view", str(f), "--mode", "flat", "--ranks", ranks, "--json"]) == 0
+        out = capsys.readouterr()
+        item = json.loads(out.out)["items"][0]
+        got = {r["name"]: r["inclusive"] for r in item["rows"]}
+        # over the 3 ranks present (the mean was 24 / 4 = 6: the absent rank counted as 0)
+        assert got["solve"] == pytest.approx(want), ranks
+        assert item["missing_ranks"] == [{"metric": "time", "callpath": "main->solve", "missing": 1,
+                                          "expected": 4, "points": 1}]
+    assert main(["view", str(f), "--mode", "flat", "--ranks", "sum"]) == 0
+    warn = [l for l in capsys.readouterr().err.splitlines() if "absent" in l]
+    assert len(warn) == 1 and "main->solve time: 1 of 4" in warn[0]
+    # a sparse profile keeps its meaning: a rank without the callpath did not run it (a 0 in the mean)
+    e = load([str(f)])
+    e.meta.pop("locations")
+    assert profile(e, "time", None, "mean").table.at["main->solve", "inclusive"] == pytest.approx(24 / 4)
+    assert top_down(profile(e, "time", None, "mean"))["missing_ranks"] == []

@@ -162,3 +162,56 @@ def test_predict_output_file_and_refusals(capsys, text_file, tmp_path):
     code, _, err = cli(capsys, "model", text_file, "-o", tmp_path / "m.xlsx")
     assert code == 2 and "unknown output format '.xlsx'" in err
     assert not (tmp_path / "m.xlsx").exists()
+
+
+def test_rank_absent_from_a_tidy_table_is_said_by_model_predict_check(tmp_path, capsys):
+    # 2 ranks per run, time per rank = 3 p (rank 0) and 3 p + 1 (rank 1); at p = 8 rank 1 has no
+    # main->solve row: the mean there is over rank 0 alone (24), not (24 + 0) / 2
+    rows = ["p,callpath,metric,rank,value"]
+    for p in (2, 4, 8, 16, 32):
+        for r in (0, 1):
+            rows.append(f"{p},main,time,{r},{10 * p}")
+            if not (p == 8 and r == 1):
+                rows.append(f"{p},main->solve,time,{r},{3 * p + r}")
+    f = tmp_path / "t.csv"
+    f.write_text("\n".join(rows) + "\n")
+    want = [{"metric": "time", "callpath": "main->solve", "missing": 1, "expected": 2, "points": 1}]
+    for args in (["model", f, "--ranks", "mean"], ["predict", f, "--at", "p=64"],
+                 ["check", f, "--expect", "*: O(p)"]):
+        code, out, err = cli(capsys, *args, "--json")
+        assert code == 0, err
+        assert json.loads(out)["missing_ranks"] == want, args
+        code, out, err = cli(capsys, *args)
+        assert code == 0 and "main->solve time: 1 of 2" in err and "not counted as 0" in err, (args, err)
+    code, out, _ = cli(capsys, "predict", f, "--at", "p=8", "--ranks", "mean", "--callpath", "main->solve", "--json")
+    # the model through the present values: 3 p + 1/2 at every p but 8 (24); the prediction at p = 8
+    # lies near 24.5, far from the 12 a zero for rank 1 would make
+    pred = json.loads(out)["items"][0]["value"]
+    assert abs(pred - 24.5) < 1.0
+
+
+def test_predict_json_file_is_streamed_with_the_bytes_of_the_rows(capsys, text_file, tmp_path, monkeypatch):
+    # `predict -o X.json` is the text of the row dicts (json_text(envelope(...)) of ModelSet.predict,
+    # what it wrote before), written a column at a time without building them
+    import perfcast.cli as C
+    from perfcast.modelset import ModelSet
+    from perfcast.output import envelope, json_text
+
+    fitted = []
+    real_fit, real_predict = C._fit_models, ModelSet.predict
+    monkeypatch.setattr(C, "_fit_models", lambda *a, **k: fitted.append(real_fit(*a, **k)) or fitted[-1])
+
+    def no_rows(self, *a, **k):
+        raise AssertionError("a dict per row built for a JSON file")
+
+    monkeypatch.setattr(ModelSet, "predict", no_rows)
+    out_path = tmp_path / "pred.json"
+    targets = [{"p": 128.0}, {"p": 256.0}]
+    code, out, err = cli(capsys, "predict", text_file, "--at", "p=128", "--at", "p=256", "-o", out_path, "--json")
+    assert code == 0, err
+    rows = real_predict(fitted[0], targets, 0.9)
+    assert out_path.read_bytes() == json_text(envelope("predictions", rows)).encode()
+    assert cli_items(out, "written") == [{"output": str(out_path), "what": "predictions", "count": len(rows)}]
+    # the generating laws at p = 256 (a = 3 + 2 p^2)
+    got = {(r["callpath"], r["at"]["p"]): r["value"] for r in cli_items(out_path.read_text(), "predictions")}
+    assert got[("a", 256.0)] == pytest.approx(3 + 2 * 256 ** 2, rel=1e-9)

@@ -95,3 +95,19 @@ def test_collect_limits_options(tmp_path, capsys):
     assert cli_items(capsys.readouterr().out, "campaign")[0]["complete"] is True
     head = json.loads((tmp_path / "y.perfcast.campaign" / "campaign.json").read_text())
     assert head["spec"]["timeout"] == 0 and head["spec"]["output_cap"] == 64 * 1024
+
+
+@pytest.mark.parametrize("printed, regex", [("-1", None), ("1e999", None), ("nan", r"perfcast-timer (\S+) (\S+)"),
+                                            ("-inf", r"perfcast-timer (\S+) (\S+)")])
+def test_negative_or_non_finite_timer_is_refused(tmp_path, capsys, printed, regex):
+    app = tmp_path / "app.sh"
+    app.write_text(f'#!/bin/sh\necho "perfcast-timer ok 1.5"\necho "perfcast-timer t {printed}"\n')
+    app.chmod(0o755)
+    out = tmp_path / "a.perfcast"
+    argv = ["collect", "-o", str(out), "-P", "n=1", "--reps", "1", "--json"]
+    argv += ["--timer-regex", regex] if regex else []
+    assert main([*argv, "--", str(app)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("perfcast: error:"), err
+    assert "stdout.txt" in err[0] and f"timer 't' printed the time {printed!r}" in err[0]
+    assert not out.exists()                       # nothing written

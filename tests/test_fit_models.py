@@ -188,7 +188,7 @@ def test_formula_styles_and_json_roundtrip():
 
 def test_formula_numbers_at_the_exponent_boundaries():
     """Formula texts write "%.<digits>g" numbers with the exponent unpadded and unsigned when
-    positive (4.271e-7, 1e4), zero as "0": around the places where "g" switches to an exponent
+    positive (4.271e-7, 1e4), a zero constant as "0": around the places where "g" switches to an exponent
     (1e-4 and 10^digits, with the values that round across them) and beyond."""
     import re
 
@@ -202,7 +202,8 @@ def test_formula_numbers_at_the_exponent_boundaries():
                                             f"{abs(v):.{digits}g}")
             m = Model(("p",), 1.0, (Term(v, (("p", Fraction(1), 0),)),))
             sign = " - " if v < 0 else " + "
-            assert m.formula(digits=digits) == "1" + sign + ref + " * p", (v, digits)
+            # a zero term adds nothing and is not printed (test_zero_terms_are_not_printed...)
+            assert m.formula(digits=digits) == ("1" if v == 0 else "1" + sign + ref + " * p"), (v, digits)
 
 
 def test_multi_parameter_product_and_sum():
@@ -590,3 +591,27 @@ def test_wls_shared_constant_sums_give_the_same_floats():
             a, b = _wls(D, y, w, lev), _wls(D, y, w, lev, _const_sums(y, w))
             for f in ("beta", "rss", "press", "ainv", "ok", "resid", "hat"):
                 assert getattr(a, f).tobytes() == getattr(b, f).tobytes(), (k, lev, f)
+
+
+def test_zero_terms_are_not_printed_and_the_text_is_the_function():
+    from perfcast.fit.model import Term, formulas
+
+    lin = (("p", Fraction(1), 0),)
+    log = (("p", Fraction(0), 1),)
+    cases = [  # (constant, coefficients of p and log2(p), the text by hand)
+        (-1.0, (0.0, 0.0), "-1"),
+        (-1.0, (0.0, -2.0), "-1 - 2 * log2(p)"),
+        (0.0, (0.0, -2.0), "-2 * log2(p)"),
+        (0.0, (-0.0, 0.0), "0"),
+        (3.0, (0.5, 0.0), "3 + 0.5 * p"),
+        (3.0, (1e-300, 0.0), "3 + 1e-300 * p"),       # tiny but not zero: printed, the value needs it
+    ]
+    models = [Model(("p",), c, (Term(a, lin), Term(b, log))) for c, (a, b), _ in cases]
+    want = [t for *_, t in cases]
+    assert [m.formula() for m in models] == want
+    assert formulas(models) == want                    # the batch path renders the same rows
+    # the printed (python) formula evaluates to what the model predicts
+    for m in models:
+        f = m.formula("python")
+        for p in (2.0, 5.0, 64.0):
+            assert eval(f, {"log2": math.log2, "p": p}) == pytest.approx(float(m.predict({"p": p})), abs=1e-300)

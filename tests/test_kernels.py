@@ -276,3 +276,18 @@ def test_a_metric_summed_over_ranks_in_the_file_is_per_rank_over_the_process_cou
     solve = next(k for k in ks.kernels if k.name == "solve")
     assert solve.kind == "hot" and solve.slopes["p"] == pytest.approx(0.0, abs=1e-12)
     assert not any(r.startswith("non-scalable") for k in ks.kernels for r in k.reasons)
+
+
+def test_time_per_rank_flat_over_one_doubling_is_undetermined():
+    # p = 2, 3, 4 (a span of 2), cycles per rank (a time-like cost): solve 100, io = p (grows),
+    # setup = 10 / p (falls): 107, 106.3, 106.5 per rank -- flat.  Weak scaling explains it, and so
+    # does strong scaling at >= 50% efficiency (total work slope <= 1 over a span of 2)
+    funcs = {"solve": lambda p: 100.0, "io": lambda p: 1.0 * p, "setup": lambda p: 10.0 / p}
+    ks = identify_kernels(_exp(funcs, ps=(2, 3, 4)))
+    s = _total_slope({k: (lambda p, n, f=f: f(p)) for k, f in funcs.items()}, (2, 3, 4), None)
+    assert -0.1 < s - 1 <= 0 and ks.scaling == "undetermined"
+    assert ks.scaling_slope == pytest.approx(s, abs=1e-12)
+    # what fails both modes is flagged (io grows per rank), what only strong scaling would blame is not
+    names = _nonscalable(ks)
+    assert "io" in names and "solve" not in names
+    assert "solve" in _nonscalable(identify_kernels(_exp(funcs, ps=(2, 3, 4)), scaling="strong"))

@@ -170,3 +170,30 @@ def test_time_units_are_converted_and_cycles_are_not_a_time(capsys, tmp_path):
     code, _, err = _run(capsys, app, "--db", FP_RATE, "--base", BASE, "--target", TARGET, "--method", "mean",
                         "--metric", "clk")
     assert code == 2 and "not a time in seconds" in err and len(err.strip().splitlines()) == 1, err
+
+
+RELEARN = DATA / "extrap" / "text" / "mpa" / "relearn_data.txt"
+
+
+@pytest.mark.skipif(not RELEARN.exists(), reason="shared data missing")
+def test_flat_timers_with_a_whole_run_timer_are_not_summed(capsys, tmp_path):
+    # Relearn's flat timers: main() holds Simulation loop, which holds Connectivity update, ...; the
+    # run is main(): its two repetitions at p = 32, n = 5000 in the file (DATA 406.498 405.58), not the
+    # sum of the 14 timers (about 1975 s, nested time counted up to 5 times)
+    factor, _, _ = _hand_factor(BASE, TARGET)
+    code, out, err = _run(capsys, RELEARN, "--at", "p=32,n=5000", "--db", FP_RATE, "--base", BASE,
+                          "--target", TARGET, "--json")
+    assert code == 0, err
+    res = cli_items(out, "projection")[0]
+    assert res["compute_base"] == pytest.approx((406.498 + 405.58) / 2, rel=1e-12)
+    assert "whole-run timer main()" in res["base_time"]["ranks"]
+    assert res["targets"][0]["compute"] == pytest.approx((406.498 + 405.58) / 2 * factor, rel=1e-12)
+    # no timer holds all the others at every point (a > b at p = 2, b > a at p = 4): summed, and said
+    f = tmp_path / "flat.txt"
+    f.write_text("PARAMETER p\n\nPOINTS ( 2 ) ( 4 )\n\nMETRIC time\n\nREGION a\nDATA 2\nDATA 1\n\n"
+                 "REGION b\nDATA 1\nDATA 3\n")
+    code, out, err = _run(capsys, f, "--at", "p=4", "--db", FP_RATE, "--base", BASE, "--target", TARGET, "--json")
+    assert code == 0, err
+    res = cli_items(out, "projection")[0]
+    assert res["compute_base"] == pytest.approx(1 + 3)
+    assert "summed over 2 callpaths" in res["base_time"]["ranks"] and "not nested" in res["base_time"]["ranks"]

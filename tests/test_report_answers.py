@@ -99,3 +99,30 @@ def test_growth_spread_over_parts_names_the_largest():
     assert "no part under it holds half of that growth, the largest: " in grows["answer"]
     named = grows["answer"].split("the largest: ")[1]
     assert sorted(part.split(" ")[0] for part in named.split(", ")) == [f"main->{c}" for c in kids]
+
+
+def _two_runs(per_rank_at_2):
+    """p = 1, 2 with a per-rank time main = solve + 0.5 (exclusive self): solve 9.5 s at p = 1, and
+    per_rank_at_2 - 0.5 at p = 2 (inclusive times, two repetitions)."""
+    rows = []
+    for p, main in ((1, 10.0), (2, per_rank_at_2)):
+        for rep in (0, 1):
+            rows += [(p, rep, "main", main), (p, rep, "main->solve", main - 0.5)]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "value"]).assign(metric="time")
+    return Experiment(["p"], df, [Metric("time", "s", "time", scope="inclusive")],
+                      CallTree.from_paths(["main", "main->solve"]))
+
+
+def test_scaling_auto_on_two_process_counts():
+    # 10 s per rank at p = 1, 7.5 s at p = 2: the work per rank fell -- strong scaling (at 67%
+    # efficiency), not weak; the loss is then (q/p C_q - C_p) / (q/p T_q) = (15 - 10) / 15 by hand
+    rep = build_report(_two_runs(7.5), ReportOptions())
+    sl = rep.scaling_loss
+    assert sl["mode"] == "strong" and sl["guessed"] is True
+    assert sl["loss"] == pytest.approx((2 * 7.5 - 10) / (2 * 7.5))
+    # 10 s -> 9.9 s: weak, or strong at 10 / 19.8 = 51% efficiency: said, not guessed
+    rep = build_report(_two_runs(9.9), ReportOptions())
+    assert rep.scaling_loss is None
+    assert any("could not be told" in n and "--scaling" in n for n in rep.notes)
+    # told, it is drawn
+    assert build_report(_two_runs(9.9), ReportOptions(scaling="weak")).scaling_loss["mode"] == "weak"

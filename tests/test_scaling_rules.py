@@ -56,3 +56,24 @@ def test_shared_data_found_by_one_rule_wherever_started(monkeypatch, tmp_path):
     from perfcast.projection.project import data_root
 
     assert data_root() == (tmp_path / "elsewhere").resolve()
+
+
+def test_scaling_mode_from_the_total_work_by_hand():
+    import math
+
+    from perfcast.scaling import scaling_mode
+
+    def slope(first, last, p, q):  # total work = time per rank x ranks, log-log against p
+        return math.log(last * q / (first * p)) / math.log(q / p)
+
+    # p = 1 -> 2, 10 s per rank -> 7.5 s: the cost per rank falls (weak scaling never does): strong
+    assert scaling_mode(slope(10, 7.5, 1, 2), 2, False)[0] == "strong"
+    assert scaling_mode(slope(10, 5, 1, 2), 2, False)[0] == "strong"
+    # 10 s -> 9.9 s: weak, or strong at 10 / (2 x 9.9) = 51% efficiency: the two runs cannot tell
+    assert scaling_mode(slope(10, 9.9, 1, 2), 2, False)[0] == "undetermined"
+    # ... unless the cost counts instructions (no waiting in it): the same work per rank
+    assert scaling_mode(slope(10, 9.9, 1, 2), 2, True)[0] == "weak"
+    # 10 s -> 10.5 s at twice the ranks: strong would be 10 / 21 = 48% < 50% efficient: weak
+    assert scaling_mode(slope(10, 10.5, 1, 2), 2, False)[0] == "weak"
+    # a constant time per rank from p = 1 to 16: strong would mean 1/16 efficiency: weak
+    assert scaling_mode(slope(10, 10, 1, 16), 16, False)[0] == "weak"

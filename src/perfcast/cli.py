@@ -744,7 +744,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
-    over = _oversubscribed(ms, as_json)
+    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json)}
     if output is not None:
         return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
                       lambda: "".join(enveloped_chunks("models", ms.json_chunks(tgt, by), **over)),
@@ -798,6 +798,19 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
     _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else "")
                         + (", negative values at the target" if any(NEGATIVE_NOTE in n for *_, n in noted) else ""))
+
+
+def _rank_gaps(exp, quiet: bool) -> dict:
+    """The callpaths/metrics of a dense input without values at some ranks
+    (:func:`perfcast.experiment.location_gaps`): said once on stderr unless ``quiet``; returned as
+    the JSON summary's ``missing_ranks`` field."""
+    from .experiment import location_gaps, location_gaps_warning
+    from .report.terminal import err
+
+    gaps = location_gaps(exp)
+    if gaps and not quiet:
+        err.print(f"perfcast: warning: {location_gaps_warning(gaps)}", markup=False, highlight=False)
+    return {"missing_ranks": gaps} if gaps else {}
 
 
 def _oversubscribed(ms, quiet: bool, measured=None) -> dict:
@@ -945,9 +958,21 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
                              comm_max_procs, scaling, measured=mexp)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
-    over = _oversubscribed(ms, as_json, mexp)
+    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json, mexp)}
     if as_json and check is None and output is None:
         return write_json_chunks("predictions", [ms.predict_json(targets, level)], **over)
+    if check is None and output is not None:
+        from .modelset import predictions_frame
+        from .output import enveloped_chunks
+
+        # without --validate the JSON file is the --json text written a column at a time (no dict
+        # per row: a million predictions); the rows are built for a CSV/Parquet table only
+        n = len(ms) * len(targets)
+        return _wrote(output, n, "predictions", as_json,
+                      lambda: predictions_frame(ms.predict(targets, level), exp.parameters),
+                      lambda: "".join(enveloped_chunks("predictions", [ms.predict_json(targets, level, nested=True)],
+                                                       **over)),
+                      force)
     rows = ms.predict(targets, level)
     summary = None
     if check is not None:
@@ -1125,7 +1150,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     parsed = [parse_expectation(e, exp.parameters) for e in expects]
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
-    over = _oversubscribed(res, as_json)
+    over = {**_rank_gaps(exp, as_json), **_oversubscribed(res, as_json)}
     # the fit's series, read from its arrays (iterating the model set would build every model)
     series = list(res.series)
     bad, checked = check(series, parsed)

@@ -69,6 +69,58 @@ def location_reduction(metric: "Metric") -> str:
     return "sum" if metric.kind in ("count", "bytes") else "mean"
 
 
+
+def absent_location_is_missing(exp: "Experiment") -> bool:
+    """The one rule for a callpath without a value at a location (rank/thread) that measured the
+    metric at the same point and repetition.
+
+    Dense inputs (tidy CSV/JSON Lines/Parquet tables: ``meta["locations"] == "dense"``) hold a value
+    for every location that ran a callpath, so one they lack is missing: rank reductions combine the
+    locations present and :func:`location_gaps` says which lack a value.  Sparse profiles (Caliper,
+    HPCToolkit, CUBE, ...) record only what a location ran: an absence means "did not run", a zero
+    (:func:`perfcast.analysis.views.scope_values` divides a mean by every location of the run)."""
+    return exp.meta.get("locations") == "dense"
+
+
+def location_gaps(exp: "Experiment", metric: str | None = None) -> list[dict]:
+    """Per metric and callpath of a dense experiment (:func:`absent_location_is_missing`) that lacks
+    values at some locations: ``missing`` (location values absent, summed over points and
+    repetitions), ``expected`` (the locations that measured the metric at those points and
+    repetitions, summed likewise) and ``points`` (how many points lack one).  Empty for sparse
+    experiments (absence is a zero there) and for values without locations.  Largest gaps first."""
+    if not absent_location_is_missing(exp) or not exp.has_locations:
+        return []
+    d = exp.data if metric is None else exp.data[exp.data["metric"] == metric]
+    if len(d) == 0:
+        return []
+    keys = [*exp.parameters, *(["rep"] if "rep" in d.columns else []), "metric"]
+    loc = [c for c in LOCATION_COLUMNS if c in d.columns]
+    locs = d[[*keys, *loc]].drop_duplicates().groupby(keys, observed=True, sort=False).size().rename("expected")
+    have = d.groupby([*keys, "callpath"], observed=True, sort=False).size().rename("have").reset_index()
+    have = have.merge(locs.reset_index(), on=keys, how="left")
+    have["missing"] = have["expected"] - have["have"]
+    gaps = have[have["missing"] > 0]
+    if gaps.empty:
+        return []
+    point_keys = [*exp.parameters, "metric", "callpath"]
+    per_point = gaps.groupby(point_keys, observed=True, sort=False).size().reset_index()
+    out = gaps.groupby(["metric", "callpath"], observed=True, sort=False)[["missing", "expected"]].sum()
+    out["points"] = per_point.groupby(["metric", "callpath"], observed=True, sort=False).size()
+    out = out.reset_index().sort_values(["missing", "metric", "callpath"], ascending=[False, True, True])
+    return [{"metric": str(r.metric), "callpath": str(r.callpath), "missing": int(r.missing),
+             "expected": int(r.expected), "points": int(r.points)} for r in out.itertuples(index=False)]
+
+
+def location_gaps_warning(gaps: list[dict], shown: int = 3) -> str | None:
+    """One line saying which callpaths/metrics lacked values at some locations (:func:`location_gaps`)."""
+    if not gaps:
+        return None
+    n = sum(g["missing"] for g in gaps)
+    some = "; ".join(f"{g['callpath']} {g['metric']}: {g['missing']} of {g['expected']}" for g in gaps[:shown])
+    more = f"; and {len(gaps) - shown} more" if len(gaps) > shown else ""
+    return (f"{n} rank/thread value(s) absent from the table for {len(gaps)} callpath/metric series "
+            f"({some}{more}): reduced over the ranks present, not counted as 0")
+
 @dataclass(frozen=True)
 class Metric:
     """A measured quantity.
@@ -988,6 +1040,8 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
                             "they are not kept in the combined experiment")
     if warnings:
         meta["warnings"] = list(dict.fromkeys(warnings))
+    if all(absent_location_is_missing(e) for e in experiments):
+        meta["locations"] = "dense"
     for e, src in zip(experiments[1:], sources[1:]):
         if set(e.parameters) != set(params):
             raise PerfcastError(

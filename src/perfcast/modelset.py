@@ -420,8 +420,9 @@ class _Predicted:
                     out[-1]["line"] = self.line[i]
         return out
 
-    def json(self) -> str:
-        """``json_text(rows())``, a column at a time."""
+    def json(self, nested: bool = False) -> str:
+        """``json_text(rows())``, a column at a time; ``nested``: laid out as the list inside an
+        envelope (``json_text(envelope(kind, rows()))`` continues its lines with two spaces)."""
         import functools
         import json
 
@@ -442,7 +443,8 @@ class _Predicted:
                       for mt in {sm.metric for sm in self.series}}
         obj = lambda t: np.asarray(t, dtype=object)  # noqa: E731
         ser = lambda t: np.repeat(obj(t), P)  # noqa: E731
-        head = ser([',\n {"callpath": ' + enc_str(sm.callpath) + per_metric[sm.metric] for sm in self.series])
+        sep = ",\n  " if nested else ",\n "
+        head = ser([sep + '{"callpath": ' + enc_str(sm.callpath) + per_metric[sm.metric] for sm in self.series])
         at = np.tile(obj([enc(dict(t)) for t in self.pts]), S)
         level = ', "level": ' + enc(self.level) + ', "clipped": '
         model = ser(['", "formula": ' + enc_str(f) + ', "status": ' + enc_str(st) + ', "segmented": '
@@ -462,7 +464,7 @@ class _Predicted:
         pieces: list = [None] * (S * P * K)
         for k, c in enumerate(cols):
             pieces[k::K] = c.tolist() if isinstance(c, np.ndarray) else c
-        return "[" + "".join(pieces)[3:] + "]\n"
+        return "[" + "".join(pieces)[len(sep):] + "]\n"
 
 
 @dataclass(frozen=True)
@@ -656,10 +658,12 @@ class ModelSet:
                           [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
                           self.units, self.aggregates)
 
-    def predict_json(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9) -> str:
+    def predict_json(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9,
+                     nested: bool = False) -> str:
         """``json_text(predict(points, level))`` -- ``perfcast predict --json`` -- written a column
-        at a time (:func:`perfcast.fit.columns.float_texts`; no dict per row)."""
-        return self._predicted(points, level).json()
+        at a time (:func:`perfcast.fit.columns.float_texts`; no dict per row); ``nested``: laid out
+        as the list of ``json_text(envelope("predictions", ...))`` (``predict -o FILE.json``)."""
+        return self._predicted(points, level).json(nested)
 
     def _beyond(self, t: Mapping[str, float]) -> dict | None:
         """The point at the data's edge for a prediction at ``t`` beyond the data in exactly one

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["loglog_slope", "loglog_slopes", "decreasing", "DECREASING_SLOPE", "format_exponent"]
+__all__ = ["loglog_slope", "loglog_slopes", "decreasing", "DECREASING_SLOPE", "format_exponent", "scaling_mode",
+           "MIN_STRONG_EFFICIENCY"]
 
 #: a series whose log-log slope along some parameter is below this falls with it (the tolerance
 #: kernels use for "flat", analysis/kernels.py)
@@ -89,3 +90,32 @@ def format_exponent(e: float, digits: int = 2) -> str:
     """``e`` with ``digits`` decimals, never ``-0.00``: a value that rounds to zero prints unsigned."""
     r = round(float(e), digits)
     return f"{r + 0.0:.{digits}f}"   # + 0.0 turns -0.0 into 0.0
+
+
+#: a strong-scaling reading of runs whose cost per rank does not fall is still plausible while the
+#: parallel efficiency it implies (smallest-run cost x ranks over the larger run's) is at least this
+MIN_STRONG_EFFICIENCY = 0.5
+
+
+def scaling_mode(slope: float, span: float, work: bool) -> tuple[str, str]:
+    """The one rule telling strong from weak scaling: ``(strong | weak | undetermined, why)`` from
+    ``slope``, the log-log slope of the application's total work (cost per rank x ranks) against the
+    process count over a ``span`` (largest / smallest process count); ``work``: the cost counts work
+    done (instructions), not time (which includes waiting).
+
+    * the cost per rank falls (per-rank slope ``slope - 1`` at most :data:`DECREASING_SLOPE`):
+      **strong** -- weak scaling keeps the same work on every rank, and communication only adds;
+    * it does not fall, measured in instructions: **weak** (the same work per rank);
+    * it does not fall, measured in time: **weak** unless strong scaling with a parallel efficiency
+      of at least :data:`MIN_STRONG_EFFICIENCY` explains it as well (the total over the span grew
+      at most 1 / that: over one doubling, p = 1 to 2 where the first messages appear), then
+      **undetermined**: the runs cannot tell; ``--scaling`` says."""
+    if slope - 1.0 <= DECREASING_SLOPE:
+        return "strong", "the cost per rank falls as the process count grows: the work is divided"
+    if work:
+        return "weak", "the cost per rank does not fall: the same work per rank"
+    if span > 1 and slope * np.log(span) <= -np.log(MIN_STRONG_EFFICIENCY) + 1e-12:
+        return "undetermined", (f"the time per rank does not fall, which weak scaling and strong scaling at "
+                                f"{MIN_STRONG_EFFICIENCY:.0%} or more parallel efficiency both explain over "
+                                f"{span:g}x the processes")
+    return "weak", "the cost per rank does not fall: the same work per rank"

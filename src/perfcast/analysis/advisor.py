@@ -410,16 +410,12 @@ def _root(ms, metric: str, stats, exclusive: bool = False) -> list:
         return [cp for cp in cps if topmost(cp)]
     if exclusive:
         return cps
+    from .views import whole_run_timer
+
     d = stats[stats["metric"] == metric]
     wide = d.pivot_table(index=list(ms.parameters), columns="callpath", values="mean", observed=True)
-    wide = wide[[c for c in wide.columns if c in set(cps)]]
-    if wide.shape[1] > 1:
-        for cp in wide.columns:
-            others = wide.drop(columns=[cp]).max(axis=1)
-            col = wide[cp]
-            if col.notna().all() and bool((col >= others * (1 - 1e-9)).fillna(True).all()):
-                return [cp]
-    return cps
+    whole = whole_run_timer(wide[[c for c in wide.columns if c in set(cps)]])
+    return [whole] if whole is not None else cps
 
 
 def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "auto",
@@ -531,6 +527,13 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
     if skipped:
         notes.append(f"{skipped} series without a single fitted function (segmented or insufficient) not "
                      f"counted")
+    if (len(chosen) > 1 and exp.metrics[metric].scope == "unknown" and len(root) == 1
+            and len([sm for sm in ms.series if sm.metric == metric]) > 1):
+        # flat timers with a whole-run timer (views.whole_run_timer): their names do not say which
+        # nest in which, so the kernels listed may hold one another
+        notes.append(f"{metric!r} is a flat timer list whose {root[0]} holds every other timer at every measured "
+                     f"point: the run is {root[0]}, not their sum; the kernels listed may nest in one another "
+                     f"(their names do not say), so each counts in full beside the timers it holds")
     if not chosen:
         raise PerfcastError(f"no series of {metric!r} with a fitted model predicts {MIN_SHARE:.0%} or more of the "
                             f"whole run at {_fmt(req.target)}", where="--metric")

@@ -24,11 +24,13 @@ are sorted into
 The scaling mode is ``scaling="strong"`` or ``"weak"`` when the user knows it (``--scaling``);
 ``"auto"`` (default) infers it from the measured work: the application's instructions (else the cost
 metric) summed over the ranks -- MPI/runtime functions left out -- are fitted against p on every line
-of the other parameters held fixed (log-log slope, median over the lines).  A slope >= 0.5 (total work
-nearer ~ p than constant) means weak scaling, below it strong scaling; the slope is reported, and a
-slope between 0.25 and 0.75 is flagged as ambiguous.  The inference cannot tell work *replicated* on
-every rank from weak-scaled work: a strong-scaling run dominated by replicated work looks weak; give
-``--scaling strong`` then.  The expectation is the mode's ideal exponent, never the fitted slope, so a
+of the other parameters held fixed (log-log slope, median over the lines), and the slope decides by
+the one rule :func:`perfcast.scaling.scaling_mode`: a cost per rank that falls with p is strong
+scaling; one that does not is weak scaling, or ``undetermined`` when the cost is a time and strong
+scaling at >= 50% parallel efficiency explains it as well (a span of about one doubling: p = 1, 2).
+Undetermined flags only costs per rank that grow with p (non-scalable in either mode); the slope is
+reported.  The inference cannot tell work *replicated* on every rank from weak-scaled work: a
+strong-scaling run dominated by replicated work looks weak; give ``--scaling strong`` then.  The expectation is the mode's ideal exponent, never the fitted slope, so a
 dominant non-scalable function cannot hide itself by defining what is expected.
 
 Functions are identified by their frame name (the leaf of the callpath): the same function reached
@@ -54,7 +56,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import CallTree, Experiment, Metric
-from ..scaling import format_exponent, loglog_slope
+from ..scaling import format_exponent, loglog_slope, scaling_mode
 
 REST = "rest"
 #: MPI library / runtime / loader functions (communication and start-up, not computation kernels)
@@ -68,7 +70,7 @@ DEFAULT_EXCLUDE = ("MPI_*", "PMPI_*", "mpi_*", "pmpi_*", "ompi_*", "opal_*", "or
                    "* in libhwloc*", "* in libevent*", "* in ld-linux*", "* in ld.so*", "* in libpsm*")
 SCALING_MODES = ("auto", "strong", "weak")
 #: ideal log-log slope of the cost per rank against p
-EXPECTED_SLOPE = {"strong": -1.0, "weak": 0.0}
+EXPECTED_SLOPE = {"strong": -1.0, "weak": 0.0, "undetermined": 0.0}  # undetermined: what fails both
 #: cost metrics in order of preference (APMT uses cycles; time samples and instructions stand in)
 CYCLE_METRICS = ("cycles", "PAPI_TOT_CYC", "CPU_CLK_UNHALTED", "CPU_CLK_UNHALTED.THREAD_P", "cpu-cycles")
 TIME_METRICS = ("cpu_time", "time", "samples")
@@ -331,7 +333,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             if share.loc[f].get(lab, 0) is None or not (share.loc[f].fillna(0).get(lab, 0) >= min_share):
                 continue
             if what == "procs" and slope > EXPECTED_SLOPE[mode] + flat:
-                if mode == "weak":
+                if mode != "strong":
                     how = f"grows as {procs} grows"
                 elif slope > -flat:
                     how = f"does not decrease as {procs} grows"
@@ -377,6 +379,9 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
 
 def _expectation(mode: str, procs: str | None, long: bool = True) -> str:
     q = procs or "p"
+    if mode == "undetermined":
+        return "at most constant" if not long else \
+            "at most constant (weak or strong scaling: the runs cannot tell which)"
     if not long:
         return f"~ {q}^-1" if mode == "strong" else "constant"
     return (f"~ {q}^-1 (the total work divided among the ranks)" if mode == "strong"
@@ -415,11 +420,10 @@ def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pt
             return "strong", "assumed: the total work cannot be compared across process counts; set --scaling", None
         slopes.append(s)
     s = float(np.median(slopes))
-    mode = "weak" if s >= 0.5 else "strong"
-    basis = (f"inferred: the application's total {wm} summed over the ranks ~ {procs}^{format_exponent(s)}, "
-             + (f"about ~ {procs}: the same work per rank" if mode == "weak" else "about constant: the work is divided"))
-    if 0.25 < s < 0.75:
-        basis += f" -- ambiguous (between {procs}^0 and {procs}^1)"
+    counts = pts[procs].to_numpy(dtype=float)
+    mode, why = scaling_mode(s, float(counts.max() / counts.min()) if counts.min() > 0 else np.inf,
+                             find_metric(exp, INSTR_METRICS) is not None)
+    basis = f"inferred: the application's total {wm} summed over the ranks ~ {procs}^{format_exponent(s)}: {why}"
     return mode, basis + "; --scaling strong|weak overrides", s
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS, Experiment
+from ..experiment import LOCATION_COLUMNS, Experiment, absent_location_is_missing, location_gaps, location_gaps_warning
 from .derived import _Scoped, partner, topmost
 
 __all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
@@ -106,11 +106,14 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
     loc = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
     d = exp.data
     d = d[d["metric"] == metric]
-    # a callpath missing at a location that measured this metric is a 0 there (sparse profiles), so
-    # means divide by the number of locations of the point/repetition that have values of *this*
+    # a callpath missing at a location that measured this metric is a 0 there in a sparse profile,
+    # so means divide by the number of locations of the point/repetition that have values of *this*
     # metric, and by its repetitions: a rank that did not record the metric at all (wall time taken
-    # once per run while counters come from every rank) is missing, never a zero
-    n_loc = d[[*keys, "rep", *loc]].drop_duplicates().groupby([*keys, "rep"], sort=False).size().rename("_n")
+    # once per run while counters come from every rank) is missing, never a zero.  In a dense table
+    # (absent_location_is_missing) a location without the callpath is missing: the mean is over the
+    # locations present (n_loc None)
+    n_loc = None if absent_location_is_missing(exp) else \
+        d[[*keys, "rep", *loc]].drop_duplicates().groupby([*keys, "rep"], sort=False).size().rename("_n")
     n_rep = d[[*keys, "rep"]].drop_duplicates().groupby(keys, sort=False).size().rename("_n") if keys else d["rep"].nunique()
     out = None
     for scope in ("inclusive", "exclusive"):
@@ -126,7 +129,7 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
 def _reduce(v: pd.DataFrame, keys: list[str], how: str, counts) -> pd.DataFrame:
     """Reduce ``v`` (keys + ... + callpath + value) to one value per keys + callpath."""
     by = [*keys, "callpath"]
-    if how != "mean":
+    if how != "mean" or counts is None:
         return v.groupby(by, sort=False)["value"].agg(how).reset_index()
     s = v.groupby(by, sort=False)["value"].sum().reset_index()
     if not keys:
@@ -142,6 +145,23 @@ def tree_total(exp: Experiment, table: pd.DataFrame) -> float:
     present = set(table.index)
     top = topmost(exp.tree, present)
     return float(table.loc[top, "inclusive"].sum())
+
+
+def whole_run_timer(wide: pd.DataFrame) -> str | None:
+    """Of flat timers (scope unknown: names that do not say what nests in what), the one that holds
+    all the others: at least as large as every other timer at every measured point (``wide``: one
+    row per point, one column per callpath, mean values), e.g. Relearn's ``main()`` over its
+    ``Simulation loop``; else None.  Such a timer is the whole run: the sum of the timers would count
+    the time nested in it again.  The one rule for what a flat experiment's whole run is (``advise``'s
+    cost, ``project``'s base time)."""
+    if wide.shape[1] < 2:
+        return None
+    for cp in wide.columns:
+        others = wide.drop(columns=[cp]).max(axis=1)
+        col = wide[cp]
+        if col.notna().all() and bool((col >= others * (1 - 1e-9)).fillna(True).all()):
+            return cp
+    return None
 
 
 def profile(exp: Experiment, metric: str | None = None, at: Mapping[str, float] | None = None,
@@ -225,8 +245,11 @@ def _head(prof: Profile) -> dict:
     # without per-rank values --ranks combines nothing: say what a value is instead (Caliper avg#: a mean)
     combined = None if prof.exp.has_locations else (f"{m.aggregate} in the file" if m.aggregate else
                                                      "one value per run")
+    gaps = location_gaps(prof.exp, prof.metric)
+    said = location_gaps_warning(gaps)
     return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
-            "total": prof.total, "warnings": _negative_exclusive(prof, m)}
+            "total": prof.total, "missing_ranks": gaps,
+            "warnings": _negative_exclusive(prof, m) + ([said] if said else [])}
 
 
 def _negative_exclusive(prof: Profile, m) -> list[str]:

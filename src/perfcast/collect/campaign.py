@@ -647,6 +647,8 @@ class Campaign:
         if status == "ok":
             try:
                 values = self._values(req.mode, run_dir, result)
+            except coll.InvalidTimer:
+                raise   # the application's output is wrong, not the run: rerunning would repeat it
             except PerfcastError as e:
                 status, reason = "failed", f"collector output unreadable: {e.format()}"
         record = {"type": "run", "id": req.id, "key": config_key(req.config), "config": req.config,
@@ -676,6 +678,8 @@ class Campaign:
         for c in self.sel.for_mode(mode):
             try:
                 e = c.collect(run_dir, result)
+            except coll.InvalidTimer:
+                raise
             except PerfcastError as err:
                 raise PerfcastError(f"{c.name}: {err.format()}") from None
             if e is not None:

@@ -116,6 +116,8 @@ class TimerScan:
             raise PerfcastError("the timer regex needs two groups (name, seconds) or named groups "
                                 "'name' and 'value'", where="timer_regex")
         self.values: dict[tuple[str, int | None], float] = {}
+        #: timers printed with a time no run can take (negative, NaN, infinite): [name, rank, text]
+        self.invalid: list[list] = []
 
     def feed(self, block: str):
         """Scan ``block``, whole lines (a line cut short by the caller counts as a line)."""
@@ -132,7 +134,11 @@ class TimerScan:
                 v = float(raw)
             except (TypeError, ValueError):
                 continue
-            if not (v == v and abs(v) != float("inf")) or name is None:
+            if name is None:
+                continue
+            if not (v >= 0 and v != float("inf")):  # negative, NaN or infinite: refused by collect()
+                if len(self.invalid) < 10:
+                    self.invalid.append([name, rank, raw])
                 continue
             key = (name, rank)
             self.values[key] = max(self.values.get(key, v), v)
@@ -161,6 +167,11 @@ class TimerScan:
         return [[n, r, v] for (n, r), v in self.values.items()]
 
 
+class InvalidTimer(PerfcastError):
+    """An application timer printed a time no run can take: the campaign stops (exit 2) instead of
+    storing it or counting the run as failed and running it again."""
+
+
 class TimeCollector(Collector):
     name = "time"
 
@@ -180,12 +191,19 @@ class TimeCollector(Collector):
         if result.get("timer_values") is not None:
             # scanned while the run streamed its output (the stored stdout may be capped)
             timers = {(n, None if r is None else int(r)): float(v) for n, r, v in result["timer_values"]}
-        elif (run_dir / "stdout.txt").is_file():
-            scan = TimerScan(self.pattern)
-            scan.feed_file(run_dir / "stdout.txt")
-            timers = scan.values
+            invalid = result.get("timer_invalid") or []
         else:
-            timers = self.timers(result.get("stdout_tail", ""))
+            scan = TimerScan(self.pattern)
+            if (run_dir / "stdout.txt").is_file():
+                scan.feed_file(run_dir / "stdout.txt")
+            else:
+                scan.feed(result.get("stdout_tail", ""))
+            timers, invalid = scan.values, scan.invalid
+        if invalid:
+            name, rank, raw = invalid[0]
+            raise InvalidTimer(f"timer {name!r}{'' if rank is None else f' (rank {rank})'} printed the time {raw!r}: "
+                               f"a time must be a finite number >= 0 (fix the application's timer output or "
+                               f"--timer-regex, then run the campaign again to resume it)", run_dir / "stdout.txt")
         result["timers"] = {f"{n}" + (f"@{r}" if r is not None else ""): v for (n, r), v in timers.items()}
         tree = CallTree()
         tree.add(ROOT, None, ROOT)

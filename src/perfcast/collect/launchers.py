@@ -369,6 +369,8 @@ def execute(req: RunRequest, running_file: Path | None = None) -> dict:
                    "output_dropped": {"stdout": out.dropped, "stderr": err.dropped}})
     if scan is not None:
         result["timer_values"] = scan.to_list()
+        if scan.invalid:
+            result["timer_invalid"] = scan.invalid
     return result
 
 

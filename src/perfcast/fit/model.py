@@ -379,10 +379,18 @@ def render_rows(constants, coefficients, bases: Sequence[str], roundoff, digits:
     pieces = [np.where(shown, np.asarray(_nums(const, digits, style), dtype=object), "").tolist()]
     first = ~shown                     # the term starts the text: its sign without spaces
     for t, b in enumerate(bases):
+        # a term whose coefficient is exactly 0 adds nothing: not printed (`-1`, not `-1 + 0 * p`);
+        # a nonzero one never prints as 0 (significant digits), so the text stays the function
+        on = coef[:, t] != 0
         neg = coef[:, t] < 0
         sign = np.where(first, np.where(neg, "-", ""), np.where(neg, " - ", " + "))
-        pieces += [sign.tolist(), _nums(np.abs(coef[:, t]), digits, style), [mul + b] * n]
-        first = np.zeros(n, dtype=bool)
+        pieces += [np.where(on, sign, "").tolist(), np.where(on, np.asarray(_nums(np.abs(coef[:, t]), digits, style),
+                                                                           dtype=object), "").tolist(),
+                   np.where(on, mul + b, "").tolist()]
+        first = first & ~on
+        shown = shown | on
+    # nothing left (a zero constant, every coefficient 0): the function is 0
+    pieces.append(np.where(shown, "", "0").tolist())
     return list(map("".join, zip(*pieces)))
 
 

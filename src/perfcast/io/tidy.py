@@ -52,12 +52,19 @@ def _sniff_parquet(path: Path) -> bool:
     return all(c in names for c in _REQUIRED)
 
 
+def _dense(exp: Experiment) -> Experiment:
+    """A tidy table holds a value for every rank that ran a callpath: one it lacks is missing
+    (:func:`perfcast.experiment.absent_location_is_missing`), not a zero."""
+    exp.meta["locations"] = "dense"
+    return exp
+
+
 def _read_csv(path: Path, options: ReadOptions) -> Experiment:
     try:
-        return _read_csv_stream(path)
+        return _dense(_read_csv_stream(path))
     except _Slow:
         pa.default_memory_pool().release_unused()
-        return _read_csv_whole(path, options)
+        return _dense(_read_csv_whole(path, options))
 
 
 #: bytes pyarrow parses at a time in the streaming path.  Its streaming reader reads up to 32
@@ -460,7 +467,7 @@ def _read_jsonl(path: Path, options: ReadOptions) -> Experiment:
         pa.default_memory_pool().release_unused()
         exp = _read_jsonl_whole(path)
     exp.meta["format"] = "tidy-jsonl"
-    return exp
+    return _dense(exp)
 
 
 def _read_jsonl_stream(path: Path) -> Experiment:
@@ -561,10 +568,10 @@ def _read_jsonl_whole(path: Path) -> Experiment:
 
 def _read_parquet(path: Path, options: ReadOptions) -> Experiment:
     try:
-        return _read_parquet_stream(path)
+        return _dense(_read_parquet_stream(path))
     except _Slow:
         pa.default_memory_pool().release_unused()
-        return _read_parquet_whole(path)
+        return _dense(_read_parquet_whole(path))
 
 
 #: rows pyarrow decodes at a time in the streaming Parquet path

@@ -9,7 +9,9 @@ unit; ``cycles`` is not a time here).  Several candidates: ``metric`` chooses, e
 profile views show by default (:func:`perfcast.analysis.views.default_metric`: a known scope, the
 exclusive member of an inclusive/exclusive pair, the name ``time``, Caliper's per-rank average
 ``avg#`` before ``max#``/``sum#``); a metric of unknown scope (flat values, e.g. an Extra-P region
-list) only when no other exists, summed over its callpaths.
+list) only when no other exists: its whole-run timer (one at least as large as every other timer
+at every measured point, :func:`perfcast.analysis.views.whole_run_timer`), else the sum over its
+callpaths.
 
 The total is the inclusive time of the calling-context tree's topmost callpaths at the point (the
 whole program), repetitions averaged.  Values per rank/thread are combined with ``ranks``: ``mean``
@@ -128,10 +130,26 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
     how = ranks or DEFAULT_RANKS
     flat = ""
     if m.scope == "unknown":
-        # flat values (one per region): the program's time is their sum over the callpaths
-        per = d.groupby(["rep", *keys], observed=True)["value"].sum()
+        # flat values (one per region): the program's time is the whole-run timer that holds the
+        # others at every measured point (views.whole_run_timer), else their sum over the callpaths
         n_paths = int(d["callpath"].nunique())
-        flat = f"; flat metric summed over {n_paths} callpaths" if n_paths > 1 else ""
+        whole = None
+        if n_paths > 1:
+            from ..analysis.views import whole_run_timer
+
+            every = exp.data[exp.data["metric"] == name]
+            whole = whole_run_timer(every.groupby([*exp.parameters, "callpath"], observed=True)["value"].mean()
+                                    .unstack("callpath")) if exp.parameters else \
+                whole_run_timer(every.groupby("callpath", observed=True)["value"].mean().to_frame().T)
+        if whole is not None:
+            d = d[d["callpath"] == whole]
+            flat = (f"; the whole-run timer {whole} (at least each of the other {n_paths - 1} flat timers at every "
+                    f"measured point: they run within it), not the sum of the timers, which would count "
+                    f"nested time again")
+        else:
+            flat = (f"; flat metric summed over {n_paths} callpaths (no timer holds all the others at every "
+                    f"measured point: taken as not nested)") if n_paths > 1 else ""
+        per = d.groupby(["rep", *keys], observed=True)["value"].sum()
     else:
         # each location's whole-program time (inclusive at the topmost callpaths), then combined
         per = _Scoped(sel).totals(name)

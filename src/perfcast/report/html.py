@@ -332,12 +332,17 @@ class _Measured:
         return not bool((v.to_numpy() < 0).any())
 
 
-def _guess_mode(first: float, last: float, p: float, q: float) -> str:
-    """weak when the per-process total stays nearer constant than ~1/p (log distance)."""
-    if not (first > 0 and last > 0):
-        return "weak"
-    r = math.log(last / first)
-    return "weak" if abs(r) <= abs(r - math.log(p / q)) else "strong"
+def _guess_mode(first: float, last: float, p: float, q: float, metric: str) -> tuple[str, str]:
+    """(strong | weak | undetermined, why) from the per-process totals ``first`` at ``p`` and
+    ``last`` at ``q`` processes: the total work's log-log slope by the one rule
+    :func:`perfcast.scaling.scaling_mode`."""
+    from ..analysis.kernels import INSTR_METRICS
+    from ..scaling import scaling_mode
+
+    if not (first > 0 and last > 0 and q > p > 0):
+        return "undetermined", "the totals cannot be compared"
+    slope = math.log(last * q / (first * p)) / math.log(q / p)
+    return scaling_mode(slope, q / p, metric in INSTR_METRICS)
 
 
 def build_report(exp: Experiment, options: ReportOptions | None = None, *, models=None,
@@ -908,7 +913,11 @@ def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd
                 t = v[v[proc] == c].set_index("callpath")["inclusive"]
                 tops = _topmost(exp.tree, set(t.index))
                 tot.append(float(t[[c2 for c2 in t.index if c2 in tops]].sum()))
-            mode = _guess_mode(tot[0], tot[1], counts[0], counts[-1])
+            mode, why = _guess_mode(tot[0], tot[1], counts[0], counts[-1], rep.metric)
+            if mode == "undetermined":
+                rep.notes.append(f"No scaling-loss tree: weak or strong scaling could not be told from the runs at "
+                                 f"{proc}={counts[0]:g} and {counts[-1]:g} ({why}); give --scaling weak or strong.")
+                return
         # only the two runs compared: the loss of each scope needs nothing else
         sub = exp.select(**{proc: [counts[0], counts[-1]]}, **at)
         res = scaling_loss(sub, mode, rep.metric, proc, pair, None)
