@@ -303,9 +303,16 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
                      statistics: tuple | None = None) -> list[SeriesModel]:
     """Model every callpath x metric series of ``exp`` (optionally filtered by metric name(s) and
     callpath glob(s)); results in tree order, then metric order.  ``statistics``: ``_statistics(exp,
-    locations)`` when already computed (used when the whole of ``exp`` is fitted in one part)."""
-    if metric is not None or callpath is not None:
-        exp = exp.select(callpath=callpath, metric=metric)
+    locations)`` when already computed (used when the whole of ``exp`` is fitted in one part).
+
+    A series' model and interval do not depend on the filter: its group (:func:`group_parts`) is
+    its metric's series on its points, so a metric filter selects before fitting, while a callpath
+    filter fits every callpath of the selected metrics and keeps the matching series."""
+    shown = None
+    if callpath is not None:
+        shown = exp.select(callpath=callpath, metric=metric)   # the error of an empty selection first
+    if metric is not None:
+        exp = exp.select(metric=metric)
     # one point: every parameter at one value (its extremes equal; no table of the distinct points)
     d = exp.data
     if exp.parameters and len(d) and all(d[p].min() == d[p].max() for p in exp.parameters):
@@ -331,7 +338,26 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         grow.append(r)
         groups.extend(g)
         done += len(c)      # the part's series: its progress total
+    if shown is not None:
+        # the fit of the whole metrics, filtered
+        keep = np.asarray(_present_in(shown, cps), dtype=bool)
+        at = np.concatenate(gnum), np.concatenate(grow)
+        cps = np.asarray(cps, dtype=object)[keep].tolist()
+        mts = np.asarray(mts, dtype=object)[keep].tolist()
+        gnum, grow = [at[0][keep]], [at[1][keep]]
+        exp = shown
     return ordered_series(exp, cps, mts, groups, gnum, grow)
+
+
+def _present_in(exp: Experiment, callpaths: list[str]) -> np.ndarray:
+    """Whether each of ``callpaths`` has data in ``exp``."""
+    col = exp.data["callpath"]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = np.unique(col.cat.codes.to_numpy())
+        have = pd.Index(col.cat.categories.astype(str)[codes[codes >= 0]])
+    else:
+        have = pd.Index(pd.unique(col.astype(str).to_numpy()))
+    return have.get_indexer(pd.Index(callpaths)) >= 0
 
 
 def ordered_series(exp: Experiment, cps: list, mts: list, groups: list, gnum: list, grow: list,
@@ -461,9 +487,9 @@ def group_parts(exp: Experiment, options: FitOptions | None, locations: str, *, 
                 reps_width: int | None = None, use_reps: bool | None = None):
     """The groups :func:`fit_experiment` fits, one option part of ``exp`` (its metrics of one
     :meth:`FitOptions.for_kind`) at a time: ([(key, rows, X, options, note, mean, count, ssd,
-    reps)], callpaths, metrics) -- ``rows`` the group's series (numbers into the callpath and
-    metric lists), ``X`` its points, ``key`` what names the group in any part of the experiment
-    (its options, points and note), mean/count/ssd (rows, points) and the repetitions (rows,
+    reps)], callpaths, metrics) -- ``rows`` the group's series (of one metric; numbers into the
+    callpath and metric lists), ``X`` its points, ``key`` what names the group in any part of the experiment
+    (its options, metric, points and note), mean/count/ssd (rows, points) and the repetitions (rows,
     points, R; None when not kept)."""
     opts = options or FitOptions()
     split: dict[FitOptions, list[str]] = {}
@@ -512,9 +538,17 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         del at
     present = count > 0
     sigs, inverse = _point_sets(present)
+    # a group is one metric's series measured on one point set: what a series' interval shares
+    # with other series (the pooled drift, its growth, the noise shape) comes from its own
+    # metric, whichever other metrics are fitted with it (--metric gives the same results)
+    mid = _codes(st["metric"], first)
+    M = int(mid.max()) + 1 if len(mid) else 1
+    gid, ginv = np.unique(inverse * M + mid, return_inverse=True)
+    ginv = np.asarray(ginv).ravel()
+    members = np.split(np.argsort(ginv, kind="stable"), np.cumsum(np.bincount(ginv, minlength=len(gid)))[:-1])
     out = []
-    for g, sig in enumerate(sigs):
-        rows_all = np.nonzero(inverse == g)[0]
+    for code, rows_all in zip(gid.tolist(), members):
+        sig = sigs[code // M]
         cols = np.nonzero(sig)[0]
         X = coords[cols]
         # series that fall with a parameter (strong scaling: cost per rank ~ 1/p) get negative
@@ -528,7 +562,7 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         for rows, o, note in parts:
             if not len(rows):
                 continue
-            key = (o, tuple(map(tuple, X.tolist())), note)
+            key = (o, mts[int(rows[0])], tuple(map(tuple, X.tolist())), note)
             out.append((key, rows, X, o, note, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)],
                         ssd[np.ix_(rows, cols)], None if reps is None else reps[np.ix_(rows, cols)]))
     return out, cps, mts
@@ -553,6 +587,15 @@ def _point_sets(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     uniq, inverse = np.unique(code, return_inverse=True)
     sigs = ((uniq[:, None] >> np.arange(P - 1, -1, -1, dtype=np.int64)) & 1).astype(bool)
     return sigs, np.asarray(inverse).ravel()
+
+
+def _codes(col: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """An integer per row of ``rows`` numbering the distinct values of ``col`` there."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()[rows]
+        if not len(codes) or codes.min() >= 0:
+            return codes.astype(np.int64)
+    return pd.factorize(col.to_numpy()[rows])[0].astype(np.int64)
 
 
 def _strings(col: pd.Series, rows: np.ndarray) -> list[str]:
