@@ -24,7 +24,9 @@ The rules every view shares live here, once:
 * **Times, counts and bytes are not negative.**  Their models never fall below zero as the
   parameters grow (:class:`perfcast.fit.FitOptions` ``nonnegative="auto"``); a value that is still
   negative at a point (a segmented or two-point model below its data) is reported with a note, and
-  a negative lower interval bound is clipped at 0 and marked ``clipped``.
+  a negative lower interval bound is clipped at 0 and marked ``clipped`` -- unless the value itself
+  is negative: it keeps the model's interval around it (:func:`clip_interval`), so every view
+  shows a value inside its interval.
 * **Aggregates.**  Each metric carries how its value combines the processes (``aggregates``:
   ``sum over ranks``, ``mean over ranks``, ...): the reader's label (``Metric.aggregate``, e.g.
   Caliper's ``sum#``), else, for per-rank data, the reduction the models were fitted on
@@ -378,6 +380,19 @@ def confidence(value: float, lower: float | None, upper: float | None, warnings:
                            np.array([nan if upper is None else upper], dtype=float), np.array([bool(warnings)]))[0])
 
 
+def clip_interval(value, lower, upper, nonneg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper, clipped) of intervals around ``value`` for metrics that cannot be negative
+    (``nonneg``, broadcast): a lower bound below 0 becomes 0 and is marked clipped -- where the
+    value itself is not negative.  A negative value (a model past where it extrapolates, said in
+    a note) keeps the model's own interval around it, so the value shown always lies in the
+    interval shown (clipping that interval would give ``-2.5 [0, 0]``).  NaN bounds stay NaN."""
+    value, lo, hi = (np.array(a, dtype=float) for a in (value, lower, upper))
+    with np.errstate(invalid="ignore"):
+        clipped = np.asarray(nonneg, dtype=bool) & (lo < 0) & (value >= 0)   # False where NaN
+    lo[clipped] = 0.0
+    return lo, hi, clipped
+
+
 def confidences(value: np.ndarray, lower: np.ndarray, upper: np.ndarray, doubted: np.ndarray) -> np.ndarray:
     """:func:`confidence` of many values (no interval: NaN; ``doubted``: with warnings)."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -613,12 +628,9 @@ class ModelSet:
         steep = self._beyond_measured_slopes(series, lines, pts, value, base)
         # the rows (series-major, then point), a column each
         nonneg = np.repeat(np.array([self.kinds.get(sm.metric) in NONNEGATIVE for sm in series], dtype=bool), P)
-        v, lo, hi = value.ravel(), lower.ravel().copy(), upper.ravel().copy()
+        v = value.ravel()
         negative = nonneg & (v < 0)
-        with np.errstate(invalid="ignore"):
-            clipped = nonneg & (lo < 0)           # False where lo is NaN (None)
-        lo[clipped] = 0.0
-        hi[clipped] = np.maximum(hi[clipped], 0.0)
+        lo, hi, clipped = clip_interval(v, lower.ravel(), upper.ravel(), nonneg)
         # notes beyond the model's own, in their order: the measured line, negative, clipped, the
         # slope beyond the data; doubts (any: confidence low): warnings, negative, insufficient, slope
         extra: dict = {}
