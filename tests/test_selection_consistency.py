@@ -57,14 +57,12 @@ def _cli_predictions(capsys, path, *filters):
     code = main(["predict", str(path), "--at", f"p={TARGET}", "--json", *filters])
     out, err = capsys.readouterr()
     assert code == 0, err
-    return {(r["callpath"], r["metric"]): (r["value"], r["lower"], r["upper"], r["formula"])
-            for r in cli_items(out, "predictions")}
+    return {(r["callpath"], r["metric"]): r for r in cli_items(out, "predictions")}
 
 
 def _api_predictions(exp, **filters):
     ms = perfcast.model(exp, **filters)
-    return {(r["callpath"], r["metric"]): (r["value"], r["lower"], r["upper"], r["formula"])
-            for r in ms.predict({"p": TARGET})}
+    return {(r["callpath"], r["metric"]): r for r in ms.predict({"p": TARGET})}
 
 
 FILTERS = [
@@ -83,7 +81,8 @@ def test_full_run_is_sound(capsys, text_file):
     laws = _truths()
     full = _cli_predictions(capsys, text_file)
     assert set(full) == {(cp, m) for (m, cp) in laws}
-    for (cp, m), (value, lower, upper, _) in full.items():
+    for (cp, m), r in full.items():
+        value, lower, upper = r["value"], r["lower"], r["upper"]
         truth = laws[(m, cp)](TARGET)
         assert value == pytest.approx(truth, rel=0.35), (cp, m)
         assert lower <= value <= upper
@@ -96,10 +95,68 @@ def test_filtered_runs_give_the_full_runs_series(capsys, text_file, cli_filter, 
     part = _cli_predictions(capsys, text_file, *args)
     assert set(part) == {(cp, m) for (m, cp) in kept}
     for key, got in part.items():
-        assert got == full[key], key       # value, lower, upper, formula: the same floats
+        assert got == full[key], key       # the whole row: value, interval (the same floats), formula,
+        #                                    confidence, notes
 
     exp = perfcast.io.load([text_file])
     api_full = _api_predictions(exp)
     assert api_full == full
     api_part = _api_predictions(exp, **api_filter)
     assert api_part == {k: full[k] for k in part}
+
+
+def test_a_metrics_repetitions_are_its_own():
+    """Whether a metric's repetitions are kept (for the noise shape: uniform noise is light-tailed)
+    and how wide they are padded is decided on that metric's values alone: "time", 20 series of 5
+    repetitions of 4 % uniform noise, fitted next to "comm_time", 200 series of one repetition
+    (padded to 5 with them they would more than double the values, and main dropped the
+    repetitions of both), gets the model and interval of "time" fitted alone."""
+    import pandas as pd
+
+    from perfcast.experiment import Experiment
+
+    rng = np.random.default_rng(5)
+    rows, truth = [], {}
+    for i in range(20):
+        c0, c1 = rng.uniform(1, 10), rng.uniform(0.05, 0.5)
+        truth[f"a{i}"] = c0 + c1 * TARGET
+        rows += [{"p": float(p), "rep": r, "callpath": f"a{i}", "metric": "time",
+                  "value": (c0 + c1 * p) * (1 + rng.uniform(-0.04, 0.04))} for p in PS for r in range(5)]
+    for i in range(200):
+        c0, c1 = rng.uniform(1, 10), rng.uniform(0.05, 0.5)
+        rows += [{"p": float(p), "rep": 0, "callpath": f"b{i}", "metric": "comm_time",
+                  "value": (c0 + c1 * p ** 1.5) * (1 + rng.uniform(-0.04, 0.04))} for p in PS]
+    exp = Experiment.from_pandas(pd.DataFrame(rows), parameters=["p"])
+    full = _api_predictions(exp)
+    alone = _api_predictions(exp, metrics=["time"])
+    assert alone == {k: full[k] for k in alone} and len(alone) == 20
+    for (cp, _), r in alone.items():
+        value, lower, upper = r["value"], r["lower"], r["upper"]
+        assert value == pytest.approx(truth[cp], rel=0.25) and lower <= value <= upper
+    assert _api_predictions(exp, callpaths=["a1*"]) == {k: full[k] for k in full if k[0].startswith("a1")}
+
+
+def test_a_child_above_its_parent_is_flagged_whatever_the_filter():
+    """An inclusive child predicted above its parent is flagged (a note, confidence low) also when
+    --callpath leaves the parent out: main = 10 + 0.1 p, main->k = 1 + 0.001 p^2 (below main over
+    p = 4 .. 64, 1049 against 112 at p = 1024)."""
+    import pandas as pd
+
+    from perfcast.experiment import Experiment, Metric
+
+    rng = np.random.default_rng(2)
+    laws = {"main": lambda p: 10 + 0.1 * p, "main->k": lambda p: 1 + 0.001 * p * p}
+    rows = [{"p": float(p), "rep": r, "callpath": cp, "metric": "time",
+             "value": f(p) * (1 + rng.uniform(-0.01, 0.01))} for cp, f in laws.items()
+            for p in (4, 8, 16, 32, 64) for r in range(3)]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")])
+
+    def rows_of(**kw):
+        return {r["callpath"]: r for r in perfcast.model(exp, **kw).predict({"p": 1024.0})}
+
+    full, part = rows_of(), rows_of(callpaths=["main->k"])
+    assert set(part) == {"main->k"}
+    assert full["main->k"]["value"] == pytest.approx(laws["main->k"](1024), rel=0.05)
+    assert full["main->k"]["confidence"] == "low"
+    assert any("predicted above its parent main" in n for n in full["main->k"]["notes"])
+    assert part["main->k"] == full["main->k"]

@@ -90,16 +90,32 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     # the whole experiment fitted: one statistics table for the fit, the segmentation and the
     # ModelSet (it is the largest table of the run)
     full = _statistics(exp, locations) if segmented and not metrics and not callpaths else None
-    res = model_experiment(exp, list(metrics) if metrics else None, list(callpaths) if callpaths else None,
-                           opts, locations, progress, statistics=full)
+    # a callpath filter fits every callpath of the metrics and keeps the matching series (their
+    # groups are their metrics' whole: fit.series.model_experiment); their parents left out stay
+    # as the context of the tree check, so every kept row is the full run's
+    res = model_experiment(exp, list(metrics) if metrics else None, None, opts, locations, progress,
+                           statistics=full)
+    context: list = []
+    if callpaths:
+        from .experiment import _present
+
+        sel = exp.select(callpath=list(callpaths), metric=list(metrics) if metrics else None)
+        shown = _present(sel.data["callpath"])
+        links = exp.tree.links()
+        keep = [sm for sm in res if sm.callpath in shown]
+        wanted = {(links.get(sm.callpath), sm.metric) for sm in keep}
+        context = [sm for sm in res if sm.callpath not in shown and (sm.callpath, sm.metric) in wanted]
+        res = keep
     st = None
     if segmented:
         # one statistics table for the segmentation and the ModelSet (when it can use it)
         if len(exp.parameters) == 1 or len(set(map(_METRIC, res))) == len(exp.metrics):
             st = full[0] if full is not None else series_statistics(exp, locations)
         full = None
-        res = segment_models(exp, res, opts, locations, statistics=st)
-    return model_set(exp, res, locations, averaged, statistics=st)
+        both = segment_models(exp, res + context, opts, locations, statistics=st)
+        res, context = both[:len(res)], both[len(res):]
+    ms = model_set(exp, res, locations, averaged, statistics=st)
+    return replace(ms, context=tuple(context)) if context else ms
 
 
 def model_set(exp, series, locations: str = "auto", averaged: bool = False, statistics=None) -> "ModelSet":
@@ -509,6 +525,9 @@ class ModelSet:
     #: the runs with more ranks than cores (:mod:`perfcast.analysis.oversubscription`), None when
     #: none or nothing shows it: predictions of times fitted on them are noted and of low confidence
     oversubscribed: "Oversubscription | None" = None  # noqa: F821
+    #: fitted series outside the set read by the tree check only: the parents of its callpaths
+    #: that a callpath filter left out (:func:`model`), so a child is flagged as in the full run
+    context: tuple = ()
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -679,13 +698,14 @@ class ModelSet:
         beyond = [p for p in self.parameters if p in self.upper and t[p] > self.upper[p] > 0]
         return {**t, beyond[0]: self.upper[beyond[0]]} if len(beyond) == 1 else None
 
-    def _batch(self, pts: list, level: float, parts=None) -> tuple[np.ndarray, ...]:
+    def _batch(self, pts: list, level: float, parts=None, series=None) -> tuple[np.ndarray, ...]:
         """(value, lower, upper, value at :meth:`_beyond`'s edge point or NaN), each (series,
         points): every plain model, built or not, in one batch (:func:`perfcast.fit.columns.predict`,
-        :func:`perfcast.fit.model.predict_many`'s rule), others (segmented) one by one."""
+        :func:`perfcast.fit.model.predict_many`'s rule), others (segmented) one by one.
+        ``series``: these instead of the set's."""
         from .fit import columns
 
-        series = list(self.series)
+        series = list(self.series if series is None else series)
         edges = [self._beyond(t) for t in pts]
         allp = pts + [e for e in edges if e is not None]
         where = []
@@ -783,6 +803,16 @@ class ModelSet:
         P = len(pts)
         last = {tuple(sorted(t.items())): j for j, t in enumerate(pts)}
         at = {(sm.callpath, sm.metric): s for s, sm in enumerate(series)}
+        S = len(series)
+        names = [sm.callpath for sm in series]
+        if self.context:
+            # parents outside the set (a callpath filter): their values as the full run has them
+            wanted = {(self.parents.get(sm.callpath), sm.metric) for sm in series} - at.keys()
+            ctx = [sm for sm in self.context if (sm.callpath, sm.metric) in wanted]
+            if ctx:
+                at.update({(sm.callpath, sm.metric): S + i for i, sm in enumerate(ctx)})
+                value = np.concatenate([value, self._batch(pts, 0.9, series=ctx)[0].ravel()])
+                names += [sm.callpath for sm in ctx]
         for s, sm in enumerate(series):
             ps = at.get((self.parents.get(sm.callpath), sm.metric))
             if sm.metric not in self.inclusive or ps is None:
@@ -790,7 +820,7 @@ class ModelSet:
             for j in last.values():
                 r, pr = s * P + j, ps * P + j
                 if value[r] > value[pr] * (1 + 1e-9) + 1e-300:
-                    extra.setdefault(r, []).append(f"predicted above its parent {series[ps].callpath} "
+                    extra.setdefault(r, []).append(f"predicted above its parent {names[ps]} "
                                                    f"({value[pr]:.4g}): the two models disagree here")
                     conf[r] = "low"
 

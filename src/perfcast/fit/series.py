@@ -340,7 +340,10 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         done += len(c)      # the part's series: its progress total
     if shown is not None:
         # the fit of the whole metrics, filtered
-        keep = np.asarray(_present_in(shown, cps), dtype=bool)
+        from ..experiment import _present
+
+        have = _present(shown.data["callpath"])
+        keep = np.fromiter((cp in have for cp in cps), dtype=bool, count=len(cps))
         at = np.concatenate(gnum), np.concatenate(grow)
         cps = np.asarray(cps, dtype=object)[keep].tolist()
         mts = np.asarray(mts, dtype=object)[keep].tolist()
@@ -348,16 +351,6 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         exp = shown
     return ordered_series(exp, cps, mts, groups, gnum, grow)
 
-
-def _present_in(exp: Experiment, callpaths: list[str]) -> np.ndarray:
-    """Whether each of ``callpaths`` has data in ``exp``."""
-    col = exp.data["callpath"]
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = np.unique(col.cat.codes.to_numpy())
-        have = pd.Index(col.cat.categories.astype(str)[codes[codes >= 0]])
-    else:
-        have = pd.Index(pd.unique(col.astype(str).to_numpy()))
-    return have.get_indexer(pd.Index(callpaths)) >= 0
 
 
 def ordered_series(exp: Experiment, cps: list, mts: list, groups: list, gnum: list, grow: list,
@@ -443,15 +436,16 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
 
 def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
                 progress: Callable[[int, int], None] | None, *, statistics: tuple | None = None,
-                shapes: Callable | None = None, check: bool = True, reps_width: int | None = None,
-                use_reps: bool | None = None) -> tuple:
+                shapes: Callable | None = None, check: bool = True, reps_width: dict | None = None,
+                use_reps: dict | None = None) -> tuple:
     """:func:`fit_experiment` as lists and arrays: the groups and, per fitted series in the order
     of the groups' rows, its callpath, metric, group number and row in the group.
 
     A part of a larger experiment (:mod:`perfcast.pipeline`, the streamed model run) fits its
     series as the whole would: ``shapes(key)`` gives the noise shape of the whole group of that
-    :func:`group_parts` key, ``reps_width``/``use_reps`` the whole's repetition width and whether
-    its repetitions are kept; ``check`` as :func:`perfcast.fit.core.fit_group`'s."""
+    :func:`group_parts` key, ``reps_width``/``use_reps`` (metric name -> value) the whole's
+    repetition width of each metric and whether its repetitions are kept; ``check`` as
+    :func:`perfcast.fit.core.fit_group`'s."""
     groups: list[GroupFit] = []
     members: list[np.ndarray] = []
     done = [0]
@@ -484,7 +478,7 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
 
 
 def group_parts(exp: Experiment, options: FitOptions | None, locations: str, *, statistics: tuple | None = None,
-                reps_width: int | None = None, use_reps: bool | None = None):
+                reps_width: dict | None = None, use_reps: dict | None = None):
     """The groups :func:`fit_experiment` fits, one option part of ``exp`` (its metrics of one
     :meth:`FitOptions.for_kind`) at a time: ([(key, rows, X, options, note, mean, count, ssd,
     reps)], callpaths, metrics) -- ``rows`` the group's series (of one metric; numbers into the
@@ -514,6 +508,13 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
     if params:
         pid, pfirst = _factorize_rows(st, params)
         coords = st[params].to_numpy(dtype=float)[pfirst].reshape(len(pfirst), len(params))
+        # the points in coordinate order (not the order the series first name them): a group's
+        # points, and so its fit, do not depend on which other series are fitted with it
+        order = np.lexsort(coords.T[::-1])
+        if np.any(order != np.arange(len(order))):
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            pid, coords = rank[pid], coords[order]
     else:
         pid = np.zeros(len(st), dtype=np.int64)
         coords = np.zeros((1, 0))
@@ -524,25 +525,14 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
     # pair per array written)
     cell = sid * P + pid
     mean, count, ssd = (_scattered(st[c].to_numpy(), cell, S * P).reshape(S, P) for c in ("mean", "count", "ssd"))
-    # raw repetitions (S, P, R), NaN-padded: the noise shape is estimated from them (skipped when
-    # the padding would more than double the memory of the values: very uneven repetition counts)
-    R = int(st["count"].max()) if len(st) else 0
-    if reps_width is not None:
-        R = reps_width
-    reps = None
-    if R >= 2 and (S * P * R <= 2 * len(values) if use_reps is None else use_reps):
-        at = cell[row_of]
-        at *= R
-        at += rep_of
-        reps = _scattered(values, at, S * P * R, np.nan).reshape(S, P, R)
-        del at
+    mid = _codes(st["metric"], first)
+    M = int(mid.max()) + 1 if len(mid) else 1
+    reps_of = _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values, reps_width, use_reps)
     present = count > 0
     sigs, inverse = _point_sets(present)
     # a group is one metric's series measured on one point set: what a series' interval shares
     # with other series (the pooled drift, its growth, the noise shape) comes from its own
     # metric, whichever other metrics are fitted with it (--metric gives the same results)
-    mid = _codes(st["metric"], first)
-    M = int(mid.max()) + 1 if len(mid) else 1
     gid, ginv = np.unique(inverse * M + mid, return_inverse=True)
     ginv = np.asarray(ginv).ravel()
     members = np.split(np.argsort(ginv, kind="stable"), np.cumsum(np.bincount(ginv, minlength=len(gid)))[:-1])
@@ -563,9 +553,60 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
             if not len(rows):
                 continue
             key = (o, mts[int(rows[0])], tuple(map(tuple, X.tolist())), note)
+            reps, loc, pm = reps_of[code % M]
             out.append((key, rows, X, o, note, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)],
-                        ssd[np.ix_(rows, cols)], None if reps is None else reps[np.ix_(rows, cols)]))
+                        ssd[np.ix_(rows, cols)],
+                        None if reps is None else reps[np.ix_(loc[rows], np.searchsorted(pm, cols))]))
     return out, cps, mts
+
+
+def _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values, reps_width, use_reps) -> list:
+    """Per metric code: (its raw repetitions (series, points, R), NaN-padded, or None; each
+    series' row in them; the points' numbers of their columns).  The noise shape is estimated
+    from them, so each metric's come from its own values alone: R its largest repetition count,
+    and kept unless the padding would more than double the memory of its values (very uneven
+    repetition counts).  ``reps_width`` / ``use_reps``: metric name -> the whole experiment's
+    (:mod:`perfcast.pipeline`, fitting a part)."""
+    S, P = len(first), int(pid.max()) + 1 if len(pid) else 0
+    count = st["count"].to_numpy()
+
+    def build(rows, vals, series, points):
+        """``rows`` / ``vals`` / ``series``: the metric's statistics rows, values and series
+        (None: all of them, one metric)."""
+        Sm, Pm = S if series is None else len(series), len(points)
+        nv = len(values) if vals is None else len(vals)
+        name = mts[0 if series is None else int(series[0])] if Sm else None
+        R = int((count if rows is None else count[rows]).max()) if Sm else 0
+        if reps_width is not None and name in reps_width:
+            R = reps_width[name]
+        keep = R >= 2 and (Sm * Pm * R <= 2 * nv if use_reps is None else use_reps.get(name, False))
+        if not keep:
+            return None, None, points
+        loc = np.arange(S, dtype=np.int64)
+        if series is not None:
+            loc = np.full(S, -1, dtype=np.int64)
+            loc[series] = np.arange(Sm, dtype=np.int64)
+        r = row_of if vals is None else row_of[vals]
+        if series is None:
+            at = cell[r]        # one metric: its cells are the (S, P) arrays'
+        else:
+            at = loc[sid[r]]
+            at *= Pm
+            at += np.searchsorted(points, pid[r])
+        at *= R
+        at += rep_of if vals is None else rep_of[vals]
+        return _scattered(values if vals is None else values[vals], at, Sm * Pm * R, np.nan).reshape(Sm, Pm, R), \
+            loc, points
+
+    if M == 1:
+        return [build(None, None, None, np.arange(P, dtype=np.int64))]
+    # the values of each metric together (one stable sort), its statistics rows and series
+    vm = mid[sid[row_of]]
+    by_value = np.split(np.argsort(vm, kind="stable"), np.cumsum(np.bincount(vm, minlength=M))[:-1])
+    rm = mid[sid]
+    by_row = np.split(np.argsort(rm, kind="stable"), np.cumsum(np.bincount(rm, minlength=M))[:-1])
+    by_series = np.split(np.argsort(mid, kind="stable"), np.cumsum(np.bincount(mid, minlength=M))[:-1])
+    return [build(by_row[m], by_value[m], by_series[m], np.unique(pid[by_row[m]])) for m in range(M)]
 
 
 def _scattered(values: np.ndarray, at: np.ndarray, n: int, fill: float = 0.0) -> np.ndarray:
