@@ -471,21 +471,34 @@ def test_noise_scale_by_hand():
 
 def test_three_point_doubt_by_hand():
     """Single-parameter groups measured at three values: the exponent doubt beyond the data is
-    pooled over the group -- how far the power law through the first two means misses the third,
-    per doubling.  Means (1, 2, 4.4) x a at x = 1, 2, 4: the law through the first two is x^1,
-    which says 4 at x = 4; the miss is ln(4.4 / 4) = ln 1.1 over one doubling.  Exact power laws
-    miss by 0 (floored at THREE_POINT_MIN_SD); fewer than THREE_POINT_SAMPLE series keep the
-    two-point default."""
+    pooled over the group -- how far the exponent from the second mean to the third differs from
+    the exponent through the first two, times THREE_POINT_SHARE (ln 2).  Means (1, 2, 4.4) x a at
+    x = 1, 2, 4: the first two give exponent 1, the last two log2(4.4 / 2) = 1 + log2(1.1); the
+    change is log2 1.1, the doubt ln 2 * log2 1.1 (exponent units, as TWO_POINT_EXPONENT_SD), and
+    the drift, the relative standard deviation per doubling beyond the data, that times ln 2 once
+    more (an exponent off by e misses by 2^e per doubling).  At x = 1, 3, 9 (a tripling): means
+    (1, 3, 9.9) change the exponent by log3 1.1.  Exact power laws miss by 0 (floored at
+    THREE_POINT_MIN_SD); fewer than THREE_POINT_SAMPLE series keep the two-point default."""
     from perfcast.fit import core
 
+    ln2 = math.log(2)
+    assert core.THREE_POINT_SHARE == ln2
     X = np.array([[1.0], [2.0], [4.0]])
     a = np.linspace(1, 50, 25)[:, None]
-    assert core._three_point_doubt(X, a * np.array([1.0, 2.0, 4.4])) == pytest.approx(math.log(1.1), rel=1e-12)
+    assert core._three_point_doubt(X, a * np.array([1.0, 2.0, 4.4])) == pytest.approx(ln2 * math.log2(1.1), rel=1e-12)
+    X3 = np.array([[1.0], [3.0], [9.0]])
+    assert core._three_point_doubt(X3, a * np.array([1.0, 3.0, 9.9])) == pytest.approx(
+        ln2 * math.log(1.1) / math.log(3), rel=1e-12)
     assert core._three_point_doubt(X, a * np.array([1.0, 2.0, 4.0])) == core.THREE_POINT_MIN_SD
     assert core._three_point_doubt(X, a[:5] * np.array([1.0, 2.0, 4.4])) == core.TWO_POINT_EXPONENT_SD
-    # through the modeller: the interval at x = 8 reflects it (ln 1.1 * ln 2 per doubling, not 0.25 * ln 2)
+    # through the modeller: the drift per doubling is the doubt times ln 2
     g = fit_group(X, a * np.array([1.0, 2.0, 4.4]), np.ones((25, 3)), np.zeros((25, 3)), ["x"])
-    assert g.models()[0].drift == pytest.approx(math.log(1.1) * math.log(2), rel=1e-12)
+    assert g.models()[0].drift == pytest.approx(ln2 * math.log2(1.1) * ln2, rel=1e-12)
+    g = fit_group(X3, a * np.array([1.0, 3.0, 9.9]), np.ones((25, 3)), np.zeros((25, 3)), ["x"])
+    assert g.models()[0].drift == pytest.approx(ln2 * math.log(1.1) / math.log(3) * ln2, rel=1e-12)
+    # too few series: the two-point default exponent doubt, 0.25 * ln 2 per doubling
+    g = fit_group(X, a[:5] * np.array([1.0, 2.0, 4.4]), np.ones((5, 3)), np.zeros((5, 3)), ["x"])
+    assert g.models()[0].drift == pytest.approx(0.25 * ln2, rel=1e-12)
 
 
 def test_rowsum_gives_numpys_floats():

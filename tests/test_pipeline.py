@@ -236,3 +236,36 @@ def test_reader_warnings_are_the_whole_files(capsys, tmp_path, small_blocks):
     assert warned == [ln for ln in err_memory.splitlines() if ln.startswith("perfcast: warning:")]
     assert len(warned) == 1 and "3 negative value(s) (smallest -2.25)" in warned[0]
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_streamed_repetitions_are_kept_per_metric(capsys, tmp_path, small_blocks):
+    """Two time metrics, "time" of 5 repetitions of uniform noise on 30 regions and "comm_time" of
+    one run on 300: whether a metric's repetitions are kept (its noise shape) and how wide they are
+    padded are decided on its own values (fit.series._metric_reps), in memory and block by block
+    alike (the survey sums them per metric): the same bytes."""
+    rng = np.random.default_rng(3)
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), ""]
+    for metric, reps, n in (("time", 5, 30), ("comm_time", 1, 300)):
+        lines += [f"METRIC {metric}", ""]
+        for i in range(n):
+            c0, c1 = rng.uniform(1, 10), rng.uniform(0.05, 0.5)
+            lines.append(f"REGION {metric}_k{i}")
+            lines += ["DATA " + " ".join(f"{(c0 + c1 * p) * (1 + rng.uniform(-0.04, 0.04)):.10g}"
+                                         for _ in range(reps)) for p in PS]
+            lines.append("")
+    src = tmp_path / "uneven.txt"
+    src.write_text("\n".join(lines) + "\n")
+    ref, out = tmp_path / "memory.parquet", tmp_path / "stream.parquet"
+    code, _, err = cli(capsys, "model", src, "-o", ref, "--no-stream")
+    assert code == 0, err
+    calls = []
+    orig = pipeline.model_table
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pipeline, "model_table", lambda *a, **k: calls.append(1) or orig(*a, **k))
+    try:
+        code, _, err = cli(capsys, "model", src, "-o", out, "--stream")
+    finally:
+        mp.undo()
+    assert code == 0, err
+    assert calls, "the streamed path did not run"
+    assert out.read_bytes() == ref.read_bytes() and pq.read_table(ref).num_rows == 330

@@ -24,7 +24,9 @@ The rules every view shares live here, once:
 * **Times, counts and bytes are not negative.**  Their models never fall below zero as the
   parameters grow (:class:`perfcast.fit.FitOptions` ``nonnegative="auto"``); a value that is still
   negative at a point (a segmented or two-point model below its data) is reported with a note, and
-  a negative lower interval bound is clipped at 0 and marked ``clipped``.
+  a negative lower interval bound is clipped at 0 and marked ``clipped`` -- unless the value itself
+  is negative: it keeps the model's interval around it (:func:`clip_interval`), so every view
+  shows a value inside its interval.
 * **Aggregates.**  Each metric carries how its value combines the processes (``aggregates``:
   ``sum over ranks``, ``mean over ranks``, ...): the reader's label (``Metric.aggregate``, e.g.
   Caliper's ``sum#``), else, for per-rank data, the reduction the models were fitted on
@@ -88,16 +90,32 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     # the whole experiment fitted: one statistics table for the fit, the segmentation and the
     # ModelSet (it is the largest table of the run)
     full = _statistics(exp, locations) if segmented and not metrics and not callpaths else None
-    res = model_experiment(exp, list(metrics) if metrics else None, list(callpaths) if callpaths else None,
-                           opts, locations, progress, statistics=full)
+    # a callpath filter fits every callpath of the metrics and keeps the matching series (their
+    # groups are their metrics' whole: fit.series.model_experiment); their parents left out stay
+    # as the context of the tree check, so every kept row is the full run's
+    res = model_experiment(exp, list(metrics) if metrics else None, None, opts, locations, progress,
+                           statistics=full)
+    context: list = []
+    if callpaths:
+        from .experiment import _present
+
+        sel = exp.select(callpath=list(callpaths), metric=list(metrics) if metrics else None)
+        shown = _present(sel.data["callpath"])
+        links = exp.tree.links()
+        keep = [sm for sm in res if sm.callpath in shown]
+        wanted = {(links.get(sm.callpath), sm.metric) for sm in keep}
+        context = [sm for sm in res if sm.callpath not in shown and (sm.callpath, sm.metric) in wanted]
+        res = keep
     st = None
     if segmented:
         # one statistics table for the segmentation and the ModelSet (when it can use it)
         if len(exp.parameters) == 1 or len(set(map(_METRIC, res))) == len(exp.metrics):
             st = full[0] if full is not None else series_statistics(exp, locations)
         full = None
-        res = segment_models(exp, res, opts, locations, statistics=st)
-    return model_set(exp, res, locations, averaged, statistics=st)
+        both = segment_models(exp, res + context, opts, locations, statistics=st)
+        res, context = both[:len(res)], both[len(res):]
+    ms = model_set(exp, res, locations, averaged, statistics=st)
+    return replace(ms, context=tuple(context)) if context else ms
 
 
 def model_set(exp, series, locations: str = "auto", averaged: bool = False, statistics=None) -> "ModelSet":
@@ -378,6 +396,19 @@ def confidence(value: float, lower: float | None, upper: float | None, warnings:
                            np.array([nan if upper is None else upper], dtype=float), np.array([bool(warnings)]))[0])
 
 
+def clip_interval(value, lower, upper, nonneg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lower, upper, clipped) of intervals around ``value`` for metrics that cannot be negative
+    (``nonneg``, broadcast): a lower bound below 0 becomes 0 and is marked clipped -- where the
+    value itself is not negative.  A negative value (a model past where it extrapolates, said in
+    a note) keeps the model's own interval around it, so the value shown always lies in the
+    interval shown (clipping that interval would give ``-2.5 [0, 0]``).  NaN bounds stay NaN."""
+    value, lo, hi = (np.array(a, dtype=float) for a in (value, lower, upper))
+    with np.errstate(invalid="ignore"):
+        clipped = np.asarray(nonneg, dtype=bool) & (lo < 0) & (value >= 0)   # False where NaN
+    lo[clipped] = 0.0
+    return lo, hi, clipped
+
+
 def confidences(value: np.ndarray, lower: np.ndarray, upper: np.ndarray, doubted: np.ndarray) -> np.ndarray:
     """:func:`confidence` of many values (no interval: NaN; ``doubted``: with warnings)."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -496,6 +527,9 @@ class ModelSet:
     #: the runs with more ranks than cores (:mod:`perfcast.analysis.oversubscription`), None when
     #: none or nothing shows it: predictions of times fitted on them are noted and of low confidence
     oversubscribed: "Oversubscription | None" = None  # noqa: F821
+    #: fitted series outside the set read by the tree check only: the parents of its callpaths
+    #: that a callpath filter left out (:func:`model`), so a child is flagged as in the full run
+    context: tuple = ()
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -615,12 +649,9 @@ class ModelSet:
         steep = self._beyond_measured_slopes(series, lines, pts, value, base)
         # the rows (series-major, then point), a column each
         nonneg = np.repeat(np.array([self.kinds.get(sm.metric) in NONNEGATIVE for sm in series], dtype=bool), P)
-        v, lo, hi = value.ravel(), lower.ravel().copy(), upper.ravel().copy()
+        v = value.ravel()
         negative = nonneg & (v < 0)
-        with np.errstate(invalid="ignore"):
-            clipped = nonneg & (lo < 0)           # False where lo is NaN (None)
-        lo[clipped] = 0.0
-        hi[clipped] = np.maximum(hi[clipped], 0.0)
+        lo, hi, clipped = clip_interval(v, lower.ravel(), upper.ravel(), nonneg)
         # notes beyond the model's own, in their order: the measured line, negative, clipped, the
         # slope beyond the data; doubts (any: confidence low): warnings, negative, insufficient, slope
         extra: dict = {}
@@ -671,13 +702,14 @@ class ModelSet:
         beyond = [p for p in self.parameters if p in self.upper and t[p] > self.upper[p] > 0]
         return {**t, beyond[0]: self.upper[beyond[0]]} if len(beyond) == 1 else None
 
-    def _batch(self, pts: list, level: float, parts=None) -> tuple[np.ndarray, ...]:
+    def _batch(self, pts: list, level: float, parts=None, series=None) -> tuple[np.ndarray, ...]:
         """(value, lower, upper, value at :meth:`_beyond`'s edge point or NaN), each (series,
         points): every plain model, built or not, in one batch (:func:`perfcast.fit.columns.predict`,
-        :func:`perfcast.fit.model.predict_many`'s rule), others (segmented) one by one."""
+        :func:`perfcast.fit.model.predict_many`'s rule), others (segmented) one by one.
+        ``series``: these instead of the set's."""
         from .fit import columns
 
-        series = list(self.series)
+        series = list(self.series if series is None else series)
         edges = [self._beyond(t) for t in pts]
         allp = pts + [e for e in edges if e is not None]
         where = []
@@ -775,6 +807,16 @@ class ModelSet:
         P = len(pts)
         last = {tuple(sorted(t.items())): j for j, t in enumerate(pts)}
         at = {(sm.callpath, sm.metric): s for s, sm in enumerate(series)}
+        S = len(series)
+        names = [sm.callpath for sm in series]
+        if self.context:
+            # parents outside the set (a callpath filter): their values as the full run has them
+            wanted = {(self.parents.get(sm.callpath), sm.metric) for sm in series} - at.keys()
+            ctx = [sm for sm in self.context if (sm.callpath, sm.metric) in wanted]
+            if ctx:
+                at.update({(sm.callpath, sm.metric): S + i for i, sm in enumerate(ctx)})
+                value = np.concatenate([value, self._batch(pts, 0.9, series=ctx)[0].ravel()])
+                names += [sm.callpath for sm in ctx]
         for s, sm in enumerate(series):
             ps = at.get((self.parents.get(sm.callpath), sm.metric))
             if sm.metric not in self.inclusive or ps is None:
@@ -782,7 +824,7 @@ class ModelSet:
             for j in last.values():
                 r, pr = s * P + j, ps * P + j
                 if value[r] > value[pr] * (1 + 1e-9) + 1e-300:
-                    extra.setdefault(r, []).append(f"predicted above its parent {series[ps].callpath} "
+                    extra.setdefault(r, []).append(f"predicted above its parent {names[ps]} "
                                                    f"({value[pr]:.4g}): the two models disagree here")
                     conf[r] = "low"
 

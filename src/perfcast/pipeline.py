@@ -171,7 +171,7 @@ def _survey_range(k: int) -> dict:
 
     exp, regions, stats = _read(k)
     st = stats[0]
-    parts, cps, _ = group_parts(exp, _JOB[3], _JOB[4], statistics=stats, use_reps=True)
+    parts, cps, _ = group_parts(exp, _JOB[3], _JOB[4], statistics=stats, use_reps=dict.fromkeys(exp.metrics, True))
     sums = {}
     for key, rows, X, o, note, mean, count, ssd, reps in parts:
         if reps is not None:
@@ -181,10 +181,26 @@ def _survey_range(k: int) -> dict:
 
     from .io import implausible_parameters, time_extremes
 
-    return {"sums": sums, "metrics": list(exp.metrics), "width": int(st["count"].max()), "values": len(stats[3]),
+    return {"sums": sums, "metrics": list(exp.metrics), "per_metric": _metric_sizes(st, stats[1], exp.parameters[0]),
             "warnings": implausible_parameters(exp) if k == 0 else [], "times": time_extremes(exp),
-            "series": len(cps), "points": int(st[exp.parameters[0]].nunique()), "regions": regions,
+            "series": len(cps), "regions": regions,
             "names": pa.array(exp.tree.paths, type=pa.large_string())}
+
+
+def _metric_sizes(st, row_of, parameter: str) -> dict:
+    """Per metric of a range's statistics ``st``: (largest repetition count, number of values,
+    of series, of points) -- what decides whether a metric's repetitions are kept
+    (:func:`perfcast.fit.series._metric_reps`)."""
+    import pandas as pd
+
+    codes, names = pd.factorize(st["metric"].astype(str).to_numpy())
+    values = np.bincount(codes[row_of], minlength=len(names))
+    out = {}
+    for m, name in enumerate(names):
+        sub = st[codes == m]
+        out[name] = (int(sub["count"].max()), int(values[m]), int(sub["callpath"].nunique()),
+                     int(sub[parameter].nunique()))
+    return out
 
 
 def _survey(pool: _Pool, prog) -> dict:
@@ -199,8 +215,9 @@ def _survey(pool: _Pool, prog) -> dict:
     ranges = _JOB[2]
     sums: dict = {}
     metrics: dict[str, int] = {}
-    widths: set = set()
-    S = nvalues = points = regions = 0
+    widths: dict[str, set] = {}
+    sizes: dict[str, list] = {}
+    S = regions = 0
     names = []
     warnings: list = []
     times: dict = {}
@@ -209,13 +226,17 @@ def _survey(pool: _Pool, prog) -> dict:
         for name, (big, neg) in res["times"].items():
             big0, neg0 = times.get(name, (big, neg[:0]))
             times[name] = (max(big0, big), np.concatenate([neg0, neg]))
-        widths.add(res["width"])
-        if len(widths) > 1 and max(widths) > 7:
-            # repetitions padded to another width sum in another order (beyond 7 values: pairwise)
-            raise StreamUnsupported("uneven repetition counts")
-        nvalues += res["values"]
+        for name, (width, nv, ns, npts) in res["per_metric"].items():
+            w = widths.setdefault(name, set())
+            w.add(width)
+            if len(w) > 1 and max(w) > 7:
+                # repetitions padded to another width sum in another order (beyond 7 values: pairwise)
+                raise StreamUnsupported("uneven repetition counts")
+            tot = sizes.setdefault(name, [0, 0, 0])
+            tot[0] += nv
+            tot[1] += ns
+            tot[2] = max(tot[2], npts)
         S += res["series"]
-        points = max(points, res["points"])
         regions += res["regions"]
         names.append(res["names"])
         for name in res["metrics"]:
@@ -231,7 +252,9 @@ def _survey(pool: _Pool, prog) -> dict:
     if len(pc.unique(names)) != regions:
         raise StreamUnsupported("a callpath named by several REGION lines")
     del names
-    R = max(widths) if widths else 0
+    # each metric's repetitions kept as the in-memory fit keeps them (fit.series._metric_reps)
+    R = {name: max(w) for name, w in widths.items()}
+    use = {name: R[name] >= 2 and ns * npts * R[name] <= 2 * nv for name, (nv, ns, npts) in sizes.items()}
     shapes = {}
     for key in list(sums):
         r, p2, p3, p4, n = sums.pop(key)
@@ -241,7 +264,7 @@ def _survey(pool: _Pool, prog) -> dict:
 
     return {"shapes": shapes, "metrics": list(metrics), "R": R, "series": S,
             "warnings": list(dict.fromkeys(warnings + implausible_times(times))),
-            "use_reps": R >= 2 and S * points * R <= 2 * nvalues}
+            "use_reps": use}
 
 
 def _fit_range(survey: dict, tmp: Path, k: int) -> dict:

@@ -303,9 +303,16 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
                      statistics: tuple | None = None) -> list[SeriesModel]:
     """Model every callpath x metric series of ``exp`` (optionally filtered by metric name(s) and
     callpath glob(s)); results in tree order, then metric order.  ``statistics``: ``_statistics(exp,
-    locations)`` when already computed (used when the whole of ``exp`` is fitted in one part)."""
-    if metric is not None or callpath is not None:
-        exp = exp.select(callpath=callpath, metric=metric)
+    locations)`` when already computed (used when the whole of ``exp`` is fitted in one part).
+
+    A series' model and interval do not depend on the filter: its group (:func:`group_parts`) is
+    its metric's series on its points, so a metric filter selects before fitting, while a callpath
+    filter fits every callpath of the selected metrics and keeps the matching series."""
+    shown = None
+    if callpath is not None:
+        shown = exp.select(callpath=callpath, metric=metric)   # the error of an empty selection first
+    if metric is not None:
+        exp = exp.select(metric=metric)
     # one point: every parameter at one value (its extremes equal; no table of the distinct points)
     d = exp.data
     if exp.parameters and len(d) and all(d[p].min() == d[p].max() for p in exp.parameters):
@@ -331,6 +338,17 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         grow.append(r)
         groups.extend(g)
         done += len(c)      # the part's series: its progress total
+    if shown is not None:
+        # the fit of the whole metrics, filtered
+        from ..experiment import _present
+
+        have = _present(shown.data["callpath"])
+        keep = np.fromiter((cp in have for cp in cps), dtype=bool, count=len(cps))
+        at = np.concatenate(gnum), np.concatenate(grow)
+        cps = np.asarray(cps, dtype=object)[keep].tolist()
+        mts = np.asarray(mts, dtype=object)[keep].tolist()
+        gnum, grow = [at[0][keep]], [at[1][keep]]
+        exp = shown
     return ordered_series(exp, cps, mts, groups, gnum, grow)
 
 
@@ -417,15 +435,16 @@ def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations
 
 def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
                 progress: Callable[[int, int], None] | None, *, statistics: tuple | None = None,
-                shapes: Callable | None = None, check: bool = True, reps_width: int | None = None,
-                use_reps: bool | None = None) -> tuple:
+                shapes: Callable | None = None, check: bool = True, reps_width: dict | None = None,
+                use_reps: dict | None = None) -> tuple:
     """:func:`fit_experiment` as lists and arrays: the groups and, per fitted series in the order
     of the groups' rows, its callpath, metric, group number and row in the group.
 
     A part of a larger experiment (:mod:`perfcast.pipeline`, the streamed model run) fits its
     series as the whole would: ``shapes(key)`` gives the noise shape of the whole group of that
-    :func:`group_parts` key, ``reps_width``/``use_reps`` the whole's repetition width and whether
-    its repetitions are kept; ``check`` as :func:`perfcast.fit.core.fit_group`'s."""
+    :func:`group_parts` key, ``reps_width``/``use_reps`` (metric name -> value) the whole's
+    repetition width of each metric and whether its repetitions are kept; ``check`` as
+    :func:`perfcast.fit.core.fit_group`'s."""
     groups: list[GroupFit] = []
     members: list[np.ndarray] = []
     done = [0]
@@ -458,13 +477,13 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
 
 
 def group_parts(exp: Experiment, options: FitOptions | None, locations: str, *, statistics: tuple | None = None,
-                reps_width: int | None = None, use_reps: bool | None = None):
+                reps_width: dict | None = None, use_reps: dict | None = None):
     """The groups :func:`fit_experiment` fits, one option part of ``exp`` (its metrics of one
     :meth:`FitOptions.for_kind`) at a time: ([(key, rows, X, options, note, mean, count, ssd,
-    reps)], callpaths, metrics) -- ``rows`` the group's series (numbers into the callpath and
-    metric lists), ``X`` its points, ``key`` what names the group in any part of the experiment
-    (its options, points and note), mean/count/ssd (rows, points) and the repetitions (rows,
-    points, R; None when not kept)."""
+    reps)], callpaths, metrics) -- ``rows`` the group's series (of one metric; numbers into the
+    callpath and metric lists), ``X`` its points, ``key`` what names the group in any part of the
+    experiment (its options, metric, points and note), mean/count/ssd (rows, points) and the
+    repetitions (rows, points, R; None when not kept)."""
     opts = options or FitOptions()
     split: dict[FitOptions, list[str]] = {}
     for name, met in exp.metrics.items():
@@ -488,6 +507,13 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
     if params:
         pid, pfirst = _factorize_rows(st, params)
         coords = st[params].to_numpy(dtype=float)[pfirst].reshape(len(pfirst), len(params))
+        # the points in coordinate order (not the order the series first name them): a group's
+        # points, and so its fit, do not depend on which other series are fitted with it
+        order = np.lexsort(coords.T[::-1])
+        if np.any(order != np.arange(len(order))):
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            pid, coords = rank[pid], coords[order]
     else:
         pid = np.zeros(len(st), dtype=np.int64)
         coords = np.zeros((1, 0))
@@ -498,23 +524,20 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
     # pair per array written)
     cell = sid * P + pid
     mean, count, ssd = (_scattered(st[c].to_numpy(), cell, S * P).reshape(S, P) for c in ("mean", "count", "ssd"))
-    # raw repetitions (S, P, R), NaN-padded: the noise shape is estimated from them (skipped when
-    # the padding would more than double the memory of the values: very uneven repetition counts)
-    R = int(st["count"].max()) if len(st) else 0
-    if reps_width is not None:
-        R = reps_width
-    reps = None
-    if R >= 2 and (S * P * R <= 2 * len(values) if use_reps is None else use_reps):
-        at = cell[row_of]
-        at *= R
-        at += rep_of
-        reps = _scattered(values, at, S * P * R, np.nan).reshape(S, P, R)
-        del at
+    mid = _codes(st["metric"], first)
+    M = int(mid.max()) + 1 if len(mid) else 1
+    reps_of = _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values, reps_width, use_reps)
     present = count > 0
     sigs, inverse = _point_sets(present)
+    # a group is one metric's series measured on one point set: what a series' interval shares
+    # with other series (the pooled drift, its growth, the noise shape) comes from its own
+    # metric, whichever other metrics are fitted with it (--metric gives the same results)
+    gid, ginv = np.unique(inverse * M + mid, return_inverse=True)
+    ginv = np.asarray(ginv).ravel()
+    members = np.split(np.argsort(ginv, kind="stable"), np.cumsum(np.bincount(ginv, minlength=len(gid)))[:-1])
     out = []
-    for g, sig in enumerate(sigs):
-        rows_all = np.nonzero(inverse == g)[0]
+    for code, rows_all in zip(gid.tolist(), members):
+        sig = sigs[code // M]
         cols = np.nonzero(sig)[0]
         X = coords[cols]
         # series that fall with a parameter (strong scaling: cost per rank ~ 1/p) get negative
@@ -528,10 +551,65 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         for rows, o, note in parts:
             if not len(rows):
                 continue
-            key = (o, tuple(map(tuple, X.tolist())), note)
+            key = (o, mts[int(rows[0])], tuple(map(tuple, X.tolist())), note)
+            reps, loc, pm = reps_of[code % M]
             out.append((key, rows, X, o, note, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)],
-                        ssd[np.ix_(rows, cols)], None if reps is None else reps[np.ix_(rows, cols)]))
+                        ssd[np.ix_(rows, cols)],
+                        None if reps is None else reps[np.ix_(loc[rows], np.searchsorted(pm, cols))]))
     return out, cps, mts
+
+
+def _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values, reps_width, use_reps) -> list:
+    """Per metric code: (its raw repetitions (series, points, R), NaN-padded, or None; each
+    series' row in them; the points' numbers of their columns).  The noise shape is estimated
+    from them, so each metric's come from its own values alone: R its largest repetition count,
+    and kept unless the padding would more than double the memory of its values (very uneven
+    repetition counts).  ``reps_width`` / ``use_reps``: metric name -> the whole experiment's
+    (:mod:`perfcast.pipeline`, fitting a part)."""
+    S, P = len(first), int(pid.max()) + 1 if len(pid) else 0
+    count = st["count"].to_numpy()
+
+    def build(rows, vals, series, points):
+        """``rows`` / ``vals`` / ``series``: the metric's statistics rows, values and series
+        (None: all of them, one metric)."""
+        Sm, Pm = S if series is None else len(series), len(points)
+        nv = len(values) if vals is None else len(vals)
+        name = mts[0 if series is None else int(series[0])] if Sm else None
+        R = int((count if rows is None else count[rows]).max()) if Sm else 0
+        if reps_width is not None and name in reps_width:
+            R = reps_width[name]
+        keep = R >= 2 and (Sm * Pm * R <= 2 * nv if use_reps is None else use_reps.get(name, False))
+        if not keep:
+            return None, None, points
+        loc = np.arange(S, dtype=np.int64)
+        if series is not None:
+            loc = np.full(S, -1, dtype=np.int64)
+            loc[series] = np.arange(Sm, dtype=np.int64)
+        r = row_of if vals is None else row_of[vals]
+        if series is None:
+            at = cell[r]        # one metric: its cells are the (S, P) arrays'
+        else:
+            at = loc[sid[r]]
+            at *= Pm
+            at += np.searchsorted(points, pid[r])
+        at *= R
+        at += rep_of if vals is None else rep_of[vals]
+        return _scattered(values if vals is None else values[vals], at, Sm * Pm * R, np.nan).reshape(Sm, Pm, R), \
+            loc, points
+
+    if M == 1:
+        return [build(None, None, None, np.arange(P, dtype=np.int64))]
+    # the values of each metric together, its statistics rows and series
+    by_value, by_row, by_series = (_positions(codes, M) for codes in (mid[sid[row_of]], mid[sid], mid))
+    return [build(by_row[m], by_value[m], by_series[m], np.unique(pid[by_row[m]])) for m in range(M)]
+
+
+def _positions(codes: np.ndarray, M: int) -> list[np.ndarray]:
+    """The positions of each code ``0 .. M-1`` in ``codes``, ascending: a comparison per code
+    for a few codes (30M values: 30 ms each), one stable sort for many (1.5-3 s)."""
+    if M <= 16:
+        return [np.flatnonzero(codes == m) for m in range(M)]
+    return np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes, minlength=M))[:-1])
 
 
 def _scattered(values: np.ndarray, at: np.ndarray, n: int, fill: float = 0.0) -> np.ndarray:
@@ -553,6 +631,15 @@ def _point_sets(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     uniq, inverse = np.unique(code, return_inverse=True)
     sigs = ((uniq[:, None] >> np.arange(P - 1, -1, -1, dtype=np.int64)) & 1).astype(bool)
     return sigs, np.asarray(inverse).ravel()
+
+
+def _codes(col: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """An integer per row of ``rows`` numbering the distinct values of ``col`` there."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()[rows]
+        if not len(codes) or codes.min() >= 0:
+            return codes.astype(np.int64)
+    return pd.factorize(col.to_numpy()[rows])[0].astype(np.int64)
 
 
 def _strings(col: pd.Series, rows: np.ndarray) -> list[str]:

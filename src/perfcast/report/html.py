@@ -44,6 +44,7 @@ from ..errors import PerfcastError
 from ..analysis.fitcheck import fit_warnings
 from ..fit.lines import line_note
 from ..experiment import Experiment
+from ..modelset import clip_interval
 from . import svg as S
 
 __all__ = ["ReportOptions", "Report", "build_report", "render_html", "write_report", "formula_mathml"]
@@ -528,8 +529,9 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         clipped = False
         if mdl.status == "ok":
             lo, hi = mdl.interval(target, o.level, averaged=o.averaged)
-            clipped = bool(nonneg and math.isfinite(lo) and lo < 0)
-            lo = max(lo, 0.0) if (math.isfinite(lo) and nonneg) else (lo if math.isfinite(lo) else None)
+            lo, hi, clipped = (a.item() for a in clip_interval(row["predicted"] if row["predicted"] is not None
+                                                                else np.nan, lo, hi, nonneg))
+            lo = lo if math.isfinite(lo) else None
             hi = hi if math.isfinite(hi) else None
         g = by_cp.get(row["callpath"])
         series = []
@@ -578,10 +580,10 @@ def _validation(rep: Report, rows: list[dict], vmeans: Mapping, params: Sequence
                 continue
             at = dict(zip(params, pt))
             lo, hi = mdl.interval(at, o.level, averaged=o.averaged)
-            if rep.clipped and math.isfinite(lo):
-                lo, hi = max(lo, 0.0), max(hi, 0.0)
+            value = float(mdl.predict(at, averaged=o.averaged))
+            lo, hi, _ = (a.item() for a in clip_interval(value, lo, hi, rep.clipped))
             pred = {"callpath": cp, "name": row["name"], "rank": row["rank"], "metric": mt, "at": at,
-                    "value": float(mdl.predict(at, averaged=o.averaged)), "lower": lo if math.isfinite(lo) else None,
+                    "value": value, "lower": lo if math.isfinite(lo) else None,
                     "upper": hi if math.isfinite(hi) else None}
             line = mdl.line_at(at) if hasattr(mdl, "line_at") else None
             if line is not None:
@@ -767,14 +769,12 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
     tgrid = {x: grid, **{p: np.full(len(grid), v) for p, v in tfixed.items()}}
     ty = np.asarray(mdl.predict(tgrid, averaged=o.averaged), dtype=float)
     tlo, thi = mdl.interval(tgrid, o.level, averaged=o.averaged)
-    if rep.clipped:
-        tlo = np.maximum(tlo, 0.0)
+    tlo, thi, _ = clip_interval(ty, tlo, thi, rep.clipped)
     measured_combo = (tcombo in combos) if others else bool(combos)
     ext = grid >= x_hi if measured_combo else np.ones(len(grid), bool)
     tv = float(mdl.predict(target, averaged=o.averaged))
     tl, th = mdl.interval(target, o.level, averaged=o.averaged)
-    if rep.clipped and math.isfinite(tl):
-        tl = max(tl, 0.0)
+    tl, th, _ = (a.item() for a in clip_interval(tv, tl, th, rep.clipped))
     yvals += [*ty[np.isfinite(ty)], tv, *[v for v in (tl, th) if math.isfinite(v)]]
     val = [r for r in (rep.validation or {}).get("rows", []) if r["callpath"] == row["callpath"]
            and all(r["at"][p] == v for p, v in tfixed.items())]
