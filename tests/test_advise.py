@@ -267,3 +267,45 @@ def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp
         expected = 0.0 if c.kind == "repeat" else 0.01 * (5 ** 4 - fourth[key])
         assert c.parts["extrapolation"] == pytest.approx(expected, rel=1e-9, abs=1e-12), key
     assert adv.parts["extrapolation"] == pytest.approx(0.01 * 5 ** 4, rel=1e-9)
+
+
+def test_an_unmeasured_point_inside_the_measured_range_is_a_candidate(tmp_path):
+    """p = 12 and 24 lie between measured points: no longer refused (a grid's gaps are runs one can
+    make); their coefficient part is the closed form of weighted simple linear regression."""
+    import perfcast
+    from perfcast.io import load
+
+    exp = load([_linear(tmp_path)])
+    ms = perfcast.model(exp)
+    req = request(exp.parameters, exp.data[["p"]].drop_duplicates().to_dict("records"), {"p": 256},
+                  [{"p": [12, 24]}])
+    assert req.new == ((12.0,), (24.0,))
+    adv = advise(ms, exp, req)
+    y_t = A + B * 256
+    for c in adv.choices:
+        assert c.parts["coefficients"] * y_t ** 2 == pytest.approx(_hand_reduction(c.at["p"], 256), rel=1e-6)
+
+
+def test_floor_is_the_drift_no_candidate_removes(tmp_path):
+    """Drift 0.1, growth 2 on p = 2..32 x n = 100, 800, target p=1024,n=800: the nearest candidate,
+    p=256 at n=800, is 2 doublings away, so (0.1 * 2^2)^2 = 0.16 of the relative variance stays
+    whatever is run; a run is worth making when it removes MIN_STEP of the rest."""
+    import perfcast
+    from perfcast.analysis.advisor import MIN_STEP
+    from perfcast.io import load
+
+    path = tmp_path / "grid.csv"
+    path.write_text("p,n,rep,callpath,metric,value\n" + "".join(
+        f"{p},{n},{r},main,time,{(1 + 0.01 * n * math.log2(p)) * s!r}\n"
+        for p in PS for n in (100, 800) for r, s in ((0, 1.02), (1, 0.98))))
+    exp = load([path])
+    ms = perfcast.model(exp)
+    m = dataclasses.replace(ms[("main", "time")], alternatives=(), drift=0.1, growth=2.0)
+    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
+    pts = exp.data[["p", "n"]].drop_duplicates().to_dict("records")
+    adv = advise(ms, exp, request(("p", "n"), pts, {"p": 1024}, [{"p": [128, 256], "n": [100, 800]}]))
+    assert adv.floor == pytest.approx(0.01 * 2 ** 4, rel=1e-9)
+    assert adv.worth == pytest.approx(MIN_STEP * (adv.uncertainty ** 2 - 0.16), rel=1e-9)
+    # with p=128 the nearest candidate: 3 doublings of p stay
+    adv = advise(ms, exp, request(("p", "n"), pts, {"p": 1024}, [{"p": [128], "n": [100, 800]}]))
+    assert adv.floor == pytest.approx(0.01 * 3 ** 4, rel=1e-9)

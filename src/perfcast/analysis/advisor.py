@@ -152,7 +152,7 @@ def request(parameters: Sequence[str], points: Sequence[Mapping[str, float]], ta
     distinct measured point) and build the candidates.  Bad input raises a one-line
     :class:`PerfcastError` naming the option: an unknown parameter, a parameter measured at one
     value only given another value (the campaign did not vary it: no model says how it scales), a
-    target inside the measured range, no candidate beyond the measured range, a budget not above 0.
+    target inside the measured range, no new candidate (every candidate a measured point), a budget not above 0.
 
     ``target`` may leave parameters out: they stay at their largest measured value.  Without
     ``candidates`` each parameter's measured values continue by their own progression
@@ -209,9 +209,10 @@ def request(parameters: Sequence[str], points: Sequence[Mapping[str, float]], ta
     measured_set = set(pts)
     repeat = tuple(pts)
     new_pts = tuple(sorted(new - measured_set))
-    if not any(any(t[k] > upper[q] for k, q in enumerate(params)) for t in new_pts):
-        raise PerfcastError(f"no candidate beyond the measured range ({_fmt(upper)} measured): give values beyond "
-                            f"it, e.g. --candidates {params[0]}={upper[params[0]] * 2:g}", where="--candidates")
+    if not new_pts:
+        raise PerfcastError(f"no candidate beyond the measured range ({_fmt(upper)} measured) nor between its "
+                            f"points: every candidate is a measured point; give values beyond it, e.g. --candidates "
+                            f"{params[0]}={upper[params[0]] * 2:g}", where="--candidates")
     return Request(params, tgt, new_pts, repeat, measured, budget)
 
 
@@ -356,6 +357,13 @@ class Advice:
     budget: float | None = None
     spent: float = 0.0
     notes: list = field(default_factory=list)
+    floor: float = 0.0           # relative variance at the target no candidate removes (drift at the nearest reach)
+
+    @property
+    def worth(self) -> float:
+        """The gain a run must exceed to be worth making: :data:`MIN_STEP` of the variance left that
+        runs can remove (the uncertainty's variance above :attr:`floor`)."""
+        return MIN_STEP * max(self.uncertainty ** 2 - self.floor, 0.0)
 
     def summary(self) -> dict:
         return {"target": dict(self.target), "metric": self.metric, "cost_metric": self.cost_metric,
@@ -569,13 +577,16 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
         d_cand = np.where(is_rep, d_now, np.minimum(distances(tgt[0], cand, m.growth), d_now))
         v_drift = _drift_var(m, s.value, d_now)
         g_drift = np.array([v_drift - _drift_var(m, s.value, float(d)) for d in d_cand])
-        s.var = {"coefficients": cc, "hypotheses": v_sel, "extrapolation": v_drift}
+        # what no candidate removes: the drift term at the nearest distance any new point reaches
+        s.var["floor"] = _drift_var(m, s.value, float(d_cand[~is_rep].min()) if (~is_rep).any() else d_now)
+        s.var.update({"coefficients": cc, "hypotheses": v_sel, "extrapolation": v_drift})
         per.append((s, np.vstack([g_coef, g_sel, g_drift]), dict(D=D, s2=s2, f=f, yx=yx, d_now=d_now, d_cand=d_cand,
                                                                    ybar=ybar)))
     if progress is not None:
         progress(len(S_all), len(S_all), "")
     total = {p: sum(s.var[p] for s in chosen) / denom for p in PARTS}
     U0 = sum(total.values())
+    floor = min(sum(s.var["floor"] for s in chosen) / denom, U0)
     G = sum(g for _, g, _ in per) / denom            # (3, C)
     gain = G.sum(axis=0)
     choices = []
@@ -593,13 +604,13 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
     advice = Advice(dict(req.target), metric, cost_metric, root, cost_root, ms.procs, math.sqrt(max(U0, 0.0)), total,
                     [{"callpath": s.callpath, "share": s.share, "value": s.value,
                       "sd": {p: math.sqrt(s.var[p]) / abs(s.value) for p in PARTS}} for s in chosen],
-                    choices, budget=req.budget, notes=notes)
+                    choices, budget=req.budget, notes=notes, floor=floor)
     if req.budget is not None:
         cheapest = min(choices, key=lambda c: c.cost)
         if cheapest.cost > req.budget:
             raise PerfcastError(f"{req.budget:g} core-hours buys no run: the cheapest candidate, "
                                 f"{_fmt(cheapest.at)}, costs ~{cheapest.cost:.3g} core-hours", where="--budget")
-        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, denom, U0, req.budget, params)
+        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, denom, U0, req.budget, params, floor)
     return advice
 
 
@@ -655,7 +666,7 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
 
 
 def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, denom: float, U0: float,
-          budget: float, params: tuple) -> tuple[list, float]:
+          budget: float, params: tuple, floor: float = 0.0) -> tuple[list, float]:
     """The greedy plan within ``budget`` (module docstring): a list of steps and the cost spent."""
     covs = [s.cov.copy() for s, _, _ in per]
     sel_done = [0.0] * len(per)
@@ -677,7 +688,7 @@ def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, den
             if vd > 0:
                 gains += np.array([vd - _drift_var(s.model, s.value, float(x)) for x in d_after])
         gains /= denom
-        ok = (cost <= left) & (gains > MIN_STEP * U)
+        ok = (cost <= left) & (gains > MIN_STEP * max(U - floor, 0.0))
         if not ok.any():
             break
         i = int(np.argmax(np.where(ok, gains / np.maximum(cost, 1e-300), -np.inf)))
