@@ -357,7 +357,11 @@ def strategy_advise(o: Oracle, seed, tmp, budget, log):
             # repetitions are still candidates, so the same request without new points
             req = request(o.params, [dict(zip(o.params, pt)) for pt in measured], o.target)
             req = Request(req.parameters, req.target, (), req.repeat, req.measured)
-        adv = advise(ms, exp, req)
+        try:
+            adv = advise(ms, exp, req)
+        except PerfcastError as e:          # the advisor refuses (e.g. no fitted model of the whole run)
+            log.append(str(e))
+            break
         # MIN_STEP of the variance left that runs can remove (before Advice.worth: of all of it)
         worth = getattr(adv, "worth", MIN_STEP * adv.uncertainty ** 2)
         counts = {pt: runs.count(pt) for pt in measured}
@@ -523,7 +527,7 @@ def summarize(rows, oracles, strategies):
         out[name] = _summ(rs, strategies)
     groups = {"synthetic 1-param": [k for k in oracles if k in SCENARIOS and not k.startswith("2d")],
               "synthetic 2-param": [k for k in oracles if k.startswith("2d")],
-              "replayed real": [k for k in oracles if k not in SCENARIOS]}
+              }
     for g, names in groups.items():
         rs = [r for r in rows if r["oracle"] in names]
         if rs and len(names) > 1:
@@ -582,6 +586,37 @@ def print_summary(summ, strategies, headline):
                   + (f"; Extra-P GPR {g['median']:.1%}" if g else ""))
 
 
+def markdown(summ, strategies, headline):
+    """The README's table: per oracle, at ``headline`` of the full grid's cost, the median error of
+    advise, the best fixed grid and Extra-P's GPR advisor; coverage along the way (all levels
+    pooled); the smallest level reaching the full grid's median error."""
+    fixed_names = [st for st in strategies if st not in ("advise", "extrap-gpr")]
+    out = [f"| oracle | full grid: error, coverage | advise at {headline:.0%} | best fixed at {headline:.0%} | "
+           f"Extra-P GPR at {headline:.0%} | advise / best fixed | coverage along the way: advise, best fixed, GPR | "
+           f"reach: advise, fixed grids (best), GPR |", "|" + "---|" * 8]
+
+    def cov(lv):
+        c = [v["coverage"] for f, v in lv.items() if f != "reach"]
+        return f"{np.mean(c):.0%}" if c else "-"
+
+    for name, s in summ.items():
+        if "advise" not in s or headline not in s["advise"]:
+            continue
+        fx = [(s[st][headline]["median"], st) for st in fixed_names if st in s and headline in s[st]]
+        best = min(fx) if fx else (float("nan"), "-")
+        g = s.get("extrap-gpr", {})
+        a = s["advise"][headline]
+        full = s["full"][1.0]
+        reach = lambda st: "-" if st not in s else (f"{s[st]['reach']:.2f}" if s[st].get("reach") else ">1")  # noqa: E731
+        fixed_reach = [s[st]["reach"] for st in fixed_names if st in s and s[st].get("reach")]
+        gcell = f"{g[headline]['median']:.1%}" if headline in g else "-"
+        out.append(f"| {name} | {full['median']:.1%}, {full['coverage']:.0%} | {a['median']:.1%} (cov {a['coverage']:.0%}) | "
+                   f"{best[0]:.1%} ({best[1]}) | {gcell} |")
+        out[-1] += (f" {a['median'] / best[0]:.2f} | {cov(s['advise'])}, {cov(s[best[1]]) if best[1] in s else '-'}, "
+                    f"{cov(g) if g else '-'} | {reach('advise')}, {f'{min(fixed_reach):.2f}' if fixed_reach else '>1'}, {reach('extrap-gpr')} |")
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
@@ -622,6 +657,8 @@ def main(argv=None):
              if s in all_strats]
     summ = summarize(rows, names, order)
     print_summary(summ, order, a.headline)
+    print()
+    print(markdown(summ, order, a.headline))
     if a.json:
         Path(a.json).write_text(json.dumps({"rows": rows, "summary": {k: {st: {str(f): c for f, c in lv.items()}
                                                                             for st, lv in s.items()}
