@@ -216,8 +216,6 @@ class Replay(Oracle):
     """A real experiment replayed: ``exp`` reduced to one metric (values per rank reduced)."""
 
     def __init__(self, name, exp, root, held_param, held_value, start, target, procs, processes=1.0):
-        import pandas as pd
-
         self.name, self.root = name, root
         self.params = tuple(exp.parameters)
         self.procs, self.processes = procs, processes
@@ -235,15 +233,12 @@ class Replay(Oracle):
         self.cap = dict(self.reps)
         self.start = list(start)
         self.target = dict(target)
-        self._truth, self._time = {}, {}
-        for pt, frames in self.rows.items():
-            d = pd.concat(frames)
-            per_run = [float(f.loc[f["callpath"] == root, "value"].sum()) for f in frames]
-            self._time[pt] = float(np.mean(per_run))
-            self._truth[pt] = self._time[pt]
+        # the whole run's measured mean at each point: the truth at held-out points, the cost elsewhere
+        self._time = {pt: float(np.mean([f.loc[f["callpath"] == root, "value"].sum() for f in frames]))
+                      for pt, frames in self.rows.items()}
 
     def truth(self, pt):
-        return self._truth[pt]
+        return self._time[pt]
 
     def cost(self, pt):
         p = pt[self.procs] if self.procs is not None else self.processes
