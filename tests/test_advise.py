@@ -242,11 +242,11 @@ def test_progression_continues_the_measured_values(values, expected):
 
 
 def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp_path):
-    """Drift 0.1 per doubling squared (growth 2): the extrapolation variance of one parameter
-    extrapolated d doublings is (0.1 d^2 y)^2, of several the sum over them (independent errors):
-    0.01 sum_q d_q^4 y^2.  On the grid p = 2..32 x n = 100, 800 the target p=1024,n=800 is 5
-    doublings of p from (32, 800); a run at p=256 brings it to 2 at n = 800, but at n = 100 it is 2
-    doublings of p and 3 of n away."""
+    """Drift 0.1 per doubling squared (growth 2): the extrapolation variance at d doublings is
+    (0.1 d^2 y)^2, the doublings along several parameters added (d = sum_q d_q).  On the grid
+    p = 2..32 x n = 100, 800 the target p=1024,n=800 is 5 doublings of p from (32, 800); a run at
+    p=256 brings it to 2 at n = 800, but at n = 100 it is 2 doublings of p and 3 of n away: 5, no
+    closer than the data already are (p = 128 at n = 100: 6)."""
     import perfcast
     from perfcast.io import load
 
@@ -261,7 +261,7 @@ def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp
     req = request(("p", "n"), exp.data[["p", "n"]].drop_duplicates().to_dict("records"), {"p": 1024},
                   [{"p": [128, 256], "n": [100, 800]}])
     adv = advise(ms, exp, req)
-    fourth = {(128, 100): 3 ** 4 + 3 ** 4, (128, 800): 3 ** 4, (256, 100): 2 ** 4 + 3 ** 4, (256, 800): 2 ** 4}
+    fourth = {(128, 100): 5 ** 4, (128, 800): 3 ** 4, (256, 100): 5 ** 4, (256, 800): 2 ** 4}
     for c in adv.choices:
         key = (c.at["p"], c.at["n"])
         expected = 0.0 if c.kind == "repeat" else 0.01 * (5 ** 4 - fourth[key])
@@ -281,3 +281,45 @@ def test_flat_timers_under_a_whole_run_timer_are_said_to_nest(capsys, data_dir):
     adv = cli_json(out, "advice")
     assert adv["root"] == ["main()"] and adv["cost_root"] == ["main()"]
     assert any("holds every other timer" in n and "may nest" in n for n in adv["notes"])
+
+
+def test_an_unmeasured_point_inside_the_measured_range_is_a_candidate(tmp_path):
+    """p = 12 and 24 lie between measured points: no longer refused (a grid's gaps are runs one can
+    make); their coefficient part is the closed form of weighted simple linear regression."""
+    import perfcast
+    from perfcast.io import load
+
+    exp = load([_linear(tmp_path)])
+    ms = perfcast.model(exp)
+    req = request(exp.parameters, exp.data[["p"]].drop_duplicates().to_dict("records"), {"p": 256},
+                  [{"p": [12, 24]}])
+    assert req.new == ((12.0,), (24.0,))
+    adv = advise(ms, exp, req)
+    y_t = A + B * 256
+    for c in adv.choices:
+        assert c.parts["coefficients"] * y_t ** 2 == pytest.approx(_hand_reduction(c.at["p"], 256), rel=1e-6)
+
+
+def test_floor_is_the_drift_no_candidate_removes(tmp_path):
+    """Drift 0.1, growth 2 on p = 2..32 x n = 100, 800, target p=1024,n=800: the nearest candidate,
+    p=256 at n=800, is 2 doublings away, so (0.1 * 2^2)^2 = 0.16 of the relative variance stays
+    whatever is run; a run is worth making when it removes MIN_STEP of the rest."""
+    import perfcast
+    from perfcast.analysis.advisor import MIN_STEP
+    from perfcast.io import load
+
+    path = tmp_path / "grid.csv"
+    path.write_text("p,n,rep,callpath,metric,value\n" + "".join(
+        f"{p},{n},{r},main,time,{(1 + 0.01 * n * math.log2(p)) * s!r}\n"
+        for p in PS for n in (100, 800) for r, s in ((0, 1.02), (1, 0.98))))
+    exp = load([path])
+    ms = perfcast.model(exp)
+    m = dataclasses.replace(ms[("main", "time")], alternatives=(), drift=0.1, growth=2.0)
+    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
+    pts = exp.data[["p", "n"]].drop_duplicates().to_dict("records")
+    adv = advise(ms, exp, request(("p", "n"), pts, {"p": 1024}, [{"p": [128, 256], "n": [100, 800]}]))
+    assert adv.floor == pytest.approx(0.01 * 2 ** 4, rel=1e-9)
+    assert adv.worth == pytest.approx(MIN_STEP * (adv.uncertainty ** 2 - 0.16), rel=1e-9)
+    # with p=128 the nearest candidate: 3 doublings of p stay
+    adv = advise(ms, exp, request(("p", "n"), pts, {"p": 1024}, [{"p": [128], "n": [100, 800]}]))
+    assert adv.floor == pytest.approx(0.01 * 3 ** 4, rel=1e-9)

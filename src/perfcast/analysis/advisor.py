@@ -14,12 +14,21 @@ of its predicted value has three parts, all read from the model the fit left
 * *extrapolation* -- the calibrated drift term of the interval, ``(drift * doublings^growth *
   y(t))^2``, with ``doublings`` the distance from the nearest measured point to the target.  From a
   point x the target is ``d_q = log2(target_q / x_q)`` doublings away along each parameter q (0 at
-  or beyond the target's value); extrapolation errors along different parameters are taken as
-  independent, so their variances add: ``sum_q d_q^(2 growth)``, i.e. the distance
-  ``(sum_q d_q^(2g))^(1/(2g))`` (:func:`distances`).  Where one parameter is extrapolated, as from
-  a full grid, this is the interval's own count from the largest measured value of each parameter
+  or beyond the target's value); the doublings along different parameters add, ``sum_q d_q``
+  (:func:`distances`: the path from x to the target in doublings, one parameter after the other;
+  what a model learns about how p scales at a small n says nothing of how it scales at the
+  target's n when the parameters interact).  Where one parameter is extrapolated, as from a full
+  grid, this is the interval's own count from the largest measured value of each parameter
   (:meth:`perfcast.fit.model.Model.doublings`); on a sparse design it is larger: a run at p = 1024
-  with a small n is still 3 doublings of n away from p = 1024 at n = 8 times that.
+  with a small n is still 3 doublings of n away from p = 1024 at n = 8 times that.  (Combining
+  the ``d_q`` as independent errors, ``(sum_q d_q^(2 growth))^(1/(2 growth))``, valued a run 1
+  doubling of p and 3 of n from the target like one 3 doublings away on the target's line, and
+  cheap runs at small n won: on bench/advisor.py's two-parameter scenarios the advisor crept along
+  the diagonal (64,100), (128,100), (128,200), (256,200) and its median error at 30% of the full
+  grid's cost was 18.5% and 28.0% (2d-log-comm, 2d-plogp; 6 seeds); with the sum 2.6% and 18.1%.
+  On Relearn the sum picks p = 256 at n = 8000 and 9000 first and the fit there is 85% off until
+  n = 5000 is run too: 84.6% at 30% (the independent count: 18.0%), 10.9% at 40% (17.9%), and it
+  reaches the full grid's 9.2% at 80% of its cost (the independent count never does).)
 
 The noise of one new run at the target is left out: no measurement elsewhere reduces it.  The
 series' variances are summed and divided by the sum of their squared values at the target, so a
@@ -64,7 +73,18 @@ formula, the distance to the target updated; the hypotheses' part of a later poi
 such part already planned (the expected reduction of several points is at least that of the best of
 them: a lower bound, so the plan never promises more than its points give).  A candidate may be
 chosen again (another repetition).  The plan stops when the budget buys nothing more or no
-affordable run removes :data:`MIN_STEP` of the variance left.
+affordable run removes :data:`MIN_STEP` of the variance left that runs can remove: the variance
+above the *floor*, the extrapolation term at the nearest distance any new candidate reaches
+(:attr:`Advice.floor`; :attr:`Advice.worth` is the gain a run must exceed).  Counting the share of
+all of the variance instead stopped bench/advisor.py's Relearn campaigns after three runs at
+p = 256 (n = 5000, 7000, 9000: the drift 1 doubling from p = 512 is then most of the variance and
+no grid point is closer), at 30% of the full grid's cost and 15.8% error (2 seeds), short of the
+full grid's 9.2%.
+
+**Candidates inside the measured range.**  A candidate that is not a measured point is scored
+whether or not it lies beyond the measured range (a grid's gaps -- Relearn's n = 6000 at p = 256
+when 5000 and 7000 were run -- are runs one can make); only a candidate set with no new point at
+all is refused.
 """
 
 from __future__ import annotations
@@ -152,7 +172,7 @@ def request(parameters: Sequence[str], points: Sequence[Mapping[str, float]], ta
     distinct measured point) and build the candidates.  Bad input raises a one-line
     :class:`PerfcastError` naming the option: an unknown parameter, a parameter measured at one
     value only given another value (the campaign did not vary it: no model says how it scales), a
-    target inside the measured range, no candidate beyond the measured range, a budget not above 0.
+    target inside the measured range, no new candidate (every candidate a measured point), a budget not above 0.
 
     ``target`` may leave parameters out: they stay at their largest measured value.  Without
     ``candidates`` each parameter's measured values continue by their own progression
@@ -209,9 +229,10 @@ def request(parameters: Sequence[str], points: Sequence[Mapping[str, float]], ta
     measured_set = set(pts)
     repeat = tuple(pts)
     new_pts = tuple(sorted(new - measured_set))
-    if not any(any(t[k] > upper[q] for k, q in enumerate(params)) for t in new_pts):
-        raise PerfcastError(f"no candidate beyond the measured range ({_fmt(upper)} measured): give values beyond "
-                            f"it, e.g. --candidates {params[0]}={upper[params[0]] * 2:g}", where="--candidates")
+    if not new_pts:
+        raise PerfcastError(f"no candidate beyond the measured range ({_fmt(upper)} measured) nor between its "
+                            f"points: every candidate is a measured point; give values beyond it, e.g. --candidates "
+                            f"{params[0]}={upper[params[0]] * 2:g}", where="--candidates")
     return Request(params, tgt, new_pts, repeat, measured, budget)
 
 
@@ -260,22 +281,15 @@ def _raw(m, cols: dict, n: int) -> np.ndarray:
     return m._raw(cols, (n,))
 
 
-def distances(target: np.ndarray, pts: np.ndarray, growth: float = 2.0) -> np.ndarray:
-    """Doublings from each of ``pts`` (n, P) up to ``target`` (P,), combined over the parameters as
-    independent extrapolation errors of the drift's growth ``g`` combine:
-    ``(sum_q d_q^(2g))^(1/(2g))`` with ``d_q = log2(target_q / x_q)`` (0 at or beyond the target) --
-    the one nonzero ``d_q`` where only one parameter is extrapolated, as on a full grid."""
+def distances(target: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """Doublings from each of ``pts`` (n, P) up to ``target`` (P,), added over the parameters:
+    ``sum_q d_q`` with ``d_q = log2(target_q / x_q)`` (0 at or beyond the target) -- the one
+    nonzero ``d_q`` where only one parameter is extrapolated, as on a full grid."""
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.log2(target[None, :] / pts)
     # a value <= 0 has no doublings to count: skipped, as the interval does (fit.model.doublings_rows)
     d = np.where(np.isfinite(d) & (pts > 0), np.maximum(d, 0.0), 0.0)
-    if not d.shape[1]:
-        return np.zeros(len(pts))
-    e = 2.0 * growth
-    top = d.max(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(top > 0, d / np.where(top > 0, top, 1.0), 0.0)
-    return top[:, 0] * (r ** e).sum(axis=1) ** (1.0 / e)
+    return d.sum(axis=1)
 
 
 def _drift_var(m, value: float, d: float) -> float:
@@ -356,6 +370,13 @@ class Advice:
     budget: float | None = None
     spent: float = 0.0
     notes: list = field(default_factory=list)
+    floor: float = 0.0           # relative variance at the target no candidate removes (drift at the nearest reach)
+
+    @property
+    def worth(self) -> float:
+        """The gain a run must exceed to be worth making: :data:`MIN_STEP` of the variance left that
+        runs can remove (the uncertainty's variance above :attr:`floor`)."""
+        return MIN_STEP * max(self.uncertainty ** 2 - self.floor, 0.0)
 
     def summary(self) -> dict:
         return {"target": dict(self.target), "metric": self.metric, "cost_metric": self.cost_metric,
@@ -568,17 +589,20 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
             g_sel = np.clip(_selection_reduction(w, s.yt, yx, sx), 0.0, v_sel)
         else:
             yx, g_sel = None, np.zeros(C)
-        d_now = float(distances(tgt[0], rep, m.growth).min())
-        d_cand = np.where(is_rep, d_now, np.minimum(distances(tgt[0], cand, m.growth), d_now))
+        d_now = float(distances(tgt[0], rep).min())
+        d_cand = np.where(is_rep, d_now, np.minimum(distances(tgt[0], cand), d_now))
         v_drift = _drift_var(m, s.value, d_now)
         g_drift = np.array([v_drift - _drift_var(m, s.value, float(d)) for d in d_cand])
-        s.var = {"coefficients": cc, "hypotheses": v_sel, "extrapolation": v_drift}
+        # what no candidate removes: the drift term at the nearest distance any new point reaches
+        s.var["floor"] = _drift_var(m, s.value, float(d_cand[~is_rep].min()) if (~is_rep).any() else d_now)
+        s.var.update({"coefficients": cc, "hypotheses": v_sel, "extrapolation": v_drift})
         per.append((s, np.vstack([g_coef, g_sel, g_drift]), dict(D=D, s2=s2, f=f, yx=yx, d_now=d_now, d_cand=d_cand,
                                                                    ybar=ybar)))
     if progress is not None:
         progress(len(S_all), len(S_all), "")
     total = {p: sum(s.var[p] for s in chosen) / denom for p in PARTS}
     U0 = sum(total.values())
+    floor = min(sum(s.var["floor"] for s in chosen) / denom, U0)
     G = sum(g for _, g, _ in per) / denom            # (3, C)
     gain = G.sum(axis=0)
     choices = []
@@ -596,13 +620,13 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
     advice = Advice(dict(req.target), metric, cost_metric, root, cost_root, ms.procs, math.sqrt(max(U0, 0.0)), total,
                     [{"callpath": s.callpath, "share": s.share, "value": s.value,
                       "sd": {p: math.sqrt(s.var[p]) / abs(s.value) for p in PARTS}} for s in chosen],
-                    choices, budget=req.budget, notes=notes)
+                    choices, budget=req.budget, notes=notes, floor=floor)
     if req.budget is not None:
         cheapest = min(choices, key=lambda c: c.cost)
         if cheapest.cost > req.budget:
             raise PerfcastError(f"{req.budget:g} core-hours buys no run: the cheapest candidate, "
                                 f"{_fmt(cheapest.at)}, costs ~{cheapest.cost:.3g} core-hours", where="--budget")
-        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, denom, U0, req.budget, params)
+        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, denom, U0, req.budget, params, floor)
     return advice
 
 
@@ -658,7 +682,7 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
 
 
 def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, denom: float, U0: float,
-          budget: float, params: tuple) -> tuple[list, float]:
+          budget: float, params: tuple, floor: float = 0.0) -> tuple[list, float]:
     """The greedy plan within ``budget`` (module docstring): a list of steps and the cost spent."""
     covs = [s.cov.copy() for s, _, _ in per]
     sel_done = [0.0] * len(per)
@@ -680,7 +704,7 @@ def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, den
             if vd > 0:
                 gains += np.array([vd - _drift_var(s.model, s.value, float(x)) for x in d_after])
         gains /= denom
-        ok = (cost <= left) & (gains > MIN_STEP * U)
+        ok = (cost <= left) & (gains > MIN_STEP * max(U - floor, 0.0))
         if not ok.any():
             break
         i = int(np.argmax(np.where(ok, gains / np.maximum(cost, 1e-300), -np.inf)))
