@@ -100,3 +100,37 @@ def test_to_dicts_and_growth_keys_equal_the_one_model_rules():
     # the hand-chosen law 50 + 4 log2(p)^2 is found with its lead order
     assert growth_keys(models)[2] == ((F(0), 2),)
     assert math.isclose(models[2].predict(64.0), 50 + 4 * 36, rel_tol=0.15)
+
+
+def test_group_formulas_of_mixed_terms_by_hand(tmp_path):
+    """The formulas of one fitted group whose rows select different terms (a constant, a round-off
+    constant, logarithms, a cube) -- perfcast.fit.columns.formulas from the group's arrays, all
+    patterns at once -- against the generating formulas written by hand."""
+    from perfcast import io
+    from perfcast.fit import columns
+    from perfcast.modelset import model
+
+    laws = {"a": lambda p: 5 + 0.3 * p, "b": lambda p: 2 + 0.01 * p ** 2, "c": lambda p: 50 + 4 * math.log2(p) ** 2,
+            "d": lambda p: 0.001 * p, "e": lambda p: 7.0, "f": lambda p: 9 + 0.2 * p * math.log2(p),
+            "g": lambda p: 1000 + 2.5e-7 * p ** 3}
+    pts = [4, 8, 16, 32, 64, 128]
+    text = ["PARAMETER p", "", "POINTS " + " ".join(f"( {v} )" for v in pts), "", "METRIC time", ""]
+    for name, f in laws.items():
+        text += [f"REGION {name}"] + ["DATA " + " ".join(repr(f(float(v)) * (1 + e)) for e in (-2e-9, 0.0, 2e-9))
+                                      for v in pts] + [""]
+    path = tmp_path / "laws.txt"
+    path.write_text("\n".join(text) + "\n")
+    series = list(model(io.load([path])).series)
+    groups, others = columns.split(series)
+    assert others == [] and len(groups) == 1          # one group, every row pending: the array path
+    names = [sm.callpath for sm in series]
+    want = {"a": "5 + 0.3 * p", "b": "2 + 0.01 * p^2", "c": "50 + 4 * log2(p)^2", "d": "0.001 * p", "e": "7",
+            "f": "9 + 0.2 * p * log2(p)", "g": "1000 + 2.5e-7 * p^3"}
+    assert dict(zip(names, columns.formulas(series))) == want
+    latex = dict(zip(names, columns.formulas(series, "latex")))
+    assert latex["c"] == "50 + 4 \\cdot \\log_2^{2}{p}" and latex["e"] == "7"
+    assert latex["g"] == "1000 + 2.5 \\times 10^{-7} \\cdot p^{3}"
+    assert dict(zip(names, columns.formulas(series, "python")))["b"] == "2 + 0.01 * p**2"
+    # the same texts one built model at a time
+    assert [sm.model.formula() for sm in series] == [want[n] for n in names]
+
