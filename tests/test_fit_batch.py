@@ -134,3 +134,33 @@ def test_group_formulas_of_mixed_terms_by_hand(tmp_path):
     # the same texts one built model at a time
     assert [sm.model.formula() for sm in series] == [want[n] for n in names]
 
+
+def test_line_test_is_numpys_isclose():
+    """perfcast.fit.lines: a point is on a line when its other coordinates are np.isclose(rtol=1e-12,
+    atol=0) to the line's -- the paths for one or a few points (predictions, rankings) test floats
+    as numpy does."""
+    from perfcast.fit.lines import _on, line_at
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=2000) * 10.0 ** rng.integers(-5, 6, 2000)
+    y = x * (1 + rng.normal(size=2000) * 1e-12)
+    special = [0.0, -0.0, 1.0, 1.0 + 2e-12, math.inf, -math.inf, math.nan, 256.0, 256.0 * (1 + 9e-13)]
+    pairs = list(zip(x.tolist(), y.tolist())) + [(a, b) for a in special for b in special]
+    for a, b in pairs:
+        want = bool(np.isclose(a, b, rtol=1e-12, atol=0.0))
+        assert bool(_on([(1, (b,), 0.5)], [np.array([a]), np.array([3.0])])[0, 0]) is want
+        hit = line_at([(1, (b,), 0.5)], ("n", "p"), {"n": a, "p": 3.0})
+        assert (hit is not None) is want
+        if want:
+            assert hit["factor"] == math.exp(0.5)
+    # several points at once (a ranking's three; twenty: one array per test), two lines along p
+    # and one along n, against np.isclose of each coordinate
+    for n in (3, 20):
+        sel = rng.integers(len(pairs), size=n)
+        a = np.array([pairs[i][0] for i in sel])
+        b = float(pairs[sel[0]][1])
+        lines = [(1, (b,), 0.1), (1, (a[-1],), 0.2), (0, (2.0,), 0.3)]
+        pcol = np.where(np.arange(n) % 2 == 0, 2.0, 2.0 * (1 + 3e-12))
+        want = np.stack([np.isclose(a, b, rtol=1e-12, atol=0.0), np.isclose(a, a[-1], rtol=1e-12, atol=0.0),
+                         np.isclose(pcol, 2.0, rtol=1e-12, atol=0.0)])
+        assert (_on(lines, [a, pcol]) == want).all()
