@@ -101,3 +101,67 @@ def test_to_dicts_and_growth_keys_equal_the_one_model_rules():
     # the hand-chosen law 50 + 4 log2(p)^2 is found with its lead order
     assert growth_keys(models)[2] == ((F(0), 2),)
     assert math.isclose(models[2].predict(64.0), 50 + 4 * 36, rel_tol=0.15)
+
+
+def test_group_formulas_of_mixed_terms_by_hand(tmp_path):
+    """The formulas of one fitted group whose rows select different terms (a constant, a round-off
+    constant, logarithms, a cube) -- perfcast.fit.columns.formulas from the group's arrays, all
+    patterns at once -- against the generating formulas written by hand."""
+    from perfcast import io
+    from perfcast.fit import columns
+    from perfcast.modelset import model
+
+    laws = {"a": lambda p: 5 + 0.3 * p, "b": lambda p: 2 + 0.01 * p ** 2, "c": lambda p: 50 + 4 * math.log2(p) ** 2,
+            "d": lambda p: 0.001 * p, "e": lambda p: 7.0, "f": lambda p: 9 + 0.2 * p * math.log2(p),
+            "g": lambda p: 1000 + 2.5e-7 * p ** 3}
+    pts = [4, 8, 16, 32, 64, 128]
+    text = ["PARAMETER p", "", "POINTS " + " ".join(f"( {v} )" for v in pts), "", "METRIC time", ""]
+    for name, f in laws.items():
+        text += [f"REGION {name}"] + ["DATA " + " ".join(repr(f(float(v)) * (1 + e)) for e in (-2e-9, 0.0, 2e-9))
+                                      for v in pts] + [""]
+    path = tmp_path / "laws.txt"
+    path.write_text("\n".join(text) + "\n")
+    series = list(model(io.load([path])).series)
+    groups, others = columns.split(series)
+    assert others == [] and len(groups) == 1          # one group, every row pending: the array path
+    names = [sm.callpath for sm in series]
+    want = {"a": "5 + 0.3 * p", "b": "2 + 0.01 * p^2", "c": "50 + 4 * log2(p)^2", "d": "0.001 * p", "e": "7",
+            "f": "9 + 0.2 * p * log2(p)", "g": "1000 + 2.5e-7 * p^3"}
+    assert dict(zip(names, columns.formulas(series))) == want
+    latex = dict(zip(names, columns.formulas(series, "latex")))
+    assert latex["c"] == "50 + 4 \\cdot \\log_2^{2}{p}" and latex["e"] == "7"
+    assert latex["g"] == "1000 + 2.5 \\times 10^{-7} \\cdot p^{3}"
+    assert dict(zip(names, columns.formulas(series, "python")))["b"] == "2 + 0.01 * p**2"
+    # the same texts one built model at a time
+    assert [sm.model.formula() for sm in series] == [want[n] for n in names]
+
+
+def test_line_test_is_numpys_isclose():
+    """perfcast.fit.lines: a point is on a line when its other coordinates are np.isclose(rtol=1e-12,
+    atol=0) to the line's -- the paths for one or a few points (predictions, rankings) test floats
+    as numpy does."""
+    from perfcast.fit.lines import _on, line_at
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=2000) * 10.0 ** rng.integers(-5, 6, 2000)
+    y = x * (1 + rng.normal(size=2000) * 1e-12)
+    special = [0.0, -0.0, 1.0, 1.0 + 2e-12, math.inf, -math.inf, math.nan, 256.0, 256.0 * (1 + 9e-13)]
+    pairs = list(zip(x.tolist(), y.tolist())) + [(a, b) for a in special for b in special]
+    for a, b in pairs:
+        want = bool(np.isclose(a, b, rtol=1e-12, atol=0.0))
+        assert bool(_on([(1, (b,), 0.5)], [np.array([a]), np.array([3.0])])[0, 0]) is want
+        hit = line_at([(1, (b,), 0.5)], ("n", "p"), {"n": a, "p": 3.0})
+        assert (hit is not None) is want
+        if want:
+            assert hit["factor"] == math.exp(0.5)
+    # several points at once (a ranking's three; twenty: one array per test), two lines along p
+    # and one along n, against np.isclose of each coordinate
+    for n in (3, 20):
+        sel = rng.integers(len(pairs), size=n)
+        a = np.array([pairs[i][0] for i in sel])
+        b = float(pairs[sel[0]][1])
+        lines = [(1, (b,), 0.1), (1, (a[-1],), 0.2), (0, (2.0,), 0.3)]
+        pcol = np.where(np.arange(n) % 2 == 0, 2.0, 2.0 * (1 + 3e-12))
+        want = np.stack([np.isclose(a, b, rtol=1e-12, atol=0.0), np.isclose(a, a[-1], rtol=1e-12, atol=0.0),
+                         np.isclose(pcol, 2.0, rtol=1e-12, atol=0.0)])
+        assert (_on(lines, [a, pcol]) == want).all()

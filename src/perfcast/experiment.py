@@ -854,7 +854,11 @@ class Experiment:
             # callpath (the report selected 10,000 names out of 10,000 callpaths: 10^8 calls)
             exact = {pat for pat in pats if literal or not any(ch in pat for ch in "*?[")}
             globs = [pat for pat in pats if pat not in exact]
-            hit = np.array([c in exact or any(fnmatch.fnmatchcase(c, pat) for pat in globs) for c in cats], dtype=bool)
+            if globs:
+                hit = np.array([c in exact or any(fnmatch.fnmatchcase(c, pat) for pat in globs) for c in cats],
+                               dtype=bool)
+            else:       # names only: one hashed look-up of every category (a table's 50 of 30,000)
+                hit = np.asarray(cats.isin(list(exact)), dtype=bool)
             if len(cats) and not hit.any():
                 raise PerfcastError(f"the selection is empty: no callpath matches {', '.join(map(repr, pats))}")
             mask &= hit[d["callpath"].cat.codes.to_numpy()]

@@ -173,33 +173,63 @@ def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...], series: Sequence
     lo_a, hi_a = np.full((S, len(params)), np.nan), np.full((S, len(params)), np.nan)
     if st.empty or not S:
         return lo_a, hi_a
-    want = pd.MultiIndex.from_arrays([[sm.callpath for sm in series], [sm.metric for sm in series]])
+    # the series of each row of ``st`` as a key (callpath code, metric code), and each series' key
+    cp_codes, cp_names = _codes(st["callpath"])
+    mt_codes, mt_names = _codes(st["metric"])
+    nm = max(len(mt_names), 1)
+    row_key = np.where((cp_codes >= 0) & (mt_codes >= 0), cp_codes.astype(np.int64) * nm + mt_codes, -1)
+    cp_at = {c: i for i, c in enumerate(map(str, cp_names))}
+    mt_at = {m: i for i, m in enumerate(map(str, mt_names))}
+    want = np.array([cp_at[sm.callpath] * nm + mt_at[sm.metric] if sm.callpath in cp_at and sm.metric in mt_at
+                     else -1 for sm in series], dtype=np.int64)
+    nkeys = len(cp_names) * nm
+    mean = st["mean"].to_numpy(float)
+    coords = {p: st[p].to_numpy(float) for p in params}
     for k, p in enumerate(params):
         others = [q for q in params if q != p]
-        d = st[["callpath", "metric", *params, "mean"]].copy()
-        d = d[(d[p].astype(float) > 0) & (d["mean"].astype(float) > 0)]
-        if d.empty:
+        keep = np.flatnonzero((coords[p] > 0) & (mean > 0) & (row_key >= 0))
+        if not len(keep):
             continue
-        d = d.sort_values(["callpath", "metric", *others, p], kind="stable")
-        g = d.groupby(["callpath", "metric", *others], sort=False, observed=True)
-        lx = np.log(d[p].to_numpy(float))
-        ly = np.log(d["mean"].to_numpy(float))
-        first = (g.cumcount() == 0).to_numpy()
+        # rows by series, the other parameters' values, then this one's: neighbours along ``p``
+        order = keep[np.lexsort([coords[p][keep]] + [coords[q][keep] for q in reversed(others)] + [row_key[keep]])]
+        key = row_key[order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        for q in others:
+            v = coords[q][order]
+            first[1:] |= v[1:] != v[:-1]
+        lx = np.log(coords[p][order])
+        ly = np.log(mean[order])
         dx = np.diff(lx, prepend=np.nan)
         dy = np.diff(ly, prepend=np.nan)
         ok = ~first & (dx > 0)
         if not ok.any():
             continue
-        sl = pd.DataFrame({"callpath": d["callpath"].to_numpy()[ok], "metric": d["metric"].to_numpy()[ok],
-                           "s": dy[ok] / dx[ok]})
-        agg = sl.groupby(["callpath", "metric"], sort=False, observed=True)["s"].agg(["min", "max"])
-        have = pd.MultiIndex.from_arrays([agg.index.get_level_values(0).astype(str),
-                                          agg.index.get_level_values(1).astype(str)])
-        pos = have.get_indexer(want)
-        found = pos >= 0
-        lo_a[found, k] = agg["min"].to_numpy(float)[pos[found]]
-        hi_a[found, k] = agg["max"].to_numpy(float)[pos[found]]
+        sk, sl = key[ok], dy[ok] / dx[ok]
+        # per series: the shallowest and steepest slope (NaN slopes skipped; NaN when all are)
+        lo = np.full(nkeys, np.inf)
+        hi = np.full(nkeys, -np.inf)
+        np.fmin.at(lo, sk, sl)
+        np.fmax.at(hi, sk, sl)
+        seen = np.zeros(nkeys, dtype=bool)
+        seen[sk] = True
+        valid = np.zeros(nkeys, dtype=bool)
+        valid[sk[~np.isnan(sl)]] = True
+        lo[seen & ~valid] = np.nan
+        hi[seen & ~valid] = np.nan
+        found = want >= 0
+        found[found] = seen[want[found]]
+        lo_a[found, k] = lo[want[found]]
+        hi_a[found, k] = hi[want[found]]
     return lo_a, hi_a
+
+
+def _codes(col: pd.Series) -> tuple[np.ndarray, Sequence]:
+    """(integer code per row, the distinct values): a categorical's own codes, else factorized."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(), col.cat.categories
+    codes, uniq = pd.factorize(col.to_numpy(), use_na_sentinel=True)
+    return codes, uniq
 
 
 def _same_items(items: Sequence, series: Sequence) -> bool:

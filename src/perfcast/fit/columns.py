@@ -16,7 +16,7 @@ import numpy as np
 
 from .core import GroupFit
 from .lines import line_dicts
-from .model import Model, Term, render_rows, roundoff_rows, values_at
+from .model import Model, Term, factors_at, render_rows, roundoff_rows, values_at
 
 
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
@@ -209,30 +209,55 @@ def formulas(series: Sequence, style: str = "plain", digits: int = 4, parts=None
     for s, text in zip(others, model_formulas([series[s].model for s in others], style, digits)):
         out[s] = text
     for g, pos, rows in parts:
-        pat, facs = _patterns(g)
-        p = pat[rows]
-        params = g.parameters
-        for u in np.unique(p).tolist():
-            sel = np.nonzero(p == u)[0]
-            sig = facs[u]
-            r_pos, r_rows = pos[sel].tolist(), rows[sel]
-            const = g.coef[r_rows, 0, 0]
-            if not sig:
-                texts = render_rows(const, (), (), False, digits, style)
-            else:
-                bases = [Term(0.0, f).basis_str(style) for f in sig]
-                cf = g.coef[r_rows, 0, 1:1 + len(sig)]
-                texts = render_rows(const, cf, bases, _roundoff_rows(g, params, sig, cf, const), digits, style)
-            for s, text in zip(r_pos, texts):
-                out[s] = text
+        for s, text in zip(pos.tolist(), _group_formulas(g, rows, style, digits)):
+            out[s] = text
     return out
 
 
-def _roundoff_rows(g: GroupFit, params: tuple, sig: tuple, cf: np.ndarray, const: np.ndarray) -> np.ndarray:
-    """:func:`perfcast.fit.model._roundoff` for rows of one group sharing the terms ``sig``."""
-    up = np.array(g.upper if g.upper is not None else (np.nan,) * len(params), dtype=float)
-    up = np.broadcast_to(up.reshape(1, len(params)), (len(const), len(params)))
-    return roundoff_rows(up, cf, const, params, sig)
+def _group_formulas(g: GroupFit, rows: np.ndarray, style: str, digits: int) -> list[str]:
+    """The formulas of rows of ``g`` (:func:`formulas`), all patterns at once: the terms' basis
+    texts and factors at the largest measured point once per pattern (kept on the group), the
+    round-off test and the numbers' texts a column at a time."""
+    pat, facs = _patterns(g)
+    p = pat[rows]
+    n = len(rows)
+    params = g.parameters
+    used = np.unique(p).tolist()
+    nts = np.array([len(f) for f in facs], dtype=np.int64)
+    nt = nts[p]
+    K = int(nts[used].max()) if used else 0
+    const = g.coef[rows, 0, 0]
+    if K == 0:
+        return render_rows(const, (), (), False, digits, style)
+    up1 = np.array(g.upper if g.upper is not None else (np.nan,) * len(params), dtype=float).reshape(1, len(params))
+    cache = g.__dict__.setdefault("_formula_terms", {})     # (style, pattern) -> bases, factors
+    per = {}
+    for u in used:
+        e = cache.get((style, u))
+        if e is None:
+            sig = facs[u]
+            e = cache[style, u] = ([Term(0.0, f).basis_str(style) for f in sig], factors_at(up1, params, sig))
+        per[u] = e
+    # per pattern: its terms' basis texts, whether its factors are defined, each factor's value
+    # (1.0 past its factors: v * 1.0 is v)
+    M = max((len(f) for u in used for f in facs[u]), default=0)
+    F = np.ones((len(facs), K, M))
+    D = np.ones(len(facs), dtype=bool)
+    B = [[""] * len(facs) for _ in range(K)]
+    for u, (bases, (ok, fac)) in per.items():
+        D[u] = bool(ok[0])
+        for k, fs in enumerate(fac):
+            B[k][u] = bases[k]
+            for m, f in enumerate(fs):
+                F[u, k, m] = f[0]
+    has = nt[:, None] > np.arange(K)[None, :]
+    cf = np.where(has, g.coef[rows, 0, 1:1 + K], 0.0)
+    up = np.broadcast_to(up1, (n, len(params)))
+    factors = (D[p], [[F[p, k, m] for m in range(M)] for k in range(K)])
+    ro = roundoff_rows(up, cf, const, params, (), factors)
+    pl = p.tolist()
+    bases = [[B[k][u] for u in pl] for k in range(K)]
+    return render_rows(const, cf, bases, ro, digits, style, nterms=nt)
 
 
 def lines(series: Sequence, parts=None) -> list[tuple]:
@@ -241,9 +266,13 @@ def lines(series: Sequence, parts=None) -> list[tuple]:
     out: list = [None] * len(series)
     parts, others = parts or split(series)
     for g, pos, rows in parts:
-        ln = g.lines
-        for s, r in zip(pos.tolist(), rows.tolist()):
-            out[s] = (g.parameters, ln[r] if ln is not None and g.status[r] == 0 else ())
+        ln, params = g.lines, g.parameters
+        if ln is None:
+            for s in pos.tolist():
+                out[s] = (params, ())
+            continue
+        for s, r, ok in zip(pos.tolist(), rows.tolist(), (g.status[rows] == 0).tolist()):
+            out[s] = (params, ln[r] if ok else ())
     for s in others:
         m = series[s].model
         out[s] = (getattr(m, "parameters", ()), getattr(m, "lines", ()))
@@ -414,7 +443,7 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
         used = np.unique(p).tolist()
         nt = max((len(facs[u]) for u in used), default=0)
         # every number of the group's rows as text, a column at a time (object arrays, taken per
-        # pattern below); columns a pattern does not use are not written
+        # number of terms below); columns a pattern does not use are not written
         obj = lambda t: np.array(t, dtype=object)  # noqa: E731
         # integers as ``str(int(v))``; rows a column does not apply to (NaN) as 0, never written
         ints = lambda v: obj(np.where(np.isfinite(v), v, 0).astype(np.int64).astype(str).tolist())  # noqa: E731
@@ -440,40 +469,45 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
                                  for dt, o in zip(float_texts(d[nz]), ddof[nz].tolist())]
         if not ok_rows.all():
             needed = ints(g.needed[rows])
+        # a %-template per (pattern, status) -- the pattern's terms and lead order as text once per
+        # pattern of the group, kept on it for the next call (json_chunks calls once per chunk) --
+        # and the rows' numbers gathered once per (number of terms, status): every row with as
+        # many terms takes the same columns
+        tmpl_of: dict = {}
+        sig_texts = g.__dict__.setdefault("_json_terms", {})    # pattern -> texts, for every call
         for u in used:
-            sig = facs[u]
-            k = 1 + len(sig)
-            lead = Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig)).lead()
-            lead_t = _fixed(enc(lead))
-            for ok in (True, False):
-                sel = np.nonzero((p == u) & (ok_rows if ok else ~ok_rows))[0]
-                if not len(sel):
-                    continue
-                cols = [formula, const]
+            st = sig_texts.get(u)
+            if st is None:
+                sig = facs[u]
+                lead = Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig)).lead()
+                terms = ['{"coefficient": %s, "factors": '
+                         + _fixed(enc({q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, i, j in f}))
+                         + "}" for f in sig]
+                st = sig_texts[u] = (_fixed(enc(lead)), terms, 1 + len(sig))
+            lead_t, terms, k = st
+            cov_t = "[" + ", ".join("[" + ", ".join(["%s"] * k) + "]" for _ in range(k)) + "]"
+            for ok, status_t, tail in ((True, "ok", ', "noise": %s, "dof": %s, "cov": ' + cov_t + notes + "%s"
+                                        + upper + shape),
+                                       (False, "insufficient", ', "noise": 0.0, "dof": 0, "cov": null, '
+                                        '"needed": %s' + notes)):
+                tmpl_of[u, ok] = ('"parameters": ' + params + ', "status": "' + status_t + '", "formula": %s, '
+                                  '"constant": %s, "terms": [' + ", ".join(terms if ok else []) + '], "quality": '
+                                  '{"rss": %s, "adj_r2": %s, "smape": %s, "cv": %s, "noise": %s, "n_points": %s, '
+                                  '"n_obs": %s, "criterion": %s}, "lead": ' + lead_t + tail)
+        nterms = np.array([len(f) for f in facs], dtype=np.int64)[p]
+        for ok in (True, False):
+            rows_ok = ok_rows if ok else ~ok_rows
+            for nt_k in np.unique(nterms[rows_ok]).tolist():
+                sel = np.nonzero((nterms == nt_k) & rows_ok)[0]
+                k = 1 + nt_k
                 if ok:
-                    terms = []
-                    for t, f in enumerate(sig):
-                        fac = {q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, i, j in f}
-                        terms.append('{"coefficient": %s, "factors": ' + _fixed(enc(fac)) + "}")
-                        cols.append(coefs[t])
+                    cols = ([formula, const] + coefs[:nt_k] + qual + [noise, dof]
+                            + [cov[i, j] for i in range(k) for j in range(k)] + [drift])
                 else:
-                    terms = []
-                cols += qual
-                if ok:
-                    cols += [noise, dof] + [cov[i, j] for i in range(k) for j in range(k)] + [drift]
-                    cov_t = "[" + ", ".join("[" + ", ".join(["%s"] * k) + "]" for _ in range(k)) + "]"
-                    tail = ', "noise": %s, "dof": %s, "cov": ' + cov_t + notes + "%s" + upper + shape
-                    status_t = "ok"
-                else:
-                    cols.append(needed)
-                    tail = ', "noise": 0.0, "dof": 0, "cov": null, "needed": %s' + notes
-                    status_t = "insufficient"
-                tmpl = ('"parameters": ' + params + ', "status": "' + status_t + '", "formula": %s, "constant": %s, '
-                        '"terms": [' + ", ".join(terms) + '], "quality": {"rss": %s, "adj_r2": %s, "smape": %s, '
-                        '"cv": %s, "noise": %s, "n_points": %s, "n_obs": %s, "criterion": %s}, "lead": ' + lead_t
-                        + tail)
-                for s, row in zip(pos[sel].tolist(), zip(*[c[sel].tolist() for c in cols])):
-                    out[s] = tmpl % row
+                    cols = [formula, const] + qual + [needed]
+                tmpls = [tmpl_of[u, ok] for u in p[sel].tolist()]
+                for s, tm, row in zip(pos[sel].tolist(), tmpls, zip(*[c[sel].tolist() for c in cols])):
+                    out[s] = tm % row
         if g.lines is not None:
             # the measured lines with their own level, where ``Model.to_dict`` puts them
             for s, r in zip(pos.tolist(), rows.tolist()):

@@ -118,11 +118,25 @@ def _on(lines: Sequence[tuple], cols: Sequence[np.ndarray]) -> np.ndarray:
     """(len(lines), points): the point lies on the line (its coordinates other than the line's
     parameter equal the line's)."""
     n = len(np.atleast_1d(cols[0])) if len(cols) else 0
+    xs = [np.atleast_1d(np.asarray(c, dtype=float)) for c in cols]
+    if n <= 16 and all(len(x) == n for x in xs):
+        # a few points (a prediction's, a ranking's three): the coordinates as floats, no array
+        # per test
+        xs = [x.tolist() for x in xs]
+        on = [_on_point(lines, [x[t] for x in xs]) for t in range(n)]
+        return np.array(on, dtype=bool).reshape(n, len(lines)).T.copy()
     out = np.ones((len(lines), n), dtype=bool)
     for k, (j, key, _) in enumerate(lines):
         for c, v in zip((c for i, c in enumerate(cols) if i != j), key):
             out[k] &= np.isclose(np.atleast_1d(np.asarray(c, dtype=float)), v, rtol=1e-12, atol=0.0)
     return out
+
+
+def _on_point(lines: Sequence[tuple], x: Sequence[float]) -> list[bool]:
+    """:func:`_on` at one point ``x`` (its coordinates, in the parameters' order), per line: the
+    same test (``np.isclose(c, v, rtol=1e-12, atol=0)``) on floats."""
+    return [all((abs(c - v) <= 1e-12 * abs(v) and math.isfinite(v)) or c == v
+                for c, v in zip((c for i, c in enumerate(x) if i != j), key)) for j, key, _ in lines]
 
 
 def line_log_factors(lines: Sequence[tuple], cols: Sequence[np.ndarray]) -> np.ndarray:
@@ -164,10 +178,10 @@ def line_at(lines: Sequence[tuple], parameters: Sequence[str], point) -> dict | 
     the factor on the formula's value, "lines": their :func:`line_dicts`}``; None on no line."""
     if not lines:
         return None
-    on = _on(lines, [np.array([float(point[p])]) for p in parameters])[:, 0]
-    if not on.any():
+    on = _on_point(lines, [float(point[p]) for p in parameters])
+    hit = [ln for ln, o in zip(lines, on) if o]
+    if not hit:
         return None
-    hit = [ln for ln, o in zip(lines, on.tolist()) if o]
     return {"factor": math.exp(sum(e for _, _, e in hit) / len(hit)), "lines": line_dicts(hit, parameters)}
 
 

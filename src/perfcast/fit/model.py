@@ -365,10 +365,13 @@ def _render(constant: float, coefficients: Sequence[float], bases: Sequence[str]
                        digits, style)[0]
 
 
-def render_rows(constants, coefficients, bases: Sequence[str], roundoff, digits: int, style: str) -> list[str]:
+def render_rows(constants, coefficients, bases: Sequence, roundoff, digits: int, style: str,
+                nterms: np.ndarray | None = None) -> list[str]:
     """:func:`_render` of many models with the same terms (basis texts ``bases``) at once: the
     constants (n,), their coefficients (n, len(bases)), whether each constant is round-off (n,);
-    the numbers a column at a time (:func:`_nums`), each text's pieces joined in one pass."""
+    the numbers a column at a time (:func:`_nums`), each text's pieces joined in one pass.
+    ``nterms``: models with different terms (rows of a group's patterns) -- per row its number of
+    terms, ``bases[t]`` the rows' basis texts of their t-th term (n,)."""
     const = np.asarray(constants, dtype=float).reshape(-1)
     n = len(const)
     if not len(bases):
@@ -376,7 +379,8 @@ def render_rows(constants, coefficients, bases: Sequence[str], roundoff, digits:
     coef = np.asarray(coefficients, dtype=float).reshape(n, len(bases))
     mul = " \\cdot " if style == "latex" else " * "
     shown = (const != 0) & ~np.asarray(roundoff, dtype=bool)
-    pieces = [np.where(shown, np.asarray(_nums(const, digits, style), dtype=object), "").tolist()]
+    cnum = _nums(const, digits, style)
+    pieces = [np.where(shown, np.asarray(cnum, dtype=object), "").tolist()]
     first = ~shown                     # the term starts the text: its sign without spaces
     for t, b in enumerate(bases):
         # a term whose coefficient is exactly 0 adds nothing: not printed (`-1`, not `-1 + 0 * p`);
@@ -384,14 +388,26 @@ def render_rows(constants, coefficients, bases: Sequence[str], roundoff, digits:
         on = coef[:, t] != 0
         neg = coef[:, t] < 0
         sign = np.where(first, np.where(neg, "-", ""), np.where(neg, " - ", " + "))
-        pieces += [np.where(on, sign, "").tolist(), np.where(on, np.asarray(_nums(np.abs(coef[:, t]), digits, style),
-                                                                           dtype=object), "").tolist(),
-                   np.where(on, mul + b, "").tolist()]
+        if nterms is not None:
+            on &= nterms > t           # rows of fewer terms: nothing from this column
+        nums = _nums(np.abs(coef[:, t]), digits, style)
+        if nterms is None:
+            pieces += [np.where(on, sign, "").tolist(), np.where(on, np.asarray(nums, dtype=object), "").tolist(),
+                       np.where(on, mul + b, "").tolist()]
+        else:
+            pieces.append([sg + num + mul + bt if h else "" for sg, num, bt, h in
+                           zip(sign.tolist(), nums, b, on.tolist())])
         first = first & ~on
         shown = shown | on
+    out = list(map("".join, zip(*pieces)))
+    if nterms is not None:
+        for i in np.flatnonzero(nterms == 0).tolist():     # no terms: the constant, as it is
+            out[i] = cnum[i]
+            shown[i] = True
     # nothing left (a zero constant, every coefficient 0): the function is 0
-    pieces.append(np.where(shown, "", "0").tolist())
-    return list(map("".join, zip(*pieces)))
+    for i in np.flatnonzero(~shown).tolist():
+        out[i] = "0"
+    return out
 
 
 def term_signature(m: "Model") -> tuple:
@@ -441,23 +457,42 @@ def _roundoff(models: Sequence[Model], params: tuple, sig: tuple) -> np.ndarray:
     return roundoff_rows(up, coef, const, params, sig)
 
 
-def roundoff_rows(up: np.ndarray, coef: np.ndarray, const: np.ndarray, params: tuple, sig: tuple) -> np.ndarray:
-    """The rule of :meth:`Model.constant_is_roundoff` on arrays: rows of the largest measured
-    coordinates ``up`` (n, len(params)), the coefficients ``coef`` (n, len(sig)) of the terms
-    ``sig`` and the constants ``const`` (n,)."""
-    coef = np.abs(np.asarray(coef, dtype=float))
-    ok = ~np.isnan(up).any(axis=1) & (const != 0)
-    size = np.zeros(len(const))
+def factors_at(up: np.ndarray, params: tuple, sig: tuple) -> tuple[np.ndarray, list[list[np.ndarray]]]:
+    """The terms ``sig``'s factors at the rows' largest measured coordinates ``up`` (n,
+    len(params)), as :func:`roundoff_rows` takes them: (where every factor is defined (n,), per
+    term its factors' values (n,) in order)."""
+    ok = np.ones(len(up), dtype=bool)
     col = {p: k for k, p in enumerate(params)}
+    out = []
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for k, factors in enumerate(sig):
-            v = coef[:, k].copy()
+        for factors in sig:
+            fs = []
             for p, i, j in factors:
                 u = up[:, col[p]]
                 ok &= ~((u <= 0) | ((j < 0) & (u <= 1)))      # undefined there: not round-off
                 f = np.power(u, float(i))
                 if j:
                     f = f * np.log2(u) ** j
+                fs.append(f)
+            out.append(fs)
+    return ok, out
+
+
+def roundoff_rows(up: np.ndarray, coef: np.ndarray, const: np.ndarray, params: tuple, sig: tuple,
+                  factors: tuple | None = None) -> np.ndarray:
+    """The rule of :meth:`Model.constant_is_roundoff` on arrays: rows of the largest measured
+    coordinates ``up`` (n, len(params)), the coefficients ``coef`` (n, len(sig)) of the terms
+    ``sig`` and the constants ``const`` (n,).  ``factors``: :func:`factors_at` of the rows when
+    already computed (rows of different terms: ``sig`` unused, a term's factors 1.0 and its
+    coefficient 0 on the rows without it)."""
+    coef = np.abs(np.asarray(coef, dtype=float))
+    defined, fac = factors if factors is not None else factors_at(up, params, sig)
+    ok = ~np.isnan(up).any(axis=1) & (const != 0) & defined
+    size = np.zeros(len(const))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for k, fs in enumerate(fac):
+            v = coef[:, k].copy()
+            for f in fs:
                 v = v * f
             size = np.maximum(size, v)
         return ok & np.isfinite(size) & (np.abs(const) < 1e-12 * size)
