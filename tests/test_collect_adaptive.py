@@ -84,7 +84,7 @@ def test_budget_stops_after_exactly_the_runs_that_fit(tmp_path):
         assert c["reason"].startswith(",".join(f"n={v:g}" for v in c["at"].values()))
         assert c["width"] > 1e-9
     stop = decisions(recs, "stop")
-    assert len(stop) == 1 and stop[0]["reason"] == "budget" and "core-hours left buys no useful run" in stop[0]["why"]
+    assert len(stop) == 1 and stop[0]["reason"] == "budget" and "what is left buys no useful run" in stop[0]["why"]
     assert len(decisions(recs, "design")) == 1
     assert lines[0].startswith("adaptive: start design 3 point(s)") and lines[-1].startswith("adaptive: stop (budget)")
     # the stored experiment holds exactly the journaled runs

@@ -47,6 +47,7 @@ measurements.  A rerun with a larger budget or a smaller ``until`` continues a s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -299,6 +300,10 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             left = budget - spent
             useful = [c for c in adv.choices if c.gain > 0]
             affordable = [c for c in useful if c.cost <= left]
+            plan = []
+            if width > until and affordable:
+                # the advisor's greedy plan within what is left: its first step is the run to make
+                plan = advise(ms, exp, dataclasses.replace(req, budget=left)).plan
             if width <= until:
                 stop, why = "until", (f"the {LEVEL:.0%} interval of the total at the target is {width:.1%} of its value "
                                       f"({lower:.4g}..{upper:.4g} around {value:.4g}), within {until:.1%}")
@@ -307,8 +312,8 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                                           f"{width:.1%} wide")
             elif not affordable:
                 cheap = min(useful, key=lambda c: c.cost)
-                stop, why = "budget", (f"{max(left, 0.0):.3g} of {budget:g} core-hours left buys no useful run (the "
-                                       f"cheapest, {_fmt(cheap.at)}, ~{cheap.cost:.3g}); the interval is "
+                stop, why = "budget", (f"{spent:.3g} of {budget:g} core-hours spent: what is left buys no useful run "
+                                       f"(the cheapest, {_fmt(cheap.at)}, ~{cheap.cost:.3g}); the interval is "
                                        f"{width:.1%} wide")
             else:
                 stop = None
@@ -318,7 +323,11 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                     camp.note({"type": "adaptive", "event": "stop", "reason": stop, "why": why, **state})
                 say(f"adaptive: stop ({stop}): {why}")
                 break
-            ch = affordable[0]
+            # the first step of the advisor's plan; without one (no affordable run removes the
+            # advisor's MIN_STEP of the variance left) its best-ranked affordable candidate
+            first = plan[0] if plan else None
+            ch = next((c for c in adv.choices if first and c.kind == first["kind"] and c.at == first["at"]),
+                      affordable[0])
             at = {q: float(ch.at[q]) for q in params}
             k = config_key(at)
             ok = sum(1 for r in _runs(camp.records) if r["key"] == k and r["mode"] == "main" and r["status"] == "ok")
