@@ -18,6 +18,8 @@ from perfcast.collect.campaign import CampaignSpec, build_experiment, campaign_d
 from perfcast.errors import PerfcastError
 from perfcast.modelset import model
 
+from conftest import cli_json
+
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
@@ -159,7 +161,7 @@ def test_resume_after_kill_reruns_nothing(tmp_path):
     for c in decisions(after, "choose"):
         assert sum(1 for x in runs(after) if x["key"] == runs_key(c["at"]) and x["status"] == "ok") >= c["at_least"]
     assert len(decisions(after, "design")) == 1 and decisions(after, "stop")[-1]["reason"] == "until"
-    summary = json.loads(r.stdout)
+    summary = cli_json(r.stdout, "campaign")
     assert summary["kind"] == "campaign" and summary["stop"] == "until" and summary["runs"] == len(ids)
     assert [s["step"] for s in summary["items"]] == [c["step"] for c in decisions(after, "choose")]
 
