@@ -2,7 +2,6 @@
 bad input -- on fake applications whose run time follows a known formula (a sleep)."""
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -103,10 +102,10 @@ def _width(exp, target):
 
 
 def test_until_stops_when_the_width_is_reached(tmp_path):
-    # run time 0.05 + 0.02 * p seconds, cost x p processes; the 90% interval of the wall time
+    # run time 0.1 + 0.05 * p seconds, cost x p processes; the 90% interval of the wall time
     # predicted at p = 64 from p <= 3 is wide (4+ doublings of extrapolation); the points up to
     # p = 16 narrow it
-    app = script(tmp_path / "app.sh", 'sleep $(echo "0.05 + 0.02 * $1" | bc -l)\n')
+    app = script(tmp_path / "app.sh", 'sleep $(echo "0.1 + 0.05 * $1" | bc -l)\n')
     spec = CampaignSpec(command=f"{app} {{p}}", parameters={"p": [1, 2, 3, 4, 8, 16]}, reps_min=2, reps_max=2)
     out = tmp_path / "u.perfcast"
     until, target = 0.5, {"p": 64.0}
@@ -124,7 +123,7 @@ def test_until_stops_when_the_width_is_reached(tmp_path):
     last_run = max(i for i, r in enumerate(recs) if r.get("type") == "run")
     assert _width(build_experiment(spec, recs[:last_run]), target) > until
     # the prediction the campaign stopped on brackets the generating formula's run time
-    assert res.lower <= 0.05 + 0.02 * 64 + 0.2 and res.upper >= 0.05 + 0.02 * 64
+    assert res.lower <= 0.1 + 0.05 * 64 + 0.3 and res.upper >= 0.1 + 0.05 * 64
 
 
 def test_resume_after_kill_reruns_nothing(tmp_path):
@@ -146,8 +145,9 @@ def test_resume_after_kill_reruns_nothing(tmp_path):
     assert proc.returncode == 143, err
     before = journal(out)
     assert len(decisions(before, "choose")) >= 2 and not decisions(before, "stop")
-    # resume: stops at once by width (1000%), after finishing what the interrupted step had not run
-    r = cli(*base[:4], "--budget", "1", "--until", "1000%", "--json", *base[4:])
+    # resume with a budget above the cheapest run (0.2 s) but below what is spent (>= 5 runs): it
+    # finishes what the interrupted step had not run, then stops at once (budget)
+    r = cli(*base[:4], "--budget", str(0.5 / 3600), "--until", "1e-9", "--json", *base[4:])
     assert r.returncode == 0, r.stderr
     after = journal(out)
     assert after[:len(before)] == before
@@ -160,9 +160,9 @@ def test_resume_after_kill_reruns_nothing(tmp_path):
     assert len(new) == len(pending) <= 1
     for c in decisions(after, "choose"):
         assert sum(1 for x in runs(after) if x["key"] == runs_key(c["at"]) and x["status"] == "ok") >= c["at_least"]
-    assert len(decisions(after, "design")) == 1 and decisions(after, "stop")[-1]["reason"] == "until"
+    assert len(decisions(after, "design")) == 1 and decisions(after, "stop")[-1]["reason"] == "budget"
     summary = cli_json(r.stdout, "campaign")
-    assert summary["kind"] == "campaign" and summary["stop"] == "until" and summary["runs"] == len(ids)
+    assert summary["kind"] == "campaign" and summary["stop"] == "budget" and summary["runs"] == len(ids)
     assert [s["step"] for s in summary["items"]] == [c["step"] for c in decisions(after, "choose")]
 
 

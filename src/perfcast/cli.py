@@ -1547,12 +1547,13 @@ def _collect_adaptive(spec, output, target, budget, until, log, as_json):
                                                               "cost_estimate", "value", "lower", "upper", "width",
                                                               "spent")} for r in res.steps],
                           **res.summary())
-    w = "-" if res.width is None else f"{res.width:.1%}"
+    at = ",".join(f"{k}={v:g}" for k, v in res.target.items())
+    total = (f"total at {at}: {res.value:.4g} [{res.lower:.4g}, {res.upper:.4g}] "
+             f"({'-' if res.width is None else f'{res.width:.1%}'} wide, --until {res.until:.1%})"
+             if res.value is not None else f"no prediction at {at}")
     out.print(f"wrote {output}: {res.runs} run(s) at {len(res.experiment.points())} point(s) ({len(res.design)} of the "
-              f"start design, {len(res.steps)} chosen step(s)), {res.spent:.3g} of {res.budget:g} core-hours; total at "
-              f"{','.join(f'{k}={v:g}' for k, v in res.target.items())}: {res.value:.4g} "
-              f"[{res.lower:.4g}, {res.upper:.4g}] ({w} wide, --until {res.until:.1%}); stopped: {res.stop}; journal "
-              f"in {res.campaign}", markup=False, highlight=False)
+              f"start design, {len(res.steps)} chosen step(s)), {res.spent:.3g} of {res.budget:g} core-hours; {total}; "
+              f"stopped: {res.stop}; journal in {res.campaign}", markup=False, highlight=False)
 
 
 # -- projection onto machines the user does not have (issue #7) ------------------------------------

@@ -23,7 +23,8 @@ The campaign's grid (``-P``) is the set of points it may run.  It
    predicted for a new point, measured for a repetition); then back to 2;
 4. stops when the budget affords none of the useful candidates (``budget``), when no candidate
    reduces the uncertainty the models know of (``exhausted``), or when a chosen run failed the
-   campaign's ``max_failures`` times (``failed``).
+   campaign's ``max_failures`` times (``failed``), or when the advisor has nothing to rank (``no-advice``:
+   no series with a single fitted function matters at the target; its message is the reason).
 
 **Cost** of a run: its measured wall time x processes (the process-count parameter, as the advisor
 and :class:`perfcast.modelset.ModelSet` find it; without one, one process), in core-hours; every
@@ -64,7 +65,7 @@ UNTIL = 0.10
 LEVEL = 0.9
 #: values along a parameter the start design measures (a line of >= 3 points: what a fit needs)
 LINE = 3
-STOPS = ("until", "budget", "exhausted", "failed")
+STOPS = ("until", "budget", "exhausted", "failed", "no-advice")
 
 
 def parse_until(text) -> float:
@@ -116,8 +117,8 @@ def check(spec: CampaignSpec, target: Mapping[str, float], budget: float, until:
                                 f"so no model says how it scales; give {q} {LINE} or more values, or keep "
                                 f"{q}={fmt_value(vs[0])}", where="--target")
         if len(vs) == 2:
-            raise PerfcastError(f"{q}={','.join(fmt_value(v) for v in vs)}: a model along {q} needs {LINE} values; give "
-                                f"one value to hold it or {LINE} or more to vary it", where="-P")
+            raise PerfcastError(f"{q}={','.join(fmt_value(v) for v in vs)}: a model along {q} needs {LINE} values; "
+                                f"give one value to hold it or {LINE} or more to vary it", where="-P")
     top = {q: vs[-1] for q, vs in grid.items()}
     if not any(tgt[q] > top[q] for q in grid):
         raise PerfcastError(f"{_fmt(tgt)} is inside the range the campaign can measure ({_fmt(top)}): measure it "
@@ -128,10 +129,12 @@ def check(spec: CampaignSpec, target: Mapping[str, float], budget: float, until:
         raise PerfcastError(f"{until!r}: the interval's relative width must be above 0", where="--until")
     design = start_design(grid)
     if not any(len(vs) > LINE for vs in grid.values()):
-        raise PerfcastError(f"no candidate beyond the start design ({', '.join(f'{q}<={fmt_value(vs[LINE - 1])}' for q, vs in grid.items() if len(vs) >= LINE)}): "
-                            f"give a parameter more than {LINE} values, e.g. "
-                            f"-P {next(q for q, vs in grid.items() if len(vs) >= LINE)}=...,"
-                            f"{fmt_value(2 * next(vs[-1] for vs in grid.values() if len(vs) >= LINE))}", where="-P")
+        varied = {q: vs for q, vs in grid.items() if len(vs) >= LINE}
+        q0 = next(iter(varied))
+        raise PerfcastError(f"no candidate beyond the start design "
+                            f"({', '.join(f'{q}<={fmt_value(vs[LINE - 1])}' for q, vs in varied.items())}): give a "
+                            f"parameter more than {LINE} values, e.g. -P {q0}=...,{fmt_value(2 * varied[q0][-1])}",
+                            where="-P")
     # the advisor's own checks, on the start design as if measured (nothing is run yet)
     request(tuple(grid), design, tgt, [grid])
     return tgt, design
@@ -280,7 +283,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                        for r in _runs(camp.records) if r["status"] == "ok")
         need = sum(camp._needs(c, "main") * per_proc * (float(c[procs]) if procs else 1.0) for c in design)
         spent = sum(run_cost(r, procs) for r in _runs(camp.records))
-        if spent + need > budget:
+        if need > 0 and spent + need > budget:
             raise PerfcastError(f"{budget:g} core-hours is below what the start design still needs: at least "
                                 f"{need:.3g} core-hours more ({spent:.3g} spent)", where="--budget")
         camp.execute()
@@ -292,7 +295,18 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             spent = sum(run_cost(r, procs) for r in _runs(camp.records))
             ms = model(exp, metrics_needed(exp, None))
             req = _request(spec, exp, tgt)
-            adv = advise(ms, exp, req)
+            try:
+                adv = advise(ms, exp, req)
+            except PerfcastError as e:
+                # the models give the advisor nothing to rank (e.g. no series with a single fitted
+                # function that matters at the target): the campaign stops with what it has
+                why = f"the advisor cannot rank the candidates: {e.message}"
+                camp.note({"type": "adaptive", "event": "stop", "reason": "no-advice", "why": why, "spent": spent})
+                say(f"adaptive: stop (no-advice): {why}")
+                stop, value = "no-advice", None
+                lower = upper = None
+                width = math.inf
+                break
             value, lower, upper = total_interval(ms, adv.metric, adv.root, tgt)
             width = (upper - lower) / abs(value) if value and math.isfinite(upper - lower) else math.inf
             state = {"value": value, "lower": lower, "upper": upper, "width": width if math.isfinite(width) else None,
@@ -305,8 +319,8 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 # the advisor's greedy plan within what is left: its first step is the run to make
                 plan = advise(ms, exp, dataclasses.replace(req, budget=left)).plan
             if width <= until:
-                stop, why = "until", (f"the {LEVEL:.0%} interval of the total at the target is {width:.1%} of its value "
-                                      f"({lower:.4g}..{upper:.4g} around {value:.4g}), within {until:.1%}")
+                stop, why = "until", (f"the {LEVEL:.0%} interval of the total at the target is {width:.1%} of its "
+                                      f"value ({lower:.4g}..{upper:.4g} around {value:.4g}), within {until:.1%}")
             elif not useful:
                 stop, why = "exhausted", (f"no candidate reduces the uncertainty the models know of; the interval is "
                                           f"{width:.1%} wide")
