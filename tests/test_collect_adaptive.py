@@ -62,11 +62,12 @@ def test_budget_stops_after_exactly_the_runs_that_fit(tmp_path):
     # runs that still fit; the 7th would need S more with only ~S/2 left
     S = 1.0
     app = script(tmp_path / "app.sh", f"sleep {S}\n")
-    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8]}, reps_min=1, reps_max=1)
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
+                        reps_max=1)
     out = tmp_path / "b.perfcast"
     budget = 6.5 * S / 3600
     lines = []
-    res = run_adaptive(spec, out, {"n": 32}, budget, until=1e-9, say=lines.append)
+    res = run_adaptive(spec, out, {"n": 64}, budget, until=1e-9, say=lines.append)
     recs = journal(out)
     rr = runs(recs)
     assert len(rr) == 6 and all(r["status"] == "ok" for r in rr)
@@ -109,7 +110,7 @@ def test_until_stops_when_the_width_is_reached(tmp_path):
     spec = CampaignSpec(command=f"{app} {{p}}", parameters={"p": [1, 2, 3, 4, 8, 16]}, reps_min=2, reps_max=2)
     out = tmp_path / "u.perfcast"
     until, target = 0.5, {"p": 64.0}
-    res = run_adaptive(spec, out, target, budget=1.0, until=until)
+    res = run_adaptive(spec, out, target, budget=0.02, until=until)
     recs = journal(out)
     rr = runs(recs)
     assert res.stop == "until" and res.width <= until
@@ -129,7 +130,7 @@ def test_until_stops_when_the_width_is_reached(tmp_path):
 def test_resume_after_kill_reruns_nothing(tmp_path):
     app = script(tmp_path / "app.sh", 'sleep $(echo "0.2 + 0.01 * $1" | bc -l)\n')
     out = tmp_path / "r.perfcast"
-    base = ["collect", "--adaptive", "--target", "n=64", "-o", str(out), "-P", "n=1,2,3,4,8,16",
+    base = ["collect", "--adaptive", "--target", "n=128", "-o", str(out), "-P", "n=1,2,3,4,6,8,12,16,24,32",
             "--reps", "1..1", "--", str(app), "{n}"]
     proc = subprocess.Popen([sys.executable, "-m", "perfcast", *base[:4], "--budget", "1", "--until", "1e-9",
                              *base[4:]], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -175,11 +175,11 @@ def test_slurm_adaptive_campaign(slurm, tmp_path):
     app = tmp_path / "app.sh"
     app.write_text(f'#!/bin/sh\nsleep {S}\necho "task $SLURM_ARRAY_TASK_ID"\n')
     app.chmod(0o755)
-    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 8]}, reps_min=1, reps_max=1,
-                        launcher="slurm", slurm={"poll": 0.2}, timeout=60)
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
+                        reps_max=1, launcher="slurm", slurm={"poll": 0.2}, timeout=60)
     out = tmp_path / "a.perfcast"
     budget = 5.5 * S / 3600
-    res = run_adaptive(spec, out, {"n": 32}, budget, until=1e-9)
+    res = run_adaptive(spec, out, {"n": 64}, budget, until=1e-9)
     recs = [json.loads(l) for l in (campaign_dir(out) / "journal.jsonl").read_text().splitlines()]
     runs = [r for r in recs if r.get("type") == "run"]
     chosen = [r for r in recs if r.get("type") == "adaptive" and r.get("event") == "choose"]

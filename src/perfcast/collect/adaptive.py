@@ -18,13 +18,18 @@ The campaign's grid (``-P``) is the set of points it may run.  It
    **relative width** is ``(upper - lower) / value``;
 3. stops when that width is at most ``until``; else asks the advisor
    (:func:`perfcast.analysis.advisor.advise`) with the rest of the grid as candidates (and every
-   measured point for one more repetition) and runs **one run** of its best-ranked candidate (best
-   uncertainty reduction per core-hour) that the budget left still affords (by the advisor's cost:
-   predicted for a new point, measured for a repetition); then back to 2;
-4. stops when the budget affords none of the useful candidates (``budget``), when no candidate
-   reduces the uncertainty the models know of (``exhausted``), or when a chosen run failed the
-   campaign's ``max_failures`` times (``failed``), or when the advisor has nothing to rank (``no-advice``:
-   no series with a single fitted function matters at the target; its message is the reason).
+   measured point for one more repetition) for its greedy plan within the budget left (``advise
+   --budget``: best uncertainty reduction per core-hour first, the advisor's cost -- predicted for
+   a new point, measured for a repetition) and makes **one run**, the plan's first step; then back
+   to 2;
+4. stops when the budget left affords none of the useful candidates (``budget``); when no
+   affordable run removes the advisor's ``MIN_STEP`` (5%) of the uncertainty left at the target, so
+   its plan is empty (``exhausted``: spending the rest on runs that change nothing the models know
+   of would not bring the width down -- typically the extrapolation from the grid's largest values
+   to the target dominates, and only a grid reaching closer to the target helps); when no candidate
+   reduces the uncertainty at all (``exhausted``); when a chosen run failed the campaign's
+   ``max_failures`` times (``failed``); or when the advisor has nothing to rank (``no-advice``: no
+   series with a single fitted function matters at the target; its message is the reason).
 
 **Cost** of a run: its measured wall time x processes (the process-count parameter, as the advisor
 and :class:`perfcast.modelset.ModelSet` find it; without one, one process), in core-hours; every
@@ -200,6 +205,16 @@ def total_interval(ms, metric: str, root: list[str], target: Mapping[str, float]
     return (value, value - math.sqrt(sum(x * x for x in lo)), value + math.sqrt(sum(x * x for x in hi)))
 
 
+def _stop(camp: Campaign, record: dict) -> None:
+    """Journal why the campaign stopped, unless its last decision was this same stop (a rerun of a
+    stopped campaign that still stops there)."""
+    last = [r for r in camp.records if r.get("type") == "adaptive" and r.get("event") != "start"]
+    rec = {"type": "adaptive", "event": "stop", **record}
+    if not (last and last[-1].get("event") == "stop"
+            and all(last[-1].get(k) == rec.get(k) for k in ("reason", "spent", "width"))):
+        camp.note(rec)
+
+
 def _request(spec: CampaignSpec, exp, tgt: dict):
     """The advisor's request: the grid points not measured yet as new points, every measured point
     for one more repetition (checked by :func:`check` before the campaign began; built here, since
@@ -221,7 +236,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                  say: Callable[[str], None] | None = None, launcher=None) -> AdaptiveResult:
     """Run (or resume) an adaptive campaign (module docstring) and store its experiment at
     ``output``.  ``say`` gets one line per decision (progress), ``log`` the campaign's warnings."""
-    from ..analysis.advisor import advise, metrics_needed
+    from ..analysis.advisor import MIN_STEP, advise, metrics_needed
     from ..modelset import model
 
     say = say or (lambda text: None)
@@ -301,7 +316,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 # the models give the advisor nothing to rank (e.g. no series with a single fitted
                 # function that matters at the target): the campaign stops with what it has
                 why = f"the advisor cannot rank the candidates: {e.message}"
-                camp.note({"type": "adaptive", "event": "stop", "reason": "no-advice", "why": why, "spent": spent})
+                _stop(camp, {"reason": "no-advice", "why": why, "spent": spent})
                 say(f"adaptive: stop (no-advice): {why}")
                 stop, value = "no-advice", None
                 lower = upper = None
@@ -329,19 +344,19 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 stop, why = "budget", (f"{spent:.3g} of {budget:g} core-hours spent: what is left buys no useful run "
                                        f"(the cheapest, {_fmt(cheap.at)}, ~{cheap.cost:.3g}); the interval is "
                                        f"{width:.1%} wide")
+            elif not plan:
+                stop, why = "exhausted", (f"no run the {max(left, 0.0):.3g} core-hours left afford removes "
+                                          f"{MIN_STEP:.0%} of the uncertainty left at the target (the advisor's plan "
+                                          f"is empty); the interval is {width:.1%} wide")
             else:
                 stop = None
             if stop is not None:
-                last = [r for r in camp.records if r.get("type") == "adaptive"][-1]
-                if not (last.get("event") == "stop" and last.get("reason") == stop and last.get("spent") == spent):
-                    camp.note({"type": "adaptive", "event": "stop", "reason": stop, "why": why, **state})
+                _stop(camp, {"reason": stop, "why": why, **state})
                 say(f"adaptive: stop ({stop}): {why}")
                 break
-            # the first step of the advisor's plan; without one (no affordable run removes the
-            # advisor's MIN_STEP of the variance left) its best-ranked affordable candidate
-            first = plan[0] if plan else None
-            ch = next((c for c in adv.choices if first and c.kind == first["kind"] and c.at == first["at"]),
-                      affordable[0])
+            # the first step of the advisor's plan within the budget left
+            first = plan[0]
+            ch = next(c for c in adv.choices if c.kind == first["kind"] and c.at == first["at"])
             at = {q: float(ch.at[q]) for q in params}
             k = config_key(at)
             ok = sum(1 for r in _runs(camp.records) if r["key"] == k and r["mode"] == "main" and r["status"] == "ok")
@@ -358,7 +373,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             camp.execute()
             if len(_runs(camp.records)) == before:
                 stop, why = "failed", f"{_fmt(at)} has failed {spec.max_failures} time(s): given up"
-                camp.note({"type": "adaptive", "event": "stop", "reason": stop, "why": why, **state})
+                _stop(camp, {"reason": stop, "why": why, **state})
                 say(f"adaptive: stop ({stop}): {why}")
                 break
         steps = [r for r in camp.records if r.get("type") == "adaptive" and r.get("event") == "choose"]
