@@ -67,7 +67,7 @@ echo "   a start design, then one run at a time where perfcast advise says, unti
 echo "   predicted run time is within 10% of it or the budget (core-hours: wall time x processes) is spent"
 ABUDGET=${DEMO_ADAPTIVE_BUDGET:-$(awk -v c="$cores" 'BEGIN { print 0.005 * c }')}
 "$PERFCAST" collect --adaptive --target "p=$cores,n=1024" --budget "$ABUDGET" --until 10% \
-  -o "$OUT/jacobi-adaptive.perfcast" -P p="$cores" -P n=16,32,64,128,256 --reps 2..4 --cv 0.05 --cv-metric total \
+  -o "$OUT/jacobi-adaptive.perfcast" -P p="$cores" -P n=16,32,64,128,256,512 --reps 2..4 --cv 0.05 --cv-metric total \
   -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 1000 -q 2>&1 | tee "$OUT/adaptive.txt"
 
 echo "== APMT breakdown: instruction counts of the solver's own functions (cachegrind, one run per"
