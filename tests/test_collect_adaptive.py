@@ -124,6 +124,11 @@ def test_until_stops_when_the_width_is_reached(tmp_path):
     assert _width(store.read(out), target) <= until
     last_run = max(i for i, r in enumerate(recs) if r.get("type") == "run")
     assert _width(build_experiment(spec, recs[:last_run]), target) > until
+    # and every step was taken while the width, recomputed from the runs journaled before it, was
+    # above --until
+    for c in chosen:
+        w = _width(build_experiment(spec, recs[:recs.index(c)]), target)
+        assert w > until and w == pytest.approx(c["width"], rel=1e-9)
     # the prediction the campaign stopped on is the generating formula's run time, within a factor
     # of 2 (a loaded machine stretches the small runs; the interval itself is the models' business)
     assert 0.5 < res.value / (0.1 + 0.05 * 32) < 2
