@@ -1406,6 +1406,10 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     within --until of its value, the budget is spent, or nothing helps.
     The journal records why each point was chosen and why it stopped;
     rerunning resumes (a larger --budget continues a stopped campaign).
+    It exits 0 whatever the stop (until, budget, exhausted, failed,
+    no-advice: printed, and in --json); 2 on bad input, or when the budget
+    is below one run's cost (a fresh campaign learns that cost from one
+    run of its cheapest point, kept in the journal).
 
     \b
     Examples:
