@@ -1400,10 +1400,11 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     Adaptive (--adaptive --target P=V --budget CORE_HOURS [--until 10%]):
     the grid is what the campaign may run.  It runs a start design (the
     smallest value of every parameter and the next two of each parameter
-    with three or more values), fits, and then one run at a time of the
-    candidate `perfcast advise` ranks best that the budget still affords,
+    with three or more values), fits, and then makes one run at a time, the
+    first step of `perfcast advise --budget`'s plan within the budget left,
     until the 90% interval of the predicted whole-run time at the target is
-    within --until of its value, the budget is spent, or nothing helps.
+    within --until of its value, the budget is spent, or no affordable run
+    removes 5% of the uncertainty left.
     The journal records why each point was chosen and why it stopped;
     rerunning resumes (a larger --budget continues a stopped campaign).
     It exits 0 whatever the stop (until, budget, exhausted, failed,
