@@ -62,6 +62,14 @@ for ((q = 1; q <= cores; q++)); do within+=(--where "p=$q"); done
 echo "   3. the times at $TARGET, for the record (oversubscribed on both sides: not a test of the model)"
 "$PERFCAST" predict "$EXP" --validate "$CHECK" --callpath 'app' --metric time 2>&1 | tee "$OUT/check-oversubscribed.txt"
 
+echo "== adaptive campaign: measure only what the prediction at n=1024 points per rank (p=$cores) needs:"
+echo "   a start design, then one run at a time where perfcast advise says, until the 90% interval of the"
+echo "   predicted run time is within 10% of it or the budget (core-hours: wall time x processes) is spent"
+ABUDGET=${DEMO_ADAPTIVE_BUDGET:-$(awk -v c="$cores" 'BEGIN { print 0.005 * c }')}
+"$PERFCAST" collect --adaptive --target "p=$cores,n=1024" --budget "$ABUDGET" --until 10% \
+  -o "$OUT/jacobi-adaptive.perfcast" -P p="$cores" -P n=16,32,64,128,256,512 --reps 2..4 --cv 0.05 --cv-metric total \
+  -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 1000 -q 2>&1 | tee "$OUT/adaptive.txt"
+
 echo "== APMT breakdown: instruction counts of the solver's own functions (cachegrind, one run per"
 echo "   configuration at small sizes; MPI start-up left out with --cachegrind-toggle) + timers + PMPI"
 APMT="$OUT/jacobi-apmt.perfcast"

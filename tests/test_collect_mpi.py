@@ -101,3 +101,49 @@ def test_pmpi_collector_counts_the_known_pattern(app, tmp_path):
     # the shim's own "time" metric does not collide with the run's wall time
     assert exp.metrics["time"].description.startswith("wall time")
     assert "pmpi_time" in exp.metrics
+
+
+def test_adaptive_campaign_on_the_bundled_jacobi(tmp_path):
+    # collect --adaptive with a real MPI launch of the bundled example at 2 ranks (this machine's
+    # cores): p is held at 2 (so a run costs its wall time x 2 processes), n varies; the
+    # campaign runs the start design, then the advisor's choices until the width or the budget
+    import json
+    import sys
+
+    from perfcast.collect.campaign import campaign_dir
+
+    repo = Path(__file__).resolve().parents[1]
+    r = subprocess.run(["make", "-C", str(repo / "examples")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "j.perfcast"
+    budget = 0.004
+    cmd = [sys.executable, "-m", "perfcast", "collect", "--adaptive", "--target", "p=2,n=1024", "--budget", str(budget),
+           "--until", "10%", "-o", str(out), "-P", "p=2", "-P", "n=16,32,64,128,256", "--reps", "2..3", "--json",
+           "--", "mpirun", "-np", "{p}", str(repo / "examples/jacobi/jacobi"), "-w", "{n}", "-i", "1000", "-q"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                       env={**__import__("os").environ, "PYTHONPATH": str(repo / "src")})
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    recs = [json.loads(l) for l in (campaign_dir(out) / "journal.jsonl").read_text().splitlines()]
+    runs = [x for x in recs if x.get("type") == "run"]
+    assert runs and all(x["status"] == "ok" for x in runs)
+    # each run was a real 2-rank MPI launch of the example (its own report of the ranks)
+    assert all("perfcast-info ranks 2" in x["stdout_tail"] for x in runs)
+    # the cost: measured wall time x 2 processes
+    assert summary["procs"] == "p"
+    assert summary["spent"] == pytest.approx(sum(x["wall"] * 2 for x in runs) / 3600, rel=1e-12)
+    assert summary["runs"] == len(runs)
+    assert summary["design"] == [{"p": 2.0, "n": 16.0}, {"p": 2.0, "n": 32.0}, {"p": 2.0, "n": 64.0}]
+    chosen = [x for x in recs if x.get("type") == "adaptive" and x.get("event") == "choose"]
+    assert chosen and all(c["at"]["p"] == 2 and c["at"]["n"] in (16, 32, 64, 128, 256) for c in chosen)
+    assert summary["stop"] in ("until", "budget", "exhausted")
+    # each chosen run was affordable when chosen (its cost estimate within what was left) and
+    # chosen while the interval was wider than --until
+    assert all(c["cost_estimate"] <= budget - c["spent"] and (c["width"] is None or c["width"] > 0.10)
+               for c in chosen)
+    if summary["stop"] == "until":
+        assert summary["width"] <= 0.10
+    else:
+        assert summary["width"] > 0.10
+    exp = store.read(out)
+    assert {"app->compute", "app->halo", "app->total"} <= set(exp.data["callpath"].astype(str))

@@ -163,3 +163,33 @@ def test_slurm_failures_and_timeouts(slurm, tmp_path):
     assert exp.points()["n"].tolist() == [1.0]
     status = {f["config"]["n"]: (f["status"], f["reason"]) for f in exp.meta["campaign"]["failed"]}
     assert status == {2.0: ("failed", "exit code 4"), 3.0: ("timeout", "timed out after 1 s")}
+
+
+def test_slurm_adaptive_campaign(slurm, tmp_path):
+    # collect --adaptive through the Slurm launcher: every run sleeps S seconds, one process each, so
+    # a run costs S/3600 core-hours and the budget of 4.5 runs buys the start design (3 points, one
+    # run each) and exactly 1 chosen run; each round is its own job array
+    from perfcast.collect.adaptive import run_adaptive
+
+    S = 1.0
+    app = tmp_path / "app.sh"
+    app.write_text(f'#!/bin/sh\nsleep {S}\necho "task $SLURM_ARRAY_TASK_ID"\n')
+    app.chmod(0o755)
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
+                        reps_max=1, launcher="slurm", slurm={"poll": 0.2}, timeout=60)
+    out = tmp_path / "a.perfcast"
+    budget = 4.5 * S / 3600
+    res = run_adaptive(spec, out, {"n": 64}, budget, until=1e-9)
+    recs = [json.loads(l) for l in (campaign_dir(out) / "journal.jsonl").read_text().splitlines()]
+    runs = [r for r in recs if r.get("type") == "run"]
+    chosen = [r for r in recs if r.get("type") == "adaptive" and r.get("event") == "choose"]
+    assert res.stop == "budget" and len(runs) == 4 and len(chosen) == 1
+    assert all(r["status"] == "ok" for r in runs)
+    spent = sum(r["wall"] for r in runs) / 3600
+    assert res.spent == pytest.approx(spent, rel=1e-12) and spent <= budget < spent + S / 3600
+    assert [r["config"] for r in runs[3:]] == [c["at"] for c in chosen]
+    # every run was a Slurm array task: the probe, the rest of the start design, then the step
+    jobs = [r["env"]["SLURM_ARRAY_JOB_ID"] for r in runs]
+    assert all("task" in r["stdout_tail"] for r in runs)
+    assert len(set(jobs)) == 3 and len(set(jobs[3:])) == 1
+    assert store.read(out).equals(res.experiment)

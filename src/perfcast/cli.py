@@ -1375,10 +1375,22 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
 @click.option("--max-failures", type=int, default=None, help="Failed runs before a configuration is given up [2].")
 @click.option("--seed", type=int, default=None, help="Seed of the run order shuffle [0].")
 @click.option("--slurm-opt", "slurm_opts", multiple=True, help="Extra sbatch option (e.g. --partition=x); repeatable.")
+@click.option("--adaptive", is_flag=True,
+              help="Run only what the prediction at --target needs: a start design, then the grid points the "
+                   "advisor ranks best, one run at a time, until --until or --budget (perfcast.collect.adaptive).")
+@click.option("--target", default=None, metavar="P=V[,Q=W]",
+              help="With --adaptive: the point to predict, beyond the grid (parameters left out: their largest "
+                   "grid value).")
+@click.option("--budget", type=Finite(), default=None, metavar="CORE_HOURS",
+              help="With --adaptive: core-hours for the whole campaign (a run costs its wall time x processes).")
+@click.option("--until", default=None, metavar="WIDTH",
+              help="With --adaptive: stop when the 90%% interval of the predicted total at --target is this "
+                   "wide relative to its value [10%%].")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout, output_cap, allow_missing, collect,
                 timer_regex, launcher, oversubscribe, perf_freq, perf_event, call_graph, counter_events, memory_events,
-                cg_i1, cg_d1, cg_ll, cg_toggle, max_failures, seed, slurm_opts, as_json):
+                cg_i1, cg_d1, cg_ll, cg_toggle, max_failures, seed, slurm_opts, adaptive, target, budget, until,
+                as_json):
     """Run an application over a parameter grid and store the profiles as one experiment.
 
     Give the command after `--` (with {NAME} placeholders, and optionally {wrap} where per-rank
@@ -1408,10 +1420,28 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     every finished run; rerun to resume).
 
     \b
+    Adaptive (--adaptive --target P=V --budget CORE_HOURS [--until 10%]):
+    the grid is what the campaign may run.  It runs a start design (the
+    smallest value of every parameter and the next two of each parameter
+    with three or more values), fits, and then makes one run at a time, the
+    first step of `perfcast advise --budget`'s plan within the budget left,
+    until the 90% interval of the predicted whole-run time at the target is
+    within --until of its value, the budget is spent, or no affordable run
+    removes 5% of the uncertainty left.
+    The journal records why each point was chosen and why it stopped;
+    rerunning resumes (a larger --budget continues a stopped campaign).
+    It exits 0 whatever the stop (until, budget, exhausted, failed,
+    no-advice: printed, and in --json); 2 on bad input, or when the budget
+    is below one run's cost (a fresh campaign learns that cost from one
+    run of its cheapest point, kept in the journal).
+
+    \b
     Examples:
       perfcast collect -o jacobi.perfcast -P p=1,2,4 -P n=64,128 --reps 3..10 -- mpirun -np {p} ./jacobi {n}
       perfcast collect --collect time,perf,cachegrind? -o app.perfcast -P n=1,2 -- ./app {n}
       perfcast collect campaign.yaml
+      perfcast collect --adaptive --target n=1024 --budget 0.5 -o j.perfcast -P p=2 -P n=32,64,128,256 \\
+          -- mpirun -np {p} ./jacobi -w {n}
     """
     from .collect import campaign as cp
     from .report.terminal import err, out, progress, write_json
@@ -1478,10 +1508,14 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     from .output import refuse_stdout
 
     refuse_stdout(output)
+    if not adaptive and (target is not None or budget is not None or until is not None):
+        raise PerfcastError("--target, --budget and --until belong to --adaptive", where="--adaptive")
 
     def log(msg: str):
         err.print(f"perfcast: warning: {msg}", markup=False, highlight=False)
 
+    if adaptive:
+        return _collect_adaptive(d, output, target, budget, until, log, as_json)
     try:
         with cp.terminate_on_signals(), progress("collecting", enabled=None if not as_json else False) as cb:
             exp = cp.run_campaign(d, output, progress=cb, log=log)
@@ -1514,6 +1548,40 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
                           markup=False, highlight=False)
     if missing and not allow_missing:
         sys.exit(3)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
+
+
+def _collect_adaptive(spec, output, target, budget, until, log, as_json):
+    """``collect --adaptive``: parse, run perfcast.collect.adaptive, render."""
+    from .collect import adaptive as ad
+    from .collect import campaign as cp
+    from .report.terminal import err, out, progress, write_json
+
+    if target is None or budget is None:
+        raise PerfcastError("--adaptive needs --target P=V and --budget CORE_HOURS", where="--adaptive")
+    tgt = parse_coords(target, "--target")
+    width = ad.UNTIL if until is None else ad.parse_until(until)
+
+    def say(text: str):
+        err.print(f"perfcast: {text}", markup=False, highlight=False)
+
+    try:
+        with cp.terminate_on_signals(), progress("collecting", enabled=None if not as_json else False) as cb:
+            res = ad.run_adaptive(spec, output, tgt, budget, width, progress=cb, log=log, say=say)
+    except cp.Terminated as e:
+        click.echo(f"perfcast: terminated by {e}; rerun the same command to resume", err=True)
+        sys.exit(e.exit_code)
+    if as_json:
+        return write_json("campaign", [{k: r.get(k) for k in ("step", "at", "kind", "at_least", "reason",
+                                                              "cost_estimate", "value", "lower", "upper", "width",
+                                                              "spent")} for r in res.steps],
+                          **res.summary())
+    at = ",".join(f"{k}={v:g}" for k, v in res.target.items())
+    total = (f"total at {at}: {res.value:.4g} [{res.lower:.4g}, {res.upper:.4g}] "
+             f"({'-' if res.width is None else f'{res.width:.1%}'} wide, --until {res.until:.1%})"
+             if res.value is not None else f"no prediction at {at}")
+    out.print(f"wrote {output}: {res.runs} run(s) at {len(res.experiment.points())} point(s) ({len(res.design)} of the "
+              f"start design, {len(res.steps)} chosen step(s)), {res.spent:.3g} of {res.budget:g} core-hours; {total}; "
+              f"stopped: {res.stop}; journal in {res.campaign}", markup=False, highlight=False)
 
 
 # -- projection onto machines the user does not have (issue #7) ------------------------------------

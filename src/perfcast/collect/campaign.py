@@ -59,6 +59,7 @@ stored at rank 0.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import fcntl
@@ -524,6 +525,11 @@ class Campaign:
         self.records: list[dict] = []
         self.warnings: list[str] = []
         self._limits: dict[str, str] = {}  # run id -> how its time limit was chosen
+        #: the configurations to run (None: the spec's whole grid; an adaptive campaign sets its own)
+        self.points: list[dict] | None = None
+        #: successful runs wanted at a configuration, in place of the repetition rule (config_key ->
+        #: count; an adaptive campaign's probe and chosen runs)
+        self.at_least: dict[str, int] = {}
 
     # state
     def _runs(self, config: dict, mode: str) -> list[dict]:
@@ -559,6 +565,9 @@ class Campaign:
         if mode != "main":
             target = self.sel.for_mode(mode)[0].reps if mode == "cachegrind" else 1
             return max(0, target - ok)
+        wanted = self.at_least.get(config_key(config))
+        if wanted is not None:
+            return max(0, wanted - ok)
         if ok < self.spec.reps_min:
             return self.spec.reps_min - ok
         if ok >= self.spec.reps_max:
@@ -566,14 +575,18 @@ class Campaign:
         cv = self._cv(runs)
         return 0 if (cv is not None and cv <= self.spec.cv) else 1
 
+    def grid(self) -> list[dict]:
+        """The configurations this campaign runs: :attr:`points`, else the spec's grid."""
+        return self.spec.grid() if self.points is None else [dict(c) for c in self.points]
+
     def _plan(self) -> list[tuple[dict, str]]:
-        todo = [(c, m) for c in self.spec.grid() for m in self.sel.modes if self._needs(c, m) > 0]
+        todo = [(c, m) for c in self.grid() for m in self.sel.modes if self._needs(c, m) > 0]
         rng = random.Random(f"{self.spec.seed}:{len(self.records)}")
         rng.shuffle(todo)
         return todo
 
     def _remaining(self) -> int:
-        return sum(self._needs(c, m) for c in self.spec.grid() for m in self.sel.modes)
+        return sum(self._needs(c, m) for c in self.grid() for m in self.sel.modes)
 
     def _request(self, config: dict, mode: str) -> RunRequest:
         attempt = len(self._runs(config, mode))
@@ -710,25 +723,35 @@ class Campaign:
 
     # main loop
     def run(self) -> Experiment:
+        with self.session():
+            self.execute()
+            return self.write()
+
+    @contextlib.contextmanager
+    def session(self):
+        """The campaign open: its directory locked, header written, journal loaded, launcher ready
+        and the runs of an interrupted launch recovered.  A campaign that failed before its first
+        run (a collector or launcher unavailable) leaves nothing behind; one with runs stays, to be
+        resumed."""
         fresh = not self.dir.exists()
         self.dir.mkdir(parents=True, exist_ok=True)
         lock = open(self.dir / "lock", "w")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            lock.close()
             raise PerfcastError("another perfcast collect is running this campaign", self.dir) from None
         try:
-            return self._run()
+            self._open()
+            yield self
         except BaseException:
-            # a campaign that failed before its first run (a collector or launcher unavailable)
-            # leaves nothing behind; one with runs stays, to be resumed
             if fresh and {f.name for f in self.dir.iterdir()} <= {"lock", HEADER}:
                 shutil.rmtree(self.dir, ignore_errors=True)
             raise
         finally:
             lock.close()
 
-    def _run(self) -> Experiment:
+    def _open(self) -> None:
         head = self.dir / HEADER
         fp = self.spec.fingerprint()
         if head.is_file():
@@ -759,6 +782,9 @@ class Campaign:
                 self.launcher = LocalLauncher(self.dir)
         known = {r["id"] for r in self.records if r.get("type") == "run"}
         self.launcher.recover(lambda req, res: None if req.id in known else self._finish(req, res), None)
+
+    def execute(self) -> None:
+        """Run what :meth:`grid` still needs (rounds of interleaved runs, see the module docstring)."""
         self.progress(self._done(), self._done() + self._remaining(), "")
         while True:
             todo = self._plan()
@@ -766,16 +792,29 @@ class Campaign:
                 break
             requests = [self._request(c, m) for c, m in todo]
             self.launcher.run_batch(requests, self._finish)
-        exp = build_experiment(self.spec, self.records, {**self._header_meta(), "incomplete": self.incomplete()})
+
+    def experiment(self, extra: dict | None = None) -> Experiment:
+        """The experiment of the journal so far (not stored); ``extra``: more campaign metadata."""
+        return build_experiment(self.spec, self.records,
+                                {**self._header_meta(), "incomplete": self.incomplete(), **(extra or {})})
+
+    def write(self, extra: dict | None = None) -> Experiment:
+        """Build the experiment of the journal and store it at the output (atomically)."""
+        exp = self.experiment(extra)
         store.write(exp, self.output)
         return exp
+
+    def note(self, record: dict) -> None:
+        """Append a record that is not a run (an adaptive campaign's decisions) to the journal."""
+        self.journal.append(record)
+        self.records.append(record)
 
     def incomplete(self) -> list[dict]:
         """The configurations (and cachegrind runs) short of the wanted successful runs: ``reps_min``
         (the collector's ``reps`` for cachegrind runs).  Each: config, mode, succeeded, wanted, failed,
         last_status and last_reason (of its last failed run; None if none failed)."""
         out = []
-        for c in self.spec.grid():
+        for c in self.grid():
             for m in self.sel.modes:
                 runs = self._runs(c, m)
                 ok = sum(r["status"] == "ok" for r in runs)

@@ -1,0 +1,388 @@
+"""Adaptive campaigns: measure where the advisor says, until the prediction at a target is certain enough.
+
+``perfcast collect --adaptive --target p=64 --budget 2 [--until 10%] -P p=1,2,...`` (issue 21,
+item 2)::
+
+    res = run_adaptive(spec, "app.perfcast", {"p": 64}, budget=2.0, until=0.10)
+
+The campaign's grid (``-P``) is the set of points it may run.  It
+
+1. runs the **start design** (:func:`start_design`): every parameter at its smallest grid value,
+   and along each parameter with three or more values its second and third smallest, the others at
+   their smallest -- one line of three points per parameter, what a first fit needs (a model along
+   a parameter needs a line of >= 3 points with the others fixed, :mod:`perfcast.fit.core`);
+   these points follow the campaign's repetition rule (``--reps``, ``--cv``);
+2. fits the time metrics (:func:`perfcast.modelset.model`) and computes the 90% prediction
+   interval of the **total** at the target: the whole-run time the advisor costs runs by (its
+   ``root`` callpaths of the time metric; for a campaign, the run's wall time ``app``); its
+   **relative width** is ``(upper - lower) / value``;
+3. stops when that width is at most ``until``; else asks the advisor
+   (:func:`perfcast.analysis.advisor.advise`) with the rest of the grid as candidates (and every
+   measured point for one more repetition) for its greedy plan within the budget left (``advise
+   --budget``: best uncertainty reduction per core-hour first, the advisor's cost -- predicted for
+   a new point, measured for a repetition) and makes **one run**, the plan's first step; then back
+   to 2;
+4. stops when the budget left affords none of the useful candidates (``budget``); when no
+   affordable run removes the advisor's ``MIN_STEP`` (5%) of the uncertainty left at the target, so
+   its plan is empty (``exhausted``: spending the rest on runs that change nothing the models know
+   of would not bring the width down -- typically the extrapolation from the grid's largest values
+   to the target dominates, and only a grid reaching closer to the target helps); when no candidate
+   reduces the uncertainty at all (``exhausted``); when a chosen run failed the campaign's
+   ``max_failures`` times (``failed``); or when the advisor has nothing to rank (``no-advice``: no
+   series with a single fitted function matters at the target; its message is the reason).
+
+**Cost** of a run: its measured wall time x processes (the process-count parameter, as the advisor
+and :class:`perfcast.modelset.ModelSet` find it; without one, one process), in core-hours; every
+journaled run counts, failed ones too.  The budget covers the whole campaign, the start design
+included.  A run's cost is known only once one has run: before anything is run a fresh campaign
+runs one **probe**, the start design's cheapest point (every parameter at its smallest value), once;
+when that run alone costs more than the budget, the campaign stops with the error "budget below
+one run's cost" (the probe stays in the journal; a rerun with a larger budget uses it).  Before
+the rest of the start design, its cost is bounded from below by the probe's time x each point's
+processes; a budget below that bound is refused the same way, nothing more run.  A resumed campaign
+checks its budget against its cheapest measured run before running anything.
+
+**Journal.**  Every decision is a record in the campaign's ``journal.jsonl`` next to the runs
+(``type: "adaptive"``): ``design`` (the start design and why), ``choose`` (the point, new run or
+repetition, the successful runs wanted there afterwards, the advisor's one-line reason, its cost
+estimate, the interval and the budget spent when it was chosen) and ``stop`` (why).  Rerunning the
+same command resumes: the chosen points are read back from the journal, what an interrupted step
+had not finished is run, nothing journaled is run again, and the loop goes on from the journal's
+measurements.  A rerun with a larger budget or a smaller ``until`` continues a stopped campaign.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+from .. import store
+from ..errors import PerfcastError
+from .campaign import Campaign, CampaignSpec, config_key, fmt_value
+
+#: the default relative width of the 90% interval of the total at the target
+UNTIL = 0.10
+#: the interval's level
+LEVEL = 0.9
+#: values along a parameter the start design measures (a line of >= 3 points: what a fit needs)
+LINE = 3
+STOPS = ("until", "budget", "exhausted", "failed", "no-advice")
+
+
+def parse_until(text) -> float:
+    """``10%`` -> 0.1, ``0.1`` -> 0.1: a relative width above 0."""
+    s = str(text).strip()
+    m = re.fullmatch(r"([0-9.eE+-]+)\s*(%?)", s)
+    try:
+        v = float(m.group(1)) / (100.0 if m.group(2) else 1.0) if m else float("nan")
+    except ValueError:
+        v = float("nan")
+    if not (math.isfinite(v) and v > 0):
+        raise PerfcastError(f"{text!r}: give the interval's relative width, e.g. 10% or 0.1 (above 0)",
+                            where="--until")
+    return v
+
+
+def _fmt(point: Mapping[str, float]) -> str:
+    return ",".join(f"{k}={fmt_value(v)}" for k, v in point.items())
+
+
+def start_design(parameters: Mapping[str, list[float]]) -> list[dict]:
+    """The start design of a grid (module docstring): the corner of the smallest values first,
+    then per parameter with >= :data:`LINE` values its next ``LINE - 1`` values."""
+    vals = {q: sorted(set(float(v) for v in vs)) for q, vs in parameters.items()}
+    corner = {q: vs[0] for q, vs in vals.items()}
+    out = [dict(corner)]
+    for q, vs in vals.items():
+        if len(vs) >= LINE:
+            out += [{**corner, q: v} for v in vs[1:LINE]]
+    return out
+
+
+def check(spec: CampaignSpec, target: Mapping[str, float], budget: float, until: float) -> tuple[dict, list[dict]]:
+    """Check an adaptive campaign before anything is run: the full target point and the start
+    design.  Bad input raises a one-line :class:`PerfcastError`: a target parameter the grid does
+    not have or holds at one value, a parameter with two values (a model needs three), a target
+    inside the grid's range, no grid value beyond the start design's, a budget or width not above 0."""
+    from ..analysis.advisor import request
+
+    grid = {q: sorted(set(vs)) for q, vs in spec.parameters.items()}
+    unknown = [k for k in target if k not in grid]
+    if unknown:
+        raise PerfcastError(f"unknown parameter {unknown[0]!r}; the campaign's parameters are {', '.join(grid)}",
+                            where="--target")
+    tgt = {q: float(target.get(q, grid[q][-1])) for q in grid}
+    for q, vs in grid.items():
+        if len(vs) == 1 and tgt[q] != vs[0]:
+            raise PerfcastError(f"{_fmt(tgt)}: the campaign cannot vary {q} (its grid holds it at {fmt_value(vs[0])}), "
+                                f"so no model says how it scales; give {q} {LINE} or more values, or keep "
+                                f"{q}={fmt_value(vs[0])}", where="--target")
+        if len(vs) == 2:
+            raise PerfcastError(f"{q}={','.join(fmt_value(v) for v in vs)}: a model along {q} needs {LINE} values; "
+                                f"give one value to hold it or {LINE} or more to vary it", where="-P")
+    top = {q: vs[-1] for q, vs in grid.items()}
+    if not any(tgt[q] > top[q] for q in grid):
+        raise PerfcastError(f"{_fmt(tgt)} is inside the range the campaign can measure ({_fmt(top)}): measure it "
+                            f"directly, or give a target beyond the grid", where="--target")
+    if not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
+        raise PerfcastError(f"{budget!r} core-hours: a budget must be above 0", where="--budget")
+    if not (math.isfinite(until) and until > 0):
+        raise PerfcastError(f"{until!r}: the interval's relative width must be above 0", where="--until")
+    design = start_design(grid)
+    if not any(len(vs) > LINE for vs in grid.values()):
+        varied = {q: vs for q, vs in grid.items() if len(vs) >= LINE}
+        q0 = next(iter(varied))
+        raise PerfcastError(f"no candidate beyond the start design "
+                            f"({', '.join(f'{q}<={fmt_value(vs[LINE - 1])}' for q, vs in varied.items())}): give a "
+                            f"parameter more than {LINE} values, e.g. -P {q0}=...,{fmt_value(2 * varied[q0][-1])}",
+                            where="-P")
+    # the advisor's own checks, on the start design as if measured (nothing is run yet)
+    request(tuple(grid), design, tgt, [grid])
+    return tgt, design
+
+
+@dataclass
+class AdaptiveResult:
+    output: str
+    campaign: str
+    target: dict
+    budget: float
+    until: float
+    design: list                  # the start design's points
+    steps: list                   # the choose records, in order
+    stop: str                     # one of STOPS
+    why: str                      # the stop's one line
+    spent: float                  # core-hours, every journaled run
+    runs: int                     # journaled runs
+    value: float | None = None    # the total at the target, its interval, relative width
+    lower: float | None = None
+    upper: float | None = None
+    width: float | None = None
+    procs: str | None = None
+    experiment: object = field(default=None, repr=False)
+
+    def summary(self) -> dict:
+        return {"output": self.output, "campaign": self.campaign, "target": dict(self.target), "budget": self.budget,
+                "until": self.until, "level": LEVEL, "design": self.design, "stop": self.stop, "why": self.why,
+                "spent": self.spent, "runs": self.runs, "points": len(self.experiment.points()) if self.experiment
+                is not None else None, "value": self.value, "lower": self.lower, "upper": self.upper,
+                "width": self.width, "procs": self.procs}
+
+
+def run_cost(record: dict, procs: str | None) -> float:
+    """Core-hours of one journaled run: wall time x processes (module docstring)."""
+    n = float(record["config"].get(procs, 1.0)) if procs else 1.0
+    return float(record.get("wall") or 0.0) * n / 3600.0
+
+
+def _runs(records: list[dict]) -> list[dict]:
+    seen, out = set(), []
+    for r in records:
+        if r.get("type") == "run" and r["id"] not in seen:
+            seen.add(r["id"])
+            out.append(r)
+    return out
+
+
+def _procs(camp: Campaign) -> str | None:
+    from ..modelset import _process_parameter
+
+    return _process_parameter(camp.experiment()) if any(r["status"] == "ok" for r in _runs(camp.records)) else None
+
+
+def total_interval(ms, metric: str, root: list[str], target: Mapping[str, float]) -> tuple[float, float, float]:
+    """The predicted total of ``metric`` (the sum of the ``root`` callpaths) at ``target`` and its
+    :data:`LEVEL` interval; with several roots their half-widths are combined as independent
+    errors (root sum of squares), each side on its own."""
+    rows = [r for r in ms.predict(dict(target), LEVEL) if r["metric"] == metric and r["callpath"] in set(root)]
+    value = sum(float(r["value"]) for r in rows)
+    lo = [float(r["value"]) - float(r["lower"]) if r["lower"] is not None else math.nan for r in rows]
+    hi = [float(r["upper"]) - float(r["value"]) if r["upper"] is not None else math.nan for r in rows]
+    return (value, value - math.sqrt(sum(x * x for x in lo)), value + math.sqrt(sum(x * x for x in hi)))
+
+
+def _stop(camp: Campaign, record: dict) -> None:
+    """Journal why the campaign stopped, unless its last decision was this same stop (a rerun of a
+    stopped campaign that still stops there)."""
+    last = [r for r in camp.records if r.get("type") == "adaptive" and r.get("event") != "start"]
+    rec = {"type": "adaptive", "event": "stop", **record}
+    if not (last and last[-1].get("event") == "stop"
+            and all(last[-1].get(k) == rec.get(k) for k in ("reason", "spent", "width"))):
+        camp.note(rec)
+
+
+def _request(spec: CampaignSpec, exp, tgt: dict):
+    """The advisor's request: the grid points not measured yet as new points, every measured point
+    for one more repetition (checked by :func:`check` before the campaign began; built here, since
+    once the grid's largest values are measured no candidate lies beyond them, which
+    :func:`perfcast.analysis.advisor.request` refuses)."""
+    import itertools
+
+    from ..analysis.advisor import Request
+
+    params = tuple(spec.parameters)
+    measured_pts = sorted({tuple(float(p[q]) for q in params) for p in exp.points().to_dict("records")})
+    grid = sorted(set(itertools.product(*(sorted(set(spec.parameters[q])) for q in params))) - set(measured_pts))
+    measured = {q: sorted({t[k] for t in measured_pts}) for k, q in enumerate(params)}
+    return Request(params, dict(tgt), tuple(grid), tuple(measured_pts), measured, None)
+
+
+def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, float], budget: float,
+                 until: float = UNTIL, progress=None, log: Callable[[str], None] | None = None,
+                 say: Callable[[str], None] | None = None, launcher=None) -> AdaptiveResult:
+    """Run (or resume) an adaptive campaign (module docstring) and store its experiment at
+    ``output``.  ``say`` gets one line per decision (progress), ``log`` the campaign's warnings."""
+    from ..analysis.advisor import MIN_STEP, advise, metrics_needed
+    from ..modelset import model
+
+    say = say or (lambda text: None)
+    out = Path(output)
+    if out.exists() and not store.is_store(out):
+        raise PerfcastError("output exists and is not a perfcast experiment", out)
+    if not out.parent.resolve().is_dir():
+        raise PerfcastError("output directory does not exist", out.parent)
+    tgt, design = check(spec, target, budget, until)
+    params = list(spec.parameters)
+    camp = Campaign(spec, out, progress, log, launcher)
+    with camp.session():
+        # the journal's decisions: the points chosen so far and the runs wanted there
+        chosen = [r for r in camp.records if r.get("type") == "adaptive" and r.get("event") == "choose"]
+        points = [dict(c) for c in design]
+        keys = {config_key(c) for c in points}
+        at_least: dict[str, int] = {}
+        for r in chosen:
+            k = config_key(r["at"])
+            at_least[k] = max(at_least.get(k, 0), int(r["at_least"]))
+            if k not in keys:
+                keys.add(k)
+                points.append({q: float(r["at"][q]) for q in params})
+        ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok"]
+        if ok_runs:
+            procs = _procs(camp)
+            cheapest = min(ok_runs, key=lambda r: run_cost(r, procs))
+            if run_cost(cheapest, procs) > budget:
+                raise PerfcastError(f"{budget:g} core-hours is below one run's cost: the cheapest run so far, "
+                                    f"{_fmt(cheapest['config'])}, took {run_cost(cheapest, procs):.3g} core-hours",
+                                    where="--budget")
+        camp.note({"type": "adaptive", "event": "start", "target": tgt, "budget": budget, "until": until,
+                   "level": LEVEL})
+        if not any(r.get("type") == "adaptive" and r.get("event") == "design" for r in camp.records):
+            camp.note({"type": "adaptive", "event": "design", "points": design,
+                       "why": f"a first fit: every parameter at its smallest value and, along each parameter with "
+                              f"{LINE} or more values, its next {LINE - 1} (a line of {LINE} points), each run by "
+                              f"the repetition rule ({spec.reps_min}..{spec.reps_max} runs, cv {spec.cv:g})"})
+            say(f"adaptive: start design {len(design)} point(s): " + "; ".join(_fmt(c) for c in design))
+        if not ok_runs:
+            # the probe: one run of the cheapest point, to learn what a run costs
+            corner = design[0]
+            camp.points, camp.at_least = [corner], {config_key(corner): 1}
+            camp.execute()
+            ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok"]
+            if not ok_runs:
+                camp.points, camp.at_least = points, at_least
+                camp.write()  # raises "no run succeeded" with the first failure's reason
+            procs = _procs(camp)
+            cost = run_cost(ok_runs[0], procs)
+            if cost > budget:
+                raise PerfcastError(f"{budget:g} core-hours is below one run's cost: {_fmt(corner)} took "
+                                    f"{cost:.3g} core-hours (kept in the journal; rerun with a larger --budget)",
+                                    where="--budget")
+        procs = _procs(camp)
+        camp.points, camp.at_least = points, at_least
+        # the start design's cost, bounded below by the cheapest run's time per process
+        per_proc = min(run_cost(r, procs) / (float(r["config"].get(procs, 1.0)) if procs else 1.0)
+                       for r in _runs(camp.records) if r["status"] == "ok")
+        need = sum(camp._needs(c, "main") * per_proc * (float(c[procs]) if procs else 1.0) for c in design)
+        spent = sum(run_cost(r, procs) for r in _runs(camp.records))
+        if need > 0 and spent + need > budget:
+            raise PerfcastError(f"{budget:g} core-hours is below what the start design still needs: at least "
+                                f"{need:.3g} core-hours more ({spent:.3g} spent)", where="--budget")
+        camp.execute()
+
+        step = len(chosen)
+        while True:
+            exp = camp.experiment()
+            procs = _procs(camp)
+            spent = sum(run_cost(r, procs) for r in _runs(camp.records))
+            ms = model(exp, metrics_needed(exp, None))
+            req = _request(spec, exp, tgt)
+            try:
+                adv = advise(ms, exp, req)
+            except PerfcastError as e:
+                # the models give the advisor nothing to rank (e.g. no series with a single fitted
+                # function that matters at the target): the campaign stops with what it has
+                why = f"the advisor cannot rank the candidates: {e.message}"
+                _stop(camp, {"reason": "no-advice", "why": why, "spent": spent})
+                say(f"adaptive: stop (no-advice): {why}")
+                stop, value = "no-advice", None
+                lower = upper = None
+                width = math.inf
+                break
+            value, lower, upper = total_interval(ms, adv.metric, adv.root, tgt)
+            width = (upper - lower) / abs(value) if value and math.isfinite(upper - lower) else math.inf
+            state = {"value": value, "lower": lower, "upper": upper, "width": width if math.isfinite(width) else None,
+                     "spent": spent}
+            left = budget - spent
+            useful = [c for c in adv.choices if c.gain > 0]
+            affordable = [c for c in useful if c.cost <= left]
+            plan = []
+            if width > until and affordable:
+                # the advisor's greedy plan within what is left: its first step is the run to make
+                plan = advise(ms, exp, dataclasses.replace(req, budget=left)).plan
+            if width <= until:
+                stop, why = "until", (f"the {LEVEL:.0%} interval of the total at the target is {width:.1%} of its "
+                                      f"value ({lower:.4g}..{upper:.4g} around {value:.4g}), within {until:.1%}")
+            elif not useful:
+                stop, why = "exhausted", (f"no candidate reduces the uncertainty the models know of; the interval is "
+                                          f"{width:.1%} wide")
+            elif not affordable:
+                cheap = min(useful, key=lambda c: c.cost)
+                stop, why = "budget", (f"{spent:.3g} of {budget:g} core-hours spent: what is left buys no useful run "
+                                       f"(the cheapest, {_fmt(cheap.at)}, ~{cheap.cost:.3g}); the interval is "
+                                       f"{width:.1%} wide")
+            elif not plan:
+                stop, why = "exhausted", (f"no run the {max(left, 0.0):.3g} core-hours left afford removes "
+                                          f"{MIN_STEP:.0%} of the uncertainty left at the target (the advisor's plan "
+                                          f"is empty); the interval is {width:.1%} wide")
+            else:
+                stop = None
+            if stop is not None:
+                _stop(camp, {"reason": stop, "why": why, **state})
+                say(f"adaptive: stop ({stop}): {why}")
+                break
+            # the first step of the advisor's plan within the budget left
+            first = plan[0]
+            ch = next(c for c in adv.choices if c.kind == first["kind"] and c.at == first["at"])
+            at = {q: float(ch.at[q]) for q in params}
+            k = config_key(at)
+            ok = sum(1 for r in _runs(camp.records) if r["key"] == k and r["mode"] == "main" and r["status"] == "ok")
+            at_least[k] = ok + 1
+            if k not in keys:
+                keys.add(k)
+                points.append(at)
+            step += 1
+            camp.note({"type": "adaptive", "event": "choose", "step": step, "at": at, "kind": ch.kind,
+                       "at_least": ok + 1, "reason": ch.reason, "cost_estimate": ch.cost, **state})
+            say(f"adaptive: step {step}: interval {width:.1%} > {until:.1%}, {spent:.3g} of {budget:g} core-h spent; "
+                f"run {ch.reason}")
+            before = len(_runs(camp.records))
+            camp.execute()
+            if len(_runs(camp.records)) == before:
+                stop, why = "failed", f"{_fmt(at)} has failed {spec.max_failures} time(s): given up"
+                _stop(camp, {"reason": stop, "why": why, **state})
+                say(f"adaptive: stop ({stop}): {why}")
+                break
+        steps = [r for r in camp.records if r.get("type") == "adaptive" and r.get("event") == "choose"]
+        res = AdaptiveResult(str(out), str(camp.dir), tgt, float(budget), float(until), design, steps, stop, why,
+                             spent, len(_runs(camp.records)), value, lower, upper,
+                             width if math.isfinite(width) else None, procs)
+        res.experiment = camp.write({"adaptive": res.summary()})
+        return res
+
+
+__all__ = ["run_adaptive", "check", "start_design", "parse_until", "total_interval", "run_cost", "AdaptiveResult",
+           "UNTIL", "LEVEL"]

@@ -1,0 +1,217 @@
+"""collect --adaptive (issue 21, item 2): start design, fit, advise, run, stop rules, journal, resume,
+bad input -- on fake applications whose run time follows a known formula (a sleep)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from perfcast import store
+from perfcast.collect.adaptive import check, parse_until, run_adaptive, start_design, total_interval
+from perfcast.collect.campaign import CampaignSpec, build_experiment, campaign_dir
+from perfcast.errors import PerfcastError
+from perfcast.modelset import model
+
+from conftest import cli_json
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+
+def script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def journal(out: Path) -> list[dict]:
+    return [json.loads(l) for l in (campaign_dir(out) / "journal.jsonl").read_text().splitlines()]
+
+
+def runs(recs):
+    return [r for r in recs if r.get("type") == "run"]
+
+
+def decisions(recs, event):
+    return [r for r in recs if r.get("type") == "adaptive" and r.get("event") == event]
+
+
+def cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "perfcast", *args], capture_output=True, text=True, env=ENV, **kw)
+
+
+def test_start_design_and_until_parsing():
+    # the corner, then the next two values along each parameter with >= 3 values; a held one stays
+    assert start_design({"p": [8, 1, 2, 4], "n": [64, 16, 32], "k": [5]}) == [
+        {"p": 1, "n": 16, "k": 5}, {"p": 2, "n": 16, "k": 5}, {"p": 4, "n": 16, "k": 5},
+        {"p": 1, "n": 32, "k": 5}, {"p": 1, "n": 64, "k": 5}]
+    assert parse_until("10%") == 0.1 and parse_until("0.25") == 0.25
+    for bad in ("0", "-5%", "ten", "nan%"):
+        with pytest.raises(PerfcastError):
+            parse_until(bad)
+
+
+def test_budget_stops_after_exactly_the_runs_that_fit(tmp_path):
+    # every run sleeps S seconds whatever n is, one process each: a run costs S/3600 core-hours.
+    # The budget holds 4.5 runs: 3 for the start design (one run per point), then the one chosen
+    # run that still fits (n = 3 is 4.4 doublings from the target: a run further out is always worth
+    # it); the 5th would need S more with only ~S/2 left
+    S = 1.0
+    app = script(tmp_path / "app.sh", f"sleep {S}\n")
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
+                        reps_max=1)
+    out = tmp_path / "b.perfcast"
+    budget = 4.5 * S / 3600
+    lines = []
+    res = run_adaptive(spec, out, {"n": 64}, budget, until=1e-9, say=lines.append)
+    recs = journal(out)
+    rr = runs(recs)
+    assert len(rr) == 4 and all(r["status"] == "ok" for r in rr)
+    assert res.stop == "budget" and res.runs == 4
+    # the cost: measured wall time x 1 process, summed over the journal
+    spent = sum(r["wall"] for r in rr) / 3600
+    assert res.spent == pytest.approx(spent, rel=1e-12)
+    assert spent <= budget < spent + S / 3600
+    # the start design ran first, in full: n = 1, 2, 3
+    assert sorted(r["config"]["n"] for r in rr[:3]) == [1, 2, 3]
+    # each chosen run is journaled with the advisor's reason before it ran, in order
+    chosen = decisions(recs, "choose")
+    assert [c["step"] for c in chosen] == [1]
+    for c, r in zip(chosen, rr[3:]):
+        assert recs.index(c) < recs.index(r) and r["config"] == c["at"]
+        assert c["reason"].startswith(",".join(f"n={v:g}" for v in c["at"].values()))
+        assert c["width"] > 1e-9
+    stop = decisions(recs, "stop")
+    assert len(stop) == 1 and stop[0]["reason"] == "budget" and "what is left buys no useful run" in stop[0]["why"]
+    assert len(decisions(recs, "design")) == 1
+    assert lines[0].startswith("adaptive: start design 3 point(s)") and lines[-1].startswith("adaptive: stop (budget)")
+    # the stored experiment holds exactly the journaled runs
+    exp = store.read(out)
+    assert int(exp.repetitions()["repetitions"].sum()) == 4
+
+
+def _width(exp, target):
+    from perfcast.analysis.advisor import metrics_needed
+
+    ms = model(exp, metrics_needed(exp, None))
+    value, lo, hi = total_interval(ms, "time", ["app"], target)
+    return (hi - lo) / value
+
+
+def test_until_stops_when_the_width_is_reached(tmp_path):
+    # run time 0.1 + 0.05 * p seconds, cost x p processes; the 90% interval of the wall time
+    # predicted at p = 32 from p <= 3 is wide (3.4 doublings of extrapolation); the points up to
+    # p = 16 narrow it
+    app = script(tmp_path / "app.sh", 'sleep $(echo "0.1 + 0.05 * $1" | bc -l)\n')
+    spec = CampaignSpec(command=f"{app} {{p}}", parameters={"p": [1, 2, 3, 4, 8, 16]}, reps_min=2, reps_max=2)
+    out = tmp_path / "u.perfcast"
+    until, target = 1.0, {"p": 32.0}
+    res = run_adaptive(spec, out, target, budget=0.02, until=until)
+    recs = journal(out)
+    rr = runs(recs)
+    assert res.stop == "until" and res.width <= until
+    # cost = wall x p, from the journal
+    assert res.spent == pytest.approx(sum(r["wall"] * r["config"]["p"] for r in rr) / 3600, rel=1e-12)
+    # the stop rule checked independently: the stored experiment's interval is within --until, and
+    # without the last chosen run it was not (so the campaign stopped at the first point it could)
+    chosen = decisions(recs, "choose")
+    assert chosen, "the start design alone reached the width: the test proves nothing"
+    assert _width(store.read(out), target) <= until
+    last_run = max(i for i, r in enumerate(recs) if r.get("type") == "run")
+    assert _width(build_experiment(spec, recs[:last_run]), target) > until
+    # and every step was taken while the width, recomputed from the runs journaled before it, was
+    # above --until
+    for c in chosen:
+        w = _width(build_experiment(spec, recs[:recs.index(c)]), target)
+        assert w > until and w == pytest.approx(c["width"], rel=1e-9)
+    # the prediction the campaign stopped on is the generating formula's run time, within a factor
+    # of 2 (a loaded machine stretches the small runs; the interval itself is the models' business)
+    assert 0.5 < res.value / (0.1 + 0.05 * 32) < 2
+
+
+def test_resume_after_kill_reruns_nothing(tmp_path):
+    app = script(tmp_path / "app.sh", 'sleep $(echo "0.2 + 0.01 * $1" | bc -l)\n')
+    out = tmp_path / "r.perfcast"
+    base = ["collect", "--adaptive", "--target", "n=128", "-o", str(out), "-P", "n=1,2,3,4,6,8,12,16,24,32",
+            "--reps", "1..1", "--", str(app), "{n}"]
+    proc = subprocess.Popen([sys.executable, "-m", "perfcast", *base[:4], "--budget", "1", "--until", "1e-9",
+                             *base[4:]], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    jpath = campaign_dir(out) / "journal.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if jpath.exists() and len(decisions([json.loads(l) for l in jpath.read_text().splitlines() if l.strip()],
+                                            "choose")) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    before = journal(out)
+    assert len(decisions(before, "choose")) >= 2 and not decisions(before, "stop")
+    # resume with a budget above the cheapest run (0.2 s) but below what is spent (>= 5 runs): it
+    # finishes what the interrupted step had not run, then stops at once (budget)
+    r = cli(*base[:4], "--budget", str(0.5 / 3600), "--until", "1e-9", "--json", *base[4:])
+    assert r.returncode == 0, r.stderr
+    after = journal(out)
+    assert after[:len(before)] == before
+    ids = [x["id"] for x in runs(after)]
+    assert len(ids) == len(set(ids))                     # no run twice
+    new = runs(after[len(before):])
+    # the only runs after the kill are the chosen step that had not finished
+    pending = [c for c in decisions(before, "choose")
+               if sum(1 for x in runs(before) if x["key"] == runs_key(c["at"]) and x["status"] == "ok") < c["at_least"]]
+    assert len(new) == len(pending) <= 1
+    for c in decisions(after, "choose"):
+        assert sum(1 for x in runs(after) if x["key"] == runs_key(c["at"]) and x["status"] == "ok") >= c["at_least"]
+    assert len(decisions(after, "design")) == 1 and decisions(after, "stop")[-1]["reason"] == "budget"
+    summary = cli_json(r.stdout, "campaign")
+    assert summary["kind"] == "campaign" and summary["stop"] == "budget" and summary["runs"] == len(ids)
+    assert [s["step"] for s in summary["items"]] == [c["step"] for c in decisions(after, "choose")]
+
+
+def runs_key(at):
+    from perfcast.collect.campaign import config_key
+
+    return config_key(at)
+
+
+@pytest.mark.parametrize("args,where", [
+    (["--target", "n=4", "-P", "n=1,2,3,4,8"], "inside the range the campaign can measure"),
+    (["--target", "n=16", "-P", "n=1,2,3"], "no candidate beyond the start design"),
+    (["--target", "n=16,m=6", "-P", "n=1,2,3,4", "-P", "m=5"], "cannot vary m"),
+    (["--target", "n=16,q=2", "-P", "n=1,2,3,4"], "unknown parameter 'q'"),
+    (["--target", "n=16", "-P", "n=1,2,3,4", "-P", "m=5,6"], "a model along m needs 3 values"),
+])
+def test_bad_input_one_line_exit_2_nothing_run(tmp_path, args, where):
+    app = script(tmp_path / "app.sh", f'touch {tmp_path}/ran\n')
+    out = tmp_path / "x.perfcast"
+    r = cli("collect", "--adaptive", "--budget", "1", "-o", str(out), *args, "--", str(app), "{n}")
+    assert r.returncode == 2 and where in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "ran").exists() and not out.exists() and not campaign_dir(out).exists()
+
+
+def test_budget_below_one_runs_cost(tmp_path):
+    # a run's cost is known once one ran: a fresh campaign runs one probe (the cheapest point, once);
+    # a resumed one refuses before running anything
+    app = script(tmp_path / "app.sh", 'sleep 0.3; echo x >> "$0.count"\n')
+    out = tmp_path / "c.perfcast"
+    args = ["collect", "--adaptive", "--target", "n=16", "-o", str(out), "-P", "n=1,2,3,4", "--", str(app), "{n}"]
+    r = cli(*args[:4], "--budget", "1e-5", *args[4:])        # 0.036 s of one process
+    assert r.returncode == 2 and "below one run's cost: n=1 took" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 2          # the start-design line, then the error
+    assert (tmp_path / "app.sh.count").read_text().count("x") == 1
+    r = cli(*args[:4], "--budget", "2e-5", *args[4:])
+    assert r.returncode == 2 and "below one run's cost: the cheapest run so far, n=1" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "app.sh.count").read_text().count("x") == 1
+    # a budget the probe fits in, but not the rest of the start design (>= 5 more runs of >= 0.3 s)
+    r = cli(*args[:4], "--budget", str(2 * 0.3 / 3600), *args[4:])
+    assert r.returncode == 2 and "below what the start design still needs" in r.stderr
+    assert (tmp_path / "app.sh.count").read_text().count("x") == 1
+    with pytest.raises(PerfcastError, match="budget must be above 0"):
+        check(CampaignSpec(command="x {n}", parameters={"n": [1, 2, 3, 4]}), {"n": 8}, 0.0, 0.1)
