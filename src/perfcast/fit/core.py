@@ -1939,21 +1939,31 @@ def _drift(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
     """Leave-largest-out check of the whole procedure: search and average again without the
     held-out (largest) points, extrapolate to them and compare.
 
-    Returns per series (``miss``, ``allowed``, ``z``): the means over held-out points of
-    ``miss^2 / (f^2 doublings^(2 growth))`` and ``expected^2 / (f^2 doublings^(2 growth))``, where
-    ``expected^2`` is what the interval would allow at that point (variance of the held-out mean
-    with the series' noise ``s2``, coefficient variance and the spread of the re-selected
-    hypotheses) and ``f`` the held-out mean; NaN where the rerun found nothing; ``z`` (S, H): the
-    signed misses in standard deviations of what was allowed.  The series' own
-    drift is ``sqrt(max(miss - allowed, 0))`` (the misspecification is taken to grow as a power
-    >= 2 of the distance beyond the data: linear growth under-covered two-term and small-term
-    truths, bench/README.md); :func:`_pool_drift` turns the pair into the drift of the intervals."""
+    Returns per series (``miss``, ``allowed``, ``z``): ``sum_h miss_h^2 / f_h^2`` and ``sum_h
+    expected_h^2 / f_h^2`` over the held-out points ``h``, each divided by ``sum_h
+    doublings_h^(2 growth)``, where ``expected^2`` is what the interval would allow at that point
+    (variance of the held-out mean with the series' noise ``s2``, coefficient variance and the
+    spread of the re-selected hypotheses) and ``f`` the held-out mean; NaN where the rerun found
+    nothing; ``z`` (S, H): the signed misses in standard deviations of what was allowed.  The
+    series' own drift is ``sqrt(max(miss - allowed, 0))`` (the misspecification is taken to grow as
+    a power >= 2 of the distance beyond the data: linear growth under-covered two-term and
+    small-term truths, bench/README.md); :func:`_pool_drift` turns the pair into the drift of the
+    intervals.
+
+    With ``E[miss_h^2 / f_h^2] = allowed_h + drift^2 doublings_h^(2 growth)`` the ratio of the sums
+    is an unbiased estimate of ``drift^2`` whatever the distances; held-out points at different
+    distances (a grid whose parameters step unevenly: Relearn's n = 9000 is 0.17 doublings beyond
+    8000, its p = 256 one doubling beyond 128) are weighed by how much drift they can show.  The
+    mean of the per-point ratios (before branch cal21) divided a near point's noise by
+    0.17^4 = 1/1200 and let it cancel the misses one doubling out (bench/README.md "Intervals on
+    partial grids").  Equal distances (every point one doubling out) give the same value either
+    way."""
     miss2, allowed, z = _rerun(space, mean, count, ssd, opt, K, M, usable, hold, s2)
-    scale = (hold[1] ** (2 * growth))[None, :]
-    # means over the held-out points as row-major sums (the layout of ``miss2``/``allowed`` follows
+    scale = float(np.sum(hold[1] ** (2 * growth)))
+    # sums over the held-out points as row-major sums (the layout of ``miss2``/``allowed`` follows
     # numpy's choices for mixed-layout operands, which change with the number of rows)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _rowsum(miss2 / scale) / scale.shape[1], _rowsum(allowed / scale) / scale.shape[1], z
+        return _rowsum(miss2) / scale, _rowsum(allowed) / scale, z
 
 
 #: a group pools its drift (:func:`_pool_drift`) from this many series with a usable check, else
