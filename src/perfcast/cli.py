@@ -744,11 +744,13 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
-    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json)}
+    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms, by)}
     if output is not None:
-        return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
+        done = _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
                       lambda: "".join(enveloped_chunks("models", ms.json_chunks(tgt, by), **over)),
                       force, lambda: ms.to_table(tgt, by=by))
+        _say_whole_run(over, as_json)
+        return done
     if as_json:
         from .report.terminal import write_json_chunks
 
@@ -798,6 +800,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
     _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else "")
                         + (", negative values at the target" if any(NEGATIVE_NOTE in n for *_, n in noted) else ""))
+    _say_whole_run(over, False)
 
 
 def _rank_gaps(exp, quiet: bool) -> dict:
@@ -811,6 +814,25 @@ def _rank_gaps(exp, quiet: bool) -> dict:
     if gaps and not quiet:
         err.print(f"perfcast: warning: {location_gaps_warning(gaps)}", markup=False, highlight=False)
     return {"missing_ranks": gaps} if gaps else {}
+
+
+def _whole_run_roots(ms, by: str) -> dict:
+    """The cost ranking's root of each flat timer list with a whole-run timer (``ModelSet.whole_run``:
+    the rule ``project`` and ``advise`` use), as the JSON summary's ``ranking_root`` field (metric ->
+    timer); :func:`_say_whole_run` says it."""
+    return {"ranking_root": dict(ms.whole_run)} if by == "cost" and ms.whole_run else {}
+
+
+def _say_whole_run(summary: dict, quiet: bool) -> None:
+    """The ``ranking_root`` of ``summary`` on stderr (once the ranking succeeded) unless ``quiet``."""
+    from .report.terminal import err
+
+    if quiet:
+        return
+    for metric, timer in summary.get("ranking_root", {}).items():
+        err.print(f"perfcast: note: {metric!r} is a flat timer list whose {timer} holds every other timer at every "
+                  f"measured point: the cost shares are of {timer} (the whole run), not of the sum of the timers, "
+                  f"which would count nested time again", markup=False, highlight=False)
 
 
 def _oversubscribed(ms, quiet: bool, measured=None) -> dict:

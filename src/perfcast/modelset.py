@@ -143,7 +143,28 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
                     _aggregates(exp, locations), procs, upper, lower,
                     _measured_ends(st, res, lower, upper),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
-                    oversubscription(exp, procs))
+                    oversubscription(exp, procs), whole_run=_whole_run(exp, st, res))
+
+
+def _whole_run(exp, st: pd.DataFrame, series) -> dict:
+    """Flat metric (scope unknown) -> its whole-run timer (:func:`perfcast.analysis.views.whole_run_timer`
+    of the measured means ``st`` over every callpath of the metric, the one rule ``project`` and
+    ``advise`` use), for the metrics of ``series`` that have one."""
+    from .analysis.views import whole_run_timer
+
+    flat = [m for m in dict.fromkeys(map(_METRIC, series)) if m in exp.metrics and exp.metrics[m].scope == "unknown"]
+    out = {}
+    if not flat or st.empty or not exp.parameters:
+        return out
+    for m in flat:
+        d = st[st["metric"] == m]
+        if d["callpath"].nunique() < 2:
+            continue
+        wide = d.pivot_table(index=list(exp.parameters), columns="callpath", values="mean", observed=True)
+        whole = whole_run_timer(wide)
+        if whole is not None:
+            out[m] = str(whole)
+    return out
 
 
 def _line_at_target(parameters, lines, target) -> dict | None:
@@ -530,6 +551,10 @@ class ModelSet:
     #: fitted series outside the set read by the tree check only: the parents of its callpaths
     #: that a callpath filter left out (:func:`model`), so a child is flagged as in the full run
     context: tuple = ()
+    #: metric -> its whole-run timer, for flat metrics (scope unknown) with one
+    #: (:func:`perfcast.analysis.views.whole_run_timer` of the measured means over every callpath of
+    #: the metric): the root of the cost ranking, as of ``project`` and ``advise``
+    whole_run: Mapping[str, str] = field(default_factory=dict)
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -840,7 +865,7 @@ class ModelSet:
         return rank(self.series, target, averaged=self.averaged, by=by, procs=self.procs,
                     aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
                     upper=self.upper or None, lower=self.lower or None, measured=self.measured,
-                    kinds=self.kinds, units=self.units)
+                    kinds=self.kinds, units=self.units, whole_run=self.whole_run)
 
     def rank_order(self, target: Mapping[str, float] | None = None, by: str = "cost") -> tuple[list, list, dict]:
         """:meth:`rank` without a model per series: (the series, their positions in rank order, the
@@ -894,7 +919,7 @@ class ModelSet:
         order, rc = rank_order(series, target, averaged=self.averaged, by=by, procs=self.procs,
                                aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
                                upper=self.upper or None, lower=self.lower or None, measured=self.measured,
-                               kinds=self.kinds, units=self.units, parts=parts)
+                               kinds=self.kinds, units=self.units, parts=parts, whole_run=self.whole_run)
         return series, order, rc
 
     def _warnings_at(self, series: list, parts) -> dict:

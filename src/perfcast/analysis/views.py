@@ -156,12 +156,17 @@ def whole_run_timer(wide: pd.DataFrame) -> str | None:
     cost, ``project``'s base time)."""
     if wide.shape[1] < 2:
         return None
-    for cp in wide.columns:
-        others = wide.drop(columns=[cp]).max(axis=1)
-        col = wide[cp]
-        if col.notna().all() and bool((col >= others * (1 - 1e-9)).fillna(True).all()):
-            return cp
-    return None
+    import numpy as np
+
+    v = wide.to_numpy(dtype=float)
+    # each column against the largest of the others at each point (NaN: not measured, ignored): the
+    # largest value of the row, or the second largest (duplicates counted) for a column holding it
+    s = np.sort(np.where(np.isnan(v), -np.inf, v), axis=1)
+    first, second = s[:, -1:], s[:, -2:-1]
+    others = np.where(v == first, second, first)
+    holds = ~np.isnan(v).any(axis=0) & (v >= others * (1 - 1e-9)).all(axis=0)
+    hit = np.flatnonzero(holds)
+    return wide.columns[int(hit[0])] if len(hit) else None
 
 
 def profile(exp: Experiment, metric: str | None = None, at: Mapping[str, float] | None = None,
