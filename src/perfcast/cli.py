@@ -477,8 +477,9 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
     if bytes_ is not None:
         results.append(waste(exp, bytes_, time_, _parse_rate(peak_bw, "--peak-bandwidth"), coords, ranks,
                              "bandwidth waste", seconds(time_), threshold))
+    gaps = _rank_gaps(exp, as_json, [m for m in (ops, cycles, time_, bytes_) if m is not None])
     if as_json:
-        return write_json("waste", results)
+        return write_json("waste", results, **gaps)
     for r in results:
         print_waste(r, limit)
 
@@ -528,8 +529,9 @@ def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs
         procs, pairs = name, [(a[name], b[name])]
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     res = scaling_loss(exp, mode, metric, procs, pairs, parse_coords(at, "--at") if at else None, ranks, sort)
+    gaps = _rank_gaps(exp, as_json, [res["metric"]])
     if as_json:
-        return write_json("scaling-loss", res)
+        return write_json("scaling-loss", res, **gaps)
     print_scaling_loss(res, limit)
 
 
@@ -803,14 +805,18 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     _say_whole_run(over, False)
 
 
-def _rank_gaps(exp, quiet: bool) -> dict:
+def _rank_gaps(exp, quiet: bool, metrics=None) -> dict:
     """The callpaths/metrics of a dense input without values at some ranks
-    (:func:`perfcast.experiment.location_gaps`): said once on stderr unless ``quiet``; returned as
-    the JSON summary's ``missing_ranks`` field."""
+    (:func:`perfcast.experiment.location_gaps`; of ``metrics`` only when given: the ones a command
+    reduced over the ranks): said once on stderr unless ``quiet``; returned as the JSON summary's
+    ``missing_ranks`` field.  The one helper of every command that reduces over ranks."""
     from .experiment import location_gaps, location_gaps_warning
     from .report.terminal import err
 
     gaps = location_gaps(exp)
+    if metrics is not None:
+        keep = set(metrics)
+        gaps = [g for g in gaps if g["metric"] in keep]
     if gaps and not quiet:
         err.print(f"perfcast: warning: {location_gaps_warning(gaps)}", markup=False, highlight=False)
     return {"missing_ranks": gaps} if gaps else {}
@@ -1346,8 +1352,9 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
         vexp, _ = derive(vexp, derives)
     rep = write_report(exp, output, opts, force, projections=projections, apmt=apmt, apmt_note=apmt_note,
                        validation=vexp)
+    gaps = _rank_gaps(exp, as_json)
     if as_json:
-        write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
+        write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()}, **gaps)
     else:
         below = (rep.other or {}).get("insignificant") or 0
         out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked"
@@ -1683,8 +1690,9 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
                   point, [g.strip() for g in groups.split(",") if g.strip()] if groups else None,
                   load_micro(micro) if micro else None, micro_base, micro_targets, all_matches,
                   compute_factor=compute_factor, method=method, metric=metric, ranks=ranks)
+    gaps = _rank_gaps(exp, as_json, None if res.base_time is None else [res.base_time.metric])
     if as_json:
-        write_json("projection", res.to_dict())
+        write_json("projection", res.to_dict(), **gaps)
         return
     s = res.surrogate
     out.print(f"base {res.base}" + ("" if res.base_name == res.base else f" = {res.base_name}")
@@ -1741,7 +1749,8 @@ def kernels_cmd(inputs, fmt, points, params, threshold, metric, procs, scaling, 
     and the aggregated rest, each with the reason it was chosen and the covered share."""
     from .apmt.cli import kernels_cmd as body
 
-    body(load_experiment(inputs, fmt, points, params, quiet=as_json), threshold, metric, procs, as_json, scaling)
+    body(load_experiment(inputs, fmt, points, params, quiet=as_json), threshold, metric, procs, as_json, scaling,
+         gaps=_rank_gaps)
 
 
 @cli.command("machine")
