@@ -6,7 +6,7 @@ import json
 import math
 from fractions import Fraction
 
-from conftest import DATA, cli, require_data
+from conftest import DATA, cli, cli_json, require_data
 
 RELEARN = DATA / "extrap" / "text" / "mpa" / "relearn_data.txt"   # parameters p, n; flat timers
 
@@ -64,3 +64,46 @@ def test_flat_timer_shares_are_of_the_whole_run_timer(capsys):
     code, out, err = cli(capsys, "model", RELEARN)
     assert code == 0
     assert "the cost shares are of main()" in err.replace("\n", " ")
+
+
+LULESH = DATA / "thicket" / "lulesh_weak_scaling_cali"   # jobsize 27 .. 343, Caliper inclusive times
+
+
+def test_a_callpath_filter_chooses_rows_not_shares(capsys):
+    require_data(LULESH)
+    code, out, err = cli(capsys, "model", LULESH, "--param", "jobsize", "--json")
+    assert code == 0, err
+    full = cli_json(out, "models")["items"]
+    glob = "main->lulesh.cycle->*"
+    code, out, err = cli(capsys, "model", LULESH, "--param", "jobsize", "--callpath", glob, "--json")
+    assert code == 0, err
+    part = cli_json(out, "models")["items"]
+    kept = [(d["callpath"], d["metric"]) for d in full if d["callpath"].startswith("main->lulesh.cycle->")]
+    # the same rows in the same relative order, with the same shares (and models)
+    assert [(d["callpath"], d["metric"]) for d in part] == kept
+    by_key = {(d["callpath"], d["metric"]): d for d in full}
+    for d in part:
+        f = by_key[(d["callpath"], d["metric"])]
+        assert d["ranking"] == f["ranking"] and d["formula"] == f["formula"], d["callpath"]
+    # by hand for the mean over ranks (per process already): the share's root is the per-process time
+    # at the target of the tree's topmost callpaths (main, MPI_Comm_split, ...: no "->" in the name),
+    # not the shown set's topmost ones
+    metric = "avg#inclusive#sum#time.duration"
+    tops = [d for d in full if d["metric"] == metric and "->" not in d["callpath"]]
+    assert "main" in {d["callpath"] for d in tops} and len(tops) > 1
+    root_at = sum(max(d["ranking"]["per_process_at"], 0.0) for d in tops)
+    up = 343.0                         # the largest measured jobsize; the target is twice it
+    assert all(d["ranking"]["at"] == {"jobsize": 2 * up} for d in part)
+    code, pout, err = cli(capsys, "predict", LULESH, "--param", "jobsize", "--at", f"jobsize={up:g}", "--metric", metric,
+                          "--callpath", glob, "--json")
+    assert code == 0, err
+    model_up = {d["callpath"]: d["value"] for d in json.loads(pout)["items"]}
+    checked = 0
+    for d in part:
+        if d["metric"] != metric:
+            continue
+        r = d["ranking"]
+        inc = (r["per_process_now"] - r["per_process_first"]) + (r["per_process_at"] - model_up[d["callpath"]])
+        assert math.isclose(r["increase_share"], inc / root_at, rel_tol=1e-9, abs_tol=1e-12), d["callpath"]
+        checked += 1
+    assert checked >= 20

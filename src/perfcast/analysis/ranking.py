@@ -219,6 +219,20 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
 ninf = float("-inf")
 
 
+def restrict(order: list, c: dict, n: int) -> tuple[list, dict]:
+    """:func:`rank_order`'s ``order`` and columns ``c`` of its first ``n`` items only (the others
+    ranked beside them, e.g. counted in the root only): the order of the rest dropped, each column
+    cut to the first ``n`` positions."""
+    out = dict(c)
+    code, table = c["growth"]
+    out["growth"] = (code[:n], table)
+    out["predicted"] = c["predicted"][:n]
+    for k in ("per_process_first", "per_process_now", "per_process", "increase", "significant"):
+        if k in c:
+            out[k] = c[k][:n]
+    return [s for s in order if s < n], out
+
+
 def _growth(code: np.ndarray, distinct: list) -> tuple[np.ndarray, list]:
     """The ``growth`` column: the codes and the table of keys they index (code -1: the key ())."""
     return code, distinct + [()]
@@ -401,5 +415,5 @@ def growth_str(key: tuple, parameters) -> str:
     return ", ".join(f"({i}, {j})" for i, j in key) if key else "-"
 
 
-__all__ = ["Ranked", "rank", "rank_order", "ranked_rows", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
+__all__ = ["Ranked", "rank", "rank_order", "ranked_rows", "restrict", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
            "DEFAULT_FACTOR", "BY", "Fraction"]
