@@ -183,19 +183,24 @@ def _whole_run(exp, st: pd.DataFrame, series) -> dict:
     ``advise`` use), for the metrics of ``series`` that have one."""
     from .analysis.views import whole_run_timer
 
-    flat = [m for m in dict.fromkeys(map(_METRIC, series)) if m in exp.metrics and exp.metrics[m].scope == "unknown"]
     out = {}
-    if not flat or st.empty or not exp.parameters:
-        return out
-    for m in flat:
-        d = st[st["metric"] == m]
-        if d["callpath"].nunique() < 2:
-            continue
-        wide = d.pivot_table(index=list(exp.parameters), columns="callpath", values="mean", observed=True)
+    for m, wide in flat_timers(exp, st, series):
         whole = whole_run_timer(wide)
         if whole is not None:
             out[m] = str(whole)
     return out
+
+
+def flat_timers(exp, st: pd.DataFrame, series) -> Iterator[tuple[str, pd.DataFrame]]:
+    """(metric, its measured means: one row per point, one column per callpath) of each flat metric
+    (scope unknown) of ``series``, from the statistics ``st``: what a whole-run timer is found in."""
+    flat = [m for m in dict.fromkeys(map(_METRIC, series)) if m in exp.metrics and exp.metrics[m].scope == "unknown"]
+    if not flat or st.empty or not exp.parameters:
+        return
+    for m in flat:
+        d = st[st["metric"] == m]
+        if len(d):
+            yield m, d.pivot_table(index=list(exp.parameters), columns="callpath", values="mean", observed=True)
 
 
 def _line_at_target(parameters, lines, target) -> dict | None:
