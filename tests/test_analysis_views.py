@@ -213,3 +213,39 @@ def test_rank_absent_from_a_tidy_table_is_missing_and_said(tmp_path, capsys):
     e.meta.pop("locations")
     assert profile(e, "time", None, "mean").table.at["main->solve", "inclusive"] == pytest.approx(24 / 4)
     assert top_down(profile(e, "time", None, "mean"))["missing_ranks"] == []
+
+
+def test_whole_run_timer_in_parts_is_the_per_column_rule():
+    """views.whole_run_timer, and whole_run_of over the timers split in two parts (the streamed
+    model's ranges), against the rule written out column by column: the first timer measured at
+    every point and at least the largest of the others there (a point where no other is measured
+    holding nothing); random small tables with ties, negatives and gaps."""
+    import numpy as np
+    import pandas as pd
+
+    from perfcast.analysis.views import timer_extremes, whole_run_of, whole_run_timer
+
+    def rule(wide):
+        if wide.shape[1] < 2:
+            return None
+        for cp in wide.columns:
+            others = wide.drop(columns=[cp]).max(axis=1)
+            if wide[cp].notna().all() and bool((wide[cp] >= others * (1 - 1e-9)).all()):
+                return cp
+        return None
+
+    rng = np.random.default_rng(2)
+    found = 0
+    for _ in range(3000):
+        P, C = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+        v = rng.integers(0, 4, (P, C)).astype(float) * rng.choice([1, -1])
+        v[rng.random((P, C)) < 0.15] = np.nan
+        w = pd.DataFrame(v, index=pd.Index(range(P), name="p"), columns=[f"c{j}" for j in range(C)]).dropna(how="all")
+        if w.empty:
+            continue
+        want = rule(w)
+        found += want is not None
+        k = int(rng.integers(0, C + 1))
+        split = [timer_extremes(w.iloc[:, :k].dropna(how="all")), timer_extremes(w.iloc[:, k:].dropna(how="all"))]
+        assert whole_run_timer(w) == want == whole_run_of(split), w
+    assert found > 500

@@ -269,3 +269,31 @@ def test_streamed_repetitions_are_kept_per_metric(capsys, tmp_path, small_blocks
     assert code == 0, err
     assert calls, "the streamed path did not run"
     assert out.read_bytes() == ref.read_bytes() and pq.read_table(ref).num_rows == 330
+
+
+def test_streamed_root_of_a_flat_timer_list_is_its_whole_run_timer(capsys, tmp_path, small_blocks):
+    """A flat timer list whose ``main`` holds every other timer at every point (the sum of the others
+    plus 1): the shares are of main (views.whole_run_timer, as in memory), found over every range
+    -- main is read in the last of many blocks -- by hand: increase = (f(256) - f(4)) / main(256)."""
+    # each a + b p^2 (main too, the sum: its model is exact as well)
+    laws = {f"k{i}": (lambda p, i=i: (1 + i) + 0.1 * (1 + i % 7) * p * p) for i in range(40)}
+    parts = dict(laws)
+    laws["main"] = lambda p: 1 + sum(f(p) for f in parts.values())
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), "", "METRIC time", ""]
+    for name, law in laws.items():
+        lines.append(f"REGION {name}")
+        lines += ["DATA " + " ".join([repr(float(law(p)))] * 3) for p in PS]
+        lines.append("")
+    src = tmp_path / "flat.txt"
+    src.write_text("\n".join(lines) + "\n")
+    ref = tmp_path / "memory.parquet"
+    code, _, err = cli(capsys, "model", src, "-o", ref, "--no-stream")
+    assert code == 0, err
+    out = tmp_path / "x.parquet"
+    n = pipeline.model_table(src, out, force=False, options=FitOptions(workers=1))
+    assert n == len(laws)
+    assert out.read_bytes() == ref.read_bytes()
+    rows = pq.read_table(out).to_pylist()
+    want = {k: (law(256) - law(4)) / laws["main"](256) for k, law in laws.items()}
+    for r in rows:
+        assert r["increase"] == pytest.approx(want[r["callpath"]], rel=1e-9, abs=1e-12)

@@ -477,8 +477,9 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
     if bytes_ is not None:
         results.append(waste(exp, bytes_, time_, _parse_rate(peak_bw, "--peak-bandwidth"), coords, ranks,
                              "bandwidth waste", seconds(time_), threshold))
+    gaps = _rank_gaps(exp, as_json, [m for m in (ops, cycles, time_, bytes_) if m is not None])
     if as_json:
-        return write_json("waste", results)
+        return write_json("waste", results, **gaps)
     for r in results:
         print_waste(r, limit)
 
@@ -528,8 +529,9 @@ def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs
         procs, pairs = name, [(a[name], b[name])]
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     res = scaling_loss(exp, mode, metric, procs, pairs, parse_coords(at, "--at") if at else None, ranks, sort)
+    gaps = _rank_gaps(exp, as_json, [res["metric"]])
     if as_json:
-        return write_json("scaling-loss", res)
+        return write_json("scaling-loss", res, **gaps)
     print_scaling_loss(res, limit)
 
 
@@ -744,11 +746,13 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
-    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json)}
+    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms, by)}
     if output is not None:
-        return _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
+        done = _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
                       lambda: "".join(enveloped_chunks("models", ms.json_chunks(tgt, by), **over)),
                       force, lambda: ms.to_table(tgt, by=by))
+        _say_whole_run(over, as_json)
+        return done
     if as_json:
         from .report.terminal import write_json_chunks
 
@@ -798,19 +802,43 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
     _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else "")
                         + (", negative values at the target" if any(NEGATIVE_NOTE in n for *_, n in noted) else ""))
+    _say_whole_run(over, False)
 
 
-def _rank_gaps(exp, quiet: bool) -> dict:
+def _rank_gaps(exp, quiet: bool, metrics=None) -> dict:
     """The callpaths/metrics of a dense input without values at some ranks
-    (:func:`perfcast.experiment.location_gaps`): said once on stderr unless ``quiet``; returned as
-    the JSON summary's ``missing_ranks`` field."""
+    (:func:`perfcast.experiment.location_gaps`; of ``metrics`` only when given: the ones a command
+    reduced over the ranks): said once on stderr unless ``quiet``; returned as the JSON summary's
+    ``missing_ranks`` field.  The one helper of every command that reduces over ranks."""
     from .experiment import location_gaps, location_gaps_warning
     from .report.terminal import err
 
     gaps = location_gaps(exp)
+    if metrics is not None:
+        keep = set(metrics)
+        gaps = [g for g in gaps if g["metric"] in keep]
     if gaps and not quiet:
         err.print(f"perfcast: warning: {location_gaps_warning(gaps)}", markup=False, highlight=False)
     return {"missing_ranks": gaps} if gaps else {}
+
+
+def _whole_run_roots(ms, by: str) -> dict:
+    """The cost ranking's root of each flat timer list with a whole-run timer (``ModelSet.whole_run``:
+    the rule ``project`` and ``advise`` use), as the JSON summary's ``ranking_root`` field (metric ->
+    timer); :func:`_say_whole_run` says it."""
+    return {"ranking_root": dict(ms.whole_run)} if by == "cost" and ms.whole_run else {}
+
+
+def _say_whole_run(summary: dict, quiet: bool) -> None:
+    """The ``ranking_root`` of ``summary`` on stderr (once the ranking succeeded) unless ``quiet``."""
+    from .report.terminal import err
+
+    if quiet:
+        return
+    for metric, timer in summary.get("ranking_root", {}).items():
+        err.print(f"perfcast: note: {metric!r} is a flat timer list whose {timer} holds every other timer at every "
+                  f"measured point: the cost shares are of {timer} (the whole run), not of the sum of the timers, "
+                  f"which would count nested time again", markup=False, highlight=False)
 
 
 def _oversubscribed(ms, quiet: bool, measured=None) -> dict:
@@ -1324,8 +1352,9 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
         vexp, _ = derive(vexp, derives)
     rep = write_report(exp, output, opts, force, projections=projections, apmt=apmt, apmt_note=apmt_note,
                        validation=vexp)
+    gaps = _rank_gaps(exp, as_json)
     if as_json:
-        write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()})
+        write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()}, **gaps)
     else:
         below = (rep.other or {}).get("insignificant") or 0
         out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked"
@@ -1729,8 +1758,9 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
                   point, [g.strip() for g in groups.split(",") if g.strip()] if groups else None,
                   load_micro(micro) if micro else None, micro_base, micro_targets, all_matches,
                   compute_factor=compute_factor, method=method, metric=metric, ranks=ranks)
+    gaps = _rank_gaps(exp, as_json, None if res.base_time is None else [res.base_time.metric])
     if as_json:
-        write_json("projection", res.to_dict())
+        write_json("projection", res.to_dict(), **gaps)
         return
     s = res.surrogate
     out.print(f"base {res.base}" + ("" if res.base_name == res.base else f" = {res.base_name}")
@@ -1787,7 +1817,8 @@ def kernels_cmd(inputs, fmt, points, params, threshold, metric, procs, scaling, 
     and the aggregated rest, each with the reason it was chosen and the covered share."""
     from .apmt.cli import kernels_cmd as body
 
-    body(load_experiment(inputs, fmt, points, params, quiet=as_json), threshold, metric, procs, as_json, scaling)
+    body(load_experiment(inputs, fmt, points, params, quiet=as_json), threshold, metric, procs, as_json, scaling,
+         gaps=_rank_gaps)
 
 
 @cli.command("machine")

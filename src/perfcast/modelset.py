@@ -104,7 +104,17 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
         links = exp.tree.links()
         keep = [sm for sm in res if sm.callpath in shown]
         wanted = {(links.get(sm.callpath), sm.metric) for sm in keep}
-        context = [sm for sm in res if sm.callpath not in shown and (sm.callpath, sm.metric) in wanted]
+        # and the series the cost ranking's root counts (the full tree's: a filter chooses rows, not
+        # the shares): an inclusive metric's topmost callpaths, every series of another metric
+        kept_metrics = set(map(_METRIC, keep))
+        fitted = {sm.callpath for sm in res}
+        root = set()
+        for sm in res:
+            if sm.metric in kept_metrics and (exp.metrics[sm.metric].scope != "inclusive"
+                                              or _topmost(sm.callpath, fitted, links)):
+                root.add((sm.callpath, sm.metric))
+        context = [sm for sm in res if sm.callpath not in shown
+                   and ((sm.callpath, sm.metric) in wanted or (sm.callpath, sm.metric) in root)]
         res = keep
     st = None
     if segmented:
@@ -114,8 +124,29 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
         full = None
         both = segment_models(exp, res + context, opts, locations, statistics=st)
         res, context = both[:len(res)], both[len(res):]
-    ms = model_set(exp, res, locations, averaged, statistics=st)
-    return replace(ms, context=tuple(context)) if context else ms
+    if not context:
+        return model_set(exp, res, locations, averaged, statistics=st)
+    # one model set of both (the context's measured values and parents as the shown series' are), the
+    # context kept beside the series
+    both = model_set(exp, res + context, locations, averaged, statistics=st)
+    K = len(res)
+    allslopes = both.slopes
+    return replace(both, series=tuple(res), context=tuple(context),
+                   measured=MeasuredEnds(tuple(res), both.measured.value[:K], both.measured.given[:K]),
+                   context_measured=MeasuredEnds(tuple(context), both.measured.value[K:], both.measured.given[K:]),
+                   slopes=ObservedSlopes(tuple(res), both.parameters,
+                                         lambda: tuple(a[:K] for a in allslopes.arrays(allslopes.series))))
+
+
+def _topmost(cp: str, cps: set, links: Mapping[str, str]) -> bool:
+    """No ancestor of ``cp`` (``links``: child -> parent) is among ``cps``."""
+    seen, par = set(), links.get(cp)
+    while par is not None and par not in seen:
+        if par in cps:
+            return False
+        seen.add(par)
+        par = links.get(par)
+    return True
 
 
 def model_set(exp, series, locations: str = "auto", averaged: bool = False, statistics=None) -> "ModelSet":
@@ -143,7 +174,33 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
                     _aggregates(exp, locations), procs, upper, lower,
                     _measured_ends(st, res, lower, upper),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
-                    oversubscription(exp, procs))
+                    oversubscription(exp, procs), whole_run=_whole_run(exp, st, res))
+
+
+def _whole_run(exp, st: pd.DataFrame, series) -> dict:
+    """Flat metric (scope unknown) -> its whole-run timer (:func:`perfcast.analysis.views.whole_run_timer`
+    of the measured means ``st`` over every callpath of the metric, the one rule ``project`` and
+    ``advise`` use), for the metrics of ``series`` that have one."""
+    from .analysis.views import whole_run_timer
+
+    out = {}
+    for m, wide in flat_timers(exp, st, series):
+        whole = whole_run_timer(wide)
+        if whole is not None:
+            out[m] = str(whole)
+    return out
+
+
+def flat_timers(exp, st: pd.DataFrame, series) -> Iterator[tuple[str, pd.DataFrame]]:
+    """(metric, its measured means: one row per point, one column per callpath) of each flat metric
+    (scope unknown) of ``series``, from the statistics ``st``: what a whole-run timer is found in."""
+    flat = [m for m in dict.fromkeys(map(_METRIC, series)) if m in exp.metrics and exp.metrics[m].scope == "unknown"]
+    if not flat or st.empty or not exp.parameters:
+        return
+    for m in flat:
+        d = st[st["metric"] == m]
+        if len(d):
+            yield m, d.pivot_table(index=list(exp.parameters), columns="callpath", values="mean", observed=True)
 
 
 def _line_at_target(parameters, lines, target) -> dict | None:
@@ -560,6 +617,13 @@ class ModelSet:
     #: fitted series outside the set read by the tree check only: the parents of its callpaths
     #: that a callpath filter left out (:func:`model`), so a child is flagged as in the full run
     context: tuple = ()
+    #: metric -> its whole-run timer, for flat metrics (scope unknown) with one
+    #: (:func:`perfcast.analysis.views.whole_run_timer` of the measured means over every callpath of
+    #: the metric): the root of the cost ranking, as of ``project`` and ``advise``
+    whole_run: Mapping[str, str] = field(default_factory=dict)
+    #: the measured values of ``context`` (:class:`MeasuredEnds`): the cost ranking's root is the full
+    #: tree's, counted over ``series`` and ``context``, so a filter chooses rows, not shares
+    context_measured: "MeasuredEnds | None" = None
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -864,13 +928,11 @@ class ModelSet:
         increase from the largest measured point to ``target`` (default: :meth:`default_target`,
         twice the largest process count) as a share of the root's, negligible callpaths last;
         ``by="growth"`` asymptotic growth first."""
-        from .analysis.ranking import rank
+        from .analysis.ranking import ranked_rows
 
         self._built()
-        return rank(self.series, target, averaged=self.averaged, by=by, procs=self.procs,
-                    aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
-                    upper=self.upper or None, lower=self.lower or None, measured=self.measured,
-                    kinds=self.kinds, units=self.units)
+        series, order, rc = self._ranking(target, by)
+        return ranked_rows(series, order, rc)
 
     def rank_order(self, target: Mapping[str, float] | None = None, by: str = "cost") -> tuple[list, list, dict]:
         """:meth:`rank` without a model per series: (the series, their positions in rank order, the
@@ -921,10 +983,21 @@ class ModelSet:
         from .analysis.ranking import rank_order
 
         series = list(self.series) if series is None else series
-        order, rc = rank_order(series, target, averaged=self.averaged, by=by, procs=self.procs,
+        items, measured = series, self.measured
+        if by == "cost" and self.context and self.context_measured is not None:
+            # the root over the full tree: the context ranked with the series, its rows dropped
+            items = series + list(self.context)
+            measured = MeasuredEnds(tuple(items), np.concatenate([self.measured.value, self.context_measured.value]),
+                                    np.concatenate([self.measured.given, self.context_measured.given]))
+            parts = None
+        order, rc = rank_order(items, target, averaged=self.averaged, by=by, procs=self.procs,
                                aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
-                               upper=self.upper or None, lower=self.lower or None, measured=self.measured,
-                               kinds=self.kinds, units=self.units, parts=parts)
+                               upper=self.upper or None, lower=self.lower or None, measured=measured,
+                               kinds=self.kinds, units=self.units, parts=parts, whole_run=self.whole_run)
+        if len(items) > len(series):
+            from .analysis.ranking import restrict
+
+            order, rc = restrict(order, rc, len(series))
         return series, order, rc
 
     def _warnings_at(self, series: list, parts) -> dict:

@@ -288,20 +288,31 @@ def _fit_range(survey: dict, tmp: Path, k: int) -> dict:
     del stats, groups
     items = segment_models(exp, items, opts, locations, statistics=st)
     ms = model_set(exp, items, locations, averaged, statistics=st)
-    del st, exp, items
+    del items
     series = list(ms.series)
     sp = columns.split(series)
     points = _cost_points(series, None, ms.procs, ms.upper or None, ms.lower or None)
     vals = columns.values(series, points, averaged, sp)
     mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct = cost_values(
         series, points, vals, ms.procs, ms.aggregates, ms.measured, sp)
+    # the whole-run timer of each flat metric is found over every range (views.whole_run_of): what
+    # this range holds of it, its candidates by position
+    from .analysis.views import timer_extremes
+    from .modelset import flat_timers
+
+    timers = {}
+    for m, wide in flat_timers(exp, st, series):
+        ext = timer_extremes(wide)
+        where = {sm.callpath: s for s, sm in enumerate(series) if sm.metric == m and sm.callpath in ext[4]}
+        timers[m] = (ext, where)
     cols = ms.model_columns(series, sp, np.arange(len(series), dtype=np.int64))
     table = pa.Table.from_arrays(list(cols.values()), names=list(cols))
     piece = tmp / f"piece-{k}.arrow"
     with pa.OSFile(str(piece), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
+    del st, exp
     return {"mc": mc, "metrics": metrics, "c_low": c_low, "c_up": c_up, "c_t": c_t, "mod_up": mod_up, "ok": ok,
-            "code": code, "distinct": distinct, "points": points, "piece": piece, "n": len(series),
+            "code": code, "distinct": distinct, "points": points, "piece": piece, "n": len(series), "timers": timers,
             "types": {f.name: f.type for f in table.schema},
             **{name: getattr(ms, name) for name in ("aggregates", "kinds", "units")}}
 
@@ -317,9 +328,12 @@ def _fit(pool: _Pool, survey: dict, tmp: Path, prog):
     meta: dict = {"aggregates": {}, "kinds": {}, "units": {}, "points": None, "types": {}}
     total = survey["series"]
     done = 0
+    timers: dict = {}                      # flat metric -> [(extremes, {callpath: position in the file})]
     for res in pool.map(_fit_range, survey, tmp):
         if meta["points"] is None:
             meta["points"] = res["points"]
+        for m, (ext, where) in res["timers"].items():
+            timers.setdefault(m, []).append((ext, {cp: done + s for cp, s in where.items()}))
         number = np.array([keys.setdefault(k, len(keys)) for k in res["distinct"]] or [0], dtype=np.int64)
         res["mc"] = np.array([metric_no[m] for m in res["metrics"]] or [0], dtype=np.int64)[res["mc"]]
         res["code"] = number[res["code"]]
@@ -343,6 +357,14 @@ def _fit(pool: _Pool, survey: dict, tmp: Path, prog):
     ranking["code"] = rank[ranking["code"]] if len(ranking["code"]) else ranking["code"].astype(np.int64)
     ranking["distinct"] = ordered
     meta["metrics"] = metric_order
+    # each flat metric's whole-run timer over every range: the root of its cost shares (as in memory)
+    from .analysis.views import whole_run_of
+
+    meta["whole_run"] = {}
+    for m, parts in timers.items():
+        name = whole_run_of([ext for ext, _ in parts])
+        if name is not None:
+            meta["whole_run"][m] = next(w[name] for _, w in parts if name in w)
     return ranking, pieces, meta
 
 
@@ -365,9 +387,14 @@ def _write(output, force: bool, ranking: dict, pieces: list, meta: dict, tmp: Pa
     from .output import atomic_file
 
     N = len(ranking["mc"])
+    # the root of each metric: every series, or a flat metric's whole-run timer (_fit)
+    top = np.ones(N, dtype=bool)
+    for m, pos in meta.get("whole_run", {}).items():
+        top[ranking["mc"] == meta["metrics"].index(m)] = False
+        top[pos] = True
     order, rc = cost_order(ranking["mc"], meta["metrics"], ranking["c_low"], ranking["c_up"], ranking["c_t"],
                            ranking["mod_up"], ranking["ok"].astype(bool), ranking["code"], ranking["distinct"],
-                           np.ones(N, dtype=bool), None, meta["points"], meta["aggregates"], NEGLIGIBLE,
+                           top, None, meta["points"], meta["aggregates"], NEGLIGIBLE,
                            meta["kinds"], meta["units"], array=True)
     inc = rc["increase"]
     del ranking, rc

@@ -32,8 +32,11 @@ values are divided by the process count before they are compared; means, maxima 
 ranks, and per-rank values, are per-process already.  Where a quantity (same kind and unit) comes
 as a mean over ranks too, that mean is preferred: the quantity's other aggregates over ranks
 (Caliper's ``sum#``/``max#``/``min#`` beside ``avg#``) rank after the significant per-process ones.  The root of each metric is the sum of the
-topmost modelled callpaths for inclusive metrics, the sum of all callpaths otherwise (negative
-predictions count as 0).
+topmost modelled callpaths for inclusive metrics; for a flat timer list (scope unknown) its
+whole-run timer when it has one (a timer at least as large as every other at every measured point,
+:func:`perfcast.analysis.views.whole_run_timer`: the one rule ``project`` and ``advise`` use, e.g.
+Relearn's ``main()``: the sum would count the time nested in it again); the sum of all callpaths
+otherwise (negative predictions count as 0).
 
 Series without a usable model rank last: status not ``ok`` (in the ``cost`` order a segmented
 model whose last regime has too few points still counts: it predicts that regime's mean).
@@ -117,7 +120,8 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
          parents: Mapping[str, str] | None = None, inclusive: Iterable[str] = (),
          upper: Mapping[str, float] | None = None, lower: Mapping[str, float] | None = None,
          measured: Mapping[tuple, tuple] | None = None, negligible: float = NEGLIGIBLE,
-         kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None) -> list[Ranked]:
+         kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
+         whole_run: Mapping[str, str] | None = None) -> list[Ranked]:
     """Rank objects with ``callpath``, ``metric``, ``model`` (e.g. fit.SeriesModel) ``by`` ``cost``
     or ``growth`` (module docstring).
 
@@ -127,11 +131,12 @@ def rank(series_models: Iterable, target: Mapping[str, float] | None = None, ave
     and ``inclusive`` metrics (to find the root), ``upper``, the largest measured value of each
     parameter (default: the models' own), ``lower``, the smallest measured process count, and
     ``measured``: (callpath, metric) -> mean measured values at ``lower`` and ``upper`` (None, or
-    missing: the model's values there), metric -> ``kinds`` and ``units`` (the same quantity)."""
+    missing: the model's values there), metric -> ``kinds`` and ``units`` (the same quantity),
+    ``whole_run``: flat metric -> its whole-run timer (the root)."""
     items = list(series_models)
     order, c = rank_order(items, target, averaged, by=by, procs=procs, aggregates=aggregates, parents=parents,
                           inclusive=inclusive, upper=upper, lower=lower, measured=measured, negligible=negligible,
-                          kinds=kinds, units=units)
+                          kinds=kinds, units=units, whole_run=whole_run)
     return ranked_rows(items, order, c)
 
 
@@ -160,7 +165,7 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
                upper: Mapping[str, float] | None = None, lower: Mapping[str, float] | None = None,
                measured: Mapping[tuple, tuple] | None = None, negligible: float = NEGLIGIBLE,
                kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
-               parts=None) -> tuple[list, dict]:
+               parts=None, whole_run: Mapping[str, str] | None = None) -> tuple[list, dict]:
     """:func:`rank` without a :class:`Ranked` object (or a model) per series: (the positions of
     ``items`` in rank order, columns by position: ``growth`` (an array of codes and the table of
     growth keys they index), ``predicted`` (a list: value at ``target`` or None), with ``by``
@@ -201,7 +206,7 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
         preds = vals[:, -1].tolist()
     if points is not None:
         return _cost_order(items, points, vals, preds, procs, aggregates or {}, parents or {}, set(inclusive),
-                           measured or {}, negligible, kinds or {}, units or {}, parts)
+                           measured or {}, negligible, kinds or {}, units or {}, parts, whole_run or {})
     ok = columns.status_ok(items, parts)
     code, distinct = columns.growth_codes(items, parts)
     code = np.where(ok, code, -1)              # no usable model: the key (), below every other
@@ -212,6 +217,20 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
 
 
 ninf = float("-inf")
+
+
+def restrict(order: list, c: dict, n: int) -> tuple[list, dict]:
+    """:func:`rank_order`'s ``order`` and columns ``c`` of its first ``n`` items only (the others
+    ranked beside them, e.g. counted in the root only): the order of the rest dropped, each column
+    cut to the first ``n`` positions."""
+    out = dict(c)
+    code, table = c["growth"]
+    out["growth"] = (code[:n], table)
+    out["predicted"] = c["predicted"][:n]
+    for k in ("per_process_first", "per_process_now", "per_process", "increase", "significant"):
+        if k in c:
+            out[k] = c[k][:n]
+    return [s for s in order if s < n], out
 
 
 def _growth(code: np.ndarray, distinct: list) -> tuple[np.ndarray, list]:
@@ -264,7 +283,7 @@ def _cost_points(items, target, procs, upper, lower) -> tuple[dict, dict, dict] 
 
 
 def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusive, measured, negligible, kinds,
-                units, parts):
+                units, parts, whole_run):
     """The ``cost`` order of ``items`` from the models' values ``vals`` (S, 3) at ``points`` (the
     smallest measured process count, the largest measured point, the target)."""
     mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct = cost_values(items, points, vals, procs, aggregates,
@@ -277,6 +296,12 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
                 cps = {items[s].callpath for s in rows}
                 for s in rows:
                     top[s] = not _has_ancestor(items[s].callpath, cps, parents)
+            elif metric in whole_run:
+                # a flat timer list with a whole-run timer: the root is that timer, not the sum
+                rows = np.flatnonzero(mc == m)
+                whole = np.array([items[s].callpath == whole_run[metric] for s in rows.tolist()], dtype=bool)
+                if whole.any():
+                    top[rows] = whole
     return cost_order(mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct, top, preds, points, aggregates,
                       negligible, kinds, units)
 
@@ -390,5 +415,5 @@ def growth_str(key: tuple, parameters) -> str:
     return ", ".join(f"({i}, {j})" for i, j in key) if key else "-"
 
 
-__all__ = ["Ranked", "rank", "rank_order", "ranked_rows", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
+__all__ = ["Ranked", "rank", "rank_order", "ranked_rows", "restrict", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
            "DEFAULT_FACTOR", "BY", "Fraction"]

@@ -154,14 +154,61 @@ def whole_run_timer(wide: pd.DataFrame) -> str | None:
     ``Simulation loop``; else None.  Such a timer is the whole run: the sum of the timers would count
     the time nested in it again.  The one rule for what a flat experiment's whole run is (``advise``'s
     cost, ``project``'s base time)."""
-    if wide.shape[1] < 2:
+    return whole_run_of([timer_extremes(wide)])
+
+
+def timer_extremes(wide: pd.DataFrame) -> tuple:
+    """What :func:`whole_run_of` needs of some of a flat metric's timers (``wide`` as in
+    :func:`whole_run_timer`), so the whole-run timer of timers read in parts is the one of all of
+    them: (the points, the largest and the second largest value at each (duplicates counted;
+    -inf: none), the number of timers, the timers that hold all the others of ``wide`` with their
+    values)."""
+    import numpy as np
+
+    v = wide.to_numpy(dtype=float)
+    s = np.sort(np.where(np.isnan(v), -np.inf, v), axis=1)
+    C = v.shape[1]
+    first = s[:, -1] if C else np.full(len(v), -np.inf)
+    second = s[:, -2] if C > 1 else np.full(len(v), -np.inf)
+    holds = np.flatnonzero(_holding(v, first[:, None], second[:, None], alone=True))
+    return wide.index, first, second, C, {wide.columns[j]: v[:, j] for j in holds.tolist()}
+
+
+def _holding(v, first, second, alone: bool = False):
+    """Which columns of ``v`` (points x timers, NaN: not measured) are measured at every point and
+    at least the largest of the others there (``first``, ``second``: the two largest values of all;
+    a point where no other timer is measured holds nothing, unless ``alone``: of a part of the timers)."""
+    import numpy as np
+
+    others = np.where(v == first, second, first)
+    above = v >= others * (1 - 1e-9)
+    return ~np.isnan(v).any(axis=0) & (above if alone else above & (others > -np.inf)).all(axis=0)
+
+
+def whole_run_of(parts: list) -> str | None:
+    """:func:`whole_run_timer` of the timers of every part (:func:`timer_extremes` of each): the
+    first (in name order, as a pivot table's columns) that holds all the others at every point."""
+    import numpy as np
+
+    if sum(p[3] for p in parts) < 2:
         return None
-    for cp in wide.columns:
-        others = wide.drop(columns=[cp]).max(axis=1)
-        col = wide[cp]
-        if col.notna().all() and bool((col >= others * (1 - 1e-9)).fillna(True).all()):
-            return cp
-    return None
+    index = parts[0][0]
+    for p in parts[1:]:
+        index = index.union(p[0])
+
+    def aligned(p, values, fill):
+        pos = p[0].get_indexer(index)
+        out = np.full(len(index), fill)
+        out[pos >= 0] = values[pos[pos >= 0]]
+        return out
+
+    # the two largest values of all the timers at each point
+    tops = np.sort(np.stack([a for p in parts for a in (aligned(p, p[1], -np.inf), aligned(p, p[2], -np.inf))],
+                            axis=1), axis=1)
+    first, second = tops[:, -1:], tops[:, -2:-1]
+    found = [name for p in parts for name, val in p[4].items()
+             if _holding(aligned(p, val, np.nan)[:, None], first, second)[0]]
+    return min(found) if found else None
 
 
 def profile(exp: Experiment, metric: str | None = None, at: Mapping[str, float] | None = None,

@@ -23,13 +23,15 @@ def load_machine(path) -> Machine:
     return Machine.load(path) if path else Machine.host()
 
 
-def kernels_cmd(exp, threshold, metric, procs, as_json, scaling="auto"):
+def kernels_cmd(exp, threshold, metric, procs, as_json, scaling="auto", gaps=None):
+    """``gaps``: ``perfcast.cli._rank_gaps`` (the missing-rank warning of the cost metric)."""
     from ..analysis.kernels import identify_kernels
     from ..report.terminal import out, write_json
 
     ks = identify_kernels(exp, metric=metric, procs=procs, threshold=threshold, scaling=scaling)
+    extra = gaps(exp, as_json, [ks.metric]) if gaps is not None else {}
     if as_json:
-        return write_json("kernels", ks.to_dict())
+        return write_json("kernels", ks.to_dict(), **extra)
     for line in ks.explain():
         out.print(line, markup=False, highlight=False)
 

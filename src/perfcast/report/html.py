@@ -393,6 +393,12 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
             rep.notes.append(f"{what}{note if what else note[:1].upper() + note[1:]}."
                              + (" The time models and predictions below are built on them: low confidence."
                                 if not what and m.kind in AFFECTED_KINDS else ""))
+    from ..experiment import location_gaps, location_gaps_warning
+
+    gaps = location_gaps(exp)
+    if gaps:
+        said = location_gaps_warning(gaps)
+        rep.notes.append(said[:1].upper() + said[1:] + ".")
     meas = _Measured(exp, metric, o.locations)
     vmeans = None
     if validation is not None:

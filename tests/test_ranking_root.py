@@ -1,0 +1,109 @@
+"""The cost ranking's root is the run's whole (issue #16: one model set behind every output): a flat
+timer list's whole-run timer, not the sum of nested timers; the full tree's, whatever a --callpath
+filter shows."""
+
+import json
+import math
+from fractions import Fraction
+
+from conftest import DATA, cli, cli_json, require_data
+
+RELEARN = DATA / "extrap" / "text" / "mpa" / "relearn_data.txt"   # parameters p, n; flat timers
+
+
+def _value(item: dict, at: dict) -> float:
+    """A model's value at ``at`` from its JSON terms, by hand: constant + sum of coefficient x
+    product of x^e log2(x)^l."""
+    v = item["constant"]
+    for t in item["terms"]:
+        f = t["coefficient"]
+        for p, fac in t["factors"].items():
+            x = at[p]
+            f *= x ** float(Fraction(fac["exponent"])) * math.log2(x) ** fac["log_exponent"]
+        v += f
+    return v
+
+
+def test_flat_timer_shares_are_of_the_whole_run_timer(capsys):
+    require_data(RELEARN)
+    # by hand from the file: main() is at least every other timer at every point (the means of its
+    # repetitions), so main() is the run
+    from perfcast import io
+
+    exp = io.load([RELEARN])
+    means = exp.data.groupby(["p", "n", "callpath"], observed=True)["value"].mean().unstack("callpath")
+    others = means.drop(columns=["main()"]).max(axis=1)
+    assert (means["main()"] >= others).all()
+
+    code, out, err = cli(capsys, "model", RELEARN, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    items = {d["callpath"]: d for d in doc["items"]}
+    main_at = items["main()"]["ranking"]["per_process_at"]
+    up = {"p": float(means.index.get_level_values("p").max()), "n": float(means.index.get_level_values("n").max())}
+    total_at = sum(max(d["ranking"]["per_process_at"], 0.0) for d in items.values())
+    assert total_at > 2 * main_at        # the nested timers' sum counts main()'s time several times
+    # the models' values at the largest measured point (what `predict` gives: on a measured line the
+    # formula's times the line's level)
+    code, pout, err = cli(capsys, "predict", RELEARN, "--at", f"p={up['p']:g},n={up['n']:g}", "--json")
+    assert code == 0, err
+    model_up = {d["callpath"]: d["value"] for d in json.loads(pout)["items"]}
+    checked = 0
+    for cp, d in items.items():
+        r = d["ranking"]
+        # increase = (measured largest - measured smallest) + (model at target - model at largest)
+        inc = (r["per_process_now"] - r["per_process_first"]) + (r["per_process_at"] - model_up[cp])
+        assert r["at"] == {"p": 2 * up["p"], "n": up["n"]}
+        assert math.isclose(r["increase_share"], inc / main_at, rel_tol=1e-9, abs_tol=1e-15), cp
+        checked += 1
+    assert checked == 14
+    assert doc["ranking_root"] == {"time": "main()"}
+    # the target's value of main() by hand from its formula (not on a measured line there)
+    assert math.isclose(main_at, _value(items["main()"], {"p": 2 * up["p"], "n": up["n"]}), rel_tol=1e-12)
+    # said on stderr without --json
+    code, out, err = cli(capsys, "model", RELEARN)
+    assert code == 0
+    assert "the cost shares are of main()" in err.replace("\n", " ")
+
+
+LULESH = DATA / "thicket" / "lulesh_weak_scaling_cali"   # jobsize 27 .. 343, Caliper inclusive times
+
+
+def test_a_callpath_filter_chooses_rows_not_shares(capsys):
+    require_data(LULESH)
+    code, out, err = cli(capsys, "model", LULESH, "--param", "jobsize", "--json")
+    assert code == 0, err
+    full = cli_json(out, "models")["items"]
+    glob = "main->lulesh.cycle->*"
+    code, out, err = cli(capsys, "model", LULESH, "--param", "jobsize", "--callpath", glob, "--json")
+    assert code == 0, err
+    part = cli_json(out, "models")["items"]
+    kept = [(d["callpath"], d["metric"]) for d in full if d["callpath"].startswith("main->lulesh.cycle->")]
+    # the same rows in the same relative order, with the same shares (and models)
+    assert [(d["callpath"], d["metric"]) for d in part] == kept
+    by_key = {(d["callpath"], d["metric"]): d for d in full}
+    for d in part:
+        f = by_key[(d["callpath"], d["metric"])]
+        assert d["ranking"] == f["ranking"] and d["formula"] == f["formula"], d["callpath"]
+    # by hand for the mean over ranks (per process already): the share's root is the per-process time
+    # at the target of the tree's topmost callpaths (main, MPI_Comm_split, ...: no "->" in the name),
+    # not the shown set's topmost ones
+    metric = "avg#inclusive#sum#time.duration"
+    tops = [d for d in full if d["metric"] == metric and "->" not in d["callpath"]]
+    assert "main" in {d["callpath"] for d in tops} and len(tops) > 1
+    root_at = sum(max(d["ranking"]["per_process_at"], 0.0) for d in tops)
+    up = 343.0                         # the largest measured jobsize; the target is twice it
+    assert all(d["ranking"]["at"] == {"jobsize": 2 * up} for d in part)
+    code, pout, err = cli(capsys, "predict", LULESH, "--param", "jobsize", "--at", f"jobsize={up:g}", "--metric", metric,
+                          "--callpath", glob, "--json")
+    assert code == 0, err
+    model_up = {d["callpath"]: d["value"] for d in json.loads(pout)["items"]}
+    checked = 0
+    for d in part:
+        if d["metric"] != metric:
+            continue
+        r = d["ranking"]
+        inc = (r["per_process_now"] - r["per_process_first"]) + (r["per_process_at"] - model_up[d["callpath"]])
+        assert math.isclose(r["increase_share"], inc / root_at, rel_tol=1e-9, abs_tol=1e-12), d["callpath"]
+        checked += 1
+    assert checked >= 20
