@@ -241,12 +241,9 @@ def test_progression_continues_the_measured_values(values, expected):
     assert progression(values) == pytest.approx(expected, rel=1e-12)
 
 
-def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp_path):
-    """Drift 0.1 per doubling squared (growth 2): the extrapolation variance at d doublings is
-    (0.1 d^2 y)^2, the doublings along several parameters added (d = sum_q d_q).  On the grid
-    p = 2..32 x n = 100, 800 the target p=1024,n=800 is 5 doublings of p from (32, 800); a run at
-    p=256 brings it to 2 at n = 800, but at n = 100 it is 2 doublings of p and 3 of n away: 5, no
-    closer than the data already are (p = 128 at n = 100: 6)."""
+def _drift_grid(tmp_path):
+    """p = 2..32 x n = 100, 800, time 1 + 0.01 n log2(p) (+-2% repetitions), modelled; its one
+    series given drift 0.1 and growth 2 and no competing hypotheses (the extrapolation part alone)."""
     import perfcast
     from perfcast.io import load
 
@@ -257,7 +254,16 @@ def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp
     exp = load([path])
     ms = perfcast.model(exp)
     m = dataclasses.replace(ms[("main", "time")], alternatives=(), drift=0.1, growth=2.0)
-    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
+    return exp, dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
+
+
+def test_extrapolation_part_counts_doublings_from_the_nearest_measured_point(tmp_path):
+    """Drift 0.1 per doubling squared (growth 2): the extrapolation variance at d doublings is
+    (0.1 d^2 y)^2, the doublings along several parameters added (d = sum_q d_q).  On the grid
+    p = 2..32 x n = 100, 800 the target p=1024,n=800 is 5 doublings of p from (32, 800); a run at
+    p=256 brings it to 2 at n = 800, but at n = 100 it is 2 doublings of p and 3 of n away: 5, no
+    closer than the data already are (p = 128 at n = 100: 6)."""
+    exp, ms = _drift_grid(tmp_path)
     req = request(("p", "n"), exp.data[["p", "n"]].drop_duplicates().to_dict("records"), {"p": 1024},
                   [{"p": [128, 256], "n": [100, 800]}])
     adv = advise(ms, exp, req)
@@ -304,18 +310,9 @@ def test_floor_is_the_drift_no_candidate_removes(tmp_path):
     """Drift 0.1, growth 2 on p = 2..32 x n = 100, 800, target p=1024,n=800: the nearest candidate,
     p=256 at n=800, is 2 doublings away, so (0.1 * 2^2)^2 = 0.16 of the relative variance stays
     whatever is run; a run is worth making when it removes MIN_STEP of the rest."""
-    import perfcast
     from perfcast.analysis.advisor import MIN_STEP
-    from perfcast.io import load
 
-    path = tmp_path / "grid.csv"
-    path.write_text("p,n,rep,callpath,metric,value\n" + "".join(
-        f"{p},{n},{r},main,time,{(1 + 0.01 * n * math.log2(p)) * s!r}\n"
-        for p in PS for n in (100, 800) for r, s in ((0, 1.02), (1, 0.98))))
-    exp = load([path])
-    ms = perfcast.model(exp)
-    m = dataclasses.replace(ms[("main", "time")], alternatives=(), drift=0.1, growth=2.0)
-    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
+    exp, ms = _drift_grid(tmp_path)
     pts = exp.data[["p", "n"]].drop_duplicates().to_dict("records")
     adv = advise(ms, exp, request(("p", "n"), pts, {"p": 1024}, [{"p": [128, 256], "n": [100, 800]}]))
     assert adv.floor == pytest.approx(0.01 * 2 ** 4, rel=1e-9)

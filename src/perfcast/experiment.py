@@ -70,6 +70,19 @@ def location_reduction(metric: "Metric") -> str:
 
 
 
+def has_ancestor(cp: str, cps, parents: Mapping[str, str]) -> bool:
+    """Some ancestor of ``cp`` (``parents``: child -> parent links) is among ``cps``: ``cp`` is not
+    topmost among them (the one rule the cost ranking's root and the model set's context use)."""
+    seen = set()
+    par = parents.get(cp)
+    while par is not None and par not in seen:
+        if par in cps:
+            return True
+        seen.add(par)
+        par = parents.get(par)
+    return False
+
+
 def absent_location_is_missing(exp: "Experiment") -> bool:
     """The one rule for a callpath without a value at a location (rank/thread) that measured the
     metric at the same point and repetition.

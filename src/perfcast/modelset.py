@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import PerfcastError
+from .experiment import has_ancestor
 
 #: metric kinds whose values cannot be negative (fit.core.NONNEGATIVE_KINDS)
 NONNEGATIVE = ("time", "count", "bytes")
@@ -111,7 +112,7 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
         root = set()
         for sm in res:
             if sm.metric in kept_metrics and (exp.metrics[sm.metric].scope != "inclusive"
-                                              or _topmost(sm.callpath, fitted, links)):
+                                              or not has_ancestor(sm.callpath, fitted, links)):
                 root.add((sm.callpath, sm.metric))
         context = [sm for sm in res if sm.callpath not in shown
                    and ((sm.callpath, sm.metric) in wanted or (sm.callpath, sm.metric) in root)]
@@ -136,17 +137,6 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
                    context_measured=MeasuredEnds(tuple(context), both.measured.value[K:], both.measured.given[K:]),
                    slopes=ObservedSlopes(tuple(res), both.parameters,
                                          lambda: tuple(a[:K] for a in allslopes.arrays(allslopes.series))))
-
-
-def _topmost(cp: str, cps: set, links: Mapping[str, str]) -> bool:
-    """No ancestor of ``cp`` (``links``: child -> parent) is among ``cps``."""
-    seen, par = set(), links.get(cp)
-    while par is not None and par not in seen:
-        if par in cps:
-            return False
-        seen.add(par)
-        par = links.get(par)
-    return True
 
 
 def model_set(exp, series, locations: str = "auto", averaged: bool = False, statistics=None) -> "ModelSet":

@@ -53,6 +53,7 @@ import numpy as np
 
 from ..errors import PerfcastError
 from ..fit.model import Model, term_signature
+from ..experiment import has_ancestor
 
 #: ``cost`` order: a callpath below this share of the root's per-process cost (at the largest
 #: measured point and at the target) is negligible and ranks after the significant ones
@@ -295,7 +296,7 @@ def _cost_order(items, points, vals, preds, procs, aggregates, parents, inclusiv
                 rows = np.flatnonzero(mc == m).tolist()
                 cps = {items[s].callpath for s in rows}
                 for s in rows:
-                    top[s] = not _has_ancestor(items[s].callpath, cps, parents)
+                    top[s] = not has_ancestor(items[s].callpath, cps, parents)
             elif metric in whole_run:
                 # a flat timer list with a whole-run timer: the root is that timer, not the sum
                 rows = np.flatnonzero(mc == m)
@@ -398,17 +399,6 @@ _metric = operator.attrgetter("metric")
 
 def _is_mean(aggregate: str | None) -> bool:
     return bool(aggregate) and aggregate.startswith("mean over")
-
-
-def _has_ancestor(cp: str, cps: set, parents: Mapping[str, str]) -> bool:
-    seen = set()
-    par = parents.get(cp)
-    while par is not None and par not in seen:
-        if par in cps:
-            return True
-        seen.add(par)
-        par = parents.get(par)
-    return False
 
 
 def growth_str(key: tuple, parameters) -> str:
