@@ -932,8 +932,37 @@ class Experiment:
         return self._convert(metric, "inclusive", name)
 
     def to_exclusive(self, metric: str, name: str | None = None) -> "Experiment":
-        """Inclusive -> exclusive: each callpath minus the inclusive values of its children."""
+        """Inclusive -> exclusive: each callpath minus the inclusive values of its children.
+
+        In a dense experiment (:func:`absent_location_is_missing`) a converted value is missing at a
+        location that lacks one of the values it is made of (:meth:`_gapped`)."""
         return self._convert(metric, "exclusive", name)
+
+    def _gapped(self, groups: pd.MultiIndex, group_cols: list[str], present) -> np.ndarray | None:
+        """Groups x callpaths matrix (1 = missing) of a dense experiment's location gaps, or None.
+
+        The one rule for values computed at a location from others at that location (a scope
+        conversion: inclusive = the subtree's exclusive values, exclusive = inclusive minus the
+        children's inclusive values; so also a location's whole-program total): in a dense table
+        (:func:`absent_location_is_missing`) a callpath absent at a location while another location
+        of the same point and repetition has it is missing there, not 0, so a value computed from
+        it is missing there too, and reductions over ranks use the locations that have it.  A child
+        taken as 0 would inflate the parent's exclusive value by the child's time and shrink the
+        location's inclusive values and total by it.  ``present``: groups x callpaths, 1 where a
+        value is stored; None when nothing is missing (sparse profiles: absence is 0)."""
+        loc = [c for c in LOCATION_COLUMNS if c in group_cols]
+        if not loc or not absent_location_is_missing(self):
+            return None
+        same = [i for i, c in enumerate(group_cols) if c not in loc]   # point, repetition, ...
+        if same:
+            sid, _ = pd.factorize(pd.MultiIndex.from_arrays([groups.get_level_values(i) for i in same]))
+        else:
+            sid = np.zeros(len(groups), dtype=np.int64)
+        # S[s, g] = 1 for the groups (locations) g of point/repetition s
+        S = sp.csr_matrix((np.ones(len(groups)), (sid, np.arange(len(groups)))), shape=(int(sid.max()) + 1, len(groups)))
+        some = ((S @ present) > 0).astype(float).tocsr()   # callpaths some location of the point has
+        gaps = sp.csr_matrix(some[sid] - (present > 0).astype(float)) > 0
+        return gaps.astype(float).tocsr() if gaps.nnz else None
 
     def _convert(self, metric: str, target: str, name: str | None) -> "Experiment":
         if metric not in self.metrics:
@@ -955,6 +984,7 @@ class Experiment:
         shape = (len(groups), len(order))
         vals = sp.csr_matrix((d["value"].to_numpy(), (gid, cp)), shape=shape)
         present = sp.csr_matrix((np.ones(len(d)), (gid, cp)), shape=shape)
+        gaps = self._gapped(groups, group_cols, present)
         if target == "inclusive":
             # dense subtree sums, a block of groups at a time to bound memory
             step = max(1, 20_000_000 // max(1, len(order)))
@@ -963,6 +993,8 @@ class Experiment:
                 block = slice(g0, min(g0 + step, len(groups)))
                 inc = self.tree.accumulate(order, vals[block].toarray())
                 has = self.tree.accumulate(order, present[block].toarray()) > 0
+                if gaps is not None:   # a subtree with a missing value has no sum at that location
+                    has &= self.tree.accumulate(order, gaps[block].toarray()) == 0
                 r, c = np.nonzero(has)
                 rows_r.append(r + g0)
                 rows_c.append(c)
@@ -976,6 +1008,9 @@ class Experiment:
             out = sp.csr_matrix(vals - vals @ C.T)
             has = sp.coo_matrix(present > 0)
             r, c = has.row, has.col
+            if gaps is not None:   # a child missing at the location: the parent's exclusive value is too
+                ok = np.asarray((gaps @ C.T)[r, c]).ravel() == 0
+                r, c = r[ok], c[ok]
             new_vals = np.asarray(out[r, c]).ravel()
             # tiny negative residues from floating-point subtraction of equal sums
             scale = np.abs(np.asarray(vals[r, c]).ravel())

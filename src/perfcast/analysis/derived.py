@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS, Experiment, Metric
+from ..experiment import LOCATION_COLUMNS, Experiment, Metric, absent_location_is_missing
 
 __all__ = ["Num", "Ref", "Total", "Unary", "Binary", "Call", "Derivation", "parse", "parse_formula",
            "render", "evaluate_scalar", "derive", "FUNCTIONS", "MAX_LENGTH", "INC_SUFFIX"]
@@ -562,7 +562,9 @@ class _Scoped:
         if key not in self.cache:
             sub = self.exp.data[self.exp.data["metric"] == src]
             if conv is not None:
-                one = Experiment(self.exp.parameters, sub, [self.exp.metrics[src]], self.exp.tree, validate=False)
+                # the meta too: a dense table's gaps make converted values missing (Experiment._gapped)
+                one = Experiment(self.exp.parameters, sub, [self.exp.metrics[src]], self.exp.tree, self.exp.meta,
+                                 validate=False)
                 one = one.to_inclusive(src) if conv == "inclusive" else one.to_exclusive(src)
                 sub = one.data
             sub = sub[[*self.keys, "callpath", "value"]].astype({"callpath": str})
@@ -578,10 +580,21 @@ class _Scoped:
         if m.scope == "unknown":
             raise PerfcastError(f"metric {name!r} has scope 'unknown': its total over the tree is undefined")
         d = self.values(name, "inclusive")
-        top = topmost(self.exp.tree, set(d["callpath"].unique()))
+        stored = self.exp.data.loc[self.exp.data["metric"] == name, "callpath"].astype(str).unique()
+        # topmost of what was stored too: a dense table's root whose inclusive value is missing at
+        # every location (Experiment._gapped) must not hand the total to its children
+        top = topmost(self.exp.tree, set(d["callpath"].unique()) | set(stored))
         d = d[d["callpath"].isin(top)]
         if not self.keys:
             return pd.Series([d["value"].sum()])
+        loc = [c for c in LOCATION_COLUMNS if c in self.keys]
+        if loc and absent_location_is_missing(self.exp):
+            # a location lacking a topmost's inclusive value (a gap under it) has no whole-program
+            # total: left out, the total is reduced over the locations that have one (not a 0 there)
+            n = d.groupby(self.keys, sort=False)["callpath"].nunique()
+            point = [k for k in self.keys if k not in loc]
+            need = n.groupby(level=point, sort=False).transform("max") if point else n.max()
+            d = d.set_index(self.keys).loc[n[n == need].index].reset_index()
         return d.groupby(self.keys, sort=False)["value"].sum()
 
 

@@ -21,7 +21,10 @@ values of the locations (ranks/threads) are reduced with ``ranks`` -- ``mean`` b
 the sum over ranks divided by their number, which is what the formulas assume (summing would make
 perfect weak scaling look like a loss of (q - p)/q); ``max`` takes the critical path instead --
 and repetitions are then averaged.  An experiment without location columns is used as stored
-(its values are taken to be per-process already, e.g. Caliper's ``avg#...`` aggregates).  A scope
+(its values are taken to be per-process already, e.g. Caliper's ``avg#...`` aggregates).  In a
+dense table (tidy CSV/JSONL/Parquet) a rank lacking a callpath's value has no inclusive value above
+it nor exclusive value of its parent (:meth:`perfcast.experiment.Experiment._gapped`): costs and
+T_q are reduced over the ranks that have them, never with the absent value counted as 0.  A scope
 present in only one run has cost 0 in the other, so diverging trees show up as losses or gains.
 """
 
@@ -29,13 +32,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import numpy as np
-import pandas as pd
-
 from ..errors import PerfcastError
 from ..experiment import Experiment
-from .derived import topmost
-from .views import _num, default_metric, scope_values
+from .views import _num, default_metric, scope_values, tree_total
 
 __all__ = ["scaling_loss", "process_parameter", "MODES", "PROC_NAMES"]
 
@@ -116,8 +115,8 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         a = vals.xs(p, level=proc)
         b = vals.xs(q, level=proc)
         both = a.add_suffix("_p").join(b.add_suffix("_q"), how="outer").fillna(0.0)
-        tot_p = _total(tree, a)
-        tot_q = _total(tree, b)
+        tot_p = tree_total(exp, a)
+        tot_q = tree_total(exp, b)
         k = q / p if mode == "strong" else 1.0
         denom = k * tot_q
         if denom == 0:
@@ -143,6 +142,3 @@ def _where(inc: float, exc: float) -> str:
         return "-"
     return "self" if exc >= 0.5 * inc else "callees"
 
-
-def _total(tree, table: pd.DataFrame) -> float:
-    return float(table.loc[topmost(tree, set(table.index)), "inclusive"].sum())

@@ -7,6 +7,10 @@ metric at one point.  How the raw values are reduced (documented here, used ever
   in one scope is converted with ``Experiment.to_inclusive``/``to_exclusive``; a metric ``X`` with
   a partner ``X (inc)`` uses the partner), so a max over ranks is the max of each rank's own
   inclusive cost;
+* in a dense table (tidy CSV/JSONL/Parquet) a value converted at a location from values the
+  location lacks is missing there, not computed with a 0 (:meth:`Experiment._gapped`: a rank without
+  a child's value has no exclusive value of the parent, nor inclusive values above the gap), so
+  the reductions below use the locations that have it;
 * locations (rank/thread) are then reduced with ``ranks`` (default ``sum``: the cost over the whole
   run, as hpcviewer and the CUBE browser show it), repetitions with the mean;
 * percentages are of the total: the inclusive cost of the tree's root(s).
@@ -123,6 +127,16 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
         v = _reduce(v, keys, reps, n_rep)
         v = v.rename(columns={"value": scope})
         out = v if out is None else out.merge(v, on=[*keys, "callpath"], how="outer")
+    if n_loc is None and loc:
+        # dense: a value converted at a location is missing where a value it is made of is
+        # (Experiment._gapped); missing at every location of a point, it has no value to show
+        hole = out[out[["inclusive", "exclusive"]].isna().any(axis=1)]
+        if len(hole):
+            r = hole.iloc[0]
+            at = ", ".join(f"{k}={_num(r[k])}" for k in keys)
+            raise PerfcastError(f"metric {metric!r}: every rank/thread" + (f" at {at}" if at else "") +
+                                f" lacks a value in the subtree of {r['callpath']} (absent from the table: "
+                                f"missing, not 0), so its inclusive/exclusive {metric} there is unknown")
     return out.fillna({"inclusive": 0.0, "exclusive": 0.0})
 
 

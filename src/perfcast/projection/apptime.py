@@ -19,6 +19,11 @@ whole program), repetitions averaged.  Values per rank/thread are combined with 
 ``sum`` (CPU time of the whole job) or ``min``.  A metric already combined over ranks in the file
 (Caliper ``avg#``/``max#``/``sum#``: :attr:`Metric.aggregate`) is taken as it is; choose another
 with ``metric``.
+
+In a dense table (tidy CSV/JSONL/Parquet) a rank lacking the value of a callpath that another rank
+of the point has has no whole-program total (its inclusive value above the gap is missing:
+:meth:`perfcast.experiment.Experiment._gapped`); the total is combined over the ranks that have
+one, as every other reduction over ranks of such a table, never with the absent value as 0.
 """
 
 from __future__ import annotations
@@ -153,10 +158,17 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
     else:
         # each location's whole-program time (inclusive at the topmost callpaths), then combined
         per = _Scoped(sel).totals(name)
+        if per.empty:
+            raise PerfcastError(f"metric {name!r}: no rank/thread has a whole-program total at this point (each "
+                                f"lacks a value the table has at another: missing, not 0)", where="--at")
+    with_total = per.index.droplevel([n for n in per.index.names if n not in keys]).nunique() if keys else 0
     per = per.groupby(level="rep").agg(how) if keys else per.groupby(level="rep").sum()
     total = float(per.mean())
     if keys:
         said = f"{how} over {_locations(sel)}"
+        every = sel.data[keys].drop_duplicates().shape[0]
+        if with_total < every:
+            said += f" ({with_total} of {every} with a whole-program total: the others lack a value, not counted as 0)"
     elif m.aggregate:
         said = f"{m.aggregate} (combined in the file, {name.split('#', 1)[0]}#)" if "#" in name else \
             f"{m.aggregate} (combined in the file)"
