@@ -1136,7 +1136,7 @@ def _print_advice(adv, limit: int) -> None:
     say = lambda text: out.print(text, markup=False, highlight=False)  # noqa: E731
     sd = lambda v: f"±{math.sqrt(max(v, 0.0)):.1%}"  # noqa: E731
     say(f"Target {','.join(f'{k}={v:g}' for k, v in adv.target.items())}, metric {adv.metric}: the total's "
-        f"{LEVEL:.0%} interval there is ±{adv.uncertainty:.1%} (perfcast predict's); the kernels that matter there "
+        f"{LEVEL:.0%} interval there is {_pct_pm(adv.summary()['uncertainty'])} (perfcast predict's); the kernels that matter there "
         f"have a standard deviation of ±{adv.sd:.1%} (coefficients {sd(adv.parts['coefficients'])}, "
         f"hypotheses {sd(adv.parts['hypotheses'])}, extrapolation {sd(adv.parts['extrapolation'])}), "
         f"which the candidates are ranked by")

@@ -772,7 +772,8 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
     where = _fmt(ch.at) + (f" again ({ch.repetitions} run{'s' if ch.repetitions != 1 else ''} so far)"
                            if ch.kind == "repeat" else "")
     cost = f"~{core_hours(ch.cost)} core-h" + ("" if ch.cost_predicted else " (measured)")
-    overall = f"{LEVEL:.0%} interval of the total ±{ch.before:.1%} -> ±{ch.after:.1%} at the target"
+    pm = lambda v: f"±{v:.1%}" if math.isfinite(v) else "none"  # noqa: E731
+    overall = f"{LEVEL:.0%} interval of the total {pm(ch.before)} -> {pm(ch.after)} at the target"
     if best is None or bv <= 0:
         ch.reason = f"{where}: removes no uncertainty the models know of at the target; {cost}"
         return
