@@ -316,7 +316,56 @@ def test_floor_is_the_drift_no_candidate_removes(tmp_path):
     pts = exp.data[["p", "n"]].drop_duplicates().to_dict("records")
     adv = advise(ms, exp, request(("p", "n"), pts, {"p": 1024}, [{"p": [128, 256], "n": [100, 800]}]))
     assert adv.floor == pytest.approx(0.01 * 2 ** 4, rel=1e-9)
-    assert adv.worth == pytest.approx(MIN_STEP * (adv.uncertainty ** 2 - 0.16), rel=1e-9)
+    assert adv.worth == pytest.approx(MIN_STEP * (adv.sd ** 2 - 0.16), rel=1e-9)
     # with p=128 the nearest candidate: 3 doublings of p stay
     adv = advise(ms, exp, request(("p", "n"), pts, {"p": 1024}, [{"p": [128], "n": [100, 800]}]))
     assert adv.floor == pytest.approx(0.01 * 3 ** 4, rel=1e-9)
+
+
+def test_uncertainty_is_the_interval_perfcast_predict_gives(tmp_path, capsys):
+    """The advice states its uncertainty now as the half-width of `perfcast predict`'s 90% interval
+    of the root at the target, relative to the value: the same figure as predict --json's row."""
+    path = _linear(tmp_path)
+    code, out, err = cli(capsys, "predict", path, "--at", "p=256", "--json")
+    assert code == 0, err
+    rows = [r for r in cli_json(out, "predictions")["items"] if r["callpath"] == "main" and r["metric"] == "time"]
+    assert len(rows) == 1
+    r = rows[0]
+    half = (r["upper"] - r["lower"]) / 2 / r["value"]
+    code, out, err = cli(capsys, "advise", path, "--target", "p=256", "--budget", 1.0, "--json")
+    assert code == 0, err
+    doc = cli_json(out, "advice")
+    assert doc["root"] == ["main"] and doc["level"] == r["level"] == 0.9
+    assert doc["uncertainty"] == pytest.approx(half, rel=1e-12)
+    assert (doc["value"], doc["lower"], doc["upper"]) == pytest.approx((r["value"], r["lower"], r["upper"]), rel=1e-12)
+    assert all(c["uncertainty_before"] == pytest.approx(half, rel=1e-12) for c in doc["items"])
+
+
+def test_interval_after_a_run_is_the_t_interval_of_the_updated_regression(tmp_path):
+    """One hypothesis, no drift, normal noise: after one more run at x the 90% interval at the target
+    is t_{0.95, dof} sqrt(Var(a + b t | x added) + s2 y_t^2) / y_t, the variance by the closed form of
+    weighted simple linear regression (dof 10 - 2, as fitted)."""
+    import perfcast
+    from scipy import stats as st
+    from perfcast.io import load
+
+    exp = load([_linear(tmp_path)])
+    ms = perfcast.model(exp)
+    m = dataclasses.replace(ms[("main", "time")], alternatives=(), drift=0.0, noise_shape=2.0)
+    ms = dataclasses.replace(ms, series=(SeriesModel("main", "time", m),))
+    assert m.dof == 2 * len(PS) - 2
+    req = request(exp.parameters, exp.data[["p"]].drop_duplicates().to_dict("records"), {"p": 256},
+                  [{"p": [48, 64, 128]}])
+    adv = advise(ms, exp, req)
+    s2 = len(PS) * 2 * DELTA ** 2 / (2 * len(PS) - 2)
+    f = lambda p: A + B * p  # noqa: E731
+    ws = [2 / f(p) ** 2 for p in PS]
+    q = st.t.ppf(0.95, 2 * len(PS) - 2)
+    y_t = f(256)
+    now = q * math.sqrt(_wls_variance(PS, ws, s2, 256) + s2 * y_t ** 2) / y_t
+    assert adv.uncertainty == pytest.approx(now, rel=1e-6)
+    for c in adv.choices:
+        x = c.at["p"]
+        var = _wls_variance(PS + [x], ws + [1 / f(x) ** 2], s2, 256)
+        assert c.before == pytest.approx(now, rel=1e-6)
+        assert c.after == pytest.approx(q * math.sqrt(var + s2 * y_t ** 2) / y_t, rel=1e-6), (c.kind, x)

@@ -1125,15 +1125,21 @@ def advise_cmd(inputs, fmt, points, params, target, budget, candidates, metric, 
     _print_advice(adv, limit)
 
 
+def _pct_pm(v) -> str:
+    return "no interval" if v is None else f"±{v:.1%}"
+
+
 def _print_advice(adv, limit: int) -> None:
-    from .analysis.advisor import core_hours
+    from .analysis.advisor import LEVEL, core_hours
     from .report.terminal import err, out, table
 
     say = lambda text: out.print(text, markup=False, highlight=False)  # noqa: E731
     sd = lambda v: f"±{math.sqrt(max(v, 0.0)):.1%}"  # noqa: E731
-    say(f"Target {','.join(f'{k}={v:g}' for k, v in adv.target.items())}, metric {adv.metric}: the kernels that "
-        f"matter there are uncertain by ±{adv.uncertainty:.1%} (coefficients {sd(adv.parts['coefficients'])}, "
-        f"hypotheses {sd(adv.parts['hypotheses'])}, extrapolation {sd(adv.parts['extrapolation'])})")
+    say(f"Target {','.join(f'{k}={v:g}' for k, v in adv.target.items())}, metric {adv.metric}: the total's "
+        f"{LEVEL:.0%} interval there is {_pct_pm(adv.summary()['uncertainty'])} (perfcast predict's); the kernels that matter there "
+        f"have a standard deviation of ±{adv.sd:.1%} (coefficients {sd(adv.parts['coefficients'])}, "
+        f"hypotheses {sd(adv.parts['hypotheses'])}, extrapolation {sd(adv.parts['extrapolation'])}), "
+        f"which the candidates are ranked by")
     out.print(table("Kernels at the target", ["callpath", "share", "coefficients", "hypotheses", "extrapolation"],
                     [[k["callpath"], f"{k['share']:.0%}"] + [f"±{k['sd'][p]:.1%}" for p in
                                                               ("coefficients", "hypotheses", "extrapolation")]
@@ -1151,7 +1157,7 @@ def _print_advice(adv, limit: int) -> None:
         for st in adv.plan:
             say(f"{st['step']:>3}. {','.join(f'{k}={v:g}' for k, v in st['at'].items())}"
                 f"{' again' if st['kind'] == 'repeat' else ''}: ~{core_hours(st['cost'])} core-h, "
-                f"±{st['uncertainty_after']:.1%} after")
+                f"{_pct_pm(st['uncertainty_after'])} after")
     for n in adv.notes:
         err.print(f"perfcast: note: {n}", markup=False, highlight=False)
 

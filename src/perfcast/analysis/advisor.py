@@ -81,6 +81,20 @@ p = 256 (n = 5000, 7000, 9000: the drift 1 doubling from p = 512 is then most of
 no grid point is closer), at 30% of the full grid's cost and 15.8% error (2 seeds), short of the
 full grid's 9.2%.
 
+**The uncertainty the advice states** is the interval the user gets: the half-width of ``perfcast
+predict``'s :data:`LEVEL` interval of the total (the root callpaths, their half-widths combined as
+independent errors: :func:`total_interval`, the interval ``perfcast collect --adaptive --until``
+stops by) relative to its value, now and after each candidate (:attr:`Choice.after`) or plan step:
+each root model with its coefficient covariance updated by the runs (the rank-one update above) and
+its largest measured values moved out to theirs, through predict's own rule
+(:func:`perfcast.fit.model.predict_many`; so the Welch-Satterthwaite quantile follows the new mix of
+coefficient and drift variance).  Its degrees of freedom, drift and hypotheses' weights are left as
+fitted.  The ranking is still by the variance above (:attr:`Advice.sd`, :attr:`Choice.sd_after`):
+the change of the quantile a run brings (a repetition's pure-error degree of freedom, a new point's
+held-out point for the drift) is not counted in the gain.  (On the bundled jacobi-p experiment at
+p = 64 the kernels' sd is ±613% and predict's interval ±1990%: the interval's quantile is
+several times the sd, because the drift term has few degrees of freedom.)
+
 **Candidates inside the measured range.**  A candidate that is not a measured point is scored
 whether or not it lies beyond the measured range (a grid's gaps -- Relearn's n = 6000 at p = 256
 when 5000 and 7000 were run -- are runs one can make); only a candidate set with no new point at
@@ -113,6 +127,9 @@ MIN_STEP = 0.05
 _TIME_FACTORS = {"": 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3,
                  "msec": 1e-3, "us": 1e-6, "usec": 1e-6, "µs": 1e-6, "ns": 1e-9, "nsec": 1e-9}
 PARTS = ("coefficients", "hypotheses", "extrapolation")
+#: the level of the interval the advice states its uncertainty in: ``perfcast predict``'s default,
+#: the interval ``perfcast collect --adaptive --until`` stops by
+LEVEL = 0.9
 
 
 # -- the request: target and candidates, checked against the measured points before any fit -------
@@ -319,6 +336,98 @@ def _selection_reduction(w: np.ndarray, yt: np.ndarray, yx: np.ndarray, sx: np.n
     return np.einsum("k,j,kjn->n", w, g, (mean - ybar) ** 2)
 
 
+# -- the interval the user gets: perfcast predict's, of the total at the target --------------------
+def _finite(v):
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def combine_roots(values: Sequence[float], lowers: Sequence, uppers: Sequence) -> tuple[float, float, float]:
+    """The total of the root rows (value, lower, upper) and its interval: the half-widths combined
+    as independent errors (root sum of squares), each side on its own; a missing bound is NaN."""
+    bound = lambda b: math.nan if b is None else float(b)  # noqa: E731
+    value = float(sum(float(v) for v in values))
+    lo = [float(v) - bound(b) for v, b in zip(values, lowers)]
+    hi = [bound(b) - float(v) for v, b in zip(values, uppers)]
+    return value, value - math.sqrt(sum(x * x for x in lo)), value + math.sqrt(sum(x * x for x in hi))
+
+
+def total_interval(ms, metric: str, root: Sequence[str], target: Mapping[str, float],
+                   level: float = LEVEL) -> tuple[float, float, float]:
+    """The predicted total of ``metric`` (the sum of the ``root`` callpaths) at ``target`` and its
+    ``level`` interval, from ``ms.predict`` (``perfcast predict``): :func:`combine_roots`."""
+    rows = [r for r in ms.predict(dict(target), level) if r["metric"] == metric and r["callpath"] in set(root)]
+    return combine_roots([r["value"] for r in rows], [r["lower"] for r in rows], [r["upper"] for r in rows])
+
+
+def half_width(value: float, lower: float, upper: float) -> float:
+    """The interval's half-width relative to the value, ``(upper - lower) / 2 / |value|`` (inf
+    without an interval or a value)."""
+    w = upper - lower
+    return w / 2 / abs(value) if value and math.isfinite(w) else math.inf
+
+
+class _RootInterval:
+    """:func:`total_interval` now, and after planned runs: each root model with the covariance of
+    its coefficients updated by the runs (the rank-one update of the ranking) and its largest
+    measured values moved out to theirs, through the interval rule of ``perfcast predict``
+    (:func:`perfcast.fit.model.predict_many`, :func:`perfcast.modelset.clip_interval`).  Its
+    degrees of freedom and drift are left as fitted.  Roots the advisor does not model (not a
+    single fitted function, or below MIN_SHARE) keep their interval."""
+
+    def __init__(self, ms, metric: str, root: Sequence[str], target: Mapping[str, float], per: list,
+                 cand: np.ndarray):
+        from ..modelset import NONNEGATIVE
+        self.target, self.cand = dict(target), cand
+        self.averaged = bool(getattr(ms, "averaged", False))
+        self.nonneg = ms.kinds.get(metric) in NONNEGATIVE
+        rows = {r["callpath"]: r for r in ms.predict(dict(target), LEVEL) if r["metric"] == metric
+                and r["callpath"] in set(root)}
+        self.value, self.lower, self.upper = combine_roots([r["value"] for r in rows.values()],
+                                                           [r["lower"] for r in rows.values()],
+                                                           [r["upper"] for r in rows.values()])
+        self.now = half_width(self.value, self.lower, self.upper)
+        mine = {s.callpath: (s, ex) for s, _, ex in per}
+        self.fixed = [r for cp, r in rows.items() if cp not in mine or mine[cp][0].model.cov is None]
+        self.moved = [mine[cp] for cp in rows if cp in mine and mine[cp][0].model.cov is not None]
+
+    def after(self, runs: Sequence[Sequence[int]]) -> np.ndarray:
+        """The relative half-width after each list of candidate indices in ``runs`` is run."""
+        from dataclasses import replace
+
+        from ..fit.model import predict_many
+        from ..modelset import clip_interval
+        out = np.full(len(runs), self.now)
+        if not self.moved or not runs:
+            return out
+        vals, los, his = [], [], []
+        for s, ex in self.moved:
+            m = s.model
+            models = []
+            for idx in runs:
+                cov = s.cov.copy()
+                for i in idx:
+                    x = ex["D"][i]
+                    u = cov @ x
+                    den = float(ex["s2"][i] + x @ u)
+                    if den > 0:
+                        cov = cov - np.outer(u, u) / den
+                upper = m.upper
+                if upper is not None and len(idx):
+                    upper = tuple(float(v) for v in np.maximum(np.asarray(upper, dtype=float),
+                                                               self.cand[list(idx)].max(axis=0)))
+                models.append(replace(m, cov=tuple(map(tuple, cov.tolist())), upper=upper))
+            cols = {q: np.array([float(self.target[q])]) for q in m.parameters}
+            v, lo, hi = predict_many(models, cols, LEVEL, self.averaged)
+            lo, hi, _ = clip_interval(v[:, 0], lo[:, 0], hi[:, 0], np.full(len(runs), self.nonneg))
+            vals.append(v[:, 0]), los.append(lo), his.append(hi)
+        for j in range(len(runs)):
+            value, lower, upper = combine_roots([v[j] for v in vals] + [r["value"] for r in self.fixed],
+                                                [lo[j] for lo in los] + [r["lower"] for r in self.fixed],
+                                                [hi[j] for hi in his] + [r["upper"] for r in self.fixed])
+            out[j] = half_width(value, lower, upper)
+        return out
+
+
 # -- the advice -------------------------------------------------------------------------------------
 @dataclass
 class Choice:
@@ -333,12 +442,14 @@ class Choice:
     cost_predicted: bool
     parts: dict                  # part -> reduction of the relative variance at the target
     gain: float
-    before: float                # relative sd at the target, now
-    after: float                 # relative sd after this run
+    before: float                # relative half-width of the LEVEL interval of the total at the target, now
+    after: float                 # ... after this run (its coefficients and reach; the ranking's own variance: sd_*)
     series: str | None = None    # the series gaining most
     part: str | None = None      # its part gaining most
     hypotheses: list = field(default_factory=list)
     reason: str = ""
+    sd_before: float = 0.0       # relative sd of the kernels at the target (the ranking's variance), now
+    sd_after: float = 0.0        # ... after this run
 
     @property
     def per_cost(self) -> float:
@@ -349,7 +460,8 @@ class Choice:
                 "cost": self.cost, "run_seconds": self.run_seconds, "processes": self.processes,
                 "cost_predicted": self.cost_predicted, "gain": self.gain,
                 "gain_per_cost": None if not math.isfinite(self.per_cost) else self.per_cost,
-                "parts": dict(self.parts), "uncertainty_before": self.before, "uncertainty_after": self.after,
+                "parts": dict(self.parts), "uncertainty_before": _finite(self.before),
+                "uncertainty_after": _finite(self.after), "sd_before": self.sd_before, "sd_after": self.sd_after,
                 "series": self.series, "part": self.part, "hypotheses": list(self.hypotheses),
                 "reason": self.reason}
 
@@ -362,7 +474,7 @@ class Advice:
     root: list                   # the callpaths summed for the whole run's value of the metric
     cost_root: list              # ... and of the time metric runs are costed by
     procs: str | None
-    uncertainty: float           # relative sd at the target, now
+    uncertainty: float           # relative half-width of the LEVEL interval of the total at the target (predict's)
     parts: dict                  # part -> relative variance at the target
     kernels: list                # per series: callpath, share, value, relative sd per part
     choices: list                # Choice, best gain per cost first
@@ -371,17 +483,22 @@ class Advice:
     spent: float = 0.0
     notes: list = field(default_factory=list)
     floor: float = 0.0           # relative variance at the target no candidate removes (drift at the nearest reach)
+    sd: float = 0.0              # relative sd of the kernels at the target: the variance the candidates are ranked by
+    value: float | None = None   # the predicted total at the target and its LEVEL interval (perfcast predict's)
+    lower: float | None = None
+    upper: float | None = None
 
     @property
     def worth(self) -> float:
         """The gain a run must exceed to be worth making: :data:`MIN_STEP` of the variance left that
-        runs can remove (the uncertainty's variance above :attr:`floor`)."""
-        return MIN_STEP * max(self.uncertainty ** 2 - self.floor, 0.0)
+        runs can remove (the variance of :attr:`sd` above :attr:`floor`)."""
+        return MIN_STEP * max(self.sd ** 2 - self.floor, 0.0)
 
     def summary(self) -> dict:
         return {"target": dict(self.target), "metric": self.metric, "cost_metric": self.cost_metric,
                 "root": list(self.root), "cost_root": list(self.cost_root), "procs": self.procs,
-                "uncertainty": self.uncertainty,
+                "uncertainty": _finite(self.uncertainty), "level": LEVEL, "value": self.value,
+                "lower": self.lower, "upper": self.upper, "sd": self.sd,
                 "parts": dict(self.parts), "kernels": self.kernels, "budget": self.budget,
                 "plan": self.plan, "spent": self.spent, "notes": list(self.notes)}
 
@@ -605,28 +722,33 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
     floor = min(sum(s.var["floor"] for s in chosen) / denom, U0)
     G = sum(g for _, g, _ in per) / denom            # (3, C)
     gain = G.sum(axis=0)
+    ri = _RootInterval(ms, metric, root, req.target, per, cand)
+    after = ri.after([[i] for i in range(C)])
     choices = []
     for i in range(C):
         at = {q: float(cand[i, k]) for k, q in enumerate(params)}
         ch = Choice(at, "repeat" if is_rep[i] else "new", int(reps[i]) if is_rep[i] else 0, float(seconds[i]),
                     float(procs_of[i]), float(cost[i]), not bool(is_rep[i]),
-                    {p: float(G[k, i]) for k, p in enumerate(PARTS)}, float(gain[i]),
-                    math.sqrt(max(U0, 0.0)), math.sqrt(max(U0 - gain[i], 0.0)))
+                    {p: float(G[k, i]) for k, p in enumerate(PARTS)}, float(gain[i]), ri.now, float(after[i]),
+                    sd_before=math.sqrt(max(U0, 0.0)), sd_after=math.sqrt(max(U0 - gain[i], 0.0)))
         _explain(ch, i, per, denom, req, params)
         choices.append(ch)
     order = sorted(range(C), key=lambda i: (-choices[i].per_cost if choices[i].gain > 0 else math.inf,
                                             choices[i].cost, tuple(cand[i])))
     choices = [choices[i] for i in order]
-    advice = Advice(dict(req.target), metric, cost_metric, root, cost_root, ms.procs, math.sqrt(max(U0, 0.0)), total,
+    advice = Advice(dict(req.target), metric, cost_metric, root, cost_root, ms.procs, ri.now, total,
                     [{"callpath": s.callpath, "share": s.share, "value": s.value,
                       "sd": {p: math.sqrt(s.var[p]) / abs(s.value) for p in PARTS}} for s in chosen],
-                    choices, budget=req.budget, notes=notes, floor=floor)
+                    choices, budget=req.budget, notes=notes, floor=floor, sd=math.sqrt(max(U0, 0.0)),
+                    value=_finite(ri.value), lower=_finite(ri.lower), upper=_finite(ri.upper))
     if req.budget is not None:
         cheapest = min(choices, key=lambda c: c.cost)
         if cheapest.cost > req.budget:
             raise PerfcastError(f"{req.budget:g} core-hours buys no run: the cheapest candidate, "
                                 f"{_fmt(cheapest.at)}, costs ~{cheapest.cost:.3g} core-hours", where="--budget")
-        advice.plan, advice.spent = _plan(per, cand, cost, is_rep, denom, U0, req.budget, params, floor)
+        advice.plan, advice.spent, idx = _plan(per, cand, cost, is_rep, denom, U0, req.budget, params, floor)
+        for st, a in zip(advice.plan, ri.after([idx[:k + 1] for k in range(len(idx))])):
+            st["uncertainty_after"] = _finite(float(a))
     return advice
 
 
@@ -650,7 +772,8 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
     where = _fmt(ch.at) + (f" again ({ch.repetitions} run{'s' if ch.repetitions != 1 else ''} so far)"
                            if ch.kind == "repeat" else "")
     cost = f"~{core_hours(ch.cost)} core-h" + ("" if ch.cost_predicted else " (measured)")
-    overall = f"±{ch.before:.1%} -> ±{ch.after:.1%} at the target"
+    pm = lambda v: f"±{v:.1%}" if math.isfinite(v) else "none"  # noqa: E731
+    overall = f"{LEVEL:.0%} interval of the total {pm(ch.before)} -> {pm(ch.after)} at the target"
     if best is None or bv <= 0:
         ch.reason = f"{where}: removes no uncertainty the models know of at the target; {cost}"
         return
@@ -682,13 +805,15 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
 
 
 def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, denom: float, U0: float,
-          budget: float, params: tuple, floor: float = 0.0) -> tuple[list, float]:
-    """The greedy plan within ``budget`` (module docstring): a list of steps and the cost spent."""
+          budget: float, params: tuple, floor: float = 0.0) -> tuple[list, float, list]:
+    """The greedy plan within ``budget`` (module docstring): a list of steps, the cost spent and
+    the candidates' indices, in order (a step's ``sd_after``: the relative sd the ranking leaves)."""
     covs = [s.cov.copy() for s, _, _ in per]
     sel_done = [0.0] * len(per)
     dist = [ex["d_now"] for _, _, ex in per]
     left, spent, U = budget, 0.0, U0
     steps: list = []
+    idx: list = []
     for _ in range(MAX_PLAN):
         gains = np.zeros(len(cand))
         for k, (s, g, ex) in enumerate(per):
@@ -721,8 +846,10 @@ def _plan(per: list, cand: np.ndarray, cost: np.ndarray, is_rep: np.ndarray, den
         spent += float(cost[i])
         steps.append({"step": len(steps) + 1, "at": {q: float(cand[i, k]) for k, q in enumerate(params)},
                       "kind": "repeat" if is_rep[i] else "new", "cost": float(cost[i]), "gain": float(gains[i]),
-                      "spent": spent, "uncertainty_after": math.sqrt(U)})
-    return steps, spent
+                      "spent": spent, "sd_after": math.sqrt(U)})
+        idx.append(i)
+    return steps, spent, idx
 
 
-__all__ = ["advise", "metrics_needed", "request", "progression", "Advice", "Choice", "Request", "MIN_SHARE", "STEPS"]
+__all__ = ["advise", "metrics_needed", "request", "progression", "Advice", "Choice", "Request", "MIN_SHARE", "STEPS",
+           "LEVEL", "total_interval", "combine_roots", "half_width"]

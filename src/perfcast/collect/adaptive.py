@@ -61,13 +61,12 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .. import store
+from ..analysis.advisor import LEVEL, total_interval
 from ..errors import PerfcastError
 from .campaign import Campaign, CampaignSpec, config_key, fmt_value
 
 #: the default relative width of the 90% interval of the total at the target
 UNTIL = 0.10
-#: the interval's level
-LEVEL = 0.9
 #: values along a parameter the start design measures (a line of >= 3 points: what a fit needs)
 LINE = 3
 STOPS = ("until", "budget", "exhausted", "failed", "no-advice")
@@ -192,17 +191,6 @@ def _procs(camp: Campaign) -> str | None:
     from ..modelset import _process_parameter
 
     return _process_parameter(camp.experiment()) if any(r["status"] == "ok" for r in _runs(camp.records)) else None
-
-
-def total_interval(ms, metric: str, root: list[str], target: Mapping[str, float]) -> tuple[float, float, float]:
-    """The predicted total of ``metric`` (the sum of the ``root`` callpaths) at ``target`` and its
-    :data:`LEVEL` interval; with several roots their half-widths are combined as independent
-    errors (root sum of squares), each side on its own."""
-    rows = [r for r in ms.predict(dict(target), LEVEL) if r["metric"] == metric and r["callpath"] in set(root)]
-    value = sum(float(r["value"]) for r in rows)
-    lo = [float(r["value"]) - float(r["lower"]) if r["lower"] is not None else math.nan for r in rows]
-    hi = [float(r["upper"]) - float(r["value"]) if r["upper"] is not None else math.nan for r in rows]
-    return (value, value - math.sqrt(sum(x * x for x in lo)), value + math.sqrt(sum(x * x for x in hi)))
 
 
 def _stop(camp: Campaign, record: dict) -> None:
