@@ -3,6 +3,7 @@
 import json
 import math
 
+import numpy as np
 import pytest
 
 from perfcast.cli import main
@@ -247,3 +248,35 @@ def test_a_negative_value_lies_in_its_interval(capsys, tmp_path):
     shown = [float(x) for x in row.split("[")[1].split("]")[0].split(",")]
     value = float(row.split("|")[4].split()[0])
     assert shown[0] <= value <= shown[1] and "clipped" not in row
+
+
+def test_zero_coefficient_term_undefined_at_a_point_adds_nothing(capsys, text_file, monkeypatch):
+    """5 + 0 * log2(p)^-1 is the function 5 (its formula prints "5"): 5 at p = 1 too, where
+    log2(p)^-1 is undefined, through every path that evaluates a model."""
+    from dataclasses import replace
+    from fractions import Fraction
+
+    import perfcast.cli as cli_mod
+    from perfcast.fit.model import Model, Term, predict_many, values_at
+    from perfcast.fit.series import SeriesModel
+
+    m = Model(("p",), 5.0, (Term(0.0, (("p", Fraction(0), -1),)), Term(0.0, (("p", Fraction(-1), 0),))))
+    assert m.formula() == "5"
+    assert m.predict({"p": 1.0}) == 5.0 and m.predict(0.0) == 5.0
+    assert m.predict([1.0, 2.0, 0.0]).tolist() == [5.0, 5.0, 5.0]
+    assert predict_many([m], {"p": np.array([1.0, 0.0, 8.0])})[0].tolist() == [[5.0, 5.0, 5.0]]
+    assert values_at([m], [{"p": 1.0}, {"p": 0.0}]).tolist() == [[5.0, 5.0]]
+    # a nonzero coefficient keeps the term: undefined at p = 1 (the search's rule)
+    assert math.isnan(Model(("p",), 5.0, (Term(1e-300, (("p", Fraction(0), -1),)),)).predict(1.0))
+
+    fit = cli_mod._fit_models
+
+    def with_zero_term(*a, **k):
+        ms = fit(*a, **k)
+        return replace(ms, series=(SeriesModel("a", "time", m),))
+
+    monkeypatch.setattr(cli_mod, "_fit_models", with_zero_term)
+    code, out, err = cli(capsys, "predict", text_file, "--at", "p=1", "--at", "p=16", "--json")
+    assert code == 0, err
+    rows = cli_items(out, "predictions")
+    assert [(r["callpath"], r["value"], r["formula"]) for r in rows] == [("a", 5.0, "5"), ("a", 5.0, "5")]

@@ -223,9 +223,8 @@ class Model:
 
     def _raw(self, cols, shape) -> np.ndarray:
         n = int(np.prod(shape)) if shape else 1
-        D = self._design(cols, n)
         coef = np.array([self.constant, *(t.coefficient for t in self.terms)])
-        return D @ coef
+        return values_of(self._design(cols, n), coef)
 
     def _alt_values(self, cols, shape):
         for w, alt in self.alternatives:
@@ -643,12 +642,13 @@ class PredictBatch:
         wts = np.concatenate([p[0] for p in parts])
         D = np.concatenate([np.pad(p[1], ((0, 0), (0, 0), (0, k - p[1].shape[2]))) for p in parts])
         coef = np.concatenate([np.pad(p[2], ((0, 0), (0, k - p[2].shape[1]))) for p in parts])
-        return owner, wts, np.einsum("snk,sk->sn", D, coef)
+        return owner, wts, values_of(D, coef)
 
     def predict(self, level: float, averaged: bool, intervals: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(value, lower, upper) of every row: the rule of :meth:`Model.interval` (module docstring)."""
-        S, n, D = self.S, self.n, self.D
-        y = np.einsum("snk,sk->sn", D, self.coef)
+        S, n = self.S, self.n
+        D = skip_zero_terms(self.D, self.coef)
+        y = values_of(D, self.coef)
         # the competing hypotheses, flattened: owner series, weight, value (built lazily by the fit:
         # not touched when neither the average nor the intervals need them)
         owner, wts, ya = self.alternatives() if (averaged or intervals) else ([], [], None)
@@ -695,6 +695,28 @@ class PredictBatch:
             lo[s] = lo[s] * f
             hi[s] = hi[s] * f
         return centre, lo, hi
+
+
+def skip_zero_terms(D: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """The design ``D`` (..., n, k: column 0 the constant, then the terms) with the columns of the
+    terms whose coefficient (``coef`` (..., k)) is exactly 0 set to 0: such a term is not part of
+    the function (the formula does not print it, :func:`render_rows`), so it adds nothing to a
+    value or its variance, also where it is undefined (``0 * log2(p)^-1`` at p = 1)."""
+    zero = np.asarray(coef)[..., None, 1:] == 0
+    if not zero.any():
+        return D
+    D = D.copy()
+    D[..., 1:] = np.where(zero, 0.0, D[..., 1:])
+    return D
+
+
+def values_of(D: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """Model values from a design ``D`` ((S,) n, k) and coefficients ``coef`` ((S,) k), the terms
+    of coefficient 0 skipped (:func:`skip_zero_terms`): ((S,) n).  Every path that evaluates a
+    model (:meth:`Model.predict`, :class:`PredictBatch`, the fit's values at the measured points)
+    goes through here."""
+    D = skip_zero_terms(D, coef)
+    return D @ coef if D.ndim == 2 else np.einsum("snk,sk->sn", D, coef)
 
 
 def doublings_rows(params: Sequence[str], up: np.ndarray, cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:

@@ -407,7 +407,7 @@ def _with_lines(gf: GroupFit, X: np.ndarray, mean: np.ndarray) -> GroupFit:
     (:func:`perfcast.fit.lines.line_effects`, against the selected hypothesis' values at the
     measured points ``X``; ``mean`` the measured means, one row per series of ``gf``)."""
     from .lines import line_effects
-    from .model import term_cache
+    from .model import term_cache, values_of
 
     ok = np.flatnonzero(gf.status == 0)
     if not len(ok):
@@ -416,7 +416,7 @@ def _with_lines(gf: GroupFit, X: np.ndarray, mean: np.ndarray) -> GroupFit:
     fitted = np.full(mean.shape, np.nan)
     with np.errstate(all="ignore"):
         _, D, coef = gf.hypotheses_design(ok, np.zeros(len(ok), dtype=np.int64), len(X), term_cache(cols))
-        fitted[ok] = np.einsum("snk,sk->sn", D, coef)
+        fitted[ok] = values_of(D, coef)
     eff = line_effects(X, mean, fitted)
     if not any(eff):
         return gf
