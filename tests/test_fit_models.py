@@ -628,3 +628,27 @@ def test_zero_terms_are_not_printed_and_the_text_is_the_function():
         f = m.formula("python")
         for p in (2.0, 5.0, 64.0):
             assert eval(f, {"log2": math.log2, "p": p}) == pytest.approx(float(m.predict({"p": p})), abs=1e-300)
+
+
+def test_python_formula_writes_exponent_one_as_the_bare_factor():
+    """The python style writes p, not p**1, and log2(p), not log2(p)**1; other exponents as
+    Python powers; each text evaluates to what the model predicts (values by hand)."""
+    from perfcast.fit.model import Term
+
+    F = Fraction
+    cases = [  # (factors of the one term, coefficient 0.3, the python text by hand, value at p = 16 by hand)
+        ((("p", F(1), 0),), "5 + 0.3 * p", 5 + 0.3 * 16),
+        ((("p", F(0), 1),), "5 + 0.3 * log2(p)", 5 + 0.3 * 4),
+        ((("p", F(1), 1),), "5 + 0.3 * p * log2(p)", 5 + 0.3 * 16 * 4),
+        ((("p", F(2), 2),), "5 + 0.3 * p**2 * log2(p)**2", 5 + 0.3 * 256 * 16),
+        ((("p", F(-1), -1),), "5 + 0.3 * p**(-1) * log2(p)**(-1)", 5 + 0.3 / 16 / 4),
+        ((("p", F(1, 2), 0),), "5 + 0.3 * p**(1/2)", 5 + 0.3 * 4),
+    ]
+    for factors, text, value in cases:
+        m = Model(("p",), 5.0, (Term(0.3, factors),))
+        assert m.formula("python") == text
+        assert eval(text, {"log2": math.log2, "p": 16.0}) == pytest.approx(value, rel=1e-15)
+        assert m.predict(16.0) == pytest.approx(value, rel=1e-15)
+    two = Model(("p", "n"), 1.0, (Term(2.0, (("p", F(1), 0), ("n", F(1), 1))),))
+    assert two.formula("python") == "1 + 2 * p * n * log2(n)"
+    assert eval(two.formula("python"), {"log2": math.log2, "p": 3.0, "n": 8.0}) == pytest.approx(1 + 2 * 3 * 8 * 3)

@@ -124,7 +124,7 @@ def block_str(param: str, block: Block, style: str = "plain") -> str:
     if i != 0:
         fs = fraction_str(i)
         if style == "python":
-            parts.append(f"{param}**{'(' + fs + ')' if i.denominator != 1 or i < 0 else fs}")
+            parts.append(f"{param}**({fs})" if i.denominator != 1 or i < 0 else (f"{param}**{fs}" if i != 1 else param))
         elif style == "latex":
             parts.append(f"{param}^{{{fs}}}" if i != 1 else param)
         else:
