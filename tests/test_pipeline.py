@@ -297,3 +297,33 @@ def test_streamed_root_of_a_flat_timer_list_is_its_whole_run_timer(capsys, tmp_p
     want = {k: (law(256) - law(4)) / laws["main"](256) for k, law in laws.items()}
     for r in rows:
         assert r["increase"] == pytest.approx(want[r["callpath"]], rel=1e-9, abs=1e-12)
+
+
+def test_streamed_and_in_memory_say_the_whole_run_root_alike(capsys, tmp_path, monkeypatch):
+    """A flat timer list whose ``main`` holds the others at every point (by construction: their sum
+    plus 1, as Relearn's main() holds its timers): both paths of ``model -o X.parquet`` rank by
+    main's cost and say so in the same stderr note, naming main; --json keeps stderr quiet."""
+    laws = {"comm": lambda p: 2 + 0.5 * p, "compute": lambda p: 100 / p + 3, "io": lambda p: 1 + math.log2(p)}
+    parts = dict(laws)
+    laws["main"] = lambda p: 1 + sum(f(p) for f in parts.values())
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), "", "METRIC time", ""]
+    for name, law in laws.items():
+        lines.append(f"REGION {name}")
+        lines += ["DATA " + " ".join([repr(float(law(p)))] * 3) for p in PS]
+        lines.append("")
+    src = tmp_path / "flat.txt"
+    src.write_text("\n".join(lines) + "\n")
+    streamed = []
+    orig = pipeline.model_table
+    monkeypatch.setattr(pipeline, "model_table", lambda *a, **k: streamed.append(1) or orig(*a, **k))
+    notes = {}
+    for mode in ("--stream", "--no-stream"):
+        code, out, err = cli(capsys, "model", src, "-o", tmp_path / f"{mode}.parquet", mode)
+        assert code == 0, err
+        notes[mode] = [ln for ln in err.splitlines() if ln.startswith("perfcast: note:")]
+        code, out, err = cli(capsys, "model", src, "-o", tmp_path / f"{mode}-q.parquet", mode, "--json")
+        assert code == 0 and "note:" not in err, err
+    assert len(streamed) == 2                      # --stream took the streamed path (twice), --no-stream not
+    assert len(notes["--stream"]) == 1 and "'time' is a flat timer list whose main holds" in notes["--stream"][0]
+    assert notes["--stream"] == notes["--no-stream"]
+    assert (tmp_path / "--stream.parquet").read_bytes() == (tmp_path / "--no-stream.parquet").read_bytes()

@@ -740,13 +740,16 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         table_format(output)
         check_file_output(output, force)
         if stream is not False and not (points or params or metrics or callpaths or target) and by == "cost":
-            n = _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations, averaged, as_json)
+            roots: dict = {}
+            n = _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations, averaged, as_json, roots)
             if n is not None:
-                return _say_wrote(output, n, "models", as_json)
+                done = _say_wrote(output, n, "models", as_json)
+                _say_whole_run(_whole_run_roots(roots, by), as_json)
+                return done
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     tgt = parse_coords(target, "--target") if target else None
-    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms, by)}
+    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by)}
     if output is not None:
         done = _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
                       lambda: "".join(enveloped_chunks("models", ms.json_chunks(tgt, by), **over)),
@@ -822,11 +825,11 @@ def _rank_gaps(exp, quiet: bool, metrics=None) -> dict:
     return {"missing_ranks": gaps} if gaps else {}
 
 
-def _whole_run_roots(ms, by: str) -> dict:
-    """The cost ranking's root of each flat timer list with a whole-run timer (``ModelSet.whole_run``:
-    the rule ``project`` and ``advise`` use), as the JSON summary's ``ranking_root`` field (metric ->
-    timer); :func:`_say_whole_run` says it."""
-    return {"ranking_root": dict(ms.whole_run)} if by == "cost" and ms.whole_run else {}
+def _whole_run_roots(whole_run, by: str) -> dict:
+    """The cost ranking's root of each flat timer list with a whole-run timer (``ModelSet.whole_run``,
+    or the streamed fit's, perfcast.pipeline: the rule ``project`` and ``advise`` use), as the JSON
+    summary's ``ranking_root`` field (metric -> timer); :func:`_say_whole_run` says it."""
+    return {"ranking_root": dict(whole_run)} if by == "cost" and whole_run else {}
 
 
 def _say_whole_run(summary: dict, quiet: bool) -> None:
@@ -861,9 +864,10 @@ def _oversubscribed(ms, quiet: bool, measured=None) -> dict:
     return {"oversubscribed": {k: o.to_dict() for k, o in found.items()}} if found else {}
 
 
-def _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations, averaged, quiet):
+def _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations, averaged, quiet, roots=None):
     """``model -o FILE.parquet`` streamed (perfcast.pipeline) when the input is one it takes: the
-    number of series written, or None (nothing written: model in memory)."""
+    number of series written, or None (nothing written: model in memory); ``roots`` filled with the
+    ranking's whole-run timers (metric -> timer)."""
     from .pipeline import model_table, streamable
     from .report.terminal import err, progress
 
@@ -878,7 +882,7 @@ def _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations
     with progress("modeling", enabled=None if not quiet else False) as cb:
         return model_table(inputs[0], output, force=force, options=options, locations=locations, averaged=averaged,
                            progress=cb, warn=lambda w: err.print(f"perfcast: warning: {w}", markup=False,
-                                                                 highlight=False))
+                                                                 highlight=False), roots=roots)
 
 
 def _metric_label(metric: str, aggregates) -> str:

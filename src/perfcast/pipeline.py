@@ -70,12 +70,14 @@ def streamable(path: str | Path, fmt: str | None, output: str | Path, forced: bo
 
 def model_table(path: str | Path, output: str | Path, *, force: bool, options=None, locations: str = "auto",
                 averaged: bool = False, progress: Callable[[int, int, str], None] | None = None,
-                warn: Callable[[str], None] | None = None) -> int | None:
+                warn: Callable[[str], None] | None = None, roots: dict | None = None) -> int | None:
     """Write ``perfcast model PATH -o OUTPUT`` (a ``.parquet`` file; ``by="cost"``, default target)
     streamed (module docstring); the number of series written, or None when the file is not one
     this takes (nothing written; model it in memory).  ``options.workers`` processes read and fit
     the blocks (each block's fit in one process).  ``warn``: given the reader's warnings about
-    the whole file (negative times, parameter values <= 0) before the fit."""
+    the whole file (negative times, parameter values <= 0) before the fit.  ``roots``: filled with
+    the cost ranking's root of each flat metric with a whole-run timer (metric -> timer, as
+    ``ModelSet.whole_run`` in memory) once the table is written."""
     from dataclasses import replace
 
     from .fit import FitOptions
@@ -100,7 +102,10 @@ def model_table(path: str | Path, output: str | Path, *, force: bool, options=No
         tmp = tempfile.mkdtemp(prefix=".perfcast-stream-", dir=_parent(output))
         try:
             ranking, pieces, meta = _fit(pool, survey, Path(tmp), prog)
-            return _write(output, force, ranking, pieces, meta, Path(tmp), prog)
+            n = _write(output, force, ranking, pieces, meta, Path(tmp), prog)
+            if roots is not None:
+                roots.update(meta["roots"])
+            return n
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -360,11 +365,12 @@ def _fit(pool: _Pool, survey: dict, tmp: Path, prog):
     # each flat metric's whole-run timer over every range: the root of its cost shares (as in memory)
     from .analysis.views import whole_run_of
 
-    meta["whole_run"] = {}
+    meta["whole_run"], meta["roots"] = {}, {}
     for m, parts in timers.items():
         name = whole_run_of([ext for ext, _ in parts])
         if name is not None:
             meta["whole_run"][m] = next(w[name] for _, w in parts if name in w)
+            meta["roots"][m] = name
     return ranking, pieces, meta
 
 
