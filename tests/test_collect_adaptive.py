@@ -215,3 +215,41 @@ def test_budget_below_one_runs_cost(tmp_path):
     assert (tmp_path / "app.sh.count").read_text().count("x") == 1
     with pytest.raises(PerfcastError, match="budget must be above 0"):
         check(CampaignSpec(command="x {n}", parameters={"n": [1, 2, 3, 4]}), {"n": 8}, 0.0, 0.1)
+
+
+def test_each_step_reads_the_total_from_the_advice(tmp_path, monkeypatch):
+    """A step predicts the total at the target once, in the advisor (Advice.value/lower/upper, the
+    interval total_interval gives): ModelSet.predict runs once per advise call, not once more for
+    the loop; the journaled width is the one total_interval gives on the runs before the step."""
+    import perfcast.analysis.advisor as advisor
+    from perfcast.analysis.advisor import metrics_needed
+    from perfcast.modelset import ModelSet
+
+    S = 0.2
+    app = script(tmp_path / "app.sh", f"sleep {S}\n")
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
+                        reps_max=1)
+    calls = {"predict": 0, "advise": 0}
+    predict, advise = ModelSet.predict, advisor.advise
+
+    def count_predict(self, *a, **k):
+        calls["predict"] += 1
+        return predict(self, *a, **k)
+
+    def count_advise(*a, **k):
+        calls["advise"] += 1
+        return advise(*a, **k)
+
+    monkeypatch.setattr(ModelSet, "predict", count_predict)
+    monkeypatch.setattr(advisor, "advise", count_advise)
+    out = tmp_path / "s.perfcast"
+    res = run_adaptive(spec, out, {"n": 64}, 8 * S / 3600, until=1e-9)
+    recs = journal(out)
+    chosen = decisions(recs, "choose")
+    assert res.runs == len(runs(recs)) >= 4 and len(chosen) >= 1
+    assert calls["advise"] >= 2 * len(chosen) and calls["predict"] == calls["advise"]
+    monkeypatch.setattr(ModelSet, "predict", predict)
+    for c in chosen:
+        exp = build_experiment(spec, recs[:recs.index(c)])
+        value, lo, hi = total_interval(model(exp, metrics_needed(exp, None)), "time", ["app"], {"n": 64})
+        assert c["width"] == (hi - lo) / value

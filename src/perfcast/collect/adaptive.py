@@ -310,7 +310,9 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 lower = upper = None
                 width = math.inf
                 break
-            value, lower, upper = total_interval(ms, adv.metric, adv.root, tgt)
+            # the advisor's total at the target and its interval (total_interval's, computed once;
+            # a bound it has not: NaN, as total_interval gives it)
+            value, lower, upper = (math.nan if v is None else v for v in (adv.value, adv.lower, adv.upper))
             width = (upper - lower) / abs(value) if value and math.isfinite(upper - lower) else math.inf
             state = {"value": value, "lower": lower, "upper": upper, "width": width if math.isfinite(width) else None,
                      "spent": spent}
