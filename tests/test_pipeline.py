@@ -271,12 +271,9 @@ def test_streamed_repetitions_are_kept_per_metric(capsys, tmp_path, small_blocks
     assert out.read_bytes() == ref.read_bytes() and pq.read_table(ref).num_rows == 330
 
 
-def test_streamed_root_of_a_flat_timer_list_is_its_whole_run_timer(capsys, tmp_path, small_blocks):
-    """A flat timer list whose ``main`` holds every other timer at every point (the sum of the others
-    plus 1): the shares are of main (views.whole_run_timer, as in memory), found over every range
-    -- main is read in the last of many blocks -- by hand: increase = (f(256) - f(4)) / main(256)."""
-    # each a + b p^2 (main too, the sum: its model is exact as well)
-    laws = {f"k{i}": (lambda p, i=i: (1 + i) + 0.1 * (1 + i % 7) * p * p) for i in range(40)}
+def _flat_timers(tmp_path, laws):
+    """An Extra-P text file of the flat timers ``laws`` (name -> law of p, 3 equal repetitions at PS)
+    plus ``main``, their sum plus 1 (it holds every other timer at every point); ``laws`` gains main."""
     parts = dict(laws)
     laws["main"] = lambda p: 1 + sum(f(p) for f in parts.values())
     lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), "", "METRIC time", ""]
@@ -286,6 +283,16 @@ def test_streamed_root_of_a_flat_timer_list_is_its_whole_run_timer(capsys, tmp_p
         lines.append("")
     src = tmp_path / "flat.txt"
     src.write_text("\n".join(lines) + "\n")
+    return src
+
+
+def test_streamed_root_of_a_flat_timer_list_is_its_whole_run_timer(capsys, tmp_path, small_blocks):
+    """A flat timer list whose ``main`` holds every other timer at every point (the sum of the others
+    plus 1): the shares are of main (views.whole_run_timer, as in memory), found over every range
+    -- main is read in the last of many blocks -- by hand: increase = (f(256) - f(4)) / main(256)."""
+    # each a + b p^2 (main too, the sum: its model is exact as well)
+    laws = {f"k{i}": (lambda p, i=i: (1 + i) + 0.1 * (1 + i % 7) * p * p) for i in range(40)}
+    src = _flat_timers(tmp_path, laws)
     ref = tmp_path / "memory.parquet"
     code, _, err = cli(capsys, "model", src, "-o", ref, "--no-stream")
     assert code == 0, err
@@ -304,15 +311,7 @@ def test_streamed_and_in_memory_say_the_whole_run_root_alike(capsys, tmp_path, m
     plus 1, as Relearn's main() holds its timers): both paths of ``model -o X.parquet`` rank by
     main's cost and say so in the same stderr note, naming main; --json keeps stderr quiet."""
     laws = {"comm": lambda p: 2 + 0.5 * p, "compute": lambda p: 100 / p + 3, "io": lambda p: 1 + math.log2(p)}
-    parts = dict(laws)
-    laws["main"] = lambda p: 1 + sum(f(p) for f in parts.values())
-    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), "", "METRIC time", ""]
-    for name, law in laws.items():
-        lines.append(f"REGION {name}")
-        lines += ["DATA " + " ".join([repr(float(law(p)))] * 3) for p in PS]
-        lines.append("")
-    src = tmp_path / "flat.txt"
-    src.write_text("\n".join(lines) + "\n")
+    src = _flat_timers(tmp_path, laws)
     streamed = []
     orig = pipeline.model_table
     monkeypatch.setattr(pipeline, "model_table", lambda *a, **k: streamed.append(1) or orig(*a, **k))
