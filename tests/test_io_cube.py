@@ -28,7 +28,7 @@ from perfcast.errors import PerfcastError
 from perfcast.io import ReadOptions, detect, load
 from perfcast.io.cube import read_cube
 
-from conftest import cli_items
+from conftest import cli_items, extrap_python
 
 CSV_SETS = ["blast.p64.r1", "call_tree_test", "time.p4.n2000.x1.r0"]
 MAX_UINT64_DOUBLE = 0xFFFF_FFFF_FFFF_FBFF
@@ -586,6 +586,69 @@ def test_scaling_reproduces_extrap(cubeset, scaling):
             want[(cp, m, f)] = slope * (f if dep == "f" else 1)
     assert got.keys() == want.keys()
     assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+
+
+def test_per_location_values_average_as_extrap_weak(cubeset):
+    """Without --scaling every location is kept; the modelling path's and the views' per-location
+    mean (a location without a value counts as 0, the one rule of sparse profiles:
+    perfcast.experiment.reduce_over_locations) is Extra-P's weak-scaling value of the same files
+    (table above), including the threads whose value is 0."""
+    from perfcast.analysis.views import scope_values
+    from perfcast.fit import series_statistics
+
+    exp = load([cubeset / "simple_threaded"])
+    assert exp.has_locations
+    st = series_statistics(exp, "mean").astype({"callpath": str, "metric": str})
+    got = {(r.callpath, r.metric, r.f): r.mean for r in st.itertuples()}
+    want = {(cp, m, f): slope * (f if dep == "f" else 1)
+            for (cp, m), (slope, dep) in EXTRAP_SIMPLE_THREADED["weak"].items() for f in (1.0, 2.0, 3.0, 4.0, 5.0)}
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(v, rel=1e-12) for k, v in want.items())
+    for metric in ("time", "visits"):
+        v = scope_values(exp, metric, ranks="mean")
+        view = {(r.callpath, metric, r.f): r.exclusive for r in v.itertuples()}
+        assert all(view[k] == pytest.approx(want[k], rel=1e-12) for k in want if k[1] == metric)
+
+
+_EXTRAP_WEAK_MEANS = r"""
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+from extrap.fileio.file_reader.cube_file_reader2 import CubeFileReader2
+e = CubeFileReader2().read_cube_file(sys.argv[1], "weak")
+print(json.dumps({str(c) + "|" + str(m): ms[0].mean for (c, m), ms in e.measurements.items()}))
+"""
+
+
+def test_rank_mean_of_a_real_profile_is_extraps(data_dir, tmp_path):
+    """BLAST on 64 ranks (Score-P, Blue Gene/Q): Extra-P 4.2.5 reads the file with weak scaling
+    (the mean over every location, a location without a value counting as 0; 24 of its series are
+    0 at some ranks only); perfcast's model statistics and views give the same per-rank means."""
+    import json
+    import subprocess
+
+    from perfcast.analysis.views import scope_values
+    from perfcast.fit import series_statistics
+
+    py = extrap_python()
+    if py is None:
+        pytest.skip("Extra-P's venv (bench/.venv-extrap) is not set up")
+    src = data_dir / "formats" / "cube" / "blast.p64.r1"
+    for name in ("blast.p64.r1", "blast.p65.r1"):   # Extra-P needs a parameter that varies
+        (tmp_path / name).symlink_to(src)
+    r = subprocess.run([str(py), "-c", _EXTRAP_WEAK_MEANS, str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    theirs = json.loads(r.stdout)
+    exp = load([src / "profile.cubex"])
+    st = series_statistics(exp, "mean").astype({"callpath": str, "metric": str})
+    ours = {f"{x.callpath}|{x.metric}": x.mean for x in st.itertuples()}
+    assert ours.keys() == theirs.keys() and len(ours) == 313
+    assert all(ours[k] == pytest.approx(v, rel=1e-12, abs=1e-300) for k, v in theirs.items())
+    partly_zero = exp.data.groupby(["metric", "callpath"], observed=True)["value"].agg(
+        lambda v: bool((v == 0).any() and (v != 0).any()))
+    assert int(partly_zero.sum()) == 24
+    view = scope_values(exp, "time", ranks="mean")
+    for x in view.itertuples():
+        assert x.exclusive == pytest.approx(theirs[f"{x.callpath}|time"], rel=1e-12, abs=1e-300)
 
 
 def test_scaling_on_the_command_line(cubeset, capsys):

@@ -302,3 +302,40 @@ def test_per_rank_experiment_to_thicket_keeps_the_ranks():
     m = "avg#inclusive#sum#time.duration"
     x = tk.dataframe[m].xs(1, level="rank") / tk.dataframe[m].xs(0, level="rank")
     assert np.allclose(x.dropna().to_numpy(), 2.0)
+
+
+def test_sparse_caliper_rank_mean_is_hatchets():
+    """A callpath that some ranks of a Caliper profile did not run: Hatchet's Caliper reader adds a
+    0 row for every rank without the node, and its mean over ranks (drop_index_levels) is the
+    per-rank value that perfcast's model statistics and views give (issue 16 item 5: one rule).
+    SW4's CUDA activity profile, 4 ranks: GPU kernels and host regions recorded on some ranks only."""
+    from perfcast.analysis.views import scope_values
+    from perfcast.fit import series_statistics
+
+    f = _need(shared_data_dir() / "formats" / "caliper" / "caliper-sw4-cuda-activity-cali"
+              / "caliper_cuda_activity_profile.cali")
+    gf = GraphFrame.from_caliperreader(str(f))
+    df = gf.dataframe.reset_index()
+    df["cp"] = [SEP.join(str(x.frame.get("name")) for x in n.path()) for n in df["node"]]
+    per_node = df.groupby("cp").size()
+    assert set(per_node) <= {4, 8}     # every node at every rank (zeros added), one name twice
+    gf.drop_index_levels(function=np.mean)
+    hm = gf.dataframe.assign(cp=[SEP.join(str(x.frame.get("name")) for x in n.path())
+                                 for n in gf.dataframe.index])
+    hm = hm[hm["cp"].isin(per_node[per_node == 4].index)].set_index("cp")
+
+    exp = perfcast.io.load([str(f)])
+    raw = exp.data.assign(callpath=exp.data["callpath"].astype(str))
+    st = series_statistics(exp, "auto").astype({"callpath": str, "metric": str})
+    compared = gapped = 0
+    for col, metric in (("time", "scale#sum#cupti.host.duration"), ("time (gpu)", "scale#cupti.activity.duration")):
+        ours = st[st["metric"] == metric].set_index("callpath")["mean"]
+        view = scope_values(exp, metric, ranks="mean").set_index("callpath")["exclusive"]
+        ranks = raw[raw["metric"] == metric].groupby("callpath")["rank"].nunique()
+        both = ours.index.intersection(hm.index)
+        assert len(both) >= 150
+        np.testing.assert_allclose(ours[both].to_numpy(), hm.loc[both, col].to_numpy(), rtol=1e-12, atol=0)
+        np.testing.assert_allclose(view[both].to_numpy(), hm.loc[both, col].to_numpy(), rtol=1e-12, atol=0)
+        compared += len(both)
+        gapped += int((ranks.reindex(both) < 4).sum())
+    assert compared >= 500 and gapped >= 50   # many series were run by some ranks only

@@ -91,8 +91,106 @@ def absent_location_is_missing(exp: "Experiment") -> bool:
     for every location that ran a callpath, so one they lack is missing: rank reductions combine the
     locations present and :func:`location_gaps` says which lack a value.  Sparse profiles (Caliper,
     HPCToolkit, CUBE, ...) record only what a location ran: an absence means "did not run", a zero
-    (:func:`perfcast.analysis.views.scope_values` divides a mean by every location of the run)."""
+    (:func:`reduce_over_locations`, the one reduction over locations of the model path, the views
+    and :meth:`Experiment.reduce_locations`)."""
     return exp.meta.get("locations") == "dense"
+
+
+def reduce_over_locations(exp: "Experiment", data: pd.DataFrame, how: str, sort: bool = False,
+                          counts: pd.Series | None = None) -> pd.DataFrame:
+    """The one rule for combining a callpath's per-location values of ``exp`` (rows ``data`` of it
+    or values computed from them, with their location columns) into one value per group of the
+    other columns (``how``: one of :data:`AGGREGATES`; groups in order of first appearance, or
+    sorted with ``sort``).
+
+    In a dense experiment (:func:`absent_location_is_missing`) the values present are combined.
+    In a sparse profile a location that measured the metric at the same point and repetition but
+    holds no value of the callpath did not run it: it counts as a 0.  That is what the formats
+    say and what their peer tools do: CUBE stores a value per location for every listed cnode and
+    0 for every unlisted one, and Extra-P 4.2.5 averages all locations of a CUBE file (weak
+    scaling); Hatchet's Caliper readers add a 0 row for every rank that lacks a node before
+    averaging over ranks.  So a per-rank mean of an I/O region run by rank 0 alone is rank 0's
+    time divided by every rank of the run, and a child's mean never exceeds its parent's.
+    ``counts``: the number of locations per run (the group columns other than ``callpath``, e.g.
+    point, ``rep`` and ``metric``; index named by them, as :func:`run_locations` gives) when the
+    caller has them or ``data`` lacks the metric column."""
+    if how not in AGGREGATES:
+        raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
+    loc = [c for c in LOCATION_COLUMNS if c in data.columns]
+    keys = [c for c in data.columns if c not in (*loc, "value")]
+    g = data.groupby(keys, observed=True, sort=sort)["value"]
+    out = g.agg(how).reset_index()
+    if how == "std":
+        out["value"] = out["value"].fillna(0.0)
+    if not loc or absent_location_is_missing(exp) or how == "sum" or len(out) == 0:
+        return out
+    if counts is None:
+        counts = run_locations(exp, data)
+    run = list(counts.index.names)
+    size = g.size().to_numpy()
+    n = out[run].merge(counts.rename("_n").reset_index(), on=run, how="left")["_n"].to_numpy()
+    gap = np.flatnonzero(size < n)
+    if len(gap) == 0:
+        return out
+    if how in ("mean", "max", "min"):
+        vals = out["value"].to_numpy(dtype=float).copy()
+        if how == "mean":
+            vals[gap] = g.sum().to_numpy(dtype=float)[gap] / n[gap]
+        else:
+            vals[gap] = (np.maximum if how == "max" else np.minimum)(vals[gap], 0.0)
+        out["value"] = vals
+        return out
+    # median, std, count: the gapped groups' values with their zeros, combined again
+    gid = g.ngroup().to_numpy()
+    is_gap = np.zeros(len(out), dtype=bool)
+    is_gap[gap] = True
+    rows = is_gap[gid]
+    zeros = np.repeat(gap, (n[gap] - size[gap]).astype(np.int64))
+    ids = np.concatenate([gid[rows], zeros])
+    vals = np.concatenate([data["value"].to_numpy(dtype=float)[rows], np.zeros(len(zeros))])
+    redo = pd.Series(vals).groupby(ids).agg(how)
+    if how == "std":
+        redo = redo.fillna(0.0)
+    v = out["value"].to_numpy(dtype=float).copy()
+    v[redo.index.to_numpy()] = redo.to_numpy(dtype=float)
+    out["value"] = v
+    return out
+
+
+def with_absent_zeros(exp: "Experiment") -> pd.DataFrame:
+    """``exp``'s value table (a copy) with a 0 row for every location that a sparse profile's
+    callpath lacks in a run (point, repetition, metric) where that location measured the metric
+    (:func:`reduce_over_locations`); a dense experiment's table or one without locations as it is."""
+    d = exp.data
+    loc = [c for c in LOCATION_COLUMNS if c in d.columns]
+    if not loc or absent_location_is_missing(exp) or len(d) == 0:
+        return d.copy()
+    run = [c for c in (*exp.parameters, "rep", "metric") if c in d.columns]
+    keys = [*run, "callpath", *loc]
+    locs = d[[*run, *loc]].drop_duplicates()
+    cps = d[[*run, "callpath"]].drop_duplicates()
+    if len(cps.merge(locs[run], on=run)) == len(d):
+        return d.copy()
+    full = cps.merge(locs, on=run)
+    have = d[keys].assign(_have=True)
+    absent = full.merge(have, on=keys, how="left")
+    absent = absent[absent["_have"].isna()].drop(columns="_have")
+    absent["value"] = 0.0
+    out = pd.concat([d, absent[list(d.columns)].astype(d.dtypes.to_dict())], ignore_index=True)
+    return out
+
+
+def run_locations(exp: "Experiment", data: pd.DataFrame | None = None) -> pd.Series:
+    """The number of locations (ranks/threads) of each run of ``data`` (default ``exp.data``):
+    per point, repetition and metric, those that hold some value of the metric -- a location that
+    never recorded a metric there (wall time taken once per run while counters come from every
+    rank) is not counted (:func:`reduce_over_locations`)."""
+    d = exp.data if data is None else data
+    loc = [c for c in LOCATION_COLUMNS if c in d.columns]
+    run = [c for c in (*exp.parameters, "rep", "metric") if c in d.columns]
+    if len(loc) == 1:
+        return d.groupby(run, observed=True, sort=False)[loc[0]].nunique()
+    return d[[*run, *loc]].drop_duplicates().groupby(run, observed=True, sort=False).size()
 
 
 def location_gaps(exp: "Experiment", metric: str | None = None) -> list[dict]:
@@ -705,7 +803,12 @@ class Experiment:
         return cls(parameters, df, metrics, tree, meta)
 
     def to_pandas(self) -> pd.DataFrame:
-        return self.data.copy()
+        """The tidy value table, a copy.  A sparse profile's absent locations (those that measured a
+        metric at a point and repetition but hold no value of a callpath: a 0 there,
+        :func:`reduce_over_locations`) are written as explicit 0 rows, so that the table means the
+        same when read back as a tidy table, where an absent rank is missing
+        (:func:`absent_location_is_missing`)."""
+        return with_absent_zeros(self)
 
     @classmethod
     def from_thicket(cls, tk, parameters: Sequence[str] | None = None) -> "Experiment":
@@ -900,7 +1003,7 @@ class Experiment:
 
         Returns a tidy frame without the reduced columns (``value`` holds the statistic).
         """
-        return _aggregate(self.data, how, over)
+        return _aggregate(self.data, how, over, self)
 
     def reduce_locations(self, how: str = "sum") -> "Experiment":
         """Collapse per-rank/thread values into one value per point, repetition and callpath.
@@ -910,14 +1013,14 @@ class Experiment:
         if not self.has_locations:  # a thread column alone too
             return self
         if how != "auto":
-            df = _aggregate(self.data, how, LOCATION_COLUMNS)
+            df = _aggregate(self.data, how, LOCATION_COLUMNS, self)
         else:
             hows = {name: location_reduction(m) for name, m in self.metrics.items()}
             parts = []
             for h in sorted(set(hows.values())):
                 rows = self.data["metric"].isin([n for n, x in hows.items() if x == h]).to_numpy()
                 if rows.any():
-                    parts.append(_aggregate(self.data[rows], h, LOCATION_COLUMNS))
+                    parts.append(_aggregate(self.data[rows], h, LOCATION_COLUMNS, self))
             df = pd.concat(parts, ignore_index=True)
         meta = copy.deepcopy(self.meta)
         meta.setdefault("history", []).append(f"locations reduced by {how}")
@@ -1030,14 +1133,22 @@ class Experiment:
         return Experiment(self.parameters, data, metrics.values(), self.tree, copy.deepcopy(self.meta))
 
 
-def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str]) -> pd.DataFrame:
-    """:meth:`Experiment.aggregate` of a value table (or some of its rows)."""
+def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str], exp: "Experiment | None" = None) -> pd.DataFrame:
+    """:meth:`Experiment.aggregate` of a value table (or some of its rows of ``exp``).  Over the
+    location columns of a sparse profile's rows, by :func:`reduce_over_locations` (an absent
+    location is a 0), then over ``rep`` if asked."""
     if how not in AGGREGATES:
         raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
     over = [c for c in over if c in data.columns]
     bad = [c for c in over if c not in ("rep", *LOCATION_COLUMNS)]
     if bad:
         raise PerfcastError(f"can only aggregate over rep, rank, thread (not {', '.join(bad)})")
+    loc = [c for c in LOCATION_COLUMNS if c in data.columns]
+    if exp is not None and loc and set(loc) <= set(over) and not absent_location_is_missing(exp):
+        data = reduce_over_locations(exp, data, how, sort=True)
+        over = [c for c in over if c not in loc]
+        if not over:
+            return data
     keys = [c for c in data.columns if c not in (*over, "value")]
     out = data.groupby(keys, observed=True, sort=True)["value"].agg(how).reset_index()
     if how == "std":

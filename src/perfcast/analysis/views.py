@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS, Experiment, absent_location_is_missing, location_gaps, location_gaps_warning
+from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, location_gaps, location_gaps_warning,
+                          reduce_over_locations, run_locations)
 from .derived import _Scoped, partner, topmost
 
 __all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
@@ -110,20 +111,20 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
     loc = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
     d = exp.data
     d = d[d["metric"] == metric]
-    # a callpath missing at a location that measured this metric is a 0 there in a sparse profile,
-    # so means divide by the number of locations of the point/repetition that have values of *this*
-    # metric, and by its repetitions: a rank that did not record the metric at all (wall time taken
-    # once per run while counters come from every rank) is missing, never a zero.  In a dense table
-    # (absent_location_is_missing) a location without the callpath is missing: the mean is over the
-    # locations present (n_loc None)
-    n_loc = None if absent_location_is_missing(exp) else \
-        d[[*keys, "rep", *loc]].drop_duplicates().groupby([*keys, "rep"], sort=False).size().rename("_n")
+    # locations by the one rule (reduce_over_locations): in a sparse profile a callpath missing at
+    # a location that measured this metric is a 0 there, so a mean divides by the locations of the
+    # point/repetition that have values of *this* metric; a rank that did not record the metric at
+    # all (wall time taken once per run while counters come from every rank) is missing, never a
+    # zero.  In a dense table (absent_location_is_missing) a location without the callpath is
+    # missing: the mean is over the locations present (n_loc None).  Repetitions likewise: a
+    # sparse profile's callpath absent from a repetition of its point is a 0 in it
+    n_loc = None if absent_location_is_missing(exp) or not loc else run_locations(exp, d).droplevel("metric")
     n_rep = d[[*keys, "rep"]].drop_duplicates().groupby(keys, sort=False).size().rename("_n") if keys else d["rep"].nunique()
     out = None
     for scope in ("inclusive", "exclusive"):
         v = sc.values(metric, scope)
         if loc:
-            v = _reduce(v, [*keys, "rep"], ranks, n_loc)
+            v = reduce_over_locations(exp, v, ranks, counts=n_loc)
         v = _reduce(v, keys, reps, n_rep)
         v = v.rename(columns={"value": scope})
         out = v if out is None else out.merge(v, on=[*keys, "callpath"], how="outer")

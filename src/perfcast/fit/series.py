@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS, Experiment, location_reduction
+from ..experiment import Experiment, location_reduction, reduce_over_locations
 from ..scaling import decreasing
 from .core import FitOptions, GroupFit, fit_group, parameter_lines
 from .model import Model
@@ -180,8 +180,8 @@ def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
         sub = exp.data[exp.data["metric"] == name]
         if len(sub) == 0:
             continue
-        keys = [c for c in sub.columns if c not in (*LOCATION_COLUMNS, "value")]
-        frames.append(sub.groupby(keys, observed=True, sort=False)["value"].agg(how).reset_index())
+        # a sparse profile's absent location counts as 0, as in every view (reduce_over_locations)
+        frames.append(reduce_over_locations(exp, sub, how))
     return pd.concat(frames, ignore_index=True)
 
 

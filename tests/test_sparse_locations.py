@@ -1,0 +1,115 @@
+"""One rule for a callpath that some ranks of a sparse profile did not run (issue 16, item 5):
+the model path, the views and Experiment.reduce_locations give the same per-rank value, against
+hand calculations; a dense table keeps "absent = missing"; a sparse table written out with
+Experiment.to_pandas and read back as a tidy CSV gives the same numbers."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import perfcast
+from perfcast.analysis.views import scope_values
+from perfcast.experiment import CallTree, Experiment, Metric
+from perfcast.fit import series_statistics
+from perfcast.io import load
+
+# Per rank at p (4 or 8 ranks), exclusive seconds: main 1 on every rank, main->solve 2 on every
+# rank, main->io 2 * p on rank 0 only (it did not run elsewhere: a sparse profile has no row).
+# The per-rank mean of main->io is 2 * p / p = 2, of main's inclusive time 1 + 2 + 2 = 5;
+# rank 0 alone spends 1 + 2 + 2p.  "wall" is taken once per run, on rank 0 (10 * p): ranks that
+# never recorded it are not zeros, its mean is rank 0's value.
+P = (4, 8)
+
+
+def _rows():
+    rows = []
+    for p in P:
+        for r in range(p):
+            rows.append((p, "main", "time", r, 1.0))
+            rows.append((p, "main->solve", "time", r, 2.0))
+            if r == 0:
+                rows.append((p, "main->io", "time", r, 2.0 * p))
+                rows.append((p, "main", "wall", r, 10.0 * p))
+    return pd.DataFrame(rows, columns=["p", "callpath", "metric", "rank", "value"]).assign(rep=0)
+
+
+def _sparse(meta=None) -> Experiment:
+    tree = CallTree.from_paths(["main", "main->solve", "main->io"])
+    metrics = [Metric("time", "s", "time", "exclusive"), Metric("wall", "s", "time", "inclusive")]
+    return Experiment(["p"], _rows(), metrics, tree, meta or {})
+
+
+def _stat(st, cp, metric="time"):
+    st = st.assign(callpath=st["callpath"].astype(str), metric=st["metric"].astype(str))
+    s = st[(st["callpath"] == cp) & (st["metric"] == metric)]
+    return dict(zip(s["p"].astype(float), s["mean"]))
+
+
+def test_model_and_views_agree_with_the_hand_calculation():
+    exp = _sparse()
+    st = series_statistics(exp, "auto")
+    assert _stat(st, "main->io") == {4.0: pytest.approx(2.0), 8.0: pytest.approx(2.0)}
+    assert _stat(st, "main->solve") == {4.0: pytest.approx(2.0), 8.0: pytest.approx(2.0)}
+    assert _stat(st, "main", "wall") == {4.0: pytest.approx(40.0), 8.0: pytest.approx(80.0)}
+    for p in P:
+        v = scope_values(exp.select(p=p), "time", ranks="mean").set_index("callpath")
+        assert v.at["main->io", "exclusive"] == pytest.approx(2.0)
+        assert v.at["main", "inclusive"] == pytest.approx(5.0)
+        # a child's per-rank mean never exceeds its parent's
+        assert v.at["main->io", "inclusive"] <= v.at["main", "inclusive"]
+    # the model set's prediction of the constant 2 (per rank), and of main's 5 inclusive
+    ms = perfcast.model(exp, metrics=["time"])
+    pred = {r["callpath"]: r["value"] for r in ms.predict({"p": 16})}
+    assert pred["main->io"] == pytest.approx(2.0, rel=1e-9)
+    assert pred["main->solve"] == pytest.approx(2.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("how, want", [
+    # main->io at p = 4: rank 0 holds 8, ranks 1..3 did not run it (0)
+    ("mean", 2.0), ("sum", 8.0), ("max", 8.0), ("min", 0.0), ("median", 0.0),
+    ("std", float(np.std([8, 0, 0, 0], ddof=1))), ("count", 4.0)])
+def test_every_rank_reduction_counts_the_absent_rank_as_zero(how, want):
+    exp = _sparse().select(p=4)
+    red = exp.reduce_locations(how).data
+    got = red[(red["callpath"].astype(str) == "main->io") & (red["metric"].astype(str) == "time")]["value"]
+    assert list(got) == [pytest.approx(want)]
+    if how in ("mean", "sum", "max", "min", "median"):
+        st = series_statistics(exp, how)
+        assert _stat(st, "main->io") == {4.0: pytest.approx(want)}
+    if how in ("mean", "sum", "max", "min"):
+        v = scope_values(exp, "time", ranks=how).set_index("callpath")
+        assert v.at["main->io", "exclusive"] == pytest.approx(want)
+
+
+def test_dense_table_keeps_absent_as_missing():
+    exp = _sparse({"locations": "dense"})
+    st = series_statistics(exp, "auto")
+    # over the one rank that has it
+    assert _stat(st, "main->io") == {4.0: pytest.approx(8.0), 8.0: pytest.approx(16.0)}
+    assert exp.select(p=4).reduce_locations("min").data.query("callpath == 'main->io'")["value"].tolist() == [8.0]
+
+
+def test_sparse_table_round_trips_through_a_tidy_csv(tmp_path, capsys):
+    exp = _sparse()
+    frame = exp.to_pandas()
+    # the zeros the profile means: main->io at ranks 1..p-1 of each point; "wall" gets none
+    zeros = frame[frame["value"] == 0.0]
+    assert sorted(zip(zeros["p"], zeros["rank"])) == [(4, r) for r in range(1, 4)] + [(8, r) for r in range(1, 8)]
+    assert set(zeros["callpath"].astype(str)) == {"main->io"}
+    f = tmp_path / "t.csv"
+    frame.assign(scope=frame["metric"].astype(str).map({"time": "exclusive", "wall": "inclusive"}),
+                 unit="s").to_csv(f, index=False)
+    back = load([str(f)])
+    assert back.meta.get("locations") == "dense"
+    a = series_statistics(exp, "auto").astype({"callpath": str, "metric": str})
+    b = series_statistics(back, "auto").astype({"callpath": str, "metric": str})
+    key = ["p", "callpath", "metric"]
+    m = a.merge(b, on=key, suffixes=("_a", "_b"))
+    assert len(m) == len(a) == len(b)
+    assert np.allclose(m["mean_a"], m["mean_b"], rtol=0, atol=1e-12)
+    for p in P:
+        va = scope_values(exp.select(p=p), "time", ranks="mean").set_index("callpath").sort_index()
+        vb = scope_values(back.select(p=p), "time", ranks="mean").set_index("callpath").sort_index()
+        assert np.allclose(va[["inclusive", "exclusive"]], vb[["inclusive", "exclusive"]], rtol=0, atol=1e-12)
