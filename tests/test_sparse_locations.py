@@ -113,3 +113,42 @@ def test_sparse_table_round_trips_through_a_tidy_csv(tmp_path, capsys):
         va = scope_values(exp.select(p=p), "time", ranks="mean").set_index("callpath").sort_index()
         vb = scope_values(back.select(p=p), "time", ranks="mean").set_index("callpath").sort_index()
         assert np.allclose(va[["inclusive", "exclusive"]], vb[["inclusive", "exclusive"]], rtol=0, atol=1e-12)
+
+
+# Two topmost callpaths run by different ranks (inclusive seconds): "main" on every rank,
+# "io" on rank 0 only.  p = 2: main 10, 12; io 6.  p = 4: main 10, 12, 14, 16; io 8.
+def _two_roots(meta):
+    rows = []
+    for p, main, io in ((2, (10, 12), 6), (4, (10, 12, 14, 16), 8)):
+        rows += [(p, "main", "time", r, float(v)) for r, v in enumerate(main)]
+        rows.append((p, "io", "time", 0, float(io)))
+    d = pd.DataFrame(rows, columns=["p", "callpath", "metric", "rank", "value"]).assign(rep=0)
+    return Experiment(["p"], d, [Metric("time", "s", "time", "inclusive")], CallTree.from_paths(["main", "io"]), meta)
+
+
+@pytest.mark.parametrize("meta, ranks, want", [
+    # sparse, slowest rank: rank 0 runs both (10 + 6 = 16 at p = 2; 10 + 8 = 18 at p = 4), not
+    # max(main) + max(io) (12 + 6 = 18; 16 + 8 = 24)
+    ({}, "max", {2: 16.0, 4: 18.0}),
+    # sparse mean: (16 + 12) / 2 = 14; (18 + 12 + 14 + 16) / 4 = 15 (= mean(main) + io / p)
+    ({}, "mean", {2: 14.0, 4: 15.0}),
+    # dense: only rank 0 has a whole-program total (the others lack io: missing, not 0)
+    ({"locations": "dense"}, "mean", {2: 16.0, 4: 18.0}),
+])
+def test_scaling_loss_total_is_projects_base_time(meta, ranks, want):
+    from perfcast.analysis.scaling_loss import scaling_loss
+    from perfcast.projection.apptime import base_time
+
+    exp = _two_roots(meta)
+    res = scaling_loss(exp, "weak", "time", "p", ranks=ranks)
+    [pair] = res["pairs"]
+    assert (pair["total_p"], pair["total_q"]) == (pytest.approx(want[2]), pytest.approx(want[4]))
+    for p in (2, 4):
+        assert base_time(exp, {"p": p}, "time", ranks).seconds == pytest.approx(want[p])
+    # weak scaling: (T_q - T_p) / T_q
+    assert pair["loss"] == pytest.approx((want[4] - want[2]) / want[4])
+    if ranks == "max" or meta:
+        # where the sum of the roots' own reductions differs, the output says so
+        assert pair["notes"] and "different ranks" in pair["notes"][0]
+    else:
+        assert pair["notes"] == []

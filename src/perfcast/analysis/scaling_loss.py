@@ -7,7 +7,10 @@ For two runs on p < q processes and a scope s with per-process cost C_p(s), C_q(
 * strong scaling (total work constant; ideal C_q = p/q C_p), with k = q / p:
   ``loss(s) = (k C_q(s) - C_p(s)) / (k T_q)``
 
-T_q is the total cost of run q: the inclusive cost of the tree's root(s).  The loss is computed
+T_q is the total cost of run q: the inclusive cost of the tree's root(s), per process as
+``project``'s base time takes it (:func:`perfcast.analysis.views.whole_program_total`: each rank's
+whole-program value, then reduced over the ranks); with several roots run by different ranks this
+differs from the sum of each root's own rank reduction, and each pair's ``notes`` say so.  The loss is computed
 for inclusive costs I(s) and exclusive costs E(s): 0 is perfect scaling, > 0 a loss (a fraction
 of run q's total), < 0 superlinear.  The root's inclusive loss is the run's whole excess.
 
@@ -34,7 +37,7 @@ from typing import Mapping, Sequence
 
 from ..errors import PerfcastError
 from ..experiment import Experiment
-from .views import _num, default_metric, scope_values, tree_total
+from .views import _num, default_metric, scope_values, tree_total, whole_program_total
 
 __all__ = ["scaling_loss", "process_parameter", "MODES", "PROC_NAMES"]
 
@@ -110,13 +113,19 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         ranks = f"summed in the file, divided by {proc}"
     tree = exp.tree
     order = {c: i for i, c in enumerate(tree.preorder())}
+    # each run's total by the one rule (views.whole_program_total: the per-rank whole-program value,
+    # as project's base time), not the sum of each topmost callpath's own rank reduction: with
+    # several topmost callpaths run by different ranks the two differ
+    how = "mean" if summed else ranks
+    totals = {v: whole_program_total(exp.select(**{proc: v}), metric, how) / (v if summed else 1.0)
+              for v in sorted({x for pq in pairs for x in pq})}
     result = []
     for p, q in pairs:
         a = vals.xs(p, level=proc)
         b = vals.xs(q, level=proc)
         both = a.add_suffix("_p").join(b.add_suffix("_q"), how="outer").fillna(0.0)
-        tot_p = tree_total(exp, a)
-        tot_q = tree_total(exp, b)
+        tot_p, tot_q = totals[p], totals[q]
+        roots = tree_total(exp, a), tree_total(exp, b)
         k = q / p if mode == "strong" else 1.0
         denom = k * tot_q
         if denom == 0:
@@ -131,10 +140,19 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                          "inclusive_loss": float(inc_l), "exclusive_loss": float(exc_l),
                          "where": _where(inc_l, exc_l)})
         rows.sort(key=lambda r: (-r[f"{sort}_loss"], order.get(r["path"], 0)))
+        notes = [f"the total at {proc}={_num(v)} ({_g(t)}) is the {how} over ranks of each rank's whole-program "
+                 f"{metric}, as project's base time; the sum of the topmost callpaths' own {how} values is "
+                 f"{_g(r)}: they were run by different ranks"
+                 for v, t, r in ((p, tot_p, roots[0]), (q, tot_q, roots[1]))
+                 if exp.has_locations and abs(t - r) > 1e-9 * max(abs(t), abs(r))]
         result.append({"p": p, "q": q, "total_p": tot_p, "total_q": tot_q,
-                       "loss": float((k * tot_q - tot_p) / denom), "rows": rows})
+                       "loss": float((k * tot_q - tot_p) / denom), "rows": rows, "notes": notes})
     return {"mode": mode, "metric": metric, "unit": m.unit, "procs": proc, "ranks": ranks, "sort": sort,
             "at": {k: float(v) for k, v in at.items()}, "pairs": result}
+
+
+def _g(x: float) -> str:
+    return f"{x:.6g}"
 
 
 def _where(inc: float, exc: float) -> str:

@@ -155,6 +155,29 @@ def _reduce(v: pd.DataFrame, keys: list[str], how: str, counts) -> pd.DataFrame:
     return s.drop(columns="_n")
 
 
+def whole_program_total(exp: Experiment, metric: str, ranks: str) -> float:
+    """The whole program's value of the scoped ``metric`` at the one point of ``exp``: each
+    location's total (the inclusive values of the topmost callpaths at that location,
+    :meth:`perfcast.analysis.derived._Scoped.totals`), combined over the locations with ``ranks``
+    (:func:`combine_location_totals`).  The one rule for a run's total (``project``'s base time,
+    ``scaling-loss``'s totals): with several topmost callpaths run by different ranks, the per-rank
+    whole-program time, not the sum of each root's own rank reduction."""
+    per = _Scoped(exp).totals(metric)
+    if per.empty:
+        raise PerfcastError(f"metric {metric!r}: no rank/thread has a whole-program total (each lacks a value "
+                            f"the table has at another: missing, not 0)")
+    return combine_location_totals(per, ranks)
+
+
+def combine_location_totals(per: pd.Series, ranks: str) -> float:
+    """Per-location whole-program totals (index levels ``rep`` and, when per location, ``rank``/
+    ``thread``) combined: over the locations of each repetition with ``ranks``, then the mean over
+    the repetitions."""
+    loc = [c for c in LOCATION_COLUMNS if c in (per.index.names or [])]
+    per = per.groupby(level="rep").agg(ranks) if loc else per.groupby(level="rep").sum()
+    return float(per.mean())
+
+
 def tree_total(exp: Experiment, table: pd.DataFrame) -> float:
     """Sum of the inclusive cost of the topmost callpaths present in ``table`` (index callpath)."""
     present = set(table.index)

@@ -114,7 +114,7 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
               ranks: str | None = None) -> BaseTime:
     """The application's time at ``point`` in seconds (module doc)."""
     from ..analysis.derived import _Scoped
-    from ..analysis.views import select_point
+    from ..analysis.views import combine_location_totals, select_point
     from ..analysis.waste import time_factor
 
     if ranks is not None and ranks not in RANKS:
@@ -162,8 +162,7 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
             raise PerfcastError(f"metric {name!r}: no rank/thread has a whole-program total at this point (each "
                                 f"lacks a value the table has at another: missing, not 0)", where="--at")
     with_total = per.index.droplevel([n for n in per.index.names if n not in keys]).nunique() if keys else 0
-    per = per.groupby(level="rep").agg(how) if keys else per.groupby(level="rep").sum()
-    total = float(per.mean())
+    total = combine_location_totals(per, how)
     if keys:
         said = f"{how} over {_locations(sel)}"
         every = sel.data[keys].drop_duplicates().shape[0]

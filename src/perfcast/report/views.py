@@ -8,7 +8,7 @@ from rich.tree import Tree
 
 from .sparkline import bar
 from .terminal import esc as escape  # data: control characters escaped, [markup] literal
-from .terminal import new_table, out
+from .terminal import err, new_table, out
 
 
 def _v(x, digits: int = 4) -> str:
@@ -166,3 +166,5 @@ def print_scaling_loss(d: dict, limit: int = 20) -> None:
         out.print(t)
         if limit and len(pair["rows"]) > limit:
             out.print(f"[dim]… {len(pair['rows']) - limit} more scope(s) (--limit)[/dim]")
+        for n in pair.get("notes", ()):
+            err.print(f"perfcast: note: {n}", markup=False, highlight=False)
