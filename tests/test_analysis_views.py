@@ -204,7 +204,7 @@ def test_rank_absent_from_a_tidy_table_is_missing_and_said(tmp_path, capsys):
         # over the 3 ranks present (the mean was 24 / 4 = 6: the absent rank counted as 0)
         assert got["solve"] == pytest.approx(want), ranks
         assert item["missing_ranks"] == [{"metric": "time", "callpath": "main->solve", "missing": 1,
-                                          "expected": 4, "points": 1}]
+                                          "expected": 4, "points": 1, "files": [str(f)]}]
     assert main(["view", str(f), "--mode", "flat", "--ranks", "sum"]) == 0
     warn = [l for l in capsys.readouterr().err.splitlines() if "absent" in l]
     assert len(warn) == 1 and "main->solve time: 1 of 4" in warn[0]

@@ -176,14 +176,14 @@ def test_rank_absent_from_a_tidy_table_is_said_by_model_predict_check(tmp_path, 
                 rows.append(f"{p},main->solve,time,{r},{3 * p + r}")
     f = tmp_path / "t.csv"
     f.write_text("\n".join(rows) + "\n")
-    want = [{"metric": "time", "callpath": "main->solve", "missing": 1, "expected": 2, "points": 1}]
+    want = [{"metric": "time", "callpath": "main->solve", "missing": 1, "expected": 2, "points": 1, "files": [str(f)]}]
     for args in (["model", f, "--ranks", "mean"], ["predict", f, "--at", "p=64"],
                  ["check", f, "--expect", "*: O(p)"]):
         code, out, err = cli(capsys, *args, "--json")
         assert code == 0, err
         assert json.loads(out)["missing_ranks"] == want, args
         code, out, err = cli(capsys, *args)
-        assert code == 0 and "main->solve time: 1 of 2" in err and "not counted as 0" in err, (args, err)
+        assert code == 0 and f"main->solve time: 1 of 2 in {f}" in err and "not counted as 0" in err, (args, err)
     code, out, _ = cli(capsys, "predict", f, "--at", "p=8", "--ranks", "mean", "--callpath", "main->solve", "--json")
     # the model through the present values: 3 p + 1/2 at every p but 8 (24); the prediction at p = 8
     # lies near 24.5, far from the 12 a zero for rank 1 would make

@@ -117,5 +117,14 @@ def test_every_rank_with_a_gap_is_an_error_not_a_zero(tmp_path, capsys):
     for args in (["view", f], ["project", f, "--base", BASE, "--target", TARGET, "--method", "mean"]):
         code, out, err = cli(capsys, *args)
         assert code == 2 and out == "" and "missing, not 0" in err and len(err.strip().splitlines()) == 1, err
-    with pytest.raises(PerfcastError, match="no rank/thread has a whole-program total"):
+        assert err.startswith(f"perfcast: error: {f}"), err     # the file is named
+    with pytest.raises(PerfcastError, match="no rank/thread has a whole-program total") as e:
         base_time(load([f]), {"p": 8})
+    assert e.value.path == str(f)
+    # combined inputs: the error names the file that holds the point
+    g = tmp_path / "ok.csv"
+    g.write_text("p,callpath,metric,rank,value,scope\n4,main,time,0,40,exclusive\n4,main,time,1,40,exclusive\n")
+    code, out, err = cli(capsys, "view", g, f, "--at", "p=8")
+    assert code == 2 and err.startswith(f"perfcast: error: {f}: "), err
+    code, out, err = cli(capsys, "view", g, f, "--at", "p=4")
+    assert code == 0, err

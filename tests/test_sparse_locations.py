@@ -152,3 +152,18 @@ def test_scaling_loss_total_is_projects_base_time(meta, ranks, want):
         assert pair["notes"] and "different ranks" in pair["notes"][0]
     else:
         assert pair["notes"] == []
+
+
+def test_gap_warning_names_the_file_of_the_point(tmp_path, capsys):
+    """Two tidy files, the rank gap in the second: the warning and --json name that file only."""
+    from conftest import cli
+
+    a, b = tmp_path / "p4.csv", tmp_path / "p8.csv"
+    a.write_text("p,callpath,metric,rank,value\n" + "".join(f"4,main,time,{r},10\n4,main->x,time,{r},2\n" for r in (0, 1)))
+    b.write_text("p,callpath,metric,rank,value\n" + "".join(f"8,main,time,{r},10\n" for r in (0, 1)) + "8,main->x,time,0,2\n")
+    code, out, err = cli(capsys, "model", a, b, "--ranks", "mean", "--json")
+    assert code == 0, err
+    assert json.loads(out)["missing_ranks"] == [{"metric": "time", "callpath": "main->x", "missing": 1,
+                                                 "expected": 2, "points": 1, "files": [str(b)]}]
+    code, out, err = cli(capsys, "model", a, b, "--ranks", "mean")
+    assert code == 0 and f"main->x time: 1 of 2 in {b})" in err, err

@@ -197,7 +197,8 @@ def location_gaps(exp: "Experiment", metric: str | None = None) -> list[dict]:
     """Per metric and callpath of a dense experiment (:func:`absent_location_is_missing`) that lacks
     values at some locations: ``missing`` (location values absent, summed over points and
     repetitions), ``expected`` (the locations that measured the metric at those points and
-    repetitions, summed likewise) and ``points`` (how many points lack one).  Empty for sparse
+    repetitions, summed likewise), ``points`` (how many points lack one) and ``files`` (the files
+    holding those points, where known: :func:`sources_at`).  Empty for sparse
     experiments (absence is a zero there) and for values without locations.  Largest gaps first."""
     if not absent_location_is_missing(exp) or not exp.has_locations:
         return []
@@ -218,8 +219,11 @@ def location_gaps(exp: "Experiment", metric: str | None = None) -> list[dict]:
     out = gaps.groupby(["metric", "callpath"], observed=True, sort=False)[["missing", "expected"]].sum()
     out["points"] = per_point.groupby(["metric", "callpath"], observed=True, sort=False).size()
     out = out.reset_index().sort_values(["missing", "metric", "callpath"], ascending=[False, True, True])
+    # the files holding the gapped points, where known (sources_at)
+    at = {k: g for k, g in per_point.groupby(["metric", "callpath"], observed=True, sort=False)}
     return [{"metric": str(r.metric), "callpath": str(r.callpath), "missing": int(r.missing),
-             "expected": int(r.expected), "points": int(r.points)} for r in out.itertuples(index=False)]
+             "expected": int(r.expected), "points": int(r.points),
+             "files": sources_at(exp, at[(r.metric, r.callpath)])} for r in out.itertuples(index=False)]
 
 
 def location_gaps_warning(gaps: list[dict], shown: int = 3) -> str | None:
@@ -227,10 +231,19 @@ def location_gaps_warning(gaps: list[dict], shown: int = 3) -> str | None:
     if not gaps:
         return None
     n = sum(g["missing"] for g in gaps)
-    some = "; ".join(f"{g['callpath']} {g['metric']}: {g['missing']} of {g['expected']}" for g in gaps[:shown])
+    some = "; ".join(f"{g['callpath']} {g['metric']}: {g['missing']} of {g['expected']}" + _in_files(g.get("files"))
+                     for g in gaps[:shown])
     more = f"; and {len(gaps) - shown} more" if len(gaps) > shown else ""
     return (f"{n} rank/thread value(s) absent from the table for {len(gaps)} callpath/metric series "
             f"({some}{more}): reduced over the ranks present, not counted as 0")
+
+def _in_files(files, shown: int = 2) -> str:
+    """`` in FILE`` / `` in A, B and 3 more`` for a message, or nothing when no file is known."""
+    if not files:
+        return ""
+    more = f" and {len(files) - shown} more" if len(files) > shown else ""
+    return " in " + ", ".join(files[:shown]) + more
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -1172,6 +1185,64 @@ def _json_num(x):
     return int(x) if x.is_integer() and abs(x) < 2**53 else x
 
 
+#: points of combined inputs up to which ``meta["point_sources"]`` records which file holds which
+#: point (more: the files are named only when there is one)
+POINT_SOURCES_MAX = 10_000
+
+
+def _point_sources(experiments: Sequence[Experiment], sources: Sequence[str | None], params) -> list | None:
+    """``[*coordinates, file]`` per point of each input read from one file (an input combined from
+    several keeps its own record), so that a message about a point can name its file
+    (:func:`sources_at`); None when none is known or there would be more than
+    :data:`POINT_SOURCES_MAX`."""
+    rows: list = []
+    for e, src in zip(experiments, sources):
+        own = e.meta.get("point_sources")
+        if own:
+            rows.extend(own)
+            continue
+        s = e.meta.get("sources") or ([src] if src else [])
+        if len(s) != 1 or set(e.parameters) != set(params):
+            continue
+        pts = e.points()
+        if len(rows) + len(pts) > POINT_SOURCES_MAX:
+            return None
+        if not params:
+            rows.append([str(s[0])])
+            continue
+        cols = [pts[p].to_numpy(dtype=float) for p in params]
+        rows.extend([*map(float, c), str(s[0])] for c in zip(*cols))
+    return rows if 0 < len(rows) <= POINT_SOURCES_MAX else None
+
+
+def gap_error(exp: "Experiment", message: str, points: pd.DataFrame | None = None,
+              where: str | None = None) -> PerfcastError:
+    """An error about missing values of ``exp`` at ``points`` (None: its one point), naming the
+    file that holds them (:func:`sources_at`): as the error's file when it is one, in the message
+    when several."""
+    files = sources_at(exp, exp.points() if points is None and exp.parameters else points)
+    if len(files) == 1:
+        return PerfcastError(message, files[0], where)
+    return PerfcastError(message + _in_files(files, shown=3), None, where)
+
+
+def sources_at(exp: "Experiment", points: pd.DataFrame | None = None) -> list[str]:
+    """The files that hold ``points`` (rows with a column per parameter; None: any point) of
+    ``exp``, where known: the experiment's one source, else the files recorded per point when
+    inputs were combined (:func:`combine`); empty when unknown.  For messages about a point's
+    values (a rank's gap), which name the file as every input error does."""
+    srcs = [str(x) for x in exp.meta.get("sources") or []]
+    if len(srcs) == 1:
+        return srcs
+    ps = exp.meta.get("point_sources")
+    if not ps:
+        return []
+    if points is None or not exp.parameters:
+        return list(dict.fromkeys(r[-1] for r in ps))
+    want = {tuple(float(x) for x in r) for r in points[list(exp.parameters)].itertuples(index=False)}
+    return list(dict.fromkeys(r[-1] for r in ps if tuple(r[:-1]) in want))
+
+
 def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = None) -> Experiment:
     """Merge experiments that share parameters into one.
 
@@ -1205,6 +1276,9 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
         meta["warnings"] = list(dict.fromkeys(warnings))
     if all(absent_location_is_missing(e) for e in experiments):
         meta["locations"] = "dense"
+    ps = _point_sources(experiments, sources, params)
+    if ps:
+        meta["point_sources"] = ps
     for e, src in zip(experiments[1:], sources[1:]):
         if set(e.parameters) != set(params):
             raise PerfcastError(

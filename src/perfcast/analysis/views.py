@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, location_gaps, location_gaps_warning,
-                          reduce_over_locations, run_locations)
+from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, gap_error, location_gaps,
+                          location_gaps_warning, reduce_over_locations, run_locations)
 from .derived import _Scoped, partner, topmost
 
 __all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
@@ -135,9 +135,10 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
         if len(hole):
             r = hole.iloc[0]
             at = ", ".join(f"{k}={_num(r[k])}" for k in keys)
-            raise PerfcastError(f"metric {metric!r}: every rank/thread" + (f" at {at}" if at else "") +
-                                f" lacks a value in the subtree of {r['callpath']} (absent from the table: "
-                                f"missing, not 0), so its inclusive/exclusive {metric} there is unknown")
+            raise gap_error(exp, f"metric {metric!r}: every rank/thread" + (f" at {at}" if at else "") +
+                            f" lacks a value in the subtree of {r['callpath']} (absent from the table: "
+                            f"missing, not 0), so its inclusive/exclusive {metric} there is unknown",
+                            hole.iloc[:1][keys] if keys else None)
     return out.fillna({"inclusive": 0.0, "exclusive": 0.0})
 
 
@@ -164,9 +165,16 @@ def whole_program_total(exp: Experiment, metric: str, ranks: str) -> float:
     whole-program time, not the sum of each root's own rank reduction."""
     per = _Scoped(exp).totals(metric)
     if per.empty:
-        raise PerfcastError(f"metric {metric!r}: no rank/thread has a whole-program total (each lacks a value "
-                            f"the table has at another: missing, not 0)")
+        raise gap_error(exp, f"metric {metric!r}: no rank/thread has a whole-program total" +
+                        "".join(f" at {k}={_num(v)}" for k, v in _one_point(exp).items()) +
+                        " (each lacks a value the table has at another: missing, not 0)")
     return combine_location_totals(per, ranks)
+
+
+def _one_point(exp: Experiment) -> dict:
+    """The coordinates of ``exp``'s point when it has exactly one, else nothing."""
+    pts = exp.points() if exp.parameters else None
+    return {k: float(v) for k, v in pts.iloc[0].items()} if pts is not None and len(pts) == 1 else {}
 
 
 def combine_location_totals(per: pd.Series, ranks: str) -> float:

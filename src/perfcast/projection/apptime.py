@@ -159,8 +159,10 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
         # each location's whole-program time (inclusive at the topmost callpaths), then combined
         per = _Scoped(sel).totals(name)
         if per.empty:
-            raise PerfcastError(f"metric {name!r}: no rank/thread has a whole-program total at this point (each "
-                                f"lacks a value the table has at another: missing, not 0)", where="--at")
+            from ..experiment import gap_error
+
+            raise gap_error(sel, f"metric {name!r}: no rank/thread has a whole-program total at this point (each "
+                            f"lacks a value the table has at another: missing, not 0)", where="--at")
     with_total = per.index.droplevel([n for n in per.index.names if n not in keys]).nunique() if keys else 0
     total = combine_location_totals(per, how)
     if keys:
