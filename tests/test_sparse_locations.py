@@ -167,3 +167,17 @@ def test_gap_warning_names_the_file_of_the_point(tmp_path, capsys):
                                                  "expected": 2, "points": 1, "files": [str(b)]}]
     code, out, err = cli(capsys, "model", a, b, "--ranks", "mean")
     assert code == 0 and f"main->x time: 1 of 2 in {b})" in err, err
+
+
+@pytest.mark.parametrize("meta, want", [({}, 2.0), ({"locations": "dense"}, 8.0)])
+def test_kernels_cost_per_rank_follows_the_rule(meta, want):
+    """kernels' per-rank cost of a function: main->io at p = 4 is 8 s on rank 0 alone: 8 / 4 per
+    rank in a profile (the other ranks did not run it), 8 over the one rank that has it in a tidy
+    table (the others' values are missing)."""
+    from perfcast.analysis.kernels import per_function
+
+    pf = per_function(_sparse(meta), "time")
+    row = pf[(pf["function"] == "io") & (pf["p"] == 4)]
+    assert row["total"].tolist() == [8.0] and row["per_rank"].tolist() == [pytest.approx(want)]
+    solve = pf[(pf["function"] == "solve") & (pf["p"] == 8)]
+    assert solve["per_rank"].tolist() == [pytest.approx(2.0)]

@@ -237,6 +237,7 @@ def location_gaps_warning(gaps: list[dict], shown: int = 3) -> str | None:
     return (f"{n} rank/thread value(s) absent from the table for {len(gaps)} callpath/metric series "
             f"({some}{more}): reduced over the ranks present, not counted as 0")
 
+
 def _in_files(files, shown: int = 2) -> str:
     """`` in FILE`` / `` in A, B and 3 more`` for a message, or nothing when no file is known."""
     if not files:

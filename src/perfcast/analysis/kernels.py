@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import CallTree, Experiment, Metric
+from ..experiment import CallTree, Experiment, Metric, absent_location_is_missing, reduce_over_locations
 from ..scaling import format_exponent, loglog_slope, scaling_mode
 
 REST = "rest"
@@ -238,18 +238,18 @@ def per_function(exp: Experiment, metric: str, procs: str | None = None) -> pd.D
     params = list(exp.parameters)
     names = pd.Series({cp: sub.tree.name(cp) for cp in d["callpath"].cat.categories})
     d = d.assign(function=d["callpath"].astype(str).map(names))
-    if "rank" in d.columns:
-        nranks = d.groupby(params, observed=True)["rank"].nunique() if params else pd.Series([d["rank"].nunique()])
     keys = [*params, "rep", "function"]
     tot = d.groupby(keys, observed=True)["value"].sum().groupby([*params, "function"], observed=True).mean()
     out = tot.rename("total").reset_index()
     if "rank" in d.columns:
-        if params:
-            out = out.merge(nranks.rename("_n").reset_index(), on=params)
-        else:
-            out["_n"] = int(nranks.iloc[0])
-        out["per_rank"] = out["total"] / out["_n"]
-        out = out.drop(columns="_n")
+        # per rank (threads summed) by the one rule over ranks (reduce_over_locations: a sparse
+        # profile's rank without the callpath is a 0, a dense table's is missing), callpaths summed
+        # per function, repetitions averaged
+        by = [*params, "rep", "metric", "callpath", "function"]
+        r = d.groupby([*by, "rank"], observed=True)["value"].sum().reset_index()
+        r = reduce_over_locations(sub, r, "mean")
+        pr = r.groupby(keys, observed=True)["value"].sum().groupby([*params, "function"], observed=True).mean()
+        out = out.merge(pr.rename("per_rank").reset_index(), on=[*params, "function"], how="left")
     elif procs is not None and exp.metrics[metric].aggregate.startswith("sum over"):
         # was taken as one rank's cost: LULESH sum# "non-scalable, cost per rank ~ jobsize^1.04"
         out["per_rank"] = out["total"] / out[procs].astype(float)
@@ -494,4 +494,6 @@ def kernel_experiment(exp: Experiment, kernels: KernelSet, metrics: Sequence[str
         raise PerfcastError("none of the metrics has values on the kernels")
     data = pd.concat(frames, ignore_index=True)
     tree = CallTree((k, None, k) for k in kernels.names())
-    return Experiment(exp.parameters, data, mets, tree, {"kernels": kernels.to_dict()})
+    # a dense table's kernels stay dense: an absent rank is missing there, not 0 (reduce_over_locations)
+    dense = {"locations": "dense"} if absent_location_is_missing(exp) else {}
+    return Experiment(exp.parameters, data, mets, tree, {"kernels": kernels.to_dict(), **dense})

@@ -116,8 +116,8 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
     # point/repetition that have values of *this* metric; a rank that did not record the metric at
     # all (wall time taken once per run while counters come from every rank) is missing, never a
     # zero.  In a dense table (absent_location_is_missing) a location without the callpath is
-    # missing: the mean is over the locations present (n_loc None).  Repetitions likewise: a
-    # sparse profile's callpath absent from a repetition of its point is a 0 in it
+    # missing: the mean is over the locations present (n_loc None).  Repetitions: a mean divides
+    # by the point's repetitions that have values of this metric
     n_loc = None if absent_location_is_missing(exp) or not loc else run_locations(exp, d).droplevel("metric")
     n_rep = d[[*keys, "rep"]].drop_duplicates().groupby(keys, sort=False).size().rename("_n") if keys else d["rep"].nunique()
     out = None

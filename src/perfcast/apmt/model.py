@@ -39,7 +39,7 @@ import pandas as pd
 from .. import fit
 from ..analysis import kernels as kmod
 from ..errors import PerfcastError
-from ..experiment import Experiment
+from ..experiment import LOCATION_COLUMNS, Experiment, reduce_over_locations
 from ..fit.lines import line_note
 from ..machine import Machine
 from . import comm as cmod
@@ -307,8 +307,9 @@ def _point_values(kexp: Experiment, metrics: Sequence[str], ranks: str) -> pd.Da
     d = kexp.data[kexp.data["metric"].isin(list(metrics))]
     params = list(kexp.parameters)
     if "rank" in d.columns:
-        keys = [*params, "rep", "callpath", "metric"]
-        d = d.groupby(keys, observed=True)["value"].agg(ranks).reset_index()
+        # over the ranks by the one rule (a sparse profile's rank without the kernel: 0)
+        d = reduce_over_locations(kexp, d[[*params, "rep", "callpath", "metric",
+                                           *[c for c in LOCATION_COLUMNS if c in d.columns], "value"]], ranks)
     return d
 
 

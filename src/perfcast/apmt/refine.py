@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import Experiment
+from ..experiment import LOCATION_COLUMNS, Experiment, reduce_over_locations
 from ..analysis import kernels as kmod
 from . import comm as cmod
 
@@ -169,7 +169,9 @@ def apply_eq5(exp: Experiment, fparam: str, ks, kms, machine, roles, ranks: str)
     params = list(kexp.parameters)
     d = kexp.data
     if "rank" in d.columns:
-        d = d.groupby([*params, "rep", "callpath", "metric"], observed=True)["value"].agg(ranks).reset_index()
+        # over the ranks by the one rule (a sparse profile's rank without the kernel: 0)
+        d = reduce_over_locations(kexp, d[[*params, "rep", "callpath", "metric",
+                                           *[c for c in LOCATION_COLUMNS if c in d.columns], "value"]], ranks)
     tmetric = next((m for m in kmod.TIME_METRICS if m in kexp.metrics), None)
     for km in kms:
         ins = roles.get("instructions")

@@ -972,8 +972,9 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
         for p, v in at.items():
             mask &= (d[p] == v).to_numpy()
         if mask.any():
+            # the meta too: a dense table's absent rank stays missing (reduce_over_locations)
             sub = Experiment(exp.parameters, d[mask].reset_index(drop=True),
-                             [exp.metrics[n] for n in names], exp.tree.subset(cps), validate=False)
+                             [exp.metrics[n] for n in names], exp.tree.subset(cps), exp.meta, validate=False)
             red = _reduce_locations(sub, o.locations)
             mean = red.groupby(["callpath", "metric"], observed=True)["value"].mean()
             values = {(str(c), str(mm)): float(v) for (c, mm), v in mean.items()}
