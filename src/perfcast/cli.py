@@ -609,15 +609,18 @@ def _workers_option(ctx, _param, value):
     return value
 
 
-def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, averaged=False):
-    """The one model set every modelling command reads (perfcast.modelset.model), with progress."""
+def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, averaged=False, intervals=True):
+    """The one model set every modelling command reads (perfcast.modelset.model), with progress.
+    ``intervals=False`` for outputs without intervals or model records (the fit's leave-largest-out
+    check skipped: the same models)."""
     from .modelset import model
     from .report.terminal import progress
 
     options, session = _fit_options(max_terms, negative)
     with session, progress("modeling", enabled=None if not quiet else False) as cb:
         return model(exp, metrics, callpaths, max_terms=max_terms, negative=negative, locations=locations,
-                     averaged=averaged, options=options, progress=lambda done, total: cb(done, total, ""))
+                     averaged=averaged, options=options, progress=lambda done, total: cb(done, total, ""),
+                     intervals=intervals)
 
 
 def _fit_options(max_terms, negative):
@@ -747,7 +750,9 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                 _say_whole_run(_whole_run_roots(roots, by), as_json)
                 return done
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
-    ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
+    # the table shows no interval and no model record: fitted without the check giving the drift
+    ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged,
+                     intervals=as_json or output is not None)
     tgt = parse_coords(target, "--target") if target else None
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by)}
     if output is not None:
@@ -1187,7 +1192,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     parsed = [parse_expectation(e, exp.parameters) for e in expects]
-    res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json)
+    # growth orders and formulas only: fitted without the check giving the intervals' drift
+    res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, intervals=False)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(res, as_json)}
     # the fit's series, read from its arrays (iterating the model set would build every model)
     series = list(res.series)
