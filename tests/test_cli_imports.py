@@ -39,3 +39,18 @@ def test_lazy_module_imports_on_use():
     m = sp.csr_matrix(([1.0, 2.0], ([0, 1], [1, 0])), shape=(2, 2))
     assert m.toarray().tolist() == [[0.0, 1.0], [2.0, 0.0]]
     assert "scipy.sparse" in sys.modules
+
+
+def test_exit_skips_the_collection_once_registered():
+    """main() registers, once however often it runs, the freeze of the objects left at exit (the
+    interpreter's shutdown collections then skip them): run, the atexit handlers leave every
+    object frozen."""
+    code = ("import atexit, gc\n"
+            "from perfcast.cli import main\n"
+            "n0 = atexit._ncallbacks()\n"
+            "main(['--version']); n1 = atexit._ncallbacks(); main(['--version']); n2 = atexit._ncallbacks()\n"
+            "before = gc.get_freeze_count()\n"
+            "atexit._run_exitfuncs()\n"
+            "print(n1 - n0, n2 - n1, before, gc.get_freeze_count() > 1000)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "1 0 0 True"
