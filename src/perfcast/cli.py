@@ -33,7 +33,8 @@ def _skip_exit_collection() -> None:
     gc.freeze()
 
 
-_EXIT = []
+#: not empty once :func:`main` registered :func:`_skip_exit_collection` (tests run main many times)
+_EXIT: list = []
 #: glibc malloc settings for a CLI run (:func:`_tune_malloc`): arrays above 32 MB (glibc's largest
 #: mmap threshold) from fresh mappings, below it from the heap, whose free top is given back to the
 #: kernel only beyond 256 MB
