@@ -68,3 +68,20 @@ def test_cli_workers_auto_and_its_errors(tmp_path, capsys, monkeypatch):
         assert cli.main(["model", str(path), "--workers", bad]) == 2
         err = capsys.readouterr().err
         assert "--workers" in err and "Traceback" not in err
+
+
+def test_forked_chunks_are_balanced():
+    """The workers get equal shares: 30,000 series in 4,096-series chunks were 8 chunks, 16,384
+    series for one of two workers and 13,616 for the other; now 8 chunks of 3,750.  Never larger
+    than a chunk, contiguous, covering every series once, a multiple of the workers."""
+    from perfcast.fit.core import _balanced
+
+    assert _balanced(30_000, 8, 2) == [(3750 * i, 3750 * (i + 1)) for i in range(8)]
+    for S, chunk, w in [(30_000, 4096, 2), (20_000, 4096, 2), (4097, 4096, 2), (300, 64, 2), (1000, 7, 3),
+                        (10, 3, 8)]:
+        pieces = -(-S // chunk)
+        b = _balanced(S, pieces, w)
+        sizes = [hi - lo for lo, hi in b]
+        assert b[0][0] == 0 and b[-1][1] == S and all(b[i][1] == b[i + 1][0] for i in range(len(b) - 1))
+        assert max(sizes) <= chunk and max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
+        assert len(b) >= pieces and (len(b) % w == 0 or len(b) == S)

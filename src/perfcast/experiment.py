@@ -34,10 +34,12 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from .errors import PerfcastError
+from .lazy import LazyModule
 from .text import SEP  # noqa: F401  (the callpath separator, re-exported: it lives where the terminal reads it)
+
+sp = LazyModule("scipy.sparse")   # imported where a sparse matrix is made (perfcast.lazy)
 
 #: Column names with a fixed meaning; parameters may not use them.
 RESERVED = ("rep", "callpath", "metric", "value", "rank", "thread")

@@ -75,10 +75,15 @@ SLOPE_MARGIN = 1.0
 def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | None = None, *,
           max_terms: int = 1, negative: bool = False, locations: str = "auto", options=None,
           segmented: bool = True, averaged: bool = False,
-          progress: Callable[[int, int], None] | None = None) -> "ModelSet":
+          progress: Callable[[int, int], None] | None = None, intervals: bool = True) -> "ModelSet":
     """Fit every callpath x metric of ``exp`` (optionally only ``metrics`` and callpath globs
     ``callpaths``) and return the :class:`ModelSet`.  ``segmented``: series no single PMNF function
-    follows (poor fits) get a segmented model when the data support a regime change."""
+    follows (poor fits) get a segmented model when the data support a regime change.
+    ``intervals=False``: the fit skips its leave-largest-out check (``fit_group(check=False)``),
+    whose only product is the extrapolation drift of the intervals -- the same models, formulas
+    and values, for outputs that show no interval and no drift (``perfcast model``'s table,
+    ``perfcast check``); the set then refuses intervals and model records
+    (:attr:`ModelSet.intervals`)."""
     from .fit import FitOptions, model_experiment, series_statistics
     from .fit.segmented import segment_models
 
@@ -95,7 +100,7 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     # groups are their metrics' whole: fit.series.model_experiment); their parents left out stay
     # as the context of the tree check, so every kept row is the full run's
     res = model_experiment(exp, list(metrics) if metrics else None, None, opts, locations, progress,
-                           statistics=full)
+                           statistics=full, check=intervals)
     context: list = []
     if callpaths:
         from .experiment import _present
@@ -126,13 +131,14 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
         both = segment_models(exp, res + context, opts, locations, statistics=st)
         res, context = both[:len(res)], both[len(res):]
     if not context:
-        return model_set(exp, res, locations, averaged, statistics=st)
+        ms = model_set(exp, res, locations, averaged, statistics=st)
+        return ms if intervals else replace(ms, intervals=False)
     # one model set of both (the context's measured values and parents as the shown series' are), the
     # context kept beside the series
     both = model_set(exp, res + context, locations, averaged, statistics=st)
     K = len(res)
     allslopes = both.slopes
-    return replace(both, series=tuple(res), context=tuple(context),
+    return replace(both, series=tuple(res), context=tuple(context), intervals=intervals,
                    measured=MeasuredEnds(tuple(res), both.measured.value[:K], both.measured.given[:K]),
                    context_measured=MeasuredEnds(tuple(context), both.measured.value[K:], both.measured.given[K:]),
                    slopes=ObservedSlopes(tuple(res), both.parameters,
@@ -614,6 +620,10 @@ class ModelSet:
     #: the measured values of ``context`` (:class:`MeasuredEnds`): the cost ranking's root is the full
     #: tree's, counted over ``series`` and ``context``, so a filter chooses rows, not shares
     context_measured: "MeasuredEnds | None" = None
+    #: False: fitted without the leave-largest-out check (:func:`model` ``intervals=False``): its
+    #: models lack the drift, so intervals (:meth:`predict`) and model records (:meth:`to_dict`,
+    #: :meth:`json_chunks`) are refused
+    intervals: bool = True
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -632,6 +642,13 @@ class ModelSet:
 
     def keys(self) -> list[tuple[str, str]]:
         return [(sm.callpath, sm.metric) for sm in self.series]
+
+    def _need_intervals(self, what: str) -> None:
+        """Refuse ``what`` (intervals or model records) on a set fitted without the check that
+        gives the drift (:attr:`intervals`)."""
+        if not self.intervals:
+            raise PerfcastError(f"{what}: this model set was fitted without its leave-largest-out check "
+                                "(perfcast.model(..., intervals=False)): fit it with intervals=True")
 
     def _index(self) -> dict:
         """(callpath, metric) -> series, built on first lookup (``self`` is frozen: kept in its
@@ -793,6 +810,7 @@ class ModelSet:
         ``series``: these instead of the set's."""
         from .fit import columns
 
+        self._need_intervals("prediction intervals")
         series = list(self.series if series is None else series)
         edges = [self._beyond(t) for t in pts]
         allp = pts + [e for e in edges if e is not None]
@@ -939,6 +957,7 @@ class ModelSet:
         the root's, whether it is significant)."""
         from .fit.model import to_dicts
 
+        self._need_intervals("model records")
         ranked = self.rank(target, by)
         out = []
         for r, md in zip(ranked, to_dicts([r.model for r in ranked])):
@@ -1051,6 +1070,7 @@ class ModelSet:
         from .fit.model import to_dicts
         from .output import _json_default, json_text
 
+        self._need_intervals("model records")
         series = list(self.series)
         parts = columns.split(series)
         if not series or not columns.json_ready(series, parts):

@@ -300,10 +300,11 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
                      callpath: str | Sequence[str] | None = None, options: FitOptions | None = None,
                      locations: str = "auto",
                      progress: Callable[[int, int], None] | None = None, *,
-                     statistics: tuple | None = None) -> list[SeriesModel]:
+                     statistics: tuple | None = None, check: bool = True) -> list[SeriesModel]:
     """Model every callpath x metric series of ``exp`` (optionally filtered by metric name(s) and
     callpath glob(s)); results in tree order, then metric order.  ``statistics``: ``_statistics(exp,
-    locations)`` when already computed (used when the whole of ``exp`` is fitted in one part).
+    locations)`` when already computed (used when the whole of ``exp`` is fitted in one part);
+    ``check`` as :func:`perfcast.fit.core.fit_group`'s.
 
     A series' model and interval do not depend on the filter: its group (:func:`group_parts`) is
     its metric's series on its points, so a metric filter selects before fitting, while a callpath
@@ -331,7 +332,8 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     for o, names in parts.items():
         sub = exp if len(parts) == 1 else exp.select(metric=names)
         prog = None if progress is None else (lambda k, total, off=done: progress(off + k, off + total))
-        g, c, m, gi, r = _fit_series(sub, o, locations, prog, statistics=statistics if sub is exp else None)
+        g, c, m, gi, r = _fit_series(sub, o, locations, prog, statistics=statistics if sub is exp else None,
+                                     check=check)
         cps.extend(c)
         mts.extend(m)
         gnum.append(gi + len(groups))

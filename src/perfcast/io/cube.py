@@ -97,7 +97,6 @@ from xml.etree import ElementTree as ET
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from pycubexr.parsers.data_parser import parse_data
 from pycubexr.parsers.index_parser import parse_index
 from pycubexr.utils.custom_tarinfo import TarInfoWithoutCheck
@@ -105,8 +104,11 @@ from pycubexr.utils.exceptions import CorruptIndexError, UnsupportedMetricFormat
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric, guess_kind
+from ..lazy import LazyModule
 from . import ReadOptions, Reader, register
 from .paths import parse_name
+
+sp = LazyModule("scipy.sparse")   # imported where a sparse matrix is made (perfcast.lazy)
 
 __all__ = ["read_cube"]
 

@@ -84,11 +84,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
+from ..lazy import LazyModule
 from . import Reader, ReadOptions, register
+
+sp = LazyModule("scipy.sparse")   # imported where a sparse matrix is made (perfcast.lazy)
 
 __all__ = ["read", "sniff", "read_cct_db", "read_profile_db", "read_meta_db"]
 
