@@ -1289,7 +1289,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     of series at a time) gives each part the group's noise ``shape`` (:func:`estimate_shape` of
     the whole group's repetitions, from :func:`perfcast.fit.shape.shape_sums` of every part); each
     series' fit depends on nothing else of the group but the drift.  ``check=False`` skips the
-    leave-largest-out check, whose only product is the drift of the intervals (``drift`` 0): for
+    leave-largest-out check, whose only product is the drift of the intervals (``drift`` NaN: intervals from such models are NaN): for
     outputs without intervals, the same models otherwise.
     """
     opt = (options or FitOptions()).for_kind(None)   # no metric kind known here: "auto" = no constraint
@@ -1394,6 +1394,10 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     upper = tuple(float(v) for v in np.max(X, axis=0)) if n else None
     if two is not None or unchecked:
         drift_dof = TWO_POINT_DRIFT_DOF
+    if not check:
+        # no check, no drift: unknown, so an interval made from these models is NaN, never one
+        # that silently leaves the extrapolation drift out
+        out_drift[:] = np.nan
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
                     out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape)
 
