@@ -165,3 +165,26 @@ def test_waste_totals_are_of_the_whole_program():
     rows = {r["path"]: r for r in res["rows"]}
     # io: potential 6 * 10 = 60, work 4 -> waste 56, its share of 130
     assert rows["io"]["waste_inclusive_share"] == pytest.approx(100.0 * 56 / 130)
+
+
+def test_sparse_profile_round_trips_through_a_tidy_csv(tmp_path):
+    """to_pandas writes the profile's zeros (rank 1 of repetition 0, both ranks of repetition 1 for
+    main->x), so the table read back as a tidy CSV (absent = missing) gives the same numbers."""
+    exp = _exp({})
+    frame = exp.to_pandas()
+    zeros = frame[frame["value"] == 0.0]
+    assert sorted(zip(zeros["p"], zeros["rep"], zeros["rank"], zeros["callpath"].astype(str))) == [
+        (p, rep, r, "main->x") for p in P for rep, r in ((0, 1), (1, 0), (1, 1))]
+    f = tmp_path / "t.csv"
+    frame.assign(scope=frame["metric"].astype(str).map({"time": "exclusive", "wall": "inclusive"}),
+                 unit="s").to_csv(f, index=False)
+    back = load([str(f)])
+    assert back.meta.get("locations") == "dense" and repetition_gaps(back) == []
+    assert _stat(series_statistics(back, "mean"), "main->x") == _stat(series_statistics(exp, "mean"), "main->x")
+    for p in P:
+        va = scope_values(exp.select(p=p), "time", ranks="mean").set_index("callpath").sort_index()
+        vb = scope_values(back.select(p=p), "time", ranks="mean").set_index("callpath").sort_index()
+        assert vb[["inclusive", "exclusive"]].to_numpy().ravel().tolist() == pytest.approx(
+            va[["inclusive", "exclusive"]].to_numpy().ravel().tolist())
+        # main 4 inclusive, 1 exclusive; main->x 3 (the hand calculation above)
+        assert va[["inclusive", "exclusive"]].to_numpy().ravel().tolist() == pytest.approx([4.0, 1.0, 3.0, 3.0])

@@ -279,18 +279,25 @@ def repetition_gaps_warning(gaps: list[dict], shown: int = 3) -> str | None:
 def with_absent_zeros(exp: "Experiment") -> pd.DataFrame:
     """``exp``'s value table (a copy) with a 0 row for every location that a sparse profile's
     callpath lacks in a run (point, repetition, metric) where that location measured the metric
-    (:func:`reduce_over_locations`); a dense experiment's table or one without locations as it is."""
+    (:func:`reduce_over_locations`), and for every run of a point that measured the metric but
+    lacks a callpath the point has in another run (:func:`absent_repetition_is_zero`: a 0 at each
+    location of that run); a dense experiment's table or one without such gaps as it is."""
     d = exp.data
     loc = [c for c in LOCATION_COLUMNS if c in d.columns]
-    if not loc or absent_location_is_missing(exp) or len(d) == 0:
+    if absent_location_is_missing(exp) or len(d) == 0:
         return d.copy()
+    if not loc:
+        return fill_absent_repetitions(exp, d).copy()
     run = [c for c in (*exp.parameters, "rep", "metric") if c in d.columns]
     keys = [*run, "callpath", *loc]
     locs = d[[*run, *loc]].drop_duplicates()
-    cps = d[[*run, "callpath"]].drop_duplicates()
-    if len(cps.merge(locs[run], on=run)) == len(d):
+    # a callpath belongs to every run of its point (repetitions a profile lacks are 0) or, where
+    # an absent repetition is not a 0 (listed repetitions combined with profiles), to its own run
+    at = [c for c in run if c != "rep"] if absent_repetition_is_zero(exp) else run
+    cps = d[[*at, "callpath"]].drop_duplicates()
+    full = cps.merge(locs, on=at)
+    if len(full) == len(d):
         return d.copy()
-    full = cps.merge(locs, on=run)
     have = d[keys].assign(_have=True)
     absent = full.merge(have, on=keys, how="left")
     absent = absent[absent["_have"].isna()].drop(columns="_have")
@@ -938,9 +945,9 @@ class Experiment:
     def to_pandas(self) -> pd.DataFrame:
         """The tidy value table, a copy.  A sparse profile's absent locations (those that measured a
         metric at a point and repetition but hold no value of a callpath: a 0 there,
-        :func:`reduce_over_locations`) are written as explicit 0 rows, so that the table means the
-        same when read back as a tidy table, where an absent rank is missing
-        (:func:`absent_location_is_missing`)."""
+        :func:`reduce_over_locations`) and absent repetitions (:func:`absent_repetition_is_zero`)
+        are written as explicit 0 rows, so that the table means the same when read back as a tidy
+        table, where an absent rank or repetition is missing (:func:`absent_location_is_missing`)."""
         return with_absent_zeros(self)
 
     @classmethod
