@@ -188,3 +188,17 @@ def test_sparse_profile_round_trips_through_a_tidy_csv(tmp_path):
             va[["inclusive", "exclusive"]].to_numpy().ravel().tolist())
         # main 4 inclusive, 1 exclusive; main->x 3 (the hand calculation above)
         assert va[["inclusive", "exclusive"]].to_numpy().ravel().tolist() == pytest.approx([4.0, 1.0, 3.0, 3.0])
+
+
+def test_export_to_extrap_writes_a_profiles_absent_runs_as_zeros(tmp_path):
+    """Exported as Extra-P text (ranks averaged), main->x lists 6 (repetition 0) and 0 (repetition
+    1, which did not run it) at each point: Extra-P's mean of the list, 3, is perfcast's."""
+    from perfcast.io.extrap import export
+
+    f = tmp_path / "x.txt"
+    export(_exp({}), f, "extrap-text", locations="mean")
+    back = load([str(f)])
+    assert back.meta.get("repetitions") == "listed"
+    d = back.data[back.data["callpath"].astype(str) == "main->x"]
+    assert sorted(zip(d["p"], d["value"])) == [(p, v) for p in P for v in (0.0, 6.0)]
+    assert _stat(series_statistics(back), "main->x") == _stat(series_statistics(_exp({}), "mean"), "main->x")

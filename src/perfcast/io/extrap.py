@@ -76,7 +76,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import PerfcastError
-from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric, coordinate_dtype, guess_kind, LISTED_REPETITIONS
+from ..experiment import (LISTED_REPETITIONS, RESERVED, SEP, CallTree, Experiment, Metric, coordinate_dtype,
+                          fill_absent_repetitions, guess_kind)
 from . import ReadOptions, Reader, register
 from . import MAX_LINE_BYTES, json_int
 from . import read_text as _read_checked
@@ -1817,7 +1818,9 @@ def export(exp: Experiment, path: str | Path, to: str, *, force: bool = False, l
             how = location_reduction(m) if locations == "auto" else locations
             reduced[name] = f"{how} over {over}"
         exp = exp.reduce_locations(locations)
-    d = exp.data
+    # a profile's run without a callpath did not run it: written as a 0 value, so that Extra-P's
+    # mean over the listed values is perfcast's (experiment.absent_repetition_is_zero)
+    d = fill_absent_repetitions(exp, exp.data)
 
     # every row's point (sorted coordinates), callpath (tree order) and metric (declared order)
     by_point = d.groupby(params, sort=True)  # hashing: np.unique(axis=0) sorted 1M rows 15x slower

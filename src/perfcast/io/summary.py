@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import RESERVED, CallTree, Experiment, Metric, guess_kind, LISTED_REPETITIONS
+from ..experiment import LISTED_REPETITIONS, RESERVED, CallTree, Experiment, Metric, guess_kind
 from . import ReadOptions, Reader, register, read_text as read_checked
 
 __all__ = ["SummaryLayout", "read_summary", "statistic_of"]
