@@ -199,10 +199,11 @@ def fill_absent_repetitions(exp: "Experiment", data: pd.DataFrame) -> pd.DataFra
     reps = data[[*run, "rep"]].drop_duplicates()
     cps = data[[*run, "callpath"]].drop_duplicates()
     full = cps.merge(reps, on=run) if run else cps.merge(reps, how="cross")
-    if len(full) == len(data):
-        return data
     keys = [*run, "callpath", "rep"]
-    have = data[keys].assign(_have=True)
+    have = data[keys].drop_duplicates()
+    if len(full) == len(have):
+        return data
+    have = have.assign(_have=True)
     absent = full.merge(have, on=keys, how="left")
     absent = absent[absent["_have"].isna()].drop(columns="_have")
     if len(absent) == 0:
