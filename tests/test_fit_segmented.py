@@ -395,8 +395,11 @@ def _mixed_experiment(seed=3):
         add(f"gap{i}", "time", lambda p, i=i: 1.0 + i * p, sd=0.03, points=ps[:3] + ps[4:])
         add(f"single{i}", "time", lambda p, a=ps[3]: p if p <= a else 30 * p, reps=1, sd=0.0)
         truth[(f"single{i}", "time")] = ("step", ps[3])
+    # value lists per series (single runs beside five repetitions), as Extra-P text lists them:
+    # not runs that lacked the single-run series (experiment.absent_repetition_is_zero)
     exp = Experiment(["p"], pd.DataFrame(rows),
-                     [Metric("time", "s", "time", "exclusive"), Metric("calls", "", "count", "exclusive")])
+                     [Metric("time", "s", "time", "exclusive"), Metric("calls", "", "count", "exclusive")],
+                     meta={"repetitions": "listed"})
     return exp, truth
 
 

@@ -74,7 +74,8 @@ def test_statistics_of_a_readers_order_by_hand():
     rows = [(4, 0, "main", "time", 1.0), (4, 1, "main", "time", 3.0), (4, 2, "main", "time", 2.0),
             (8, 0, "main", "time", 5.0), (4, 0, "main->b", "time", 4.0), (4, 1, "main->b", "time", 8.0)]
     df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "metric", "value"])
-    exp = Experiment(["p"], df, [Metric("time", kind="time")])
+    # each callpath's own value list (as Extra-P text lists them): not runs that lacked main->b
+    exp = Experiment(["p"], df, [Metric("time", kind="time")], meta={"repetitions": "listed"})
     st, row_of, rep_of, values = _statistics(exp, "auto")
     got = [(r.p, r.callpath, r.mean, r.count, r.ssd) for r in st.itertuples()]
     assert got == [(4.0, "main", 2.0, 3, 2.0), (8.0, "main", 5.0, 1, 0.0), (4.0, "main->b", 6.0, 2, 8.0)]

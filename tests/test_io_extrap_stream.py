@@ -74,7 +74,8 @@ def test_streaming_equals_tiny_parser(tmp_path, monkeypatch, nparams, repeat_blo
     assert got == rows  # same rows, same order, bit-identical values
     assert set(exp.metrics) == {"time", "visits"}
     assert exp.tree.parent("main->r0->k0") == "main->r0"
-    assert exp.meta == {"comments": ["made by the test"]}
+    # each region lists its own repetitions (experiment.absent_repetition_is_zero: never zero-filled)
+    assert exp.meta == {"comments": ["made by the test"], "repetitions": "listed"}
     # and the public reader gives the same Experiment as the line-by-line reference
     assert extrap.read_text(f).equals(extrap._read_text_lines(f))
 

@@ -829,19 +829,25 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 
 def _rank_gaps(exp, quiet: bool, metrics=None) -> dict:
     """The callpaths/metrics of a dense input without values at some ranks
-    (:func:`perfcast.experiment.location_gaps`; of ``metrics`` only when given: the ones a command
-    reduced over the ranks): said once on stderr unless ``quiet``; returned as the JSON summary's
-    ``missing_ranks`` field.  The one helper of every command that reduces over ranks."""
-    from .experiment import location_gaps, location_gaps_warning
+    (:func:`perfcast.experiment.location_gaps`) or in some repetitions of a point
+    (:func:`perfcast.experiment.repetition_gaps`; of ``metrics`` only when given: the ones a command
+    reduced): said once on stderr unless ``quiet``; returned as the JSON summary's
+    ``missing_ranks`` / ``missing_repetitions`` fields.  The one helper of every command that reduces over ranks."""
+    from .experiment import location_gaps, location_gaps_warning, repetition_gaps, repetition_gaps_warning
     from .report.terminal import err
 
-    gaps = location_gaps(exp)
-    if metrics is not None:
-        keep = set(metrics)
-        gaps = [g for g in gaps if g["metric"] in keep]
-    if gaps and not quiet:
-        err.print(f"perfcast: warning: {location_gaps_warning(gaps)}", markup=False, highlight=False)
-    return {"missing_ranks": gaps} if gaps else {}
+    out = {}
+    for field, find, say in (("missing_ranks", location_gaps, location_gaps_warning),
+                             ("missing_repetitions", repetition_gaps, repetition_gaps_warning)):
+        gaps = find(exp)
+        if metrics is not None:
+            keep = set(metrics)
+            gaps = [g for g in gaps if g["metric"] in keep]
+        if gaps and not quiet:
+            err.print(f"perfcast: warning: {say(gaps)}", markup=False, highlight=False)
+        if gaps:
+            out[field] = gaps
+    return out
 
 
 def _whole_run_roots(whole_run, by: str) -> dict:

@@ -159,21 +159,148 @@ def reduce_over_locations(exp: "Experiment", data: pd.DataFrame, how: str, sort:
     return out
 
 
+#: ``meta["repetitions"]`` of formats that list each callpath's repetitions as a value list of its
+#: own (Extra-P text/JSON/JSON Lines/Talpas/saved experiments, Extra-P 3, summary CSV): a shorter
+#: list is fewer measurements of that callpath, not a run that did not execute it
+LISTED_REPETITIONS = "listed"
+
+
+def absent_repetition_is_zero(exp: "Experiment") -> bool:
+    """The one rule for a callpath without a value in a repetition (run) of a point where that
+    repetition measured the metric (some callpath has a value of it there), consistent with the
+    location rule (:func:`absent_location_is_missing`):
+
+    * sparse profiles (Caliper, CUBE, HPCToolkit, TAU, ...; one repetition is one run's profile,
+      which records only what the run executed): the run did not execute the callpath, a 0 (True);
+    * dense tidy tables: the value is missing; repetitions are combined over the ones present and
+      :func:`repetition_gaps` says which lack one (False);
+    * formats whose repetitions are each callpath's own value list (:data:`LISTED_REPETITIONS`):
+      a shorter list is fewer measurements, combined over the values listed (False).
+
+    :func:`reduce_over_repetitions` / :func:`fill_absent_repetitions` apply it (the model path and
+    the views)."""
+    return not absent_location_is_missing(exp) and exp.meta.get("repetitions") != LISTED_REPETITIONS
+
+
+def _run_keys(exp: "Experiment", data: pd.DataFrame) -> list[str]:
+    return [c for c in (*exp.parameters, "metric") if c in data.columns]
+
+
+def fill_absent_repetitions(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` (rows of ``exp`` reduced to one value per point, repetition, callpath[, metric]: no
+    location columns) with, in a sparse profile (:func:`absent_repetition_is_zero`), a 0 row for
+    every repetition of a point that has values of the metric but none of a callpath present at
+    that point in another repetition; otherwise ``data`` itself."""
+    if (not absent_repetition_is_zero(exp) or "rep" not in data.columns or len(data) == 0
+            or any(c in data.columns for c in LOCATION_COLUMNS)):
+        return data
+    rep = data["rep"].to_numpy()
+    if rep.min() == rep.max():
+        return data
+    run = _run_keys(exp, data)
+    reps = data[[*run, "rep"]].drop_duplicates()
+    cps = data[[*run, "callpath"]].drop_duplicates()
+    full = cps.merge(reps, on=run) if run else cps.merge(reps, how="cross")
+    keys = [*run, "callpath", "rep"]
+    have = data[keys].drop_duplicates()
+    if len(full) == len(have):
+        return data
+    have = have.assign(_have=True)
+    absent = full.merge(have, on=keys, how="left")
+    absent = absent[absent["_have"].isna()].drop(columns="_have")
+    if len(absent) == 0:
+        return data
+    absent = absent.assign(value=0.0)
+    for c in data.columns:
+        if c not in absent.columns:
+            raise PerfcastError(f"cannot fill absent repetitions: column {c!r} is not a key")
+    return pd.concat([data, absent[list(data.columns)].astype(data.dtypes.to_dict())], ignore_index=True)
+
+
+def reduce_over_repetitions(exp: "Experiment", data: pd.DataFrame, how: str = "mean") -> pd.DataFrame:
+    """The one rule for combining the repetitions of a point: ``data`` (one value per point,
+    repetition, callpath[, metric], locations already reduced: :func:`reduce_over_locations`) to one
+    value per point, callpath[, metric] with ``how`` (one of :data:`AGGREGATES`).  In a sparse
+    profile a repetition that measured the metric but lacks the callpath counts as a 0
+    (:func:`absent_repetition_is_zero`, :func:`fill_absent_repetitions`); in a dense table and
+    in listed repetitions the values present are combined."""
+    if how not in AGGREGATES:
+        raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
+    d = fill_absent_repetitions(exp, data)
+    by = [c for c in d.columns if c not in ("rep", "value")]
+    out = d.groupby(by, observed=True, sort=False)["value"].agg(how).reset_index()
+    if how == "std":
+        out["value"] = out["value"].fillna(0.0)
+    return out
+
+
+def repetition_gaps(exp: "Experiment", metric: str | None = None) -> list[dict]:
+    """Per metric and callpath of a dense experiment (:func:`absent_location_is_missing`) that lacks
+    values in some repetitions of a point where other callpaths have values of the metric:
+    ``missing`` (repetitions without a value, summed over points), ``expected`` (the repetitions
+    that measured the metric at those points), ``points`` and ``files`` as :func:`location_gaps`.
+    Empty for sparse profiles (absence is a 0 there) and listed repetitions (a shorter list)."""
+    if not absent_location_is_missing(exp) or "rep" not in exp.data.columns:
+        return []
+    d = exp.data if metric is None else exp.data[exp.data["metric"] == metric]
+    if len(d) == 0:
+        return []
+    rep = d["rep"].to_numpy()
+    if rep.min() == rep.max():
+        return []
+    run = [*exp.parameters, "metric"]
+    n = d[[*run, "rep"]].drop_duplicates().groupby(run, observed=True, sort=False).size().rename("expected")
+    have = d[[*run, "callpath", "rep"]].drop_duplicates().groupby([*run, "callpath"], observed=True,
+                                                                   sort=False).size().rename("have").reset_index()
+    have = have.merge(n.reset_index(), on=run, how="left")
+    have["missing"] = have["expected"] - have["have"]
+    gaps = have[have["missing"] > 0]
+    if gaps.empty:
+        return []
+    out = gaps.groupby(["metric", "callpath"], observed=True, sort=False).agg(
+        missing=("missing", "sum"), expected=("expected", "sum"), points=("missing", "size")).reset_index()
+    out = out.sort_values(["missing", "metric", "callpath"], ascending=[False, True, True])
+    at = {k: g for k, g in gaps.groupby(["metric", "callpath"], observed=True, sort=False)}
+    return [{"metric": str(r.metric), "callpath": str(r.callpath), "missing": int(r.missing),
+             "expected": int(r.expected), "points": int(r.points),
+             "files": sources_at(exp, at[(r.metric, r.callpath)][[*exp.parameters]] if exp.parameters else None)}
+            for r in out.itertuples(index=False)]
+
+
+def repetition_gaps_warning(gaps: list[dict], shown: int = 3) -> str | None:
+    """One line saying which callpaths/metrics lacked values in some repetitions (:func:`repetition_gaps`)."""
+    if not gaps:
+        return None
+    n = sum(g["missing"] for g in gaps)
+    some = "; ".join(f"{g['callpath']} {g['metric']}: {g['missing']} of {g['expected']}" + _in_files(g.get("files"))
+                     for g in gaps[:shown])
+    more = f"; and {len(gaps) - shown} more" if len(gaps) > shown else ""
+    return (f"{n} repetition value(s) absent from the table for {len(gaps)} callpath/metric series "
+            f"({some}{more}): averaged over the repetitions present, not counted as 0")
+
+
 def with_absent_zeros(exp: "Experiment") -> pd.DataFrame:
     """``exp``'s value table (a copy) with a 0 row for every location that a sparse profile's
     callpath lacks in a run (point, repetition, metric) where that location measured the metric
-    (:func:`reduce_over_locations`); a dense experiment's table or one without locations as it is."""
+    (:func:`reduce_over_locations`), and for every run of a point that measured the metric but
+    lacks a callpath the point has in another run (:func:`absent_repetition_is_zero`: a 0 at each
+    location of that run); a dense experiment's table or one without such gaps as it is."""
     d = exp.data
     loc = [c for c in LOCATION_COLUMNS if c in d.columns]
-    if not loc or absent_location_is_missing(exp) or len(d) == 0:
+    if absent_location_is_missing(exp) or len(d) == 0:
         return d.copy()
+    if not loc:
+        return fill_absent_repetitions(exp, d).copy()
     run = [c for c in (*exp.parameters, "rep", "metric") if c in d.columns]
     keys = [*run, "callpath", *loc]
     locs = d[[*run, *loc]].drop_duplicates()
-    cps = d[[*run, "callpath"]].drop_duplicates()
-    if len(cps.merge(locs[run], on=run)) == len(d):
+    # a callpath belongs to every run of its point (repetitions a profile lacks are 0) or, where
+    # an absent repetition is not a 0 (listed repetitions combined with profiles), to its own run
+    at = [c for c in run if c != "rep"] if absent_repetition_is_zero(exp) else run
+    cps = d[[*at, "callpath"]].drop_duplicates()
+    full = cps.merge(locs, on=at)
+    if len(full) == len(d):
         return d.copy()
-    full = cps.merge(locs, on=run)
     have = d[keys].assign(_have=True)
     absent = full.merge(have, on=keys, how="left")
     absent = absent[absent["_have"].isna()].drop(columns="_have")
@@ -821,9 +948,9 @@ class Experiment:
     def to_pandas(self) -> pd.DataFrame:
         """The tidy value table, a copy.  A sparse profile's absent locations (those that measured a
         metric at a point and repetition but hold no value of a callpath: a 0 there,
-        :func:`reduce_over_locations`) are written as explicit 0 rows, so that the table means the
-        same when read back as a tidy table, where an absent rank is missing
-        (:func:`absent_location_is_missing`)."""
+        :func:`reduce_over_locations`) and absent repetitions (:func:`absent_repetition_is_zero`)
+        are written as explicit 0 rows, so that the table means the same when read back as a tidy
+        table, where an absent rank or repetition is missing (:func:`absent_location_is_missing`)."""
         return with_absent_zeros(self)
 
     @classmethod
@@ -1068,18 +1195,22 @@ class Experiment:
         it is missing there too, and reductions over ranks use the locations that have it.  A child
         taken as 0 would inflate the parent's exclusive value by the child's time and shrink the
         location's inclusive values and total by it.  ``present``: groups x callpaths, 1 where a
-        value is stored; None when nothing is missing (sparse profiles: absence is 0)."""
+        value is stored; None when nothing is missing (sparse profiles: absence is 0).  Repetitions
+        likewise (:func:`absent_repetition_is_zero`): a callpath that a repetition of a dense
+        table lacks while another repetition of the point has it is missing in that repetition, so
+        the ancestors' inclusive values there are too (combined over the repetitions that have them).
+        """
         loc = [c for c in LOCATION_COLUMNS if c in group_cols]
-        if not loc or not absent_location_is_missing(self):
+        if not (loc or "rep" in group_cols) or not absent_location_is_missing(self):
             return None
-        same = [i for i, c in enumerate(group_cols) if c not in loc]   # point, repetition, ...
+        same = [i for i, c in enumerate(group_cols) if c not in loc and c != "rep"]   # the point
         if same:
             sid, _ = pd.factorize(pd.MultiIndex.from_arrays([groups.get_level_values(i) for i in same]))
         else:
             sid = np.zeros(len(groups), dtype=np.int64)
-        # S[s, g] = 1 for the groups (locations) g of point/repetition s
+        # S[s, g] = 1 for the groups (locations, repetitions) g of point s
         S = sp.csr_matrix((np.ones(len(groups)), (sid, np.arange(len(groups)))), shape=(int(sid.max()) + 1, len(groups)))
-        some = ((S @ present) > 0).astype(float).tocsr()   # callpaths some location of the point has
+        some = ((S @ present) > 0).astype(float).tocsr()   # callpaths some location/repetition of the point has
         gaps = sp.csr_matrix(some[sid] - (present > 0).astype(float)) > 0
         return gaps.astype(float).tocsr() if gaps.nnz else None
 
@@ -1279,6 +1410,10 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
         meta["warnings"] = list(dict.fromkeys(warnings))
     if all(absent_location_is_missing(e) for e in experiments):
         meta["locations"] = "dense"
+    if any(e.meta.get("repetitions") == LISTED_REPETITIONS for e in experiments):
+        # a listed input's shorter value list is fewer measurements: no repetition becomes a 0
+        # (absent_repetition_is_zero), not even of the profiles combined with it
+        meta["repetitions"] = LISTED_REPETITIONS
     ps = _point_sources(experiments, sources, params)
     if ps:
         meta["point_sources"] = ps

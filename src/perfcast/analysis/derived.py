@@ -588,11 +588,12 @@ class _Scoped:
         if not self.keys:
             return pd.Series([d["value"].sum()])
         loc = [c for c in LOCATION_COLUMNS if c in self.keys]
-        if loc and absent_location_is_missing(self.exp):
-            # a location lacking a topmost's inclusive value (a gap under it) has no whole-program
-            # total: left out, the total is reduced over the locations that have one (not a 0 there)
+        if absent_location_is_missing(self.exp):
+            # a location (or repetition) lacking a topmost's inclusive value (a gap under it) has no
+            # whole-program total: left out, the total is reduced over the locations (repetitions)
+            # that have one (not a 0 there)
             n = d.groupby(self.keys, sort=False)["callpath"].nunique()
-            point = [k for k in self.keys if k not in loc]
+            point = [k for k in self.keys if k not in loc and k != "rep"]
             need = n.groupby(level=point, sort=False).transform("max") if point else n.max()
             d = d.set_index(self.keys).loc[n[n == need].index].reset_index()
         return d.groupby(self.keys, sort=False)["value"].sum()

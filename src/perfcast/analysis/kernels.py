@@ -496,4 +496,7 @@ def kernel_experiment(exp: Experiment, kernels: KernelSet, metrics: Sequence[str
     tree = CallTree((k, None, k) for k in kernels.names())
     # a dense table's kernels stay dense: an absent rank is missing there, not 0 (reduce_over_locations)
     dense = {"locations": "dense"} if absent_location_is_missing(exp) else {}
+    # and listed repetitions stay listed: a shorter list is no run without the kernel (absent_repetition_is_zero)
+    if "repetitions" in exp.meta:
+        dense["repetitions"] = exp.meta["repetitions"]
     return Experiment(exp.parameters, data, mets, tree, {"kernels": kernels.to_dict(), **dense})

@@ -13,7 +13,10 @@ metric at one point.  How the raw values are reduced (documented here, used ever
   the reductions below use the locations that have it;
 * locations (rank/thread) are then reduced with ``ranks`` (default ``sum``: the cost over the whole
   run, as hpcviewer and the CUBE browser show it), repetitions with the mean;
-* percentages are of the total: the inclusive cost of the tree's root(s).
+* repetitions a sparse profile's run lacks are 0 there, a dense table's are missing
+  (:func:`perfcast.experiment.reduce_over_repetitions`);
+* percentages are of the whole program's total (:func:`whole_program_total`: each location's
+  root(s) summed, then reduced over the locations with ``ranks``).
 
 Bottom-up and flat views group calling contexts by their frame name (the procedure).  A
 procedure's exclusive cost is the sum over all its contexts; its inclusive cost sums only the
@@ -32,7 +35,8 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, gap_error, location_gaps,
-                          location_gaps_warning, reduce_over_locations, run_locations)
+                          location_gaps_warning, reduce_over_locations, reduce_over_repetitions,
+                          repetition_gaps, repetition_gaps_warning, run_locations)
 from .derived import _Scoped, partner, topmost
 
 __all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
@@ -45,7 +49,7 @@ SORT_KEYS = ("inclusive", "exclusive", "name", "tree")
 @dataclass
 class Profile:
     """Costs of one metric at one point: ``table`` indexed by callpath (tree preorder) with columns
-    ``inclusive`` and ``exclusive``; ``total`` is the root inclusive cost."""
+    ``inclusive`` and ``exclusive``; ``total`` is the whole program's (:func:`whole_program_total`)."""
 
     exp: Experiment
     metric: str
@@ -116,16 +120,17 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
     # point/repetition that have values of *this* metric; a rank that did not record the metric at
     # all (wall time taken once per run while counters come from every rank) is missing, never a
     # zero.  In a dense table (absent_location_is_missing) a location without the callpath is
-    # missing: the mean is over the locations present (n_loc None).  Repetitions: a mean divides
-    # by the point's repetitions that have values of this metric
+    # missing: the mean is over the locations present (n_loc None).  Repetitions by the one rule
+    # too (reduce_over_repetitions): in a sparse profile a repetition of the point that has values
+    # of this metric but not of the callpath is a 0; in a dense table or listed repetitions the
+    # repetitions present are combined
     n_loc = None if absent_location_is_missing(exp) or not loc else run_locations(exp, d).droplevel("metric")
-    n_rep = d[[*keys, "rep"]].drop_duplicates().groupby(keys, sort=False).size().rename("_n") if keys else d["rep"].nunique()
     out = None
     for scope in ("inclusive", "exclusive"):
         v = sc.values(metric, scope)
         if loc:
             v = reduce_over_locations(exp, v, ranks, counts=n_loc)
-        v = _reduce(v, keys, reps, n_rep)
+        v = reduce_over_repetitions(exp, v[[*keys, "rep", "callpath", "value"]], reps)
         v = v.rename(columns={"value": scope})
         out = v if out is None else out.merge(v, on=[*keys, "callpath"], how="outer")
     if n_loc is None and loc:
@@ -140,20 +145,6 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
                             f"missing, not 0), so its inclusive/exclusive {metric} there is unknown",
                             hole.iloc[:1][keys] if keys else None)
     return out.fillna({"inclusive": 0.0, "exclusive": 0.0})
-
-
-def _reduce(v: pd.DataFrame, keys: list[str], how: str, counts) -> pd.DataFrame:
-    """Reduce ``v`` (keys + ... + callpath + value) to one value per keys + callpath."""
-    by = [*keys, "callpath"]
-    if how != "mean" or counts is None:
-        return v.groupby(by, sort=False)["value"].agg(how).reset_index()
-    s = v.groupby(by, sort=False)["value"].sum().reset_index()
-    if not keys:
-        s["value"] = s["value"] / float(counts)
-        return s
-    s = s.merge(counts.reset_index(), on=keys, how="left")
-    s["value"] = s["value"] / s["_n"]
-    return s.drop(columns="_n")
 
 
 def whole_program_total(exp: Experiment, metric: str, ranks: str) -> float:
@@ -267,7 +258,9 @@ def profile(exp: Experiment, metric: str | None = None, at: Mapping[str, float] 
     v = scope_values(exp, metric, ranks).set_index("callpath")[["inclusive", "exclusive"]]
     order = [p for p in exp.tree.preorder() if p in v.index]
     table = v.loc[order]
-    return Profile(exp, metric, point, ranks, table, tree_total(exp, table))
+    # the total: the one rule for a run's total (each rank's whole program, then over the ranks),
+    # not the sum of each root's own rank reduction (several roots run by different ranks)
+    return Profile(exp, metric, point, ranks, table, whole_program_total(exp, metric, ranks) if len(table) else 0.0)
 
 
 # -- top-down -------------------------------------------------------------------------------------
@@ -340,9 +333,11 @@ def _head(prof: Profile) -> dict:
                                                      "one value per run")
     gaps = location_gaps(prof.exp, prof.metric)
     said = location_gaps_warning(gaps)
+    rgaps = repetition_gaps(prof.exp, prof.metric)
+    rsaid = repetition_gaps_warning(rgaps)
     return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
-            "total": prof.total, "missing_ranks": gaps,
-            "warnings": _negative_exclusive(prof, m) + ([said] if said else [])}
+            "total": prof.total, "missing_ranks": gaps, **({"missing_repetitions": rgaps} if rgaps else {}),
+            "warnings": _negative_exclusive(prof, m) + ([said] if said else []) + ([rsaid] if rsaid else [])}
 
 
 def _negative_exclusive(prof: Profile, m) -> list[str]:

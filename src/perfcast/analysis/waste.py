@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import PerfcastError
 from ..experiment import Experiment
-from .views import profile, select_point, tree_total
+from .views import profile, select_point, whole_program_total
 
 __all__ = ["waste", "time_factor", "TIME_FACTORS"]
 
@@ -65,10 +65,11 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
     for scope in ("inclusive", "exclusive"):
         both[f"potential_{scope}"] = both[f"{scope}_r"] * rate
         both[f"waste_{scope}"] = both[f"potential_{scope}"] - both[f"{scope}_w"]
-    tot_table = both.rename(columns={"waste_inclusive": "inclusive"})
-    total_waste = tree_total(exp, tot_table[["inclusive"]])
-    total_work = tree_total(exp, both.rename(columns={"inclusive_w": "inclusive"})[["inclusive"]])
-    total_pot = tree_total(exp, both.rename(columns={"potential_inclusive": "inclusive"})[["inclusive"]])
+    # the totals by the one rule for a run's total (views.whole_program_total: each rank's whole
+    # program, then over the ranks), not the sum of each root's own rank reduction
+    total_work = whole_program_total(exp, work, ranks) if len(w) else 0.0
+    total_pot = (whole_program_total(exp, resource, ranks) if len(r) else 0.0) * rate
+    total_waste = total_pot - total_work
     for path, b in both.iterrows():
         row = {"path": path, "name": exp.tree.name(path), "depth": exp.tree.depth(path)}
         for scope in ("exclusive", "inclusive"):

@@ -4,7 +4,9 @@ Per-location values (``rank``/``thread`` columns) are first reduced to one value
 repetition and callpath.  ``locations="auto"`` sums counts and bytes over locations (the total
 work of the run) and averages times and other metrics (the time of a typical rank; use ``max``
 for the critical path).  Repetitions are kept: each series is summarised per point by mean,
-count and the sum of squared deviations, and the fitter uses all three.
+count and the sum of squared deviations, and the fitter uses all three.  A sparse profile's
+repetition that measured a metric but lacks the callpath counts as a 0 value of it
+(:func:`perfcast.experiment.absent_repetition_is_zero`, the rule the views use too).
 
 Series measured on the same point set are fitted together in one batch; an experiment whose
 callpaths were measured on different point sets is split into as many batches.
@@ -24,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import Experiment, location_reduction, reduce_over_locations
+from ..experiment import Experiment, fill_absent_repetitions, location_reduction, reduce_over_locations
 from ..scaling import decreasing
 from .core import FitOptions, GroupFit, fit_group, parameter_lines
 from .model import Model
@@ -194,7 +196,9 @@ def series_statistics(exp: Experiment, locations: str = "auto") -> pd.DataFrame:
 def _statistics(exp: Experiment, locations: str):
     """:func:`series_statistics` plus, per value row of the reduced data, its row in the
     statistics frame, its repetition number and the values themselves."""
-    d = _reduce_locations(exp, locations)
+    # a sparse profile's repetition that measured the metric but lacks the callpath is a 0, as in
+    # every view (experiment.reduce_over_repetitions); a dense table's or a listed one's is missing
+    d = fill_absent_repetitions(exp, _reduce_locations(exp, locations))
     keys = [*exp.parameters, "callpath", "metric"]
     # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
     # them) instead of grouping by the parameter floats and categoricals: same groups, same order,

@@ -76,7 +76,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import PerfcastError
-from ..experiment import RESERVED, SEP, CallTree, Experiment, Metric, coordinate_dtype, guess_kind
+from ..experiment import (LISTED_REPETITIONS, RESERVED, SEP, CallTree, Experiment, Metric, coordinate_dtype,
+                          fill_absent_repetitions, guess_kind)
 from . import ReadOptions, Reader, register
 from . import MAX_LINE_BYTES, json_int
 from . import read_text as _read_checked
@@ -168,7 +169,10 @@ class _Builder:
         frame["callpath"] = pd.Categorical(self.callpaths)
         frame["metric"] = pd.Categorical(self.metric_col)
         frame["value"] = np.asarray(self.values, dtype="float64")
-        return Experiment(self.parameters, pd.DataFrame(frame), self.metrics.values(), self.tree, meta or {})
+        # each callpath's repetitions are its own value list: a shorter one is fewer measurements
+        # (experiment.absent_repetition_is_zero)
+        return Experiment(self.parameters, pd.DataFrame(frame), self.metrics.values(), self.tree,
+                          {**(meta or {}), "repetitions": LISTED_REPETITIONS})
 
 
 def _check_parameter_names(names: list[str]) -> str | None:
@@ -802,6 +806,7 @@ class _TextStream:
         frame["value"] = value
         del params, rep, cp, met, value
         meta = {"comments": self.comments} if self.comments else {}
+        meta["repetitions"] = LISTED_REPETITIONS  # as _Builder.experiment
         return Experiment(b.parameters, pd.DataFrame(frame, copy=False), b.metrics.values(), b.tree, meta,
                           owned=True)
 
@@ -1813,7 +1818,9 @@ def export(exp: Experiment, path: str | Path, to: str, *, force: bool = False, l
             how = location_reduction(m) if locations == "auto" else locations
             reduced[name] = f"{how} over {over}"
         exp = exp.reduce_locations(locations)
-    d = exp.data
+    # a profile's run without a callpath did not run it: written as a 0 value, so that Extra-P's
+    # mean over the listed values is perfcast's (experiment.absent_repetition_is_zero)
+    d = fill_absent_repetitions(exp, exp.data)
 
     # every row's point (sorted coordinates), callpath (tree order) and metric (declared order)
     by_point = d.groupby(params, sort=True)  # hashing: np.unique(axis=0) sorted 1M rows 15x slower

@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import RESERVED, CallTree, Experiment, Metric, guess_kind
+from ..experiment import LISTED_REPETITIONS, RESERVED, CallTree, Experiment, Metric, guess_kind
 from . import ReadOptions, Reader, register, read_text as read_checked
 
 __all__ = ["SummaryLayout", "read_summary", "statistic_of"]
@@ -455,7 +455,7 @@ def read_summary(path: str | Path, layout: SummaryLayout | None = None,
     if known.get("note") and layout.unit is None and not units and not header_unit:
         summary["unit_note"] = known["note"]
     return Experiment(params, data, metrics.values(), tree, {"sources": [str(path)], "format": "summary",
-                                                             "summary": summary})
+                                                             "summary": summary, "repetitions": LISTED_REPETITIONS})
 
 
 def _read(path: Path, options: ReadOptions) -> Experiment:

@@ -286,11 +286,14 @@ class _Measured:
     grouping of every row gives (the same groups in the same order, fewer of them)."""
 
     def __init__(self, exp: Experiment, metric: str, locations: str):
+        from ..experiment import fill_absent_repetitions
         from ..fit.series import _reduce_locations
 
         # an experiment of this metric alone is its own selection (without a copy of every row)
         whole = list(exp.metrics) == [metric] and len(exp.data)
-        self.data = _reduce_locations(exp if whole else exp.select(metric=metric), locations)
+        sub = exp if whole else exp.select(metric=metric)
+        # repetitions by the one rule of the model path (experiment.fill_absent_repetitions)
+        self.data = fill_absent_repetitions(sub, _reduce_locations(sub, locations))
         self.keys = [*exp.parameters, "callpath"]
         self._all: pd.DataFrame | None = None
 
