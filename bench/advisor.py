@@ -4,7 +4,7 @@
 grids replayed as oracles.
 
     PYTHONPATH=src PERFCAST_SHARED_DATA=/work/shared/data .venv/bin/python bench/advisor.py \
-        [--seeds 10] [--oracles ...] [--strategies ...] [--no-extrap] [--json out.json]
+        [--seeds 10] [--oracles ...] [--strategies ...] [--no-extrap] [--budgeted] [--json out.json]
 
 **Oracles.**  Each is a grid of points a strategy may "run" (and only those), the cost of a run (its
 whole-run time x processes, core-hours), a start design every strategy begins from, the *full grid*
@@ -59,9 +59,11 @@ predict`'s selected hypothesis; the same modeller for all, so only the choice of
 the cost levels LEVELS (fractions of the full grid's cost, start included): the runs whose
 cumulative cost fits.  Error = |predicted / true - 1| of the whole run at the held-out points
 (synthetic: the generating formula; replayed: the measured mean there); inside = the truth lies in
-the 90% prediction interval.  Per oracle and level: the median error over seeds x held-out
-points, coverage; "reach" = the smallest level where a strategy's median error is at most the full
-grid's.
+the 90% prediction interval. ``--budgeted``: each level is instead a campaign with that level's
+budget (``campaign``): the advisor plans with it, a fixed grid runs each point of its order that
+still fits (``affordable``); Extra-P's advisor stays prefix-scored. Per oracle and level: the median
+error over seeds x held-out points, coverage; "reach" = the smallest level where a strategy's median
+error is at most the full grid's.
 """
 
 from __future__ import annotations
