@@ -61,7 +61,7 @@ cumulative cost fits.  Error = |predicted / true - 1| of the whole run at the he
 (synthetic: the generating formula; replayed: the measured mean there); inside = the truth lies in
 the 90% prediction interval. ``--budgeted``: each level is instead a campaign with that level's
 budget (``campaign``): the advisor plans with it, a fixed grid runs each point of its order that
-still fits (``affordable``); Extra-P's advisor stays prefix-scored. Per oracle and level: the median
+still fits (``affordable``), Extra-P's advisor is asked with each level's budget. Per oracle and level: the median
 error over seeds x held-out points, coverage; "reach" = the smallest level where a strategy's median
 error is at most the full grid's.
 """
@@ -503,10 +503,10 @@ def prefix(o, runs, limit):
 
 def campaign(o: Oracle, strategy, seed, tmp, xp=None, budgeted=False):
     """One strategy's campaign on ``o``, scored at the cost levels.  Default: its sequence within
-    the full grid's cost, scored at each level on the prefix that fits.  ``budgeted`` (not for
-    Extra-P's advisor): a campaign per level with that level's budget -- the advisor plans with it
-    (the run it would have bought next may be unaffordable: it buys its best affordable one), a
-    fixed grid runs each point of its order that still fits."""
+    the full grid's cost, scored at each level on the prefix that fits.  ``budgeted``: a campaign
+    per level with that level's budget -- the advisor plans with it (the run it would have bought
+    next may be unaffordable: it buys its best affordable one), Extra-P's advisor is asked with the
+    budget left as always, a fixed grid runs each point of its order that still fits."""
     full_cost = sum(o.cost(pt) for pt in o.full())
     budget = full_cost
     log: list = []
@@ -526,10 +526,13 @@ def campaign(o: Oracle, strategy, seed, tmp, xp=None, budgeted=False):
     for f in ([1.0] if strategy == "full" else LEVELS):
         if f * full_cost < start_cost:
             continue
-        if not budgeted or strategy == "extrap-gpr":
+        if not budgeted:
             sub, spent = prefix(o, runs, f * full_cost)
         elif strategy == "advise":
             sub = strategy_advise(o, seed, tmp, f * full_cost, [], cache)
+            spent = sum(o.cost(pt) for pt in sub)
+        elif strategy == "extrap-gpr":
+            sub = strategy_extrap(o, seed, tmp, f * full_cost, [], xp)
             spent = sum(o.cost(pt) for pt in sub)
         else:
             sub, spent = affordable(o, runs, f * full_cost)
@@ -544,7 +547,7 @@ def campaign(o: Oracle, strategy, seed, tmp, xp=None, budgeted=False):
     return {"oracle": o.name, "strategy": strategy, "seed": seed, "levels": levels, "log": log,
             "wall": wall, "runs": len(runs), "spent": sum(o.cost(pt) for pt in runs) / full_cost,
             "new": [list(pt) for pt in new[:12]], "full_cost": full_cost, "start_cost": start_cost / full_cost,
-            "budgeted": bool(budgeted and strategy != "extrap-gpr")}
+            "budgeted": bool(budgeted)}
 
 
 # -- summary --------------------------------------------------------------------------------------------
@@ -656,7 +659,7 @@ def main(argv=None):
     ap.add_argument("--no-extrap", action="store_true", help="leave Extra-P's advisor out")
     ap.add_argument("--headline", type=float, default=HEADLINE, help="the equal-cost level reported")
     ap.add_argument("--budgeted", action="store_true",
-                    help="simulate each cost level as a campaign with that budget (not Extra-P's advisor)")
+                    help="simulate each cost level as a campaign with that budget")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     rows = []
