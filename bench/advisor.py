@@ -4,7 +4,7 @@
 grids replayed as oracles.
 
     PYTHONPATH=src PERFCAST_SHARED_DATA=/work/shared/data .venv/bin/python bench/advisor.py \
-        [--seeds 10] [--oracles ...] [--strategies ...] [--no-extrap] [--json out.json]
+        [--seeds 10] [--oracles ...] [--strategies ...] [--no-extrap] [--budgeted] [--json out.json]
 
 **Oracles.**  Each is a grid of points a strategy may "run" (and only those), the cost of a run (its
 whole-run time x processes, core-hours), a start design every strategy begins from, the *full grid*
@@ -59,9 +59,11 @@ predict`'s selected hypothesis; the same modeller for all, so only the choice of
 the cost levels LEVELS (fractions of the full grid's cost, start included): the runs whose
 cumulative cost fits.  Error = |predicted / true - 1| of the whole run at the held-out points
 (synthetic: the generating formula; replayed: the measured mean there); inside = the truth lies in
-the 90% prediction interval.  Per oracle and level: the median error over seeds x held-out
-points, coverage; "reach" = the smallest level where a strategy's median error is at most the full
-grid's.
+the 90% prediction interval. ``--budgeted``: each level is instead a campaign with that level's
+budget (``campaign``): the advisor plans with it, a fixed grid runs each point of its order that
+still fits (``affordable``), Extra-P's advisor is asked with each level's budget. Per oracle and level: the median
+error over seeds x held-out points, coverage; "reach" = the smallest level where a strategy's median
+error is at most the full grid's.
 """
 
 from __future__ import annotations
@@ -332,46 +334,66 @@ def take_while_affordable(o, runs, spent, budget, pts):
     return spent
 
 
-def strategy_advise(o: Oracle, seed, tmp, budget, log):
+def strategy_advise(o: Oracle, seed, tmp, budget, log, cache=None):
+    """The advisor's campaign within ``budget``: at each step its best-ranked candidate that removes
+    more than ``Advice.worth``, may still run there and is affordable.
+    ``cache``: {runs: the advice} shared by campaigns of one (oracle, seed) with different budgets
+    (the fit and the ranking depend on the runs only, so they share every step before the budget binds)."""
     import perfcast
-    from perfcast.analysis.advisor import MIN_STEP, Request, advise, request
+    from perfcast.analysis.advisor import Request, advise, request
     from perfcast.errors import PerfcastError
 
     runs = list(o.start)
     spent = sum(o.cost(pt) for pt in runs)
     values = {q: sorted({pt[k] for pt in o.grid}) for k, q in enumerate(o.params)}
     gridset = set(o.grid)
+    cache = {} if cache is None else cache
     for _ in range(200):
-        exp = o.experiment(runs, seed, tmp)
-        ms = perfcast.model(exp)
-        measured = sorted(set(runs))
-        try:
-            req = request(o.params, [dict(zip(o.params, pt)) for pt in measured], o.target, [values])
-        except PerfcastError:
-            # every grid point measured: `request` refuses (a user gave no new point); the
-            # repetitions are still candidates, so the same request without new points
-            req = request(o.params, [dict(zip(o.params, pt)) for pt in measured], o.target)
-            req = Request(req.parameters, req.target, (), req.repeat, req.measured)
-        try:
-            adv = advise(ms, exp, req)
-        except PerfcastError as e:          # the advisor refuses (e.g. no fitted model of the whole run)
-            log.append(str(e))
+        key = tuple(runs)
+        if key not in cache:
+            exp = o.experiment(runs, seed, tmp)
+            ms = perfcast.model(exp)
+            measured = sorted(set(runs))
+            try:
+                req = request(o.params, [dict(zip(o.params, pt)) for pt in measured], o.target, [values])
+            except PerfcastError:
+                # every grid point measured: `request` refuses (a user gave no new point); the
+                # repetitions are still candidates, so the same request without new points
+                req = request(o.params, [dict(zip(o.params, pt)) for pt in measured], o.target)
+                req = Request(req.parameters, req.target, (), req.repeat, req.measured)
+            try:
+                cache[key] = (None, advise(ms, exp, req))
+            except PerfcastError as e:          # the advisor refuses (e.g. no fitted model of the whole run)
+                cache[key] = (str(e), None)
+        err, adv = cache[key]
+        if err:
+            log.append(err)
             break
-        # MIN_STEP of the variance left that runs can remove (before Advice.worth: of all of it)
-        worth = getattr(adv, "worth", MIN_STEP * adv.uncertainty ** 2)
-        counts = {pt: runs.count(pt) for pt in measured}
-        pick = None
-        for c in adv.choices:
-            pt = tuple(float(c.at[q]) for q in o.params)
-            if (c.gain > worth and pt in gridset and counts.get(pt, 0) < o.cap[pt]
-                    and spent + o.cost(pt) <= budget):
-                pick = pt
-                break
+        # MIN_STEP of the variance left that runs can remove (Advice.worth: above the floor, the drift at the
+        # nearest distance any candidate reaches, affordable or not; bench/README.md "Budget-aware floor")
+        worth = adv.worth
+        counts = {pt: runs.count(pt) for pt in set(runs)}
+        ok = [pt for pt in (tuple(float(c.at[q]) for q in o.params) for c in adv.choices if c.gain > worth)
+              if pt in gridset and counts.get(pt, 0) < o.cap[pt]]
+        pick = next((pt for pt in ok if spent + o.cost(pt) <= budget * (1 + 1e-9)), None)
         if pick is None:
             break
         runs.append(pick)
         spent += o.cost(pick)
     return runs
+
+
+def affordable(o: Oracle, runs, limit):
+    """A fixed grid run within the budget ``limit``: the start, then each point of its order that
+    still fits (one too expensive is skipped, cheaper ones after it still run)."""
+    out, spent = [], 0.0
+    for k, pt in enumerate(runs):
+        c = o.cost(pt)
+        if k >= len(o.start) and spent + c > limit * (1 + 1e-9):
+            continue
+        out.append(pt)
+        spent += c
+    return out, spent
 
 
 class ExtraP:
@@ -479,36 +501,53 @@ def prefix(o, runs, limit):
     return out, spent
 
 
-def campaign(o: Oracle, strategy, seed, tmp, xp=None):
+def campaign(o: Oracle, strategy, seed, tmp, xp=None, budgeted=False):
+    """One strategy's campaign on ``o``, scored at the cost levels.  Default: its sequence within
+    the full grid's cost, scored at each level on the prefix that fits.  ``budgeted``: a campaign
+    per level with that level's budget -- the advisor plans with it (the run it would have bought
+    next may be unaffordable: it buys its best affordable one), Extra-P's advisor is asked with the
+    budget left as always, a fixed grid runs each point of its order that still fits."""
     full_cost = sum(o.cost(pt) for pt in o.full())
     budget = full_cost
     log: list = []
     t0 = time.perf_counter()
+    cache: dict = {}
     if strategy == "advise":
-        runs = strategy_advise(o, seed, tmp, budget, log)
+        runs = strategy_advise(o, seed, tmp, budget, log, cache)
     elif strategy == "extrap-gpr":
         runs = strategy_extrap(o, seed, tmp, budget, log, xp)
     elif strategy == "full":
         runs = list(o.start) + fixed(o, "extend")
     else:
         runs = list(o.start) + fixed(o, strategy)
-    wall = time.perf_counter() - t0
     levels = {}
     start_cost = sum(o.cost(pt) for pt in o.start)
+    scored: dict = {}
     for f in ([1.0] if strategy == "full" else LEVELS):
         if f * full_cost < start_cost:
             continue
-        sub, spent = prefix(o, runs, f * full_cost)
-        if levels and spent == levels[max(levels)]["spent"] * full_cost:
-            levels[f] = dict(levels[max(levels)])
-            continue
-        s = score(o, sub, seed, tmp)
+        if not budgeted:
+            sub, spent = prefix(o, runs, f * full_cost)
+        elif strategy == "advise":
+            sub = strategy_advise(o, seed, tmp, f * full_cost, [], cache)
+            spent = sum(o.cost(pt) for pt in sub)
+        elif strategy == "extrap-gpr":
+            sub = strategy_extrap(o, seed, tmp, f * full_cost, [], xp)
+            spent = sum(o.cost(pt) for pt in sub)
+        else:
+            sub, spent = affordable(o, runs, f * full_cost)
+        key = tuple(sub)
+        if key not in scored:
+            scored[key] = score(o, sub, seed, tmp)
+        s = scored[key]
         levels[f] = {"spent": spent / full_cost, "runs": len(sub), "errors": [e for e, _ in s],
                      "inside": [i for _, i in s]}
+    wall = time.perf_counter() - t0
     new = sorted(set(runs) - set(o.start))
     return {"oracle": o.name, "strategy": strategy, "seed": seed, "levels": levels, "log": log,
             "wall": wall, "runs": len(runs), "spent": sum(o.cost(pt) for pt in runs) / full_cost,
-            "new": [list(pt) for pt in new[:12]], "full_cost": full_cost, "start_cost": start_cost / full_cost}
+            "new": [list(pt) for pt in new[:12]], "full_cost": full_cost, "start_cost": start_cost / full_cost,
+            "budgeted": bool(budgeted)}
 
 
 # -- summary --------------------------------------------------------------------------------------------
@@ -619,6 +658,8 @@ def main(argv=None):
     ap.add_argument("--strategies", default=None, help="comma-separated (default: all that apply)")
     ap.add_argument("--no-extrap", action="store_true", help="leave Extra-P's advisor out")
     ap.add_argument("--headline", type=float, default=HEADLINE, help="the equal-cost level reported")
+    ap.add_argument("--budgeted", action="store_true",
+                    help="simulate each cost level as a campaign with that budget")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     rows = []
@@ -640,7 +681,7 @@ def main(argv=None):
                 for st in strats + ["full"]:
                     t0 = time.perf_counter()
                     for seed in range(a.seeds):
-                        rows.append(campaign(o, st, seed, tmp, xp))
+                        rows.append(campaign(o, st, seed, tmp, xp, a.budgeted))
                     rs = [r for r in rows if r["oracle"] == name and r["strategy"] == st]
                     print(f"{name:15s} {st:18s} {time.perf_counter() - t0:6.1f} s  runs {np.mean([r['runs'] for r in rs]):.1f}"
                           f"  spent {np.mean([r['spent'] for r in rs]):.2f} of full  e.g. {rs[0]['new'][:6]}"

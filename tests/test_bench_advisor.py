@@ -1,0 +1,59 @@
+"""bench/advisor.py's budgeted simulation (--budgeted): a fixed grid within a budget and the
+advisor's campaign within one, against costs computed by hand from the oracle's generating formula."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def _mod():
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("bench_advisor", BENCH / "advisor.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+ba = _mod()
+
+
+def _hand_cost(p):
+    """linear-compute: whole run 0.5 + (8 + 0.001 p) + 0.1 sqrt(p) seconds on p processes."""
+    return (0.5 + 8 + 0.001 * p + 0.1 * np.sqrt(p)) * p / 3600
+
+
+def test_fixed_grid_within_a_budget_skips_what_no_longer_fits():
+    """The extend grid after the start (p = 2..32 twice): 64, 128, 256, 512 once, then the missing
+    repetitions largest first.  A budget of the start + 64 + 128 + 256 + 64 again (by hand) cannot
+    pay 512 nor a second 256 or 128, but a second 64 still fits: runs 64, 128, 256, 64."""
+    o = ba.ORACLES["linear-compute"]()
+    start = sum(_hand_cost(pt[0]) for pt in o.start)
+    assert sum(o.cost(pt) for pt in o.start) == pytest.approx(start, rel=1e-12)
+    limit = start + _hand_cost(64) * 2 + _hand_cost(128) + _hand_cost(256) + 1e-9
+    runs, spent = ba.affordable(o, list(o.start) + ba.fixed(o, "extend"), limit)
+    assert runs[len(o.start):] == [(64,), (128,), (256,), (64,)]
+    assert spent == pytest.approx(limit - 1e-9, rel=1e-12)
+    # the prefix rule of the default scoring stops at the first run that does not fit
+    pre, _ = ba.prefix(o, list(o.start) + ba.fixed(o, "extend"), limit)
+    assert pre[len(o.start):] == [(64,), (128,), (256,)]
+
+
+def test_advise_campaign_stays_within_its_budget(tmp_path):
+    """The advisor's campaign at 30% of the full grid's cost spends at most that (the oracle's own
+    cost of each run, the generating formula's time x p), and the full grid costs the hand sum."""
+    o = ba.ORACLES["linear-compute"]()
+    full = sum(2 * _hand_cost(p) for p in ba.PS)
+    assert sum(o.cost(pt) for pt in o.full()) == pytest.approx(full, rel=1e-12)
+    cache: dict = {}
+    runs = ba.strategy_advise(o, 0, tmp_path, 0.3 * full, [], cache)
+    assert runs[:len(o.start)] == o.start and len(runs) > len(o.start)
+    assert sum(_hand_cost(pt[0]) for pt in runs) <= 0.3 * full * (1 + 1e-9)
+    # with the full grid's cost as budget the campaign buys more (where 30% could not pay its next
+    # choice it took a cheaper one instead), still within that budget
+    more = ba.strategy_advise(o, 0, tmp_path, full, [], {})
+    assert len(more) > len(runs) and sum(_hand_cost(pt[0]) for pt in more) <= full * (1 + 1e-9)
