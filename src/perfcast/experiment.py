@@ -269,14 +269,7 @@ def repetition_gaps(exp: "Experiment", metric: str | None = None) -> list[dict]:
 
 def repetition_gaps_warning(gaps: list[dict], shown: int = 3) -> str | None:
     """One line saying which callpaths/metrics lacked values in some repetitions (:func:`repetition_gaps`)."""
-    if not gaps:
-        return None
-    n = sum(g["missing"] for g in gaps)
-    some = "; ".join(f"{g['callpath']} {g['metric']}: {g['missing']} of {g['expected']}" + _in_files(g.get("files"))
-                     for g in gaps[:shown])
-    more = f"; and {len(gaps) - shown} more" if len(gaps) > shown else ""
-    return (f"{n} repetition value(s) absent from the table for {len(gaps)} callpath/metric series "
-            f"({some}{more}): averaged over the repetitions present, not counted as 0")
+    return _gaps_warning(gaps, "repetition", "averaged over the repetitions present", shown)
 
 
 def with_absent_zeros(exp: "Experiment") -> pd.DataFrame:
@@ -357,14 +350,20 @@ def location_gaps(exp: "Experiment", metric: str | None = None) -> list[dict]:
 
 def location_gaps_warning(gaps: list[dict], shown: int = 3) -> str | None:
     """One line saying which callpaths/metrics lacked values at some locations (:func:`location_gaps`)."""
+    return _gaps_warning(gaps, "rank/thread", "reduced over the ranks present", shown)
+
+
+def _gaps_warning(gaps: list[dict], what: str, how: str, shown: int) -> str | None:
+    """The one-line warning of :func:`location_gaps_warning` and :func:`repetition_gaps_warning`:
+    ``what`` the values absent, ``how`` they were combined instead."""
     if not gaps:
         return None
     n = sum(g["missing"] for g in gaps)
     some = "; ".join(f"{g['callpath']} {g['metric']}: {g['missing']} of {g['expected']}" + _in_files(g.get("files"))
                      for g in gaps[:shown])
     more = f"; and {len(gaps) - shown} more" if len(gaps) > shown else ""
-    return (f"{n} rank/thread value(s) absent from the table for {len(gaps)} callpath/metric series "
-            f"({some}{more}): reduced over the ranks present, not counted as 0")
+    return (f"{n} {what} value(s) absent from the table for {len(gaps)} callpath/metric series "
+            f"({some}{more}): {how}, not counted as 0")
 
 
 def _in_files(files, shown: int = 2) -> str:
