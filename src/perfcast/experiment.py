@@ -1283,7 +1283,9 @@ class Experiment:
 def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str], exp: "Experiment | None" = None) -> pd.DataFrame:
     """:meth:`Experiment.aggregate` of a value table (or some of its rows of ``exp``).  Over the
     location columns of a sparse profile's rows, by :func:`reduce_over_locations` (an absent
-    location is a 0), then over ``rep`` if asked."""
+    location is a 0), then over ``rep`` if asked, by :func:`reduce_over_repetitions` once the
+    locations are reduced (a sparse profile's run that measured the metric but lacks the callpath
+    is a 0)."""
     if how not in AGGREGATES:
         raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
     over = [c for c in over if c in data.columns]
@@ -1296,6 +1298,11 @@ def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str], exp: "Experime
         over = [c for c in over if c not in loc]
         if not over:
             return data
+    if exp is not None and over == ["rep"] and not any(c in data.columns for c in LOCATION_COLUMNS):
+        # one value per run: repetitions by the one rule (a sparse profile's absent one is a 0)
+        out = reduce_over_repetitions(exp, data, how)
+        keys = [c for c in out.columns if c != "value"]
+        return out.sort_values(keys, kind="stable").reset_index(drop=True)
     keys = [c for c in data.columns if c not in (*over, "value")]
     out = data.groupby(keys, observed=True, sort=True)["value"].agg(how).reset_index()
     if how == "std":
