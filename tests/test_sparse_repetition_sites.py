@@ -53,3 +53,30 @@ def test_signature_totals_count_an_absent_run_as_zero():
     # whole program (exclusive, summed over callpaths and ranks): repetition 0 1 + 1 + 12 = 14,
     # repetition 1 1 + 1 = 2 -> mean 8 (not 2 + 12 = 14 averaging main->x over its one run)
     assert experiment_totals(_exp(), {"p": 4})["time"] == pytest.approx(8.0)
+
+
+def _flat(meta=None) -> Experiment:
+    # flat timers (scope unknown), one value per run: main() 10 in repetition 0 and 20 in
+    # repetition 1; io 18 in repetition 1 only (repetition 0 did not run it)
+    rows = []
+    for p in P:
+        rows += [(p, 0, "main()", "time", 10.0), (p, 1, "main()", "time", 20.0), (p, 1, "io", "time", 18.0)]
+    d = pd.DataFrame(rows, columns=["p", "rep", "callpath", "metric", "value"])
+    return Experiment(["p"], d, [Metric("time", "s", "time", "unknown")], CallTree.from_paths(["main()", "io"]),
+                      dict(meta or {}))
+
+
+def test_project_base_time_finds_the_whole_run_timer_over_absent_runs_as_zero():
+    from perfcast.projection.apptime import base_time
+
+    # means: main() (10 + 20) / 2 = 15, io (0 + 18) / 2 = 9: main() holds io at every point, so
+    # the program's time is main()'s, 15 (io averaged over its one run, 18, would exceed main()'s
+    # 15 and be taken for the whole run: 18)
+    bt = base_time(_flat(), {"p": 4})
+    assert bt.seconds == pytest.approx(15.0)
+    assert "whole-run timer main()" in bt.ranks
+    # listed repetitions (a shorter list is fewer measurements): io's mean over its one value, 18,
+    # holds main()'s 15 at every point: io is the whole-run timer, 18
+    bt = base_time(_flat({"repetitions": "listed"}), {"p": 4})
+    assert bt.seconds == pytest.approx(18.0)
+    assert "whole-run timer io" in bt.ranks
