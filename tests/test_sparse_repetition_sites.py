@@ -80,3 +80,20 @@ def test_project_base_time_finds_the_whole_run_timer_over_absent_runs_as_zero():
     bt = base_time(_flat({"repetitions": "listed"}), {"p": 4})
     assert bt.seconds == pytest.approx(18.0)
     assert "whole-run timer io" in bt.ranks
+
+
+def test_apmt_measured_totals_and_kernel_values_count_an_absent_run_as_zero():
+    from perfcast.apmt.model import _means, _point_values
+    from perfcast.apmt.refine import measured_totals
+
+    exp = _exp()
+    # max over the ranks: repetition 0 12, repetition 1 0 (did not run main->x) -> 6
+    m = measured_totals(exp, "main->x")
+    assert dict(m) == {p: pytest.approx(6.0) for p in P}
+    assert dict(measured_totals(exp, "main")) == {p: pytest.approx(1.0) for p in P}
+    # the kernels' per-run values (APMT's counters and time samples): the same 0 run
+    vals = _point_values(exp, ["time"], "max")
+    assert dict(_means(vals, ["p"], "main->x", ["time"])) == {p: pytest.approx(6.0) for p in P}
+    # listed repetitions: over the one run that has it
+    listed = _exp({"repetitions": "listed"})
+    assert dict(measured_totals(listed, "main->x")) == {p: pytest.approx(12.0) for p in P}
