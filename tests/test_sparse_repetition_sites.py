@@ -97,3 +97,13 @@ def test_apmt_measured_totals_and_kernel_values_count_an_absent_run_as_zero():
     # listed repetitions: over the one run that has it
     listed = _exp({"repetitions": "listed"})
     assert dict(measured_totals(listed, "main->x")) == {p: pytest.approx(12.0) for p in P}
+
+
+def test_report_metrics_table_counts_an_absent_run_as_zero():
+    from perfcast.report.html import build_report
+
+    rep = build_report(_exp())
+    rows = {r["callpath"]: r["values"] for r in rep.metrics_table["rows"]}
+    assert rep.metrics_table["at"] == {"p": 8.0} and rep.metrics_table["columns"] == ["time"]
+    # at p = 8, time averaged over the ranks: repetition 0 (12 + 0) / 2 = 6, repetition 1 0 -> 3
+    assert rows["main->x"] == [pytest.approx(3.0)]
