@@ -107,3 +107,12 @@ def test_report_metrics_table_counts_an_absent_run_as_zero():
     assert rep.metrics_table["at"] == {"p": 8.0} and rep.metrics_table["columns"] == ["time"]
     # at p = 8, time averaged over the ranks: repetition 0 (12 + 0) / 2 = 6, repetition 1 0 -> 3
     assert rows["main->x"] == [pytest.approx(3.0)]
+
+
+def test_validation_measured_means_count_an_absent_run_as_zero():
+    # correct before this change too (series_statistics applies the rule): kept as a guard
+    from perfcast.analysis.validation import measured_means
+
+    mm = measured_means(_exp(), ["p"], "mean")
+    # time averaged over the ranks: repetition 0 (12 + 0) / 2 = 6, repetition 1 0 -> 3 over 2 runs
+    assert {p: mm[("main->x", "time", (p,))] for p in map(float, P)} == {p: (pytest.approx(3.0), 2) for p in map(float, P)}
