@@ -116,3 +116,16 @@ def test_validation_measured_means_count_an_absent_run_as_zero():
     mm = measured_means(_exp(), ["p"], "mean")
     # time averaged over the ranks: repetition 0 (12 + 0) / 2 = 6, repetition 1 0 -> 3 over 2 runs
     assert {p: mm[("main->x", "time", (p,))] for p in map(float, P)} == {p: (pytest.approx(3.0), 2) for p in map(float, P)}
+
+
+def test_aggregate_over_repetitions_per_rank_counts_an_absent_run_as_zero():
+    exp = _exp()
+    v = exp.aggregate("mean", over=["rep"])
+    got = {(float(p), str(c), int(r)): float(x) for p, c, r, x in zip(v["p"], v["callpath"], v["rank"], v["value"])}
+    # rank 0: main->x 12 in repetition 0, 0 in repetition 1 -> 6; rank 1 ran it in neither -> 0
+    assert got == {**{(p, "main", r): 1.0 for p in P for r in (0, 1)},
+                   **{(p, "main->x", 0): pytest.approx(6.0) for p in P}, **{(p, "main->x", 1): 0.0 for p in P}}
+    # a dense table: over the one repetition of rank 0 that has it; no row for rank 1
+    d = _exp({"locations": "dense"}).aggregate("mean", over=["rep"])
+    x = d[(d["callpath"] == "main->x").to_numpy()]
+    assert list(x["rank"]) == [0, 0, 0] and list(x["value"]) == [12.0, 12.0, 12.0]

@@ -1285,7 +1285,7 @@ def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str], exp: "Experime
     location columns of a sparse profile's rows, by :func:`reduce_over_locations` (an absent
     location is a 0), then over ``rep`` if asked, by :func:`reduce_over_repetitions` once the
     locations are reduced (a sparse profile's run that measured the metric but lacks the callpath
-    is a 0)."""
+    is a 0); per location over ``rep`` (of ``exp.data``) with the zeros of :func:`with_absent_zeros`."""
     if how not in AGGREGATES:
         raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
     over = [c for c in over if c in data.columns]
@@ -1293,6 +1293,11 @@ def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str], exp: "Experime
     if bad:
         raise PerfcastError(f"can only aggregate over rep, rank, thread (not {', '.join(bad)})")
     loc = [c for c in LOCATION_COLUMNS if c in data.columns]
+    if (exp is not None and loc and "rep" in over and not set(loc) <= set(over) and data is exp.data
+            and absent_repetition_is_zero(exp)):
+        # per location over the repetitions: a location of a run that measured the metric but
+        # lacks the callpath did not run it there, a 0 (with_absent_zeros)
+        data = with_absent_zeros(exp)
     if exp is not None and loc and set(loc) <= set(over) and not absent_location_is_missing(exp):
         data = reduce_over_locations(exp, data, how, sort=True)
         over = [c for c in over if c not in loc]
