@@ -1282,7 +1282,9 @@ class Experiment:
 def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str], exp: "Experiment | None" = None) -> pd.DataFrame:
     """:meth:`Experiment.aggregate` of a value table (or some of its rows of ``exp``).  Over the
     location columns of a sparse profile's rows, by :func:`reduce_over_locations` (an absent
-    location is a 0), then over ``rep`` if asked."""
+    location is a 0), then over ``rep`` if asked, by :func:`reduce_over_repetitions` once the
+    locations are reduced (a sparse profile's run that measured the metric but lacks the callpath
+    is a 0); per location over ``rep`` (of ``exp.data``) with the zeros of :func:`with_absent_zeros`."""
     if how not in AGGREGATES:
         raise PerfcastError(f"unknown aggregate {how!r}; use one of {', '.join(AGGREGATES)}")
     over = [c for c in over if c in data.columns]
@@ -1290,11 +1292,21 @@ def _aggregate(data: pd.DataFrame, how: str, over: Sequence[str], exp: "Experime
     if bad:
         raise PerfcastError(f"can only aggregate over rep, rank, thread (not {', '.join(bad)})")
     loc = [c for c in LOCATION_COLUMNS if c in data.columns]
+    if (exp is not None and loc and "rep" in over and not set(loc) <= set(over) and data is exp.data
+            and absent_repetition_is_zero(exp)):
+        # per location over the repetitions: a location of a run that measured the metric but
+        # lacks the callpath did not run it there, a 0 (with_absent_zeros)
+        data = with_absent_zeros(exp)
     if exp is not None and loc and set(loc) <= set(over) and not absent_location_is_missing(exp):
         data = reduce_over_locations(exp, data, how, sort=True)
         over = [c for c in over if c not in loc]
         if not over:
             return data
+    if exp is not None and over == ["rep"] and not any(c in data.columns for c in LOCATION_COLUMNS):
+        # one value per run: repetitions by the one rule (a sparse profile's absent one is a 0)
+        out = reduce_over_repetitions(exp, data, how)
+        keys = [c for c in out.columns if c != "value"]
+        return out.sort_values(keys, kind="stable").reset_index(drop=True)
     keys = [c for c in data.columns if c not in (*over, "value")]
     out = data.groupby(keys, observed=True, sort=True)["value"].agg(how).reset_index()
     if how == "std":

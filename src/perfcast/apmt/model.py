@@ -39,7 +39,7 @@ import pandas as pd
 from .. import fit
 from ..analysis import kernels as kmod
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS, Experiment, reduce_over_locations
+from ..experiment import LOCATION_COLUMNS, Experiment, fill_absent_repetitions, reduce_over_locations
 from ..fit.lines import line_note
 from ..machine import Machine
 from . import comm as cmod
@@ -310,7 +310,8 @@ def _point_values(kexp: Experiment, metrics: Sequence[str], ranks: str) -> pd.Da
         # over the ranks by the one rule (a sparse profile's rank without the kernel: 0)
         d = reduce_over_locations(kexp, d[[*params, "rep", "callpath", "metric",
                                            *[c for c in LOCATION_COLUMNS if c in d.columns], "value"]], ranks)
-    return d
+    # and the repetitions (a sparse profile's run that measured the metric but not the kernel: 0)
+    return fill_absent_repetitions(kexp, d)
 
 
 def _series(df: pd.DataFrame, params: list[str], kernel: str, metrics: Sequence[str]):
@@ -418,10 +419,9 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                     raise PerfcastError(f"timer {tp!r} for kernel {k.name!r} is not a callpath of the experiment")
                 tsel = base.select(callpath=tp)
                 tm = "time" if "time" in tsel.metrics else next(iter(tsel.metrics))
-                td = tsel.data[tsel.data["metric"] == tm]
-                if "rank" in td.columns:
-                    td = td.groupby([*bparams, "rep"], observed=True)["value"].max().reset_index()
-                tser = td.groupby(bparams, observed=True)["value"].mean()
+                from .refine import measured_totals
+
+                tser = measured_totals(base, tp, tm)
                 tsrc = f"timer {tp}"
             elif time_metrics:
                 s = _series(vals, bparams, k.name, time_metrics[:1])

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS, Experiment, reduce_over_locations
+from ..experiment import LOCATION_COLUMNS, Experiment, reduce_over_locations, reduce_over_repetitions
 from ..analysis import kernels as kmod
 from . import comm as cmod
 
@@ -59,14 +59,19 @@ class Validation:
 
 
 def measured_totals(exp: Experiment, callpath: str, metric: str = "time") -> pd.Series:
-    """Mean over repetitions of a run-level value (max over ranks) per point."""
+    """Mean over repetitions of a run-level value (max over ranks) per point, both by the one rule
+    (:func:`reduce_over_locations`, :func:`reduce_over_repetitions`): a sparse profile's run that
+    measured ``metric`` but lacks ``callpath`` did not run it, a 0."""
     if callpath not in exp.data["callpath"].cat.categories:
         raise PerfcastError(f"the validation runs have no callpath {callpath!r} (choose the measured total with "
                             "--measure CALLPATH)")
-    sub = exp.select(callpath=callpath, metric=metric).data
+    # every callpath of the metric: which runs measured it
+    sub = exp.select(metric=metric).data
     params = list(exp.parameters)
-    if "rank" in sub.columns:
-        sub = sub.groupby([*params, "rep"], observed=True)["value"].max().reset_index()
+    if any(c in sub.columns for c in LOCATION_COLUMNS):
+        sub = reduce_over_locations(exp, sub, "max")
+    sub = reduce_over_repetitions(exp, sub, "mean")
+    sub = sub[(sub["callpath"] == callpath).to_numpy()]
     return sub.groupby(params, observed=True)["value"].mean()
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import PerfcastError
+from ..experiment import LOCATION_COLUMNS
 
 RANKS = ("mean", "max", "sum", "min")
 DEFAULT_RANKS = "mean"
@@ -142,10 +143,12 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
         if n_paths > 1:
             from ..analysis.views import whole_run_timer
 
-            every = exp.data[exp.data["metric"] == name]
-            whole = whole_run_timer(every.groupby([*exp.parameters, "callpath"], observed=True)["value"].mean()
-                                    .unstack("callpath")) if exp.parameters else \
-                whole_run_timer(every.groupby("callpath", observed=True)["value"].mean().to_frame().T)
+            # the measured means: locations and repetitions by the one rule (a sparse profile's
+            # run that measured the metric but lacks a timer did not run it: a 0)
+            every = exp.select(metric=name).aggregate("mean", over=("rep", *LOCATION_COLUMNS))
+            whole = whole_run_timer(every.pivot_table(index=list(exp.parameters), columns="callpath", values="value",
+                                                      observed=True)) if exp.parameters else \
+                whole_run_timer(every.set_index("callpath")[["value"]].T)
         if whole is not None:
             d = d[d["callpath"] == whole]
             flat = (f"; the whole-run timer {whole} (at least each of the other {n_paths - 1} flat timers at every "

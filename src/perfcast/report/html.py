@@ -43,7 +43,7 @@ from .. import __version__
 from ..errors import PerfcastError
 from ..analysis.fitcheck import fit_warnings
 from ..fit.lines import line_note
-from ..experiment import Experiment
+from ..experiment import Experiment, reduce_over_repetitions
 from ..modelset import clip_interval
 from . import svg as S
 
@@ -971,16 +971,18 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
         from ..fit.series import _reduce_locations
 
         d = exp.data
-        mask = d["callpath"].isin(cps).to_numpy() & d["metric"].isin(names).to_numpy()
+        # every callpath of the metrics at the point, not only the kernels': which runs measured
+        # a metric (a sparse profile's run that did and lacks a kernel did not run it: a 0)
+        mask = d["metric"].isin(names).to_numpy(copy=True)
         for p, v in at.items():
             mask &= (d[p] == v).to_numpy()
         if mask.any():
             # the meta too: a dense table's absent rank stays missing (reduce_over_locations)
             sub = Experiment(exp.parameters, d[mask].reset_index(drop=True),
-                             [exp.metrics[n] for n in names], exp.tree.subset(cps), exp.meta, validate=False)
-            red = _reduce_locations(sub, o.locations)
-            mean = red.groupby(["callpath", "metric"], observed=True)["value"].mean()
-            values = {(str(c), str(mm)): float(v) for (c, mm), v in mean.items()}
+                             [exp.metrics[n] for n in names], exp.tree, exp.meta, validate=False)
+            mean = reduce_over_repetitions(sub, _reduce_locations(sub, o.locations))
+            mean = mean[mean["callpath"].isin(cps).to_numpy()]
+            values = {(str(c), str(mm)): float(v) for c, mm, v in zip(mean["callpath"], mean["metric"], mean["value"])}
     mrows = []
     for i, n in enumerate(exp.metrics):
         mt = exp.metrics[n]
