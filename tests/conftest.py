@@ -218,3 +218,18 @@ def cli_json(text: str, kind: str | None = None) -> dict:
 def cli_items(text: str, kind: str | None = None) -> list:
     """:func:`cli_json`'s ``items``."""
     return cli_json(text, kind)["items"]
+
+
+def bench_module(name: str, filename: str):
+    """The bench/ script ``filename`` imported as module ``name`` (bench/ on sys.path for its own
+    imports): the tests of the benchmarks' helpers run the scripts' own code."""
+    import importlib.util
+    import sys
+
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    spec = importlib.util.spec_from_file_location(name, bench / filename)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m

@@ -1,25 +1,12 @@
 """bench/advisor.py's budgeted simulation (--budgeted): a fixed grid within a budget and the
 advisor's campaign within one, against costs computed by hand from the oracle's generating formula."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from conftest import bench_module
 
-
-def _mod():
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("bench_advisor", BENCH / "advisor.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
-
-
-ba = _mod()
+ba = bench_module("bench_advisor", "advisor.py")
 
 
 def _hand_cost(p):

@@ -1,26 +1,14 @@
 """The pure helpers of bench/cli_scale.py (no timing): growth exponent, size parsing, generated files."""
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
 from perfcast.io import load
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from conftest import bench_module
 
-
-def _mod():
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("cli_scale", BENCH / "cli_scale.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
-
-
-cs = _mod()
+cs = bench_module("cli_scale", "cli_scale.py")
 
 
 def test_growth_exponent_by_hand():
