@@ -144,11 +144,16 @@ def power_law_file(tmp_path, x, S: int, seed: int):
     """An Extra-P text file (``tmp_path``/exp.txt) of the repetitions of :func:`power_law_group`:
     regions r0..r{S-1}, one parameter p at the points ``x``."""
     _, _, _, reps = power_law_group(x, S, seed)
+    return write_reps_file(tmp_path / "exp.txt", x, reps)
+
+
+def write_reps_file(path: Path, x, reps) -> Path:
+    """An Extra-P text file at ``path``: repetitions ``reps`` (S, len(x), R) of regions r0..r{S-1},
+    metric time, one parameter p at the points ``x``."""
     lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in x), "", "METRIC time", ""]
-    for s in range(S):
+    for s in range(len(reps)):
         lines.append(f"REGION r{s}")
         lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(x))]
-    path = tmp_path / "exp.txt"
     path.write_text("\n".join(lines) + "\n")
     return path
 

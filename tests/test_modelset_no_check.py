@@ -8,6 +8,8 @@ import pytest
 
 from perfcast.errors import PerfcastError
 
+from conftest import write_reps_file
+
 X = np.array([4.0, 8, 16, 32, 64, 128])
 
 
@@ -22,13 +24,7 @@ def exp_file(tmp_path):
     c = np.where(np.arange(S) % 2 == 0, 0.0, rng.uniform(1e-4, 1e-3, S))
     mu = rng.uniform(1, 10, S)[:, None] + rng.uniform(0.01, 1, S)[:, None] * X ** e[:, None] + c[:, None] * X ** 2.5
     reps = mu[:, :, None] * (1 + rng.uniform(-0.025, 0.025, (S, len(X), 5)))
-    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p:g} )" for p in X), "", "METRIC time", ""]
-    for s in range(S):
-        lines.append(f"REGION r{s}")
-        lines += ["DATA " + " ".join(repr(float(v)) for v in reps[s, i]) for i in range(len(X))]
-    path = tmp_path / "exp.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_reps_file(tmp_path / "exp.txt", X, reps)
 
 
 def test_same_models_without_the_check(exp_file):
