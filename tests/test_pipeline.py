@@ -116,13 +116,7 @@ def test_streamed_models_and_ranking_follow_the_laws(tmp_path, small_blocks):
     laws = {f"k{i}": law for i, law in enumerate([lambda p: 3 + 2 * p * p, lambda p: 10 + 5 * math.log2(p),
                                                    lambda p: 1 + 0.5 * p * math.log2(p), lambda p: 50.0,
                                                    lambda p: 2 + 0.25 * p ** 1.5])}
-    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), "", "METRIC time", ""]
-    for name, law in laws.items():
-        lines.append(f"REGION {name}")
-        lines += ["DATA " + " ".join([repr(float(law(p)))] * 3) for p in PS]
-        lines.append("")
-    src = tmp_path / "exact.txt"
-    src.write_text("\n".join(lines) + "\n")
+    src = _law_file(tmp_path / "exact.txt", laws)
     out = tmp_path / "x.parquet"
     n = pipeline.model_table(src, out, force=False, options=FitOptions(workers=1))
     assert n == len(laws)
@@ -276,14 +270,19 @@ def _flat_timers(tmp_path, laws):
     plus ``main``, their sum plus 1 (it holds every other timer at every point); ``laws`` gains main."""
     parts = dict(laws)
     laws["main"] = lambda p: 1 + sum(f(p) for f in parts.values())
+    return _law_file(tmp_path / "flat.txt", laws)
+
+
+def _law_file(path, laws):
+    """An Extra-P text file at ``path``: each law (name -> law of p) as a region with 3 equal
+    repetitions at PS."""
     lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in PS), "", "METRIC time", ""]
     for name, law in laws.items():
         lines.append(f"REGION {name}")
         lines += ["DATA " + " ".join([repr(float(law(p)))] * 3) for p in PS]
         lines.append("")
-    src = tmp_path / "flat.txt"
-    src.write_text("\n".join(lines) + "\n")
-    return src
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def test_streamed_root_of_a_flat_timer_list_is_its_whole_run_timer(capsys, tmp_path, small_blocks):
