@@ -91,6 +91,19 @@ def test_dense_table_keeps_absent_as_missing():
     assert exp.select(p=4).reduce_locations("min").data.query("callpath == 'main->io'")["value"].tolist() == [8.0]
 
 
+def test_a_users_frame_means_what_its_tidy_csv_means(tmp_path):
+    # Experiment.from_pandas of the frame: main->io is missing at ranks 1..p-1 (over rank 0: 2p),
+    # as the same frame written to a tidy CSV and read back; meta "sparse" makes it the profile (2)
+    frame = _rows()
+    exp = Experiment.from_pandas(frame, parameters=["p"])
+    assert _stat(series_statistics(exp, "auto"), "main->io") == {4.0: pytest.approx(8.0), 8.0: pytest.approx(16.0)}
+    f = tmp_path / "t.csv"
+    frame.assign(scope="exclusive", unit="s").to_csv(f, index=False)
+    assert _stat(series_statistics(load([str(f)]), "auto"), "main->io") == {4.0: 8.0, 8.0: 16.0}
+    prof = Experiment.from_pandas(frame, parameters=["p"], meta={"locations": "sparse"})
+    assert _stat(series_statistics(prof, "auto"), "main->io") == {4.0: pytest.approx(2.0), 8.0: pytest.approx(2.0)}
+
+
 def test_sparse_table_round_trips_through_a_tidy_csv(tmp_path, capsys):
     exp = _sparse()
     frame = exp.to_pandas()

@@ -937,11 +937,19 @@ class Experiment:
     def from_pandas(cls, df: pd.DataFrame, parameters: Sequence[str] | None = None,
                     metrics: Iterable[Metric] | None = None, tree: CallTree | None = None,
                     meta: Mapping | None = None) -> "Experiment":
-        """Build from a tidy frame; parameters default to every non-reserved column."""
+        """Build from a tidy frame; parameters default to every non-reserved column.
+
+        The frame means what a tidy CSV of it means (perfcast.io.tidy): a rank or repetition it
+        lacks is missing, not a zero (``meta["locations"] = "dense"``,
+        :func:`absent_location_is_missing`), unless ``meta`` says otherwise: ``{"locations":
+        "sparse"}`` for a profile that records only what each rank ran (absent = did not run = 0,
+        as the Caliper/CUBE/HPCToolkit readers build it)."""
         if parameters is None:
             parameters = [c for c in df.columns if c not in RESERVED]
         if metrics is None:
             metrics = [Metric.guess(str(m)) for m in pd.unique(df["metric"].astype(str))]
+        meta = dict(meta or {})
+        meta.setdefault("locations", "dense")
         return cls(parameters, df, metrics, tree, meta)
 
     def to_pandas(self) -> pd.DataFrame:
