@@ -36,7 +36,8 @@ echo "== prediction at $TARGET (never measured)"
   | tee "$OUT/prediction.txt"
 
 echo "== the check: measure $TARGET now and compare with the prediction made without it"
-echo "   1. message counts and bytes are deterministic: predicted exactly, whatever the cores"
+echo "   1. message counts and bytes are deterministic (the same in every run, whatever the cores):"
+echo "      what the check shows is the models' own error"
 CHECK="$OUT/jacobi-target.perfcast"
 grid=()
 IFS=, read -ra kv <<< "$TARGET"
@@ -78,14 +79,15 @@ APMT="$OUT/jacobi-apmt.perfcast"
   --cachegrind-toggle reduce_residual -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 100 -q
 echo "== prediction at $TARGET with a computation / memory / communication breakdown (APMT;"
 echo "   communication times fitted on runs with p <= $cores cores: oversubscribed runs measure descheduling)"
-echo "   (checked against the run measured at $TARGET above: which estimate was closer)"
+echo "   (next to the run time predicted from the timing campaign above, and checked against the run"
+echo "   measured at $TARGET: which estimate was closer)"
 "$PERFCAST" predict "$APMT" --breakdown --at "$TARGET" --timer 'compute_sweep=app->compute' \
-  --comm-max-procs "$cores" --validate "$CHECK" | tee "$OUT/breakdown.txt"
+  --comm-max-procs "$cores" --validate "$CHECK" --run-times "$EXP" | tee "$OUT/breakdown.txt"
 
 echo "== reports"
 "$PERFCAST" report "$EXP" -o "$OUT/report.html" --force --target "$TARGET" --validate "$CHECK"
 "$PERFCAST" report "$APMT" -o "$OUT/apmt-report.html" --force --target "$TARGET" --timer 'compute_sweep=app->compute' \
-  --comm-max-procs "$cores" --validate "$CHECK"
+  --comm-max-procs "$cores" --validate "$CHECK" --run-times "$EXP"
 
 echo "== projection onto machines never touched: this VM is not among the published systems, so the"
 echo "   compute projection is shown on published data -- each SPEC CPU2017 FP benchmark in turn is the"

@@ -161,3 +161,43 @@ def test_report_checks_the_verdict_with_the_validation_runs(held_out, tmp_path, 
     rec = reconcile(train, model, model.predict({"p": 16}), measured=val)
     from perfcast.apmt.reconcile import check_line
     assert rec["check"] is not None and check_line(rec["check"]) in page
+
+
+def _timing_campaign(path, params=("p",)):
+    """A timing campaign of the 'same application' (a tidy CSV): app = 0.5 + 0.1 p and app->compute
+    = 0.01 p seconds exactly, 3 runs at p = 1..64 (more and larger points than the counter runs)."""
+    import pandas as pd
+
+    rows = []
+    for p in (1, 2, 4, 8, 16, 32, 64):
+        for rep in range(3):
+            for cp, v in (("app", 0.5 + 0.1 * p), ("app->compute", 0.01 * p)):
+                rows.append({**{k: p for k in params}, "callpath": cp, "metric": "time", "value": v, "rep": rep,
+                             "unit": "s", "scope": "inclusive"})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_the_run_time_from_a_timing_campaign(recorded, tmp_path, capsys):
+    # one PMNF estimate of the run: the timing campaign's laws at the target (0.5 + 0.1 * 128 and
+    # 0.01 * 128), while the coverage stays APMT's total over the time measured with the counters
+    exp, model, _ = recorded
+    pred = model.predict({"p": 128})
+    times = io.load([_timing_campaign(tmp_path / "times.csv")])
+    own = reconcile(exp, model, pred, TIMERS)
+    rec = reconcile(exp, model, pred, TIMERS, times=times, times_label="times.csv")
+    run, = rec["runs"]
+    assert run["pmnf"]["value"] == pytest.approx(0.5 + 0.1 * 128, rel=1e-9)
+    k, = rec["kernels"]
+    assert k["pmnf"]["value"] == pytest.approx(0.01 * 128, rel=1e-9)
+    assert rec["coverage"] == own["coverage"] and rec["times_from"] == "times.csv"
+    code, out, err = cli(capsys, "predict", CAMPAIGN, "--breakdown", "--at", "p=128", "--timer",
+                         "compute_sweep=app->compute", "--run-times", tmp_path / "times.csv")
+    assert code == 0, err
+    line, = [ln for ln in out.splitlines() if ln.strip().startswith("PMNF app ")]
+    assert f"from {tmp_path / 'times.csv'}" in line
+    # a campaign over other parameters is not the same application's run: one line, exit 2
+    _timing_campaign(tmp_path / "other.csv", params=("nodes",))
+    code, out, err = cli(capsys, "predict", CAMPAIGN, "--breakdown", "--at", "p=128", "--run-times",
+                         tmp_path / "other.csv")
+    assert code == 2 and "other.csv: its parameters (nodes) differ" in err and "Traceback" not in err

@@ -929,6 +929,13 @@ def _print_series_notes(err, kind, items, what, limit=6):
                   "details per series", markup=False, highlight=False)
 
 
+_run_times_option = click.option(
+    "--run-times", "run_times", multiple=True, type=click.Path(path_type=Path), metavar="EXP",
+    help="With the APMT breakdown: a timing campaign of the same application (same parameters; more points, "
+         "larger scales than the counter runs) whose models of the measured times give the PMNF run time "
+         "APMT's total is put next to, instead of the APMT experiment's own timers: one PMNF estimate of the run.")
+
+
 @cli.command("predict")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
@@ -951,6 +958,7 @@ def _print_series_notes(err, kind, items, what, limit=6):
 @click.option("--size-ratio", type=Finite(0, min_open=True), default=1.0,
               help="With --breakdown: problem size relative to the profiled one (APMT work per rank).")
 @click.option("--strong", metavar="P1,P2,...", help="With --breakdown: also print a strong-scaling curve.")
+@_run_times_option
 @click.option("--comm-max-procs", type=Finite(1), default=None, metavar="N",
               help="APMT: fit communication times on runs with at most N processes (e.g. the cores: "
                    "oversubscribed runs measure descheduling); counts and sizes use every run.")
@@ -960,8 +968,8 @@ def _print_series_notes(err, kind, items, what, limit=6):
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @_table_output_options
 def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negative, locations, at, measured,
-                level, averaged, breakdown, timers, machine, size_ratio, strong, comm_max_procs, scaling, limit,
-                as_json, output, force):
+                level, averaged, breakdown, timers, machine, size_ratio, strong, run_times, comm_max_procs, scaling,
+                limit, as_json, output, force):
     """Predict every callpath x metric at --at with a prediction interval for a new measurement.
 
     With --validate, also compare each prediction with what was measured there (relative error,
@@ -979,7 +987,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         # were accepted and ignored: `--timer solve=app->t` without --breakdown changed nothing
         ctx = click.get_current_context()
         given = [f"--{name.replace('_', '-')}" for name in ("timers", "machine", "size_ratio", "strong",
-                                                            "comm_max_procs", "scaling")
+                                                            "run_times", "comm_max_procs", "scaling")
                  if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
         if given:
             given = ["--timer" if g == "--timers" else g for g in given]
@@ -1012,8 +1020,10 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                                 "scaling models need runs at several points")
     if breakdown:
         from .apmt.cli import breakdown_cmd
+        times = load_experiment(run_times, None, (), params, quiet=as_json) if run_times else None
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
-                             comm_max_procs, scaling, measured=mexp)
+                             comm_max_procs, scaling, measured=mexp, times=times,
+                             times_label=", ".join(map(str, run_times)) if run_times else None)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json, mexp)}
     if as_json and check is None and output is None:
@@ -1297,6 +1307,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--timer", "timers", multiple=True, metavar="KERNEL=CALLPATH",
               help="APMT: an application timer measuring a kernel (effective CPI source), e.g. "
                    "compute_sweep=app->compute; repeatable.")
+@_run_times_option
 @click.option("--apmt-machine", type=click.Path(path_type=Path), default=None,
               help="APMT: machine description YAML (default: this host; see `perfcast machine`).")
 @click.option("--comm-max-procs", type=Finite(1), default=None, metavar="N",
@@ -1309,7 +1320,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 @click.option("--json", "as_json", is_flag=True, help="Print what the report shows as JSON.")
 def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, kernels, plots, min_share, scaling,
                level, max_terms, negative, locations, derives, base, machines, method, title, validate, apmt_mode,
-               timers, apmt_machine, comm_max_procs, averaged, by, as_json):
+               timers, run_times, apmt_machine, comm_max_procs, averaged, by, as_json):
     """Write one self-contained HTML report (works offline): summary, ranked kernels, model plots
     with extrapolation and prediction bands, cost breakdown, scaling-loss tree, metrics.
 
@@ -1334,7 +1345,7 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
         raise PerfcastError("--method: only with --base and --machine (the projection)")
     if apmt_mode == "off":
         unused = [o for o, n in (("--timer", "timers"), ("--apmt-machine", "apmt_machine"),
-                                 ("--comm-max-procs", "comm_max_procs")) if given(n)]
+                                 ("--comm-max-procs", "comm_max_procs"), ("--run-times", "run_times")) if given(n)]
         if unused:
             raise PerfcastError(f"{', '.join(unused)}: not with --apmt off (the APMT breakdown is left out)")
     check_file_output(output, force)
@@ -1386,8 +1397,10 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
     vexp = load_experiment(validate, None, (), params, quiet=as_json, fitted=exp) if validate else None
     if vexp is not None and derives:
         vexp, _ = derive(vexp, derives)
+    times = load_experiment(run_times, None, (), params, quiet=as_json) if run_times else None
     rep = write_report(exp, output, opts, force, projections=projections, apmt=apmt, apmt_note=apmt_note,
-                       validation=vexp)
+                       validation=vexp, run_times=times,
+                       run_times_label=", ".join(map(str, run_times)) if run_times else None)
     gaps = _rank_gaps(exp, as_json)
     if as_json:
         write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()}, **gaps)

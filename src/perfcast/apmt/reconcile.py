@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..errors import PerfcastError
+
 #: APMT accounts for less than this share of the measured run time: its total is partial
 PARTIAL = 0.8
 #: the rank combination of the time series compared (fit_apmt's default ``ranks``)
@@ -97,19 +99,31 @@ def _time_metric(exp) -> str | None:
 
 
 def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: float = 0.9,
-              measured=None) -> dict:
+              measured=None, times=None, times_label: str | None = None) -> dict:
     """The side-by-side of :func:`verdict`'s inputs for one APMT ``pred`` (module doc) as a dict
     (``timers``: kernel -> timer callpath, default the model's own):
     ``at``, ``apmt`` (total, computation, communication), ``runs`` (per root: PMNF prediction and the
     measured mean at the largest profiled point), ``kernels`` (APMT vs PMNF of its timer),
-    ``left_out``, ``coverage``, ``oversubscribed``, ``verdict`` and ``check`` (:func:`check`; None
-    without ``measured``, an experiment of validation runs with the same parameters)."""
+    ``left_out``, ``coverage``, ``oversubscribed``, ``verdict``, ``times_from`` and ``check``
+    (:func:`check`; None without ``measured``, an experiment of validation runs with the same
+    parameters).
+
+    ``times``: another experiment of the same application with the same parameters (a timing
+    campaign: more points, larger scales than the counter runs APMT is fitted on) whose PMNF models
+    give the run-time and timer predictions instead of ``exp``'s own timers, so that the run's time
+    has one PMNF estimate, not one per campaign (``times_label`` names it in ``times_from``);
+    the coverage stays APMT's total over the run time measured with it, in ``exp``."""
     import perfcast
 
     from ..analysis.validation import measured_means
 
     timers = dict(model.timers if timers is None else timers)
-    metric = _time_metric(exp)
+    src = exp if times is None else times
+    if times is not None and list(times.parameters) != list(exp.parameters):
+        raise PerfcastError(f"the run-time experiment{f' {times_label}' if times_label else ''}: its parameters "
+                            f"({', '.join(times.parameters) or 'none'}) "
+                            f"differ from the APMT experiment's ({', '.join(exp.parameters) or 'none'})")
+    metric = _time_metric(src)
     at = dict(pred.at)
     base = {"at": at, "apmt": {"total": pred.total, "computation": pred.computation,
                                "communication": pred.comm_total}}
@@ -124,19 +138,21 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
                 "verdict": {"best": "apmt", "text": "the experiment has no time metric: the APMT total is the "
                                                     "only estimate"}}
     mpi = {"MPI", "APP"}
-    have = set(map(str, exp.data.loc[exp.data["metric"] == metric, "callpath"].unique()))
-    roots = [r for r in exp.tree.roots() if r not in mpi and r in have]
+    have = set(map(str, src.data.loc[src.data["metric"] == metric, "callpath"].unique()))
+    roots = [r for r in src.tree.roots() if r not in mpi and r in have]
     mapped = {k: t for k, t in timers.items() if k in pred.kernels and t in have}
     paths = list(dict.fromkeys(roots + list(mapped.values())))
     if not paths:
         return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
-                "oversubscribed": None, "check": None,
+                "oversubscribed": None, "check": None, "times_from": times_label,
                 "verdict": {"best": "apmt", "text": f"no run time ({metric} of a root callpath) was measured: the "
                                                     "APMT total is the only estimate"}}
-    sub = exp.select(metric=metric, callpath=paths, literal=True)
+    sub = src.select(metric=metric, callpath=paths, literal=True)
     ms = perfcast.model(sub, locations=RANKS)
     rows = {r["callpath"]: r for r in ms.predict(at, level)}
-    means = measured_means(sub, exp.parameters, RANKS) if big is not None else {}
+    # the run time measured with the counters (where APMT's total is known too): exp's own
+    own = sub if times is None else _own_times(exp, metric, paths)
+    means = measured_means(own, exp.parameters, RANKS) if big is not None and own is not None else {}
     key = tuple(big[p] for p in exp.parameters) if big is not None else ()
     apmt_big = model.predict(big).total if big is not None else None
     runs = []
@@ -165,8 +181,18 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
             "coverage": None if coverage is None else {"value": coverage, "at": big, "apmt": apmt_big,
                                                        "measured": run["measured_at_largest"],
                                                        "callpath": run["callpath"]},
-            "oversubscribed": None if over is None else over.to_dict(),
+            "oversubscribed": None if over is None else over.to_dict(), "times_from": times_label,
             "verdict": {"best": v.best, "text": v.text}}
+
+
+def _own_times(exp, metric: str, paths: list[str]):
+    """``exp``'s own measurements of the run-time callpaths ``paths`` (the coverage's measured run
+    time), or None when it has none of them."""
+    if metric not in exp.metrics:
+        return None
+    have = set(map(str, exp.data.loc[exp.data["metric"] == metric, "callpath"].unique()))
+    keep = [p for p in paths if p in have]
+    return exp.select(metric=metric, callpath=keep, literal=True) if keep else None
 
 
 def check(measured, parameters, run: Mapping | None, apmt_total: float, best: str, metric: str) -> dict | None:
@@ -217,7 +243,8 @@ def lines(rec: Mapping) -> list[str]:
     for r in rec["runs"]:
         p = r["pmnf"]
         if p is not None:
-            out.append(f"  PMNF {r['callpath']} ({r['metric']}, run time)  {_pm(p)}")
+            src = f"; from {rec['times_from']}" if rec.get("times_from") else ""
+            out.append(f"  PMNF {r['callpath']} ({r['metric']}, run time{src})  {_pm(p)}")
     for k in rec["kernels"]:
         a = "-" if k["apmt"] is None else f"{k['apmt']:.4g} s"
         state = {True: "agree", False: "disagree", None: "not comparable"}[k["agree"]]

@@ -351,7 +351,8 @@ def _guess_mode(first: float, last: float, p: float, q: float, metric: str) -> t
 
 def build_report(exp: Experiment, options: ReportOptions | None = None, *, models=None,
                  apmt=None, projections: Mapping | Sequence | None = None, apmt_note: str | None = None,
-                 validation: Experiment | None = None) -> Report:
+                 validation: Experiment | None = None, run_times: Experiment | None = None,
+                 run_times_label: str | None = None) -> Report:
     """Compute everything the report shows.  ``models``: fitted :class:`perfcast.fit.SeriesModel`
     list to reuse (default: fit the metric now); ``apmt``: ``{"x": name, "points": [...],
     "components": {"computation": [...], "memory": [...], "communication": [...]}, "unit": ...}``,
@@ -359,7 +360,10 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     :func:`perfcast.apmt.report.breakdown_series`); ``apmt_note``: why there is no APMT section;
     ``projections``: ``{"columns": [...], "rows": [[...], ...]}`` or a list of dicts (one per target
     machine); ``validation``: runs the models were not fitted on, compared with the predictions of
-    the ranked kernels (:mod:`perfcast.analysis.validation`) and drawn on their plots."""
+    the ranked kernels (:mod:`perfcast.analysis.validation`) and drawn on their plots;
+    ``run_times`` (named ``run_times_label``): a timing campaign of the same application whose PMNF
+    models give the run time that APMT's total is put next to (:func:`perfcast.apmt.reconcile.reconcile`'s
+    ``times``), instead of ``exp``'s own timers."""
     o = options or ReportOptions()
     if o.kernels < 1 or o.plots < 0:
         raise PerfcastError("kernels must be >= 1 and plots >= 0")
@@ -429,7 +433,8 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         from ..apmt.report import breakdown_series
 
         model, apmt = apmt, breakdown_series(apmt, rep.target or {})
-        rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level, measured=validation)
+        rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level, measured=validation,
+                        times=run_times, times_label=run_times_label)
         rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines({**rec, "check": None})[1:-1]],
                               "verdict": rec["verdict"]["text"], "at": apmt["at"],
                               "check": None if rec["check"] is None else check_line(rec["check"])}
