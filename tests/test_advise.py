@@ -175,6 +175,27 @@ def test_cost_of_a_run_is_the_whole_run_time_times_the_processes(tmp_path, capsy
         assert c["processes"] == p
 
 
+def test_without_a_process_parameter_a_run_costs_its_ranks(tmp_path, capsys):
+    """A code run at a fixed 4 ranks, sizes n varied: each run costs its time (A + B n, recorded on
+    every rank) x 4 processes, not x 1; runs with different rank counts fall back to one process."""
+    rows = ["n,rep,rank,callpath,metric,value\n"]
+    for n in PS:
+        for r, s in ((0, 1 + DELTA), (1, 1 - DELTA)):
+            rows += [f"{n},{r},{k},main,time,{(A + B * n) * s!r}\n" for k in range(4)]
+    path = tmp_path / "ranks.csv"
+    path.write_text("".join(rows))
+    code, out, err = cli(capsys, "advise", path, "--target", "n=512", "--candidates", "n=64,128", "--json")
+    assert code == 0, err
+    doc = cli_json(out, "advice")
+    for c in doc["items"]:
+        assert c["processes"] == 4
+        assert c["cost"] == pytest.approx((A + B * c["at"]["n"]) * 4 / 3600, rel=1e-6)
+    path.write_text("".join(rows) + f"{PS[0]},2,0,main,time,{A + B * PS[0]!r}\n")     # a run on one rank
+    code, out, err = cli(capsys, "advise", path, "--target", "n=512", "--candidates", "n=64,128", "--json")
+    assert code == 0, err
+    assert {c["processes"] for c in cli_json(out, "advice")["items"]} == {1}
+
+
 def test_budget_plan_stays_within_the_budget(tmp_path, capsys):
     path = _linear(tmp_path)
     budget = 1.0

@@ -63,7 +63,8 @@ time metric (the whole run: the sum of the topmost callpaths of an inclusive met
 tree, of all callpaths of an exclusive metric, else the one callpath that is the largest at every
 measured point -- a whole-run timer holds the others --, else the sum of all callpaths; a sum over
 ranks divided by the process count) -- times the number of processes (the process-count
-parameter, :attr:`perfcast.modelset.ModelSet.procs`; without one, each run counts as one process);
+parameter, :attr:`perfcast.modelset.ModelSet.procs`; without one, the ranks every measured run had
+(:func:`ranks_per_run`: an MPI code run at a fixed process count), else each run counts as one process);
 an extra repetition of a measured point costs its measured mean time times the
 processes.  So the cost of new points is predicted, the cost of repetitions measured.
 
@@ -556,6 +557,19 @@ def _root(ms, metric: str, stats, exclusive: bool = False) -> list:
     return [whole] if whole is not None else cps
 
 
+def ranks_per_run(exp) -> int | None:
+    """The processes of every run of ``exp`` without a process-count parameter: the ranks holding
+    values in a run (point and repetition; any metric), when every run has the same number; None
+    without per-rank values or when runs differ."""
+    if "rank" not in exp.data.columns or exp.data.empty:
+        return None
+    run = [c for c in (*exp.parameters, "rep") if c in exp.data.columns]
+    if not run:
+        return int(exp.data["rank"].nunique())
+    n = exp.data.groupby(run, observed=True)["rank"].nunique().to_numpy()
+    return int(n[0]) if len(n) and bool((n == n[0]).all()) else None
+
+
 def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "auto",
            progress: Callable[[int, int, str], None] | None = None) -> Advice:
     """Rank ``req``'s candidates (module docstring).  ``ms``: the ModelSet of the experiment
@@ -621,12 +635,17 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
                      f"smallest measured run ({floor:.3g}): costed as that run")
         run = np.where(floored, floor, run)
     procs_of = np.ones(C)
+    fixed = None if ms.procs is not None and ms.procs in params else ranks_per_run(exp)
     if ms.procs is not None and ms.procs in params:
         procs_of = cand[:, params.index(ms.procs)]
-        if is_sum_over_ranks(ms.aggregates.get(cost_metric)):
-            run = run / procs_of
+    elif fixed is not None:
+        procs_of = np.full(C, float(fixed))
+        notes.append(f"no process-count parameter: every measured run had {fixed} process(es) (the ranks "
+                     "holding values), and so will the runs advised")
     else:
         notes.append("no process-count parameter: every run counts as one process (cost in run-hours)")
+    if (ms.procs in params or fixed is not None) and is_sum_over_ranks(ms.aggregates.get(cost_metric)):
+        run = run / procs_of
     seconds = run * factor
     cost = seconds * procs_of / 3600.0
 
