@@ -134,11 +134,11 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     left_out = [{"kernel": k, "cost_share": shares.get(k), "at": label} for k in untimed]
     if metric is None:
         return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
-                "oversubscribed": None, "check": None,
+                "oversubscribed": None, "check": None, "times_from": times_label,
                 "verdict": {"best": "apmt", "text": "the experiment has no time metric: the APMT total is the "
                                                     "only estimate"}}
     mpi = {"MPI", "APP"}
-    have = set(map(str, src.data.loc[src.data["metric"] == metric, "callpath"].unique()))
+    have = _timed(src, metric)
     roots = [r for r in src.tree.roots() if r not in mpi and r in have]
     mapped = {k: t for k, t in timers.items() if k in pred.kernels and t in have}
     paths = list(dict.fromkeys(roots + list(mapped.values())))
@@ -185,12 +185,17 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
             "verdict": {"best": v.best, "text": v.text}}
 
 
+def _timed(exp, metric: str) -> set:
+    """The callpaths with values of ``metric`` in ``exp``."""
+    return set(map(str, exp.data.loc[exp.data["metric"] == metric, "callpath"].unique()))
+
+
 def _own_times(exp, metric: str, paths: list[str]):
     """``exp``'s own measurements of the run-time callpaths ``paths`` (the coverage's measured run
     time), or None when it has none of them."""
     if metric not in exp.metrics:
         return None
-    have = set(map(str, exp.data.loc[exp.data["metric"] == metric, "callpath"].unique()))
+    have = _timed(exp, metric)
     keep = [p for p in paths if p in have]
     return exp.select(metric=metric, callpath=keep, literal=True) if keep else None
 
