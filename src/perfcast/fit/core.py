@@ -1243,8 +1243,9 @@ def _balanced(S: int, pieces: int, workers: int) -> list[tuple[int, int]]:
 
 def _chunks(state: tuple, S: int):
     """(lo, hi, outputs) of every chunk of ``FitOptions.chunk`` series, in order; with
-    ``FitOptions.workers`` > 1 and several chunks, computed by forked processes (where the
-    platform forks; else here) in equal chunks, as many for each (:func:`_balanced`); with
+    ``FitOptions.workers`` > 1 and several chunks, computed by this process and ``workers - 1``
+    forked ones (where the platform forks; else here) in equal chunks, as many for each
+    (:func:`_balanced`); with
     ``FitOptions.dask``, on that Dask cluster."""
     global _FORKED
     opt = state[4]
@@ -1261,10 +1262,16 @@ def _chunks(state: tuple, S: int):
         from concurrent.futures import ProcessPoolExecutor
 
         if "fork" in mp.get_all_start_methods():
+            # this process fits the first share itself while ``workers - 1`` forked ones fit the
+            # rest (submitted first): one fork, and one share of results through a pipe, fewer
+            own = len(bounds) // workers
             _FORKED = state
             try:
-                with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-                    for b, res in zip(bounds, pool.map(_forked_chunk, bounds)):
+                with ProcessPoolExecutor(workers - 1, mp_context=mp.get_context("fork")) as pool:
+                    rest = pool.map(_forked_chunk, bounds[own:])
+                    for lo, hi in bounds[:own]:
+                        yield lo, hi, _fit_chunk(state, lo, hi)
+                    for b, res in zip(bounds[own:], rest):
                         yield (*b, res)
                 return
             finally:
