@@ -104,3 +104,14 @@ def test_a_command_leaves_nothing_frozen(tmp_path):
     before = gc.get_freeze_count()
     assert main(["model", str(path), "--json"]) == 0
     assert gc.get_freeze_count() == before == 0
+
+
+def test_main_keeps_what_its_caller_froze(tmp_path):
+    """A program that froze objects of its own before calling main finds them frozen after it."""
+    path = power_law_file(tmp_path, X, S=20, seed=4)
+    code = ("import gc\nfrom perfcast.cli import main\n"
+            "keep = [[i] for i in range(1000)]\ngc.freeze()\nn = gc.get_freeze_count()\n"
+            f"rc = main(['model', {str(path)!r}, '--json'])\n"
+            "print(rc, n > 0, gc.get_freeze_count() >= n)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "0 True True"

@@ -1979,10 +1979,12 @@ def _tune_malloc():
 
 def main(argv=None) -> int:
     """Console entry point: runs the CLI, turning input errors into one line and exit code 2."""
+    frozen = gc.get_freeze_count()
     try:
         return _main(argv)
     finally:
-        gc.unfreeze()   # what the command froze (:func:`_fit_models`): tests run main many times
+        if not frozen:   # what the command froze (:func:`_fit_models`; tests run main many times),
+            gc.unfreeze()   # never what a program calling main had frozen itself
 
 
 def _main(argv) -> int:
