@@ -454,7 +454,7 @@ def _process_parameter(exp) -> str | None:
     (``p``, ``ranks``, ``jobsize``, ...), else the one whose value equals the number of ranks
     measured at every point.  None otherwise -- the only parameter of a CUBE matrix-multiply set
     is the matrix size, and dividing its counts by it would be silently wrong."""
-    from .analysis.scaling_loss import PROC_NAMES
+    from .scaling import PROC_NAMES
 
     named = [p for p in exp.parameters if p.lower() in PROC_NAMES]
     if len(named) == 1:

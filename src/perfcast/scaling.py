@@ -12,7 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["loglog_slope", "loglog_slopes", "decreasing", "DECREASING_SLOPE", "format_exponent", "scaling_mode",
-           "MIN_STRONG_EFFICIENCY"]
+           "MIN_STRONG_EFFICIENCY", "PROC_NAMES"]
+
+#: parameter names that count processes (lower case): the process parameter of an experiment when
+#: exactly one parameter has one (perfcast.analysis.scaling_loss, perfcast.modelset)
+PROC_NAMES = ("p", "procs", "processes", "ranks", "np", "nprocs", "jobsize", "mpi.world.size", "cores", "nodes")
 
 #: a series whose log-log slope along some parameter is below this falls with it (the tolerance
 #: kernels use for "flat", analysis/kernels.py)

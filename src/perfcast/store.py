@@ -47,10 +47,12 @@ except ImportError:  # pragma: no cover - Windows
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .errors import PerfcastError
 from .experiment import CallTree, Experiment, Metric
+from .lazy import LazyModule
+
+pq = LazyModule("pyarrow.parquet")   # imported where a Parquet file is read or written (perfcast.lazy)
 
 FORMAT = "perfcast-experiment"
 VERSION = 1

@@ -37,12 +37,12 @@ from typing import Mapping, Sequence
 
 from ..errors import PerfcastError
 from ..experiment import Experiment
+from ..scaling import PROC_NAMES  # noqa: F401  (re-exported: its rule lives with the scaling rules)
 from .views import _num, default_metric, scope_values, tree_total, whole_program_total
 
 __all__ = ["scaling_loss", "process_parameter", "MODES", "PROC_NAMES"]
 
 MODES = ("weak", "strong")
-PROC_NAMES = ("p", "procs", "processes", "ranks", "np", "nprocs", "jobsize", "mpi.world.size", "cores", "nodes")
 
 
 def process_parameter(exp: Experiment, given: str | None = None) -> str:

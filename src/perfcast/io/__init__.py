@@ -77,7 +77,8 @@ class Reader:
 _READERS: dict[str, Reader] = {}
 _MODULES = ("tidy", "summary", "extrap", "extrap3", "hatchet", "cube", "caliper", "thicket", "hpctoolkit", "perf", "cachegrind",
             "pmpi", "likwid", "tau", "pyprofile", "dot", "timemory")
-_loaded = False
+#: how many of :data:`_MODULES` are imported (in their order: the readers' order in ``_READERS``)
+_imported = 0
 
 
 def register(reader: Reader) -> Reader:
@@ -85,18 +86,25 @@ def register(reader: Reader) -> Reader:
     return reader
 
 
+def _load_next() -> bool:
+    """Import the next reader module of :data:`_MODULES`; False when all are."""
+    global _imported
+    if _imported >= len(_MODULES):
+        return False
+    mod = _MODULES[_imported]
+    _imported += 1
+    try:
+        importlib.import_module(f"{__name__}.{mod}")
+    except ModuleNotFoundError as e:
+        # a reader module that does not exist yet in this version
+        if e.name != f"{__name__}.{mod}":
+            raise
+    return True
+
+
 def _load_modules():
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for mod in _MODULES:
-        try:
-            importlib.import_module(f"{__name__}.{mod}")
-        except ModuleNotFoundError as e:
-            # a reader module that does not exist yet in this version
-            if e.name != f"{__name__}.{mod}":
-                raise
+    while _load_next():
+        pass
 
 
 def readers() -> dict[str, Reader]:
@@ -108,13 +116,13 @@ def detect(path: Path) -> Reader:
     """The reader for ``path``: by extension, then by content."""
     from .. import store
 
-    _load_modules()
     store.recover(path)  # a store left aside by a writer killed mid-replace
     if store.is_store(path) or (path.is_dir() and (path / "experiment.json").is_file()
                                 and (path / "values.parquet").exists()):
         return _STORE_READER  # a damaged store too: store.read names what is wrong
     check_readable(path)
     if path.is_dir():
+        _load_modules()
         # a directory holding the per-rank files of two tools would be read as one of them, the
         # other's files dropped without a word: refused, naming the files of each format
         found = [r for r in _READERS.values() if r.directories and _safe_sniff(r, path)]
@@ -130,11 +138,23 @@ def detect(path: Path) -> Reader:
             raise PerfcastError(f"the directory holds inputs of several formats: {'; '.join(parts)}; read "
                                 f"each format's files on their own, or choose one with --format", path)
     name = path.name.lower()
-    candidates = [r for r in _READERS.values()
-                  if any(name.endswith(ext) for ext in r.extensions) and (r.directories or path.is_file())]
-    for r in candidates:
-        if _safe_sniff(r, path):
-            return r
+
+    def by_extension(r: Reader) -> bool:
+        return any(name.endswith(ext) for ext in r.extensions) and (r.directories or path.is_file())
+
+    # the readers of the extension in their order, their modules imported only until one
+    # recognises the content (a file: an Extra-P text file needs 3 of the 17 modules; the order,
+    # and so the reader chosen, is the one of all the modules imported first)
+    seen = 0
+    while True:
+        registered = list(_READERS.values())
+        for r in registered[seen:]:
+            if by_extension(r) and _safe_sniff(r, path):
+                return r
+        seen = len(registered)
+        if not _load_next():
+            break
+    candidates = [r for r in _READERS.values() if by_extension(r)]
     for r in _READERS.values():
         if r not in candidates and (r.directories or path.is_file()) and _safe_sniff(r, path):
             return r

@@ -26,12 +26,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..errors import PerfcastError
 from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, coordinate_dtype, guess_kind
+from ..lazy import LazyModule
 from . import MAX_LINE_BYTES, ReadOptions, Reader, register, read_text as read_checked
 from .memory import release
+
+pq = LazyModule("pyarrow.parquet")   # imported where a Parquet file is read or written (perfcast.lazy)
 
 _META_COLUMNS = ("unit", "kind", "scope")
 _REQUIRED = ("callpath", "metric", "value")
