@@ -196,6 +196,12 @@ def test_the_run_time_from_a_timing_campaign(recorded, tmp_path, capsys):
     assert code == 0, err
     line, = [ln for ln in out.splitlines() if ln.strip().startswith("PMNF app ")]
     assert f"from {tmp_path / 'times.csv'}" in line
+    # the report: its cost answer (this campaign's own model) names the timing campaign's estimate
+    code, out, err = cli(capsys, "report", CAMPAIGN, "-o", tmp_path / "r.html", "--target", "p=128", "--timer",
+                         "compute_sweep=app->compute", "--run-times", tmp_path / "times.csv", "--json")
+    assert code == 0, err
+    cost, = [a for a in cli_json(out, "report")["items"][0]["answers"] if a["question"].startswith("What will it cost")]
+    assert cost["callpath"] == "app" and any(f"timing campaign {tmp_path / 'times.csv'}" in n for n in cost["notes"])
     # a campaign over other parameters is not the same application's run: one line, exit 2
     _timing_campaign(tmp_path / "other.csv", params=("nodes",))
     code, out, err = cli(capsys, "predict", CAMPAIGN, "--breakdown", "--at", "p=128", "--run-times",

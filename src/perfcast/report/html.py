@@ -438,6 +438,7 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines({**rec, "check": None})[1:-1]],
                               "verdict": rec["verdict"]["text"], "at": apmt["at"],
                               "check": None if rec["check"] is None else check_line(rec["check"])}
+        _other_run_time(rep, rec)
     if apmt:
         rep.apmt = _check_apmt(apmt)
     if apmt_note:
@@ -725,6 +726,25 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
                     "confidence": "measured", "section": "scaling-loss", "callpath": top["path"],
                     "value": top["exclusive_loss"], "total": sl["loss"]})
     return out
+
+
+def _other_run_time(rep: Report, rec: Mapping) -> None:
+    """With the run time taken from a timing campaign (``rec["times_from"]``,
+    :func:`perfcast.apmt.reconcile.reconcile`), the cost answer (this experiment's own model) says
+    that campaign's prediction of the same run time at the same point next to it, the one the
+    breakdown uses."""
+    if not rec.get("times_from"):
+        return
+    for a in rep.answers:
+        if not a["question"].startswith("What will it cost") or a.get("at") != rec["at"]:
+            continue
+        for r in rec["runs"]:
+            p = r["pmnf"]
+            if r["callpath"] == a.get("callpath") and p is not None:
+                iv = "" if p["lower"] is None else f" [{p['lower']:.4g}, {p['upper']:.4g}]"
+                a.setdefault("notes", []).append(
+                    f"the timing campaign {rec['times_from']} predicts {p['value']:.4g}{iv} for the same run: "
+                    "the run time the breakdown puts next to APMT's total")
 
 
 #: measured lines (values of the other parameters) drawn per plot, those with the most points
