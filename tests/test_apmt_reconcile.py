@@ -202,6 +202,10 @@ def test_the_run_time_from_a_timing_campaign(recorded, tmp_path, capsys):
     assert code == 0, err
     cost, = [a for a in cli_json(out, "report")["items"][0]["answers"] if a["question"].startswith("What will it cost")]
     assert cost["callpath"] == "app" and any(f"timing campaign {tmp_path / 'times.csv'}" in n for n in cost["notes"])
+    # a report without an APMT breakdown has nothing to put it next to: refused, nothing written
+    code, out, err = cli(capsys, "report", tmp_path / "times.csv", "-o", tmp_path / "t.html", "--run-times",
+                         tmp_path / "times.csv")
+    assert code == 2 and "--run-times: no APMT breakdown" in err and not (tmp_path / "t.html").exists()
     # a campaign over other parameters is not the same application's run: one line, exit 2
     _timing_campaign(tmp_path / "other.csv", params=("nodes",))
     code, out, err = cli(capsys, "predict", CAMPAIGN, "--breakdown", "--at", "p=128", "--run-times",

@@ -1395,6 +1395,9 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
             apmt_note = e.format()
         if apmt is None and apmt_mode == "on":
             raise PerfcastError(f"--apmt on: {apmt_note or 'no instruction counts and no MPI profile'}")
+        if run_times and not hasattr(apmt, "predict"):
+            raise PerfcastError("--run-times: no APMT breakdown to put the run time next to ("
+                                + (apmt_note or "no instruction counts with a CPI source") + ")")
     opts = ReportOptions(metric=metric, target=parse_coords(target, "--target") if target else None, x=x,
                          kernels=kernels, plots=plots, min_share=min_share / 100.0, scaling=scaling, level=level,
                          title=title, locations=locations, max_terms=max_terms, negative=negative,
