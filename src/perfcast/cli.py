@@ -941,6 +941,13 @@ _run_times_option = click.option(
          "APMT's total is put next to, instead of the APMT experiment's own timers: one PMNF estimate of the run.")
 
 
+def _load_run_times(run_times, params, quiet: bool):
+    """--run-times EXP: (the timing campaign, its name for the output), or (None, None)."""
+    if not run_times:
+        return None, None
+    return load_experiment(run_times, None, (), params, quiet=quiet), ", ".join(map(str, run_times))
+
+
 @cli.command("predict")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @input_options
@@ -1025,10 +1032,9 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                                 "scaling models need runs at several points")
     if breakdown:
         from .apmt.cli import breakdown_cmd
-        times = load_experiment(run_times, None, (), params, quiet=as_json) if run_times else None
+        times, label = _load_run_times(run_times, params, as_json)
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
-                             comm_max_procs, scaling, measured=mexp, times=times,
-                             times_label=", ".join(map(str, run_times)) if run_times else None)
+                             comm_max_procs, scaling, measured=mexp, times=times, times_label=label)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json, mexp)}
     if as_json and check is None and output is None:
@@ -1405,10 +1411,9 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
     vexp = load_experiment(validate, None, (), params, quiet=as_json, fitted=exp) if validate else None
     if vexp is not None and derives:
         vexp, _ = derive(vexp, derives)
-    times = load_experiment(run_times, None, (), params, quiet=as_json) if run_times else None
+    times, label = _load_run_times(run_times, params, as_json)
     rep = write_report(exp, output, opts, force, projections=projections, apmt=apmt, apmt_note=apmt_note,
-                       validation=vexp, run_times=times,
-                       run_times_label=", ".join(map(str, run_times)) if run_times else None)
+                       validation=vexp, run_times=times, run_times_label=label)
     gaps = _rank_gaps(exp, as_json)
     if as_json:
         write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()}, **gaps)
