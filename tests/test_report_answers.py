@@ -126,3 +126,23 @@ def test_scaling_auto_on_two_process_counts():
     assert any("could not be told" in n and "--scaling" in n for n in rep.notes)
     # told, it is drawn
     assert build_report(_two_runs(9.9), ReportOptions(scaling="weak")).scaling_loss["mode"] == "weak"
+
+
+def test_an_answer_says_when_its_callpath_is_predicted_above_its_parent():
+    """main measured constant (12) while its child grows as 0.01 p^2 (2.56 at p = 16, inside main):
+    at p = 64 the child's law gives 40.96 above main's 12 -- the two models disagree, and the answer
+    that names the child says so, as `perfcast predict` does."""
+    rows = []
+    for p in PS:
+        for rep in (0, 1):
+            rows += [(p, rep, "main", 12.0), (p, rep, "main->grow", 0.01 * p * p)]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "value"]).assign(metric="time")
+    exp = Experiment(["p"], df, [Metric("time", "s", "time", scope="inclusive")],
+                     CallTree.from_paths(["main", "main->grow"]))
+    pred = {r["callpath"]: r for r in model(exp, ["time"]).predict({"p": 64})}
+    assert pred["main->grow"]["value"] == pytest.approx(0.01 * 64 ** 2, rel=1e-6)
+    assert pred["main"]["value"] == pytest.approx(12.0, rel=1e-6)
+    above = [n for n in pred["main->grow"]["notes"] if n.startswith("predicted above its parent main")]
+    assert len(above) == 1
+    grows = build_report(exp, ReportOptions(target={"p": 64})).answers[0]
+    assert grows["callpath"] == "main->grow" and above[0] in grows["notes"]

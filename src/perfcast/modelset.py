@@ -63,6 +63,8 @@ from .experiment import has_ancestor
 NONNEGATIVE = ("time", "count", "bytes")
 #: said of a time, count or byte value the model predicts below zero (``predict``, ``model --target``)
 NEGATIVE_NOTE = "the model predicts a negative value here: it does not extrapolate this far"
+#: the note of a child predicted above its parent (inclusive metrics, :meth:`ModelSet.predict`)
+ABOVE_PARENT = "predicted above its parent"
 #: confidence from the interval's relative half-width (half-width / |value|): up to the first is
 #: high, up to the second medium, beyond (or no interval, or a warning) low
 CONFIDENCE_LIMITS = (0.10, 0.50)
@@ -926,7 +928,7 @@ class ModelSet:
             for j in last.values():
                 r, pr = s * P + j, ps * P + j
                 if value[r] > value[pr] * (1 + 1e-9) + 1e-300:
-                    extra.setdefault(r, []).append(f"predicted above its parent {names[ps]} "
+                    extra.setdefault(r, []).append(f"{ABOVE_PARENT} {names[ps]} "
                                                    f"({value[pr]:.4g}): the two models disagree here")
                     conf[r] = "low"
 

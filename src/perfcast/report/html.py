@@ -675,7 +675,9 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
     loss between the two runs of the scaling-loss tree).  ``over``: the experiment's oversubscribed
     runs (:func:`perfcast.analysis.oversubscription.oversubscription`), said with the answers."""
     from ..analysis.oversubscription import FITTED
+    from ..modelset import ABOVE_PARENT
 
+    said = (FITTED, ABOVE_PARENT)   # the notes an answer carries: what makes its number doubtful
     out = []
     if rep.kernels and ms is not None and rep.target:
         pred = {r["callpath"]: r for r in ms.predict(rep.target, o.level) if r["metric"] == rep.metric}
@@ -686,7 +688,7 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
         k = _grower(exp.tree, rep.kernels)
         first = pred.get(k["callpath"]) or {}
         inside = "" if k is top else f" (inside {top['callpath']}, which ranks first)"
-        out.append({"question": "What grows?", "notes": [n for n in first.get("notes", ()) if n.startswith(FITTED)],
+        out.append({"question": "What grows?", "notes": [n for n in first.get("notes", ()) if n.startswith(said)],
                     "answer": f"{k['callpath']}{inside if inside else ' ranks first'}"
                               + (f" by asymptotic growth, {k['order']}" if o.by == "growth" else
                                  f": its per-process cost grows by {k['increase']:.1%} of the root's cost from the "
@@ -705,7 +707,7 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
             out.append({"question": f"What will it cost at {at}?",
                         "answer": f"{root}: {r['value']:.4g}{(' ' + rep.unit) if rep.unit else ''}{iv}",
                         "confidence": r["confidence"], "section": "ranking",
-                        "notes": [n for n in r["notes"] if n.startswith(FITTED)], "callpath": root,
+                        "notes": [n for n in r["notes"] if n.startswith(said)], "callpath": root,
                         "value": r["value"], "lower": r["lower"], "upper": r["upper"], "at": dict(rep.target)})
     sl = rep.scaling_loss
     if sl and sl.get("rows"):
