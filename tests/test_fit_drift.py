@@ -273,12 +273,12 @@ def test_drift_from_held_out_points_at_uneven_distances():
 
 def test_chi2_survival_without_scipy_matches_scipy():
     """The drift pooling's Bartlett test decides p < level from its own regularised gamma Q
-    (perfcast.fit.core._gamma_q) when clear: against scipy's chdtrc (the ground truth) over degrees
+    (perfcast.fit.special.gamma_q) when clear: against scipy's chdtrc (the ground truth) over degrees
     of freedom 1 .. 100,000 and x from far below to far above the mean, relative error < 1e-9; and
     the decision at quantiles of scipy's around the level is scipy's."""
     from scipy import special
 
-    from perfcast.fit.core import CHI2_SF_MARGIN, _gamma_q, chi2_sf_below
+    from perfcast.fit.special import SF_MARGIN, chi2_sf_below, gamma_q
 
     rng = np.random.default_rng(7)
     for df in [1, 2, 3, 4, 5, 7, 10, 29, 100, 999, 7000, 29999, 100000]:
@@ -286,10 +286,10 @@ def test_chi2_survival_without_scipy_matches_scipy():
         xs = np.concatenate([special.chdtri(df, probs), df * rng.uniform(0.05, 3.0, 20)])
         for x in xs.tolist():
             ref = float(special.chdtrc(df, x))
-            q = _gamma_q(df / 2, x / 2)
+            q = gamma_q(df / 2, x / 2)
             assert abs(q - ref) <= 1e-9 * ref + 1e-300, (df, x, q, ref)
             assert chi2_sf_below(df, x, 0.05) == (ref < 0.05), (df, x)
     # within the margin of the level, scipy decides (the same answer either way)
-    x = float(special.chdtri(12, 0.05 * (1 + CHI2_SF_MARGIN / 10)))
+    x = float(special.chdtri(12, 0.05 * (1 + SF_MARGIN / 10)))
     assert chi2_sf_below(12, x, 0.05) == (float(special.chdtrc(12, x)) < 0.05)
     assert chi2_sf_below(12, 0.0, 0.05) is False and chi2_sf_below(12, -1.0, 0.05) is False

@@ -46,6 +46,7 @@ import numpy as np
 from ..errors import PerfcastError
 from .model import Model, Quality, Term
 from .shape import NORMAL, NoiseShape, estimate_shape, fast_wls, gn_efficiency, lbeta_fit
+from .special import chi2_sf_below, f_sf_decided
 from .terms import (DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, make_blocks,
                     parse_fraction, with_negative)
 
@@ -1172,8 +1173,6 @@ def _model_error(space: _Space, ch: _Chunk, opt: FitOptions, K: int, m: int, M: 
         _search_single(space, ch2, opt, K)
     else:
         _search_multi(space, ch2, opt, K, search_lines, usable)
-    from scipy.special import fdtrc
-
     new, k_new = _fitted(space, ch.y[flag], ch2.w, ch2.best_hyp[:, 0])
     keep = np.isfinite(ch2.best_crit[:, 0])
     # series by series (grouped by their measured points): each one's result is its own
@@ -1187,7 +1186,8 @@ def _model_error(space: _Space, ch: _Chunk, opt: FitOptions, K: int, m: int, M: 
         d_old, d_new = np.maximum(d_old, 1), np.maximum(d_new, 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             F = (r_new / d_new) / np.where(ok, r_old / d_old, 1.0)
-        keep[rows] &= ok & (fdtrc(d_new, d_old, np.where(np.isfinite(F), F, np.inf)) >= MODEL_ERROR_LEVEL)
+        p_value = f_sf_decided(d_new, d_old, np.where(np.isfinite(F), F, np.inf), MODEL_ERROR_LEVEL)
+        keep[rows] &= ok & (p_value >= MODEL_ERROR_LEVEL)
     sel = flag[keep]
     for name in ("f", "c2", "w", "pe_point", "ss_pe", "best_crit", "best_hyp", "relax"):
         getattr(ch, name)[sel] = getattr(ch2, name)[keep]
@@ -1995,60 +1995,6 @@ def _drift(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
 DRIFT_POOL_MIN = 8
 #: ... and only when Bartlett's test does not reject equal miss ratios at this level
 DRIFT_POOL_LEVEL = 0.05
-
-
-#: :func:`chi2_sf_below` decides without scipy when its own p-value is this far (relative) from the level
-CHI2_SF_MARGIN = 1e-6
-
-
-def _gamma_q(a: float, x: float) -> float | None:
-    """The regularised upper incomplete gamma function Q(a, x) for a, x > 0 (the series of P below
-    x = a + 1, Lentz's continued fraction of Q above; Numerical Recipes 6.2), relative error
-    ~1e-11 at a = 15,000 (the log prefactor's rounding); None when it does not converge."""
-    lp = a * math.log(x) - x - math.lgamma(a)
-    if x < a + 1:
-        term = total = 1.0 / a
-        ap = a
-        for _ in range(1_000_000):
-            ap += 1.0
-            term *= x / ap
-            total += term
-            if abs(term) < abs(total) * 1e-16:
-                return 1.0 - total * math.exp(lp)
-        return None
-    tiny = 1e-300
-    b = x + 1.0 - a
-    c = 1.0 / tiny
-    d = 1.0 / b
-    h = d
-    for i in range(1, 1_000_000):
-        an = -i * (i - a)
-        b += 2.0
-        d = an * d + b
-        d = tiny if abs(d) < tiny else d
-        c = b + an / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-16:
-            return math.exp(lp) * h
-    return None
-
-
-def chi2_sf_below(df: int, x: float, level: float) -> bool:
-    """Whether the chi-square survival function with ``df`` degrees of freedom at ``x`` (scipy's
-    ``special.chdtrc``) is below ``level``: decided by :func:`_gamma_q` where its p-value is more
-    than :data:`CHI2_SF_MARGIN` (relative) from ``level`` -- both are accurate to far better, so
-    the answer is scipy's -- else (and for x <= 0 or df < 1) by scipy, whose import (~0.14 s) a
-    clear decision does without."""
-    if df >= 1 and x > 0:
-        q = _gamma_q(df / 2.0, x / 2.0)
-        if q is not None and math.isfinite(q) and abs(q - level) > CHI2_SF_MARGIN * level:
-            return q < level
-    from scipy import special   # chdtrc = the chi-square survival function (scipy.stats is slow to import)
-
-    return float(special.chdtrc(df, x)) < level
 
 
 def _pool_drift(miss: np.ndarray, allowed: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -67,9 +67,8 @@ def line_effects(X: np.ndarray, mean: np.ndarray, fitted: np.ndarray) -> list[tu
     ``(j, other coordinates, log factor)`` (the line along parameter index ``j`` through the other
     coordinates, in the parameters' order without ``j``); empty without effects (module
     docstring)."""
-    from scipy.special import fdtrc
-
     from .core import TINY
+    from .special import f_sf_decided
 
     X = np.asarray(X, dtype=float)
     mean = np.atleast_2d(np.asarray(mean, dtype=float))
@@ -104,7 +103,7 @@ def line_effects(X: np.ndarray, mean: np.ndarray, fitted: np.ndarray) -> list[tu
         s2 = np.where(s2 > TINY, s2, 0.0)     # round-off of exact data is no scatter to test against
         with np.errstate(all="ignore"):
             F = level / G / s2
-            test = usable & (s2 > 0) & (fdtrc(G, N - G, np.where(s2 > 0, F, 0.0)) < LEVEL)
+            test = usable & (s2 > 0) & (f_sf_decided(G, N - G, np.where(s2 > 0, F, 0.0), LEVEL) < LEVEL)
             tau2 = np.maximum(level - G * s2, 0.0) / N
             eff = tau2[:, None] / (tau2[:, None] + s2[:, None] / ng[None, :]) * medians
         for s_ in np.flatnonzero(test):

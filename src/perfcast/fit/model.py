@@ -27,6 +27,7 @@ import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -34,6 +35,7 @@ import numpy as np
 from ..errors import PerfcastError
 from .terms import block_str, factor_values, fraction_str, parse_fraction
 from .lines import line_at, line_dicts, line_log_factors, lines_from_dicts
+from .special import gamma_p_inv, t_quantile
 
 STATUSES = ("ok", "insufficient")
 
@@ -683,9 +685,7 @@ class PredictBatch:
             with np.errstate(divide="ignore", invalid="ignore"):
                 ws = (var + vd) ** 2 / (var ** 2 / dof + vd ** 2 / ddof)
             dof = np.where((ddof > 0) & (vd > 0) & np.isfinite(ws), ws, dof)
-            from scipy import special   # imported where an interval is made (~0.1 s): the table needs none
-
-            q = special.stdtrit(dof, 0.5 + level / 2)
+            q = t_quantile(dof, 0.5 + level / 2)
             half = q * np.sqrt(np.maximum(var + vd + (rn * rn - 1) * vn, 0.0))
             lo = np.where(ok[:, None], centre - half, np.nan)
             hi = np.where(ok[:, None], centre + half, np.nan)
@@ -792,12 +792,10 @@ def _shape_ratio(beta: float, level: float) -> float:
         return 1.0
     # the generalised normal's quantile from the regularised incomplete gamma function
     # (F(x) = 1/2 + gammainc(1/beta, x^beta) / 2 for x > 0), its variance Gamma(3/b) / Gamma(1/b)
-    from scipy import special
-
     p = 0.5 + level / 2
-    q = float(special.gammaincinv(1 / beta, 2 * p - 1)) ** (1 / beta)
-    var = math.exp(float(special.gammaln(3 / beta) - special.gammaln(1 / beta)))
-    return q / math.sqrt(var) / float(special.ndtri(p))
+    q = gamma_p_inv(1 / beta, 2 * p - 1) ** (1 / beta)
+    var = math.exp(math.lgamma(3 / beta) - math.lgamma(1 / beta))
+    return q / math.sqrt(var) / NormalDist().inv_cdf(p)
 
 
 def _nums(values, digits: int, style: str) -> list[str]:

@@ -61,13 +61,6 @@ def gn_efficiency(beta: float) -> float:
     return math.exp(2 * lg(1 / b) - 2 * math.log(b) - lg(2 - 1 / b) - lg(3 / b))
 
 
-def gn_quantile(beta: float, p: float) -> float:
-    """Quantile ``p`` of the unit-variance generalised normal with shape ``beta``."""
-    from scipy import stats
-    q = stats.gennorm.ppf(p, beta)
-    return float(q / math.sqrt(stats.gennorm.var(beta)))
-
-
 @dataclass(frozen=True)
 class NoiseShape:
     """Shape estimate of a group's relative repetition noise."""
