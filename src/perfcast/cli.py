@@ -752,7 +752,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     """
     from .analysis.fitcheck import fit_warnings
     from .fit.lines import line_note
-    from .modelset import NEGATIVE_NOTE, NONNEGATIVE
+    from .modelset import NEGATIVE_NOTE
     from .output import enveloped_chunks
     from .report.terminal import err, out, table, write_json
 
@@ -812,7 +812,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                           + line_note(line)))
         if target:
             # a time, count or byte value below zero at the target: marked and said, as `predict` does
-            negative = r.predicted is not None and r.predicted < 0 and ms.kinds.get(r.metric) in NONNEGATIVE
+            negative = r.predicted is not None and r.predicted < 0 and ms.nonnegative(r.metric)
             if negative:
                 noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in tgt.items()) + ": "
                               + NEGATIVE_NOTE))

@@ -65,6 +65,8 @@ NONNEGATIVE = ("time", "count", "bytes")
 NEGATIVE_NOTE = "the model predicts a negative value here: it does not extrapolate this far"
 #: the note of a child predicted above its parent (inclusive metrics, :meth:`ModelSet.predict`)
 ABOVE_PARENT = "predicted above its parent"
+#: the note of an inclusive child's upper bound lowered to an ancestor's (a part cannot exceed the whole)
+CAPPED_NOTE = "upper bound capped at that of"
 #: confidence from the interval's relative half-width (half-width / |value|): up to the first is
 #: high, up to the second medium, beyond (or no interval, or a warning) low
 CONFIDENCE_LIMITS = (0.10, 0.50)
@@ -111,7 +113,13 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
         shown = _present(sel.data["callpath"])
         links = exp.tree.links()
         keep = [sm for sm in res if sm.callpath in shown]
-        wanted = {(links.get(sm.callpath), sm.metric) for sm in keep}
+        # every ancestor: the tree check's parents and the upper bounds capped by ancestors
+        wanted = set()
+        for sm in keep:
+            cp = links.get(sm.callpath)
+            while cp is not None and (cp, sm.metric) not in wanted:
+                wanted.add((cp, sm.metric))
+                cp = links.get(cp)
         # and the series the cost ranking's root counts (the full tree's: a filter chooses rows, not
         # the shares): an inclusive metric's topmost callpaths, every series of another metric
         kept_metrics = set(map(_METRIC, keep))
@@ -172,7 +180,15 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
                     _aggregates(exp, locations), procs, upper, lower,
                     _measured_ends(st, res, lower, upper),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
-                    oversubscription(exp, procs), whole_run=_whole_run(exp, st, res))
+                    oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
+                    signed=_signed(exp))
+
+
+def _signed(exp) -> tuple[str, ...]:
+    """The metrics of ``exp`` with a negative measured value."""
+    d = exp.data
+    neg = d["value"].to_numpy(dtype=float) < 0
+    return tuple(sorted(map(str, pd.unique(d["metric"].to_numpy()[neg])))) if neg.any() else ()
 
 
 def _whole_run(exp, st: pd.DataFrame, series) -> dict:
@@ -612,8 +628,9 @@ class ModelSet:
     #: the runs with more ranks than cores (:mod:`perfcast.analysis.oversubscription`), None when
     #: none or nothing shows it: predictions of times fitted on them are noted and of low confidence
     oversubscribed: "Oversubscription | None" = None  # noqa: F821
-    #: fitted series outside the set read by the tree check only: the parents of its callpaths
-    #: that a callpath filter left out (:func:`model`), so a child is flagged as in the full run
+    #: fitted series outside the set read by the tree checks only: the ancestors of its callpaths
+    #: that a callpath filter left out (:func:`model`), so a child is flagged and its upper bound
+    #: capped as in the full run
     context: tuple = ()
     #: metric -> its whole-run timer, for flat metrics (scope unknown) with one
     #: (:func:`perfcast.analysis.views.whole_run_timer` of the measured means over every callpath of
@@ -626,6 +643,9 @@ class ModelSet:
     #: models lack the drift, so intervals (:meth:`predict`) and model records (:meth:`to_dict`,
     #: :meth:`json_chunks`) are refused
     intervals: bool = True
+    #: metrics with a negative measured value: whatever their kind, their values can be negative
+    #: (:meth:`nonnegative`)
+    signed: tuple[str, ...] = ()
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -751,10 +771,11 @@ class ModelSet:
             segmented[s] = bool(getattr(m, "segments", None))
         steep = self._beyond_measured_slopes(series, lines, pts, value, base)
         # the rows (series-major, then point), a column each
-        nonneg = np.repeat(np.array([self.kinds.get(sm.metric) in NONNEGATIVE for sm in series], dtype=bool), P)
+        nonneg = np.repeat(self._nonnegative(series), P)
         v = value.ravel()
         negative = nonneg & (v < 0)
         lo, hi, clipped = clip_interval(v, lower.ravel(), upper.ravel(), nonneg)
+        capped = self._cap_by_ancestors(series, pts, level, v, hi)
         # notes beyond the model's own, in their order: the measured line, negative, clipped, the
         # slope beyond the data; doubts (any: confidence low): warnings, negative, insufficient, slope
         extra: dict = {}
@@ -769,6 +790,8 @@ class ModelSet:
             extra.setdefault(i, []).append(NEGATIVE_NOTE)
         for i in np.flatnonzero(clipped).tolist():
             extra.setdefault(i, []).append("interval clipped at 0")
+        for i, c in capped.items():
+            extra.setdefault(i, []).append(f"{CAPPED_NOTE} {c}")
         doubted = negative | np.repeat(np.array([bool(warn.get(s)) or (status[s] != "ok" and not segmented[s])
                                                  for s in range(S)], dtype=bool), P)
         if self.oversubscribed is not None:
@@ -791,6 +814,38 @@ class ModelSet:
         return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
                           [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
                           self.units, self.aggregates)
+
+    def bounds(self, keys: Sequence[tuple[str, str]], points: Sequence[Mapping[str, float]],
+               level: float = 0.9) -> tuple[np.ndarray, ...]:
+        """(value, lower, upper, clipped, capped_by) of the series ``keys`` ((callpath, metric), of
+        the set or its context) at ``points``, each (len(keys), len(points)), as :meth:`predict`
+        gives them: the lower bound of a quantity that cannot be negative clipped at 0
+        (``clipped``), an inclusive child's upper bound capped by its ancestors' (``capped_by``:
+        the ancestor's callpath, else None) -- the numbers of a report's tables and plots."""
+        pool = {(sm.callpath, sm.metric): sm for sm in (*self.series, *self.context)}
+        missing = [k for k in keys if tuple(k) not in pool]
+        if missing:
+            raise PerfcastError(f"no model of {missing[0][0]} / {missing[0][1]}", where="callpath")
+        sel = [pool[tuple(k)] for k in keys]
+        pts = list(points)
+        v, lo, hi, _ = self._batch(pts, level, series=sel)
+        v, lo, hi, clipped = v.ravel(), *clip_interval(v.ravel(), lo.ravel(), hi.ravel(),
+                                                     np.repeat(self._nonnegative(sel), len(pts)))
+        capped_by = np.full(v.shape, None, dtype=object)
+        for r, cp in self._cap_by_ancestors(sel, pts, level, v, hi).items():
+            capped_by[r] = cp
+        shape = (len(sel), len(pts))
+        return (v.reshape(shape), lo.reshape(shape), hi.reshape(shape), clipped.reshape(shape),
+                capped_by.reshape(shape))
+
+    def nonnegative(self, metric: str) -> bool:
+        """Whether ``metric``'s values cannot be negative (its kind is one of :data:`NONNEGATIVE`
+        and no measured value is negative): its predictions' lower bounds are clipped at 0 and a
+        negative prediction is noted."""
+        return self.kinds.get(metric) in NONNEGATIVE and metric not in self.signed
+
+    def _nonnegative(self, series: Sequence) -> np.ndarray:
+        return np.array([self.nonnegative(sm.metric) for sm in series], dtype=bool)
 
     def predict_json(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9,
                      nested: bool = False) -> str:
@@ -899,6 +954,67 @@ class ModelSet:
         if s < lo - SLOPE_MARGIN:
             return f"falls like {p}^{s:.2g} beyond the data, faster than any measured step ({p}^{lo:.2g})"
         return None
+
+    def _cap_by_ancestors(self, series: list, pts: list, level: float, value: np.ndarray,
+                          upper: np.ndarray) -> dict[int, str]:
+        """Inclusive metrics: a part cannot exceed the whole, so a child's upper bound is at most
+        its parent's as shown (itself at most its own parent's), where the child's value lies
+        below that bound (else the two models disagree: :meth:`_flag_children_above_parents`).
+        ``value``/``upper``: per row (series-major, then point), ``upper`` lowered in place.
+        Returns row -> the callpath whose bound it took (the nearest ancestor that set it)."""
+        out: dict[int, str] = {}
+        if not self.inclusive or not self.parents:
+            return out
+        P = len(pts)
+        items = list(series)
+        at = {(sm.callpath, sm.metric): s for s, sm in enumerate(items)}
+        vals, his = value, upper
+        # ancestors outside ``series`` (a callpath filter's context, a plot's one series): their
+        # values and bounds as the full run has them
+        pool = {(sm.callpath, sm.metric): sm for sm in (*self.series, *self.context)}
+        more: dict = {}
+        for sm in items:
+            if sm.metric not in self.inclusive:
+                continue
+            cp = self.parents.get(sm.callpath)
+            while cp is not None and (cp, sm.metric) in pool:
+                if (cp, sm.metric) not in at:
+                    more.setdefault((cp, sm.metric), pool[cp, sm.metric])
+                cp = self.parents.get(cp)
+        if more:
+            ctx = list(more.values())
+            v2, _, h2, _ = self._batch(pts, level, series=ctx)
+            at.update({(sm.callpath, sm.metric): len(items) + i for i, sm in enumerate(ctx)})
+            items += ctx
+            vals = np.concatenate([value, v2.ravel()])
+            his = np.concatenate([upper, h2.ravel()])
+        parent = np.full(len(items), -1, dtype=np.int64)
+        for s, sm in enumerate(items):
+            if sm.metric in self.inclusive:
+                parent[s] = at.get((self.parents.get(sm.callpath), sm.metric), -1)
+        depth = np.zeros(len(items), dtype=np.int64)
+        for _ in range(len(items)):
+            nxt = np.where(parent >= 0, depth[np.maximum(parent, 0)] + 1, 0)
+            if np.array_equal(nxt, depth):
+                break
+            depth = nxt
+        # the callpath whose bound each row holds (itself unless lowered)
+        source = np.repeat(np.arange(len(items)), P)
+        for d in range(1, int(depth.max(initial=0)) + 1):
+            kids = np.flatnonzero(depth == d)
+            rows = (kids[:, None] * P + np.arange(P)).ravel()
+            prow = (parent[kids][:, None] * P + np.arange(P)).ravel()
+            c = his[prow]
+            with np.errstate(invalid="ignore"):
+                lower_it = np.isfinite(c) & (vals[rows] <= c) & (c < his[rows])
+            his[rows[lower_it]] = c[lower_it]
+            source[rows[lower_it]] = source[prow[lower_it]]
+        n = len(series) * P
+        if his is not upper:
+            upper[:] = his[:n]
+        for r in np.flatnonzero(source[:n] != np.repeat(np.arange(len(series)), P)).tolist():
+            out[r] = items[source[r]].callpath
+        return out
 
     def _flag_children_above_parents(self, series: list, pts: list, value: np.ndarray, extra: dict,
                                      conf: np.ndarray) -> None:

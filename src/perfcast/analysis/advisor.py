@@ -377,10 +377,9 @@ class _RootInterval:
 
     def __init__(self, ms, metric: str, root: Sequence[str], target: Mapping[str, float], per: list,
                  cand: np.ndarray):
-        from ..modelset import NONNEGATIVE
         self.target, self.cand = dict(target), cand
         self.averaged = bool(getattr(ms, "averaged", False))
-        self.nonneg = ms.kinds.get(metric) in NONNEGATIVE
+        self.nonneg = ms.nonnegative(metric)
         rows = {r["callpath"]: r for r in ms.predict(dict(target), LEVEL) if r["metric"] == metric
                 and r["callpath"] in set(root)}
         self.value, self.lower, self.upper = combine_roots([r["value"] for r in rows.values()],

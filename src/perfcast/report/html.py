@@ -44,7 +44,7 @@ from ..errors import PerfcastError
 from ..analysis.fitcheck import fit_warnings
 from ..fit.lines import line_note
 from ..experiment import Experiment, reduce_over_repetitions
-from ..modelset import clip_interval
+from ..modelset import CAPPED_NOTE
 from . import svg as S
 
 __all__ = ["ReportOptions", "Report", "build_report", "render_html", "write_report", "formula_mathml"]
@@ -213,9 +213,11 @@ def formula_mathml(model, digits: int = 4) -> Markup:
     segs = getattr(model, "segments", None)
     if segs:
         p, (lo, hi) = escape(model.parameters[0]), model.change
-        body = (f"<mi>{p}</mi><mo>&#x2264;</mo>{_mn(lo, digits)}<mo>:</mo>{_terms_mathml(segs[0], digits)}"
-                f"<mo>&#x2003;|&#x2003;</mo><mi>{p}</mi><mo>&#x2265;</mo>{_mn(hi, digits)}<mo>:</mo>"
-                f"{_terms_mathml(segs[1], digits)}")
+        # one regime per line (a table of two rows): a narrow column in the ranking
+        rows = (f"<mi>{p}</mi><mo>&#x2264;</mo>{_mn(lo, digits)}<mo>:</mo>{_terms_mathml(segs[0], digits)}",
+                f"<mi>{p}</mi><mo>&#x2265;</mo>{_mn(hi, digits)}<mo>:</mo>{_terms_mathml(segs[1], digits)}")
+        body = ('<mtable columnalign="left">'
+                + "".join(f"<mtr><mtd><mrow>{r}</mrow></mtd></mtr>" for r in rows) + "</mtable>")
     else:
         body = _terms_mathml(model, digits)
     plain = escape(model.formula())
@@ -327,13 +329,6 @@ class _Measured:
         d = self.data
         sel = d["callpath"].isin(list(want)).to_numpy()
         return {c: g for c, g in self._stats(d[sel], self.keys).groupby("callpath", sort=False)}
-
-    def nonnegative(self) -> bool:
-        """Every point's minimum over repetitions >= 0 (a point of NaN values only has none)."""
-        v = self.data["value"]
-        if v.isna().any():
-            return bool((self.table()["min"] >= 0).all())
-        return not bool((v.to_numpy() < 0).any())
 
 
 def _guess_mode(first: float, last: float, p: float, q: float, metric: str) -> tuple[str, str]:
@@ -511,8 +506,7 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         {c for c, v in pred.items() if v is not None}
     total_pred = math.fsum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
 
-    nonneg = exp.metrics[rep.metric].kind in ("time", "count", "bytes") and meas.nonnegative()
-    rep.clipped = nonneg   # costs that cannot be negative (measured >= 0): intervals clip at 0
+    rep.clipped = ms.nonnegative(rep.metric)   # costs that cannot be negative: intervals clip at 0
     rows, rest = [], []
     for i, s in enumerate(order):
         cp = series[s].callpath
@@ -537,15 +531,15 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
                      "max_share_target": max(b for _, b in rest),
                      "insignificant": sum(1 for a, b in rest if not (a >= o.min_share or b >= o.min_share))}
     by_cp = meas.series([row["callpath"] for row in rows])
-    for row in rows:
+    # the intervals at the target as `perfcast predict` gives them (clipped at 0, capped by ancestors)
+    _, blo, bhi, bclip, bcap = ms.bounds([(row["callpath"], rep.metric) for row in rows], [target], o.level)
+    for i, row in enumerate(rows):
         mdl = row.pop("model")
         q = mdl.quality
         lo = hi = None
         clipped = False
         if mdl.status == "ok":
-            lo, hi = mdl.interval(target, o.level, averaged=o.averaged)
-            lo, hi, clipped = (a.item() for a in clip_interval(row["predicted"] if row["predicted"] is not None
-                                                                else np.nan, lo, hi, nonneg))
+            lo, hi, clipped = float(blo[i, 0]), float(bhi[i, 0]), bool(bclip[i, 0])
             lo = lo if math.isfinite(lo) else None
             hi = hi if math.isfinite(hi) else None
         g = by_cp.get(row["callpath"])
@@ -561,7 +555,8 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
                     "smape": None if q is None or not math.isfinite(q.smape) else q.smape,
                     "warnings": fit_warnings(mdl), "segmented": bool(getattr(mdl, "segments", None)),
                     "noise": None if q is None or q.noise is None else q.noise,
-                    "lower": lo, "upper": hi, "clipped": clipped, "needed": mdl.needed, "series": series,
+                    "lower": lo, "upper": hi, "clipped": clipped, "capped_by": bcap[i, 0] if hi is not None else None,
+                    "needed": mdl.needed, "series": series,
                     "growth_factor": (row["predicted"] / row["now"] if row["predicted"] is not None and row["now"]
                                       and row["now"] > 0 else None),
                     "trend": Markup(S.sparkline(series, tooltip=f"median {rep.metric} over {x}"))})
@@ -573,16 +568,18 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         row["_model"] = mdl
     rep.kernels = rows
     if vmeans is not None:
-        rep.validation = _validation(rep, rows, vmeans, exp.parameters, o)
+        rep.validation = _validation(rep, ms, rows, vmeans, exp.parameters, o)
     for row in [r for r in rows if r["status"] == "ok"][: o.plots]:   # models to draw, in rank order
-        rep.plots.append(_plot(exp, rep, row, by_cp.get(row["callpath"]), maxpt, o))
+        rep.plots.append(_plot(exp, rep, ms, row, by_cp.get(row["callpath"]), maxpt, o))
     for row in rows:
         row.pop("_model", None)
     return ms
 
 
-def _validation(rep: Report, rows: list[dict], vmeans: Mapping, params: Sequence[str], o: ReportOptions) -> dict:
-    """The ranked kernels' predictions at the validation runs' points against their measured means."""
+def _validation(rep: Report, ms, rows: list[dict], vmeans: Mapping, params: Sequence[str],
+                o: ReportOptions) -> dict:
+    """The ranked kernels' predictions at the validation runs' points against their measured means
+    (as `perfcast predict` gives them: :meth:`perfcast.modelset.ModelSet.bounds`)."""
     from ..analysis.validation import compare, summarize
 
     preds = []
@@ -591,12 +588,10 @@ def _validation(rep: Report, rows: list[dict], vmeans: Mapping, params: Sequence
         if mdl.status != "ok":
             continue
         for (cp, mt, pt), _ in vmeans.items():
-            if cp != row["callpath"]:
+            if cp != row["callpath"] or mt != rep.metric:
                 continue
             at = dict(zip(params, pt))
-            lo, hi = mdl.interval(at, o.level, averaged=o.averaged)
-            value = float(mdl.predict(at, averaged=o.averaged))
-            lo, hi, _ = (a.item() for a in clip_interval(value, lo, hi, rep.clipped))
+            value, lo, hi = (float(a[0, 0]) for a in ms.bounds([(cp, mt)], [at], o.level)[:3])
             pred = {"callpath": cp, "name": row["name"], "rank": row["rank"], "metric": mt, "at": at,
                     "value": value, "lower": lo if math.isfinite(lo) else None,
                     "upper": hi if math.isfinite(hi) else None}
@@ -753,9 +748,11 @@ def _other_run_time(rep: Report, rec: Mapping) -> None:
 PLOT_LINES = 4
 
 
-def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt: dict, o: ReportOptions) -> dict:
+def _plot(exp: Experiment, rep: Report, ms, row: dict, g: pd.DataFrame | None, maxpt: dict,
+          o: ReportOptions) -> dict:
     """Measured medians with min-max spread per combination of the other parameters, the model
-    (solid where measured, dashed beyond), its prediction band, the target marker."""
+    (solid where measured, dashed beyond), its prediction band and the target marker (as `perfcast
+    predict` gives them: :meth:`perfcast.modelset.ModelSet.bounds`)."""
     mdl = row["_model"]
     x = rep.x
     target = rep.target
@@ -802,15 +799,12 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
         yvals += [*sel["min"], *sel["max"], *np.asarray(ym, dtype=float)]
     # the target curve: band over the whole range, dashed beyond the measured range
     tfixed = {p: target[p] for p in others}
-    tgrid = {x: grid, **{p: np.full(len(grid), v) for p, v in tfixed.items()}}
-    ty = np.asarray(mdl.predict(tgrid, averaged=o.averaged), dtype=float)
-    tlo, thi = mdl.interval(tgrid, o.level, averaged=o.averaged)
-    tlo, thi, _ = clip_interval(ty, tlo, thi, rep.clipped)
+    gpts = [{x: float(v), **tfixed} for v in grid]
+    bv, blo, bhi, _, bcap = ms.bounds([(row["callpath"], rep.metric)], [*gpts, target], o.level)
+    ty, tlo, thi = bv[0, :-1], blo[0, :-1], bhi[0, :-1]
+    tv, tl, th = float(bv[0, -1]), float(blo[0, -1]), float(bhi[0, -1])
     measured_combo = (tcombo in combos) if others else bool(combos)
     ext = grid >= x_hi if measured_combo else np.ones(len(grid), bool)
-    tv = float(mdl.predict(target, averaged=o.averaged))
-    tl, th = mdl.interval(target, o.level, averaged=o.averaged)
-    tl, th, _ = (a.item() for a in clip_interval(tv, tl, th, rep.clipped))
     yvals += [*ty[np.isfinite(ty)], tv, *[v for v in (tl, th) if math.isfinite(v)]]
     val = [r for r in (rep.validation or {}).get("rows", []) if r["callpath"] == row["callpath"]
            and all(r["at"][p] == v for p, v in tfixed.items())]
@@ -859,6 +853,7 @@ def _plot(exp: Experiment, rep: Report, row: dict, g: pd.DataFrame | None, maxpt
     return {"callpath": row["callpath"], "name": row["name"], "context": row["context"], "rank": row["rank"],
             "svg": Markup(fig.svg(aria=f"model of {row['callpath']}")),
             "mathml": row["mathml"], "formula": row["formula"], "predicted": tv, "lower": tl, "upper": th,
+            "capped_by": bcap[0, -1],
             "xkind": xkind, "ykind": ykind, "line_note": row.get("line_note"),
             "omitted": ("; ".join(", ".join(f"{p}={_num(v)}" for p, v in zip(others, c)) for c in omitted)
                         if omitted else "")}
@@ -1109,10 +1104,11 @@ th{background:#f0f2f5;font-weight:600;white-space:nowrap}
 th.sortable{cursor:pointer}
 th.sortable:after{content:" \\2195";color:#aab}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.path{min-width:220px;max-width:420px;overflow-wrap:anywhere}
+td.path{min-width:180px;max-width:420px;overflow-wrap:anywhere}
 .scroll{overflow-x:auto}
 .full{display:block;color:var(--mute);font-size:11px;font-weight:normal}
-td.order{white-space:nowrap}
+.order{white-space:nowrap}
+math mtd{text-align:left}
 tr.other td{color:var(--mute);font-style:italic}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:13px}
 .kv dt{color:var(--mute)}
@@ -1217,26 +1213,23 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the per-process cost increase from the smallest measured process count to the target (measured up to the largest run, predicted beyond) as a share of the root's per-process cost at the target, then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}; the ranks of the others are skipped, so the numbers have gaps); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
-<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, share of the root</span></th>{% endif %}<th class="num sortable">share at target</th><th class="num sortable">growth</th><th>trend</th><th class="num sortable">at {{ maxlabel }}</th><th class="num sortable">share</th><th class="sortable">order</th><th class="num sortable">SMAPE</th><th class="num sortable">noise</th><th class="sortable">confidence<span class="full">of the value at target</span></th></tr></thead>
+<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="sortable">confidence<span class="full">at target</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, of root</span></th>{% endif %}<th class="num sortable">share<span class="full">at target</span></th><th class="num sortable">growth<span class="full">order</span></th><th>trend</th><th class="num sortable">now<span class="full">{{ maxlabel }}</span><span class="full">share</span></th><th class="num sortable">SMAPE<span class="full">noise</span></th></tr></thead>
 <tbody>
 {% for k in r.kernels %}<tr>
 <td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
 <td class="path" title="{{ k.callpath }}"><a href="#plot-{{ k.rank }}">{{ k.name }}</a>{% if k.context %}<span class="full">{{ k.context }}</span>{% endif %}</td>
 <td>{% if k.status == "ok" or k.segmented %}{{ k.mathml }}{% for w in k.warnings %}<span class="note full" title="{{ w }}">{{ w.split(':')[0] }}: predictions unreliable</span>{% endfor %}{% else %}<span class="note">insufficient points (needs {{ k.needed }})</span>{% endif %}</td>
-<td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.get("line") %}<span class="note" title="{{ k.line_note }}"> ×{{ fnum(k.line.factor, 3) }} measured line</span>{% endif %}{% if k.lower is not none %}<span class="full">[{% if k.clipped %}<span title="the interval reaches below 0; a cost cannot">0 clipped</span>{% else %}{{ fnum(k.lower) }}{% endif %}, {{ fnum(k.upper) }}]</span>{% endif %}</td>
+<td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.get("line") %}<span class="note" title="{{ k.line_note }}"> ×{{ fnum(k.line.factor, 3) }} measured line</span>{% endif %}{% if k.lower is not none %}<span class="full">[{% if k.clipped %}<span title="the interval reaches below 0; a cost cannot">0 clipped</span>{% else %}{{ fnum(k.lower) }}{% endif %}, {% if k.capped_by %}<span title="{{ CAPPED_NOTE }} {{ k.capped_by }}: a part cannot exceed the whole">{{ fnum(k.upper) }} capped</span>{% else %}{{ fnum(k.upper) }}{% endif %}]</span>{% endif %}</td>
+<td>{% if k.confidence %}<span class="conf conf-{{ k.confidence }}">{{ k.confidence }}</span>{% else %}–{% endif %}</td>
 {% if r.options.by != "growth" %}<td class="num" data-v="{{ k.increase if k.increase is not none else '' }}">{% if k.increase is not none %}{{ "%+.2f"|format(100 * k.increase) }} %{% else %}–{% endif %}</td>{% endif %}
 <td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}</td>
-<td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}</td>
+<td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}<span class="full order">{{ k.order }}</span></td>
 <td>{{ k.trend }}</td>
-<td class="num" data-v="{{ k.now if k.now is not none else '' }}">{{ fnum(k.now) }}</td>
-<td class="num" data-v="{{ k.share_now if k.share_now is not none else '' }}">{{ pct(k.share_now) }}</td>
-<td class="order">{{ k.order }}</td>
-<td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}</td>
-<td class="num" data-v="{{ k.noise if k.noise is not none else '' }}">{{ fpct1(k.noise) }}</td>
-<td>{% if k.confidence %}<span class="conf conf-{{ k.confidence }}">{{ k.confidence }}</span>{% else %}–{% endif %}</td>
+<td class="num" data-v="{{ k.now if k.now is not none else '' }}">{{ fnum(k.now) }}<span class="full">{{ pct(k.share_now) }}</span></td>
+<td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}<span class="full">{{ fpct1(k.noise) }}</span></td>
 </tr>
 {% endfor %}
-{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 12 if r.options.by == 'growth' else 13 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total (<code>--min-share 0</code> lists them){% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
+{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 9 if r.options.by == 'growth' else 10 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total (<code>--min-share 0</code> lists them){% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
 </tbody></table></div>
 </section>
 {% endif %}
@@ -1249,7 +1242,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <h3 title="{{ p.callpath }}">#{{ p.rank }} {{ p.name }}{% if p.context %} <span class="note">in {{ p.context }}</span>{% endif %}</h3>
 {{ p.svg }}
 <p class="f">{{ p.mathml }}</p>
-<p class="note">at target: {{ fnum(p.predicted) }}{% if p.lower == p.lower %} [{{ fnum(p.lower) }}, {{ fnum(p.upper) }}]{% endif %} {{ r.unit }}{% if p.line_note %}; {{ p.line_note }}{% endif %}</p>
+<p class="note">at target: {{ fnum(p.predicted) }}{% if p.lower == p.lower %} [{{ fnum(p.lower) }}, {{ fnum(p.upper) }}]{% endif %} {{ r.unit }}{% if p.line_note %}; {{ p.line_note }}{% endif %}{% if p.capped_by %}; {{ CAPPED_NOTE }} {{ p.capped_by }} (a part cannot exceed the whole){% endif %}</p>
 {% if p.omitted %}<p class="note">not drawn (the {{ PLOT_LINES }} measured lines with the most points are): {{ p.omitted }}</p>{% endif %}
 </div>
 {% endfor %}
@@ -1351,6 +1344,7 @@ def render_html(rep: Report) -> str:
         rep.summary["parameters"] else "the run"
     return tmpl.render(r=rep, s=rep.summary, version=__version__, css=Markup(_CSS), js=Markup(_JS),
                        js_hash=_js_hash(), nav=nav, fnum=_num, pct=_pct, maxlabel=maxlabel, PLOT_LINES=PLOT_LINES,
+                       CAPPED_NOTE=CAPPED_NOTE,
                        fpct1=lambda v: "–" if v is None else f"{float(v):.1f}%",
                        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
