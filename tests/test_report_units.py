@@ -342,6 +342,11 @@ def test_report_shares_do_not_depend_on_the_hash_seed(tmp_path):
         text += ["DATA " + " ".join(repr(float(c * 1.37 ** r % 7.3 * p ** e * (1 + rng.uniform(-0.02, 0.02))))
                                     for _ in range(3)) for p in (4, 8, 16, 32, 64)]
         text.append("")
+    # two timers each largest at one end only: no timer holds all the others at every point, so the
+    # flat list has no whole-run timer and the shares are of the sum of the timers
+    for name, big in (("xa", 4), ("xb", 64)):
+        text += [f"REGION {name}"] + [f"DATA {1e4 if p == big else 1e-3} {1e4 if p == big else 1e-3}"
+                                      for p in (4, 8, 16, 32, 64)] + [""]
     path = tmp_path / "many.txt"
     path.write_text("\n".join(text) + "\n")
     outs = []
@@ -353,7 +358,7 @@ def test_report_shares_do_not_depend_on_the_hash_seed(tmp_path):
         outs.append(cli_items(r.stdout, "report")[0])
     assert outs[0]["kernels"] == outs[1]["kernels"] == outs[2]["kernels"]
     rows = [k for k in outs[0]["kernels"] if k.get("share_target") is not None]
-    # every share is its kernel's prediction over one total (flat tree: the sum of all 60 predictions)
+    # every share is its kernel's prediction over one total (flat tree: the sum of all 62 predictions)
     totals = [k["value"] / k["share_target"] for k in rows]
     assert len(rows) >= 5 and max(totals) == pytest.approx(min(totals), rel=1e-12)
     assert sum(k["value"] for k in rows) < totals[0]

@@ -504,11 +504,19 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     pred = {series[s].callpath: (v if v is not None and math.isfinite(v) else None)
             for s, v in zip(order, (predicted[s] for s in order))}
     tops = _topmost(tree, set(now)) if scope == "inclusive" else set(now)
+    ptops = _topmost(tree, {c for c, v in pred.items() if v is not None}) if scope == "inclusive" else \
+        {c for c, v in pred.items() if v is not None}
+    # a flat timer list with a whole-run timer (Relearn's main()): the shares are of that timer, the
+    # root of the ranking's increase (ModelSet.whole_run), not of the sum of the timers, which counts
+    # the time nested in it again
+    whole = ms.whole_run.get(rep.metric) if scope != "inclusive" else None
+    if whole is not None and whole in tops:
+        tops = {whole}
+    if whole is not None and whole in ptops:
+        ptops = {whole}
     # math.fsum: the correctly rounded sum, whatever the order of the set (a plain sum over a set of
     # strings changed the last digits with PYTHONHASHSEED)
     total_now = math.fsum(v for c, v in now.items() if c in tops and v > 0)
-    ptops = _topmost(tree, {c for c, v in pred.items() if v is not None}) if scope == "inclusive" else \
-        {c for c, v in pred.items() if v is not None}
     total_pred = math.fsum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
 
     nonneg = exp.metrics[rep.metric].kind in ("time", "count", "bytes") and meas.nonnegative()
