@@ -45,6 +45,12 @@ class Finite(click.FloatRange):
     """A float option (optionally within a range) that refuses nan and inf, which every range
     comparison would let through."""
 
+    def _describe_range(self) -> str:
+        # no bounds: nothing to say (click printed "[x<=None]" in --help)
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
     def convert(self, value, param, ctx):
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):
