@@ -396,3 +396,49 @@ def test_report_labels_clipped_bounds_and_lines_not_drawn(data_dir):
     assert p["omitted"] and p["omitted"].startswith("n=")
     assert f"not drawn (the 4 measured lines with the most points are): {p['omitted']}" in render_html(rep)
     assert drawn == 4 * len(set(rl.data["p"]))
+
+
+def test_values_table_tells_rows_of_one_name_apart(tmp_path):
+    # LULESH has MPI_Waitall under CalcForceForNodes and under LagrangeNodal: the "Values at" table
+    # showed two bare "MPI_Waitall" rows with different numbers
+    from html.parser import HTMLParser
+
+    from conftest import DATA, require_data
+    from perfcast.io import load
+    from perfcast.report.html import write_report
+
+    src = require_data(DATA / "thicket" / "lulesh_weak_scaling_cali")
+    exp = load([src])
+    out = tmp_path / "l.html"
+    write_report(exp, out, ReportOptions(target={"jobsize": 1000}))
+    page = out.read_text()
+    table = page[page.index("Values at jobsize=343"):]
+    table = table[:table.index("</table>")]
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.cell, self.depth = [], None, 0
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "td" and ("class", "path") in attrs:
+                self.cell, self.title = [], dict(attrs)["title"]
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell.append(data)
+
+        def handle_endtag(self, tag):
+            if tag == "td" and self.cell is not None:
+                self.rows.append((self.title, " ".join(self.cell)))
+                self.cell = None
+
+    p = Cells()
+    p.feed(table)
+    titles = [t for t, _ in p.rows]
+    shown = [s for _, s in p.rows]
+    # two distinct callpaths ending in MPI_Waitall in the data, both in the table
+    waitall = {c for c in map(str, exp.data["callpath"].unique()) if c.endswith("->MPI_Waitall")}
+    assert len(waitall & set(titles)) >= 2
+    assert len(set(titles)) == len(titles)
+    assert len(set(shown)) == len(shown), shown    # what a reader sees tells every row apart

@@ -1025,7 +1025,10 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
         mrows.append({"index": i, "name": n, "unit": mt.unit, "kind": mt.kind, "scope": mt.scope,
                       "aggregate": mt.aggregate, "description": mt.description, "formula": f})
     rep.metrics_table = {"metrics": mrows, "columns": names, "at": at,
+                         # the callers too, as in the ranking: two rows of one name (LULESH's
+                         # MPI_Waitall under CalcForceForNodes and under LagrangeNodal) told apart
                          "rows": [{"callpath": c, "name": exp.tree.name(c) if c in exp.tree else c,
+                                   "context": _context(exp.tree, c),
                                    "values": [values.get((c, n)) for n in names]} for c in cps],
                          "n_derived": sum(1 for r in mrows if r["formula"])}
 
@@ -1317,7 +1320,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if mt.rows %}
 <h3 style="margin-top:14px">Values at {% for k, v in mt.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %} (mean over repetitions)</h3>
 <div style="overflow-x:auto"><table><thead><tr><th>callpath</th>{% for c in mt.columns %}<th class="num">{{ c }}</th>{% endfor %}</tr></thead><tbody>
-{% for row in mt.rows %}<tr><td class="path" title="{{ row.callpath }}">{{ row.name }}</td>{% for v in row["values"] %}<td class="num">{{ fnum(v) }}</td>{% endfor %}</tr>
+{% for row in mt.rows %}<tr><td class="path" title="{{ row.callpath }}">{{ row.name }}{% if row.context %}<span class="full">{{ row.context }}</span>{% endif %}</td>{% for v in row["values"] %}<td class="num">{{ fnum(v) }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>
 {% endif %}
 </section>
