@@ -1191,8 +1191,13 @@ def _print_advice(adv, limit: int) -> None:
 
     say = lambda text: out.print(text, markup=False, highlight=False)  # noqa: E731
     sd = lambda v: f"±{math.sqrt(max(v, 0.0)):.1%}"  # noqa: E731
-    say(f"Target {','.join(f'{k}={v:g}' for k, v in adv.target.items())}, metric {adv.metric}: the total's "
-        f"{LEVEL:.0%} interval there is {_pct_pm(adv.summary()['uncertainty'])} (perfcast predict's); the kernels that matter there "
+    u = adv.summary()["uncertainty"]
+    # "the total's 90% interval there is no interval" when a topmost callpath's model gives none
+    # (LULESH's MPI_Gather: a last regime of 2 points): said as such
+    total = (f"the total's {LEVEL:.0%} interval there is {_pct_pm(u)} (perfcast predict's)" if u is not None else
+             f"the total has no {LEVEL:.0%} interval there (a topmost callpath's model gives none: "
+             "perfcast predict says which)")
+    say(f"Target {','.join(f'{k}={v:g}' for k, v in adv.target.items())}, metric {adv.metric}: {total}; the kernels that matter there "
         f"have a standard deviation of ±{adv.sd:.1%} (coefficients {sd(adv.parts['coefficients'])}, "
         f"hypotheses {sd(adv.parts['hypotheses'])}, extrapolation {sd(adv.parts['extrapolation'])}), "
         f"which the candidates are ranked by")
