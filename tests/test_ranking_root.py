@@ -141,3 +141,27 @@ def test_report_shares_of_a_flat_timer_list_are_of_the_whole_run_timer(capsys, t
     code, mout, err = cli(capsys, "model", RELEARN, "--json")
     mains = [d for d in json.loads(mout)["items"] if d["callpath"] == "main()"]
     assert math.isclose(rows["main()"]["value"], _value(mains[0], item["target"]), rel_tol=1e-9)
+
+
+def test_report_summary_line_counts_every_row_left_out(capsys, tmp_path):
+    # "1 kernel(s) ranked (9 more below --min-share 1%)" left out the 4 rows --kernels 1 cut off
+    require_data(RELEARN)
+    text = RELEARN.read_text()
+    regions = [s.strip()[len("REGION"):].strip() for s in text.splitlines() if s.strip().startswith("REGION")]
+    # by hand at the largest point (p=512, n=9000; 25 points, the last): each timer's share of main()
+    last = {}
+    region = None
+    for s in text.splitlines():
+        s = s.strip()
+        if s.startswith("REGION"):
+            region = s[len("REGION"):].strip()
+        elif s.startswith("DATA"):
+            v = [float(x) for x in s[4:].split()]
+            last[region] = sum(v) / len(v)      # the 25th DATA line of the region stays
+    small = sum(1 for r in regions if last[r] / last["main()"] < 0.01)
+    assert (len(regions), small) == (14, 9)
+    code, out, err = cli(capsys, "report", RELEARN, "-o", tmp_path / "r.html", "--kernels", "1")
+    assert code == 0, err
+    line = out.strip().splitlines()[-1]
+    assert f"1 kernel(s) ranked ({len(regions) - 1 - small} more beyond --kernels 1, {small} more below " \
+           "--min-share 1%)" in line, line

@@ -1430,8 +1430,13 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
         write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()}, **gaps)
     else:
         below = (rep.other or {}).get("insignificant") or 0
+        # the rows --kernels cut off are said too: "1 kernel(s) ranked (9 more below --min-share 1%)"
+        # read as if 10 were all there is of 14
+        cut = ((rep.other or {}).get("count") or 0) - below
+        more = [f"{cut} more beyond --kernels {opts.kernels}"] * bool(cut) + \
+            [f"{below} more below --min-share {100 * opts.min_share:g}%"] * bool(below)
         out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked"
-                  + (f" ({below} more below --min-share {100 * opts.min_share:g}%)" if below else "")
+                  + (f" ({', '.join(more)})" if more else "")
                   + f", {len(rep.plots)} plot(s), sections: {', '.join(rep.sections())}", markup=False, highlight=False)
 
 
