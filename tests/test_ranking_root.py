@@ -137,6 +137,9 @@ def test_report_shares_of_a_flat_timer_list_are_of_the_whole_run_timer(capsys, t
         assert math.isclose(k["share_now"], now[cp] / now["main()"], rel_tol=1e-9), cp
         assert math.isclose(k["share_target"], k["value"] / rows["main()"]["value"], rel_tol=1e-9), cp
     assert rows["main()"]["share_now"] == 1.0 and rows["main()"]["share_target"] == 1.0
+    # and the page says so, as `model` does on stderr
+    page = (tmp_path / "r.html").read_text().replace("&#39;", "'")
+    assert "whose main() holds every other timer at every measured point" in page
     # the target value of main() by hand from its formula
     code, mout, err = cli(capsys, "model", RELEARN, "--json")
     mains = [d for d in json.loads(mout)["items"] if d["callpath"] == "main()"]

@@ -512,6 +512,9 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     whole = ms.whole_run.get(rep.metric) if scope != "inclusive" else None
     if whole is not None and whole in tops:
         tops = {whole}
+        rep.notes.append(f"{rep.metric!r} is a flat timer list whose {whole} holds every other timer at every "
+                         f"measured point: the shares and the increase are of {whole} (the whole run), not of the "
+                         "sum of the timers, which would count nested time again.")
     if whole is not None and whole in ptops:
         ptops = {whole}
     # math.fsum: the correctly rounded sum, whatever the order of the set (a plain sum over a set of
