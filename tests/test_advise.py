@@ -390,3 +390,24 @@ def test_interval_after_a_run_is_the_t_interval_of_the_updated_regression(tmp_pa
         var = _wls_variance(PS + [x], ws + [1 / f(x) ** 2], s2, 256)
         assert c.before == pytest.approx(now, rel=1e-6)
         assert c.after == pytest.approx(q * math.sqrt(var + s2 * y_t ** 2) / y_t, rel=1e-6), (c.kind, x)
+
+
+def test_a_total_without_interval_is_said_plainly(capsys):
+    # LULESH: the topmost callpath MPI_Gather has a last regime of 2 points, so predict gives it no
+    # interval and the total has none; the first line read "the total's 90% interval there is no
+    # interval (perfcast predict's)"
+    from conftest import DATA, require_data
+
+    src = require_data(DATA / "thicket" / "lulesh_weak_scaling_cali")
+    code, out, err = cli(capsys, "predict", src, "--at", "jobsize=1000", "--json")
+    assert code == 0, err
+    rows = cli_json(out, "predictions")["items"]
+    tops = [r for r in rows if "->" not in r["callpath"] and r["metric"] == "avg#inclusive#sum#time.duration"]
+    assert any(r["lower"] is None for r in tops)      # the ground truth: a root without an interval
+    code, out, err = cli(capsys, "advise", src, "--target", "jobsize=1000")
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert "is no interval" not in first
+    assert "the total has no 90% interval there" in first
+    code, out, err = cli(capsys, "advise", src, "--target", "jobsize=1000", "--json")
+    assert code == 0 and cli_json(out, "advice")["uncertainty"] is None

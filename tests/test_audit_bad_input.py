@@ -198,3 +198,18 @@ def test_predict_at_on_an_experiment_without_parameters(tmp_path, capsys):
     line = one_error(*cli(capsys, "predict", f, "--at", "p=1")[::2])
     assert line.endswith("the experiment has no parameters (one run): nothing to predict at --at; scaling models "
                          "need runs at several points"), line
+
+
+def test_point_outside_a_models_domain_is_one_error_line(tmp_path):
+    # log2(p) at p=0 is undefined: the refusal was preceded by a numpy "RuntimeWarning: invalid value
+    # encountered in multiply" with a source line of perfcast on stderr (a separate process: pytest
+    # would catch the warning in-process)
+    import subprocess
+    import sys
+
+    relearn = DATA / "extrap" / "text" / "mpa" / "relearn_data.txt"   # models with log2(p) terms
+    r = subprocess.run([sys.executable, "-W", "default", "-m", "perfcast", "predict", str(relearn), "--at", "p=0,n=5"],
+                       capture_output=True, text=True)
+    assert r.stdout == ""
+    line = one_error(r.returncode, r.stderr)
+    assert "is undefined at p=0,n=5" in line and "log2(p)" in line

@@ -192,6 +192,11 @@ def test_compare_on_held_out_runs(syn, capsys):
     assert number_after(out, "mean absolute error: perfcast") == pytest.approx(0, abs=0.05)
     assert "nan: n/a (give --size" in out
     assert "meets the target 1%" in out
+    # the Worley line says where it was fitted (the JSON above: it predicts at n=100 only), so its
+    # "n/a" at the other validation sizes is explained
+    worley = next(line for line in out.splitlines() if line.startswith("worley: "))
+    assert worley.endswith("(fitted over p at n=100; no prediction at other sizes)"), worley
+    assert all(("worley n/a" in line) == ("n=100" not in line) for line in out.splitlines() if "measured " in line)
 
 
 def test_p1_predicts_no_point_to_point(tmp_path, capsys):

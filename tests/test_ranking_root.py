@@ -107,3 +107,64 @@ def test_a_callpath_filter_chooses_rows_not_shares(capsys):
         assert math.isclose(r["increase_share"], inc / root_at, rel_tol=1e-9, abs_tol=1e-12), d["callpath"]
         checked += 1
     assert checked >= 20
+
+
+def test_report_shares_of_a_flat_timer_list_are_of_the_whole_run_timer(capsys, tmp_path):
+    """The report's `share` columns take the same root as the ranking, `model`'s note and `advise`:
+    Relearn's main() is the whole run, so it holds 100% and each timer its value over main()'s --
+    not a fifth of the sum of the nested timers (main() was shown at 20.3% at the target)."""
+    require_data(RELEARN)
+    # ground truth from the file by hand: values at the largest measured point (p=512, n=9000), both
+    # repetitions equal there
+    vals: dict[str, list[float]] = {}
+    points, region = [], None
+    for line in RELEARN.read_text().splitlines():
+        s = line.strip()
+        if s.startswith("POINTS"):
+            points.append(tuple(float(x) for x in s[len("POINTS"):].strip("() ").split()))
+        elif s.startswith("REGION"):
+            region = s[len("REGION"):].strip()
+        elif s.startswith("DATA"):
+            vals.setdefault(region, []).append(sum(map(float, s[4:].split())) / len(s[4:].split()))
+    i = points.index((512.0, 9000.0))
+    now = {cp: v[i] for cp, v in vals.items()}
+    code, out, err = cli(capsys, "report", RELEARN, "-o", tmp_path / "r.html", "--json")
+    assert code == 0, err
+    item = json.loads(out)["items"][0]
+    rows = {k["callpath"]: k for k in item["kernels"]}
+    assert set(rows) >= {"main()", "Create synapses (w/ Alltoall)"}
+    for cp, k in rows.items():
+        assert math.isclose(k["share_now"], now[cp] / now["main()"], rel_tol=1e-9), cp
+        assert math.isclose(k["share_target"], k["value"] / rows["main()"]["value"], rel_tol=1e-9), cp
+    assert rows["main()"]["share_now"] == 1.0 and rows["main()"]["share_target"] == 1.0
+    # and the page says so, as `model` does on stderr
+    page = (tmp_path / "r.html").read_text().replace("&#39;", "'")
+    assert "whose main() holds every other timer at every measured point" in page
+    # the target value of main() by hand from its formula
+    code, mout, err = cli(capsys, "model", RELEARN, "--json")
+    mains = [d for d in json.loads(mout)["items"] if d["callpath"] == "main()"]
+    assert math.isclose(rows["main()"]["value"], _value(mains[0], item["target"]), rel_tol=1e-9)
+
+
+def test_report_summary_line_counts_every_row_left_out(capsys, tmp_path):
+    # "1 kernel(s) ranked (9 more below --min-share 1%)" left out the 4 rows --kernels 1 cut off
+    require_data(RELEARN)
+    text = RELEARN.read_text()
+    regions = [s.strip()[len("REGION"):].strip() for s in text.splitlines() if s.strip().startswith("REGION")]
+    # by hand at the largest point (p=512, n=9000; 25 points, the last): each timer's share of main()
+    last = {}
+    region = None
+    for s in text.splitlines():
+        s = s.strip()
+        if s.startswith("REGION"):
+            region = s[len("REGION"):].strip()
+        elif s.startswith("DATA"):
+            v = [float(x) for x in s[4:].split()]
+            last[region] = sum(v) / len(v)      # the 25th DATA line of the region stays
+    small = sum(1 for r in regions if last[r] / last["main()"] < 0.01)
+    assert (len(regions), small) == (14, 9)
+    code, out, err = cli(capsys, "report", RELEARN, "-o", tmp_path / "r.html", "--kernels", "1")
+    assert code == 0, err
+    line = out.strip().splitlines()[-1]
+    assert f"1 kernel(s) ranked ({len(regions) - 1 - small} more beyond --kernels 1, {small} more below " \
+           "--min-share 1%)" in line, line

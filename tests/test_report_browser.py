@@ -133,7 +133,11 @@ def open_report(path: Path, tmp: Path, shots: str) -> dict:
             scripts: Array.from(document.scripts).map(e => e.textContent),
             imgs: document.querySelectorAll('img').length,
             text: document.body.innerText,
-            height: document.documentElement.scrollHeight})"""))
+            height: document.documentElement.scrollHeight,
+            // each rotated y-axis label's extent against its figure's: [label top, bottom, svg top, bottom, text]
+            ylabels: Array.from(document.querySelectorAll('svg text.axis[transform]')).map(t => {
+                const a = t.getBoundingClientRect(), b = t.ownerSVGElement.getBoundingClientRect();
+                return [a.top, a.bottom, b.top, b.bottom, t.textContent]; })})"""))
         # interactivity: sorting by the first column reverses the rank order, the filter hides rows
         ev("document.querySelector('#ranktable thead th').click()")
         ev("document.querySelector('#ranktable thead th').click()")
@@ -300,3 +304,22 @@ def test_hostile_names_are_text_not_markup(tmp_path):
     text = facts["text"]
     assert XSS in text and IMG in text and "x</svg><b>y" in text and "t<i>me</i>" in text
     assert facts["plots"] >= 4 and facts["maths"] >= 4
+
+
+def test_long_axis_labels_fit_their_figures(tmp_path):
+    # a metric described at length (the Jacobi example's time: "wall time of the run (app) and
+    # application-reported timers" [s]) was drawn as a rotated y label longer than the plot: the browser
+    # clipped both ends, the unit with them
+    rows = [{"p": p, "rep": r, "callpath": cp, "metric": "time", "value": v * p * (1 + 0.01 * r)}
+            for p in (1, 2, 4, 8) for r in range(2) for cp, v in (("app", 1.0), ("app->solve", 0.6))]
+    desc = "wall time of the run (app) and application-reported timers"
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive", description=desc)])
+    out = tmp_path / "long.html"
+    write_report(exp, out, ReportOptions(min_share=0.0))
+    facts = open_report(out, tmp_path, "long")
+    check_clean(facts)
+    labels = facts["ylabels"]
+    assert len(labels) >= 3   # the model plots and the cost-by-callpath bars
+    for top, bottom, svg_top, svg_bottom, text in labels:
+        assert top >= svg_top - 0.5 and bottom <= svg_bottom + 0.5, (text, top, bottom, svg_top, svg_bottom)
+        assert text.endswith(" [s]") and text.startswith("wall time of the run")

@@ -342,6 +342,11 @@ def test_report_shares_do_not_depend_on_the_hash_seed(tmp_path):
         text += ["DATA " + " ".join(repr(float(c * 1.37 ** r % 7.3 * p ** e * (1 + rng.uniform(-0.02, 0.02))))
                                     for _ in range(3)) for p in (4, 8, 16, 32, 64)]
         text.append("")
+    # two timers each largest at one end only: no timer holds all the others at every point, so the
+    # flat list has no whole-run timer and the shares are of the sum of the timers
+    for name, big in (("xa", 4), ("xb", 64)):
+        text += [f"REGION {name}"] + [f"DATA {1e4 if p == big else 1e-3} {1e4 if p == big else 1e-3}"
+                                      for p in (4, 8, 16, 32, 64)] + [""]
     path = tmp_path / "many.txt"
     path.write_text("\n".join(text) + "\n")
     outs = []
@@ -353,7 +358,7 @@ def test_report_shares_do_not_depend_on_the_hash_seed(tmp_path):
         outs.append(cli_items(r.stdout, "report")[0])
     assert outs[0]["kernels"] == outs[1]["kernels"] == outs[2]["kernels"]
     rows = [k for k in outs[0]["kernels"] if k.get("share_target") is not None]
-    # every share is its kernel's prediction over one total (flat tree: the sum of all 60 predictions)
+    # every share is its kernel's prediction over one total (flat tree: the sum of all 62 predictions)
     totals = [k["value"] / k["share_target"] for k in rows]
     assert len(rows) >= 5 and max(totals) == pytest.approx(min(totals), rel=1e-12)
     assert sum(k["value"] for k in rows) < totals[0]
@@ -391,3 +396,49 @@ def test_report_labels_clipped_bounds_and_lines_not_drawn(data_dir):
     assert p["omitted"] and p["omitted"].startswith("n=")
     assert f"not drawn (the 4 measured lines with the most points are): {p['omitted']}" in render_html(rep)
     assert drawn == 4 * len(set(rl.data["p"]))
+
+
+def test_values_table_tells_rows_of_one_name_apart(tmp_path):
+    # LULESH has MPI_Waitall under CalcForceForNodes and under LagrangeNodal: the "Values at" table
+    # showed two bare "MPI_Waitall" rows with different numbers
+    from html.parser import HTMLParser
+
+    from conftest import DATA, require_data
+    from perfcast.io import load
+    from perfcast.report.html import write_report
+
+    src = require_data(DATA / "thicket" / "lulesh_weak_scaling_cali")
+    exp = load([src])
+    out = tmp_path / "l.html"
+    write_report(exp, out, ReportOptions(target={"jobsize": 1000}))
+    page = out.read_text()
+    table = page[page.index("Values at jobsize=343"):]
+    table = table[:table.index("</table>")]
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.cell, self.depth = [], None, 0
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "td" and ("class", "path") in attrs:
+                self.cell, self.title = [], dict(attrs)["title"]
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell.append(data)
+
+        def handle_endtag(self, tag):
+            if tag == "td" and self.cell is not None:
+                self.rows.append((self.title, " ".join(self.cell)))
+                self.cell = None
+
+    p = Cells()
+    p.feed(table)
+    titles = [t for t, _ in p.rows]
+    shown = [s for _, s in p.rows]
+    # two distinct callpaths ending in MPI_Waitall in the data, both in the table
+    waitall = {c for c in map(str, exp.data["callpath"].unique()) if c.endswith("->MPI_Waitall")}
+    assert len(waitall & set(titles)) >= 2
+    assert len(set(titles)) == len(titles)
+    assert len(set(shown)) == len(shown), shown    # what a reader sees tells every row apart

@@ -170,3 +170,25 @@ def test_help_and_version_do_not_load_the_numerical_stack():
             "print(sorted(m for m in ('pandas', 'scipy', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_help_describes_no_range_for_unbounded_numbers():
+    # click described a number option without bounds as "[x<=None]" (`project --compute-factor`,
+    # `advise --budget`, `view --threshold`, ...): every option's help, read from click's own tree
+    import click
+
+    from perfcast.cli import Finite, cli
+
+    seen = 0
+    ctx = click.Context(cli)
+    for name, cmd in cli.commands.items():
+        subs = cmd.commands.items() if isinstance(cmd, click.Group) else [(name, cmd)]
+        for sub, c in subs:
+            text = c.get_help(click.Context(c, info_name=sub, parent=ctx))
+            assert "None]" not in text and "None;" not in text, (name, sub)
+            unbounded = [o for o in c.params if isinstance(o.type, Finite) and o.type.min is None and o.type.max is None]
+            seen += len(unbounded)
+    assert seen >= 5   # project --compute-factor, advise/collect --budget, collect --cv, view/waste --threshold
+    # a bounded one still says its range
+    view = cli.commands["view"]
+    assert "x>=0" in view.get_help(click.Context(view, info_name="view", parent=ctx))

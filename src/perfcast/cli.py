@@ -45,6 +45,12 @@ class Finite(click.FloatRange):
     """A float option (optionally within a range) that refuses nan and inf, which every range
     comparison would let through."""
 
+    def _describe_range(self) -> str:
+        # no bounds: nothing to say (click printed "[x<=None]" in --help)
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
     def convert(self, value, param, ctx):
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):
@@ -1185,8 +1191,13 @@ def _print_advice(adv, limit: int) -> None:
 
     say = lambda text: out.print(text, markup=False, highlight=False)  # noqa: E731
     sd = lambda v: f"±{math.sqrt(max(v, 0.0)):.1%}"  # noqa: E731
-    say(f"Target {','.join(f'{k}={v:g}' for k, v in adv.target.items())}, metric {adv.metric}: the total's "
-        f"{LEVEL:.0%} interval there is {_pct_pm(adv.summary()['uncertainty'])} (perfcast predict's); the kernels that matter there "
+    u = adv.summary()["uncertainty"]
+    # "the total's 90% interval there is no interval" when a topmost callpath's model gives none
+    # (LULESH's MPI_Gather: a last regime of 2 points): said as such
+    total = (f"the total's {LEVEL:.0%} interval there is {_pct_pm(u)} (perfcast predict's)" if u is not None else
+             f"the total has no {LEVEL:.0%} interval there (a topmost callpath's model gives none: "
+             "perfcast predict says which)")
+    say(f"Target {','.join(f'{k}={v:g}' for k, v in adv.target.items())}, metric {adv.metric}: {total}; the kernels that matter there "
         f"have a standard deviation of ±{adv.sd:.1%} (coefficients {sd(adv.parts['coefficients'])}, "
         f"hypotheses {sd(adv.parts['hypotheses'])}, extrapolation {sd(adv.parts['extrapolation'])}), "
         f"which the candidates are ranked by")
@@ -1419,8 +1430,13 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
         write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()}, **gaps)
     else:
         below = (rep.other or {}).get("insignificant") or 0
+        # the rows --kernels cut off are said too: "1 kernel(s) ranked (9 more below --min-share 1%)"
+        # read as if 10 were all there is of 14
+        cut = ((rep.other or {}).get("count") or 0) - below
+        more = [f"{cut} more beyond --kernels {opts.kernels}"] * bool(cut) + \
+            [f"{below} more below --min-share {100 * opts.min_share:g}%"] * bool(below)
         out.print(f"wrote {output} ({output.stat().st_size / 1024:.0f} KiB): {len(rep.kernels)} kernel(s) ranked"
-                  + (f" ({below} more below --min-share {100 * opts.min_share:g}%)" if below else "")
+                  + (f" ({', '.join(more)})" if more else "")
                   + f", {len(rep.plots)} plot(s), sections: {', '.join(rep.sections())}", markup=False, highlight=False)
 
 

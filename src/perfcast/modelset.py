@@ -744,7 +744,10 @@ class ModelSet:
 
         series = list(self.series)
         parts = columns.split(series)
-        value, lower, upper, base = self._batch(pts, level, parts)
+        # a point outside a model's domain (log2(p) at p <= 0) gives NaN, refused below by name: not a
+        # numpy RuntimeWarning with a source line on stderr
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value, lower, upper, base = self._batch(pts, level, parts)
         S, P = value.shape
         bad = np.isnan(value)
         if bad.any():

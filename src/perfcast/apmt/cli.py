@@ -153,7 +153,11 @@ def compare_cmd(exp, validation, measure, machine, timers, size, threshold, proc
                           baselines={k: (v if isinstance(v, str) else v.formula()) for k, v in base.items()})
     say = lambda s: out.print(s, markup=False, highlight=False)  # noqa: E731
     for name, b in base.items():
-        say(f"{name}: " + (f"n/a ({b})" if isinstance(b, str) else b.formula()))
+        # Worley's form has no size: fitted at one size, it predicts there only (n/a elsewhere, said)
+        at = "" if isinstance(b, str) or not getattr(b, "fixed", None) else \
+            " (fitted over " + b.procs + " at " + ",".join(f"{k}={v:g}" for k, v in b.fixed.items()) + \
+            "; no prediction at other sizes)"
+        say(f"{name}: " + (f"n/a ({b})" if isinstance(b, str) else b.formula()) + at)
     for r in rows:
         at = ",".join(f"{k}={v:g}" for k, v in r["at"].items())
         parts = [f"measured {r['measured']:.4g}"]

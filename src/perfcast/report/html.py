@@ -499,11 +499,22 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     pred = {series[s].callpath: (v if v is not None and math.isfinite(v) else None)
             for s, v in zip(order, (predicted[s] for s in order))}
     tops = _topmost(tree, set(now)) if scope == "inclusive" else set(now)
+    ptops = _topmost(tree, {c for c, v in pred.items() if v is not None}) if scope == "inclusive" else \
+        {c for c, v in pred.items() if v is not None}
+    # a flat timer list with a whole-run timer (Relearn's main()): the shares are of that timer, the
+    # root of the ranking's increase (ModelSet.whole_run), not of the sum of the timers, which counts
+    # the time nested in it again
+    whole = ms.whole_run.get(rep.metric) if scope != "inclusive" else None
+    if whole is not None and whole in tops:
+        tops = {whole}
+        rep.notes.append(f"{rep.metric!r} is a flat timer list whose {whole} holds every other timer at every "
+                         f"measured point: the shares and the increase are of {whole} (the whole run), not of the "
+                         "sum of the timers, which would count nested time again.")
+    if whole is not None and whole in ptops:
+        ptops = {whole}
     # math.fsum: the correctly rounded sum, whatever the order of the set (a plain sum over a set of
     # strings changed the last digits with PYTHONHASHSEED)
     total_now = math.fsum(v for c, v in now.items() if c in tops and v > 0)
-    ptops = _topmost(tree, {c for c, v in pred.items() if v is not None}) if scope == "inclusive" else \
-        {c for c, v in pred.items() if v is not None}
     total_pred = math.fsum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
 
     rep.clipped = ms.nonnegative(rep.metric)   # costs that cannot be negative: intervals clip at 0
@@ -1012,7 +1023,10 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
         mrows.append({"index": i, "name": n, "unit": mt.unit, "kind": mt.kind, "scope": mt.scope,
                       "aggregate": mt.aggregate, "description": mt.description, "formula": f})
     rep.metrics_table = {"metrics": mrows, "columns": names, "at": at,
+                         # the callers too, as in the ranking: two rows of one name (LULESH's
+                         # MPI_Waitall under CalcForceForNodes and under LagrangeNodal) told apart
                          "rows": [{"callpath": c, "name": exp.tree.name(c) if c in exp.tree else c,
+                                   "context": _context(exp.tree, c),
                                    "values": [values.get((c, n)) for n in names]} for c in cps],
                          "n_derived": sum(1 for r in mrows if r["formula"])}
 
@@ -1302,7 +1316,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if mt.rows %}
 <h3 style="margin-top:14px">Values at {% for k, v in mt.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %} (mean over repetitions)</h3>
 <div style="overflow-x:auto"><table><thead><tr><th>callpath</th>{% for c in mt.columns %}<th class="num">{{ c }}</th>{% endfor %}</tr></thead><tbody>
-{% for row in mt.rows %}<tr><td class="path" title="{{ row.callpath }}">{{ row.name }}</td>{% for v in row["values"] %}<td class="num">{{ fnum(v) }}</td>{% endfor %}</tr>
+{% for row in mt.rows %}<tr><td class="path" title="{{ row.callpath }}">{{ row.name }}{% if row.context %}<span class="full">{{ row.context }}</span>{% endif %}</td>{% for v in row["values"] %}<td class="num">{{ fnum(v) }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>
 {% endif %}
 </section>

@@ -325,7 +325,11 @@ class Figure:
         if xl:
             out.append(f'<text x="{fmt((x0 + x1) / 2)}" y="{self.h - 8}" text-anchor="middle" class="axis">{esc(xl)}</text>')
         if yl:
-            cy = fmt((y0 + y1) / 2)
+            # the rotated label is centred on the plot area and clipped by the figure's top edge: a long
+            # one (a metric's description) is shortened to fit, keeping its unit
+            cy = (y0 + y1) / 2
+            yl = _fit(yl, 2 * min(cy, self.h - cy) - 8, AXIS_CHAR_PX)
+            cy = fmt(cy)
             out.append(f'<text x="12" y="{cy}" transform="rotate(-90 12 {cy})" text-anchor="middle" class="axis">{esc(yl)}</text>')
         return "".join(out)
 
@@ -406,6 +410,23 @@ def _cycle(n: int) -> list[str]:
 def _short(text: str, n: int) -> str:
     text = str(text)
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+#: an upper bound of the mean advance of a character of the axis labels (11 px sans-serif: DejaVu Sans
+#: averages ~5.5 px over lower-case text), for fitting a label into its room
+AXIS_CHAR_PX = 6.2
+
+
+def _fit(text: str, room: float, char_px: float) -> str:
+    """``text`` shortened with an ellipsis to about ``room`` pixels at ``char_px`` per character; a
+    trailing unit in brackets (`` [s]``) is kept whole."""
+    n = max(int(room // char_px), 8)
+    if len(text) <= n:
+        return text
+    head, sep, unit = text.rpartition(" [")
+    if sep and unit.endswith("]") and len(unit) + 2 < n - 4:
+        return _short(head, n - len(unit) - 2) + sep + unit
+    return _short(text, n)
 
 
 def sparkline(values: Sequence[float], width: int = 84, height: int = 18, colour: str = "#0072B2",
