@@ -265,3 +265,23 @@ def test_kernel_times_and_the_run_time_come_from_the_metric_the_kernels_are_rank
     assert {r["metric"] for r in rec["runs"]} == {"avg#inclusive#sum#time.duration"}
     main = next(r for r in rec["runs"] if r["callpath"] == "main")
     assert main["measured_at_largest"] == pytest.approx(0.1 + 4 + 16 + 1)
+
+
+def test_negative_kernel_time_taken_as_zero_is_said():
+    """A kernel whose time falls as 10 - 0.01 p (exactly) is negative at p = 4000 (-30 s by the
+    generating formula): the breakdown counts it as 0 and its notes say so, with that value."""
+    ps = (1, 2, 4, 8, 16, 32, 64)
+    rows = [{"p": float(p), "rep": 0, "callpath": "app->shrink", "metric": "time", "value": 10 - 0.01 * p}
+            for p in ps]
+    rows += [{"p": float(p), "rep": 0, "callpath": "app->steady", "metric": "time", "value": 5.0} for p in ps]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")])
+    m = fit_apmt(exp, MACHINE)
+    pr = m.predict({"p": 4000})
+    assert pr.kernels["shrink"]["total"] == 0.0
+    assert pr.total == pytest.approx(5.0)
+    [note] = [n for n in pr.notes if n.startswith("shrink time:")]
+    value = float(note.split("gives ", 1)[1].split(" ", 1)[0])
+    assert value == pytest.approx(10 - 0.01 * 4000, rel=1e-3)
+    assert "counted as 0" in note and "shrink time" in "\n".join(pr.lines())
+    # inside the range where the model is positive, no such note
+    assert not any("counted as 0" in n for n in m.predict({"p": 500}).notes)
