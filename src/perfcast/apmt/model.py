@@ -244,7 +244,7 @@ class APMTModel:
             v = float(m.predict(pt))
             if v < 0:
                 out.append(f"{label}: the model gives {v:.4g} here, counted as 0 in the total "
-                           f"(it does not extrapolate this far: {m.formula()})")
+                           f"({m.formula()})")
         return out
 
     def strong_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:
