@@ -285,3 +285,22 @@ def test_negative_kernel_time_taken_as_zero_is_said():
     assert "counted as 0" in note and "shrink time" in "\n".join(pr.lines())
     # inside the range where the model is positive, no such note
     assert not any("counted as 0" in n for n in m.predict({"p": 500}).notes)
+
+
+def test_kernel_model_undefined_at_the_point_is_refused_not_nan():
+    """A kernel time 1 + 2 / log2(p) (a pole at p = 1): the breakdown at p = 1 is refused naming the
+    kernel and the point (as `predict` refuses a PMNF model there), at p = 4 it is 1 + 2/2 = 2."""
+    from fractions import Fraction
+
+    from perfcast.fit.model import Model, Term
+
+    ps = (1, 2, 4, 8, 16, 32, 64)
+    rows = [{"p": float(p), "rep": 0, "callpath": f"app->{k}", "metric": "time", "value": v}
+            for p in ps for k, v in (("pole", 3.0), ("steady", 5.0))]
+    m = fit_apmt(Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")]), MACHINE)
+    pole = next(k for k in m.kernels if k.name == "pole")
+    pole.time_model = Model(("p",), 1.0, (Term(2.0, (("p", Fraction(0), -1),)),))
+    assert m.predict({"p": 4}).kernels["pole"]["total"] == pytest.approx(2.0)
+    for p in (1, 0.5):
+        with pytest.raises(PerfcastError, match=rf"pole time: .* undefined at p={p:g}"):
+            m.predict({"p": p})

@@ -201,12 +201,19 @@ class APMTModel:
             comp_at[self.procs] = at[self.procs] / size_ratio
             notes.append(f"computation evaluated at the equivalent work per rank: {self.procs}="
                          f"{comp_at[self.procs]:.4g} on the profiled size (APMT)")
+        named = self._named_models(comp_at, at)
+        for label, m, pt in named:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                undefined = not math.isfinite(float(m.predict(pt)))
+            if undefined:
+                # as ModelSet.predict: a model undefined there (log2(p)^-1 at p <= 1) is refused
+                raise PerfcastError(f"{label}: the model {m.formula()} is undefined at "
+                                    f"{','.join(f'{k}={v:g}' for k, v in pt.items())}", where="at")
         ks = {k.name: k.predict(comp_at, self.machine) for k in self.kernels}
         cm = self.comm.predict(at, size_ratio) if self.comm is not None else {}
         total = sum(v["total"] or 0.0 for v in ks.values()) + sum(cm.values())
         if self.comm is None:
             notes.append("no MPI profile: communication is not modelled")
-        named = self._named_models(comp_at, at)
         notes += self._line_notes(named)
         notes += self._negative_notes(named)
         return Prediction(at, size_ratio, ks, cm, total, notes)
