@@ -357,6 +357,15 @@ def _valued_children(tree, p: str, present: set) -> list[str]:
     return out
 
 
+def combined_in_file(exp: Experiment, metric: str) -> str | None:
+    """Without per-rank values ``--ranks`` combines nothing: what one value of ``metric`` is instead
+    (Caliper avg#: "mean over ranks in the file"); None when the experiment has per-rank values."""
+    if exp.has_locations:
+        return None
+    m = exp.metrics[metric]
+    return f"{m.aggregate} in the file" if m.aggregate else "one value per run"
+
+
 def _f(x) -> float | None:
     x = float(x)
     return x if np.isfinite(x) else None
@@ -364,9 +373,7 @@ def _f(x) -> float | None:
 
 def _head(prof: Profile) -> dict:
     m = prof.exp.metrics[prof.metric]
-    # without per-rank values --ranks combines nothing: say what a value is instead (Caliper avg#: a mean)
-    combined = None if prof.exp.has_locations else (f"{m.aggregate} in the file" if m.aggregate else
-                                                     "one value per run")
+    combined = combined_in_file(prof.exp, prof.metric)
     gaps = location_gaps(prof.exp, prof.metric)
     said = location_gaps_warning(gaps)
     rgaps = repetition_gaps(prof.exp, prof.metric)
