@@ -156,3 +156,18 @@ def test_scaling_loss_cli_on_lulesh(capsys, data_dir):
     assert code == 2 and "--from and --to together" in err
     code, _, err = cli(capsys, "scaling-loss", d, "--mode", "weak", "--from", "jobsize=27", "--to", "jobsize=100")
     assert code == 2 and "no run with jobsize=100" in err
+
+
+def test_help_shows_no_range_without_bounds():
+    """An unbounded number option (view --threshold, --hot-fraction, waste --threshold) has no range
+    to show: the help said "[x<=None]"; bounded ones keep theirs (kernels --threshold 0<x<1)."""
+    from click.testing import CliRunner
+
+    from perfcast.cli import cli as group
+
+    runner = CliRunner()
+    for name in group.commands:
+        res = runner.invoke(group, [name, "--help"], terminal_width=200)
+        assert res.exit_code == 0, name
+        assert "None]" not in res.output and "None;" not in res.output, name
+    assert "0<x<1" in runner.invoke(group, ["kernels", "--help"], terminal_width=200).output
