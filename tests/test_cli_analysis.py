@@ -171,3 +171,14 @@ def test_help_shows_no_range_without_bounds():
         assert res.exit_code == 0, name
         assert "None]" not in res.output and "None;" not in res.output, name
     assert "0<x<1" in runner.invoke(group, ["kernels", "--help"], terminal_width=200).output
+
+
+@pytest.mark.parametrize("mode", ["top-down", "flat", "bottom-up"])
+def test_view_heading_shows_the_unit(capsys, data_dir, mode):
+    """HPCToolkit CPUTIME is in seconds: the heading names "[s]" (rich read it as strike-through
+    markup and printed nothing), as --json's "unit" does."""
+    db = data_dir / "formats" / "hpctoolkit" / "hpctoolkit-cpi-database"
+    code, out, err = cli(capsys, "view", db, "--mode", mode, "--depth", "1")
+    assert code == 0, err
+    assert out.splitlines()[0].split(": ", 1)[1].startswith("CPUTIME (E) [s] at the only run")
+    assert js(capsys, "view", db, "--mode", mode, "--depth", "1")["unit"] == "s"
