@@ -182,3 +182,19 @@ def test_view_heading_shows_the_unit(capsys, data_dir, mode):
     assert code == 0, err
     assert out.splitlines()[0].split(": ", 1)[1].startswith("CPUTIME (E) [s] at the only run")
     assert js(capsys, "view", db, "--mode", mode, "--depth", "1")["unit"] == "s"
+
+
+def test_view_heading_names_what_a_mean_over_ranks_is_over(capsys, data_dir):
+    """OSU allgather, 10 ranks x 2 threads (the second thread idle): --ranks mean averages 20
+    locations, half a rank's time; the heading says so.  The total is HPCToolkit's own stored
+    root inclusive time (CPUTIME (I)) summed over the locations and divided by 20."""
+    from perfcast.io import load
+
+    db = data_dir / "formats" / "hpctoolkit" / "hpctoolkit-allgather-database"
+    code, out, err = cli(capsys, "view", db, "--ranks", "mean", "--depth", "0")
+    assert code == 0, err
+    assert "ranks mean over 20 locations (10 rank(s) x 2 threads)" in out.splitlines()[0]
+    e = load([db])
+    d = e.data[e.data["metric"] == "CPUTIME (I)"]
+    stored = d[d["callpath"].astype(str).isin(e.tree.roots())]["value"].sum() / 20
+    assert js(capsys, "view", db, "--ranks", "mean", "--depth", "0")["total"] == pytest.approx(stored, rel=1e-9)

@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, gap_error, location_gaps,
+from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, describe_locations, gap_error,
+                          location_gaps,
                           location_gaps_warning, reduce_over_locations, reduce_over_repetitions,
                           repetition_gaps, repetition_gaps_warning, run_locations)
 from .derived import _Scoped, partner, topmost
@@ -379,6 +380,7 @@ def _head(prof: Profile) -> dict:
     rgaps = repetition_gaps(prof.exp, prof.metric)
     rsaid = repetition_gaps_warning(rgaps)
     return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
+            **({} if combined else {"over": describe_locations(prof.exp)}),
             "total": prof.total, "missing_ranks": gaps, **({"missing_repetitions": rgaps} if rgaps else {}),
             "warnings": _negative_exclusive(prof, m) + ([said] if said else []) + ([rsaid] if rsaid else [])}
 
