@@ -168,6 +168,21 @@ def test_lulesh_weak_scaling_loss_against_raw_times(lulesh):
     assert cf["inclusive_loss"] < 0 and cf["where"] == "-"
 
 
+@pytest.mark.parametrize("ranks", ["max", "min", "sum"])
+def test_lulesh_ranks_option_on_values_already_averaged_says_what_they_are(lulesh, ranks):
+    """The .cali files hold one avg# value per run (mean over ranks): --ranks max combines nothing,
+    the losses are the hand calculation from the raw averages, and the result says 'mean over ranks
+    in the file', not 'max'."""
+    d, exp = lulesh
+    res = scaling_loss(exp, "weak", AVG, pairs=[(27.0, 343.0)], ranks=ranks)
+    assert res["ranks"] == "mean over ranks in the file"
+    _, _, total_q, want = by_hand(d / "27_cores.cali", d / "343_cores.cali")
+    got = rows_of(res["pairs"][0])
+    assert res["pairs"][0]["total_q"] == pytest.approx(total_q, rel=1e-12)
+    for path, (inc_l, exc_l) in want.items():
+        assert got[path]["exclusive_loss"] == pytest.approx(exc_l, rel=1e-9, abs=1e-12), path
+
+
 def test_lulesh_consecutive_pairs(lulesh):
     d, exp = lulesh
     res = scaling_loss(exp, "weak", AVG)

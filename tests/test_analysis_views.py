@@ -249,3 +249,52 @@ def test_whole_run_timer_in_parts_is_the_per_column_rule():
         split = [timer_extremes(w.iloc[:, :k].dropna(how="all")), timer_extremes(w.iloc[:, k:].dropna(how="all"))]
         assert whole_run_timer(w) == want == whole_run_of(split), w
     assert found > 500
+
+
+def test_flat_and_bottom_up_max_min_over_ranks_of_each_ranks_own_sum():
+    """A procedure in two contexts, rank 0 busy in one, rank 1 in the other: its max over ranks is
+    10 (what each rank spent in it), not 10 + 10 (each context's max summed)."""
+    paths = {"main": None, "main->a": None, "main->a->f": None, "main->b": None, "main->b->f": None}
+    per_rank = {0: {"main": 1.0, "main->a": 0.0, "main->a->f": 10.0, "main->b": 0.0, "main->b->f": 0.0},
+                1: {"main": 1.0, "main->a": 0.0, "main->a->f": 0.0, "main->b": 0.0, "main->b->f": 10.0}}
+    rows = [dict(callpath=c, metric="time", value=v, rank=r) for r, vs in per_rank.items() for c, v in vs.items()]
+    exp = Experiment([], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")], CallTree.from_paths(paths))
+    for ranks, f_cost, total in (("max", 10.0, 11.0), ("min", 10.0, 11.0), ("sum", 20.0, 22.0), ("mean", 10.0, 11.0)):
+        prof = profile(exp, "time", ranks=ranks)
+        assert prof.total == total
+        fl = {r["name"]: r for r in flat(prof)["rows"]}
+        assert (fl["f"]["exclusive"], fl["f"]["inclusive"], fl["f"]["contexts"]) == (f_cost, f_cost, 2)
+        assert fl["f"]["exclusive_pct"] <= 100.0
+        bu = {r["name"]: r for r in bottom_up(prof)["rows"]}
+        assert bu["f"]["exclusive"] == f_cost
+        callers = {c["name"]: c["exclusive"] for c in bu["f"]["callers"]}
+        # one context per caller: the per-context reduction (rank 0's 10 under a, rank 1's under b)
+        each = {"sum": 10.0, "mean": 5.0, "max": 10.0, "min": 0.0}[ranks]
+        assert callers == {"a": each, "b": each}
+        assert bu["f"]["callers"][0]["callers"][0]["exclusive"] == callers[bu["f"]["callers"][0]["name"]]
+
+
+def test_hpctoolkit_flat_max_min_match_hatchet_per_rank_sums(data_dir):
+    """cpi (4 ranks): the statements of '<unknown file>' at line 0 (found in experiment.xml: <S> in a
+    <PF> whose file is '<unknown file>') summed per rank from Hatchet's own dataframe of the same
+    database (time in us, per node id) give that procedure's max and min over ranks."""
+    db = data_dir / "formats" / "hpctoolkit" / "hpctoolkit-cpi-database"
+    gf = data_dir / "formats" / "hatchet" / "hpctoolkit-cpi-graphframe.csv"
+    root = ET.parse(db / "experiment.xml").getroot()
+    files = {f.get("i"): f.get("n") for f in root.iter("File")}
+    nodes = []
+
+    def walk(el, file):
+        for ch in el:
+            f = files.get(ch.get("f"), file) if ch.tag == "PF" else file
+            if ch.tag == "S" and f == "<unknown file>" and ch.get("l") == "0":
+                nodes.append(int(ch.get("i")))
+            walk(ch, f)
+    walk(root.find(".//SecCallPathProfileData"), None)
+    hat = pd.read_csv(gf)
+    per_rank = hat[hat["nid"].isin(nodes)].groupby("rank")["time"].sum() / 1e6
+    assert len(per_rank) == 4 and len(nodes) >= 5
+    exp = load([db]).select(metric="CPUTIME (E)")
+    for ranks in ("max", "min", "mean"):
+        fl = {r["name"]: r for r in flat(profile(exp, "CPUTIME (E)", ranks=ranks))["rows"]}
+        assert fl["<unknown file>:0"]["exclusive"] == pytest.approx(per_rank.agg(ranks), rel=1e-9)

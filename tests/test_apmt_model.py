@@ -265,3 +265,42 @@ def test_kernel_times_and_the_run_time_come_from_the_metric_the_kernels_are_rank
     assert {r["metric"] for r in rec["runs"]} == {"avg#inclusive#sum#time.duration"}
     main = next(r for r in rec["runs"] if r["callpath"] == "main")
     assert main["measured_at_largest"] == pytest.approx(0.1 + 4 + 16 + 1)
+
+
+def test_negative_kernel_time_taken_as_zero_is_said():
+    """A kernel whose time falls as 10 - 0.01 p (exactly) is negative at p = 4000 (-30 s by the
+    generating formula): the breakdown counts it as 0 and its notes say so, with that value."""
+    ps = (1, 2, 4, 8, 16, 32, 64)
+    rows = [{"p": float(p), "rep": 0, "callpath": "app->shrink", "metric": "time", "value": 10 - 0.01 * p}
+            for p in ps]
+    rows += [{"p": float(p), "rep": 0, "callpath": "app->steady", "metric": "time", "value": 5.0} for p in ps]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")])
+    m = fit_apmt(exp, MACHINE)
+    pr = m.predict({"p": 4000})
+    assert pr.kernels["shrink"]["total"] == 0.0
+    assert pr.total == pytest.approx(5.0)
+    [note] = [n for n in pr.notes if n.startswith("shrink time:")]
+    value = float(note.split("gives ", 1)[1].split(" ", 1)[0])
+    assert value == pytest.approx(10 - 0.01 * 4000, rel=1e-3)
+    assert "counted as 0" in note and "shrink time" in "\n".join(pr.lines())
+    # inside the range where the model is positive, no such note
+    assert not any("counted as 0" in n for n in m.predict({"p": 500}).notes)
+
+
+def test_kernel_model_undefined_at_the_point_is_refused_not_nan():
+    """A kernel time 1 + 2 / log2(p) (a pole at p = 1): the breakdown at p = 1 is refused naming the
+    kernel and the point (as `predict` refuses a PMNF model there), at p = 4 it is 1 + 2/2 = 2."""
+    from fractions import Fraction
+
+    from perfcast.fit.model import Model, Term
+
+    ps = (1, 2, 4, 8, 16, 32, 64)
+    rows = [{"p": float(p), "rep": 0, "callpath": f"app->{k}", "metric": "time", "value": v}
+            for p in ps for k, v in (("pole", 3.0), ("steady", 5.0))]
+    m = fit_apmt(Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")]), MACHINE)
+    pole = next(k for k in m.kernels if k.name == "pole")
+    pole.time_model = Model(("p",), 1.0, (Term(2.0, (("p", Fraction(0), -1),)),))
+    assert m.predict({"p": 4}).kernels["pole"]["total"] == pytest.approx(2.0)
+    for p in (1, 0.5):
+        with pytest.raises(PerfcastError, match=rf"pole time: .* undefined at p={p:g}"):
+            m.predict({"p": p})

@@ -211,3 +211,24 @@ def test_the_run_time_from_a_timing_campaign(recorded, tmp_path, capsys):
     code, out, err = cli(capsys, "predict", CAMPAIGN, "--breakdown", "--at", "p=128", "--run-times",
                          tmp_path / "other.csv")
     assert code == 2 and "other.csv: its parameters (nodes) differ" in err and "Traceback" not in err
+
+
+def test_breakdown_text_marks_negative_and_clipped_pmnf_estimates_as_its_json(capsys, data_dir):
+    """LULESH weak scaling at jobsize=27: MPI_Allreduce's mean time is fitted as
+    -3.502e-5 + 3.759e-8 p^2, -7.6e-6 s there (by hand); the text printed it as a plain run time and
+    showed clipped lower bounds as '0'.  Every PMNF line now says what the --json says."""
+    lulesh = data_dir / "thicket" / "lulesh_weak_scaling_cali"
+    args = ("predict", lulesh, "--at", "jobsize=27", "--breakdown")
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    code, js, err = cli(capsys, *args, "--json")
+    assert code == 0, err
+    runs = cli_json(js, "breakdown")["reconciliation"][0]["runs"]
+    text = {ln.split("PMNF ", 1)[1].split(" (", 1)[0]: ln for ln in out.splitlines() if ln.startswith("  PMNF ")}
+    assert len(text) == len(runs) >= 5
+    for r in runs:
+        p, ln = r["pmnf"], text[r["callpath"]]
+        assert (p["value"] < 0) == ("(!) negative" in ln), ln
+        assert bool(p["clipped"]) == ("0 (clipped)" in ln), ln
+    neg = next(r["pmnf"] for r in runs if r["callpath"] == "MPI_Allreduce")
+    assert neg["value"] == pytest.approx(-3.502e-5 + 3.759e-8 * 27 ** 2, rel=0.01)

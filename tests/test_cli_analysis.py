@@ -156,3 +156,45 @@ def test_scaling_loss_cli_on_lulesh(capsys, data_dir):
     assert code == 2 and "--from and --to together" in err
     code, _, err = cli(capsys, "scaling-loss", d, "--mode", "weak", "--from", "jobsize=27", "--to", "jobsize=100")
     assert code == 2 and "no run with jobsize=100" in err
+
+
+def test_help_shows_no_range_without_bounds():
+    """An unbounded number option (view --threshold, --hot-fraction, waste --threshold) has no range
+    to show: the help said "[x<=None]"; bounded ones keep theirs (kernels --threshold 0<x<1)."""
+    from click.testing import CliRunner
+
+    from perfcast.cli import cli as group
+
+    runner = CliRunner()
+    for name in group.commands:
+        res = runner.invoke(group, [name, "--help"], terminal_width=200)
+        assert res.exit_code == 0, name
+        assert "None]" not in res.output and "None;" not in res.output, name
+    assert "0<x<1" in runner.invoke(group, ["kernels", "--help"], terminal_width=200).output
+
+
+@pytest.mark.parametrize("mode", ["top-down", "flat", "bottom-up"])
+def test_view_heading_shows_the_unit(capsys, data_dir, mode):
+    """HPCToolkit CPUTIME is in seconds: the heading names "[s]" (rich read it as strike-through
+    markup and printed nothing), as --json's "unit" does."""
+    db = data_dir / "formats" / "hpctoolkit" / "hpctoolkit-cpi-database"
+    code, out, err = cli(capsys, "view", db, "--mode", mode, "--depth", "1")
+    assert code == 0, err
+    assert out.splitlines()[0].split(": ", 1)[1].startswith("CPUTIME (E) [s] at the only run")
+    assert js(capsys, "view", db, "--mode", mode, "--depth", "1")["unit"] == "s"
+
+
+def test_view_heading_names_what_a_mean_over_ranks_is_over(capsys, data_dir):
+    """OSU allgather, 10 ranks x 2 threads (the second thread idle): --ranks mean averages 20
+    locations, half a rank's time; the heading says so.  The total is HPCToolkit's own stored
+    root inclusive time (CPUTIME (I)) summed over the locations and divided by 20."""
+    from perfcast.io import load
+
+    db = data_dir / "formats" / "hpctoolkit" / "hpctoolkit-allgather-database"
+    code, out, err = cli(capsys, "view", db, "--ranks", "mean", "--depth", "0")
+    assert code == 0, err
+    assert "ranks mean over 20 locations (10 rank(s) x 2 threads)" in out.splitlines()[0]
+    e = load([db])
+    d = e.data[e.data["metric"] == "CPUTIME (I)"]
+    stored = d[d["callpath"].astype(str).isin(e.tree.roots())]["value"].sum() / 20
+    assert js(capsys, "view", db, "--ranks", "mean", "--depth", "0")["total"] == pytest.approx(stored, rel=1e-9)

@@ -280,3 +280,22 @@ def test_zero_coefficient_term_undefined_at_a_point_adds_nothing(capsys, text_fi
     assert code == 0, err
     rows = cli_items(out, "predictions")
     assert [(r["callpath"], r["value"], r["formula"]) for r in rows] == [("a", 5.0, "5"), ("a", 5.0, "5")]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["predict", "--at", "p=0"], "b / time: the model 10 + 5 * log2(p) is undefined at p=0"),
+    (["predict", "--at", "p=0", "--json"], "is undefined at p=0"),
+    (["model", "--target", "p=0"], "is undefined at the target p=0"),
+    (["model", "--target", "p=0", "--json"], "is undefined at the target p=0"),
+])
+def test_log_at_zero_is_refused_in_one_line(capsys, text_file, args, needle):
+    """b = 10 + 5 log2(p) has no value at p = 0 (log2(0) = -inf): refused with exit 2 and one line
+    naming the series and the point -- not '-inf' in the table, not an internal error writing JSON,
+    and no numpy warning on the way (warnings are errors here)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = cli(capsys, args[0], text_file, *args[1:])
+    assert code == 2, err
+    assert needle in err and len(err.strip().splitlines()) == 1 and out == ""

@@ -98,6 +98,18 @@ def absent_location_is_missing(exp: "Experiment") -> bool:
     return exp.meta.get("locations") == "dense"
 
 
+def describe_locations(exp: "Experiment") -> str:
+    """``4 ranks``, ``8 locations (4 rank(s) x 2 threads)`` or ``1 rank`` for ``exp``'s data: what a
+    reduction over the locations combines (``project``'s base time, the views' headings)."""
+    d = exp.data
+    nr = int(d["rank"].nunique()) if "rank" in d.columns else 1
+    nt = int(d["thread"].nunique()) if "thread" in d.columns else 1
+    if nt > 1:
+        n = int(d[[c for c in ("rank", "thread") if c in d.columns]].drop_duplicates().shape[0])
+        return f"{n} locations ({nr} rank(s) x {nt} threads)"
+    return f"{nr} rank{'s' if nr != 1 else ''}"
+
+
 def reduce_over_locations(exp: "Experiment", data: pd.DataFrame, how: str, sort: bool = False,
                           counts: pd.Series | None = None) -> pd.DataFrame:
     """The one rule for combining a callpath's per-location values of ``exp`` (rows ``data`` of it

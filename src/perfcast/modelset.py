@@ -749,7 +749,7 @@ class ModelSet:
         with np.errstate(divide="ignore", invalid="ignore"):
             value, lower, upper, base = self._batch(pts, level, parts)
         S, P = value.shape
-        bad = np.isnan(value)
+        bad = ~np.isfinite(value)
         if bad.any():
             # e.g. log2(p) at p <= 0, log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
             s, j = (int(i) for i in np.argwhere(bad)[0])

@@ -198,7 +198,7 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
     batch = points if points is not None else [target] if target is not None else []
     vals = columns.values(items, batch, averaged, parts) if batch else None
     if target is not None:
-        undefined = np.flatnonzero(np.isnan(vals[:, -1]))
+        undefined = np.flatnonzero(~np.isfinite(vals[:, -1]))
         if len(undefined):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values): the first
             sm = items[int(undefined[0])]
             m = sm.model

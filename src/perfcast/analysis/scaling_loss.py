@@ -38,7 +38,7 @@ from typing import Mapping, Sequence
 from ..errors import PerfcastError
 from ..experiment import Experiment
 from ..scaling import PROC_NAMES  # noqa: F401  (re-exported: its rule lives with the scaling rules)
-from .views import _num, default_metric, scope_values, tree_total, whole_program_total
+from .views import _num, combined_in_file, default_metric, scope_values, tree_total, whole_program_total
 
 __all__ = ["scaling_loss", "process_parameter", "MODES", "PROC_NAMES"]
 
@@ -110,7 +110,11 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         # one value per run, summed over its ranks in the file (Caliper sum#): the per-process cost is that
         # sum over the process count (was taken as it is: 93 % weak-scaling loss on LULESH, 10 % per process)
         vals = vals.div(vals.index.get_level_values(proc).astype(float), axis=0)
-        ranks = f"summed in the file, divided by {proc}"
+        said = f"summed in the file, divided by {proc}"
+    else:
+        # without per-rank values nothing is combined: --ranks would name a reduction that was not
+        # made (Caliper avg# is a mean whatever --ranks says), so say what a value is, as the views do
+        said = combined_in_file(exp, metric) or ranks
     tree = exp.tree
     order = {c: i for i, c in enumerate(tree.preorder())}
     # each run's total by the one rule (views.whole_program_total: the per-rank whole-program value,
@@ -147,7 +151,7 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                  if exp.has_locations and abs(t - r) > 1e-9 * max(abs(t), abs(r))]
         result.append({"p": p, "q": q, "total_p": tot_p, "total_q": tot_q,
                        "loss": float((k * tot_q - tot_p) / denom), "rows": rows, "notes": notes})
-    return {"mode": mode, "metric": metric, "unit": m.unit, "procs": proc, "ranks": ranks, "sort": sort,
+    return {"mode": mode, "metric": metric, "unit": m.unit, "procs": proc, "ranks": said, "sort": sort,
             "at": {k: float(v) for k, v in at.items()}, "pairs": result}
 
 

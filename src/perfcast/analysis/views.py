@@ -20,7 +20,10 @@ metric at one point.  How the raw values are reduced (documented here, used ever
 
 Bottom-up and flat views group calling contexts by their frame name (the procedure).  A
 procedure's exclusive cost is the sum over all its contexts; its inclusive cost sums only the
-contexts that have no ancestor of the same name, so recursion is not counted twice.
+contexts that have no ancestor of the same name, so recursion is not counted twice.  With
+``ranks`` max or min these sums are formed per location first and then combined over the
+locations (:func:`_grouped`), as the total is: a procedure's max over ranks is the largest of the
+ranks' own times in it, never above the largest rank's total (summing each context's max could be).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, gap_error, location_gaps,
+from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, describe_locations, gap_error,
+                          location_gaps,
                           location_gaps_warning, reduce_over_locations, reduce_over_repetitions,
                           repetition_gaps, repetition_gaps_warning, run_locations)
 from .derived import _Scoped, partner, topmost
@@ -113,8 +117,6 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
     sc = _Scoped(exp)
     keys = list(exp.parameters)
     loc = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
-    d = exp.data
-    d = d[d["metric"] == metric]
     # locations by the one rule (reduce_over_locations): in a sparse profile a callpath missing at
     # a location that measured this metric is a 0 there, so a mean divides by the locations of the
     # point/repetition that have values of *this* metric; a rank that did not record the metric at
@@ -124,14 +126,10 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
     # too (reduce_over_repetitions): in a sparse profile a repetition of the point that has values
     # of this metric but not of the callpath is a 0; in a dense table or listed repetitions the
     # repetitions present are combined
-    n_loc = None if absent_location_is_missing(exp) or not loc else run_locations(exp, d).droplevel("metric")
+    n_loc = _run_locations(exp, metric)
     out = None
     for scope in ("inclusive", "exclusive"):
-        v = sc.values(metric, scope)
-        if loc:
-            v = reduce_over_locations(exp, v, ranks, counts=n_loc)
-        v = reduce_over_repetitions(exp, v[[*keys, "rep", "callpath", "value"]], reps)
-        v = v.rename(columns={"value": scope})
+        v = _reduce(exp, sc.values(metric, scope), ranks, n_loc, reps).rename(columns={"value": scope})
         out = v if out is None else out.merge(v, on=[*keys, "callpath"], how="outer")
     if n_loc is None and loc:
         # dense: a value converted at a location is missing where a value it is made of is
@@ -145,6 +143,45 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
                             f"missing, not 0), so its inclusive/exclusive {metric} there is unknown",
                             hole.iloc[:1][keys] if keys else None)
     return out.fillna({"inclusive": 0.0, "exclusive": 0.0})
+
+
+def _run_locations(exp: Experiment, metric: str) -> pd.Series | None:
+    """Locations per run of ``metric`` for :func:`reduce_over_locations` (None: dense, or none)."""
+    loc = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
+    if absent_location_is_missing(exp) or not loc:
+        return None
+    return run_locations(exp, exp.data[exp.data["metric"] == metric]).droplevel("metric")
+
+
+def _reduce(exp: Experiment, v: pd.DataFrame, ranks: str, n_loc, reps: str = "mean") -> pd.DataFrame:
+    """Per-location values ``v`` (keys, callpath, value) to one value per point and callpath: over
+    the locations with ``ranks``, then over the repetitions with ``reps`` (module doc)."""
+    if any(c in v.columns for c in LOCATION_COLUMNS):
+        v = reduce_over_locations(exp, v, ranks, counts=n_loc)
+    return reduce_over_repetitions(exp, v[[*exp.parameters, "rep", "callpath", "value"]], reps)
+
+
+def _grouped(prof: "Profile", scope: str, groups: Mapping[str, list]) -> dict:
+    """{group: value} of ``prof``'s metric in ``scope``: per location the sum over the callpaths of
+    each group (``groups``: callpath -> the groups it belongs to), then combined over the locations
+    with ``prof.ranks`` and over the repetitions (:func:`_reduce`).  A procedure's max over ranks
+    is the largest of the ranks' own times in it, not the sum of each context's largest."""
+    pairs = [(c, i) for c, gs in groups.items() for i, _ in enumerate(gs)]
+    if not pairs:
+        return {}
+    labels = [g for gs in groups.values() for g in gs]
+    v = _Scoped(prof.exp).values(prof.metric, scope)
+    link = pd.DataFrame({"callpath": [c for c, _ in pairs], "_g": range(len(pairs))})
+    v = v.merge(link, on="callpath")
+    v["callpath"] = v["_g"].map(dict(enumerate(labels)))
+    cols = [c for c in v.columns if c not in ("value", "_g")]
+    v = v.groupby(cols, observed=True, sort=False)["value"].sum().reset_index()
+    r = _reduce(prof.exp, v, prof.ranks, _run_locations(prof.exp, prof.metric))
+    return dict(zip(r["callpath"], r["value"].astype(float)))
+
+
+#: location reductions a sum over calling contexts does not commute with (views group per location)
+_NONADDITIVE = ("max", "min")
 
 
 def whole_program_total(exp: Experiment, metric: str, ranks: str) -> float:
@@ -321,6 +358,15 @@ def _valued_children(tree, p: str, present: set) -> list[str]:
     return out
 
 
+def combined_in_file(exp: Experiment, metric: str) -> str | None:
+    """Without per-rank values ``--ranks`` combines nothing: what one value of ``metric`` is instead
+    (Caliper avg#: "mean over ranks in the file"); None when the experiment has per-rank values."""
+    if exp.has_locations:
+        return None
+    m = exp.metrics[metric]
+    return f"{m.aggregate} in the file" if m.aggregate else "one value per run"
+
+
 def _f(x) -> float | None:
     x = float(x)
     return x if np.isfinite(x) else None
@@ -328,14 +374,13 @@ def _f(x) -> float | None:
 
 def _head(prof: Profile) -> dict:
     m = prof.exp.metrics[prof.metric]
-    # without per-rank values --ranks combines nothing: say what a value is instead (Caliper avg#: a mean)
-    combined = None if prof.exp.has_locations else (f"{m.aggregate} in the file" if m.aggregate else
-                                                     "one value per run")
+    combined = combined_in_file(prof.exp, prof.metric)
     gaps = location_gaps(prof.exp, prof.metric)
     said = location_gaps_warning(gaps)
     rgaps = repetition_gaps(prof.exp, prof.metric)
     rsaid = repetition_gaps_warning(rgaps)
     return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
+            **({} if combined else {"over": describe_locations(prof.exp)}),
             "total": prof.total, "missing_ranks": gaps, **({"missing_repetitions": rgaps} if rgaps else {}),
             "warnings": _negative_exclusive(prof, m) + ([said] if said else []) + ([rsaid] if rsaid else [])}
 
@@ -394,9 +439,17 @@ def flat(prof: Profile, threshold: float = 0.0, sort: str = "exclusive") -> dict
     I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
     rows = []
     outer = outermost(tree)
-    for name, ctxs in _instances(prof).items():
-        exc = float(t.loc[ctxs, "exclusive"].sum())
-        inc = float(t.loc[[c for c in ctxs if outer[c]], "inclusive"].sum())
+    inst = _instances(prof)
+    per_rank = prof.ranks in _NONADDITIVE
+    if per_rank:
+        exc_of = _grouped(prof, "exclusive", {c: [n] for n, cs in inst.items() for c in cs})
+        inc_of = _grouped(prof, "inclusive", {c: [n] for n, cs in inst.items() for c in cs if outer[c]})
+    for name, ctxs in inst.items():
+        if per_rank:
+            exc, inc = exc_of.get(name, 0.0), inc_of.get(name, 0.0)
+        else:
+            exc = float(t.loc[ctxs, "exclusive"].sum())
+            inc = float(t.loc[[c for c in ctxs if outer[c]], "inclusive"].sum())
         rows.append({"name": name, "inclusive": inc, "exclusive": exc, "inclusive_pct": _f(prof.pct(inc)),
                      "exclusive_pct": _f(prof.pct(exc)), "contexts": len(ctxs)})
     return {"view": "flat", **_head(prof), "rows": _sort_rows(rows, threshold, sort, prof)}
@@ -424,25 +477,38 @@ def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", de
     I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
     out = []
     outer = outermost(tree)
+    chains: dict = {}          # callpath -> the entries (name, caller, caller's caller, ...) it adds to
+    nodes: dict = {}           # entry -> its row
     for name, ctxs in _instances(prof).items():
         top: dict = {"name": name, "inclusive": 0.0, "exclusive": 0.0, "contexts": 0, "callers": {}}
+        nodes[(name,)] = top
         for c in ctxs:
             exc = float(E[c])
             inc = float(I[c]) if outer[c] else 0.0
-            node = top
+            node, key = top, (name,)
+            chains[c] = [key]
             node["inclusive"] += inc
             node["exclusive"] += exc
             node["contexts"] += 1
             a, lvl = tree.parent(c), 0
             while a is not None and (depth is None or lvl < depth):
                 an = tree.name(a)
+                key = (*key, an)
+                chains[c].append(key)
                 node = node["callers"].setdefault(an, {"name": an, "inclusive": 0.0, "exclusive": 0.0,
                                                        "contexts": 0, "callers": {}})
+                nodes[key] = node
                 node["inclusive"] += inc
                 node["exclusive"] += exc
                 node["contexts"] += 1
                 a, lvl = tree.parent(a), lvl + 1
         out.append(top)
+    if prof.ranks in _NONADDITIVE:
+        # per location first (as flat): each entry's max/min over ranks of the ranks' own sums
+        exc_of = _grouped(prof, "exclusive", chains)
+        inc_of = _grouped(prof, "inclusive", {c: ks for c, ks in chains.items() if outer[c]})
+        for key, node in nodes.items():
+            node["exclusive"], node["inclusive"] = exc_of.get(key, 0.0), inc_of.get(key, 0.0)
 
     def key(r):
         return (-r[sort], r["name"]) if sort in ("inclusive", "exclusive") else r["name"]

@@ -201,18 +201,25 @@ class APMTModel:
             comp_at[self.procs] = at[self.procs] / size_ratio
             notes.append(f"computation evaluated at the equivalent work per rank: {self.procs}="
                          f"{comp_at[self.procs]:.4g} on the profiled size (APMT)")
+        named = self._named_models(comp_at, at)
+        for label, m, pt in named:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                undefined = not math.isfinite(float(m.predict(pt)))
+            if undefined:
+                # as ModelSet.predict: a model undefined there (log2(p)^-1 at p <= 1) is refused
+                raise PerfcastError(f"{label}: the model {m.formula()} is undefined at "
+                                    f"{','.join(f'{k}={v:g}' for k, v in pt.items())}", where="at")
         ks = {k.name: k.predict(comp_at, self.machine) for k in self.kernels}
         cm = self.comm.predict(at, size_ratio) if self.comm is not None else {}
         total = sum(v["total"] or 0.0 for v in ks.values()) + sum(cm.values())
         if self.comm is None:
             notes.append("no MPI profile: communication is not modelled")
-        notes += self._line_notes(comp_at, at)
+        notes += self._line_notes(named)
+        notes += self._negative_notes(named)
         return Prediction(at, size_ratio, ks, cm, total, notes)
 
-    def _line_notes(self, comp_at: Mapping, at: Mapping) -> list[str]:
-        """A note per fitted count or time whose value at the point lies on a measured line with its
-        own level (:mod:`perfcast.fit.lines`): the breakdown uses the formula's value times the line's
-        factor, not the formula printed for it."""
+    def _named_models(self, comp_at: Mapping, at: Mapping) -> list[tuple]:
+        """(label, fitted model, point it is evaluated at) of every count and time the breakdown uses."""
         named = [(f"{k.name} {role}", m, comp_at)
                  for k in self.kernels for role, m in (*k.counters.items(), ("time", k.time_model))]
         if self.comm is not None:
@@ -221,11 +228,30 @@ class APMTModel:
                           ("point-to-point messages", self.comm.p2p.messages, at)]
             named += [(f"{c.routine} {what}", m, at) for c in self.comm.collectives
                       for what, m in (("calls", c.calls), ("bytes per call", c.size))]
+        return [(label, m, pt) for label, m, pt in named if m is not None]
+
+    @staticmethod
+    def _line_notes(named: list[tuple]) -> list[str]:
+        """A note per fitted count or time whose value at the point lies on a measured line with its
+        own level (:mod:`perfcast.fit.lines`): the breakdown uses the formula's value times the line's
+        factor, not the formula printed for it."""
         out = []
         for label, m, pt in named:
-            line = m.line_at(pt) if m is not None and hasattr(m, "line_at") else None
+            line = m.line_at(pt) if hasattr(m, "line_at") else None
             if line is not None:
                 out.append(f"{label}: {line_note(line)}")
+        return out
+
+    @staticmethod
+    def _negative_notes(named: list[tuple]) -> list[str]:
+        """A note per fitted count or time that is negative at the point: the breakdown takes it as 0
+        (``KernelModel.predict``, ``comm``), so the total leaves that part out."""
+        out = []
+        for label, m, pt in named:
+            v = float(m.predict(pt))
+            if v < 0:
+                out.append(f"{label}: the model gives {v:.4g} here, counted as 0 in the total "
+                           f"({m.formula()})")
         return out
 
     def strong_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:

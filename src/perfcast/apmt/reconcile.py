@@ -236,7 +236,7 @@ def check(measured, parameters, run: Mapping | None, apmt_total: float, best: st
 def _row(row) -> dict | None:
     if row is None:
         return None
-    return {k: row[k] for k in ("at", "value", "lower", "upper", "level", "confidence", "formula")}
+    return {k: row[k] for k in ("at", "value", "lower", "upper", "level", "clipped", "confidence", "formula")}
 
 
 def lines(rec: Mapping) -> list[str]:
@@ -287,7 +287,9 @@ def check_line(c: Mapping) -> str:
 
 
 def _pm(p: Mapping) -> str:
+    """A PMNF estimate as `predict` prints it: a negative value marked, a clipped bound said."""
+    v = f"{p['value']:.4g} s" + (" (!) negative: the model does not hold here" if p["value"] < 0 else "")
     if p["lower"] is None:
-        return f"{p['value']:.4g} s ({p['confidence']} confidence)"
-    return (f"{p['value']:.4g} s [{p['lower']:.4g}, {p['upper']:.4g}] ({p['level']:.0%}; "
-            f"{p['confidence']} confidence)")
+        return f"{v} ({p['confidence']} confidence)"
+    lo = "0 (clipped)" if p.get("clipped") else f"{p['lower']:.4g}"
+    return f"{v} [{lo}, {p['upper']:.4g}] ({p['level']:.0%}; {p['confidence']} confidence)"

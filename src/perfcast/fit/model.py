@@ -59,7 +59,8 @@ class Term:
                     f = np.power(x, float(i)) if i != 0 else np.ones_like(x)
                     if j:
                         f = f * np.log2(x) ** j
-            v = f if v is None else v * f
+            with np.errstate(invalid="ignore"):   # 0 * inf (p^0.5 * log2(p)^2 at p = 0): NaN, refused by callers
+                v = f if v is None else v * f
         if v is None:
             raise PerfcastError("a term without factors")
         return v
@@ -646,7 +647,13 @@ class PredictBatch:
         return owner, wts, values_of(D, coef)
 
     def predict(self, level: float, averaged: bool, intervals: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(value, lower, upper) of every row: the rule of :meth:`Model.interval` (module docstring)."""
+        """(value, lower, upper) of every row: the rule of :meth:`Model.interval` (module docstring).
+        A model undefined at a point (log2(p) at p <= 0) gives NaN there, silently: the callers
+        refuse it with one error naming the series and the point (``ModelSet.predict``)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self._predict(level, averaged, intervals)
+
+    def _predict(self, level: float, averaged: bool, intervals: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         S, n = self.S, self.n
         D = skip_zero_terms(self.D, self.coef)
         y = values_of(D, self.coef)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS
+from ..experiment import LOCATION_COLUMNS, describe_locations
 
 RANKS = ("mean", "max", "sum", "min")
 DEFAULT_RANKS = "mean"
@@ -100,15 +100,6 @@ def choose_time_metric(exp, metric: str | None = None) -> str:
     return min(times, key=lambda n: n != "time")
 
 
-def _locations(exp) -> str:
-    """``4 ranks``, ``8 locations (4 ranks x 2 threads)`` or ``1 process`` for the selected data."""
-    d = exp.data
-    nr = int(d["rank"].nunique()) if "rank" in d.columns else 1
-    nt = int(d["thread"].nunique()) if "thread" in d.columns else 1
-    if nt > 1:
-        n = int(d[[c for c in ("rank", "thread") if c in d.columns]].drop_duplicates().shape[0])
-        return f"{n} locations ({nr} rank(s) x {nt} threads)"
-    return f"{nr} rank{'s' if nr != 1 else ''}"
 
 
 def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None = None,
@@ -169,7 +160,7 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
     with_total = per.index.droplevel([n for n in per.index.names if n not in keys]).nunique() if keys else 0
     total = combine_location_totals(per, how)
     if keys:
-        said = f"{how} over {_locations(sel)}"
+        said = f"{how} over {describe_locations(sel)}"
         every = sel.data[keys].drop_duplicates().shape[0]
         if with_total < every:
             said += f" ({with_total} of {every} with a whole-program total: the others lack a value, not counted as 0)"

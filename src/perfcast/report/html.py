@@ -749,7 +749,8 @@ def _other_run_time(rep: Report, rec: Mapping) -> None:
         for r in rec["runs"]:
             p = r["pmnf"]
             if r["callpath"] == a.get("callpath") and p is not None:
-                iv = "" if p["lower"] is None else f" [{p['lower']:.4g}, {p['upper']:.4g}]"
+                lo = "0 (clipped)" if p.get("clipped") else f"{p['lower']:.4g}" if p["lower"] is not None else ""
+                iv = "" if p["lower"] is None else f" [{lo}, {p['upper']:.4g}]"
                 a.setdefault("notes", []).append(
                     f"the timing campaign {rec['times_from']} predicts {p['value']:.4g}{iv} for the same run: "
                     "the run time the breakdown puts next to APMT's total")

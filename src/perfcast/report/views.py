@@ -58,8 +58,10 @@ def _warnings(d: dict) -> None:
 
 
 def _heading(d: dict) -> str:
-    unit = f" [{escape(d['unit'])}]" if d.get("unit") else ""
-    ranks = f"ranks {d['ranks']}" if not d.get("combined") else escape(d["combined"])
+    # escaped brackets and all: "[s]" is rich markup (strike-through) and "[sec]" vanished
+    unit = escape(f" [{d['unit']}]") if d.get("unit") else ""
+    ranks = (f"ranks {d['ranks']}" + (f" over {escape(d['over'])}" if d.get("over") else "")
+             if not d.get("combined") else escape(d["combined"]))
     return f"[bold]{escape(d['metric'])}[/bold]{unit} at {escape(_point(d))}, {ranks}, total {_v(d['total'])}"
 
 
