@@ -57,10 +57,6 @@ class Finite(click.FloatRange):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return rv
 
-    def _describe_range(self) -> str:
-        # no bounds: nothing to show (click would print "x<=None" in the help)
-        return "" if self.min is None and self.max is None else super()._describe_range()
-
 
 def parse_coords(text: str, what: str = "--point") -> dict[str, float]:
     """``p=4,n=8`` -> {"p": 4.0, "n": 8.0}."""
