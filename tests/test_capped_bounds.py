@@ -70,3 +70,19 @@ def test_the_report_shows_the_capped_bound_in_its_table_plot_and_validation():
     val = next(r for r in rep.validation["rows"] if r["callpath"] == "main->cycle->step")
     assert val["upper"] == rows["main->cycle->step"]["upper"]
     assert np.isfinite(val["lower"])
+
+
+def test_an_averaged_value_names_the_value_of_the_formula_shown():
+    """With the values averaged over the competing hypotheses, the formula printed is the selected
+    one: where the two differ, a note gives the formula's own value (the selected model's predict)."""
+    from perfcast.modelset import AVERAGED_NOTE
+
+    ms = perfcast.model(_experiment()).with_averaged(True)
+    rows = {r["callpath"]: r for r in ms.predict(TARGET)}
+    step = rows["main->cycle->step"]
+    own = float(ms[("main->cycle->step", "time")].predict(TARGET))
+    assert abs(step["value"] / own - 1) > 1e-3          # the noisy kernel: the average moved
+    note = next(n for n in step["notes"] if n.startswith(AVERAGED_NOTE))
+    assert float(note.rsplit(" ", 1)[1]) == pytest.approx(own, rel=1e-5)
+    # the exact lines: every hypothesis agrees, nothing to say
+    assert not any(n.startswith(AVERAGED_NOTE) for n in rows["main"]["notes"])

@@ -65,6 +65,8 @@ NONNEGATIVE = ("time", "count", "bytes")
 NEGATIVE_NOTE = "the model predicts a negative value here: it does not extrapolate this far"
 #: the note of a child predicted above its parent (inclusive metrics, :meth:`ModelSet.predict`)
 ABOVE_PARENT = "predicted above its parent"
+#: the note of a value averaged over the competing hypotheses (``averaged``) that is not the formula's
+AVERAGED_NOTE = "value averaged over the competing hypotheses; the formula shown (the selected one) gives"
 #: the note of an inclusive child's upper bound lowered to an ancestor's (a part cannot exceed the whole)
 CAPPED_NOTE = "upper bound capped at that of"
 #: confidence from the interval's relative half-width (half-width / |value|): up to the first is
@@ -795,6 +797,14 @@ class ModelSet:
             extra.setdefault(i, []).append("interval clipped at 0")
         for i, c in capped.items():
             extra.setdefault(i, []).append(f"{CAPPED_NOTE} {c}")
+        if self.averaged:
+            # the value is the average over the competing hypotheses, the formula shown the selected
+            # one: where they differ, the note gives the formula's own value
+            with np.errstate(all="ignore"):
+                own = columns.values(series, pts, False, parts).ravel()
+                differ = ~np.isclose(own, v, rtol=1e-9, atol=0.0) & np.isfinite(own)
+            for i in np.flatnonzero(differ).tolist():
+                extra.setdefault(i, []).append(f"{AVERAGED_NOTE} {own[i]:.6g}")
         doubted = negative | np.repeat(np.array([bool(warn.get(s)) or (status[s] != "ok" and not segmented[s])
                                                  for s in range(S)], dtype=bool), P)
         if self.oversubscribed is not None:
