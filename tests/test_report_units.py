@@ -102,6 +102,17 @@ def test_formula_mathml_is_readable_and_escaped():
     assert "&#x2212;" in mm  # the negative coefficient is a minus sign
     fitted = fit_series([4, 8, 16, 32, 64], [[v * 1.01, v * 0.99] for v in (3 + 0.5 * np.array([4, 8, 16, 32, 64]))])
     assert "<mi>p</mi>" in str(formula_mathml(fitted))
+    # a long formula (its text beyond WRAP_CHARS) one term per row, each row one term of the model
+    long = Model(("p", "n"), 1.071e-5, (Term(1.672e-5, (("p", Fraction(3, 2), 2),)),
+                                        Term(-2.392e-8, (("p", Fraction(3, 2), 2), ("n", Fraction(5, 3), 0)))))
+    assert len(long.formula()) > 44
+    rows = ET.fromstring(str(formula_mathml(long)).replace("&#x2212;", "-").replace("&#xB7;", "*")
+                         .replace("&#x2061;", "")).findall(".//mtr")
+    assert len(rows) == 3
+    texts = ["".join(r.itertext()) for r in rows]
+    assert texts[0] == "1.071×10-5" and texts[1].startswith("+1.672") and texts[2].startswith("-2.392")
+    assert "n" in texts[2] and "n" not in texts[1]
+    assert "<mtable" not in str(formula_mathml(m))   # a short one stays on one line
 
 
 def test_lulesh_report_numbers(data_dir):

@@ -207,37 +207,44 @@ def _factor_mathml(param: str, i: Fraction, j: int) -> str:
     return "<mo>&#xB7;</mo>".join(parts)
 
 
+#: a formula longer than this (its plain text) is shown one term per line: the ranking's model
+#: column stays narrow enough for the table to fit a 1400 px window
+WRAP_CHARS = 44
+
+
 def formula_mathml(model, digits: int = 4) -> Markup:
     """The model as a MathML ``<math>`` element (parameter names escaped); a segmented model
-    (fit/segmented.py) as its two regimes with their ranges."""
+    (fit/segmented.py) as its two regimes with their ranges, one per line; a long formula one term
+    per line (:data:`WRAP_CHARS`)."""
     segs = getattr(model, "segments", None)
+    text = model.formula()
+    plain = escape(text)
     if segs:
         p, (lo, hi) = escape(model.parameters[0]), model.change
-        # one regime per line (a table of two rows): a narrow column in the ranking
-        rows = (f"<mi>{p}</mi><mo>&#x2264;</mo>{_mn(lo, digits)}<mo>:</mo>{_terms_mathml(segs[0], digits)}",
-                f"<mi>{p}</mi><mo>&#x2265;</mo>{_mn(hi, digits)}<mo>:</mo>{_terms_mathml(segs[1], digits)}")
+        rows = [f"<mi>{p}</mi><mo>&#x2264;</mo>{_mn(lo, digits)}<mo>:</mo>{''.join(_terms_mathml(segs[0], digits))}",
+                f"<mi>{p}</mi><mo>&#x2265;</mo>{_mn(hi, digits)}<mo>:</mo>{''.join(_terms_mathml(segs[1], digits))}"]
+    else:
+        terms = _terms_mathml(model, digits)
+        rows = terms if len(text) > WRAP_CHARS and len(terms) > 1 else ["".join(terms)]
+    if len(rows) == 1:
+        body = rows[0]
+    else:
         body = ('<mtable columnalign="left">'
                 + "".join(f"<mtr><mtd><mrow>{r}</mrow></mtd></mtr>" for r in rows) + "</mtable>")
-    else:
-        body = _terms_mathml(model, digits)
-    plain = escape(model.formula())
     return Markup(f'<math display="inline" title="{plain}"><mrow>{body}</mrow></math>')
 
 
-def _terms_mathml(model, digits: int) -> str:
-    items = []
+def _terms_mathml(model, digits: int) -> list[str]:
+    """The formula's MathML, one string per term (the constant first; each later term with its sign)."""
+    items: list[str] = []
     if (model.constant != 0 and not model.constant_is_roundoff()) or not model.terms:
         items.append(_mn(model.constant, digits))
     for t in model.terms:
         c = float(t.coefficient)
-        sign = "-" if c < 0 else "+"
-        if items:
-            items.append(f"<mo>{'&#x2212;' if sign == '-' else '+'}</mo>")
-        elif sign == "-":
-            items.append("<mo>&#x2212;</mo>")
+        sign = "&#x2212;" if c < 0 else ("+" if items else "")
         fac = "<mo>&#xB7;</mo>".join(_factor_mathml(p, i, j) for p, i, j in t.factors if i != 0 or j)
-        items.append(_mn(abs(c), digits) + ("<mo>&#xB7;</mo>" + fac if fac else ""))
-    return "".join(items)
+        items.append((f"<mo>{sign}</mo>" if sign else "") + _mn(abs(c), digits) + ("<mo>&#xB7;</mo>" + fac if fac else ""))
+    return items
 
 
 def _order_str(model) -> str:
@@ -1123,6 +1130,7 @@ td.path{min-width:180px;max-width:420px;overflow-wrap:anywhere}
 .scroll{overflow-x:auto}
 .full{display:block;color:var(--mute);font-size:11px;font-weight:normal}
 .order{white-space:nowrap}
+.full.order{white-space:normal;max-width:120px;margin-left:auto;overflow-wrap:anywhere}
 math mtd{text-align:left}
 tr.other td{color:var(--mute);font-style:italic}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:13px}
