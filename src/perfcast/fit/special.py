@@ -257,18 +257,18 @@ def t_quantile(dof, p: float) -> np.ndarray:
          z * ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) / 92160]
     t = z + sum(gk / v ** (k + 1) for k, gk in enumerate(g))
     t = np.maximum(t, z)
-    todo = np.flatnonzero(v < T_EXPANSION_DOF)
-    if todo.size:
-        vv = v[todo]
+    rows = np.flatnonzero(v < T_EXPANSION_DOF)
+    if rows.size:
+        vv = v[rows]
         half_lnorm = _lgamma((vv + 1) / 2) - _lgamma(vv / 2) - 0.5 * np.log(vv * math.pi)
         # few degrees of freedom: the start from the power-law tail, P(T > t) ~ k dof^((dof-1)/2) t^-dof
         # (the expansion's terms grow like dof^-4 there)
         few = vv < 2.0
         if few.any():
             w = vv[few]
-            t[todo[few]] = np.maximum(np.exp((half_lnorm[few] + (w - 1) / 2 * np.log(w) - math.log1p(-p)) / w), z)
+            t[rows[few]] = np.maximum(np.exp((half_lnorm[few] + (w - 1) / 2 * np.log(w) - math.log1p(-p)) / w), z)
         target = math.log1p(-p)
-        s = np.log(t[todo])
+        s = np.log(t[rows])
         for _ in range(100):
             tail, tdens = _t_tail(vv, np.exp(s), half_lnorm)
             # d log(tail) / d log(t) = -t f(t) / tail
@@ -279,8 +279,8 @@ def t_quantile(dof, p: float) -> np.ndarray:
             if not moved.any():
                 break
             # the converged ones leave the iteration
-            t[todo[~moved]] = np.exp(s[~moved])
-            todo, vv, half_lnorm, s = todo[moved], vv[moved], half_lnorm[moved], s[moved]
-        t[todo] = np.exp(s)
+            t[rows[~moved]] = np.exp(s[~moved])
+            rows, vv, half_lnorm, s = rows[moved], vv[moved], half_lnorm[moved], s[moved]
+        t[rows] = np.exp(s)
     out[fin] = t[inv.ravel()]
     return out
