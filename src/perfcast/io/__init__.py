@@ -103,8 +103,9 @@ def _load_next() -> bool:
 
 
 def _load_modules():
-    while _load_next():
-        pass
+    """Import every reader module not imported yet."""
+    for _ in iter(_load_next, False):
+        continue
 
 
 def readers() -> dict[str, Reader]:
