@@ -392,22 +392,20 @@ def test_interval_after_a_run_is_the_t_interval_of_the_updated_regression(tmp_pa
         assert c.after == pytest.approx(q * math.sqrt(var + s2 * y_t ** 2) / y_t, rel=1e-6), (c.kind, x)
 
 
-def test_a_total_without_interval_is_said_plainly(capsys):
-    # LULESH: the topmost callpath MPI_Gather has a last regime of 2 points, so predict gives it no
-    # interval and the total has none; the first line read "the total's 90% interval there is no
-    # interval (perfcast predict's)"
-    from conftest import DATA, require_data
-
-    src = require_data(DATA / "thicket" / "lulesh_weak_scaling_cali")
-    code, out, err = cli(capsys, "predict", src, "--at", "jobsize=1000", "--json")
+def test_a_total_without_interval_is_said_plainly(tmp_path, capsys):
+    # a second topmost callpath measured at one scale only: one point gives no model, so predict
+    # gives it no interval and the total has none; the first line read "the total's 90% interval
+    # there is no interval (perfcast predict's)"
+    rows = [(p, r, "main", (A + B * p) * s) for p in PS for r, s in enumerate((0.98, 1.0, 1.02))]
+    src = _write(tmp_path / "one.csv", rows + [(PS[-1], r, "finalize", 0.5 + 0.01 * r) for r in range(3)])
+    code, out, err = cli(capsys, "predict", src, "--at", "p=1000", "--json")
     assert code == 0, err
-    rows = cli_json(out, "predictions")["items"]
-    tops = [r for r in rows if "->" not in r["callpath"] and r["metric"] == "avg#inclusive#sum#time.duration"]
-    assert any(r["lower"] is None for r in tops)      # the ground truth: a root without an interval
-    code, out, err = cli(capsys, "advise", src, "--target", "jobsize=1000")
+    tops = cli_json(out, "predictions")["items"]
+    assert {r["callpath"]: r["lower"] is None for r in tops} == {"main": False, "finalize": True}
+    code, out, err = cli(capsys, "advise", src, "--target", "p=1000")
     assert code == 0, err
     first = out.splitlines()[0]
     assert "is no interval" not in first
     assert "the total has no 90% interval there" in first
-    code, out, err = cli(capsys, "advise", src, "--target", "jobsize=1000", "--json")
+    code, out, err = cli(capsys, "advise", src, "--target", "p=1000", "--json")
     assert code == 0 and cli_json(out, "advice")["uncertainty"] is None

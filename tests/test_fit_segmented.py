@@ -200,7 +200,7 @@ def test_noisy_kink_at_a_measured_point():
 # ---------------------------------------------------------------------------------------------
 # too few points in the last regime: Open MPI's MPI_Gather
 # ---------------------------------------------------------------------------------------------
-def test_mpi_gather_last_regime_insufficient(data_dir):
+def test_mpi_gather_last_regime_of_two_points_is_the_law_through_them(data_dir):
     path = data_dir / "extrap/mpi_data.csv"
     with open(path, newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["mpi"] == "OpenMPI" and r["variable"] == "MPI_Gather"]
@@ -209,25 +209,33 @@ def test_mpi_gather_last_regime_insufficient(data_dir):
     assert dict(zip(g[p], g["mean"])) == pytest.approx(medians)
     m = _fit(g, p)
     assert isinstance(m, SegmentedModel)
-    assert m.status == "insufficient" and m.needed == 3
-    assert m.change == (128.0, 256.0)
+    assert m.status == "ok" and m.change == (128.0, 256.0)
     a, b = m.segments
-    assert a.status == "ok" and b.status == "insufficient"
+    assert a.status == "ok" and b.status == "ok"
     for r in (32.0, 64.0, 128.0):           # the first regime follows its points
         assert m.predict(r) == pytest.approx(medians[r], rel=0.05)
-    # the last regime is not modelled: its mean, no interval, no invented trend
-    mean_last = (medians[256.0] + medians[512.0]) / 2
-    assert m.predict(4096.0) == pytest.approx(mean_last)
-    assert all(math.isnan(v) for v in m.interval(4096.0))
-    assert "too few" in m.formula() and "Ranks >= 256" in m.formula()
-    assert any("2 measured points" in n for n in m.notes)
+    # the last regime (256, 512 ranks): the power law through its two medians, never their mean;
+    # its exponent log2(y512 / y256) = 0.369 is printed as the nearest fraction of denominator
+    # <= 12 (4/11), which moves the law by at most 2^(1/176) over the doubling
+    name, i, j, c = _single_term(b)
+    assert (name, j, b.constant) == ("Ranks", 0, 0.0)
+    assert float(i) == pytest.approx(math.log2(medians[512.0] / medians[256.0]), abs=1 / 176)
+    for r in (256.0, 512.0):
+        assert m.predict(r) == pytest.approx(medians[r], rel=3e-3)
+    slope = math.log2(medians[512.0] / medians[256.0])
+    assert m.predict(4096.0) == pytest.approx(medians[512.0] * 8 ** slope, rel=0.02)
+    # with the wide interval of a two-point law: the exponent uncertain by a quarter power
+    lo, hi = m.interval(4096.0)
+    assert lo < medians[512.0] * 8 ** (slope - 0.25) and hi > medians[512.0] * 8 ** (slope + 0.25)
+    assert "Ranks >= 256" in m.formula() and "too few" not in m.formula()
+    assert any("2 measured points" in n and "law through them" in n for n in m.notes)
     d = m.to_dict()
-    assert d["status"] == "insufficient" and d["needed"] == 3
+    assert d["status"] == "ok" and "needed" not in d
     assert d["change"] == {"parameter": "Ranks", "lower": 128.0, "upper": 256.0, "shared": False,
                            "cut": m.cut}
     assert 128.0 < m.cut < 256.0
     back = SegmentedModel.from_dict(json.loads(json.dumps(d)))
-    assert back.status == "insufficient" and back.predict(4096.0) == pytest.approx(mean_last)
+    assert back.status == "ok" and back.predict(4096.0) == pytest.approx(m.predict(4096.0))
 
 
 def test_segment_models_on_mpi_data(data_dir):
@@ -239,9 +247,8 @@ def test_segment_models_on_mpi_data(data_dir):
     assert changed == ["OpenMPI/MPI_Gather"]
     ranked = rank(out, {"Ranks": 1024})
     assert len(ranked) == len(out)
-    assert [r.callpath for r in ranked][-1] == "OpenMPI/MPI_Gather"    # insufficient ranks last
     seg = next(sm for sm in out if sm.callpath == "OpenMPI/MPI_Gather")
-    assert seg.to_dict()["kind"] == "segmented"
+    assert seg.to_dict()["kind"] == "segmented" and seg.model.status == "ok"
 
 
 # ---------------------------------------------------------------------------------------------

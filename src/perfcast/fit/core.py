@@ -1473,7 +1473,8 @@ def _two_point_axis(X: np.ndarray) -> int | None:
 
 def _exponent(e: float) -> Fraction:
     """A readable exponent near ``e``: a fraction of denominator <= 4 when within ``_SNAP``, else the
-    nearest of denominator <= 12 (at most 1/288 away: negligible against the exponent's doubt)."""
+    nearest of denominator <= 12 (at most half the gap between its neighbours: 1/176 between 4/11
+    and 3/8, 1/24 near 0; small against the exponent's doubt, TWO_POINT_EXPONENT_SD)."""
     simple = Fraction(e).limit_denominator(4)
     if abs(float(simple) - e) <= _SNAP:
         return simple

@@ -33,10 +33,11 @@ values ``x_i < x_(i+1)`` splits them into a first regime ``x <= x_i`` and a last
 ``x >= x_(i+1)``; a change *at* a measured value ``x_i`` makes that point part of both regimes
 (both pieces are fitted through it, as in ``p^2`` up to ``p = 6``, then ``30 + p``).  Every regime
 needs :data:`MIN_POINTS` points (what a one-term PMNF fit needs); the last regime may have only
-:data:`MIN_LAST` points, then it is not modelled: it is represented by the mean of its points and
-the result has status ``"insufficient"`` (it says where the regime changes and that the last regime
-needs more points).  A single point beyond a step is never taken for a new regime (it cannot be
-told from an outlier).
+:data:`MIN_LAST` points: the candidate is then scored with that regime at its level (the mean of its
+points, one coefficient), and the model extends it by the one-term law through its two points
+(:func:`perfcast.fit.core.fit_group`'s two-point model, with its wide interval), never by their mean;
+a note says the regime's form is unchecked and where to measure more.  A single point beyond a
+step is never taken for a new regime (it cannot be told from an outlier).
 
 A fast pass scores every candidate with one-term fits done in closed form over the hypothesis
 space; the best :data:`REFIT` candidates are then fitted with the modeller and scored on the
@@ -58,7 +59,7 @@ from .terms import block_values
 
 #: points a modelled regime needs (a one-term PMNF fit: constant + coefficient + one residual)
 MIN_POINTS = 3
-#: points of a last regime that is reported but not modelled (status "insufficient")
+#: points of a last regime too few to choose its form: the law through them extends it
 MIN_LAST = 2
 #: candidates of the fast pass that are fitted with the full modeller
 REFIT = 2
@@ -84,9 +85,9 @@ class SegmentedModel:
     the LAST segment is used: the largest-scale regime is the one that continues, so extrapolation
     (and ``lead_order``, ``constant``, ``terms``) follow it; below the data the first one.
 
-    With ``status == "insufficient"`` the last regime has fewer than ``needed`` points: it is
-    represented by the mean of its points (a constant, no interval), as an insufficient
-    :class:`Model` is.
+    With ``status == "insufficient"`` (models saved before the last regime of two points was
+    extended by the law through them) the last regime is the mean of its points (a constant, no
+    interval), as an insufficient :class:`Model` is.
     """
 
     parameters: tuple[str, ...]
@@ -486,8 +487,12 @@ def _build(data: _Data, params, opt: FitOptions, i: int, j: int, modelled: bool,
     A, B = fits
     if A.status != "ok":
         return None, math.inf
+    law = None
     if not modelled:
-        # the last regime: its repetition-weighted mean, as an insufficient Model reports it
+        # the last regime is scored by its level (the repetition-weighted mean: one coefficient),
+        # and extrapolated by the one-term law through its two points (fit_group's two-point
+        # model, with its wide interval), never by that mean
+        law = B if B.status == "ok" else None
         B = _insufficient(B, data, j)
     elif B.status != "ok":
         return None, math.inf
@@ -505,8 +510,10 @@ def _build(data: _Data, params, opt: FitOptions, i: int, j: int, modelled: bool,
     rss = data.rss(pred)
     crit = data.crit(rss, k, pen)
     lo, hi = float(x[i]), float(x[j])
-    cut = lo if i == j else _crossing(A, B, lo, hi)
     quality = _quality(data, pred, k, crit, (A, B))
+    if law is not None:
+        B = law
+    cut = lo if i == j else _crossing(A, B, lo, hi)
     notes = []
     p = params[0]
     if i == j:
@@ -515,11 +522,17 @@ def _build(data: _Data, params, opt: FitOptions, i: int, j: int, modelled: bool,
         notes.append(f"regime change between {p} = {lo:g} and {p} = {hi:g}")
     status, needed = "ok", 0
     if not modelled:
-        status, needed = "insufficient", MIN_POINTS
         nb = len(x) - j
-        notes.append(f"the last regime ({p} >= {hi:g}) has {nb} measured point{'s' if nb != 1 else ''}; "
-                     f"a model needs {MIN_POINTS}: measure more scales beyond {p} = {hi:g} to model it "
-                     f"(extrapolation shows the mean of its points)")
+        pts = f"{nb} measured point{'s' if nb != 1 else ''}"
+        if law is None:
+            status, needed = "insufficient", MIN_POINTS
+            notes.append(f"the last regime ({p} >= {hi:g}) has {pts}; a model needs {MIN_POINTS}: measure "
+                         f"more scales beyond {p} = {float(x[-1]):g} to model it (extrapolation shows the mean "
+                         f"of its points)")
+        else:
+            notes.append(f"the last regime ({p} >= {hi:g}) has {pts}: extrapolated by the one-term law "
+                         f"through them, whose form they cannot check (wide interval); measure more scales "
+                         f"beyond {p} = {float(x[-1]):g} to model it")
     notes.append("beyond the measured data the last regime is extrapolated")
     ranges = ((float(x[0]), lo), (hi, float(x[-1])))
     return SegmentedModel(params, (A, B), (lo, hi), cut, ranges, quality, status, needed, tuple(notes),
