@@ -146,3 +146,37 @@ def test_an_answer_says_when_its_callpath_is_predicted_above_its_parent():
     assert len(above) == 1
     grows = build_report(exp, ReportOptions(target={"p": 64})).answers[0]
     assert grows["callpath"] == "main->grow" and above[0] in grows["notes"]
+
+
+def test_what_grows_says_the_measured_growth_and_a_model_that_does_not_follow_it():
+    """LULESH's TimeIncrement (single runs, avg per rank): 7.862, 10.84, 13.33, 8.482, 16.42 s at
+    jobsize 27..343.  The ranking's increase counts the measured growth (7.862 -> 16.42 s); the
+    model cannot follow the dip at 216 and predicts less than the last run at the target: the answer
+    gives the two measurements and says so, instead of "grows ... to the target" next to a smaller
+    model value."""
+    js, ti = (27, 64, 125, 216, 343), (7.862, 10.84, 13.33, 8.482, 16.42)
+    rows = []
+    for j, t in zip(js, ti):
+        rows += [(j, 0, "main", 36.0 + t), (j, 0, "main->work", 36.0), (j, 0, "main->step", t)]
+    df = pd.DataFrame(rows, columns=["jobsize", "rep", "callpath", "value"]).assign(metric="time")
+    exp = Experiment(["jobsize"], df, [Metric("time", "s", "time", scope="inclusive")],
+                     CallTree.from_paths(["main", "main->work", "main->step"]))
+    rep = build_report(exp, ReportOptions(target={"jobsize": 4096}))
+    grows = rep.answers[0]
+    assert grows["callpath"] == "main->step"
+    assert grows["measured"] == {"first": 7.862, "first_at": {"jobsize": 27.0}, "last": 16.42,
+                                 "last_at": {"jobsize": 343.0}}
+    at_target = next(r["value"] for r in model(exp, ["time"]).predict({"jobsize": 4096})
+                     if r["callpath"] == "main->step")
+    assert at_target < 16.42          # the fit's own number: it does not follow the measured growth
+    assert grows["follows"] is False and "does not follow the growth" in grows["answer"]
+    assert rep.to_dict()["answers"][0]["measured"]["last"] == 16.42
+
+
+def test_what_grows_of_a_followed_growth_gives_the_two_measurements_only():
+    rep = build_report(_exp(), ReportOptions(target={"p": 64}))
+    grows = rep.answers[0]
+    # comm(1) = 0.5 and comm(16) = 8.5 by the generating formula; its model follows it beyond
+    assert grows["measured"]["first"] == pytest.approx(comm(1)) and grows["measured"]["last"] == pytest.approx(comm(16))
+    assert (grows["measured"]["first_at"], grows["measured"]["last_at"]) == ({"p": 1.0}, {"p": 16.0})
+    assert grows["follows"] is True and "does not follow" not in grows["answer"]

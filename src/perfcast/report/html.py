@@ -541,7 +541,8 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
                      "context": _context(tree, cp), "depth": tree.depth(cp) if cp in tree else 0,
                      "status": r.model.status, "share_now": sh_now, "share_target": sh_pred, "now": now.get(cp),
                      "predicted": pv, "model": r.model, "increase": r.increase, "per_process": r.per_process,
-                     "per_process_first": r.per_process_first})
+                     "per_process_first": r.per_process_first, "per_process_now": r.per_process_now,
+                     "first_at": r.first_at, "now_at": maxpt})
     rep.other = None
     if rest:
         rep.other = {"count": len(rest),
@@ -680,6 +681,38 @@ def _spread(tree, kernels: list[dict], k: dict, most: int = 3) -> str:
         f"{r['callpath']} {r['increase']:+.1%}" for r in parts)
 
 
+def _growth_said(k: dict, unit: str | None) -> str:
+    """The ranking's increase of row ``k`` in words: the measured part (per-process cost at the
+    smallest and the largest measured run) and, where the model at the target lies below the last
+    measurement, that the model does not follow the measured growth -- the increase counts the
+    measured growth (:mod:`perfcast.analysis.ranking`), so "grows to the target" next to a flat
+    model's smaller value read as a contradiction."""
+    u = f" {unit}" if unit else ""
+    at = lambda pt: ", ".join(f"{a}={v:g}" for a, v in (pt or {}).items())  # noqa: E731
+    f = _growth_fields(k)
+    text = f": its per-process cost grows by {k['increase']:.1%} of the root's cost at the target"
+    if "measured" not in f:
+        return text + " (from the smallest measured run to the target)"
+    a, b = f["measured"]["first"], f["measured"]["last"]
+    text += f", measured {a:.4g} to {b:.4g}{u} from {at(f['measured']['first_at'])} to {at(f['measured']['last_at'])}"
+    if not f["follows"]:
+        text += (f"; its model gives {k['per_process']:.4g}{u} at the target, below that last measurement: it does not "
+                 "follow the growth")
+    return text
+
+
+def _growth_fields(k: dict) -> dict:
+    """The numbers behind :func:`_growth_said` for the answer's JSON: the per-process cost measured
+    at the smallest and the largest run, and whether the model at the target stays at or above the
+    last measurement (``follows``)."""
+    a, b, t = k.get("per_process_first"), k.get("per_process_now"), k.get("per_process")
+    if a is None or b is None:
+        return {}
+    return {"measured": {"first": a, "first_at": dict(k.get("first_at") or {}), "last": b,
+                         "last_at": dict(k.get("now_at") or {})},
+            "follows": t is None or t >= b}
+
+
 def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> list[dict]:
     """The three answers a user came for, each from the section below that shows it in full (so
     nothing below contradicts them) and with its confidence: what grows (the ranking's first row),
@@ -704,11 +737,10 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
         out.append({"question": "What grows?", "notes": [n for n in first.get("notes", ()) if n.startswith(said)],
                     "answer": f"{k['callpath']}{inside if inside else ' ranks first'}"
                               + (f" by asymptotic growth, {k['order']}" if o.by == "growth" else
-                                 f": its per-process cost grows by {k['increase']:.1%} of the root's cost from the "
-                                 "smallest measured run to the target" if k.get("increase") is not None else "")
+                                 _growth_said(k, rep.unit) if k.get("increase") is not None else "")
                               + f"; model {k['formula']}" + _spread(exp.tree, rep.kernels, k),
                     "confidence": first.get("confidence"), "section": "ranking", "callpath": k["callpath"],
-                    "formula": k["formula"], "value": k.get("predicted")})
+                    "formula": k["formula"], "value": k.get("predicted"), **_growth_fields(k)})
         now = {r["callpath"]: r.get("now") or 0.0 for r in rep.kernels}
         tops = [c for c in exp.tree.roots() if c in pred]
         if tops:
