@@ -552,7 +552,8 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         if not opts.negative and len(cols) >= 3:
             dec = decreasing(X, mean[np.ix_(rows_all, cols)], [parameter_lines(X, p) for p in range(len(params))])
             if dec.any():
-                note = ("falls with " + " or ".join(params) + ": negative exponents searched (strong scaling)",)
+                note = ("falls with " + " or ".join(params) + " (as a cost per rank does under strong scaling): "
+                        "negative exponents searched too",)
                 parts = [(rows_all[~dec], opts, ()), (rows_all[dec], replace(opts, negative=True), note)]
         for rows, o, note in parts:
             if not len(rows):
