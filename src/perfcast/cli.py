@@ -1236,52 +1236,54 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     """Exit 1 when a callpath's model grows faster than expected (performance regression test).
 
     \b
+    Exit codes:
+      0  every matched series was judged and grows no faster than expected
+      1  a model (or a modelled regime of a segmented one) grows faster than expected
+      3  nothing grows faster, but a matched series could not be judged (too few points for a
+         model, or a last regime with too few points): measure more scales; not a pass
+      2  bad input
+
+    \b
     Example:
       perfcast check exp.perfcast --metric time --expect "*: O(p log p)" --expect "main->io: O(1)"
     """
     from .analysis.expectations import check, parse_expectation
-    from .report.terminal import out, table, write_json
+    from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     parsed = [parse_expectation(e, exp.parameters) for e in expects]
     # growth orders and formulas only: fitted without the check giving the intervals' drift
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, intervals=False)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(res, as_json)}
-    # the fit's series, read from its arrays (iterating the model set would build every model)
-    series = list(res.series)
-    bad, checked = check(series, parsed)
-    if checked == 0:
+    # the fit's series, read from their arrays (iterating the model set would build every model)
+    result = check(list(res.series), parsed)
+    if result.checked == 0 and not result.unchecked:
         raise PerfcastError("no modelled callpath matches the expectations' globs")
-    # matched series without a usable model are not judged: say which and why, a CI guard must not
-    # pass silently over them
-    import fnmatch
-
-    from .fit.columns import status_ok
-
-    unchecked = [{"callpath": sm.callpath, "metric": sm.metric,
-                  "reason": "; ".join(getattr(sm.model, "notes", ())[:2]) or f"insufficient points: need "
-                                                                             f"{sm.model.needed}"}
-                 for sm, ok in zip(series, status_ok(series).tolist()) if not ok
-                 and any(fnmatch.fnmatchcase(sm.callpath, e.pattern) for e in parsed)]
+    bad, checked, unchecked = result.violations, result.checked, [u.to_dict() for u in result.unchecked]
     if as_json:
-        write_json("check", [v.to_dict() for v in bad], checked=checked, ok=not bad, unchecked=unchecked, **over)
+        write_json("check", [v.to_dict() for v in bad], checked=checked, ok=result.status == "pass",
+                   status=result.status, exit_code=result.exit_code, unchecked=unchecked, **over)
     elif bad:
-        from .report.terminal import err
-
         out.print(table(f"{len(bad)} of {checked} check(s) failed: growing faster than expected",
                         ["callpath", "metric", "expected", "found", "model"],
-                        [[v.callpath, v.metric, v.expected, v.found, v.formula] for v in _shown(bad, limit)]))
+                        [[v.callpath, v.metric, v.expected, v.found + (f" (where {v.regime})" if v.regime else ""),
+                          v.formula] for v in _shown(bad, limit)]))
         _print_not_shown(err, len(bad), len(_shown(bad, limit)), "failed checks", "--json lists")
+    elif unchecked:
+        out.print(f"INCOMPLETE: {checked} check(s) passed, but {len(unchecked)} series could not be checked "
+                  f"(below; exit {result.exit_code})")
     else:
-        out.print(f"all {checked} check(s) passed" + (f"; {len(unchecked)} series not checked (below)"
-                                                       if unchecked else ""))
+        out.print(f"all {checked} check(s) passed")
     if not as_json:
-        from .report.terminal import err
+        def why(u):
+            done = u["regimes_checked"]
+            return (f"not checked: {u['reason']}" if not done else
+                    f"checked only where {' and '.join(done)} (the last regime is not): {u['reason']}")
 
-        _print_series_notes(err, "note", [(u["callpath"], u["metric"], f"not checked: {u['reason']}")
-                                          for u in unchecked], "no usable model (not checked)")
-    if bad:
-        sys.exit(1)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
+        _print_series_notes(err, "note", [(u["callpath"], u["metric"], why(u)) for u in unchecked],
+                            "no usable model (not, or not fully, checked)")
+    if result.exit_code:
+        sys.exit(result.exit_code)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
 
 
 # -- reports people look at (issue #8) -----------------------------------------------------------
