@@ -775,9 +775,10 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                 _say_whole_run(_whole_run_roots(roots, by), as_json)
                 return done
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
-    # the table shows no interval and no model record: fitted without the check giving the drift
+    # the table shows no model record and, without a target, no interval: then fitted without the
+    # check giving the drift
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged,
-                     intervals=as_json or output is not None)
+                     intervals=as_json or output is not None or bool(target))
     tgt = parse_coords(target, "--target") if target else None
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by)}
     if output is not None:
@@ -792,6 +793,11 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         return write_json_chunks("models", ms.json_chunks(tgt, by), **over)
     # the rows printed, and the warnings and notes of every series, without building every model
     shown, total, at, warned, noted = ms.rank_head(tgt, by, limit)
+    # at the target: predict's values, bounds and notes (the model set's one computation of them)
+    pr = ms.predicted(tgt) if tgt else None
+    if pr is not None:
+        where = ",".join(f"{k}={v:g}" for k, v in tgt.items()) + ": "
+        noted += [(sm.callpath, sm.metric, where + n) for s, sm in enumerate(pr.series) for n in pr.extra.get(s, ())]
     from .report.terminal import trends
 
     tr = trends(exp, [(r.callpath, r.metric) for r in shown], locations, ascii=not out.is_terminal)
@@ -799,6 +805,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             + (["increase"] if by == "cost" else []))
     rows = []
     lined = False
+    pos = {} if pr is None else {(sm.callpath, sm.metric): s for s, sm in enumerate(pr.series)}
     for r in shown:
         m, q = r.model, r.model.quality
         formula = m.formula()
@@ -814,16 +821,12 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         line = m.line_at(point) if point and getattr(m, "lines", ()) else None
         if line:
             lined = True
-            noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in point.items()) + ": "
-                          + line_note(line)))
+            if not tgt:     # at the target, predict's notes (above) say it
+                noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in point.items()) + ": "
+                              + line_note(line)))
         if target:
-            # a time, count or byte value below zero at the target: marked and said, as `predict` does
-            negative = r.predicted is not None and r.predicted < 0 and ms.nonnegative(r.metric)
-            if negative:
-                noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in tgt.items()) + ": "
-                              + NEGATIVE_NOTE))
-            row.append(f"{r.predicted:.6g}" + (f" (x{line['factor']:.3g} line)" if line else "")
-                       + (" (!)" if negative else ""))
+            p = pr.at_target(pos[r.callpath, r.metric])
+            row.append(_value_cell(p, line) + " " + _interval_cell(p))
         if by == "cost":
             row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
@@ -925,6 +928,21 @@ def _metric_label(metric: str, aggregates) -> str:
     """The metric with how its value combines the processes, e.g. ``sum#time (sum over ranks)``."""
     agg = aggregates.get(metric) if aggregates else ""
     return f"{metric} ({agg})" if agg else metric
+
+
+def _value_cell(p, line) -> str:
+    """A prediction's value in a table (``p``: a predict row, or ModelSet.predicted's at_target):
+    (!) when a quantity that cannot be negative is predicted below zero."""
+    from .modelset import NEGATIVE_NOTE
+
+    return (f"{p['value']:.6g}" + (" (!)" if any(n.startswith(NEGATIVE_NOTE) for n in p["notes"]) else "")
+            + (f" (x{line['factor']:.3g} line)" if line else ""))
+
+
+def _interval_cell(p) -> str:
+    """A prediction's interval in a table, ``-`` without one."""
+    return "-" if p["lower"] is None else (f"[{'0 (clipped)' if p['clipped'] else format(p['lower'], '.6g')}, "
+                                           f"{p['upper']:.6g}]")
 
 
 def _print_series_notes(err, kind, items, what, limit=6):
@@ -1094,10 +1112,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
         [r["callpath"], _metric_label(r["metric"], ms.aggregates), tr.get((r["callpath"], r["metric"]), ""),
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
-         f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else "")
-         + (f" (x{r['line']['factor']:.3g} line)" if "line" in r else ""),
-         "-" if r["lower"] is None else f"[{'0 (clipped)' if r['clipped'] else format(r['lower'], '.6g')}, "
-                                        f"{r['upper']:.6g}]", r["confidence"]] + compared(r)
+         _value_cell(r, r.get("line")), _interval_cell(r), r["confidence"]] + compared(r)
         + [r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
     _print_not_shown(err, len(all_rows), len(rows), "predictions")
     if summary is not None:
