@@ -1042,7 +1042,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         from .analysis import validation
 
         mexp = load_experiment(measured, None, (), params, quiet=as_json, fitted=exp)
-        check = validation.measured_means(mexp, exp.parameters, locations)
+        check = validation.measured_means(mexp, exp.parameters, locations, source=[str(m) for m in measured])
         targets = targets or validation.measured_points(mexp, exp.parameters)
     if not targets:
         raise PerfcastError("no point to predict: give --at P=V[,Q=W] or validation runs with --validate")
