@@ -205,3 +205,45 @@ def test_view_refuses_a_rate_summed_over_ranks(capsys, tmp_path):
     code, out2, err = run(capsys, "view", store, "--metric", "time (E)", "--json")
     assert json.loads(out)["items"][0]["total"] == pytest.approx(json.loads(out2)["items"][0]["total"] / 1000,
                                                                    rel=1e-12)
+
+
+# -- 5. import -o x.txt and --validate of a single run: one line naming the file, nothing written -----
+def test_import_refuses_a_store_named_like_a_file(capsys, tmp_path):
+    from conftest import one_error
+
+    require_data(LULESH)
+    for name in ("x.txt", "x.json", "x.CSV"):
+        dest = tmp_path / name
+        for extra in ((), ("--json",)):
+            line = one_error(*run(capsys, "import", LULESH, "--param", "jobsize", "-o", dest, *extra)[::2])
+            assert str(dest) in line and f"{dest.stem}.perfcast" in line
+            assert not dest.exists()
+    # metrics -o writes a store too
+    dest = tmp_path / "m.json"
+    line = one_error(*run(capsys, "metrics", LULESH, "--param", "jobsize", "-o", dest)[::2])
+    assert str(dest) in line and not dest.exists()
+    # the names a store may have
+    for name in ("lulesh.perfcast", "lulesh", "run.2"):
+        code, out, err = run(capsys, "import", LULESH, "--param", "jobsize", "-o", tmp_path / name)
+        assert code == 0 and (tmp_path / name).is_dir(), err
+
+
+def test_validate_with_a_single_run_names_the_file_and_the_flag(capsys, tmp_path):
+    from conftest import one_error
+
+    require_data(LULESH)
+    small = tmp_path / "small"
+    small.mkdir()
+    for p in (27, 64, 125):            # jobsize is found in the metadata of a set of runs...
+        (small / f"{p}_cores.cali").symlink_to(LULESH / f"{p}_cores.cali")
+    one = LULESH / "343_cores.cali"   # ...not in one run's, unless named
+    out_file = tmp_path / "v.json"
+    line = one_error(*run(capsys, "predict", small, "--validate", one, "-o", out_file)[::2])
+    assert str(one) in line and "--param jobsize" in line and "none" not in line
+    assert not out_file.exists()
+    # with the flag: the measured value at 343 is compared (the file's own number, caliper-reader's)
+    code, out, err = run(capsys, "predict", small, "--param", "jobsize", "--validate", one, "--json",
+                         "--metric", AVG, "--callpath", WAITALL)
+    assert code == 0, err
+    (row,) = cli_json(out, "predictions")["items"]
+    assert row["at"] == {"jobsize": 343} and row["measured"] == pytest.approx(raw_avg(one)[1], rel=1e-12)
