@@ -247,3 +247,25 @@ def test_validate_with_a_single_run_names_the_file_and_the_flag(capsys, tmp_path
     assert code == 0, err
     (row,) = cli_json(out, "predictions")["items"]
     assert row["at"] == {"jobsize": 343} and row["measured"] == pytest.approx(raw_avg(one)[1], rel=1e-12)
+
+
+def test_model_target_carries_the_averaged_note_with_the_formulas_own_value(capsys):
+    # Relearn (p x n, real timers): --averaged values average the competing hypotheses; where that
+    # differs from the selected formula, predict's note gives the formula's value, and so must model
+    from fractions import Fraction
+
+    path = require_data(DATA / "extrap" / "text" / "mpa" / "relearn_data.txt")
+    at = {"p": 4096.0, "n": 9000.0}
+    code, out, err = run(capsys, "model", path, "--averaged", "--target", "p=4096,n=9000", "--json")
+    assert code == 0, err
+    noted = 0
+    for r in cli_json(out, "models")["items"]:
+        own = r["constant"] + sum(
+            t["coefficient"] * math.prod(at[q] ** float(Fraction(f["exponent"])) * math.log2(at[q]) ** f["log_exponent"]
+                                         for q, f in t["factors"].items()) for t in r["terms"])
+        avg = [n for n in r["prediction"]["notes"] if n.startswith("value averaged over the competing hypotheses")]
+        if avg:
+            noted += 1
+            assert float(avg[0].rsplit(" ", 1)[1]) == pytest.approx(own, rel=1e-5)
+            assert r["value"] == r["prediction"]["value"] != pytest.approx(own, rel=1e-9)
+    assert noted >= 1
