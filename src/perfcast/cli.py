@@ -400,7 +400,8 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
     """Top-down, bottom-up (callers) and flat views of one profile, and the hot path.
 
     Costs are inclusive and exclusive per scope, ranks summed (--ranks), repetitions averaged,
-    percentages of the root's inclusive total.
+    percentages of the root's inclusive total.  A derived metric that is not a sum of metrics (a
+    ratio such as CPI, a rate, a share) is refused: view its operands.
     """
     from .analysis import views as V
     from .report import views as R
