@@ -820,7 +820,7 @@ def refuse_non_additive(exp: Experiment, metric: str, what: str) -> None:
     ops = ", ".join(operands(node)) or "its operands"
     raise PerfcastError(f"{metric!r} is derived as {formula}, which is not a sum of metrics (a ratio, rate or "
                         f"function): its values do not add up over ranks or callpaths, so {what} would mean "
-                        f"nothing; use its operands ({ops}) instead", where="--metric")
+                        f"nothing; use its operands ({ops}) instead")
 
 
 def _named(node, resolved: dict):
