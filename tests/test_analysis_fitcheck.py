@@ -87,16 +87,22 @@ def test_segmented_inputs_are_flagged_and_pmnf_ones_are_not(name, flagged):
 
 
 def test_check_names_the_series_it_cannot_judge(capsys, tmp_path):
-    # "solve" grows linearly at 5 scales; "setup" was measured at one scale only: no model, no verdict
+    # "solve" grows linearly at 5 scales; "setup" was measured at one scale only: no model, no
+    # verdict -- the check is incomplete (exit 3), not a pass
     path = tmp_path / "two.csv"
     path.write_text("p,rep,callpath,metric,value\n"
                     + "".join(f"{p},{r},solve,time,{(1 + 0.5 * p) * (1 + 0.01 * r)!r}\n"
                               for p in (2, 4, 8, 16, 32) for r in (0, 1))
                     + "".join(f"32,{r},setup,time,{0.3 + 0.01 * r!r}\n" for r in (0, 1)))
-    assert main(["check", str(path), "--expect", "*: O(p^2)", "--json"]) == 0
+    with pytest.raises(SystemExit) as e:
+        main(["check", str(path), "--expect", "*: O(p^2)", "--json"])
+    assert e.value.code == 3
     res = cli_json(capsys.readouterr().out, "check")
-    assert res["checked"] == 1 and res["ok"]
+    assert res["checked"] == 1 and not res["ok"] and res["status"] == "incomplete" and res["items"] == []
     assert [(u["callpath"], "need 2" in u["reason"]) for u in res["unchecked"]] == [("setup", True)]
-    assert main(["check", str(path), "--expect", "*: O(p^2)"]) == 0
+    with pytest.raises(SystemExit) as e:
+        main(["check", str(path), "--expect", "*: O(p^2)"])
+    assert e.value.code == 3
     cap = capsys.readouterr()
-    assert "1 series not checked" in cap.out and "setup time: not checked" in cap.err
+    assert "INCOMPLETE" in cap.out and "1 series could not be checked" in cap.out
+    assert "setup time: not checked" in cap.err

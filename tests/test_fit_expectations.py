@@ -64,6 +64,10 @@ def test_rank_and_check_on_fitted_models():
     r = rank(models, {"p": 1e4})
     assert [x.callpath for x in r] == ["sq", "lin_big", "lin", "log", "one"]
     assert r[1].predicted == pytest.approx(10 + 50 * 1e4, rel=1e-6)
-    bad, checked = check(models, [parse_expectation("*: O(p)")])
-    assert checked == 4  # the one-point series is not judged
+    res = check(models, [parse_expectation("*: O(p)")])
+    bad, checked = res.violations, res.checked
+    assert checked == 4  # the one-point series is not judged, but named: the check is not a clean pass
+    assert [u.callpath for u in res.unchecked] == ["one"] and res.status == "fail" and res.exit_code == 1
+    res = check(models, [parse_expectation("lin*: O(p)"), parse_expectation("one: O(p)")])
+    assert (res.checked, res.violations, res.status, res.exit_code) == (2, [], "incomplete", 3)
     assert [v.callpath for v in bad] == ["sq"] and bad[0].found == "O(p^2)"

@@ -189,9 +189,12 @@ def test_check_from_arrays_by_hand(tmp_path):
     exp = _noisy_laws(noise=0.0, reps=2, copies=1)
     ms = perfcast.model(exp, segmented=False)
     series = list(ms.series)
-    bad, checked = check(series, [parse_expectation("*: O(p)", ["p"]), parse_expectation("quad*: O(p^2)", ["p"])])
-    assert all(sm._model is None for sm in series)
-    assert checked == len(LAWS) + 1                  # "one" is insufficient: not judged
+    res = check(series, [parse_expectation("*: O(p)", ["p"]), parse_expectation("quad*: O(p^2)", ["p"])])
+    bad, checked = res.violations, res.checked
+    # only the series that cannot be judged builds its model (for the reason it names)
+    assert all(sm._model is None for sm in series if sm.callpath != "one")
+    assert checked == len(LAWS) + 1                  # "one" is insufficient: not judged, listed
+    assert [u.callpath for u in res.unchecked] == ["one"]
     found = {v.callpath: v for v in bad}
     assert set(found) == {"quad0", "plogp0"}
     assert found["quad0"].found == "O(p^2)" and found["plogp0"].found == "O(p log p)"

@@ -400,7 +400,8 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
     """Top-down, bottom-up (callers) and flat views of one profile, and the hot path.
 
     Costs are inclusive and exclusive per scope, ranks summed (--ranks), repetitions averaged,
-    percentages of the root's inclusive total.
+    percentages of the root's inclusive total.  A derived metric that is not a sum of metrics (a
+    ratio such as CPI, a rate, a share) is refused: view its operands.
     """
     from .analysis import views as V
     from .report import views as R
@@ -775,9 +776,10 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                 _say_whole_run(_whole_run_roots(roots, by), as_json)
                 return done
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
-    # the table shows no interval and no model record: fitted without the check giving the drift
+    # the table shows no model record and, without a target, no interval: then fitted without the
+    # check giving the drift
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged,
-                     intervals=as_json or output is not None)
+                     intervals=as_json or output is not None or bool(target))
     tgt = parse_coords(target, "--target") if target else None
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by)}
     if output is not None:
@@ -792,6 +794,11 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         return write_json_chunks("models", ms.json_chunks(tgt, by), **over)
     # the rows printed, and the warnings and notes of every series, without building every model
     shown, total, at, warned, noted = ms.rank_head(tgt, by, limit)
+    # at the target: predict's values, bounds and notes (the model set's one computation of them)
+    pr = ms.predicted(tgt) if tgt else None
+    if pr is not None:
+        where = ",".join(f"{k}={v:g}" for k, v in tgt.items()) + ": "
+        noted += [(sm.callpath, sm.metric, where + n) for s, sm in enumerate(pr.series) for n in pr.extra.get(s, ())]
     from .report.terminal import trends
 
     tr = trends(exp, [(r.callpath, r.metric) for r in shown], locations, ascii=not out.is_terminal)
@@ -799,6 +806,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             + (["increase"] if by == "cost" else []))
     rows = []
     lined = False
+    pos = {} if pr is None else {(sm.callpath, sm.metric): s for s, sm in enumerate(pr.series)}
     for r in shown:
         m, q = r.model, r.model.quality
         formula = m.formula()
@@ -814,16 +822,12 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         line = m.line_at(point) if point and getattr(m, "lines", ()) else None
         if line:
             lined = True
-            noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in point.items()) + ": "
-                          + line_note(line)))
+            if not tgt:     # at the target, predict's notes (above) say it
+                noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in point.items()) + ": "
+                              + line_note(line)))
         if target:
-            # a time, count or byte value below zero at the target: marked and said, as `predict` does
-            negative = r.predicted is not None and r.predicted < 0 and ms.nonnegative(r.metric)
-            if negative:
-                noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in tgt.items()) + ": "
-                              + NEGATIVE_NOTE))
-            row.append(f"{r.predicted:.6g}" + (f" (x{line['factor']:.3g} line)" if line else "")
-                       + (" (!)" if negative else ""))
+            p = pr.at_target(pos[r.callpath, r.metric])
+            row.append(_value_cell(p, line) + " " + _interval_cell(p))
         if by == "cost":
             row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
@@ -927,6 +931,21 @@ def _metric_label(metric: str, aggregates) -> str:
     return f"{metric} ({agg})" if agg else metric
 
 
+def _value_cell(p, line) -> str:
+    """A prediction's value in a table (``p``: a predict row, or ModelSet.predicted's at_target):
+    (!) when a quantity that cannot be negative is predicted below zero."""
+    from .modelset import NEGATIVE_NOTE
+
+    return (f"{p['value']:.6g}" + (" (!)" if any(n.startswith(NEGATIVE_NOTE) for n in p["notes"]) else "")
+            + (f" (x{line['factor']:.3g} line)" if line else ""))
+
+
+def _interval_cell(p) -> str:
+    """A prediction's interval in a table, ``-`` without one."""
+    return "-" if p["lower"] is None else (f"[{'0 (clipped)' if p['clipped'] else format(p['lower'], '.6g')}, "
+                                           f"{p['upper']:.6g}]")
+
+
 def _print_series_notes(err, kind, items, what, limit=6):
     """One line per (callpath, metric, text) when there are few series, else a summary line."""
     items = list(dict.fromkeys(items))
@@ -1024,7 +1043,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         from .analysis import validation
 
         mexp = load_experiment(measured, None, (), params, quiet=as_json, fitted=exp)
-        check = validation.measured_means(mexp, exp.parameters, locations)
+        check = validation.measured_means(mexp, exp.parameters, locations, source=[str(m) for m in measured])
         targets = targets or validation.measured_points(mexp, exp.parameters)
     if not targets:
         raise PerfcastError("no point to predict: give --at P=V[,Q=W] or validation runs with --validate")
@@ -1094,10 +1113,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
         [r["callpath"], _metric_label(r["metric"], ms.aggregates), tr.get((r["callpath"], r["metric"]), ""),
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
-         f"{r['value']:.6g}" + (" (!)" if r["value"] < 0 and r["notes"] else "")
-         + (f" (x{r['line']['factor']:.3g} line)" if "line" in r else ""),
-         "-" if r["lower"] is None else f"[{'0 (clipped)' if r['clipped'] else format(r['lower'], '.6g')}, "
-                                        f"{r['upper']:.6g}]", r["confidence"]] + compared(r)
+         _value_cell(r, r.get("line")), _interval_cell(r), r["confidence"]] + compared(r)
         + [r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
     _print_not_shown(err, len(all_rows), len(rows), "predictions")
     if summary is not None:
@@ -1236,52 +1252,54 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     """Exit 1 when a callpath's model grows faster than expected (performance regression test).
 
     \b
+    Exit codes:
+      0  every matched series was judged and grows no faster than expected
+      1  a model (or a modelled regime of a segmented one) grows faster than expected
+      3  nothing grows faster, but a matched series could not be judged (too few points for a
+         model, or a last regime with too few points): measure more scales; not a pass
+      2  bad input
+
+    \b
     Example:
       perfcast check exp.perfcast --metric time --expect "*: O(p log p)" --expect "main->io: O(1)"
     """
     from .analysis.expectations import check, parse_expectation
-    from .report.terminal import out, table, write_json
+    from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     parsed = [parse_expectation(e, exp.parameters) for e in expects]
     # growth orders and formulas only: fitted without the check giving the intervals' drift
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, intervals=False)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(res, as_json)}
-    # the fit's series, read from its arrays (iterating the model set would build every model)
-    series = list(res.series)
-    bad, checked = check(series, parsed)
-    if checked == 0:
+    # the fit's series, read from their arrays (iterating the model set would build every model)
+    result = check(list(res.series), parsed)
+    if result.checked == 0 and not result.unchecked:
         raise PerfcastError("no modelled callpath matches the expectations' globs")
-    # matched series without a usable model are not judged: say which and why, a CI guard must not
-    # pass silently over them
-    import fnmatch
-
-    from .fit.columns import status_ok
-
-    unchecked = [{"callpath": sm.callpath, "metric": sm.metric,
-                  "reason": "; ".join(getattr(sm.model, "notes", ())[:2]) or f"insufficient points: need "
-                                                                             f"{sm.model.needed}"}
-                 for sm, ok in zip(series, status_ok(series).tolist()) if not ok
-                 and any(fnmatch.fnmatchcase(sm.callpath, e.pattern) for e in parsed)]
+    bad, checked, unchecked = result.violations, result.checked, [u.to_dict() for u in result.unchecked]
     if as_json:
-        write_json("check", [v.to_dict() for v in bad], checked=checked, ok=not bad, unchecked=unchecked, **over)
+        write_json("check", [v.to_dict() for v in bad], checked=checked, ok=result.status == "pass",
+                   status=result.status, exit_code=result.exit_code, unchecked=unchecked, **over)
     elif bad:
-        from .report.terminal import err
-
         out.print(table(f"{len(bad)} of {checked} check(s) failed: growing faster than expected",
                         ["callpath", "metric", "expected", "found", "model"],
-                        [[v.callpath, v.metric, v.expected, v.found, v.formula] for v in _shown(bad, limit)]))
+                        [[v.callpath, v.metric, v.expected, v.found + (f" (where {v.regime})" if v.regime else ""),
+                          v.formula] for v in _shown(bad, limit)]))
         _print_not_shown(err, len(bad), len(_shown(bad, limit)), "failed checks", "--json lists")
+    elif unchecked:
+        out.print(f"INCOMPLETE: {checked} check(s) passed, but {len(unchecked)} series could not be checked "
+                  f"(below; exit {result.exit_code})")
     else:
-        out.print(f"all {checked} check(s) passed" + (f"; {len(unchecked)} series not checked (below)"
-                                                       if unchecked else ""))
+        out.print(f"all {checked} check(s) passed")
     if not as_json:
-        from .report.terminal import err
+        def why(u):
+            done = u["regimes_checked"]
+            return (f"not checked: {u['reason']}" if not done else
+                    f"checked only where {' and '.join(done)} (the last regime is not): {u['reason']}")
 
-        _print_series_notes(err, "note", [(u["callpath"], u["metric"], f"not checked: {u['reason']}")
-                                          for u in unchecked], "no usable model (not checked)")
-    if bad:
-        sys.exit(1)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
+        _print_series_notes(err, "note", [(u["callpath"], u["metric"], why(u)) for u in unchecked],
+                            "no usable model (not, or not fully, checked)")
+    if result.exit_code:
+        sys.exit(result.exit_code)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
 
 
 # -- reports people look at (issue #8) -----------------------------------------------------------

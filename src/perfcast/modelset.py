@@ -62,7 +62,11 @@ from .experiment import has_ancestor
 #: metric kinds whose values cannot be negative (fit.core.NONNEGATIVE_KINDS)
 NONNEGATIVE = ("time", "count", "bytes")
 #: said of a time, count or byte value the model predicts below zero (``predict``, ``model --target``)
-NEGATIVE_NOTE = "the model predicts a negative value here: it does not extrapolate this far"
+NEGATIVE_NOTE = "the model predicts a negative value here"
+#: how :data:`NEGATIVE_NOTE` goes on beyond the measured range of a parameter, and within it
+NEGATIVE_BEYOND = ": it does not extrapolate this far"
+NEGATIVE_WITHIN = (", inside the measured range (no measured value is negative): the model does not fit the "
+                   "data here")
 #: the note of a child predicted above its parent (inclusive metrics, :meth:`ModelSet.predict`)
 ABOVE_PARENT = "predicted above its parent"
 #: the note of a value averaged over the competing hypotheses (``averaged``) that is not the formula's
@@ -183,7 +187,7 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
                     _measured_ends(st, res, lower, upper),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
-                    signed=_signed(exp))
+                    signed=_signed(exp), smallest={p: float(exp.data[p].min()) for p in exp.parameters})
 
 
 def _signed(exp) -> tuple[str, ...]:
@@ -554,6 +558,19 @@ class _Predicted:
                     out[-1]["line"] = self.line[i]
         return out
 
+    def at_target(self, i: int) -> dict:
+        """Row ``i``'s prediction as the model views with a target show it (``model --target``:
+        table, JSON, files): ``value, lower, upper, level, clipped, confidence`` and ``notes``,
+        :meth:`rows`' fields of the same row."""
+        nan_none = lambda x: None if x != x else x  # noqa: E731
+        return {"value": float(self.value[i]), "lower": nan_none(float(self.lower[i])),
+                "upper": nan_none(float(self.upper[i])), "level": self.level, "clipped": bool(self.clipped[i]),
+                "confidence": str(self.conf[i]), "notes": self.notes_of(i)}
+
+    def notes_of(self, i: int) -> list[str]:
+        """Row ``i``'s notes: the series' warnings and model notes, then those of the point."""
+        return list(self.notes[i // len(self.pts)]) + list(self.extra.get(i, []))
+
     def json(self, nested: bool = False) -> str:
         """``json_text(rows())``, a column at a time; ``nested``: laid out as the list inside an
         envelope (``json_text(envelope(kind, rows()))`` continues its lines with two spaces)."""
@@ -648,6 +665,8 @@ class ModelSet:
     #: metrics with a negative measured value: whatever their kind, their values can be negative
     #: (:meth:`nonnegative`)
     signed: tuple[str, ...] = ()
+    #: each parameter's smallest measured value (with ``upper`` the measured range; empty: unknown)
+    smallest: Mapping[str, float] = field(default_factory=dict)
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -791,8 +810,9 @@ class ModelSet:
                 if ln is not None:
                     line[s * P + j] = ln
                     extra[s * P + j] = [line_note(ln)]
+        inside = [self.measured_range(t) for t in pts]
         for i in np.flatnonzero(negative).tolist():
-            extra.setdefault(i, []).append(NEGATIVE_NOTE)
+            extra.setdefault(i, []).append(NEGATIVE_NOTE + (NEGATIVE_WITHIN if inside[i % P] else NEGATIVE_BEYOND))
         for i in np.flatnonzero(clipped).tolist():
             extra.setdefault(i, []).append("interval clipped at 0")
         for i, c in capped.items():
@@ -827,6 +847,18 @@ class ModelSet:
         return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
                           [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
                           self.units, self.aggregates)
+
+    def predicted(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9) -> "_Predicted":
+        """:meth:`predict`'s rows as columns (series in ``self.series`` order, then point): the one
+        place values, bounds and notes at a point are computed; ``model --target`` (table, JSON,
+        files) shows these (:meth:`_Predicted.at_target`)."""
+        return self._predicted(points, level)
+
+    def measured_range(self, t: Mapping[str, float]) -> bool:
+        """Whether point ``t`` lies within the measured range of every parameter (between its
+        smallest and largest measured value; False when the range is not known)."""
+        return all(p in self.smallest and p in self.upper and self.smallest[p] <= t[p] <= self.upper[p]
+                   for p in self.parameters)
 
     def bounds(self, keys: Sequence[tuple[str, str]], points: Sequence[Mapping[str, float]],
                level: float = 0.9) -> tuple[np.ndarray, ...]:
@@ -1080,16 +1112,19 @@ class ModelSet:
         with :func:`perfcast.analysis.ranking.ranked_rows`."""
         return self._ranking(target, by)
 
-    def to_dict(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list[dict]:
+    def to_dict(self, target: Mapping[str, float] | None = None, by: str = "cost", level: float = 0.9) -> list[dict]:
         """``perfcast model --json``: one dict per series in rank order (the model, its aggregate,
         its rank, its warnings, with ``target`` its ``value`` there (``at``; ``line`` on a measured
-        line) and, ranked by cost,
+        line) and ``prediction``: :meth:`predict`'s ``value, lower, upper, level, clipped,
+        confidence, notes`` at ``target`` (:meth:`_Predicted.at_target`) and, ranked by cost,
         ``ranking``: per-process cost now and at the ranking's point, the increase as a share of
         the root's, whether it is significant)."""
         from .fit.model import to_dicts
 
         self._need_intervals("model records")
         ranked = self.rank(target, by)
+        pr = self._predicted(target, level) if target is not None and ranked else None
+        row = {} if pr is None else {(sm.callpath, sm.metric): s for s, sm in enumerate(pr.series)}
         out = []
         for r, md in zip(ranked, to_dicts([r.model for r in ranked])):
             d = {"callpath": r.callpath, "metric": r.metric}
@@ -1109,7 +1144,9 @@ class ModelSet:
             d["warnings"] = self.warnings(r)
             if r.predicted is not None:
                 d["at"] = dict(target)
-                d["value"] = r.predicted
+                p = pr.at_target(row[r.callpath, r.metric])
+                d["value"] = p["value"]
+                d["prediction"] = p
                 line = _line_at_target(getattr(r.model, "parameters", ()), getattr(r.model, "lines", ()), target)
                 if line is not None:
                     d["line"] = line
@@ -1188,7 +1225,7 @@ class ModelSet:
         return head, len(order), (rc.get("at") if rc["by"] == "cost" else None), warned, noted
 
     def json_chunks(self, target: Mapping[str, float] | None = None, by: str = "cost",
-                    chunk: int = 4096) -> Iterator[str]:
+                    chunk: int = 4096, level: float = 0.9) -> Iterator[str]:
         """``json_text(to_dict(target, by))`` -- ``perfcast model --json`` -- in pieces of ``chunk``
         records, the same text, built from the fit's arrays (:func:`perfcast.fit.columns.model_json`,
         :func:`perfcast.analysis.ranking.rank_order`; no Model, ranking row or dict per series for
@@ -1205,7 +1242,7 @@ class ModelSet:
         series = list(self.series)
         parts = columns.split(series)
         if not series or not columns.json_ready(series, parts):
-            yield json_text(self.to_dict(target, by))
+            yield json_text(self.to_dict(target, by, level))
             return
         _, order, rc = self._ranking(target, by, series, parts)
         pred = rc["predicted"]
@@ -1214,8 +1251,12 @@ class ModelSet:
         if cost:    # the ranking's columns: NaN for None
             nums += [rc[k][~np.isnan(rc[k])] for k in ("per_process_first", "per_process_now", "per_process",
                                                         "increase")]
+        # the prediction at the target: predict's own columns (values, bounds, notes)
+        pr = self._predicted(target, level) if target is not None else None
+        if pr is not None:
+            nums += [pr.value, pr.lower[~np.isnan(pr.lower)], pr.upper[~np.isnan(pr.upper)]]
         if not all(np.isfinite(v).all() for v in nums):
-            yield json_text(self.to_dict(target, by))   # the json module refuses them, as before
+            yield json_text(self.to_dict(target, by, level))   # the json module refuses them, as before
             return
         enc = json.dumps
         enc_str = json.encoder.encode_basestring_ascii       # json.dumps of a str
@@ -1257,8 +1298,16 @@ class ModelSet:
         predicted = np.full(S, "", dtype=object)
         at = [s for s in range(S) if pred[s] is not None]
         if at:
-            predicted[at] = texts([pred[s] for s in at], ', "at": ' + enc(dict(target), allow_nan=False)
-                                  + ', "value": ')
+            sel = np.asarray(at, dtype=np.int64)
+            notes = np.array([enc(pr.notes_of(s)) for s in at], dtype=object)
+            value = texts(pr.value[sel])
+            predicted[at] = (', "at": ' + enc(dict(target), allow_nan=False) + ', "value": ' + value
+                             + ', "prediction": {"value": ' + value
+                             + texts(pr.lower[sel], ', "lower": ') + texts(pr.upper[sel], ', "upper": ')
+                             + (', "level": ' + enc(level) + ', "clipped": ')
+                             + np.where(pr.clipped[sel], 'true, "confidence": ', 'false, "confidence": ').astype(object)
+                             + np.array([enc_str(c) for c in pr.conf[sel].tolist()], dtype=object)
+                             + ', "notes": ' + notes + "}")
         cols += [predicted, np.full(S, "}", dtype=object)]
         # values on a measured line: the few series with lines
         ln = columns.lines(series, parts) if (target is not None or rank_at) else None
@@ -1296,8 +1345,8 @@ class ModelSet:
         status, the model itself (``constant``; ``terms``: a list of {coefficient, factors: {param:
         {exponent, log_exponent}}}, nested columns in Parquet), smape, noise, with ``by="cost"`` the
         ranking's ``increase`` (share of the root) and, with ``target``, the value there with its
-        interval (``clipped``: the lower bound was raised to 0, the quantity cannot be negative) and
-        confidence."""
+        interval (``clipped``: the lower bound was raised to 0, the quantity cannot be negative),
+        confidence and notes, as :meth:`predict` gives them."""
         preds = {}
         if target is not None:
             preds = {(r["callpath"], r["metric"]): r for r in self.predict(target, level)}
@@ -1321,7 +1370,7 @@ class ModelSet:
             if target is not None:
                 p = preds[(r.callpath, r.metric)]
                 row.update(value=p["value"], lower=p["lower"], upper=p["upper"], clipped=p["clipped"],
-                           confidence=p["confidence"])
+                           confidence=p["confidence"], notes=p["notes"])
                 if any_line:
                     row["line"] = p.get("line")
             rows.append(row)
@@ -1378,6 +1427,8 @@ class ModelSet:
                 cols[k] = _float_column(v, np.isnan(v))
             cols["clipped"] = pa.array(pr.clipped[idx], type=pa.bool_())
             cols["confidence"] = pa.array(pr.conf[idx].tolist(), type=pa.large_string())
+            # typed as from_pandas types the frame's column of lists
+            cols["notes"] = pa.array([pr.notes_of(s) for s in order], from_pandas=True)
             if pr.line:
                 cols["line"] = pa.array([pr.line.get(s) for s in order])
         return _arrow_table(cols)

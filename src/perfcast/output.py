@@ -97,8 +97,23 @@ def check_store_output(path: str | Path, force: bool) -> Path:
                                 f"(even with --force)", path)
         if not force:
             raise PerfcastError(REFUSE_EXISTING, path)
+    else:
+        refuse_file_suffix(path)
     _parent(path)
     return path
+
+
+def refuse_file_suffix(path: Path) -> None:
+    """A new store directory named like a file of another format (``x.txt``, ``x.json``, ``x.csv``):
+    the user meant a file; a directory of that name would be written instead.  Refused, naming the
+    path, before anything is computed.  Names without a suffix, with ``.perfcast``, or whose
+    suffix is not a word (``run.2``, ``v1.5``) are taken."""
+    suffix = path.suffix
+    word = suffix[1:].replace("-", "").replace("_", "")
+    if suffix and suffix.lower() != ".perfcast" and word.isalpha() and word.isascii():
+        raise PerfcastError(f"an experiment is stored as a directory, named NAME.perfcast; '{suffix}' names a file "
+                            f"of another format, so nothing was written: give -o {path.stem}.perfcast (perfcast "
+                            f"export writes Extra-P input files)", path)
 
 
 def write_file(path: str | Path, data: str | bytes, force: bool, encoding: str = "utf-8") -> Path:

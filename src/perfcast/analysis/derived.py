@@ -59,7 +59,8 @@ from ..errors import PerfcastError
 from ..experiment import LOCATION_COLUMNS, Experiment, Metric, absent_location_is_missing
 
 __all__ = ["Num", "Ref", "Total", "Unary", "Binary", "Call", "Derivation", "parse", "parse_formula",
-           "render", "evaluate_scalar", "derive", "FUNCTIONS", "MAX_LENGTH", "INC_SUFFIX"]
+           "render", "evaluate_scalar", "derive", "FUNCTIONS", "MAX_LENGTH", "INC_SUFFIX", "additive", "operands",
+           "refuse_non_additive"]
 
 #: suffix naming the inclusive partner of a metric (Hatchet/Thicket convention)
 INC_SUFFIX = " (inc)"
@@ -749,6 +750,77 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
     meta["derived"] = derived
     metrics = [*exp.metrics.values(), *new_metrics]
     return Experiment(exp.parameters, data, metrics, exp.tree, meta), reports
+
+
+def additive(node) -> bool:
+    """Whether a formula's values add up over ranks, threads and callpaths as its operands' do: a
+    sum of metric references with constant coefficients (``a + 2 * b``, ``time / 1e6``, ``-x``).
+    A ratio or product of metrics, a function, a comparison, a total (``@x``, each location's own)
+    or a constant term (added once per rank) does not: its sum over ranks means nothing."""
+    def const(n) -> bool:
+        if isinstance(n, Num):
+            return True
+        if isinstance(n, Unary):
+            return const(n.arg)
+        if isinstance(n, Binary):
+            return const(n.left) and const(n.right)
+        return isinstance(n, Call) and all(map(const, n.args)) and n.fn not in ("inc", "exc")
+
+    def linear(n) -> bool:
+        if isinstance(n, Ref):
+            return True
+        if isinstance(n, Unary):
+            return n.op in "+-" and linear(n.arg)
+        if isinstance(n, Binary):
+            if n.op in ("+", "-"):
+                return linear(n.left) and linear(n.right)
+            if n.op == "*":
+                return (const(n.left) and linear(n.right)) or (linear(n.left) and const(n.right))
+            if n.op == "/":
+                return linear(n.left) and const(n.right)
+        return isinstance(n, Call) and n.fn in ("inc", "exc") and all(map(linear, n.args))
+
+    return linear(node)
+
+
+def operands(node) -> list[str]:
+    """The metric names a formula refers to, in order of first appearance."""
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop(0)
+        if isinstance(n, Ref) and n.name is not None and n.name not in out:
+            out.append(n.name)
+        elif isinstance(n, Total):
+            stack.insert(0, n.ref)
+        elif isinstance(n, Unary):
+            stack.insert(0, n.arg)
+        elif isinstance(n, Binary):
+            stack[:0] = [n.left, n.right]
+        elif isinstance(n, Call):
+            stack[:0] = list(n.args)
+    return out
+
+
+def refuse_non_additive(exp: Experiment, metric: str, what: str) -> None:
+    """PerfcastError when ``metric`` was derived by a formula whose values do not add up
+    (:func:`additive`: a rate, a ratio such as CPI, a share): ``what`` (a view's sums over ranks
+    and callpaths, shares of the root) cannot be formed from it."""
+    derived = exp.meta.get("derived") if isinstance(exp.meta.get("derived"), dict) else {}
+    entry = derived.get(metric)
+    formula = entry.get("formula") if isinstance(entry, dict) else None
+    if not isinstance(formula, str):
+        return
+    try:
+        node = parse_formula(formula)
+    except PerfcastError:
+        return
+    if additive(node):
+        return
+    ops = ", ".join(operands(node)) or "its operands"
+    raise PerfcastError(f"{metric!r} is derived as {formula}, which is not a sum of metrics (a ratio, rate or "
+                        f"function): its values do not add up over ranks or callpaths, so {what} would mean "
+                        f"nothing; use its operands ({ops}) instead")
 
 
 def _named(node, resolved: dict):

@@ -145,46 +145,132 @@ class Violation:
     found: str
     parameters: tuple[str, ...]
     formula: str
+    #: the regime of a segmented model the violation is in (``"p <= 128"``), None: the whole series
+    regime: str | None = None
 
     def to_dict(self) -> dict:
         return {"callpath": self.callpath, "metric": self.metric, "expectation": self.expectation,
                 "expected": self.expected, "found": self.found, "parameters": list(self.parameters),
-                "formula": self.formula}
+                "formula": self.formula, "regime": self.regime}
 
 
-def check(series_models: Iterable, expectations: Sequence[Expectation]) -> tuple[list[Violation], int]:
-    """Compare models (objects with ``callpath``, ``metric``, ``model``) with expectations; returns
-    the violations and the number of (model, expectation) pairs checked.  Models without enough
-    points ("insufficient") are not judged.  The fit's series are read from their groups' arrays
-    (:mod:`perfcast.fit.columns`: status, lead orders, the violators' formulas): each distinct lead
-    order is compared once per expectation."""
+@dataclass(frozen=True)
+class Unchecked:
+    """A matched series whose growth could not be judged (wholly, or in its last regime)."""
+    callpath: str
+    metric: str
+    reason: str
+    #: the regimes of a segmented model that were judged (``["p <= 128"]``); empty: none
+    regimes_checked: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"callpath": self.callpath, "metric": self.metric, "reason": self.reason,
+                "regimes_checked": list(self.regimes_checked)}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict of :func:`check`: ``fail`` when a judged model (or regime) grows faster than
+    expected, else ``incomplete`` when a matched series could not be judged (entirely or in its
+    last regime: a regression there would go unseen), else ``pass``."""
+    violations: list[Violation]
+    checked: int
+    unchecked: list[Unchecked]
+
+    @property
+    def status(self) -> str:
+        return "fail" if self.violations else "incomplete" if self.unchecked else "pass"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+
+#: ``perfcast check``'s exit codes (its --help documents them)
+EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3}
+
+
+def _regimes(model) -> list[tuple[str, object]]:
+    """(label, model) of the judged regimes of a segmented model whose last regime has too few
+    points (the regimes with a model of their own); empty for any other model."""
+    segs = getattr(model, "segments", None)
+    if not segs:
+        return []
+    p = model.parameters[0]
+    labels = (f"{p} <= {float(model.change[0]):g}", f"{p} >= {float(model.change[1]):g}")
+    return [(lab, m) for lab, m in zip(labels, segs) if m.status == "ok"]
+
+
+def _why(model) -> str:
+    notes = getattr(model, "notes", ())
+    return "; ".join(notes[:2]) or f"insufficient points: need {model.needed}"
+
+
+def check(series_models: Iterable, expectations: Sequence[Expectation]) -> CheckResult:
+    """Compare models (objects with ``callpath``, ``metric``, ``model``) with expectations.
+
+    A series whose model is usable is judged by its lead order.  A poor fit
+    (:func:`perfcast.analysis.fitcheck.poor_fits`: the model does not follow the data) is listed as
+    unchecked with its warning: its lead order says nothing about how the data grow.  One without a
+    usable model is not passed over either: a segmented model whose last regime has too few points is judged in the
+    regimes that have a model (a violation there fails the check) and is listed as unchecked (its
+    last regime is not judged), as is any other series without a model.  The fit's series are read
+    from their groups' arrays (:mod:`perfcast.fit.columns`: status, lead orders, the violators'
+    formulas): each distinct lead order is compared once per expectation."""
     from ..fit import columns
+
+    from .fitcheck import fit_warnings, poor_fits
 
     series = list(series_models)
     parts = columns.split(series)
     ok = columns.status_ok(series, parts).tolist()
+    # a model that does not follow its data (a poor fit: a step, or noise beyond any trend) cannot
+    # tell how the series grows: LULESH's MPI_Waitall, 0.018 s -> 2.6 s per rank over the runs, is a
+    # flat poor fit and would pass O(1)
+    poor = poor_fits(series, parts).tolist()
     code, orders = columns.lead_codes(series, parts)
     code = code.tolist()
     zero = (Fraction(0), 0)
     expected = [order_str(e.order) for e in expectations]
     verdicts: dict = {}
     found_at, checked = [], 0
+    partial: list = []          # (series, expectation, regime label, (params, found), formula)
+    unchecked: list[Unchecked] = []
+
+    def judge(found, k):
+        return (tuple(exceeds(found, expectations[k].order)),
+                order_str({p: o for p, o in found.items() if o != zero}))
+
     for s, sm in enumerate(series):
-        for k, e in enumerate(expectations):
-            if not fnmatch.fnmatchcase(sm.callpath, e.pattern):
-                continue
-            if not ok[s]:
-                continue
+        matched = [k for k, e in enumerate(expectations) if fnmatch.fnmatchcase(sm.callpath, e.pattern)]
+        if not matched:
+            continue
+        if ok[s] and poor[s] and not getattr(sm.model, "segments", None):
+            unchecked.append(Unchecked(sm.callpath, sm.metric, "; ".join(fit_warnings(sm.model))))
+            continue
+        if not ok[s]:
+            model = sm.model
+            regimes = _regimes(model)
+            for k in matched:
+                if regimes:
+                    checked += 1
+                for lab, m in regimes:
+                    v = judge(m.lead_order(), k)
+                    if v[0]:
+                        partial.append((s, k, lab, v, m.formula()))
+            unchecked.append(Unchecked(sm.callpath, sm.metric, _why(model), tuple(lab for lab, _ in regimes)))
+            continue
+        for k in matched:
             checked += 1
             v = verdicts.get((code[s], k))
             if v is None:
-                found = orders[code[s]]
-                v = verdicts[(code[s], k)] = (tuple(exceeds(found, e.order)),
-                                              order_str({p: o for p, o in found.items() if o != zero}))
+                v = verdicts[(code[s], k)] = judge(orders[code[s]], k)
             if v[0]:
                 found_at.append((s, k, v))
     bad = sorted({s for s, _, _ in found_at})
     texts = dict(zip(bad, columns.formulas([series[s] for s in bad])))
     out = [Violation(series[s].callpath, series[s].metric, expectations[k].text, expected[k], v[1], v[0], texts[s])
            for s, k, v in found_at]
-    return out, checked
+    out += [Violation(series[s].callpath, series[s].metric, expectations[k].text, expected[k], v[1], v[0], text, lab)
+            for s, k, lab, v, text in partial]
+    return CheckResult(out, checked, unchecked)

@@ -42,6 +42,26 @@ def fit_warnings(model) -> list[str]:
             "model are unreliable"]
 
 
+def poor_fits(series, parts=None):
+    """Per series of ``series`` (objects with ``model``; :func:`perfcast.fit.columns.split`'s
+    ``parts`` when already computed), whether its model is a poor fit by the rule above (the
+    SMAPE rule alone, not the two-point warning): from its group's quality arrays while the model is
+    not built, else from the model."""
+    import numpy as np
+
+    from ..fit import columns
+
+    out = np.zeros(len(series), dtype=bool)
+    groups, others = parts or columns.split(series)
+    for g, pos, rows in groups:
+        q = g.quality[rows]
+        noise = np.where(np.isfinite(q[:, 4]), q[:, 4], np.nan)
+        out[pos] = warned(g.status[rows] == 0, q[:, 2], noise, np.full(len(rows), 3))
+    for s in others:
+        out[s] = any(w.startswith("poor fit") for w in fit_warnings(series[s].model))
+    return out
+
+
 def warned(ok, smape, noise, n_points):
     """:func:`fit_warnings` non-empty, as arrays: ``ok`` status ok with a quality, ``smape``,
     ``noise`` (NaN: not measured), ``n_points`` of each model's quality."""
@@ -54,4 +74,4 @@ def warned(ok, smape, noise, n_points):
     return np.asarray(ok, dtype=bool) & ~np.isnan(smape) & ((np.asarray(n_points) == 2) | (smape > limit))
 
 
-__all__ = ["fit_warnings", "warned", "SMAPE_FLOOR", "NOISE_FACTOR", "UNMEASURED_LIMIT"]
+__all__ = ["fit_warnings", "poor_fits", "warned", "SMAPE_FLOOR", "NOISE_FACTOR", "UNMEASURED_LIMIT"]

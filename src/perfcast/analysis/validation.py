@@ -26,19 +26,38 @@ def _key(point: Mapping[str, float], params: Sequence[str]) -> tuple[float, ...]
     return tuple(float(point[p]) for p in params)
 
 
-def measured_means(exp: Experiment, parameters: Sequence[str], locations: str = "auto"
+def measured_means(exp: Experiment, parameters: Sequence[str], locations: str = "auto",
+                   source: Sequence[str] | str | None = None
                    ) -> dict[tuple[str, str, tuple[float, ...]], tuple[float, int]]:
     """``(callpath, metric, point) -> (mean, repetitions)`` of ``exp``, whose parameters must be
-    ``parameters`` (the fitted experiment's)."""
+    ``parameters`` (the fitted experiment's); ``source``: the input(s) ``exp`` was read from, named
+    by the error when they differ."""
     from ..fit.series import series_statistics
 
     if set(exp.parameters) != set(parameters):
-        raise PerfcastError(f"the measured experiment has parameters {', '.join(exp.parameters) or 'none'}; the "
-                            f"models have {', '.join(parameters)}", where="--validate")
+        raise parameter_mismatch(exp.parameters, parameters, source)
     st = series_statistics(exp, locations)
     pts = st[list(parameters)].to_numpy(float)
     return {(str(c), str(m), tuple(p)): (float(v), int(n))
             for c, m, p, v, n in zip(st["callpath"], st["metric"], map(tuple, pts), st["mean"], st["count"])}
+
+
+def parameter_mismatch(measured: Sequence[str], fitted: Sequence[str], source: Sequence[str] | str | None
+                       ) -> PerfcastError:
+    """The one-line error of measurements whose parameters are not the models' (``source``: the
+    measured input(s), named first): without parameters (a single run, whose values sit in its
+    metadata or path), what to give so they are read."""
+    names = [source] if isinstance(source, str) else [str(s) for s in source or ()]
+    path = None if not names else names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} more)"
+    want = ", ".join(fitted)
+    if not measured:
+        hint = (f"a single run holds no parameter values unless they are named: give --param "
+                f"{' --param '.join(fitted)} (the run's metadata key{'s' if len(fitted) > 1 else ''}, "
+                f"as Caliper/Adiak record them), or validate with a set of runs whose paths carry the values")
+        return PerfcastError(f"the measured experiment has no parameters; the models have {want}: {hint}", path,
+                             "--validate")
+    return PerfcastError(f"the measured experiment has parameters {', '.join(measured)}; the models have {want} "
+                         f"(--param selects metadata keys as parameters)", path, "--validate")
 
 
 def measured_points(exp: Experiment, parameters: Sequence[str]) -> list[dict[str, float]]:

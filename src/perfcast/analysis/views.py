@@ -41,7 +41,7 @@ from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missi
                           location_gaps,
                           location_gaps_warning, reduce_over_locations, reduce_over_repetitions,
                           repetition_gaps, repetition_gaps_warning, run_locations)
-from .derived import _Scoped, partner, topmost
+from .derived import _Scoped, partner, refuse_non_additive, topmost
 
 __all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
            "SORT_KEYS"]
@@ -114,6 +114,8 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
     if m.scope == "unknown":
         raise PerfcastError(f"metric {metric!r} has scope 'unknown' (flat values); this needs inclusive or "
                             f"exclusive values on a calling-context tree")
+    # a derived ratio (CPI, a rate, a share) neither sums over ranks nor converts between scopes
+    refuse_non_additive(exp, metric, "its inclusive and exclusive costs, sums over ranks and shares of the total")
     sc = _Scoped(exp)
     keys = list(exp.parameters)
     loc = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
