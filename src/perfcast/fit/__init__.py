@@ -20,8 +20,11 @@ __all__ = ["FitOptions", "GroupFit", "fit_group", "Model", "Quality", "Term", "S
 
 def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) -> Model:
     """Model one series given as points ``x`` (n or n x m) and ``values`` (n values, or n lists of
-    repetitions)."""
+    repetitions); ``parameters``: the parameters' names (one name may be given as a string)."""
     import numpy as np
+
+    if isinstance(parameters, str):
+        parameters = (parameters,)
 
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
