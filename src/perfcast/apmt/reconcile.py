@@ -5,8 +5,10 @@ of the measured times (``perfcast predict``) predict each timer of the applicati
 included.  They answer different questions, and a user who sees 0.026 s in one place and 1.2 s in
 another needs both put next to each other with what each covers and which to believe:
 
-* the APMT total, and the PMNF prediction (with its interval) of each *run time* -- the time series
-  of a root of the calling-context tree (the campaign's whole-run time, ``app``);
+* the APMT total, and the PMNF prediction (with its interval) of the *run time* -- the time series
+  of the root of the calling-context tree measuring the most at the largest profiled point (the
+  campaign's whole-run time, ``app``; Caliper's ``main``); the other roots (Caliper's top-level MPI
+  calls, ``(unannotated)``) are parts of the run beside it, listed as such (``run_time`` false);
 * per kernel mapped to a timer (``--timer kernel=callpath``), its APMT time and the PMNF prediction
   of that timer, and whether the two agree (APMT's value inside the PMNF interval);
 * per kernel modelled on a time series of its own (:func:`perfcast.apmt.model._time_models`):
@@ -188,7 +190,13 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
         kernels.append({"kernel": k, "timer": cp, "apmt": a, "pmnf": _row(row), "agree": agree, "relation": relation})
     # the run time: the root measuring most at the largest point
     seen = [(x["measured_at_largest"], x) for x in runs if x["measured_at_largest"]]
-    run = max(seen, key=lambda t: t[0])[1] if seen else (runs[0] if runs else None)
+    # (the root measuring most at the largest point; without a measurement there, the largest PMNF
+    # estimate): the one run-time scope; every other root is a part of the run beside it
+    pm = [(x["pmnf"]["value"], x) for x in runs if x["pmnf"] is not None]
+    run = (max(seen, key=lambda t: t[0])[1] if seen else max(pm, key=lambda t: t[0])[1] if pm
+           else runs[0] if runs else None)
+    for x in runs:
+        x["run_time"] = x is run
     coverage = (apmt_big / run["measured_at_largest"]
                 if run is not None and run["measured_at_largest"] and apmt_big is not None else None)
     over = ms.oversubscribed
@@ -284,11 +292,19 @@ def lines(rec: Mapping) -> list[str]:
     out = [f"every prediction of the run at {at}:",
            f"  APMT total (above)            {rec['apmt']['total']:.4g} s  (computation "
            f"{rec['apmt']['computation']:.4g} s, communication {rec['apmt']['communication']:.4g} s)"]
-    for r in rec["runs"]:
-        p = r["pmnf"]
-        if p is not None:
-            src = f"; from {rec['times_from']}" if rec.get("times_from") else ""
-            out.append(f"  PMNF {r['callpath']} ({r['metric']}, run time{src})  {_pm(p)}")
+    src = f"; from {rec['times_from']}" if rec.get("times_from") else ""
+    run = next((r for r in rec["runs"] if r.get("run_time")), None)
+    if run is not None and run["pmnf"] is not None:
+        big = ", ".join(f"{k}={v:g}" for k, v in (run.get("largest") or {}).items())
+        why = (f"the top-level callpath measuring the most at {big}" if run["measured_at_largest"] is not None
+               else "the top-level callpath predicted the largest")
+        out.append(f"  PMNF {run['callpath']} ({run['metric']}, the run time: {why}{src})  {_pm(run['pmnf'])}")
+    parts = [r for r in rec["runs"] if r is not run and r["pmnf"] is not None]
+    if parts:
+        out.append(f"  parts of the run beside {run['callpath'] if run is not None else 'it'} (other top-level "
+                   "callpaths; not run times), PMNF: " + ", ".join(
+                       f"{r['callpath']} {r['pmnf']['value']:.4g} s"
+                       + (" (!) negative" if r["pmnf"]["value"] < 0 else "") for r in parts))
     for k in rec["kernels"]:
         a = "-" if k["apmt"] is None else f"{k['apmt']:.4g} s"
         pm = _pm(k["pmnf"]) if k["pmnf"] else "-"
