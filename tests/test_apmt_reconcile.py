@@ -312,3 +312,29 @@ def test_kernel_times_are_predicts_numbers(capsys, data_dir, opts):
     total = pred["kernels"]["CalcHourglassControlForElems"]["total"]
     assert min(own) <= total <= max(own) < hg["pmnf"]["value"]
 
+
+def test_compare_names_communication_wider_than_the_measured_total(held_out, capsys):
+    """`perfcast compare` took the PMPI time of every modelled routine (every call of the run: the
+    barrier before jacobi's timed loop, the final reductions after it) as a part of the loop timer
+    app->total and printed a communication error below -100% (the demo: 0.360 s > 0.334 s).  At p=16
+    of the recorded campaign (by hand: PMPI times summed per rank, the slowest rank, mean over the
+    runs; app->total's slowest rank, mean) the part exceeds the whole: said, and no communication
+    error is given."""
+    _, val, train_path, val_path = held_out
+    code, out, err = cli(capsys, "compare", train_path, "--validate", val_path, "--timer", "compute_sweep=app->compute",
+                         "--measure", "app->total", "--json")
+    assert code == 0, err
+    [row] = cli_json(out, "comparison")["validation"]["rows"]
+    d = val.data.astype({"callpath": str})
+    total = d[(d["metric"] == "time") & (d["callpath"] == "app->total")].groupby("rep")["value"].max().mean()
+    routines = [f"MPI->MPI_{r}" for r in ("Allreduce", "Barrier", "Reduce", "Irecv", "Isend", "Waitall")]
+    c = d[(d["metric"] == "pmpi_time") & d["callpath"].isin(routines)]
+    comm = c.groupby(["rep", "rank"])["value"].sum().groupby("rep").max().mean()
+    assert row["measured"] == pytest.approx(total, rel=1e-12) and row["comm_measured"] == pytest.approx(comm, rel=1e-12)
+    assert comm > total and row["comm_error"] is None and "app->total" in row["comm_scope"]
+    code, out, err = cli(capsys, "compare", train_path, "--validate", val_path, "--timer", "compute_sweep=app->compute",
+                         "--measure", "app->total")
+    assert code == 0, err
+    said = [ln for ln in out.splitlines() if "exceeds the measured app->total" in ln]
+    assert len(said) == 1 and said[0].startswith("p=16: ") and f"{comm:.4g} s" in said[0] and f"{total:.4g} s" in said[0]
+    assert "communication -" not in out
