@@ -268,21 +268,26 @@ def test_kernel_times_and_the_run_time_come_from_the_metric_the_kernels_are_rank
 
 
 def test_negative_kernel_time_taken_as_zero_is_said():
-    """A kernel whose time falls as 10 - 0.01 p (exactly) is negative at p = 4000 (-30 s by the
-    generating formula): the breakdown counts it as 0 and its notes say so, with that value."""
-    ps = (1, 2, 4, 8, 16, 32, 64)
-    rows = [{"p": float(p), "rep": 0, "callpath": "app->shrink", "metric": "time", "value": 10 - 0.01 * p}
+    """A kernel whose time grows as 0.5 p - 4 (exactly, measured at p = 16..1024) is negative at p = 2
+    (-3 s by the generating formula): the breakdown counts it as 0 and its notes say so, with that
+    value -- the value `perfcast predict` gives for the same series."""
+    import perfcast
+
+    ps = (16, 32, 64, 128, 256, 512, 1024)
+    rows = [{"p": float(p), "rep": 0, "callpath": "app->grow", "metric": "time", "value": 0.5 * p - 4}
             for p in ps]
     rows += [{"p": float(p), "rep": 0, "callpath": "app->steady", "metric": "time", "value": 5.0} for p in ps]
     exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")])
     m = fit_apmt(exp, MACHINE)
-    pr = m.predict({"p": 4000})
-    assert pr.kernels["shrink"]["total"] == 0.0
+    pr = m.predict({"p": 2})
+    assert pr.kernels["grow"]["total"] == 0.0
     assert pr.total == pytest.approx(5.0)
-    [note] = [n for n in pr.notes if n.startswith("shrink time:")]
+    [note] = [n for n in pr.notes if n.startswith("grow time:")]
     value = float(note.split("gives ", 1)[1].split(" ", 1)[0])
-    assert value == pytest.approx(10 - 0.01 * 4000, rel=1e-3)
-    assert "counted as 0" in note and "shrink time" in "\n".join(pr.lines())
+    assert value == pytest.approx(0.5 * 2 - 4, rel=1e-3)
+    [row] = [r for r in perfcast.model(exp, ["time"], locations="max").predict({"p": 2}) if r["callpath"] == "app->grow"]
+    assert value == pytest.approx(row["value"], rel=1e-3)
+    assert "counted as 0" in note and "grow time" in "\n".join(pr.lines())
     # inside the range where the model is positive, no such note
     assert not any("counted as 0" in n for n in m.predict({"p": 500}).notes)
 

@@ -1059,7 +1059,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         from .apmt.cli import breakdown_cmd
         times, label = _load_run_times(run_times, params, as_json)
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
-                             comm_max_procs, scaling, measured=mexp, times=times, times_label=label)
+                             comm_max_procs, scaling, measured=mexp, times=times, times_label=label,
+                             max_terms=max_terms, negative=negative)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json, mexp)}
     if as_json and check is None and output is None:
@@ -1423,7 +1424,8 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
         try:
             apmt, apmt_note = fit_for_report(exp, load_machine(apmt_machine), parse_timers(timers),
                                              comm_max_procs=comm_max_procs,
-                                             scaling=scaling if scaling in ("strong", "weak") else "auto")
+                                             scaling=scaling if scaling in ("strong", "weak") else "auto",
+                                             max_terms=max_terms, negative=negative)
         except PerfcastError as e:
             if apmt_mode == "on":
                 raise

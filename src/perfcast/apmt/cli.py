@@ -58,18 +58,22 @@ def machine_cmd(source, write, as_json, force=False):
                   markup=False, highlight=False)
 
 
-def _fit(exp, machine, timers, threshold, procs, functions, quiet, comm_max_procs=None, scaling="auto"):
+def _fit(exp, machine, timers, threshold, procs, functions, quiet, comm_max_procs=None, scaling="auto",
+         max_terms=1, negative=False):
     from .model import fit_apmt
     from ..report.terminal import progress
 
     with progress("modelling", enabled=None if not quiet else False):
         return fit_apmt(exp, load_machine(machine), procs=procs, threshold=threshold,
                         timers=parse_timers(timers), functions=functions, comm_time_procs_max=comm_max_procs,
-                        scaling=scaling)
+                        scaling=scaling, max_terms=max_terms, negative=negative)
 
 
 def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, functions, strong, as_json,
-                  comm_max_procs=None, scaling="auto", measured=None, times=None, times_label=None):
+                  comm_max_procs=None, scaling="auto", measured=None, times=None, times_label=None,
+                  max_terms=1, negative=False):
+    """``max_terms``, ``negative``: predict's ``--terms``, ``--negative`` (the kernels' time models and
+    the PMNF estimates next to them are fitted as `perfcast predict` fits its series)."""
     from ..report.terminal import out, write_json
 
     ps = []
@@ -80,7 +84,8 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
             raise PerfcastError(f"--strong {strong!r}: {x.strip()!r} is not a number") from None
         if not (ps[-1] > 0 and ps[-1] != float("inf")):
             raise PerfcastError(f"--strong {strong!r}: {x.strip()!r} is not a positive process count")
-    model = _fit(exp, machine, timers, threshold, procs, functions, as_json, comm_max_procs, scaling)
+    model = _fit(exp, machine, timers, threshold, procs, functions, as_json, comm_max_procs, scaling,
+                 max_terms, negative)
     preds = [model.predict(t, size_ratio=size_ratio) for t in targets]
     curve = []
     if strong:

@@ -18,8 +18,12 @@ one-term functions are ``FitOptions(max_terms=1)`` over :data:`APMT_SPACE`, chos
   from the machine description).  ``BF_mem = T_stall / T_mem`` needs a stall counter; without it
   the memory time is not split off (the effective CPI already contains it) and ``T_mem`` is shown
   only as the no-overlap latency bound.
-* A kernel with a time but no instruction counter is modelled on its time directly; one with
-  neither has no prediction (it is listed).
+* A kernel with a time but no instruction counter is modelled on its time directly, by
+  ``perfcast.model`` with `perfcast predict`'s options (``--terms``, ``--negative``): a time that is
+  a series of the experiment (a mapped timer; a kernel of one callpath whose callees carry no time)
+  is that series' model in the model set of its metric -- the formula and the number `perfcast
+  model` / `predict` give; any other (callees' time taken off, callpaths summed) is fitted alike
+  in the kernels' experiment.  One with neither has no prediction (it is listed).
 
 Communication: :mod:`perfcast.apmt.comm`.  Larger problems: ``size_ratio`` R evaluates the
 computation models at the equivalent per-rank work ``p / R`` (APMT) and scales the communication
@@ -54,6 +58,13 @@ CONTENTION_E = 1e-4
 
 
 def fit_options(functions: str = "pmnf", negative: bool = True) -> fit.FitOptions:
+    """The search of the counter decomposition's counts (instructions, cycles, cache misses, message
+    volumes): ``apmt`` APMT's predefined one-term functions (:data:`APMT_SPACE`); ``pmnf`` up to two
+    terms with negative exponents -- a count per rank of work divided among the ranks falls as
+    1/p, and a count is often the sum of the work and a per-rank overhead.  A count is no time:
+    APMT turns it into one (x CPI / f, Hockney), and no other command prints it as a time.  The
+    kernels' *time* models are not fitted with these: :func:`fit_apmt` takes them from the model set
+    `perfcast model` / `predict` build (:func:`_time_models`)."""
     if functions == "apmt":
         return fit.FitOptions(space=APMT_SPACE, max_terms=1, negative=False)
     if functions == "pmnf":
@@ -67,6 +78,9 @@ class KernelModel:
     kind: str
     counters: dict = field(default_factory=dict)      # role -> fit.Model (per rank)
     time_model: fit.Model | None = None                # direct time model (no instructions)
+    #: (callpath, metric, "experiment" | "kernels") of the series ``time_model`` models: a series of the
+    #: experiment (predict's model of it) or the kernel's own in the kernels' experiment
+    time_series: tuple | None = None
     cpi: float | None = None
     cpi_std: float | None = None
     cpi_values: list = field(default_factory=list)     # (point label, CPI)
@@ -123,6 +137,8 @@ class KernelModel:
         return {"name": self.name, "kind": self.kind,
                 "counters": {r: m.formula() for r, m in self.counters.items()},
                 "time_model": None if self.time_model is None else self.time_model.formula(),
+                "time_series": None if self.time_series is None else dict(zip(("callpath", "metric", "source"),
+                                                                              self.time_series)),
                 "cpi": self.cpi, "cpi_std": self.cpi_std, "cpi_source": self.cpi_source,
                 "cpi_values": [[p, v] for p, v in self.cpi_values], "bf_mem": self.bf_mem,
                 "cpi_core": self.cpi_core, "notes": list(self.notes)}
@@ -183,6 +199,9 @@ class APMTModel:
     profiled: pd.DataFrame | None = None
     #: kernel -> application timer callpath its time came from (``fit_apmt(timers=...)``)
     timers: dict = field(default_factory=dict)
+    #: the options `perfcast predict` fits the times with here (``--terms``, ``--negative``): the
+    #: kernels' time models and the PMNF run times next to the breakdown (:mod:`.reconcile`)
+    pmnf_options: fit.FitOptions = field(default_factory=fit.FitOptions)
 
     # -- prediction ------------------------------------------------------------------------------
     def predict(self, at: Mapping, size_ratio: float = 1.0) -> Prediction:
@@ -356,9 +375,13 @@ def _series(df: pd.DataFrame, params: list[str], kernel: str, metrics: Sequence[
 def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | None = None,
              threshold: float = 0.05, cost: str | None = None, timers: Mapping[str, str] | None = None,
              ranks: str = "max", functions: str = "pmnf", comm_form: str = "hockney",
-             bf_comm: float = 1.0, comm_time_procs_max: float | None = None, scaling: str = "auto") -> APMTModel:
+             bf_comm: float = 1.0, comm_time_procs_max: float | None = None, scaling: str = "auto",
+             max_terms: int = 1, negative: bool = False) -> APMTModel:
     """Fit the whole APMT model to a profiled experiment (module docstring); ``scaling`` (strong, weak,
-    auto) decides which kernels are non-scalable (:func:`perfcast.analysis.kernels.identify_kernels`)."""
+    auto) decides which kernels are non-scalable (:func:`perfcast.analysis.kernels.identify_kernels`).
+    ``max_terms``, ``negative``: the options of the kernels' time models, as `perfcast model` /
+    `predict` take them (``--terms``, ``--negative``; their defaults): a kernel time is the model of
+    its series in the model set those commands build (:func:`_time_models`)."""
     machine = machine or Machine.host()
     if ranks not in ("max", "mean"):
         raise PerfcastError(f"ranks must be max or mean, not {ranks!r}", where="ranks")
@@ -376,6 +399,10 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                      "CPI_core and BF_mem (Eq 5)")
     procs = kmod.procs_param(base, procs)
     opts = fit_options(functions)
+    # the times: predict's options (APMT's own function set when asked for)
+    pmnf = fit.FitOptions(max_terms=max_terms, negative=negative)
+    topts = opts if functions == "apmt" else pmnf
+    time_of: dict = {}      # kernel -> (callpath of the experiment or None, metric) of its time series
     # computation part: the non-MPI callpaths
     mpi_paths = [c for c in base.data["callpath"].cat.categories if str(c) == "MPI" or str(c).startswith("MPI->")
                  or str(c) == "APP"]
@@ -439,6 +466,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
             # time for the kernel
             tser = None
             tsrc = None
+            tof = None
             if k.name in timers:
                 tp = timers[k.name]
                 if tp not in base.data["callpath"].cat.categories:
@@ -449,6 +477,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
 
                 tser = measured_totals(base, tp, tm)
                 tsrc = f"timer {tp}"
+                tof = (tp, tm)
             elif time_metrics:
                 s = _series(vals, bparams, k.name, time_metrics[:1])
                 if s is not None:
@@ -457,6 +486,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                                      index=pd.MultiIndex.from_arrays(xs.T, names=bparams) if len(bparams) > 1
                                      else pd.Index(xs[:, 0], name=bparams[0]))
                     tsrc = f"{time_metrics[0]} samples"
+                    tof = (_own_series(cand, k.callpaths, time_metrics[0]), time_metrics[0])
             instr = _means(vals, bparams, k.name, roles.get("instructions"))
             cyc = _means(vals, bparams, k.name, roles.get("cycles"))
             stalls = _means(vals, bparams, k.name, roles.get("stall_cycles"))
@@ -489,8 +519,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 km.cpi_std = float(cpis.std(ddof=0))   # APMT Eq 4
                 km.cpi_values = [(_label(bparams, i), float(v)) for i, v in cpis.items()]
             if instr is None and tser is not None and len(tser) >= 3:
-                xs = np.array([list(i) if isinstance(i, tuple) else [i] for i in tser.index], dtype=float)
-                km.time_model = fit.fit_series(xs, [[v] for v in tser.to_numpy()], bparams, opts)
+                time_of[k.name] = tof
             # contention check E = LLC misses / memory accesses
             llc = _means(vals, bparams, k.name, roles.get("llc_misses"))
             acc = _means(vals, bparams, k.name, roles.get("loads"))
@@ -503,6 +532,10 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                     km.notes.append(f"memory contention: E = LLC misses / accesses reaches {e.max():.1e} > 1e-4 "
                                     "at the profiled scales; predictions for larger problems per node are optimistic")
             kms.append(km)
+        models = _time_models(base, cand, ks, time_of, ranks, topts)
+        for km in kms:
+            if km.name in models:
+                km.time_model, km.time_series = models[km.name]
         if freq:
             from .refine import apply_eq5
             notes.extend(apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks))
@@ -516,7 +549,54 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     if ks is None:
         ks = kmod.KernelSet([], "", procs, threshold, {}, {}, ["no computation profile"])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
-                     base.points(), dict(timers))
+                     base.points(), dict(timers), pmnf)
+
+
+def _own_series(exp: Experiment, callpaths: Sequence[str], metric: str) -> str | None:
+    """The callpath of ``exp`` whose ``metric`` series is a kernel's time (its exclusive values summed
+    over its ``callpaths``): its one callpath when no callee of it carries the metric (an inclusive
+    time then equals the exclusive one), else None (the kernel's time is no series of ``exp``)."""
+    if len(callpaths) != 1:
+        return None
+    cp = callpaths[0]
+    if exp.metrics[metric].scope == "inclusive":
+        d = exp.data
+        timed = set(map(str, d.loc[d["metric"] == metric, "callpath"].unique()))
+        if any(c in timed for c in exp.tree.children(cp)):
+            return None
+    return cp
+
+
+def _time_models(base: Experiment, cand: Experiment, ks, time_of: Mapping, ranks: str,
+                 options: fit.FitOptions) -> dict:
+    """kernel -> (model of its time, (callpath, metric, source)) from ``perfcast.model`` with
+    ``options`` (predict's): a time that is a series of the experiment (a mapped timer, a kernel of
+    one callpath without timed callees) is that series' model in the model set of its whole metric
+    -- the model, and the number, `perfcast predict` gives for it; any other kernel's time (callees'
+    time taken off, several callpaths summed: `rest`) is fitted the same way in the model set of the
+    kernels' experiment (:func:`perfcast.analysis.kernels.kernel_experiment`) -- no command has its
+    series.  ``source``: "experiment" or "kernels"."""
+    import perfcast
+
+    out = {}
+    own = {(cp, m) for cp, m in time_of.values() if cp is not None}
+    for metric in dict.fromkeys(m for _, m in own):
+        ms = perfcast.model(base, [metric], locations=ranks, options=options)
+        series = {s.callpath: s.model for s in ms.series if s.metric == metric}
+        for name, (cp, m) in time_of.items():
+            if m == metric and cp in series:
+                out[name] = (series[cp], (cp, metric, "experiment"))
+    rest = {}
+    for name, (cp, m) in time_of.items():
+        if name not in out:
+            rest.setdefault(m, []).append(name)
+    for metric, names in rest.items():
+        ms = perfcast.model(kmod.kernel_experiment(cand, ks, [metric]), [metric], locations=ranks, options=options)
+        series = {s.callpath: s.model for s in ms.series if s.metric == metric}
+        for name in names:
+            if name in series:
+                out[name] = (series[name], (name, metric, "kernels"))
+    return out
 
 
 def _cost(exp: Experiment, roles: dict) -> str:

@@ -5,10 +5,16 @@ of the measured times (``perfcast predict``) predict each timer of the applicati
 included.  They answer different questions, and a user who sees 0.026 s in one place and 1.2 s in
 another needs both put next to each other with what each covers and which to believe:
 
-* the APMT total, and the PMNF prediction (with its interval) of each *run time* -- the time series
-  of a root of the calling-context tree (the campaign's whole-run time, ``app``);
+* the APMT total, and the PMNF prediction (with its interval) of the *run time* -- the time series
+  of the root of the calling-context tree measuring the most at the largest profiled point (the
+  campaign's whole-run time, ``app``; Caliper's ``main``); the other roots (Caliper's top-level MPI
+  calls, ``(unannotated)``) are parts of the run beside it, listed as such (``run_time`` false);
 * per kernel mapped to a timer (``--timer kernel=callpath``), its APMT time and the PMNF prediction
   of that timer, and whether the two agree (APMT's value inside the PMNF interval);
+* per kernel modelled on a time series of its own (:func:`perfcast.apmt.model._time_models`):
+  ``same`` -- the series is the experiment's, its model predict's, the numbers equal; ``inclusive``
+  -- the kernel is its callpath's own time (callees taken off), predict's number for the callpath
+  includes the callees: both shown, and which answers what;
 * what APMT's total leaves out: the kernels without a time (with their share of the cost metric at
   the largest profiled point) and everything outside the kernels and the MPI routines;
 * coverage: APMT's total at the largest profiled point over the measured run time there -- how much
@@ -141,7 +147,11 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     have = _timed(src, metric)
     roots = [r for r in src.tree.roots() if r not in mpi and r in have]
     mapped = {k: t for k, t in timers.items() if k in pred.kernels and t in have}
-    paths = list(dict.fromkeys(roots + list(mapped.values())))
+    # the kernels timed on a series of their own (no mapped timer): predict's number for its callpath
+    # (the same series, or the inclusive time of the kernel's one callpath); not with another
+    # campaign's times (the kernels' series are this experiment's)
+    kcps = {} if times is not None else _kernel_callpaths(model, pred, metric, have, mapped)
+    paths = list(dict.fromkeys(roots + list(mapped.values()) + [cp for cp, _ in kcps.values()]))
     if not paths:
         return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
                 "oversubscribed": None, "check": None, "times_from": times_label,
@@ -152,7 +162,7 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     # (the drift and noise shape pooled over the metric's series), so fitting the selected
     # callpaths alone gave the demo's app 0.928 s where predict said 0.827 s
     wanted = set(paths)
-    ms = perfcast.model(src, [metric], locations=RANKS)
+    ms = perfcast.model(src, [metric], locations=RANKS, options=getattr(model, "pmnf_options", None))
     rows = {r["callpath"]: r for r in ms.predict(at, level) if r["callpath"] in wanted}
     # the run time measured with the counters (where APMT's total is known too): exp's own
     own = sub if times is None else _own_times(exp, metric, paths)
@@ -171,10 +181,22 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
         a = pred.kernels[k]["total"]
         agree = (None if a is None or row is None or row["lower"] is None
                  else bool(row["lower"] <= a <= row["upper"]))
-        kernels.append({"kernel": k, "timer": t, "apmt": a, "pmnf": _row(row), "agree": agree})
+        kernels.append({"kernel": k, "timer": t, "apmt": a, "pmnf": _row(row), "agree": agree, "relation": "timer"})
+    for k, (cp, relation) in kcps.items():
+        row = rows.get(cp)
+        a = pred.kernels[k]["total"]
+        agree = (None if a is None or row is None or row["lower"] is None or relation != "same"
+                 else bool(row["lower"] <= a <= row["upper"]))
+        kernels.append({"kernel": k, "timer": cp, "apmt": a, "pmnf": _row(row), "agree": agree, "relation": relation})
     # the run time: the root measuring most at the largest point
     seen = [(x["measured_at_largest"], x) for x in runs if x["measured_at_largest"]]
-    run = max(seen, key=lambda t: t[0])[1] if seen else (runs[0] if runs else None)
+    # (the root measuring most at the largest point; without a measurement there, the largest PMNF
+    # estimate): the one run-time scope; every other root is a part of the run beside it
+    pm = [(x["pmnf"]["value"], x) for x in runs if x["pmnf"] is not None]
+    run = (max(seen, key=lambda t: t[0])[1] if seen else max(pm, key=lambda t: t[0])[1] if pm
+           else runs[0] if runs else None)
+    for x in runs:
+        x["run_time"] = x is run
     coverage = (apmt_big / run["measured_at_largest"]
                 if run is not None and run["measured_at_largest"] and apmt_big is not None else None)
     over = ms.oversubscribed
@@ -187,6 +209,27 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
                                                        "callpath": run["callpath"]},
             "oversubscribed": None if over is None else over.to_dict(), "times_from": times_label,
             "verdict": {"best": v.best, "text": v.text}}
+
+
+def _kernel_callpaths(model, pred, metric: str, have: set, mapped: Mapping) -> dict:
+    """kernel -> (callpath, relation) for the kernels whose time is modelled on a series of
+    ``metric`` (:func:`perfcast.apmt.model._time_models`) and have no mapped timer: ``same`` -- the
+    kernel's time is that callpath's series (its model is predict's); ``inclusive`` -- the kernel is
+    that one callpath's own time, its callees' taken off, while predict models the callpath's
+    inclusive time."""
+    out = {}
+    for km in getattr(model, "kernels", ()):
+        ts = km.time_series
+        if km.name in mapped or km.name not in pred.kernels or ts is None or ts[1] != metric:
+            continue
+        cp, _, source = ts
+        if source == "experiment" and cp in have:
+            out[km.name] = (cp, "same")
+            continue
+        k = next((k for k in model.kernelset.kernels if k.name == km.name), None)
+        if k is not None and len(k.callpaths) == 1 and k.callpaths[0] in have:
+            out[km.name] = (k.callpaths[0], "inclusive")
+    return out
 
 
 def _timed(exp, metric: str) -> set:
@@ -249,15 +292,34 @@ def lines(rec: Mapping) -> list[str]:
     out = [f"every prediction of the run at {at}:",
            f"  APMT total (above)            {rec['apmt']['total']:.4g} s  (computation "
            f"{rec['apmt']['computation']:.4g} s, communication {rec['apmt']['communication']:.4g} s)"]
-    for r in rec["runs"]:
-        p = r["pmnf"]
-        if p is not None:
-            src = f"; from {rec['times_from']}" if rec.get("times_from") else ""
-            out.append(f"  PMNF {r['callpath']} ({r['metric']}, run time{src})  {_pm(p)}")
+    src = f"; from {rec['times_from']}" if rec.get("times_from") else ""
+    run = next((r for r in rec["runs"] if r.get("run_time")), None)
+    if run is not None and run["pmnf"] is not None:
+        big = ", ".join(f"{k}={v:g}" for k, v in (run.get("largest") or {}).items())
+        why = (f"the top-level callpath measuring the most at {big}" if run["measured_at_largest"] is not None
+               else "the top-level callpath predicted the largest")
+        out.append(f"  PMNF {run['callpath']} ({run['metric']}, the run time: {why}{src})  {_pm(run['pmnf'])}")
+    parts = [r for r in rec["runs"] if r is not run and r["pmnf"] is not None]
+    if parts:
+        out.append(f"  parts of the run beside {run['callpath'] if run is not None else 'it'} (other top-level "
+                   "callpaths; not run times), PMNF: " + ", ".join(
+                       f"{r['callpath']} {r['pmnf']['value']:.4g} s"
+                       + (" (!) negative" if r["pmnf"]["value"] < 0 else "") for r in parts))
     for k in rec["kernels"]:
         a = "-" if k["apmt"] is None else f"{k['apmt']:.4g} s"
-        state = {True: "agree", False: "disagree", None: "not comparable"}[k["agree"]]
-        out.append(f"  {k['kernel']}: APMT {a}, PMNF {k['timer']} {_pm(k['pmnf']) if k['pmnf'] else '-'}: {state}")
+        pm = _pm(k["pmnf"]) if k["pmnf"] else "-"
+        rel = k.get("relation", "timer")
+        if rel == "same":
+            out.append(f"  {k['kernel']}: APMT {a} = PMNF {k['timer']} {pm}: the same model of the same series "
+                       "(`perfcast predict`'s)" + (" -- APMT counts its negative value as 0" if
+                                                     k["pmnf"] and k["pmnf"]["value"] < 0 else ""))
+        elif rel == "inclusive":
+            out.append(f"  {k['kernel']}: APMT {a} is its own time (its callees' taken off: they are kernels or rest "
+                       f"here); PMNF {k['timer']} {pm} is the callpath's inclusive time, callees included: "
+                       "believe APMT's for the kernel alone, predict's for the callpath with its callees")
+        else:
+            state = {True: "agree", False: "disagree", None: "not comparable"}[k["agree"]]
+            out.append(f"  {k['kernel']}: APMT {a}, PMNF {k['timer']} {pm}: {state}")
     if rec["left_out"]:
         out.append("  not in APMT's total: " + ", ".join(
             k["kernel"] + (f" ({k['cost_share']:.1%} of the cost at {k['at']})" if k["cost_share"] is not None else "")

@@ -25,9 +25,12 @@ from ..experiment import Experiment
 
 
 def fit_for_report(exp: Experiment, machine=None, timers: Mapping[str, str] | None = None,
-                   threshold: float = 0.05, comm_max_procs: float | None = None, scaling: str = "auto"):
+                   threshold: float = 0.05, comm_max_procs: float | None = None, scaling: str = "auto",
+                   max_terms: int = 1, negative: bool = False):
     """(model, None) when the experiment supports an APMT breakdown, else (None, reason); (None, None)
-    when it has nothing APMT could use (no instruction counts, no MPI profile, no timers given)."""
+    when it has nothing APMT could use (no instruction counts, no MPI profile, no timers given).
+    ``max_terms``, ``negative``: the report's --terms, --negative (the kernels' time models are its
+    model set's)."""
     from .counters import resolve
     from .model import fit_apmt
 
@@ -41,7 +44,7 @@ def fit_for_report(exp: Experiment, machine=None, timers: Mapping[str, str] | No
         return None, ("no instruction counts on the functions (collect with cachegrind or counters): the APMT "
                       "computation model needs them" + ("; the MPI profile alone is not a breakdown" if has_mpi else ""))
     model = fit_apmt(exp, machine, timers=timers, threshold=threshold, comm_time_procs_max=comm_max_procs,
-                     scaling=scaling)
+                     scaling=scaling, max_terms=max_terms, negative=negative)
     if not any(k.cpi is not None or k.time_model is not None for k in model.kernels):
         return None, ("no kernel has a CPI: the profile has no cycles counter or sampled time, and no application "
                       "timer is mapped to a kernel (give --timer KERNEL=CALLPATH, e.g. compute_sweep=app->compute)")
