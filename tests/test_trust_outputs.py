@@ -139,7 +139,7 @@ def test_model_target_carries_predicts_bounds_and_notes(capsys, tree_csv, tmp_pa
 
 
 # -- 3. the negative-value note says what is true where it is printed --------------------------------
-def test_negative_note_at_a_measured_point_does_not_blame_extrapolation(capsys):
+def test_negative_note_below_the_data_blames_extrapolation(capsys):
     require_data(LULESH)
     metric = "sum#inclusive#sum#time.duration"
     # the measured (summed) MPI_Waitall time at jobsize = 27 is positive in the file
@@ -150,19 +150,43 @@ def test_negative_note_at_a_measured_point_does_not_blame_extrapolation(capsys):
     code, out, err = run(capsys, *args, "--at", "jobsize=27", "--at", "jobsize=10")
     assert code == 0, err
     at27, at10 = cli_json(out, "predictions")["items"]
-    # the model (c0 + c1 log2(jobsize), its full coefficients) gives a negative time at 27 (a
-    # measured point) and at 10 (below the data)
+    # the model (c0 + c1 log2(jobsize)^2, its full coefficients) is not negative at 27 (a measured
+    # point: a time is never modelled below zero there) and is below zero at 10 (below the data)
     code, out, err = run(capsys, "model", *args[1:])
     (m,) = cli_json(out, "models")["items"]
     (t,) = m["terms"]
-    assert t["factors"] == {"jobsize": {"exponent": "0", "log_exponent": 1}}
-    for r in (at27, at10):
-        by_hand = m["constant"] + t["coefficient"] * math.log2(r["at"]["jobsize"])
-        assert r["value"] == pytest.approx(by_hand, rel=1e-9) and by_hand < 0
-    neg27 = [n for n in at27["notes"] if n.startswith("the model predicts a negative value here")]
+    assert t["factors"] == {"jobsize": {"exponent": "0", "log_exponent": 2}}
+    by_hand = {r["at"]["jobsize"]: m["constant"] + t["coefficient"] * math.log2(r["at"]["jobsize"]) ** 2
+               for r in (at27, at10)}
+    assert at27["value"] == pytest.approx(by_hand[27], rel=1e-9) and by_hand[27] >= 0
+    assert at10["value"] == pytest.approx(by_hand[10], rel=1e-9) and by_hand[10] < 0
+    assert not [n for n in at27["notes"] if n.startswith("the model predicts a negative value here")]
     neg10 = [n for n in at10["notes"] if n.startswith("the model predicts a negative value here")]
-    assert neg27 and "inside the measured range" in neg27[0] and "extrapolate" not in neg27[0]
     assert neg10 and neg10[0].endswith("it does not extrapolate this far")
+
+
+def test_negative_note_between_measured_points_does_not_blame_extrapolation():
+    """4.4 - 3 p + 0.5 p^2 (by hand: 1.9, 1.9, 7.9 at the measured p = 1, 5, 7) is -0.1 at p = 3,
+    inside the measured range: the note says the model does not fit there, not that it does not
+    extrapolate."""
+    from fractions import Fraction
+
+    import pandas as pd
+
+    from perfcast.experiment import Experiment, Metric
+    from perfcast.fit.model import Model, Term
+    from perfcast.fit.series import SeriesModel
+    from perfcast.modelset import model_set
+
+    f = lambda p: 4.4 - 3 * p + 0.5 * p * p  # noqa: E731
+    df = pd.DataFrame([(p, 0, "main", "time", f(p)) for p in (1, 5, 7)],
+                      columns=["p", "rep", "callpath", "metric", "value"])
+    exp = Experiment(["p"], df, [Metric("time", "s", "time")])
+    m = Model(("p",), 4.4, (Term(-3.0, (("p", Fraction(1), 0),)), Term(0.5, (("p", Fraction(2), 0),))), status="ok")
+    (r,) = model_set(exp, [SeriesModel("main", "time", m)]).predict({"p": 3})
+    assert r["value"] == pytest.approx(f(3)) and f(3) < 0
+    (note,) = [n for n in r["notes"] if n.startswith("the model predicts a negative value here")]
+    assert "inside the measured range" in note and "extrapolate" not in note
 
 
 # -- 4. view refuses to sum a derived ratio over ranks ----------------------------------------------

@@ -462,7 +462,9 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 if len(xs) < 3:
                     km.notes.append(f"{role}: measured at {len(xs)} point(s) only")
                     continue
-                km.counters[role] = fit.fit_series(xs, v, bparams, opts)
+                # a count cannot be negative: the sign rule of counts (never below zero where
+                # measured, nor as the ranks grow), as `perfcast model` fits count metrics
+                km.counters[role] = fit.fit_series(xs, v, bparams, opts.for_kind("count"))
             # time for the kernel
             tser = None
             tsrc = None
