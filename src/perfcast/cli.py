@@ -1257,7 +1257,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
       0  every matched series was judged and grows no faster than expected
       1  a model (or a modelled regime of a segmented one) grows faster than expected
       3  nothing grows faster, but a matched series could not be judged (too few points for a
-         model, or a last regime with too few points): measure more scales; not a pass
+         model, or a model that does not follow its data: a poor fit): measure more; not a pass
       2  bad input
 
     \b

@@ -212,11 +212,12 @@ def check(series_models: Iterable, expectations: Sequence[Expectation]) -> Check
     A series whose model is usable is judged by its lead order.  A poor fit
     (:func:`perfcast.analysis.fitcheck.poor_fits`: the model does not follow the data) is listed as
     unchecked with its warning: its lead order says nothing about how the data grow.  One without a
-    usable model is not passed over either: a segmented model whose last regime has too few points is judged in the
-    regimes that have a model (a violation there fails the check) and is listed as unchecked (its
-    last regime is not judged), as is any other series without a model.  The fit's series are read
-    from their groups' arrays (:mod:`perfcast.fit.columns`: status, lead orders, the violators'
-    formulas): each distinct lead order is compared once per expectation."""
+    usable model is not passed over either: a segmented model whose last regime is the mean of its
+    points (saved before such regimes became two-point laws) is judged in the regimes that have a
+    model (a violation there fails the check) and is listed as unchecked, as is any other series
+    without a model.  The fit's series are read from their groups' arrays
+    (:mod:`perfcast.fit.columns`: status, lead orders, the violators' formulas): each distinct lead
+    order is compared once per expectation."""
     from ..fit import columns
 
     from .fitcheck import fit_warnings, poor_fits
