@@ -216,7 +216,48 @@ def flat_timers(exp, st: pd.DataFrame, series) -> Iterator[tuple[str, pd.DataFra
     for m in flat:
         d = st[st["metric"] == m]
         if len(d):
-            yield m, d.pivot_table(index=list(exp.parameters), columns="callpath", values="mean", observed=True)
+            yield m, _wide_means(d, list(exp.parameters))
+
+
+def _wide_means(d: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+    """``d.pivot_table(index=params, columns="callpath", values="mean", observed=True)`` of
+    statistics rows ``d`` (one row per point and callpath): the points sorted, the callpaths in
+    category order, NaN where a callpath was not measured.  Placed by integer codes when every
+    mean is a number and every (point, callpath) one row (pandas' pivot groups 180k rows for
+    30k callpaths in ~30 ms); else pandas' pivot itself."""
+    cp = d["callpath"]
+    mean = d["mean"].to_numpy(dtype=float)
+    coords = [d[p].to_numpy() for p in params]
+    pivot = lambda: d.pivot_table(index=params, columns="callpath", values="mean", observed=True)  # noqa: E731
+    if (not isinstance(cp.dtype, pd.CategoricalDtype) or np.isnan(mean).any()
+            or any(c.dtype.kind != "f" or np.isnan(c).any() for c in coords)):
+        return pivot()
+    codes = cp.cat.codes.to_numpy()
+    if (codes < 0).any():
+        return pivot()
+    # numpy's unique of plain integers hashes them (slow at this size): presence counts and sorts
+    present = np.bincount(codes, minlength=len(cp.cat.categories)) > 0
+    taken = np.flatnonzero(present)
+    col = (np.cumsum(present) - 1)[codes]
+    if len(params) == 1:
+        pts, row = np.unique(coords[0], return_inverse=True)
+        index = pd.Index(pts, name=params[0])
+    else:
+        order = np.lexsort(coords[::-1])
+        first = np.zeros(len(order), dtype=bool)
+        first[0] = True
+        for c in coords:
+            first[1:] |= c[order][1:] != c[order][:-1]
+        row = np.empty(len(order), dtype=np.int64)
+        row[order] = np.cumsum(first) - 1
+        index = pd.MultiIndex.from_arrays([c[order][first] for c in coords], names=params)
+    n_cols = len(taken)
+    cell = np.sort(np.asarray(row, dtype=np.int64) * n_cols + np.asarray(col, dtype=np.int64))
+    if (cell[1:] == cell[:-1]).any():
+        return pivot()
+    v = np.full((len(index), n_cols), np.nan)
+    v[np.asarray(row), np.asarray(col)] = mean
+    return pd.DataFrame(v, index=index, columns=pd.Index(cp.cat.categories[taken], name="callpath"))
 
 
 def _line_at_target(parameters, lines, target) -> dict | None:
