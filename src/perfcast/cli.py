@@ -2014,6 +2014,17 @@ def _tune_malloc():
         mallopt(ctypes.c_int(option), ctypes.c_int(value))
 
 
+def _arrow_pool():
+    """pyarrow's buffers from the C library's allocator (the one :func:`_tune_malloc` sets up), not
+    its own mimalloc pool, when the user chose no pool and pyarrow is not loaded yet: mimalloc
+    keeps the pages of freed buffers, which raised the peak of `model --json` on 30k series by
+    ~40 MB (the JSON text is built in Arrow string arrays); with the system allocator the peak is
+    below what it was before, at the same speed (bench/README.md, branch spd17g).  For the CLI
+    process (and what it runs) only."""
+    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and "pyarrow" not in sys.modules:
+        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
+
+
 def main(argv=None) -> int:
     """Console entry point: runs the CLI, turning input errors into one line and exit code 2."""
     frozen = gc.get_freeze_count()
@@ -2026,6 +2037,7 @@ def main(argv=None) -> int:
 
 def _main(argv) -> int:
     _tune_malloc()
+    _arrow_pool()
     # one short-lived process building up to millions of small objects that form no cycles
     # (models, rows, dicts): at the default thresholds the cyclic collector's full passes over the
     # growing heap took a quarter of `model --json` on 30k series (bench/cli_scale.py); cycles
