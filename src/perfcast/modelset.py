@@ -626,7 +626,8 @@ class _Predicted:
         model = ser(['", "formula": ' + enc_str(f) + ', "status": ' + enc_str(st) + ', "segmented": '
                      + ("true" if sg else "false") + ', "notes": '
                      for f, st, sg in zip(self.formulas, self.status, self.segmented)])
-        notes = ser([enc(n) if n else "[]" for n in self.notes])
+        texts: dict = {}     # the same notes' text once (a note names a point or a slope: many repeat)
+        notes = ser([(texts.get(k) or texts.setdefault(k, enc(n))) if (k := tuple(n)) else "[]" for n in self.notes])
         for i, n in self.extra.items():
             notes[i] = enc(self.notes[i // P] + n)
         tail = np.full(S * P, "}", dtype=object)
@@ -900,7 +901,8 @@ class ModelSet:
         return self.kinds.get(metric) in NONNEGATIVE and metric not in self.signed
 
     def _nonnegative(self, series: Sequence) -> np.ndarray:
-        return np.array([self.nonnegative(sm.metric) for sm in series], dtype=bool)
+        of = {mt: self.nonnegative(mt) for mt in set(map(_METRIC, series))}    # the rule once per metric
+        return np.array([of[sm.metric] for sm in series], dtype=bool)
 
     def predict_json(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9,
                      nested: bool = False) -> str:
