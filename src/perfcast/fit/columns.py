@@ -521,21 +521,19 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
         used = np.unique(p).tolist()
         # integers as ``str(int(v))``; rows a column does not apply to (NaN) as 0, never written
         ints = lambda v: pc.cast(pa.array(np.where(np.isfinite(v), v, 0).astype(np.int64)), pa.string())  # noqa: E731
-        # a %-template per (pattern, status) -- the pattern's terms and lead order as text once per
-        # pattern of the group, kept on it for the next call (json_chunks calls once per chunk) --
-        # read as its literal pieces
-        tmpl_of: dict = {}
-        sig_texts = g.__dict__.setdefault("_json_terms", {})    # pattern -> texts, for every call
+        # a %-template per (pattern, status) -- the pattern's terms and lead order as text -- read as
+        # its literal pieces once per pattern of the group, kept on it for the next call
+        # (json_chunks calls once per chunk; the rest of a template is the group's)
+        tmpl_of = g.__dict__.setdefault("_json_pieces", {})     # (pattern, ok) -> pieces, for every call
         for u in used:
-            st = sig_texts.get(u)
-            if st is None:
-                sig = facs[u]
-                lead = Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig)).lead()
-                terms = ['{"coefficient": %s, "factors": '
-                         + _fixed(enc({q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, i, j in f}))
-                         + "}" for f in sig]
-                st = sig_texts[u] = (_fixed(enc(lead)), terms, 1 + len(sig))
-            lead_t, terms, k = st
+            if (u, True) in tmpl_of:
+                continue
+            sig = facs[u]
+            lead_t = _fixed(enc(Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig)).lead()))
+            terms = ['{"coefficient": %s, "factors": '
+                     + _fixed(enc({q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, i, j in f}))
+                     + "}" for f in sig]
+            k = 1 + len(sig)
             cov_t = "[" + ", ".join("[" + ", ".join(["%s"] * k) + "]" for _ in range(k)) + "]"
             for ok, status_t, tail in ((True, "ok", ', "noise": %s, "dof": %s, "cov": ' + cov_t + notes + "%s"
                                         + upper + shape),
