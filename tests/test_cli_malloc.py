@@ -51,13 +51,14 @@ def test_no_c_library_at_all(monkeypatch):
     cli._tune_malloc()  # no error
 
 
-def test_arrow_buffers_from_the_system_allocator_unless_chosen():
-    # a fresh CLI process: pyarrow's pool is the C library's; a pool the user chose is kept
+def test_json_records_arrow_buffers_from_the_system_allocator_unless_chosen():
+    # a fresh process (pyarrow loaded, as pandas loads it): the pool becomes the C library's; a
+    # pool the user chose is kept
     import os
     import subprocess
     import sys
 
-    code = ("import sys; from perfcast import cli; cli._arrow_pool(); import pyarrow; "
+    code = ("import pyarrow; from perfcast import cli; cli._json_arrow_pool(); "
             "print(pyarrow.default_memory_pool().backend_name)")
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
