@@ -49,3 +49,20 @@ def test_no_c_library_at_all(monkeypatch):
 
     monkeypatch.setattr(ctypes, "CDLL", fail)
     cli._tune_malloc()  # no error
+
+
+def test_json_records_arrow_buffers_from_the_system_allocator_unless_chosen():
+    # a fresh process (pyarrow loaded, as pandas loads it): the pool becomes the C library's; a
+    # pool the user chose is kept
+    import os
+    import subprocess
+    import sys
+
+    code = ("import pyarrow; from perfcast import cli; cli._json_arrow_pool(); "
+            "print(pyarrow.default_memory_pool().backend_name)")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    run = lambda e: subprocess.run([sys.executable, "-c", code], env=e, capture_output=True,  # noqa: E731
+                                   text=True, check=True).stdout.strip()
+    assert run(env) == "system"
+    assert run({**env, "ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}) == "mimalloc"

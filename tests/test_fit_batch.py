@@ -165,3 +165,19 @@ def test_line_test_is_numpys_isclose():
         want = np.stack([np.isclose(a, b, rtol=1e-12, atol=0.0), np.isclose(a, a[-1], rtol=1e-12, atol=0.0),
                          np.isclose(pcol, 2.0, rtol=1e-12, atol=0.0)])
         assert (_on(lines, [a, pcol]) == want).all()
+
+
+def test_unique_rows_is_numpys_row_unique():
+    # ground truth: np.unique(axis=0); block numbers (-1: no term) of 1-3 parameters, and a
+    # range too wide for one integer key (numpy's own path)
+    import numpy as np
+
+    from perfcast.fit.core import _unique_rows
+
+    rng = np.random.default_rng(5)
+    for a in [rng.integers(-1, 45, (3000, m)).astype(np.int16) for m in (1, 2, 3)] + [
+            np.array([[2**40, -2**40, 7], [0, 0, 0], [2**40, -2**40, 7]]), np.full((4, 2), -1)]:
+        want, inv = np.unique(a, axis=0, return_inverse=True)
+        got, ginv = _unique_rows(a)
+        assert got.tolist() == want.tolist()
+        assert ginv.tolist() == np.asarray(inv).ravel().tolist()

@@ -199,3 +199,31 @@ def test_measured_ends_by_name_whatever_the_table_holds(categorical):
 
 def _experiment_model():
     return perfcast.model(_experiment()).series[0].model
+
+
+def test_wide_means_is_pandas_pivot():
+    # ground truth: pandas' pivot_table of the same rows -- one and two parameters, callpaths not
+    # measured everywhere, unobserved categories, and the inputs the fast path leaves to pandas
+    # (a NaN mean, a (point, callpath) twice, string callpaths)
+    import numpy as np
+    import pandas as pd
+
+    from perfcast.modelset import _wide_means
+
+    rng = np.random.default_rng(11)
+    for params in (["p"], ["p", "n"]):
+        rows = [dict({q: float(v) for q, v in zip(params, pt)}, callpath=f"c{c}", mean=float(rng.lognormal()))
+                for pt in ([(2 ** i, 10 * j) for i in range(1, 6) for j in range(1, 4)] if len(params) == 2
+                           else [(2 ** i,) for i in range(1, 7)])
+                for c in range(40) if rng.random() < 0.8]
+        d = pd.DataFrame(rows)
+        d["callpath"] = pd.Categorical(d["callpath"], categories=[f"c{c}" for c in range(45)][::-1])
+        variants = [d, d.assign(mean=d["mean"].where(d.index != 3)), pd.concat([d, d.iloc[:2]]),
+                    d.assign(callpath=d["callpath"].astype(str)), d.assign(p=d["p"].astype("float32"))]
+        for v in variants:
+            want = v.pivot_table(index=params, columns="callpath", values="mean", observed=True)
+            got = _wide_means(v, params)
+            assert got.index.equals(want.index) and list(got.index.names) == list(want.index.names)
+            assert got.index.dtypes.tolist() == want.index.dtypes.tolist() if len(params) > 1 else got.index.dtype == want.index.dtype
+            assert list(got.columns) == list(want.columns)
+            assert np.array_equal(got.to_numpy(), want.to_numpy(), equal_nan=True)

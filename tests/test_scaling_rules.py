@@ -77,3 +77,22 @@ def test_scaling_mode_from_the_total_work_by_hand():
     assert scaling_mode(slope(10, 10.5, 1, 2), 2, False)[0] == "weak"
     # a constant time per rank from p = 1 to 16: strong would mean 1/16 efficiency: weak
     assert scaling_mode(slope(10, 10, 1, 16), 16, False)[0] == "weak"
+
+
+def test_row_nanmedian_is_numpys():
+    # ground truth: numpy's nanmedian row by row; rows of 1-6 values with NaNs (none all-NaN, as
+    # `decreasing` passes them), odd and even counts, ties, infinities
+    import numpy as np
+
+    from perfcast.scaling import row_nanmedian
+
+    rng = np.random.default_rng(3)
+    for k in range(1, 7):
+        a = rng.standard_normal((5000, k)) * 10.0 ** rng.integers(-3, 4, (5000, k))
+        a[rng.random(a.shape) < 0.3] = np.nan
+        a[np.isnan(a).all(axis=1), 0] = 1.5
+        a[:50] = np.round(a[:50])
+        a[50, 0] = np.inf
+        want = np.array([np.nanmedian(row) for row in a])
+        assert np.array_equal(row_nanmedian(a), want)
+    assert row_nanmedian(np.array([[1.0, 2.0], [3.0, np.nan], [0.1, 0.2]])).tolist() == [1.5, 3.0, (0.1 + 0.2) / 2]

@@ -782,6 +782,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                      intervals=as_json or output is not None or bool(target))
     tgt = parse_coords(target, "--target") if target else None
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by)}
+    if as_json or (output is not None and table_format(output) == "json"):
+        _json_arrow_pool()
     if output is not None:
         done = _wrote(output, len(ms), "models", as_json, lambda: ms.to_frame(tgt, by=by),
                       lambda: "".join(enveloped_chunks("models", ms.json_chunks(tgt, by), **over)),
@@ -2032,6 +2034,20 @@ def _tune_malloc():
         return
     for option, value in CLI_MALLOC.values():
         mallopt(ctypes.c_int(option), ctypes.c_int(value))
+
+
+def _json_arrow_pool():
+    """The model records' Arrow buffers (:meth:`perfcast.modelset.ModelSet.json_chunks`) from the
+    C library's allocator (the one :func:`_tune_malloc` sets up), unless the user chose a pool:
+    pyarrow's mimalloc pool keeps the pages of the chunks' freed buffers, which raised the peak of
+    `model --json` on 30k series by ~40 MB; with the system allocator it is below what it was
+    before the records were built in Arrow, at the same speed.  Set after reading: the reader's
+    many small string buffers are ~35 ms faster from mimalloc (bench/README.md, branch spd17g).
+    pyarrow is loaded by then (pandas loads it)."""
+    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and "pyarrow" in sys.modules:
+        import pyarrow as pa
+
+        pa.set_memory_pool(pa.system_memory_pool())
 
 
 def main(argv=None) -> int:

@@ -18,7 +18,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from .errors import PerfcastError
@@ -133,6 +132,8 @@ def atomic_file(path: str | Path, force: bool):
     path = check_file_output(path, force)
     parent = _parent(path)
     try:
+        import tempfile   # writing a file only: not imported by every command
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     except OSError as e:
         raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None

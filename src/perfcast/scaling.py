@@ -64,6 +64,21 @@ def loglog_slopes(x, Y) -> np.ndarray:
     return out
 
 
+def row_nanmedian(a: np.ndarray) -> np.ndarray:
+    """``np.nanmedian(a, axis=1)`` of a 2-d array with a number in every row, the same floats
+    (the middle value, or the mean of the two middle values, of each row's numbers) from one sort
+    of the rows: numpy's nanmedian of a narrow array goes through masked arrays (30k rows of one
+    column: ~25 ms, this ~1 ms)."""
+    a = np.asarray(a, dtype=float)
+    if a.shape[1] == 1:
+        return a[:, 0].copy()
+    s = np.sort(a, axis=1)                      # NaN last
+    c = a.shape[1] - np.isnan(a).sum(axis=1)
+    r = np.arange(len(a))
+    lo, hi = s[r, (c - 1) // 2], s[r, c // 2]
+    return np.where(c % 2 == 1, lo, (lo + hi) / 2)
+
+
 def decreasing(X, Y, lines) -> np.ndarray:
     """(S,) rows of ``Y`` (S, n; values at the points ``X`` (n, m)) that fall along some parameter:
     the median over that parameter's lines (``lines[p]``: index arrays of points with the other
@@ -84,7 +99,7 @@ def decreasing(X, Y, lines) -> np.ndarray:
                 sl.append(loglog_slopes(X[idx, p], Y[:, idx]))
             sl = np.column_stack(sl)
             with np.errstate(invalid="ignore"):
-                med = np.nanmedian(np.where(np.isnan(sl).all(axis=1, keepdims=True), 0.0, sl), axis=1)
+                med = row_nanmedian(np.where(np.isnan(sl).all(axis=1, keepdims=True), 0.0, sl))
             falls &= med < DECREASING_SLOPE
         dec |= falls
     return dec

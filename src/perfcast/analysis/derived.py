@@ -47,7 +47,6 @@ and the number of empty cells is reported.
 from __future__ import annotations
 
 import copy
-import difflib
 import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -373,6 +372,8 @@ class _Parser:
         t = self.take()
         fn = t.value
         if fn not in FUNCTIONS:
+            import difflib   # a suggestion for a typo only: not imported by every command
+
             close = difflib.get_close_matches(fn, list(FUNCTIONS), 1)
             hint = f" (did you mean {close[0]}?)" if close else f"; functions: {', '.join(FUNCTIONS)}"
             raise self.err(t, f"unknown function {fn!r}{hint}")
@@ -643,6 +644,8 @@ def _resolve_name(exp: Experiment, ref: Ref, text: str) -> str:
                                         f"$0..${len(names) - 1} (see `perfcast metrics`)")
         return names[ref.index]
     if ref.name not in exp.metrics:
+        import difflib
+
         close = difflib.get_close_matches(ref.name, names, 3)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; metrics: {', '.join(names[:12])}"
         raise _error(text, ref.pos, f"no metric {ref.name!r}{hint}")

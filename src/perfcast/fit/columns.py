@@ -372,20 +372,31 @@ def json_ready(series: Sequence, parts=None) -> bool:
 def float_texts(values, clean: bool = True) -> list[str]:
     """JSON texts of floats as the json module writes them (``float.__repr__``: the shortest text
     that reads back the same float); ``clean``: not finite as null
-    (:func:`perfcast.fit.model._clean`).  Whole arrays at once: pyarrow's cast writes the same
-    shortest digits in C, positional for 1e-6 <= |x| < 1e10 and with one-digit exponents, where
-    Python writes positional for 1e-4 <= |x| < 1e16 and two-digit exponents: integral positional
-    values get their ".0", the one-digit exponents (1e-9 <= |x| < 1e-6) a "0", and the values
-    one writes positional and the other not (1e-6..1e-4, 1e10..1e16) are written by
-    ``float.__repr__`` itself."""
+    (:func:`perfcast.fit.model._clean`).  The texts of :func:`float_text_array`, as Python
+    strings."""
     a = np.ascontiguousarray(values, dtype=float).ravel()
-    fr = float.__repr__
     if len(a) < 64:
+        fr = float.__repr__
         fin = np.isfinite(a).tolist() if clean else [True] * len(a)
         return [fr(v) if f else "null" for v, f in zip(a.tolist(), fin)]
+    return float_text_array(a, clean).to_pylist()
+
+
+def float_text_array(values, clean: bool = True):
+    """:func:`float_texts` as an Arrow string array (the texts stay in one buffer: no Python
+    string per number; :func:`joined_text` assembles records from such columns).  Whole arrays
+    at once: pyarrow's cast writes the same shortest digits as ``float.__repr__`` in C,
+    positional for 1e-6 <= |x| < 1e10 and with one-digit exponents, where Python writes
+    positional for 1e-4 <= |x| < 1e16 and two-digit exponents: integral positional values get
+    their ".0", the one-digit exponents (1e-9 <= |x| < 1e-6) a "0", and the values one writes
+    positional and the other not (1e-6..1e-4, 1e10..1e16) are written by ``float.__repr__``
+    itself."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    a = np.ascontiguousarray(values, dtype=float).ravel()
+    if len(a) < 64:
+        return pa.array(float_texts(a, clean), pa.string())
     s = pc.cast(pa.array(a), pa.string())
     m = np.abs(a)
     with np.errstate(invalid="ignore"):
@@ -395,16 +406,58 @@ def float_texts(values, clean: bool = True) -> list[str]:
         ar_exp = nz & ((m < 1e-6) | (m >= 1e10))
         integral = fin & ~ar_exp & (a == np.trunc(a))
         short_exp = nz & (m >= 1e-9) & (m < 1e-6)
-    if integral.any():
-        s = pc.if_else(pa.array(integral), pc.binary_join_element_wise(s, ".0", ""), s)
-    if short_exp.any():
-        s = pc.replace_substring_regex(s, r"e([-+])(\d)$", "e\\10\\2")
+    # each fix written to the values it applies to only
+    for mask, fix in ((integral, lambda t: pc.binary_join_element_wise(t, ".0", "")),
+                      (short_exp, lambda t: pc.replace_substring_regex(t, r"e([-+])(\d)$", "e\\10\\2"))):
+        if mask.any():
+            m_a = pa.array(mask)
+            s = pc.replace_with_mask(s, m_a, fix(s.filter(m_a)))
     if clean and not fin.all():
         s = pc.if_else(pa.array(fin), s, "null")
-    out = s.to_pylist()
-    for i in np.nonzero(py_exp != ar_exp)[0].tolist():
-        out[i] = fr(float(a[i]))
-    return out
+    other = py_exp != ar_exp
+    if other.any():
+        fr = float.__repr__
+        s = pc.replace_with_mask(s, pa.array(other), pa.array([fr(v) for v in a[other].tolist()], pa.string()))
+    return s
+
+
+#: rows per element-wise join in :func:`joined_text` (Arrow string arrays hold < 2 GB each)
+_JOIN_ROWS = 65536
+
+
+def text_array(values):
+    """An Arrow string array of ``values`` (strings: a list, an object array or an Arrow array)."""
+    import pyarrow as pa
+
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    return pa.array(values, pa.string())
+
+
+def joined_text(columns: Sequence, rows: int | None = None) -> str:
+    """``"".join`` of the rows' pieces, row after row: ``columns`` are per-row texts (Arrow string
+    arrays, lists or object arrays of one length) or one text for every row; the pieces of a row
+    in the order of ``columns``.  Joined element-wise in C (no Python string per piece)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = [c if isinstance(c, str) else text_array(c) for c in columns]
+    if rows is None:
+        rows = next(len(c) for c in cols if not isinstance(c, str))
+    out = []
+    for lo in range(0, rows, _JOIN_ROWS):
+        n = min(_JOIN_ROWS, rows - lo)
+        part = [c if isinstance(c, str) else c.slice(lo, n) for c in cols]
+        if all(isinstance(c, str) for c in part):
+            out.append("".join(part) * n)
+            continue
+        r = pc.binary_join_element_wise(*part, "")
+        if isinstance(r, pa.ChunkedArray):
+            r = r.combine_chunks()
+        off = np.frombuffer(r.buffers()[1], dtype=np.int32)[r.offset:r.offset + len(r) + 1]
+        a, b = int(off[0]), int(off[-1])
+        out.append(str(memoryview(r.buffers()[2])[a:b], "utf-8") if b > a else "")
+    return "".join(out)
 
 
 def _fixed(text: str) -> str:
@@ -412,24 +465,50 @@ def _fixed(text: str) -> str:
     return text.replace("%", "%%")
 
 
+def _template_pieces(template: str) -> list[str]:
+    """The literal pieces of a %-template around its ``%s`` fields (``%%`` read as ``%``)."""
+    import re
+
+    pieces, cur = [], []
+    for tok in re.split(r"(%%|%s)", template):
+        if tok == "%s":
+            pieces.append("".join(cur))
+            cur = []
+        else:
+            cur.append("%" if tok == "%%" else tok)
+    pieces.append("".join(cur))
+    return pieces
+
+
 def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None) -> list:
     """Per series, the JSON text of ``Model.to_dict(alternatives=False)`` without its braces (the
     keys and values exactly as ``json.dumps`` writes them) for the pending series, from their
     groups' arrays; None for the others (their models are built: use ``Model.to_dict``).
     ``texts``: their formulas (:func:`formulas`) when already computed.  Check :func:`json_ready`
-    first."""
+    first.  The texts of :func:`model_json_array`, as Python strings."""
+    return model_json_array(series, parts, texts).to_pylist()
+
+
+def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None = None):
+    """:func:`model_json` as an Arrow string array aligned with ``series`` (null for the series
+    whose models are built): every number a column at a time (:func:`float_text_array`), each
+    record joined element-wise from its columns and its pattern's literal pieces (no Python string
+    per number or record)."""
     import json
     from json.encoder import encode_basestring_ascii
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     from .model import Model, Term
     from .terms import fraction_str
 
     enc = json.dumps
-    out: list = [None] * len(series)
     parts = parts or split(series)
     if texts is None:
         texts = formulas(series, parts=parts)
     parts = parts[0]
+    made: list = []          # (positions in series, their texts)
     for g, pos, rows in parts:
         pat, facs = _patterns(g)
         p = pat[rows]
@@ -439,81 +518,93 @@ def model_json(series: Sequence, parts=None, texts: Sequence[str] | None = None)
         notes = _fixed(', "notes": ' + enc(list(g.notes))) if g.notes else ""
         growth = float_texts([g.growth])[0]
         status = g.status[rows]
-        n_all = len(rows)
         used = np.unique(p).tolist()
-        nt = max((len(facs[u]) for u in used), default=0)
-        # every number of the group's rows as text, a column at a time (object arrays, taken per
-        # number of terms below); columns a pattern does not use are not written
-        obj = lambda t: np.array(t, dtype=object)  # noqa: E731
         # integers as ``str(int(v))``; rows a column does not apply to (NaN) as 0, never written
-        ints = lambda v: obj(np.where(np.isfinite(v), v, 0).astype(np.int64).astype(str).tolist())  # noqa: E731
-        formula = obj(list(map(encode_basestring_ascii, [texts[s] for s in pos.tolist()])))  # json.dumps of a str
-        const = obj(float_texts(g.coef[rows, 0, 0], clean=False))
-        coefs = [obj(float_texts(g.coef[rows, 0, 1 + t], clean=False)) for t in range(nt)]
-        q = g.quality[rows]
-        qual = [ints(q[:, c]) if c in (5, 6) else obj(float_texts(q[:, c])) for c in range(8)]
-        ok_rows = status == 0
-        if ok_rows.any():
-            noise = obj(float_texts(g.noise[rows]))
-            dof = ints(g.dof[rows])
-            cv = g.cov[rows, 0, :nt + 1, :nt + 1]
-            cov = {(i, j): obj(float_texts(cv[:, i, j])) for i in range(nt + 1) for j in range(nt + 1)}
-            drift = np.full(n_all, "", dtype=object)
-            if g.drift is not None:
-                d = g.drift[rows]
-                nz = np.nonzero(d != 0.0)[0]
-                if len(nz):
-                    dd = g.drift_dof
-                    ddof = np.full(n_all, int(dd)) if np.ndim(dd) == 0 else np.asarray(dd)[rows].astype(np.int64)
-                    drift[nz] = [', "drift": ' + dt + ', "growth": ' + growth + ', "drift_dof": ' + str(o)
-                                 for dt, o in zip(float_texts(d[nz]), ddof[nz].tolist())]
-        if not ok_rows.all():
-            needed = ints(g.needed[rows])
-        # a %-template per (pattern, status) -- the pattern's terms and lead order as text once per
-        # pattern of the group, kept on it for the next call (json_chunks calls once per chunk) --
-        # and the rows' numbers gathered once per (number of terms, status): every row with as
-        # many terms takes the same columns
-        tmpl_of: dict = {}
-        sig_texts = g.__dict__.setdefault("_json_terms", {})    # pattern -> texts, for every call
+        ints = lambda v: pc.cast(pa.array(np.where(np.isfinite(v), v, 0).astype(np.int64)), pa.string())  # noqa: E731
+        # a %-template per (pattern, status) -- the pattern's terms and lead order as text -- read as
+        # its literal pieces once per pattern of the group, kept on it for the next call
+        # (json_chunks calls once per chunk; the rest of a template is the group's)
+        tmpl_of = g.__dict__.setdefault("_json_pieces", {})     # (pattern, ok) -> pieces, for every call
         for u in used:
-            st = sig_texts.get(u)
-            if st is None:
-                sig = facs[u]
-                lead = Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig)).lead()
-                terms = ['{"coefficient": %s, "factors": '
-                         + _fixed(enc({q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, i, j in f}))
-                         + "}" for f in sig]
-                st = sig_texts[u] = (_fixed(enc(lead)), terms, 1 + len(sig))
-            lead_t, terms, k = st
+            if (u, True) in tmpl_of:
+                continue
+            sig = facs[u]
+            lead_t = _fixed(enc(Model(g.parameters, 0.0, tuple(Term(1.0, f) for f in sig)).lead()))
+            terms = ['{"coefficient": %s, "factors": '
+                     + _fixed(enc({q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, i, j in f}))
+                     + "}" for f in sig]
+            k = 1 + len(sig)
             cov_t = "[" + ", ".join("[" + ", ".join(["%s"] * k) + "]" for _ in range(k)) + "]"
             for ok, status_t, tail in ((True, "ok", ', "noise": %s, "dof": %s, "cov": ' + cov_t + notes + "%s"
                                         + upper + shape),
                                        (False, "insufficient", ', "noise": 0.0, "dof": 0, "cov": null, '
                                         '"needed": %s' + notes)):
-                tmpl_of[u, ok] = ('"parameters": ' + params + ', "status": "' + status_t + '", "formula": %s, '
-                                  '"constant": %s, "terms": [' + ", ".join(terms if ok else []) + '], "quality": '
-                                  '{"rss": %s, "adj_r2": %s, "smape": %s, "cv": %s, "noise": %s, "n_points": %s, '
-                                  '"n_obs": %s, "criterion": %s}, "lead": ' + lead_t + tail)
+                tmpl_of[u, ok] = _template_pieces(
+                    '"parameters": ' + params + ', "status": "' + status_t + '", "formula": %s, '
+                    '"constant": %s, "terms": [' + ", ".join(terms if ok else []) + '], "quality": '
+                    '{"rss": %s, "adj_r2": %s, "smape": %s, "cv": %s, "noise": %s, "n_points": %s, '
+                    '"n_obs": %s, "criterion": %s}, "lead": ' + lead_t + tail)
+        # the rows taken once per (number of terms, status): every row with as many terms has the
+        # same columns, each number of them as text a column at a time (columns a pattern does not
+        # use are not written)
         nterms = np.array([len(f) for f in facs], dtype=np.int64)[p]
+        ok_rows = status == 0
         for ok in (True, False):
             rows_ok = ok_rows if ok else ~ok_rows
             for nt_k in np.unique(nterms[rows_ok]).tolist():
                 sel = np.nonzero((nterms == nt_k) & rows_ok)[0]
+                r = rows[sel]
                 k = 1 + nt_k
+                q = g.quality[r]
+                cols = ([pa.array(list(map(encode_basestring_ascii, [texts[s] for s in pos[sel].tolist()])),
+                                  pa.string()),        # json.dumps of a str
+                         float_text_array(g.coef[r, 0, 0], clean=False)]
+                        + [float_text_array(g.coef[r, 0, 1 + t], clean=False) for t in range(nt_k if ok else 0)]
+                        + [ints(q[:, c]) if c in (5, 6) else float_text_array(q[:, c]) for c in range(8)])
                 if ok:
-                    cols = ([formula, const] + coefs[:nt_k] + qual + [noise, dof]
-                            + [cov[i, j] for i in range(k) for j in range(k)] + [drift])
+                    cv = g.cov[r, 0, :k, :k]
+                    cols += [float_text_array(g.noise[r]), ints(g.dof[r])]
+                    cols += [float_text_array(cv[:, i, j]) for i in range(k) for j in range(k)]
+                    drift = [""] * len(r)
+                    if g.drift is not None:
+                        d = g.drift[r]
+                        nz = np.nonzero(d != 0.0)[0]
+                        if len(nz):
+                            dd = g.drift_dof
+                            ddof = (np.full(len(r), int(dd)) if np.ndim(dd) == 0
+                                    else np.asarray(dd)[r].astype(np.int64))
+                            for i, dt, o in zip(nz.tolist(), float_texts(d[nz]), ddof[nz].tolist()):
+                                drift[i] = ', "drift": ' + dt + ', "growth": ' + growth + ', "drift_dof": ' + str(o)
+                    cols.append(drift if any(drift) else "")
                 else:
-                    cols = [formula, const] + qual + [needed]
-                tmpls = [tmpl_of[u, ok] for u in p[sel].tolist()]
-                for s, tm, row in zip(pos[sel].tolist(), tmpls, zip(*[c[sel].tolist() for c in cols])):
-                    out[s] = tm % row
-        if g.lines is not None:
-            # the measured lines with their own level, where ``Model.to_dict`` puts them
-            for s, r in zip(pos.tolist(), rows.tolist()):
-                if g.lines[r] and g.status[r] == 0:
-                    out[s] += ', "lines": ' + enc(line_dicts(g.lines[r], g.parameters))
-    return out
+                    cols.append(ints(g.needed[r]))
+                up, inv = np.unique(p[sel], return_inverse=True)
+                lits = [tmpl_of[u, ok] for u in up.tolist()]
+                inv_a = pa.array(inv.astype(np.int64)) if len(up) > 1 else None
+                args: list = []
+                for j in range(len(cols) + 1):
+                    piece = [lt[j] for lt in lits]
+                    if inv_a is None or all(x == piece[0] for x in piece):
+                        args.append(piece[0])
+                    else:
+                        args.append(pa.array(piece, pa.string()).take(inv_a))
+                    if j < len(cols):
+                        args.append(cols[j])
+                if ok and g.lines is not None:
+                    # the measured lines with their own level, where ``Model.to_dict`` puts them
+                    lined = [', "lines": ' + enc(line_dicts(g.lines[i], g.parameters)) if g.lines[i] else ""
+                             for i in r.tolist()]
+                    if any(lined):
+                        args.append(lined)
+                args = [a if isinstance(a, (str, pa.Array)) else pa.array(a, pa.string()) for a in args
+                        if not (isinstance(a, str) and not a)]
+                made.append((pos[sel], pc.binary_join_element_wise(*args, "")))
+    S = len(series)
+    if not made:
+        return pa.nulls(S, pa.string())
+    at = np.full(S, sum(len(t) for _, t in made), dtype=np.int64)   # the series not made: null
+    at[np.concatenate([p for p, _ in made])] = np.arange(at[0])
+    return pa.concat_arrays([t for _, t in made] + [pa.nulls(1, pa.string())]).take(pa.array(at))
 
 
 def predict(series: Sequence, cols: Mapping[str, np.ndarray], level: float = 0.9, averaged: bool = False,
@@ -608,4 +699,4 @@ def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bo
     return out
 
 
-__all__ = ["split", "take", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "float_texts", "model_json", "predict", "values"]
+__all__ = ["split", "take", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "float_texts", "float_text_array", "joined_text", "text_array", "model_json", "model_json_array", "predict", "values"]
