@@ -45,10 +45,14 @@ def number_after(text: str, label: str) -> float:
 
 
 def cli(capsys, *args):
-    """Run the command line in-process: (exit code, stdout, stderr)."""
+    """Run the command line in-process: (exit code, stdout, stderr); a command that exits through
+    SystemExit (``check``'s 1 and 3) gives that code."""
     from perfcast.cli import main
 
-    code = main([str(a) for a in args])
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as e:
+        code = e.code
     out, err = capsys.readouterr()
     return code, out, err
 

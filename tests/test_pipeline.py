@@ -10,20 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import perfcast.pipeline as pipeline
-from perfcast.cli import main
 from perfcast.fit import FitOptions, fit_group
 from perfcast.fit.shape import estimate_shape, shape_from_sums, shape_sums
 
+from conftest import cli
+
 PS = [4, 8, 16, 32, 64, 128]
-
-
-def cli(capsys, *args):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _laws():

@@ -7,23 +7,12 @@ import math
 
 import caliperreader
 import pytest
-from conftest import DATA, cli_json, require_data
+from conftest import DATA, cli, cli_json, require_data
 
-from perfcast.cli import main
 
 LULESH = DATA / "thicket" / "lulesh_weak_scaling_cali"
 AVG = "avg#inclusive#sum#time.duration"
 WAITALL = "main->lulesh.cycle->LagrangeLeapFrog->LagrangeNodal->CalcForceForNodes->MPI_Waitall"
-
-
-def run(capsys, *args):
-    """(exit code, stdout, stderr); check exits through SystemExit."""
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def raw_avg(path, callpath=WAITALL, metric=AVG):
@@ -53,10 +42,10 @@ def test_check_does_not_pass_a_lulesh_series_that_grew_120x(capsys):
     # its model is a flat poor fit (no single law follows the step, and a segmentation of it is a
     # poor fit too): it cannot say how the series grows, so the check is incomplete, never a pass
     for expect in ("*: O(1)", "*: O(jobsize^3)"):
-        code, out, err = run(capsys, *args, "--expect", expect)
+        code, out, err = cli(capsys, *args, "--expect", expect)
         assert code == 3, err       # was exit 2 "no modelled callpath matches" (or 0 among other series)
         assert out.startswith("INCOMPLETE") and "poor fit" in err
-        code, out, err = run(capsys, *args, "--expect", expect, "--json")
+        code, out, err = cli(capsys, *args, "--expect", expect, "--json")
         assert code == 3
         d = cli_json(out, "check")
         assert (d["status"], d["exit_code"], d["ok"], d["items"]) == ("incomplete", 3, False, [])
@@ -69,16 +58,16 @@ def test_check_exit_codes_on_a_series_without_a_model(capsys, tmp_path):
     rows = ["p,callpath,metric,value"] + [f"{p},a,time,{3 + 2 * p}" for p in (4, 8, 16, 32, 64)]
     rows += ["4,b,time,16"]
     path.write_text("\n".join(rows) + "\n")
-    code, out, err = run(capsys, "check", path, "--expect", "a: O(p)")
+    code, out, err = cli(capsys, "check", path, "--expect", "a: O(p)")
     assert code == 0 and out.startswith("all 1 check(s) passed"), err
-    code, out, err = run(capsys, "check", path, "--expect", "*: O(p)", "--json")
+    code, out, err = cli(capsys, "check", path, "--expect", "*: O(p)", "--json")
     d = cli_json(out, "check")
     assert code == 3 and (d["status"], d["checked"], [u["callpath"] for u in d["unchecked"]]) == ("incomplete", 1, ["b"])
-    code, out, err = run(capsys, "check", path, "--expect", "b: O(p^2)")
+    code, out, err = cli(capsys, "check", path, "--expect", "b: O(p^2)")
     assert code == 3 and "b time: not checked" in err        # b only: nothing judged, not an error
-    code, out, err = run(capsys, "check", path, "--expect", "*: O(1)")
+    code, out, err = cli(capsys, "check", path, "--expect", "*: O(1)")
     assert code == 1 and "1 of 1 check(s) failed" in out and "b time: not checked" in err
-    code, out, err = run(capsys, "check", "--help")
+    code, out, err = cli(capsys, "check", "--help")
     assert "3  nothing grows faster" in out
 
 
@@ -101,7 +90,7 @@ def tree_csv(tmp_path):
 def test_model_target_carries_predicts_bounds_and_notes(capsys, tree_csv, tmp_path):
     import perfcast
 
-    code, out, err = run(capsys, "predict", tree_csv, "--at", "p=1000", "--json")
+    code, out, err = cli(capsys, "predict", tree_csv, "--at", "p=1000", "--json")
     assert code == 0, err
     pred = {r["callpath"]: r for r in cli_json(out, "predictions")["items"]}
     want = {"main": (1100, None), "main->k": (1045, "upper bound capped at that of main"),
@@ -112,10 +101,10 @@ def test_model_target_carries_predicts_bounds_and_notes(capsys, tree_csv, tmp_pa
     assert pred["main->k"]["upper"] == pytest.approx(1100, rel=1e-9)     # capped at main's (exact: 1100)
     fields = ("value", "lower", "upper", "level", "clipped", "confidence", "notes")
     # --json (the chunked writer), -o FILE.json, the model set's to_dict: predict's numbers and notes
-    code, out, err = run(capsys, "model", tree_csv, "--target", "p=1000", "--json")
+    code, out, err = cli(capsys, "model", tree_csv, "--target", "p=1000", "--json")
     assert code == 0, err
     target = tmp_path / "m.json"
-    code, _, err = run(capsys, "model", tree_csv, "--target", "p=1000", "-o", target)
+    code, _, err = cli(capsys, "model", tree_csv, "--target", "p=1000", "-o", target)
     assert code == 0, err
     ms = perfcast.model(perfcast.io.load([tree_csv]))
     chunked = json.loads("".join(ms.json_chunks({"p": 1000.0}, chunk=1)))
@@ -130,7 +119,7 @@ def test_model_target_carries_predicts_bounds_and_notes(capsys, tree_csv, tmp_pa
     assert list(frame.loc["main->q", "notes"]) == pred["main->q"]["notes"]
     assert frame.loc["main->k", "upper"] == pytest.approx(1100, rel=1e-9)
     # the table: predict's interval in the target column, its notes on stderr
-    code, out, err = run(capsys, "model", tree_csv, "--target", "p=1000")
+    code, out, err = cli(capsys, "model", tree_csv, "--target", "p=1000")
     assert code == 0, err
     row = next(line for line in out.splitlines() if "main->k" in line)
     assert "1045 [0 (clipped), 1100]" in row
@@ -147,12 +136,12 @@ def test_negative_note_below_the_data_blames_extrapolation(capsys):
     assert jobsize == 27 and measured > 0
     args = ("predict", LULESH, "--param", "jobsize", "--callpath", "*CalcForceForNodes->MPI_Waitall",
             "--metric", metric, "--json")
-    code, out, err = run(capsys, *args, "--at", "jobsize=27", "--at", "jobsize=10")
+    code, out, err = cli(capsys, *args, "--at", "jobsize=27", "--at", "jobsize=10")
     assert code == 0, err
     at27, at10 = cli_json(out, "predictions")["items"]
     # the model (c0 + c1 log2(jobsize)^2, its full coefficients) is not negative at 27 (a measured
     # point: a time is never modelled below zero there) and is below zero at 10 (below the data)
-    code, out, err = run(capsys, "model", *args[1:])
+    code, out, err = cli(capsys, "model", *args[1:])
     (m,) = cli_json(out, "models")["items"]
     (t,) = m["terms"]
     assert t["factors"] == {"jobsize": {"exponent": "0", "log_exponent": 2}}
@@ -207,19 +196,19 @@ def test_view_refuses_a_rate_summed_over_ranks(capsys, tmp_path):
 
     tau = require_data(DATA / "formats" / "other" / "tau-cpi-mpi")
     store = tmp_path / "r.perfcast"
-    code, out, err = run(capsys, "metrics", tau, "--derive", 'tpc = "time (E)" / calls',
+    code, out, err = cli(capsys, "metrics", tau, "--derive", 'tpc = "time (E)" / calls',
                          "--derive", 'ms = "time (E)" / 1000', "-o", store)
     assert code == 0, err
     # time per call, summed over the 4 ranks, gave MPI_File_open() 608% of the root: refused, one line
     for metric in ("tpc", "tpc (inc)"):
         for mode in ("top-down", "flat", "bottom-up"):
-            code, out, err = run(capsys, "view", store, "--metric", metric, "--mode", mode, "--json")
+            code, out, err = cli(capsys, "view", store, "--metric", metric, "--mode", mode, "--json")
             line = one_error(code, err)
             assert repr(metric) in line and "time (E), calls" in line and out == ""
     # a sum of metrics is viewed as before: its root total is the time's over the 4 ranks / 1000
-    code, out, err = run(capsys, "view", store, "--metric", "ms", "--json")
+    code, out, err = cli(capsys, "view", store, "--metric", "ms", "--json")
     assert code == 0, err
-    code, out2, err = run(capsys, "view", store, "--metric", "time (E)", "--json")
+    code, out2, err = cli(capsys, "view", store, "--metric", "time (E)", "--json")
     assert json.loads(out)["items"][0]["total"] == pytest.approx(json.loads(out2)["items"][0]["total"] / 1000,
                                                                    rel=1e-12)
 
@@ -232,16 +221,16 @@ def test_import_refuses_a_store_named_like_a_file(capsys, tmp_path):
     for name in ("x.txt", "x.json", "x.CSV"):
         dest = tmp_path / name
         for extra in ((), ("--json",)):
-            line = one_error(*run(capsys, "import", LULESH, "--param", "jobsize", "-o", dest, *extra)[::2])
+            line = one_error(*cli(capsys, "import", LULESH, "--param", "jobsize", "-o", dest, *extra)[::2])
             assert str(dest) in line and f"{dest.stem}.perfcast" in line
             assert not dest.exists()
     # metrics -o writes a store too
     dest = tmp_path / "m.json"
-    line = one_error(*run(capsys, "metrics", LULESH, "--param", "jobsize", "-o", dest)[::2])
+    line = one_error(*cli(capsys, "metrics", LULESH, "--param", "jobsize", "-o", dest)[::2])
     assert str(dest) in line and not dest.exists()
     # the names a store may have
     for name in ("lulesh.perfcast", "lulesh", "run.2"):
-        code, out, err = run(capsys, "import", LULESH, "--param", "jobsize", "-o", tmp_path / name)
+        code, out, err = cli(capsys, "import", LULESH, "--param", "jobsize", "-o", tmp_path / name)
         assert code == 0 and (tmp_path / name).is_dir(), err
 
 
@@ -255,11 +244,11 @@ def test_validate_with_a_single_run_names_the_file_and_the_flag(capsys, tmp_path
         (small / f"{p}_cores.cali").symlink_to(LULESH / f"{p}_cores.cali")
     one = LULESH / "343_cores.cali"   # ...not in one run's, unless named
     out_file = tmp_path / "v.json"
-    line = one_error(*run(capsys, "predict", small, "--validate", one, "-o", out_file)[::2])
+    line = one_error(*cli(capsys, "predict", small, "--validate", one, "-o", out_file)[::2])
     assert str(one) in line and "--param jobsize" in line and "none" not in line
     assert not out_file.exists()
     # with the flag: the measured value at 343 is compared (the file's own number, caliper-reader's)
-    code, out, err = run(capsys, "predict", small, "--param", "jobsize", "--validate", one, "--json",
+    code, out, err = cli(capsys, "predict", small, "--param", "jobsize", "--validate", one, "--json",
                          "--metric", AVG, "--callpath", WAITALL)
     assert code == 0, err
     (row,) = cli_json(out, "predictions")["items"]
@@ -273,7 +262,7 @@ def test_model_target_carries_the_averaged_note_with_the_formulas_own_value(caps
 
     path = require_data(DATA / "extrap" / "text" / "mpa" / "relearn_data.txt")
     at = {"p": 4096.0, "n": 9000.0}
-    code, out, err = run(capsys, "model", path, "--averaged", "--target", "p=4096,n=9000", "--json")
+    code, out, err = cli(capsys, "model", path, "--averaged", "--target", "p=4096,n=9000", "--json")
     assert code == 0, err
     noted = 0
     for r in cli_json(out, "models")["items"]:
