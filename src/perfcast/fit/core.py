@@ -47,8 +47,8 @@ from ..errors import PerfcastError
 from .model import Model, Quality, Term
 from .shape import NORMAL, NoiseShape, estimate_shape, fast_wls, gn_efficiency, lbeta_fit
 from .special import chi2_sf_below, f_sf_decided
-from .terms import (DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, make_blocks,
-                    parse_fraction, with_negative)
+from .terms import (DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, factor_range,
+                    make_blocks, parse_fraction, with_negative)
 
 #: FitOptions.nonnegative value: reject only fits that become negative as the parameters grow
 ASYMPTOTIC = "asymptotic"
@@ -317,7 +317,7 @@ def _const_sums(y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None = None,
          leverage: bool = True, growing: np.ndarray | None = None, const: tuple | None = None,
-         outgrow: tuple | None = None) -> _WLS:
+         outgrow: tuple | None = None, ranges: tuple | None = None) -> _WLS:
     """:func:`_wls` with the non-negativity constraint: rows whose constant comes out negative are
     refitted without the constant (the constrained optimum lies on that boundary when the terms
     are kept), rows with a negative term coefficient are rejected (criterion inf).  With
@@ -326,17 +326,32 @@ def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None
     constant grow, (k,) or (S, k)); a negative constant under a growing term is kept where the fit
     stays non-negative at the points (``-73 + 3e-4 * log2(p)^2 * n``).  ``const``: as :func:`_wls`.
     ``outgrow`` = (rows (S,) bool, hypotheses (S, K, m), growing blocks): on those rows a fit the
-    asymptotic rule rejects is kept when :func:`_outgrown` says its negative terms are outgrown."""
+    asymptotic rule rejects is kept when :func:`_outgrown` says its negative terms are outgrown.
+    ``ranges``: rows -> the terms' ranges (lo, hi) on those rows, (r, k) or (k,) in the design's
+    units, beyond the smallest measured values (:meth:`_Space.term_ranges`): a fit whose lower
+    bound there (:func:`_law_floor`) is below zero is rejected too, unless :func:`_outgrown` kept
+    it (its growing terms are shown non-negative beyond the data, which the bound does not see).
+    Only fits with a negative coefficient can have a negative bound; only they are bounded."""
     if nonneg == ASYMPTOTIC:
         fit = _wls(D, y, w, leverage, const)
         bad = fit.ok & _asymptotically_negative(fit.beta, growing)
+        kept = np.zeros(len(bad), dtype=bool)
         if outgrow is not None and bad.any():
             rows, hyp, grow = outgrow
             cand = np.nonzero(bad & rows)[0]
             if len(cand):
                 bad[cand] = ~_outgrown(fit.beta[cand], D[cand], hyp[cand], grow)
+                kept[cand] = ~bad[cand]
         # and below zero where the quantity was measured (``-928 + 194 log2(p)`` at p = 27)
         bad |= fit.ok & np.any(((y - fit.resid) < -NEGATIVE_TOL) & (w > 0), axis=1)
+        if ranges is not None:
+            # or anywhere beyond the smallest measured values (``-1197 + 3316 x^(-2/3) log2(x) + 3
+            # y``, falling in x to -1197 + 3 y)
+            rows = np.nonzero(fit.ok & ~bad & ~kept & np.any(fit.beta < 0, axis=1))[0]
+            if len(rows):
+                lo, hi = ranges(rows)
+                b = fit.beta[rows]
+                bad[rows] = _law_floor(b[:, :1], b[:, 1:], lo, hi) < -NEGATIVE_TOL
         fit.rss = np.where(bad, np.inf, fit.rss)
         fit.press = np.where(bad, np.inf, fit.press)
         return fit
@@ -369,11 +384,14 @@ def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None
 
 
 def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarray, cv: bool,
-                   growing: np.ndarray | None = None) -> np.ndarray:
+                   growing: np.ndarray | None = None, turns: tuple | None = None) -> np.ndarray:
     """Deviance (weighted RSS, or PRESS when ``cv``) of ``c0 + c1 * T[:, h]`` for every block h at
     once: ``T`` (n, H) scaled columns, ``y``/``w`` (S, n) -> (S, H); inf where not identifiable.
     ``growing`` (H,): the asymptotic sign constraint (:func:`_asymptotically_negative`) -- inf
-    where the fit would fall below zero as the parameter grows.
+    where the fit would fall below zero as the parameter grows.  ``turns`` = (blocks (H,) bool,
+    their ranges lo, hi (H,) in T's units beyond the smallest point, :meth:`_Space.ranges`): inf
+    where such a block's fit dips below zero beyond the data (``2347 - 180.7 x^(-1/4) log2(x)^2``,
+    fitted to a strong-scaling series at x = 20..60, is -910 at x = 2980).
 
     Closed-form 2x2 weighted least squares (the same numbers as :func:`_wls` column by column,
     without a Python loop over blocks); residuals are formed explicitly, not from the normal
@@ -411,6 +429,9 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
     if growing is not None:
         ok &= ~np.where(growing[None, :], beta1 < 0, beta0 < 0)
         ok &= ~_below_zero_at_points(beta0, beta1, T, w)
+    if turns is not None:
+        blocks, lo, hi = turns
+        ok &= ~(blocks & (_law_floor(beta0[..., None], beta1[..., None], lo[:, None], hi[:, None]) < -NEGATIVE_TOL))
     return np.where(ok, err, np.inf)
 
 
@@ -432,6 +453,16 @@ def _below_zero_at_points(beta0: np.ndarray, beta1: np.ndarray, T: np.ndarray, w
             fitted = beta0[part, None, :] + beta1[part, None, :] * T[None, :, :]
             below[part] = np.any((fitted < -NEGATIVE_TOL) & meas[part, :, None], axis=1)
     return below
+
+
+def _law_floor(c: np.ndarray, beta: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """A lower bound of ``c + sum_t beta_t term_t`` where every term ranges over [lo_t, hi_t]
+    (hi may be inf): each term at the end of its range its coefficient's sign makes lowest.
+    Exact for one term; for several a bound (their lowest values may lie at different points).
+    ``c`` (..., 1), ``beta``/``lo``/``hi`` (..., k) -> (...)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        low = np.where(beta < 0, beta * hi, beta * np.where(beta > 0, lo, 0.0))
+    return c[..., 0] + np.sum(low, axis=-1)
 
 
 #: values per temporary of :func:`_one_block_err`'s blocks of rows (512 kB: two of them stay in the
@@ -517,6 +548,37 @@ class _Space:
         self.tabs = tabs  # each (n, H + 1)
         self.tabs_t = [np.ascontiguousarray(t.T) for t in tabs]  # each (H + 1, n)
         self._grid = None   # :meth:`_grid_table`, built on first use
+        self._ranges = {}   # :meth:`ranges`, per parameter on first use
+
+    def ranges(self, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per block of parameter p and the absent factor (index -1): its range (inf, sup) from the
+        smallest measured value on (:func:`perfcast.fit.terms.factor_range`), (H + 1,) each, and
+        (H + 1,) whether it turns there -- its inf or sup is neither its value at the smallest
+        point nor its limit, so the sign rules at the points and as p grows do not bound it."""
+        if p not in self._ranges:
+            x_lo = float(np.min(self.X[:, p]))
+            lo, hi, turn = np.ones(self.H + 1), np.ones(self.H + 1), np.zeros(self.H + 1, dtype=bool)
+            for h, (i, j) in enumerate(self.blocks):
+                lo[h], hi[h], turn[h] = factor_range(x_lo, i, j)
+            self._ranges[p] = (lo, hi, turn)
+        return self._ranges[p]
+
+    def term_ranges(self, hyp: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For hypotheses ``hyp`` (S, K, m) whose k used slots come first and their design scales
+        (S, 1 + k): each term's range lo, hi (S, k) in the design's units over the box of parameter
+        values from the smallest measured ones, the product of its factors' ranges."""
+        S, K, m = hyp.shape
+        k = scale.shape[1] - 1
+        rng = [self.ranges(p) for p in range(m)]
+        h = np.where(hyp[:, :k, :] < 0, self.H, hyp[:, :k, :])
+        lo, hi = rng[0][0][h[:, :, 0]], rng[0][1][h[:, :, 0]]
+        with np.errstate(invalid="ignore"):
+            for p in range(1, m):
+                a, b = rng[p][0][h[:, :, p]], rng[p][1][h[:, :, p]]
+                prods = np.nan_to_num(np.stack([lo * a, lo * b, hi * a, hi * b]), nan=0.0, posinf=np.inf,
+                                      neginf=-np.inf)
+                lo, hi = prods.min(axis=0), prods.max(axis=0)
+        return lo / scale[:, 1:], hi / scale[:, 1:]
 
     #: :meth:`design` gathers the columns from a table of every monomial when it has at most this
     #: many values ((H + 1)^m * n: two parameters; three are evaluated per hypothesis)
@@ -1630,20 +1692,30 @@ def _single_table(space: _Space, p: int, idx: np.ndarray):
     sc = np.max(np.abs(np.where(np.isfinite(T), T, 0)), axis=0)
     valid &= sc > 0
     Tn = np.where(valid, T / np.where(sc > 0, sc, 1.0), 0.0)
-    return Tn, valid
+    return Tn, valid, sc
+
+
+def _block_ranges(space: _Space, p: int, sc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parameter p's blocks (H,) in the units of :func:`_single_table` (scales ``sc``): whether each
+    turns beyond the smallest point, and its range lo, hi there (:meth:`_Space.ranges`)."""
+    lo, hi, turn = space.ranges(p)
+    unit = np.where(sc > 0, sc, 1.0)
+    return turn[:space.H], lo[:space.H] / unit, hi[:space.H] / unit
 
 
 def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
     n, H = space.n, space.H
-    Tn, valid = _single_table(space, 0, np.arange(n))
+    Tn, valid, sc = _single_table(space, 0, np.arange(n))
     S = len(ch.y)
     pen1 = 2 * math.log(H)
     crit1 = np.full((S, H), np.inf)
     ones = np.ones(n)
     asym = opt.nonnegative == ASYMPTOTIC
     grow = _growing_blocks(space.blocks)
+    ranges = _block_ranges(space, 0, sc)
+    turns = ranges if asym and ranges[0].any() else None
     if not opt.nonnegative or asym:
-        err = _one_block_err(Tn, valid, ch.y, ch.w, opt.selection == "cv", grow if asym else None)
+        err = _one_block_err(Tn, valid, ch.y, ch.w, opt.selection == "cv", grow if asym else None, turns)
         crit1 = ch.criterion_err(err, 1, pen1, opt.selection)
     else:
         for h in range(H):
@@ -1675,7 +1747,7 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
         hyp = np.full((len(batch), K, 1), -1, dtype=np.int32)
         for c, (a, b) in enumerate(batch):
             fit = _fit(np.column_stack([ones, Tn[:, a], Tn[:, b]]), sub.y, sub.w, opt.nonnegative,
-                       growing=grow[[a, b]])
+                       growing=grow[[a, b]], ranges=(lambda rows, a=a, b=b: (ranges[1][[a, b]], ranges[2][[a, b]])) if asym else None)
             crit[:, c] = sub.criterion(fit, 2, pen2, opt.selection)
             hyp[c, 0, 0], hyp[c, 1, 0] = a, b
         ch.merge(need, crit, hyp)
@@ -1737,7 +1809,7 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
     for p in usable:
         score = np.zeros((S, H))
         for idx in lines[p]:
-            Tn, valid = _single_table(space, p, idx)
+            Tn, valid, sc = _single_table(space, p, idx)
             # the line's columns row-major (``a[:, idx]`` is column-major: :func:`_rowsum`)
             sub_y, sub_w = ch.y.take(idx, axis=1), ch.w.take(idx, axis=1)
             pe = _rowsum(ch.pe_point.take(idx, axis=1))
@@ -1745,8 +1817,11 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
             ones = np.ones(len(idx))
             if not opt.nonnegative or asym:
                 # screening only: one line's noise may tilt a growing block down there, so the
-                # asymptotic constraint waits for the combinations fitted on all points
-                err = _one_block_err(Tn, valid, sub_y, sub_w, opt.selection == "cv")
+                # asymptotic constraint waits for the combinations fitted on all points -- but a
+                # block whose line dips below zero beyond the data (it turns there) is no candidate
+                ranges = _block_ranges(space, p, sc)
+                turns = ranges if asym and ranges[0].any() else None
+                err = _one_block_err(Tn, valid, sub_y, sub_w, opt.selection == "cv", None, turns)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     score += Nl[:, None] * np.log((pe[:, None] + err) / Nl[:, None] + TINY)
                 continue
@@ -1786,7 +1861,7 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
         for a in range(0, S, step):
             b = min(S, a + step)
             h = hyp[a:b]
-            D, _, _, defined = space.design(h.reshape((b - a) * C, K, m), finite=True)
+            D, scale, _, defined = space.design(h.reshape((b - a) * C, K, m), finite=True)
             # a shortlisted block undefined at some point (x <= 0 under a log, x <= 1 under a
             # negative log exponent, :func:`perfcast.fit.terms.factor_values`): never selected
             undefined = ~defined
@@ -1798,7 +1873,8 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
                        leverage=opt.selection == "cv",
                        growing=_growing_terms(hflat, grow, k) if asym else None,
                        const=(np.repeat(csum[0][a:b], C), np.repeat(csum[1][a:b], C)),
-                       outgrow=(np.repeat(relax, C), hflat, grow) if asym and relax.any() else None)
+                       outgrow=(np.repeat(relax, C), hflat, grow) if asym and relax.any() else None,
+                       ranges=(lambda rows: space.term_ranges(hflat[rows], scale[rows])) if asym else None)
             err = np.where(undefined, np.inf, fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
             sub = _SubChunk(ch, slice(a, b))
             ch.merge(slice(a, b), sub.criterion_err(err, k, pen, opt.selection), h)

@@ -109,6 +109,32 @@ def factor_values(x: np.ndarray, i: Fraction, j: int) -> np.ndarray:
     return out
 
 
+def factor_range(x_lo: float, i: Fraction, j: int) -> tuple[float, float, bool]:
+    """(inf, sup, turns) of ``x^i * log2(x)^j`` over ``x >= x_lo``: sup may be inf; NaN, NaN where
+    the factor is undefined at ``x_lo``.  Besides ``x_lo`` and the limit as x grows, the
+    candidates are the factor's turning points beyond ``x_lo``: ``x = 1`` (``log2(x) = 0``) and
+    ``log2(x) = -j / (i ln 2)``, where a rising log outruns a decaying power (``x^(-1/4)
+    log2(x)^2`` peaks at x = 2980) or a growing power a decaying log (``x^(1/4) / log2(x)^2``
+    has its trough there).  ``turns``: the inf or sup is at such a point (neither at ``x_lo`` nor
+    in the limit), so the factor's values at the points and its limit do not bound it."""
+    start = float(factor_values(np.array([x_lo]), i, j)[0])
+    if not np.isfinite(start):
+        return float("nan"), float("nan"), False
+    if i > 0 or (i == 0 and j > 0):
+        limit = float("inf")
+    else:
+        limit = 1.0 if i == 0 and j == 0 else 0.0
+    turning = []
+    if j and x_lo < 1:
+        turning.append(0.0)
+    if i != 0 and j != 0:
+        L = -j / (float(i) * np.log(2.0))      # log2 of the turning point
+        if x_lo <= 0 or L > np.log2(x_lo):
+            turning.append(float(np.exp2(float(i) * L) * L ** j))
+    lo, hi = min(start, limit, *turning), max(start, limit, *turning)
+    return lo, hi, lo < min(start, limit) or hi > max(start, limit)
+
+
 def block_values(blocks: Sequence[Block], x: np.ndarray) -> np.ndarray:
     """Matrix [len(x), len(blocks)] of x^i * log2(x)^j (NaN where undefined, :func:`factor_values`)."""
     x = np.asarray(x, dtype=float)
