@@ -759,7 +759,6 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     """
     from .analysis.fitcheck import fit_warnings
     from .fit.lines import line_note
-    from .modelset import NEGATIVE_NOTE
     from .output import enveloped_chunks
     from .report.terminal import err, out, table, write_json
 
@@ -807,7 +806,6 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     cols = (["#", "callpath", "metric", "trend", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
             + (["increase"] if by == "cost" else []))
     rows = []
-    lined = False
     pos = {} if pr is None else {(sm.callpath, sm.metric): s for s, sm in enumerate(pr.series)}
     for r in shown:
         m, q = r.model, r.model.quality
@@ -823,7 +821,6 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         point = at or tgt
         line = m.line_at(point) if point and getattr(m, "lines", ()) else None
         if line:
-            lined = True
             if not tgt:     # at the target, predict's notes (above) say it
                 noted.append((r.callpath, r.metric, ",".join(f"{k}={v:g}" for k, v in point.items()) + ": "
                               + line_note(line)))
@@ -839,8 +836,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how})", cols, rows))
     _print_not_shown(err, total, len(rows), "models")
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
-    _print_series_notes(err, "note", noted, "regime change(s)" + (" or values on a measured line" if lined else "")
-                        + (", negative values at the target" if any(NEGATIVE_NOTE in n for *_, n in noted) else ""))
+    _print_series_notes(err, "note", noted)
     _say_whole_run(over, False)
 
 
@@ -948,9 +944,26 @@ def _interval_cell(p) -> str:
                                            f"{p['upper']:.6g}]")
 
 
-def _print_series_notes(err, kind, items, what, limit=6):
-    """One line per (callpath, metric, text) when there are few series, else a summary line."""
+def _notes_named(items) -> str:
+    """What the notes ``items`` (callpath, metric, text) are, for a summary line: by a phrase of
+    each note."""
+    from .modelset import NEGATIVE_NOTE
+
+    kinds = (("regime change", "regime change(s)"), ("measured line", "values on a measured line"),
+             (NEGATIVE_NOTE, "negative values at the target"), ("poor fit", "poor fits"),
+             ("falls with", "values falling with a parameter (negative exponents searched)"))
+    texts = {t for *_, t in items}
+    named = [name for key, name in kinds if any(key in t for t in texts)]
+    if any(not any(key in t for key, _ in kinds) for t in texts):
+        named.append("other notes")
+    return ", ".join(named)
+
+
+def _print_series_notes(err, kind, items, what=None, limit=6):
+    """One line per (callpath, metric, text) when there are few series, else a summary line naming
+    ``what`` they are (default: the kinds of notes among them)."""
     items = list(dict.fromkeys(items))
+    what = what or _notes_named(items)
     series = list(dict.fromkeys((cp, m) for cp, m, _ in items))
     if len(series) <= limit:
         for cp, m, text in items:
@@ -1126,9 +1139,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                      f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)
-    _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in all_rows for n in r["notes"]],
-                        "notes (poor fits, regime changes, negative values"
-                        + (", values on a measured line)" if any("line" in r for r in all_rows) else ")"))
+    _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in all_rows for n in r["notes"]])
 
 
 @cli.command("advise")
