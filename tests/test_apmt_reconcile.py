@@ -28,6 +28,9 @@ def test_verdict_rules():
     assert verdict(0.5, run, 0.9, True, "app").best == "apmt"                  # outside, times oversubscribed
     assert verdict(0.5, None, None, False).best == "apmt"
     assert verdict(0.5, {"value": 1.0, "lower": None, "upper": None}, 0.9, False).best == "pmnf"
+    # a PMNF time below zero is no estimate (the law does not hold there), whatever the coverage
+    neg = {"value": -5.0, "lower": -5.01, "upper": -4.99}
+    assert verdict(0.5, neg, 0.9, False).best == "apmt" and verdict(0.5, neg, PARTIAL / 2, False).best == "apmt"
 
 
 @pytest.fixture(scope="module")

@@ -56,6 +56,10 @@ def verdict(apmt_total: float, run: Mapping | None, coverage: float | None, over
         return Verdict("apmt", "no measured run time to compare with: the APMT total is the only estimate")
     v, lo, hi = run["value"], run["lower"], run["upper"]
     pmnf = f"the PMNF model of the measured {root} time, {v:.4g} s"
+    if v is None or not v >= 0:
+        # a time below zero (or undefined): the model does not hold at the target (predict's note)
+        return Verdict("apmt", f"{pmnf}, is no time: that model does not hold at the target, so the APMT total, "
+                               f"{apmt_total:.4g} s, is the only estimate")
     if coverage is not None and coverage < PARTIAL:
         return Verdict("pmnf", f"best estimate of the run's time: {pmnf} -- APMT's total accounts for "
                                f"{coverage:.1%} of the measured run time at the largest profiled point: it holds "
