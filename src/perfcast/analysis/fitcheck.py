@@ -42,22 +42,35 @@ def fit_warnings(model) -> list[str]:
             "model are unreliable"]
 
 
-def poor_fits(series, parts=None):
+def pending_warned(series, parts=None, two_point: bool = True):
     """Per series of ``series`` (objects with ``model``; :func:`perfcast.fit.columns.split`'s
-    ``parts`` when already computed), whether its model is a poor fit by the rule above (the
-    SMAPE rule alone, not the two-point warning): from its group's quality arrays while the model is
-    not built, else from the model."""
+    ``parts`` when already computed), two boolean arrays: whose model is not built yet (its group's
+    quality arrays hold it), and of those, which :func:`warned` flags (``two_point`` False: the
+    SMAPE rule alone, not the two-point warning)."""
     import numpy as np
 
     from ..fit import columns
 
+    pending = np.zeros(len(series), dtype=bool)
     out = np.zeros(len(series), dtype=bool)
-    groups, others = parts or columns.split(series)
-    for g, pos, rows in groups:
+    for g, pos, rows in (parts or columns.split(series))[0]:
         q = g.quality[rows]
         noise = np.where(np.isfinite(q[:, 4]), q[:, 4], np.nan)
-        out[pos] = warned(g.status[rows] == 0, q[:, 2], noise, np.full(len(rows), 3))
-    for s in others:
+        pending[pos] = True
+        out[pos] = warned(g.status[rows] == 0, q[:, 2], noise,
+                          q[:, 5].astype(np.int64) if two_point else np.full(len(rows), 3))
+    return pending, out
+
+
+def poor_fits(series, parts=None):
+    """Per series of ``series`` (as :func:`pending_warned`), whether its model is a poor fit by the
+    rule above (the SMAPE rule alone, not the two-point warning): from its group's quality arrays
+    while the model is not built, else from the model."""
+    from ..fit import columns
+
+    parts = parts or columns.split(series)
+    _, out = pending_warned(series, parts, two_point=False)
+    for s in parts[1]:
         out[s] = any(w.startswith("poor fit") for w in fit_warnings(series[s].model))
     return out
 
@@ -74,4 +87,4 @@ def warned(ok, smape, noise, n_points):
     return np.asarray(ok, dtype=bool) & ~np.isnan(smape) & ((np.asarray(n_points) == 2) | (smape > limit))
 
 
-__all__ = ["fit_warnings", "poor_fits", "warned", "SMAPE_FLOOR", "NOISE_FACTOR", "UNMEASURED_LIMIT"]
+__all__ = ["fit_warnings", "pending_warned", "poor_fits", "warned", "SMAPE_FLOOR", "NOISE_FACTOR", "UNMEASURED_LIMIT"]

@@ -740,21 +740,6 @@ def plateau_screen(bounds: np.ndarray, ssd: np.ndarray) -> np.ndarray:
     return (n >= 3) & (noisy[bounds[1:]] == noisy[bounds[:-1]])
 
 
-def _poor_pending(items: Sequence, warned) -> tuple[np.ndarray, np.ndarray]:
-    """Per series, two boolean arrays: whose model is not built yet, and of those, for which
-    :func:`perfcast.analysis.fitcheck.fit_warnings` would warn (from its group's quality arrays)."""
-    from .columns import split
-
-    pending = np.zeros(len(items), dtype=bool)
-    poor = np.zeros(len(items), dtype=bool)
-    for g, pos, rows in split(items)[0]:
-        q = g.quality[rows]
-        noise = np.where(np.isfinite(q[:, 4]), q[:, 4], np.nan)
-        pending[pos] = True
-        poor[pos] = warned(g.status[rows] == 0, q[:, 2], noise, q[:, 5].astype(np.int64))
-    return pending, poor
-
-
 def segment_models(exp, series_models: Sequence, options: FitOptions | None = None, locations: str = "auto",
                    select=None, statistics=None) -> list:
     """Refit the series of ``series_models`` (fit.SeriesModel of ``exp``, e.g. from
@@ -770,7 +755,7 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         return items
     default = select is None
     if default:
-        from ..analysis.fitcheck import fit_warnings, warned
+        from ..analysis.fitcheck import fit_warnings, pending_warned
 
         select = lambda m: bool(fit_warnings(m))  # noqa: E731
     st = statistics if statistics is not None else series_statistics(exp, locations)
@@ -799,7 +784,7 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         if m is not None:
             items[i] = SeriesModel(sm.callpath, sm.metric, m)
     # series whose model is not built yet are plain models: the fit's arrays say which are poor fits
-    pending, poor = _poor_pending(items, warned) if default else (np.zeros(len(items), dtype=bool),) * 2
+    pending, poor = pending_warned(items) if default else (np.zeros(len(items), dtype=bool),) * 2
     todo = sorted(np.flatnonzero(poor).tolist()
                   + [i for i in np.flatnonzero(~pending).tolist() if isinstance(items[i].model, Model)
                      and select(items[i].model)])
