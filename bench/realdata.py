@@ -310,12 +310,14 @@ def write_extrap_text(path, params, series, reps, tpoints):
     return names
 
 
-def run_extrap(path, names, targets, params):
+def run_extrap(path, names, targets, params, code: str = HELPER):
+    """Extra-P's models of the text file ``path`` evaluated at ``targets``, by the helper script
+    ``code`` run in Extra-P's venv (default: its default ModelGenerator)."""
     from vs_extrap import ensure_extrap
 
     py = ensure_extrap()
-    helper = OUT / "_realdata_helper.py"
-    helper.write_text(HELPER)
+    helper = path.parent / "_extrap_helper.py"
+    helper.write_text(code)
     res = path.with_suffix(".extrap.json")
     tl = [[t[p] for p in params] for t in targets]
     t0 = time.perf_counter()
