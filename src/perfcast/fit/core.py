@@ -52,6 +52,10 @@ from .terms import (DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Blo
 
 #: FitOptions.nonnegative value: reject only fits that become negative as the parameters grow
 ASYMPTOTIC = "asymptotic"
+#: FitOptions.nonnegative value: the asymptotic rule for the terms, and a constant that comes out
+#: negative refitted through the origin (the strict rule's treatment of the constant): the rule of
+#: series that fall with a parameter (perfcast.fit.series)
+CLAMPED = "clamped"
 #: FitOptions.nonnegative default: ASYMPTOTIC for quantities that cannot be negative, else none
 AUTO = "auto"
 #: metric kinds (perfcast.experiment.KINDS) whose values cannot be negative
@@ -153,8 +157,8 @@ class FitOptions:
             raise PerfcastError("give either a Dask cluster or several local workers, not both", where="dask")
         if not isinstance(self.chunk, int) or self.chunk < 1:
             raise PerfcastError(f"chunk must be a whole number >= 1, not {self.chunk!r}", where="chunk")
-        if self.nonnegative not in (False, True, ASYMPTOTIC, AUTO):
-            raise PerfcastError(f"nonnegative must be False, True, {ASYMPTOTIC!r} or {AUTO!r}, not "
+        if self.nonnegative not in (False, True, ASYMPTOTIC, CLAMPED, AUTO):
+            raise PerfcastError(f"nonnegative must be False, True, {ASYMPTOTIC!r}, {CLAMPED!r} or {AUTO!r}, not "
                                 f"{self.nonnegative!r}", where="nonnegative")
 
     def for_kind(self, kind: str | None, exact: bool = False) -> "FitOptions":
@@ -318,7 +322,7 @@ def _const_sums(y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None = None,
          leverage: bool = True, growing: np.ndarray | None = None, const: tuple | None = None,
-         outgrow: tuple | None = None, ranges: tuple | None = None) -> _WLS:
+         outgrow: tuple | None = None, below=None) -> _WLS:
     """:func:`_wls` with the non-negativity constraint: rows whose constant comes out negative are
     refitted without the constant (the constrained optimum lies on that boundary when the terms
     are kept), rows with a negative term coefficient are rejected (criterion inf).  With
@@ -328,13 +332,19 @@ def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None
     stays non-negative at the points (``-73 + 3e-4 * log2(p)^2 * n``).  ``const``: as :func:`_wls`.
     ``outgrow`` = (rows (S,) bool, hypotheses (S, K, m), growing blocks): on those rows a fit the
     asymptotic rule rejects is kept when :func:`_outgrown` says its negative terms are outgrown.
-    ``ranges``: rows -> the terms' ranges (lo, hi) on those rows, (r, k) or (k,) in the design's
-    units, beyond the smallest measured values (:meth:`_Space.term_ranges`): a fit whose lower
-    bound there (:func:`_law_floor`) is below zero is rejected too, unless :func:`_outgrown` kept
-    it (its growing terms are shown non-negative beyond the data, which the bound does not see).
-    Only fits with a negative coefficient can have a negative bound; only they are bounded."""
-    if nonneg == ASYMPTOTIC:
-        fit = _wls(D, y, w, leverage, const)
+    ``nonneg == "clamped"``: the constant as the strict rule treats it (refitted through the
+    origin where it comes out negative), the terms as the asymptotic rule does; without
+    ``growing`` (a refit of admitted hypotheses) only the constant's refit.
+    ``below``: (rows, their coefficients) -> which of those laws are below zero somewhere from
+    the smallest measured values on (:meth:`_Space.below_zero`): they are rejected too, unless
+    :func:`_outgrown` kept them (their growing terms are shown non-negative beyond the data, which
+    the bound does not see).  Only fits with a negative coefficient can be; only they are asked."""
+    if nonneg in (ASYMPTOTIC, CLAMPED):
+        fit = _wls(D, y, w, leverage or nonneg == CLAMPED, const)
+        if nonneg == CLAMPED and D.shape[-1] >= 2:
+            _through_origin(fit, D, y, w, np.nonzero(fit.ok & (fit.beta[:, 0] < 0))[0])
+        if growing is None:         # a refit of hypotheses the rule already admitted
+            return fit
         bad = fit.ok & _asymptotically_negative(fit.beta, growing)
         kept = np.zeros(len(bad), dtype=bool)
         if outgrow is not None and bad.any():
@@ -345,34 +355,19 @@ def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None
                 kept[cand] = ~bad[cand]
         # and below zero where the quantity was measured (``-928 + 194 log2(p)`` at p = 27)
         bad |= fit.ok & np.any(((y - fit.resid) < -NEGATIVE_TOL) & (w > 0), axis=1)
-        if ranges is not None:
+        if below is not None:
             # or anywhere beyond the smallest measured values (``-1197 + 3316 x^(-2/3) log2(x) + 3
             # y``, falling in x to -1197 + 3 y)
             rows = np.nonzero(fit.ok & ~bad & ~kept & np.any(fit.beta < 0, axis=1))[0]
             if len(rows):
-                lo, hi = ranges(rows)
-                b = fit.beta[rows]
-                bad[rows] = _law_floor(b[:, :1], b[:, 1:], lo, hi) < -NEGATIVE_TOL
+                bad[rows] = below(rows, fit.beta[rows])
         fit.rss = np.where(bad, np.inf, fit.rss)
         fit.press = np.where(bad, np.inf, fit.press)
         return fit
     fit = _wls(D, y, w, leverage or nonneg, const)
     if not nonneg or (D.shape[-1] < 2):
         return fit
-    neg0 = fit.ok & (fit.beta[:, 0] < 0)
-    if neg0.any():
-        rows = np.nonzero(neg0)[0]
-        D0 = D[:, 1:] if D.ndim == 2 else D[rows][:, :, 1:]
-        sub = _wls(D0, y[rows], w[rows])
-        fit.beta[rows, 0] = 0.0
-        fit.beta[rows, 1:] = sub.beta
-        fit.rss[rows], fit.press[rows] = sub.rss, sub.press
-        fit.resid[rows], fit.hat[rows] = sub.resid, sub.hat
-        k = D.shape[-1]
-        a = np.zeros((len(rows), k, k))
-        a[:, 1:, 1:] = sub.ainv
-        fit.ainv[rows] = a
-        fit.ok[rows] = sub.ok
+    _through_origin(fit, D, y, w, np.nonzero(fit.ok & (fit.beta[:, 0] < 0))[0])
     bad = np.any(fit.beta[:, 1:] < 0, axis=1)
     if clamp is not None:
         # the constrained optimum with a negative slope is the slope 0: the constant model's fit
@@ -382,6 +377,25 @@ def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None
         fit.rss = np.where(bad, np.inf, fit.rss)
         fit.press = np.where(bad, np.inf, fit.press)
     return fit
+
+
+def _through_origin(fit: _WLS, D: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
+    """Refit ``rows`` of ``fit`` without the constant (it is 0 there), in place: the constrained
+    optimum of a fit whose constant came out negative lies on that boundary when its terms are
+    kept."""
+    if not len(rows):
+        return
+    D0 = D[:, 1:] if D.ndim == 2 else D[rows][:, :, 1:]
+    sub = _wls(D0, y[rows], w[rows])
+    fit.beta[rows, 0] = 0.0
+    fit.beta[rows, 1:] = sub.beta
+    fit.rss[rows], fit.press[rows] = sub.rss, sub.press
+    fit.resid[rows], fit.hat[rows] = sub.resid, sub.hat
+    k = D.shape[-1]
+    a = np.zeros((len(rows), k, k))
+    a[:, 1:, 1:] = sub.ainv
+    fit.ainv[rows] = a
+    fit.ok[rows] = sub.ok
 
 
 def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarray, cv: bool,
@@ -438,6 +452,9 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
 
 #: a fitted value below this (in units of the series' largest |mean|) is negative
 NEGATIVE_TOL = 1e-9
+#: refinements of :meth:`_Space.below_zero`'s grid around a law's lowest point (each 16x finer in
+#: one parameter, 4x in two)
+ZOOMS = 3
 
 
 def _below_zero_at_points(beta0: np.ndarray, beta1: np.ndarray, T: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -580,6 +597,58 @@ class _Space:
                                       neginf=-np.inf)
                 lo, hi = prods.min(axis=0), prods.max(axis=0)
         return lo / scale[:, 1:], hi / scale[:, 1:]
+
+    def below_zero(self, hyp: np.ndarray, scale: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """(S,) laws ``beta`` (S, 1 + k) of hypotheses ``hyp`` (S, K, m) (used slots first; design
+        scales ``scale`` (S, 1 + k)) below zero somewhere from the smallest measured values on.
+        :func:`_law_floor` over :meth:`term_ranges` decides, exactly for one term; when it says
+        below zero for several terms -- a bound: their lowest values may lie at different points
+        (``264 - 428 / p + 0.625 n^2 / p`` has the bound 264 - 428 < 0 but is >= 2396 everywhere)
+        -- the law's minimum is searched: on a grid of log2 values from the smallest measured ones
+        to 2^40 times them, then :data:`ZOOMS` times on a finer grid around the lowest point."""
+        k = scale.shape[1] - 1
+        lo, hi = self.term_ranges(hyp, scale)
+        out = _law_floor(beta[:, :1], beta[:, 1:], lo, hi) < -NEGATIVE_TOL
+        rows = np.nonzero(out)[0]
+        if k < 2 or not len(rows):
+            return out
+        h = np.where(hyp[rows, :k, :] < 0, self.H, hyp[rows, :k, :])
+        b, sc = beta[rows], scale[rows, 1:]
+        base = np.log2(np.min(self.X, axis=0))                         # (m,)
+        num = {1: 161, 2: 41, 3: 13}.get(self.m, 7)
+        step = 40.0 / (num - 1)
+        axes = [base[p] + np.linspace(0.0, 40.0, num) for p in range(self.m)]
+        L = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)   # (g, m)
+        L = np.broadcast_to(L, (len(rows),) + L.shape)
+        low = np.full(len(rows), np.inf)
+        for zoom in range(ZOOMS + 1):
+            law = self._law_at(h, sc, b, L)
+            at = np.nanargmin(np.where(np.isnan(law), np.inf, law), axis=1)
+            low = np.minimum(low, law[np.arange(len(rows)), at])
+            if zoom == ZOOMS:
+                break
+            # a finer grid over the cells around each row's lowest point
+            q = {1: 33, 2: 9}.get(self.m, 5)
+            centre = L[np.arange(len(rows)), at]                          # (r, m)
+            offs = np.linspace(-step, step, q)
+            grid = np.stack([g.ravel() for g in np.meshgrid(*([offs] * self.m), indexing="ij")], axis=1)
+            L = np.maximum(centre[:, None, :] + grid[None], base)
+            step = 2 * step / (q - 1)
+        out[rows] = low < -NEGATIVE_TOL
+        return out
+
+    def _law_at(self, h: np.ndarray, sc: np.ndarray, beta: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """Laws ``beta`` (r, 1 + k) with block indices ``h`` (r, k, m) (H: the parameter absent)
+        and term scales ``sc`` (r, k) at points of log2 values ``L`` (r, g, m) -> (r, g)."""
+        i = np.array([float(b[0]) for b in self.blocks] + [0.0])
+        j = np.array([b[1] for b in self.blocks] + [0])
+        vals = np.ones(h.shape[:2] + (L.shape[1],))
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            for p in range(self.m):
+                lp = L[:, None, :, p]                                     # (r, 1, g)
+                ip, jp = i[h[:, :, p]][..., None], j[h[:, :, p]][..., None]
+                vals *= np.exp2(ip * lp) * np.where(jp == 0, 1.0, lp ** jp)
+            return beta[:, :1] + np.einsum("rk,rkg->rg", beta[:, 1:], vals / sc[:, :, None])
 
     #: :meth:`design` gathers the columns from a table of every monomial when it has at most this
     #: many values ((H + 1)^m * n: two parameters; three are evaluated per hypothesis)
@@ -1711,18 +1780,22 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
     pen1 = 2 * math.log(H)
     crit1 = np.full((S, H), np.inf)
     ones = np.ones(n)
-    asym = opt.nonnegative == ASYMPTOTIC
+    asym = opt.nonnegative in (ASYMPTOTIC, CLAMPED)
     grow = _growing_blocks(space.blocks)
     ranges = _block_ranges(space, 0, sc)
     turns = ranges if asym and ranges[0].any() else None
-    if not opt.nonnegative or asym:
+    if not opt.nonnegative or opt.nonnegative == ASYMPTOTIC:
         err = _one_block_err(Tn, valid, ch.y, ch.w, opt.selection == "cv", grow if asym else None, turns)
         crit1 = ch.criterion_err(err, 1, pen1, opt.selection)
     else:
+        # the constant's refit through the origin: block by block
         for h in range(H):
             if not valid[h] or n < 3:
                 continue
-            fit = _fit(np.column_stack([ones, Tn[:, h]]), ch.y, ch.w, opt.nonnegative)
+            fit = _fit(np.column_stack([ones, Tn[:, h]]), ch.y, ch.w, opt.nonnegative,
+                       growing=grow[[h]] if asym else None,
+                       below=(lambda rows, b, h=h: _law_floor(b[:, :1], b[:, 1:], ranges[1][[h]], ranges[2][[h]])
+                              < -NEGATIVE_TOL) if asym else None)
             crit1[:, h] = ch.criterion(fit, 1, pen1, opt.selection)
     hyp1 = np.full((H, K, 1), -1, dtype=np.int32)
     hyp1[:, 0, 0] = np.arange(H)
@@ -1748,7 +1821,11 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
         hyp = np.full((len(batch), K, 1), -1, dtype=np.int32)
         for c, (a, b) in enumerate(batch):
             fit = _fit(np.column_stack([ones, Tn[:, a], Tn[:, b]]), sub.y, sub.w, opt.nonnegative,
-                       growing=grow[[a, b]], ranges=(lambda rows, a=a, b=b: (ranges[1][[a, b]], ranges[2][[a, b]])) if asym else None)
+                       growing=grow[[a, b]],
+                       below=(lambda rows, c, a=a, b=b: space.below_zero(
+                           np.broadcast_to(np.array([[[a], [b]] + [[-1]] * (K - 2)], dtype=np.int32),
+                                           (len(rows), K, 1)),
+                           np.broadcast_to(np.concatenate([[1.0], sc[[a, b]]]), (len(rows), 3)), c)) if asym else None)
             crit[:, c] = sub.criterion(fit, 2, pen2, opt.selection)
             hyp[c, 0, 0], hyp[c, 1, 0] = a, b
         ch.merge(need, crit, hyp)
@@ -1804,7 +1881,7 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
     S = len(ch.y)
     L = min(opt.shortlist, H)
     shortlist = {}
-    asym = opt.nonnegative == ASYMPTOTIC
+    asym = opt.nonnegative in (ASYMPTOTIC, CLAMPED)
     grow = _growing_blocks(space.blocks)
     # stage 1: per-parameter scores summed over lines (free constant and slope per line)
     for p in usable:
@@ -1875,7 +1952,7 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
                        growing=_growing_terms(hflat, grow, k) if asym else None,
                        const=(np.repeat(csum[0][a:b], C), np.repeat(csum[1][a:b], C)),
                        outgrow=(np.repeat(relax, C), hflat, grow) if asym and relax.any() else None,
-                       ranges=(lambda rows: space.term_ranges(hflat[rows], scale[rows])) if asym else None)
+                       below=(lambda rows, c: space.below_zero(hflat[rows], scale[rows], c)) if asym else None)
             err = np.where(undefined, np.inf, fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
             sub = _SubChunk(ch, slice(a, b))
             ch.merge(slice(a, b), sub.criterion_err(err, k, pen, opt.selection), h)
@@ -1923,8 +2000,8 @@ def _adaptive(space: _Space, ch: _Chunk, reps: np.ndarray, beta: float, nonneg=F
             hyp = _used_first(hyp)
             ch.best_hyp[si, ai] = hyp
         D, scale, k = space.design(hyp)
-        if nonneg is True:
-            ls = _fit(D, ch.y[si], ch.w[si], True, leverage=False)
+        if nonneg in (True, CLAMPED):
+            ls = _fit(D, ch.y[si], ch.w[si], nonneg, leverage=False)
             c0, fok, rss, ainv = ls.beta, ls.ok, ls.rss, ls.ainv
         else:
             c0, fok, rss, ainv = fast_wls([D[:, :, i] for i in range(k + 1)], ch.y[si], ch.w[si], True)
@@ -1963,10 +2040,11 @@ def _crosses_rule(c: np.ndarray, D: np.ndarray, w: np.ndarray, hyp: np.ndarray, 
         return np.any(c < -tol, axis=1)
     fitted = np.einsum("snk,sk->sn", D, c)
     bad = np.any((fitted < -tol) & (w > 0), axis=1)
+    if nonneg == CLAMPED:
+        bad |= c[:, 0] < -tol
     rows = np.nonzero(~bad & np.any(c < 0, axis=1))[0]
     if len(rows):
-        lo, hi = space.term_ranges(hyp[rows], scale[rows])
-        bad[rows] = _law_floor(c[rows, :1], c[rows, 1:], lo, hi) < -tol
+        bad[rows] = space.below_zero(hyp[rows], scale[rows], c[rows])
     return bad
 
 
@@ -1980,7 +2058,7 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
     nterms = np.sum(np.any(ch.best_hyp >= 0, axis=3), axis=2)  # (S, M)
     # the strict constraint refits every alternative under it; the asymptotic one only ruled
     # hypotheses out during the search (the kept ones' unconstrained fits are their fits)
-    strict = opt.nonnegative is True
+    strict = opt.nonnegative in (True, CLAMPED)
     for a in range(M if strict else 1):
         for k in np.unique(nterms[:, a]):
             rows = np.nonzero((nterms[:, a] == k) & np.isfinite(ch.best_crit[:, a]))[0]
@@ -1989,7 +2067,7 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             hyp = _used_first(_take2(ch.best_hyp, rows, a))
             D, scale, k = space.design(hyp)
             y, w = ch.y[rows], ch.w[rows]
-            fit = _fit(D, y, w, strict, leverage=a == 0)  # leverages only for the quality of the best
+            fit = _fit(D, y, w, opt.nonnegative if strict else False, leverage=a == 0)  # leverages: the best's quality
             sc = ch.scale[rows]
             beta = fit.beta / scale * sc[:, None]
             kk = k + 1

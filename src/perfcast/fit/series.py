@@ -28,7 +28,7 @@ import pandas as pd
 from ..errors import PerfcastError
 from ..experiment import Experiment, fill_absent_repetitions, location_reduction, reduce_over_locations
 from ..scaling import decreasing
-from .core import ASYMPTOTIC, FitOptions, GroupFit, fit_group, parameter_lines
+from .core import ASYMPTOTIC, CLAMPED, FitOptions, GroupFit, fit_group, parameter_lines
 from .model import Model
 
 LOCATION_REDUCTIONS = ("auto", "sum", "mean", "max", "min", "median")
@@ -548,13 +548,12 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         X = coords[cols]
         # series that fall with a parameter (strong scaling: cost per rank ~ 1/p) get negative
         # exponents in their search, and say so; the others keep the growing space.  A falling
-        # time, count or size is a sum of non-negative parts (work / p, a serial part, overheads):
-        # its terms and constant are kept >= 0 (FitOptions.nonnegative True: a negative constant
-        # is refitted through the origin, a negative term rules its hypothesis out).  Under the
-        # asymptotic rule, 1e9 / p counts at p = 1..16 with 2% noise were modelled as
-        # ``9.8e8 - 5.8e8 p^(-1/3) log2(p)`` (417x too high at p = 1024) in 9 of 20 draws, their
-        # constant drawn below zero having ruled ``c + b / p`` out (bench/README.md "Falling
-        # series")
+        # time, count or size has a serial part >= 0: a constant that comes out negative is refitted
+        # through the origin (FitOptions.nonnegative "clamped"; its terms keep the asymptotic
+        # rule).  Under the asymptotic rule alone, 1e9 / p counts at p = 1..16 with 2% noise were
+        # modelled as ``9.8e8 - 5.8e8 p^(-1/3) log2(p)`` (417x too high at p = 1024) in 9 of 20
+        # draws, their constant drawn below zero having ruled ``c + b / p`` out (bench/README.md
+        # "Falling series")
         parts = [(rows_all, opts, ())]
         if not opts.negative and len(cols) >= 3:
             dec = decreasing(X, mean[np.ix_(rows_all, cols)], [parameter_lines(X, p) for p in range(len(params))])
@@ -563,7 +562,7 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
                         "negative exponents searched too",)
                 falling = replace(opts, negative=True)
                 if opts.nonnegative == ASYMPTOTIC:
-                    falling = replace(falling, nonnegative=True)
+                    falling = replace(falling, nonnegative=CLAMPED)
                 parts = [(rows_all[~dec], opts, ()), (rows_all[dec], falling, note)]
         for rows, o, note in parts:
             if not len(rows):
