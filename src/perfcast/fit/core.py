@@ -1473,9 +1473,12 @@ def _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, c
     hypotheses; noise, quality and drift are those of the best law's fit."""
     n, m = X.shape
     varying = varying_parameters(X)
-    subs = [fit_group(X[:, [p]], mean, count, ssd, [parameters[p]], options,
-                      progress if i == len(varying) - 1 else None, reps, shape=shape, check=check)
-            for i, p in enumerate(varying)]
+    def part(i):      # progress over the fits in every parameter
+        return None if progress is None else (lambda done, total: progress(
+            (i * total + done) // len(varying), total))
+
+    subs = [fit_group(X[:, [p]], mean, count, ssd, [parameters[p]], options, part(i), reps, shape=shape,
+                      check=check) for i, p in enumerate(varying)]
     S, M = subs[0].weight.shape
     K = max(g.hyp.shape[2] for g in subs)
     blocks = subs[0].blocks
