@@ -187,7 +187,31 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
                     _measured_ends(st, res, lower, upper),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
-                    signed=_signed(exp), smallest={p: float(exp.data[p].min()) for p in exp.parameters})
+                    signed=_signed(exp), smallest={p: float(exp.data[p].min()) for p in exp.parameters},
+                    path=_measured_path(exp))
+
+
+def _measured_path(exp) -> tuple:
+    """:attr:`ModelSet.path` of ``exp``: its distinct points along one path, when no parameter has a
+    line of >= 3 points with the others fixed (:func:`perfcast.fit.path.measured_path`)."""
+    from .fit.core import parameter_lines
+    from .fit.path import measured_path
+
+    if len(exp.parameters) < 2:
+        return ()
+    X = exp.data[list(exp.parameters)].drop_duplicates().to_numpy(dtype=float)
+    if any(parameter_lines(X, p) for p in range(X.shape[1])):
+        return ()
+    P = measured_path(X)
+    return () if P is None else tuple(tuple(r) for r in P.tolist())
+
+
+def off_path_note(parameters: Sequence[str], positions: Mapping[str, Mapping[str, float]]) -> str:
+    """The note of a prediction off the measured path (:meth:`ModelSet.off_path`)."""
+    where = "; ".join(f"{p} alone: " + ",".join(f"{q}={e[q]:.4g}" for q in parameters)
+                      for p, e in positions.items())
+    return ("off the measured path: the parameters were varied only together, so the data cannot tell which "
+            f"one the value follows; the interval holds the path's values where each alone would put it ({where})")
 
 
 def _signed(exp) -> tuple[str, ...]:
@@ -710,6 +734,11 @@ class ModelSet:
     signed: tuple[str, ...] = ()
     #: each parameter's smallest measured value (with ``upper`` the measured range; empty: unknown)
     smallest: Mapping[str, float] = field(default_factory=dict)
+    #: the measured points when the parameters were varied only together along one path
+    #: (:mod:`perfcast.fit.path`), sorted along it; empty otherwise.  A prediction off the path has
+    #: its interval widened to the values at the path's positions its coordinates name, a note and
+    #: confidence low
+    path: tuple = ()
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -879,6 +908,13 @@ class ModelSet:
                 for i in range(s * P, s * P + P):
                     extra.setdefault(i, []).append(note)
                 doubted[s * P:s * P + P] = True
+        for j, t in enumerate(pts):
+            eq = self.off_path(t)
+            if eq:
+                note = off_path_note(self.parameters, eq)
+                for s in range(S):
+                    extra.setdefault(s * P + j, []).append(note)
+                    doubted[s * P + j] = True
         for j, st in enumerate(steep):
             for s, note in (st or {}).items():
                 if note:
@@ -960,6 +996,12 @@ class ModelSet:
         series = list(self.series if series is None else series)
         edges = [self._beyond(t) for t in pts]
         allp = pts + [e for e in edges if e is not None]
+        # off the measured path: the positions on it that the point's coordinates name
+        offs = [self.off_path(t) for t in pts]
+        off_at = []
+        for eq in offs:
+            off_at.append(list(range(len(allp), len(allp) + len(eq))))
+            allp += list(eq.values())
         where = []
         k = len(pts)
         for e in edges:
@@ -974,14 +1016,35 @@ class ModelSet:
         value, lower, upper = v[:, :P].copy(), lo[:, :P].copy(), hi[:, :P].copy()
         if edge_cols:
             base[:, edge_cols] = v[:, edge_at]
+        for j, at in enumerate(off_at):
+            if at:
+                lower[:, j] = np.fmin(lower[:, j], np.min(lo[:, at], axis=1))
+                upper[:, j] = np.fmax(upper[:, j], np.max(hi[:, at], axis=1))
         for s in np.nonzero(~inb)[0].tolist():
             m = series[s].model
             for j, t in enumerate(pts):
                 value[s, j] = float(m.predict(t, averaged=self.averaged))
                 lower[s, j], upper[s, j] = m.interval(t, level, averaged=self.averaged)
+                for e in offs[j].values():
+                    el, eh = m.interval(e, level, averaged=self.averaged)
+                    lower[s, j], upper[s, j] = min(lower[s, j], el), max(upper[s, j], eh)
                 if edges[j] is not None:
                     base[s, j] = float(m.predict(edges[j], averaged=self.averaged))
         return value, lower, upper, base
+
+    def off_path(self, t: Mapping[str, float]) -> dict[str, dict[str, float]]:
+        """The positions on the measured :attr:`path` that the coordinates of a point ``t`` off it
+        name: {varying parameter: the point on the path at its value of it} (the point if only
+        that parameter mattered); empty on the path or without one
+        (:func:`perfcast.fit.path.equivalents`)."""
+        if not self.path:
+            return {}
+        from .fit.path import equivalents, varying_parameters
+
+        P = np.array(self.path, dtype=float)
+        eq = equivalents(P, [float(t[p]) for p in self.parameters])
+        return {self.parameters[q]: dict(zip(self.parameters, (float(v) for v in e)))
+                for q, e in zip(varying_parameters(P), eq)}
 
     def _beyond_measured_slopes(self, series: list, lines: list, pts: list, value: np.ndarray,
                                 base: np.ndarray) -> list[dict | None]:

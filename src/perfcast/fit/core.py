@@ -47,6 +47,7 @@ from ..errors import PerfcastError
 from .model import Model, Quality, Term
 from .shape import NORMAL, NoiseShape, estimate_shape, fast_wls, gn_efficiency, lbeta_fit
 from .special import chi2_sf_below, f_sf_decided
+from .path import measured_path, note as path_note, varying_parameters
 from .terms import (DEFAULT_EXPONENTS, DEFAULT_LOG_EXPONENTS, DEFAULT_SPACE, Block, block_values, factor_range,
                     make_blocks, parse_fraction, with_negative)
 
@@ -1497,11 +1498,21 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     # parameters that cannot be modelled: fewer than 3 distinct values on some line
     lines = [parameter_lines(X, p) for p in range(m)]
     usable = [p for p in range(m) if lines[p]]
-    # two points that differ in one parameter: a law in it (:func:`_two_points`), not "no effect"
+    # parameters varied together along one path (no line in any): a law in one of them
+    # (:mod:`perfcast.fit.path`), not "no effect" and not the mean
+    path = measured_path(X) if (not usable and n >= 2) else None
+    if path is not None and len(path) == n and n >= 3:
+        return _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, check)
+    # two points that differ in one parameter: a law in it (:func:`_two_points`), not "no effect";
+    # two points of a path: a law in its first varying parameter
     two = _two_point_axis(X) if (n == 2 and not usable) else None
+    if two is None and path is not None and n == 2:
+        two = varying_parameters(X)[0]
     notes = tuple(f"parameter {parameters[p]!r}: no line of >= 3 points with the other parameters fixed; "
                   f"treated as having no effect" for p in range(m)
-                  if not lines[p] and p != two and len(np.unique(X[:, p])) > 1)
+                  if path is None and not lines[p] and p != two and len(np.unique(X[:, p])) > 1)
+    if path is not None and n == 2:
+        notes = (path_note(parameters, varying_parameters(X), n),)
     # multi-parameter: two monomials, or one per usable parameter (a+b+c, :func:`_forms`)
     K = (opt.max_terms if m == 1 else min(max(2, len(usable)), 2 ** len(usable) - 1)) if usable else 1
     K = max(K, 1)
@@ -1585,6 +1596,66 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         out_drift[:] = np.nan
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
                     out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape)
+
+
+def _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, check) -> GroupFit:
+    """:func:`fit_group` of points along one path (:mod:`perfcast.fit.path`, >= 3 points): the
+    series fitted in each varying parameter alone, the laws of all of them ranked by the search's
+    criterion; per series the best is the model, the next ones (in any parameter) its competing
+    hypotheses; noise, quality and drift are those of the best law's fit."""
+    n, m = X.shape
+    varying = varying_parameters(X)
+    def part(i):      # progress over the fits in every parameter
+        return None if progress is None else (lambda done, total: progress(
+            (i * total + done) // len(varying), total))
+
+    subs = [fit_group(X[:, [p]], mean, count, ssd, [parameters[p]], options, part(i), reps, shape=shape,
+                      check=check) for i, p in enumerate(varying)]
+    S, M = subs[0].weight.shape
+    K = max(g.hyp.shape[2] for g in subs)
+    blocks = subs[0].blocks
+    if any(g.blocks != blocks for g in subs):
+        raise PerfcastError("internal: the fits along a path have different term blocks")
+    P = len(subs)
+    crit = np.full((S, P * M), np.inf)
+    hyp = np.full((S, P * M, K, m), -1, dtype=np.int32)
+    coef = np.zeros((S, P * M, 1 + K))
+    cov = np.zeros((S, P * M, 1 + K, 1 + K))
+    for i, (g, p) in enumerate(zip(subs, varying)):
+        k = g.hyp.shape[2]
+        c0 = g.quality[:, 7]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = c0[:, None] - 2 * np.log(g.weight / g.weight[:, :1])
+        c = np.where((g.weight > 0) & np.isfinite(c), c, np.inf)
+        # a series without a criterion (the constant 0 of an all-zero series): the first fit's
+        c[:, 0] = np.where(np.isfinite(c0), c[:, 0], 0.0 if i == 0 else np.inf)
+        crit[:, i * M:(i + 1) * M] = c
+        hyp[:, i * M:(i + 1) * M, :k, p] = g.hyp[..., 0]
+        coef[:, i * M:(i + 1) * M, :1 + k] = g.coef
+        cov[:, i * M:(i + 1) * M, :1 + k, :1 + k] = g.cov
+    order = np.argsort(crit, axis=1, kind="stable")[:, :M]
+    crit = np.take_along_axis(crit, order, axis=1)
+    hyp = np.take_along_axis(hyp, order[:, :, None, None], axis=1)
+    coef = np.take_along_axis(coef, order[:, :, None], axis=1)
+    cov = np.take_along_axis(cov, order[:, :, None, None], axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        w = np.exp(-(crit - crit[:, :1]) / 2)
+    w = np.where(np.isfinite(crit) & np.isfinite(w), w, 0.0)
+    w[:, 0] = 1.0
+    w = w / w.sum(axis=1, keepdims=True)
+    win = order[:, 0] // M
+    rows = np.arange(S)
+
+    def pick(attr):
+        return np.stack([getattr(g, attr) for g in subs])[win, rows]
+
+    drift = None if subs[0].drift is None else pick("drift")
+    drift_dof = np.array([g._drift_dof(s) for g, s in zip((subs[i] for i in win.tolist()), range(S))],
+                         dtype=np.int64) if S else 0
+    return GroupFit(tuple(parameters), blocks, n, pick("status"), pick("needed"), hyp, w, coef, cov,
+                    pick("quality"), pick("noise"), pick("dof"), (path_note(parameters, varying, n),), drift,
+                    tuple(float(v) for v in np.max(X, axis=0)), max(g.growth for g in subs), drift_dof,
+                    subs[0].shape)
 
 
 #: two-point models: standard deviation of the exponent (a quarter power: the spacing of the
