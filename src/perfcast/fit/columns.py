@@ -615,11 +615,23 @@ def predict(series: Sequence, cols: Mapping[str, np.ndarray], level: float = 0.9
     (:meth:`GroupFit.hypotheses_design`, the competing hypotheses from ``GroupFit.weight``, the
     interval's inputs as :meth:`GroupFit.model` sets them) -- the same floats as ``predict_many``
     over the built models, through the same :class:`perfcast.fit.model.PredictBatch`."""
-    from .core import MIN_WEIGHT
-    from .lines import line_log_factors
-    from .model import PredictBatch, check_level, doublings_rows
+    from .model import check_level
 
     check_level(level)
+    inb, b = batch(series, cols, averaged or intervals, parts)
+    v, lo, hi = b.predict(level, averaged, intervals)
+    v[~inb] = np.nan
+    return inb, v, lo, hi
+
+
+def batch(series: Sequence, cols: Mapping[str, np.ndarray], alternatives: bool = True, parts=None):
+    """(in the batch (S,), :class:`perfcast.fit.model.PredictBatch`) of :func:`predict`: the
+    batch's :meth:`~perfcast.fit.model.PredictBatch.variance_parts` are the parts of each
+    interval (``alternatives``: with the competing hypotheses)."""
+    from .core import MIN_WEIGHT
+    from .lines import line_log_factors
+    from .model import PredictBatch, doublings_rows
+
     S = len(series)
     n = len(next(iter(cols.values()))) if cols else 1
     keys = set(cols)
@@ -635,7 +647,7 @@ def predict(series: Sequence, cols: Mapping[str, np.ndarray], level: float = 0.9
     inb = np.zeros(S, dtype=bool)
     if plain:
         at = np.asarray(plain, dtype=np.int64)
-        b.add_models(at, [series[s].model for s in plain], averaged or intervals)
+        b.add_models(at, [series[s].model for s in plain], alternatives)
         inb[at] = True
     for g, pos, rows in usable:
         inb[pos] = True
@@ -674,13 +686,11 @@ def predict(series: Sequence, cols: Mapping[str, np.ndarray], level: float = 0.9
             for s, r in zip(gp.tolist(), gr.tolist()):
                 if g.lines[r]:
                     b.line_log[s] = line_log_factors(g.lines[r], pc)
-        if (averaged or intervals) and g.weight.shape[1] > 1:
+        if alternatives and g.weight.shape[1] > 1:
             i, a = np.nonzero(g.weight[gr, 1:] >= MIN_WEIGHT)
             if len(i):
                 b.add_lazy(g, gp[i].tolist(), gr[i].tolist(), (a + 1).tolist())
-    v, lo, hi = b.predict(level, averaged, intervals)
-    v[~inb] = np.nan
-    return inb, v, lo, hi
+    return inb, b
 
 
 def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bool = False, parts=None) -> np.ndarray:
@@ -699,4 +709,4 @@ def values(series: Sequence, points: Sequence[Mapping[str, float]], averaged: bo
     return out
 
 
-__all__ = ["split", "take", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "float_texts", "float_text_array", "joined_text", "text_array", "model_json", "model_json_array", "predict", "values"]
+__all__ = ["split", "take", "status_ok", "constants", "quality", "terms", "formulas", "lines", "growth_keys", "growth_codes", "lead_codes", "json_ready", "float_texts", "float_text_array", "joined_text", "text_array", "model_json", "model_json_array", "predict", "batch", "values"]

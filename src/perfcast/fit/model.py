@@ -653,7 +653,15 @@ class PredictBatch:
         with np.errstate(invalid="ignore", divide="ignore"):
             return self._predict(level, averaged, intervals)
 
-    def _predict(self, level: float, averaged: bool, intervals: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def variance_parts(self, level: float, averaged: bool, intervals: bool = True) -> dict:
+        """The parts of every row's interval (the rule of :meth:`Model.interval`), each (S, n):
+        ``value`` (the selected hypothesis'), ``centre`` (the value shown: the average with
+        ``averaged``), the variances ``coef`` (coefficient covariance), ``noise`` (one new
+        observation, as its quantile scales it: ``rn^2`` times ``noise_raw``), ``alternatives``
+        (the competing hypotheses' spread about the centre), ``drift`` (the extrapolation drift),
+        ``dof`` (the Welch-Satterthwaite degrees of freedom of their sum) and ``q`` (its t
+        quantile); the half-width is ``q * sqrt(coef + noise + alternatives + drift)``.  ``ok``
+        (S,): rows with an interval (the variances are 0, ``q`` NaN, elsewhere)."""
         S, n = self.S, self.n
         D = skip_zero_terms(self.D, self.coef)
         y = values_of(D, self.coef)
@@ -669,31 +677,50 @@ class PredictBatch:
         else:
             avg = y
         centre = avg if averaged else y
+        ok = self.ok & intervals
+        zero = np.zeros((S, n))
+        out = {"value": y, "centre": centre, "ok": ok, "coef": zero, "noise_raw": zero, "noise": zero,
+               "alternatives": zero, "drift": zero, "dof": np.full((S, n), np.nan), "q": np.full((S, n), np.nan)}
+        if not ok.any():
+            return out
+        C = np.where(ok[:, None, None], self.cov, 0.0)
+        noise = self.noise[:, None]
+        vn = (noise * y) ** 2
+        vc = np.maximum(np.einsum("sni,sij,snj->sn", D, C, D), 0.0)
+        # the sum in the order the bounds have always been computed in (their floats), the
+        # alternatives' part on its own for the parts
+        var = vc + vn + w0[:, None] * (y - centre) ** 2
+        va = w0[:, None] * (y - centre) ** 2
+        if alts:
+            dev = wts[:, None] * (ya - centre[own]) ** 2
+            np.add.at(var, own, dev)
+            np.add.at(va, own, dev)
+        d = self.doublings
+        drift = self.drift[:, None]
+        growth = self.growth[:, None]
+        vd = (drift * d ** growth * centre) ** 2
+        # non-normal noise: its part of the variance enters scaled by the squared ratio of its
+        # quantile to the normal one (1 for normal noise; < 1 for light-tailed noise, whose
+        # 90% range is narrower than a normal one of the same variance)
+        rn = np.array([_shape_ratio(b, level) for b in self.noise_shape.tolist()], dtype=float)[:, None]
+        dof = np.broadcast_to(self.dof[:, None], (S, n))
+        ddof = self.drift_dof[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ws = (var + vd) ** 2 / (var ** 2 / dof + vd ** 2 / ddof)
+        dof = np.where((ddof > 0) & (vd > 0) & np.isfinite(ws), ws, dof)
+        out.update(coef=vc, noise_raw=vn, noise=vn + (rn * rn - 1) * vn, alternatives=va, drift=vd, dof=dof,
+                   q=t_quantile(dof, 0.5 + level / 2), var=var, rn=rn)
+        return out
+
+    def _predict(self, level: float, averaged: bool, intervals: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        S, n = self.S, self.n
+        p = self.variance_parts(level, averaged, intervals)
+        centre, ok = p["centre"], p["ok"]
         lo = np.full((S, n), np.nan)
         hi = np.full((S, n), np.nan)
-        ok = self.ok & intervals
         if ok.any():
-            C = np.where(ok[:, None, None], self.cov, 0.0)
-            noise = self.noise[:, None]
-            vn = (noise * y) ** 2
-            var = np.maximum(np.einsum("sni,sij,snj->sn", D, C, D), 0.0) + vn + w0[:, None] * (y - centre) ** 2
-            if alts:
-                np.add.at(var, own, wts[:, None] * (ya - centre[own]) ** 2)
-            d = self.doublings
-            drift = self.drift[:, None]
-            growth = self.growth[:, None]
-            vd = (drift * d ** growth * centre) ** 2
-            # non-normal noise: its part of the variance enters scaled by the squared ratio of its
-            # quantile to the normal one (1 for normal noise; < 1 for light-tailed noise, whose
-            # 90% range is narrower than a normal one of the same variance)
-            rn = np.array([_shape_ratio(b, level) for b in self.noise_shape.tolist()], dtype=float)[:, None]
-            dof = np.broadcast_to(self.dof[:, None], (S, n))
-            ddof = self.drift_dof[:, None]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ws = (var + vd) ** 2 / (var ** 2 / dof + vd ** 2 / ddof)
-            dof = np.where((ddof > 0) & (vd > 0) & np.isfinite(ws), ws, dof)
-            q = t_quantile(dof, 0.5 + level / 2)
-            half = q * np.sqrt(np.maximum(var + vd + (rn * rn - 1) * vn, 0.0))
+            vn, rn = p["noise_raw"], p["rn"]
+            half = p["q"] * np.sqrt(np.maximum(p["var"] + p["drift"] + (rn * rn - 1) * vn, 0.0))
             lo = np.where(ok[:, None], centre - half, np.nan)
             hi = np.where(ok[:, None], centre + half, np.nan)
         for s, ll in self.line_log.items():
