@@ -400,14 +400,17 @@ def _through_origin(fit: _WLS, D: np.ndarray, y: np.ndarray, w: np.ndarray, rows
 
 
 def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarray, cv: bool,
-                   growing: np.ndarray | None = None, turns: tuple | None = None) -> np.ndarray:
+                   growing: np.ndarray | None = None, turns: tuple | None = None,
+                   clamped: bool = False) -> np.ndarray:
     """Deviance (weighted RSS, or PRESS when ``cv``) of ``c0 + c1 * T[:, h]`` for every block h at
     once: ``T`` (n, H) scaled columns, ``y``/``w`` (S, n) -> (S, H); inf where not identifiable.
     ``growing`` (H,): the asymptotic sign constraint (:func:`_asymptotically_negative`) -- inf
     where the fit would fall below zero as the parameter grows.  ``turns`` = (blocks (H,) bool,
     their ranges lo, hi (H,) in T's units beyond the smallest point, :meth:`_Space.ranges`): inf
     where such a block's fit dips below zero beyond the data (``2347 - 180.7 x^(-1/4) log2(x)^2``,
-    fitted to a strong-scaling series at x = 20..60, is -910 at x = 2980).
+    fitted to a strong-scaling series at x = 20..60, is -910 at x = 2980).  ``clamped``: a
+    constant that comes out negative is 0, the slope refitted through the origin (the "clamped"
+    rule of :func:`_fit`).
 
     Closed-form 2x2 weighted least squares (the same numbers as :func:`_wls` column by column,
     without a Python loop over blocks); residuals are formed explicitly, not from the normal
@@ -424,6 +427,14 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
     r = 1.0 / np.where(ok, det, 1.0)
     beta0 = (A11 * b0 - A01 * b1) * r
     beta1 = (A00 * b1 - A01 * b0) * r
+    origin = None
+    if clamped:
+        origin = ok & (beta0 < 0)
+        if origin.any():
+            beta1 = np.where(origin, b1 / np.where(A11 > 0, A11, 1.0), beta1)
+            beta0 = np.where(origin, 0.0, beta0)
+        else:
+            origin = None
     # the residuals (S, n, H) in blocks of rows that stay in the CPU cache, in two reused buffers
     # (passes over a whole chunk's (S, n, H) arrays ran at memory speed: 13 -> 7.5 ms per 4096
     # series in isolation, -20% in the fit); row by row the same operations, so the same floats
@@ -439,6 +450,9 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
         if cv:
             hat = w[s, :, None] * (A11[s, None, :] - 2 * A01[s, None, :] * T[None] + A00[s, None, :] * TT[None]) \
                 * r[s, None, :]
+            if origin is not None:
+                hat = np.where(origin[s, None, :], w[s, :, None] * TT[None] / np.where(A11 > 0, A11, 1.0)[s, None, :],
+                               hat)
             ok[s] &= np.all(hat < 1 - 1e-9, axis=1)
             resid = resid / np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
         np.einsum("sn,snh->sh", w[s], np.multiply(resid, resid, out=resid), out=err[s])
@@ -1855,18 +1869,15 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
     grow = _growing_blocks(space.blocks)
     ranges = _block_ranges(space, 0, sc)
     turns = ranges if asym and ranges[0].any() else None
-    if not opt.nonnegative or opt.nonnegative == ASYMPTOTIC:
-        err = _one_block_err(Tn, valid, ch.y, ch.w, opt.selection == "cv", grow if asym else None, turns)
+    if not opt.nonnegative or asym:
+        err = _one_block_err(Tn, valid, ch.y, ch.w, opt.selection == "cv", grow if asym else None, turns,
+                             clamped=opt.nonnegative == CLAMPED)
         crit1 = ch.criterion_err(err, 1, pen1, opt.selection)
     else:
-        # the constant's refit through the origin: block by block
         for h in range(H):
             if not valid[h] or n < 3:
                 continue
-            fit = _fit(np.column_stack([ones, Tn[:, h]]), ch.y, ch.w, opt.nonnegative,
-                       growing=grow[[h]] if asym else None,
-                       below=(lambda rows, b, h=h: _law_floor(b[:, :1], b[:, 1:], ranges[1][[h]], ranges[2][[h]])
-                              < -NEGATIVE_TOL) if asym else None)
+            fit = _fit(np.column_stack([ones, Tn[:, h]]), ch.y, ch.w, opt.nonnegative)
             crit1[:, h] = ch.criterion(fit, 1, pen1, opt.selection)
     hyp1 = np.full((H, K, 1), -1, dtype=np.int32)
     hyp1[:, 0, 0] = np.arange(H)
