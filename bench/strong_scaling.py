@@ -16,8 +16,9 @@ from U(1, 100), measured at p = 1, 2, 4, 8, 16, 32 and predicted at p = 1024 by
   helper), its function evaluated at p = 1024 ("Extra-P"); and the same with its option for strong
   scaling, "Negative exponents" (``allow_negative_exponents``: off by default), set ("Extra-P -").
 
-Printed per case: median / p90 / max relative error, >2x misses, negative predictions, and
-perfcast's interval coverage.  Truth is the generating law at p = 1024 (no noise).  Seeds are
+Printed per case: median / p90 / max relative error, >2x misses, negative predictions,
+perfcast's interval coverage and "flagged" (of its predictions off by more than 50%, how many carry
+confidence "low").  Truth is the generating law at p = 1024 (no noise).  Seeds are
 fixed per case, so runs repeat.
 """
 
@@ -69,7 +70,7 @@ def write_case(path: Path, family: str, noise: str, reps: int, count: int) -> di
 def run_perfcast(path: Path) -> dict:
     r = subprocess.run([sys.executable, "-m", "perfcast", "predict", str(path), "--at", f"p={TARGET:g}", "--json"],
                        capture_output=True, text=True, check=True)
-    return {i["callpath"]: (i["value"], i["lower"], i["upper"]) for i in json.loads(r.stdout)["items"]}
+    return {i["callpath"]: (i["value"], i["lower"], i["upper"], i["confidence"]) for i in json.loads(r.stdout)["items"]}
 
 
 def run_extrap(path: Path, truth: dict, negative: bool) -> dict:
@@ -95,12 +96,17 @@ def score(preds: dict, truth: dict) -> dict:
             "max": float(err.max()), "miss2x": int(np.sum((err > 1) | np.array(
                 [preds[k][0] / truth[k] < 0.5 for k in truth if k in preds]))),
             "negative": int(sum(preds[k][0] < 0 for k in truth if k in preds)),
-            "coverage": float(np.mean(cover)) if cover else None}
+            "coverage": float(np.mean(cover)) if cover else None,
+            "off50": int(np.sum(err > 0.5)),
+            "off50_low": int(sum(abs(preds[k][0] / truth[k] - 1) > 0.5 and preds[k][3:] == ("low",)
+                                 for k in truth if k in preds))}
 
 
 def fmt(s: dict) -> str:
     cov = "-" if s["coverage"] is None else f"{s['coverage']:.0%}"
-    return (f"{s['median']:8.1%} {s['p90']:9.1%} {s['max']:10.3g} {s['miss2x']:4d} {s['negative']:4d} {cov:>5s}")
+    flag = "-" if s["coverage"] is None else f"{s['off50_low']}/{s['off50']}"
+    return (f"{s['median']:8.1%} {s['p90']:9.1%} {s['max']:10.3g} {s['miss2x']:4d} {s['negative']:4d} {cov:>5s} "
+            f"{flag:>7s}")
 
 
 def main(argv=None) -> int:
@@ -111,7 +117,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write every case's scores here")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
-    head = f"{'family':16s} {'noise':10s} reps | {'tool':9s} {'median':>8s} {'p90':>9s} {'max':>10s} >2x  neg  cov90"
+    head = f"{'family':16s} {'noise':10s} reps | {'tool':9s} {'median':>8s} {'p90':>9s} {'max':>10s} >2x  neg  cov90 flagged"
     print(head)
     print("-" * len(head))
     rows = []
@@ -131,7 +137,9 @@ def main(argv=None) -> int:
         mine = [r for r in rows if r["tool"] == tool]
         print(f"{tool}: median of the cases' medians {np.median([r['median'] for r in mine]):.1%}, "
               f">2x misses {sum(r['miss2x'] for r in mine)} of {sum(r['n'] for r in mine)}, "
-              f"negative {sum(r['negative'] for r in mine)}")
+              f"negative {sum(r['negative'] for r in mine)}"
+              + ("" if mine[0]["coverage"] is None else
+                 f", off by > 50% flagged low {sum(r['off50_low'] for r in mine)} of {sum(r['off50'] for r in mine)}"))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
