@@ -101,8 +101,8 @@ class FitOptions:
     #: terms only) or that are below zero at a measured point (LULESH's MPI_Waitall summed over
     #: ranks, ``-928 + 194 log2(jobsize)``: -5.5 s at jobsize 27; no real-data or synthetic benchmark
     #: prediction moved, bench/README.md "Negative where measured").  "auto" (default): "asymptotic" for metrics that cannot be negative (times,
-    #: counts, bytes: :meth:`for_kind`; True for those of their series that fall with a parameter,
-    #: :func:`perfcast.fit.series.model_experiment`), no constraint otherwise -- chosen on real data
+    #: counts, bytes: :meth:`for_kind`; "clamped" for those of their series that fall with a
+    #: parameter, :func:`perfcast.fit.series.model_experiment`), no constraint otherwise -- chosen on real data
     #: (bench/realdata.py: no negative predictions, LULESH median error 21.6 % -> 4.1 %) with the
     #: synthetic sets unchanged (bench/vs_extrap.py).  False: no constraint.
     nonnegative: bool | str = AUTO
