@@ -546,24 +546,12 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         sig = sigs[code // M]
         cols = np.nonzero(sig)[0]
         X = coords[cols]
-        # series that fall with a parameter (strong scaling: cost per rank ~ 1/p) get negative
-        # exponents in their search, and say so; the others keep the growing space.  A falling
-        # time, count or size has a serial part >= 0: a constant that comes out negative is refitted
-        # through the origin (FitOptions.nonnegative "clamped"; its terms keep the asymptotic
-        # rule).  Under the asymptotic rule alone, 1e9 / p counts at p = 1..16 with 2% noise were
-        # modelled as ``9.8e8 - 5.8e8 p^(-1/3) log2(p)`` (417x too high at p = 1024) in 9 of 20
-        # draws, their constant drawn below zero having ruled ``c + b / p`` out (bench/README.md
-        # "Falling series")
+        # series that fall with a parameter (strong scaling) are fitted apart (:func:`falling`)
         parts = [(rows_all, opts, ())]
-        if not opts.negative and len(cols) >= 3:
-            dec = decreasing(X, mean[np.ix_(rows_all, cols)], [parameter_lines(X, p) for p in range(len(params))])
-            if dec.any():
-                note = ("falls with " + " or ".join(params) + " (as a cost per rank does under strong scaling): "
-                        "negative exponents searched too",)
-                falling = replace(opts, negative=True)
-                if opts.nonnegative == ASYMPTOTIC:
-                    falling = replace(falling, nonnegative=CLAMPED)
-                parts = [(rows_all[~dec], opts, ()), (rows_all[dec], falling, note)]
+        fall = falling(opts, X, mean[np.ix_(rows_all, cols)], params)
+        if fall is not None:
+            dec, fo, note = fall
+            parts = [(rows_all[~dec], opts, ()), (rows_all[dec], fo, note)]
         for rows, o, note in parts:
             if not len(rows):
                 continue
@@ -573,6 +561,31 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
                         ssd[np.ix_(rows, cols)],
                         None if reps is None else reps[np.ix_(loc[rows], np.searchsorted(pm, cols))]))
     return out, cps, mts
+
+
+def falling(opts: FitOptions, X: np.ndarray, mean: np.ndarray, params) -> tuple | None:
+    """The series of ``mean`` (S, n; at the points ``X``) that fall with a parameter, when they are
+    to be fitted apart: (which (S,), their options, their note), or None (none falls, negative
+    exponents already searched, or fewer than 3 points).
+
+    Such series (strong scaling: cost per rank ~ 1/p) get negative exponents in their search, and
+    say so; the others keep the growing space.  A falling time, count or size has a serial part
+    >= 0: a constant that comes out negative is refitted through the origin
+    (FitOptions.nonnegative "clamped"; its terms keep the asymptotic rule).  Under the asymptotic
+    rule alone, 1e9 / p counts at p = 1..16 with 2% noise were modelled as ``9.8e8 - 5.8e8
+    p^(-1/3) log2(p)`` (417x too high at p = 1024) in 9 of 20 draws, their constant drawn below
+    zero having ruled ``c + b / p`` out (bench/README.md "Falling series")."""
+    if opts.negative or len(X) < 3:
+        return None
+    dec = decreasing(X, mean, [parameter_lines(X, p) for p in range(X.shape[1])])
+    if not dec.any():
+        return None
+    note = ("falls with " + " or ".join(params) + " (as a cost per rank does under strong scaling): "
+            "negative exponents searched too",)
+    fo = replace(opts, negative=True)
+    if opts.nonnegative == ASYMPTOTIC:
+        fo = replace(fo, nonnegative=CLAMPED)
+    return dec, fo, note
 
 
 def _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values, reps_width, use_reps) -> list:
