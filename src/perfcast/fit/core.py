@@ -630,7 +630,7 @@ class _Space:
         h = np.where(hyp[rows, :k, :] < 0, self.H, hyp[rows, :k, :])
         b, sc = beta[rows], scale[rows, 1:]
         base = np.log2(np.min(self.X, axis=0))                         # (m,)
-        num = {1: 161, 2: 41, 3: 13}.get(self.m, 7)
+        num = {1: 81, 2: 21, 3: 11}.get(self.m, 6)
         step = 40.0 / (num - 1)
         axes = [base[p] + np.linspace(0.0, 40.0, num) for p in range(self.m)]
         L = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)   # (g, m)
