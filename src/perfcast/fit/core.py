@@ -5,7 +5,8 @@ variance ``s2`` (performance noise is multiplicative).  A series is summarised p
 mean, the repetition count ``r`` and the within-point sum of squared deviations.  Coefficients
 come from weighted least squares on the means with weights ``r / f^2`` (``f`` = the observed mean,
 floored at 1e-3 of the series' largest value, dips lifted: :func:`noise_scale`), i.e. least
-squares in relative terms using every repetition; where a series' repetitions show an absolute
+squares in relative terms using every repetition (the constant hypothesis's value is the mean of
+all repetitions, its own weights: :func:`_constant_level`); where a series' repetitions show an absolute
 part of the noise, ``f^2`` becomes ``a^2 + b^2 mean^2`` up to a constant (:func:`absolute_noise`);
 exact series (no measurement noise: :func:`exact_series`) take :func:`exact_scale`, and so do
 series whose best hypothesis misses them far beyond their repetitions' noise (:func:`_model_error`).
@@ -2130,6 +2131,16 @@ def _crosses_rule(c: np.ndarray, D: np.ndarray, w: np.ndarray, hyp: np.ndarray, 
     return bad
 
 
+def _constant_level(count: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The value of the constant hypothesis of series with means ``y`` and repetition counts
+    ``count`` ((R, n) each): the mean of all repetitions.  Under relative noise a constant's
+    weights are its own value's ``r / c^2``, the same ``c`` at every point; the observed means'
+    weights (:func:`noise_scale`) would pull it toward the points that came out low (single runs
+    with 10% noise: about 2% low; LULESH's max-rank times of 4 runs, ``47.2, 55.1, 56.3, 42.8``:
+    49.8 instead of their mean, 50.4)."""
+    return np.sum(count * y, axis=1) / np.maximum(np.sum(count, axis=1), 1)
+
+
 def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             out_hyp, out_crit, out_coef, out_cov, out_q, out_noise, out_dof, coef_over=None, eff=1.0,
             ls=None):
@@ -2155,6 +2166,9 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             kk = k + 1
             if coef_over is not None:
                 beta = coef_over[rows, a, :kk]
+            elif k == 0:
+                lvl = _constant_level(ch.count[rows], y)
+                beta = (np.maximum(lvl, 0.0) if strict else lvl)[:, None] * sc[:, None]
             N = ch.N[rows]
             pooled = (ch.ss_pe[rows] + fit.rss) / np.maximum(N - kk, 1)
             lof = fit.rss / max(n - kk, 1)
@@ -2195,7 +2209,12 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
                 D, scale, _ = space.design(hyp)
                 b, _, rss, ainv = fast_wls([D[:, :, i] for i in range(kk)], ch.y[si], ch.w[si], True)
             sc = ch.scale[si]
-            beta = _take2(coef_over, si, ai)[:, :kk] if coef_over is not None else b / scale * sc[:, None]
+            if coef_over is not None:
+                beta = _take2(coef_over, si, ai)[:, :kk]
+            elif k == 0:
+                beta = _constant_level(ch.count[si], ch.y[si])[:, None] * sc[:, None]
+            else:
+                beta = b / scale * sc[:, None]
             N = ch.N[si]
             s2 = np.maximum((ch.ss_pe[si] + rss) / np.maximum(N - kk, 1), rss / max(n - kk, 1))
             s2 = np.where(np.isfinite(s2), s2, 0.0)
@@ -2465,7 +2484,8 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
         # row-major: the design's storage (and so the layout of ``D[:, held]``) changes with the
         # number of rows, and einsum's order of summation with the layout (:func:`_rowdot`)
         Dh = np.ascontiguousarray(D[:, held, :])
-        _put2(preds, si, ai, np.einsum("shi,si->sh", Dh, fit.beta))
+        beta = _constant_level(ch.count[si], ch.y[si])[:, None] if k == 0 else fit.beta
+        _put2(preds, si, ai, np.einsum("shi,si->sh", Dh, beta))
         _put2(cvar, si, ai, np.maximum(np.einsum("shi,sij,shj->sh", Dh, fit.ainv, Dh), 0.0) * s2[si, None])
         wt[si, ai] = np.where(fit.ok, wt[si, ai], 0.0)
     wt = wt / np.maximum(wt.sum(axis=1, keepdims=True), 1e-300)

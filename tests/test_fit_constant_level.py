@@ -1,0 +1,59 @@
+"""The constant hypothesis's value is the mean of all repetitions (perfcast.fit.core._constant_level).
+
+Under relative noise a constant's weights are its own value's, the same at every point: the least
+squares estimate is the plain mean.  Weights from the observed means pull it toward the points that
+came out low.  Ground truth here: hand-calculated means of the data the tests generate."""
+
+import numpy as np
+
+import perfcast
+from perfcast import io
+from perfcast.fit import fit_series
+
+from conftest import write_reps_file
+
+
+def test_lulesh_max_rank_times_give_their_mean():
+    # LULESH's slowest rank's time of main at jobsize 27, 64, 125, 216 (one run each,
+    # ../shared/data/thicket/lulesh_weak_scaling_cali): no trend, so a constant; its value is the
+    # mean, 50.369061 -- Extra-P 4.2.5 models the same four values as that constant too
+    values = [47.248547, 55.128451, 56.252457, 42.846789]
+    m = fit_series([27, 64, 125, 216], values, "jobsize")
+    assert not m.terms
+    assert abs(float(m.predict(343.0)) - sum(values) / 4) < 1e-9 * 50
+
+
+
+
+def test_single_runs_of_constants_unbiased(tmp_path):
+    rng = np.random.default_rng(11)
+    x = np.array([27.0, 64.0, 125.0, 216.0])
+    S = 1000
+    reps = 50.0 * (1 + rng.normal(0, 0.15, (S, len(x), 1)))
+    ms = perfcast.model(io.load([write_reps_file(tmp_path / "c.txt", x, reps)]))
+    got = {r["callpath"]: r["value"] for r in ms.predict([{"p": 343.0}], 0.9)
+           if not ms[(r["callpath"], r["metric"])].terms}
+    assert len(got) > S // 2          # most of them are modelled as the constant they are
+    means = reps.mean(axis=(1, 2))
+    err = [got[f"r{s}"] / means[s] - 1 for s in range(S) if f"r{s}" in got]
+    assert max(abs(e) for e in err) < 1e-12
+    # and so, over the series, no bias: the mean of the values is within 3 standard errors of 50
+    # (the observed means' weights gave -1.3% here, 3 standard errors being 0.74%)
+    vals = np.array(list(got.values()))
+    assert abs(vals.mean() / 50.0 - 1) < 3 * 0.15 / np.sqrt(len(x) * len(vals))
+
+
+def test_repetitions_weigh_by_their_count(tmp_path):
+    rng = np.random.default_rng(5)
+    x = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
+    S = 60
+    reps = 7.0 * (1 + rng.normal(0, 0.05, (S, len(x), 3)))
+    ms = perfcast.model(io.load([write_reps_file(tmp_path / "c.txt", x, reps)]))
+    n = 0
+    for r in ms.predict([{"p": 343.0}], 0.9):
+        if ms[(r["callpath"], r["metric"])].terms:
+            continue
+        s = int(r["callpath"][1:])
+        assert abs(r["value"] / reps[s].mean() - 1) < 1e-12
+        n += 1
+    assert n > S // 2
