@@ -364,6 +364,53 @@ def score(preds, truth, keys):
             "errors": [float(x) for x in err]}
 
 
+#: paired comparison: two predictions within this relative distance of each other are a tie
+TIE = 0.005
+
+
+def paired(preds_a, preds_b, truth, keys, reps=2000, seed=0):
+    """Tool a against tool b on the same predictions: wins, losses and ties of a (|error| smaller,
+    larger, predictions within ``TIE`` of each other), and the differences a - b of the median and
+    the p90 error with 90% bootstrap intervals; the bootstrap resamples series (callpath, metric)
+    with all their held-out points, so a series predicted at several points counts once."""
+    ks = [k for k in keys if truth[k] != 0 and k in preds_a and k in preds_b]
+    if not ks:
+        return None
+    y = np.array([truth[k] for k in ks])
+    a, b = np.array([preds_a[k][0] for k in ks]), np.array([preds_b[k][0] for k in ks])
+    ea, eb = np.abs(a - y) / np.abs(y), np.abs(b - y) / np.abs(y)
+    tie = np.abs(a - b) <= TIE * np.maximum(np.abs(a), np.abs(b))
+    clusters = {}
+    for i, k in enumerate(ks):
+        clusters.setdefault(k[:2], []).append(i)
+    groups = list(clusters.values())
+    rng = np.random.default_rng(seed)
+    d_med, d_p90 = [], []
+    for _ in range(reps):
+        idx = np.concatenate([groups[j] for j in rng.integers(0, len(groups), len(groups))])
+        d_med.append(np.median(ea[idx]) - np.median(eb[idx]))
+        d_p90.append(np.quantile(ea[idx], 0.9) - np.quantile(eb[idx], 0.9))
+    ci = lambda d: [float(np.quantile(d, 0.05)), float(np.quantile(d, 0.95))]  # noqa: E731
+    return {"wins": int(np.sum(~tie & (ea < eb))), "losses": int(np.sum(~tie & (ea > eb))), "ties": int(np.sum(tie)),
+            "series": len(groups), "median_diff": float(np.median(ea) - np.median(eb)), "median_diff_ci": ci(d_med),
+            "p90_diff": float(np.quantile(ea, 0.9) - np.quantile(eb, 0.9)), "p90_diff_ci": ci(d_p90)}
+
+
+def fmt_paired(split, c):
+    def pp(x):
+        return f"{100 * x:+.1f}"
+    return (f"| {split:12s} | {c['wins']:4d} | {c['losses']:6d} | {c['ties']:4d} | {c['series']:6d} "
+            f"| {pp(c['median_diff']):>6s} [{pp(c['median_diff_ci'][0])}, {pp(c['median_diff_ci'][1])}] "
+            f"| {pp(c['p90_diff']):>6s} [{pp(c['p90_diff_ci'][0])}, {pp(c['p90_diff_ci'][1])}] |")
+
+
+PAIRED_HEAD = ("perfcast (selected) against Extra-P 4.2.5 on the same predictions: wins / losses / ties "
+               f"(predictions within {TIE:.1%}), and perfcast - Extra-P in percentage points\n"
+               "of the median and the p90 error, [90% bootstrap interval over series]:\n"
+               "| split        | wins | losses | ties | series | median diff, pp         | p90 diff, pp            |\n"
+               "|--------------|------|--------|------|--------|-------------------------|-------------------------|")
+
+
 def fmt_row(split, tool, s):
     cov = "-" if s["coverage90"] is None else f"{s['coverage90']:.0%}"
     width = "-" if s.get("width90") is None else f"{s['width90']:.0%}"
@@ -420,6 +467,8 @@ def main(argv=None):
             row["scores"][tool] = s
             rows.append(fmt_row(name, tool, s))
             pooled[tool].update({(name, *k): (*preds[tool][k],) for k in keys if k in preds[tool]})
+        if "Extra-P 4.2.5" in preds:
+            row["paired"] = paired(preds["perfcast"], preds["Extra-P 4.2.5"], truth, keys)
         row["predictions"] = [{"callpath": k[0], "metric": k[1], "at": list(k[2]), "truth": truth[k],
                                **{t: preds[t].get(k, (None,))[0] for t in preds}} for k in keys]
         if args.verbose:
@@ -437,9 +486,16 @@ def main(argv=None):
             s = score(pooled[tool], all_truth, list(all_truth))
             results["overall"][tool] = s
             rows.append(fmt_row("overall", tool, s))
+    if "Extra-P 4.2.5" in tools and pooled["Extra-P 4.2.5"]:
+        results["overall"]["paired"] = paired(pooled["perfcast"], pooled["Extra-P 4.2.5"], all_truth, list(all_truth))
     print()
     print(HEAD)
     print("\n".join(rows))
+    prs = [(n, r["paired"]) for n, r in results.items() if isinstance(r, dict) and r.get("paired")]
+    if prs:
+        print()
+        print(PAIRED_HEAD)
+        print("\n".join(fmt_paired(n, c) for n, c in prs))
     for tool, s in results["overall"].items():
         if s.get("coverage90") is not None:
             print(f"{tool}: confidence low on {s['off50_flagged'] + s['low_within50']} of {s['n']} predictions "
