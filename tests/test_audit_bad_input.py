@@ -157,6 +157,21 @@ def test_values_too_large_to_model(capsys, tmp_path, cmd):
                     "model (the fit takes values up to 1e+100)")
 
 
+@pytest.mark.parametrize("cmd", [["model"], ["predict", "--at", "x=100"]])
+def test_values_too_small_to_model(capsys, tmp_path, cmd):
+    # a series of 1e-300 s: its squares underflowed to 0, RuntimeWarnings (invalid value in divide),
+    # then an internal error (ValueError: cannot convert float NaN to integer), exit 1
+    text = TEXT.read_text()
+    lines = [ln if not ln.startswith("DATA") else "DATA " + " ".join(f"{float(v) * 1e-300!r}" for v in ln.split()[1:])
+             for ln in text.splitlines()]
+    f = tmp_path / "t.txt"
+    f.write_text("\n".join(lines) + "\n")
+    code, _, err = cli(capsys, cmd[0], f, *cmd[1:])
+    line = one_error(code, err)
+    assert line.startswith(f"perfcast: error: {f} (callpath ") and line.endswith(
+        " is too small to model (the fit takes 0 and values from 1e-100 on: rescale the metric)")
+
+
 def test_parameter_values_too_large_to_model(capsys, tmp_path):
     # x = 1e150: RuntimeWarnings (overflow in power) and no usable model
     f = _with_value(tmp_path, "POINTS ( 60 )", "POINTS ( 1e150 )")

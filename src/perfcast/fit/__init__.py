@@ -29,10 +29,17 @@ def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) 
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
         x = x[:, None]
+    from ..errors import PerfcastError
+    from .series import out_of_range
+
     reps = [np.atleast_1d(np.asarray(v, dtype=float)) for v in values]
     if len(reps) != len(x):
-        from ..errors import PerfcastError
         raise PerfcastError(f"{len(reps)} value lists for {len(x)} points")
+    for pt, r in zip(x, reps):
+        bad = out_of_range(r)
+        if bad is not None:
+            at = ", ".join(f"{p}={v:g}" for p, v in zip(parameters, pt))
+            raise PerfcastError(f"value {r[bad[0]]:g} at {at} is {bad[1]}")
     mean = np.array([[r.mean() for r in reps]])
     count = np.array([[len(r) for r in reps]])
     ssd = np.array([[((r - r.mean()) ** 2).sum() for r in reps]])

@@ -384,9 +384,11 @@ def ordered_series(exp: Experiment, cps: list, mts: list, groups: list, gnum: li
 
 
 # the fit squares values and raises parameters to powers (and multiplies terms of several
-# parameters): beyond these magnitudes float64 overflows and the models come out NaN
+# parameters): beyond these magnitudes float64 overflows and the models come out NaN ...
 MAX_VALUE = 1e100
 MAX_COORDINATE = 1e50
+# ... and below this one (other than 0) the squares underflow to 0
+MIN_VALUE = 1e-100
 
 
 def _check_magnitudes(exp: Experiment, st: pd.DataFrame, row_of: np.ndarray, values: np.ndarray,
@@ -399,13 +401,26 @@ def _check_magnitudes(exp: Experiment, st: pd.DataFrame, row_of: np.ndarray, val
             v = float(st[p].to_numpy(dtype=float)[np.argmax(big)])
             raise PerfcastError(f"parameter value {p}={v:g} is too large to model (the fit takes values "
                                 f"up to {MAX_COORDINATE:g})", path, f"parameter {p}")
-    big = np.abs(values) > MAX_VALUE
-    if big.any():
-        i = int(np.argmax(big))
+    bad = out_of_range(values)
+    if bad is not None:
+        i, what = bad
         r = st.iloc[int(row_of[i])]
         where = ", ".join([f"callpath {r['callpath']}", f"metric {r['metric']}", *(f"{p}={r[p]:g}" for p in params)])
-        raise PerfcastError(f"value {values[i]:g} is too large to model (the fit takes values up to "
-                            f"{MAX_VALUE:g})", path, where)
+        raise PerfcastError(f"value {values[i]:g} is {what}", path, where)
+
+
+def out_of_range(values: np.ndarray) -> tuple[int, str] | None:
+    """The first of ``values`` the fit cannot take (not finite, or beyond ``MAX_VALUE`` or,
+    other than 0, below ``MIN_VALUE`` in magnitude) and what is wrong with it; None if all can."""
+    a = np.abs(values)
+    with np.errstate(invalid="ignore"):
+        for bad, what in ((~np.isfinite(a), "not a measurement (the fit takes finite values)"),
+                          (a > MAX_VALUE, f"too large to model (the fit takes values up to {MAX_VALUE:g})"),
+                          ((a < MIN_VALUE) & (a > 0), f"too small to model (the fit takes 0 and values from "
+                                                      f"{MIN_VALUE:g} on: rescale the metric)")):
+            if bad.any():
+                return int(np.argmax(bad)), what
+    return None
 
 
 def _with_lines(gf: GroupFit, X: np.ndarray, mean: np.ndarray) -> GroupFit:
