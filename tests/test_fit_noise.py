@@ -85,25 +85,37 @@ def test_noise_option_is_checked():
 def test_single_runs_take_equal_parts_at_the_median():
     """Without repetitions the split cannot be estimated: a series' weights are 1 / (y^2 + m^2)
     with m its median |value| (absolute and relative parts equal there).  A flat series of small
-    counts (single runs, the shape of CUBE's PAPI_L3_TCM, without its dips) then gets the constant these weights give,
-    computed here by hand -- not the purely relative sum(1/y) / sum(1/y^2), which the smallest
-    counts pull down."""
+    counts (single runs, the shape of CUBE's PAPI_L3_TCM, without its dips) is a constant; the
+    weights of its own value are equal at every point, so its value is the plain mean -- not the
+    purely relative sum(1/y) / sum(1/y^2) nor sum(w y) / sum(w), which the smallest counts pull
+    down.  The weights (which rank the hypotheses) are 1 / (y^2 + m^2), by hand."""
     y = np.array([12.0, 8.0, 15.0, 10.0, 11.0, 7.0, 9.0, 6.0])    # no dip (noise_scale)
     xs = np.array([1.0, 10, 25, 50, 100, 250, 500, 1000])
     one = np.ones((1, len(y)))
     g = fit_group(xs[:, None], y[None, :], one, np.zeros((1, len(y))), ("x",), FitOptions())
     m = g.model(0)
-    w = 1.0 / (y ** 2 + np.median(y) ** 2)
     assert not m.terms                  # flat data: a constant
-    assert m.constant == pytest.approx(np.sum(w * y) / np.sum(w), rel=1e-9)
+    assert m.constant == pytest.approx(y.mean(), rel=1e-12)
     rel = fit_group(xs[:, None], y[None, :], one, np.zeros((1, len(y))), ("x",), FitOptions(noise="relative"))
     assert not rel.model(0).terms
-    assert rel.model(0).constant == pytest.approx(np.sum(1 / y) / np.sum(1 / y ** 2), rel=1e-9)
+    assert rel.model(0).constant == pytest.approx(y.mean(), rel=1e-12)
+    _weights_by_hand(xs, y, one, np.zeros((1, len(y))))
+
+
+def _weights_by_hand(xs, y, count, ssd):
+    """The fit's weights of the means ``y`` are ``count / (y^2 + m^2)`` (m the median |value|),
+    up to a common factor."""
+    from perfcast.fit.core import _Chunk
+
+    ch = _Chunk(y[None, :], count, ssd, 1, 1, 1, xs[:, None], None, "mixed", False)
+    ratio = ch.w[0] / (count[0] / (y ** 2 + np.median(y) ** 2))
+    assert np.allclose(ratio, ratio[0], rtol=1e-12)
 
 
 def test_too_few_repetitions_count_as_single_runs():
     """One point repeated twice (1 degree of freedom of pure error, below ABS_MIN_DOF): the split
-    cannot be estimated either, so the weights are count / (y^2 + m^2), by hand as above."""
+    cannot be estimated either, so the weights are count / (y^2 + m^2), by hand as above, and the
+    constant is the mean of all runs."""
     y = np.array([12.0, 8.0, 15.0, 10.0, 11.0, 7.0, 9.0, 6.0])
     xs = np.array([1.0, 10, 25, 50, 100, 250, 500, 1000])
     count = np.ones((1, len(y)))
@@ -111,6 +123,6 @@ def test_too_few_repetitions_count_as_single_runs():
     ssd = np.zeros((1, len(y)))
     ssd[0, 0] = 0.5                       # two runs 11.5 and 12.5
     m = fit_group(xs[:, None], y[None, :], count, ssd, ("x",), FitOptions()).model(0)
-    w = count[0] / (y ** 2 + np.median(y) ** 2)
     assert not m.terms
-    assert m.constant == pytest.approx(np.sum(w * y) / np.sum(w), rel=1e-9)
+    assert m.constant == pytest.approx(np.sum(count[0] * y) / np.sum(count[0]), rel=1e-12)   # all 9 runs' mean
+    _weights_by_hand(xs, y, count, ssd)

@@ -937,6 +937,10 @@ class _Chunk:
         self.scale = np.where(self.zero, 1.0, scale)
         self.y = mean / self.scale[:, None]
         self.f = noise_scale(self.y, X, lines)
+        #: (S, n) the means whose noise scale is lifted above their own value (dips, the floor)
+        self.lifted = self.f > np.abs(self.y)
+        #: (S,) series weighed for relative noise (not exact, not for the model's error)
+        self.noisy = np.ones(S, dtype=bool)
         self.c2 = np.zeros(S)
         if noise == "mixed":
             # var_i ~ a^2 + b^2 f_i^2, normalised so that f stays 1 at the largest mean
@@ -953,6 +957,7 @@ class _Chunk:
             if ex.any():
                 self.f[ex] = exact_scale(self.f[ex], count[ex], X)
                 self.c2[ex] = 0.0
+            self.noisy = ~ex
             fin = np.isfinite(self.c2)[:, None]
             c2 = np.where(fin, self.c2[:, None], 0.0)
             self.f = np.where(fin, np.sqrt((self.f ** 2 + c2) / (1 + c2)), 1.0)
@@ -1383,7 +1388,7 @@ def _model_error(space: _Space, ch: _Chunk, opt: FitOptions, K: int, m: int, M: 
         p_value = f_sf_decided(d_new, d_old, np.where(np.isfinite(F), F, np.inf), MODEL_ERROR_LEVEL)
         keep[rows] &= ok & (p_value >= MODEL_ERROR_LEVEL)
     sel = flag[keep]
-    for name in ("f", "c2", "w", "pe_point", "ss_pe", "best_crit", "best_hyp", "relax"):
+    for name in ("f", "c2", "w", "pe_point", "ss_pe", "best_crit", "best_hyp", "relax", "lifted", "noisy"):
         getattr(ch, name)[sel] = getattr(ch2, name)[keep]
     out[sel] = True
     return out
@@ -2131,14 +2136,28 @@ def _crosses_rule(c: np.ndarray, D: np.ndarray, w: np.ndarray, hyp: np.ndarray, 
     return bad
 
 
-def _constant_level(count: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """The value of the constant hypothesis of series with means ``y`` and repetition counts
-    ``count`` ((R, n) each): the mean of all repetitions.  Under relative noise a constant's
-    weights are its own value's ``r / c^2``, the same ``c`` at every point; the observed means'
-    weights (:func:`noise_scale`) would pull it toward the points that came out low (single runs
-    with 10% noise: about 2% low; LULESH's max-rank times of 4 runs, ``47.2, 55.1, 56.3, 42.8``:
-    49.8 instead of their mean, 50.4)."""
-    return np.sum(count * y, axis=1) / np.maximum(np.sum(count, axis=1), 1)
+def _constant_level(ch: _Chunk, rows) -> np.ndarray:
+    """The value of the constant hypothesis of the series ``rows`` of ``ch`` (normalised units).
+
+    Under relative noise a constant's weights are its own value's, ``r / c^2`` -- the same ``c``
+    at every point -- so its least-squares value is the mean of all repetitions.  The observed
+    means' weights (:func:`noise_scale`) would pull it toward the points that came out low
+    (1,000 single-run constants at 15% noise: 1.3% low; LULESH's slowest rank in ``main`` at 4
+    jobsizes, ``47.2, 55.1, 56.3, 42.8``: 49.8 instead of their mean, 50.4).  A dip keeps its
+    lifted scale (a zero among 3.4e7 stays a quarter of a point) and the absolute part of the
+    noise its share (``ch.c2``); series weighed as exact or for the model's error keep their
+    weights (no noise to be relative to: :func:`exact_scale`)."""
+    y, r, w, lifted = ch.y[rows], ch.count[rows], ch.w[rows], ch.lifted[rows]
+    c2 = np.where(np.isfinite(ch.c2[rows]), ch.c2[rows], 0.0)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reg = np.where(lifted, 0.0, r)
+        level = np.sum(reg * y, axis=1) / np.sum(reg, axis=1)
+        for _ in range(3):      # the dips' share of the weight depends on the level
+            g2 = (level[:, None] ** 2 + c2) / (1 + c2)
+            own = np.where(lifted, w, r / g2)
+            level = np.sum(own * y, axis=1) / np.sum(own, axis=1)
+        wls = np.sum(w * y, axis=1) / np.sum(w, axis=1)
+    return np.where(ch.noisy[rows] & np.isfinite(level), level, wls)
 
 
 def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
@@ -2167,7 +2186,7 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             if coef_over is not None:
                 beta = coef_over[rows, a, :kk]
             elif k == 0:
-                lvl = _constant_level(ch.count[rows], y)
+                lvl = _constant_level(ch, rows)
                 beta = (np.maximum(lvl, 0.0) if strict else lvl)[:, None] * sc[:, None]
             N = ch.N[rows]
             pooled = (ch.ss_pe[rows] + fit.rss) / np.maximum(N - kk, 1)
@@ -2212,7 +2231,7 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             if coef_over is not None:
                 beta = _take2(coef_over, si, ai)[:, :kk]
             elif k == 0:
-                beta = _constant_level(ch.count[si], ch.y[si])[:, None] * sc[:, None]
+                beta = _constant_level(ch, si)[:, None] * sc[:, None]
             else:
                 beta = b / scale * sc[:, None]
             N = ch.N[si]
@@ -2484,7 +2503,7 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
         # row-major: the design's storage (and so the layout of ``D[:, held]``) changes with the
         # number of rows, and einsum's order of summation with the layout (:func:`_rowdot`)
         Dh = np.ascontiguousarray(D[:, held, :])
-        beta = _constant_level(ch.count[si], ch.y[si])[:, None] if k == 0 else fit.beta
+        beta = _constant_level(ch, si)[:, None] if k == 0 else fit.beta
         _put2(preds, si, ai, np.einsum("shi,si->sh", Dh, beta))
         _put2(cvar, si, ai, np.maximum(np.einsum("shi,sij,shj->sh", Dh, fit.ainv, Dh), 0.0) * s2[si, None])
         wt[si, ai] = np.where(fit.ok, wt[si, ai], 0.0)
