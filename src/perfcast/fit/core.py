@@ -474,18 +474,62 @@ ZOOMS = 3
 
 def _below_zero_at_points(beta0: np.ndarray, beta1: np.ndarray, T: np.ndarray, w: np.ndarray) -> np.ndarray:
     """(S, H): is ``beta0 + beta1 * T[:, h]`` negative at a measured point (weight > 0) of the series?
-    A line in ``T`` is lowest at the smallest or the largest value of the column, so series measured
-    at every point need the column's extremes only; the others (held-out points) are evaluated
-    point by point."""
+    A line in ``T`` is lowest at the smallest or the largest value of the column over the series'
+    measured points, so each set of measured points (every point; the kept points of the
+    leave-largest-out rerun: one set for a whole group) needs those two values only.  The same
+    decisions as point by point: rounding is monotone, so ``beta0 + beta1 * t`` is lowest (as a
+    float) at an extreme ``t``.  Series with few of the points' sets (a pattern per handful of
+    rows) are evaluated point by point."""
     meas = w > 0
+    S = len(meas)
     with np.errstate(invalid="ignore"):
-        lo, hi = np.min(T, axis=0), np.max(T, axis=0)
-        below = beta0 + np.minimum(beta1 * lo, beta1 * hi) < -NEGATIVE_TOL
-        part = np.nonzero(~np.all(meas, axis=1))[0]
-        if len(part):
-            fitted = beta0[part, None, :] + beta1[part, None, :] * T[None, :, :]
-            below[part] = np.any((fitted < -NEGATIVE_TOL) & meas[part, :, None], axis=1)
+        full = np.all(meas, axis=1)
+        pats, inv = _patterns_of(meas)
+        if len(pats) * _PATTERN_ROWS > S:
+            # many patterns for few rows: point by point (extremes of the whole columns where all measured)
+            lo, hi = np.min(T, axis=0), np.max(T, axis=0)
+            below = beta0 + np.minimum(beta1 * lo, beta1 * hi) < -NEGATIVE_TOL
+            part = np.nonzero(~full)[0]
+            if len(part):
+                fitted = beta0[part, None, :] + beta1[part, None, :] * T[None, :, :]
+                below[part] = np.any((fitted < -NEGATIVE_TOL) & meas[part, :, None], axis=1)
+            return below
+        below = np.zeros(beta0.shape, dtype=bool)
+        for u, pat in enumerate(pats):
+            if not pat.any():
+                continue                        # nothing measured: nowhere below zero
+            Tp = T[pat]
+            lo, hi = np.min(Tp, axis=0), np.max(Tp, axis=0)
+            # a NaN product (an infinite slope times 0) is no point below zero, as point by point
+            low = np.minimum if pat.all() else np.fmin
+            if len(pats) == 1:
+                below = beta0 + low(beta1 * lo, beta1 * hi) < -NEGATIVE_TOL
+            else:
+                rows = np.nonzero(inv == u)[0]
+                below[rows] = beta0[rows] + low(beta1[rows] * lo, beta1[rows] * hi) < -NEGATIVE_TOL
     return below
+
+
+def _patterns_of(meas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a boolean (S, n) array (sorted as ``np.unique(axis=0)`` sorts them) and
+    each row's index among them (S,): one row when all are alike (checked first: the common
+    case), else by integer keys of the rows' bits (``np.unique`` along an axis is ~70 times
+    slower)."""
+    S, n = meas.shape
+    if S == 0 or bool(np.all(meas == meas[:1])):
+        return meas[:1], np.zeros(S, dtype=np.intp)
+    if n > 62:
+        pats, inv = np.unique(meas, axis=0, return_inverse=True)
+        return pats, np.asarray(inv).ravel()
+    # the first column the most significant bit: keys sort as the rows do (False < True)
+    keys = np.sum(meas.astype(np.int64) << np.arange(n - 1, -1, -1, dtype=np.int64), axis=1)
+    uk, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    return meas[first], np.asarray(inv).ravel()
+
+
+#: :func:`_below_zero_at_points` takes a set of measured points' column extremes when it has at
+#: least this many rows on average, else goes point by point
+_PATTERN_ROWS = 8
 
 
 def _law_floor(c: np.ndarray, beta: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
