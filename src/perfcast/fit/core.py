@@ -256,20 +256,8 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True, con
         fitted = _rowdot(beta, D.T)
         hat = w * _rowdot(ainv.reshape(S, k * k), P.T)
     else:
-        # per-series designs: column by column (batched matmul of tiny matrices is slow)
         k = D.shape[2]
-        cols = [np.ascontiguousarray(D[:, :, i]) for i in range(k)]
-        # the constant's weighted column ``w * 1`` is ``w`` itself
-        wc = [w if const is not None and i == 0 else w * c for i, c in enumerate(cols)]
-        A = np.empty((S, k, k))
-        for i in range(k):
-            for j in range(i, k):
-                A[:, i, j] = A[:, j, i] = (const[0] if const is not None and i == j == 0
-                                           else np.einsum("sn,sn->s", wc[i], cols[j]))
-        b = np.stack([const[1] if const is not None and i == 0 else np.einsum("sn,sn->s", wc[i], y)
-                      for i in range(k)], axis=1)
-        ainv, ok = _inv_small(A)
-        beta = np.einsum("sij,sj->si", ainv, b)
+        cols, wc, beta, ainv, ok = _normal(D, y, w, const)
         # the same operations as the shared-design path, into reused buffers (the weighted columns
         # are dead once A and b are formed): fresh (S, n) temporaries cost more than the arithmetic
         tmp = wc[0] if const is None else np.empty((S, n))
@@ -299,6 +287,28 @@ def _wls(D: np.ndarray, y: np.ndarray, w: np.ndarray, leverage: bool = True, con
         press = np.full(S, np.inf)
     rss = np.where(ok, rss, np.inf)
     return _WLS(beta, rss, press, ainv, ok, resid, hat)
+
+
+def _normal(D: np.ndarray, y: np.ndarray, w: np.ndarray, const: tuple | None = None) -> tuple:
+    """The normal equations of :func:`_wls` with per-series designs D (S, n, k), solved: its
+    columns (k contiguous (S, n)), weighted columns, coefficients (S, k), inverse normal matrices
+    (S, k, k) and usable mask (S,) -- for refits that need no residuals (``const`` as there)."""
+    S = len(y)
+    # column by column (batched matmul of tiny matrices is slow)
+    k = D.shape[2]
+    cols = [np.ascontiguousarray(D[:, :, i]) for i in range(k)]
+    # the constant's weighted column ``w * 1`` is ``w`` itself
+    wc = [w if const is not None and i == 0 else w * c for i, c in enumerate(cols)]
+    A = np.empty((S, k, k))
+    for i in range(k):
+        for j in range(i, k):
+            A[:, i, j] = A[:, j, i] = (const[0] if const is not None and i == j == 0
+                                       else np.einsum("sn,sn->s", wc[i], cols[j]))
+    b = np.stack([const[1] if const is not None and i == 0 else np.einsum("sn,sn->s", wc[i], y)
+                  for i in range(k)], axis=1)
+    ainv, ok = _inv_small(A)
+    beta = np.einsum("sij,sj->si", ainv, b)
+    return cols, wc, beta, ainv, ok
 
 
 def _rowdot(x: np.ndarray, M: np.ndarray) -> np.ndarray:
@@ -2498,20 +2508,23 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
     preds = np.zeros((S, M, H))
     cvar = np.zeros((S, M, H))
     nterms = np.sum(np.any(ch.best_hyp >= 0, axis=3), axis=2)
+    # the constant's entries of the normal equations, once per series for all its alternatives
+    a00, b0 = _const_sums(ch.y, ch.w)
     # all (series, alternative) pairs with the same number of terms in one batch (row by row the
-    # same floats as one fit per alternative)
+    # same floats as one fit per alternative); coefficients and their inverse normal matrices only
+    # (:func:`_wls`'s, without its residuals)
     for k in np.unique(nterms):
         si, ai = np.nonzero((nterms == k) & (wt > 0))
         if len(si) == 0:
             continue
         D, _, _ = space.design(_used_first(_take2(ch.best_hyp, si, ai)))
-        fit = _wls(D, ch.y[si], ch.w[si], leverage=False)
+        _, _, beta, ainv, fok = _normal(D, ch.y[si], ch.w[si], (a00[si], b0[si]))
         # row-major: the design's storage (and so the layout of ``D[:, held]``) changes with the
         # number of rows, and einsum's order of summation with the layout (:func:`_rowdot`)
         Dh = np.ascontiguousarray(D[:, held, :])
-        _put2(preds, si, ai, np.einsum("shi,si->sh", Dh, fit.beta))
-        _put2(cvar, si, ai, np.maximum(np.einsum("shi,sij,shj->sh", Dh, fit.ainv, Dh), 0.0) * s2[si, None])
-        wt[si, ai] = np.where(fit.ok, wt[si, ai], 0.0)
+        _put2(preds, si, ai, np.einsum("shi,si->sh", Dh, beta))
+        _put2(cvar, si, ai, np.maximum(np.einsum("shi,sij,shj->sh", Dh, ainv, Dh), 0.0) * s2[si, None])
+        wt[si, ai] = np.where(fok, wt[si, ai], 0.0)
     wt = wt / np.maximum(wt.sum(axis=1, keepdims=True), 1e-300)
     avg = np.einsum("sa,sah->sh", wt, preds)
     spread = np.einsum("sa,sah->sh", wt, cvar + (preds - avg[:, None, :]) ** 2)
