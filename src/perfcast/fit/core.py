@@ -533,7 +533,7 @@ def _patterns_of(meas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return pats, np.asarray(inv).ravel()
     # the first column the most significant bit: keys sort as the rows do (False < True)
     keys = np.sum(meas.astype(np.int64) << np.arange(n - 1, -1, -1, dtype=np.int64), axis=1)
-    uk, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     return meas[first], np.asarray(inv).ravel()
 
 
