@@ -523,8 +523,8 @@ def _below_zero_at_points(beta0: np.ndarray, beta1: np.ndarray, T: np.ndarray, w
 def _patterns_of(meas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of a boolean (S, n) array (sorted as ``np.unique(axis=0)`` sorts them) and
     each row's index among them (S,): one row when all are alike (checked first: the common
-    case), else by integer keys of the rows' bits (``np.unique`` along an axis is ~70 times
-    slower)."""
+    case), else by integer keys of the rows' bits.  For 4096 rows of 6 points ``np.unique`` along
+    an axis took 3.5-6.5 ms, the keys 0.4 ms, the check for one pattern 0.02 ms."""
     S, n = meas.shape
     if S == 0 or bool(np.all(meas == meas[:1])):
         return meas[:1], np.zeros(S, dtype=np.intp)
