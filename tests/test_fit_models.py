@@ -313,6 +313,70 @@ def test_per_series_design_fit_matches_lstsq():
         np.testing.assert_allclose(fit.hat[s], hat, rtol=1e-9)
 
 
+def test_normal_equations_alone_match_lstsq_and_the_full_fit():
+    """The normal equations solved without residuals (the leave-largest-out rerun's refits):
+    coefficients as lstsq gives them, the inverse normal matrix as numpy inverts X'WX, and the
+    same floats as :func:`_wls` (with the constant's sums given once per series)."""
+    from perfcast.fit.core import _const_sums, _normal, _wls
+
+    rng = np.random.default_rng(5)
+    S, n, k = 6, 7, 3
+    D = rng.uniform(0.1, 1.0, (S, n, k))
+    D[:, :, 0] = 1.0
+    y = rng.uniform(0.5, 1.5, (S, n))
+    w = rng.uniform(0.5, 3.0, (S, n))
+    w[:, -1] = 0.0                       # a held-out point
+    _, _, beta, ainv, ok = _normal(D, y, w, _const_sums(y, w))
+    assert ok.all()
+    for s in range(S):
+        sw = np.sqrt(w[s])
+        Xw = D[s] * sw[:, None]
+        np.testing.assert_allclose(beta[s], np.linalg.lstsq(Xw, y[s] * sw, rcond=None)[0], rtol=1e-9)
+        np.testing.assert_allclose(ainv[s], np.linalg.inv(Xw.T @ Xw), rtol=1e-9)
+    fit = _wls(D, y, w, leverage=False)
+    assert np.array_equal(fit.beta, beta) and np.array_equal(fit.ainv, ainv)
+
+
+@pytest.mark.parametrize("pattern", ["all", "held", "mixed", "many"])
+def test_below_zero_at_measured_points_as_point_by_point(pattern):
+    """Which lines ``b0 + b1 t`` of a column table go below zero at a series' measured points
+    (weight > 0): by each set of measured points' column extremes, as evaluating every measured
+    point gives it -- also for infinite slopes (inf * 0 is no point below zero)."""
+    from perfcast.fit.core import NEGATIVE_TOL, _below_zero_at_points
+
+    rng = np.random.default_rng({"all": 6, "held": 7, "mixed": 8, "many": 9}[pattern])
+    n, H, S = 6, 9, 300
+    T = rng.uniform(-1.0, 1.0, (n, H))
+    T[:, 3] = np.abs(T[:, 3])
+    T[2, 3] = 0.0                        # a column whose smallest value is 0: inf * 0 at an extreme
+    b0 = rng.normal(0.0, 1.0, (S, H))
+    b1 = rng.normal(0.0, 1.0, (S, H))
+    b1[::17, 3] = np.inf
+    b1[::19, 3] = -np.inf
+    b0[::23, 5] = np.inf
+    w = rng.uniform(0.5, 2.0, (S, n))
+    if pattern == "held":
+        w[:, -1] = 0.0
+    elif pattern == "mixed":             # a few sets of measured points, taken set by set
+        masks = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 0], [0, 1, 1, 1, 1, 1]], dtype=bool)
+        w[~masks[np.arange(S) % 3]] = 0.0
+        w[0] = 0.0                       # nothing measured: never below zero
+    else:                                # a set per few rows: point by point
+        w[rng.uniform(size=(S, n)) < 0.3] = 0.0
+    got = _below_zero_at_points(b0, b1, T, w)
+    with np.errstate(invalid="ignore"):
+        at = b0[:, None, :] + b1[:, None, :] * T[None, :, :]
+        want = np.any((at < -NEGATIVE_TOL) & (w > 0)[:, :, None], axis=1)
+    # series measured at every point: the columns' extremes, a NaN product there included (the
+    # rule as it stands; a fit that passed its checks has finite coefficients)
+    full = np.all(w > 0, axis=1)
+    lo, hi = T.min(axis=0), T.max(axis=0)
+    with np.errstate(invalid="ignore"):
+        want[full] = (b0 + np.minimum(b1 * lo, b1 * hi) < -NEGATIVE_TOL)[full]
+    assert want.any() and not want.all()
+    assert np.array_equal(got, want)
+
+
 def test_insufficient_and_non_finite_quality_round_trip_through_json():
     import json as _json
     import math as _math
