@@ -203,21 +203,34 @@ def _statistics(exp: Experiment, locations: str):
     # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
     # them) instead of grouping by the parameter floats and categoricals: same groups, same order,
     # same pandas aggregation of each
-    runs = _runs(d, keys)
-    gid, first = runs if runs is not None else _factorize_rows(d, keys)
-    grouped = pd.Series(d["value"].to_numpy(), copy=False).groupby(gid, sort=True)
-    st = d[keys].take(first).reset_index(drop=True)
-    st["mean"] = grouped.mean().to_numpy()
-    st["count"] = grouped.count().to_numpy()
-    var = grouped.var(ddof=0).to_numpy()
+    runs = _runs(d, keys, ids=False)
+    first = runs[1] if runs is not None else None
+    col = d["value"].to_numpy()
+    moments = _run_moments(col, first) if first is not None else None
+    if moments is not None:
+        # runs in order (the group numbers sorted) and no NaN: the numbers pandas' groupby gives,
+        # in numpy over the runs (no grouper of the value rows' size)
+        gid, rep = _run_numbers(first, len(d))
+        st = d[keys].take(first).reset_index(drop=True)
+        st["mean"], st["count"], var = moments
+    else:
+        if first is not None:
+            gid = np.repeat(np.arange(len(first), dtype=np.int64), np.diff(first, append=len(d)))
+        else:
+            gid, first = _factorize_rows(d, keys)
+        grouped = pd.Series(col, copy=False).groupby(gid, sort=True)
+        st = d[keys].take(first).reset_index(drop=True)
+        st["mean"] = grouped.mean().to_numpy()
+        st["count"] = grouped.count().to_numpy()
+        var = grouped.var(ddof=0).to_numpy()
+        # the repetition number: the position in the group (its rows one run: from the run's start)
+        if runs is not None:
+            rep = np.arange(len(d), dtype=np.int64)
+            rep -= np.repeat(first, np.diff(first, append=len(d)))
+        else:
+            rep = grouped.cumcount().to_numpy()
     with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
         st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
-    # the repetition number: the position in the group (its rows one run: from the run's start)
-    if runs is not None:
-        rep = np.arange(len(d), dtype=np.int64)
-        rep -= np.repeat(first, np.diff(first, append=len(d)))
-    else:
-        rep = grouped.cumcount().to_numpy()
     # the rows' statistics rows and repetition numbers live as long as the fit (the repetitions
     # are placed by them): the narrowest integers, not 8 bytes each (a million series: 150 MB, not 480)
     return st, _narrow(gid), _narrow(rep), d["value"].to_numpy(dtype=float)
@@ -228,11 +241,74 @@ def _narrow(a: np.ndarray) -> np.ndarray:
     return a.astype(np.min_scalar_type(int(a.max()) if len(a) else 0), copy=False)
 
 
-def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+#: the longest run :func:`_run_moments` takes (one vectorised step per repetition); longer ones
+#: go through pandas' groupby
+RUN_STEPS = 64
+
+
+def _run_moments(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per run of ``values`` (runs starting at ``starts``, the first at 0, none empty): the mean,
+    the count and the variance (ddof 0) that ``Series.groupby(run number).mean() / .count() /
+    .var(ddof=0)`` give, with the same floating-point operations in the same order: the mean as
+    pandas takes it for sorted group numbers without NaN (``np.add.reduceat`` over the runs
+    divided by their lengths), the variance by Welford's update value by value in row order (as
+    pandas' ``group_var``: ``mean += (x - old) / k``, ``m2 += (x - mean) * (x - old)``, then
+    ``m2 / k``), a step per repetition over all runs at once.  None (use pandas) when the values
+    are not float64, hold a NaN (pandas skips it: other sums) or a run is longer than
+    :data:`RUN_STEPS`."""
+    n = len(values)
+    if values.dtype != np.float64 or not len(starts) or np.isnan(values).any():
+        return None
+    sizes = np.diff(starts, append=n)
+    L = int(sizes.max())
+    if L > RUN_STEPS:
+        return None
+    k = sizes.astype(np.float64)
+    mean = np.add.reduceat(values, starts) / k
+    G = len(starts)
+    equal = int(sizes.min()) == L
+    run_mean = np.zeros(G)
+    m2 = np.zeros(G)
+    grid = values.reshape(G, L) if equal else None
+    for r in range(L):
+        if equal:
+            x, old = grid[:, r], run_mean
+        else:
+            at = np.flatnonzero(sizes > r)
+            x, old = values[starts[at] + r], run_mean[at]
+        new = old + (x - old) / float(r + 1)
+        step = (x - new) * (x - old)
+        if equal:
+            run_mean = new
+            m2 += step
+        else:
+            run_mean[at] = new
+            m2[at] += step
+    return mean, sizes, m2 / k
+
+
+def _run_numbers(starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For ``n`` rows in runs starting at ``starts`` (the first at 0): each row's run number and
+    its position in its run, each in the narrowest unsigned type (:func:`_narrow`'s), without
+    8-byte arrays of the rows' size."""
+    G = len(starts)
+    sizes = np.diff(starts, append=n)
+    L = int(sizes.max()) if G else 0
+    ids = np.arange(G, dtype=np.min_scalar_type(max(G - 1, 0)))
+    if G and int(sizes.min()) == L:
+        return np.repeat(ids, L), np.tile(np.arange(L, dtype=np.min_scalar_type(L - 1)), G)
+    gid = np.repeat(ids, sizes)
+    rep = np.arange(n, dtype=np.int64)
+    rep -= np.repeat(starts, sizes)
+    return gid, _narrow(rep)
+
+
+def _runs(df: pd.DataFrame, cols: list[str], ids: bool = True) -> tuple[np.ndarray | None, np.ndarray] | None:
     """:func:`_factorize_rows` for data whose rows of each distinct ``cols`` row are contiguous
     (a reader's order: a series' points and repetitions together), by comparing neighbours
     instead of hashing every row; None when some distinct row is split over several runs (or a
-    key is missing or not a number or category): then :func:`_factorize_rows` numbers them."""
+    key is missing or not a number or category): then :func:`_factorize_rows` numbers them.
+    ``ids=False``: the runs' first rows only (None for the rows' numbers)."""
     n = len(df)
     if n == 0:
         return None
@@ -270,10 +346,12 @@ def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | 
             return None
     elif not pd.Index(key).is_unique:
         return None
+    if not ids:
+        return None, starts.astype(np.int64)
     # each row's run number: the runs' numbers repeated over their lengths (a cumulative sum of
     # ``change`` less one makes two arrays of the rows' size, the second in a pass of its own)
-    ids = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=n))
-    return ids, starts.astype(np.int64)
+    ids_ = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=n))
+    return ids_, starts.astype(np.int64)
 
 
 def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
