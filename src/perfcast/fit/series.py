@@ -626,7 +626,7 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         X = coords[cols]
         # series that fall with a parameter (strong scaling) are fitted apart (:func:`falling`)
         parts = [(rows_all, opts, ())]
-        fall = falling(opts, X, mean[np.ix_(rows_all, cols)], params)
+        fall = falling(opts, X, _part(mean, rows_all, cols), params)
         if fall is not None:
             dec, fo, note = fall
             parts = [(rows_all[~dec], opts, ()), (rows_all[dec], fo, note)]
@@ -635,10 +635,21 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
                 continue
             key = (o, mts[int(rows[0])], tuple(map(tuple, X.tolist())), note)
             reps, loc, pm = reps_of[code % M]
-            out.append((key, rows, X, o, note, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)],
-                        ssd[np.ix_(rows, cols)],
-                        None if reps is None else reps[np.ix_(loc[rows], np.searchsorted(pm, cols))]))
+            out.append((key, rows, X, o, note, _part(mean, rows, cols), _part(count, rows, cols),
+                        _part(ssd, rows, cols),
+                        None if reps is None else _part(reps, loc[rows], np.searchsorted(pm, cols))))
     return out, cps, mts
+
+
+def _part(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``a[np.ix_(rows, cols)]``; ``a`` itself when that is all of it in order (one group of every
+    series on every point: the fit reads its arrays, and no other group has them), not a copy
+    (a million series: 240 MB of repetitions)."""
+    S, P = a.shape[:2]
+    if (len(rows) == S and len(cols) == P and (S == 0 or (rows[0] == 0 and rows[-1] == S - 1))
+            and np.array_equal(rows, np.arange(S)) and np.array_equal(cols, np.arange(P))):
+        return a
+    return a[np.ix_(rows, cols)]
 
 
 def falling(opts: FitOptions, X: np.ndarray, mean: np.ndarray, params) -> tuple | None:
