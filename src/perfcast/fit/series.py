@@ -269,21 +269,26 @@ def _run_moments(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np
     equal = int(sizes.min()) == L
     run_mean = np.zeros(G)
     m2 = np.zeros(G)
-    grid = values.reshape(G, L) if equal else None
+    if equal:
+        # every run L values: a step per column of the (G, L) values, in two reused buffers
+        grid = values.reshape(G, L)
+        d, t = np.empty(G), np.empty(G)
+        for r in range(L):
+            x = grid[:, r]
+            np.subtract(x, run_mean, out=d)            # x - old
+            np.divide(d, float(r + 1), out=t)
+            run_mean += t                              # new = old + (x - old) / k
+            np.subtract(x, run_mean, out=t)
+            t *= d                                     # (x - new) * (x - old)
+            m2 += t
+        return mean, sizes, m2 / k
     for r in range(L):
-        if equal:
-            x, old = grid[:, r], run_mean
-        else:
-            at = np.flatnonzero(sizes > r)
-            x, old = values[starts[at] + r], run_mean[at]
-        new = old + (x - old) / float(r + 1)
-        step = (x - new) * (x - old)
-        if equal:
-            run_mean = new
-            m2 += step
-        else:
-            run_mean[at] = new
-            m2[at] += step
+        at = np.flatnonzero(sizes > r)
+        x, old = values[starts[at] + r], run_mean[at]
+        d = x - old
+        new = old + d / float(r + 1)
+        run_mean[at] = new
+        m2[at] += (x - new) * d
     return mean, sizes, m2 / k
 
 
