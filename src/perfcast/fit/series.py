@@ -704,6 +704,14 @@ def _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values,
         keep = R >= 2 and (Sm * Pm * R <= 2 * nv if use_reps is None else use_reps.get(name, False))
         if not keep:
             return None, None, points
+        if series is None and nv == S * P * R and _in_cell_order(cell, row_of, rep_of, R):
+            # the values already lie as the (S, P, R) cells (a reader's order: each series' points
+            # in order, each point's R repetitions): a read-only view of them (the fit only reads
+            # its repetitions; a write would raise, not change the values), no copy and no index
+            # of the values' size
+            reps = values.reshape(S, P, R).view()
+            reps.flags.writeable = False
+            return reps, np.arange(S, dtype=np.int64), points
         loc = np.arange(S, dtype=np.int64)
         if series is not None:
             loc = np.full(S, -1, dtype=np.int64)
@@ -725,6 +733,18 @@ def _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values,
     # the values of each metric together, its statistics rows and series
     by_value, by_row, by_series = (_positions(codes, M) for codes in (mid[sid[row_of]], mid[sid], mid))
     return [build(by_row[m], by_value[m], by_series[m], np.unique(pid[by_row[m]])) for m in range(M)]
+
+
+def _in_cell_order(cell: np.ndarray, row_of: np.ndarray, rep_of: np.ndarray, R: int) -> bool:
+    """Whether value ``i`` of the rows' statistics rows ``row_of`` and repetitions ``rep_of`` is
+    cell ``i`` of the (S, P, R) repetitions: the statistics rows' cells ``cell`` are 0, 1, 2, ...
+    and every row holds R values, its repetitions 0 .. R-1 in turn."""
+    n = len(row_of)
+    if R < 1 or n != len(cell) * R or not np.array_equal(cell, np.arange(len(cell))):
+        return False
+    grid = row_of.reshape(-1, R)
+    return bool(np.array_equal(grid[:, 0], np.arange(len(cell))) and (grid == grid[:, :1]).all()
+                and (rep_of.reshape(-1, R) == np.arange(R, dtype=rep_of.dtype)).all())
 
 
 def _positions(codes: np.ndarray, M: int) -> list[np.ndarray]:
