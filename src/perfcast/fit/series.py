@@ -255,7 +255,9 @@ def _run_moments(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np
     pandas' ``group_var``: ``mean += (x - old) / k``, ``m2 += (x - mean) * (x - old)``, then
     ``m2 / k``), a step per repetition over all runs at once.  None (use pandas) when the values
     are not float64, hold a NaN (pandas skips it: other sums) or a run is longer than
-    :data:`RUN_STEPS`."""
+    :data:`RUN_STEPS`.  The mean is pandas 3.1's (pandas 2.x sums a group with Kahan's
+    compensation, which can differ in the last bit): these runs' statistics no longer depend on
+    the pandas installed."""
     n = len(values)
     if values.dtype != np.float64 or not len(starts) or np.isnan(values).any():
         return None
