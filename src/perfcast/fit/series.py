@@ -325,7 +325,7 @@ def _runs(df: pd.DataFrame, cols: list[str], ids: bool = True) -> tuple[np.ndarr
     for c in cols:
         col = df[c]
         if isinstance(col.dtype, pd.CategoricalDtype):
-            a, k = col.cat.codes.to_numpy(), len(col.cat.categories)
+            a, k = col.array.codes, len(col.cat.categories)   # the codes themselves (.cat.codes copies)
             if a.min() < 0:
                 return None
         else:
@@ -370,7 +370,7 @@ def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.n
     for c in cols:
         col = df[c]
         if isinstance(col.dtype, pd.CategoricalDtype):
-            codes, k = col.cat.codes.to_numpy().astype(np.int64), len(col.cat.categories)
+            codes, k = col.array.codes.astype(np.int64), len(col.cat.categories)
             if len(codes) and codes.min() < 0:
                 codes, uniq = pd.factorize(col.astype(str).to_numpy())
                 k = len(uniq)
@@ -781,7 +781,7 @@ def _point_sets(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _codes(col: pd.Series, rows: np.ndarray) -> np.ndarray:
     """An integer per row of ``rows`` numbering the distinct values of ``col`` there."""
     if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.cat.codes.to_numpy()[rows]
+        codes = col.array.codes[rows]
         if not len(codes) or codes.min() >= 0:
             return codes.astype(np.int64)
     return pd.factorize(col.to_numpy()[rows])[0].astype(np.int64)
@@ -790,7 +790,7 @@ def _codes(col: pd.Series, rows: np.ndarray) -> np.ndarray:
 def _strings(col: pd.Series, rows: np.ndarray) -> list[str]:
     """``col.astype(str)`` at ``rows`` (a categorical converted at those rows only)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.cat.codes.to_numpy()[rows]
+        codes = col.array.codes[rows]
         if not len(codes) or codes.min() >= 0:
             return col.cat.categories.astype(str).to_numpy(dtype=object)[codes].tolist()
     return col.astype(str).to_numpy()[rows].tolist()
