@@ -266,7 +266,15 @@ def _run_moments(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np
     if L > RUN_STEPS:
         return None
     k = sizes.astype(np.float64)
-    mean = np.add.reduceat(values, starts) / k
+    # values too large to model (rejected after the statistics: fit_experiment names them) overflow
+    # the sums and squares: inf as in pandas, without numpy's RuntimeWarnings before that one-line
+    # error (pandas' own reduceat printed one)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.add.reduceat(values, starts) / k, sizes, _welford(values, starts, sizes, L) / k
+
+
+def _welford(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray, L: int) -> np.ndarray:
+    """The sums of squared deviations of :func:`_run_moments` (runs of at most ``L`` values)."""
     G = len(starts)
     equal = int(sizes.min()) == L
     run_mean = np.zeros(G)
@@ -283,7 +291,7 @@ def _run_moments(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np
             np.subtract(x, run_mean, out=t)
             t *= d                                     # (x - new) * (x - old)
             m2 += t
-        return mean, sizes, m2 / k
+        return m2
     for r in range(L):
         at = np.flatnonzero(sizes > r)
         x, old = values[starts[at] + r], run_mean[at]
@@ -291,7 +299,7 @@ def _run_moments(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np
         new = old + d / float(r + 1)
         run_mean[at] = new
         m2[at] += (x - new) * d
-    return mean, sizes, m2 / k
+    return m2
 
 
 def _run_numbers(starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
