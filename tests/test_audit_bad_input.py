@@ -172,6 +172,24 @@ def test_values_too_small_to_model(capsys, tmp_path, cmd):
         " is too small to model (the fit takes 0 and values from 1e-100 on: rescale the metric)")
 
 
+@pytest.mark.parametrize("data", ["82.00848518948744 ", "all"])
+def test_values_too_large_to_model_warn_nothing(capsys, tmp_path, data):
+    """Near float's largest (1.7e308), one value or all of a point's repetitions (their sum and
+    squares overflow in the statistics): the one-line error and no numpy RuntimeWarning before it
+    (warnings turned into errors here; the CLI would print them on stderr)."""
+    import warnings
+
+    first = next(line for line in TEXT.read_text().splitlines() if line.startswith("DATA"))
+    old = first if data == "all" else data
+    new = "DATA " + " ".join(["1.7e308"] * (len(first.split()) - 1)) if data == "all" else "1.7e308 "
+    f = _with_value(tmp_path, old, new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        line = one_error(*cli(capsys, "model", f, "--json")[::2])
+    assert line == (f"perfcast: error: {f} (callpath compute, metric time, x=20): value 1.7e+308 is too large to "
+                    "model (the fit takes values up to 1e+100)")
+
+
 def test_parameter_values_too_large_to_model(capsys, tmp_path):
     # x = 1e150: RuntimeWarnings (overflow in power) and no usable model
     f = _with_value(tmp_path, "POINTS ( 60 )", "POINTS ( 1e150 )")

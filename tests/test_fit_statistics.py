@@ -81,3 +81,45 @@ def test_statistics_of_a_readers_order_by_hand():
     assert got == [(4.0, "main", 2.0, 3, 2.0), (8.0, "main", 5.0, 1, 0.0), (4.0, "main->b", 6.0, 2, 8.0)]
     assert row_of.tolist() == [0, 0, 0, 1, 2, 2]
     assert rep_of.tolist() == [0, 1, 2, 0, 0, 1]
+
+
+@pytest.mark.parametrize("equal", [True, False])
+def test_run_moments_are_pandas_groupby_bit_for_bit(equal):
+    """The runs' mean, count and variance in numpy (fit.series._run_moments) against pandas'
+    groupby of the same values (the peer computation the statistics used before): the same bits,
+    over magnitudes from 1e-300 to 1e300, zeros, -0.0 and infinities, runs of equal and of
+    different lengths."""
+    import numpy as np
+
+    from perfcast.fit.series import _run_moments
+
+    rng = np.random.default_rng(7)
+    G = 20000
+    sizes = np.full(G, 5) if equal else rng.integers(1, 12, G)
+    n = int(sizes.sum())
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    scale = 10.0 ** rng.uniform(-300, 300, G)
+    v = np.repeat(scale, sizes) * (1 + rng.uniform(-0.5, 0.5, n)) * (rng.random(n) < 0.97)
+    v[rng.integers(0, n, 5)] = np.inf
+    v[rng.integers(0, n, 5)] = -0.0
+    v[rng.integers(0, n, 3)] = -np.inf
+    grouped = pd.Series(v).groupby(np.repeat(np.arange(G), sizes), sort=True)
+    with np.errstate(all="ignore"):
+        mean, count, var = _run_moments(v, starts)
+        want = (grouped.mean().to_numpy(), grouped.count().to_numpy(), grouped.var(ddof=0).to_numpy())
+    for got, ref in zip((mean, count, var), want):
+        assert got.dtype == ref.dtype and got.tobytes() == ref.tobytes()
+
+
+def test_run_moments_decline_nan_and_long_runs():
+    """A NaN (pandas skips it: other sums; an Experiment holds none, but the function is general)
+    or a run longer than RUN_STEPS: None, left to pandas."""
+    import numpy as np
+
+    from perfcast.fit.series import RUN_STEPS, _run_moments
+
+    assert _run_moments(np.array([1.0, np.nan, 3.0]), np.array([0, 2])) is None
+    assert _run_moments(np.ones(RUN_STEPS + 1), np.array([0])) is None
+    mean, count, var = _run_moments(np.arange(RUN_STEPS, dtype=float), np.array([0]))
+    # 0..63: mean 31.5, variance (64^2 - 1) / 12
+    assert mean.tolist() == [31.5] and count.tolist() == [RUN_STEPS] and var.tolist() == [(64 ** 2 - 1) / 12]

@@ -477,9 +477,10 @@ def _pair_codes(st: pd.DataFrame, series) -> tuple[np.ndarray, np.ndarray]:
     want = np.zeros(len(series), dtype=np.int64)
     for c, get in (("callpath", _CALLPATH), ("metric", _METRIC)):
         col = st[c]
+        # a categorical's codes themselves (``.cat.codes`` copies them, twice here)
         if (isinstance(col.dtype, pd.CategoricalDtype) and col.cat.categories.inferred_type in ("string", "empty")
-                and not (col.cat.codes.to_numpy() < 0).any()):
-            names, codes = col.cat.categories, col.cat.codes.to_numpy()
+                and not (col.array.codes < 0).any()):
+            names, codes = col.cat.categories, col.array.codes
         else:
             codes, names = pd.factorize(col.astype(str).to_numpy())
             names = pd.Index(names)

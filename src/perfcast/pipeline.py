@@ -198,13 +198,18 @@ def _metric_sizes(st, row_of, parameter: str) -> dict:
     (:func:`perfcast.fit.series._metric_reps`)."""
     import pandas as pd
 
-    codes, names = pd.factorize(st["metric"].astype(str).to_numpy())
+    # numbered by first use, on the categoricals' codes (not a string per statistics row) and
+    # without a copy of the table per metric
+    codes, names = pd.factorize(st["metric"])
     values = np.bincount(codes[row_of], minlength=len(names))
+    count = st["count"].to_numpy()
+    callpath = pd.factorize(st["callpath"])[0]
+    point = st[parameter].to_numpy()
     out = {}
     for m, name in enumerate(names):
-        sub = st[codes == m]
-        out[name] = (int(sub["count"].max()), int(values[m]), int(sub["callpath"].nunique()),
-                     int(sub[parameter].nunique()))
+        at = slice(None) if len(names) == 1 else codes == m
+        out[str(name)] = (int(count[at].max()), int(values[m]), len(pd.unique(callpath[at])),
+                          len(pd.unique(point[at])))
     return out
 
 

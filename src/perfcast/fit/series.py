@@ -203,21 +203,34 @@ def _statistics(exp: Experiment, locations: str):
     # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
     # them) instead of grouping by the parameter floats and categoricals: same groups, same order,
     # same pandas aggregation of each
-    runs = _runs(d, keys)
-    gid, first = runs if runs is not None else _factorize_rows(d, keys)
-    grouped = pd.Series(d["value"].to_numpy(), copy=False).groupby(gid, sort=True)
-    st = d[keys].take(first).reset_index(drop=True)
-    st["mean"] = grouped.mean().to_numpy()
-    st["count"] = grouped.count().to_numpy()
-    var = grouped.var(ddof=0).to_numpy()
+    runs = _runs(d, keys, ids=False)
+    first = runs[1] if runs is not None else None
+    col = d["value"].to_numpy()
+    moments = _run_moments(col, first) if first is not None else None
+    if moments is not None:
+        # runs in order (the group numbers sorted) and no NaN: the numbers pandas' groupby gives,
+        # in numpy over the runs (no grouper of the value rows' size)
+        gid, rep = _run_numbers(first, len(d))
+        st = d[keys].take(first).reset_index(drop=True)
+        st["mean"], st["count"], var = moments
+    else:
+        if first is not None:
+            gid = np.repeat(np.arange(len(first), dtype=np.int64), np.diff(first, append=len(d)))
+        else:
+            gid, first = _factorize_rows(d, keys)
+        grouped = pd.Series(col, copy=False).groupby(gid, sort=True)
+        st = d[keys].take(first).reset_index(drop=True)
+        st["mean"] = grouped.mean().to_numpy()
+        st["count"] = grouped.count().to_numpy()
+        var = grouped.var(ddof=0).to_numpy()
+        # the repetition number: the position in the group (its rows one run: from the run's start)
+        if runs is not None:
+            rep = np.arange(len(d), dtype=np.int64)
+            rep -= np.repeat(first, np.diff(first, append=len(d)))
+        else:
+            rep = grouped.cumcount().to_numpy()
     with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
         st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
-    # the repetition number: the position in the group (its rows one run: from the run's start)
-    if runs is not None:
-        rep = np.arange(len(d), dtype=np.int64)
-        rep -= np.repeat(first, np.diff(first, append=len(d)))
-    else:
-        rep = grouped.cumcount().to_numpy()
     # the rows' statistics rows and repetition numbers live as long as the fit (the repetitions
     # are placed by them): the narrowest integers, not 8 bytes each (a million series: 150 MB, not 480)
     return st, _narrow(gid), _narrow(rep), d["value"].to_numpy(dtype=float)
@@ -228,11 +241,89 @@ def _narrow(a: np.ndarray) -> np.ndarray:
     return a.astype(np.min_scalar_type(int(a.max()) if len(a) else 0), copy=False)
 
 
-def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+#: the longest run :func:`_run_moments` takes (one vectorised step per repetition); longer ones
+#: go through pandas' groupby
+RUN_STEPS = 64
+
+
+def _run_moments(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per run of ``values`` (runs starting at ``starts``, the first at 0, none empty): the mean,
+    the count and the variance (ddof 0) that ``Series.groupby(run number).mean() / .count() /
+    .var(ddof=0)`` give, with the same floating-point operations in the same order: the mean as
+    pandas takes it for sorted group numbers without NaN (``np.add.reduceat`` over the runs
+    divided by their lengths), the variance by Welford's update value by value in row order (as
+    pandas' ``group_var``: ``mean += (x - old) / k``, ``m2 += (x - mean) * (x - old)``, then
+    ``m2 / k``), a step per repetition over all runs at once.  None (use pandas) when the values
+    are not float64, hold a NaN (pandas skips it: other sums) or a run is longer than
+    :data:`RUN_STEPS`.  The mean is pandas 3.1's (pandas 2.x sums a group with Kahan's
+    compensation, which can differ in the last bit): these runs' statistics no longer depend on
+    the pandas installed."""
+    n = len(values)
+    if values.dtype != np.float64 or not len(starts) or np.isnan(values).any():
+        return None
+    sizes = np.diff(starts, append=n)
+    L = int(sizes.max())
+    if L > RUN_STEPS:
+        return None
+    k = sizes.astype(np.float64)
+    # values too large to model (rejected after the statistics: fit_experiment names them) overflow
+    # the sums and squares: inf as in pandas, without numpy's RuntimeWarnings before that one-line
+    # error (pandas' own reduceat printed one)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.add.reduceat(values, starts) / k, sizes, _welford(values, starts, sizes, L) / k
+
+
+def _welford(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray, L: int) -> np.ndarray:
+    """The sums of squared deviations of :func:`_run_moments` (runs of at most ``L`` values)."""
+    G = len(starts)
+    equal = int(sizes.min()) == L
+    run_mean = np.zeros(G)
+    m2 = np.zeros(G)
+    if equal:
+        # every run L values: a step per column of the (G, L) values, in two reused buffers
+        grid = values.reshape(G, L)
+        d, t = np.empty(G), np.empty(G)
+        for r in range(L):
+            x = grid[:, r]
+            np.subtract(x, run_mean, out=d)            # x - old
+            np.divide(d, float(r + 1), out=t)
+            run_mean += t                              # new = old + (x - old) / k
+            np.subtract(x, run_mean, out=t)
+            t *= d                                     # (x - new) * (x - old)
+            m2 += t
+        return m2
+    for r in range(L):
+        at = np.flatnonzero(sizes > r)
+        x, old = values[starts[at] + r], run_mean[at]
+        d = x - old
+        new = old + d / float(r + 1)
+        run_mean[at] = new
+        m2[at] += (x - new) * d
+    return m2
+
+
+def _run_numbers(starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For ``n`` rows in runs starting at ``starts`` (the first at 0): each row's run number and
+    its position in its run, each in the narrowest unsigned type (:func:`_narrow`'s), without
+    8-byte arrays of the rows' size."""
+    G = len(starts)
+    sizes = np.diff(starts, append=n)
+    L = int(sizes.max()) if G else 0
+    ids = np.arange(G, dtype=np.min_scalar_type(max(G - 1, 0)))
+    if G and int(sizes.min()) == L:
+        return np.repeat(ids, L), np.tile(np.arange(L, dtype=np.min_scalar_type(L - 1)), G)
+    gid = np.repeat(ids, sizes)
+    rep = np.arange(n, dtype=np.int64)
+    rep -= np.repeat(starts, sizes)
+    return gid, _narrow(rep)
+
+
+def _runs(df: pd.DataFrame, cols: list[str], ids: bool = True) -> tuple[np.ndarray | None, np.ndarray] | None:
     """:func:`_factorize_rows` for data whose rows of each distinct ``cols`` row are contiguous
     (a reader's order: a series' points and repetitions together), by comparing neighbours
     instead of hashing every row; None when some distinct row is split over several runs (or a
-    key is missing or not a number or category): then :func:`_factorize_rows` numbers them."""
+    key is missing or not a number or category): then :func:`_factorize_rows` numbers them.
+    ``ids=False``: the runs' first rows only (None for the rows' numbers)."""
     n = len(df)
     if n == 0:
         return None
@@ -242,7 +333,7 @@ def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | 
     for c in cols:
         col = df[c]
         if isinstance(col.dtype, pd.CategoricalDtype):
-            a, k = col.cat.codes.to_numpy(), len(col.cat.categories)
+            a, k = col.array.codes, len(col.cat.categories)   # the codes themselves (.cat.codes copies)
             if a.min() < 0:
                 return None
         else:
@@ -270,10 +361,12 @@ def _runs(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray] | 
             return None
     elif not pd.Index(key).is_unique:
         return None
+    if not ids:
+        return None, starts.astype(np.int64)
     # each row's run number: the runs' numbers repeated over their lengths (a cumulative sum of
     # ``change`` less one makes two arrays of the rows' size, the second in a pass of its own)
-    ids = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=n))
-    return ids, starts.astype(np.int64)
+    ids_ = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=n))
+    return ids_, starts.astype(np.int64)
 
 
 def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -285,7 +378,7 @@ def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.n
     for c in cols:
         col = df[c]
         if isinstance(col.dtype, pd.CategoricalDtype):
-            codes, k = col.cat.codes.to_numpy().astype(np.int64), len(col.cat.categories)
+            codes, k = col.array.codes.astype(np.int64), len(col.cat.categories)
             if len(codes) and codes.min() < 0:
                 codes, uniq = pd.factorize(col.astype(str).to_numpy())
                 k = len(uniq)
@@ -563,7 +656,7 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         X = coords[cols]
         # series that fall with a parameter (strong scaling) are fitted apart (:func:`falling`)
         parts = [(rows_all, opts, ())]
-        fall = falling(opts, X, mean[np.ix_(rows_all, cols)], params)
+        fall = falling(opts, X, _part(mean, rows_all, cols), params)
         if fall is not None:
             dec, fo, note = fall
             parts = [(rows_all[~dec], opts, ()), (rows_all[dec], fo, note)]
@@ -572,10 +665,21 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
                 continue
             key = (o, mts[int(rows[0])], tuple(map(tuple, X.tolist())), note)
             reps, loc, pm = reps_of[code % M]
-            out.append((key, rows, X, o, note, mean[np.ix_(rows, cols)], count[np.ix_(rows, cols)],
-                        ssd[np.ix_(rows, cols)],
-                        None if reps is None else reps[np.ix_(loc[rows], np.searchsorted(pm, cols))]))
+            out.append((key, rows, X, o, note, _part(mean, rows, cols), _part(count, rows, cols),
+                        _part(ssd, rows, cols),
+                        None if reps is None else _part(reps, loc[rows], np.searchsorted(pm, cols))))
     return out, cps, mts
+
+
+def _part(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``a[np.ix_(rows, cols)]``; ``a`` itself when that is all of it in order (one group of every
+    series on every point: the fit reads its arrays, and no other group has them), not a copy
+    (a million series: 240 MB of repetitions)."""
+    S, P = a.shape[:2]
+    if (len(rows) == S and len(cols) == P and (S == 0 or (rows[0] == 0 and rows[-1] == S - 1))
+            and np.array_equal(rows, np.arange(S)) and np.array_equal(cols, np.arange(P))):
+        return a
+    return a[np.ix_(rows, cols)]
 
 
 def falling(opts: FitOptions, X: np.ndarray, mean: np.ndarray, params) -> tuple | None:
@@ -625,6 +729,14 @@ def _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values,
         keep = R >= 2 and (Sm * Pm * R <= 2 * nv if use_reps is None else use_reps.get(name, False))
         if not keep:
             return None, None, points
+        if series is None and nv == S * P * R and _in_cell_order(cell, row_of, rep_of, R):
+            # the values already lie as the (S, P, R) cells (a reader's order: each series' points
+            # in order, each point's R repetitions): a read-only view of them (the fit only reads
+            # its repetitions; a write would raise, not change the values), no copy and no index
+            # of the values' size
+            reps = values.reshape(S, P, R).view()
+            reps.flags.writeable = False
+            return reps, np.arange(S, dtype=np.int64), points
         loc = np.arange(S, dtype=np.int64)
         if series is not None:
             loc = np.full(S, -1, dtype=np.int64)
@@ -646,6 +758,18 @@ def _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values,
     # the values of each metric together, its statistics rows and series
     by_value, by_row, by_series = (_positions(codes, M) for codes in (mid[sid[row_of]], mid[sid], mid))
     return [build(by_row[m], by_value[m], by_series[m], np.unique(pid[by_row[m]])) for m in range(M)]
+
+
+def _in_cell_order(cell: np.ndarray, row_of: np.ndarray, rep_of: np.ndarray, R: int) -> bool:
+    """Whether value ``i`` of the rows' statistics rows ``row_of`` and repetitions ``rep_of`` is
+    cell ``i`` of the (S, P, R) repetitions: the statistics rows' cells ``cell`` are 0, 1, 2, ...
+    and every row holds R values, its repetitions 0 .. R-1 in turn."""
+    n = len(row_of)
+    if R < 1 or n != len(cell) * R or not np.array_equal(cell, np.arange(len(cell))):
+        return False
+    grid = row_of.reshape(-1, R)
+    return bool(np.array_equal(grid[:, 0], np.arange(len(cell))) and (grid == grid[:, :1]).all()
+                and (rep_of.reshape(-1, R) == np.arange(R, dtype=rep_of.dtype)).all())
 
 
 def _positions(codes: np.ndarray, M: int) -> list[np.ndarray]:
@@ -680,7 +804,7 @@ def _point_sets(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _codes(col: pd.Series, rows: np.ndarray) -> np.ndarray:
     """An integer per row of ``rows`` numbering the distinct values of ``col`` there."""
     if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.cat.codes.to_numpy()[rows]
+        codes = col.array.codes[rows]
         if not len(codes) or codes.min() >= 0:
             return codes.astype(np.int64)
     return pd.factorize(col.to_numpy()[rows])[0].astype(np.int64)
@@ -689,7 +813,7 @@ def _codes(col: pd.Series, rows: np.ndarray) -> np.ndarray:
 def _strings(col: pd.Series, rows: np.ndarray) -> list[str]:
     """``col.astype(str)`` at ``rows`` (a categorical converted at those rows only)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.cat.codes.to_numpy()[rows]
+        codes = col.array.codes[rows]
         if not len(codes) or codes.min() >= 0:
             return col.cat.categories.astype(str).to_numpy(dtype=object)[codes].tolist()
     return col.astype(str).to_numpy()[rows].tolist()
