@@ -5,6 +5,7 @@ squares estimate is the plain mean.  Weights from the observed means pull it tow
 came out low.  Ground truth here: hand-calculated means of the data the tests generate."""
 
 import numpy as np
+import pytest
 
 import perfcast
 from perfcast import io
@@ -21,6 +22,11 @@ def test_lulesh_max_rank_times_give_their_mean():
     m = fit_series([27, 64, 125, 216], values, "jobsize")
     assert not m.terms
     assert abs(float(m.predict(343.0)) - sum(values) / 4) < 1e-9 * 50
+    # and its quality describes that constant: SMAPE and residual sum of squares by hand
+    c = np.mean(values)
+    y = np.array(values)
+    assert m.quality.smape == pytest.approx(100 * np.mean(2 * np.abs(c - y) / (np.abs(c) + np.abs(y))), rel=1e-9)
+    assert m.quality.rss == pytest.approx(np.sum((y - c) ** 2), rel=1e-9)
 
 
 

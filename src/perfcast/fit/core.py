@@ -2196,7 +2196,7 @@ def _constant_level(ch: _Chunk, rows) -> np.ndarray:
     Under relative noise a constant's weights are its own value's, ``r / c^2`` -- the same ``c``
     at every point -- so its least-squares value is the mean of all repetitions.  The observed
     means' weights (:func:`noise_scale`) would pull it toward the points that came out low
-    (1,000 single-run constants at 15% noise: 1.3% low; LULESH's slowest rank in ``main`` at 4
+    (1,000 single-run constants with uniform noise of +-25%: 1.6% low; LULESH's slowest rank in ``main`` at 4
     jobsizes, ``47.2, 55.1, 56.3, 42.8``: 49.8 instead of their mean, 50.4).  A dip keeps its
     lifted scale (a zero among 3.4e7 stays a quarter of a point) and the absolute part of the
     noise its share (``ch.c2``); series weighed as exact or for the model's error keep their
@@ -2241,7 +2241,11 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
                 beta = coef_over[rows, a, :kk]
             elif k == 0:
                 lvl = _constant_level(ch, rows)
-                beta = (np.maximum(lvl, 0.0) if strict else lvl)[:, None] * sc[:, None]
+                lvl = np.maximum(lvl, 0.0) if strict else lvl
+                beta = lvl[:, None] * sc[:, None]
+                # its residuals, noise and quality are the shown constant's
+                resid = y - lvl[:, None]
+                fit = dataclasses.replace(fit, resid=resid, rss=_rowsum(w * resid * resid))
             N = ch.N[rows]
             pooled = (ch.ss_pe[rows] + fit.rss) / np.maximum(N - kk, 1)
             lof = fit.rss / max(n - kk, 1)
@@ -2285,7 +2289,9 @@ def _finish(space: _Space, ch: _Chunk, opt: FitOptions, lo: int, hi: int,
             if coef_over is not None:
                 beta = _take2(coef_over, si, ai)[:, :kk]
             elif k == 0:
-                beta = _constant_level(ch, si)[:, None] * sc[:, None]
+                lvl = _constant_level(ch, si)
+                beta = lvl[:, None] * sc[:, None]
+                rss = _rowsum(ch.w[si] * (ch.y[si] - lvl[:, None]) ** 2)
             else:
                 beta = b / scale * sc[:, None]
             N = ch.N[si]
