@@ -38,7 +38,10 @@ def test_sampling_attributes_the_dominant_symbol(tmp_path):
     hot = sum(v for k, v in t.items() if k.endswith("hot"))
     cold = sum(v for k, v in t.items() if k.endswith("cold"))
     total = t.sum()
-    assert hot / total > 0.8                   # ~10/11 of the work
+    # ~10/11 of the application's work; under load some samples land outside both loops (startup,
+    # kernel entry on preemption), so the share is of the two loops and the loops hold most of it
+    assert hot / (hot + cold) > 0.8
+    assert (hot + cold) / total > 0.6
     assert 6 < hot / cold < 16                 # loop counts differ 10x, same body
     # the sampled CPU time agrees with what the kernel accounted to the child (spin + perf itself)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
