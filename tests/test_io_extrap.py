@@ -303,6 +303,17 @@ def test_text_duplicate_points_and_blocks_become_repetitions(tmp_path):
     exp = io.read_one(p)
     assert values_at(exp, "a", "time", x=1) == [1, 2, 3, 5, 6]
     assert values_at(exp, "a", "time", x=2) == [4, 7]
+    # a point listed twice is said (Extra-P refuses the file; a copy-paste slip must not pass
+    # silently), by the streaming reader and by the line-by-line one (a non-ASCII name takes it)
+    for name, region in (("dup.txt", "a"), ("dup-utf8.txt", "a\u00e9")):
+        q = write(tmp_path, name, f"PARAMETER x y\nPOINTS (1 2) (4 2) (1 2) (8 2) (4 2)\nREGION {region}\n"
+                  + "DATA 1\n" * 5)
+        warned = io.read_one(q).meta["warnings"]
+        assert len(warned) == 1 and warned[0].startswith(f"{name}: POINTS lists (1 2) 2 times, (4 2) 2 times:")
+    # a repeated REGION block alone (concatenated runs) is not a slip: no warning
+    once = write(tmp_path, "blocks.txt", "PARAMETER x\nPOINTS (1) (2) (3)\nREGION a\nDATA 1\nDATA 2\nDATA 3\n"
+                 "REGION a\nDATA 1\nDATA 2\nDATA 3\n")
+    assert "warnings" not in io.read_one(once).meta
 
 
 def test_text_format_options(tmp_path):

@@ -187,7 +187,8 @@ def _survey_range(k: int) -> dict:
     from .io import implausible_parameters, time_extremes
 
     return {"sums": sums, "metrics": list(exp.metrics), "per_metric": _metric_sizes(st, stats[1], exp.parameters[0]),
-            "warnings": implausible_parameters(exp) if k == 0 else [], "times": time_extremes(exp),
+            "warnings": list(exp.meta.get("warnings", [])) + implausible_parameters(exp) if k == 0 else [],
+            "times": time_extremes(exp),
             "series": len(cps), "regions": regions,
             "names": pa.array(exp.tree.paths, type=pa.large_string())}
 

@@ -40,7 +40,8 @@ Five readers are registered:
 
 Every value list at a point becomes repetitions 0..k-1; values met again for a point, callpath and
 metric (a repeated coordinate, a repeated REGION block, a second line) continue the repetition
-numbering -- nothing is collapsed.
+numbering -- nothing is collapsed.  A coordinate listed twice in a text file's POINTS is warned
+about (``meta["warnings"]``): Extra-P refuses such a file, and a copy-paste slip would pass silently.
 
 Files cut short.  Extra-P's own files often end without a line end, so a missing last line end
 alone is not refused here (the line-based readers that always get one, e.g. tidy CSV, refuse it).
@@ -229,6 +230,21 @@ def _text_number(tok: str) -> float | str:
     return f"{tok!r} is not a number"
 
 
+def _repeated_points(path: str | Path, points: list[tuple[float, ...]]) -> list[str]:
+    """The warning for coordinates listed more than once in POINTS (their DATA lines become
+    repetitions of one point, as the format's other repeats do; Extra-P refuses such a file, and a
+    copy-paste slip would otherwise pass silently), or none."""
+    counts = collections.Counter(points)
+    twice = [(pt, k) for pt, k in counts.items() if k > 1]
+    if not twice:
+        return []
+    shown = ", ".join(f"({' '.join(_fmt(v) for v in pt)}) {k} times" for pt, k in twice[:5])
+    more = f" and {len(twice) - 5} more point(s)" if len(twice) > 5 else ""
+    return [f"{Path(path).name}: POINTS lists {shown}{more}: the DATA lines at those positions are merged "
+            f"as repetitions of one point (Extra-P refuses such a file); list every point once unless "
+            f"they are meant as repetitions"]
+
+
 def _parse_points(text: str, nparams: int) -> list[tuple[float, ...]] | str:
     """The points of a POINTS line, or a message saying what is wrong."""
     tokens = re.findall(r"\(|\)|[^\s()]+", text)
@@ -413,6 +429,9 @@ def _read_text_lines(path: Path) -> Experiment:
         raise PerfcastError(f"the file ends after this {open_key[0]} line without its DATA lines "
                             f"(truncated file?)", path, open_key[1])
     meta = {"comments": comments} if comments else {}
+    twice = _repeated_points(path, points)
+    if twice:
+        meta["warnings"] = twice
     unterminated = len(lines) == last_line and bool(lines[-1].strip())
     if unterminated and data_lens and data_lens[-1][0] == last_line:
         no, n, start = data_lens[-1]
@@ -883,7 +902,15 @@ def _read_text_stream(path: Path) -> Experiment:
     """The streaming text reader; raises _Slow for anything it leaves to the line-by-line one."""
     st = _TextStream()
     collections.deque(_fed(path, st), maxlen=0)      # fed to the end (the yields are for progress)
-    return st.experiment(st.unterminated)
+    return _with_point_warning(st.experiment(st.unterminated), path, st.points)
+
+
+def _with_point_warning(exp: Experiment, path: Path, points: list) -> Experiment:
+    """``exp`` with :func:`_repeated_points`' warning in its ``meta["warnings"]``."""
+    w = _repeated_points(path, points)
+    if w:
+        exp.meta["warnings"] = list(exp.meta.get("warnings", [])) + w
+    return exp
 
 
 def _fed(path: Path, st: "_TextStream", start: int = 0, end: int | None = None):
@@ -1043,7 +1070,7 @@ def text_range(path: str | Path, header: bytes, start: int, end: int, metric: by
         raise StreamUnsupported(str(path)) from None
     if exp.tree.links():
         raise StreamUnsupported(f"{path}: nested callpaths")
-    return exp, st.n_regions
+    return _with_point_warning(exp, path, st.points), st.n_regions
 
 
 def _sniff_text(path: Path) -> bool:
