@@ -99,3 +99,17 @@ def test_a_falling_series_keeps_a_term_that_bends_it_towards_a_rising_overhead(c
     assert any(" - " in r["formula"] for r in rows)                # the bending term is there ...
     code, out, err = cli(capsys, "predict", path, "--at", "p=65536,n=64", "--json")
     assert min(r["value"] for r in cli_items(out, "predictions")) >= 0     # ... and never below zero
+
+
+def test_fit_series_finds_a_falling_law_as_the_experiment_fit_does():
+    # the one-series API (used for APMT's counters and the communication models): 1e9 / p + 5e6 at
+    # p = 1..16 without noise is that law (it was the training mean, 3.925e8, at every p), and a
+    # rising series keeps the growing search (no note)
+    from perfcast.fit import fit_series
+
+    p = np.array(PS, dtype=float)
+    m = fit_series(p, 1e9 / p + 5e6, "p")
+    assert np.isclose(m.predict({"p": 1024}), 1e9 / 1024 + 5e6, rtol=1e-9)
+    assert any(n.startswith("falls with p") for n in m.notes)
+    up = fit_series(p, 1e3 * p, "p")
+    assert np.isclose(up.predict({"p": 1024}), 1.024e6, rtol=1e-9) and not up.notes

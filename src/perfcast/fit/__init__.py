@@ -30,7 +30,9 @@ def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) 
     if x.ndim == 1:
         x = x[:, None]
     from ..errors import PerfcastError
-    from .series import out_of_range
+    from dataclasses import replace
+
+    from .series import falling, out_of_range
 
     reps = [np.atleast_1d(np.asarray(v, dtype=float)) for v in values]
     if len(reps) != len(x):
@@ -43,7 +45,15 @@ def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) 
     mean = np.array([[r.mean() for r in reps]])
     count = np.array([[len(r) for r in reps]])
     ssd = np.array([[((r - r.mean()) ** 2).sum() for r in reps]])
-    gf = fit_group(x, mean, count, ssd, tuple(parameters), options)
+    # a series that falls with a parameter (strong scaling) searches negative exponents too and
+    # says so, as in an experiment's fit (perfcast.fit.series.falling)
+    opts = (options or FitOptions()).for_kind(None)
+    fall = falling(opts, x, mean, tuple(parameters))
+    if fall is not None and fall[0][0]:
+        gf = fit_group(x, mean, count, ssd, tuple(parameters), fall[1])
+        gf = replace(gf, notes=gf.notes + fall[2])
+    else:
+        gf = fit_group(x, mean, count, ssd, tuple(parameters), options)
     if x.shape[1] >= 2:
         from .series import _with_lines      # measured lines with their own level, as for experiments
 
