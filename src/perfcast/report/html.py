@@ -743,14 +743,26 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
                     "formula": k["formula"], "value": k.get("predicted"), **_growth_fields(k)})
         now = {r["callpath"]: r.get("now") or 0.0 for r in rep.kernels}
         tops = [c for c in exp.tree.roots() if c in pred]
+        whole = pred
+        if tops and exp.metrics[rep.metric].scope == "exclusive":
+            # the run's cost is a root's inclusive time: of an exclusive metric (CUBE's time) the
+            # root's own series is only the time outside its callees
+            from ..modelset import model
+
+            inc = model(exp.to_inclusive(rep.metric), [rep.metric], max_terms=o.max_terms, negative=o.negative,
+                        locations=o.locations, averaged=o.averaged)
+            whole = {r["callpath"]: r for r in inc.predict(rep.target, o.level) if r["callpath"] in set(tops)}
+            now = {c: whole[c]["value"] for c in whole}
+            tops = [c for c in tops if c in whole]
         if tops:
             root = max(tops, key=lambda c: now.get(c, 0.0))
-            r = pred[root]
+            r = whole[root]
             at = ", ".join(f"{a}={v:g}" for a, v in rep.target.items())
             iv = ("" if r["lower"] is None else f" ({r['level']:.0%} interval {r['lower']:.4g} to {r['upper']:.4g}"
                   + (", clipped at 0" if r["clipped"] else "") + ")")
             out.append({"question": f"What will it cost at {at}?",
-                        "answer": f"{root}: {r['value']:.4g}{(' ' + rep.unit) if rep.unit else ''}{iv}",
+                        "answer": f"{root}{' (inclusive: with its callees)' if whole is not pred else ''}: "
+                                  f"{r['value']:.4g}{(' ' + rep.unit) if rep.unit else ''}{iv}",
                         "confidence": r["confidence"], "section": "ranking",
                         "notes": [n for n in r["notes"] if n.startswith(said)], "callpath": root,
                         "value": r["value"], "lower": r["lower"], "upper": r["upper"], "at": dict(rep.target)})
