@@ -181,6 +181,31 @@ def test_slope_notes_by_hand():
     assert ms._beyond_measured_slopes(list(ms.series), lines, [{"p": 32.0}], value, base) == [None]
 
 
+def test_slope_notes_say_the_direction_of_the_prediction():
+    """A constant model past rising data read "falls like p^0 beyond the data, faster than any
+    measured step (p^1.3)" (RAJAPerf's Basic_MAT_MAT_SHARED): it stays flat, and the measured steps
+    rose.  The note now says the prediction's own direction, by hand from the slope log(v / v0) /
+    log(t / edge) from the data's edge p = 64 to p = 1024 (a factor 16)."""
+    exp = _noisy_laws(noise=0.0, reps=2, copies=1)
+    ms = perfcast.model(exp, segmented=False)
+    at = {"p": 1024.0}
+    note = lambda measured, ratio: ms._slope_note("p", measured, at, ratio, 1.0)  # noqa: E731
+    # flat (slope 0) past steps rising like p^1.3 .. p^2
+    assert note((1.3, 2.0), 1.0) == "stays flat beyond the data, while every measured step rose (p^1.3 at the least)"
+    # rising like p^0.25, more slowly than every measured step
+    assert note((1.3, 2.0), 2.0) == "grows like p^0.25 beyond the data, more slowly than any measured step (p^1.3)"
+    # falling like p^-0.5 past rising steps
+    assert note((1.3, 2.0), 0.25) == "falls like p^-0.5 beyond the data, while every measured step rose (p^1.3 at the least)"
+    # falling like p^-2.5 past steps falling like p^-1 .. p^-0.5: faster
+    assert note((-1.0, -0.5), 16.0 ** -2.5) == "falls like p^-2.5 beyond the data, faster than any measured step (p^-1)"
+    # falling like p^-0.25 (rather: flattening) past steps falling like p^-2.5 .. p^-1.5: more slowly
+    assert note((-2.5, -1.5), 0.5) == "falls like p^-0.25 beyond the data, more slowly than any measured step (p^-1.5)"
+    # rising like p^3.2 past steps up to p^2: faster (the note test_slope_notes_by_hand checks)
+    assert note((1.0, 2.0), 16.0 ** 3.2) == "grows like p^3.2 beyond the data, faster than any measured step (p^2)"
+    # within one power of the measured steps: no note
+    assert note((1.0, 2.0), 16.0 ** 2.5) is None
+
+
 def test_check_from_arrays_by_hand(tmp_path):
     """The expectations check on pending series: quad (p^2) and plogp (p log p) exceed O(p), the
     others do not; the violations' formulas are the models' own; no model is built."""

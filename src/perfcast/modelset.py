@@ -1103,10 +1103,25 @@ class ModelSet:
         s = math.log(value / v0) / math.log(t[p] / self.upper[p])
         lo, hi = measured
         if s > hi + SLOPE_MARGIN:
-            return f"grows like {p}^{s:.2g} beyond the data, faster than any measured step ({p}^{hi:.2g})"
-        if s < lo - SLOPE_MARGIN:
-            return f"falls like {p}^{s:.2g} beyond the data, faster than any measured step ({p}^{lo:.2g})"
-        return None
+            ref, up = hi, True
+        elif s < lo - SLOPE_MARGIN:
+            ref, up = lo, False
+        else:
+            return None
+        # the prediction's own direction, then how it compares with the measured steps: a constant
+        # past rising data "stays flat", it does not fall (RAJAPerf's Basic_MAT_MAT_SHARED read
+        # "falls like ProblemSizeRunParam^0 ..., faster than any measured step (...^1.3)")
+        flat = 0.005
+        trend = (f"grows like {p}^{s:.2g}" if s >= flat else f"falls like {p}^{s:.2g}" if s <= -flat
+                 else "stays flat")
+        if (s >= flat and ref >= 0) if up else (s <= -flat and ref <= 0):
+            how = f"faster than any measured step ({p}^{ref:.2g})"
+        elif (s >= flat and ref > 0) or (s <= -flat and ref < 0):
+            how = f"more slowly than any measured step ({p}^{ref:.2g})"
+        else:
+            how = (f"while every measured step {'fell' if up else 'rose'} ({p}^{ref:.2g} at the "
+                   f"{'most' if up else 'least'})")
+        return f"{trend} beyond the data, {how}"
 
     def _cap_by_ancestors(self, series: list, pts: list, level: float, value: np.ndarray,
                           upper: np.ndarray) -> dict[int, str]:
