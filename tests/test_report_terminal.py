@@ -125,3 +125,19 @@ def test_cli_tables_keep_the_leaf_of_long_callpaths(tmp_path):
         # "…->" 3 + "stage2_timestep->" 17 + leaf 21 = 41; with "stage1_timestep->" 58 > 50
         assert " …->stage2_timestep->solve_pressure_kernel " in row
         assert deep not in r.stdout
+
+
+def test_model_and_predict_tables_name_the_unit_of_their_numbers(tmp_path, capsys):
+    """The model and predict tables printed values, intervals and formulas with no unit (Extra-P's
+    mpi_data.csv: microseconds, shown as plain '106.459'); the unit is the file's own ('ms' in the
+    unit column here), next to the metric in every row, as --json's ``unit`` and `view`'s header."""
+    from conftest import cli
+
+    f = tmp_path / "t.csv"
+    f.write_text("p,rep,callpath,metric,value,unit\n" + "".join(
+        f"{p},{r},solve,time,{2.0 * p + r},ms\n" for p in (2, 4, 8, 16, 32) for r in (0, 1)))
+    for args in (["model", str(f)], ["predict", str(f), "--at", "p=64"], ["model", str(f), "--target", "p=64"]):
+        code, out, err = cli(capsys, *args)
+        assert code == 0, err
+        row = next(line for line in out.splitlines() if line.lstrip().startswith(("solve", "1 ")) and "solve" in line)
+        assert "time [ms]" in row, out

@@ -814,7 +814,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             formula += f"  (insufficient points: need {m.needed})"
         for w in fit_warnings(m):
             formula += f"  (!) {w.split(':')[0]}"     # "poor fit", "2 points only"
-        row = [r.rank, r.callpath, _metric_label(r.metric, ms.aggregates), tr.get((r.callpath, r.metric), ""), formula,
+        row = [r.rank, r.callpath, _metric_label(r.metric, ms.aggregates, ms.units), tr.get((r.callpath, r.metric), ""), formula,
                "-" if q is None or q.smape != q.smape else f"{q.smape:.2f}",
                "-" if q is None or q.noise is None else f"{q.noise:.2f}"]
         # the value at the ranking's point (the target) on a measured line: the formula's x its factor
@@ -923,10 +923,13 @@ def _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations
                                                                  highlight=False), roots=roots)
 
 
-def _metric_label(metric: str, aggregates) -> str:
-    """The metric with how its value combines the processes, e.g. ``sum#time (sum over ranks)``."""
+def _metric_label(metric: str, aggregates, units=None) -> str:
+    """The metric with its unit (the values, intervals and formulas in its row are in it) and how
+    its value combines the processes, e.g. ``sum#time [sec] (sum over ranks)``."""
     agg = aggregates.get(metric) if aggregates else ""
-    return f"{metric} ({agg})" if agg else metric
+    unit = units.get(metric) if units else ""
+    label = f"{metric} [{unit}]" if unit else metric
+    return f"{label} ({agg})" if agg else label
 
 
 def _value_cell(p, line) -> str:
@@ -1127,7 +1130,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                 "-" if r["error"] is None else f"{0.0 if abs(r['error']) < 5e-4 else r['error']:+.1%}"]
 
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
-        [r["callpath"], _metric_label(r["metric"], ms.aggregates), tr.get((r["callpath"], r["metric"]), ""),
+        [r["callpath"], _metric_label(r["metric"], ms.aggregates, ms.units), tr.get((r["callpath"], r["metric"]), ""),
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
          _value_cell(r, r.get("line")), _interval_cell(r), r["confidence"]] + compared(r)
         + [r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
