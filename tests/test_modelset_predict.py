@@ -227,3 +227,21 @@ def test_check_from_arrays_by_hand(tmp_path):
     for v in bad:
         sm = next(s for s in series if s.callpath == v.callpath)
         assert v.formula == sm._group.model(sm._row).formula()
+
+
+def test_a_parameter_measured_at_one_value_is_not_extrapolated_in_silence():
+    """A campaign that held n at 100 says nothing of n = 200: every model is flat in n.  `predict
+    --at p=64,n=200` gave p + 0.05 (the law of the data, by hand: p + 0.1 rep, mean over rep 0, 1)
+    with high confidence and no word; `advise` refuses such a target.  The value stays the model's
+    (the one at n = 100), with a note naming n and low confidence; at n = 100 nothing changes."""
+    from perfcast.experiment import CallTree, Experiment, Metric
+
+    rows = [(p, 100.0, r, "solve", "time", p + 0.1 * r) for p in (2, 4, 8, 16, 32) for r in (0, 1)]
+    df = pd.DataFrame(rows, columns=["p", "n", "rep", "callpath", "metric", "value"])
+    exp = Experiment(["p", "n"], df, [Metric("time", "s", "time")], CallTree.from_paths(["solve"]))
+    ms = perfcast.model(exp)
+    far, kept = ms.predict([{"p": 64.0, "n": 200.0}, {"p": 64.0, "n": 100.0}])
+    assert far["value"] == pytest.approx(64.05, rel=1e-9) == kept["value"]
+    assert far["confidence"] == "low"
+    assert any(n.startswith("n=200: the experiment measured n at 100 only") for n in far["notes"])
+    assert kept["confidence"] != "low" and not any("measured n at" in n for n in kept["notes"])

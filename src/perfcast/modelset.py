@@ -206,6 +206,13 @@ def _measured_path(exp) -> tuple:
     return () if P is None else tuple(tuple(r) for r in P.tolist())
 
 
+def one_value_note(parameter: str, measured: float, t: Mapping[str, float]) -> str:
+    """The note of a prediction at a value of ``parameter`` that was measured at one value only
+    (:meth:`ModelSet.one_valued`): no model says how anything changes with it."""
+    return (f"{parameter}={t[parameter]:g}: the experiment measured {parameter} at {measured:g} only, so no model "
+            f"says how the values change with it: this is the value at {parameter}={measured:g}")
+
+
 def off_path_note(parameters: Sequence[str], positions: Mapping[str, Mapping[str, float]]) -> str:
     """The note of a prediction off the measured path (:meth:`ModelSet.off_path`)."""
     where = "; ".join(f"{p} alone: " + ",".join(f"{q}={e[q]:.4g}" for q in parameters)
@@ -910,6 +917,11 @@ class ModelSet:
                     extra.setdefault(i, []).append(note)
                 doubted[s * P:s * P + P] = True
         for j, t in enumerate(pts):
+            for q in self.one_valued(t):
+                note = one_value_note(q, self.upper[q], t)
+                for s in range(S):
+                    extra.setdefault(s * P + j, []).append(note)
+                    doubted[s * P + j] = True
             eq = self.off_path(t)
             if eq:
                 note = off_path_note(self.parameters, eq)
@@ -933,6 +945,12 @@ class ModelSet:
         place values, bounds and notes at a point are computed; ``model --target`` (table, JSON,
         files) shows these (:meth:`_Predicted.at_target`)."""
         return self._predicted(points, level)
+
+    def one_valued(self, t: Mapping[str, float]) -> list[str]:
+        """The parameters that point ``t`` moves away from the one value they were measured at (a
+        campaign holding n at 100 says nothing of n = 200: every model is flat in it)."""
+        return [p for p in self.parameters if p in self.smallest and p in self.upper
+                and self.smallest[p] == self.upper[p] and t[p] != self.upper[p]]
 
     def measured_range(self, t: Mapping[str, float]) -> bool:
         """Whether point ``t`` lies within the measured range of every parameter (between its
