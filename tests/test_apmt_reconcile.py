@@ -375,7 +375,7 @@ def test_the_run_time_of_an_exclusive_metric_is_the_roots_inclusive_time(data_di
     pred = model.predict({"x": 4000.0})
     rec = reconcile(exp, model, pred)
     [run] = [r for r in rec["runs"] if r["run_time"]]
-    assert run["callpath"] == "main"
+    assert run["callpath"] == "main" and run["made_inclusive"]
     assert run["measured_at_largest"] == pytest.approx(totals[2000.0], rel=1e-12)
     cov = rec["coverage"]
     assert cov["measured"] == pytest.approx(totals[2000.0], rel=1e-12)

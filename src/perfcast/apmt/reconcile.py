@@ -186,7 +186,7 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
         row = run_rows.get(r)
         m = means.get((r, metric, key))
         runs.append({"callpath": r, "metric": metric, "pmnf": _row(row), "measured_at_largest": None if m is None
-                     else m[0], "largest": big})
+                     else m[0], "largest": big, "made_inclusive": run_src is not src})
     kernels = []
     for k, t in mapped.items():
         row = rows.get(t)
@@ -318,7 +318,8 @@ def lines(rec: Mapping) -> list[str]:
         big = ", ".join(f"{k}={v:g}" for k, v in (run.get("largest") or {}).items())
         why = (f"the top-level callpath measuring the most at {big}" if run["measured_at_largest"] is not None
                else "the top-level callpath predicted the largest")
-        out.append(f"  PMNF {run['callpath']} ({run['metric']}, the run time: {why}{src})  {_pm(run['pmnf'])}")
+        inc = " made inclusive: with its callees" if run.get("made_inclusive") else ""
+        out.append(f"  PMNF {run['callpath']} ({run['metric']}{inc}, the run time: {why}{src})  {_pm(run['pmnf'])}")
     parts = [r for r in rec["runs"] if r is not run and r["pmnf"] is not None]
     if parts:
         out.append(f"  parts of the run beside {run['callpath'] if run is not None else 'it'} (other top-level "
