@@ -128,7 +128,7 @@ def test_cli_tables_keep_the_leaf_of_long_callpaths(tmp_path):
 
 
 def test_model_and_predict_tables_name_the_unit_of_their_numbers(tmp_path, capsys):
-    """The model and predict tables printed values, intervals and formulas with no unit (Extra-P's
+    """The model, predict and check tables printed values, intervals and formulas with no unit (Extra-P's
     mpi_data.csv: microseconds, shown as plain '106.459'); the unit is the file's own ('ms' in the
     unit column here), next to the metric in every row, as --json's ``unit`` and `view`'s header."""
     from conftest import cli
@@ -136,8 +136,9 @@ def test_model_and_predict_tables_name_the_unit_of_their_numbers(tmp_path, capsy
     f = tmp_path / "t.csv"
     f.write_text("p,rep,callpath,metric,value,unit\n" + "".join(
         f"{p},{r},solve,time,{2.0 * p + r},ms\n" for p in (2, 4, 8, 16, 32) for r in (0, 1)))
-    for args in (["model", str(f)], ["predict", str(f), "--at", "p=64"], ["model", str(f), "--target", "p=64"]):
+    for args in (["model", str(f)], ["predict", str(f), "--at", "p=64"], ["model", str(f), "--target", "p=64"],
+                 ["check", str(f), "--expect", "solve: O(1)"]):
         code, out, err = cli(capsys, *args)
-        assert code == 0, err
+        assert code == (1 if args[0] == "check" else 0), err     # check: 2 p + 0.5 grows faster than O(1)
         row = next(line for line in out.splitlines() if line.lstrip().startswith(("solve", "1 ")) and "solve" in line)
         assert "time [ms]" in row, out

@@ -1299,7 +1299,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     elif bad:
         out.print(table(f"{len(bad)} of {checked} check(s) failed: growing faster than expected",
                         ["callpath", "metric", "expected", "found", "model"],
-                        [[v.callpath, v.metric, v.expected, v.found + (f" (where {v.regime})" if v.regime else ""),
+                        [[v.callpath, _metric_label(v.metric, res.aggregates, res.units), v.expected,
+                          v.found + (f" (where {v.regime})" if v.regime else ""),
                           v.formula] for v in _shown(bad, limit)]))
         _print_not_shown(err, len(bad), len(_shown(bad, limit)), "failed checks", "--json lists")
     elif unchecked:
