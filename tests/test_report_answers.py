@@ -186,7 +186,8 @@ def test_the_cost_of_an_exclusive_metric_is_the_roots_inclusive_time():
     """CUBE stores time exclusive: the root's own series is only its time outside its callees (here
     main's 1 s), which the answer gave as the run's cost at the target while its callee comm alone
     costs 2 log2(64) + 0.5 = 12.5 s there.  The run's cost is main with its callees: the generating
-    formula 1 + 10 + 2 log2(p) + 0.5 at p = 64, 23.5 s (exact data)."""
+    formula 1 + 10 + 2 log2(p) + 0.5 at p = 64, 23.5 s (exact data): the sum of the models under main,
+    the total `advise` takes."""
     rows = []
     for p in PS:
         for rep in (0, 1):
@@ -199,4 +200,4 @@ def test_the_cost_of_an_exclusive_metric_is_the_roots_inclusive_time():
     assert cost["question"].startswith("What will it cost") and cost["callpath"] == "main"
     assert cost["value"] == pytest.approx(MAIN_SELF + SOLVE + comm(64), rel=1e-6)
     assert cost["lower"] <= cost["value"] <= cost["upper"]
-    assert "inclusive" in cost["answer"]
+    assert "with its callees" in cost["answer"]

@@ -170,12 +170,14 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     ms = perfcast.model(src, [metric], locations=RANKS, options=opts)
     rows = {r["callpath"]: r for r in ms.predict(at, level) if r["callpath"] in wanted}
     # a root's run time is its inclusive time: of an exclusive metric (CUBE's time) the root's own
-    # series is only the time outside its callees, so the roots' models and measurements are those
-    # of the metric made inclusive (`perfcast view`'s inclusive column); the kernels keep theirs
+    # series is only the time outside its callees, so a root's run time is the sum of the models
+    # under it (the total `advise` takes) and its measurements those of the metric made inclusive
+    # (`perfcast view`'s inclusive column); the kernels keep their own series
     run_src, run_rows = _inclusive(src, metric), rows
     if run_src is not src:
-        rms = perfcast.model(run_src, [metric], locations=RANKS, options=opts)
-        run_rows = {r["callpath"]: r for r in rms.predict(at, level) if r["callpath"] in set(roots)}
+        from ..analysis.advisor import subtree_total
+
+        run_rows = {r: subtree_total(ms, metric, [r, *src.tree.descendants(r)], at, level, r) for r in roots}
     # the run time measured with the counters (where APMT's total is known too): exp's own
     own = _own_times(run_src if times is None else _inclusive(exp, metric), metric, roots)
     means = measured_means(own, exp.parameters, RANKS) if big is not None and own is not None else {}
@@ -318,7 +320,7 @@ def lines(rec: Mapping) -> list[str]:
         big = ", ".join(f"{k}={v:g}" for k, v in (run.get("largest") or {}).items())
         why = (f"the top-level callpath measuring the most at {big}" if run["measured_at_largest"] is not None
                else "the top-level callpath predicted the largest")
-        inc = " made inclusive: with its callees" if run.get("made_inclusive") else ""
+        inc = " with its callees: the sum of their models" if run.get("made_inclusive") else ""
         out.append(f"  PMNF {run['callpath']} ({run['metric']}{inc}, the run time: {why}{src})  {_pm(run['pmnf'])}")
     parts = [r for r in rec["runs"] if r is not run and r["pmnf"] is not None]
     if parts:

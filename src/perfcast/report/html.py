@@ -746,12 +746,13 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
         whole = pred
         if tops and exp.metrics[rep.metric].scope == "exclusive":
             # the run's cost is a root's inclusive time: of an exclusive metric (CUBE's time) the
-            # root's own series is only the time outside its callees
-            from ..modelset import model
+            # root's own series is only the time outside its callees; the sum of the models under
+            # it is (the total `advise` takes)
+            from ..analysis.advisor import subtree_total
 
-            inc = model(exp.to_inclusive(rep.metric), [rep.metric], max_terms=o.max_terms, negative=o.negative,
-                        locations=o.locations, averaged=o.averaged)
-            whole = {r["callpath"]: r for r in inc.predict(rep.target, o.level) if r["callpath"] in set(tops)}
+            whole = {c: subtree_total(ms, rep.metric, [c, *exp.tree.descendants(c)], rep.target, o.level, c)
+                     for c in tops}
+            whole = {c: r for c, r in whole.items() if r is not None}
             now = {c: whole[c]["value"] for c in whole}
             tops = [c for c in tops if c in whole]
         if tops:
@@ -761,7 +762,7 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
             iv = ("" if r["lower"] is None else f" ({r['level']:.0%} interval {r['lower']:.4g} to {r['upper']:.4g}"
                   + (", clipped at 0" if r["clipped"] else "") + ")")
             out.append({"question": f"What will it cost at {at}?",
-                        "answer": f"{root}{' (inclusive: with its callees)' if whole is not pred else ''}: "
+                        "answer": f"{root}{' with its callees (the sum of their models)' if whole is not pred else ''}: "
                                   f"{r['value']:.4g}{(' ' + rep.unit) if rep.unit else ''}{iv}",
                         "confidence": r["confidence"], "section": "ranking",
                         "notes": [n for n in r["notes"] if n.startswith(said)], "callpath": root,
