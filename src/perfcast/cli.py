@@ -1098,7 +1098,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     rows = ms.predict(targets, level)
     summary = None
     if check is not None:
-        rows = validation.compare(rows, check, exp.parameters)
+        rows = validation.compare(rows, check, exp.parameters, fitted=exp)
         summary = validation.summarize(rows)
         if not summary["compared"]:
             raise PerfcastError("no predicted series was measured at the predicted point(s): the callpaths, "
@@ -1142,6 +1142,10 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                      f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)
+        from .analysis.validation import fitted_note
+
+        if fitted_note(s):
+            err.print(f"perfcast: warning: {fitted_note(s)}", markup=False, highlight=False)
     _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in all_rows for n in r["notes"]])
 
 
