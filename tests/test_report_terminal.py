@@ -142,3 +142,16 @@ def test_model_and_predict_tables_name_the_unit_of_their_numbers(tmp_path, capsy
         assert code == (1 if args[0] == "check" else 0), err     # check: 2 p + 0.5 grows faster than O(1)
         row = next(line for line in out.splitlines() if line.lstrip().startswith(("solve", "1 ")) and "solve" in line)
         assert "time [ms]" in row, out
+
+
+def test_scaling_loss_names_the_unit_of_its_totals(tmp_path, capsys):
+    """`scaling-loss` printed 'total 10.5 -> 11.5' and the inclusive columns with no unit; the unit is
+    the file's own ('ms'), as --json's ``unit``.  Totals by hand: main = 10 + p / 2 ms per rank."""
+    from conftest import cli
+
+    f = tmp_path / "t.csv"
+    f.write_text("p,callpath,metric,value,unit,scope\n" + "".join(
+        f"{p},main,time,{10 + p / 2},ms,inclusive\n{p},main->solve,time,{p / 2},ms,inclusive\n" for p in (2, 4)))
+    code, out, err = cli(capsys, "scaling-loss", str(f), "--mode", "weak")
+    assert code == 0, err
+    assert "loss of time [ms], p 2 -> 4: total 11 -> 12 ms," in " ".join(out.split())
