@@ -1531,7 +1531,8 @@ class ModelSet:
         """The notebook view: one row per series in rank order with the columns of :meth:`to_frame`
         (rank, callpath, metric, unit, aggregate, formula, status, constant, terms, smape, noise,
         increase) and the value at ``target`` (default :meth:`default_target`, where the ranking
-        looks) with its ``level`` interval and confidence -- ``perfcast model -o X.parquet`` read back."""
+        looks) with its ``level`` interval and confidence -- ``perfcast model --target T -o X.parquet``
+        read back, T that target (without ``--target`` the file has no value columns)."""
         tgt = dict(target) if target is not None else self.default_target()
         return self.to_table(tgt, level, by).to_pandas()
 
