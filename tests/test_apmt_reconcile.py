@@ -355,3 +355,51 @@ def test_compare_names_communication_wider_than_the_measured_total(held_out, cap
     said = [ln for ln in out.splitlines() if "exceeds the measured app->total" in ln]
     assert len(said) == 1 and said[0].startswith("p=16: ")
     assert "communication -" not in out
+
+
+def test_the_run_time_of_an_exclusive_metric_is_the_roots_inclusive_time(data_dir):
+    """CUBE stores time exclusive: the root main's own series is only the time outside its callees
+    (1.3e-5 s of 4.5e-5 s at x=2000 in Extra-P's single-parameter CUBE set).  The breakdown took that
+    as the run time, said APMT's 4.7e-5 s (the sum of the four exclusive times) accounts for 358% of
+    it and that the two disagree.  The run time is main's inclusive time: at the largest profiled
+    point, by hand, the sum of every callpath's exclusive time there; the PMNF run time the sum of
+    predict's models under main (the total `advise` takes), checked against a held-out run the same way."""
+    cubes = data_dir / "extrap" / "cubeset" / "single_parameter"
+    exp = io.load([cubes])
+    assert exp.metrics["time"].scope == "exclusive"
+    d = exp.data[exp.data["metric"] == "time"]
+    # one location per run here: the whole run's time per point is the sum of the exclusive times
+    assert not {"rank", "thread"} & set(d.columns) or d.groupby(["x", "callpath"]).size().max() == 1
+    totals = d.groupby("x")["value"].sum()
+    model = fit_apmt(exp)
+    pred = model.predict({"x": 4000.0})
+    rec = reconcile(exp, model, pred)
+    [run] = [r for r in rec["runs"] if r["run_time"]]
+    assert run["callpath"] == "main" and run["made_inclusive"]
+    assert run["measured_at_largest"] == pytest.approx(totals[2000.0], rel=1e-12)
+    cov = rec["coverage"]
+    assert cov["measured"] == pytest.approx(totals[2000.0], rel=1e-12)
+    assert cov["value"] == pytest.approx(cov["apmt"] / totals[2000.0], rel=1e-12)
+    # the PMNF run time is the sum of predict's models under main (the total `advise` takes), its
+    # interval their half-widths combined as independent errors (root sum of squares), by hand
+    import perfcast
+
+    rows = [r for r in perfcast.model(exp, ["time"], locations="max").predict({"x": 4000.0})]
+    assert {r["callpath"] for r in rows} == {"main", "main->init_mat", "main->mat_mul", "main->zero_mat"}
+    total = sum(r["value"] for r in rows)
+    assert run["pmnf"]["value"] == pytest.approx(total, rel=1e-12)
+    assert run["pmnf"]["lower"] == pytest.approx(
+        max(0.0, total - math.sqrt(sum((r["value"] - r["lower"]) ** 2 for r in rows))), rel=1e-12)
+    assert run["pmnf"]["upper"] == pytest.approx(
+        total + math.sqrt(sum((r["upper"] - r["value"]) ** 2 for r in rows)), rel=1e-12)
+    # (main's own model, the mean of its exclusive times, lay below every measured total)
+    assert run["pmnf"]["value"] > totals.max()
+    # the kernel main keeps its own (exclusive) time and predict's number for it
+    [k] = [k for k in rec["kernels"] if k["kernel"] == "main"]
+    assert k["pmnf"]["value"] == pytest.approx(next(r["value"] for r in rows if r["callpath"] == "main"), rel=1e-12)
+    # the check against the run at x=2000 held out: its measured run time is that run's total too
+    train = exp.replace(data=exp.data[exp.data["x"] < 2000].reset_index(drop=True))
+    val = exp.replace(data=exp.data[exp.data["x"] == 2000].reset_index(drop=True))
+    m2 = fit_apmt(train)
+    chk = reconcile(train, m2, m2.predict({"x": 2000.0}), measured=val)["check"]
+    assert chk["value"] == pytest.approx(totals[2000.0], rel=1e-12)

@@ -181,6 +181,31 @@ def test_slope_notes_by_hand():
     assert ms._beyond_measured_slopes(list(ms.series), lines, [{"p": 32.0}], value, base) == [None]
 
 
+def test_slope_notes_say_the_direction_of_the_prediction():
+    """A constant model past rising data read "falls like p^0 beyond the data, faster than any
+    measured step (p^1.3)" (RAJAPerf's Basic_MAT_MAT_SHARED): it stays flat, and the measured steps
+    rose.  The note now says the prediction's own direction, by hand from the slope log(v / v0) /
+    log(t / edge) from the data's edge p = 64 to p = 1024 (a factor 16)."""
+    exp = _noisy_laws(noise=0.0, reps=2, copies=1)
+    ms = perfcast.model(exp, segmented=False)
+    at = {"p": 1024.0}
+    note = lambda measured, ratio: ms._slope_note("p", measured, at, ratio, 1.0)  # noqa: E731
+    # flat (slope 0) past steps rising like p^1.3 .. p^2
+    assert note((1.3, 2.0), 1.0) == "stays flat beyond the data, while every measured step rose (p^1.3 at the least)"
+    # rising like p^0.25, more slowly than every measured step
+    assert note((1.3, 2.0), 2.0) == "grows like p^0.25 beyond the data, more slowly than any measured step (p^1.3)"
+    # falling like p^-0.5 past rising steps
+    assert note((1.3, 2.0), 0.25) == "falls like p^-0.5 beyond the data, while every measured step rose (p^1.3 at the least)"
+    # falling like p^-2.5 past steps falling like p^-1 .. p^-0.5: faster
+    assert note((-1.0, -0.5), 16.0 ** -2.5) == "falls like p^-2.5 beyond the data, faster than any measured step (p^-1)"
+    # falling like p^-0.25 (rather: flattening) past steps falling like p^-2.5 .. p^-1.5: more slowly
+    assert note((-2.5, -1.5), 0.5) == "falls like p^-0.25 beyond the data, more slowly than any measured step (p^-1.5)"
+    # rising like p^3.2 past steps up to p^2: faster (the note test_slope_notes_by_hand checks)
+    assert note((1.0, 2.0), 16.0 ** 3.2) == "grows like p^3.2 beyond the data, faster than any measured step (p^2)"
+    # within one power of the measured steps: no note
+    assert note((1.0, 2.0), 16.0 ** 2.5) is None
+
+
 def test_check_from_arrays_by_hand(tmp_path):
     """The expectations check on pending series: quad (p^2) and plogp (p log p) exceed O(p), the
     others do not; the violations' formulas are the models' own; no model is built."""
@@ -202,3 +227,21 @@ def test_check_from_arrays_by_hand(tmp_path):
     for v in bad:
         sm = next(s for s in series if s.callpath == v.callpath)
         assert v.formula == sm._group.model(sm._row).formula()
+
+
+def test_a_parameter_measured_at_one_value_is_not_extrapolated_in_silence():
+    """A campaign that held n at 100 says nothing of n = 200: every model is flat in n.  `predict
+    --at p=64,n=200` gave p + 0.05 (the law of the data, by hand: p + 0.1 rep, mean over rep 0, 1)
+    with high confidence and no word; `advise` refuses such a target.  The value stays the model's
+    (the one at n = 100), with a note naming n and low confidence; at n = 100 nothing changes."""
+    from perfcast.experiment import CallTree, Experiment, Metric
+
+    rows = [(p, 100.0, r, "solve", "time", p + 0.1 * r) for p in (2, 4, 8, 16, 32) for r in (0, 1)]
+    df = pd.DataFrame(rows, columns=["p", "n", "rep", "callpath", "metric", "value"])
+    exp = Experiment(["p", "n"], df, [Metric("time", "s", "time")], CallTree.from_paths(["solve"]))
+    ms = perfcast.model(exp)
+    far, kept = ms.predict([{"p": 64.0, "n": 200.0}, {"p": 64.0, "n": 100.0}])
+    assert far["value"] == pytest.approx(64.05, rel=1e-9) == kept["value"]
+    assert far["confidence"] == "low"
+    assert any(n.startswith("n=200: the experiment measured n at 100 only") for n in far["notes"])
+    assert kept["confidence"] != "low" and not any("measured n at" in n for n in kept["notes"])

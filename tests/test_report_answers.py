@@ -180,3 +180,24 @@ def test_what_grows_of_a_followed_growth_gives_the_two_measurements_only():
     assert grows["measured"]["first"] == pytest.approx(comm(1)) and grows["measured"]["last"] == pytest.approx(comm(16))
     assert (grows["measured"]["first_at"], grows["measured"]["last_at"]) == ({"p": 1.0}, {"p": 16.0})
     assert grows["follows"] is True and "does not follow" not in grows["answer"]
+
+
+def test_the_cost_of_an_exclusive_metric_is_the_roots_inclusive_time():
+    """CUBE stores time exclusive: the root's own series is only its time outside its callees (here
+    main's 1 s), which the answer gave as the run's cost at the target while its callee comm alone
+    costs 2 log2(64) + 0.5 = 12.5 s there.  The run's cost is main with its callees: the generating
+    formula 1 + 10 + 2 log2(p) + 0.5 at p = 64, 23.5 s (exact data): the sum of the models under main,
+    the total `advise` takes."""
+    rows = []
+    for p in PS:
+        for rep in (0, 1):
+            rows += [(p, rep, "main", MAIN_SELF), (p, rep, "main->solve", SOLVE), (p, rep, "main->comm", comm(p))]
+    df = pd.DataFrame(rows, columns=["p", "rep", "callpath", "value"]).assign(metric="time")
+    exp = Experiment(["p"], df, [Metric("time", "s", "time", scope="exclusive")],
+                     CallTree.from_paths(["main", "main->solve", "main->comm"]))
+    rep = build_report(exp, ReportOptions(target={"p": 64}))
+    cost = rep.answers[1]
+    assert cost["question"].startswith("What will it cost") and cost["callpath"] == "main"
+    assert cost["value"] == pytest.approx(MAIN_SELF + SOLVE + comm(64), rel=1e-6)
+    assert cost["lower"] <= cost["value"] <= cost["upper"]
+    assert "with its callees" in cost["answer"]

@@ -125,3 +125,33 @@ def test_cli_tables_keep_the_leaf_of_long_callpaths(tmp_path):
         # "…->" 3 + "stage2_timestep->" 17 + leaf 21 = 41; with "stage1_timestep->" 58 > 50
         assert " …->stage2_timestep->solve_pressure_kernel " in row
         assert deep not in r.stdout
+
+
+def test_model_and_predict_tables_name_the_unit_of_their_numbers(tmp_path, capsys):
+    """The model, predict and check tables printed values, intervals and formulas with no unit (Extra-P's
+    mpi_data.csv: microseconds, shown as plain '106.459'); the unit is the file's own ('ms' in the
+    unit column here), next to the metric in every row, as --json's ``unit`` and `view`'s header."""
+    from conftest import cli
+
+    f = tmp_path / "t.csv"
+    f.write_text("p,rep,callpath,metric,value,unit\n" + "".join(
+        f"{p},{r},solve,time,{2.0 * p + r},ms\n" for p in (2, 4, 8, 16, 32) for r in (0, 1)))
+    for args in (["model", str(f)], ["predict", str(f), "--at", "p=64"], ["model", str(f), "--target", "p=64"],
+                 ["check", str(f), "--expect", "solve: O(1)"]):
+        code, out, err = cli(capsys, *args)
+        assert code == (1 if args[0] == "check" else 0), err     # check: 2 p + 0.5 grows faster than O(1)
+        row = next(line for line in out.splitlines() if line.lstrip().startswith(("solve", "1 ")) and "solve" in line)
+        assert "time [ms]" in row, out
+
+
+def test_scaling_loss_names_the_unit_of_its_totals(tmp_path, capsys):
+    """`scaling-loss` printed 'total 10.5 -> 11.5' and the inclusive columns with no unit; the unit is
+    the file's own ('ms'), as --json's ``unit``.  Totals by hand: main = 10 + p / 2 ms per rank."""
+    from conftest import cli
+
+    f = tmp_path / "t.csv"
+    f.write_text("p,callpath,metric,value,unit,scope\n" + "".join(
+        f"{p},main,time,{10 + p / 2},ms,inclusive\n{p},main->solve,time,{p / 2},ms,inclusive\n" for p in (2, 4)))
+    code, out, err = cli(capsys, "scaling-loss", str(f), "--mode", "weak")
+    assert code == 0, err
+    assert "loss of time [ms], p 2 -> 4: total 11 -> 12 ms," in " ".join(out.split())

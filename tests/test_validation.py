@@ -109,3 +109,27 @@ def test_report_compares_the_ranked_kernels_with_the_validation_runs(runs, tmp_p
     err = capsys.readouterr().err.strip()
     assert "the measured experiment has parameters n" in err and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+def test_validation_runs_at_fitted_points_are_said_not_to_be_a_check(runs, tmp_path, capsys):
+    """`predict small --validate small` reported a 1% median error as if the predictions had been
+    checked: every compared point was one the models were fitted on.  The fitted points are counted
+    (JSON accuracy ``at_fitted_points``, each row ``fitted_on``) and a warning says the errors are the
+    fit's residuals.  Here 6 points x 1 series fitted (p = 1..8) and validated at p = 8 and 16: one
+    of the two compared rows (p = 8) is a fitted point, by construction."""
+    small_f, big_f = runs
+    mixed = _csv(tmp_path / "mixed.csv", [(8, "main->solve", "time", 0, 26.0), (16, "main->solve", "time", 0, 50.0)])
+    capsys.readouterr()
+    assert main(["predict", str(small_f), "--validate", str(mixed), "--json"]) == 0
+    doc = cli_json(capsys.readouterr().out, "predictions")
+    assert doc["accuracy"]["compared"] == 2 and doc["accuracy"]["at_fitted_points"] == 1
+    assert {r["at"]["p"]: r["fitted_on"] for r in doc["items"]} == {8.0: True, 16.0: False}
+    assert main(["predict", str(small_f), "--validate", str(mixed)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 of the 2 compared prediction(s) are at points the models were fitted on" in err
+    # held-out runs only: nothing said
+    assert main(["predict", str(small_f), "--validate", str(big_f), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert cli_json(out, "predictions")["accuracy"]["at_fitted_points"] == 0
+    assert main(["predict", str(small_f), "--validate", str(big_f)]) == 0
+    assert "fitted on" not in capsys.readouterr().err

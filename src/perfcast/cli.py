@@ -814,7 +814,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             formula += f"  (insufficient points: need {m.needed})"
         for w in fit_warnings(m):
             formula += f"  (!) {w.split(':')[0]}"     # "poor fit", "2 points only"
-        row = [r.rank, r.callpath, _metric_label(r.metric, ms.aggregates), tr.get((r.callpath, r.metric), ""), formula,
+        row = [r.rank, r.callpath, _metric_label(r.metric, ms.aggregates, ms.units), tr.get((r.callpath, r.metric), ""), formula,
                "-" if q is None or q.smape != q.smape else f"{q.smape:.2f}",
                "-" if q is None or q.noise is None else f"{q.noise:.2f}"]
         # the value at the ranking's point (the target) on a measured line: the formula's x its factor
@@ -923,10 +923,13 @@ def _streamed(inputs, fmt, output, force, stream, max_terms, negative, locations
                                                                  highlight=False), roots=roots)
 
 
-def _metric_label(metric: str, aggregates) -> str:
-    """The metric with how its value combines the processes, e.g. ``sum#time (sum over ranks)``."""
+def _metric_label(metric: str, aggregates, units=None) -> str:
+    """The metric with its unit (the values, intervals and formulas in its row are in it) and how
+    its value combines the processes, e.g. ``sum#time [sec] (sum over ranks)``."""
     agg = aggregates.get(metric) if aggregates else ""
-    return f"{metric} ({agg})" if agg else metric
+    unit = units.get(metric) if units else ""
+    label = f"{metric} [{unit}]" if unit else metric
+    return f"{label} ({agg})" if agg else label
 
 
 def _value_cell(p, line) -> str:
@@ -1095,7 +1098,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     rows = ms.predict(targets, level)
     summary = None
     if check is not None:
-        rows = validation.compare(rows, check, exp.parameters)
+        rows = validation.compare(rows, check, exp.parameters, fitted=exp)
         summary = validation.summarize(rows)
         if not summary["compared"]:
             raise PerfcastError("no predicted series was measured at the predicted point(s): the callpaths, "
@@ -1127,7 +1130,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                 "-" if r["error"] is None else f"{0.0 if abs(r['error']) < 5e-4 else r['error']:+.1%}"]
 
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
-        [r["callpath"], _metric_label(r["metric"], ms.aggregates), tr.get((r["callpath"], r["metric"]), ""),
+        [r["callpath"], _metric_label(r["metric"], ms.aggregates, ms.units), tr.get((r["callpath"], r["metric"]), ""),
          ",".join(f"{k}={v:g}" for k, v in r["at"].items()),
          _value_cell(r, r.get("line")), _interval_cell(r), r["confidence"]] + compared(r)
         + [r["formula"] if r["status"] == "ok" or r["segmented"] else "insufficient points"] for r in rows]))
@@ -1139,6 +1142,10 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                      f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)
+        from .analysis.validation import fitted_note
+
+        if fitted_note(s):
+            err.print(f"perfcast: warning: {fitted_note(s)}", markup=False, highlight=False)
     _print_series_notes(err, "note", [(r["callpath"], r["metric"], n) for r in all_rows for n in r["notes"]])
 
 
@@ -1296,7 +1303,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     elif bad:
         out.print(table(f"{len(bad)} of {checked} check(s) failed: growing faster than expected",
                         ["callpath", "metric", "expected", "found", "model"],
-                        [[v.callpath, v.metric, v.expected, v.found + (f" (where {v.regime})" if v.regime else ""),
+                        [[v.callpath, _metric_label(v.metric, res.aggregates, res.units), v.expected,
+                          v.found + (f" (where {v.regime})" if v.regime else ""),
                           v.formula] for v in _shown(bad, limit)]))
         _print_not_shown(err, len(bad), len(_shown(bad, limit)), "failed checks", "--json lists")
     elif unchecked:

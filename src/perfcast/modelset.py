@@ -206,6 +206,13 @@ def _measured_path(exp) -> tuple:
     return () if P is None else tuple(tuple(r) for r in P.tolist())
 
 
+def one_value_note(parameter: str, measured: float, t: Mapping[str, float]) -> str:
+    """The note of a prediction at a value of ``parameter`` that was measured at one value only
+    (:meth:`ModelSet.one_valued`): no model says how anything changes with it."""
+    return (f"{parameter}={t[parameter]:g}: the experiment measured {parameter} at {measured:g} only, so no model "
+            f"says how the values change with it: this is the value at {parameter}={measured:g}")
+
+
 def off_path_note(parameters: Sequence[str], positions: Mapping[str, Mapping[str, float]]) -> str:
     """The note of a prediction off the measured path (:meth:`ModelSet.off_path`)."""
     where = "; ".join(f"{p} alone: " + ",".join(f"{q}={e[q]:.4g}" for q in parameters)
@@ -910,6 +917,11 @@ class ModelSet:
                     extra.setdefault(i, []).append(note)
                 doubted[s * P:s * P + P] = True
         for j, t in enumerate(pts):
+            for q in self.one_valued(t):
+                note = one_value_note(q, self.upper[q], t)
+                for s in range(S):
+                    extra.setdefault(s * P + j, []).append(note)
+                    doubted[s * P + j] = True
             eq = self.off_path(t)
             if eq:
                 note = off_path_note(self.parameters, eq)
@@ -933,6 +945,12 @@ class ModelSet:
         place values, bounds and notes at a point are computed; ``model --target`` (table, JSON,
         files) shows these (:meth:`_Predicted.at_target`)."""
         return self._predicted(points, level)
+
+    def one_valued(self, t: Mapping[str, float]) -> list[str]:
+        """The parameters that point ``t`` moves away from the one value they were measured at (a
+        campaign holding n at 100 says nothing of n = 200: every model is flat in it)."""
+        return [p for p in self.parameters if p in self.smallest and p in self.upper
+                and self.smallest[p] == self.upper[p] and t[p] != self.upper[p]]
 
     def measured_range(self, t: Mapping[str, float]) -> bool:
         """Whether point ``t`` lies within the measured range of every parameter (between its
@@ -1103,10 +1121,25 @@ class ModelSet:
         s = math.log(value / v0) / math.log(t[p] / self.upper[p])
         lo, hi = measured
         if s > hi + SLOPE_MARGIN:
-            return f"grows like {p}^{s:.2g} beyond the data, faster than any measured step ({p}^{hi:.2g})"
-        if s < lo - SLOPE_MARGIN:
-            return f"falls like {p}^{s:.2g} beyond the data, faster than any measured step ({p}^{lo:.2g})"
-        return None
+            ref, up = hi, True
+        elif s < lo - SLOPE_MARGIN:
+            ref, up = lo, False
+        else:
+            return None
+        # the prediction's own direction, then how it compares with the measured steps: a constant
+        # past rising data "stays flat", it does not fall (RAJAPerf's Basic_MAT_MAT_SHARED read
+        # "falls like ProblemSizeRunParam^0 ..., faster than any measured step (...^1.3)")
+        flat = 0.005
+        trend = (f"grows like {p}^{s:.2g}" if s >= flat else f"falls like {p}^{s:.2g}" if s <= -flat
+                 else "stays flat")
+        if (s >= flat and ref >= 0) if up else (s <= -flat and ref <= 0):
+            how = f"faster than any measured step ({p}^{ref:.2g})"
+        elif (s >= flat and ref > 0) or (s <= -flat and ref < 0):
+            how = f"more slowly than any measured step ({p}^{ref:.2g})"
+        else:
+            how = (f"while every measured step {'fell' if up else 'rose'} ({p}^{ref:.2g} at the "
+                   f"{'most' if up else 'least'})")
+        return f"{trend} beyond the data, {how}"
 
     def _cap_by_ancestors(self, series: list, pts: list, level: float, value: np.ndarray,
                           upper: np.ndarray) -> dict[int, str]:
@@ -1498,7 +1531,8 @@ class ModelSet:
         """The notebook view: one row per series in rank order with the columns of :meth:`to_frame`
         (rank, callpath, metric, unit, aggregate, formula, status, constant, terms, smape, noise,
         increase) and the value at ``target`` (default :meth:`default_target`, where the ranking
-        looks) with its ``level`` interval and confidence -- ``perfcast model -o X.parquet`` read back."""
+        looks) with its ``level`` interval and confidence -- ``perfcast model --target T -o X.parquet``
+        read back, T that target (without ``--target`` the file has no value columns)."""
         tgt = dict(target) if target is not None else self.default_target()
         return self.to_table(tgt, level, by).to_pandas()
 

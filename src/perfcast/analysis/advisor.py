@@ -360,6 +360,28 @@ def total_interval(ms, metric: str, root: Sequence[str], target: Mapping[str, fl
     return combine_roots([r["value"] for r in rows], [r["lower"] for r in rows], [r["upper"] for r in rows])
 
 
+def subtree_total(ms, metric: str, paths: Sequence[str], target: Mapping[str, float], level: float = LEVEL,
+                  root: str = "") -> dict | None:
+    """The whole time under a root of an exclusive metric (CUBE's ``time``: each callpath's own) at
+    ``target``: the sum of the predictions of the root and every callpath below it (``paths``),
+    with :func:`combine_roots`' interval -- the total ``advise`` takes as the run's -- as a predict
+    row (``at, value, lower, upper, level, clipped, confidence, formula``, and the parts' ``notes``;
+    a lower bound below 0 clipped, the confidence from the combined interval's width).  None when none of ``paths`` has
+    a model."""
+    from ..modelset import clip_interval, confidences
+
+    rows = [r for r in ms.predict(dict(target), level) if r["metric"] == metric and r["callpath"] in set(paths)]
+    if not rows:
+        return None
+    v, lo, hi = combine_roots([r["value"] for r in rows], [r["lower"] for r in rows], [r["upper"] for r in rows])
+    lo_c, hi_c, clipped = clip_interval(np.array([v]), np.array([lo]), np.array([hi]), True)
+    conf = "low" if clipped[0] else str(confidences(np.array([v]), lo_c, hi_c, np.array([False]))[0])
+    return {"at": dict(rows[0]["at"]), "value": v, "lower": _finite(lo_c[0]), "upper": _finite(hi_c[0]),
+            "level": level, "clipped": bool(clipped[0]), "confidence": conf,
+            "formula": f"the sum of the {len(rows)} exclusive models under {root or 'the root'}",
+            "notes": [n for r in rows for n in r["notes"]]}
+
+
 def half_width(value: float, lower: float, upper: float) -> float:
     """The interval's half-width relative to the value, ``(upper - lower) / 2 / |value|`` (inf
     without an interval or a value)."""

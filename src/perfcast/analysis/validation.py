@@ -66,12 +66,19 @@ def measured_points(exp: Experiment, parameters: Sequence[str]) -> list[dict[str
     return [dict(zip(parameters, map(float, p))) for p in pts]
 
 
-def compare(rows: list[dict], measured: Mapping, parameters: Sequence[str]) -> list[dict]:
+def compare(rows: list[dict], measured: Mapping, parameters: Sequence[str], fitted: Experiment | None = None
+            ) -> list[dict]:
     """Add ``measured``, ``repetitions``, ``error`` and ``inside`` to prediction rows (dicts with
-    callpath, metric, at, value, lower, upper); rows without a measurement get None."""
+    callpath, metric, at, value, lower, upper); rows without a measurement get None.  ``fitted``:
+    the experiment the models were fitted on; a measured row at one of its points gets ``fitted_on``
+    True (the model saw that point: its error there is no check of a prediction)."""
+    seen = set()
+    if fitted is not None and len(fitted.data):
+        seen = set(map(tuple, fitted.data[list(parameters)].drop_duplicates().to_numpy(float).tolist()))
     out = []
     for r in rows:
-        m = measured.get((r["callpath"], r["metric"], _key(r["at"], parameters)))
+        key = _key(r["at"], parameters)
+        m = measured.get((r["callpath"], r["metric"], key))
         r = dict(r)
         if m is None:
             r.update(measured=None, repetitions=0, error=None, inside=None)
@@ -80,6 +87,8 @@ def compare(rows: list[dict], measured: Mapping, parameters: Sequence[str]) -> l
             r.update(measured=v, repetitions=n,
                      error=None if v == 0 else r["value"] / v - 1,
                      inside=None if r.get("lower") is None else bool(r["lower"] <= v <= r["upper"]))
+            if fitted is not None:
+                r["fitted_on"] = key in seen
         out.append(r)
     return out
 
@@ -93,4 +102,15 @@ def summarize(rows: Sequence[dict]) -> dict:
             "median_abs_error": float(np.median(err)) if len(err) else None,
             "mean_abs_error": float(np.mean(err)) if len(err) else None,
             "max_abs_error": float(np.max(err)) if len(err) else None,
-            "inside": int(sum(inside)), "with_interval": len(inside)}
+            "inside": int(sum(inside)), "with_interval": len(inside),
+            "at_fitted_points": sum(bool(r.get("fitted_on")) for r in rows if r.get("measured") is not None)}
+
+
+def fitted_note(summary: Mapping) -> str | None:
+    """What to say when measured rows lie at points the models were fitted on (:func:`compare`'s
+    ``fitted``): those errors are the fit's, not a check of a prediction; None when none do."""
+    k = summary.get("at_fitted_points") or 0
+    if not k:
+        return None
+    return (f"{k} of the {summary['compared']} compared prediction(s) are at points the models were fitted on: "
+            "their errors are the fit's residuals, not a check of a prediction (validate with runs not fitted on)")

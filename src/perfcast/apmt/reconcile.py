@@ -7,7 +7,8 @@ another needs both put next to each other with what each covers and which to bel
 
 * the APMT total, and the PMNF prediction (with its interval) of the *run time* -- the time series
   of the root of the calling-context tree measuring the most at the largest profiled point (the
-  campaign's whole-run time, ``app``; Caliper's ``main``); the other roots (Caliper's top-level MPI
+  campaign's whole-run time, ``app``; Caliper's ``main``; of an exclusive metric such as CUBE's
+  ``time`` the root's inclusive time, its callees' included); the other roots (Caliper's top-level MPI
   calls, ``(unannotated)``) are parts of the run beside it, listed as such (``run_time`` false);
 * per kernel mapped to a timer (``--timer kernel=callpath``), its APMT time and the PMNF prediction
   of that timer, and whether the two agree (APMT's value inside the PMNF interval);
@@ -161,24 +162,33 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
                 "oversubscribed": None, "check": None, "times_from": times_label,
                 "verdict": {"best": "apmt", "text": f"no run time ({metric} of a root callpath) was measured: the "
                                                     "APMT total is the only estimate"}}
-    sub = src.select(metric=metric, callpath=paths, literal=True)
     # the whole metric fitted, as `perfcast predict` fits it: a series' model depends on its group
     # (the drift and noise shape pooled over the metric's series), so fitting the selected
     # callpaths alone gave the demo's app 0.928 s where predict said 0.827 s
     wanted = set(paths)
-    ms = perfcast.model(src, [metric], locations=RANKS, options=getattr(model, "pmnf_options", None))
+    opts = getattr(model, "pmnf_options", None)
+    ms = perfcast.model(src, [metric], locations=RANKS, options=opts)
     rows = {r["callpath"]: r for r in ms.predict(at, level) if r["callpath"] in wanted}
+    # a root's run time is its inclusive time: of an exclusive metric (CUBE's time) the root's own
+    # series is only the time outside its callees, so a root's run time is the sum of the models
+    # under it (the total `advise` takes) and its measurements those of the metric made inclusive
+    # (`perfcast view`'s inclusive column); the kernels keep their own series
+    run_src, run_rows = _inclusive(src, metric), rows
+    if run_src is not src:
+        from ..analysis.advisor import subtree_total
+
+        run_rows = {r: subtree_total(ms, metric, [r, *src.tree.descendants(r)], at, level, r) for r in roots}
     # the run time measured with the counters (where APMT's total is known too): exp's own
-    own = sub if times is None else _own_times(exp, metric, paths)
+    own = _own_times(run_src if times is None else _inclusive(exp, metric), metric, roots)
     means = measured_means(own, exp.parameters, RANKS) if big is not None and own is not None else {}
     key = tuple(big[p] for p in exp.parameters) if big is not None else ()
     apmt_big = model.predict(big).total if big is not None else None
     runs = []
     for r in roots:
-        row = rows.get(r)
+        row = run_rows.get(r)
         m = means.get((r, metric, key))
         runs.append({"callpath": r, "metric": metric, "pmnf": _row(row), "measured_at_largest": None if m is None
-                     else m[0], "largest": big})
+                     else m[0], "largest": big, "made_inclusive": run_src is not src})
     kernels = []
     for k, t in mapped.items():
         row = rows.get(t)
@@ -241,6 +251,13 @@ def _timed(exp, metric: str) -> set:
     return set(map(str, exp.data.loc[exp.data["metric"] == metric, "callpath"].unique()))
 
 
+def _inclusive(exp, metric: str):
+    """``exp`` with ``metric`` inclusive (each callpath's subtree summed) when it is exclusive, so
+    that a root's value is the whole time under it; ``exp`` itself otherwise."""
+    m = exp.metrics.get(metric)
+    return exp.to_inclusive(metric) if m is not None and m.scope == "exclusive" else exp
+
+
 def _own_times(exp, metric: str, paths: list[str]):
     """``exp``'s own measurements of the run-time callpaths ``paths`` (the coverage's measured run
     time), or None when it has none of them."""
@@ -265,6 +282,7 @@ def check(measured, parameters, run: Mapping | None, apmt_total: float, best: st
     if run is None or run["pmnf"] is None or metric not in measured.metrics:
         return None
     at = run["pmnf"]["at"]
+    measured = _inclusive(measured, metric)     # the run time: the root's inclusive time
     sub = measured.select(metric=metric, callpath=[run["callpath"]], literal=True)
     if sub.data.empty:
         return None
@@ -302,7 +320,8 @@ def lines(rec: Mapping) -> list[str]:
         big = ", ".join(f"{k}={v:g}" for k, v in (run.get("largest") or {}).items())
         why = (f"the top-level callpath measuring the most at {big}" if run["measured_at_largest"] is not None
                else "the top-level callpath predicted the largest")
-        out.append(f"  PMNF {run['callpath']} ({run['metric']}, the run time: {why}{src})  {_pm(run['pmnf'])}")
+        inc = " with its callees: the sum of their models" if run.get("made_inclusive") else ""
+        out.append(f"  PMNF {run['callpath']} ({run['metric']}{inc}, the run time: {why}{src})  {_pm(run['pmnf'])}")
     parts = [r for r in rec["runs"] if r is not run and r["pmnf"] is not None]
     if parts:
         out.append(f"  parts of the run beside {run['callpath'] if run is not None else 'it'} (other top-level "

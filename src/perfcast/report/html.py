@@ -587,7 +587,7 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         row["_model"] = mdl
     rep.kernels = rows
     if vmeans is not None:
-        rep.validation = _validation(rep, ms, rows, vmeans, exp.parameters, o)
+        rep.validation = _validation(rep, ms, rows, vmeans, exp.parameters, o, exp)
     for row in [r for r in rows if r["status"] == "ok"][: o.plots]:   # models to draw, in rank order
         rep.plots.append(_plot(exp, rep, ms, row, by_cp.get(row["callpath"]), maxpt, o))
     for row in rows:
@@ -596,10 +596,10 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
 
 
 def _validation(rep: Report, ms, rows: list[dict], vmeans: Mapping, params: Sequence[str],
-                o: ReportOptions) -> dict:
+                o: ReportOptions, fitted: Experiment | None = None) -> dict:
     """The ranked kernels' predictions at the validation runs' points against their measured means
     (as `perfcast predict` gives them: :meth:`perfcast.modelset.ModelSet.bounds`)."""
-    from ..analysis.validation import compare, summarize
+    from ..analysis.validation import compare, fitted_note, summarize
 
     preds = []
     for row in rows:
@@ -619,11 +619,12 @@ def _validation(rep: Report, ms, rows: list[dict], vmeans: Mapping, params: Sequ
                 # the value lies on a measured line: the formula's times its factor, marked as in the ranking
                 pred.update(line=line, line_note=line_note(line))
             preds.append(pred)
-    out = compare(preds, vmeans, params)
+    out = compare(preds, vmeans, params, fitted)
     if not out:
         return {"rows": [], "summary": summarize(out),
                 "note": "none of the ranked kernels was measured in the validation runs"}
-    return {"rows": out, "summary": summarize(out), "note": ""}
+    summary = summarize(out)
+    return {"rows": out, "summary": summary, "note": "", "fitted": fitted_note(summary)}
 
 
 def _context(tree, path: str, keep: int = 2) -> str:
@@ -743,14 +744,27 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
                     "formula": k["formula"], "value": k.get("predicted"), **_growth_fields(k)})
         now = {r["callpath"]: r.get("now") or 0.0 for r in rep.kernels}
         tops = [c for c in exp.tree.roots() if c in pred]
+        whole = pred
+        if tops and exp.metrics[rep.metric].scope == "exclusive":
+            # the run's cost is a root's inclusive time: of an exclusive metric (CUBE's time) the
+            # root's own series is only the time outside its callees; the sum of the models under
+            # it is (the total `advise` takes)
+            from ..analysis.advisor import subtree_total
+
+            whole = {c: subtree_total(ms, rep.metric, [c, *exp.tree.descendants(c)], rep.target, o.level, c)
+                     for c in tops}
+            whole = {c: r for c, r in whole.items() if r is not None}
+            now = {c: whole[c]["value"] for c in whole}
+            tops = [c for c in tops if c in whole]
         if tops:
             root = max(tops, key=lambda c: now.get(c, 0.0))
-            r = pred[root]
+            r = whole[root]
             at = ", ".join(f"{a}={v:g}" for a, v in rep.target.items())
             iv = ("" if r["lower"] is None else f" ({r['level']:.0%} interval {r['lower']:.4g} to {r['upper']:.4g}"
                   + (", clipped at 0" if r["clipped"] else "") + ")")
             out.append({"question": f"What will it cost at {at}?",
-                        "answer": f"{root}: {r['value']:.4g}{(' ' + rep.unit) if rep.unit else ''}{iv}",
+                        "answer": f"{root}{' with its callees (the sum of their models)' if whole is not pred else ''}: "
+                                  f"{r['value']:.4g}{(' ' + rep.unit) if rep.unit else ''}{iv}",
                         "confidence": r["confidence"], "section": "ranking",
                         "notes": [n for n in r["notes"] if n.startswith(said)], "callpath": root,
                         "value": r["value"], "lower": r["lower"], "upper": r["upper"], "at": dict(rep.target)})
@@ -1310,6 +1324,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% set vs = r.validation.summary %}
 {% if r.validation.note %}<p class="note">{{ r.validation.note }}</p>{% else %}
 <p class="note">{{ vs.compared }} prediction(s) of the ranked kernels at the points of the validation runs{% if vs.with_error %}: |error| median {{ pct(vs.median_abs_error) }}, max {{ pct(vs.max_abs_error) }}{% endif %}{% if vs.with_interval %}; {{ vs.inside }} of {{ vs.with_interval }} measured means inside the {{ pct(r.options.level) }} prediction interval{% endif %}. Black points on the plots.</p>
+{% if r.validation.fitted %}<p class="note"><b>Not a check:</b> {{ r.validation.fitted }}.</p>{% endif %}
 <table><thead><tr><th class="num">#</th><th>callpath</th><th>at</th><th class="num">predicted</th><th class="num">{{ pct(r.options.level) }} interval</th><th class="num">measured</th><th class="num">error</th></tr></thead><tbody>
 {% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}{% if v.get("line") %}<span class="note" title="{{ v.line_note }}"> ×{{ fnum(v.line.factor, 3) }} measured line</span>{% endif %}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% else %}–{% endif %}</td></tr>
 {% endfor %}</tbody></table>{% endif %}

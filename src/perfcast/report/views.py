@@ -148,8 +148,10 @@ def print_waste(d: dict, limit: int = 30) -> None:
 
 def print_scaling_loss(d: dict, limit: int = 20) -> None:
     for pair in d["pairs"]:
-        out.print(f"[bold]{d['mode']} scaling loss[/bold] of {escape(d['metric'])}, {escape(d['procs'])} "
-                  f"{_v(pair['p'])} -> {_v(pair['q'])}: total {_v(pair['total_p'])} -> {_v(pair['total_q'])}, "
+        unit = f" {escape(d['unit'])}" if d.get("unit") else ""
+        out.print(f"[bold]{d['mode']} scaling loss[/bold] of {escape(d['metric'])}"
+                  + (escape(f" [{d['unit']}]") if d.get("unit") else "") + f", {escape(d['procs'])} "
+                  f"{_v(pair['p'])} -> {_v(pair['q'])}: total {_v(pair['total_p'])} -> {_v(pair['total_q'])}{unit}, "
                   f"excess work {pair['loss'] * 100:.2f}% of the {_v(pair['q'])} run "
                   f"(ranked by {d['sort']} loss; per-process cost, ranks {d['ranks']})")
         t = new_table()
