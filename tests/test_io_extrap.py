@@ -310,9 +310,18 @@ def test_text_duplicate_points_and_blocks_become_repetitions(tmp_path):
                   + "DATA 1\n" * 5)
         warned = io.read_one(q).meta["warnings"]
         assert len(warned) == 1 and warned[0].startswith(f"{name}: POINTS lists (1 2) 2 times, (4 2) 2 times:")
-    # a repeated REGION block alone (concatenated runs) is not a slip: no warning
-    once = write(tmp_path, "blocks.txt", "PARAMETER x\nPOINTS (1) (2) (3)\nREGION a\nDATA 1\nDATA 2\nDATA 3\n"
-                 "REGION a\nDATA 1\nDATA 2\nDATA 3\n")
+    # a (REGION, METRIC) block met again is said too, by both readers (Extra-P refuses it; rising
+    # 1..3 and 10..30 under one name would be modelled as one noisy series), and nothing else is
+    for name, region in (("blocks.txt", "a"), ("blocks-utf8.txt", "a\u00e9")):
+        q = write(tmp_path, name, f"PARAMETER x\nPOINTS (1) (2) (3)\nMETRIC t\nREGION {region}\nDATA 1\nDATA 2\n"
+                  f"DATA 3\nREGION b\nDATA 1\nDATA 2\nDATA 3\nREGION {region}\nDATA 10\nDATA 20\nDATA 30\n")
+        exp = io.read_one(q)
+        assert values_at(exp, region, "t", x=1) == [1, 10]
+        assert exp.meta["warnings"] == [f"{name}: DATA blocks of REGION {region!r} METRIC 't' 2 times: their values "
+                                        "are merged as repetitions at each point (Extra-P refuses such a file); "
+                                        "rename the blocks unless they are meant as repetitions (runs appended "
+                                        "to one file)"]
+    once = write(tmp_path, "once.txt", "PARAMETER x\nPOINTS (1) (2) (3)\nREGION a\nDATA 1\nDATA 2\nDATA 3\n")
     assert "warnings" not in io.read_one(once).meta
 
 

@@ -75,7 +75,10 @@ def test_streaming_equals_tiny_parser(tmp_path, monkeypatch, nparams, repeat_blo
     assert set(exp.metrics) == {"time", "visits"}
     assert exp.tree.parent("main->r0->k0") == "main->r0"
     # each region lists its own repetitions (experiment.absent_repetition_is_zero: never zero-filled)
-    assert exp.meta == {"comments": ["made by the test"], "repetitions": "listed"}
+    said = {"warnings": ["big.txt: DATA blocks of REGION 'main->r0->k0' METRIC 'visits' 2 times: their values are "
+                         "merged as repetitions at each point (Extra-P refuses such a file); rename the blocks "
+                         "unless they are meant as repetitions (runs appended to one file)"]} if repeat_block else {}
+    assert exp.meta == {"comments": ["made by the test"], "repetitions": "listed", **said}
     # and the public reader gives the same Experiment as the line-by-line reference
     assert extrap.read_text(f).equals(extrap._read_text_lines(f))
 

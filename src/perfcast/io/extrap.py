@@ -40,8 +40,9 @@ Five readers are registered:
 
 Every value list at a point becomes repetitions 0..k-1; values met again for a point, callpath and
 metric (a repeated coordinate, a repeated REGION block, a second line) continue the repetition
-numbering -- nothing is collapsed.  A coordinate listed twice in a text file's POINTS is warned
-about (``meta["warnings"]``): Extra-P refuses such a file, and a copy-paste slip would pass silently.
+numbering -- nothing is collapsed.  In a text file, a coordinate listed twice in POINTS and a
+(REGION, METRIC) block of DATA lines met twice are warned about (``meta["warnings"]``): Extra-P
+refuses such files, and a copy-paste slip would pass silently.
 
 Files cut short.  Extra-P's own files often end without a line end, so a missing last line end
 alone is not refused here (the line-based readers that always get one, e.g. tidy CSV, refuse it).
@@ -230,19 +231,29 @@ def _text_number(tok: str) -> float | str:
     return f"{tok!r} is not a number"
 
 
-def _repeated_points(path: str | Path, points: list[tuple[float, ...]]) -> list[str]:
-    """The warning for coordinates listed more than once in POINTS (their DATA lines become
-    repetitions of one point, as the format's other repeats do; Extra-P refuses such a file, and a
-    copy-paste slip would otherwise pass silently), or none."""
+def _repeats(path: str | Path, points: list[tuple[float, ...]], blocks: list[tuple[str, str, int]],
+             n_blocks: int = 0) -> list[str]:
+    """The warnings for what the text format merges as repetitions but Extra-P refuses, and a
+    copy-paste slip would otherwise pass silently: coordinates listed more than once in POINTS,
+    and (callpath, metric) blocks of DATA lines met more than once (``blocks``: callpath, metric,
+    how many blocks; the first few in name order of ``n_blocks`` such)."""
+    out = []
     counts = collections.Counter(points)
     twice = [(pt, k) for pt, k in counts.items() if k > 1]
-    if not twice:
-        return []
-    shown = ", ".join(f"({' '.join(_fmt(v) for v in pt)}) {k} times" for pt, k in twice[:5])
-    more = f" and {len(twice) - 5} more point(s)" if len(twice) > 5 else ""
-    return [f"{Path(path).name}: POINTS lists {shown}{more}: the DATA lines at those positions are merged "
-            f"as repetitions of one point (Extra-P refuses such a file); list every point once unless "
-            f"they are meant as repetitions"]
+    if twice:
+        shown = ", ".join(f"({' '.join(_fmt(v) for v in pt)}) {k} times" for pt, k in twice[:5])
+        more = f" and {len(twice) - 5} more point(s)" if len(twice) > 5 else ""
+        out.append(f"{Path(path).name}: POINTS lists {shown}{more}: the DATA lines at those positions are merged "
+                   f"as repetitions of one point (Extra-P refuses such a file); list every point once unless "
+                   f"they are meant as repetitions")
+    if blocks:
+        shown = ", ".join(f"REGION {cp!r} METRIC {mt!r} {k} times" for cp, mt, k in blocks[:3])
+        n_blocks = max(n_blocks, len(blocks))
+        more = f" and {n_blocks - 3} more" if n_blocks > 3 else ""
+        out.append(f"{Path(path).name}: DATA blocks of {shown}{more}: their values are merged as repetitions "
+                   f"at each point (Extra-P refuses such a file); rename the blocks unless they are meant as "
+                   f"repetitions (runs appended to one file)")
+    return out
 
 
 def _parse_points(text: str, nparams: int) -> list[tuple[float, ...]] | str:
@@ -329,6 +340,7 @@ def _read_text_lines(path: Path) -> Experiment:
     comments: list[str] = []
     last_line = 0
     data_lens: list[tuple[int, int, int]] = []  # (line, number of values, block start line)
+    blocks: collections.Counter = collections.Counter()  # (callpath, metric) -> its blocks of DATA lines
     open_key: tuple[str, int] | None = None  # a REGION/METRIC line not yet followed by DATA
 
     def close_block():
@@ -412,6 +424,7 @@ def _read_text_lines(path: Path) -> Experiment:
                 raise err(e.message, no) from None
             if block["count"] == 0:
                 block["first"] = no
+                blocks[(region, metric)] += 1
             block["count"] += 1
             block["last"] = no
             data_lens.append((no, len(toks), block["first"]))
@@ -429,7 +442,8 @@ def _read_text_lines(path: Path) -> Experiment:
         raise PerfcastError(f"the file ends after this {open_key[0]} line without its DATA lines "
                             f"(truncated file?)", path, open_key[1])
     meta = {"comments": comments} if comments else {}
-    twice = _repeated_points(path, points)
+    again = sorted((cp, mt, k) for (cp, mt), k in blocks.items() if k > 1)
+    twice = _repeats(path, points, again[:3], len(again))
     if twice:
         meta["warnings"] = twice
     unterminated = len(lines) == last_line and bool(lines[-1].strip())
@@ -546,6 +560,7 @@ class _TextStream:
         self.last_data: list[tuple[int, int]] = []  # (number of values, block serial) of the last 2 DATA lines
         self.last_line_kind = ""
         self.unterminated = False
+        self.blocks_twice: tuple[list, int] = ([], 0)
 
     # -- one line of another kind (stripped, non-empty): PARAMETER, POINTS, or an error --------
     def other(self, s: str):
@@ -660,15 +675,21 @@ class _TextStream:
             self.last_line_kind = "data" if shown[-1] == _DATA else "other"
         return out
 
-    def repeated(self, cp_code: np.ndarray, block_cp: np.ndarray, block_metric: np.ndarray) -> bool:
-        """Whether a (callpath, metric) block was met twice (``cp_code``: REGION line -> code; the
-        blocks' REGION lines and metrics)."""
-        key = cp_code[block_cp].astype(np.int64) * max(1, len(self.metric_codes))
+    def repeated(self, cp_code: np.ndarray, block_cp: np.ndarray, block_metric: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (callpath code, metric code) pairs met in more than one block, and in how many
+        (``cp_code``: REGION line -> code; the blocks' REGION lines and metrics)."""
+        M = max(1, len(self.metric_codes))
+        key = cp_code[block_cp].astype(np.int64) * M
         key += block_metric
         # a sort and a look at neighbours: np.unique (numpy 2.x hashes plain int arrays) took
         # 0.3 s for 300k blocks, this 20 ms
         key.sort()
-        return bool((key[1:] == key[:-1]).any())
+        if not (key[1:] == key[:-1]).any():
+            return (np.zeros(0, dtype=np.int64),) * 3
+        u, k = np.unique(key, return_counts=True)
+        u, k = u[k > 1], k[k > 1]
+        return u // M, u % M, k
 
     # -- one chunk of whole lines -------------------------------------------------------------
     def chunk(self, raw: bytes):
@@ -800,7 +821,11 @@ class _TextStream:
         _remap(cp, cp_code)
         coord_id: dict[tuple[float, ...], int] = {}
         canon = np.array([coord_id.setdefault(pt, len(coord_id)) for pt in self.points], dtype=np.int32)
-        if self.repeated(cp_code, block_cp - base, block_metric) or len(coord_id) < len(self.points):
+        rcp, rmt, rk = self.repeated(cp_code, block_cp - base, block_metric)
+        #: (callpath, metric, blocks) of the first blocks met again, and how many such (:func:`_repeats`)
+        self.blocks_twice = (sorted((str(categories[c]), metric_names[m], int(k)) for c, m, k
+                                    in zip(rcp.tolist(), rmt.tolist(), rk.tolist()))[:3], len(rk))
+        if len(rk) or len(coord_id) < len(self.points):
             # values met again for a coordinate, callpath and metric (a repeated block, a coordinate
             # listed twice in POINTS) continue its repetitions
             key = pd.DataFrame({"point": canon[point], "cp": cp, "metric": met})
@@ -902,12 +927,12 @@ def _read_text_stream(path: Path) -> Experiment:
     """The streaming text reader; raises _Slow for anything it leaves to the line-by-line one."""
     st = _TextStream()
     collections.deque(_fed(path, st), maxlen=0)      # fed to the end (the yields are for progress)
-    return _with_point_warning(st.experiment(st.unterminated), path, st.points)
+    return _with_repeat_warnings(st.experiment(st.unterminated), path, st)
 
 
-def _with_point_warning(exp: Experiment, path: Path, points: list) -> Experiment:
-    """``exp`` with :func:`_repeated_points`' warning in its ``meta["warnings"]``."""
-    w = _repeated_points(path, points)
+def _with_repeat_warnings(exp: Experiment, path: Path, st: "_TextStream") -> Experiment:
+    """``exp`` with :func:`_repeats`' warnings in its ``meta["warnings"]``."""
+    w = _repeats(path, st.points, *st.blocks_twice)
     if w:
         exp.meta["warnings"] = list(exp.meta.get("warnings", [])) + w
     return exp
@@ -1070,7 +1095,7 @@ def text_range(path: str | Path, header: bytes, start: int, end: int, metric: by
         raise StreamUnsupported(str(path)) from None
     if exp.tree.links():
         raise StreamUnsupported(f"{path}: nested callpaths")
-    return _with_point_warning(exp, path, st.points), st.n_regions
+    return _with_repeat_warnings(exp, path, st), st.n_regions
 
 
 def _sniff_text(path: Path) -> bool:
