@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from operator import attrgetter, is_
@@ -598,12 +599,25 @@ class _Predicted:
     """:meth:`ModelSet.predict`'s rows as columns (series-major, then point): as dicts
     (:meth:`rows`) or as the JSON text of the dicts (:meth:`json`)."""
 
-    def __init__(self, series, pts, level, value, lower, upper, clipped, conf, formulas, status, segmented,
+    def __init__(self, series, pts, level, value, lower, upper, clipped, conf, parts, status, segmented,
                  notes, extra, line, units, aggregates):
         self.series, self.pts, self.level = series, pts, level
         self.value, self.lower, self.upper, self.clipped, self.conf = value, lower, upper, clipped, conf
-        self.formulas, self.status, self.segmented, self.notes = formulas, status, segmented, notes
+        self.parts, self.status, self.segmented, self.notes = parts, status, segmented, notes
         self.extra, self.line, self.units, self.aggregates = extra, line, units, aggregates
+
+    @functools.cached_property
+    def formulas(self) -> list[str]:
+        """Per series, its formula (built when first asked: the rows and the JSON show them)."""
+        return self.formulas_of(0, len(self.series))
+
+    def formulas_of(self, lo: int, hi: int) -> list[str]:
+        """The formulas of the series ``lo`` to ``hi`` (:func:`perfcast.fit.columns.formulas`)."""
+        from .fit import columns
+
+        if "formulas" in self.__dict__ or (lo, hi) == (0, len(self.series)):
+            return self.formulas[lo:hi] if "formulas" in self.__dict__ else columns.formulas(self.series, parts=self.parts)
+        return columns.formulas(self.series[lo:hi], parts=columns.take(self.parts, len(self.series), np.arange(lo, hi)))
 
     def rows(self) -> list[dict]:
         P = len(self.pts)
@@ -641,49 +655,74 @@ class _Predicted:
     def json(self, nested: bool = False) -> str:
         """``json_text(rows())``, a column at a time; ``nested``: laid out as the list inside an
         envelope (``json_text(envelope(kind, rows()))`` continues its lines with two spaces)."""
+        return "".join(self.json_chunks(nested))
+
+    def json_chunks(self, nested: bool = False, workers: int = 1, direct: bool = False) -> Iterator[str]:
+        """:meth:`json` in pieces; ``workers``, ``direct``: the rows built by up to that many
+        processes (:func:`perfcast.output.forked_texts`; the same text).  What can fail fails
+        before the first piece."""
         import functools
         import json
 
         from .fit.columns import float_texts
-        from .output import _json_default, json_text
+        from .output import _json_default, forked_texts, json_text
 
         S, P = len(self.series), len(self.pts)
         if not S * P:
-            return json_text([])
+            yield json_text([])
+            return
         value, known = self.value, ~np.isnan(self.lower)
         if not (np.isfinite(value).all() and np.isfinite(self.lower[known]).all()
                 and np.isfinite(self.upper[~np.isnan(self.upper)]).all()):
-            return json_text(self.rows())   # the json module refuses them, as before
+            yield json_text(self.rows())   # the json module refuses them, as before
+            return
         enc = functools.partial(json.dumps, allow_nan=False, default=_json_default)
         enc_str = json.encoder.encode_basestring_ascii
         per_metric = {mt: ', "metric": ' + enc_str(mt) + ', "unit": ' + enc(self.units.get(mt, ""))
                       + ', "aggregate": ' + enc(self.aggregates.get(mt, "")) + ', "at": '
                       for mt in {sm.metric for sm in self.series}}
         obj = lambda t: np.asarray(t, dtype=object)  # noqa: E731
-        ser = lambda t: np.repeat(obj(t), P)  # noqa: E731
         sep = ",\n  " if nested else ",\n "
-        head = ser([sep + '{"callpath": ' + enc_str(sm.callpath) + per_metric[sm.metric] for sm in self.series])
-        at = np.tile(obj([enc(dict(t)) for t in self.pts]), S)
+        at = obj([enc(dict(t)) for t in self.pts])
         level = ', "level": ' + enc(self.level) + ', "clipped": '
-        model = ser(['", "formula": ' + enc_str(f) + ', "status": ' + enc_str(st) + ', "segmented": '
-                     + ("true" if sg else "false") + ', "notes": '
-                     for f, st, sg in zip(self.formulas, self.status, self.segmented)])
-        texts: dict = {}     # the same notes' text once (a note names a point or a slope: many repeat)
-        notes = ser([(texts.get(k) or texts.setdefault(k, enc(n))) if (k := tuple(n)) else "[]" for n in self.notes])
-        for i, n in self.extra.items():
-            notes[i] = enc(self.notes[i // P] + n)
-        tail = np.full(S * P, "}", dtype=object)
-        for i, ln in self.line.items():
-            tail[i] = ', "line": ' + enc(ln) + "}"
-        cols = [head, at, [', "value": '] * (S * P), float_texts(value), [', "lower": '] * (S * P),
-                float_texts(self.lower), [', "upper": '] * (S * P), float_texts(self.upper),
-                np.where(self.clipped, level + 'true, "confidence": "', level + 'false, "confidence": "').tolist(),
-                self.conf, model, notes, tail]
-        K = len(cols)
-        pieces: list = [None] * (S * P * K)
-        for k, c in enumerate(cols):
-            pieces[k::K] = c.tolist() if isinstance(c, np.ndarray) else c
-        return "[" + "".join(pieces)[len(sep):] + "]\n"
+        # the texts of the few rows with notes of their own or a line, before the first piece
+        extra = {i: enc(self.notes[i // P] + n) for i, n in self.extra.items()}
+        line = {i: ', "line": ' + enc(ln) + "}" for i, ln in self.line.items()}
+
+        def rows(lo: int, hi: int) -> Iterator[str]:
+            """The rows of the series ``lo`` to ``hi``."""
+            n = hi - lo
+            ser = lambda t: np.repeat(obj(t), P)  # noqa: E731
+            head = ser([sep + '{"callpath": ' + enc_str(sm.callpath) + per_metric[sm.metric]
+                        for sm in self.series[lo:hi]])
+            model = ser(['", "formula": ' + enc_str(f) + ', "status": ' + enc_str(st) + ', "segmented": '
+                         + ("true" if sg else "false") + ', "notes": '
+                         for f, st, sg in zip(self.formulas_of(lo, hi), self.status[lo:hi], self.segmented[lo:hi])])
+            texts: dict = {}     # the same notes' text once (a note names a point or a slope: many repeat)
+            notes = ser([(texts.get(k) or texts.setdefault(k, enc(x))) if (k := tuple(x)) else "[]"
+                         for x in self.notes[lo:hi]])
+            tail = np.full(n * P, "}", dtype=object)
+            a, b = lo * P, hi * P
+            for i, t in extra.items():
+                if a <= i < b:
+                    notes[i - a] = t
+            for i, t in line.items():
+                if a <= i < b:
+                    tail[i - a] = t
+            cols = [head, np.tile(at, n), [', "value": '] * (n * P), float_texts(value[a:b]),
+                    [', "lower": '] * (n * P), float_texts(self.lower[a:b]), [', "upper": '] * (n * P),
+                    float_texts(self.upper[a:b]),
+                    np.where(self.clipped[a:b], level + 'true, "confidence": "', level + 'false, "confidence": "').tolist(),
+                    self.conf[a:b], model, notes, tail]
+            K = len(cols)
+            pieces: list = [None] * (n * P * K)
+            for k, c in enumerate(cols):
+                pieces[k::K] = c.tolist() if isinstance(c, np.ndarray) else c
+            text = "".join(pieces)
+            yield text if lo else "[" + text[len(sep):]
+
+        yield from forked_texts(rows, S, workers, direct)
+        yield "]\n"
 
 
 @dataclass(frozen=True)
@@ -850,7 +889,6 @@ class ModelSet:
             formula = columns.formulas([series[s]])[0]
             raise PerfcastError(f"{series[s].callpath} / {series[s].metric}: the model {formula} is undefined at "
                                 f"{','.join(f'{k}={x:g}' for k, x in pts[j].items())}", where="at")
-        texts = columns.formulas(series, parts=parts)
         warn = self._warnings_at(series, parts)
         lines = columns.lines(series, parts)
         # per series: the model's notes, status and whether it is segmented
@@ -924,7 +962,7 @@ class ModelSet:
         # a clipped interval reaches below zero: wider than the value itself, so low
         conf = np.where(clipped, "low", confidences(v, lo, hi, doubted)).astype(object)
         self._flag_children_above_parents(series, pts, v, extra, conf)
-        return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
+        return _Predicted(series, pts, level, v, lo, hi, clipped, conf, parts, status, segmented,
                           [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
                           self.units, self.aggregates)
 
@@ -979,6 +1017,13 @@ class ModelSet:
         at a time (:func:`perfcast.fit.columns.float_texts`; no dict per row); ``nested``: laid out
         as the list of ``json_text(envelope("predictions", ...))`` (``predict -o FILE.json``)."""
         return self._predicted(points, level).json(nested)
+
+    def predict_json_chunks(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9,
+                            workers: int = 1, direct: bool = False) -> Iterator[str]:
+        """:meth:`predict_json` in pieces, the rows built by up to ``workers`` processes
+        (:meth:`_Predicted.json_chunks`); the predictions computed (what can fail) before this
+        returns."""
+        return self._predicted(points, level).json_chunks(False, workers, direct)
 
     def _beyond(self, t: Mapping[str, float]) -> dict | None:
         """The point at the data's edge for a prediction at ``t`` beyond the data in exactly one
@@ -1333,12 +1378,15 @@ class ModelSet:
         return head, len(order), (rc.get("at") if rc["by"] == "cost" else None), warned, noted
 
     def json_chunks(self, target: Mapping[str, float] | None = None, by: str = "cost",
-                    chunk: int = 4096, level: float = 0.9) -> Iterator[str]:
+                    chunk: int = 4096, level: float = 0.9, workers: int = 1, direct: bool = False) -> Iterator[str]:
         """``json_text(to_dict(target, by))`` -- ``perfcast model --json`` -- in pieces of ``chunk``
         records, the same text, built from the fit's arrays (:func:`perfcast.fit.columns.model_json`,
         :func:`perfcast.analysis.ranking.rank_order`; no Model, ranking row or dict per series for
         the series whose models are not built).  Everything that can fail (the ranking, an
-        undefined value at ``target``) fails before the first piece."""
+        undefined value at ``target``) fails before the first piece.  ``workers``: the records
+        after the ranking built by up to that many processes, the later ones' forked
+        (:func:`perfcast.output.forked_texts`; the same text); ``direct``: their shares yielded as
+        :class:`perfcast.output.ForkedText` for a writer that has them write to its file."""
         import json
 
         import pyarrow as pa
@@ -1347,7 +1395,7 @@ class ModelSet:
         from .fit import columns
         from .fit.columns import float_texts
         from .fit.model import to_dicts
-        from .output import _json_default, json_text
+        from .output import _json_default, forked_texts, json_text
 
         self._need_intervals("model records")
         series = list(self.series)
@@ -1384,78 +1432,101 @@ class ModelSet:
 
         per_metric = {mt: ', "unit": ' + enc(self.units.get(mt, "")) + ', "aggregate": '
                       + enc(self.aggregates.get(mt, "")) + ', "rank": ' for mt in {sm.metric for sm in series}}
-        # the record's pieces, one column each: series -> text, taken in rank order a chunk at a time
         metric = {mt: ', "metric": ' + enc(mt) + ", " for mt in per_metric}
-        cols = [np.array([',\n {"callpath": ' + enc_str(sm.callpath) + metric[sm.metric] for sm in series],
-                         dtype=object), None,
-                np.array([per_metric[sm.metric] for sm in series], dtype=object), None]
+        head = None
         if by == "cost" and cost:
             head = (', "ranking": {"by": "cost", "from": ' + enc(dict(rc["first_at"] or {}), allow_nan=False)
                     + ', "at": ' + enc(dict(rc["at"] or {}), allow_nan=False) + ', "per_process_first": ')
             rank_at = dict(rc["at"]) if rc.get("at") else None
-            ranking = [text_column(rc["per_process_first"], head),
-                       text_column(rc["per_process_now"], ', "per_process_now": '),
-                       text_column(rc["per_process"], ', "per_process_at": '),
-                       text_column(rc["increase"], ', "increase_share": '),
-                       np.where(rc["significant"], ', "significant": true', ', "significant": false').astype(object),
-                       np.full(S, "}", dtype=object)]
-        elif by == "cost":
-            rank_at = None
-            ranking = [np.full(S, ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": null, '
-                               '"per_process_now": null, "per_process_at": null, "increase_share": null, '
-                               '"significant": true}', dtype=object)]
         else:
-            rank_at, ranking = None, []
-        cols += ranking
-        warned = np.full(S, ', "warnings": []', dtype=object)
-        for s, w in self._warnings_at(series, parts).items():
-            warned[s] = ', "warnings": ' + enc(w)
-        cols.append(warned)
-        predicted = np.full(S, "", dtype=object)
-        at = [s for s in range(S) if pred[s] is not None]
-        if at:
-            sel = np.asarray(at, dtype=np.int64)
-            notes = np.array([enc(pr.notes_of(s)) for s in at], dtype=object)
-            value = texts(pr.value[sel])
-            predicted[at] = (', "at": ' + enc(dict(target), allow_nan=False) + ', "value": ' + value
-                             + ', "prediction": {"value": ' + value
-                             + texts(pr.lower[sel], ', "lower": ') + texts(pr.upper[sel], ', "upper": ')
-                             + (', "level": ' + enc(level) + ', "clipped": ')
-                             + np.where(pr.clipped[sel], 'true, "confidence": ', 'false, "confidence": ').astype(object)
-                             + np.array([enc_str(c) for c in pr.conf[sel].tolist()], dtype=object)
-                             + ', "notes": ' + notes + "}")
-        cols += [predicted, np.full(S, "}", dtype=object)]
-        # values on a measured line: the few series with lines
+            rank_at = None
+        warn = self._warnings_at(series, parts)
+        have = np.fromiter((v is not None for v in pred), dtype=bool, count=S)
+        at_text = ', "at": ' + enc(dict(target), allow_nan=False) + ', "value": ' if have.any() else ""
+        # values on a measured line (the few series with lines): their texts before the first piece
         ln = columns.lines(series, parts) if (target is not None or rank_at) else None
+        rank_line, at_line = {}, {}
         for s in ([] if ln is None else [s for s in range(S) if ln[s][1]]):
             line = _line_at_target(*ln[s], rank_at) if rank_at and not np.isnan(rc["per_process"][s]) else None
             if line is not None:
-                ranking[-1][s] = ', "line": ' + enc(line, allow_nan=False) + "}"
+                rank_line[s] = ', "line": ' + enc(line, allow_nan=False) + "}"
             line = _line_at_target(*ln[s], target) if pred[s] is not None else None
             if line is not None:
-                predicted[s] += ', "line": ' + enc(line, allow_nan=False)
-        # the formulas in one batch (a pattern's texts at once, not a chunk's share of them each time)
-        formula = np.array(columns.formulas(series, parts=parts), dtype=object)
-        # the columns in rank order as Arrow string arrays: each chunk's records joined element-wise in C
-        rank_order = np.asarray(order, dtype=np.int64)
-        cols = [None if c is None else c.take(pa.array(rank_order)) if isinstance(c, pa.Array)
-                else columns.text_array(c[rank_order]) for c in cols]
-        for lo in range(0, len(order), chunk):
-            idx = np.asarray(order[lo:lo + chunk], dtype=np.int64)
-            sub = [series[s] for s in idx.tolist()]
-            sub_parts = columns.take(parts, S, idx)
-            bodies = columns.model_json_array(sub, sub_parts, formula[idx].tolist())
-            built = sub_parts[1]
-            if built:
-                bodies = bodies.to_pylist()
-                for i, d in zip(built, to_dicts([sub[i].model for i in built])):
-                    bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
-            n = len(idx)
-            ranks = pc.cast(pa.array(np.arange(lo + 1, lo + n + 1, dtype=np.int64)), pa.string())
-            text = columns.joined_text([c.slice(lo, n) if c is not None else (bodies if k == 1 else ranks)
-                                        for k, c in enumerate(cols)], n)
-            # the first piece is complete before anything is written
-            yield text if lo else "[" + text[3:]
+                at_line[s] = ', "line": ' + enc(line, allow_nan=False)
+        rank_of = np.empty(S, dtype=np.int64)    # series -> its position in rank order
+        rank_of[np.asarray(order, dtype=np.int64)] = np.arange(S)
+
+        def records(lo: int, hi: int) -> Iterator[str]:
+            """The text of the records ranked ``lo`` to ``hi`` (positions in ``order``), ``chunk``
+            records a piece: the record's pieces a column each, joined element-wise in C."""
+            mine = np.asarray(order[lo:hi], dtype=np.int64)
+            sub = [series[s] for s in mine.tolist()]
+            n = len(sub)
+            cols = [np.array([',\n {"callpath": ' + enc_str(sm.callpath) + metric[sm.metric] for sm in sub],
+                             dtype=object), None,
+                    np.array([per_metric[sm.metric] for sm in sub], dtype=object), None]
+            if head is not None:
+                ranking = [text_column(rc["per_process_first"][mine], head),
+                           text_column(rc["per_process_now"][mine], ', "per_process_now": '),
+                           text_column(rc["per_process"][mine], ', "per_process_at": '),
+                           text_column(rc["increase"][mine], ', "increase_share": '),
+                           np.where(rc["significant"][mine], ', "significant": true',
+                                    ', "significant": false').astype(object),
+                           np.full(n, "}", dtype=object)]
+            elif by == "cost":
+                ranking = [np.full(n, ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
+                                   'null, "per_process_now": null, "per_process_at": null, "increase_share": '
+                                   'null, "significant": true}', dtype=object)]
+            else:
+                ranking = []
+            cols += ranking
+            warned = np.full(n, ', "warnings": []', dtype=object)
+            predicted = np.full(n, "", dtype=object)
+            for s, w in warn.items():
+                if lo <= rank_of[s] < hi:
+                    warned[rank_of[s] - lo] = ', "warnings": ' + enc(w)
+            cols.append(warned)
+            at = np.flatnonzero(have[mine])
+            if len(at):
+                sel = mine[at]
+                notes = np.array([enc(pr.notes_of(s)) for s in sel.tolist()], dtype=object)
+                value = texts(pr.value[sel])
+                predicted[at] = (at_text + value + ', "prediction": {"value": ' + value
+                                 + texts(pr.lower[sel], ', "lower": ') + texts(pr.upper[sel], ', "upper": ')
+                                 + (', "level": ' + enc(level) + ', "clipped": ')
+                                 + np.where(pr.clipped[sel], 'true, "confidence": ',
+                                            'false, "confidence": ').astype(object)
+                                 + np.array([enc_str(c) for c in pr.conf[sel].tolist()], dtype=object)
+                                 + ', "notes": ' + notes + "}")
+            for s, text in rank_line.items():
+                if lo <= rank_of[s] < hi:
+                    ranking[-1][rank_of[s] - lo] = text
+            for s, text in at_line.items():
+                if lo <= rank_of[s] < hi:
+                    predicted[rank_of[s] - lo] += text
+            cols += [predicted, np.full(n, "}", dtype=object)]
+            mine_parts = columns.take(parts, S, mine)
+            # the formulas in one batch (a pattern's texts at once, not a chunk's share of them each time)
+            formula = np.array(columns.formulas(sub, parts=mine_parts), dtype=object)
+            # the columns as Arrow string arrays
+            cols = [None if c is None else columns.text_array(c) for c in cols]
+            for a in range(0, n, chunk):
+                k = min(chunk, n - a)
+                part = sub[a:a + k]
+                sub_parts = columns.take(parts, S, mine[a:a + k])
+                bodies = columns.model_json_array(part, sub_parts, formula[a:a + k].tolist())
+                built = sub_parts[1]
+                if built:
+                    bodies = bodies.to_pylist()
+                    for i, d in zip(built, to_dicts([part[i].model for i in built])):
+                        bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
+                ranks = pc.cast(pa.array(np.arange(lo + a + 1, lo + a + k + 1, dtype=np.int64)), pa.string())
+                text = columns.joined_text([c.slice(a, k) if c is not None else (bodies if j == 1 else ranks)
+                                            for j, c in enumerate(cols)], k)
+                # the first piece is complete before anything is written
+                yield text if lo + a else "[" + text[3:]
+
+        yield from forked_texts(records, S, workers, direct)
         yield "]\n"
 
     def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:

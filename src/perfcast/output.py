@@ -334,3 +334,143 @@ def _write_parquet(path, table, force: bool) -> Path:
     buf = pa.BufferOutputStream()
     pq.write_table(table, buf)
     return write_file(path, buf.getvalue().to_pybytes(), force)
+
+
+
+#: a text of fewer parts than this is built in one process (a fork and a hand-over cost more than
+#: half of it: :func:`forked_texts`)
+FORK_MIN_PARTS = 8192
+
+
+def forked_texts(make, parts: int, workers: int = 1, direct: bool = False):
+    """The pieces of ``make(0, parts)`` -- a text of ``parts`` parts that ``make(lo, hi)`` yields
+    in pieces, part ``lo`` to ``hi``, the same text however the range is cut -- built by up to
+    ``workers`` processes: this one yields the first share as it is made while forked ones build
+    the others whole, handed over in order.  The same text as ``make(0, parts)``: where the
+    platform does not fork, with one worker or fewer than :data:`FORK_MIN_PARTS` parts, or if a
+    forked process fails before its share is whole, this process builds the share itself.
+    ``make`` must not fail after its first piece (the chunk writers check first).
+
+    ``direct``: a forked share is yielded as a :class:`ForkedText` (not a string) that the
+    consumer writes with :meth:`ForkedText.write` -- the forked process writes its text straight
+    to the consumer's file, no copy through this one (:func:`perfcast.report.terminal.write_json_chunks`)."""
+    workers = max(1, min(int(workers), parts // (FORK_MIN_PARTS // 2) if parts >= FORK_MIN_PARTS else 1))
+    if workers == 1 or not hasattr(os, "fork"):
+        yield from make(0, parts)
+        return
+    edges = [parts * i // workers for i in range(workers + 1)]
+    kids: list = []
+    try:
+        for lo, hi in zip(edges[1:-1], edges[2:]):
+            kids.append(ForkedText(make, lo, hi))
+        yield from make(0, edges[1])
+        while kids:
+            kid = kids.pop(0)
+            yield kid if direct else kid.text()
+    finally:
+        for kid in kids:        # abandoned (the consumer stopped): not left running
+            kid.close()
+
+
+class ForkedText:
+    """A share ``make(lo, hi)`` of a text (:func:`forked_texts`) that a forked process builds whole,
+    then hands over: :meth:`text` through a pipe, or :meth:`write` straight to a file; built here
+    instead if the process failed before its text was whole."""
+
+    def __init__(self, make, lo: int, hi: int):
+        import sys
+
+        self.make, self.lo, self.hi, self.status = make, lo, hi, None
+        for f in (sys.stdout, sys.stderr):    # nothing of this process' buffers written twice
+            with contextlib.suppress(Exception):
+                f.flush()
+        r, w = os.pipe()         # child -> here: "R" once its text is whole; then the text if asked
+        r2, w2 = os.pipe()       # here -> child: what to do with it
+        pid = os.fork()
+        if pid:
+            os.close(w)
+            os.close(r2)
+            self.pid, self.fd, self.go = pid, r, w2
+            return
+        code = 1
+        try:
+            os.close(r)
+            os.close(w2)
+            data = "".join(make(lo, hi)).encode("utf-8")
+            _write_all(w, b"R")
+            order = os.read(r2, 5)
+            if order[:1] == b"W":            # to this file descriptor (inherited at the fork)
+                _write_all(int.from_bytes(order[1:5], "little"), data)
+                code = 0
+            elif order[:1] == b"P":
+                _write_all(w, len(data).to_bytes(8, "little") + data)
+                code = 0
+        finally:
+            os._exit(code)   # never the parent's exit handlers, buffers or the rest of its command
+
+    def _ready(self) -> bool:
+        """Whether the forked process built its text whole (else it has ended)."""
+        return os.read(self.fd, 1) == b"R"
+
+    def text(self) -> str:
+        """The share's text."""
+        data = None
+        try:
+            if self._ready():
+                _write_all(self.go, b"P\0\0\0\0")
+                with os.fdopen(os.dup(self.fd), "rb") as f:
+                    head = f.read(8)
+                    n = int.from_bytes(head, "little")
+                    data = f.read(n) if len(head) == 8 else b""
+                    data = data if len(data) == n else None
+        finally:
+            ok = self.close() == 0
+        return data.decode("utf-8") if ok and data is not None else "".join(self.make(self.lo, self.hi))
+
+    def write(self, stream) -> None:
+        """Write the share to ``stream`` (a text stream) after what was written to it: the forked
+        process writes it to the stream's file itself (the stream flushed first) when the stream
+        has one; else :meth:`text`."""
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            fd = None
+        if fd is None:
+            stream.write(self.text())
+            return
+        try:
+            ready = self._ready()
+            if ready:
+                stream.flush()
+                _write_all(self.go, b"W" + fd.to_bytes(4, "little"))
+        finally:
+            status = self.close()
+        if not ready:
+            stream.write("".join(self.make(self.lo, self.hi)))
+        elif status != 0:
+            raise PerfcastError("a forked process failed writing its share of the output: the output is incomplete")
+
+    def close(self) -> int | None:
+        """End the hand-over: the pipes closed (an unfinished process reads no order and exits) and
+        the process waited for; its exit status."""
+        if self.pid is None:
+            return self.status
+        for fd in (self.fd, self.go):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        try:
+            _, self.status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            self.status = None
+        self.pid = None
+        return self.status
+
+    def __del__(self):
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
