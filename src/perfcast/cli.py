@@ -2081,6 +2081,33 @@ def main(argv=None) -> int:
             gc.unfreeze()   # never what a program calling main had frozen itself
 
 
+def run() -> None:
+    """The ``perfcast`` script and ``python -m perfcast``: :func:`main`, then the process ends
+    without tearing the interpreter down object by object (:func:`_end`)."""
+    _end(main())
+
+
+def _end(code: int) -> None:
+    """End the process with exit ``code`` as the interpreter would -- the exit handlers run
+    (atexit: temporary files, pools, logging), standard output and error flushed -- but without
+    freeing every module and object of the command one at a time (30k series: ~0.02 s after the
+    output was written); the memory goes back with the process.  Where another thread is still
+    running, or flushing fails (a closed pipe), the interpreter's own exit."""
+    import atexit
+    import threading
+
+    if threading.active_count() == 1 and hasattr(atexit, "_run_exitfuncs"):
+        atexit._run_exitfuncs()
+        try:
+            for f in (sys.stdout, sys.stderr):
+                if f is not None:
+                    f.flush()
+        except Exception:
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
+
+
 def _main(argv) -> int:
     _tune_malloc()
     # one short-lived process building up to millions of small objects that form no cycles

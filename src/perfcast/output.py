@@ -400,7 +400,11 @@ class ForkedText:
             _write_all(w, b"R")
             order = os.read(r2, 5)
             if order[:1] == b"W":            # to this file descriptor (inherited at the fork)
-                _write_all(int.from_bytes(order[1:5], "little"), data)
+                try:
+                    _write_all(int.from_bytes(order[1:5], "little"), data)
+                except OSError as e:         # a closed pipe, a full disk: said to the parent
+                    _write_all(w, (e.errno or 0).to_bytes(4, "little"))
+                    raise
                 code = 0
             elif order[:1] == b"P":
                 _write_all(w, len(data).to_bytes(8, "little") + data)
@@ -438,15 +442,21 @@ class ForkedText:
         if fd is None:
             stream.write(self.text())
             return
+        failed = b""
         try:
             ready = self._ready()
             if ready:
                 stream.flush()
                 _write_all(self.go, b"W" + fd.to_bytes(4, "little"))
+                failed = os.read(self.fd, 4)     # nothing once it wrote all (its end closed)
         finally:
             status = self.close()
         if not ready:
             stream.write("".join(self.make(self.lo, self.hi)))
+        elif len(failed) == 4 and int.from_bytes(failed, "little"):
+            # as this process' own write would have failed (BrokenPipeError for a closed pipe)
+            code = int.from_bytes(failed, "little")
+            raise OSError(code, os.strerror(code))
         elif status != 0:
             raise PerfcastError("a forked process failed writing its share of the output: the output is incomplete")
 
