@@ -1,4 +1,4 @@
-"""`model --json` and `predict --json` built by several processes (perfcast.output.forked_texts):
+"""`model --json` built by several processes (perfcast.output.forked_texts):
 the text is the one a single process writes, whoever builds which share, handed over through a
 pipe or written by the forked process itself; a forked process that fails leaves its share to
 this one.  The records are checked against the generating laws."""
@@ -94,33 +94,27 @@ def check_laws(recs):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
-def test_model_and_predict_json_split_across_processes(monkeypatch, capsys, tmp_path):
+def test_model_json_split_across_processes(monkeypatch, capsys, tmp_path):
     law_file = write_law_file(tmp_path / "laws.txt", LAWS, PS)
-    code, one, err = cli(capsys, "model", law_file, "--json", "--target", "p=512", "--workers", "1")
+    args = ["model", law_file, "--json", "--target", "p=512"]
+    code, one, err = cli(capsys, *args, "--workers", "1")
     assert code == 0, err
-    check_laws(cli_items(one, "models"))
-    code, pone, err = cli(capsys, "predict", law_file, "--at", "p=512", "--at", "p=96", "--json", "--workers", "1")
-    assert code == 0, err
-    preds = cli_items(pone, "predictions")
-    assert len(preds) == 2 * len(LAWS)
-    for r in preds:
-        assert r["value"] == pytest.approx(pmnf_law(LAWS[r["callpath"]], r["at"]["p"]), rel=1e-6)
+    recs = cli_items(one, "models")
+    check_laws(recs)
+    for r in recs:
+        assert r["value"] == pytest.approx(pmnf_law(LAWS[r["callpath"]], 512), rel=1e-6)
     # split in 3 (every share over the threshold): in process (shares through a pipe: the test's
     # stdout has no file) and in a subprocess whose stdout is a file (shares written by their
     # processes), the same text
     monkeypatch.setattr(output, "FORK_MIN_PARTS", 4)
-    code, three, err = cli(capsys, "model", law_file, "--json", "--target", "p=512", "--workers", "3")
+    code, three, err = cli(capsys, *args, "--workers", "3")
     assert (code, three) == (0, one), err
-    code, pthree, err = cli(capsys, "predict", law_file, "--at", "p=512", "--at", "p=96", "--json", "--workers", "3")
-    assert (code, pthree) == (0, pone), err
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    for args, expected in ((["model", str(law_file), "--json", "--target", "p=512"], one),
-                           (["predict", str(law_file), "--at", "p=512", "--at", "p=96", "--json"], pone)):
-        path = tmp_path / "out.json"
-        with open(path, "w") as f:
-            run = subprocess.run([sys.executable, "-c", "import sys, perfcast.output as o; o.FORK_MIN_PARTS = 4; "
-                                  "from perfcast.cli import main; sys.exit(main(sys.argv[1:]))", *args,
-                                  "--workers", "3"], stdout=f, stderr=subprocess.PIPE, text=True, env=env)
-        assert run.returncode == 0, run.stderr
-        assert path.read_text() == expected
-        json.loads(expected)
+    path = tmp_path / "out.json"
+    with open(path, "w") as f:
+        run = subprocess.run([sys.executable, "-c", "import sys, perfcast.output as o; o.FORK_MIN_PARTS = 4; "
+                              "from perfcast.cli import main; sys.exit(main(sys.argv[1:]))", *map(str, args),
+                              "--workers", "3"], stdout=f, stderr=subprocess.PIPE, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert path.read_text() == one
+    json.loads(one)

@@ -575,8 +575,8 @@ def _model_options(f):
                      callback=_workers_option,
                      help="Processes fitting the series in parallel (forked; results identical to one): "
                           "N, or auto = the CPUs this process may run on, at most 8 (one for a fit of one "
-                          "chunk, 4,096 series); they also build the records of --json from 8,192 series "
-                          "on (the same text).")(f)
+                          "chunk, 4,096 series); they also build the records of model --json from "
+                          "8,192 series on (the same text).")(f)
     f = click.option("--dask", metavar="ADDRESS", default=None, expose_value=False,
                      callback=lambda ctx, _param, value: ctx.meta.__setitem__("dask", value),
                      help="Fit the series on this Dask cluster, e.g. tcp://host:8786 (results identical "
@@ -1089,7 +1089,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json, mexp)}
     if as_json and check is None and output is None:
-        return write_json_chunks("predictions", ms.predict_json_chunks(targets, level, _workers(), direct=True), **over)
+        return write_json_chunks("predictions", [ms.predict_json(targets, level)], **over)
     if check is None and output is not None:
         from .modelset import predictions_frame
         from .output import enveloped_chunks

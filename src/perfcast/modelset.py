@@ -48,7 +48,6 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-import functools
 import math
 from dataclasses import dataclass, field, replace
 from operator import attrgetter, is_
@@ -599,25 +598,12 @@ class _Predicted:
     """:meth:`ModelSet.predict`'s rows as columns (series-major, then point): as dicts
     (:meth:`rows`) or as the JSON text of the dicts (:meth:`json`)."""
 
-    def __init__(self, series, pts, level, value, lower, upper, clipped, conf, parts, status, segmented,
+    def __init__(self, series, pts, level, value, lower, upper, clipped, conf, formulas, status, segmented,
                  notes, extra, line, units, aggregates):
         self.series, self.pts, self.level = series, pts, level
         self.value, self.lower, self.upper, self.clipped, self.conf = value, lower, upper, clipped, conf
-        self.parts, self.status, self.segmented, self.notes = parts, status, segmented, notes
+        self.formulas, self.status, self.segmented, self.notes = formulas, status, segmented, notes
         self.extra, self.line, self.units, self.aggregates = extra, line, units, aggregates
-
-    @functools.cached_property
-    def formulas(self) -> list[str]:
-        """Per series, its formula (built when first asked: the rows and the JSON show them)."""
-        return self.formulas_of(0, len(self.series))
-
-    def formulas_of(self, lo: int, hi: int) -> list[str]:
-        """The formulas of the series ``lo`` to ``hi`` (:func:`perfcast.fit.columns.formulas`)."""
-        from .fit import columns
-
-        if "formulas" in self.__dict__ or (lo, hi) == (0, len(self.series)):
-            return self.formulas[lo:hi] if "formulas" in self.__dict__ else columns.formulas(self.series, parts=self.parts)
-        return columns.formulas(self.series[lo:hi], parts=columns.take(self.parts, len(self.series), np.arange(lo, hi)))
 
     def rows(self) -> list[dict]:
         P = len(self.pts)
@@ -655,74 +641,49 @@ class _Predicted:
     def json(self, nested: bool = False) -> str:
         """``json_text(rows())``, a column at a time; ``nested``: laid out as the list inside an
         envelope (``json_text(envelope(kind, rows()))`` continues its lines with two spaces)."""
-        return "".join(self.json_chunks(nested))
-
-    def json_chunks(self, nested: bool = False, workers: int = 1, direct: bool = False) -> Iterator[str]:
-        """:meth:`json` in pieces; ``workers``, ``direct``: the rows built by up to that many
-        processes (:func:`perfcast.output.forked_texts`; the same text).  What can fail fails
-        before the first piece."""
         import functools
         import json
 
         from .fit.columns import float_texts
-        from .output import _json_default, forked_texts, json_text
+        from .output import _json_default, json_text
 
         S, P = len(self.series), len(self.pts)
         if not S * P:
-            yield json_text([])
-            return
+            return json_text([])
         value, known = self.value, ~np.isnan(self.lower)
         if not (np.isfinite(value).all() and np.isfinite(self.lower[known]).all()
                 and np.isfinite(self.upper[~np.isnan(self.upper)]).all()):
-            yield json_text(self.rows())   # the json module refuses them, as before
-            return
+            return json_text(self.rows())   # the json module refuses them, as before
         enc = functools.partial(json.dumps, allow_nan=False, default=_json_default)
         enc_str = json.encoder.encode_basestring_ascii
         per_metric = {mt: ', "metric": ' + enc_str(mt) + ', "unit": ' + enc(self.units.get(mt, ""))
                       + ', "aggregate": ' + enc(self.aggregates.get(mt, "")) + ', "at": '
                       for mt in {sm.metric for sm in self.series}}
         obj = lambda t: np.asarray(t, dtype=object)  # noqa: E731
+        ser = lambda t: np.repeat(obj(t), P)  # noqa: E731
         sep = ",\n  " if nested else ",\n "
-        at = obj([enc(dict(t)) for t in self.pts])
+        head = ser([sep + '{"callpath": ' + enc_str(sm.callpath) + per_metric[sm.metric] for sm in self.series])
+        at = np.tile(obj([enc(dict(t)) for t in self.pts]), S)
         level = ', "level": ' + enc(self.level) + ', "clipped": '
-        # the texts of the few rows with notes of their own or a line, before the first piece
-        extra = {i: enc(self.notes[i // P] + n) for i, n in self.extra.items()}
-        line = {i: ', "line": ' + enc(ln) + "}" for i, ln in self.line.items()}
-
-        def rows(lo: int, hi: int) -> Iterator[str]:
-            """The rows of the series ``lo`` to ``hi``."""
-            n = hi - lo
-            ser = lambda t: np.repeat(obj(t), P)  # noqa: E731
-            head = ser([sep + '{"callpath": ' + enc_str(sm.callpath) + per_metric[sm.metric]
-                        for sm in self.series[lo:hi]])
-            model = ser(['", "formula": ' + enc_str(f) + ', "status": ' + enc_str(st) + ', "segmented": '
-                         + ("true" if sg else "false") + ', "notes": '
-                         for f, st, sg in zip(self.formulas_of(lo, hi), self.status[lo:hi], self.segmented[lo:hi])])
-            texts: dict = {}     # the same notes' text once (a note names a point or a slope: many repeat)
-            notes = ser([(texts.get(k) or texts.setdefault(k, enc(x))) if (k := tuple(x)) else "[]"
-                         for x in self.notes[lo:hi]])
-            tail = np.full(n * P, "}", dtype=object)
-            a, b = lo * P, hi * P
-            for i, t in extra.items():
-                if a <= i < b:
-                    notes[i - a] = t
-            for i, t in line.items():
-                if a <= i < b:
-                    tail[i - a] = t
-            cols = [head, np.tile(at, n), [', "value": '] * (n * P), float_texts(value[a:b]),
-                    [', "lower": '] * (n * P), float_texts(self.lower[a:b]), [', "upper": '] * (n * P),
-                    float_texts(self.upper[a:b]),
-                    np.where(self.clipped[a:b], level + 'true, "confidence": "', level + 'false, "confidence": "').tolist(),
-                    self.conf[a:b], model, notes, tail]
-            K = len(cols)
-            pieces: list = [None] * (n * P * K)
-            for k, c in enumerate(cols):
-                pieces[k::K] = c.tolist() if isinstance(c, np.ndarray) else c
-            text = "".join(pieces)
-            yield text if lo else "[" + text[len(sep):]
-
-        yield from forked_texts(rows, S, workers, direct)
-        yield "]\n"
+        model = ser(['", "formula": ' + enc_str(f) + ', "status": ' + enc_str(st) + ', "segmented": '
+                     + ("true" if sg else "false") + ', "notes": '
+                     for f, st, sg in zip(self.formulas, self.status, self.segmented)])
+        texts: dict = {}     # the same notes' text once (a note names a point or a slope: many repeat)
+        notes = ser([(texts.get(k) or texts.setdefault(k, enc(n))) if (k := tuple(n)) else "[]" for n in self.notes])
+        for i, n in self.extra.items():
+            notes[i] = enc(self.notes[i // P] + n)
+        tail = np.full(S * P, "}", dtype=object)
+        for i, ln in self.line.items():
+            tail[i] = ', "line": ' + enc(ln) + "}"
+        cols = [head, at, [', "value": '] * (S * P), float_texts(value), [', "lower": '] * (S * P),
+                float_texts(self.lower), [', "upper": '] * (S * P), float_texts(self.upper),
+                np.where(self.clipped, level + 'true, "confidence": "', level + 'false, "confidence": "').tolist(),
+                self.conf, model, notes, tail]
+        K = len(cols)
+        pieces: list = [None] * (S * P * K)
+        for k, c in enumerate(cols):
+            pieces[k::K] = c.tolist() if isinstance(c, np.ndarray) else c
+        return "[" + "".join(pieces)[len(sep):] + "]\n"
 
 
 @dataclass(frozen=True)
@@ -889,6 +850,7 @@ class ModelSet:
             formula = columns.formulas([series[s]])[0]
             raise PerfcastError(f"{series[s].callpath} / {series[s].metric}: the model {formula} is undefined at "
                                 f"{','.join(f'{k}={x:g}' for k, x in pts[j].items())}", where="at")
+        texts = columns.formulas(series, parts=parts)
         warn = self._warnings_at(series, parts)
         lines = columns.lines(series, parts)
         # per series: the model's notes, status and whether it is segmented
@@ -962,7 +924,7 @@ class ModelSet:
         # a clipped interval reaches below zero: wider than the value itself, so low
         conf = np.where(clipped, "low", confidences(v, lo, hi, doubted)).astype(object)
         self._flag_children_above_parents(series, pts, v, extra, conf)
-        return _Predicted(series, pts, level, v, lo, hi, clipped, conf, parts, status, segmented,
+        return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
                           [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
                           self.units, self.aggregates)
 
@@ -1017,13 +979,6 @@ class ModelSet:
         at a time (:func:`perfcast.fit.columns.float_texts`; no dict per row); ``nested``: laid out
         as the list of ``json_text(envelope("predictions", ...))`` (``predict -o FILE.json``)."""
         return self._predicted(points, level).json(nested)
-
-    def predict_json_chunks(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9,
-                            workers: int = 1, direct: bool = False) -> Iterator[str]:
-        """:meth:`predict_json` in pieces, the rows built by up to ``workers`` processes
-        (:meth:`_Predicted.json_chunks`); the predictions computed (what can fail) before this
-        returns."""
-        return self._predicted(points, level).json_chunks(False, workers, direct)
 
     def _beyond(self, t: Mapping[str, float]) -> dict | None:
         """The point at the data's edge for a prediction at ``t`` beyond the data in exactly one
