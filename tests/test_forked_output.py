@@ -118,3 +118,31 @@ def test_model_json_split_across_processes(monkeypatch, capsys, tmp_path):
     assert run.returncode == 0, run.stderr
     assert path.read_text() == one
     json.loads(one)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+@pytest.mark.parametrize("direct", [False, True])
+@pytest.mark.parametrize("child_delay", [0.0, 0.15, 30.0])
+def test_a_share_not_ready_is_built_here_piece_by_piece(monkeypatch, tmp_path, direct, child_delay):
+    # the forked process late (no free core): this process builds its pieces until it is ready,
+    # then the forked process hands over the rest; never ready: all built here, the process ended
+    import time
+
+    monkeypatch.setattr(output, "FORK_MIN_PARTS", 8)
+    me = os.getpid()
+
+    def make(lo, hi):
+        if os.getpid() != me:
+            time.sleep(child_delay)
+        for a in range(lo, hi, 7):
+            if os.getpid() == me:
+                time.sleep(0.01)
+            yield "".join(f"<{i}>" for i in range(a, min(hi, a + 7)))
+
+    path = tmp_path / "out.txt"
+    start = time.monotonic()
+    with open(path, "w") as f:
+        for p in output.forked_texts(make, 300, 2, direct=direct, step=7):
+            f.write(p) if isinstance(p, str) else p.write(f)
+    assert path.read_text() == whole(300)
+    assert time.monotonic() - start < 10      # the 30 s process was not waited for

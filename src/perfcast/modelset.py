@@ -1481,7 +1481,7 @@ class ModelSet:
                 # the first piece is complete before anything is written
                 yield text if lo + a else "[" + text[3:]
 
-        yield from forked_texts(records, S, workers, direct)
+        yield from forked_texts(records, S, workers, direct, chunk)
         yield "]\n"
 
     def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:
