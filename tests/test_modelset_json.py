@@ -135,3 +135,20 @@ def test_float_texts_are_pythons_repr():
         want = [float.__repr__(v) if (np.isfinite(v) or not clean) else "null" for v in values.tolist()]
         assert float_texts(values, clean) == want
         assert float_texts(values[:10], clean) == want[:10]      # the short path
+
+
+def test_float_texts_between_1e6_and_1e4_are_pythons_repr():
+    # where pyarrow writes positional digits and Python an exponent (moved in C): every decade's
+    # edges and neighbours, one- to seventeen-digit mantissas, both signs; ground truth float.__repr__
+    import numpy as np
+
+    from perfcast.fit.columns import float_texts
+
+    rng = np.random.default_rng(5)
+    digits = rng.integers(1, 18, 30000)
+    mant = np.array([float(f"{m:.{d - 1}e}".split("e")[0]) for m, d in zip(rng.uniform(1, 10, 30000), digits)])
+    values = mant * 10.0 ** rng.integers(-7, -3, 30000)
+    edges = np.array([1e-6, 1e-5, 1e-4])
+    values = np.concatenate([values, -values, edges, np.nextafter(edges, 0), np.nextafter(edges, 1), [1.5e-5, 2e-6]])
+    want = [float.__repr__(v) for v in values.tolist()]
+    assert float_texts(values) == want

@@ -1,8 +1,6 @@
 """``python -m perfcast``: the same command line as the ``perfcast`` script, from any interpreter that
 has perfcast installed (no need to know where the script was put)."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

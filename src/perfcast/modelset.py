@@ -1366,12 +1366,15 @@ class ModelSet:
         return head, len(order), (rc.get("at") if rc["by"] == "cost" else None), warned, noted
 
     def json_chunks(self, target: Mapping[str, float] | None = None, by: str = "cost",
-                    chunk: int = 4096, level: float = 0.9) -> Iterator[str]:
+                    chunk: int = 4096, level: float = 0.9, workers: int = 1, direct: bool = False) -> Iterator[str]:
         """``json_text(to_dict(target, by))`` -- ``perfcast model --json`` -- in pieces of ``chunk``
         records, the same text, built from the fit's arrays (:func:`perfcast.fit.columns.model_json`,
         :func:`perfcast.analysis.ranking.rank_order`; no Model, ranking row or dict per series for
         the series whose models are not built).  Everything that can fail (the ranking, an
-        undefined value at ``target``) fails before the first piece."""
+        undefined value at ``target``) fails before the first piece.  ``workers``: the records
+        after the ranking built by up to that many processes, the later ones' forked
+        (:func:`perfcast.output.forked_texts`; the same text); ``direct``: their shares yielded as
+        :class:`perfcast.output.ForkedText` for a writer that has them write to its file."""
         import json
 
         import pyarrow as pa
@@ -1380,7 +1383,7 @@ class ModelSet:
         from .fit import columns
         from .fit.columns import float_texts
         from .fit.model import to_dicts
-        from .output import _json_default, json_text
+        from .output import _json_default, forked_texts, json_text
 
         self._need_intervals("model records")
         series = list(self.series)
@@ -1417,78 +1420,101 @@ class ModelSet:
 
         per_metric = {mt: ', "unit": ' + enc(self.units.get(mt, "")) + ', "aggregate": '
                       + enc(self.aggregates.get(mt, "")) + ', "rank": ' for mt in {sm.metric for sm in series}}
-        # the record's pieces, one column each: series -> text, taken in rank order a chunk at a time
         metric = {mt: ', "metric": ' + enc(mt) + ", " for mt in per_metric}
-        cols = [np.array([',\n {"callpath": ' + enc_str(sm.callpath) + metric[sm.metric] for sm in series],
-                         dtype=object), None,
-                np.array([per_metric[sm.metric] for sm in series], dtype=object), None]
+        head = None
         if by == "cost" and cost:
             head = (', "ranking": {"by": "cost", "from": ' + enc(dict(rc["first_at"] or {}), allow_nan=False)
                     + ', "at": ' + enc(dict(rc["at"] or {}), allow_nan=False) + ', "per_process_first": ')
             rank_at = dict(rc["at"]) if rc.get("at") else None
-            ranking = [text_column(rc["per_process_first"], head),
-                       text_column(rc["per_process_now"], ', "per_process_now": '),
-                       text_column(rc["per_process"], ', "per_process_at": '),
-                       text_column(rc["increase"], ', "increase_share": '),
-                       np.where(rc["significant"], ', "significant": true', ', "significant": false').astype(object),
-                       np.full(S, "}", dtype=object)]
-        elif by == "cost":
-            rank_at = None
-            ranking = [np.full(S, ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": null, '
-                               '"per_process_now": null, "per_process_at": null, "increase_share": null, '
-                               '"significant": true}', dtype=object)]
         else:
-            rank_at, ranking = None, []
-        cols += ranking
-        warned = np.full(S, ', "warnings": []', dtype=object)
-        for s, w in self._warnings_at(series, parts).items():
-            warned[s] = ', "warnings": ' + enc(w)
-        cols.append(warned)
-        predicted = np.full(S, "", dtype=object)
-        at = [s for s in range(S) if pred[s] is not None]
-        if at:
-            sel = np.asarray(at, dtype=np.int64)
-            notes = np.array([enc(pr.notes_of(s)) for s in at], dtype=object)
-            value = texts(pr.value[sel])
-            predicted[at] = (', "at": ' + enc(dict(target), allow_nan=False) + ', "value": ' + value
-                             + ', "prediction": {"value": ' + value
-                             + texts(pr.lower[sel], ', "lower": ') + texts(pr.upper[sel], ', "upper": ')
-                             + (', "level": ' + enc(level) + ', "clipped": ')
-                             + np.where(pr.clipped[sel], 'true, "confidence": ', 'false, "confidence": ').astype(object)
-                             + np.array([enc_str(c) for c in pr.conf[sel].tolist()], dtype=object)
-                             + ', "notes": ' + notes + "}")
-        cols += [predicted, np.full(S, "}", dtype=object)]
-        # values on a measured line: the few series with lines
+            rank_at = None
+        warn = self._warnings_at(series, parts)
+        have = np.fromiter((v is not None for v in pred), dtype=bool, count=S)
+        at_text = ', "at": ' + enc(dict(target), allow_nan=False) + ', "value": ' if have.any() else ""
+        # values on a measured line (the few series with lines): their texts before the first piece
         ln = columns.lines(series, parts) if (target is not None or rank_at) else None
+        rank_line, at_line = {}, {}
         for s in ([] if ln is None else [s for s in range(S) if ln[s][1]]):
             line = _line_at_target(*ln[s], rank_at) if rank_at and not np.isnan(rc["per_process"][s]) else None
             if line is not None:
-                ranking[-1][s] = ', "line": ' + enc(line, allow_nan=False) + "}"
+                rank_line[s] = ', "line": ' + enc(line, allow_nan=False) + "}"
             line = _line_at_target(*ln[s], target) if pred[s] is not None else None
             if line is not None:
-                predicted[s] += ', "line": ' + enc(line, allow_nan=False)
-        # the formulas in one batch (a pattern's texts at once, not a chunk's share of them each time)
-        formula = np.array(columns.formulas(series, parts=parts), dtype=object)
-        # the columns in rank order as Arrow string arrays: each chunk's records joined element-wise in C
-        rank_order = np.asarray(order, dtype=np.int64)
-        cols = [None if c is None else c.take(pa.array(rank_order)) if isinstance(c, pa.Array)
-                else columns.text_array(c[rank_order]) for c in cols]
-        for lo in range(0, len(order), chunk):
-            idx = np.asarray(order[lo:lo + chunk], dtype=np.int64)
-            sub = [series[s] for s in idx.tolist()]
-            sub_parts = columns.take(parts, S, idx)
-            bodies = columns.model_json_array(sub, sub_parts, formula[idx].tolist())
-            built = sub_parts[1]
-            if built:
-                bodies = bodies.to_pylist()
-                for i, d in zip(built, to_dicts([sub[i].model for i in built])):
-                    bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
-            n = len(idx)
-            ranks = pc.cast(pa.array(np.arange(lo + 1, lo + n + 1, dtype=np.int64)), pa.string())
-            text = columns.joined_text([c.slice(lo, n) if c is not None else (bodies if k == 1 else ranks)
-                                        for k, c in enumerate(cols)], n)
-            # the first piece is complete before anything is written
-            yield text if lo else "[" + text[3:]
+                at_line[s] = ', "line": ' + enc(line, allow_nan=False)
+        rank_of = np.empty(S, dtype=np.int64)    # series -> its position in rank order
+        rank_of[np.asarray(order, dtype=np.int64)] = np.arange(S)
+
+        def records(lo: int, hi: int) -> Iterator[str]:
+            """The text of the records ranked ``lo`` to ``hi`` (positions in ``order``), ``chunk``
+            records a piece: the record's pieces a column each, joined element-wise in C."""
+            mine = np.asarray(order[lo:hi], dtype=np.int64)
+            sub = [series[s] for s in mine.tolist()]
+            n = len(sub)
+            cols = [np.array([',\n {"callpath": ' + enc_str(sm.callpath) + metric[sm.metric] for sm in sub],
+                             dtype=object), None,
+                    np.array([per_metric[sm.metric] for sm in sub], dtype=object), None]
+            if head is not None:
+                ranking = [text_column(rc["per_process_first"][mine], head),
+                           text_column(rc["per_process_now"][mine], ', "per_process_now": '),
+                           text_column(rc["per_process"][mine], ', "per_process_at": '),
+                           text_column(rc["increase"][mine], ', "increase_share": '),
+                           np.where(rc["significant"][mine], ', "significant": true',
+                                    ', "significant": false').astype(object),
+                           np.full(n, "}", dtype=object)]
+            elif by == "cost":
+                ranking = [np.full(n, ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
+                                   'null, "per_process_now": null, "per_process_at": null, "increase_share": '
+                                   'null, "significant": true}', dtype=object)]
+            else:
+                ranking = []
+            cols += ranking
+            warned = np.full(n, ', "warnings": []', dtype=object)
+            predicted = np.full(n, "", dtype=object)
+            for s, w in warn.items():
+                if lo <= rank_of[s] < hi:
+                    warned[rank_of[s] - lo] = ', "warnings": ' + enc(w)
+            cols.append(warned)
+            at = np.flatnonzero(have[mine])
+            if len(at):
+                sel = mine[at]
+                notes = np.array([enc(pr.notes_of(s)) for s in sel.tolist()], dtype=object)
+                value = texts(pr.value[sel])
+                predicted[at] = (at_text + value + ', "prediction": {"value": ' + value
+                                 + texts(pr.lower[sel], ', "lower": ') + texts(pr.upper[sel], ', "upper": ')
+                                 + (', "level": ' + enc(level) + ', "clipped": ')
+                                 + np.where(pr.clipped[sel], 'true, "confidence": ',
+                                            'false, "confidence": ').astype(object)
+                                 + np.array([enc_str(c) for c in pr.conf[sel].tolist()], dtype=object)
+                                 + ', "notes": ' + notes + "}")
+            for s, text in rank_line.items():
+                if lo <= rank_of[s] < hi:
+                    ranking[-1][rank_of[s] - lo] = text
+            for s, text in at_line.items():
+                if lo <= rank_of[s] < hi:
+                    predicted[rank_of[s] - lo] += text
+            cols += [predicted, np.full(n, "}", dtype=object)]
+            mine_parts = columns.take(parts, S, mine)
+            # the formulas in one batch (a pattern's texts at once, not a chunk's share of them each time)
+            formula = np.array(columns.formulas(sub, parts=mine_parts), dtype=object)
+            # the columns as Arrow string arrays
+            cols = [None if c is None else columns.text_array(c) for c in cols]
+            for a in range(0, n, chunk):
+                k = min(chunk, n - a)
+                part = sub[a:a + k]
+                sub_parts = columns.take(parts, S, mine[a:a + k])
+                bodies = columns.model_json_array(part, sub_parts, formula[a:a + k].tolist())
+                built = sub_parts[1]
+                if built:
+                    bodies = bodies.to_pylist()
+                    for i, d in zip(built, to_dicts([part[i].model for i in built])):
+                        bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
+                ranks = pc.cast(pa.array(np.arange(lo + a + 1, lo + a + k + 1, dtype=np.int64)), pa.string())
+                text = columns.joined_text([c.slice(a, k) if c is not None else (bodies if j == 1 else ranks)
+                                            for j, c in enumerate(cols)], k)
+                # the first piece is complete before anything is written
+                yield text if lo + a else "[" + text[3:]
+
+        yield from forked_texts(records, S, workers, direct, chunk)
         yield "]\n"
 
     def to_frame(self, target: Mapping[str, float] | None = None, level: float = 0.9, by: str = "cost") -> pd.DataFrame:

@@ -334,3 +334,188 @@ def _write_parquet(path, table, force: bool) -> Path:
     buf = pa.BufferOutputStream()
     pq.write_table(table, buf)
     return write_file(path, buf.getvalue().to_pybytes(), force)
+
+
+
+#: a text of fewer parts than this is built in one process (a fork and a hand-over cost more than
+#: half of it: :func:`forked_texts`)
+FORK_MIN_PARTS = 8192
+
+
+def forked_texts(make, parts: int, workers: int = 1, direct: bool = False, step: int | None = None):
+    """The pieces of ``make(0, parts)`` -- a text of ``parts`` parts that ``make(lo, hi)`` yields
+    in pieces of ``step`` parts from ``lo`` (one piece when ``step`` is None), the same text
+    however the range is cut -- built by up to ``workers`` processes: this one yields the first
+    share as it is made while forked ones build the others whole, handed over in order.  A share
+    not built by the time this process gets to it is built here a piece at a time until it is
+    (a forked process that finds no free core costs a fork, not a wait), the forked process
+    handing over the rest.  The same text as ``make(0, parts)``: where the platform does not
+    fork, with one worker or fewer than :data:`FORK_MIN_PARTS` parts, or if a forked process
+    fails before its share is whole, this process builds the share itself.  ``make`` must not
+    fail after its first piece (the chunk writers check first).
+
+    ``direct``: a forked share is yielded as a :class:`ForkedText` (not a string) that the
+    consumer writes with :meth:`ForkedText.write` -- the forked process writes its text straight
+    to the consumer's file, no copy through this one (:func:`perfcast.report.terminal.write_json_chunks`)."""
+    workers = max(1, min(int(workers), parts // (FORK_MIN_PARTS // 2) if parts >= FORK_MIN_PARTS else 1))
+    if workers == 1 or not hasattr(os, "fork"):
+        yield from make(0, parts)
+        return
+    edges = [parts * i // workers for i in range(workers + 1)]
+    kids: list = []
+    try:
+        for lo, hi in zip(edges[1:-1], edges[2:]):
+            kids.append(ForkedText(make, lo, hi, step, [fd for k in kids for fd in (k.fd, k.go)]))
+        yield from make(0, edges[1])
+        while kids:
+            kid = kids.pop(0)
+            # while the forked process is not done: its share's next piece built here
+            while kid.done < kid.hi and not kid.ready():
+                yield from make(kid.done, min(kid.hi, kid.done + kid.step))
+                kid.done = min(kid.hi, kid.done + kid.step)
+            if kid.done == kid.hi:
+                kid.close()
+            else:
+                yield kid if direct else kid.text()
+    finally:
+        for kid in kids:        # abandoned (the consumer stopped): not left running
+            kid.close()
+
+
+class ForkedText:
+    """A share ``make(lo, hi)`` of a text (:func:`forked_texts`) that a forked process builds whole,
+    then hands over from part :attr:`done` on (its pieces before that built by this process):
+    :meth:`text` through a pipe, or :meth:`write` straight to a file; built here instead if the
+    process failed before its text was whole."""
+
+    def __init__(self, make, lo: int, hi: int, step: int | None = None, inherited=()):
+        import sys
+
+        self.make, self.lo, self.hi, self.done, self.status, self.whole = make, lo, hi, lo, None, None
+        self.ordered = False
+        self.step = hi - lo if step is None else step     # the parts of each of make's pieces
+        for f in (sys.stdout, sys.stderr):    # nothing of this process' buffers written twice
+            with contextlib.suppress(Exception):
+                f.flush()
+        r, w = os.pipe()         # child -> here: "R" once its text is whole; then the text if asked
+        r2, w2 = os.pipe()       # here -> child: what to do with it
+        pid = os.fork()
+        if pid:
+            os.close(w)
+            os.close(r2)
+            self.pid, self.fd, self.go = pid, r, w2
+            return
+        code = 1
+        try:
+            for fd in (r, w2, *inherited):   # the other processes' pipes: theirs alone to end
+                os.close(fd)
+            data = [piece.encode("utf-8") for piece in make(lo, hi)]    # a piece per step parts
+            _write_all(w, b"R")
+            order = os.read(r2, 13)
+            if order[:1] in (b"W", b"P"):
+                done = int.from_bytes(order[5:13], "little")
+                text = b"".join(data[done // self.step:])    # the pieces the parent did not build
+                if order[:1] == b"W":            # to this file descriptor (inherited at the fork)
+                    try:
+                        _write_all(int.from_bytes(order[1:5], "little"), text)
+                    except OSError as e:         # a closed pipe, a full disk: said to the parent
+                        _write_all(w, (e.errno or 0).to_bytes(4, "little"))
+                        raise
+                else:
+                    _write_all(w, len(text).to_bytes(8, "little") + text)
+                code = 0
+        finally:
+            os._exit(code)   # never the parent's exit handlers, buffers or the rest of its command
+
+    def ready(self) -> bool:
+        """Whether the forked process' text is whole (without waiting); False for good once it failed."""
+        import select
+
+        if self.whole is None and self.pid is not None and select.select([self.fd], [], [], 0)[0]:
+            self.whole = os.read(self.fd, 1) == b"R"
+        return bool(self.whole)
+
+    def _ready(self) -> bool:
+        """Whether the forked process built its text whole (waiting for it; else it has ended)."""
+        if self.whole is None:
+            self.whole = os.read(self.fd, 1) == b"R"
+        return self.whole
+
+    def _order(self, what: bytes, fd: int = 0) -> None:
+        self.ordered = True
+        _write_all(self.go, what + fd.to_bytes(4, "little") + (self.done - self.lo).to_bytes(8, "little"))
+
+    def _rest(self) -> str:
+        return "".join(self.make(self.done, self.hi))
+
+    def text(self) -> str:
+        """The share's text from part :attr:`done` on."""
+        data = None
+        try:
+            if self._ready():
+                self._order(b"P")
+                with os.fdopen(os.dup(self.fd), "rb") as f:
+                    head = f.read(8)
+                    n = int.from_bytes(head, "little")
+                    data = f.read(n) if len(head) == 8 else b""
+                    data = data if len(data) == n else None
+        finally:
+            ok = self.close() == 0
+        return data.decode("utf-8") if ok and data is not None else self._rest()
+
+    def write(self, stream) -> None:
+        """Write the share from part :attr:`done` on to ``stream`` (a text stream) after what was
+        written to it: the forked process writes it to the stream's file itself (the stream
+        flushed first) when the stream has one; else :meth:`text`."""
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            fd = None
+        if fd is None:
+            stream.write(self.text())
+            return
+        failed = b""
+        try:
+            ready = self._ready()
+            if ready:
+                stream.flush()
+                self._order(b"W", fd)
+                failed = os.read(self.fd, 4)     # nothing once it wrote all (its end closed)
+        finally:
+            status = self.close()
+        if not ready:
+            stream.write(self._rest())
+        elif len(failed) == 4 and int.from_bytes(failed, "little"):
+            # as this process' own write would have failed (BrokenPipeError for a closed pipe)
+            code = int.from_bytes(failed, "little")
+            raise OSError(code, os.strerror(code))
+        elif status != 0:
+            raise PerfcastError("a forked process failed writing its share of the output: the output is incomplete")
+
+    def close(self) -> int | None:
+        """End the hand-over: a process given no order killed, the pipes closed, the process
+        waited for; its exit status."""
+        if self.pid is None:
+            return self.status
+        if not self.ordered:     # its text not wanted (built here, or the consumer stopped)
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, 9)
+        for fd in (self.fd, self.go):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        try:
+            _, self.status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            self.status = None
+        self.pid = None
+        return self.status
+
+    def __del__(self):
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

@@ -192,12 +192,16 @@ def write_json(kind: str, items, **extra) -> None:
 
 def write_json_chunks(kind: str, list_chunks, **extra) -> None:
     """:func:`write_json` of a list given as JSON text a piece at a time (e.g.
-    :meth:`perfcast.modelset.ModelSet.json_chunks`, which fails, if at all, before its first piece)."""
+    :meth:`perfcast.modelset.ModelSet.json_chunks`, which fails, if at all, before its first piece;
+    its pieces strings or :class:`perfcast.output.ForkedText`)."""
     from ..output import enveloped_chunks
 
     write = sys.stdout.write
     for c in enveloped_chunks(kind, list_chunks, **extra):
-        write(c)
+        if isinstance(c, str):
+            write(c)
+        else:       # a share a forked process built (perfcast.output.ForkedText): written by it
+            c.write(sys.stdout)
 
 
 def trends(exp: Experiment, keys, locations: str = "auto", ascii: bool = False) -> dict[tuple[str, str], str]:
