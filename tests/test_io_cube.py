@@ -28,7 +28,7 @@ from perfcast.errors import PerfcastError
 from perfcast.io import ReadOptions, detect, load
 from perfcast.io.cube import read_cube
 
-from conftest import cli_items, extrap_python
+from conftest import cli, cli_items, extrap_python, one_error
 
 CSV_SETS = ["blast.p64.r1", "call_tree_test", "time.p4.n2000.x1.r0"]
 MAX_UINT64_DOUBLE = 0xFFFF_FFFF_FFFF_FBFF
@@ -247,6 +247,34 @@ def test_single_parameter_set(cubeset):
     want = _pycubexr_values(run, "PAPI_L3_TCM")
     got = _ours(exp.select(x=250), "PAPI_L3_TCM")
     assert got == pytest.approx(want)
+
+
+def test_param_takes_a_single_runs_value_from_its_path_name(cubeset, capsys):
+    """--param x on one run directory: the value its name carries (mm.x2000y1z1.r1: x = 2000), so
+    that run validates models of the set; a name without the value, or a format whose file declares
+    its parameters, is an error naming the input (before, --param was ignored there: no parameters,
+    or the file's own)."""
+    run = cubeset / "single_parameter" / "mm.x2000y1z1.r1"
+    exp = load([run], options=ReadOptions(parameters=("x",)))
+    assert exp.parameters == ("x",)
+    assert set(exp.data["x"]) == {2000.0}
+    assert load([run]).parameters == ()          # without --param: one run, no parameters
+    # two runs: the name's coordinates, restricted to the ones asked for
+    two = [run, cubeset / "single_parameter" / "mm.x10y1z1.r1"]
+    assert load(two).parameters == ("x", "y", "z")
+    assert load(two, options=ReadOptions(parameters=("x",))).parameters == ("x",)
+    with pytest.raises(PerfcastError, match=r"--param w: neither the run's metadata nor its path name"):
+        load([run], options=ReadOptions(parameters=("w",)))
+    code, _, err = cli(capsys, "show", str(cubeset.parent / "text" / "mpa" / "relearn_data.txt"), "--param", "foo")
+    assert "relearn_data.txt: --param foo: not a parameter of the input, whose parameters are p, n" in one_error(code, err)
+    # the validation the error message of a parameterless run suggests: measured x = 2000 is the
+    # mean of the run's own values, which the set's models were fitted on
+    code, out, err = cli(capsys, "predict", str(cubeset / "single_parameter"), "--validate", str(run), "--param", "x",
+                         "--metric", "time", "--callpath", "main", "--json")
+    assert code == 0, err
+    (row,) = cli_items(out)
+    assert row["at"] == {"x": 2000.0}
+    assert row["measured"] == pytest.approx(float(exp.select(callpath="main", metric="time").data["value"].mean()))
 
 
 def test_threads_and_ranks(cube_dir, cubeset):

@@ -90,7 +90,8 @@ def input_options(f):
     f = click.option("--point", "points", multiple=True, metavar="P=V[,Q=W]",
                      help="Coordinates of an input without parameters of its own; once per input, in order.")(f)
     f = click.option("--param", "params", multiple=True, metavar="KEY",
-                     help="Metadata key to use as a parameter (e.g. Caliper/Adiak jobsize); repeatable.")(f)
+                     help="Metadata key to use as a parameter (e.g. Caliper/Adiak jobsize), or a name whose value "
+                          "a run's path carries (mm.x10y1z1.r1: x); repeatable.")(f)
     f = click.option("--statistic", metavar="NAME", expose_value=False, callback=_remember_statistic,
                      help="Inputs holding statistics, not values (summary tables, .extra-p saved without "
                           "repetitions): the statistic to model, e.g. median, mean, min (default: median, "

@@ -52,8 +52,9 @@ def parameter_mismatch(measured: Sequence[str], fitted: Sequence[str], source: S
     want = ", ".join(fitted)
     if not measured:
         hint = (f"a single run holds no parameter values unless they are named: give --param "
-                f"{' --param '.join(fitted)} (the run's metadata key{'s' if len(fitted) > 1 else ''}, "
-                f"as Caliper/Adiak record them), or validate with a set of runs whose paths carry the values")
+                f"{' --param '.join(fitted)} (a key of the run's metadata, as Caliper/Adiak record them, or a value "
+                f"its path name carries, as in mm.x2000y1z1.r1), or validate with a set of runs whose paths carry "
+                f"the values")
         return PerfcastError(f"the measured experiment has no parameters; the models have {want}: {hint}", path,
                              "--validate")
     return PerfcastError(f"the measured experiment has parameters {', '.join(measured)}; the models have {want} "

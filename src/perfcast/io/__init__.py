@@ -396,10 +396,9 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
     ``points`` (one mapping per input, optional) gives the coordinates of inputs that carry no
     parameters of their own; otherwise the path is parsed (``mm.x10y1z1.r1``, ``run.p64.r2``).
     """
-    from .paths import params_from_path
-
     if not inputs:
         raise PerfcastError("no input given")
+    want = tuple((options or ReadOptions()).parameters)
     if points is not None and len(points) not in (0, len(inputs)):
         raise PerfcastError(f"{len(points)} --point value(s) for {len(inputs)} input(s); give one per input")
     if len(inputs) > 1:
@@ -418,7 +417,7 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
             exp = found[0].read_many(paths, options or ReadOptions())
             exp.meta.setdefault("sources", [str(p) for p in paths])
             exp.meta.setdefault("format", found[0].name)
-            return _warn_implausible(where_parameters(exp, (options or ReadOptions()).where))
+            return _loaded(exp, inputs, options)
     exps, names = [], []
     for i, inp in enumerate(inputs):
         exp = read_one(inp, format, options)
@@ -428,18 +427,46 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
                 raise PerfcastError(f"already has parameters {', '.join(exp.parameters)}; "
                                     f"--point applies only to inputs without parameters", inp)
             exp = at_point(exp, given)
-        elif not exp.parameters and len(inputs) > 1:
-            found = params_from_path(Path(inp))
-            if found is None:
-                raise PerfcastError("cannot tell this input's parameter values (not in its metadata or "
-                                    "path); name them with --point, e.g. --point p=64", inp)
+        elif not exp.parameters and (len(inputs) > 1 or want):
             # the path's repetition number only labels the run: equal coordinates become
             # further repetitions when the inputs are combined
-            exp = at_point(exp, found[0])
+            exp = at_point(exp, _path_coordinates(Path(inp), want))
         exps.append(exp)
         names.append(str(inp))
-    exp = exps[0] if len(exps) == 1 else combine(exps, names)
-    return _warn_implausible(where_parameters(exp, (options or ReadOptions()).where))
+    return _loaded(exps[0] if len(exps) == 1 else combine(exps, names), inputs, options)
+
+
+def _loaded(exp: Experiment, inputs: Sequence[str | Path], options: ReadOptions | None) -> Experiment:
+    """:func:`load`'s result: every ``--param`` a parameter of ``exp`` (a format whose parameters
+    the file declares, Extra-P text or a store, takes no other), the ``--where`` filters applied,
+    implausible values warned about."""
+    options = options or ReadOptions()
+    missing = [p for p in options.parameters if p not in exp.parameters]
+    if missing:
+        raise PerfcastError(f"--param {missing[0]}: not a parameter of the input{'s' if len(inputs) > 1 else ''}, "
+                            f"whose parameters are {', '.join(exp.parameters) or 'none'}",
+                            inputs[0] if len(inputs) == 1 else None)
+    return _warn_implausible(where_parameters(exp, options.where))
+
+
+def _path_coordinates(path: Path, want: Sequence[str]) -> dict[str, float]:
+    """The coordinates of a run without parameters of its own from its path's name
+    (:func:`perfcast.io.paths.params_from_path`: ``mm.x10y1z1.r1``); ``want`` (``--param``): only
+    those, each of which the name must carry."""
+    from .paths import params_from_path
+
+    found = params_from_path(path)
+    if found is None:
+        name = f"{want[0]}" if want else "p"
+        raise PerfcastError(f"cannot tell this input's parameter values (not in its metadata or path); name them "
+                            f"with --point, e.g. --point {name}=64", path)
+    if not want:
+        return found[0]
+    lacking = [p for p in want if p not in found[0]]
+    if lacking:
+        raise PerfcastError(f"--param {lacking[0]}: neither the run's metadata nor its path name carries a value of "
+                            f"it (the name gives {', '.join(found[0])}); name it with --point {lacking[0]}=VALUE", path)
+    return {p: found[0][p] for p in want}
 
 
 def where_parameters(exp: Experiment, where: Sequence[tuple[str, str]]) -> Experiment:
