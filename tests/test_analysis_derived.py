@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perfcast import CallTree, Experiment, Metric, PerfcastError, store
-from perfcast.analysis.derived import (Binary, Call, Num, Ref, Total, Unary, derive, evaluate_scalar, parse,
-                                       parse_formula, render)
+from perfcast.analysis.derived import (Binary, Call, Num, Ref, Total, Unary, derive, evaluate_scalar, formula_unit,
+                                       parse, parse_formula, render)
 
 # main -> a -> b ; main -> c   (exclusive cycles and instructions per rank)
 CYC = {"main": 10.0, "main->a": 20.0, "main->a->b": 30.0, "main->c": 40.0}
@@ -63,6 +63,32 @@ def test_empty_cells(text):
 def test_if_does_not_empty_the_unused_branch():
     assert ev("if(x == 0, 0, 1 / x)", x=0.0) == 0.0
     assert ev("if(x == 0, 0, 1 / x)", x=4.0) == 0.25
+
+
+@pytest.mark.parametrize("text,unit", [
+    # dimensional analysis by hand: bytes over seconds, counts over counts, sums of one unit
+    ("bytes / time", "bytes/sec"), ("cycles / instructions", ""), ("2 * time + time / 4", "sec"),
+    ("time * time", "sec^2"), ("time ^ 2 / bytes", "sec^2/bytes"), ("sqrt(time * time)", "sec"),
+    ("bytes / (time * cycles)", "bytes/(#*sec)"), ("inc(time) / @time", ""), ("max(time, 2 * time)", "sec"),
+    ("if(time > 1, time, 0)", ""), ("-time", "sec"), ("1 / time", "1/sec"),
+    # no unit to tell: different units summed, a logarithm of a quantity, an operand without one
+    ("time + bytes", ""), ("log(time)", ""), ("log(cycles / instructions)", ""), ("time * nounit", ""),
+])
+def test_units_of_formulas(text, unit):
+    units = {"bytes": "bytes", "time": "sec", "cycles": "#", "instructions": "#", "nounit": ""}
+    assert formula_unit(parse_formula(text), lambda r: units[r.name]) == unit
+
+
+def test_derived_metric_takes_the_formulas_unit_unless_given():
+    exp = counters()
+    exp = Experiment(exp.parameters, exp.data, [Metric("cycles", "#", "count", "exclusive"),
+                                                Metric("instructions", "#", "count", "exclusive")], exp.tree)
+    out, _ = derive(exp, ["cpi = cycles / instructions", "kilo = instructions / 1000"], scopes="exclusive")
+    assert out.metrics["cpi"].unit == "" and out.metrics["kilo"].unit == "#"
+    out, _ = derive(exp, ["twice = cycles + cycles"], scopes="exclusive")
+    assert out.metrics["twice"].unit == "#"
+    out, _ = derive(exp, ["cpi = cycles / instructions"], scopes="exclusive", unit="cycles/instr")
+    assert out.metrics["cpi"].unit == "cycles/instr"
 
 
 def test_references_and_quoting():

@@ -58,7 +58,7 @@ from ..errors import PerfcastError
 from ..experiment import LOCATION_COLUMNS, Experiment, Metric, absent_location_is_missing
 
 __all__ = ["Num", "Ref", "Total", "Unary", "Binary", "Call", "Derivation", "parse", "parse_formula",
-           "render", "evaluate_scalar", "derive", "FUNCTIONS", "MAX_LENGTH", "INC_SUFFIX", "additive", "operands",
+           "render", "evaluate_scalar", "derive", "formula_unit", "FUNCTIONS", "MAX_LENGTH", "INC_SUFFIX", "additive", "operands",
            "refuse_non_additive"]
 
 #: suffix naming the inclusive partner of a metric (Hatchet/Thicket convention)
@@ -456,6 +456,71 @@ def render(node) -> str:
     raise TypeError(type(node).__name__)
 
 
+# -- units --------------------------------------------------------------------------------------
+def formula_unit(node, unit_of) -> str:
+    """The unit of a formula's values from its operands' units (``unit_of(ref) -> str``, each an
+    opaque symbol: ``bytes``, ``sec``, ``#``): products and quotients combine them (``bytes / time``
+    is ``bytes/sec``; ``cycles / instructions`` of two ``#`` counts has none), a sum keeps the unit
+    its terms share, a power with a number raises it.  "" when the values have no unit or when it
+    cannot be told: an operand without a unit, a sum of different units, ``log`` of a quantity."""
+    u = _unit(node, unit_of)
+    if not u:
+        return ""
+    num = [f"{k}^{_exp_text(e)}" if e != 1 else k for k, e in sorted(u.items()) if e > 0]
+    den = [f"{k}^{_exp_text(-e)}" if e != -1 else k for k, e in sorted(u.items()) if e < 0]
+    text = "*".join(num) or "1"
+    if den:
+        text += "/" + (den[0] if len(den) == 1 else "(" + "*".join(den) + ")")
+    return text
+
+
+def _exp_text(e: float) -> str:
+    return str(int(e)) if float(e).is_integer() else f"{e:g}"
+
+
+def _unit(node, unit_of) -> dict | None:
+    """A formula's unit as {symbol: exponent} ({} none, None unknown or inconsistent)."""
+    if isinstance(node, Num):
+        return {}
+    if isinstance(node, Total):
+        return _unit(node.ref, unit_of)
+    if isinstance(node, Ref):
+        text = unit_of(node)
+        return {text: 1} if text else None
+    if isinstance(node, Unary):
+        return _unit(node.arg, unit_of)
+    if isinstance(node, Binary):
+        if node.op in _COMPARISONS:
+            return {}
+        a, b = _unit(node.left, unit_of), _unit(node.right, unit_of)
+        if node.op in ("+", "-"):
+            return a if a == b else None
+        if node.op in ("^", "**"):
+            if a == {}:
+                return {}
+            if a is None or not isinstance(node.right, Num):
+                return None
+            return {k: e * node.right.value for k, e in a.items()}
+        if a is None or b is None:
+            return None
+        sign = 1 if node.op == "*" else -1
+        out = dict(a)
+        for k, e in b.items():
+            out[k] = out.get(k, 0) + sign * e
+        return {k: e for k, e in out.items() if e != 0}
+    if isinstance(node, Call):
+        args = [_unit(a, unit_of) for a in node.args]
+        if node.fn in ("min", "max", "if"):
+            same = args[1:] if node.fn == "if" else args
+            return same[0] if all(x == same[0] for x in same) else None
+        if node.fn == "abs":
+            return args[0]
+        if node.fn == "sqrt":
+            return None if args[0] is None else {k: e / 2 for k, e in args[0].items()}
+        return {} if args[0] == {} else None          # exp, log, log2, log10 of a pure number
+    return None
+
+
 # -- evaluation -----------------------------------------------------------------------------------
 def _finite(x):
     """Non-finite intermediate results become NaN: an empty cell stays empty (1/(1/0) is empty)."""
@@ -740,7 +805,8 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
         frames.append(out)
         reports.append({"name": name, "scope": scope, "formula": formula, "values": int(ok.sum()),
                         "empty": int((~ok).sum())})
-        new_metrics.append(Metric(name, unit, "other", scope, f"derived: {formula}"))
+        new_metrics.append(Metric(name, unit or formula_unit(d.expr, lambda r: exp.metrics[resolved[id(r)]].unit),
+                                  "other", scope, f"derived: {formula}"))
     if all(len(f) == 0 for f in frames):
         raise _error(text, len(d.name), f"{d.name!r} is empty everywhere (every cell divides by zero or "
                                         f"has no operand values)")
