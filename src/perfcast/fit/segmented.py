@@ -517,7 +517,7 @@ def _build(data: _Data, params, opt: FitOptions, i: int, j: int, modelled: bool,
     notes = []
     p = params[0]
     if i == j:
-        notes.append(f"regime change at {p} = {lo:g} (a measured value both regimes pass through)")
+        notes.append(f"regime change at {p} = {lo:g} (a measured value both regimes are fitted to)")
     else:
         notes.append(f"regime change between {p} = {lo:g} and {p} = {hi:g}")
     status, needed = "ok", 0
