@@ -105,6 +105,28 @@ def test_select_literal_names_are_not_globs():
     assert set(e.select(callpath=["main->a[0]"], literal=True).callpaths) == {"main->a[0]"}
 
 
+def test_metric_globs_select_and_model():
+    """--metric takes globs as --callpath does: names matched by fnmatch, in the experiment's
+    metric order; a metric whose name holds glob characters is itself; no match is an error."""
+    tree = CallTree.from_paths(["main"])
+    names = ["avg#time", "max#time", "PAPI_L2_TCM", "PAPI_FP_OPS", "a[1]"]
+    rows = [dict(p=p, rep=0, callpath="main", metric=m, value=float(p * (i + 1)))
+            for p in (2, 4, 8, 16, 32) for i, m in enumerate(names)]
+    e = Experiment(["p"], pd.DataFrame(rows), [Metric(m, "", "count", "exclusive") for m in names], tree)
+    assert e.metric_names("PAPI_*") == ["PAPI_L2_TCM", "PAPI_FP_OPS"]
+    assert e.metric_names(["*#time", "PAPI_FP_OPS"]) == ["avg#time", "max#time", "PAPI_FP_OPS"]
+    assert e.metric_names("a[1]") == ["a[1]"]          # a name before a glob
+    assert set(e.select(metric="max#*").metrics) == {"max#time"}
+    with pytest.raises(PerfcastError, match=r"no metric matches 'L3\*'; the experiment has: avg#time"):
+        e.metric_names("L3*")
+    import perfcast
+
+    ms = perfcast.model(e, ["PAPI_*"])
+    assert sorted(k[1] for k in ms.keys()) == ["PAPI_FP_OPS", "PAPI_L2_TCM"]
+    # each is p times its position in the list: the law the fit recovers
+    assert ms[("main", "PAPI_FP_OPS")].predict({"p": 64.0}) == pytest.approx(64.0 * 4)
+
+
 def test_combine_makes_repetitions_never_collapses():
     e = small(reps=2)
     c = combine([e, e])

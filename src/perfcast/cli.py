@@ -564,7 +564,8 @@ _ranks_option = click.option(
 
 
 def _model_options(f):
-    f = click.option("--metric", "metrics", multiple=True, help="Metric(s) to model (default: all).")(f)
+    f = click.option("--metric", "metrics", multiple=True, metavar="NAME|GLOB",
+                     help="Metric(s) to model, names or globs (default: all).")(f)
     f = click.option("--callpath", "callpaths", multiple=True, metavar="GLOB",
                      help="Callpath glob(s) to model (default: all).")(f)
     f = click.option("--terms", "max_terms", type=click.IntRange(1, 2), default=1, show_default=True,

@@ -1000,6 +1000,22 @@ class Experiment:
         present = _present(self.data["callpath"])         # O(n), no sort
         return [p for p in self.tree.preorder() if p in present]
 
+    def metric_names(self, patterns: str | Sequence[str]) -> list[str]:
+        """The metrics named by ``patterns`` (names, or globs such as ``avg#inclusive*`` and
+        ``PAPI_*``), in the experiment's metric order; a pattern that names no metric is an error
+        listing them.  A name that is a metric is that metric even where it holds glob characters."""
+        pats = [patterns] if isinstance(patterns, str) else list(patterns)
+        names = list(self.metrics)
+        hit = set()
+        for pat in pats:
+            found = [pat] if pat in self.metrics else (
+                [n for n in names if fnmatch.fnmatchcase(n, pat)] if any(ch in pat for ch in "*?[") else [])
+            if not found:
+                raise PerfcastError(f"no metric {'matches ' if any(ch in pat for ch in '*?[') else ''}{pat!r}; "
+                                    f"the experiment has: {', '.join(names)}")
+            hit.update(found)
+        return [n for n in names if n in hit]
+
     @property
     def has_locations(self) -> bool:
         """Values per rank and/or thread (a ``rank`` or a ``thread`` column; :data:`LOCATION_COLUMNS`)."""
@@ -1141,11 +1157,7 @@ class Experiment:
                 raise PerfcastError(f"the selection is empty: no callpath matches {', '.join(map(repr, pats))}")
             mask &= hit[d["callpath"].cat.codes.to_numpy()]
         if metric is not None:
-            names = [metric] if isinstance(metric, str) else list(metric)
-            unknown = [m for m in names if m not in self.metrics]
-            if unknown:
-                raise PerfcastError(f"no metric {unknown[0]!r}; the experiment has: {', '.join(self.metrics)}")
-            mask &= d["metric"].isin(names).to_numpy()
+            mask &= d["metric"].isin(self.metric_names(metric)).to_numpy()
         for p, v in coords.items():
             if p not in self.parameters:
                 raise PerfcastError(f"no parameter {p!r}; the experiment has: {', '.join(self.parameters)}")

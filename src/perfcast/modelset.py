@@ -103,6 +103,8 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     from .fit.series import _statistics
 
     opts = options or FitOptions(max_terms=max_terms, negative=negative)
+    if metrics:
+        metrics = exp.metric_names(metrics)      # names or globs (PAPI_*), as the callpaths take them
     # the whole experiment fitted: one statistics table for the fit, the segmentation and the
     # ModelSet (it is the largest table of the run)
     full = _statistics(exp, locations) if segmented and not metrics and not callpaths else None
