@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import DATA, cli, one_error
 
@@ -246,3 +247,39 @@ def test_point_outside_a_models_domain_is_one_error_line(tmp_path):
     assert r.stdout == ""
     line = one_error(r.returncode, r.stderr)
     assert "is undefined at p=0,n=5" in line and "log2(p)" in line
+
+
+def test_points_beyond_the_range_of_floats(tmp_path):
+    """A point so far out that a model's value or its interval leaves the range of floats: before,
+    numpy's RuntimeWarnings with perfcast's source lines on stderr, `predict --json` and `model
+    --target --json` an internal error (infinite bounds are no JSON), `advise` an OverflowError.
+    Now a value within range is shown without an interval (JSON null, a note says why), one out of
+    range is one error line, and advise refuses a target whose run time it cannot plan for.  Each
+    command in its own process with warnings shown (pytest would catch them in-process)."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(3)
+    lines = ["PARAMETER p", "", "POINTS ( 2 ) ( 4 ) ( 8 ) ( 16 ) ( 32 )", "", "REGION r", "METRIC time"]
+    lines += ["DATA " + " ".join(f"{(2 + 3 * p * p) * (1 + 0.05 * e):.6g}" for e in rng.standard_normal(4))
+              for p in (2, 4, 8, 16, 32)]
+    f = tmp_path / "law.txt"
+    f.write_text("\n".join(lines) + "\n")
+
+    def run(*args):
+        r = subprocess.run([sys.executable, "-W", "default", "-m", "perfcast", *args], capture_output=True, text=True)
+        assert "Warning" not in r.stderr and "internal error" not in r.stderr, r.stderr
+        return r
+
+    r = run("predict", str(f), "--at", "p=1e150", "--json")   # 3e300: the value fits, its variance not
+    assert r.returncode == 0
+    (row,) = json.loads(r.stdout)["items"]
+    assert row["value"] == pytest.approx(2 + 3 * 1e300, rel=0.1)     # the generating law
+    assert row["lower"] is None and row["upper"] is None and row["confidence"] == "low"
+    assert any("exceed the range of floating-point numbers" in n for n in row["notes"])
+    r = run("model", str(f), "--target", "p=1e150", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["items"][0]["prediction"]["upper"] is None
+    r = run("predict", str(f), "--at", "p=1e300")                  # 3e600: beyond floats
+    assert "r / time: the model" in one_error(r.returncode, r.stderr)
+    r = run("advise", str(f), "--target", "p=1e60")                 # 3e120 s
+    assert "beyond 1e+100: no run plan is computed" in one_error(r.returncode, r.stderr)

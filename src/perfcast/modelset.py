@@ -73,6 +73,8 @@ ABOVE_PARENT = "predicted above its parent"
 AVERAGED_NOTE = "value averaged over the competing hypotheses; the formula shown (the selected one) gives"
 #: the note of an inclusive child's upper bound lowered to an ancestor's (a part cannot exceed the whole)
 CAPPED_NOTE = "upper bound capped at that of"
+#: the note of a value whose interval leaves the range of floating-point numbers (none is shown)
+HUGE_NOTE = "no interval: its bounds exceed the range of floating-point numbers this far from the data"
 #: confidence from the interval's relative half-width (half-width / |value|): up to the first is
 #: high, up to the second medium, beyond (or no interval, or a warning) low
 CONFIDENCE_LIMITS = (0.10, 0.50)
@@ -579,6 +581,24 @@ def confidence(value: float, lower: float | None, upper: float | None, warnings:
                            np.array([nan if upper is None else upper], dtype=float), np.array([bool(warnings)]))[0])
 
 
+#: values from which an interval's variance (squares of values, and products of designs) may leave
+#: the range of floats (1.8e308)
+HUGE_VALUE = 1e100
+
+
+def finite_bounds(lower: np.ndarray, upper: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(lower, upper, beyond) with the bounds beyond the range of floats made NaN: no bound (a
+    target like p = 1e150, where the variance overflows while the value does not); ``beyond``
+    says where (:data:`HUGE_NOTE`): an infinite bound, or none at a value from :data:`HUGE_VALUE`
+    on (the overflowed parts of the variance made it NaN)."""
+    with np.errstate(invalid="ignore"):
+        beyond = np.isinf(lower) | np.isinf(upper) | (
+            (np.isnan(lower) | np.isnan(upper)) & np.isfinite(value) & (np.abs(value) >= HUGE_VALUE))
+    if not beyond.any():
+        return lower, upper, beyond
+    return np.where(beyond, np.nan, lower), np.where(beyond, np.nan, upper), beyond
+
+
 def clip_interval(value, lower, upper, nonneg) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lower, upper, clipped) of intervals around ``value`` for metrics that cannot be negative
     (``nonneg``, broadcast): a lower bound below 0 becomes 0 and is marked clipped -- where the
@@ -847,10 +867,9 @@ class ModelSet:
 
         series = list(self.series)
         parts = columns.split(series)
-        # a point outside a model's domain (log2(p) at p <= 0) gives NaN, refused below by name: not a
-        # numpy RuntimeWarning with a source line on stderr
-        with np.errstate(divide="ignore", invalid="ignore"):
-            value, lower, upper, base = self._batch(pts, level, parts)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value, lower, upper, base = self._batch_values(pts, level, parts)
+        lower, upper, huge = finite_bounds(lower.ravel(), upper.ravel(), value.ravel())
         S, P = value.shape
         bad = ~np.isfinite(value)
         if bad.any():
@@ -880,7 +899,7 @@ class ModelSet:
         nonneg = np.repeat(self._nonnegative(series), P)
         v = value.ravel()
         negative = nonneg & (v < 0)
-        lo, hi, clipped = clip_interval(v, lower.ravel(), upper.ravel(), nonneg)
+        lo, hi, clipped = clip_interval(v, lower, upper, nonneg)
         capped = self._cap_by_ancestors(series, pts, level, v, hi)
         # notes beyond the model's own, in their order: the measured line, negative, clipped, the
         # slope beyond the data; doubts (any: confidence low): warnings, negative, insufficient, slope
@@ -893,6 +912,8 @@ class ModelSet:
                     line[s * P + j] = ln
                     extra[s * P + j] = [line_note(ln)]
         inside = [self.measured_range(t) for t in pts]
+        for i in np.flatnonzero(huge).tolist():
+            extra.setdefault(i, []).append(HUGE_NOTE)
         for i in np.flatnonzero(negative).tolist():
             extra.setdefault(i, []).append(NEGATIVE_NOTE + (NEGATIVE_WITHIN if inside[i % P] else NEGATIVE_BEYOND))
         for i in np.flatnonzero(clipped).tolist():
@@ -1010,7 +1031,15 @@ class ModelSet:
         """(value, lower, upper, value at :meth:`_beyond`'s edge point or NaN), each (series,
         points): every plain model, built or not, in one batch (:func:`perfcast.fit.columns.predict`,
         :func:`perfcast.fit.model.predict_many`'s rule), others (segmented) one by one.
-        ``series``: these instead of the set's."""
+        ``series``: these instead of the set's.  A point outside a model's domain (log2(p) at p <=
+        0) gives NaN, one beyond the range of floats (p = 1e308) infinity -- for the callers to say
+        by name (:func:`finite_bounds`), not numpy's RuntimeWarnings with source lines on stderr --
+        and a bound beyond that range (the variance, a square, overflows first) NaN: no bound."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            value, lower, upper, base = self._batch_values(pts, level, parts, series)
+        return value, *finite_bounds(lower, upper, value)[:2], base
+
+    def _batch_values(self, pts: list, level: float, parts=None, series=None) -> tuple[np.ndarray, ...]:
         from .fit import columns
 
         self._need_intervals("prediction intervals")

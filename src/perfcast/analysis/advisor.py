@@ -591,6 +591,11 @@ def ranks_per_run(exp) -> int | None:
     return int(n[0]) if len(n) and bool((n == n[0]).all()) else None
 
 
+#: the largest predicted whole-run value at a target the advisor plans for (its variances are squares
+#: of values and their products: 1e100 leaves them inside the range of floats, 1.8e308)
+HUGE = 1e100
+
+
 def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "auto",
            progress: Callable[[int, int, str], None] | None = None) -> Advice:
     """Rank ``req``'s candidates (module docstring).  ``ms``: the ModelSet of the experiment
@@ -672,10 +677,14 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
 
     # -- the series that matter at the target --------------------------------------------------------
     root = _root(ms, metric, stats, metric in exclusive)
-    R = sum(float(ms[(cp, metric)].predict(req.target)) for cp in root)
-    if not R > 0:
+    with np.errstate(over="ignore", invalid="ignore"):   # beyond the range of floats: refused below
+        R = sum(float(ms[(cp, metric)].predict(req.target)) for cp in root)
+    if not R > 0 or not math.isfinite(R):
         raise PerfcastError(f"the models of {metric!r} predict {R:.3g} for the whole run at {_fmt(req.target)}: "
                             f"nothing to advise on", where="--target")
+    if R > HUGE:     # the variances (squares of values) would leave the range of floats
+        raise PerfcastError(f"the models of {metric!r} predict {R:.3g} for the whole run at {_fmt(req.target)}, "
+                            f"beyond {HUGE:g}: no run plan is computed for such a target", where="--target")
     chosen: list[_Series] = []
     skipped = 0
     S_all = [sm for sm in ms.series if sm.metric == metric]

@@ -196,7 +196,10 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
     # the last the values at ``target`` when given -- one batch
     points = _cost_points(items, target, procs, upper, lower) if by == "cost" else None
     batch = points if points is not None else [target] if target is not None else []
-    vals = columns.values(items, batch, averaged, parts) if batch else None
+    # a target beyond the range of floats (p = 1e308) gives infinity or NaN, refused below by name,
+    # not numpy's RuntimeWarning with a source line on stderr
+    with np.errstate(over="ignore", invalid="ignore"):
+        vals = columns.values(items, batch, averaged, parts) if batch else None
     if target is not None:
         undefined = np.flatnonzero(~np.isfinite(vals[:, -1]))
         if len(undefined):   # e.g. log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values): the first
