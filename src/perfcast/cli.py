@@ -10,6 +10,7 @@ import gc
 import math
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -2132,7 +2133,13 @@ def _main(argv) -> int:
         _EXIT.append(True)
     try:
         # without standalone mode click returns ctx.exit()'s code instead of raising it
-        rc = cli.main(args=argv, prog_name="perfcast", standalone_mode=False)
+        with warnings.catch_warnings():
+            if not os.environ.get("PERFCAST_DEBUG"):
+                # numpy's RuntimeWarnings (overflow, invalid value) print a source line of perfcast
+                # on stderr: a value they leave NaN or infinite is refused or said by name where it
+                # matters (a point beyond a model's domain or the range of floats)
+                warnings.simplefilter("ignore", RuntimeWarning)
+            rc = cli.main(args=argv, prog_name="perfcast", standalone_mode=False)
         return rc if isinstance(rc, int) else 0
     except PerfcastError as e:
         click.echo(f"perfcast: error: {safe_text(e.format())}", err=True)

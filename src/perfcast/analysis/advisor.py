@@ -724,6 +724,10 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
     if not chosen:
         raise PerfcastError(f"no series of {metric!r} with a fitted model predicts {MIN_SHARE:.0%} or more of the "
                             f"whole run at {_fmt(req.target)}", where="--metric")
+    big = [s for s in chosen if not abs(s.value) <= HUGE]
+    if big:      # a kernel's value beyond what the variances (squares) can hold, though the run's is not
+        raise PerfcastError(f"{big[0].callpath}: its model predicts {big[0].value:.3g} {metric} at {_fmt(req.target)}, "
+                            f"beyond {HUGE:g}: no run plan is computed for such a target", where="--target")
     denom = sum(s.value ** 2 for s in chosen)
     # doublings from the data to the target: from the nearest measured point (the interval's own
     # count, from the largest value of each parameter, on a full grid); a new point at x brings the
