@@ -1,0 +1,158 @@
+"""An experiment's value table as plain columns: numpy arrays, names as codes into a list.
+
+The Experiment's public ``data`` is a pandas DataFrame (:mod:`perfcast.experiment`); a reader
+can hand its columns over as a :class:`Columns` instead, and the model path (statistics, fit,
+model set) reads them through :attr:`perfcast.experiment.Experiment.cols`, so that a command
+reading an Extra-P text file and modelling it never imports pandas (~0.19 s of a ~0.9 s
+command: issue 17).  The DataFrame is made from the columns when something asks for it
+(:meth:`Columns.to_pandas`), and the columns of a DataFrame are its own arrays
+(:meth:`Columns.from_pandas`): one representation of the rules on the columns for both.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Iterator, Mapping
+
+import numpy as np
+
+from .lazy import LazyModule
+
+pd = LazyModule("pandas")   # imported when a DataFrame is made or read (perfcast.lazy)
+
+
+def pandas_object(obj, *types: str) -> bool:
+    """Whether ``obj`` is an instance of one of the pandas ``types`` (dotted names under
+    ``pandas``), without importing pandas: an object of a module not imported is none."""
+    mod = sys.modules.get("pandas")
+    if mod is None:
+        return False
+    for t in types:
+        cls = mod
+        for part in t.split("."):
+            cls = getattr(cls, part)
+        if isinstance(obj, cls):
+            return True
+    return False
+
+
+def names_list(names) -> list[str]:
+    """``names`` (a list, a numpy array, a pandas Index, an Arrow array) as a list of str."""
+    if hasattr(names, "to_pylist"):
+        return names.to_pylist()
+    return names.tolist() if hasattr(names, "tolist") else list(names)
+
+
+class Category:
+    """A categorical column: ``codes`` (signed integers; -1 a missing value) into ``names``
+    (distinct strings: a list, a numpy array, a pandas Index or an Arrow string array)."""
+
+    __slots__ = ("codes", "names", "_objects")
+
+    def __init__(self, codes: np.ndarray, names):
+        self.codes = codes
+        self.names = names
+        self._objects = None
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @property
+    def n_names(self) -> int:
+        return len(self.names)
+
+    def name_list(self) -> list[str]:
+        """Every name, in code order, as Python strings."""
+        return self.objects().tolist()
+
+    def objects(self) -> np.ndarray:
+        """The names as a numpy object array of str (made once)."""
+        if self._objects is None:
+            self._objects = np.array(names_list(self.names) if len(self.names) else [], dtype=object)
+        return self._objects
+
+    def strings(self, rows: np.ndarray) -> list[str]:
+        """The names of the rows ``rows`` (codes >= 0), as Python strings."""
+        return self.objects()[self.codes[rows]].tolist()
+
+    def code_of(self, name: str) -> int:
+        """The code of ``name``, -1 when it is not a name."""
+        for i, n in enumerate(names_list(self.names)):
+            if n == name:
+                return i
+        return -1
+
+    def take(self, rows: np.ndarray) -> "Category":
+        c = Category(self.codes[rows], self.names)
+        c._objects = self._objects
+        return c
+
+    def to_pandas(self):
+        """The pandas Categorical of these codes and names (string categories; the names are
+        distinct by construction, so pandas' check that they are, which builds the Index's hash
+        table -- for 800,000 callpaths an object array of new strings and its table, +57 MB --
+        is skipped)."""
+        names = self.names
+        if isinstance(names, list):
+            names = pd.Index(names)
+        elif not isinstance(names, pd.Index):
+            names = pd.Index(names, dtype="str")
+        fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # private: the public path if it goes
+        if fast is None:
+            return pd.Categorical.from_codes(self.codes, names, validate=False)
+        return pd.Categorical.from_codes(self.codes, dtype=fast(names, False), validate=False)
+
+
+class Columns:
+    """Named columns of equal length: numpy arrays and :class:`Category` columns, in order."""
+
+    __slots__ = ("_cols", "_n")
+
+    def __init__(self, cols: Mapping[str, "np.ndarray | Category"]):
+        self._cols = dict(cols)
+        lengths = {len(c) for c in self._cols.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"columns of different lengths: {sorted(lengths)}")
+        self._n = lengths.pop() if lengths else 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, name: str):
+        return self._cols[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._cols
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cols)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._cols)
+
+    def take(self, rows: np.ndarray) -> "Columns":
+        return Columns({k: c.take(rows) if isinstance(c, Category) else c[rows] for k, c in self._cols.items()})
+
+    def with_columns(self, **cols) -> "Columns":
+        out = dict(self._cols)
+        out.update(cols)
+        return Columns(out)
+
+    def to_pandas(self):
+        """The DataFrame of these columns (no copy of the numpy arrays)."""
+        frame = {k: c.to_pandas() if isinstance(c, Category) else c for k, c in self._cols.items()}
+        return pd.DataFrame(frame, index=pd.RangeIndex(self._n), copy=False)
+
+    @classmethod
+    def from_pandas(cls, df) -> "Columns":
+        """The columns of ``df`` (categorical columns by their codes and categories; no copy)."""
+        return cls({k: column(df[k]) for k in df.columns})
+
+
+def column(series) -> "np.ndarray | Category":
+    """A pandas column as a numpy array, or a :class:`Category` when it is categorical."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cat = series.array
+        return Category(cat.codes, cat.categories)
+    return series.to_numpy()
