@@ -54,10 +54,12 @@ from operator import attrgetter, is_
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .errors import PerfcastError
 from .experiment import has_ancestor
+from .lazy import LazyModule
+
+pd = LazyModule("pandas")   # imported where a DataFrame is made (perfcast.lazy)
 
 #: metric kinds whose values cannot be negative (fit.core.NONNEGATIVE_KINDS)
 NONNEGATIVE = ("time", "count", "bytes")

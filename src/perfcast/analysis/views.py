@@ -34,7 +34,6 @@ from typing import Iterable, Mapping
 import math
 
 import numpy as np
-import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, describe_locations, gap_error,
@@ -42,6 +41,9 @@ from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missi
                           location_gaps_warning, reduce_over_locations, reduce_over_repetitions,
                           repetition_gaps, repetition_gaps_warning, run_locations)
 from .derived import _Scoped, partner, refuse_non_additive, topmost
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")   # imported where a DataFrame is made (perfcast.lazy)
 
 __all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
            "SORT_KEYS"]

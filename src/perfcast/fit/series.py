@@ -23,13 +23,15 @@ from itertools import repeat
 from typing import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import Experiment, fill_absent_repetitions, location_reduction, reduce_over_locations
 from ..scaling import decreasing
 from .core import ASYMPTOTIC, CLAMPED, FitOptions, GroupFit, fit_group, parameter_lines
 from .model import Model
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")   # imported where a DataFrame is made (perfcast.lazy)
 
 LOCATION_REDUCTIONS = ("auto", "sum", "mean", "max", "min", "median")
 

@@ -84,7 +84,7 @@ from . import MAX_LINE_BYTES, json_int
 from . import read_text as _read_checked
 from .memory import release
 from ..lazy import LazyModule
-from ..table import Category, Columns
+from ..table import Category, Columns, arrow_array, arrow_strings, numpy_of
 
 pd = LazyModule("pandas")   # the line-by-line reader's and the exporters' frames (perfcast.lazy)
 
@@ -601,12 +601,12 @@ class _TextStream:
         npts = len(self.points)
         com = np.flatnonzero(kind == _COMMENT)
         if len(com):
-            self.comments += [c[1:].strip() for c in lines.take(pa.array(com)).to_pylist()]
+            self.comments += [c[1:].strip() for c in lines.take(arrow_array(com)).to_pylist()]
         is_key = (kind == _REGION) | (kind == _METRIC)
         rpos = np.flatnonzero(kind == _REGION)
         mpos = np.flatnonzero(kind == _METRIC)
         if len(rpos):
-            names = _names(lines.take(pa.array(rpos)), 6)
+            names = _names(lines.take(arrow_array(rpos)), 6)
             if pc.any(pc.match_substring(names, SEP)).as_py():  # frames stripped, as _Builder.callpath
                 names = pc.replace_substring_regex(names, r" ?-> ?", SEP)
                 if pc.any(pc.match_substring_regex(names, r"^->|->$|->->")).as_py():
@@ -615,11 +615,11 @@ class _TextStream:
         if len(mpos):
             if self.default_metric_used:
                 raise _Slow  # DATA before the first METRIC line
-            names = _names(lines.take(pa.array(mpos)), 6)
+            names = _names(lines.take(arrow_array(mpos)), 6)
             for name in pc.unique(names).to_pylist():
                 self.metric_codes.setdefault(name, len(self.metric_codes))
-            mcode = pc.index_in(names, value_set=pa.array(list(self.metric_codes), type=names.type))
-            mcode = mcode.to_numpy(zero_copy_only=False).astype(np.int64)
+            mcode = pc.index_in(names, value_set=arrow_strings(list(self.metric_codes), names.type))
+            mcode = numpy_of(mcode).astype(np.int64)
         is_data = kind == _DATA
         di = np.flatnonzero(is_data)
         nd = len(di)
@@ -734,16 +734,16 @@ class _TextStream:
         # the values: the text after DATA, split on blanks; over the bytes [0-9.eE+-] the cast to
         # float64 accepts exactly the numbers _NUMBER matches (checked over every token of up to 6
         # of these bytes), and refuses an empty token ("DATA" alone)
-        data = lines.filter(pa.array(kind == _DATA))
+        data = lines.filter(arrow_array(kind == _DATA))
         toks = pc.ascii_split_whitespace(pc.ascii_ltrim_whitespace(pc.utf8_slice_codeunits(data, 4)))
-        lens = pc.list_value_length(toks).to_numpy(zero_copy_only=False).astype(np.int64)
+        lens = numpy_of(pc.list_value_length(toks)).astype(np.int64)
         flat = pc.list_flatten(toks)
         foff = np.frombuffer(flat.buffers()[1], dtype=np.int64)
         chars = flat.buffers()[2][foff[flat.offset]:foff[flat.offset + len(flat)]]
         if chars.to_pybytes().translate(None, _NUMBER_BYTES):
             raise _Slow
         try:
-            values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
+            values = numpy_of(pc.cast(flat, pa.float64()))
         except pa.ArrowInvalid:
             raise _Slow from None
         if not np.isfinite(values).all():
@@ -812,10 +812,10 @@ class _TextStream:
         release()  # the hash table's memory (~70 MB at 800k names), the chunks' freed heap
         order = pc.array_sort_indices(enc.dictionary)  # bytes (ASCII): Python's str order
         categories = enc.dictionary.take(order)
-        order = order.to_numpy()
+        order = numpy_of(order)
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
-        cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line - base -> sorted code
+        cp_code = rank[numpy_of(enc.indices)]  # REGION line - base -> sorted code
         b.tree = CallTree.from_paths(enc.dictionary)  # no Python string per callpath
         del enc, rank, order
         rep, cp, met, value, point = cols.pop("rep"), cols.pop("cp"), cols.pop("metric"), cols.pop("value"), cols.pop("point")
