@@ -36,7 +36,7 @@ import numpy as np
 
 from .errors import PerfcastError
 from .lazy import LazyModule
-from .table import Category, Columns, column, pandas_object
+from .table import Category, Columns, arrow_array, column, distinct_sorted, pandas_object
 from .text import SEP  # noqa: F401  (the callpath separator, re-exported: it lives where the terminal reads it)
 
 sp = LazyModule("scipy.sparse")   # imported where a sparse matrix is made (perfcast.lazy)
@@ -949,7 +949,8 @@ class Experiment:
                 new = np.where(codes >= 0, remap[np.clip(codes, 0, None)], -1).astype(codes.dtype)
                 names = cat.names
                 keep = np.flatnonzero(used)
-                names = names.take(keep) if hasattr(names, "take") else [names[i] for i in keep.tolist()]
+                names = (names.take(arrow_array(keep)) if hasattr(names, "to_pylist") else names.take(keep)
+                         if hasattr(names, "take") else [names[i] for i in keep.tolist()])
                 cols[c] = Category(new, names)
         src = data["value"]
         cols["value"] = own(_numeric(src, "column 'value' has a non-numeric entry").astype("float64", copy=False), src)
@@ -1106,29 +1107,37 @@ class Experiment:
 
     def _point_repetitions(self, reps: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
         """The distinct coordinates (sorted, float columns, as :meth:`points`) and, with ``reps``,
-        the number of distinct ``rep`` values at each (int64).
+        the number of distinct ``rep`` values at each (int64): :meth:`point_arrays` as a frame."""
+        coords, count = self.point_arrays(reps)
+        return pd.DataFrame(coords, index=pd.RangeIndex(len(next(iter(coords.values()))))), count
+
+    def point_arrays(self, reps: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+        """The distinct coordinates, sorted, as a float64 array per parameter (an experiment with
+        parameters), and with ``reps`` the number of distinct ``rep`` values at each (int64).
 
         Without a copy of the table: the sorted distinct values of each parameter and of ``rep``
-        (hash tables of the distinct values only) number every row's (point, rep) in one integer,
-        mixed radix in sorted order, marked a block of rows at a time in a boolean array of all
-        combinations.  When that array would be larger than the table has rows (many parameters of
-        many values each), the pandas group-by does it instead.
+        number every row's (point, rep) in one integer, mixed radix in sorted order, marked a block
+        of rows at a time in a boolean array of all combinations.  When that array would be larger
+        than the table has rows (many parameters of many values each), the pandas group-by does it
+        instead.
         """
-        d = self.data
+        c = self.cols
         keys = list(self.parameters)
-        uniq = [np.sort(pd.unique(d[p].to_numpy())) for p in keys]
-        cols = [d[p].to_numpy() for p in keys]
+        uniq = [distinct_sorted(c[p]) for p in keys]
+        cols = [c[p] for p in keys]
         if reps:
-            uniq.append(np.sort(pd.unique(d["rep"].to_numpy())))
-            cols.append(d["rep"].to_numpy())
+            uniq.append(distinct_sorted(c["rep"]))
+            cols.append(c["rep"])
         sizes = [len(u) for u in uniq]
-        n = len(d)
+        n = len(c)
         if math.prod(sizes) > max(1 << 24, n):
+            d = self.data
             if not reps:
-                return d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True).astype(np.float64), None
+                g = d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True)
+                return {p: g[p].to_numpy(np.float64) for p in keys}, None
             g = (d.groupby(keys, observed=True)["rep"].nunique().rename("repetitions").reset_index()
                  .sort_values(keys).reset_index(drop=True))
-            return g[keys].astype(np.float64), g["repetitions"].to_numpy(np.int64)
+            return {p: g[p].to_numpy(np.float64) for p in keys}, g["repetitions"].to_numpy(np.int64)
         seen = np.zeros(math.prod(sizes), dtype=bool)
         step = 1 << 18
         for i in range(0, n, step):
@@ -1146,8 +1155,7 @@ class Experiment:
         count = seen.sum(axis=1)
         at = np.flatnonzero(count)
         idx = np.unravel_index(at, sizes[:len(keys)])
-        coords = pd.DataFrame({p: u[j].astype(np.float64) for p, u, j in zip(keys, uniq, idx)},
-                              index=pd.RangeIndex(len(at)))  # float64 whatever the column's width
+        coords = {p: u[j].astype(np.float64) for p, u, j in zip(keys, uniq, idx)}  # float64 whatever the column's width
         return coords, count[at].astype(np.int64) if reps else None
 
     def summary(self, callpaths: bool = True) -> dict:
@@ -1207,11 +1215,16 @@ class Experiment:
                *, literal: bool = False, **coords) -> "Experiment":
         """Rows matching callpath glob(s), metric name(s) and parameter values (a value or a list);
         ``literal``: the callpaths are names, not globs (``a[0]`` is itself)."""
-        mask = np.ones(len(self.data), dtype=bool)
-        d = self.data
+        return self._selected(self._selection(callpath, metric, literal, coords))
+
+    def _selection(self, callpath, metric, literal: bool, coords: Mapping) -> np.ndarray:
+        """The rows :meth:`select` keeps, as a boolean mask (on the columns: no pandas)."""
+        d = self.cols
+        mask = np.ones(len(d), dtype=bool)
         if callpath is not None:
             pats = [callpath] if isinstance(callpath, str) else list(callpath)
-            cats = d["callpath"].cat.categories
+            cp = d["callpath"]
+            cats = cp.objects()
             # names without wildcards match themselves: a set lookup, not len(pats) fnmatch calls per
             # callpath (the report selected 10,000 names out of 10,000 callpaths: 10^8 calls)
             exact = {pat for pat in pats if literal or not any(ch in pat for ch in "*?[")}
@@ -1219,30 +1232,37 @@ class Experiment:
             if globs:
                 hit = np.array([c in exact or any(fnmatch.fnmatchcase(c, pat) for pat in globs) for c in cats],
                                dtype=bool)
-            else:       # names only: one hashed look-up of every category (a table's 50 of 30,000)
-                hit = np.asarray(cats.isin(list(exact)), dtype=bool)
+            else:       # names only: one hashed look-up of every name (a table's 50 of 30,000)
+                hit = np.fromiter(map(exact.__contains__, cats), dtype=bool, count=len(cats))
             if len(cats) and not hit.any():
                 raise PerfcastError(f"the selection is empty: no callpath matches {', '.join(map(repr, pats))}")
-            mask &= hit[d["callpath"].cat.codes.to_numpy()]
+            mask &= hit[cp.codes] & (cp.codes >= 0)
         if metric is not None:
             names = [metric] if isinstance(metric, str) else list(metric)
             unknown = [m for m in names if m not in self.metrics]
             if unknown:
                 raise PerfcastError(f"no metric {unknown[0]!r}; the experiment has: {', '.join(self.metrics)}")
-            mask &= d["metric"].isin(names).to_numpy()
+            met = d["metric"]
+            wanted = set(names)
+            hit = np.fromiter(map(wanted.__contains__, met.objects()), dtype=bool, count=met.n_names)
+            mask &= hit[met.codes] & (met.codes >= 0)
         for p, v in coords.items():
             if p not in self.parameters:
                 raise PerfcastError(f"no parameter {p!r}; the experiment has: {', '.join(self.parameters)}")
             vals = [v] if np.isscalar(v) else list(v)
-            mask &= d[p].isin([float(x) for x in vals]).to_numpy()
-        sub = d[mask]
-        if len(sub) == 0:
+            mask &= np.isin(d[p], np.array([float(x) for x in vals], dtype=np.float64))
+        return mask
+
+    def _selected(self, mask: np.ndarray) -> "Experiment":
+        """The experiment of the rows ``mask`` (:meth:`select`'s)."""
+        rows = np.flatnonzero(mask)
+        if len(rows) == 0:
             raise PerfcastError("the selection is empty")
+        sub = self.cols.take(rows)
         used = _present(sub["metric"])
         keep_paths = _present(sub["callpath"])
-        return Experiment(self.parameters, sub.reset_index(drop=True),
-                          [m for n, m in self.metrics.items() if n in used],
-                          self.tree.subset(keep_paths), copy.deepcopy(self.meta))
+        return Experiment(self.parameters, sub, [m for n, m in self.metrics.items() if n in used],
+                          self.tree.subset(keep_paths), copy.deepcopy(self.meta), owned=True)
 
     def aggregate(self, how: str = "mean", over: Sequence[str] = ("rep",)) -> pd.DataFrame:
         """Reduce ``over`` some of rep/rank/thread with mean/median/min/max/sum/std/count.

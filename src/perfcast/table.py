@@ -134,6 +134,10 @@ class Columns:
     def take(self, rows: np.ndarray) -> "Columns":
         return Columns({k: c.take(rows) if isinstance(c, Category) else c[rows] for k, c in self._cols.items()})
 
+    def select(self, names) -> "Columns":
+        """The columns ``names``, in that order (not copied)."""
+        return Columns({k: self._cols[k] for k in names})
+
     def with_columns(self, **cols) -> "Columns":
         out = dict(self._cols)
         out.update(cols)
@@ -156,6 +160,38 @@ def column(series) -> "np.ndarray | Category":
         cat = series.array
         return Category(cat.codes, cat.categories)
     return series.to_numpy()
+
+
+def distinct_sorted(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` (the distinct values, sorted) of a numeric column, quick when they are few
+    (a parameter's: a few values over millions of rows): the distinct values of a sample, then
+    one search of every row among them, a sort only of the rows not found."""
+    n = len(a)
+    if n <= 8192:
+        return np.unique(a)
+    cand = np.unique(a[::n // 4096])
+    pos = np.searchsorted(cand, a).clip(0, len(cand) - 1)
+    miss = cand[pos] != a
+    if miss.any():
+        cand = np.unique(np.concatenate([cand, a[miss]]))
+    return cand
+
+
+def factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(a)`` of a numeric array without NaN: each value's number in order of first
+    appearance (int64) and the distinct values in that order; pandas' own for anything else."""
+    if a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and np.isnan(a).any()):
+        codes, uniq = pd.factorize(a)
+        return codes.astype(np.int64, copy=False), np.asarray(uniq)
+    u = distinct_sorted(a)
+    inv = np.searchsorted(u, a)
+    n = len(a)
+    first = np.empty(len(u), dtype=np.int64)
+    first[inv[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)   # repeated: the last write (the first row) stays
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(u), dtype=np.int64)
+    rank[order] = np.arange(len(u), dtype=np.int64)
+    return rank[inv], u[order]
 
 
 # pyarrow's own conversions (pa.array, pa.scalar, a Python number or a numpy array handed to a
@@ -181,7 +217,10 @@ def arrow_strings(strings, type=None):
     import pyarrow as pa
 
     type = pa.string() if type is None else type
-    data = [s.encode("utf-8") for s in strings]
+    try:
+        data = [s.encode("utf-8") for s in strings]
+    except AttributeError:      # not all strings (a None: a null): pyarrow's own conversion
+        return pa.array(strings, type)
     wide = type == pa.large_string()
     offsets = np.zeros(len(data) + 1, dtype=np.int64 if wide else np.int32)
     np.cumsum(np.fromiter(map(len, data), dtype=np.int64, count=len(data)), out=offsets[1:])
@@ -230,3 +269,9 @@ def numpy_of(arr) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=dtype)
     return np.frombuffer(buf, dtype=dtype, count=n, offset=off * dtype.itemsize)
+
+
+def arrow_scalar(text: str):
+    """``text`` as an Arrow string scalar (for a pyarrow.compute argument: a Python str there is
+    converted by ``pa.scalar``, which imports pandas)."""
+    return arrow_strings([text])[0]
