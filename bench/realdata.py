@@ -250,7 +250,7 @@ def prepare(name):
     train = exp.select(**{param: [v for v in values if v < held]})
     test = exp.select(**{param: [held]})
     st, row_of, rep_of, vals = _statistics(train, "auto")
-    tst = _statistics(test, "auto")[0]
+    st, tst = st.to_pandas(), _statistics(test, "auto")[0].to_pandas()     # the statistics' columns as frames
     tpoints = sorted({tuple(map(float, r)) for r in st[params].to_numpy(float)})
     targets = sorted({tuple(map(float, r)) for r in tst[params].to_numpy(float)})
     allowed = keep(st, param) if keep else None

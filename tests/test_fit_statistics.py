@@ -22,6 +22,7 @@ def _exp():
 
 def test_statistics_by_hand():
     st, row_of, rep_of, values = _statistics(_exp(), "auto")
+    st = st.to_pandas()     # the statistics' columns (perfcast.table.Columns) as a frame
     got = [(r.p, r.n, r.callpath, r.metric, r.mean, r.count, r.ssd) for r in st.itertuples()]
     assert got == [
         (8.0, 1.0, "main->b", "time", 6.0, 3, 8.0),           # 4, 6, 8: mean 6, ssd 4+0+4
@@ -77,6 +78,7 @@ def test_statistics_of_a_readers_order_by_hand():
     # each callpath's own value list (as Extra-P text lists them): not runs that lacked main->b
     exp = Experiment(["p"], df, [Metric("time", kind="time")], meta={"repetitions": "listed"})
     st, row_of, rep_of, values = _statistics(exp, "auto")
+    st = st.to_pandas()
     got = [(r.p, r.callpath, r.mean, r.count, r.ssd) for r in st.itertuples()]
     assert got == [(4.0, "main", 2.0, 3, 2.0), (8.0, "main", 5.0, 1, 0.0), (4.0, "main->b", 6.0, 2, 8.0)]
     assert row_of.tolist() == [0, 0, 0, 1, 2, 2]

@@ -33,13 +33,14 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .errors import PerfcastError
 from .lazy import LazyModule
+from .table import Category, Columns, arrow_array, column, distinct_sorted, pandas_object
 from .text import SEP  # noqa: F401  (the callpath separator, re-exported: it lives where the terminal reads it)
 
 sp = LazyModule("scipy.sparse")   # imported where a sparse matrix is made (perfcast.lazy)
+pd = LazyModule("pandas")   # the value table as a DataFrame: made when asked for (Experiment.data)
 
 #: Column names with a fixed meaning; parameters may not use them.
 RESERVED = ("rep", "callpath", "metric", "value", "rank", "thread")
@@ -769,10 +770,10 @@ def _string_array(paths) -> np.ndarray:
     StringDType array, converted a block at a time (no list of them all as Python strings)."""
     if isinstance(paths, np.ndarray) and isinstance(paths.dtype, np.dtypes.StringDType):
         return paths
-    if isinstance(paths, pd.Series):
+    if pandas_object(paths, "Series"):
         paths = paths.array
-    elif not isinstance(paths, (list, tuple, np.ndarray, pd.Index, pd.api.extensions.ExtensionArray)) \
-            and not hasattr(paths, "to_pylist"):
+    elif not isinstance(paths, (list, tuple, np.ndarray)) and not hasattr(paths, "to_pylist") \
+            and not pandas_object(paths, "Index", "api.extensions.ExtensionArray"):
         paths = list(paths)  # a dict, a set, a generator
     out = np.empty(len(paths), dtype=np.dtypes.StringDType())
     for i in range(0, len(paths), _BLOCK):
@@ -791,11 +792,11 @@ def _used_codes(codes: np.ndarray, n: int) -> np.ndarray:
     return used
 
 
-def _present(column: pd.Series) -> set[str]:
+def _present(col: "pd.Series | Category") -> set[str]:
     """The names a categorical column's rows use (no string per row: a report selected 500k rows of
     10k callpaths by converting every row to a string, 1.2 s)."""
-    cat = column.array
-    return set(cat.categories[_used_codes(cat.codes, len(cat.categories))].tolist())
+    cat = col if isinstance(col, Category) else column(col)
+    return set(cat.objects()[_used_codes(cat.codes, cat.n_names)].tolist())
 
 
 def coordinate_dtype(values: np.ndarray) -> np.dtype:
@@ -834,6 +835,26 @@ def coordinates(values: np.ndarray) -> np.ndarray:
     return values if values.dtype == dtype else values.astype(dtype)
 
 
+def _numeric(src: np.ndarray, what: str) -> np.ndarray:
+    """A value table's number column: float32 as it is (a parameter's exact width,
+    :func:`coordinate_dtype`), other numbers as float64; PerfcastError(``what``) for an entry that
+    is not a number."""
+    if src.dtype == np.float32:
+        return src
+    if src.dtype.kind in "biuf":
+        return src.astype("float64", copy=False)
+    try:
+        return pd.to_numeric(src, errors="raise").astype("float64", copy=False)
+    except (ValueError, TypeError) as e:
+        raise PerfcastError(f"{what} ({e})") from None
+
+
+def _repetitions(src: np.ndarray) -> np.ndarray:
+    """The ``rep`` column: a signed integer column kept at its width (a reader's int8
+    repetitions: 1 byte a value, not 8); anything else as int64."""
+    return src if src.dtype.kind == "i" else src.astype("int64")
+
+
 def _check_finite(values: np.ndarray, what: str):
     """PerfcastError naming the count of NaN/inf in ``values``; a block of rows at a time (two
     boolean columns of 20 M rows were 40 MB at the read's peak)."""
@@ -846,31 +867,101 @@ def _check_finite(values: np.ndarray, what: str):
 class Experiment:
     """Parameters, points, repetitions, calling-context tree, metrics and a tidy value table."""
 
-    def __init__(self, parameters: Sequence[str], data: pd.DataFrame, metrics: Iterable[Metric] | Mapping,
+    def __init__(self, parameters: Sequence[str], data: "pd.DataFrame | Columns", metrics: Iterable[Metric] | Mapping,
                  tree: CallTree | None = None, meta: Mapping | None = None, *, validate: bool = True,
                  owned: bool = False):
+        """``data``: the tidy value table (module docstring), a DataFrame or its :class:`Columns`
+        (a reader's: the DataFrame is then made when :attr:`data` is first read)."""
         self.parameters: tuple[str, ...] = tuple(str(p) for p in parameters)
         if isinstance(metrics, Mapping):
             metrics = metrics.values()
         self.metrics: dict[str, Metric] = {m.name: m for m in metrics}
         self.meta: dict = dict(meta or {})
-        self.data = self._normalise(data, owned)
+        if isinstance(data, Columns):
+            self._cols, self._data = self._normalise_columns(data, owned), None
+        else:
+            self._data, self._cols = self._normalise(data, owned), None
         if tree is None:
-            tree = CallTree.from_paths(self.data["callpath"].cat.categories)
+            tree = CallTree.from_paths(self.cols["callpath"].names)
         self.tree = tree
         if validate:
             self.validate()
 
+    @property
+    def data(self) -> "pd.DataFrame":
+        """The tidy value table (module docstring), a DataFrame: made from the columns on first
+        use when the experiment was built from them (imports pandas)."""
+        if self._data is None:
+            self._data = self._cols.to_pandas()
+        return self._data
+
+    @property
+    def cols(self) -> Columns:
+        """The value table's columns (:class:`perfcast.table.Columns`: numpy arrays, callpath
+        and metric as codes into their names), without pandas when the experiment was built
+        from columns; those of :attr:`data` (no copy) otherwise."""
+        if self._cols is None:
+            self._cols = Columns.from_pandas(self._data)
+        return self._cols
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if state.get("_data") is not None:
+            state["_cols"] = None    # made again from the frame (pickled once, not twice)
+        return state
+
     # -- construction and checks ------------------------------------------------------------
-    def _normalise(self, data: pd.DataFrame, owned: bool = False) -> pd.DataFrame:
+    def _check_columns(self, have) -> None:
+        """The parameter names' rules and the columns every value table has."""
         for p in self.parameters:
             if p in RESERVED:
                 raise PerfcastError(f"parameter name {p!r} is reserved (reserved: {', '.join(RESERVED)})")
         if len(set(self.parameters)) != len(self.parameters):
             raise PerfcastError(f"parameter names repeat: {', '.join(self.parameters)}")
-        missing = [c for c in (*self.parameters, "callpath", "metric", "value") if c not in data.columns]
+        missing = [c for c in (*self.parameters, "callpath", "metric", "value") if c not in have]
         if missing:
             raise PerfcastError(f"value table lacks column(s) {', '.join(missing)}")
+
+    def _normalise_columns(self, data: Columns, owned: bool = False) -> Columns:
+        """:meth:`_normalise` of a :class:`Columns` (numeric numpy columns; callpath and metric
+        :class:`Category` columns of strings), without pandas."""
+        self._check_columns(data)
+        n = len(data)
+        cols: dict[str, object] = {}
+
+        def own(arr: np.ndarray, src) -> np.ndarray:
+            return arr if owned or not np.may_share_memory(arr, src) else arr.copy()
+
+        for p in self.parameters:
+            src = data[p]
+            cols[p] = own(coordinates(_numeric(src, f"parameter {p!r} has a non-numeric value")), src)
+        cols["rep"] = own(_repetitions(data["rep"]), data["rep"]) if "rep" in data else np.zeros(n, dtype="int64")
+        for c in ("callpath", "metric"):
+            cat = data[c]
+            if not isinstance(cat, Category):
+                raise PerfcastError(f"column {c!r} of a value table's columns is not a category column")
+            codes = cat.codes
+            used = _used_codes(codes, cat.n_names)
+            if len(codes) and codes.min() >= 0 and used.all():
+                cols[c] = Category(own(codes, codes), cat.names)
+            else:    # the unused names dropped, the others in their order (as remove_unused_categories)
+                remap = np.cumsum(used) - 1
+                new = np.where(codes >= 0, remap[np.clip(codes, 0, None)], -1).astype(codes.dtype)
+                names = cat.names
+                keep = np.flatnonzero(used)
+                names = (names.take(arrow_array(keep)) if hasattr(names, "to_pylist") else names.take(keep)
+                         if hasattr(names, "take") else [names[i] for i in keep.tolist()])
+                cols[c] = Category(new, names)
+        src = data["value"]
+        cols["value"] = own(_numeric(src, "column 'value' has a non-numeric entry").astype("float64", copy=False), src)
+        for c in LOCATION_COLUMNS:
+            if c in data:
+                src = data[c]
+                cols[c] = own(src.astype("int64", copy=False), src)
+        return Columns(cols)
+
+    def _normalise(self, data: pd.DataFrame, owned: bool = False) -> pd.DataFrame:
+        self._check_columns(data.columns)
         n = len(data)
         cols: dict[str, object] = {}
 
@@ -880,18 +971,12 @@ class Experiment:
 
         for p in self.parameters:
             src = data[p].to_numpy()
-            try:
-                col = src if src.dtype == np.float32 else \
-                    pd.to_numeric(src, errors="raise").astype("float64", copy=False)
-            except (ValueError, TypeError) as e:
-                raise PerfcastError(f"parameter {p!r} has a non-numeric value ({e})") from None
+            col = _numeric(src, f"parameter {p!r} has a non-numeric value")
             cols[p] = own(coordinates(col), src)  # float32 when exact (coordinate_dtype)
             del col
         if "rep" in data.columns:
             src = data["rep"].to_numpy()
-            # a signed integer column is kept at its width (a reader's int8 repetitions: 1 byte a
-            # value, not 8); anything else becomes int64
-            cols["rep"] = own(src if src.dtype.kind == "i" else src.astype("int64"), src)
+            cols["rep"] = own(_repetitions(src), src)
         else:
             cols["rep"] = np.zeros(n, dtype="int64")
         for c in ("callpath", "metric"):
@@ -909,10 +994,7 @@ class Experiment:
             else:
                 cols[c] = pd.Categorical(col.astype(str).to_numpy())
         src = data["value"].to_numpy()
-        try:
-            cols["value"] = own(pd.to_numeric(src, errors="raise").astype("float64", copy=False), src)
-        except (ValueError, TypeError) as e:
-            raise PerfcastError(f"column 'value' has a non-numeric entry ({e})") from None
+        cols["value"] = own(_numeric(src, "column 'value' has a non-numeric entry").astype("float64", copy=False), src)
         for c in LOCATION_COLUMNS:
             if c in data.columns:
                 src = data[c].to_numpy()
@@ -920,22 +1002,25 @@ class Experiment:
         return pd.DataFrame(cols, index=pd.RangeIndex(n), copy=False)
 
     def validate(self) -> "Experiment":
-        d = self.data
-        if len(d) == 0:
+        c = self.cols
+        if len(c) == 0:
             raise PerfcastError("the experiment is empty (no values)")
         for p in self.parameters:
-            _check_finite(d[p].to_numpy(), f"parameter {p!r}")
-        _check_finite(d["value"].to_numpy(), "the value column")
-        undeclared = set(d["metric"].cat.categories) - set(self.metrics)
+            _check_finite(c[p], f"parameter {p!r}")
+        _check_finite(c["value"], "the value column")
+        met = c["metric"]
+        undeclared = set(met.name_list()) - set(self.metrics)
         if undeclared:
             raise PerfcastError(f"values for undeclared metric(s): {', '.join(sorted(undeclared))}")
-        unknown = self.tree.missing(d["callpath"].cat.categories)
+        unknown = self.tree.missing(c["callpath"].names)
         if unknown:
             raise PerfcastError(f"values for callpath(s) not in the call tree: {', '.join(unknown[:5])}")
         for name, m in self.metrics.items():
             if m.kind in ("count", "bytes"):
-                neg = (d["metric"] == name).to_numpy() & (d["value"].to_numpy() < 0)
-                if neg.any():
+                code = met.code_of(name)
+                neg = (met.codes == code) & (c["value"] < 0)
+                if code >= 0 and neg.any():
+                    d = self.data
                     row = d[neg].iloc[0]
                     raise PerfcastError(
                         f"metric {name!r} counts {m.kind} but has {int(neg.sum())} negative value(s), "
@@ -997,7 +1082,7 @@ class Experiment:
     @property
     def callpaths(self) -> list[str]:
         """Callpaths that carry values, in tree order."""
-        present = _present(self.data["callpath"])         # O(n), no sort
+        present = _present(self.cols["callpath"])         # O(n), no sort
         return [p for p in self.tree.preorder() if p in present]
 
     def metric_names(self, patterns: str | Sequence[str]) -> list[str]:
@@ -1019,7 +1104,7 @@ class Experiment:
     @property
     def has_locations(self) -> bool:
         """Values per rank and/or thread (a ``rank`` or a ``thread`` column; :data:`LOCATION_COLUMNS`)."""
-        return any(c in self.data.columns for c in LOCATION_COLUMNS)
+        return any(c in self.cols for c in LOCATION_COLUMNS)
 
     def points(self) -> pd.DataFrame:
         """Distinct coordinates, sorted, one column per parameter."""
@@ -1038,29 +1123,37 @@ class Experiment:
 
     def _point_repetitions(self, reps: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
         """The distinct coordinates (sorted, float columns, as :meth:`points`) and, with ``reps``,
-        the number of distinct ``rep`` values at each (int64).
+        the number of distinct ``rep`` values at each (int64): :meth:`point_arrays` as a frame."""
+        coords, count = self.point_arrays(reps)
+        return pd.DataFrame(coords, index=pd.RangeIndex(len(next(iter(coords.values()))))), count
+
+    def point_arrays(self, reps: bool = False) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+        """The distinct coordinates, sorted, as a float64 array per parameter (an experiment with
+        parameters), and with ``reps`` the number of distinct ``rep`` values at each (int64).
 
         Without a copy of the table: the sorted distinct values of each parameter and of ``rep``
-        (hash tables of the distinct values only) number every row's (point, rep) in one integer,
-        mixed radix in sorted order, marked a block of rows at a time in a boolean array of all
-        combinations.  When that array would be larger than the table has rows (many parameters of
-        many values each), the pandas group-by does it instead.
+        number every row's (point, rep) in one integer, mixed radix in sorted order, marked a block
+        of rows at a time in a boolean array of all combinations.  When that array would be larger
+        than the table has rows (many parameters of many values each), the pandas group-by does it
+        instead.
         """
-        d = self.data
+        c = self.cols
         keys = list(self.parameters)
-        uniq = [np.sort(pd.unique(d[p].to_numpy())) for p in keys]
-        cols = [d[p].to_numpy() for p in keys]
+        uniq = [distinct_sorted(c[p]) for p in keys]
+        cols = [c[p] for p in keys]
         if reps:
-            uniq.append(np.sort(pd.unique(d["rep"].to_numpy())))
-            cols.append(d["rep"].to_numpy())
+            uniq.append(distinct_sorted(c["rep"]))
+            cols.append(c["rep"])
         sizes = [len(u) for u in uniq]
-        n = len(d)
+        n = len(c)
         if math.prod(sizes) > max(1 << 24, n):
+            d = self.data
             if not reps:
-                return d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True).astype(np.float64), None
+                g = d[keys].drop_duplicates().sort_values(keys).reset_index(drop=True)
+                return {p: g[p].to_numpy(np.float64) for p in keys}, None
             g = (d.groupby(keys, observed=True)["rep"].nunique().rename("repetitions").reset_index()
                  .sort_values(keys).reset_index(drop=True))
-            return g[keys].astype(np.float64), g["repetitions"].to_numpy(np.int64)
+            return {p: g[p].to_numpy(np.float64) for p in keys}, g["repetitions"].to_numpy(np.int64)
         seen = np.zeros(math.prod(sizes), dtype=bool)
         step = 1 << 18
         for i in range(0, n, step):
@@ -1078,8 +1171,7 @@ class Experiment:
         count = seen.sum(axis=1)
         at = np.flatnonzero(count)
         idx = np.unravel_index(at, sizes[:len(keys)])
-        coords = pd.DataFrame({p: u[j].astype(np.float64) for p, u, j in zip(keys, uniq, idx)},
-                              index=pd.RangeIndex(len(at)))  # float64 whatever the column's width
+        coords = {p: u[j].astype(np.float64) for p, u, j in zip(keys, uniq, idx)}  # float64 whatever the column's width
         return coords, count[at].astype(np.int64) if reps else None
 
     def summary(self, callpaths: bool = True) -> dict:
@@ -1139,11 +1231,16 @@ class Experiment:
                *, literal: bool = False, **coords) -> "Experiment":
         """Rows matching callpath glob(s), metric name(s) and parameter values (a value or a list);
         ``literal``: the callpaths are names, not globs (``a[0]`` is itself)."""
-        mask = np.ones(len(self.data), dtype=bool)
-        d = self.data
+        return self._selected(self._selection(callpath, metric, literal, coords))
+
+    def _selection(self, callpath, metric, literal: bool, coords: Mapping) -> np.ndarray:
+        """The rows :meth:`select` keeps, as a boolean mask (on the columns: no pandas)."""
+        d = self.cols
+        mask = np.ones(len(d), dtype=bool)
         if callpath is not None:
             pats = [callpath] if isinstance(callpath, str) else list(callpath)
-            cats = d["callpath"].cat.categories
+            cp = d["callpath"]
+            cats = cp.objects()
             # names without wildcards match themselves: a set lookup, not len(pats) fnmatch calls per
             # callpath (the report selected 10,000 names out of 10,000 callpaths: 10^8 calls)
             exact = {pat for pat in pats if literal or not any(ch in pat for ch in "*?[")}
@@ -1151,26 +1248,33 @@ class Experiment:
             if globs:
                 hit = np.array([c in exact or any(fnmatch.fnmatchcase(c, pat) for pat in globs) for c in cats],
                                dtype=bool)
-            else:       # names only: one hashed look-up of every category (a table's 50 of 30,000)
-                hit = np.asarray(cats.isin(list(exact)), dtype=bool)
+            else:       # names only: one hashed look-up of every name (a table's 50 of 30,000)
+                hit = np.fromiter(map(exact.__contains__, cats), dtype=bool, count=len(cats))
             if len(cats) and not hit.any():
                 raise PerfcastError(f"the selection is empty: no callpath matches {', '.join(map(repr, pats))}")
-            mask &= hit[d["callpath"].cat.codes.to_numpy()]
+            mask &= hit[cp.codes] & (cp.codes >= 0)
         if metric is not None:
-            mask &= d["metric"].isin(self.metric_names(metric)).to_numpy()
+            met = d["metric"]
+            wanted = set(self.metric_names(metric))
+            hit = np.fromiter(map(wanted.__contains__, met.objects()), dtype=bool, count=met.n_names)
+            mask &= hit[met.codes] & (met.codes >= 0)
         for p, v in coords.items():
             if p not in self.parameters:
                 raise PerfcastError(f"no parameter {p!r}; the experiment has: {', '.join(self.parameters)}")
             vals = [v] if np.isscalar(v) else list(v)
-            mask &= d[p].isin([float(x) for x in vals]).to_numpy()
-        sub = d[mask]
-        if len(sub) == 0:
+            mask &= np.isin(d[p], np.array([float(x) for x in vals], dtype=np.float64))
+        return mask
+
+    def _selected(self, mask: np.ndarray) -> "Experiment":
+        """The experiment of the rows ``mask`` (:meth:`select`'s)."""
+        rows = np.flatnonzero(mask)
+        if len(rows) == 0:
             raise PerfcastError("the selection is empty")
+        sub = self.cols.take(rows)
         used = _present(sub["metric"])
         keep_paths = _present(sub["callpath"])
-        return Experiment(self.parameters, sub.reset_index(drop=True),
-                          [m for n, m in self.metrics.items() if n in used],
-                          self.tree.subset(keep_paths), copy.deepcopy(self.meta))
+        return Experiment(self.parameters, sub, [m for n, m in self.metrics.items() if n in used],
+                          self.tree.subset(keep_paths), copy.deepcopy(self.meta), owned=True)
 
     def aggregate(self, how: str = "mean", over: Sequence[str] = ("rep",)) -> pd.DataFrame:
         """Reduce ``over`` some of rep/rank/thread with mean/median/min/max/sum/std/count.

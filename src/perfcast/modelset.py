@@ -50,14 +50,18 @@ from abc import abstractmethod
 
 import math
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from operator import attrgetter, is_
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .errors import PerfcastError
 from .experiment import has_ancestor
+from .lazy import LazyModule
+from .table import Category, Columns, arrow_array, arrow_scalar, column
+
+pd = LazyModule("pandas")   # imported where a DataFrame is made (perfcast.lazy)
 
 #: metric kinds whose values cannot be negative (fit.core.NONNEGATIVE_KINDS)
 NONNEGATIVE = ("time", "count", "bytes")
@@ -96,7 +100,8 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     and values, for outputs that show no interval and no drift (``perfcast model``'s table,
     ``perfcast check``); the set then refuses intervals and model records
     (:attr:`ModelSet.intervals`)."""
-    from .fit import FitOptions, model_experiment, series_statistics
+    from .fit import FitOptions, model_experiment
+    from .fit.series import statistics_columns
     from .fit.segmented import segment_models
 
     if not exp.parameters:
@@ -120,7 +125,7 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
         from .experiment import _present
 
         sel = exp.select(callpath=list(callpaths), metric=list(metrics) if metrics else None)
-        shown = _present(sel.data["callpath"])
+        shown = _present(sel.cols["callpath"])
         links = exp.tree.links()
         keep = [sm for sm in res if sm.callpath in shown]
         # every ancestor: the tree check's parents and the upper bounds capped by ancestors
@@ -146,7 +151,7 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     if segmented:
         # one statistics table for the segmentation and the ModelSet (when it can use it)
         if len(exp.parameters) == 1 or len(set(map(_METRIC, res))) == len(exp.metrics):
-            st = full[0] if full is not None else series_statistics(exp, locations)
+            st = full[0] if full is not None else statistics_columns(exp, locations)
         full = None
         both = segment_models(exp, res + context, opts, locations, statistics=st)
         res, context = both[:len(res)], both[len(res):]
@@ -178,12 +183,13 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     parents = {cp: par for cp in cps if (par := links.get(cp)) is not None}
     procs = _process_parameter(exp)
     # the extremes of the measured points: each parameter's, not a table of the distinct points
-    upper = {p: float(exp.data[p].max()) for p in exp.parameters}
-    lower = {p: (float(exp.data[p].min()) if procs is None or p == procs else upper[p]) for p in exp.parameters}
+    cols = exp.cols
+    upper = {p: float(cols[p].max()) for p in exp.parameters}
+    lower = {p: (float(cols[p].min()) if procs is None or p == procs else upper[p]) for p in exp.parameters}
     st = _statistics(exp, res, locations, statistics)
     params = tuple(exp.parameters)
     # the measured slopes matter to predictions beyond the data only: computed on first use
-    slope_data = st[["callpath", "metric", *params, "mean"]]
+    slope_data = st.select(["callpath", "metric", *params, "mean"])
     from .analysis.oversubscription import oversubscription
 
     return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
@@ -191,7 +197,7 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
                     _measured_ends(st, res, lower, upper),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
-                    signed=_signed(exp), smallest={p: float(exp.data[p].min()) for p in exp.parameters},
+                    signed=_signed(exp), smallest={p: float(cols[p].min()) for p in exp.parameters},
                     path=_measured_path(exp))
 
 
@@ -203,7 +209,8 @@ def _measured_path(exp) -> tuple:
 
     if len(exp.parameters) < 2:
         return ()
-    X = exp.data[list(exp.parameters)].drop_duplicates().to_numpy(dtype=float)
+    # the distinct points (sorted: neither rule depends on their order)
+    X = np.column_stack(list(exp.point_arrays()[0].values()))
     if any(parameter_lines(X, p) for p in range(X.shape[1])):
         return ()
     P = measured_path(X)
@@ -227,12 +234,15 @@ def off_path_note(parameters: Sequence[str], positions: Mapping[str, Mapping[str
 
 def _signed(exp) -> tuple[str, ...]:
     """The metrics of ``exp`` with a negative measured value."""
-    d = exp.data
-    neg = d["value"].to_numpy(dtype=float) < 0
-    return tuple(sorted(map(str, pd.unique(d["metric"].to_numpy()[neg])))) if neg.any() else ()
+    c = exp.cols
+    neg = np.asarray(c["value"], dtype=float) < 0
+    if not neg.any():
+        return ()
+    met = c["metric"]
+    return tuple(sorted(map(str, met.objects()[np.unique(met.codes[neg])].tolist())))
 
 
-def _whole_run(exp, st: pd.DataFrame, series) -> dict:
+def _whole_run(exp, st: Columns, series) -> dict:
     """Flat metric (scope unknown) -> its whole-run timer (:func:`perfcast.analysis.views.whole_run_timer`
     of the measured means ``st`` over every callpath of the metric, the one rule ``project`` and
     ``advise`` use), for the metrics of ``series`` that have one."""
@@ -246,41 +256,44 @@ def _whole_run(exp, st: pd.DataFrame, series) -> dict:
     return out
 
 
-def flat_timers(exp, st: pd.DataFrame, series) -> Iterator[tuple[str, pd.DataFrame]]:
+def flat_timers(exp, st: Columns, series) -> Iterator[tuple[str, "Wide | pd.DataFrame"]]:
     """(metric, its measured means: one row per point, one column per callpath) of each flat metric
     (scope unknown) of ``series``, from the statistics ``st``: what a whole-run timer is found in."""
     flat = [m for m in dict.fromkeys(map(_METRIC, series)) if m in exp.metrics and exp.metrics[m].scope == "unknown"]
-    if not flat or st.empty or not exp.parameters:
+    if not flat or not len(st) or not exp.parameters:
         return
+    met = st["metric"]
     for m in flat:
-        d = st[st["metric"] == m]
-        if len(d):
+        d = st.take(np.flatnonzero(met.codes == met.code_of(m))) if met.code_of(m) >= 0 else None
+        if d is not None and len(d):
             yield m, _wide_means(d, list(exp.parameters))
 
 
-def _wide_means(d: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+def _wide_means(d: Columns, params: list[str]) -> "Wide | pd.DataFrame":
     """``d.pivot_table(index=params, columns="callpath", values="mean", observed=True)`` of
     statistics rows ``d`` (one row per point and callpath): the points sorted, the callpaths in
     category order, NaN where a callpath was not measured.  Placed by integer codes when every
-    mean is a number and every (point, callpath) one row (pandas' pivot groups 180k rows for
-    30k callpaths in ~30 ms); else pandas' pivot itself."""
+    mean is a number and every (point, callpath) one row, as a :class:`perfcast.analysis.views.Wide`
+    (pandas' pivot groups 180k rows for 30k callpaths in ~30 ms); else pandas' pivot itself."""
+    from .analysis.views import Wide
+
     cp = d["callpath"]
-    mean = d["mean"].to_numpy(dtype=float)
-    coords = [d[p].to_numpy() for p in params]
-    pivot = lambda: d.pivot_table(index=params, columns="callpath", values="mean", observed=True)  # noqa: E731
-    if (not isinstance(cp.dtype, pd.CategoricalDtype) or np.isnan(mean).any()
+    mean = np.asarray(d["mean"], dtype=float)
+    coords = [np.asarray(d[p]) for p in params]
+    pivot = lambda: d.to_pandas().pivot_table(index=params, columns="callpath", values="mean", observed=True)  # noqa: E731
+    if (not isinstance(cp, Category) or np.isnan(mean).any()
             or any(c.dtype.kind != "f" or np.isnan(c).any() for c in coords)):
         return pivot()
-    codes = cp.cat.codes.to_numpy()
+    codes = cp.codes
     if (codes < 0).any():
         return pivot()
     # numpy's unique of plain integers hashes them (slow at this size): presence counts and sorts
-    present = np.bincount(codes, minlength=len(cp.cat.categories)) > 0
+    present = np.bincount(codes, minlength=cp.n_names) > 0
     taken = np.flatnonzero(present)
     col = (np.cumsum(present) - 1)[codes]
     if len(params) == 1:
         pts, row = np.unique(coords[0], return_inverse=True)
-        index = pd.Index(pts, name=params[0])
+        points = pts.tolist()
     else:
         order = np.lexsort(coords[::-1])
         first = np.zeros(len(order), dtype=bool)
@@ -289,14 +302,14 @@ def _wide_means(d: pd.DataFrame, params: list[str]) -> pd.DataFrame:
             first[1:] |= c[order][1:] != c[order][:-1]
         row = np.empty(len(order), dtype=np.int64)
         row[order] = np.cumsum(first) - 1
-        index = pd.MultiIndex.from_arrays([c[order][first] for c in coords], names=params)
+        points = list(zip(*(c[order][first].tolist() for c in coords)))
     n_cols = len(taken)
     cell = np.sort(np.asarray(row, dtype=np.int64) * n_cols + np.asarray(col, dtype=np.int64))
     if (cell[1:] == cell[:-1]).any():
         return pivot()
-    v = np.full((len(index), n_cols), np.nan)
+    v = np.full((len(points), n_cols), np.nan)
     v[np.asarray(row), np.asarray(col)] = mean
-    return pd.DataFrame(v, index=index, columns=pd.Index(cp.cat.categories[taken], name="callpath"))
+    return Wide(points, cp.objects()[taken].tolist(), v)
 
 
 def _line_at_target(parameters, lines, target) -> dict | None:
@@ -309,22 +322,22 @@ def _line_at_target(parameters, lines, target) -> dict | None:
     return line_at(lines, parameters, target)
 
 
-def _statistics(exp, series, locations: str, given=None):
-    from .fit.series import series_statistics
+def _statistics(exp, series, locations: str, given=None) -> Columns:
+    from .fit.series import statistics_columns
 
     names = sorted(set(map(_METRIC, series)))
     if len(names) == len(exp.metrics):
-        return given if given is not None else series_statistics(exp, locations)
-    return series_statistics(exp.select(metric=names), locations)
+        return given if given is not None else statistics_columns(exp, locations)
+    return statistics_columns(exp.select(metric=names), locations)
 
 
-def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...], series: Sequence) -> tuple[np.ndarray, np.ndarray]:
+def _observed_slopes(st: Columns, params: tuple[str, ...], series: Sequence) -> tuple[np.ndarray, np.ndarray]:
     """Per series of ``series`` and parameter, the (shallowest, steepest) log-log slope of its
     measured means between neighbouring values of that parameter, the others fixed (positive means
     and values only): two (S, len(params)) arrays, NaN where the series has no two such neighbours."""
     S = len(series)
     lo_a, hi_a = np.full((S, len(params)), np.nan), np.full((S, len(params)), np.nan)
-    if st.empty or not S:
+    if not len(st) or not S:
         return lo_a, hi_a
     # the series of each row of ``st`` as a key (callpath code, metric code), and each series' key
     cp_codes, cp_names = _codes(st["callpath"])
@@ -337,8 +350,8 @@ def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...], series: Sequence
     want = np.array([cp_at[sm.callpath] * nm + mt_at[sm.metric] if sm.callpath in cp_at and sm.metric in mt_at
                      else -1 for sm in series], dtype=np.int64)
     nkeys = len(cp_names) * nm
-    mean = st["mean"].to_numpy(float)
-    coords = {p: st[p].to_numpy(float) for p in params}
+    mean = np.asarray(st["mean"], dtype=float)
+    coords = {p: np.asarray(st[p], dtype=float) for p in params}
     for k, p in enumerate(params):
         others = [q for q in params if q != p]
         keep = np.flatnonzero((coords[p] > 0) & (mean > 0) & (row_key >= 0))
@@ -378,11 +391,14 @@ def _observed_slopes(st: pd.DataFrame, params: tuple[str, ...], series: Sequence
     return lo_a, hi_a
 
 
-def _codes(col: pd.Series) -> tuple[np.ndarray, Sequence]:
-    """(integer code per row, the distinct values): a categorical's own codes, else factorized."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        return col.cat.codes.to_numpy(), col.cat.categories
-    codes, uniq = pd.factorize(col.to_numpy(), use_na_sentinel=True)
+def _codes(col) -> tuple[np.ndarray, Sequence]:
+    """(integer code per row, the distinct values) of a statistics column (a :class:`Category`,
+    a numpy array or a pandas column): a categorical's own codes and names, else factorized."""
+    if not isinstance(col, (Category, np.ndarray)):
+        col = column(col)
+    if isinstance(col, Category):
+        return col.codes, col.objects()
+    codes, uniq = pd.factorize(col, use_na_sentinel=True)
     return codes, uniq
 
 
@@ -449,7 +465,7 @@ class ObservedSlopes(_ArrayMap):
         return self._d
 
 
-def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> "MeasuredEnds":
+def _measured_ends(st: Columns, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> "MeasuredEnds":
     """(callpath, metric) -> mean measured value (locations reduced as fitted) at ``lower`` and at
     ``upper``, None where the series has no measurement there: arrays aligned with ``series``
     (:class:`MeasuredEnds`), found by one integer look-up per point (the names as the table's
@@ -462,17 +478,17 @@ def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: 
         for k, pt in enumerate((lower, upper)):
             sel = np.ones(len(st), dtype=bool)
             for p, v in pt.items():
-                sel &= st[p].to_numpy(dtype=float) == v
+                sel &= np.asarray(st[p], dtype=float) == v
             at = np.nonzero(sel)[0]
             if not len(at):
                 continue
-            have = pd.Index(key[at])
-            if not have.is_unique:   # one statistics row per point and series; else the last, as a dict
-                keep = ~have.duplicated(keep="last")
-                have, at = have[keep], at[keep]
-            pos = have.get_indexer(want)
-            found = (pos >= 0) & (want >= 0)
-            value[found, k] = st["mean"].to_numpy(dtype=float)[at[pos[found]]]
+            # one statistics row per point and series; else the last of a key, as a dict
+            have = key[at]
+            uniq, last = np.unique(have[::-1], return_index=True)
+            last = len(have) - 1 - last          # the last row of each key, keys sorted
+            pos = np.searchsorted(uniq, want).clip(0, max(len(uniq) - 1, 0))
+            found = (want >= 0) & (uniq[pos] == want) if len(uniq) else np.zeros(len(want), dtype=bool)
+            value[found, k] = np.asarray(st["mean"], dtype=float)[at[last[pos[found]]]]
             given[found, k] = True
     return MeasuredEnds(tuple(series), value, given)
 
@@ -480,7 +496,7 @@ def _measured_ends(st: pd.DataFrame, series, lower: Mapping[str, float], upper: 
 _CALLPATH, _METRIC = attrgetter("callpath"), attrgetter("metric")
 
 
-def _pair_codes(st: pd.DataFrame, series) -> tuple[np.ndarray, np.ndarray]:
+def _pair_codes(st: Columns, series) -> tuple[np.ndarray, np.ndarray]:
     """The (callpath, metric) names of the rows of ``st`` and of ``series`` as one integer each,
     equal where both names are equal as strings (-1 for a series whose names ``st`` lacks): the
     table's categorical codes, no string per row (a million series: a tenth of the time)."""
@@ -488,16 +504,17 @@ def _pair_codes(st: pd.DataFrame, series) -> tuple[np.ndarray, np.ndarray]:
     want = np.zeros(len(series), dtype=np.int64)
     for c, get in (("callpath", _CALLPATH), ("metric", _METRIC)):
         col = st[c]
-        # a categorical's codes themselves (``.cat.codes`` copies them, twice here)
-        if (isinstance(col.dtype, pd.CategoricalDtype) and col.cat.categories.inferred_type in ("string", "empty")
-                and not (col.array.codes < 0).any()):
-            names, codes = col.cat.categories, col.array.codes
+        # a categorical's codes themselves (no copy)
+        if isinstance(col, Category) and not (col.codes < 0).any():
+            names, codes = col.name_list(), col.codes
         else:
-            codes, names = pd.factorize(col.astype(str).to_numpy())
-            names = pd.Index(names)
+            s = pd.Series(col.to_pandas() if isinstance(col, Category) else col)
+            codes, names = pd.factorize(s.astype(str).to_numpy())
+            names = list(names)
         k = max(len(names), 1)
         key = key * k + codes
-        w = names.get_indexer(list(map(get, series)))
+        at = {n: i for i, n in enumerate(names)}     # distinct names: a position each
+        w = np.fromiter(map(at.get, map(get, series), repeat(-1)), dtype=np.int64, count=len(series))
         want = np.where((want >= 0) & (w >= 0), want * k + w, -1)
     return key, want
 
@@ -540,7 +557,7 @@ def _aggregates(exp, locations: str) -> dict[str, str]:
     from .experiment import LOCATION_COLUMNS
 
     out = {}
-    where = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
+    where = [c for c in LOCATION_COLUMNS if c in exp.cols]
     over = "ranks" if where == ["rank"] else "threads" if where == ["thread"] else "locations"
     for name, m in exp.metrics.items():
         label = m.aggregate
@@ -561,7 +578,7 @@ def _process_parameter(exp) -> str | None:
     named = [p for p in exp.parameters if p.lower() in PROC_NAMES]
     if len(named) == 1:
         return named[0]
-    if "rank" not in exp.data.columns or not exp.parameters:
+    if "rank" not in exp.cols or not exp.parameters:
         return None
     d = exp.data.dropna(subset=["rank"])
     if d.empty:
@@ -1447,7 +1464,7 @@ class ModelSet:
 
         def text_column(values, pre: str):
             """:func:`texts` as an Arrow string array."""
-            return pc.binary_join_element_wise(pre, columns.float_text_array(values), "")
+            return pc.binary_join_element_wise(arrow_scalar(pre), columns.float_text_array(values), arrow_scalar(""))
 
         per_metric = {mt: ', "unit": ' + enc(self.units.get(mt, "")) + ', "aggregate": '
                       + enc(self.aggregates.get(mt, "")) + ', "rank": ' for mt in {sm.metric for sm in series}}
@@ -1539,7 +1556,7 @@ class ModelSet:
                     bodies = bodies.to_pylist()
                     for i, d in zip(built, to_dicts([part[i].model for i in built])):
                         bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
-                ranks = pc.cast(pa.array(np.arange(lo + a + 1, lo + a + k + 1, dtype=np.int64)), pa.string())
+                ranks = pc.cast(arrow_array(np.arange(lo + a + 1, lo + a + k + 1, dtype=np.int64)), pa.string())
                 text = columns.joined_text([c.slice(a, k) if c is not None else (bodies if j == 1 else ranks)
                                             for j, c in enumerate(cols)], k)
                 # the first piece is complete before anything is written

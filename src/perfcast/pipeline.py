@@ -199,13 +199,15 @@ def _metric_sizes(st, row_of, parameter: str) -> dict:
     (:func:`perfcast.fit.series._metric_reps`)."""
     import pandas as pd
 
+    from .fit.series import factorize_names
+
     # numbered by first use, on the categoricals' codes (not a string per statistics row) and
     # without a copy of the table per metric
-    codes, names = pd.factorize(st["metric"])
+    codes, names = factorize_names(st["metric"])
     values = np.bincount(codes[row_of], minlength=len(names))
-    count = st["count"].to_numpy()
-    callpath = pd.factorize(st["callpath"])[0]
-    point = st[parameter].to_numpy()
+    count = np.asarray(st["count"])
+    callpath = factorize_names(st["callpath"])[0]
+    point = np.asarray(st[parameter])
     out = {}
     for m, name in enumerate(names):
         at = slice(None) if len(names) == 1 else codes == m

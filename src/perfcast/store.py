@@ -45,13 +45,13 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-import pandas as pd
 import pyarrow as pa
 
 from .errors import PerfcastError
 from .experiment import CallTree, Experiment, Metric
 from .lazy import LazyModule
 
+pd = LazyModule("pandas")   # imported where a store is read or written (perfcast.lazy)
 pq = LazyModule("pyarrow.parquet")   # imported where a Parquet file is read or written (perfcast.lazy)
 
 FORMAT = "perfcast-experiment"

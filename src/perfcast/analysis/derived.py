@@ -52,10 +52,12 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import LOCATION_COLUMNS, Experiment, Metric, absent_location_is_missing
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")   # imported where a DataFrame is made (perfcast.lazy)
 
 __all__ = ["Num", "Ref", "Total", "Unary", "Binary", "Call", "Derivation", "parse", "parse_formula",
            "render", "evaluate_scalar", "derive", "formula_unit", "FUNCTIONS", "MAX_LENGTH", "INC_SUFFIX", "additive", "operands",

@@ -29,12 +29,11 @@ ranks' own times in it, never above the largest rank's total (summing each conte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 import math
 
 import numpy as np
-import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missing, describe_locations, gap_error,
@@ -42,6 +41,9 @@ from ..experiment import (LOCATION_COLUMNS, Experiment, absent_location_is_missi
                           location_gaps_warning, reduce_over_locations, reduce_over_repetitions,
                           repetition_gaps, repetition_gaps_warning, run_locations)
 from .derived import _Scoped, partner, refuse_non_additive, topmost
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")   # imported where a DataFrame is made (perfcast.lazy)
 
 __all__ = ["Profile", "profile", "top_down", "bottom_up", "flat", "hot_path", "select_point", "RANK_REDUCTIONS",
            "SORT_KEYS"]
@@ -223,39 +225,49 @@ def tree_total(exp: Experiment, table: pd.DataFrame) -> float:
     return float(table.loc[top, "inclusive"].sum())
 
 
-def whole_run_timer(wide: pd.DataFrame) -> str | None:
+class Wide(NamedTuple):
+    """A flat metric's measured means without pandas: ``points`` (the sorted points: a value of
+    the one parameter, or a tuple of the parameters' values), ``callpaths`` (the timers' names) and
+    ``values`` (points x callpaths, NaN where not measured) -- what a pivot table of them holds
+    (:func:`perfcast.modelset.flat_timers`)."""
+
+    points: list
+    callpaths: list
+    values: np.ndarray
+
+
+def whole_run_timer(wide: "pd.DataFrame | Wide") -> str | None:
     """Of flat timers (scope unknown: names that do not say what nests in what), the one that holds
     all the others: at least as large as every other timer at every measured point (``wide``: one
-    row per point, one column per callpath, mean values), e.g. Relearn's ``main()`` over its
-    ``Simulation loop``; else None.  Such a timer is the whole run: the sum of the timers would count
-    the time nested in it again.  The one rule for what a flat experiment's whole run is (``advise``'s
-    cost, ``project``'s base time)."""
+    row per point, one column per callpath, mean values, a DataFrame or a :class:`Wide`), e.g.
+    Relearn's ``main()`` over its ``Simulation loop``; else None.  Such a timer is the whole run:
+    the sum of the timers would count the time nested in it again.  The one rule for what a flat
+    experiment's whole run is (``advise``'s cost, ``project``'s base time)."""
     return whole_run_of([timer_extremes(wide)])
 
 
-def timer_extremes(wide: pd.DataFrame) -> tuple:
+def timer_extremes(wide: "pd.DataFrame | Wide") -> tuple:
     """What :func:`whole_run_of` needs of some of a flat metric's timers (``wide`` as in
     :func:`whole_run_timer`), so the whole-run timer of timers read in parts is the one of all of
-    them: (the points, the largest and the second largest value at each (duplicates counted;
-    -inf: none), the number of timers, the timers that hold all the others of ``wide`` with their
-    values)."""
-    import numpy as np
-
-    v = wide.to_numpy(dtype=float)
+    them: (the points as a list, the largest and the second largest value at each (duplicates
+    counted; -inf: none), the number of timers, the timers that hold all the others of ``wide``
+    with their values)."""
+    if isinstance(wide, Wide):
+        points, names, v = wide.points, wide.callpaths, np.asarray(wide.values, dtype=float)
+    else:
+        points, names, v = wide.index.tolist(), wide.columns, wide.to_numpy(dtype=float)
     s = np.sort(np.where(np.isnan(v), -np.inf, v), axis=1)
     C = v.shape[1]
     first = s[:, -1] if C else np.full(len(v), -np.inf)
     second = s[:, -2] if C > 1 else np.full(len(v), -np.inf)
     holds = np.flatnonzero(_holding(v, first[:, None], second[:, None], alone=True))
-    return wide.index, first, second, C, {wide.columns[j]: v[:, j] for j in holds.tolist()}
+    return points, first, second, C, {names[j]: v[:, j] for j in holds.tolist()}
 
 
 def _holding(v, first, second, alone: bool = False):
     """Which columns of ``v`` (points x timers, NaN: not measured) are measured at every point and
     at least the largest of the others there (``first``, ``second``: the two largest values of all;
     a point where no other timer is measured holds nothing, unless ``alone``: of a part of the timers)."""
-    import numpy as np
-
     others = np.where(v == first, second, first)
     above = v >= others * (1 - 1e-9)
     return ~np.isnan(v).any(axis=0) & (above if alone else above & (others > -np.inf)).all(axis=0)
@@ -264,18 +276,17 @@ def _holding(v, first, second, alone: bool = False):
 def whole_run_of(parts: list) -> str | None:
     """:func:`whole_run_timer` of the timers of every part (:func:`timer_extremes` of each): the
     first (in name order, as a pivot table's columns) that holds all the others at every point."""
-    import numpy as np
-
     if sum(p[3] for p in parts) < 2:
         return None
-    index = parts[0][0]
-    for p in parts[1:]:
-        index = index.union(p[0])
+    index = list(parts[0][0])
+    if len(parts) > 1:   # the points of all parts, sorted (as the union of their indexes)
+        index = sorted(set(index).union(*(p[0] for p in parts[1:])))
+    at = {pt: i for i, pt in enumerate(index)}
 
     def aligned(p, values, fill):
-        pos = p[0].get_indexer(index)
+        pos = np.fromiter((at[pt] for pt in p[0]), dtype=np.int64, count=len(p[0]))
         out = np.full(len(index), fill)
-        out[pos >= 0] = values[pos[pos >= 0]]
+        out[pos] = values
         return out
 
     # the two largest values of all the timers at each point

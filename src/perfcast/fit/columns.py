@@ -17,6 +17,7 @@ import numpy as np
 from .core import GroupFit
 from .lines import line_dicts
 from .model import Model, Term, factors_at, render_rows, roundoff_rows, values_at
+from ..table import arrow_array, arrow_scalar, arrow_strings
 
 
 def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray]], list[int]]:
@@ -396,8 +397,8 @@ def float_text_array(values, clean: bool = True):
 
     a = np.ascontiguousarray(values, dtype=float).ravel()
     if len(a) < 64:
-        return pa.array(float_texts(a, clean), pa.string())
-    s = pc.cast(pa.array(a), pa.string())
+        return arrow_strings(float_texts(a, clean))
+    s = pc.cast(arrow_array(a), pa.string())
     m = np.abs(a)
     with np.errstate(invalid="ignore"):
         fin = np.isfinite(a)
@@ -406,27 +407,27 @@ def float_text_array(values, clean: bool = True):
         integral = fin & ~ar_exp & (a == np.trunc(a))
         short_exp = nz & (m >= 1e-9) & (m < 1e-6)
     # each fix written to the values it applies to only
-    for mask, fix in ((integral, lambda t: pc.binary_join_element_wise(t, ".0", "")),
+    for mask, fix in ((integral, lambda t: pc.binary_join_element_wise(t, arrow_scalar(".0"), arrow_scalar(""))),
                       (short_exp, lambda t: pc.replace_substring_regex(t, r"e([-+])(\d)$", "e\\10\\2"))):
         if mask.any():
-            m_a = pa.array(mask)
+            m_a = arrow_array(mask)
             s = pc.replace_with_mask(s, m_a, fix(s.filter(m_a)))
     if clean and not fin.all():
-        s = pc.if_else(pa.array(fin), s, "null")
+        s = pc.if_else(arrow_array(fin), s, arrow_scalar("null"))
     # 1e-6 <= |x| < 1e-4: pyarrow's positional digits are Python's exponent form, moved
     # ("0.0000325" is "3.25e-05", "0.000001" "1e-06"; in C, where ``float.__repr__`` of each took
     # a tenth of `model --json`'s records on 30k series)
     for low, high, zeros, exp in ((1e-5, 1e-4, "0000", "e-05"), (1e-6, 1e-5, "00000", "e-06")):
         mask = nz & (m >= low) & (m < high)
         if mask.any():
-            m_a = pa.array(mask)
+            m_a = arrow_array(mask)
             t = pc.replace_substring_regex(s.filter(m_a), r"^(-?)0\." + zeros + r"(\d)(\d+)$", r"\1\2.\3" + exp)
             s = pc.replace_with_mask(s, m_a, pc.replace_substring_regex(t, r"^(-?)0\." + zeros + r"(\d)$", r"\1\2" + exp))
     # 1e10 <= |x| < 1e16: positional in Python, not in pyarrow: Python's own text
     other = nz & (m >= 1e10) & (m < 1e16)
     if other.any():
         fr = float.__repr__
-        s = pc.replace_with_mask(s, pa.array(other), pa.array([fr(v) for v in a[other].tolist()], pa.string()))
+        s = pc.replace_with_mask(s, arrow_array(other), arrow_strings([fr(v) for v in a[other].tolist()]))
     return s
 
 
@@ -440,7 +441,7 @@ def text_array(values):
 
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
-    return pa.array(values, pa.string())
+    return arrow_strings(values.tolist() if isinstance(values, np.ndarray) else values)
 
 
 def joined_text(columns: Sequence, rows: int | None = None) -> str:
@@ -460,7 +461,8 @@ def joined_text(columns: Sequence, rows: int | None = None) -> str:
         if all(isinstance(c, str) for c in part):
             out.append("".join(part) * n)
             continue
-        r = pc.binary_join_element_wise(*part, "")
+        r = pc.binary_join_element_wise(*(arrow_scalar(c) if isinstance(c, str) else c for c in part),
+                                        arrow_scalar(""))
         if isinstance(r, pa.ChunkedArray):
             r = r.combine_chunks()
         off = np.frombuffer(r.buffers()[1], dtype=np.int32)[r.offset:r.offset + len(r) + 1]
@@ -529,7 +531,7 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
         status = g.status[rows]
         used = np.unique(p).tolist()
         # integers as ``str(int(v))``; rows a column does not apply to (NaN) as 0, never written
-        ints = lambda v: pc.cast(pa.array(np.where(np.isfinite(v), v, 0).astype(np.int64)), pa.string())  # noqa: E731
+        ints = lambda v: pc.cast(arrow_array(np.where(np.isfinite(v), v, 0).astype(np.int64)), pa.string())  # noqa: E731
         # a %-template per (pattern, status) -- the pattern's terms and lead order as text -- read as
         # its literal pieces once per pattern of the group, kept on it for the next call
         # (json_chunks calls once per chunk; the rest of a template is the group's)
@@ -565,8 +567,8 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
                 r = rows[sel]
                 k = 1 + nt_k
                 q = g.quality[r]
-                cols = ([pa.array(list(map(encode_basestring_ascii, [texts[s] for s in pos[sel].tolist()])),
-                                  pa.string()),        # json.dumps of a str
+                cols = ([arrow_strings(list(map(encode_basestring_ascii, [texts[s] for s in pos[sel].tolist()]))),
+                         # json.dumps of a str
                          float_text_array(g.coef[r, 0, 0], clean=False)]
                         + [float_text_array(g.coef[r, 0, 1 + t], clean=False) for t in range(nt_k if ok else 0)]
                         + [ints(q[:, c]) if c in (5, 6) else float_text_array(q[:, c]) for c in range(8)])
@@ -589,14 +591,14 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
                     cols.append(ints(g.needed[r]))
                 up, inv = np.unique(p[sel], return_inverse=True)
                 lits = [tmpl_of[u, ok] for u in up.tolist()]
-                inv_a = pa.array(inv.astype(np.int64)) if len(up) > 1 else None
+                inv_a = arrow_array(inv.astype(np.int64)) if len(up) > 1 else None
                 args: list = []
                 for j in range(len(cols) + 1):
                     piece = [lt[j] for lt in lits]
                     if inv_a is None or all(x == piece[0] for x in piece):
                         args.append(piece[0])
                     else:
-                        args.append(pa.array(piece, pa.string()).take(inv_a))
+                        args.append(arrow_strings(piece).take(inv_a))
                     if j < len(cols):
                         args.append(cols[j])
                 if ok and g.lines is not None:
@@ -605,15 +607,15 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
                              for i in r.tolist()]
                     if any(lined):
                         args.append(lined)
-                args = [a if isinstance(a, (str, pa.Array)) else pa.array(a, pa.string()) for a in args
-                        if not (isinstance(a, str) and not a)]
-                made.append((pos[sel], pc.binary_join_element_wise(*args, "")))
+                args = [arrow_scalar(a) if isinstance(a, str) else a if isinstance(a, pa.Array) else arrow_strings(a)
+                        for a in args if not (isinstance(a, str) and not a)]
+                made.append((pos[sel], pc.binary_join_element_wise(*args, arrow_scalar(""))))
     S = len(series)
     if not made:
         return pa.nulls(S, pa.string())
     at = np.full(S, sum(len(t) for _, t in made), dtype=np.int64)   # the series not made: null
     at[np.concatenate([p for p, _ in made])] = np.arange(at[0])
-    return pa.concat_arrays([t for _, t in made] + [pa.nulls(1, pa.string())]).take(pa.array(at))
+    return pa.concat_arrays([t for _, t in made] + [pa.nulls(1, pa.string())]).take(arrow_array(at))
 
 
 def predict(series: Sequence, cols: Mapping[str, np.ndarray], level: float = 0.9, averaged: bool = False,

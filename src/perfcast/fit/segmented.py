@@ -668,10 +668,10 @@ def _series_arrays(st, parameter: str):
     """The statistics frame cut into series without pandas per-series work: ``(index, bounds,
     x, mean, count, ssd)`` with ``index`` mapping (callpath, metric) to its series number ``k``,
     whose rows are ``[bounds[k], bounds[k + 1])`` of the arrays (in the frame's order)."""
-    import pandas as pd
+    from .series import factorize_names
 
-    cc, cps = pd.factorize(st["callpath"])
-    mc, mts = pd.factorize(st["metric"])
+    cc, cps = factorize_names(st["callpath"])
+    mc, mts = factorize_names(st["metric"])
     rows = np.nonzero((cc >= 0) & (mc >= 0))[0]   # a missing callpath or metric is no series (as in groupby)
     key = cc[rows].astype(np.int64) * max(len(mts), 1) + mc[rows]
     if np.all(key[1:] >= key[:-1]):
@@ -684,8 +684,8 @@ def _series_arrays(st, parameter: str):
         sid = np.asarray(sid).ravel()
         order = rows[np.argsort(sid, kind="stable")]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(sid, minlength=len(codes)))])
-    cols = (st[c].to_numpy(float)[order] for c in (parameter, "mean", "count", "ssd"))
-    return _SeriesIndex(list(cps), list(mts), codes), bounds, *cols
+    cols = (np.asarray(st[c], dtype=float)[order] for c in (parameter, "mean", "count", "ssd"))
+    return _SeriesIndex(cps, mts, codes), bounds, *cols
 
 
 class _SeriesIndex(Mapping):
@@ -713,18 +713,15 @@ class _SeriesIndex(Mapping):
 
     def find(self, keys: Sequence[tuple]) -> list:
         """The series number of each (callpath, metric) of ``keys``, None where there is none."""
-        import pandas as pd
-
         if not keys:
             return []
-        if self._cp is None:
-            self._cp, self._mt = pd.Index(self.cps), pd.Index(self.mts)
+        if self._cp is None:    # the names are distinct (factorize's uniques): a position each
+            self._cp = {c: i for i, c in enumerate(self.cps)}
+            self._mt = {m: i for i, m in enumerate(self.mts)}
         nm = max(len(self.mts), 1)
-        ci = self._cp.get_indexer([k[0] for k in keys]) if self._cp.is_unique else None
-        mi = self._mt.get_indexer([k[1] for k in keys]) if self._mt.is_unique else None
-        if ci is None or mi is None:    # never from factorize's uniques; the plain look-up then
-            return [self._map().get(k) for k in keys]
-        code = ci.astype(np.int64) * nm + mi
+        ci = np.fromiter((self._cp.get(k[0], -1) for k in keys), dtype=np.int64, count=len(keys))
+        mi = np.fromiter((self._mt.get(k[1], -1) for k in keys), dtype=np.int64, count=len(keys))
+        code = ci * nm + mi
         pos = np.minimum(np.searchsorted(self.codes, code), max(len(self.codes) - 1, 0))
         ok = (ci >= 0) & (mi >= 0) & (len(self.codes) > 0)
         ok &= self.codes[pos] == code if len(self.codes) else ok
@@ -748,7 +745,7 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
     :func:`perfcast.analysis.fitcheck.fit_warnings`); a series keeps its model unless the
     segmentation is preferred.  Experiments with other than one parameter are returned unchanged.
     ``statistics``: ``series_statistics(exp, locations)`` when already computed."""
-    from .series import SeriesModel, series_statistics
+    from .series import SeriesModel, statistics_columns
 
     items = list(series_models)
     if len(exp.parameters) != 1:
@@ -758,7 +755,7 @@ def segment_models(exp, series_models: Sequence, options: FitOptions | None = No
         from ..analysis.fitcheck import fit_warnings, pending_warned
 
         select = lambda m: bool(fit_warnings(m))  # noqa: E731
-    st = statistics if statistics is not None else series_statistics(exp, locations)
+    st = statistics if statistics is not None else statistics_columns(exp, locations)
     p = exp.parameters[0]
     index, bounds, X, M, C, S = _series_arrays(st, p)
     screen = plateau_screen(bounds, S)

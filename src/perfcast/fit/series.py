@@ -23,13 +23,17 @@ from itertools import repeat
 from typing import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import Experiment, fill_absent_repetitions, location_reduction, reduce_over_locations
+from ..experiment import (Experiment, absent_repetition_is_zero, fill_absent_repetitions, location_reduction,
+                          reduce_over_locations)
 from ..scaling import decreasing
 from .core import ASYMPTOTIC, CLAMPED, FitOptions, GroupFit, fit_group, parameter_lines
 from .model import Model
+from ..lazy import LazyModule
+from ..table import Category, Columns, column, factorize
+
+pd = LazyModule("pandas")   # imported where a DataFrame is made (perfcast.lazy)
 
 LOCATION_REDUCTIONS = ("auto", "sum", "mean", "max", "min", "median")
 
@@ -170,10 +174,14 @@ def materialise(series: Sequence[SeriesModel]) -> None:
                 sm.model
 
 
-def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
+def _check_locations(locations: str) -> None:
     if locations not in LOCATION_REDUCTIONS:
         raise PerfcastError(f"unknown location reduction {locations!r}; use one of "
                             f"{', '.join(LOCATION_REDUCTIONS)}", where="locations")
+
+
+def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
+    _check_locations(locations)
     if not exp.has_locations:
         return exp.data
     frames = []
@@ -187,41 +195,57 @@ def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _reduced(exp: Experiment, locations: str) -> Columns:
+    """The values the statistics are taken of: ``exp``'s locations reduced (:func:`_reduce_locations`)
+    and, in a sparse profile, a 0 for a repetition that lacks a callpath
+    (:func:`perfcast.experiment.fill_absent_repetitions`) -- the experiment's own columns when
+    neither applies (no pandas: an Extra-P text file's)."""
+    _check_locations(locations)
+    if not exp.has_locations and not absent_repetition_is_zero(exp):
+        return exp.cols
+    return Columns.from_pandas(fill_absent_repetitions(exp, _reduce_locations(exp, locations)))
+
+
 def series_statistics(exp: Experiment, locations: str = "auto") -> pd.DataFrame:
     """Per (point, callpath, metric): ``mean``, ``count`` (repetitions) and ``ssd`` (sum of squared
     deviations from the mean)."""
+    return _statistics(exp, locations)[0].to_pandas()
+
+
+def statistics_columns(exp: Experiment, locations: str = "auto") -> Columns:
+    """:func:`series_statistics` as :class:`perfcast.table.Columns` (what the model path reads)."""
     return _statistics(exp, locations)[0]
 
 
 def _statistics(exp: Experiment, locations: str):
-    """:func:`series_statistics` plus, per value row of the reduced data, its row in the
-    statistics frame, its repetition number and the values themselves."""
+    """:func:`statistics_columns` plus, per value row of the reduced data, its row in the
+    statistics, its repetition number and the values themselves."""
     # a sparse profile's repetition that measured the metric but lacks the callpath is a 0, as in
     # every view (experiment.reduce_over_repetitions); a dense table's or a listed one's is missing
-    d = fill_absent_repetitions(exp, _reduce_locations(exp, locations))
+    d = _reduced(exp, locations)
     keys = [*exp.parameters, "callpath", "metric"]
     # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
     # them) instead of grouping by the parameter floats and categoricals: same groups, same order,
     # same pandas aggregation of each
     runs = _runs(d, keys, ids=False)
     first = runs[1] if runs is not None else None
-    col = d["value"].to_numpy()
+    col = d["value"]
     moments = _run_moments(col, first) if first is not None else None
+    st = Columns({k: d[k] for k in keys}).take(first) if first is not None else None
     if moments is not None:
         # runs in order (the group numbers sorted) and no NaN: the numbers pandas' groupby gives,
         # in numpy over the runs (no grouper of the value rows' size)
         gid, rep = _run_numbers(first, len(d))
-        st = d[keys].take(first).reset_index(drop=True)
-        st["mean"], st["count"], var = moments
+        mean, count, var = moments
     else:
         if first is not None:
             gid = np.repeat(np.arange(len(first), dtype=np.int64), np.diff(first, append=len(d)))
         else:
             gid, first = _factorize_rows(d, keys)
+            st = Columns({k: d[k] for k in keys}).take(first)
         grouped = pd.Series(col, copy=False).groupby(gid, sort=True)
-        st = d[keys].take(first).reset_index(drop=True)
-        st["mean"] = grouped.mean().to_numpy()
-        st["count"] = grouped.count().to_numpy()
+        mean = grouped.mean().to_numpy()
+        count = grouped.count().to_numpy()
         var = grouped.var(ddof=0).to_numpy()
         # the repetition number: the position in the group (its rows one run: from the run's start)
         if runs is not None:
@@ -230,10 +254,11 @@ def _statistics(exp: Experiment, locations: str):
         else:
             rep = grouped.cumcount().to_numpy()
     with np.errstate(over="ignore"):  # values too large to model: fit_experiment says which
-        st["ssd"] = np.nan_to_num(var) * st["count"].to_numpy()
+        ssd = np.nan_to_num(var) * count
+    st = st.with_columns(mean=mean, count=count, ssd=ssd)
     # the rows' statistics rows and repetition numbers live as long as the fit (the repetitions
     # are placed by them): the narrowest integers, not 8 bytes each (a million series: 150 MB, not 480)
-    return st, _narrow(gid), _narrow(rep), d["value"].to_numpy(dtype=float)
+    return st, _narrow(gid), _narrow(rep), np.asarray(col, dtype=float)
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
@@ -318,12 +343,19 @@ def _run_numbers(starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return gid, _narrow(rep)
 
 
-def _runs(df: pd.DataFrame, cols: list[str], ids: bool = True) -> tuple[np.ndarray | None, np.ndarray] | None:
+def _key_column(df, c: str):
+    """Column ``c`` of ``df`` (a :class:`Columns` or a DataFrame) as a numpy array or a
+    :class:`Category` (a categorical column's codes and names, not copied)."""
+    return df[c] if isinstance(df, Columns) else column(df[c])
+
+
+def _runs(df, cols: list[str], ids: bool = True) -> tuple[np.ndarray | None, np.ndarray] | None:
     """:func:`_factorize_rows` for data whose rows of each distinct ``cols`` row are contiguous
     (a reader's order: a series' points and repetitions together), by comparing neighbours
     instead of hashing every row; None when some distinct row is split over several runs (or a
     key is missing or not a number or category): then :func:`_factorize_rows` numbers them.
-    ``ids=False``: the runs' first rows only (None for the rows' numbers)."""
+    ``ids=False``: the runs' first rows only (None for the rows' numbers).  ``df``: a
+    :class:`Columns` or a DataFrame."""
     n = len(df)
     if n == 0:
         return None
@@ -331,13 +363,13 @@ def _runs(df: pd.DataFrame, cols: list[str], ids: bool = True) -> tuple[np.ndarr
     change[0] = True
     arrays = []
     for c in cols:
-        col = df[c]
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            a, k = col.array.codes, len(col.cat.categories)   # the codes themselves (.cat.codes copies)
+        col = _key_column(df, c)
+        if isinstance(col, Category):
+            a, k = col.codes, col.n_names   # the codes themselves (.cat.codes copies)
             if a.min() < 0:
                 return None
         else:
-            a, k = col.to_numpy(), None
+            a, k = col, None
             if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and np.isnan(a).any()):
                 return None
         change[1:] |= a[1:] != a[:-1]
@@ -349,7 +381,7 @@ def _runs(df: pd.DataFrame, cols: list[str], ids: bool = True) -> tuple[np.ndarr
     for a, k in arrays:
         a = a[starts]
         if k is None:
-            a, uniq = pd.factorize(a)
+            a, uniq = factorize(a)
             k = len(uniq)
         k = max(k, 1)
         if space * k >= 2 ** 62:
@@ -359,7 +391,7 @@ def _runs(df: pd.DataFrame, cols: list[str], ids: bool = True) -> tuple[np.ndarr
     if space <= 8 * len(starts) + 1024:
         if np.bincount(key, minlength=space).max() > 1:
             return None
-    elif not pd.Index(key).is_unique:
+    elif len(np.unique(key)) != len(key):
         return None
     if not ids:
         return None, starts.astype(np.int64)
@@ -369,24 +401,25 @@ def _runs(df: pd.DataFrame, cols: list[str], ids: bool = True) -> tuple[np.ndarr
     return ids_, starts.astype(np.int64)
 
 
-def _factorize_rows(df: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _factorize_rows(df, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Number the distinct rows of ``df[cols]`` in order of first appearance (what factorizing a
     MultiIndex of them gives, without building tuples): the number of each row and the first row
-    of each number.  Categorical columns by their codes, others by their values."""
+    of each number.  Categorical columns by their codes, others by their values.  ``df``: a
+    :class:`Columns` or a DataFrame."""
     ids = np.zeros(len(df), dtype=np.int64)
     n = 1
     for c in cols:
-        col = df[c]
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            codes, k = col.array.codes.astype(np.int64), len(col.cat.categories)
+        col = _key_column(df, c)
+        if isinstance(col, Category):
+            codes, k = col.codes.astype(np.int64), col.n_names
             if len(codes) and codes.min() < 0:
-                codes, uniq = pd.factorize(col.astype(str).to_numpy())
+                codes, uniq = pd.factorize(pd.Series(col.to_pandas()).astype(str).to_numpy())
                 k = len(uniq)
         else:
-            codes, uniq = pd.factorize(col.to_numpy())
+            codes, uniq = factorize(col)
             k = len(uniq)
         # pairs (number so far, code) renumbered at every step: stays below len(df) * k
-        ids, uniq = pd.factorize(ids * max(k, 1) + codes)
+        ids, uniq = factorize(ids * max(k, 1) + codes)
         n = len(uniq)
     first = np.full(n, len(df), dtype=np.int64)
     np.minimum.at(first, ids, np.arange(len(df), dtype=np.int64))
@@ -412,9 +445,9 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
     if metric is not None:
         exp = exp.select(metric=metric)
     # one point: every parameter at one value (its extremes equal; no table of the distinct points)
-    d = exp.data
+    d = exp.cols
     if exp.parameters and len(d) and all(d[p].min() == d[p].max() for p in exp.parameters):
-        at = ", ".join(f"{p}={float(d[p].iloc[0]):g}" for p in exp.parameters)
+        at = ", ".join(f"{p}={float(d[p][0]):g}" for p in exp.parameters)
         raise PerfcastError(f"one measured point ({at}): a scaling model needs at least 2 points that differ "
                             "in one parameter (a law through them, with a wide interval), 3 or more per "
                             "parameter to choose its form", where="points")
@@ -441,7 +474,7 @@ def model_experiment(exp: Experiment, metric: str | Sequence[str] | None = None,
         # the fit of the whole metrics, filtered
         from ..experiment import _present
 
-        have = _present(shown.data["callpath"])
+        have = _present(shown.cols["callpath"])
         keep = np.fromiter((cp in have for cp in cps), dtype=bool, count=len(cps))
         at = np.concatenate(gnum), np.concatenate(grow)
         cps = np.asarray(cps, dtype=object)[keep].tolist()
@@ -457,13 +490,8 @@ def ordered_series(exp: Experiment, cps: list, mts: list, groups: list, gnum: li
     as pending :class:`SeriesModel`, in tree order, then metric order (``metric_order``, default
     the experiment's)."""
     # tree order, then metric order; series of callpaths outside the tree last, in fitting order
-    tree = pd.Index(exp.tree.preorder())
-    if tree.is_unique:
-        cpos = tree.get_indexer(cps)
-        cpos[cpos < 0] = len(tree)
-    else:
-        order = {p: i for i, p in enumerate(tree)}
-        cpos = np.array([order.get(cp, len(order)) for cp in cps], dtype=np.int64)
+    order = {p: i for i, p in enumerate(exp.tree.preorder())}
+    cpos = np.fromiter(map(order.get, cps, repeat(len(order))), dtype=np.int64, count=len(cps))
     morder = {m: i for i, m in enumerate(exp.metrics if metric_order is None else metric_order)}
     mcode = {m: morder.get(m, len(morder)) for m in set(mts)}
     mpos = np.fromiter(map(mcode.__getitem__, mts), dtype=np.int64, count=len(mts))
@@ -484,21 +512,22 @@ MAX_COORDINATE = 1e50
 MIN_VALUE = 1e-100
 
 
-def _check_magnitudes(exp: Experiment, st: pd.DataFrame, row_of: np.ndarray, values: np.ndarray,
+def _check_magnitudes(exp: Experiment, st: Columns, row_of: np.ndarray, values: np.ndarray,
                       params: list[str]) -> None:
     sources = exp.meta.get("sources") or []
     path = sources[0] if len(sources) == 1 else None
     for p in params:
-        big = np.abs(st[p].to_numpy(dtype=float)) > MAX_COORDINATE
+        big = np.abs(np.asarray(st[p], dtype=float)) > MAX_COORDINATE
         if big.any():
-            v = float(st[p].to_numpy(dtype=float)[np.argmax(big)])
+            v = float(np.asarray(st[p], dtype=float)[np.argmax(big)])
             raise PerfcastError(f"parameter value {p}={v:g} is too large to model (the fit takes values "
                                 f"up to {MAX_COORDINATE:g})", path, f"parameter {p}")
     bad = out_of_range(values)
     if bad is not None:
         i, what = bad
-        r = st.iloc[int(row_of[i])]
-        where = ", ".join([f"callpath {r['callpath']}", f"metric {r['metric']}", *(f"{p}={r[p]:g}" for p in params)])
+        r = np.array([int(row_of[i])])
+        where = ", ".join([f"callpath {_strings(st['callpath'], r)[0]}", f"metric {_strings(st['metric'], r)[0]}",
+                           *(f"{p}={float(st[p][r[0]]):g}" for p in params)])
         raise PerfcastError(f"value {values[i]:g} is {what}", path, where)
 
 
@@ -620,7 +649,7 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
     sid, first = _runs(st, ["callpath", "metric"]) or _factorize_rows(st, ["callpath", "metric"])
     if params:
         pid, pfirst = _factorize_rows(st, params)
-        coords = st[params].to_numpy(dtype=float)[pfirst].reshape(len(pfirst), len(params))
+        coords = np.column_stack([np.asarray(st[p], dtype=float)[pfirst] for p in params])
         # the points in coordinate order (not the order the series first name them): a group's
         # points, and so its fit, do not depend on which other series are fitted with it
         order = np.lexsort(coords.T[::-1])
@@ -637,7 +666,7 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
     # each statistics row's cell of the (S, P) arrays, as one flat index (not a (row, column)
     # pair per array written)
     cell = sid * P + pid
-    mean, count, ssd = (_scattered(st[c].to_numpy(), cell, S * P).reshape(S, P) for c in ("mean", "count", "ssd"))
+    mean, count, ssd = (_scattered(st[c], cell, S * P).reshape(S, P) for c in ("mean", "count", "ssd"))
     mid = _codes(st["metric"], first)
     M = int(mid.max()) + 1 if len(mid) else 1
     reps_of = _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values, reps_width, use_reps)
@@ -715,7 +744,7 @@ def _metric_reps(st, sid, pid, cell, mid, M, mts, first, row_of, rep_of, values,
     repetition counts).  ``reps_width`` / ``use_reps``: metric name -> the whole experiment's
     (:mod:`perfcast.pipeline`, fitting a part)."""
     S, P = len(first), int(pid.max()) + 1 if len(pid) else 0
-    count = st["count"].to_numpy()
+    count = st["count"]
 
     def build(rows, vals, series, points):
         """``rows`` / ``vals`` / ``series``: the metric's statistics rows, values and series
@@ -801,19 +830,44 @@ def _point_sets(present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sigs, np.asarray(inverse).ravel()
 
 
-def _codes(col: pd.Series, rows: np.ndarray) -> np.ndarray:
-    """An integer per row of ``rows`` numbering the distinct values of ``col`` there."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.array.codes[rows]
+def _codes(col, rows: np.ndarray) -> np.ndarray:
+    """An integer per row of ``rows`` numbering the distinct values of ``col`` (a numpy array, a
+    :class:`Category` or a pandas column) there."""
+    if not isinstance(col, (Category, np.ndarray)):
+        col = column(col)
+    if isinstance(col, Category):
+        codes = col.codes[rows]
         if not len(codes) or codes.min() >= 0:
             return codes.astype(np.int64)
-    return pd.factorize(col.to_numpy()[rows])[0].astype(np.int64)
+        return pd.factorize(col.to_pandas().astype(str).to_numpy()[rows])[0].astype(np.int64)
+    return factorize(col[rows])[0].astype(np.int64)
 
 
-def _strings(col: pd.Series, rows: np.ndarray) -> list[str]:
-    """``col.astype(str)`` at ``rows`` (a categorical converted at those rows only)."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        codes = col.array.codes[rows]
+def factorize_names(col) -> tuple[np.ndarray, list[str]]:
+    """``pd.factorize`` of a categorical column (a :class:`Category` or a pandas column): each
+    row's number among the names in order of first appearance (-1 for a missing value) and those
+    names."""
+    if not isinstance(col, Category):
+        col = column(col)
+        if not isinstance(col, Category):
+            codes, uniq = pd.factorize(col)
+            return codes, list(uniq)
+    codes = col.codes
+    ok = codes >= 0
+    out = np.full(len(codes), -1, dtype=np.int64)
+    num, first = factorize(codes[ok] if not ok.all() else codes)
+    out[ok] = num
+    return out, col.objects()[first].tolist() if len(first) else []
+
+
+def _strings(col, rows: np.ndarray) -> list[str]:
+    """``col.astype(str)`` at ``rows`` (a categorical converted at those rows only); ``col`` a
+    numpy array, a :class:`Category` or a pandas column."""
+    if not isinstance(col, (Category, np.ndarray)):
+        col = column(col)
+    if isinstance(col, Category):
+        codes = col.codes[rows]
         if not len(codes) or codes.min() >= 0:
-            return col.cat.categories.astype(str).to_numpy(dtype=object)[codes].tolist()
-    return col.astype(str).to_numpy()[rows].tolist()
+            return col.strings(rows)
+        return pd.Series(col.to_pandas()).astype(str).to_numpy()[rows].tolist()
+    return pd.Series(col).astype(str).to_numpy()[rows].tolist()

@@ -510,7 +510,7 @@ def implausible_parameters(exp: Experiment) -> list[str]:
 
     out = []
     for p in exp.parameters:
-        col = exp.data[p].to_numpy()  # as stored (float32 or float64): no float64 copy of the column
+        col = exp.cols[p]  # as stored (float32 or float64): no float64 copy of the column
         bad = col <= 0
         if bad.any():
             vals = col[bad].astype(np.float64)
@@ -526,10 +526,10 @@ def time_extremes(exp: Experiment) -> dict:
     largest of the largest, the negatives concatenated), what it needs of the whole."""
     import numpy as np
 
-    df = exp.data
-    values = df["value"].to_numpy(dtype="float64")
-    cats = df["metric"].cat.categories
-    codes = df["metric"].array.codes
+    cols = exp.cols
+    values = cols["value"].astype("float64", copy=False)
+    cats = cols["metric"].name_list()
+    codes = cols["metric"].codes
     step = _WARN_BLOCK_ROWS
 
     def blocks(code: int):
@@ -541,7 +541,7 @@ def time_extremes(exp: Experiment) -> dict:
     for name, m in exp.metrics.items():
         if m.kind != "time" or name not in cats:
             continue
-        code = cats.get_loc(name)
+        code = cats.index(name)
         big = max((float(np.nanmax(np.abs(v))) for v in blocks(code) if len(v)), default=None)
         if big is not None:
             neg = [v[v < 0] for v in blocks(code)]

@@ -73,7 +73,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -84,6 +83,10 @@ from . import ReadOptions, Reader, register
 from . import MAX_LINE_BYTES, json_int
 from . import read_text as _read_checked
 from .memory import release
+from ..lazy import LazyModule
+from ..table import Category, Columns, arrow_array, arrow_strings, numpy_of
+
+pd = LazyModule("pandas")   # the line-by-line reader's and the exporters' frames (perfcast.lazy)
 
 __all__ = ["DEFAULT_METRIC", "DEFAULT_CALLPATH", "read_text", "read_json", "read_jsonl", "read_talpas",
            "EXPORT_FORMATS", "export", "export_format", "write_extrap_text", "write_extrap_json"]
@@ -598,12 +601,12 @@ class _TextStream:
         npts = len(self.points)
         com = np.flatnonzero(kind == _COMMENT)
         if len(com):
-            self.comments += [c[1:].strip() for c in lines.take(pa.array(com)).to_pylist()]
+            self.comments += [c[1:].strip() for c in lines.take(arrow_array(com)).to_pylist()]
         is_key = (kind == _REGION) | (kind == _METRIC)
         rpos = np.flatnonzero(kind == _REGION)
         mpos = np.flatnonzero(kind == _METRIC)
         if len(rpos):
-            names = _names(lines.take(pa.array(rpos)), 6)
+            names = _names(lines.take(arrow_array(rpos)), 6)
             if pc.any(pc.match_substring(names, SEP)).as_py():  # frames stripped, as _Builder.callpath
                 names = pc.replace_substring_regex(names, r" ?-> ?", SEP)
                 if pc.any(pc.match_substring_regex(names, r"^->|->$|->->")).as_py():
@@ -612,11 +615,11 @@ class _TextStream:
         if len(mpos):
             if self.default_metric_used:
                 raise _Slow  # DATA before the first METRIC line
-            names = _names(lines.take(pa.array(mpos)), 6)
+            names = _names(lines.take(arrow_array(mpos)), 6)
             for name in pc.unique(names).to_pylist():
                 self.metric_codes.setdefault(name, len(self.metric_codes))
-            mcode = pc.index_in(names, value_set=pa.array(list(self.metric_codes), type=names.type))
-            mcode = mcode.to_numpy(zero_copy_only=False).astype(np.int64)
+            mcode = pc.index_in(names, value_set=arrow_strings(list(self.metric_codes), names.type))
+            mcode = numpy_of(mcode).astype(np.int64)
         is_data = kind == _DATA
         di = np.flatnonzero(is_data)
         nd = len(di)
@@ -731,16 +734,16 @@ class _TextStream:
         # the values: the text after DATA, split on blanks; over the bytes [0-9.eE+-] the cast to
         # float64 accepts exactly the numbers _NUMBER matches (checked over every token of up to 6
         # of these bytes), and refuses an empty token ("DATA" alone)
-        data = lines.filter(pa.array(kind == _DATA))
+        data = lines.filter(arrow_array(kind == _DATA))
         toks = pc.ascii_split_whitespace(pc.ascii_ltrim_whitespace(pc.utf8_slice_codeunits(data, 4)))
-        lens = pc.list_value_length(toks).to_numpy(zero_copy_only=False).astype(np.int64)
+        lens = numpy_of(pc.list_value_length(toks)).astype(np.int64)
         flat = pc.list_flatten(toks)
         foff = np.frombuffer(flat.buffers()[1], dtype=np.int64)
         chars = flat.buffers()[2][foff[flat.offset]:foff[flat.offset + len(flat)]]
         if chars.to_pybytes().translate(None, _NUMBER_BYTES):
             raise _Slow
         try:
-            values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
+            values = numpy_of(pc.cast(flat, pa.float64()))
         except pa.ArrowInvalid:
             raise _Slow from None
         if not np.isfinite(values).all():
@@ -802,17 +805,17 @@ class _TextStream:
         ``block_metric``: the whole file, or a range of whole REGION lines (:func:`text_range`)."""
         b = _Builder(self.parameters)
         metric_names = list(self.metric_codes)
-        for code in pd.unique(block_metric):  # the metrics with values, by first use
+        for code in _first_seen(block_metric):  # the metrics with values, by first use
             b.metric(metric_names[code])
         # the callpaths: the REGION lines' names numbered by first occurrence, then sorted
         enc = names.pop().dictionary_encode()
         release()  # the hash table's memory (~70 MB at 800k names), the chunks' freed heap
         order = pc.array_sort_indices(enc.dictionary)  # bytes (ASCII): Python's str order
-        categories = pd.Index(enc.dictionary.take(order), dtype="str")
-        order = order.to_numpy()
+        categories = enc.dictionary.take(order)
+        order = numpy_of(order)
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
-        cp_code = rank[enc.indices.to_numpy(zero_copy_only=False)]  # REGION line - base -> sorted code
+        cp_code = rank[numpy_of(enc.indices)]  # REGION line - base -> sorted code
         b.tree = CallTree.from_paths(enc.dictionary)  # no Python string per callpath
         del enc, rank, order
         rep, cp, met, value, point = cols.pop("rep"), cols.pop("cp"), cols.pop("metric"), cols.pop("value"), cols.pop("point")
@@ -823,15 +826,13 @@ class _TextStream:
         canon = np.array([coord_id.setdefault(pt, len(coord_id)) for pt in self.points], dtype=np.int32)
         rcp, rmt, rk = self.repeated(cp_code, block_cp - base, block_metric)
         #: (callpath, metric, blocks) of the first blocks met again, and how many such (:func:`_repeats`)
-        self.blocks_twice = (sorted((str(categories[c]), metric_names[m], int(k)) for c, m, k
+        self.blocks_twice = (sorted((categories[c].as_py(), metric_names[m], int(k)) for c, m, k
                                     in zip(rcp.tolist(), rmt.tolist(), rk.tolist()))[:3], len(rk))
         if len(rk) or len(coord_id) < len(self.points):
             # values met again for a coordinate, callpath and metric (a repeated block, a coordinate
             # listed twice in POINTS) continue its repetitions
-            key = pd.DataFrame({"point": canon[point], "cp": cp, "metric": met})
-            rep = key.groupby(["point", "cp", "metric"], sort=False).cumcount().to_numpy(np.int64)
+            rep = _cumcount([canon[point], cp, met], [len(categories), len(metric_names)])
             rep = rep.astype(_narrow(int(rep.max(initial=0))))
-            del key
         # the parameter columns from the point codes, now that the names' hash table is gone (the
         # chunks kept 1 byte a value, not 8 per parameter); every point has values (a block holds
         # one DATA line per point), so the points' dtype is the column's (coordinate_dtype)
@@ -844,15 +845,15 @@ class _TextStream:
         release()  # the point codes (in the C heap: freed, but kept there without a trim)
         frame: dict[str, Any] = dict(zip(self.parameters, params))
         frame["rep"] = rep
-        frame["callpath"] = _categorical(cp, categories)
+        frame["callpath"] = Category(cp, categories)
         del categories
         frame["metric"] = _sorted_categorical(met, metric_names)
         frame["value"] = value
         del params, rep, cp, met, value
         meta = {"comments": self.comments} if self.comments else {}
         meta["repetitions"] = LISTED_REPETITIONS  # as _Builder.experiment
-        return Experiment(b.parameters, pd.DataFrame(frame, copy=False), b.metrics.values(), b.tree, meta,
-                          owned=True)
+        # the columns handed over: the DataFrame is made when something reads Experiment.data
+        return Experiment(b.parameters, Columns(frame), b.metrics.values(), b.tree, meta, owned=True)
 
 
 class _Grow:
@@ -902,25 +903,40 @@ def _remap(codes: np.ndarray, remap: np.ndarray):
         np.take(remap, codes[i:i + step], out=codes[i:i + step], mode="clip")
 
 
-def _categorical(codes: np.ndarray, categories: pd.Index) -> pd.Categorical:
-    """``pd.Categorical.from_codes(codes, categories)`` for categories known to be distinct (a
-    dictionary's values), without pandas' check that they are: the check builds the Index's hash
-    table, for a string Index of 800,000 callpaths an object array of new Python strings and its
-    table (+57 MB), which nothing in a read needs (pandas builds it when a lookup does)."""
-    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)  # private: the public path if it goes
-    if fast is None:
-        return pd.Categorical.from_codes(codes, categories, validate=False)
-    return pd.Categorical.from_codes(codes, dtype=fast(categories, False), validate=False)
-
-
-def _sorted_categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
-    """Codes into ``names`` as a Categorical with sorted categories (what pd.Categorical of the
-    strings gives)."""
+def _sorted_categorical(codes: np.ndarray, names: list[str]) -> Category:
+    """Codes into ``names`` (distinct) as a category column with sorted names (what
+    pd.Categorical of the strings gives; ``codes`` renumbered in place)."""
     order = sorted(range(len(names)), key=names.__getitem__)
     remap = np.empty(len(names), dtype=codes.dtype)
     remap[order] = np.arange(len(names), dtype=codes.dtype)
     _remap(codes, remap)
-    return _categorical(codes, pd.Index([names[i] for i in order]))  # distinct: the names of a code table
+    return Category(codes, [names[i] for i in order])
+
+
+def _first_seen(codes: np.ndarray) -> list[int]:
+    """The distinct values of ``codes`` in order of first appearance (what pd.unique gives)."""
+    uniq, first = np.unique(codes, return_index=True)
+    return uniq[np.argsort(first, kind="stable")].tolist()
+
+
+def _cumcount(keys: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+    """For rows keyed by the non-negative integer columns ``keys`` (``sizes``: the number of
+    values of each but the first): each row's number among the earlier rows of its key (0, 1,
+    ...; what pandas' ``groupby(keys).cumcount()`` gives), by one stable sort of a combined key."""
+    n = len(keys[0])
+    key = keys[0].astype(np.int64)
+    for col, size in zip(keys[1:], sizes):
+        key *= max(int(size), 1)
+        key += col
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    change = np.ones(n, dtype=bool)
+    change[1:] = sk[1:] != sk[:-1]
+    starts = np.flatnonzero(change)
+    pos = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(starts, append=n))
+    out = np.empty(n, dtype=np.int64)
+    out[order] = pos
+    return out
 
 
 def _read_text_stream(path: Path) -> Experiment:

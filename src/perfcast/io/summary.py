@@ -60,11 +60,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import LISTED_REPETITIONS, RESERVED, CallTree, Experiment, Metric, guess_kind
+from ..lazy import LazyModule
 from . import ReadOptions, Reader, register, read_text as read_checked
+
+pd = LazyModule("pandas")   # imported when this reader reads (an Extra-P text file is only sniffed here)
 
 __all__ = ["SummaryLayout", "read_summary", "statistic_of"]
 

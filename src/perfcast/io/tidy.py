@@ -23,7 +23,6 @@ import io
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -32,6 +31,8 @@ from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, coordinate
 from ..lazy import LazyModule
 from . import MAX_LINE_BYTES, ReadOptions, Reader, register, read_text as read_checked
 from .memory import release
+
+pd = LazyModule("pandas")   # imported when this reader reads (an Extra-P text file is only sniffed here)
 
 pq = LazyModule("pyarrow.parquet")   # imported where a Parquet file is read or written (perfcast.lazy)
 
@@ -392,9 +393,9 @@ def _from_batches(path: Path, header: list[str], batches, total_rows: int | None
     tree = CallTree.from_paths(cp_names)
     frame: dict = {p: None for p in params}  # the columns' order
     frame["rep"] = rep
-    frame["callpath"] = _sorted_categorical(data.pop("cp"), cp_names)
+    frame["callpath"] = _sorted_categorical(data.pop("cp"), cp_names).to_pandas()
     del cp_names
-    frame["metric"] = _sorted_categorical(data.pop("metric"), metric_names)
+    frame["metric"] = _sorted_categorical(data.pop("metric"), metric_names).to_pandas()
     frame["value"] = data.pop("value")
     for c in loc_cols:
         frame[c] = data.pop(c)

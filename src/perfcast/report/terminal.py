@@ -207,26 +207,36 @@ def write_json_chunks(kind: str, list_chunks, **extra) -> None:
 def trends(exp: Experiment, keys, locations: str = "auto", ascii: bool = False) -> dict[tuple[str, str], str]:
     """Text sparkline of the measured means of each (callpath, metric) in ``keys`` over the first
     varying parameter (other parameters at their largest values), for a "trend" table column."""
-    from ..fit.series import series_statistics
+    import numpy as np
+
+    from ..fit.series import statistics_columns
     from .sparkline import trend
 
     keys = {(str(c), str(m)) for c, m in keys}
     if not exp.parameters or not keys:
         return {}
-    pts = exp.points()
+    pts = exp.point_arrays()[0]
     # only the series asked for (a table shows tens of the thousands modelled); exact names, no
     # glob matching ("[" in a callpath)
-    st = series_statistics(exp.select(callpath=sorted({c for c, _ in keys}), metric=sorted({m for _, m in keys}),
-                                      literal=True), locations)
-    varying = [p for p in exp.parameters if pts[p].nunique() > 1] or list(exp.parameters)
+    st = statistics_columns(exp.select(callpath=sorted({c for c, _ in keys}), metric=sorted({m for _, m in keys}),
+                                       literal=True), locations)
+    varying = [p for p in exp.parameters if len(np.unique(pts[p])) > 1] or list(exp.parameters)
     x = varying[0]
+    keep = np.ones(len(st), dtype=bool)
     for p in exp.parameters:
         if p != x:
-            st = st[st[p] == float(pts[p].max())]
-    st = st.sort_values(x)
+            keep &= np.asarray(st[p]) == float(pts[p].max())
+    rows = np.flatnonzero(keep)
+    cp, mt = st["callpath"], st["metric"]
+    # each series' rows (callpath, metric) in the order of the parameter ``x``
+    key = cp.codes[rows].astype(np.int64) * max(mt.n_names, 1) + mt.codes[rows]
+    rows = rows[np.lexsort((np.asarray(st[x])[rows], key))]
+    key = cp.codes[rows].astype(np.int64) * max(mt.n_names, 1) + mt.codes[rows]
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(rows) else np.zeros(0, np.int64)
+    mean = np.asarray(st["mean"], dtype=float)
     out = {}
-    for (cp, mt), g in st.groupby(["callpath", "metric"], observed=True, sort=False):
-        k = (str(cp), str(mt))
+    for a, b in zip(starts.tolist(), np.append(starts[1:], len(rows)).tolist()):
+        k = (cp.strings(rows[a:a + 1])[0], mt.strings(rows[a:a + 1])[0])
         if k in keys:
-            out[k] = trend(g["mean"].to_numpy(float), log=True, ascii=ascii)
+            out[k] = trend(mean[rows[a:b]], log=True, ascii=ascii)
     return out
