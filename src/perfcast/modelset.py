@@ -884,9 +884,8 @@ class ModelSet:
 
         series = list(self.series)
         parts = columns.split(series)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            value, lower, upper, base = self._batch_values(pts, level, parts)
-        lower, upper, huge = finite_bounds(lower.ravel(), upper.ravel(), value.ravel())
+        value, lower, upper, base, huge = self._batch(pts, level, parts, beyond=True)
+        lower, upper, huge = lower.ravel(), upper.ravel(), huge.ravel()
         S, P = value.shape
         bad = ~np.isfinite(value)
         if bad.any():
@@ -1044,17 +1043,20 @@ class ModelSet:
         beyond = [p for p in self.parameters if p in self.upper and t[p] > self.upper[p] > 0]
         return {**t, beyond[0]: self.upper[beyond[0]]} if len(beyond) == 1 else None
 
-    def _batch(self, pts: list, level: float, parts=None, series=None) -> tuple[np.ndarray, ...]:
+    def _batch(self, pts: list, level: float, parts=None, series=None, beyond: bool = False
+               ) -> tuple[np.ndarray, ...]:
         """(value, lower, upper, value at :meth:`_beyond`'s edge point or NaN), each (series,
         points): every plain model, built or not, in one batch (:func:`perfcast.fit.columns.predict`,
         :func:`perfcast.fit.model.predict_many`'s rule), others (segmented) one by one.
         ``series``: these instead of the set's.  A point outside a model's domain (log2(p) at p <=
         0) gives NaN, one beyond the range of floats (p = 1e308) infinity -- for the callers to say
         by name (:func:`finite_bounds`), not numpy's RuntimeWarnings with source lines on stderr --
-        and a bound beyond that range (the variance, a square, overflows first) NaN: no bound."""
+        and a bound beyond that range (the variance, a square, overflows first) NaN: no bound;
+        ``beyond``: also where that happened ((series, points) bool)."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             value, lower, upper, base = self._batch_values(pts, level, parts, series)
-        return value, *finite_bounds(lower, upper, value)[:2], base
+        lower, upper, huge = finite_bounds(lower, upper, value)
+        return (value, lower, upper, base, huge) if beyond else (value, lower, upper, base)
 
     def _batch_values(self, pts: list, level: float, parts=None, series=None) -> tuple[np.ndarray, ...]:
         from .fit import columns
