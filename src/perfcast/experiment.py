@@ -34,6 +34,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from . import arrow_kernels as pc
 from .errors import PerfcastError
 from .lazy import LazyModule
 from .table import Category, Columns, arrow_array, column, distinct_sorted, pandas_object
@@ -949,7 +950,7 @@ class Experiment:
                 new = np.where(codes >= 0, remap[np.clip(codes, 0, None)], -1).astype(codes.dtype)
                 names = cat.names
                 keep = np.flatnonzero(used)
-                names = (names.take(arrow_array(keep)) if hasattr(names, "to_pylist") else names.take(keep)
+                names = (pc.take(names, arrow_array(keep)) if hasattr(names, "to_pylist") else names.take(keep)
                          if hasattr(names, "take") else [names[i] for i in keep.tolist()])
                 cols[c] = Category(new, names)
         src = data["value"]

@@ -1428,7 +1428,7 @@ class ModelSet:
         import json
 
         import pyarrow as pa
-        import pyarrow.compute as pc
+        from . import arrow_kernels as pc
 
         from .fit import columns
         from .fit.columns import float_texts
@@ -1500,9 +1500,22 @@ class ModelSet:
             mine = np.asarray(order[lo:hi], dtype=np.int64)
             sub = [series[s] for s in mine.tolist()]
             n = len(sub)
+
+            def column(text: str, rows: dict):
+                """``text`` for every record, but ``rows`` ({series: its own text}) for theirs: one
+                string when no record of the piece has its own (a column the join repeats)."""
+                mine_rows = [(rank_of[s] - lo, v) for s, v in rows.items() if lo <= rank_of[s] < hi]
+                if not mine_rows:
+                    return text
+                c = np.full(n, text, dtype=object)
+                for i, v in mine_rows:
+                    c[i] = v
+                return c
+
             cols = [np.array([',\n {"callpath": ' + enc_str(sm.callpath) + metric[sm.metric] for sm in sub],
                              dtype=object), None,
-                    np.array([per_metric[sm.metric] for sm in sub], dtype=object), None]
+                    (next(iter(per_metric.values())) if len(per_metric) == 1
+                     else np.array([per_metric[sm.metric] for sm in sub], dtype=object)), None]
             if head is not None:
                 ranking = [text_column(rc["per_process_first"][mine], head),
                            text_column(rc["per_process_now"][mine], ', "per_process_now": '),
@@ -1510,21 +1523,17 @@ class ModelSet:
                            text_column(rc["increase"][mine], ', "increase_share": '),
                            np.where(rc["significant"][mine], ', "significant": true',
                                     ', "significant": false').astype(object),
-                           np.full(n, "}", dtype=object)]
+                           column("}", rank_line)]
             elif by == "cost":
-                ranking = [np.full(n, ', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
-                                   'null, "per_process_now": null, "per_process_at": null, "increase_share": '
-                                   'null, "significant": true}', dtype=object)]
+                ranking = [', "ranking": {"by": "cost", "from": {}, "at": {}, "per_process_first": '
+                           'null, "per_process_now": null, "per_process_at": null, "increase_share": '
+                           'null, "significant": true}']
             else:
                 ranking = []
             cols += ranking
-            warned = np.full(n, ', "warnings": []', dtype=object)
-            predicted = np.full(n, "", dtype=object)
-            for s, w in warn.items():
-                if lo <= rank_of[s] < hi:
-                    warned[rank_of[s] - lo] = ', "warnings": ' + enc(w)
-            cols.append(warned)
+            cols.append(column(', "warnings": []', {s: ', "warnings": ' + enc(w) for s, w in warn.items()}))
             at = np.flatnonzero(have[mine])
+            predicted = np.full(n, "", dtype=object) if len(at) else column("", at_line)
             if len(at):
                 sel = mine[at]
                 notes = np.array([enc(pr.notes_of(s)) for s in sel.tolist()], dtype=object)
@@ -1536,18 +1545,16 @@ class ModelSet:
                                             'false, "confidence": ').astype(object)
                                  + np.array([enc_str(c) for c in pr.conf[sel].tolist()], dtype=object)
                                  + ', "notes": ' + notes + "}")
-            for s, text in rank_line.items():
-                if lo <= rank_of[s] < hi:
-                    ranking[-1][rank_of[s] - lo] = text
-            for s, text in at_line.items():
-                if lo <= rank_of[s] < hi:
-                    predicted[rank_of[s] - lo] += text
-            cols += [predicted, np.full(n, "}", dtype=object)]
+            if len(at):
+                for s, text in at_line.items():
+                    if lo <= rank_of[s] < hi:
+                        predicted[rank_of[s] - lo] += text
+            cols += [predicted, "}"]
             mine_parts = columns.take(parts, S, mine)
             # the formulas in one batch (a pattern's texts at once, not a chunk's share of them each time)
             formula = np.array(columns.formulas(sub, parts=mine_parts), dtype=object)
             # the columns as Arrow string arrays
-            cols = [None if c is None else columns.text_array(c) for c in cols]
+            cols = [c if c is None or isinstance(c, str) else columns.text_array(c) for c in cols]
             for a in range(0, n, chunk):
                 k = min(chunk, n - a)
                 part = sub[a:a + k]
@@ -1559,8 +1566,8 @@ class ModelSet:
                     for i, d in zip(built, to_dicts([part[i].model for i in built])):
                         bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
                 ranks = pc.cast(arrow_array(np.arange(lo + a + 1, lo + a + k + 1, dtype=np.int64)), pa.string())
-                text = columns.joined_text([c.slice(a, k) if c is not None else (bodies if j == 1 else ranks)
-                                            for j, c in enumerate(cols)], k)
+                text = columns.joined_text([c if isinstance(c, str) else c.slice(a, k) if c is not None
+                                            else (bodies if j == 1 else ranks) for j, c in enumerate(cols)], k)
                 # the first piece is complete before anything is written
                 yield text if lo + a else "[" + text[3:]
 

@@ -28,15 +28,11 @@ Writes are atomic and serialised (:func:`atomic_dir`):
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import functools
 import json
 import os
-import platform
 import re
-import secrets
-import shutil
 import sys
 from pathlib import Path
 
@@ -85,6 +81,9 @@ def _renameat2(use_syscall: bool = False):
     call by number on x86_64 and aarch64."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+    import platform
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
@@ -115,6 +114,8 @@ def exchange(a: str | Path, b: str | Path, *, use_syscall: bool = False) -> None
     if fn is None:
         raise OSError(errno.ENOSYS, "renameat2 is not available on this platform", str(a), None, str(b))
     if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+        import ctypes
+
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), str(a), None, str(b))
 
@@ -171,10 +172,14 @@ def _remove(p: Path) -> None:
         with contextlib.suppress(OSError):
             os.unlink(p)
     else:
+        import shutil
+
         shutil.rmtree(p, ignore_errors=True)
 
 
 def _mkdir_tmp(parent: Path, name: str, kind: str) -> Path:
+    import secrets    # here, where a store is written (reading only asks whether a path is one)
+
     for _ in range(100):
         p = parent / f".{name}.{secrets.token_hex(4)}.{kind}"
         try:

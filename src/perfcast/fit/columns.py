@@ -393,7 +393,7 @@ def float_text_array(values, clean: bool = True):
     positional and Python not (1e-6..1e-4) have their digits moved, and those Python writes
     positional and pyarrow not (1e10..1e16) are written by ``float.__repr__`` itself."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from .. import arrow_kernels as pc
 
     a = np.ascontiguousarray(values, dtype=float).ravel()
     if len(a) < 64:
@@ -411,7 +411,7 @@ def float_text_array(values, clean: bool = True):
                       (short_exp, lambda t: pc.replace_substring_regex(t, r"e([-+])(\d)$", "e\\10\\2"))):
         if mask.any():
             m_a = arrow_array(mask)
-            s = pc.replace_with_mask(s, m_a, fix(s.filter(m_a)))
+            s = pc.replace_with_mask(s, m_a, fix(pc.filter(s, m_a)))
     if clean and not fin.all():
         s = pc.if_else(arrow_array(fin), s, arrow_scalar("null"))
     # 1e-6 <= |x| < 1e-4: pyarrow's positional digits are Python's exponent form, moved
@@ -421,7 +421,7 @@ def float_text_array(values, clean: bool = True):
         mask = nz & (m >= low) & (m < high)
         if mask.any():
             m_a = arrow_array(mask)
-            t = pc.replace_substring_regex(s.filter(m_a), r"^(-?)0\." + zeros + r"(\d)(\d+)$", r"\1\2.\3" + exp)
+            t = pc.replace_substring_regex(pc.filter(s, m_a), r"^(-?)0\." + zeros + r"(\d)(\d+)$", r"\1\2.\3" + exp)
             s = pc.replace_with_mask(s, m_a, pc.replace_substring_regex(t, r"^(-?)0\." + zeros + r"(\d)$", r"\1\2" + exp))
     # 1e10 <= |x| < 1e16: positional in Python, not in pyarrow: Python's own text
     other = nz & (m >= 1e10) & (m < 1e16)
@@ -449,7 +449,7 @@ def joined_text(columns: Sequence, rows: int | None = None) -> str:
     arrays, lists or object arrays of one length) or one text for every row; the pieces of a row
     in the order of ``columns``.  Joined element-wise in C (no Python string per piece)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from .. import arrow_kernels as pc
 
     cols = [c if isinstance(c, str) else text_array(c) for c in columns]
     if rows is None:
@@ -509,7 +509,7 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
     from json.encoder import encode_basestring_ascii
 
     import pyarrow as pa
-    import pyarrow.compute as pc
+    from .. import arrow_kernels as pc
 
     from .model import Model, Term
     from .terms import fraction_str
@@ -598,7 +598,7 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
                     if inv_a is None or all(x == piece[0] for x in piece):
                         args.append(piece[0])
                     else:
-                        args.append(arrow_strings(piece).take(inv_a))
+                        args.append(pc.take(arrow_strings(piece), inv_a))
                     if j < len(cols):
                         args.append(cols[j])
                 if ok and g.lines is not None:
@@ -615,7 +615,7 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
         return pa.nulls(S, pa.string())
     at = np.full(S, sum(len(t) for _, t in made), dtype=np.int64)   # the series not made: null
     at[np.concatenate([p for p, _ in made])] = np.arange(at[0])
-    return pa.concat_arrays([t for _, t in made] + [pa.nulls(1, pa.string())]).take(arrow_array(at))
+    return pc.take(pa.concat_arrays([t for _, t in made] + [pa.nulls(1, pa.string())]), arrow_array(at))
 
 
 def predict(series: Sequence, cols: Mapping[str, np.ndarray], level: float = 0.9, averaged: bool = False,

@@ -74,7 +74,7 @@ from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from .. import arrow_kernels as pc
 
 from ..errors import PerfcastError
 from ..experiment import (LISTED_REPETITIONS, RESERVED, SEP, CallTree, Experiment, Metric, coordinate_dtype,
@@ -601,12 +601,12 @@ class _TextStream:
         npts = len(self.points)
         com = np.flatnonzero(kind == _COMMENT)
         if len(com):
-            self.comments += [c[1:].strip() for c in lines.take(arrow_array(com)).to_pylist()]
+            self.comments += [c[1:].strip() for c in pc.take(lines, arrow_array(com)).to_pylist()]
         is_key = (kind == _REGION) | (kind == _METRIC)
         rpos = np.flatnonzero(kind == _REGION)
         mpos = np.flatnonzero(kind == _METRIC)
         if len(rpos):
-            names = _names(lines.take(arrow_array(rpos)), 6)
+            names = _names(pc.take(lines, arrow_array(rpos)), 6)
             if pc.any(pc.match_substring(names, SEP)).as_py():  # frames stripped, as _Builder.callpath
                 names = pc.replace_substring_regex(names, r" ?-> ?", SEP)
                 if pc.any(pc.match_substring_regex(names, r"^->|->$|->->")).as_py():
@@ -615,7 +615,7 @@ class _TextStream:
         if len(mpos):
             if self.default_metric_used:
                 raise _Slow  # DATA before the first METRIC line
-            names = _names(lines.take(arrow_array(mpos)), 6)
+            names = _names(pc.take(lines, arrow_array(mpos)), 6)
             for name in pc.unique(names).to_pylist():
                 self.metric_codes.setdefault(name, len(self.metric_codes))
             mcode = pc.index_in(names, value_set=arrow_strings(list(self.metric_codes), names.type))
@@ -734,7 +734,7 @@ class _TextStream:
         # the values: the text after DATA, split on blanks; over the bytes [0-9.eE+-] the cast to
         # float64 accepts exactly the numbers _NUMBER matches (checked over every token of up to 6
         # of these bytes), and refuses an empty token ("DATA" alone)
-        data = lines.filter(arrow_array(kind == _DATA))
+        data = pc.filter(lines, arrow_array(kind == _DATA))
         toks = pc.ascii_split_whitespace(pc.ascii_ltrim_whitespace(pc.utf8_slice_codeunits(data, 4)))
         lens = numpy_of(pc.list_value_length(toks)).astype(np.int64)
         flat = pc.list_flatten(toks)
@@ -808,10 +808,10 @@ class _TextStream:
         for code in _first_seen(block_metric):  # the metrics with values, by first use
             b.metric(metric_names[code])
         # the callpaths: the REGION lines' names numbered by first occurrence, then sorted
-        enc = names.pop().dictionary_encode()
+        enc = pc.dictionary_encode(names.pop())
         release()  # the hash table's memory (~70 MB at 800k names), the chunks' freed heap
         order = pc.array_sort_indices(enc.dictionary)  # bytes (ASCII): Python's str order
-        categories = enc.dictionary.take(order)
+        categories = pc.take(enc.dictionary, order)
         order = numpy_of(order)
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)

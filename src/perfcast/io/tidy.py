@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import PerfcastError
 from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, coordinate_dtype, guess_kind
+from .. import arrow_kernels as pc
 from ..lazy import LazyModule
 from . import MAX_LINE_BYTES, ReadOptions, Reader, register, read_text as read_checked
 from .memory import release
@@ -156,7 +156,7 @@ def _names(arr: pa.Array, table: dict[str, int], strip: bool = True) -> np.ndarr
     used = np.flatnonzero(first < len(idx))
     used = used[np.argsort(first[used], kind="stable")]
     remap = np.zeros(len(arr.dictionary), dtype=np.int64)
-    for i, raw in zip(used.tolist(), arr.dictionary.take(pa.array(used)).to_pylist()):
+    for i, raw in zip(used.tolist(), pc.take(arr.dictionary, pa.array(used)).to_pylist()):
         name = raw.strip()
         if not name or '"' in raw or (not strip and name != raw):
             raise _Slow

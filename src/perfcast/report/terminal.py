@@ -7,43 +7,70 @@ import os
 import sys
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.tree import Tree
-
-from rich.segment import Segment
-
 from ..text import SEP, safe_text
 
 if TYPE_CHECKING:  # annotations only: `perfcast systems` prints tables without loading pandas/scipy
+    from rich.table import Table
+    from rich.tree import Tree
+
     from ..experiment import Experiment
 
 
 def esc(value) -> str:
     """Data (a name from a profile, a path) for rich markup: control characters, escape sequences and
     bidi overrides shown escaped (:func:`perfcast.text.safe_text`), ``[...]`` shown literally."""
+    from rich.markup import escape
+
     return escape(safe_text(value))
 
 
-class _SafeConsole(Console):
-    """A Console that never writes a control character it did not generate itself: the text of every
-    rendered segment goes through :func:`safe_text` (newlines and tabs kept) just before output,
-    rich's own styles and cursor controls are untouched.  Data should still be passed through
-    :func:`esc` (or printed with ``markup=False``) so tables are laid out with the escaped width."""
+def _console(**kw):
+    """A rich Console that never writes a control character it did not generate itself: the text of
+    every rendered segment goes through :func:`safe_text` (newlines and tabs kept) just before
+    output, rich's own styles and cursor controls are untouched.  Data should still be passed
+    through :func:`esc` (or printed with ``markup=False``) so tables are laid out with the escaped
+    width."""
+    from rich.console import Console
+    from rich.segment import Segment
 
-    def _render_buffer(self, buffer):
-        return super()._render_buffer(
-            seg if seg.control or not seg.text else Segment(safe_text(seg.text, multiline=True), seg.style)
-            for seg in buffer)
+    class _SafeConsole(Console):
+        def _render_buffer(self, buffer):
+            return super()._render_buffer(
+                seg if seg.control or not seg.text else Segment(safe_text(seg.text, multiline=True), seg.style)
+                for seg in buffer)
+
+    return _SafeConsole(**kw)
 
 
-# Piped output (files, CI logs, `| less`) is not squeezed into 80 columns: tables of callpaths and
-# formulas stay readable; COLUMNS still wins when set.  No emoji codes: ":thumbs_up:" in a callpath
-# stays text.
-_width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
-out = _SafeConsole(highlight=False, soft_wrap=True, width=_width, emoji=False)
-err = _SafeConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+class _LazyConsole:
+    """A console made, and rich imported (~15 ms), where a command first prints through it: a
+    ``--json`` output or a file written never does."""
+
+    def __init__(self, **kw):
+        object.__setattr__(self, "_kw", kw)
+        object.__setattr__(self, "_made", None)
+
+    def console(self):
+        """The rich Console itself (for rich's own objects that take one)."""
+        if self._made is None:
+            kw = dict(self._kw)
+            if kw.pop("piped_width", False):
+                # Piped output (files, CI logs, `| less`) is not squeezed into 80 columns: tables of
+                # callpaths and formulas stay readable; COLUMNS still wins when set
+                kw["width"] = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
+            object.__setattr__(self, "_made", _console(**kw))
+        return self._made
+
+    def __getattr__(self, name):
+        return getattr(self.console(), name)
+
+    def __setattr__(self, name, value):
+        setattr(self.console(), name, value)
+
+
+# No emoji codes: ":thumbs_up:" in a callpath stays text.
+out = _LazyConsole(highlight=False, soft_wrap=True, piped_width=True, emoji=False)
+err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 @contextlib.contextmanager
@@ -61,7 +88,7 @@ def progress(label: str, enabled: bool | None = None) -> Iterator[Callable[[int,
 
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[what]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                   console=err, transient=True)
+                   console=err.console(), transient=True)
     task = bar.add_task(label, total=None, what="")
     with bar:
         def update(done: int, total: int, what: str = ""):
@@ -72,6 +99,7 @@ def progress(label: str, enabled: bool | None = None) -> Iterator[Callable[[int,
 def new_table(title: str | None = None, **kw) -> Table:
     """A rich Table: box drawing on a terminal, plain ASCII when output goes to a file or pipe."""
     from rich import box
+    from rich.table import Table
 
     kw.setdefault("show_edge", False)
     if title is not None:
@@ -117,6 +145,8 @@ def callpath_tree(exp: Experiment, max_nodes: int = 200, depth: int | None = Non
     counted once, so the count is the tree size minus the callpaths drawn; the walk stops at the
     limit (it never visits the rest of an 800,000-callpath tree) and keeps its own stack (no
     recursion limit for deep trees)."""
+    from rich.tree import Tree
+
     tree = exp.tree
     root = Tree("[bold]Callpaths[/bold]")
     shown = 0
