@@ -1,7 +1,9 @@
 """Every command through the CLI at 1k .. 1M series, side by side with Extra-P 4.2.5 (issue 17, item 3).
 
 Each measurement is one subprocess ``python -m perfcast COMMAND ...`` -- exactly what a user runs,
-interpreter start and imports included -- with stdout redirected to a file (as ``> out.json``).  Per
+interpreter start and imports included -- with stdout redirected to a file (as ``> out.json``);
+one that takes under 20 s is run ``--repeat`` times (default 3) and the run of median wall time is
+shown, as is the median of as many runs of Extra-P.  Per
 command, parameter count and size it prints: wall time, CPU time (user + system of that child,
 from ``os.wait4``), peak resident memory of that child (``ru_maxrss`` of ``os.wait4``, per child,
 not the cumulative RUSAGE_CHILDREN), wall time per series, the ratio of Extra-P's time per
@@ -96,6 +98,10 @@ GROWTH_TARGET = 1.1   # 10k -> 1M
 
 
 # ---------------------------------------------------------------- pure helpers
+
+#: measurements shorter than this are run ``--repeat`` times (the median shown); longer ones once
+REPEAT_BELOW_S = 20.0
+
 
 def growth_exponent(s1: float, t1: float, s2: float, t2: float) -> float:
     """log(t2/t1) / log(s2/s1): 1 = time linear in the size, 2 = quadratic."""
@@ -334,26 +340,42 @@ LABEL = {"startup": "--version", "read": "show", "import": "import", "model": "m
          "check": "check", "report": "report (HTML)"}
 
 
-def run_extrap_sizes(nparam: int, sizes: list[int], seed: int) -> dict:
-    """Extra-P 4.2.5 (its own venv) on this script's files: {size: {read, model, wall, ms_per_cp}}."""
+def median_run(runs: list[dict], key: str) -> dict:
+    """The run whose ``key`` is the median of ``runs`` (the lower middle one of an even number),
+    with every run's ``key`` under ``<key>_runs``."""
+    ordered = sorted(runs, key=lambda r: r[key])
+    mid = dict(ordered[(len(ordered) - 1) // 2])
+    mid[f"{key}_runs"] = [r[key] for r in runs]
+    return mid
+
+
+def run_extrap_sizes(nparam: int, sizes: list[int], seed: int, repeat: int = 1) -> dict:
+    """Extra-P 4.2.5 (its own venv) on this script's files: {size: {read, model, wall, ms_per_cp}},
+    the median of ``repeat`` runs by ms_per_cp."""
     params = ["p"] if nparam == 1 else ["p", "n"]
     target = [512] if nparam == 1 else [256, 1024]
     res = {}
     for s in sizes:
         path, count, _ = experiment_file(nparam, s, seed)
-        load = os.getloadavg()[0]
-        # CPU of the Extra-P child: this process waits for one child at a time, so the delta of
-        # RUSAGE_CHILDREN's CPU times is that child's (peak memory is not additive: not used)
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        d, _, _ = vs_extrap.run_extrap(path, target, params, reuse=False)
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-        res[s] = {"read_s": d["read"], "model_s": d["model"], "import_s": d["import"], "wall_s": d["wall"],
-                  "cpu_s": cpu, "ms_per_cp": 1000 * (d["read"] + d["model"]) / count,
-                  "cpu_ms_per_cp": 1000 * cpu / count, "load": load}
-        print(f"  Extra-P 4.2.5, {nparam} param, {s:>7d} callpaths: read {d['read']:.2f} s + model "
-              f"{d['model']:.2f} s = {res[s]['ms_per_cp']:.2f} ms/callpath (wall incl. import {d['wall']:.1f} s, "
-              f"whole process CPU {cpu:.1f} s = {res[s]['cpu_ms_per_cp']:.2f} ms/callpath, load {load:.2f})", flush=True)
+        runs = []
+        for _ in range(max(1, repeat)):
+            load = os.getloadavg()[0]
+            # CPU of the Extra-P child: this process waits for one child at a time, so the delta of
+            # RUSAGE_CHILDREN's CPU times is that child's (peak memory is not additive: not used)
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            d, _, _ = vs_extrap.run_extrap(path, target, params, reuse=False)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+            runs.append({"read_s": d["read"], "model_s": d["model"], "import_s": d["import"], "wall_s": d["wall"],
+                         "cpu_s": cpu, "ms_per_cp": 1000 * (d["read"] + d["model"]) / count,
+                         "cpu_ms_per_cp": 1000 * cpu / count, "load": load})
+        r = res[s] = median_run(runs, "ms_per_cp")
+        spread = (f", median of {len(runs)} runs: " + " ".join(f"{v:.2f}" for v in r["ms_per_cp_runs"])
+                  if len(runs) > 1 else "")
+        print(f"  Extra-P 4.2.5, {nparam} param, {s:>7d} callpaths: read {r['read_s']:.2f} s + model "
+              f"{r['model_s']:.2f} s = {r['ms_per_cp']:.2f} ms/callpath (wall incl. import {r['wall_s']:.1f} s, "
+              f"whole process CPU {r['cpu_s']:.1f} s = {r['cpu_ms_per_cp']:.2f} ms/callpath, load {r['load']:.2f}"
+              f"{spread})", flush=True)
     return res
 
 
@@ -384,6 +406,10 @@ def main(argv=None) -> int:
                     help="a few minutes: 1 parameter 1k and 10k, 2 parameters 1k, Extra-P at 300 "
                          "(explicit --sizes/--sizes2/--extrap win)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help=f"runs of every measurement that takes under {REPEAT_BELOW_S:.0f} s, perfcast's and "
+                         "Extra-P's alike; the median run's figures are shown (one run on a shared machine "
+                         "is noisy; default 3)")
     ap.add_argument("--workers", default=None,
                     help="pass --workers N (or auto) to the commands that fit (model, predict, check); rows "
                          "are labelled 'wN'. Default: none passed, so the CLI's default (auto: the usable "
@@ -445,7 +471,7 @@ def main(argv=None) -> int:
             if dt:
                 print(f"  generated {path.name}: {count} series, {path.stat().st_size / 1e6:.1f} MB in {dt:.1f} s",
                       flush=True)
-        ex = run_extrap_sizes(nparam, extrap_sizes, a.seed) if extrap_sizes else {}
+        ex = run_extrap_sizes(nparam, extrap_sizes, a.seed, a.repeat) if extrap_sizes else {}
         results["extrap"][nparam] = ex
         ex_ref = ex[max(ex)]["ms_per_cp"] if ex else None
         ex_cpu_ref = ex[max(ex)]["cpu_ms_per_cp"] if ex else None
@@ -475,6 +501,11 @@ def main(argv=None) -> int:
                 else:
                     argv = command_argv(cmd, py, path, nparam, work, a.workers)
                     m = run_measured(argv, work / f"{cmd}.out", a.timeout, mem_limit)
+                    if a.repeat > 1 and not m["killed"] and "error" not in m and m["wall_s"] < REPEAT_BELOW_S:
+                        runs = [m] + [run_measured(argv, work / f"{cmd}.out", a.timeout, mem_limit)
+                                      for _ in range(a.repeat - 1)]
+                        if all(not r["killed"] and "error" not in r for r in runs):
+                            m = median_run(runs, "wall_s")
                     row.update(m)
                     if m["killed"]:
                         row["status"] = f"killed ({m['killed']})"

@@ -44,3 +44,13 @@ def test_generated_file_sizes_and_noise(tmp_path):
     assert f.shape == (2000, 6) and (np.diff(f, axis=1) >= 0).all()
     f2 = cs.truth_values(rng, 2, 500)
     assert f2.shape == (500, 25) and (f2 > 0).all()
+
+
+def test_median_run_picks_the_middle_run_and_keeps_every_value():
+    runs = [{"wall_s": 0.9, "cpu_s": 1}, {"wall_s": 0.7, "cpu_s": 2}, {"wall_s": 0.8, "cpu_s": 3}]
+    m = cs.median_run(runs, "wall_s")
+    assert m["wall_s"] == 0.8 and m["cpu_s"] == 3        # the run's own other figures
+    assert m["wall_s_runs"] == [0.9, 0.7, 0.8]
+    even = cs.median_run(runs + [{"wall_s": 0.1, "cpu_s": 4}], "wall_s")
+    assert even["wall_s"] == 0.7                          # the lower middle of 0.1 0.7 0.8 0.9
+    assert cs.median_run(runs[:1], "wall_s")["wall_s"] == 0.9
