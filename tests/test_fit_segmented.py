@@ -493,3 +493,37 @@ def test_model_shares_one_statistics_table():
                     == json.dumps(expected.to_dict(target), sort_keys=True))
         assert any(isinstance(m.model, SegmentedModel) for m in got.series)
         assert {sm.metric for sm in got.series} == set(metrics or exp.metrics)
+
+
+def test_many_steps_segmented_together_equal_each_alone():
+    """segment_models fits the pieces of all poor fits together (one fit_group per set of points,
+    pooled=False); 30 step series (enough for a group to pool its drift, growth and three-point
+    doubt) get exactly the segmented models, intervals included, that fit_segmented_stats gives
+    each series on its own, and the steps generated are found."""
+    from perfcast.fit import FitOptions
+
+    rng = np.random.default_rng(11)
+    ps = [2, 4, 8, 16, 32, 64, 128, 256]
+    rows = []
+    for k in range(30):
+        at = ps[2 + k % 4]                     # the step: between 8..64 and the next scale
+        lo, hi = 3.0 + k, 40.0 + 2 * k
+        for p in ps:
+            for r, v in enumerate((lo if p <= at else hi) * (1 + 0.01 * rng.standard_normal(4))):
+                rows.append({"p": p, "callpath": f"step{k}", "metric": "time", "rep": r, "value": v})
+    from perfcast.experiment import Experiment, Metric
+
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")])
+    res = model_experiment(exp)
+    together = segment_models(exp, res)
+    st = series_statistics(exp)
+    opts = FitOptions().for_kind(exp.metrics["time"].kind)
+    for sm, old in zip(together, res):
+        g = st[st["callpath"] == sm.callpath].sort_values("p")
+        alone = fit_segmented_stats(*(g[c].to_numpy(float) for c in ("p", "mean", "count", "ssd")), "p", opts,
+                                    single=old.model)
+        assert isinstance(sm.model, SegmentedModel) and isinstance(alone, SegmentedModel), sm.callpath
+        assert json.dumps(sm.model.to_dict(), sort_keys=True) == json.dumps(alone.to_dict(), sort_keys=True)
+        assert sm.model.interval(1024.0) == alone.interval(1024.0)
+        k = int(sm.callpath[4:])
+        assert sm.model.change in ((ps[2 + k % 4], ps[3 + k % 4]), (ps[2 + k % 4],) * 2), (k, sm.model.change)

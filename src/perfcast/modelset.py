@@ -1501,15 +1501,16 @@ class ModelSet:
             sub = [series[s] for s in mine.tolist()]
             n = len(sub)
 
-            def column(text: str, rows: dict):
-                """``text`` for every record, but ``rows`` ({series: its own text}) for theirs: one
-                string when no record of the piece has its own (a column the join repeats)."""
+            def column(text: str, rows: dict, make=None):
+                """``text`` for every record, but ``rows`` ({series: its own text, or what ``make``
+                makes it from}) for theirs: one string when no record of the piece has its own (a
+                column the join repeats)."""
                 mine_rows = [(rank_of[s] - lo, v) for s, v in rows.items() if lo <= rank_of[s] < hi]
                 if not mine_rows:
                     return text
                 c = np.full(n, text, dtype=object)
                 for i, v in mine_rows:
-                    c[i] = v
+                    c[i] = v if make is None else make(v)
                 return c
 
             cols = [np.array([',\n {"callpath": ' + enc_str(sm.callpath) + metric[sm.metric] for sm in sub],
@@ -1531,7 +1532,7 @@ class ModelSet:
             else:
                 ranking = []
             cols += ranking
-            cols.append(column(', "warnings": []', {s: ', "warnings": ' + enc(w) for s, w in warn.items()}))
+            cols.append(column(', "warnings": []', warn, lambda w: ', "warnings": ' + enc(w)))
             at = np.flatnonzero(have[mine])
             predicted = np.full(n, "", dtype=object) if len(at) else column("", at_line)
             if len(at):

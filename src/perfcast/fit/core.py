@@ -35,6 +35,7 @@ Everything is vectorised over series (chunks of ``FitOptions.chunk``); models ar
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -173,12 +174,20 @@ class FitOptions:
         return dataclasses.replace(opt, nonnegative=ASYMPTOTIC if kind in NONNEGATIVE_KINDS else False)
 
     def blocks(self) -> tuple[Block, ...]:
-        if self.space is not None:
-            blocks = sorted({(parse_fraction(i), int(j)) for i, j in self.space} - {(Fraction(0), 0)})
-            if not blocks:
-                raise PerfcastError("the hypothesis space is empty", where="space")
-            return with_negative(blocks) if self.negative else tuple(blocks)
-        return make_blocks(self.exponents, self.log_exponents, self.negative)
+        space = None if self.space is None else tuple(tuple(b) for b in self.space)
+        return _blocks(space, tuple(self.exponents), tuple(self.log_exponents), bool(self.negative))
+
+
+@functools.lru_cache(maxsize=64)
+def _blocks(space, exponents, log_exponents, negative: bool) -> tuple[Block, ...]:
+    """:meth:`FitOptions.blocks`, made once per hypothesis space (~0.5 ms of Fraction arithmetic
+    each time: a segmented model's pieces asked for it thousands of times)."""
+    if space is not None:
+        blocks = sorted({(parse_fraction(i), int(j)) for i, j in space} - {(Fraction(0), 0)})
+        if not blocks:
+            raise PerfcastError("the hypothesis space is empty", where="space")
+        return tuple(with_negative(blocks)) if negative else tuple(blocks)
+    return tuple(make_blocks(exponents, log_exponents, negative))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1536,7 +1545,7 @@ def _chunks(state: tuple, S: int):
 def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarray,
               parameters: Sequence[str], options: FitOptions | None = None, progress=None,
               reps: np.ndarray | None = None, *, shape: NoiseShape | None = None,
-              check: bool = True) -> GroupFit:
+              check: bool = True, pooled: bool = True) -> GroupFit:
     """Fit all series measured on one point set.
 
     ``X`` (n, m) coordinates; ``mean``/``count``/``ssd`` (S, n): per point mean, number of
@@ -1551,6 +1560,11 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     series' fit depends on nothing else of the group but the drift.  ``check=False`` skips the
     leave-largest-out check, whose only product is the drift of the intervals (``drift`` NaN: intervals from such models are NaN): for
     outputs without intervals, the same models otherwise.
+
+    ``pooled=False``: the rows are unrelated series fitted together for speed (the pieces of many
+    segmented models, :mod:`perfcast.fit.segmented`): what a group estimates from all its series
+    (the growth of the drift, the pooled drift, the three-point doubt) is what each series gives
+    alone, so every row's model is the one a call with that row alone makes.
     """
     opt = (options or FitOptions()).for_kind(None)   # no metric kind known here: "auto" = no constraint
     X = np.asarray(X, dtype=float)
@@ -1605,7 +1619,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     hold = _holdout(X, usable) if check else None
     signed = None if hold is None else np.full((S, int((~hold[0]).sum())), np.nan)
     growth = GROWTH[0]
-    if hold is not None and m == 1 and n >= 3:
+    if hold is not None and m == 1 and n >= 3 and pooled:
         # single-parameter groups only: on 5x5 multi-parameter sets the second rerun cost 15-30% of
         # the modelling time and estimated no growth beyond the quadratic floor (bench/README.md)
         growth = _growth(space, mean, count, ssd, opt, K, M, usable)
@@ -1628,7 +1642,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
             progress(hi, S)
     drift_dof = 0
     if hold is not None and usable and n >= 3:
-        out_drift[:], drift_dof = _pool_drift(miss, allowed, signed)
+        out_drift[:], drift_dof = _pool_drift(miss, allowed, signed, pool=pooled)
     if two is not None:
         # two points: a one-term law through them (never their mean), with a wide interval
         blocks, growth = _two_points(X, two, mean, count, ssd, blocks, out_hyp, out_coef, out_cov, out_q,
@@ -1650,7 +1664,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         # too few points to hold the largest out and check the chosen form against it (3 values of
         # a parameter): beyond the data the interval carries the two-point exponent doubt instead
         # of collapsing to the (possibly zero) noise of deterministic counts
-        out_drift[:] = _three_point_doubt(X, mean) * math.log(2)
+        out_drift[:] = (_three_point_doubt(X, mean) if pooled else TWO_POINT_EXPONENT_SD) * math.log(2)
         growth = 1.0
     # an all-zero series is exactly the constant 0, however few points
     allzero = np.all(mean == 0, axis=1)
@@ -2415,7 +2429,8 @@ DRIFT_POOL_MIN = 8
 DRIFT_POOL_LEVEL = 0.05
 
 
-def _pool_drift(miss: np.ndarray, allowed: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pool_drift(miss: np.ndarray, allowed: np.ndarray, z: np.ndarray, pool: bool = True
+                ) -> tuple[np.ndarray, np.ndarray]:
     """The drift of every series of a group and its degrees of freedom, from the leave-largest-out
     check (:func:`_drift`: per series the mean squared relative miss ``miss`` at the ``k`` held-out
     points and what the interval allowed there, ``allowed``, both per doubling^(2 growth); ``z``
@@ -2445,6 +2460,8 @@ def _pool_drift(miss: np.ndarray, allowed: np.ndarray, z: np.ndarray) -> tuple[n
       shrinkage there, limma's prior dof ~ 4-7, widened their intervals to 97-99 % coverage,
       bench/README.md "Intervals").
 
+    ``pool=False``: every series keeps its own (unrelated series fitted together).
+
     Returns (drift (S,), dof (S,) int)."""
     k = z.shape[1]
     with np.errstate(invalid="ignore"):
@@ -2453,7 +2470,7 @@ def _pool_drift(miss: np.ndarray, allowed: np.ndarray, z: np.ndarray) -> tuple[n
     dof = np.full(len(miss), k, dtype=np.int64)
     ok = np.isfinite(miss) & np.isfinite(allowed) & (allowed > 0) & (miss > 0) & np.all(np.isfinite(z), axis=1)
     S = int(ok.sum())
-    if S < DRIFT_POOL_MIN or k < 1:
+    if S < DRIFT_POOL_MIN or k < 1 or not pool:
         return drift, dof
     u = miss[ok] / allowed[ok]
     lam = float(np.mean(u))
