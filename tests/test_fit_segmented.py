@@ -495,6 +495,43 @@ def test_model_shares_one_statistics_table():
         assert {sm.metric for sm in got.series} == set(metrics or exp.metrics)
 
 
+def _steps_experiment(count: int = 30):
+    """``count`` series that step from 3 + k to 40 + 2k between p = 8..64 and the next scale (1%
+    noise, 4 repetitions), p = 2..256."""
+    from perfcast.experiment import Experiment, Metric
+
+    rng = np.random.default_rng(11)
+    ps = [2, 4, 8, 16, 32, 64, 128, 256]
+    rows = []
+    for k in range(count):
+        at = ps[2 + k % 4]
+        lo, hi = 3.0 + k, 40.0 + 2 * k
+        for p in ps:
+            for r, v in enumerate((lo if p <= at else hi) * (1 + 0.01 * rng.standard_normal(4))):
+                rows.append({"p": p, "callpath": f"step{k}", "metric": "time", "rep": r, "value": v})
+    return Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")]), ps
+
+
+def test_predictions_of_many_segmented_models_are_their_own():
+    """ModelSet.predict takes the intervals of built models (the segmented ones) in batches: each
+    is the interval the model itself gives, at a point in either regime and beyond the data."""
+    import perfcast
+
+    exp, _ = _steps_experiment()
+    ms = perfcast.model(exp)
+    models = {sm.callpath: sm.model for sm in ms.series}
+    assert all(isinstance(m, SegmentedModel) for m in models.values())
+    pts = [{"p": 3.0}, {"p": 100.0}, {"p": 1024.0}]
+    rows = ms.predict(pts)
+    assert len(rows) == 30 * 3
+    for r in rows:
+        m = models[r["callpath"]]
+        lo, hi = m.interval(r["at"]["p"])
+        assert r["value"] == m.predict(r["at"]["p"])
+        assert (r["lower"], r["upper"]) == (max(lo, 0.0), hi)
+        assert r["lower"] < r["value"] < r["upper"]
+
+
 def test_many_steps_segmented_together_equal_each_alone():
     """segment_models fits the pieces of all poor fits together (one fit_group per set of points,
     pooled=False); 30 step series (enough for a group to pool its drift, growth and three-point
@@ -502,18 +539,7 @@ def test_many_steps_segmented_together_equal_each_alone():
     each series on its own, and the steps generated are found."""
     from perfcast.fit import FitOptions
 
-    rng = np.random.default_rng(11)
-    ps = [2, 4, 8, 16, 32, 64, 128, 256]
-    rows = []
-    for k in range(30):
-        at = ps[2 + k % 4]                     # the step: between 8..64 and the next scale
-        lo, hi = 3.0 + k, 40.0 + 2 * k
-        for p in ps:
-            for r, v in enumerate((lo if p <= at else hi) * (1 + 0.01 * rng.standard_normal(4))):
-                rows.append({"p": p, "callpath": f"step{k}", "metric": "time", "rep": r, "value": v})
-    from perfcast.experiment import Experiment, Metric
-
-    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")])
+    exp, ps = _steps_experiment()
     res = model_experiment(exp)
     together = segment_models(exp, res)
     st = series_statistics(exp)

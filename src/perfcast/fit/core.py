@@ -174,8 +174,12 @@ class FitOptions:
         return dataclasses.replace(opt, nonnegative=ASYMPTOTIC if kind in NONNEGATIVE_KINDS else False)
 
     def blocks(self) -> tuple[Block, ...]:
-        space = None if self.space is None else tuple(tuple(b) for b in self.space)
-        return _blocks(space, tuple(self.exponents), tuple(self.log_exponents), bool(self.negative))
+        made = self.__dict__.get("_blocks")     # kept on the (frozen) options once made
+        if made is None:
+            space = None if self.space is None else tuple(tuple(b) for b in self.space)
+            made = _blocks(space, tuple(self.exponents), tuple(self.log_exponents), bool(self.negative))
+            object.__setattr__(self, "_blocks", made)
+        return made
 
 
 @functools.lru_cache(maxsize=64)
