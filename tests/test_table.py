@@ -207,3 +207,17 @@ print(json.dumps({{"pandas": "pandas" in sys.modules, "compute": "pyarrow.comput
         assert text == "all 102 check(s) passed\n"      # b, c<k> ~ p and the constant a are within O(p)
     else:
         assert "p/2" in text.replace(" ", "") or "0.5" in text      # the table's b: p / 2
+
+
+def test_distinct_sorted_is_np_unique_over_blocks(monkeypatch):
+    """distinct_sorted searches a block of rows at a time: values the sample misses, in any block
+    (the first, a middle one, the last row), are found; the result is np.unique's."""
+    from perfcast import table
+
+    monkeypatch.setattr(table, "_DISTINCT_BLOCK", 1000)
+    rng = np.random.default_rng(2)
+    a = rng.choice(np.array([4.0, 8.0, 16.0, 32.0], dtype=np.float32), 50_000)
+    a[7], a[25_001], a[-1] = 3.5, 1e9, -2.0      # once each: not in the sample of every 12th row
+    assert np.array_equal(table.distinct_sorted(a), np.unique(a))
+    r = rng.integers(0, 5, 30_000).astype(np.int8)
+    assert np.array_equal(table.distinct_sorted(r), np.unique(r))
