@@ -398,6 +398,68 @@ def _fit(D: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, clamp: _WLS | None
     return fit
 
 
+def _wls_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
+    """:func:`_wls` of y (S, n) on each of B shared designs ``Dp`` (B, n, k) at once: the fields
+    with a design axis after the series', beta (S, B, k), rss and press (S, B), ainv (S, B, k, k),
+    ok (S, B), resid and hat (S, B, n).  The same floats as B calls of :func:`_wls` (the sums over
+    a series' points in the same order: :func:`_rowdot`'s einsum over more columns, the products
+    over k with the operands' strides of that path, the sums of squares row by row over (S * B, n));
+    tests/test_fit_core.py compares them bit for bit."""
+    B, n, k = Dp.shape
+    S = len(y)
+    P = Dp[:, :, :, None] * Dp[:, :, None, :]                                 # (B, n, k, k)
+    A = _rowdot(w, np.ascontiguousarray(P.transpose(1, 0, 2, 3)).reshape(n, B * k * k)).reshape(S, B, k, k)
+    b = _rowdot(w * y, np.ascontiguousarray(Dp.transpose(1, 0, 2)).reshape(n, B * k)).reshape(S, B, k)
+    ainv, ok = _inv_small(A)
+    beta = np.einsum("sbij,sbj->sbi", ainv, b)
+    fitted = np.einsum("sbk,bkn->sbn", beta, Dp.transpose(0, 2, 1))
+    wb = w[:, None, :]
+    hat = wb * np.einsum("sbq,bqn->sbn", ainv.reshape(S, B, k * k), P.reshape(B, n, k * k).transpose(0, 2, 1))
+    resid = y[:, None, :] - fitted
+    rss = np.sum((wb * resid * resid).reshape(S * B, n), axis=1).reshape(S, B)
+    lev_ok = np.all(hat < 1 - 1e-9, axis=2)
+    denom = np.where(hat < 1 - 1e-9, 1 - hat, 1.0)
+    press = np.sum((wb * (resid / denom) ** 2).reshape(S * B, n), axis=1).reshape(S, B)
+    press = np.where(lev_ok & ok, press, np.inf)
+    rss = np.where(ok, rss, np.inf)
+    return _WLS(beta, rss, press, ainv, ok, resid, hat)
+
+
+def _fit_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, growing: np.ndarray) -> _WLS:
+    """:func:`_fit` (no ``clamp``, ``const``, ``outgrow`` or ``below``; ``growing`` (B, k - 1)) for
+    each of B shared designs ``Dp`` (B, n, k) at once, fields as :func:`_wls_designs` gives them:
+    the fits of a search over many hypotheses without a Python call per hypothesis."""
+    fit = _wls_designs(Dp, y, w)
+    k = Dp.shape[2]
+    asym = nonneg in (ASYMPTOTIC, CLAMPED)
+    if k >= 2 and (nonneg == CLAMPED or (nonneg and not asym)):
+        rows, cols = np.nonzero(fit.ok & (fit.beta[:, :, 0] < 0))
+        for c in np.unique(cols):
+            r = rows[cols == c]
+            # :func:`_through_origin` on design c's rows, into the batch's arrays
+            sub = _wls(Dp[c][:, 1:], y[r], w[r])
+            fit.beta[r, c, 0] = 0.0
+            fit.beta[r, c, 1:] = sub.beta
+            fit.rss[r, c], fit.press[r, c] = sub.rss, sub.press
+            fit.resid[r, c], fit.hat[r, c] = sub.resid, sub.hat
+            a = np.zeros((len(r), k, k))
+            a[:, 1:, 1:] = sub.ainv
+            fit.ainv[r, c] = a
+            fit.ok[r, c] = sub.ok
+    if asym:
+        neg = fit.beta[:, :, 1:] < 0
+        g = np.broadcast_to(growing, neg.shape)
+        bad = fit.ok & (np.any(g & neg, axis=2) | (~np.any(g, axis=2) & (fit.beta[:, :, 0] < 0)))
+        bad |= fit.ok & np.any(((y[:, None, :] - fit.resid) < -NEGATIVE_TOL) & (w[:, None, :] > 0), axis=2)
+    elif nonneg and k >= 2:
+        bad = np.any(fit.beta[:, :, 1:] < 0, axis=2)
+    else:
+        return fit
+    fit.rss = np.where(bad, np.inf, fit.rss)
+    fit.press = np.where(bad, np.inf, fit.press)
+    return fit
+
+
 def _through_origin(fit: _WLS, D: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
     """Refit ``rows`` of ``fit`` without the constant (it is 0 there), in place: the constrained
     optimum of a fit whose constant came out negative lies on that boundary when its terms are
@@ -644,6 +706,7 @@ class _Space:
         self.tabs_t = [np.ascontiguousarray(t.T) for t in tabs]  # each (H + 1, n)
         self._grid = None   # :meth:`_grid_table`, built on first use
         self._ranges = {}   # :meth:`ranges`, per parameter on first use
+        self._ij = None     # :meth:`_law_at`'s exponents and log exponents as arrays, on first use
 
     def ranges(self, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per block of parameter p and the absent factor (index -1): its range (inf, sup) from the
@@ -717,8 +780,10 @@ class _Space:
     def _law_at(self, h: np.ndarray, sc: np.ndarray, beta: np.ndarray, L: np.ndarray) -> np.ndarray:
         """Laws ``beta`` (r, 1 + k) with block indices ``h`` (r, k, m) (H: the parameter absent)
         and term scales ``sc`` (r, k) at points of log2 values ``L`` (r, g, m) -> (r, g)."""
-        i = np.array([float(b[0]) for b in self.blocks] + [0.0])
-        j = np.array([b[1] for b in self.blocks] + [0])
+        if self._ij is None:
+            self._ij = (np.array([float(b[0]) for b in self.blocks] + [0.0]),
+                        np.array([b[1] for b in self.blocks] + [0]))
+        i, j = self._ij
         vals = np.ones(h.shape[:2] + (L.shape[1],))
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             for p in range(self.m):
@@ -1968,20 +2033,28 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
     if len(need) == 0:
         return
     sub = _SubChunk(ch, need)
-    B = 256
+    # the pairs in batches fitted at once (:func:`_fit_designs`), a batch's (series, pair, point)
+    # arrays kept to ~32 MB each
+    B = int(min(256, max(1, 2 ** 22 // (len(need) * n))))
     for start in range(0, len(pairs), B):
-        batch = pairs[start:start + B]
-        crit = np.full((len(need), len(batch)), np.inf)
-        hyp = np.full((len(batch), K, 1), -1, dtype=np.int32)
-        for c, (a, b) in enumerate(batch):
-            fit = _fit(np.column_stack([ones, Tn[:, a], Tn[:, b]]), sub.y, sub.w, opt.nonnegative,
-                       growing=grow[[a, b]],
-                       below=(lambda rows, c, a=a, b=b: space.below_zero(
-                           np.broadcast_to(np.array([[[a], [b]] + [[-1]] * (K - 2)], dtype=np.int32),
-                                           (len(rows), K, 1)),
-                           np.broadcast_to(np.concatenate([[1.0], sc[[a, b]]]), (len(rows), 3)), c)) if asym else None)
-            crit[:, c] = sub.criterion(fit, 2, pen2, opt.selection)
-            hyp[c, 0, 0], hyp[c, 1, 0] = a, b
+        ab = np.array(pairs[start:start + B])
+        hyp = np.full((len(ab), K, 1), -1, dtype=np.int32)
+        hyp[:, :2, 0] = ab
+        D = np.empty((len(ab), n, 3))
+        D[:, :, 0] = 1.0
+        D[:, :, 1], D[:, :, 2] = Tn[:, ab[:, 0]].T, Tn[:, ab[:, 1]].T
+        fit = _fit_designs(D, sub.y, sub.w, opt.nonnegative, grow[ab])
+        crit = sub.criterion_err(fit.press if opt.selection == "cv" else fit.rss, 2, pen2, opt.selection)
+        if asym:
+            # the asymptotic rule's last test, as :func:`_fit` makes it with ``below``: the fits it
+            # admitted that have a negative coefficient, below zero beyond the data?
+            rows, cs = np.nonzero(fit.ok & np.isfinite(fit.rss) & np.any(fit.beta < 0, axis=2))
+            if len(rows):
+                h = np.full((len(cs), K, 1), -1, dtype=np.int32)
+                h[:, :2, 0] = ab[cs]
+                scale = np.concatenate([np.ones((len(cs), 1)), sc[ab[cs]]], axis=1)
+                below = space.below_zero(h, scale, fit.beta[rows, cs])
+                crit[rows[below], cs[below]] = np.inf
         ch.merge(need, crit, hyp)
 
 
