@@ -758,8 +758,7 @@ class _Space:
         num = {1: 81, 2: 21, 3: 11}.get(self.m, 6)
         step = 40.0 / (num - 1)
         axes = [base[p] + np.linspace(0.0, 40.0, num) for p in range(self.m)]
-        L = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)   # (g, m)
-        L = np.broadcast_to(L, (len(rows),) + L.shape)
+        L = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)   # (g, m): all rows'
         low = np.full(len(rows), np.inf)
         for zoom in range(ZOOMS + 1):
             law = self._law_at(h, sc, b, L)
@@ -769,7 +768,7 @@ class _Space:
                 break
             # a finer grid over the cells around each row's lowest point
             q = {1: 33, 2: 9}.get(self.m, 5)
-            centre = L[np.arange(len(rows)), at]                          # (r, m)
+            centre = L[at] if L.ndim == 2 else L[np.arange(len(rows)), at]   # (r, m)
             offs = np.linspace(-step, step, q)
             grid = np.stack([g.ravel() for g in np.meshgrid(*([offs] * self.m), indexing="ij")], axis=1)
             L = np.maximum(centre[:, None, :] + grid[None], base)
@@ -779,14 +778,19 @@ class _Space:
 
     def _law_at(self, h: np.ndarray, sc: np.ndarray, beta: np.ndarray, L: np.ndarray) -> np.ndarray:
         """Laws ``beta`` (r, 1 + k) with block indices ``h`` (r, k, m) (H: the parameter absent)
-        and term scales ``sc`` (r, k) at points of log2 values ``L`` (r, g, m) -> (r, g)."""
+        and term scales ``sc`` (r, k) at points of log2 values ``L`` (r, g, m), or (g, m) for every
+        row -- then each block's factor is evaluated once and gathered (the same floats) -> (r, g)."""
         if self._ij is None:
             self._ij = (np.array([float(b[0]) for b in self.blocks] + [0.0]),
                         np.array([b[1] for b in self.blocks] + [0]))
         i, j = self._ij
-        vals = np.ones(h.shape[:2] + (L.shape[1],))
+        vals = np.ones(h.shape[:2] + (L.shape[-2],))
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             for p in range(self.m):
+                if L.ndim == 2:
+                    lp, ip, jp = L[None, :, p], i[:, None], j[:, None]           # blocks x points
+                    vals *= (np.exp2(ip * lp) * np.where(jp == 0, 1.0, lp ** jp))[h[:, :, p]]
+                    continue
                 lp = L[:, None, :, p]                                     # (r, 1, g)
                 ip, jp = i[h[:, :, p]][..., None], j[h[:, :, p]][..., None]
                 vals *= np.exp2(ip * lp) * np.where(jp == 0, 1.0, lp ** jp)
