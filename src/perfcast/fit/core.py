@@ -404,7 +404,7 @@ def _wls_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
     ok (S, B), resid and hat (S, B, n).  The same floats as B calls of :func:`_wls` (the sums over
     a series' points in the same order: :func:`_rowdot`'s einsum over more columns, the products
     over k with the operands' strides of that path, the sums of squares row by row over (S * B, n));
-    tests/test_fit_core.py compares them bit for bit."""
+    tests/test_fit_designs.py compares them bit for bit."""
     B, n, k = Dp.shape
     S = len(y)
     P = Dp[:, :, :, None] * Dp[:, :, None, :]                                 # (B, n, k, k)
