@@ -1191,7 +1191,7 @@ def _put2(a: np.ndarray, i: np.ndarray, j: np.ndarray, v: np.ndarray):
     assert len(sub) == len(tail)
     cell = np.ravel_multi_index(np.indices(sub).reshape(len(sub), -1), tail) if sub else np.zeros(1, dtype=np.intp)
     flat = ((np.asarray(i) * W + j) * math.prod(tail))[:, None] + cell
-    a.reshape(-1, copy=False)[flat.ravel()] = v.ravel()
+    np.put(a, flat.ravel(), v.ravel())     # in place (``reshape(copy=False)`` needs numpy 2.1)
 
 
 def _rows_of(idx: np.ndarray) -> np.ndarray:
