@@ -435,17 +435,9 @@ def _fit_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, growing: 
     if k >= 2 and (nonneg == CLAMPED or (nonneg and not asym)):
         rows, cols = np.nonzero(fit.ok & (fit.beta[:, :, 0] < 0))
         for c in np.unique(cols):
-            r = rows[cols == c]
-            # :func:`_through_origin` on design c's rows, into the batch's arrays
-            sub = _wls(Dp[c][:, 1:], y[r], w[r])
-            fit.beta[r, c, 0] = 0.0
-            fit.beta[r, c, 1:] = sub.beta
-            fit.rss[r, c], fit.press[r, c] = sub.rss, sub.press
-            fit.resid[r, c], fit.hat[r, c] = sub.resid, sub.hat
-            a = np.zeros((len(r), k, k))
-            a[:, 1:, 1:] = sub.ainv
-            fit.ainv[r, c] = a
-            fit.ok[r, c] = sub.ok
+            # design c's fields are views into the batch's arrays: refitted there in place
+            view = _WLS(*(getattr(fit, f)[:, c] for f in ("beta", "rss", "press", "ainv", "ok", "resid", "hat")))
+            _through_origin(view, Dp[c], y, w, rows[cols == c])
     if asym:
         neg = fit.beta[:, :, 1:] < 0
         g = np.broadcast_to(growing, neg.shape)
