@@ -439,9 +439,7 @@ def _fit_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, growing: 
             view = _WLS(*(getattr(fit, f)[:, c] for f in ("beta", "rss", "press", "ainv", "ok", "resid", "hat")))
             _through_origin(view, Dp[c], y, w, rows[cols == c])
     if asym:
-        neg = fit.beta[:, :, 1:] < 0
-        g = np.broadcast_to(growing, neg.shape)
-        bad = fit.ok & (np.any(g & neg, axis=2) | (~np.any(g, axis=2) & (fit.beta[:, :, 0] < 0)))
+        bad = fit.ok & _asymptotically_negative(fit.beta, growing)
         bad |= fit.ok & np.any(((y[:, None, :] - fit.resid) < -NEGATIVE_TOL) & (w[:, None, :] > 0), axis=2)
     elif nonneg and k >= 2:
         bad = np.any(fit.beta[:, :, 1:] < 0, axis=2)
@@ -633,9 +631,10 @@ def _growing_terms(hyp: np.ndarray, grow: np.ndarray, k: int) -> np.ndarray:
 def _asymptotically_negative(beta: np.ndarray, growing: np.ndarray) -> np.ndarray:
     """(S,) fits that fall below zero as the parameters grow: a growing term with a negative
     coefficient, or only decaying terms (or none) and a negative constant.  ``beta`` (S, 1 + k) in
-    scaled units (positive scales: signs are those of the model); ``growing`` (k,) or (S, k)."""
-    g = np.broadcast_to(growing, beta[:, 1:].shape)
-    return np.any(g & (beta[:, 1:] < 0), axis=1) | (~np.any(g, axis=1) & (beta[:, 0] < 0))
+    scaled units (positive scales: signs are those of the model); ``growing`` (k,) or (S, k) --
+    or any leading axes, e.g. ``beta`` (S, B, 1 + k) and ``growing`` (B, k) (:func:`_fit_designs`)."""
+    g = np.broadcast_to(growing, beta[..., 1:].shape)
+    return np.any(g & (beta[..., 1:] < 0), axis=-1) | (~np.any(g, axis=-1) & (beta[..., 0] < 0))
 
 
 def _outgrown(beta: np.ndarray, D: np.ndarray, hyp: np.ndarray, grow: np.ndarray) -> np.ndarray:
