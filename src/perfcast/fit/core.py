@@ -426,8 +426,8 @@ def _wls_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
 
 
 def _fit_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, growing: np.ndarray) -> _WLS:
-    """:func:`_fit` (no ``clamp``, ``const``, ``outgrow`` or ``below``; ``growing`` (B, k - 1)) for
-    each of B shared designs ``Dp`` (B, n, k) at once, fields as :func:`_wls_designs` gives them:
+    """:func:`_fit` (no ``clamp``, ``const``, ``outgrow`` or ``below``; ``growing`` (B, k - 1), or
+    (S, B, k - 1) per series) for each of B shared designs ``Dp`` (B, n, k) at once, fields as :func:`_wls_designs` gives them:
     the fits of a search over many hypotheses without a Python call per hypothesis."""
     fit = _wls_designs(Dp, y, w)
     k = Dp.shape[2]
@@ -535,6 +535,13 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
     return np.where(ok, err, np.inf)
 
 
+#: measured points a series needs before a pair of terms may cancel (:func:`_leading_growth`): three
+#: coefficients and two points more -- four points say little about a law that passes through them
+#: (HPCCG's make_local_matrix, instructions 2.35e6 .. 3.27e6 at p = 1..8, took ``2.2e6 + 1.7e5
+#: p^(7/3) - 1.0e5 p^(3/2) log2(p)^2``: +142% at p = 16)
+OUTGROWN_POINTS = 5
+#: ... and must fit its measurements to this (relative to its largest mean) when it is noise-free
+OUTGROWN_FIT = 1e-6
 #: a fitted value below this (in units of the series' largest |mean|) is negative
 NEGATIVE_TOL = 1e-9
 #: refinements of :meth:`_Space.below_zero`'s grid around a law's lowest point (each 16x finer in
@@ -620,6 +627,21 @@ _CACHE_BLOCK = 2 ** 16
 def _growing_blocks(blocks: Sequence[Block]) -> np.ndarray:
     """Per block: does ``x^i log2(x)^j`` grow without bound as x grows?"""
     return np.array([i > 0 or (i == 0 and j > 0) for i, j in blocks], dtype=bool)
+
+
+def _leading_growth(blocks: Sequence[Block], pairs: np.ndarray) -> np.ndarray:
+    """(B, 2) for pairs of block indices (B, 2) of one parameter: which growing term of ``c + a
+    x^i1 log2(x)^j1 + b x^i2 log2(x)^j2`` decides its sign as x grows -- the growing one that grows
+    faster (the larger (i, j)); the other is outgrown.  ``a x^2 - b x``, ``a x - b x^(1/2)``, ``a x
+    log2(x) - b x`` are positive beyond some x whatever b when a > 0: pairs of messages in an
+    all-to-all (p^2 - p), faces of a square process grid (4p - 4 p^(1/2)).  Whether such a law
+    stays non-negative from the smallest measured x on is :meth:`_Space.below_zero`'s to say."""
+    grow = _growing_blocks(blocks)
+    rank = np.empty(len(blocks), dtype=np.int64)
+    rank[sorted(range(len(blocks)), key=lambda h: blocks[h])] = np.arange(len(blocks))
+    a, b = pairs[:, 0], pairs[:, 1]
+    first = rank[a] > rank[b]
+    return grow[pairs] & np.stack([first | ~grow[b], ~first | ~grow[a]], axis=1)
 
 
 def _growing_terms(hyp: np.ndarray, grow: np.ndarray, k: int) -> np.ndarray:
@@ -2031,6 +2053,17 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
     # the pairs in batches fitted at once (:func:`_fit_designs`), a batch's (series, pair, point)
     # arrays kept to ~32 MB each
     B = int(min(256, max(1, 2 ** 22 // (len(need) * n))))
+    # the asymptotic rule of noise-free series (counts) and of those weighed for the model's error
+    # looks at the faster-growing term of a pair: an outgrown one may be negative.  Not for noisy
+    # series: with a few points such laws bend to the noise (LULESH's timers with --terms 2: median
+    # error 4.2% -> 30%, bench/README.md "Outgrown terms")
+    relaxed = (ch.free | ch.relax)[need] & (np.sum(sub.w > 0, axis=1) >= OUTGROWN_POINTS)
+    lead = _leading_growth(space.blocks, np.array(pairs)) if relaxed.any() else None
+    # ... and a noise-free series' pair cancels only where it reproduces the measurements: a count
+    # that follows a law with a cancelling pair does so exactly; one it misses (cache misses that step
+    # with p) it would bend through (cg's xpby D1mr, 4.0e5 +- 1%: ``4.09e5 + 221 p^(8/3) - 96 p^2
+    # log2(p)^2``)
+    exact_only = relaxed & ~ch.relax[need]
     for start in range(0, len(pairs), B):
         ab = np.array(pairs[start:start + B])
         hyp = np.full((len(ab), K, 1), -1, dtype=np.int32)
@@ -2038,8 +2071,16 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
         D = np.empty((len(ab), n, 3))
         D[:, :, 0] = 1.0
         D[:, :, 1], D[:, :, 2] = Tn[:, ab[:, 0]].T, Tn[:, ab[:, 1]].T
-        fit = _fit_designs(D, sub.y, sub.w, opt.nonnegative, grow[ab])
+        g = grow[ab]
+        if lead is not None:
+            g = np.where(relaxed[:, None, None], lead[start:start + B], g)
+        fit = _fit_designs(D, sub.y, sub.w, opt.nonnegative, g)
         crit = sub.criterion_err(fit.press if opt.selection == "cv" else fit.rss, 2, pen2, opt.selection)
+        if lead is not None and exact_only.any():
+            rows, cs = np.nonzero(exact_only[:, None] & fit.ok & _asymptotically_negative(fit.beta, grow[ab]))
+            if len(rows):
+                miss = np.max(np.abs(fit.resid[rows, cs]) * (sub.w[rows] > 0), axis=1) > OUTGROWN_FIT
+                crit[rows[miss], cs[miss]] = np.inf
         if asym:
             # the asymptotic rule's last test, as :func:`_fit` makes it with ``below``: the fits it
             # admitted that have a negative coefficient, below zero beyond the data?
