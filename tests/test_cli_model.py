@@ -302,3 +302,31 @@ def test_log_at_zero_is_refused_in_one_line(capsys, text_file, args, needle):
         code, out, err = cli(capsys, args[0], text_file, *args[1:])
     assert code == 2, err
     assert needle in err and len(err.strip().splitlines()) == 1 and out == ""
+
+
+def test_terms_two_finds_a_cancelling_pair_in_noise_free_repetitions(capsys, tmp_path):
+    """`perfcast model --terms 2` on counts that repeat exactly: 5 + p^2 - p (the messages of an
+    all-to-all plus set-up) is found term for term and predicted exactly at p = 1024."""
+    ps = [2, 4, 8, 16, 32, 64]
+    lines = ["PARAMETER p", "", "POINTS " + " ".join(f"( {p} )" for p in ps), "", "METRIC calls", "",
+             "REGION alltoall"] + [f"DATA {5 + p * p - p} {5 + p * p - p} {5 + p * p - p}" for p in ps]
+    path = tmp_path / "a2a.txt"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = cli(capsys, "predict", path, "--terms", "2", "--at", "p=1024", "--json")
+    assert code == 0, err
+    (row,) = cli_items(out)
+    assert row["value"] == pytest.approx(5 + 1024 * 1024 - 1024, rel=1e-9)
+
+
+def test_terms_two_on_several_parameters_says_it_does_not_apply(capsys, tmp_path):
+    lines = ["PARAMETER p", "PARAMETER n", "", "POINTS " + " ".join(f"( {p} {n} )" for p in (2, 4, 8, 16)
+                                                                   for n in (10, 20, 30, 40)), "",
+             "METRIC time", "", "REGION r"] + [f"DATA {p * n} {p * n * 1.01}" for p in (2, 4, 8, 16)
+                                               for n in (10, 20, 30, 40)]
+    path = tmp_path / "pn.txt"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = cli(capsys, "model", path, "--terms", "2")
+    assert code == 0, err
+    assert "--terms 2 applies to models of one parameter" in err
+    code, out, err = cli(capsys, "model", path)
+    assert "--terms" not in err

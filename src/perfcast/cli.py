@@ -643,6 +643,13 @@ def _fit_models(exp, metrics, callpaths, max_terms, negative, locations, quiet, 
     from .report.terminal import progress
 
     options, session = _fit_options(max_terms, negative)
+    if max_terms > 1 and len(exp.parameters) > 1 and not quiet:
+        from .report.terminal import err
+
+        err.print(f"perfcast: note: --terms {max_terms} applies to models of one parameter; models of "
+                  f"{len(exp.parameters)} parameters ({', '.join(exp.parameters)}) combine up to two "
+                  f"monomials (a*b, a + b, a*b + a) or one per parameter, whatever --terms",
+                  markup=False, highlight=False)
     with session, progress("modeling", enabled=None if not quiet else False) as cb:
         ms = model(exp, metrics, callpaths, max_terms=max_terms, negative=negative, locations=locations,
                    averaged=averaged, options=options, progress=lambda done, total: cb(done, total, ""),
