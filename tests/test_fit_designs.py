@@ -130,3 +130,17 @@ def test_a_falling_leading_term_is_still_rejected():
     law = 1000 + 10 * x - 0.01 * x * x
     m = fit_series(x, law, "x", FitOptions(max_terms=2, nonnegative=ASYMPTOTIC, exact=True))
     assert m.predict({"x": 2.0 ** 20}) >= 0
+
+
+def test_several_parameters_noise_free_outgrown_term_is_admitted():
+    """16 n (p - 1): the bytes of a 1-D halo chain summed over ranks, repeated exactly -- ``c + a p n
+    + b n`` with b < 0 (outgrown by ``a p n``: :func:`perfcast.fit.core._outgrown`) is found and
+    predicted exactly; with +-1% noise the per-term rule keeps such laws out."""
+    P, N = np.meshgrid([2.0, 4, 8, 16, 32], [8.0, 16, 32, 64, 128], indexing="ij")
+    X = np.column_stack([P.ravel(), N.ravel()])
+    y = 16 * X[:, 1] * (X[:, 0] - 1)
+    m = fit_series(X, [[v] * 3 for v in y], ("p", "n"), FitOptions(nonnegative=ASYMPTOTIC))
+    assert m.predict({"p": 256.0, "n": 1024.0}) == pytest.approx(16 * 1024 * 255, rel=1e-9)
+    noisy = [list(v * (1 + np.random.default_rng(3).uniform(-0.01, 0.01, 3))) for v in y]
+    m = fit_series(X, noisy, ("p", "n"), FitOptions(nonnegative=ASYMPTOTIC))
+    assert all(t.coefficient >= 0 for t in m.terms)

@@ -541,6 +541,7 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
 #: p^(7/3) - 1.0e5 p^(3/2) log2(p)^2``: +142% at p = 16)
 OUTGROWN_POINTS = 5
 #: ... and must fit its measurements to this (relative to its largest mean) when it is noise-free
+#: (:func:`_misses`)
 OUTGROWN_FIT = 1e-6
 #: a fitted value below this (in units of the series' largest |mean|) is negative
 NEGATIVE_TOL = 1e-9
@@ -648,6 +649,25 @@ def _growing_terms(hyp: np.ndarray, grow: np.ndarray, k: int) -> np.ndarray:
     """(S, k): does each used monomial slot of ``hyp`` (S, K, m) grow (some factor grows)?"""
     h = hyp[:, :k, :]
     return np.any((h >= 0) & grow[np.maximum(h, 0)], axis=2)
+
+
+def _outgrow_rows(ch: "_Chunk", rows) -> tuple[np.ndarray, np.ndarray]:
+    """Which series ``rows`` of ``ch`` may take a law whose negative growing term a positive one
+    outgrows (:func:`_leading_growth` in one parameter, :func:`_outgrown` in several): those weighed
+    for the model's error, and noise-free ones (:attr:`_Chunk.free`) -- these only where the law
+    reproduces their measurements (:func:`_misses`) -- with at least ``OUTGROWN_POINTS`` measured
+    points.  -> (allowed, noise-free only), (len(rows),) each."""
+    enough = np.sum(ch.count[rows] > 0, axis=1) >= OUTGROWN_POINTS
+    return (ch.free[rows] | ch.relax[rows]) & enough, ch.free[rows] & ~ch.relax[rows] & enough
+
+
+def _misses(resid: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(r,) laws whose residuals ``resid`` (r, n) at the measured points (``w`` > 0) exceed
+    ``OUTGROWN_FIT`` of the series' largest mean (the units of the chunk's normalised means): a count
+    that follows a law with a cancelling pair does so exactly; one the law misses (cache misses
+    that step with p) it would bend through (cg's xpby D1mr, 4.0e5 +- 1%: ``4.09e5 + 221 p^(8/3) -
+    96 p^2 log2(p)^2``)."""
+    return np.max(np.abs(resid) * (w > 0), axis=1) > OUTGROWN_FIT
 
 
 def _asymptotically_negative(beta: np.ndarray, growing: np.ndarray) -> np.ndarray:
@@ -2057,13 +2077,8 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
     # looks at the faster-growing term of a pair: an outgrown one may be negative.  Not for noisy
     # series: with a few points such laws bend to the noise (LULESH's timers with --terms 2: median
     # error 4.2% -> 30%, bench/README.md "Outgrown terms")
-    relaxed = (ch.free | ch.relax)[need] & (np.sum(sub.w > 0, axis=1) >= OUTGROWN_POINTS)
+    relaxed, exact_only = _outgrow_rows(ch, need)
     lead = _leading_growth(space.blocks, np.array(pairs)) if relaxed.any() else None
-    # ... and a noise-free series' pair cancels only where it reproduces the measurements: a count
-    # that follows a law with a cancelling pair does so exactly; one it misses (cache misses that step
-    # with p) it would bend through (cg's xpby D1mr, 4.0e5 +- 1%: ``4.09e5 + 221 p^(8/3) - 96 p^2
-    # log2(p)^2``)
-    exact_only = relaxed & ~ch.relax[need]
     for start in range(0, len(pairs), B):
         ab = np.array(pairs[start:start + B])
         hyp = np.full((len(ab), K, 1), -1, dtype=np.int32)
@@ -2079,7 +2094,7 @@ def _search_single(space: _Space, ch: _Chunk, opt: FitOptions, K: int):
         if lead is not None and exact_only.any():
             rows, cs = np.nonzero(exact_only[:, None] & fit.ok & _asymptotically_negative(fit.beta, grow[ab]))
             if len(rows):
-                miss = np.max(np.abs(fit.resid[rows, cs]) * (sub.w[rows] > 0), axis=1) > OUTGROWN_FIT
+                miss = _misses(fit.resid[rows, cs], sub.w[rows])
                 crit[rows[miss], cs[miss]] = np.inf
         if asym:
             # the asymptotic rule's last test, as :func:`_fit` makes it with ``below``: the fits it
@@ -2209,13 +2224,19 @@ def _search_multi(space: _Space, ch: _Chunk, opt: FitOptions, K: int, lines, usa
             if undefined.any():
                 D[undefined] = 0.0
             hflat = h.reshape((b - a) * C, K, m)
-            relax = ch.relax[a:b]
-            fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), np.repeat(ch.w[a:b], C, axis=0), opt.nonnegative,
-                       leverage=opt.selection == "cv",
-                       growing=_growing_terms(hflat, grow, k) if asym else None,
+            relax, exact_only = _outgrow_rows(ch, slice(a, b))
+            wrep = np.repeat(ch.w[a:b], C, axis=0)
+            growing = _growing_terms(hflat, grow, k) if asym else None
+            fit = _fit(D, np.repeat(ch.y[a:b], C, axis=0), wrep, opt.nonnegative,
+                       leverage=opt.selection == "cv", growing=growing,
                        const=(np.repeat(csum[0][a:b], C), np.repeat(csum[1][a:b], C)),
                        outgrow=(np.repeat(relax, C), hflat, grow) if asym and relax.any() else None,
                        below=(lambda rows, c: space.below_zero(hflat[rows], scale[rows], c)) if asym else None)
+            if asym and exact_only.any():
+                rows = np.nonzero(np.repeat(exact_only, C) & fit.ok & np.isfinite(fit.rss)
+                                  & _asymptotically_negative(fit.beta, growing))[0]
+                miss = rows[_misses(fit.resid[rows], wrep[rows])]
+                fit.rss[miss], fit.press[miss] = np.inf, np.inf
             err = np.where(undefined, np.inf, fit.press if opt.selection == "cv" else fit.rss).reshape(b - a, C)
             sub = _SubChunk(ch, slice(a, b))
             ch.merge(slice(a, b), sub.criterion_err(err, k, pen, opt.selection), h)
