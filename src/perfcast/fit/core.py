@@ -98,9 +98,10 @@ class FitOptions:
     #: True: constrain to non-negative coefficients (a negative constant is replaced by a fit
     #: through the origin, a negative term rejects the hypothesis; excludes real shapes such as
     #: log2(p) - 9).  "asymptotic": reject only hypotheses that fall below zero as the parameters
-    #: grow (a growing term with a negative coefficient, or a negative constant under decaying
-    #: terms only) or that are below zero at a measured point (LULESH's MPI_Waitall summed over
-    #: ranks, ``-928 + 194 log2(jobsize)``: -5.5 s at jobsize 27; no real-data or synthetic benchmark
+    #: grow (a growing term with a negative coefficient -- unless a positive term outgrows it and the
+    #: series is noise-free and fitted exactly, or weighed for the model's error: :func:`_outgrow_rows`
+    #: -- or a negative constant under decaying terms only) or that are below zero at a measured
+    #: point (LULESH's MPI_Waitall summed over ranks, ``-928 + 194 log2(jobsize)``: -5.5 s at jobsize 27; no real-data or synthetic benchmark
     #: prediction moved, bench/README.md "Negative where measured").  "auto" (default): "asymptotic" for metrics that cannot be negative (times,
     #: counts, bytes: :meth:`for_kind`; "clamped" for those of their series that fall with a
     #: parameter, :func:`perfcast.fit.series.model_experiment`), no constraint otherwise -- chosen on real data
