@@ -536,14 +536,14 @@ def _one_block_err(T: np.ndarray, valid: np.ndarray, y: np.ndarray, w: np.ndarra
     return np.where(ok, err, np.inf)
 
 
-#: measured points a series needs before a pair of terms may cancel (:func:`_leading_growth`): three
-#: coefficients and two points more -- four points say little about a law that passes through them
-#: (HPCCG's make_local_matrix, instructions 2.35e6 .. 3.27e6 at p = 1..8, took ``2.2e6 + 1.7e5
-#: p^(7/3) - 1.0e5 p^(3/2) log2(p)^2``: +142% at p = 16)
-OUTGROWN_POINTS = 5
-#: ... and must fit its measurements to this (relative to its largest mean) when it is noise-free
-#: (:func:`_misses`)
+#: a law whose negative term a positive one outgrows must fit a noise-free series' measurements to
+#: this (relative to its largest mean) to be taken (:func:`_outgrow_rows`, :func:`_misses`) ...
 OUTGROWN_FIT = 1e-6
+#: ... on at least this many measured points: three coefficients and two points more.  On four,
+#: small counts meet some cancelling pair by coincidence (cg's mca_pml_ob1_send_fin DLmw at p =
+#: 2..16, 2, 6, 15, 34: ``-2 + 2.5 p - log2(p)``; 6 of cg-p's 947 cachegrind series, each absent at
+#: p = 1)
+OUTGROWN_POINTS = 5
 #: a fitted value below this (in units of the series' largest |mean|) is negative
 NEGATIVE_TOL = 1e-9
 #: refinements of :meth:`_Space.below_zero`'s grid around a law's lowest point (each 16x finer in
@@ -655,11 +655,11 @@ def _growing_terms(hyp: np.ndarray, grow: np.ndarray, k: int) -> np.ndarray:
 def _outgrow_rows(ch: "_Chunk", rows) -> tuple[np.ndarray, np.ndarray]:
     """Which series ``rows`` of ``ch`` may take a law whose negative growing term a positive one
     outgrows (:func:`_leading_growth` in one parameter, :func:`_outgrown` in several): those weighed
-    for the model's error, and noise-free ones (:attr:`_Chunk.free`) -- these only where the law
-    reproduces their measurements (:func:`_misses`) -- with at least ``OUTGROWN_POINTS`` measured
-    points.  -> (allowed, noise-free only), (len(rows),) each."""
-    enough = np.sum(ch.count[rows] > 0, axis=1) >= OUTGROWN_POINTS
-    return (ch.free[rows] | ch.relax[rows]) & enough, ch.free[rows] & ~ch.relax[rows] & enough
+    for the model's error, and noise-free ones (:attr:`_Chunk.free`) measured at ``OUTGROWN_POINTS``
+    points or more -- these only where the law reproduces their measurements (:func:`_misses`).
+    -> (allowed, noise-free only), (len(rows),) each."""
+    free = ch.free[rows] & ~ch.relax[rows] & (np.sum(ch.count[rows] > 0, axis=1) >= OUTGROWN_POINTS)
+    return free | ch.relax[rows], free
 
 
 def _misses(resid: np.ndarray, w: np.ndarray) -> np.ndarray:
