@@ -101,8 +101,9 @@ class FitOptions:
     #: grow (a growing term with a negative coefficient -- unless a positive term outgrows it and the
     #: series is noise-free and fitted exactly, or weighed for the model's error: :func:`_outgrow_rows`
     #: -- or a negative constant under decaying terms only) or that are below zero at a measured
-    #: point (LULESH's MPI_Waitall summed over ranks, ``-928 + 194 log2(jobsize)``: -5.5 s at jobsize 27; no real-data or synthetic benchmark
-    #: prediction moved, bench/README.md "Negative where measured").  "auto" (default): "asymptotic" for metrics that cannot be negative (times,
+    #: point (LULESH's MPI_Waitall summed over ranks, ``-928 + 194 log2(jobsize)``: -5.5 s at
+    #: jobsize 27; no real-data or synthetic benchmark prediction moved, bench/README.md "Negative
+    #: where measured").  "auto" (default): "asymptotic" for metrics that cannot be negative (times,
     #: counts, bytes: :meth:`for_kind`; "clamped" for those of their series that fall with a
     #: parameter, :func:`perfcast.fit.series.model_experiment`), no constraint otherwise -- chosen on real data
     #: (bench/realdata.py: no negative predictions, LULESH median error 21.6 % -> 4.1 %) with the
@@ -428,8 +429,9 @@ def _wls_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
 
 def _fit_designs(Dp: np.ndarray, y: np.ndarray, w: np.ndarray, nonneg, growing: np.ndarray) -> _WLS:
     """:func:`_fit` (no ``clamp``, ``const``, ``outgrow`` or ``below``; ``growing`` (B, k - 1), or
-    (S, B, k - 1) per series) for each of B shared designs ``Dp`` (B, n, k) at once, fields as :func:`_wls_designs` gives them:
-    the fits of a search over many hypotheses without a Python call per hypothesis."""
+    (S, B, k - 1) per series) for each of B shared designs ``Dp`` (B, n, k) at once, fields as
+    :func:`_wls_designs` gives them: the fits of a search over many hypotheses without a Python
+    call per hypothesis."""
     fit = _wls_designs(Dp, y, w)
     k = Dp.shape[2]
     asym = nonneg in (ASYMPTOTIC, CLAMPED)
