@@ -33,7 +33,11 @@ The rules every view shares live here, once:
   (``locations``); empty when unknown.  Every view shows it; the ranking divides sums over ranks
   by the process count (:mod:`perfcast.analysis.ranking`).
 * **Trees.**  For inclusive metrics a child predicted above its parent at the same point is flagged
-  (a note, confidence low); neither model is changed.
+  (a note, confidence low); neither model is changed.  So is a parent whose children's predictions
+  add up to more than its own, for additive metrics combined over the ranks by a sum or a mean
+  (:func:`summable_metrics`; a maximum over ranks is not: the children's slowest ranks differ), and
+  a parent that holds nothing of its own (measured, it is the sum of its children at every point:
+  PMPI's ``MPI`` node) predicted apart from its children's sum.
 * **Confidence.**  Each prediction carries ``high``/``medium``/``low`` (:func:`confidence`) from
   the relative width of its interval, which grows with the distance beyond the data and with the
   disagreement of the competing hypotheses, and from the model's own warnings (poor fit, two
@@ -73,6 +77,8 @@ NEGATIVE_WITHIN = (", inside the measured range (no measured value is negative):
                    "data here")
 #: the note of a child predicted above its parent (inclusive metrics, :meth:`ModelSet.predict`)
 ABOVE_PARENT = "predicted above its parent"
+#: the note of a parent its children's predictions do not add up to (:meth:`ModelSet.predict`)
+CHILDREN_SUM = "its children's predictions add up to"
 #: the note of a value averaged over the competing hypotheses (``averaged``) that is not the formula's
 AVERAGED_NOTE = "value averaged over the competing hypotheses; the formula shown (the selected one) gives"
 #: the note of an inclusive child's upper bound lowered to an ancestor's (a part cannot exceed the whole)
@@ -192,13 +198,69 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     slope_data = st.select(["callpath", "metric", *params, "mean"])
     from .analysis.oversubscription import oversubscription
 
+    aggregates = _aggregates(exp, locations)
     return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
-                    _aggregates(exp, locations), procs, upper, lower,
+                    aggregates, procs, upper, lower,
                     _measured_ends(st, res, lower, upper),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
                     signed=_signed(exp), smallest={p: float(cols[p].min()) for p in exp.parameters},
-                    path=_measured_path(exp))
+                    path=_measured_path(exp),
+                    sum_nodes=_sum_nodes(st, res, parents, summable_metrics(inclusive, kinds, aggregates), params))
+
+
+def summable_metrics(inclusive, kinds: Mapping[str, str], aggregates: Mapping[str, str]) -> frozenset:
+    """The metrics whose children add up to at most their parent's value: inclusive, additive
+    (times, counts, bytes) and combined over the processes by a sum or a mean, or not at all
+    (``aggregates``: :func:`_aggregates`).  Not a maximum over ranks: the children's maxima can
+    add up to more than the parent's, their slowest ranks differ."""
+    return frozenset(m for m in inclusive if kinds.get(m) in ("time", "count", "bytes")
+                     and (aggregates.get(m) or "").split(" ")[0] in ("", "sum", "mean"))
+
+
+#: relative difference below which a parent's measured mean is the sum of its children's
+SUM_TOL = 1e-9
+
+
+def _sum_nodes(st: Columns, series, parents: Mapping[str, str], summable: frozenset, params) -> frozenset:
+    """:attr:`ModelSet.sum_nodes` of ``series`` (statistics ``st``): the series of a ``summable``
+    metric with children among ``series`` whose measured mean is the sum of those children's at
+    every point it was measured (relative :data:`SUM_TOL`; a child not measured at a point counts 0
+    there, so a parent that holds more than its measured children is never one)."""
+    if not parents or not summable or not len(st):
+        return frozenset()
+    idx = {(sm.callpath, sm.metric): s for s, sm in enumerate(series)}
+    kids: dict[int, list[int]] = {}
+    for s, sm in enumerate(series):
+        par = parents.get(sm.callpath)
+        if sm.metric in summable and par is not None and (par, sm.metric) in idx:
+            kids.setdefault(idx[(par, sm.metric)], []).append(s)
+    if not kids:
+        return frozenset()
+    key, want = _pair_codes(st, series)
+    # the means of the series involved, one row each, one column per distinct point (NaN: not measured)
+    involved = np.array(sorted(set(kids) | {k for ks in kids.values() for k in ks}), dtype=np.int64)
+    pos = {int(s): i for i, s in enumerate(involved.tolist())}
+    order = np.argsort(want[involved], kind="stable")
+    sorted_keys = want[involved][order]
+    at = np.searchsorted(sorted_keys, key).clip(0, max(len(sorted_keys) - 1, 0))
+    hit = (sorted_keys[at] == key) & (key >= 0)
+    rows = np.flatnonzero(hit)
+    coords = np.column_stack([np.asarray(st[p], dtype=float)[rows] for p in params]) if params else np.zeros((len(rows), 0))
+    _, point = np.unique(coords, axis=0, return_inverse=True)
+    M = np.full((len(involved), int(point.max()) + 1 if len(rows) else 0), np.nan)
+    M[order[at[rows]], point.ravel()] = np.asarray(st["mean"], dtype=float)[rows]
+    out = set()
+    for s, ks in kids.items():
+        mine = M[pos[s]]
+        # a child absent at a point adds nothing there (PMPI lists the routines a run called): the
+        # equality holds only if it had nothing to add
+        sub = M[[pos[k] for k in ks]]
+        total = np.nansum(sub, axis=0)
+        there = ~np.isnan(mine) & ~np.all(np.isnan(sub), axis=0)
+        if there.any() and np.all(np.abs(mine[there] - total[there]) <= SUM_TOL * np.abs(mine[there])):
+            out.add((series[s].callpath, series[s].metric))
+    return frozenset(out)
 
 
 def _measured_path(exp) -> tuple:
@@ -781,6 +843,10 @@ class ModelSet:
     signed: tuple[str, ...] = ()
     #: each parameter's smallest measured value (with ``upper`` the measured range; empty: unknown)
     smallest: Mapping[str, float] = field(default_factory=dict)
+    #: (callpath, metric) of the series that hold nothing of their own: an inclusive, additive
+    #: metric whose measured mean equals the sum of its children's at every measured point (PMPI's
+    #: ``MPI`` node, the sum of its routines; :func:`_sum_nodes`)
+    sum_nodes: frozenset = frozenset()
     #: the measured points when the parameters were varied only together along one path
     #: (:mod:`perfcast.fit.path`), sorted along it; empty otherwise.  A prediction off the path has
     #: its interval widened to the values at the path's positions its coordinates name, a note and
@@ -975,6 +1041,7 @@ class ModelSet:
         # a clipped interval reaches below zero: wider than the value itself, so low
         conf = np.where(clipped, "low", confidences(v, lo, hi, doubted)).astype(object)
         self._flag_children_above_parents(series, pts, v, extra, conf)
+        self._flag_children_sums(series, pts, v, extra, conf)
         return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
                           [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
                           self.units, self.aggregates)
@@ -1314,6 +1381,43 @@ class ModelSet:
                 if value[r] > value[pr] * (1 + 1e-9) + 1e-300:
                     extra.setdefault(r, []).append(f"{ABOVE_PARENT} {names[ps]} "
                                                    f"({value[pr]:.4g}): the two models disagree here")
+                    conf[r] = "low"
+
+    def _flag_children_sums(self, series: list, pts: list, value: np.ndarray, extra: dict,
+                            conf: np.ndarray) -> None:
+        """Inclusive, additive metrics (:func:`summable_metrics`): the predictions of a parent's
+        children (those among ``series``) add up to at most the parent's; where they add up to
+        more, or a parent that holds nothing of its own (:attr:`sum_nodes`) is predicted apart
+        from its children's sum, the parent says so with the sum, confidence low.  Both stay as
+        modelled (which is wrong is not known).  One child alone: :meth:`_flag_children_above_parents`.
+        ``value`` and ``conf``: per row (series-major, then point); ``extra``: row -> notes."""
+        if not self.inclusive or not self.parents:
+            return
+        summable = summable_metrics(self.inclusive, self.kinds, self.aggregates) - set(self.signed)
+        at = {(sm.callpath, sm.metric): s for s, sm in enumerate(series)}
+        kids: dict[int, list[int]] = {}
+        for s, sm in enumerate(series):
+            ps = at.get((self.parents.get(sm.callpath), sm.metric))
+            if ps is not None and sm.metric in summable:
+                kids.setdefault(ps, []).append(s)
+        P = len(pts)
+        for ps, ks in kids.items():
+            sm = series[ps]
+            whole = (sm.callpath, sm.metric) in self.sum_nodes
+            if len(ks) < 2 and not whole:
+                continue
+            for j in range(P):
+                r = ps * P + j
+                total = float(sum(value[k * P + j] for k in ks))
+                mine = float(value[r])
+                if whole and abs(total - mine) > 1e-6 * max(abs(mine), abs(total)):
+                    rel = f" ({total / mine - 1:+.1%})" if mine else ""
+                    extra.setdefault(r, []).append(f"{CHILDREN_SUM} {total:.4g}{rel}: it holds nothing of its own "
+                                                   f"at the measured points, so the two models disagree here")
+                    conf[r] = "low"
+                elif not whole and total > mine * (1 + 1e-9) + 1e-300:
+                    extra.setdefault(r, []).append(f"{CHILDREN_SUM} {total:.4g}, above its own value: the models "
+                                                   f"disagree here")
                     conf[r] = "low"
 
     def rank(self, target: Mapping[str, float] | None = None, by: str = "cost") -> list:

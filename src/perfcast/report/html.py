@@ -722,9 +722,9 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
     loss between the two runs of the scaling-loss tree).  ``over``: the experiment's oversubscribed
     runs (:func:`perfcast.analysis.oversubscription.oversubscription`), said with the answers."""
     from ..analysis.oversubscription import FITTED
-    from ..modelset import ABOVE_PARENT
+    from ..modelset import ABOVE_PARENT, CHILDREN_SUM
 
-    said = (FITTED, ABOVE_PARENT)   # the notes an answer carries: what makes its number doubtful
+    said = (FITTED, ABOVE_PARENT, CHILDREN_SUM)   # the notes an answer carries: what makes its number doubtful
     out = []
     if rep.kernels and ms is not None and rep.target:
         pred = {r["callpath"]: r for r in ms.predict(rep.target, o.level) if r["metric"] == rep.metric}

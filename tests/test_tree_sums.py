@@ -1,0 +1,94 @@
+"""Children's predictions against their parent's (issue 16 item 5: "consistent trees"): for an
+inclusive, additive metric combined over the ranks by a sum or a mean, the children of a parent
+add up to at most the parent; a parent that holds nothing of its own (PMPI's ``MPI`` node, the sum
+of its routines) is its children's sum.  Ground truth: the generating formulas of the values."""
+
+import numpy as np
+import pandas as pd
+
+import perfcast
+from perfcast import io
+from perfcast.experiment import CallTree, Experiment, Metric
+from perfcast.modelset import CHILDREN_SUM
+
+P = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+TARGET = 256.0
+
+
+def _exp(laws: dict, aggregate: str = "sum over ranks", exact: bool = True) -> Experiment:
+    """One metric "calls" of the callpaths ``laws`` (name -> f(p)), three identical repetitions
+    (exact counts); the tree R -> A, B."""
+    rows = [{"p": p, "rep": r, "callpath": cp, "metric": "calls", "value": float(f(p))}
+            for cp, f in laws.items() for p in P for r in range(3)]
+    tree = CallTree([("R", None, "R"), ("R->A", "R", "A"), ("R->B", "R", "B")])
+    m = Metric("calls", "#", "count", "inclusive", aggregate=aggregate, exact=exact)
+    return Experiment(["p"], pd.DataFrame(rows), [m], tree)
+
+
+def _rows(exp, **kw):
+    ms = perfcast.model(exp, **kw)
+    return ms, {r["callpath"]: r for r in ms.predict([{"p": TARGET}], 0.9)}
+
+
+def _said(row) -> bool:
+    return any(n.startswith(CHILDREN_SUM) for n in row["notes"])
+
+
+A, B = (lambda p: 10 * p), (lambda p: 3 * p * p)
+
+
+def test_a_parent_that_is_its_childrens_sum_is_compared_with_it():
+    # R = A + B exactly: a sum node.  The children's single-term laws are exact, so their sum at
+    # the target is the generating formula's; R's one-term model cannot be 10 p + 3 p^2
+    ms, rows = _rows(_exp({"R": lambda p: A(p) + B(p), "R->A": A, "R->B": B}))
+    assert ("R", "calls") in ms.sum_nodes
+    assert np.isclose(rows["R->A"]["value"], A(TARGET), rtol=1e-9)
+    assert np.isclose(rows["R->B"]["value"], B(TARGET), rtol=1e-9)
+    truth = A(TARGET) + B(TARGET)
+    assert abs(rows["R"]["value"] - truth) > 1e-3 * truth
+    assert _said(rows["R"]) and rows["R"]["confidence"] == "low"
+    assert not _said(rows["R->A"]) and not _said(rows["R->B"])
+    # two terms find R's law: parent and children agree, nothing is said
+    ms2, rows2 = _rows(_exp({"R": lambda p: A(p) + B(p), "R->A": A, "R->B": B}), max_terms=2)
+    assert np.isclose(rows2["R"]["value"], truth, rtol=1e-6)
+    assert not _said(rows2["R"])
+
+
+def test_a_parent_with_its_own_part_is_flagged_only_below_its_childrens_sum():
+    # R = A + B + 5 p^3: R holds a part of its own, not a sum node; its prediction far above the
+    # children's sum is no contradiction
+    ms, rows = _rows(_exp({"R": lambda p: A(p) + B(p) + 5 * p ** 3, "R->A": A, "R->B": B}))
+    assert ("R", "calls") not in ms.sum_nodes
+    assert rows["R"]["value"] > rows["R->A"]["value"] + rows["R->B"]["value"]
+    assert not _said(rows["R"])
+    # children that add up to more than their parent (both exact laws: 10 p + 10 p against 12 p)
+    # contradict a sum over ranks ...
+    laws = {"R": lambda p: 12 * p, "R->A": lambda p: 10 * p, "R->B": lambda p: 10 * p}
+    _, rows = _rows(_exp(laws))
+    assert np.isclose(rows["R"]["value"], 12 * TARGET, rtol=1e-9)
+    assert _said(rows["R"]) and rows["R"]["confidence"] == "low"
+    # ... but not a maximum over ranks: the slowest ranks of A and B need not be one rank
+    _, rows = _rows(_exp(laws, aggregate="max over ranks"))
+    assert not _said(rows["R"])
+
+
+def test_pmpi_node_of_a_recorded_campaign_is_its_routines_sum():
+    # PMPI's MPI node holds the sum of its routines, with the routines a run did not call absent
+    # (p = 1 calls no Isend): every metric of the node is a sum node there
+    exp = io.load([str(_bench_campaign("jacobi-p"))])
+    ms = perfcast.model(exp)
+    mpi = {m for cp, m in ms.sum_nodes if cp == "MPI"}
+    assert {"calls", "bytes"} <= mpi
+    assert not {cp for cp, _ in ms.sum_nodes} - {"MPI"}
+    d = exp.data
+    for metric in ("calls", "bytes"):
+        sel = d[d.metric == metric]
+        node = sel[sel.callpath == "MPI"].groupby(["p", "rep"])["value"].sum()
+        kids = sel[sel.callpath.astype(str).str.startswith("MPI->")].groupby(["p", "rep"])["value"].sum()
+        assert np.allclose(node.sort_index().to_numpy(), kids.reindex(node.index).fillna(0).to_numpy(), rtol=1e-12)
+
+
+def _bench_campaign(name):
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1] / "bench" / "data" / name / f"{name}.perfcast"
