@@ -1404,22 +1404,25 @@ class ModelSet:
             if ps is not None and sm.metric in summable:
                 kids.setdefault(ps, []).append(s)
         P = len(pts)
+        V = value.reshape(len(series), P)
         for ps, ks in kids.items():
             sm = series[ps]
             whole = (sm.callpath, sm.metric) in self.sum_nodes
             if len(ks) < 2 and not whole:
                 continue
-            for j in range(P):
+            totals = V[ks].sum(axis=0)
+            if whole:
+                off = np.abs(totals - V[ps]) > 1e-6 * np.maximum(np.abs(V[ps]), np.abs(totals))
+            else:
+                off = totals > V[ps] * (1 + 1e-9) + 1e-300
+            for j in np.flatnonzero(off).tolist():
                 r = ps * P + j
-                total = float(sum(value[k * P + j] for k in ks))
-                mine = float(value[r])
-                if whole and abs(total - mine) > 1e-6 * max(abs(mine), abs(total)):
+                total, mine = float(totals[j]), float(V[ps, j])
+                if whole:
                     rel = f" ({total / mine - 1:+.1%})" if mine else ""
                     said = f"{total:.4g}{rel}: it holds nothing of its own at the measured points"
-                elif not whole and total > mine * (1 + 1e-9) + 1e-300:
-                    said = f"{total:.4g}, above its own value"
                 else:
-                    continue
+                    said = f"{total:.4g}, above its own value"
                 inside = bool(lower[r] <= total <= upper[r])
                 extra.setdefault(r, []).append(f"{CHILDREN_SUM} {said}" + (", inside its interval" if inside else
                                                                           ": the models disagree here"))
