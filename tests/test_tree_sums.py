@@ -5,11 +5,13 @@ of its routines) is its children's sum.  Ground truth: the generating formulas o
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import perfcast
 from perfcast import io
 from perfcast.experiment import CallTree, Experiment, Metric
 from perfcast.modelset import CHILDREN_SUM
+from perfcast.output import json_text
 
 P = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
 TARGET = 256.0
@@ -47,6 +49,10 @@ def test_a_parent_that_is_its_childrens_sum_is_compared_with_it():
     truth = A(TARGET) + B(TARGET)
     assert abs(rows["R"]["value"] - truth) > 1e-3 * truth
     assert _said(rows["R"])
+    # the sum as a number too, the generating formulas' (and the JSON text says the same)
+    assert rows["R"]["children_sum"] == pytest.approx(truth, rel=1e-9)
+    assert "children_sum" not in rows["R->A"]
+    assert ms.predict_json([{"p": TARGET}]) == json_text(ms.predict([{"p": TARGET}]))
     # the sum beyond R's own interval: the models disagree (confidence low); inside it: said so
     inside = rows["R"]["lower"] <= truth <= rows["R"]["upper"]
     note = next(n for n in rows["R"]["notes"] if n.startswith(CHILDREN_SUM))
@@ -72,6 +78,7 @@ def test_a_parent_with_its_own_part_is_flagged_only_below_its_childrens_sum():
     _, rows = _rows(_exp(laws))
     assert np.isclose(rows["R"]["value"], 12 * TARGET, rtol=1e-9)
     assert _said(rows["R"]) and rows["R"]["upper"] < 20 * TARGET and rows["R"]["confidence"] == "low"
+    assert rows["R"]["children_sum"] == pytest.approx(20 * TARGET, rel=1e-9)
     # ... but not a maximum over ranks: the slowest ranks of A and B need not be one rank
     _, rows = _rows(_exp(laws, aggregate="max over ranks"))
     assert not _said(rows["R"])

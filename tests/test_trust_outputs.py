@@ -99,6 +99,7 @@ def test_model_target_carries_predicts_bounds_and_notes(capsys, tree_csv, tmp_pa
         assert pred[cp]["value"] == pytest.approx(value, rel=1e-9)
         assert note is None or note in pred[cp]["notes"]
     assert pred["main->k"]["upper"] == pytest.approx(1100, rel=1e-9)     # capped at main's (exact: 1100)
+    assert pred["main"]["children_sum"] == pytest.approx(1045 + 10001, rel=1e-9)   # its children together
     fields = ("value", "lower", "upper", "level", "clipped", "confidence", "notes")
     # --json (the chunked writer), -o FILE.json, the model set's to_dict: predict's numbers and notes
     code, out, err = cli(capsys, "model", tree_csv, "--target", "p=1000", "--json")
@@ -114,7 +115,7 @@ def test_model_target_carries_predicts_bounds_and_notes(capsys, tree_csv, tmp_pa
         assert set(got) == set(want)
         for cp in want:
             assert got[cp]["value"] == got[cp]["prediction"]["value"]
-            assert got[cp]["prediction"] == {k: pred[cp][k] for k in fields}, cp
+            assert got[cp]["prediction"] == {k: pred[cp][k] for k in fields + ("children_sum",) if k in pred[cp]}, cp
     frame = ms.to_frame({"p": 1000.0}).set_index("callpath")
     assert list(frame.loc["main->q", "notes"]) == pred["main->q"]["notes"]
     assert frame.loc["main->k", "upper"] == pytest.approx(1100, rel=1e-9)

@@ -707,11 +707,14 @@ class _Predicted:
     (:meth:`rows`) or as the JSON text of the dicts (:meth:`json`)."""
 
     def __init__(self, series, pts, level, value, lower, upper, clipped, conf, formulas, status, segmented,
-                 notes, extra, line, units, aggregates):
+                 notes, extra, line, units, aggregates, children=None):
         self.series, self.pts, self.level = series, pts, level
         self.value, self.lower, self.upper, self.clipped, self.conf = value, lower, upper, clipped, conf
         self.formulas, self.status, self.segmented, self.notes = formulas, status, segmented, notes
         self.extra, self.line, self.units, self.aggregates = extra, line, units, aggregates
+        #: row -> the sum of its children's predictions, where the parent says it
+        #: (:meth:`ModelSet._flag_children_sums`): ``children_sum`` in the rows
+        self.children = children or {}
 
     def rows(self) -> list[dict]:
         P = len(self.pts)
@@ -731,6 +734,8 @@ class _Predicted:
                             "segmented": self.segmented[s], "notes": self.notes[s] + self.extra.get(i, [])})
                 if i in self.line:
                     out[-1]["line"] = self.line[i]
+                if i in self.children:
+                    out[-1]["children_sum"] = self.children[i]
         return out
 
     def at_target(self, i: int) -> dict:
@@ -740,7 +745,8 @@ class _Predicted:
         nan_none = lambda x: None if x != x else x  # noqa: E731
         return {"value": float(self.value[i]), "lower": nan_none(float(self.lower[i])),
                 "upper": nan_none(float(self.upper[i])), "level": self.level, "clipped": bool(self.clipped[i]),
-                "confidence": str(self.conf[i]), "notes": self.notes_of(i)}
+                "confidence": str(self.conf[i]), "notes": self.notes_of(i),
+                **({"children_sum": self.children[i]} if i in self.children else {})}
 
     def notes_of(self, i: int) -> list[str]:
         """Row ``i``'s notes: the series' warnings and model notes, then those of the point."""
@@ -783,6 +789,8 @@ class _Predicted:
         tail = np.full(S * P, "}", dtype=object)
         for i, ln in self.line.items():
             tail[i] = ', "line": ' + enc(ln) + "}"
+        for i, c in self.children.items():
+            tail[i] = tail[i][:-1] + ', "children_sum": ' + enc(c) + "}"
         cols = [head, at, [', "value": '] * (S * P), float_texts(value), [', "lower": '] * (S * P),
                 float_texts(self.lower), [', "upper": '] * (S * P), float_texts(self.upper),
                 np.where(self.clipped, level + 'true, "confidence": "', level + 'false, "confidence": "').tolist(),
@@ -1041,10 +1049,11 @@ class ModelSet:
         # a clipped interval reaches below zero: wider than the value itself, so low
         conf = np.where(clipped, "low", confidences(v, lo, hi, doubted)).astype(object)
         self._flag_children_above_parents(series, pts, v, extra, conf)
-        self._flag_children_sums(series, pts, v, lo, hi, extra, conf)
+        children: dict = {}
+        self._flag_children_sums(series, pts, v, lo, hi, extra, conf, children)
         return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
                           [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
-                          self.units, self.aggregates)
+                          self.units, self.aggregates, children)
 
     def predicted(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9) -> "_Predicted":
         """:meth:`predict`'s rows as columns (series in ``self.series`` order, then point): the one
@@ -1384,7 +1393,7 @@ class ModelSet:
                     conf[r] = "low"
 
     def _flag_children_sums(self, series: list, pts: list, value: np.ndarray, lower: np.ndarray,
-                            upper: np.ndarray, extra: dict, conf: np.ndarray) -> None:
+                            upper: np.ndarray, extra: dict, conf: np.ndarray, sums: dict) -> None:
         """Inclusive, additive metrics (:func:`summable_metrics`): the predictions of a parent's
         children (those among ``series``) add up to at most the parent's; where they add up to
         more, or a parent that holds nothing of its own (:attr:`sum_nodes`) is predicted apart
@@ -1393,7 +1402,7 @@ class ModelSet:
         group is predicted 0.9% below its 14 kernels' sum, well inside).  Both stay as modelled
         (which is wrong is not known).  One child alone: :meth:`_flag_children_above_parents`.
         ``value``, ``lower``, ``upper`` and ``conf``: per row (series-major, then point);
-        ``extra``: row -> notes."""
+        ``extra``: row -> notes; ``sums``: row -> the children's sum, for the rows that say it."""
         if not self.inclusive or not self.parents:
             return
         summable = summable_metrics(self.inclusive, self.kinds, self.aggregates) - set(self.signed)
@@ -1424,6 +1433,7 @@ class ModelSet:
                 else:
                     said = f"{total:.4g}, above its own value"
                 inside = bool(lower[r] <= total <= upper[r])
+                sums[r] = total
                 extra.setdefault(r, []).append(f"{CHILDREN_SUM} {said}" + (", inside its interval" if inside else
                                                                           ": the models disagree here"))
                 if not inside:
@@ -1690,7 +1700,9 @@ class ModelSet:
                                  + np.where(pr.clipped[sel], 'true, "confidence": ',
                                             'false, "confidence": ').astype(object)
                                  + np.array([enc_str(c) for c in pr.conf[sel].tolist()], dtype=object)
-                                 + ', "notes": ' + notes + "}")
+                                 + ', "notes": ' + notes
+                                 + np.array([', "children_sum": ' + enc(pr.children[s]) if s in pr.children else ""
+                                             for s in sel.tolist()], dtype=object) + "}")
             if len(at):
                 for s, text in at_line.items():
                     if lo <= rank_of[s] < hi:
