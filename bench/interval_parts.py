@@ -9,8 +9,7 @@ The interval of a prediction is ``value +- q * sqrt(coef + noise + alternatives 
 (perfcast.fit.model.PredictBatch.variance_parts, the rule every output uses): the coefficient
 covariance, one new observation's noise (from repetitions, or from the lack of fit with one run per
 point), the competing hypotheses' spread, the calibrated extrapolation drift, and ``q`` the t
-quantile at the Welch-Satterthwaite degrees of freedom of that sum (never below what the drift or
-the rest needs alone: perfcast.fit.model._sum_quantile).  Then ModelSet.predict clips
+quantile at the Welch-Satterthwaite degrees of freedom of that sum.  Then ModelSet.predict clips
 a lower bound below 0 at 0 (non-negative metrics) and caps an inclusive child's upper bound at its
 parent's.  Per split this prints, for the selected hypothesis (the CLI's default):
 

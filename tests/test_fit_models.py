@@ -427,15 +427,12 @@ def test_two_points_give_a_law_through_them_never_their_mean():
     assert pw.formula() == "2.5 * p^(2/3)" and pw.predict(512.0) == pytest.approx(160.0, rel=1e-9)
     # the interval is wide beyond the data and grows with the distance (an exponent doubt of 0.25)
     # by hand at p = 128 (one doubling): centre 2.5 * 128^(2/3); relative noise^2 = (0.5/100 + 2/1600) / 4;
-    # drift 0.25 ln 2 per doubling with 2 dof; Welch-Satterthwaite dof; Student t 90 %, at least the
-    # drift's own t(2)
+    # drift 0.25 ln 2 per doubling with 2 dof; Welch-Satterthwaite dof; Student t 90 %
     from scipy import stats
     c = 2.5 * 128 ** (2 / 3)
     v, vd = (0.00625 / 4) * c ** 2, (0.25 * math.log(2) * c) ** 2
     dof = (v + vd) ** 2 / (v ** 2 / 4 + vd ** 2 / 2)
-    # never below either part's own quantile: here the drift's, t(2)
-    half = max(stats.t.ppf(0.95, dof) * math.sqrt(v + vd), stats.t.ppf(0.95, 2) * math.sqrt(vd),
-               stats.t.ppf(0.95, 4) * math.sqrt(v))
+    half = stats.t.ppf(0.95, dof) * math.sqrt(v + vd)
     assert pw.interval(128.0) == pytest.approx((c - half, c + half), rel=1e-9)
     lo1, hi1 = pw.interval(128.0)
     lo3, hi3 = pw.interval(512.0)

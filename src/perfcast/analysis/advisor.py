@@ -88,8 +88,8 @@ independent errors: :func:`total_interval`, the interval ``perfcast collect --ad
 stops by) relative to its value, now and after each candidate (:attr:`Choice.after`) or plan step:
 each root model with its coefficient covariance updated by the runs (the rank-one update above) and
 its largest measured values moved out to theirs, through predict's own rule
-(:func:`perfcast.fit.model.predict_many`; so the quantile follows the new mix of coefficient and
-drift variance, and a run that makes the coefficients surer never widens it).  Its degrees of freedom, drift and hypotheses' weights are left as
+(:func:`perfcast.fit.model.predict_many`; so the Welch-Satterthwaite quantile follows the new mix of
+coefficient and drift variance).  Its degrees of freedom, drift and hypotheses' weights are left as
 fitted.  The ranking is still by the variance above (:attr:`Advice.sd`, :attr:`Choice.sd_after`):
 the change of the quantile a run brings (a repetition's pure-error degree of freedom, a new point's
 held-out point for the drift) is not counted in the gain.  (On the bundled jacobi-p experiment at

@@ -18,8 +18,7 @@ prediction interval needs:
   estimated from ``drift_dof`` held-out points only (a series' own, or a group's pooled over its
   effective number of independent series, :func:`perfcast.fit.core._pool_drift`), so its
   uncertainty enters the quantile: the t quantile uses the Welch-Satterthwaite degrees of freedom
-  of the sum of the variances, and is never below what the drift or the rest needs alone
-  (:func:`_sum_quantile`).
+  of the sum of the variances.
 """
 
 from __future__ import annotations
@@ -258,8 +257,7 @@ class Model:
         the calibrated extrapolation drift (``drift * doublings^growth * value``); centred on
         ``predict(X, averaged)``.  The quantile is Student's t with the Welch-Satterthwaite degrees
         of freedom ``(v + v_drift)^2 / (v^2 / dof + v_drift^2 / drift_dof)`` (``dof`` when there
-        is no drift), the half-width at least each part's own (``t(drift_dof) sqrt(v_drift)``,
-        ``t(dof) sqrt(v)``: :func:`_sum_quantile`).  NaN when the data cannot support an interval.
+        is no drift).  NaN when the data cannot support an interval.
         """
         cols, shape = self._columns(X)
         _, lo, hi = predict_many([self], cols, level, averaged)
@@ -662,7 +660,7 @@ class PredictBatch:
         observation, as its quantile scales it: ``rn^2`` times ``noise_raw``), ``alternatives``
         (the competing hypotheses' spread about the centre), ``drift`` (the extrapolation drift),
         ``dof`` (the Welch-Satterthwaite degrees of freedom of their sum) and ``q`` (its t
-        quantile, at least what the drift or the rest needs alone: :func:`_sum_quantile`); the half-width is ``q * sqrt(coef + noise + alternatives + drift)``.  ``ok``
+        quantile); the half-width is ``q * sqrt(coef + noise + alternatives + drift)``.  ``ok``
         (S,): rows with an interval (the variances are 0, ``q`` NaN, elsewhere)."""
         S, n = self.S, self.n
         D = skip_zero_terms(self.D, self.coef)
@@ -709,10 +707,9 @@ class PredictBatch:
         ddof = self.drift_dof[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             ws = (var + vd) ** 2 / (var ** 2 / dof + vd ** 2 / ddof)
-        base = dof
         dof = np.where((ddof > 0) & (vd > 0) & np.isfinite(ws), ws, dof)
         out.update(coef=vc, noise_raw=vn, noise=vn + (rn * rn - 1) * vn, alternatives=va, drift=vd, dof=dof,
-                   q=_sum_quantile(dof, base, ddof, var + (rn * rn - 1) * vn, vd, 0.5 + level / 2), var=var, rn=rn)
+                   q=t_quantile(dof, 0.5 + level / 2), var=var, rn=rn)
         return out
 
     def _predict(self, level: float, averaged: bool, intervals: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -733,26 +730,6 @@ class PredictBatch:
             lo[s] = lo[s] * f
             hi[s] = hi[s] * f
         return centre, lo, hi
-
-
-def _sum_quantile(dof, base, ddof, rest, vd, p: float) -> np.ndarray:
-    """The t quantile ``p`` of a sum of two independent parts, the drift (variance ``vd``, ``ddof``
-    degrees of freedom) and the rest (``rest``, ``base``), as a multiple of the sum's standard
-    deviation: Student's t at the Welch-Satterthwaite degrees of freedom ``dof``, but never below
-    what either part alone needs (its own quantile times its share of the standard deviation).
-    For independent, symmetric, unimodal parts the central interval of the sum holds that of each
-    part (Anderson's theorem), so a quantile below that bound is the approximation's error, not a
-    narrower interval: at one degree of freedom of the drift, Welch-Satterthwaite's quantile
-    *falls* as another part grows (t(1.01) vs t(1) at 95%: 6.26 vs 6.31), so a run that made the
-    coefficients surer widened the interval it was chosen to narrow (``collect --adaptive`` on
-    the bundled jacobi: +-98.4% -> +-99.1%)."""
-    q = t_quantile(dof, p)
-    total = rest + vd
-    with np.errstate(divide="ignore", invalid="ignore"):
-        own_d = np.where((ddof > 0) & (vd > 0), t_quantile(np.where(ddof > 0, ddof, np.nan), p) * np.sqrt(vd / total),
-                         np.nan)
-        own_r = np.where(rest > 0, t_quantile(base, p) * np.sqrt(rest / total), np.nan)
-    return np.fmax(q, np.fmax(own_d, own_r))
 
 
 def skip_zero_terms(D: np.ndarray, coef: np.ndarray) -> np.ndarray:
