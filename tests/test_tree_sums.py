@@ -60,7 +60,7 @@ def test_a_parent_that_is_its_childrens_sum_is_compared_with_it():
     assert inside or rows["R"]["confidence"] == "low"
     assert not _said(rows["R->A"]) and not _said(rows["R->B"])
     # two terms find R's law: parent and children agree, nothing is said
-    ms2, rows2 = _rows(_exp({"R": lambda p: A(p) + B(p), "R->A": A, "R->B": B}), max_terms=2)
+    _, rows2 = _rows(_exp({"R": lambda p: A(p) + B(p), "R->A": A, "R->B": B}), max_terms=2)
     assert np.isclose(rows2["R"]["value"], truth, rtol=1e-6)
     assert not _said(rows2["R"])
 
