@@ -153,25 +153,35 @@ def test_resume_after_kill_reruns_nothing(tmp_path):
     assert proc.returncode == 143, err
     before = journal(out)
     assert len(decisions(before, "choose")) >= 2 and not decisions(before, "stop")
-    # resume with a budget above the cheapest run (0.2 s) but below what is spent (>= 5 runs): it
-    # finishes what the interrupted step had not run, then stops at once (budget)
-    r = cli(*base[:4], "--budget", str(0.5 / 3600), "--until", "1e-9", "--json", *base[4:])
+    # resume with a budget above the cheapest run (0.2 s) but below what is spent (>= 5 runs): the
+    # step the kill interrupted is not finished (nothing is left to pay for it); it stops at once
+    r = cli(*base[:4], "--budget", str(0.5 / 3600), "--until", "1e-9", *base[4:])
     assert r.returncode == 0, r.stderr
     after = journal(out)
-    assert after[:len(before)] == before
+    assert after[:len(before)] == before and not runs(after[len(before):])
+    assert decisions(after, "stop")[-1]["reason"] == "budget"
+    # resume with 1 s more than was spent: it finishes what the interrupted step had not run (and
+    # may buy one more run with what is left), then stops (budget)
+    spent = sum(x["wall"] for x in runs(before)) / 3600
+    r = cli(*base[:4], "--budget", str(spent + 1 / 3600), "--until", "1e-9", "--json", *base[4:])
+    assert r.returncode == 0, r.stderr
+    after = journal(out)
     ids = [x["id"] for x in runs(after)]
     assert len(ids) == len(set(ids))                     # no run twice
     new = runs(after[len(before):])
-    # the only runs after the kill are the chosen step that had not finished
+    # the first run after the kill is the chosen step that had not finished; any other is a new step's
     pending = [c for c in decisions(before, "choose")
                if sum(1 for x in runs(before) if x["key"] == runs_key(c["at"]) and x["status"] == "ok") < c["at_least"]]
-    assert len(new) == len(pending) <= 1
+    assert len(pending) <= 1
+    later = decisions(after[len(before):], "choose")
+    assert [x["config"] for x in new] == [c["at"] for c in pending + later]
     for c in decisions(after, "choose"):
         assert sum(1 for x in runs(after) if x["key"] == runs_key(c["at"]) and x["status"] == "ok") >= c["at_least"]
     assert len(decisions(after, "design")) == 1 and decisions(after, "stop")[-1]["reason"] == "budget"
     summary = cli_json(r.stdout, "campaign")
     assert summary["kind"] == "campaign" and summary["stop"] == "budget" and summary["runs"] == len(ids)
     assert [s["step"] for s in summary["items"]] == [c["step"] for c in decisions(after, "choose")]
+    assert summary["spent"] <= spent + 1 / 3600 + 0.5 / 3600
 
 
 def runs_key(at):
@@ -196,25 +206,54 @@ def test_bad_input_one_line_exit_2_nothing_run(tmp_path, args, where):
 
 
 def test_budget_below_one_runs_cost(tmp_path):
-    # a run's cost is known once one ran: a fresh campaign runs one probe (the cheapest point, once);
-    # a resumed one refuses before running anything
+    # a run's cost is known once one ran: a fresh campaign runs one probe (the cheapest point, once),
+    # stopped when it has spent the budget; a resumed one refuses before running anything
     app = script(tmp_path / "app.sh", 'sleep 0.3; echo x >> "$0.count"\n')
+    count = tmp_path / "app.sh.count"
     out = tmp_path / "c.perfcast"
     args = ["collect", "--adaptive", "--target", "n=16", "-o", str(out), "-P", "n=1,2,3,4", "--", str(app), "{n}"]
     r = cli(*args[:4], "--budget", "1e-5", *args[4:])        # 0.036 s of one process
-    assert r.returncode == 2 and "below one run's cost: n=1 took" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 2          # the start-design line, then the error
-    assert (tmp_path / "app.sh.count").read_text().count("x") == 1
+    assert r.returncode == 2 and "below one run's cost: n=1 was stopped after" in r.stderr, r.stderr
+    # the start-design line, the stopped run's warning, then the error
+    assert len(r.stderr.strip().splitlines()) == 3 and "the budget" in r.stderr.splitlines()[1]
+    assert not count.exists()                               # stopped in its sleep: it never finished
+    (probe,) = runs(journal(out))
+    assert probe["status"] == "timeout" and "the budget" in probe["reason"]
+    assert 0.036 <= probe["wall"] < 0.036 + 0.5             # the budget's wall time, and stopping it
+    # a budget the probe fits in, but not the rest of the start design (>= 5 more runs of >= 0.3 s)
+    r = cli(*args[:4], "--budget", str(4 * 0.3 / 3600), *args[4:])
+    assert r.returncode == 2 and "below what the start design still needs" in r.stderr, r.stderr
+    assert count.read_text().count("x") == 1
     r = cli(*args[:4], "--budget", "2e-5", *args[4:])
     assert r.returncode == 2 and "below one run's cost: the cheapest run so far, n=1" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    assert (tmp_path / "app.sh.count").read_text().count("x") == 1
-    # a budget the probe fits in, but not the rest of the start design (>= 5 more runs of >= 0.3 s)
-    r = cli(*args[:4], "--budget", str(2 * 0.3 / 3600), *args[4:])
-    assert r.returncode == 2 and "below what the start design still needs" in r.stderr
-    assert (tmp_path / "app.sh.count").read_text().count("x") == 1
+    assert count.read_text().count("x") == 1
     with pytest.raises(PerfcastError, match="budget must be above 0"):
         check(CampaignSpec(command="x {n}", parameters={"n": [1, 2, 3, 4]}), {"n": 8}, 0.0, 0.1)
+
+
+def test_a_run_longer_than_priced_is_stopped_at_the_budget(tmp_path):
+    # runs at n <= 3 take S seconds, beyond 10 S: the advisor prices a new point from the models of
+    # the start design (S), so the chosen run is affordable by its price; the campaign gives it what
+    # is left of the budget (1.5 S) and stops it there.  The budget is spent, not exceeded (but for
+    # the time stopping the run takes), and the stop says why
+    S = 1.0
+    app = script(tmp_path / "app.sh", f'if [ "$1" -le 3 ]; then sleep {S}; else sleep {10 * S}; fi\n')
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
+                        reps_max=1)
+    out = tmp_path / "t.perfcast"
+    budget = 4.5 * S / 3600
+    lines = []
+    res = run_adaptive(spec, out, {"n": 64}, budget, until=1e-9, say=lines.append)
+    rr = runs(journal(out))
+    assert [r["status"] for r in rr] == ["ok"] * 3 + ["timeout"]
+    assert rr[3]["config"]["n"] > 3 and "the budget" in rr[3]["reason"]
+    left = budget - sum(r["wall"] for r in rr[:3]) / 3600
+    assert rr[3]["wall"] / 3600 == pytest.approx(left, abs=0.5 / 3600)
+    assert res.spent == pytest.approx(sum(r["wall"] for r in rr) / 3600, rel=1e-12)
+    assert res.spent < budget + 0.5 / 3600
+    assert res.stop == "budget" and "was stopped when it reached the budget" in res.why
+    assert lines[-1].startswith("adaptive: stop (budget)")
 
 
 def test_each_step_reads_the_total_from_the_advice(tmp_path, monkeypatch):

@@ -1551,7 +1551,8 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
               help="With --adaptive: the point to predict, beyond the grid (parameters left out: their largest "
                    "grid value).")
 @click.option("--budget", type=Finite(), default=None, metavar="CORE_HOURS",
-              help="With --adaptive: core-hours for the whole campaign (a run costs its wall time x processes).")
+              help="With --adaptive: core-hours for the whole campaign (a run costs its wall time x processes); "
+                   "a run that reaches it is stopped.")
 @click.option("--until", default=None, metavar="WIDTH",
               help="With --adaptive: stop when the 90%% interval of the predicted total at --target is this "
                    "wide relative to its value [10%%].")

@@ -42,6 +42,17 @@ the rest of the start design, its cost is bounded from below by the probe's time
 processes; a budget below that bound is refused the same way, nothing more run.  A resumed campaign
 checks its budget against its cheapest measured run before running anything.
 
+The budget is a limit, not a target (:func:`_budget_limits`): every run may use at most what is
+left of it when it starts -- its share among the runs started together, in proportion to their
+expected costs -- and is stopped there (status ``timeout``, the budget named in its reason; the
+probe too); runs whose expected cost exceeds what is left are not started.  So a campaign spends
+at most its budget, plus the time it takes to stop the one run that reached it (under a second for
+a shell script here, about one for ``mpirun``).  A run is *expected* to cost the advisor's price of
+it times the **cost factor** (:func:`_cost_factor`): what the campaign paid for the runs of the
+measured points (the launch's wall time, ``mpirun`` and start-up included) against the advisor's
+price of one more run there (the whole-run time series' measured mean); the advisor's plan is made
+with the budget left divided by the factor, so its choices are ones the campaign can pay for.
+
 **Journal.**  Every decision is a record in the campaign's ``journal.jsonl`` next to the runs
 (``type: "adaptive"``): ``design`` (the start design and why), ``choose`` (the point, new run or
 repetition, the successful runs wanted there afterwards, the advisor's one-line reason, its cost
@@ -63,7 +74,7 @@ from typing import Callable, Mapping
 from .. import store
 from ..analysis.advisor import LEVEL, total_interval
 from ..errors import PerfcastError
-from .campaign import Campaign, CampaignSpec, config_key, fmt_value
+from .campaign import BUDGET_LIMIT, Campaign, CampaignSpec, config_key, fmt_value
 
 #: the default relative width of the 90% interval of the total at the target
 UNTIL = 0.10
@@ -174,8 +185,7 @@ class AdaptiveResult:
 
 def run_cost(record: dict, procs: str | None) -> float:
     """Core-hours of one journaled run: wall time x processes (module docstring)."""
-    n = float(record["config"].get(procs, 1.0)) if procs else 1.0
-    return float(record.get("wall") or 0.0) * n / 3600.0
+    return float(record.get("wall") or 0.0) * _nprocs(record["config"], procs) / 3600.0
 
 
 def _runs(records: list[dict]) -> list[dict]:
@@ -188,9 +198,77 @@ def _runs(records: list[dict]) -> list[dict]:
 
 
 def _procs(camp: Campaign) -> str | None:
+    """The process-count parameter: as the models find it once a run succeeded; before, the one
+    with a conventional name (``p``, ``ranks``, ...), if exactly one has."""
     from ..modelset import _process_parameter
+    from ..scaling import PROC_NAMES
 
-    return _process_parameter(camp.experiment()) if any(r["status"] == "ok" for r in _runs(camp.records)) else None
+    if any(r["status"] == "ok" for r in _runs(camp.records)):
+        return _process_parameter(camp.experiment())
+    named = [q for q in camp.spec.parameters if q.lower() in PROC_NAMES]
+    return named[0] if len(named) == 1 else None
+
+
+def _spent(camp: Campaign, procs: str | None) -> float:
+    """Core-hours of every journaled run (failed and stopped ones too)."""
+    return sum(run_cost(r, procs) for r in _runs(camp.records))
+
+
+def _budget_limits(camp: Campaign, budget: float, estimate: Mapping[str, float]):
+    """The campaign's :attr:`~perfcast.collect.campaign.Campaign.round_limits` for ``budget``: the
+    core-hours left when a round starts are shared among its runs in proportion to each one's
+    expected cost (``estimate``: config key -> core-hours; a point without one counts as the
+    cheapest run so far per process x its processes), and a run may use its share's wall time
+    (share x 3600 / processes seconds) before it is stopped; a round whose expected cost exceeds
+    what is left is held back whole.  So the runs never spend more than the budget."""
+    def limits(todo: list[tuple[dict, str]]) -> list[tuple[float, str]]:
+        procs = _procs(camp)
+        left = budget - _spent(camp, procs)
+        ok = [r for r in _runs(camp.records) if r["status"] == "ok" and r.get("wall")]
+        per_proc = min((run_cost(r, procs) / _nprocs(r["config"], procs) for r in ok), default=0.0)
+        est = [estimate.get(config_key(c), per_proc * _nprocs(c, procs)) for c, _ in todo]
+        total = sum(est)
+        out = []
+        for (c, _), e in zip(todo, est):
+            if left <= 0 or total > left:
+                out.append((0.0, f"{BUDGET_LIMIT}: {max(left, 0.0):.3g} core-hours left, the round's runs are "
+                                 f"expected to cost {total:.3g}"))
+                continue
+            share = left * (e / total if total > 0 else 1.0 / len(todo))
+            out.append((share * 3600.0 / _nprocs(c, procs),
+                        f"{BUDGET_LIMIT}: this run's share of the {left:.3g} core-hours left of --budget {budget:g} "
+                        f"is {share:.3g}"))
+        return out
+
+    return limits
+
+
+def _cost_factor(camp: Campaign, choices, procs: str | None) -> float:
+    """What the campaign pays for a run against what the advisor prices it at: the median over the
+    measured points of (the median cost of the point's journaled successful runs / the advisor's
+    cost of one more repetition there); 1 without a measured point."""
+    import statistics
+
+    paid: dict[str, list[float]] = {}
+    for r in _runs(camp.records):
+        if r["status"] == "ok" and r["mode"] == "main" and r.get("wall"):
+            paid.setdefault(r["key"], []).append(run_cost(r, procs))
+    keys = [config_key({q: c.at[q] for q in camp.spec.parameters}) for c in choices]
+    ratios = [statistics.median(paid[k]) / c.cost for c, k in zip(choices, keys)
+              if c.kind == "repeat" and c.cost > 0 and k in paid]
+    return statistics.median(ratios) if ratios else 1.0
+
+
+def _stopped(camp: Campaign) -> str:
+    """``; <point> was stopped at the budget`` when the campaign's last run was."""
+    last = _runs(camp.records)[-1:]
+    if last and last[0]["status"] == "timeout" and BUDGET_LIMIT in (last[0]["reason"] or ""):
+        return f"; the last run, {_fmt(last[0]['config'])}, was stopped when it reached the budget"
+    return ""
+
+
+def _nprocs(config: Mapping[str, float], procs: str | None) -> float:
+    return float(config.get(procs, 1.0)) if procs else 1.0
 
 
 def _stop(camp: Campaign, record: dict) -> None:
@@ -237,14 +315,18 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
     params = list(spec.parameters)
     camp = Campaign(spec, out, progress, log, launcher)
     with camp.session():
-        # the journal's decisions: the points chosen so far and the runs wanted there
+        # the journal's decisions: the points chosen so far, the runs wanted there, their expected cost
         chosen = [r for r in camp.records if r.get("type") == "adaptive" and r.get("event") == "choose"]
         points = [dict(c) for c in design]
         keys = {config_key(c) for c in points}
         at_least: dict[str, int] = {}
+        estimate: dict[str, float] = {}
+        camp.round_limits = _budget_limits(camp, budget, estimate)
         for r in chosen:
             k = config_key(r["at"])
             at_least[k] = max(at_least.get(k, 0), int(r["at_least"]))
+            if r.get("cost_estimate"):
+                estimate[k] = float(r["cost_estimate"])
             if k not in keys:
                 keys.add(k)
                 points.append({q: float(r["at"][q]) for q in params})
@@ -270,6 +352,11 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             camp.points, camp.at_least = [corner], {config_key(corner): 1}
             camp.execute()
             ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok"]
+            last = _runs(camp.records)[-1:]
+            if not ok_runs and last and last[0]["status"] == "timeout" and BUDGET_LIMIT in (last[0]["reason"] or ""):
+                raise PerfcastError(f"{budget:g} core-hours is below one run's cost: {_fmt(corner)} was stopped "
+                                    f"after {last[0]['wall']:.3g} s, when it had spent the budget (kept in the "
+                                    f"journal; rerun with a larger --budget)", where="--budget")
             if not ok_runs:
                 camp.points, camp.at_least = points, at_least
                 camp.write()  # raises "no run succeeded" with the first failure's reason
@@ -285,7 +372,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
         per_proc = min(run_cost(r, procs) / (float(r["config"].get(procs, 1.0)) if procs else 1.0)
                        for r in _runs(camp.records) if r["status"] == "ok")
         need = sum(camp._needs(c, "main") * per_proc * (float(c[procs]) if procs else 1.0) for c in design)
-        spent = sum(run_cost(r, procs) for r in _runs(camp.records))
+        spent = _spent(camp, procs)
         if need > 0 and spent + need > budget:
             raise PerfcastError(f"{budget:g} core-hours is below what the start design still needs: at least "
                                 f"{need:.3g} core-hours more ({spent:.3g} spent)", where="--budget")
@@ -295,7 +382,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
         while True:
             exp = camp.experiment()
             procs = _procs(camp)
-            spent = sum(run_cost(r, procs) for r in _runs(camp.records))
+            spent = _spent(camp, procs)
             ms = model(exp, metrics_needed(exp, None))
             req = _request(spec, exp, tgt)
             try:
@@ -317,12 +404,15 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             state = {"value": value, "lower": lower, "upper": upper, "width": width if math.isfinite(width) else None,
                      "spent": spent}
             left = budget - spent
+            # what a run costs the campaign (its launch's wall time x processes) against the
+            # advisor's price (the application's own time): the advisor's costs are scaled by it
+            factor = _cost_factor(camp, adv.choices, procs)
             useful = [c for c in adv.choices if c.gain > 0]
-            affordable = [c for c in useful if c.cost <= left]
+            affordable = [c for c in useful if c.cost * factor <= left]
             plan = []
             if width > until and affordable:
                 # the advisor's greedy plan within what is left: its first step is the run to make
-                plan = advise(ms, exp, dataclasses.replace(req, budget=left)).plan
+                plan = advise(ms, exp, dataclasses.replace(req, budget=left / factor)).plan
             if width <= until:
                 stop, why = "until", (f"the {LEVEL:.0%} interval of the total at the target is {width:.1%} of its "
                                       f"value ({lower:.4g}..{upper:.4g} around {value:.4g}), within {until:.1%}")
@@ -332,8 +422,8 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             elif not affordable:
                 cheap = min(useful, key=lambda c: c.cost)
                 stop, why = "budget", (f"{spent:.3g} of {budget:g} core-hours spent: what is left buys no useful run "
-                                       f"(the cheapest, {_fmt(cheap.at)}, ~{cheap.cost:.3g}); the interval is "
-                                       f"{width:.1%} wide")
+                                       f"(the cheapest, {_fmt(cheap.at)}, ~{cheap.cost * factor:.3g}); the interval "
+                                       f"is {width:.1%} wide{_stopped(camp)}")
             elif not plan:
                 stop, why = "exhausted", (f"no run the {max(left, 0.0):.3g} core-hours left afford removes "
                                           f"{MIN_STEP:.0%} of the uncertainty left at the target (the advisor's plan "
@@ -355,12 +445,22 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 keys.add(k)
                 points.append(at)
             step += 1
+            estimate[k] = ch.cost * factor
             camp.note({"type": "adaptive", "event": "choose", "step": step, "at": at, "kind": ch.kind,
-                       "at_least": ok + 1, "reason": ch.reason, "cost_estimate": ch.cost, **state})
+                       "at_least": ok + 1, "reason": ch.reason, "cost_estimate": estimate[k], "cost_factor": factor,
+                       **state})
+            priced = "" if abs(factor - 1) < 0.05 else (f" (the campaign expects ~{estimate[k]:.3g} core-h: its runs "
+                                                         f"cost {factor:.2f}x the advisor's price)")
             say(f"adaptive: step {step}: interval {width:.1%} > {until:.1%}, {spent:.3g} of {budget:g} core-h spent; "
-                f"run {ch.reason}")
+                f"run {ch.reason}{priced}")
             before = len(_runs(camp.records))
             camp.execute()
+            if len(_runs(camp.records)) == before and camp.held:
+                stop, why = "budget", (f"{_spent(camp, procs):.3g} of {budget:g} core-hours spent: {_fmt(at)} is "
+                                       f"held back ({camp.held[0][2]})")
+                _stop(camp, {"reason": stop, "why": why, **state})
+                say(f"adaptive: stop ({stop}): {why}")
+                break
             if len(_runs(camp.records)) == before:
                 stop, why = "failed", f"{_fmt(at)} has failed {spec.max_failures} time(s): given up"
                 _stop(camp, {"reason": stop, "why": why, **state})

@@ -23,7 +23,8 @@ How it runs
     one, ``10 x`` the longest successful run of the campaign so far; while no run has succeeded at all,
     ``first_timeout`` (``--first-timeout``, default FIRST_TIMEOUT = 1 hour; 0 = none).  cachegrind runs
     get CACHEGRIND_SLOWDOWN (50) times a plain run's limit.  A run stopped by an automatic limit says
-    so in its reason.
+    so in its reason.  A campaign with a budget (``collect --adaptive``) lowers the limit further to
+    what is left of it (:attr:`Campaign.round_limits`) and holds back runs it cannot afford.
   * Incomplete configurations.  After the campaign, :meth:`Campaign.incomplete` lists the
     configurations with fewer successful runs than ``reps_min`` (given up after ``max_failures``):
     how many succeeded, how many were wanted, the last failure's status and reason.  The experiment
@@ -106,6 +107,8 @@ _KEYS = {"command", "parameters", "reps", "cv", "timeout", "collect", "timer_reg
 #: the automatic run time limit: max(AUTO_MIN, AUTO_FACTOR x a successful runtime) (see the docstring)
 AUTO_MIN = 60.0
 AUTO_FACTOR = 10.0
+#: how a time limit set by a budget (:attr:`Campaign.round_limits`) begins its why
+BUDGET_LIMIT = "the budget"
 #: the limit of every run before one has succeeded (seconds), unless --first-timeout says otherwise
 FIRST_TIMEOUT = 3600.0
 CACHEGRIND_SLOWDOWN = 50  # a cachegrind run's limit is this many times a plain run's
@@ -530,6 +533,12 @@ class Campaign:
         #: successful runs wanted at a configuration, in place of the repetition rule (config_key ->
         #: count; an adaptive campaign's probe and chosen runs)
         self.at_least: dict[str, int] = {}
+        #: a time limit per run of a round beyond the campaign's own (an adaptive campaign's budget
+        #: left, shared among the round's runs): the round's (config, mode) list -> per run None (no
+        #: more limit) or (seconds, why); seconds <= 0 holds the run back (not started)
+        self.round_limits: Callable[[list[tuple[dict, str]]], list[tuple[float, str] | None]] | None = None
+        #: the runs the last :meth:`execute` held back for :attr:`round_limits`, with why
+        self.held: list[tuple[dict, str, str]] = []
 
     # state
     def _runs(self, config: dict, mode: str) -> list[dict]:
@@ -588,7 +597,7 @@ class Campaign:
     def _remaining(self) -> int:
         return sum(self._needs(c, m) for c in self.grid() for m in self.sel.modes)
 
-    def _request(self, config: dict, mode: str) -> RunRequest:
+    def _request(self, config: dict, mode: str, extra: tuple[float, str] | None = None) -> RunRequest:
         attempt = len(self._runs(config, mode))
         rid = f"{config_key(config)}.{mode}.{attempt}"
         run_dir = (self.dir / "runs" / rid).resolve()
@@ -608,6 +617,8 @@ class Campaign:
         env["PERFCAST_RUN_ID"] = rid
         argv = build_argv(self.spec, config, wrapper, mpi_args)
         limit, why = self.time_limit(config, mode)
+        if extra is not None and (limit is None or extra[0] < limit):
+            limit, why = extra
         self._limits[rid] = why
         return RunRequest(id=rid, config=dict(config), mode=mode, attempt=attempt, argv=argv, env=env,
                           run_dir=str(run_dir), cwd=str(Path(self.spec.workdir).resolve()), timeout=limit,
@@ -654,7 +665,9 @@ class Campaign:
         run_dir = Path(req.run_dir)
         status, reason = result.get("status", "error"), result.get("reason")
         why = self._limits.pop(req.id, None)
-        if status == "timeout" and why and not why.startswith("--timeout"):
+        if status == "timeout" and why and why.startswith(BUDGET_LIMIT):
+            reason = f"{reason} ({why})"
+        elif status == "timeout" and why and not why.startswith("--timeout"):
             reason = f"{reason} ({why}; set --timeout to change it)"
         values = None
         if status == "ok":
@@ -786,11 +799,16 @@ class Campaign:
     def execute(self) -> None:
         """Run what :meth:`grid` still needs (rounds of interleaved runs, see the module docstring)."""
         self.progress(self._done(), self._done() + self._remaining(), "")
+        self.held = []
         while True:
             todo = self._plan()
             if not todo:
                 break
-            requests = [self._request(c, m) for c, m in todo]
+            extra = self.round_limits(todo) if self.round_limits is not None else [None] * len(todo)
+            self.held = [(c, m, x[1]) for (c, m), x in zip(todo, extra) if x is not None and x[0] <= 0]
+            requests = [self._request(c, m, x) for (c, m), x in zip(todo, extra) if x is None or x[0] > 0]
+            if not requests:
+                break
             self.launcher.run_batch(requests, self._finish)
 
     def experiment(self, extra: dict | None = None) -> Experiment:
