@@ -44,3 +44,15 @@ def test_advise_campaign_stays_within_its_budget(tmp_path):
     # choice it took a cheaper one instead), still within that budget
     more = ba.strategy_advise(o, 0, tmp_path, full, [], {})
     assert len(more) > len(runs) and sum(_hand_cost(pt[0]) for pt in more) <= full * (1 + 1e-9)
+
+
+def test_until_stops_rule_by_hand():
+    """bench/until_stops.py: a campaign stops at the first step whose width and the k - 1 before it
+    are within --until (hand-made widths)."""
+    us = bench_module("bench_until_stops", "until_stops.py")
+    steps = [{"width": w} for w in (0.9, 0.2, 0.6, 0.25, 0.1, 0.3, 0.2, 0.1)]
+    assert us.stop_at(steps, 0.3, 1) is steps[1]
+    assert us.stop_at(steps, 0.3, 2) is steps[4]
+    assert us.stop_at(steps, 0.3, 3) is steps[5]
+    assert us.stop_at(steps, 0.05, 1) is None
+    assert us.stop_at(steps, 0.25, 3) is None          # 0.25, 0.1 then 0.3 breaks the run

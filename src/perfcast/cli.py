@@ -1555,7 +1555,7 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
                    "a run that reaches it is stopped.")
 @click.option("--until", default=None, metavar="WIDTH",
               help="With --adaptive: stop when the 90%% interval of the predicted total at --target is this "
-                   "wide relative to its value [10%%].")
+                   "wide relative to its value at three consecutive fits, one run apart [10%%].")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout, output_cap, allow_missing, collect,
                 timer_regex, launcher, oversubscribe, perf_freq, perf_event, call_graph, counter_events, memory_events,
