@@ -389,9 +389,9 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
         procs = _procs(camp)
         camp.points, camp.at_least = points, at_least
         # the start design's cost, bounded below by the cheapest run's time per process
-        per_proc = min(run_cost(r, procs) / (float(r["config"].get(procs, 1.0)) if procs else 1.0)
-                       for r in _runs(camp.records) if r["status"] == "ok")
-        need = sum(camp._needs(c, "main") * per_proc * (float(c[procs]) if procs else 1.0) for c in design)
+        per_proc = min(run_cost(r, procs) / _nprocs(r["config"], procs) for r in _runs(camp.records)
+                       if r["status"] == "ok")
+        need = sum(camp._needs(c, "main") * per_proc * _nprocs(c, procs) for c in design)
         spent = _spent(camp, procs)
         if need > 0 and spent + need > budget:
             raise PerfcastError(f"{budget:g} core-hours is below what the start design still needs: at least "
