@@ -65,7 +65,8 @@ echo "   3. the times at $TARGET, for the record (oversubscribed on both sides: 
 
 echo "== adaptive campaign: measure only what the prediction at n=1024 points per rank (p=$cores) needs:"
 echo "   a start design, then one run at a time where perfcast advise says, until the 90% interval of the"
-echo "   predicted run time is within 10% of it or the budget (core-hours: wall time x processes) is spent"
+echo "   predicted run time is within 10% of it at three fits in a row, or the budget (core-hours: wall time x"
+echo "   processes; a run that reaches it is stopped) is spent"
 ABUDGET=${DEMO_ADAPTIVE_BUDGET:-$(awk -v c="$cores" 'BEGIN { print 0.005 * c }')}
 "$PERFCAST" collect --adaptive --target "p=$cores,n=1024" --budget "$ABUDGET" --until 10% \
   -o "$OUT/jacobi-adaptive.perfcast" -P p="$cores" -P n=16,32,64,128,256,512 --reps 2..4 --cv 0.05 --cv-metric total \
