@@ -182,7 +182,7 @@ def test_resume_after_kill_reruns_nothing(tmp_path):
     summary = cli_json(r.stdout, "campaign")
     assert summary["kind"] == "campaign" and summary["stop"] == "budget" and summary["runs"] == len(ids)
     assert [s["step"] for s in summary["items"]] == [c["step"] for c in decisions(after, "choose")]
-    assert summary["spent"] <= spent + 1 / 3600 + 0.5 / 3600
+    assert summary["spent"] <= spent + 1 / 3600 + 0.3 / 3600
 
 
 def runs_key(at):
@@ -220,7 +220,7 @@ def test_budget_below_one_runs_cost(tmp_path):
     assert not count.exists()                               # stopped in its sleep: it never finished
     (probe,) = runs(journal(out))
     assert probe["status"] == "timeout" and "the budget" in probe["reason"]
-    assert 0.036 <= probe["wall"] < 0.036 + 0.5             # the budget's wall time, and stopping it
+    assert 0.036 <= probe["wall"] < 0.036 + 0.3             # the budget's wall time, and killing it
     # a budget the probe fits in, but not the rest of the start design (>= 5 more runs of >= 0.3 s)
     r = cli(*args[:4], "--budget", str(4 * 0.3 / 3600), *args[4:])
     assert r.returncode == 2 and "below what the start design still needs" in r.stderr, r.stderr
@@ -237,7 +237,7 @@ def test_a_run_longer_than_priced_is_stopped_at_the_budget(tmp_path):
     # runs at n <= 3 take S seconds, beyond 10 S: the advisor prices a new point from the models of
     # the start design (S), so the chosen run is affordable by its price; the campaign gives it what
     # is left of the budget (1.5 S) and stops it there.  The budget is spent, not exceeded (but for
-    # the time stopping the run takes), and the stop says why
+    # the hundredths of a second killing the run takes), and the stop says why
     S = 1.0
     app = script(tmp_path / "app.sh", f'if [ "$1" -le 3 ]; then sleep {S}; else sleep {10 * S}; fi\n')
     spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
@@ -250,9 +250,9 @@ def test_a_run_longer_than_priced_is_stopped_at_the_budget(tmp_path):
     assert [r["status"] for r in rr] == ["ok"] * 3 + ["timeout"]
     assert rr[3]["config"]["n"] > 3 and "the budget" in rr[3]["reason"]
     left = budget - sum(r["wall"] for r in rr[:3]) / 3600
-    assert rr[3]["wall"] / 3600 == pytest.approx(left, abs=0.5 / 3600)
+    assert rr[3]["wall"] / 3600 == pytest.approx(left, abs=0.3 / 3600)
     assert res.spent == pytest.approx(sum(r["wall"] for r in rr) / 3600, rel=1e-12)
-    assert res.spent < budget + 0.5 / 3600
+    assert res.spent < budget + 0.3 / 3600                  # killed at once: no grace after SIGTERM
     assert res.stop == "budget" and "was stopped when it reached the budget" in res.why
     assert lines[-1].startswith("adaptive: stop (budget)")
 

@@ -45,10 +45,10 @@ checks its budget against its cheapest measured run before running anything.
 
 The budget is a limit, not a target (:func:`_budget_limits`): every run may use at most what is
 left of it when it starts -- its share among the runs started together, in proportion to their
-expected costs -- and is stopped there (status ``timeout``, the budget named in its reason; the
-probe too); runs whose expected cost exceeds what is left are not started.  So a campaign spends
-at most its budget, plus the time it takes to stop the one run that reached it (under a second for
-a shell script here, about one for ``mpirun``).  A run is *expected* to cost the advisor's price of
+expected costs -- and is killed there at once (SIGKILL to its process group: its result is
+discarded anyway, and ``mpirun`` takes a second to end after SIGTERM; status ``timeout``, the budget
+named in its reason; the probe too); runs whose expected cost exceeds what is left are not
+started.  So a campaign spends at most its budget, plus the hundredths of a second a kill takes.  A run is *expected* to cost the advisor's price of
 it times the **cost factor** (:func:`_cost_factor`): what the campaign paid for the runs of the
 measured points (the launch's wall time, ``mpirun`` and start-up included) against the advisor's
 price of one more run there (the whole-run time series' measured mean); the advisor's plan is made

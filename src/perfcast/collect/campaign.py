@@ -617,12 +617,17 @@ class Campaign:
         env["PERFCAST_RUN_ID"] = rid
         argv = build_argv(self.spec, config, wrapper, mpi_args)
         limit, why = self.time_limit(config, mode)
+        grace = 2.0
         if extra is not None and (limit is None or extra[0] < limit):
+            # a run stopped by a budget is killed at once: its result is discarded, and every
+            # second it takes to stop is spent beyond the budget (mpirun takes 1 s after SIGTERM)
             limit, why = extra
+            grace = 0.0 if why.startswith(BUDGET_LIMIT) else grace
         self._limits[rid] = why
         return RunRequest(id=rid, config=dict(config), mode=mode, attempt=attempt, argv=argv, env=env,
                           run_dir=str(run_dir), cwd=str(Path(self.spec.workdir).resolve()), timeout=limit,
-                          timer_regex=self.sel.collectors[0].pattern, output_cap=self.spec.output_cap)
+                          timer_regex=self.sel.collectors[0].pattern, output_cap=self.spec.output_cap,
+                          stop_grace=grace)
 
     def time_limit(self, config: dict, mode: str) -> tuple[float | None, str]:
         """The run time limit of the next run of (config, mode) and how it was chosen (see the module

@@ -64,6 +64,8 @@ class RunRequest:
     timer_regex: str | None = None
     #: bytes of stdout and of stderr kept on disk (each); None keeps everything
     output_cap: int | None = OUTPUT_CAP
+    #: seconds a run that reached ``timeout`` gets between SIGTERM and SIGKILL (0: SIGKILL at once)
+    stop_grace: float = 2.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -147,7 +149,7 @@ def deferred_signals():
 
 
 def _kill_group(pgid: int, grace: float = 2.0, proc: subprocess.Popen | None = None):
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    for sig in (signal.SIGTERM, signal.SIGKILL) if grace > 0 else (signal.SIGKILL,):
         try:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
@@ -331,7 +333,7 @@ def execute(req: RunRequest, running_file: Path | None = None) -> dict:
             try:
                 if running_file is not None:
                     running_file.write_text(json.dumps({"pgid": proc.pid, "run_dir": str(run_dir)}))
-                code, timed_out = _pump(proc, req.timeout, t0, out, err, lines)
+                code, timed_out = _pump(proc, req.timeout, t0, out, err, lines, req.stop_grace)
                 if timed_out:
                     status, reason = "timeout", f"timed out after {req.timeout:g} s"
             except BaseException:
@@ -375,7 +377,7 @@ def execute(req: RunRequest, running_file: Path | None = None) -> dict:
 
 
 def _pump(proc: subprocess.Popen, timeout: float | None, t0: float, out: _CappedFile, err: _CappedFile,
-          lines: _Lines | None) -> tuple[int, bool]:
+          lines: _Lines | None, grace: float = 2.0) -> tuple[int, bool]:
     """Move the run's output into its files until it ends or times out; returns (exit code, timed out).
 
     When the leader exits its process group is killed (stragglers holding the pipes go too) and the
@@ -394,7 +396,7 @@ def _pump(proc: subprocess.Popen, timeout: float | None, t0: float, out: _Capped
                 break
             if code is None and deadline is not None and now >= deadline:
                 timed_out = True
-                _kill_group(proc.pid, proc=proc)
+                _kill_group(proc.pid, grace, proc=proc)
                 code = proc.wait()
                 drain_until = time.perf_counter() + DRAIN
                 continue
