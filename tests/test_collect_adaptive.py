@@ -56,19 +56,25 @@ def test_start_design_and_until_parsing():
             parse_until(bad)
 
 
+def _one_run_per_point(tmp_path, body: str, budget: float):
+    """An adaptive campaign of the shell script ``body`` (its argument: n) on n = 1..24, one run per
+    point, target n = 64, an unreachable --until: (result, output, progress lines)."""
+    app = script(tmp_path / "app.sh", body)
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
+                        reps_max=1)
+    out = tmp_path / "b.perfcast"
+    lines: list[str] = []
+    return run_adaptive(spec, out, {"n": 64}, budget, until=1e-9, say=lines.append), out, lines
+
+
 def test_budget_stops_after_exactly_the_runs_that_fit(tmp_path):
     # every run sleeps S seconds whatever n is, one process each: a run costs S/3600 core-hours.
     # The budget holds 4.5 runs: 3 for the start design (one run per point), then the one chosen
     # run that still fits (n = 3 is 4.4 doublings from the target: a run further out is always worth
     # it); the 5th would need S more with only ~S/2 left
     S = 1.0
-    app = script(tmp_path / "app.sh", f"sleep {S}\n")
-    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
-                        reps_max=1)
-    out = tmp_path / "b.perfcast"
     budget = 4.5 * S / 3600
-    lines = []
-    res = run_adaptive(spec, out, {"n": 64}, budget, until=1e-9, say=lines.append)
+    res, out, lines = _one_run_per_point(tmp_path, f"sleep {S}\n", budget)
     recs = journal(out)
     rr = runs(recs)
     assert len(rr) == 4 and all(r["status"] == "ok" for r in rr)
@@ -239,13 +245,9 @@ def test_a_run_longer_than_priced_is_stopped_at_the_budget(tmp_path):
     # is left of the budget (1.5 S) and stops it there.  The budget is spent, not exceeded (but for
     # the hundredths of a second killing the run takes), and the stop says why
     S = 1.0
-    app = script(tmp_path / "app.sh", f'if [ "$1" -le 3 ]; then sleep {S}; else sleep {10 * S}; fi\n')
-    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
-                        reps_max=1)
-    out = tmp_path / "t.perfcast"
     budget = 4.5 * S / 3600
-    lines = []
-    res = run_adaptive(spec, out, {"n": 64}, budget, until=1e-9, say=lines.append)
+    res, out, lines = _one_run_per_point(tmp_path, f'if [ "$1" -le 3 ]; then sleep {S}; else sleep {10 * S}; fi\n',
+                                         budget)
     rr = runs(journal(out))
     assert [r["status"] for r in rr] == ["ok"] * 3 + ["timeout"]
     assert rr[3]["config"]["n"] > 3 and "the budget" in rr[3]["reason"]
