@@ -182,8 +182,13 @@ def test_resume_after_kill_reruns_nothing(tmp_path):
     assert len(pending) <= 1
     later = decisions(after[len(before):], "choose")
     assert [x["config"] for x in new] == [c["at"] for c in pending + later]
+    # every step has its runs; the last one's may have been stopped at the budget (a loaded machine
+    # stretches a run beyond the share of the budget it was given)
+    last = runs(after)[-1]
     for c in decisions(after, "choose"):
-        assert sum(1 for x in runs(after) if x["key"] == runs_key(c["at"]) and x["status"] == "ok") >= c["at_least"]
+        done = sum(1 for x in runs(after) if x["key"] == runs_key(c["at"]) and x["status"] == "ok")
+        assert done >= c["at_least"] or (c is decisions(after, "choose")[-1] and last["status"] == "timeout"
+                                         and "the budget" in last["reason"] and last["config"] == c["at"])
     assert len(decisions(after, "design")) == 1 and decisions(after, "stop")[-1]["reason"] == "budget"
     summary = cli_json(r.stdout, "campaign")
     assert summary["kind"] == "campaign" and summary["stop"] == "budget" and summary["runs"] == len(ids)

@@ -86,13 +86,15 @@ from typing import Callable, Mapping
 from .. import store
 from ..analysis.advisor import LEVEL, total_interval
 from ..errors import PerfcastError
-from .campaign import BUDGET_LIMIT, Campaign, CampaignSpec, config_key, fmt_value
+from .campaign import Campaign, CampaignSpec, config_key, fmt_value
 
 #: the default relative width of the 90% interval of the total at the target
 UNTIL = 0.10
 #: values along a parameter the start design measures (a line of >= 3 points: what a fit needs)
 LINE = 3
 STOPS = ("until", "budget", "exhausted", "failed", "no-advice")
+#: how the time limit a budget sets begins its why (and so the reason of a run it stopped)
+BUDGET_LIMIT = "the budget"
 #: consecutive fits (one run apart) whose interval must be within ``until`` before the campaign
 #: stops on it (module docstring, "Stopping on a narrow interval")
 UNTIL_FITS = 3
@@ -274,11 +276,17 @@ def _cost_factor(camp: Campaign, choices, procs: str | None) -> float:
     return statistics.median(ratios) if ratios else 1.0
 
 
+def _hit_budget(records: list[dict]) -> dict | None:
+    """The campaign's last run when the budget stopped it, else None."""
+    last = _runs(records)[-1:]
+    return last[0] if last and last[0]["status"] == "timeout" and BUDGET_LIMIT in (last[0]["reason"] or "") else None
+
+
 def _stopped(camp: Campaign) -> str:
     """``; <point> was stopped at the budget`` when the campaign's last run was."""
-    last = _runs(camp.records)[-1:]
-    if last and last[0]["status"] == "timeout" and BUDGET_LIMIT in (last[0]["reason"] or ""):
-        return f"; the last run, {_fmt(last[0]['config'])}, was stopped when it reached the budget"
+    last = _hit_budget(camp.records)
+    if last is not None:
+        return f"; the last run, {_fmt(last['config'])}, was stopped when it reached the budget"
     return ""
 
 
@@ -372,10 +380,10 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             camp.points, camp.at_least = [corner], {config_key(corner): 1}
             camp.execute()
             ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok"]
-            last = _runs(camp.records)[-1:]
-            if not ok_runs and last and last[0]["status"] == "timeout" and BUDGET_LIMIT in (last[0]["reason"] or ""):
+            last = _hit_budget(camp.records)
+            if not ok_runs and last is not None:
                 raise PerfcastError(f"{budget:g} core-hours is below one run's cost: {_fmt(corner)} was stopped "
-                                    f"after {last[0]['wall']:.3g} s, when it had spent the budget (kept in the "
+                                    f"after {last['wall']:.3g} s, when it had spent the budget (kept in the "
                                     f"journal; rerun with a larger --budget)", where="--budget")
             if not ok_runs:
                 camp.points, camp.at_least = points, at_least

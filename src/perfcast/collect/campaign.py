@@ -107,8 +107,6 @@ _KEYS = {"command", "parameters", "reps", "cv", "timeout", "collect", "timer_reg
 #: the automatic run time limit: max(AUTO_MIN, AUTO_FACTOR x a successful runtime) (see the docstring)
 AUTO_MIN = 60.0
 AUTO_FACTOR = 10.0
-#: how a time limit set by a budget (:attr:`Campaign.round_limits`) begins its why
-BUDGET_LIMIT = "the budget"
 #: the limit of every run before one has succeeded (seconds), unless --first-timeout says otherwise
 FIRST_TIMEOUT = 3600.0
 CACHEGRIND_SLOWDOWN = 50  # a cachegrind run's limit is this many times a plain run's
@@ -527,7 +525,8 @@ class Campaign:
         self.journal = Journal(self.dir / JOURNAL)
         self.records: list[dict] = []
         self.warnings: list[str] = []
-        self._limits: dict[str, str] = {}  # run id -> how its time limit was chosen
+        #: run id -> how its time limit was chosen, and whether :attr:`round_limits` set it
+        self._limits: dict[str, tuple[str, bool]] = {}
         #: the configurations to run (None: the spec's whole grid; an adaptive campaign sets its own)
         self.points: list[dict] | None = None
         #: successful runs wanted at a configuration, in place of the repetition rule (config_key ->
@@ -535,7 +534,10 @@ class Campaign:
         self.at_least: dict[str, int] = {}
         #: a time limit per run of a round beyond the campaign's own (an adaptive campaign's budget
         #: left, shared among the round's runs): the round's (config, mode) list -> per run None (no
-        #: more limit) or (seconds, why); seconds <= 0 holds the run back (not started)
+        #: more limit) or (seconds, why); seconds <= 0 holds the run back (not started).  A run that
+        #: reaches such a limit is killed at once (SIGKILL, no grace): what it spends past the limit
+        #: is spent past the budget (mpirun takes 1 s to end after SIGTERM), and its result is
+        #: discarded anyway
         self.round_limits: Callable[[list[tuple[dict, str]]], list[tuple[float, str] | None]] | None = None
         #: the runs the last :meth:`execute` held back for :attr:`round_limits`, with why
         self.held: list[tuple[dict, str, str]] = []
@@ -617,17 +619,14 @@ class Campaign:
         env["PERFCAST_RUN_ID"] = rid
         argv = build_argv(self.spec, config, wrapper, mpi_args)
         limit, why = self.time_limit(config, mode)
-        grace = 2.0
-        if extra is not None and (limit is None or extra[0] < limit):
-            # a run stopped by a budget is killed at once: its result is discarded, and every
-            # second it takes to stop is spent beyond the budget (mpirun takes 1 s after SIGTERM)
+        rounds = extra is not None and (limit is None or extra[0] < limit)
+        if rounds:
             limit, why = extra
-            grace = 0.0 if why.startswith(BUDGET_LIMIT) else grace
-        self._limits[rid] = why
+        self._limits[rid] = (why, rounds)
         return RunRequest(id=rid, config=dict(config), mode=mode, attempt=attempt, argv=argv, env=env,
                           run_dir=str(run_dir), cwd=str(Path(self.spec.workdir).resolve()), timeout=limit,
                           timer_regex=self.sel.collectors[0].pattern, output_cap=self.spec.output_cap,
-                          stop_grace=grace)
+                          stop_grace=0.0 if rounds else 2.0)
 
     def time_limit(self, config: dict, mode: str) -> tuple[float | None, str]:
         """The run time limit of the next run of (config, mode) and how it was chosen (see the module
@@ -669,8 +668,8 @@ class Campaign:
     def _record(self, req: RunRequest, result: dict):
         run_dir = Path(req.run_dir)
         status, reason = result.get("status", "error"), result.get("reason")
-        why = self._limits.pop(req.id, None)
-        if status == "timeout" and why and why.startswith(BUDGET_LIMIT):
+        why, rounds = self._limits.pop(req.id, (None, False))
+        if status == "timeout" and why and rounds:
             reason = f"{reason} ({why})"
         elif status == "timeout" and why and not why.startswith("--timeout"):
             reason = f"{reason} ({why}; set --timeout to change it)"
