@@ -48,11 +48,13 @@ left of it when it starts -- its share among the runs started together, in propo
 expected costs -- and is killed there at once (SIGKILL to its process group: its result is
 discarded anyway, and ``mpirun`` takes a second to end after SIGTERM; status ``timeout``, the budget
 named in its reason; the probe too); runs whose expected cost exceeds what is left are not
-started.  So a campaign spends at most its budget, plus the hundredths of a second a kill takes.  A run is *expected* to cost the advisor's price of
-it times the **cost factor** (:func:`_cost_factor`): what the campaign paid for the runs of the
-measured points (the launch's wall time, ``mpirun`` and start-up included) against the advisor's
-price of one more run there (the whole-run time series' measured mean); the advisor's plan is made
-with the budget left divided by the factor, so its choices are ones the campaign can pay for.
+started.  So a campaign spends at most its budget, plus the hundredths of a second a kill takes.
+A chosen run is *expected* to cost the advisor's price of it: the campaign's whole-run series is
+``app``, the run's wall time, so a repetition is priced at what the point's runs cost (on the
+jacobi demo campaign, journaled costs / prices 1.000-1.003) and a new point at that series' model
+there (from a start design whose time is mostly start-up, 4x too low at n = 512: then the run is
+stopped at the budget rather than overspend it).  Other runs (the start design's) are expected to
+cost the cheapest run so far per process.
 
 **Stopping on a narrow interval.**  The width is itself an estimate: a campaign that stops at the
 first fit whose interval is narrow enough stops, more often than not, on one that came out narrow
@@ -260,22 +262,6 @@ def _budget_limits(camp: Campaign, budget: float, estimate: Mapping[str, float])
     return limits
 
 
-def _cost_factor(camp: Campaign, choices, procs: str | None) -> float:
-    """What the campaign pays for a run against what the advisor prices it at: the median over the
-    measured points of (the median cost of the point's journaled successful runs / the advisor's
-    cost of one more repetition there); 1 without a measured point."""
-    import statistics
-
-    paid: dict[str, list[float]] = {}
-    for r in _runs(camp.records):
-        if r["status"] == "ok" and r["mode"] == "main" and r.get("wall"):
-            paid.setdefault(r["key"], []).append(run_cost(r, procs))
-    keys = [config_key({q: c.at[q] for q in camp.spec.parameters}) for c in choices]
-    ratios = [statistics.median(paid[k]) / c.cost for c, k in zip(choices, keys)
-              if c.kind == "repeat" and c.cost > 0 and k in paid]
-    return statistics.median(ratios) if ratios else 1.0
-
-
 def _hit_budget(records: list[dict]) -> dict | None:
     """The campaign's last run when the budget stopped it, else None."""
     last = _runs(records)[-1:]
@@ -432,11 +418,8 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             state = {"value": value, "lower": lower, "upper": upper, "width": width if math.isfinite(width) else None,
                      "spent": spent}
             left = budget - spent
-            # what a run costs the campaign (its launch's wall time x processes) against the
-            # advisor's price (the application's own time): the advisor's costs are scaled by it
-            factor = _cost_factor(camp, adv.choices, procs)
             useful = [c for c in adv.choices if c.gain > 0]
-            affordable = [c for c in useful if c.cost * factor <= left]
+            affordable = [c for c in useful if c.cost <= left]
             # the widths of this fit and of the UNTIL_FITS - 1 before it: the journal's choose
             # records (each made on a fit, then a run)
             recent = [width] + [c.get("width") for c in reversed(_chosen(camp))][:UNTIL_FITS - 1]
@@ -444,7 +427,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             plan = []
             if within < UNTIL_FITS and affordable:
                 # the advisor's greedy plan within what is left: its first step is the run to make
-                plan = advise(ms, exp, dataclasses.replace(req, budget=left / factor)).plan
+                plan = advise(ms, exp, dataclasses.replace(req, budget=left)).plan
             if within >= UNTIL_FITS:
                 stop, why = "until", (f"the {LEVEL:.0%} interval of the total at the target is {width:.1%} of its "
                                       f"value ({lower:.4g}..{upper:.4g} around {value:.4g}), within {until:.1%} "
@@ -455,7 +438,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             elif not affordable:
                 cheap = min(useful, key=lambda c: c.cost)
                 stop, why = "budget", (f"{spent:.3g} of {budget:g} core-hours spent: what is left buys no useful run "
-                                       f"(the cheapest, {_fmt(cheap.at)}, ~{cheap.cost * factor:.3g}); the interval "
+                                       f"(the cheapest, {_fmt(cheap.at)}, ~{cheap.cost:.3g}); the interval "
                                        f"is {width:.1%} wide{_stopped(camp)}")
             elif not plan:
                 stop, why = "exhausted", (f"no run the {max(left, 0.0):.3g} core-hours left afford removes "
@@ -478,15 +461,12 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 keys.add(k)
                 points.append(at)
             step += 1
-            estimate[k] = ch.cost * factor
+            estimate[k] = ch.cost
             camp.note({"type": "adaptive", "event": "choose", "step": step, "at": at, "kind": ch.kind,
-                       "at_least": ok + 1, "reason": ch.reason, "cost_estimate": estimate[k], "cost_factor": factor,
-                       **state})
-            priced = "" if abs(factor - 1) < 0.05 else (f" (the campaign expects ~{estimate[k]:.3g} core-h: its runs "
-                                                         f"cost {factor:.2f}x the advisor's price)")
+                       "at_least": ok + 1, "reason": ch.reason, "cost_estimate": ch.cost, **state})
             status = (f"interval {width:.1%} > {until:.1%}" if within == 0 else
                       f"interval {width:.1%} <= {until:.1%} at {within} of {UNTIL_FITS} consecutive fits")
-            say(f"adaptive: step {step}: {status}, {spent:.3g} of {budget:g} core-h spent; run {ch.reason}{priced}")
+            say(f"adaptive: step {step}: {status}, {spent:.3g} of {budget:g} core-h spent; run {ch.reason}")
             before = len(_runs(camp.records))
             camp.execute()
             if len(_runs(camp.records)) == before and camp.held:
