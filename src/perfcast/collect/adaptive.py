@@ -239,7 +239,8 @@ def _budget_limits(camp: Campaign, budget: float, estimate: Mapping[str, float])
     expected cost (``estimate``: config key -> core-hours; a point without one counts as the
     cheapest run so far per process x its processes), and a run may use its share's wall time
     (share x 3600 / processes seconds) before it is stopped; a round whose expected cost exceeds
-    what is left is held back whole.  So the runs never spend more than the budget."""
+    what is left is held back whole.  So the runs never spend more than the budget (but for the
+    hundredths of a second killing a run takes)."""
     def limits(todo: list[tuple[dict, str]]) -> list[tuple[float, str]]:
         procs = _procs(camp)
         left = budget - _spent(camp, procs)
