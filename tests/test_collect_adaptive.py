@@ -168,7 +168,7 @@ def test_resume_after_kill_reruns_nothing(tmp_path):
     assert after[:len(before)] == before and not runs(after[len(before):])
     assert decisions(after, "stop")[-1]["reason"] == "budget"
     # resume with 1 s more than was spent: it finishes what the interrupted step had not run (and
-    # may buy one more run with what is left), then stops (budget)
+    # may buy one more run with what is left), then stops
     spent = sum(x["wall"] for x in runs(before)) / 3600
     r = cli(*base[:4], "--budget", str(spent + 1 / 3600), "--until", "1e-9", "--json", *base[4:])
     assert r.returncode == 0, r.stderr
@@ -189,9 +189,12 @@ def test_resume_after_kill_reruns_nothing(tmp_path):
         done = sum(1 for x in runs(after) if x["key"] == runs_key(c["at"]) and x["status"] == "ok")
         assert done >= c["at_least"] or (c is decisions(after, "choose")[-1] and last["status"] == "timeout"
                                          and "the budget" in last["reason"] and last["config"] == c["at"])
-    assert len(decisions(after, "design")) == 1 and decisions(after, "stop")[-1]["reason"] == "budget"
+    # what is left after the pending run (~0.5 s) buys no run, or none that removes the advisor's
+    # 5% of the uncertainty: either way the budget ends it
+    stop = decisions(after, "stop")[-1]
+    assert len(decisions(after, "design")) == 1 and stop["reason"] in ("budget", "exhausted")
     summary = cli_json(r.stdout, "campaign")
-    assert summary["kind"] == "campaign" and summary["stop"] == "budget" and summary["runs"] == len(ids)
+    assert summary["kind"] == "campaign" and summary["stop"] == stop["reason"] and summary["runs"] == len(ids)
     assert [s["step"] for s in summary["items"]] == [c["step"] for c in decisions(after, "choose")]
     assert summary["spent"] <= spent + 1 / 3600 + 0.3 / 3600
 
