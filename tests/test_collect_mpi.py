@@ -59,27 +59,40 @@ def test_perf_and_cachegrind_per_rank(app, tmp_path):
     assert c == int(c) and 3 <= c <= 20
     k = ir[(1e6, 0)] / ITERS - c * 1e6
     assert ir[(2e6, 0)] == ITERS * (c * 2e6 + k) and ir[(2e6, 1)] == ITERS * (c * 8e6 + k)
-    # perf (cpu-clock sampling): work() is sampled on both ranks in proportion to the CPU time it
-    # uses, so rank 1 (4x the work) shows about 4x rank 0's -- CPU time, not wall time, whatever the
-    # scheduling; time polling inside MPI_Allreduce is sampled at its call site (DWARF unwinding
-    # crosses Open MPI's frame-pointer-less code) and is MPI-library time.  Which rank polls longer
-    # depends on which one the machine deschedules (the waiting rank about 3x its work() when idle,
-    # either one under load), so no such order is asserted
+    # perf (cpu-clock sampling): time polling inside MPI_Allreduce is sampled at its call site (DWARF
+    # unwinding crosses Open MPI's frame-pointer-less code) and is MPI-library time.  Which rank polls
+    # longer depends on which one the machine deschedules, so no such order is asserted; how work() is
+    # split between the ranks is checked on longer runs in test_perf_samples_follow_cpu_time
     for n in (1e6, 2e6):
         sel = d[(d.n == n)]
         cpu = sel[sel.metric == "cpu_time"].groupby(["rank", "callpath"], observed=True)["value"].sum()
         mpi = sel[sel.metric == "mpi_time"].groupby(["rank", "callpath"], observed=True)["value"].sum()
         allreduce = [mpi.get((r, "app->main->MPI_Allreduce"), 0.0) for r in (0, 1)]
-        work = [cpu.get((r, "app->main->work"), 0.0) for r in (0, 1)]
         assert allreduce[0] == cpu[(0, "app->main->MPI_Allreduce")]
         assert sum(allreduce) > 0
-        assert 2 < work[1] / work[0] < 8
+        assert all(cpu.get((r, "app->main->work"), 0.0) > 0 for r in (0, 1))
         assert all(not str(p).endswith("->work") for (r, p) in mpi.index)
     # wall time and the timer are run-level values (stored at rank 0), from the timed runs only
     t = d[(d.metric == "time") & (d.callpath == "app")]
     assert len(t) == 2 and set(t["rank"]) == {0}
     assert exp.meta["campaign"]["rank_note"]
 
+
+
+def test_perf_samples_follow_cpu_time(app, tmp_path):
+    """work() is sampled on both ranks in proportion to the CPU time it uses, so rank 1 (4x the work)
+    shows about 4x rank 0's -- CPU time, not wall time, whatever the scheduling.  The run is long
+    enough (rank 0's work() ~0.1 s) that a burst of descheduling on a shared host does not decide it:
+    cpu-clock also counts a vCPU's stolen time, and CI once saw rank 0's 0.03 s of work() sampled as
+    0.062 s (ratio 1.84) in the short runs above."""
+    spec = CampaignSpec(command=f"mpirun -np 2 {app} {{n}}", parameters={"n": [8_000_000]},
+                        reps_min=1, reps_max=1, collect="time,perf",
+                        settings={"perf": {"frequency": 999, "callgraph": "dwarf,16384"}}, timeout=120)
+    exp = run_campaign(spec, tmp_path / "perf.perfcast")
+    d = exp.data
+    cpu = d[d.metric == "cpu_time"].groupby(["rank", "callpath"], observed=True)["value"].sum()
+    work = [cpu.get((r, "app->main->work"), 0.0) for r in (0, 1)]
+    assert work[0] > 0.03 and 2.5 < work[1] / work[0] < 6
 
 def test_pmpi_collector_counts_the_known_pattern(app, tmp_path):
     from perfcast.collect import pmpi
