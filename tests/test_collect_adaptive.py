@@ -303,3 +303,54 @@ def test_each_step_reads_the_total_from_the_advice(tmp_path, monkeypatch):
         exp = build_experiment(spec, recs[:recs.index(c)])
         value, lo, hi = total_interval(model(exp, metrics_needed(exp, None)), "time", ["app"], {"n": 64})
         assert c["width"] == (hi - lo) / value
+
+
+def test_other_collectors_runs_are_priced_at_their_measured_slowdown(tmp_path):
+    # a plain run sleeps S; its cachegrind run is slower by valgrind's start-up (sh's sleep child is
+    # not instrumented).  A new point runs both, a repetition the plain command only: the advisor
+    # prices a new point at its plain run x (1 + the cachegrind runs' slowdown measured so far), a
+    # repetition at its plain run; a round's shares of the budget left go by the same costs
+    from statistics import median
+
+    from perfcast.collect.adaptive import _budget_limits
+    from perfcast.collect.campaign import Campaign
+    from conftest import require_tools
+
+    require_tools("valgrind")
+    S = 0.3
+    app = script(tmp_path / "app.sh", f"sleep {S}\n")
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [1, 2, 3, 4, 6, 8, 12, 16, 24]}, reps_min=1,
+                        reps_max=1, collect="time,cachegrind")
+    out = tmp_path / "c.perfcast"
+    budget = 20 * S / 3600
+    res = run_adaptive(spec, out, {"n": 64}, budget, until=1e-9)
+    recs = journal(out)
+    rr = runs(recs)
+    assert {r["mode"] for r in rr} == {"main", "cachegrind"}
+
+    def slowdown(before):
+        walls = {}
+        for r in before:
+            if r["status"] == "ok":
+                walls.setdefault((r["key"], r["mode"]), []).append(r["wall"])
+        return median(median(w) / median(walls[(k, "main")]) for (k, m), w in walls.items()
+                      if m == "cachegrind" and (k, "main") in walls)
+
+    chosen = decisions(recs, "choose")
+    assert chosen and any(c["kind"] == "new" for c in chosen)
+    for c in chosen:
+        slow = slowdown(runs(recs[:recs.index(c)]))
+        assert slow > 1.3                                   # valgrind's start-up on a 0.3 s run
+        factor = 1 + slow if c["kind"] == "new" else 1.0
+        assert c["cost_estimate"] == pytest.approx(c["run_estimate"] * factor, rel=1e-9)
+        assert c["run_estimate"] == pytest.approx(S / 3600, rel=0.5)   # the plain run: ~S, 1 process
+    assert res.spent == pytest.approx(sum(r["wall"] for r in rr) / 3600, rel=1e-12)
+    assert res.spent < budget + 0.3 / 3600
+    # a round of a new point: the cachegrind run's share is the plain run's x the measured slowdown
+    new = {"n": 24.0} if not any(r["config"]["n"] == 24 for r in rr) else {"n": 23.0}
+    spent = sum(r["wall"] for r in rr) / 3600
+    camp = Campaign(spec, out)
+    with camp.session():
+        limits = _budget_limits(camp, spent + 100 * S / 3600, {})([(new, "main"), (new, "cachegrind")])
+    assert limits[1][0] / limits[0][0] == pytest.approx(slowdown(rr), rel=1e-9)
+    assert limits[0][0] + limits[1][0] == pytest.approx(100 * S, rel=1e-9)

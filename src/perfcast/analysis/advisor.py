@@ -66,7 +66,10 @@ ranks divided by the process count) -- times the number of processes (the proces
 parameter, :attr:`perfcast.modelset.ModelSet.procs`; without one, the ranks every measured run had
 (:func:`ranks_per_run`: an MPI code run at a fixed process count), else each run counts as one process);
 an extra repetition of a measured point costs its measured mean time times the
-processes.  So the cost of new points is predicted, the cost of repetitions measured.
+processes.  So the cost of new points is predicted, the cost of repetitions measured.  A campaign
+that also runs other collectors at each new point (a cachegrind run, a perf run) says how many plain
+runs those cost together (:attr:`Request.new_point_factor`: 1 + each one's measured slowdown), and a
+new point's cost is multiplied by it; repetitions run the plain command only.
 
 **With a budget** the plan is greedy: the best gain per cost among the affordable candidates, then
 the others rescored as if it had been run -- the coefficient covariances updated by the same rank-one
@@ -145,6 +148,9 @@ class Request:
     repeat: tuple[tuple[float, ...], ...]
     measured: dict            # parameter -> sorted distinct measured values
     budget: float | None = None
+    #: a new point's runs cost this many times its plain run: a campaign also runs its other
+    #: collectors there once (cachegrind, perf: :meth:`perfcast.collect.campaign.Campaign.mode_slowdown`)
+    new_point_factor: float = 1.0
 
 
 def _fmt(point: Mapping[str, float]) -> str:
@@ -674,6 +680,10 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
         run = run / procs_of
     seconds = run * factor
     cost = seconds * procs_of / 3600.0
+    if req.new_point_factor != 1.0:
+        cost = np.where(is_rep, cost, cost * req.new_point_factor)
+        notes.append(f"a new point also runs the campaign's other collectors: costed {req.new_point_factor:.3g} "
+                     f"times its plain run")
 
     # -- the series that matter at the target --------------------------------------------------------
     root = _root(ms, metric, stats, metric in exclusive)

@@ -54,7 +54,12 @@ A chosen run is *expected* to cost the advisor's price of it: the campaign's who
 jacobi demo campaign, journaled costs / prices 1.000-1.003) and a new point at that series' model
 there (from a start design whose time is mostly start-up, 4x too low at n = 512: then the run is
 stopped at the budget rather than overspend it).  Other runs (the start design's) are expected to
-cost the cheapest run so far per process.
+cost the cheapest run so far per process.  A campaign that collects more than times (``--collect
+time,cachegrind``, ``perf``) runs each other collector once at every point, and those runs are
+slower: each is expected to cost a plain run times its collector's slowdown, measured on the
+campaign's own runs (:meth:`~perfcast.collect.campaign.Campaign.mode_slowdown`; cachegrind ~50x
+before one is measured), and the advisor prices a new point at its plain run times (1 + the
+slowdowns) (``Request.new_point_factor``); a repetition runs the plain command only.
 
 **Stopping on a narrow interval.**  The width is itself an estimate: a campaign that stops at the
 first fit whose interval is narrow enough stops, more often than not, on one that came out narrow
@@ -236,21 +241,26 @@ def _spent(camp: Campaign, procs: str | None) -> float:
 def _budget_limits(camp: Campaign, budget: float, estimate: Mapping[str, float]):
     """The campaign's :attr:`~perfcast.collect.campaign.Campaign.round_limits` for ``budget``: the
     core-hours left when a round starts are shared among its runs in proportion to each one's
-    expected cost (``estimate``: config key -> core-hours; a point without one counts as the
-    cheapest run so far per process x its processes), and a run may use its share's wall time
-    (share x 3600 / processes seconds) before it is stopped; a round whose expected cost exceeds
-    what is left is held back whole.  So the runs never spend more than the budget (but for the
-    hundredths of a second killing a run takes)."""
+    expected cost (``estimate``: config key -> core-hours of a plain run; a point without one counts
+    as the cheapest plain run so far per process x its processes; a run of another collector, e.g.
+    cachegrind, as that times the mode's slowdown, :meth:`Campaign.mode_slowdown`), and a run may use
+    its share's wall time (share x 3600 / processes seconds) before it is stopped; a round whose
+    expected cost exceeds what is left is held back whole.  Before a plain run has succeeded (the
+    probe) the costs are unknown: the runs share equally, and nothing is held back (an assumed
+    slowdown would starve the plain run, whose cost the probe is there to learn).
+    So the runs never spend more than the budget (but for the hundredths of a second killing a run
+    takes)."""
     def limits(todo: list[tuple[dict, str]]) -> list[tuple[float, str]]:
         procs = _procs(camp)
         left = budget - _spent(camp, procs)
-        ok = [r for r in _runs(camp.records) if r["status"] == "ok" and r.get("wall")]
-        per_proc = min((run_cost(r, procs) / _nprocs(r["config"], procs) for r in ok), default=0.0)
-        est = [estimate.get(config_key(c), per_proc * _nprocs(c, procs)) for c, _ in todo]
+        per_proc = _per_proc(camp, procs)
+        known = per_proc > 0 or all(config_key(c) in estimate for c, _ in todo)
+        est = [estimate.get(config_key(c), per_proc * _nprocs(c, procs)) * camp.mode_slowdown(m)[0] if known
+               else 1.0 for c, m in todo]
         total = sum(est)
         out = []
         for (c, _), e in zip(todo, est):
-            if left <= 0 or total > left:
+            if left <= 0 or (known and total > left):
                 out.append((0.0, f"{BUDGET_LIMIT}: {max(left, 0.0):.3g} core-hours left, the round's runs are "
                                  f"expected to cost {total:.3g}"))
                 continue
@@ -261,6 +271,18 @@ def _budget_limits(camp: Campaign, budget: float, estimate: Mapping[str, float])
         return out
 
     return limits
+
+
+def _per_proc(camp: Campaign, procs: str | None) -> float:
+    """Core-hours per process of the cheapest successful plain run so far (0 before one)."""
+    return min((run_cost(r, procs) / _nprocs(r["config"], procs) for r in _runs(camp.records)
+                if r["status"] == "ok" and r["mode"] == "main" and r.get("wall")), default=0.0)
+
+
+def _new_point_factor(camp: Campaign) -> float:
+    """How many plain runs a new point's runs cost: 1 + the slowdown of each other collector's run
+    (cachegrind, perf, ...), which runs once there (repetitions run the plain command only)."""
+    return 1.0 + sum(camp.mode_slowdown(m)[0] for m in camp.sel.modes if m != "main")
 
 
 def _hit_budget(records: list[dict]) -> dict | None:
@@ -296,7 +318,7 @@ def _stop(camp: Campaign, record: dict) -> None:
         camp.note(rec)
 
 
-def _request(spec: CampaignSpec, exp, tgt: dict):
+def _request(spec: CampaignSpec, exp, tgt: dict, new_point_factor: float = 1.0):
     """The advisor's request: the grid points not measured yet as new points, every measured point
     for one more repetition (checked by :func:`check` before the campaign began; built here, since
     once the grid's largest values are measured no candidate lies beyond them, which
@@ -309,7 +331,7 @@ def _request(spec: CampaignSpec, exp, tgt: dict):
     measured_pts = sorted({tuple(float(p[q]) for q in params) for p in exp.points().to_dict("records")})
     grid = sorted(set(itertools.product(*(sorted(set(spec.parameters[q])) for q in params))) - set(measured_pts))
     measured = {q: sorted({t[k] for t in measured_pts}) for k, q in enumerate(params)}
-    return Request(params, dict(tgt), tuple(grid), tuple(measured_pts), measured, None)
+    return Request(params, dict(tgt), tuple(grid), tuple(measured_pts), measured, None, new_point_factor)
 
 
 def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, float], budget: float,
@@ -340,12 +362,12 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
         for r in chosen:
             k = config_key(r["at"])
             at_least[k] = max(at_least.get(k, 0), int(r["at_least"]))
-            if r.get("cost_estimate"):
-                estimate[k] = float(r["cost_estimate"])
+            if r.get("run_estimate") or r.get("cost_estimate"):
+                estimate[k] = float(r.get("run_estimate") or r["cost_estimate"])
             if k not in keys:
                 keys.add(k)
                 points.append({q: float(r["at"][q]) for q in params})
-        ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok"]
+        ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok" and r["mode"] == "main"]
         if ok_runs:
             procs = _procs(camp)
             cheapest = min(ok_runs, key=lambda r: run_cost(r, procs))
@@ -366,7 +388,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             corner = design[0]
             camp.points, camp.at_least = [corner], {config_key(corner): 1}
             camp.execute()
-            ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok"]
+            ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok" and r["mode"] == "main"]
             last = _hit_budget(camp.records)
             if not ok_runs and last is not None:
                 raise PerfcastError(f"{budget:g} core-hours is below one run's cost: {_fmt(corner)} was stopped "
@@ -383,10 +405,11 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                                     where="--budget")
         procs = _procs(camp)
         camp.points, camp.at_least = points, at_least
-        # the start design's cost, bounded below by the cheapest run's time per process
-        per_proc = min(run_cost(r, procs) / _nprocs(r["config"], procs) for r in _runs(camp.records)
-                       if r["status"] == "ok")
-        need = sum(camp._needs(c, "main") * per_proc * _nprocs(c, procs) for c in design)
+        # the start design's cost, bounded below by the cheapest plain run's time per process (times
+        # each other collector's slowdown for its runs)
+        per_proc = _per_proc(camp, procs)
+        need = sum(camp._needs(c, m) * per_proc * _nprocs(c, procs) * camp.mode_slowdown(m)[0]
+                   for c in design for m in camp.sel.modes)
         spent = _spent(camp, procs)
         if need > 0 and spent + need > budget:
             raise PerfcastError(f"{budget:g} core-hours is below what the start design still needs: at least "
@@ -399,7 +422,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             procs = _procs(camp)
             spent = _spent(camp, procs)
             ms = model(exp, metrics_needed(exp, None))
-            req = _request(spec, exp, tgt)
+            req = _request(spec, exp, tgt, _new_point_factor(camp))
             try:
                 adv = advise(ms, exp, req)
             except PerfcastError as e:
@@ -462,9 +485,10 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 keys.add(k)
                 points.append(at)
             step += 1
-            estimate[k] = ch.cost
+            estimate[k] = ch.run_seconds * ch.processes / 3600.0
             camp.note({"type": "adaptive", "event": "choose", "step": step, "at": at, "kind": ch.kind,
-                       "at_least": ok + 1, "reason": ch.reason, "cost_estimate": ch.cost, **state})
+                       "at_least": ok + 1, "reason": ch.reason, "cost_estimate": ch.cost,
+                       "run_estimate": estimate[k], **state})
             status = (f"interval {width:.1%} > {until:.1%}" if within == 0 else
                       f"interval {width:.1%} <= {until:.1%} at {within} of {UNTIL_FITS} consecutive fits")
             say(f"adaptive: step {step}: {status}, {spent:.3g} of {budget:g} core-h spent; run {ch.reason}")

@@ -72,6 +72,7 @@ import random
 import re
 import shlex
 import shutil
+import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -585,6 +586,24 @@ class Campaign:
             return 0
         cv = self._cv(runs)
         return 0 if (cv is not None and cv <= self.spec.cv) else 1
+
+    def mode_slowdown(self, mode: str) -> tuple[float, bool]:
+        """How many times a plain (``main``) run a run of ``mode`` takes, and whether that is
+        measured: the median over the configurations with successful runs of both of (the mode's
+        median wall time / the plain runs' median); before any such pair, CACHEGRIND_SLOWDOWN for
+        cachegrind and 1 for the other modes (perf, counters, memory: sampling and counting add
+        little), not measured."""
+        if mode == "main":
+            return 1.0, True
+        walls: dict[tuple[str, str], list[float]] = {}
+        for r in self.records:
+            if r.get("type") == "run" and r["status"] == "ok" and r.get("wall") and r["mode"] in ("main", mode):
+                walls.setdefault((r["key"], r["mode"]), []).append(float(r["wall"]))
+        ratios = [statistics.median(w) / statistics.median(walls[(key, "main")])
+                  for (key, m), w in walls.items() if m == mode and walls.get((key, "main"))]
+        if ratios:
+            return float(statistics.median(ratios)), True
+        return (float(CACHEGRIND_SLOWDOWN) if mode == "cachegrind" else 1.0), False
 
     def grid(self) -> list[dict]:
         """The configurations this campaign runs: :attr:`points`, else the spec's grid."""
