@@ -71,6 +71,12 @@ ABUDGET=${DEMO_ADAPTIVE_BUDGET:-$(awk -v c="$cores" 'BEGIN { print 0.005 * c }')
 "$PERFCAST" collect --adaptive --target "p=$cores,n=1024" --budget "$ABUDGET" --until 10% \
   -o "$OUT/jacobi-adaptive.perfcast" -P p="$cores" -P n=16,32,64,128,256,512 --reps 2..4 --cv 0.05 --cv-metric total \
   -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 1000 -q 2>&1 | tee "$OUT/adaptive.txt"
+echo "   its check: measure n=1024 now (within the cores) and compare with what the campaign predicted"
+ACHECK="$OUT/jacobi-adaptive-target.perfcast"
+"$PERFCAST" collect -o "$ACHECK" -P p="$cores" -P n=1024 --reps 2..4 --cv 0.05 --cv-metric total \
+  -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 1000 -q
+"$PERFCAST" predict "$OUT/jacobi-adaptive.perfcast" --validate "$ACHECK" --callpath 'app' --metric time \
+  2>&1 | tee "$OUT/adaptive-check.txt"
 
 echo "== APMT breakdown: instruction counts of the solver's own functions (cachegrind, one run per"
 echo "   configuration at small sizes; MPI start-up left out with --cachegrind-toggle) + timers + PMPI"
