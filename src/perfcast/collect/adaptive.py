@@ -56,10 +56,11 @@ there (from a start design whose time is mostly start-up, 4x too low at n = 512:
 stopped at the budget rather than overspend it).  Other runs (the start design's) are expected to
 cost the cheapest run so far per process.  A campaign that collects more than times (``--collect
 time,cachegrind``, ``perf``) runs each other collector once at every point, and those runs are
-slower: each is expected to cost a plain run times its collector's slowdown, measured on the
-campaign's own runs (:meth:`~perfcast.collect.campaign.Campaign.mode_slowdown`; cachegrind ~50x
-before one is measured), and the advisor prices a new point at its plain run times (1 + the
-slowdowns) (``Request.new_point_factor``); a repetition runs the plain command only.
+slower: each is expected to take ``alpha + beta t`` for a plain run of ``t`` seconds, fitted on the
+campaign's own runs (:meth:`~perfcast.collect.campaign.Campaign.mode_cost`: the tool's start-up and
+its slowdown on the application's work; cachegrind's slowdown 50x until measured), and the advisor
+prices a new point at its plain run plus those (``Request.collector_runs``); a repetition runs the
+plain command only.
 
 **Stopping on a narrow interval.**  The width is itself an estimate: a campaign that stops at the
 first fit whose interval is narrow enough stops, more often than not, on one that came out narrow
@@ -243,7 +244,7 @@ def _budget_limits(camp: Campaign, budget: float, estimate: Mapping[str, float])
     core-hours left when a round starts are shared among its runs in proportion to each one's
     expected cost (``estimate``: config key -> core-hours of a plain run; a point without one counts
     as the cheapest plain run so far per process x its processes; a run of another collector, e.g.
-    cachegrind, as that times the mode's slowdown, :meth:`Campaign.mode_slowdown`), and a run may use
+    cachegrind, as :meth:`Campaign.mode_cost` says for that plain run), and a run may use
     its share's wall time (share x 3600 / processes seconds) before it is stopped; a round whose
     expected cost exceeds what is left is held back whole.  Before a plain run has succeeded (the
     probe) the costs are unknown: the runs share equally, and nothing is held back (an assumed
@@ -255,8 +256,8 @@ def _budget_limits(camp: Campaign, budget: float, estimate: Mapping[str, float])
         left = budget - _spent(camp, procs)
         per_proc = _per_proc(camp, procs)
         known = per_proc > 0 or all(config_key(c) in estimate for c, _ in todo)
-        est = [estimate.get(config_key(c), per_proc * _nprocs(c, procs)) * camp.mode_slowdown(m)[0] if known
-               else 1.0 for c, m in todo]
+        est = [_mode_hours(camp, m, estimate.get(config_key(c), per_proc * _nprocs(c, procs)), _nprocs(c, procs))
+               if known else 1.0 for c, m in todo]
         total = sum(est)
         out = []
         for (c, _), e in zip(todo, est):
@@ -279,10 +280,18 @@ def _per_proc(camp: Campaign, procs: str | None) -> float:
                 if r["status"] == "ok" and r["mode"] == "main" and r.get("wall")), default=0.0)
 
 
-def _new_point_factor(camp: Campaign) -> float:
-    """How many plain runs a new point's runs cost: 1 + the slowdown of each other collector's run
-    (cachegrind, perf, ...), which runs once there (repetitions run the plain command only)."""
-    return 1.0 + sum(camp.mode_slowdown(m)[0] for m in camp.sel.modes if m != "main")
+def _mode_hours(camp: Campaign, mode: str, plain: float, nprocs: float) -> float:
+    """Core-hours of a run of ``mode`` where a plain run costs ``plain`` core-hours on ``nprocs``
+    processes (:meth:`Campaign.mode_cost`)."""
+    if mode == "main":
+        return plain
+    return camp.mode_cost(mode).seconds(plain * 3600.0 / nprocs) * nprocs / 3600.0
+
+
+def _collector_runs(camp: Campaign) -> tuple:
+    """The other collectors' runs a new point takes (repetitions run the plain command only), for
+    the advisor's :attr:`~perfcast.analysis.advisor.Request.collector_runs`."""
+    return tuple(camp.mode_cost(m).seconds for m in camp.sel.modes if m != "main")
 
 
 def _hit_budget(records: list[dict]) -> dict | None:
@@ -318,7 +327,7 @@ def _stop(camp: Campaign, record: dict) -> None:
         camp.note(rec)
 
 
-def _request(spec: CampaignSpec, exp, tgt: dict, new_point_factor: float = 1.0):
+def _request(spec: CampaignSpec, exp, tgt: dict, collector_runs: tuple = ()):
     """The advisor's request: the grid points not measured yet as new points, every measured point
     for one more repetition (checked by :func:`check` before the campaign began; built here, since
     once the grid's largest values are measured no candidate lies beyond them, which
@@ -331,7 +340,7 @@ def _request(spec: CampaignSpec, exp, tgt: dict, new_point_factor: float = 1.0):
     measured_pts = sorted({tuple(float(p[q]) for q in params) for p in exp.points().to_dict("records")})
     grid = sorted(set(itertools.product(*(sorted(set(spec.parameters[q])) for q in params))) - set(measured_pts))
     measured = {q: sorted({t[k] for t in measured_pts}) for k, q in enumerate(params)}
-    return Request(params, dict(tgt), tuple(grid), tuple(measured_pts), measured, None, new_point_factor)
+    return Request(params, dict(tgt), tuple(grid), tuple(measured_pts), measured, None, collector_runs)
 
 
 def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, float], budget: float,
@@ -388,15 +397,20 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             corner = design[0]
             camp.points, camp.at_least = [corner], {config_key(corner): 1}
             camp.execute()
-            ok_runs = [r for r in _runs(camp.records) if r["status"] == "ok" and r["mode"] == "main"]
-            last = _hit_budget(camp.records)
-            if not ok_runs and last is not None:
+            plain = [r for r in _runs(camp.records) if r["mode"] == "main"]
+            ok_runs = [r for r in plain if r["status"] == "ok"]
+            killed = [r for r in plain if r["status"] == "timeout" and BUDGET_LIMIT in (r["reason"] or "")]
+            if not ok_runs and killed:
                 raise PerfcastError(f"{budget:g} core-hours is below one run's cost: {_fmt(corner)} was stopped "
-                                    f"after {last['wall']:.3g} s, when it had spent the budget (kept in the "
-                                    f"journal; rerun with a larger --budget)", where="--budget")
+                                    f"after {killed[-1]['wall']:.3g} s, when it had spent its share of the budget "
+                                    f"(kept in the journal; rerun with a larger --budget)", where="--budget")
             if not ok_runs:
-                camp.points, camp.at_least = points, at_least
-                camp.write()  # raises "no run succeeded" with the first failure's reason
+                if not any(r["status"] == "ok" for r in _runs(camp.records)):
+                    camp.points, camp.at_least = points, at_least
+                    camp.write()  # raises "no run succeeded" with the first failure's reason
+                # another collector's run succeeded, the plain one did not
+                raise PerfcastError(f"the plain run of {_fmt(corner)} failed: "
+                                    f"{plain[-1]['reason'] if plain else 'not run'}")
             procs = _procs(camp)
             cost = run_cost(ok_runs[0], procs)
             if cost > budget:
@@ -405,10 +419,10 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                                     where="--budget")
         procs = _procs(camp)
         camp.points, camp.at_least = points, at_least
-        # the start design's cost, bounded below by the cheapest plain run's time per process (times
-        # each other collector's slowdown for its runs)
+        # the start design's cost, bounded below by the cheapest plain run's time per process (and
+        # each other collector's run as Campaign.mode_cost says for such a plain run)
         per_proc = _per_proc(camp, procs)
-        need = sum(camp._needs(c, m) * per_proc * _nprocs(c, procs) * camp.mode_slowdown(m)[0]
+        need = sum(camp._needs(c, m) * _mode_hours(camp, m, per_proc * _nprocs(c, procs), _nprocs(c, procs))
                    for c in design for m in camp.sel.modes)
         spent = _spent(camp, procs)
         if need > 0 and spent + need > budget:
@@ -422,7 +436,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
             procs = _procs(camp)
             spent = _spent(camp, procs)
             ms = model(exp, metrics_needed(exp, None))
-            req = _request(spec, exp, tgt, _new_point_factor(camp))
+            req = _request(spec, exp, tgt, _collector_runs(camp))
             try:
                 adv = advise(ms, exp, req)
             except PerfcastError as e:
