@@ -70,10 +70,10 @@ processes.  So the cost of new points is predicted, the cost of repetitions meas
 children (an inclusive metric) is priced no lower than its largest child's model plus the rest of
 the run as measured (:func:`_child_bound`): a run time that is mostly start-up at the small points
 hides the solver's growth from the root's own model (jacobi, n = 16..64 -> 512: priced 0.36 s
-before, 0.82 s with the floor, measured 1.72 s).  A campaign
-that also runs other collectors at each new point (a cachegrind run, a perf run) says how many plain
-runs take, each as a function of the plain run's time (:attr:`Request.collector_runs`), and a new
-point costs its plain run plus those; repetitions run the plain command only.
+before, 0.82 s with the floor, measured 1.72 s).  A campaign that also runs other collectors at
+each new point (a cachegrind run, a perf run) gives each one's time as a function of the plain
+run's (:attr:`Request.collector_runs`), and a new point costs its plain run plus those;
+repetitions run the plain command only.
 
 **With a budget** the plan is greedy: the best gain per cost among the affordable candidates, then
 the others rescored as if it had been run -- the coefficient covariances updated by the same rank-one
@@ -594,9 +594,9 @@ def _child_bound(ms, stats, metric: str, root: str, at: Mapping[str, np.ndarray]
     of ``root`` (an inclusive metric: the root holds it) its own model there plus the rest of the
     run, the median over the measured points of (root - child), the largest of these; NaN without
     children.  The root's own model can miss what its children show: on the jacobi demo campaign
-    the run time at n = 16..64 is MPI start-up (0.35 s) with a solver timer of 1-5 ms growing as n^2
-    under it, so the root's model priced n = 512 at 0.37 s where it took 0.62 s; the solver's model
-    plus the start-up gives 0.67 s."""
+    (-i 1000) the run time at n = 16..64 is MPI start-up (0.35 s) with a solver timer of 1-5 ms
+    growing about as n^2 under it, so the root's model priced n = 512 at 0.36 s where it took
+    1.72 s; with this floor the price is 0.82 s."""
     out = np.full(C, np.nan)
     if metric not in ms.inclusive or not ms.parents:
         return out

@@ -123,7 +123,6 @@ class ModeCost:
 
     alpha: float
     beta: float
-    measured: bool
 
     def seconds(self, t):
         """The run's seconds for plain runs of ``t`` seconds (a float or an array)."""
@@ -618,10 +617,10 @@ class Campaign:
         ``w - beta t`` (the tool's start-up, e.g. MPI_Init under valgrind).  A constant ratio would
         not do: on the jacobi demo cachegrind took 11x a plain run at n = 16..64 (start-up
         dominated: 4 s vs 0.35 s) and 27x at n = 512 (17.0 s vs 0.62 s); ``4.0 + 50 (t - 0.35)``
-        gives 17.5 s there.  Before any pair: alpha 0, beta the slowdown, not measured."""
+        gives 17.5 s there.  Before any pair: alpha 0, beta the slowdown."""
         prior = float(CACHEGRIND_SLOWDOWN) if mode == "cachegrind" else 1.0
         if mode == "main":
-            return ModeCost(0.0, 1.0, True)
+            return ModeCost(0.0, 1.0)
         walls: dict[tuple[str, str], list[float]] = {}
         for r in self.records:
             if r.get("type") == "run" and r["status"] == "ok" and r.get("wall") and r["mode"] in ("main", mode):
@@ -629,14 +628,14 @@ class Campaign:
         pairs = [(statistics.median(walls[(key, "main")]), statistics.median(w))
                  for (key, m), w in walls.items() if m == mode and walls.get((key, "main"))]
         if not pairs:
-            return ModeCost(0.0, prior, False)
+            return ModeCost(0.0, prior)
         t = [a for a, _ in pairs]
         w = [b for _, b in pairs]
         if len(pairs) >= 2 and max(t) >= SPREAD_FOR_SLOPE * min(t):
             tm, wm = statistics.fmean(t), statistics.fmean(w)
             beta = max(sum((a - tm) * (b - wm) for a, b in pairs) / sum((a - tm) ** 2 for a in t), 1.0)
-            return ModeCost(wm - beta * tm, beta, True)
-        return ModeCost(statistics.median(b - prior * a for a, b in pairs), prior, True)
+            return ModeCost(wm - beta * tm, beta)
+        return ModeCost(statistics.median(b - prior * a for a, b in pairs), prior)
 
     def grid(self) -> list[dict]:
         """The configurations this campaign runs: :attr:`points`, else the spec's grid."""
