@@ -410,38 +410,3 @@ def test_a_total_without_interval_is_said_plainly(tmp_path, capsys):
     code, out, err = cli(capsys, "advise", src, "--target", "p=1000", "--json")
     assert code == 0 and cli_json(out, "advice")["uncertainty"] is None
 
-
-def test_a_new_point_is_priced_no_lower_than_a_child_plus_the_rest_of_the_run():
-    """A run time that is start-up (0.35 s, +-1% noise) over a solver timer growing as 1e-6 n^2
-    (1-4 ms at n = 16..64): the root's own model cannot see the growth under the noise, so it
-    would price n = 512 at ~0.35 s.  The solver's model plus the rest of the run (root - solver,
-    its median over the measured points) gives 0.262 s + 0.3505 s there, the floor the price takes."""
-    import pandas as pd
-
-    import perfcast
-    from perfcast.experiment import CallTree, Experiment, Metric
-
-    rest = {16: (0.352, 0.347), 32: (0.349, 0.353), 64: (0.348, 0.351)}
-    rows = []
-    for n in (16, 32, 64):
-        for r, s in ((0, 1.01), (1, 0.99)):
-            c = 1e-6 * n * n * s
-            rows += [(n, r, "app", rest[n][r] + c), (n, r, "app->solve", c)]
-    df = pd.DataFrame(rows, columns=["n", "rep", "callpath", "value"]).assign(metric="time")
-    tree = CallTree([("app", None, "app"), ("app->solve", "app", "solve")])
-    exp = Experiment(["n"], df, [Metric("time", "s", "time", "inclusive", "run time")], tree, {})
-    ms = perfcast.model(exp)
-    assert ms[("app", "time")].predict({"n": 512.0}) < 0.4          # the root's own model: flat
-    req = request(("n",), [{"n": n} for n in (16, 32, 64)], {"n": 1024}, [{"n": [128, 256, 512]}])
-    adv = advise(ms, exp, req)
-    # the rest of the run at each point: the mean of (app - solve) over the two repetitions
-    med_rest = float(np.median([np.mean(v) for v in rest.values()]))
-    for c in adv.choices:
-        if c.kind == "new":
-            solve = float(ms[("app->solve", "time")].predict(c.at))
-            assert solve == pytest.approx(1e-6 * c.at["n"] ** 2, rel=1e-6)     # exact: its truth
-            assert c.run_seconds == pytest.approx(max(solve + med_rest, float(ms[("app", "time")].predict(c.at))),
-                                                  rel=1e-9)
-    big = next(c for c in adv.choices if c.at["n"] == 512)
-    assert big.run_seconds == pytest.approx(0.262144 + med_rest, rel=1e-3)
-    assert any("priced by a child of the whole run" in n for n in adv.notes)

@@ -66,14 +66,15 @@ ranks divided by the process count) -- times the number of processes (the proces
 parameter, :attr:`perfcast.modelset.ModelSet.procs`; without one, the ranks every measured run had
 (:func:`ranks_per_run`: an MPI code run at a fixed process count), else each run counts as one process);
 an extra repetition of a measured point costs its measured mean time times the
-processes.  So the cost of new points is predicted, the cost of repetitions measured.  A root with
-children (an inclusive metric) is priced no lower than its largest child's model plus the rest of
-the run as measured (:func:`_child_bound`): a run time that is mostly start-up at the small points
-hides the solver's growth from the root's own model (jacobi, n = 16..64 -> 512: priced 0.36 s
-before, 0.82 s with the floor, measured 1.72 s).  A campaign that also runs other collectors at
-each new point (a cachegrind run, a perf run) gives each one's time as a function of the plain
-run's (:attr:`Request.collector_runs`), and a new point costs its plain run plus those;
-repetitions run the plain command only.
+processes.  So the cost of new points is predicted, the cost of repetitions measured.  (A run time
+that is mostly start-up at the small points hides the solver's growth from the root's model:
+jacobi, n = 16..64 -> 512, priced 0.36 s, measured 1.72 s.  A floor from the largest child's model
+plus the measured rest priced it 0.82 s, but made the advisor worse on bench/advisor.py's hpccg-n,
+the one oracle with a call tree: 20 seeds, at 30% of the full grid's cost 51.4% median error
+against 33.0%, since dearer new points lose to repetitions; not kept, bench/README.md.)  A campaign
+that also runs other collectors at each new point (a cachegrind run, a perf run) gives each one's
+time as a function of the plain run's (:attr:`Request.collector_runs`), and a new point costs its
+plain run plus those; repetitions run the plain command only.
 
 **With a budget** the plan is greedy: the best gain per cost among the affordable candidates, then
 the others rescored as if it had been run -- the coefficient covariances updated by the same rank-one
@@ -589,35 +590,6 @@ def _root(ms, metric: str, stats, exclusive: bool = False) -> list:
     return [whole] if whole is not None else cps
 
 
-def _child_bound(ms, stats, metric: str, root: str, at: Mapping[str, np.ndarray], C: int) -> np.ndarray:
-    """A floor under the whole run's predicted time ``root`` at the candidates ``at``: for each child
-    of ``root`` (an inclusive metric: the root holds it) its own model there plus the rest of the
-    run, the median over the measured points of (root - child), the largest of these; NaN without
-    children.  The root's own model can miss what its children show: on the jacobi demo campaign
-    (-i 1000) the run time at n = 16..64 is MPI start-up (0.35 s) with a solver timer of 1-5 ms
-    growing about as n^2 under it, so the root's model priced n = 512 at 0.36 s where it took
-    1.72 s; with this floor the price is 0.82 s."""
-    out = np.full(C, np.nan)
-    if metric not in ms.inclusive or not ms.parents:
-        return out
-    kids = [sm.callpath for sm in ms.series if sm.metric == metric and ms.parents.get(sm.callpath) == root]
-    if not kids:
-        return out
-    d = stats[(stats["metric"] == metric) & stats["callpath"].isin([root, *kids])]
-    wide = d.pivot_table(index=list(ms.parameters), columns="callpath", values="mean", observed=True)
-    if root not in wide.columns:
-        return out
-    for cp in kids:
-        if cp not in wide.columns:
-            continue
-        rest = (wide[root] - wide[cp]).dropna()
-        if rest.empty:
-            continue
-        child = np.asarray(ms[(cp, metric)].predict(at), dtype=float).reshape(C)
-        out = np.fmax(out, child + max(float(rest.median()), 0.0))
-    return out
-
-
 def ranks_per_run(exp) -> int | None:
     """The processes of every run of ``exp`` without a process-count parameter: the ranks holding
     values in a run (point and repetition; any metric), when every run has the same number; None
@@ -687,17 +659,10 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
     if factor is None:
         raise PerfcastError(f"metric {cost_metric!r} has unit {ms.units.get(cost_metric)!r}, not a time unit",
                             where="--metric")
+    root_models = [ms[(cp, cost_metric)] for cp in cost_root]
     pred = np.zeros(C)
-    at = {q: cand[:, k] for k, q in enumerate(params)}
-    raised = 0
-    for cp in cost_root:
-        own = np.asarray(ms[(cp, cost_metric)].predict(at), dtype=float).reshape(C)
-        below = _child_bound(ms, stats, cost_metric, cp, at, C)
-        raised += int(np.sum((below > own)[:len(new)]))
-        pred += np.fmax(own, below)
-    if raised and len(new):
-        notes.append(f"{raised} new point(s) priced by a child of the whole run plus the rest of the run as "
-                     f"measured: above the whole run's own model there")
+    for m in root_models:
+        pred += np.asarray(m.predict({q: cand[:, k] for k, q in enumerate(params)}), dtype=float).reshape(C)
     meas, reps = means_at(cost_metric, cost_root, cand)
     is_rep = np.arange(C) >= len(new)
     run = np.where(is_rep & np.isfinite(meas), meas, pred)
