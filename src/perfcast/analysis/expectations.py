@@ -130,7 +130,7 @@ def parse_expectation(text: str, parameters: Sequence[str] | None = None) -> Exp
     elif s.startswith("O"):
         pattern, order = "*", s
     else:
-        raise PerfcastError(f"expectation {text!r} is not 'CALLPATH_GLOB: O(...)'", where="expectation")
+        raise PerfcastError(f"{text!r} is not 'CALLPATH_GLOB: O(...)'", where="expectation")
     if not pattern:
         pattern = "*"
     return Expectation(pattern, parse_order(order, parameters), s)
