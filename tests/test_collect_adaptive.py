@@ -247,6 +247,23 @@ def test_budget_below_one_runs_cost(tmp_path):
         check(CampaignSpec(command="x {n}", parameters={"n": [1, 2, 3, 4]}), {"n": 8}, 0.0, 0.1)
 
 
+
+def test_a_probe_whose_plain_run_fails_is_one_error(tmp_path):
+    # the application fails unless valgrind runs it: the probe's cachegrind run succeeds, its plain
+    # run does not, and the plain run is what prices the campaign -- one line, exit 2, no store
+    from conftest import require_tools
+
+    require_tools("valgrind")
+    app = script(tmp_path / "app.sh", 'case "$LD_PRELOAD" in *vgpreload*) exit 0;; *) echo broken >&2; exit 3;; esac\n')
+    out = tmp_path / "f.perfcast"
+    r = cli("collect", "--adaptive", "--target", "n=16", "--budget", "1", "-o", str(out), "-P", "n=1,2,3,4",
+            "--collect", "time,cachegrind", "--", str(app), "{n}")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("perfcast: error: the plain run of n=1 failed:"), r.stderr
+    modes = {(x["mode"], x["status"]) for x in runs(journal(out))}
+    assert ("cachegrind", "ok") in modes and ("main", "ok") not in modes
+    assert not out.exists()
+
 def test_a_run_longer_than_priced_is_stopped_at_the_budget(tmp_path):
     # runs at n <= 3 take S seconds, beyond 10 S: the advisor prices a new point from the models of
     # the start design (S), so the chosen run is affordable by its price; the campaign gives it what
