@@ -78,7 +78,6 @@ def test_perf_and_cachegrind_per_rank(app, tmp_path):
     assert exp.meta["campaign"]["rank_note"]
 
 
-
 def test_perf_samples_follow_cpu_time(app, tmp_path):
     """work() is sampled on both ranks in proportion to the CPU time it uses, so rank 1 (4x the work)
     shows about 4x rank 0's -- CPU time, not wall time, whatever the scheduling.  The run is long
@@ -93,6 +92,7 @@ def test_perf_samples_follow_cpu_time(app, tmp_path):
     cpu = d[d.metric == "cpu_time"].groupby(["rank", "callpath"], observed=True)["value"].sum()
     work = [cpu.get((r, "app->main->work"), 0.0) for r in (0, 1)]
     assert work[0] > 0.03 and 2.5 < work[1] / work[0] < 6
+
 
 def test_pmpi_collector_counts_the_known_pattern(app, tmp_path):
     from perfcast.collect import pmpi
