@@ -256,7 +256,8 @@ def _budget_limits(camp: Campaign, budget: float, estimate: Mapping[str, float])
         left = budget - _spent(camp, procs)
         per_proc = _per_proc(camp, procs)
         known = per_proc > 0 or all(config_key(c) in estimate for c, _ in todo)
-        est = [_mode_hours(camp, m, estimate.get(config_key(c), per_proc * _nprocs(c, procs)), _nprocs(c, procs))
+        costs = _mode_costs(camp)
+        est = [_mode_hours(costs, m, estimate.get(config_key(c), per_proc * _nprocs(c, procs)), _nprocs(c, procs))
                if known else 1.0 for c, m in todo]
         total = sum(est)
         out = []
@@ -280,18 +281,21 @@ def _per_proc(camp: Campaign, procs: str | None) -> float:
                 if r["status"] == "ok" and r["mode"] == "main" and r.get("wall")), default=0.0)
 
 
-def _mode_hours(camp: Campaign, mode: str, plain: float, nprocs: float) -> float:
+def _mode_costs(camp: Campaign) -> dict:
+    """Each mode's :meth:`Campaign.mode_cost` from the journal as it is now (one pass per mode)."""
+    return {m: camp.mode_cost(m) for m in camp.sel.modes}
+
+
+def _mode_hours(costs: dict, mode: str, plain: float, nprocs: float) -> float:
     """Core-hours of a run of ``mode`` where a plain run costs ``plain`` core-hours on ``nprocs``
-    processes (:meth:`Campaign.mode_cost`)."""
-    if mode == "main":
-        return plain
-    return camp.mode_cost(mode).seconds(plain * 3600.0 / nprocs) * nprocs / 3600.0
+    processes (``costs``: :func:`_mode_costs`)."""
+    return costs[mode].seconds(plain * 3600.0 / nprocs) * nprocs / 3600.0
 
 
 def _collector_runs(camp: Campaign) -> tuple:
     """The other collectors' runs a new point takes (repetitions run the plain command only), for
     the advisor's :attr:`~perfcast.analysis.advisor.Request.collector_runs`."""
-    return tuple(camp.mode_cost(m).seconds for m in camp.sel.modes if m != "main")
+    return tuple(c.seconds for m, c in _mode_costs(camp).items() if m != "main")
 
 
 def _hit_budget(records: list[dict]) -> dict | None:
@@ -422,7 +426,8 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
         # the start design's cost, bounded below by the cheapest plain run's time per process (and
         # each other collector's run as Campaign.mode_cost says for such a plain run)
         per_proc = _per_proc(camp, procs)
-        need = sum(camp._needs(c, m) * _mode_hours(camp, m, per_proc * _nprocs(c, procs), _nprocs(c, procs))
+        costs = _mode_costs(camp)
+        need = sum(camp._needs(c, m) * _mode_hours(costs, m, per_proc * _nprocs(c, procs), _nprocs(c, procs))
                    for c in design for m in camp.sel.modes)
         spent = _spent(camp, procs)
         if need > 0 and spent + need > budget:
