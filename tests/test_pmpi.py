@@ -166,7 +166,7 @@ def jacobi_expectations(ranks: int, d: int, n: int, iters: int, k: int, mode: st
                 if 0 <= c[a] < dims[a]:
                     nbrs[(a, s)] = rank_of(c)
         face = {a: 8 * math.prod(local[b] for b in range(d) if b != a) for a in range(d)}
-        e = {"routines": {}, "peers": {}}
+        e = {"routines": {}, "peers": {}, "dims": dims}
         if mode == "isend":
             nb = len(nbrs)
             per_iter = sum(face[a] for (a, s) in nbrs)
@@ -224,6 +224,8 @@ def test_jacobi_message_pattern(shim, jacobi, tmp_path, ranks, d, n, iters, k, m
             assert {lo: c for lo, c in routine(g, "MPI_Isend")["hist"]} == e["hist"]
             assert {lo: c for lo, c in routine(g, "MPI_Irecv")["hist"]} == e["hist"]
         assert routine(g, "MPI_Allreduce")["hist"] == [[8, iters // k + 1]]
+        # the process grid jacobi.c made (MPI_Dims_create + MPI_Cart_create, non-periodic), as MPI reports it
+        assert g["cart"] == [{"size": ranks, "dims": e["dims"], "periods": [0] * d}]
         t = g["time"]
         assert t["region"] > 0 and t["mpi"] >= 0
         assert t["app"] == pytest.approx(t["region"] - t["mpi"], abs=2e-9)
@@ -582,6 +584,9 @@ def test_reader_hand_made_run(tmp_path):
     assert key("APP", "time", 0) == 0.75 and key("MPI", "time", 0) == 0.25
     assert exp.meta["pmpi"]["sent"] == [[0, 1, 3, 24], [1, 0, 3, 24]]
     assert exp.meta["pmpi"]["histograms"] == {"MPI_Send": [[0, 8, 3]]}
+    assert exp.meta["pmpi"]["cart"] == []      # written before the library recorded grids
+    write_run(tmp_path / "grid", [minimal(0, 1, cart=[{"size": 1, "dims": [1, 1], "periods": [1, 0]}])])
+    assert read_one(tmp_path / "grid").meta["pmpi"]["cart"] == [{"size": 1, "dims": [1, 1], "periods": [1, 0]}]
 
 
 @pytest.mark.parametrize("mutate,where,message", [
@@ -591,6 +596,9 @@ def test_reader_hand_made_run(tmp_path):
     (lambda d: d["routines"][0].update(hist=[[6, 1]]), "routines[0].hist[0]", "power of 2"),
     (lambda d: d["peers"][0].update(rank=7), "peers[0].rank", "not below size"),
     (lambda d: d.update(version=99), "version", "unsupported version"),
+    (lambda d: d.update(cart=[{"size": 1, "dims": [0], "periods": [0]}]), "cart[0]", "positive dims"),
+    (lambda d: d.update(cart=[{"size": 1, "dims": [1, 1], "periods": [0]}]), "cart[0]", "of one length"),
+    (lambda d: d.update(cart=[{"dims": [1], "periods": [0]}]), "cart[0].size", "missing field"),
     (lambda d: d["time"].pop("region"), "time.region", "missing field"),
 ])
 def test_reader_rejects_bad_fields(tmp_path, mutate, where, message):

@@ -787,6 +787,10 @@ class Campaign:
                "metrics": list(metrics.values()), "tree": tree.to_records()}
         if "rank" in data.columns:
             out["rank"] = [int(r) for r in data["rank"].fillna(0)]
+        # the process grids the run created (the PMPI library's record): perfcast.fit.grid
+        carts = [c for _, e in exps for c in (e.meta.get("pmpi") or {}).get("cart") or ()]
+        if carts:
+            out["cart"] = carts
         return out
 
     # main loop
@@ -921,6 +925,8 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
         info = {k: r.get(k) for k in ("id", "config", "mode", "status", "reason", "wall", "start", "host", "exit_code")}
         # what else kept the run's CPUs busy (launchers.CpuShare), where it was measured
         info.update({k: r[k] for k in ("cpus", "cpu", "others") if r.get(k) is not None})
+        if (r.get("values") or {}).get("cart"):
+            info["cart"] = r["values"]["cart"]
         runs_meta.append(info)
         if r["status"] != "ok":
             failed.append(info)

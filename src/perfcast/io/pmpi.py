@@ -22,7 +22,9 @@ Result: an Experiment without parameters (one run), with a ``rank`` column:
 * ``sent``: ``[[source, destination, messages, bytes], ...]`` point-to-point traffic as counted by
   the sender, ``received``: ``[[destination, source, messages, bytes], ...]`` as counted by the
   receiver (world ranks; APMT's source/destination data);
-* ``times``: ``[[rank, init, region, mpi, app], ...]`` seconds.
+* ``times``: ``[[rank, init, region, mpi, app], ...]`` seconds;
+* ``cart``: the MPI_Cart_create calls of the lowest rank read, ``[{"size": old group's size, "dims": [...],
+  "periods": [0|1, ...]}, ...]`` (files written before the library recorded them: ``[]``).
 """
 
 from __future__ import annotations
@@ -164,7 +166,18 @@ def _parse_rank(doc: dict, path: Path) -> dict:
         if q >= size:
             raise PerfcastError(f"peer rank {q} is not below size {size}", path, f"{where}.rank")
         peers.append((q, *(_count(p, k, where, path) for k in ("sent_msgs", "sent_bytes", "recv_msgs", "recv_bytes"))))
-    return {"rank": rank, "size": size, "times": times, "routines": routines, "peers": peers,
+    carts = []
+    for i, c in enumerate(_list(doc, "cart", "", path) if "cart" in doc else ()):
+        where = f"cart[{i}]"
+        dims = _list(c, "dims", where, path)
+        periods = _list(c, "periods", where, path)
+        if (not dims or len(periods) != len(dims)
+                or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in dims)
+                or any(v not in (0, 1) for v in periods)):
+            raise PerfcastError(f"expected positive dims and 0/1 periods of one length, got {dims!r} and "
+                                f"{periods!r}", path, where)
+        carts.append({"size": _count(c, "size", where, path), "dims": dims, "periods": periods})
+    return {"rank": rank, "size": size, "times": times, "routines": routines, "peers": peers, "cart": carts,
             "library": str(doc.get("library", "")), "host": str(doc.get("host", "")),
             "untracked": _count(doc, "untracked_requests", "", path) if "untracked_requests" in doc else 0}
 
@@ -254,6 +267,7 @@ def read_dir(path: Path, options: ReadOptions | None = None) -> Experiment:
         "sent": sent,
         "received": received,
         "times": times,
+        "cart": ranks[0]["cart"],
     }}
     return Experiment([], data, METRICS, tree, meta)
 

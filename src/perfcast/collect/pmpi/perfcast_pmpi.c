@@ -38,6 +38,9 @@
  *               point-to-point routines (communicator ranks are translated to MPI_COMM_WORLD).
  *   time block  init = duration of MPI_Init(_thread); region = MPI_Init return .. MPI_Finalize entry;
  *               mpi = time in intercepted routines within the region; app = region - mpi.
+ *   cart        the dims and periods of each MPI_Cart_create call that succeeded (the first CART_MAX;
+ *               C binding only), with the size of the old communicator's group: a code's process
+ *               grid, so that message counts can be modelled in it (perfcast.fit.grid).
  *
  * Bindings: the C entry points MPI_*, and for the Fortran bindings (Open MPI's mpif.h / "use mpi"
  * layer calls PMPI_* directly, so C wrappers alone do not see Fortran calls) mpi_xxx, mpi_xxx_,
@@ -69,6 +72,8 @@
 #define REQ_BITS 15
 #define REQ_SLOTS (1u << REQ_BITS)
 #define COMM_SLOTS 64
+#define CART_MAX 8
+#define CART_DIMS 8
 
 /* ---- routine table ------------------------------------------------------------------------- */
 #define ROUTINES(X)                                                                                    \
@@ -103,6 +108,9 @@ static stat_t S[R_COUNT];
 static uint64_t *peer_sent_msgs, *peer_sent_bytes, *peer_recv_msgs, *peer_recv_bytes;
 
 static int world_rank = -1, world_size = 0, active = 0, multi = 0;
+typedef struct { int ndims, size, dims[CART_DIMS], periods[CART_DIMS]; } cart_t;
+static cart_t carts[CART_MAX];
+static int ncarts;
 static double t_init_enter, t_init_exit, t_init_dur;
 static uint64_t untracked_requests;
 static MPI_Group world_group = MPI_GROUP_NULL;
@@ -524,6 +532,14 @@ static void write_profile(double t_end)
                 (unsigned long long)peer_recv_bytes[w]);
         first = 0;
     }
+    fprintf(f, "],\n \"cart\": [");
+    for (int c = 0; c < ncarts; c++) {
+        fprintf(f, "%s\n  {\"size\": %d, \"dims\": [", c ? "," : "", carts[c].size);
+        for (int i = 0; i < carts[c].ndims; i++) fprintf(f, "%s%d", i ? ", " : "", carts[c].dims[i]);
+        fprintf(f, "], \"periods\": [");
+        for (int i = 0; i < carts[c].ndims; i++) fprintf(f, "%s%d", i ? ", " : "", carts[c].periods[i] ? 1 : 0);
+        fprintf(f, "]}");
+    }
     fprintf(f, "]}\n");
     int bad = ferror(f);
     if (fflush(f) != 0) bad = 1;
@@ -581,6 +597,27 @@ int MPI_Comm_disconnect(MPI_Comm *comm)
 {
     if (comm) comm_forget(*comm);
     return PMPI_Comm_disconnect(comm);
+}
+
+int MPI_Cart_create(MPI_Comm old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *cart)
+{
+    depth++;
+    int rc = PMPI_Cart_create(old, ndims, dims, periods, reorder, cart);
+    depth--;
+    if (rc == MPI_SUCCESS && active && depth == 0 && ndims >= 1 && ndims <= CART_DIMS) {
+        LOCK();
+        if (ncarts < CART_MAX) {
+            cart_t *c = &carts[ncarts++];
+            c->ndims = ndims;
+            PMPI_Comm_size(old, &c->size);
+            for (int i = 0; i < ndims; i++) {
+                c->dims[i] = dims[i];
+                c->periods[i] = periods ? periods[i] : 0;
+            }
+        }
+        UNLOCK();
+    }
+    return rc;
 }
 
 /* ---- point-to-point ------------------------------------------------------------------------ */
