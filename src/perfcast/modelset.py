@@ -97,7 +97,7 @@ SLOPE_MARGIN = 1.0
 def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | None = None, *,
           max_terms: int = 1, negative: bool = False, locations: str = "auto", options=None,
           segmented: bool = True, averaged: bool = False,
-          progress: Callable[[int, int], None] | None = None, intervals: bool = True) -> "ModelSet":
+          progress: Callable[[int, int], None] | None = None, intervals: bool = True, grid=None) -> "ModelSet":
     """Fit every callpath x metric of ``exp`` (optionally only ``metrics`` and callpath globs
     ``callpaths``) and return the :class:`ModelSet`.  ``segmented``: series no single PMNF function
     follows (poor fits) get a segmented model when the data support a regime change.
@@ -105,8 +105,11 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     whose only product is the extrapolation drift of the intervals -- the same models, formulas
     and values, for outputs that show no interval and no drift (``perfcast model``'s table,
     ``perfcast check``); the set then refuses intervals and model records
-    (:attr:`ModelSet.intervals`)."""
+    (:attr:`ModelSet.intervals`).  ``grid``: the process grid whose covariates model noise-free
+    counts that no PMNF function passes through (:mod:`perfcast.fit.grid`; default: the one the
+    runs recorded, ``False``: none)."""
     from .fit import FitOptions, model_experiment
+    from .fit.grid import grid_models
     from .fit.series import statistics_columns
     from .fit.segmented import segment_models
 
@@ -141,6 +144,12 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
             while cp is not None and (cp, sm.metric) not in wanted:
                 wanted.add((cp, sm.metric))
                 cp = links.get(cp)
+        # the children of every kept series: a parent measured as their sum may be modelled as the
+        # sum of their models (perfcast.fit.sums), as in the unfiltered run
+        for sm in res:
+            par = links.get(sm.callpath)
+            if par in shown and sm.callpath not in shown:
+                wanted.add((sm.callpath, sm.metric))
         # and the series the cost ranking's root counts (the full tree's: a filter chooses rows, not
         # the shares): an inclusive metric's topmost callpaths, every series of another metric
         kept_metrics = set(map(_METRIC, keep))
@@ -161,6 +170,10 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
         full = None
         both = segment_models(exp, res + context, opts, locations, statistics=st)
         res, context = both[:len(res)], both[len(res):]
+    if grid is not False:
+        # message counts of a code on a Cartesian process grid: modelled in the grid's covariates
+        both = grid_models(exp, res + context, opts, locations, statistics=st, grid=grid or None)
+        res, context = both[:len(res)], both[len(res):]
     if not context:
         ms = model_set(exp, res, locations, averaged, statistics=st)
         return ms if intervals else replace(ms, intervals=False)
@@ -169,6 +182,7 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
     both = model_set(exp, res + context, locations, averaged, statistics=st)
     K = len(res)
     allslopes = both.slopes
+    res, context = both.series[:K], both.series[K:]
     return replace(both, series=tuple(res), context=tuple(context), intervals=intervals,
                    measured=MeasuredEnds(tuple(res), both.measured.value[:K], both.measured.given[:K]),
                    context_measured=MeasuredEnds(tuple(context), both.measured.value[K:], both.measured.given[K:]),
@@ -197,16 +211,20 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     # the measured slopes matter to predictions beyond the data only: computed on first use
     slope_data = st.select(["callpath", "metric", *params, "mean"])
     from .analysis.oversubscription import oversubscription
+    from .fit.sums import sum_models
 
     aggregates = _aggregates(exp, locations)
+    sum_nodes = _sum_nodes(st, res, parents, summable_metrics(inclusive, kinds, aggregates), params)
+    # a parent measured as its children's sum, each child modelled exactly and the parent not: the
+    # sum of their models (perfcast.fit.sums)
+    res = sum_models(exp, res, sum_nodes, parents, st)
     return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
                     aggregates, procs, upper, lower,
                     _measured_ends(st, res, lower, upper),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
                     signed=_signed(exp), smallest={p: float(cols[p].min()) for p in exp.parameters},
-                    path=_measured_path(exp),
-                    sum_nodes=_sum_nodes(st, res, parents, summable_metrics(inclusive, kinds, aggregates), params))
+                    path=_measured_path(exp), sum_nodes=sum_nodes)
 
 
 def summable_metrics(inclusive, kinds: Mapping[str, str], aggregates: Mapping[str, str]) -> frozenset:

@@ -287,6 +287,7 @@ def _fit_range(survey: dict, tmp: Path, k: int) -> dict:
 
     from .analysis.ranking import _cost_points, cost_values
     from .fit import columns
+    from .fit.grid import grid_models
     from .fit.segmented import segment_models
     from .fit.series import _fit_series, ordered_series
     from .modelset import model_set
@@ -300,6 +301,7 @@ def _fit_range(survey: dict, tmp: Path, k: int) -> dict:
     st = stats[0]
     del stats, groups
     items = segment_models(exp, items, opts, locations, statistics=st)
+    items = grid_models(exp, items, opts, locations, statistics=st)
     ms = model_set(exp, items, locations, averaged, statistics=st)
     del items
     series = list(ms.series)

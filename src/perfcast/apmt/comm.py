@@ -195,12 +195,23 @@ def _reduce_ranks(df: pd.DataFrame, params: list[str], col: str, ranks: str) -> 
     return per.groupby([*params, "rep"], observed=True)[col].agg(ranks).reset_index()
 
 
-def _fit(points: pd.DataFrame, params: list[str], col: str, options) -> fit.Model:
+def _fit(points: pd.DataFrame, params: list[str], col: str, options, grid=None):
+    """The model of ``col`` over the points; on a recorded process grid, a count no PMNF function
+    passes through is modelled in the grid's covariates (:func:`perfcast.fit.grid.fit_grid`)."""
     g = points.groupby(params if len(params) > 1 else params[0], observed=True)[col]
     items = list(g)
     xs = np.array([list(k) if isinstance(k, tuple) else [k] for k, _ in items], dtype=float)
     vals = [grp.to_numpy(dtype=float) for _, grp in items]
-    return fit.fit_series(xs, vals, params, options)
+    m = fit.fit_series(xs, vals, params, options)
+    if grid is None:
+        return m
+    from ..fit.grid import fit_grid
+
+    mean = np.array([v.mean() for v in vals])
+    count = np.array([float(len(v)) for v in vals])
+    ssd = np.array([float(((v - v.mean()) ** 2).sum()) for v in vals])
+    on_grid = fit_grid(xs, mean, count, ssd, params, grid, (options or fit.FitOptions()).for_kind("count", True), m)
+    return m if on_grid is None else on_grid
 
 
 def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form: str = "hockney",
@@ -218,8 +229,13 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
     if not params:
         raise PerfcastError("the MPI profile has no parameters; profile >= 3 process counts")
     from ..analysis.kernels import procs_param
+    from ..fit.grid import experiment_grid
     procs = procs_param(exp, procs)
     notes = []
+    # the process grid the runs recorded: halo counts are modelled in its covariates
+    grid = experiment_grid(exp)[0]
+    if grid is not None and grid.parameter != procs:
+        grid = None
     timed = t
     if time_procs_max is not None:
         if procs is None:
@@ -266,8 +282,9 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
             if zero_at:
                 notes.append(f"point-to-point: no message at {procs}={', '.join(f'{v:g}' for v in zero_at)} "
                              "in the profile; predicted as zero there")
-        vol = _fit(_reduce_ranks(full, params, "bytes", ranks), params, "bytes", options)
-        msgs = _fit(_reduce_ranks(full, params, "msgs", ranks), params, "msgs", options) if form == "hockney" else None
+        vol = _fit(_reduce_ranks(full, params, "bytes", ranks), params, "bytes", options, grid)
+        msgs = (_fit(_reduce_ranks(full, params, "msgs", ranks), params, "msgs", options, grid)
+                if form == "hockney" else None)
         p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at)
         if r2 < 0.5:
             notes.append(f"point-to-point: the Hockney fit explains only {r2:.0%} of the variance of the "
@@ -315,7 +332,7 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         d2 = d.assign(avg=d["bytes_sent"] / d["calls"])
         size_pts = d2.groupby([*params, "rep"], observed=True)["avg"].mean().reset_index()
         cm = CollectiveModel(r, float(vals.get("log2p", 0.0)), float(vals.get("size", 0.0)), float(coef[-1]),
-                             _fit(calls_pts, params, "calls", options), _fit(size_pts, params, "avg", options),
+                             _fit(calls_pts, params, "calls", options, grid), _fit(size_pts, params, "avg", options),
                              procs, r2, dropped)
         if dropped:
             notes.append(f"{r}: {', '.join(dropped)} does not vary over the profiled runs; its effect is in the constant")

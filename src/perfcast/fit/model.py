@@ -358,6 +358,46 @@ class Model:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
 
+class Composite:
+    """What a model made of PMNF models shows as its own: the constant, terms, noise and degrees of
+    freedom of :attr:`inner` (the one that continues beyond the data), no alternatives; and the
+    JSON fields they share (:meth:`_extras`)."""
+
+    @property
+    def inner(self) -> "Model":
+        raise NotImplementedError
+
+    @property
+    def constant(self) -> float:
+        return self.inner.constant
+
+    @property
+    def terms(self):
+        return self.inner.terms
+
+    @property
+    def noise(self) -> float:
+        return self.inner.noise
+
+    @property
+    def dof(self) -> int:
+        return self.inner.dof
+
+    @property
+    def alternatives(self) -> tuple:
+        return ()
+
+    def _extras(self, d: dict, upper: bool = True) -> dict:
+        """``d`` with the largest measured values (``upper``), notes and the single model kept."""
+        if upper and self.upper is not None:
+            d["largest_measured"] = [float(v) for v in self.upper]
+        if self.notes:
+            d["notes"] = list(self.notes)
+        if self.single is not None:
+            d["single"] = self.single.to_dict(alternatives=False)
+        return d
+
+
 def _render(constant: float, coefficients: Sequence[float], bases: Sequence[str], roundoff: bool, digits: int,
             style: str) -> str:
     """The formula text (:meth:`Model.formula`) from the constant, the coefficients and the terms'

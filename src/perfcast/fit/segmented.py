@@ -54,7 +54,7 @@ import numpy as np
 
 from ..errors import PerfcastError
 from .core import FitOptions, fit_group, noise_scale
-from .model import STATUSES, Model, Quality
+from .model import STATUSES, Composite, Model, Quality
 from .terms import block_values
 
 #: points a modelled regime needs (a one-term PMNF fit: constant + coefficient + one residual)
@@ -75,7 +75,7 @@ NOISE_FLOOR = 0.01
 # the model
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class SegmentedModel:
+class SegmentedModel(Composite):
     """Two PMNF regimes of one parameter, separated by one change point.
 
     ``segments[0]`` holds for ``x <= change[0]``, ``segments[1]`` for ``x >= change[1]``;
@@ -108,29 +108,11 @@ class SegmentedModel:
     def last(self) -> Model:
         return self.segments[-1]
 
-    @property
-    def constant(self) -> float:
-        return self.last.constant
-
-    @property
-    def terms(self):
-        return self.last.terms
-
-    @property
-    def noise(self) -> float:
-        return self.last.noise
-
-    @property
-    def dof(self) -> int:
-        return self.last.dof
+    inner = last
 
     @property
     def upper(self):
         return self.last.upper
-
-    @property
-    def alternatives(self) -> tuple:
-        return ()
 
     @property
     def shared(self) -> bool:
@@ -239,11 +221,7 @@ class SegmentedModel:
         }
         if self.status != "ok":
             d["needed"] = int(self.needed)
-        if self.notes:
-            d["notes"] = list(self.notes)
-        if self.single is not None:
-            d["single"] = self.single.to_dict(alternatives=False)
-        return d
+        return self._extras(d, upper=False)
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "SegmentedModel":
@@ -270,8 +248,17 @@ class SegmentedModel:
             raise PerfcastError(f"malformed segmented model ({type(e).__name__}: {e})") from None
 
 
-def model_from_dict(d: Mapping) -> Model | SegmentedModel:
-    """A :class:`Model` or :class:`SegmentedModel` from its ``to_dict``."""
+def model_from_dict(d: Mapping):
+    """A :class:`Model`, :class:`SegmentedModel`, :class:`perfcast.fit.grid.GridModel` or
+    :class:`perfcast.fit.sums.SumModel` from its ``to_dict``."""
+    if d.get("kind") == "grid":
+        from .grid import GridModel
+
+        return GridModel.from_dict(d)
+    if d.get("kind") == "sum":
+        from .sums import SumModel
+
+        return SumModel.from_dict(d)
     return SegmentedModel.from_dict(d) if d.get("kind") == "segmented" else Model.from_dict(d)
 
 
@@ -730,10 +717,11 @@ def plateau(x, mean, count, ssd, single: Model, parameter: str,
                           (note,), single)
 
 
-def _series_arrays(st, parameter: str):
+def _series_arrays(st, parameter: str | tuple):
     """The statistics frame cut into series without pandas per-series work: ``(index, bounds,
     x, mean, count, ssd)`` with ``index`` mapping (callpath, metric) to its series number ``k``,
-    whose rows are ``[bounds[k], bounds[k + 1])`` of the arrays (in the frame's order)."""
+    whose rows are ``[bounds[k], bounds[k + 1])`` of the arrays (in the frame's order); ``x`` the
+    values of ``parameter``, or (rows x parameters) for a tuple of them."""
     from .series import factorize_names
 
     cc, cps = factorize_names(st["callpath"])
@@ -750,8 +738,10 @@ def _series_arrays(st, parameter: str):
         sid = np.asarray(sid).ravel()
         order = rows[np.argsort(sid, kind="stable")]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(sid, minlength=len(codes)))])
-    cols = (np.asarray(st[c], dtype=float)[order] for c in (parameter, "mean", "count", "ssd"))
-    return _SeriesIndex(cps, mts, codes), bounds, *cols
+    x = (np.asarray(st[parameter], dtype=float)[order] if isinstance(parameter, str)
+         else np.column_stack([np.asarray(st[q], dtype=float)[order] for q in parameter]))
+    cols = (np.asarray(st[c], dtype=float)[order] for c in ("mean", "count", "ssd"))
+    return _SeriesIndex(cps, mts, codes), bounds, x, *cols
 
 
 class _SeriesIndex(Mapping):
