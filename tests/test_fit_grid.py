@@ -118,6 +118,24 @@ def test_per_rank_max_neighbours_of_a_3d_grid():
         assert m.predict(p) == pytest.approx(truth, rel=1e-9)
 
 
+def test_strong_scaling_halo_bytes_of_the_busiest_rank():
+    # a 240 x 240 grid split over p ranks (240 divides by every dim here): the busiest rank sends
+    # one face per neighbour, 8 bytes per point; counted rank by rank
+    ps = [1, 2, 3, 4, 5, 6, 8, 10]
+
+    def busiest(p):
+        dims = dims_create(p, 2)
+        local = [240 // d for d in dims]
+        return max(sum(((c[a] > 0) + (c[a] < dims[a] - 1)) * 8 * local[1 - a] for a in range(2))
+                   for c in itertools.product(*(range(d) for d in dims)))
+
+    x = np.array(ps, dtype=float)[:, None]
+    m = fit_grid(x, np.array([busiest(p) for p in ps], dtype=float), np.ones(8), np.zeros(8), ("p",), Grid("p", 2))
+    assert m is not None and m.covariate == "maxface(p)"
+    for p in (12, 15, 16, 24):
+        assert m.predict(p) == pytest.approx(busiest(p), rel=1e-9)
+
+
 def test_what_the_grid_leaves_alone():
     X, calls, _ = _jacobi_counts([1, 2, 3, 4, 6, 8, 9], [64])
     x = X[:, :1]

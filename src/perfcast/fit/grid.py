@@ -21,6 +21,9 @@ Covariates (of the dims of p's grid; "per rank" ones are the sum over ranks divi
     maxnbrs(p)   sum_i min(d_i - 1, 2)        neighbours of the rank with the most (max over ranks)
     cuts(p)      sum_i (d_i - 1)              cut planes: strong scaling's halo bytes, sum over ranks
     cuts(p)/p    sum_i (d_i - 1) / p          the same per rank
+    maxface(p)   sum_i min(d_i - 1, 2) d_i / p  the busiest rank's faces, each a cross-section of the
+                                              whole grid over the other dims (strong scaling's halo
+                                              bytes of the busiest rank, max over ranks)
 
 The dims are the MPI library's.  MPI_Dims_create's result is implementation-defined ("as close to
 each other as possible, using an appropriate divisibility algorithm"); two rules are known here:
@@ -106,6 +109,7 @@ COVARIATES: dict[str, Callable[[tuple[int, ...], int], float]] = {
     "maxnbrs(p)": lambda dims, p: float(sum(min(d - 1, 2) for d in dims)),
     "cuts(p)": lambda dims, p: float(sum(d - 1 for d in dims)),
     "cuts(p)/p": lambda dims, p: float(sum(d - 1 for d in dims)) / p,
+    "maxface(p)": lambda dims, p: float(sum(min(d - 1, 2) * d for d in dims)) / p,
 }
 MEANING = {
     "nbrs(p)": "neighbour pairs of the process grid (messages per exchange, summed over ranks)",
@@ -113,6 +117,7 @@ MEANING = {
     "maxnbrs(p)": "neighbours of the rank with the most",
     "cuts(p)": "cut planes of the process grid (sum of dims - 1)",
     "cuts(p)/p": "cut planes of the process grid per rank",
+    "maxface(p)": "the busiest rank's halo faces as a share of a whole cross-section (strong scaling)",
 }
 
 
