@@ -64,6 +64,7 @@ def test_balanced_rule_by_hand():
     assert dims_create(12, 3, "balanced") == (3, 2, 2)
     assert dims_create(1024, 3, "balanced") == (16, 8, 8)
     assert dims_create(7, 2, "balanced") == (7, 1)
+    assert dims_create(20, 4, "balanced") == (5, 2, 2, 1)     # spread 4 either way, fewer squares
     with pytest.raises(PerfcastError, match="whole number"):
         dims_create(2.5, 2)
     with pytest.raises(PerfcastError, match="unknown process-grid rule"):

@@ -10,9 +10,10 @@ in ``p`` (at p = 6 and 8 the grid is not square), so a PMNF model fitted on p = 
 square target (the demo measured +5.9 % on MPI_Isend at p = 16) and worse at a grid far from any
 measured one.  The count is a *linear* function of the covariate, exact at every measured point;
 this module fits PMNF models with ``p`` replaced by a covariate (the other parameters kept:
-``1600 * nbrs(p) * n`` bytes for faces of ``n`` doubles) and keeps one only where the series is
-free of noise, the plain model misses a measured point and the covariate's model passes through
-every one with at least two points to spare (a chance fit of integer data is then implausible).
+``800 * nbrs(p) * n`` bytes sent in 100 exchanges of faces of ``n`` doubles) and keeps one only
+where the series is free of noise, the plain model misses a measured point, the covariate's model
+passes through every one with at least two points to spare (a chance fit of integer data is then
+implausible) and, fitted without the largest process count, predicts that one exactly too.
 
 Covariates (of the dims of p's grid; "per rank" ones are the sum over ranks divided by p):
 
@@ -32,7 +33,7 @@ each other as possible, using an appropriate divisibility algorithm"); two rules
   smallest product so far (Open MPI's; identical to Open MPI 4.1.4's MPI_Dims_create for every
   p <= 2000 and d = 2, 3: tests/test_fit_grid.py runs that comparison where mpicc exists);
 * ``balanced`` -- the factorisation with the smallest spread (largest - smallest dim), then the
-  smallest largest dim (the standard's wording taken literally; 9 x 8 at p = 72 where greedy
+  smallest sum of squares (the standard's wording taken literally; 9 x 8 at p = 72 where greedy
   gives 12 x 6).
 
 Which rule the measured runs followed is decided by the dims they recorded (the PMPI library
@@ -99,7 +100,7 @@ def dims_create(p: int, d: int, rule: str = "greedy") -> tuple[int, ...]:
             i = min(range(d), key=dims.__getitem__)      # the first of the smallest
             dims[i] *= f
         return tuple(sorted(dims, reverse=True))
-    return min(_factorisations(p, d, p), key=lambda t: (t[0] - t[-1], t[0]))
+    return min(_factorisations(p, d, p), key=lambda t: (t[0] - t[-1], sum(v * v for v in t)))
 
 
 #: name -> covariate of (dims, p); in the order a tie between exact models is decided
@@ -201,8 +202,9 @@ def grid_of_records(parameter: str, records: Sequence[tuple[float, Sequence[int]
         if math.prod(dims) != p:
             return None, f"the grid {'x'.join(map(str, dims))} at {parameter}={p:g} is not all processes"
     ndims = nd.pop()
-    rules = [r for r in RULES if all(tuple(sorted(d, reverse=True)) == dims_create(int(p), ndims, r)
-                                      for p, d in recs)]
+    # one dimension has one grid whatever the rule
+    rules = [r for r in (RULES if ndims > 1 else RULES[:1])
+             if all(tuple(sorted(d, reverse=True)) == dims_create(int(p), ndims, r) for p, d in recs)]
     if not rules:
         p, d = next((p, d) for p, d in recs if tuple(sorted(d, reverse=True)) != dims_create(int(p), ndims, "greedy"))
         return None, (f"the grid {'x'.join(map(str, d))} recorded at {parameter}={p:g} follows no known "
@@ -508,4 +510,4 @@ def grid_models(exp, series_models: Sequence, options: FitOptions | None = None,
     return items
 
 __all__ = ["RULES", "COVARIATES", "Grid", "GridModel", "dims_create", "fit_grid", "grid_of_records", "experiment_grid",
-           "grid_models"]
+           "grid_models", "first_difference"]

@@ -128,7 +128,7 @@ class SumModel(Composite):
         return float(out) if out.ndim == 0 else out
 
     def formula(self, style: str = "plain", digits: int = 4) -> str:
-        """The children's models added up, like terms merged: ``107 * p + 200 * nbrs(p)``."""
+        """The children's models added up, like terms merged: ``204 * p + 200 * nbrs(p)``."""
         return self._merged().formula(style, digits)
 
     def __str__(self) -> str:
@@ -165,6 +165,16 @@ class SumModel(Composite):
                        int(d.get("needed", 0)), tuple(d.get("notes", ())))
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed sum model ({type(e).__name__}: {e})") from None
+
+
+def _shown_as_terms(m) -> bool:
+    """Whether ``m``'s value is its constant and terms everywhere (what the merged formula shows):
+    a fitted model, or one of a process grid or a sum, without measured lines of their own level."""
+    from .grid import GridModel
+
+    if getattr(m, "status", "ok") != "ok" or type(m) not in (Model, GridModel, SumModel):
+        return False
+    return not getattr(getattr(m, "base", m), "lines", ())
 
 
 def _shown_constant(m) -> float:
@@ -221,7 +231,7 @@ def sum_models(exp, series_models: Sequence, sum_nodes, parents: Mapping[str, st
         if np.any(ssd != 0) or getattr(own, "status", "ok") != "ok" or _exact(own, x, params, mean):
             continue
         parts = [items[i].model for i in kids[p]]
-        if not all(getattr(m, "status", "ok") == "ok" for m in parts):
+        if not all(_shown_as_terms(m) for m in parts):
             continue
         starts, late = [], []
         for i in kids[p]:
