@@ -230,6 +230,9 @@ def test_campaign_of_the_bundled_jacobi_models_its_halo_messages(tmp_path, examp
     assert isinstance(total, SumModel) and total.formula() == "10 * p + 6 * nbrs(p)"
     for p in (1, 8, 9, 12):
         assert total.predict({"p": p, "n": 16}) == pytest.approx(calls(p), rel=1e-9)
+    # no grid of 12.5 processes: one line, naming the point
+    with pytest.raises(PerfcastError, match=r"undefined at p=12.5,n=16 \(a process grid has a whole number"):
+        ms.predict({"p": 12.5, "n": 16})
     # a callpath filter shows the same model (its children are fitted beside it, not shown)
     alone = model(exp, metrics=["bytes_sent"], callpaths=["MPI"])
     assert [sm.callpath for sm in alone.series] == ["MPI"]

@@ -984,8 +984,13 @@ class ModelSet:
             # e.g. log2(p) at p <= 0, log2(p)^-1 at p <= 1 (perfcast.fit.terms.factor_values)
             s, j = (int(i) for i in np.argwhere(bad)[0])
             formula = columns.formulas([series[s]])[0]
+            m = series[s].model          # on a process grid (perfcast.fit.grid), or a sum of models on one
+            grids = [getattr(x, "grid", None) for x in (m, *getattr(m, "parts", ()))]
+            grid = next((g for g in grids if g is not None), None)
+            why = (f" (a process grid has a whole number of processes {grid.parameter})"
+                   if grid is not None and grid.dims(float(pts[j].get(grid.parameter, float("nan")))) is None else "")
             raise PerfcastError(f"{series[s].callpath} / {series[s].metric}: the model {formula} is undefined at "
-                                f"{','.join(f'{k}={x:g}' for k, x in pts[j].items())}", where="at")
+                                f"{','.join(f'{k}={x:g}' for k, x in pts[j].items())}{why}", where="at")
         texts = columns.formulas(series, parts=parts)
         warn = self._warnings_at(series, parts)
         lines = columns.lines(series, parts)
