@@ -360,12 +360,8 @@ class Model:
 
 class Composite:
     """What a model made of PMNF models shows as its own: the constant, terms, noise and degrees of
-    freedom of :attr:`inner` (the one that continues beyond the data), no alternatives; and the
-    JSON fields they share (:meth:`_extras`)."""
-
-    @property
-    def inner(self) -> "Model":
-        raise NotImplementedError
+    freedom of its ``inner`` model (each subclass says which: the one that continues beyond the
+    data), no alternatives; and the JSON fields they share (:meth:`_extras`)."""
 
     @property
     def constant(self) -> float:
