@@ -51,7 +51,7 @@ import numpy as np
 
 from ..errors import PerfcastError
 from .core import FitOptions, fit_group
-from .model import STATUSES, Composite, Model, Quality
+from .model import STATUSES, Composite, Model, Quality, point_columns
 
 RULES = ("greedy", "balanced")
 #: a covariate's model is exact when no measured mean is further from it than this (relative to the
@@ -254,31 +254,9 @@ class GridModel(Composite):
         lo[self.grid.parameter] = lo.pop(self.covariate)
         return {q: lo[q] for q in self.parameters}
 
-    def _points(self, X) -> tuple[dict[str, np.ndarray], tuple]:
-        """``X`` as columns of the parameters, and its shape."""
-        if isinstance(X, Mapping):
-            missing = [q for q in self.parameters if q not in X]
-            if missing:
-                raise PerfcastError(f"no value for parameter(s) {', '.join(missing)}", where="at")
-            arrs = [np.asarray(X[q], dtype=float) for q in self.parameters]
-        else:
-            a = np.asarray(X, dtype=float)
-            m = len(self.parameters)
-            if m == 1 and a.ndim <= 1:
-                arrs = [a]
-            elif a.ndim == 1 and a.shape[0] == m:
-                arrs = [np.asarray(v) for v in a]
-            elif a.ndim == 2 and a.shape[1] == m:
-                arrs = [a[:, k] for k in range(m)]
-            else:
-                raise PerfcastError(f"expected points with {m} coordinate(s) ({', '.join(self.parameters)}), "
-                                    f"got an array of shape {a.shape}", where="at")
-        shape = np.broadcast_shapes(*(a.shape for a in arrs))
-        return {q: np.broadcast_to(a, shape).ravel() for q, a in zip(self.parameters, arrs)}, shape
-
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple]:
         """``X`` as columns of the base model's parameters (the covariate for the process count)."""
-        cols, shape = self._points(X)
+        cols, shape = point_columns(self.parameters, X)
         cols[self.covariate] = self.grid.values(self.covariate, cols.pop(self.grid.parameter))
         return cols, shape
 
@@ -296,7 +274,7 @@ class GridModel(Composite):
         lo, hi = self.base.interval(cols, level, averaged)
         lo, hi = np.asarray(lo, dtype=float).ravel(), np.asarray(hi, dtype=float).ravel()
         if self.grid.ambiguous:
-            p = self._points(X)[0][self.grid.parameter]
+            p = point_columns(self.parameters, X)[0][self.grid.parameter]
             for rule in self.grid.ambiguous:
                 other = dict(cols)
                 other[self.covariate] = replace(self.grid, rule=rule).values(self.covariate, p)
@@ -305,16 +283,6 @@ class GridModel(Composite):
         if shape == ():
             return float(lo[0]), float(hi[0])
         return lo.reshape(shape), hi.reshape(shape)
-
-    def doublings(self, X) -> np.ndarray | float:
-        """Distance of ``X`` beyond the measured data: max over parameters of ``log2(x / largest
-        measured)`` (the process count's own, not its covariate's), 0 inside the data."""
-        cols, shape = self._points(X)
-        out = np.zeros(int(np.prod(shape)) if shape else 1)
-        for q, u in zip(self.parameters, self.upper or ()):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out = np.maximum(out, np.nan_to_num(np.log2(cols[q] / u)))
-        return float(out[0]) if shape == () else out.reshape(shape)
 
     # -- description ------------------------------------------------------------------------------
     def formula(self, style: str = "plain", digits: int = 4) -> str:

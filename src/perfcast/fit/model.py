@@ -169,28 +169,7 @@ class Model:
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
-        if isinstance(X, Mapping):
-            missing = [p for p in self.parameters if p not in X]
-            if missing:
-                raise PerfcastError(f"no value for parameter(s) {', '.join(missing)}", where="at")
-            arrs = [np.asarray(X[p], dtype=float) for p in self.parameters]
-            shape = np.broadcast_shapes(*(a.shape for a in arrs)) if arrs else ()
-            return {p: np.broadcast_to(a, shape).ravel() for p, a in zip(self.parameters, arrs)}, shape
-        a = np.asarray(X, dtype=float)
-        m = len(self.parameters)
-        if m == 0:
-            return {}, a.shape if a.ndim else ()
-        if m == 1 and (a.ndim <= 1):
-            return {self.parameters[0]: a.ravel()}, a.shape
-        if a.ndim == 1 and a.shape[0] == m:
-            a = a[None, :]
-            shape = ()
-        elif a.ndim == 2 and a.shape[1] == m:
-            shape = (a.shape[0],)
-        else:
-            raise PerfcastError(f"expected points with {m} coordinate(s) ({', '.join(self.parameters)}), "
-                                f"got an array of shape {a.shape}", where="at")
-        return {p: a[:, k] for k, p in enumerate(self.parameters)}, shape
+        return point_columns(self.parameters, X)
 
     def _design(self, cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
         D = np.empty((n, 1 + len(self.terms)))
@@ -358,6 +337,33 @@ class Model:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
 
+def point_columns(parameters: Sequence[str], X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
+    """Points ``X`` -- a mapping {param: values}, an array of points, or scalars for one parameter --
+    as one flat column per parameter of ``parameters``, and the points' shape."""
+    if isinstance(X, Mapping):
+        missing = [p for p in parameters if p not in X]
+        if missing:
+            raise PerfcastError(f"no value for parameter(s) {', '.join(missing)}", where="at")
+        arrs = [np.asarray(X[p], dtype=float) for p in parameters]
+        shape = np.broadcast_shapes(*(a.shape for a in arrs)) if arrs else ()
+        return {p: np.broadcast_to(a, shape).ravel() for p, a in zip(parameters, arrs)}, shape
+    a = np.asarray(X, dtype=float)
+    m = len(parameters)
+    if m == 0:
+        return {}, a.shape if a.ndim else ()
+    if m == 1 and (a.ndim <= 1):
+        return {parameters[0]: a.ravel()}, a.shape
+    if a.ndim == 1 and a.shape[0] == m:
+        a = a[None, :]
+        shape = ()
+    elif a.ndim == 2 and a.shape[1] == m:
+        shape = (a.shape[0],)
+    else:
+        raise PerfcastError(f"expected points with {m} coordinate(s) ({', '.join(parameters)}), "
+                            f"got an array of shape {a.shape}", where="at")
+    return {p: a[:, k] for k, p in enumerate(parameters)}, shape
+
+
 class Composite:
     """What a model made of PMNF models shows as its own: the constant, terms, noise and degrees of
     freedom of its ``inner`` model (each subclass says which: the one that continues beyond the
@@ -382,6 +388,16 @@ class Composite:
     @property
     def alternatives(self) -> tuple:
         return ()
+
+    def doublings(self, X) -> np.ndarray | float:
+        """Distance of ``X`` beyond the measured data: max over parameters of ``log2(x / largest
+        measured)`` (``upper``; a process grid's own process count, not its covariate), 0 inside."""
+        cols, shape = point_columns(self.parameters, X)
+        out = np.zeros(int(np.prod(shape)) if shape else 1)
+        for q, u in zip(self.parameters, self.upper or ()):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out = np.maximum(out, np.nan_to_num(np.log2(cols[q] / u)))
+        return float(out[0]) if shape == () else out.reshape(shape)
 
     def _extras(self, d: dict, upper: bool = True) -> dict:
         """``d`` with the largest measured values (``upper``), notes and the single model kept."""

@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from .model import Composite, Model, Quality, Term
+from .model import Composite, Model, Quality, Term, point_columns
 
 #: a model is exact at a measured point when it is no further from the mean than this (relative to
 #: the series' largest absolute mean)
@@ -82,24 +82,16 @@ class SumModel(Composite):
 
         return {q: {"exponent": fraction_str(i), "log_exponent": int(j)} for q, (i, j) in self.lead_order().items()}
 
-    def _columns(self, X) -> list[np.ndarray]:
-        if isinstance(X, Mapping):
-            return [np.asarray(X[q], dtype=float) for q in self.parameters]
-        a = np.asarray(X, dtype=float)
-        if len(self.parameters) == 1 and a.ndim <= 1:
-            return [a]
-        return [a[..., k] for k in range(len(self.parameters))]
-
     def _present(self, X) -> list:
-        """Per part, where it is present at ``X`` (True, or a boolean array)."""
-        cols = self._columns(X)
+        """Per part, where it is present at ``X`` (boolean, of the points' shape)."""
+        cols, shape = point_columns(self.parameters, X)
         out = []
         for k in range(len(self.parts)):
             start = self.starts[k] if k < len(self.starts) else None
-            present = True
-            for c, lo in zip(cols, start or ()):
-                present = present & (c >= lo)
-            out.append(present)
+            present = np.ones(int(np.prod(shape)) if shape else 1, dtype=bool)
+            for q, lo in zip(self.parameters, start or ()):
+                present &= cols[q] >= lo
+            out.append(present.reshape(shape))
         return out
 
     def predict(self, X, averaged: bool = False) -> np.ndarray | float:
@@ -117,15 +109,6 @@ class SumModel(Composite):
             a, b = (np.where(here, np.asarray(v, dtype=float), 0.0) for v in m.interval(X, level, averaged))
             lo, hi = (a, b) if lo is None else (lo + a, hi + b)
         return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
-
-    def doublings(self, X) -> np.ndarray | float:
-        """Distance of ``X`` beyond the measured data, in doublings of the parameter furthest out."""
-        cols = self._columns(X)
-        out = np.zeros(np.broadcast_shapes(*(c.shape for c in cols)))
-        for c, u in zip(cols, self.upper or ()):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out = np.maximum(out, np.nan_to_num(np.log2(c / u)))
-        return float(out) if out.ndim == 0 else out
 
     def formula(self, style: str = "plain", digits: int = 4) -> str:
         """The children's models added up, like terms merged: ``204 * p + 200 * nbrs(p)``."""
