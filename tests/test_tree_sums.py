@@ -98,6 +98,26 @@ def test_a_parent_with_its_own_part_is_flagged_only_below_its_childrens_sum():
     assert not _said(rows["R"])
 
 
+def test_a_nested_exact_sum_is_the_same_with_a_callpath_filter():
+    # R = A + B, A = X + Y, every value exact: R's three-term law is the sum of A's sum and B.
+    # Showing R alone (a callpath filter) fits the whole subtree as context, so R's row is the
+    # unfiltered run's, at the target the generating formulas' sum
+    laws = {"R->A->X": lambda p: 10 * p, "R->A->Y": lambda p: 3 * p * p, "R->B": lambda p: 7 * p ** 3}
+    laws["R->A"] = lambda p: laws["R->A->X"](p) + laws["R->A->Y"](p)
+    laws["R"] = lambda p: laws["R->A"](p) + laws["R->B"](p)
+    rows = [{"p": p, "rep": r, "callpath": cp, "metric": "calls", "value": float(f(p))}
+            for cp, f in laws.items() for p in P for r in range(3)]
+    tree = CallTree([("R", None, "R"), ("R->A", "R", "A"), ("R->A->X", "R->A", "X"),
+                     ("R->A->Y", "R->A", "Y"), ("R->B", "R", "B")])
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("calls", "#", "count", "inclusive", aggregate="sum over ranks",
+                                                        exact=True)], tree)
+    truth = laws["R"](TARGET)
+    for filt in (None, ["R"]):
+        ms, got = _rows(exp, callpaths=filt)
+        assert np.isclose(got["R"]["value"], truth, rtol=1e-9), filt
+        assert got["R"]["formula"] == "10 * p + 3 * p^2 + 7 * p^3"
+    assert set(got) == {"R"}
+
 def test_pmpi_node_of_a_recorded_campaign_is_its_routines_sum():
     # PMPI's MPI node holds the sum of its routines, with the routines a run did not call absent
     # (p = 1 calls no Isend): every metric of the node is a sum node there

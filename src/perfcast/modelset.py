@@ -144,11 +144,11 @@ def model(exp, metrics: Sequence[str] | None = None, callpaths: Sequence[str] | 
             while cp is not None and (cp, sm.metric) not in wanted:
                 wanted.add((cp, sm.metric))
                 cp = links.get(cp)
-        # the children of every kept series: a parent measured as their sum may be modelled as the
-        # sum of their models (perfcast.fit.sums), as in the unfiltered run
+        # the descendants of every kept series: a parent measured as its children's sum may be
+        # modelled as the sum of their models, a child as the sum of its own (perfcast.fit.sums),
+        # as in the unfiltered run
         for sm in res:
-            par = links.get(sm.callpath)
-            if par in shown and sm.callpath not in shown:
+            if sm.callpath not in shown and has_ancestor(sm.callpath, shown, links):
                 wanted.add((sm.callpath, sm.metric))
         # and the series the cost ranking's root counts (the full tree's: a filter chooses rows, not
         # the shares): an inclusive metric's topmost callpaths, every series of another metric
