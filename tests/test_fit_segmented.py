@@ -238,6 +238,41 @@ def test_mpi_gather_last_regime_of_two_points_is_the_law_through_them(data_dir):
     assert back.status == "ok" and back.predict(4096.0) == pytest.approx(m.predict(4096.0))
 
 
+
+def test_between_regimes_and_inside_a_two_point_law_the_interval_is_not_zero():
+    # single runs of 3 p^(1/2) up to p = 64, then 40 p^(1/2) at p = 128 and 256 (a step between
+    # 64 and 128, a last regime of two points): where the change happens between 64 and 128 is
+    # unknown, so there the interval holds both generating laws; between 128 and 256 the law
+    # through the two points is pinned at both, and its exponent's quarter-power doubt counted
+    # from the nearer point as a bridge, t(2 dof, 0.95) * 0.25 ln 2 * (d1 d2 / (d1 + d2)) of the
+    # value, is the half-width; at the two measured points the exact values give no width
+    import perfcast
+    from perfcast.experiment import CallTree, Experiment, Metric
+
+    first, last = (lambda x: 3 * x ** 0.5), (lambda x: 40 * x ** 0.5)
+    X = [2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]
+    rows = [{"p": x, "rep": 0, "callpath": "k", "metric": "time", "value": float(first(x) if x <= 64 else last(x))}
+            for x in X]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")], CallTree([("k", None, "k")]))
+    ms = perfcast.model(exp)
+    m = ms.series[0].model
+    assert isinstance(m, SegmentedModel) and m.change == (64.0, 128.0) and m.two_point_law() == (128.0, 256.0)
+    t95 = 2.919985580355516                     # Student's t, 2 degrees of freedom, 95th percentile
+    for x in (70.0, 90.0, 100.0, 120.0, 160.0, 181.0, 230.0, 128.0, 256.0):
+        lo, hi = m.interval(x)
+        row = ms.predict([{"p": x}], 0.9)[0]
+        assert (row["lower"], row["upper"]) == (lo, hi)     # the batched path gives the model's own
+        assert lo <= m.predict(x) <= hi
+        if x < 128:
+            assert lo <= first(x) * (1 + 1e-9) and hi >= last(x) * (1 - 1e-9)
+        elif x in (128.0, 256.0):
+            assert hi - lo == pytest.approx(0.0, abs=1e-9 * last(x))
+        else:
+            d1, d2 = math.log2(x / 128), math.log2(256 / x)
+            half = t95 * 0.25 * math.log(2) * d1 * d2 / (d1 + d2) * last(x)
+            assert m.predict(x) == pytest.approx(last(x), rel=1e-9)
+            assert (hi - lo) / 2 == pytest.approx(half, rel=1e-6)
+
 def test_segment_models_on_mpi_data(data_dir):
     """Only the poor fit of the file is refitted, and only it becomes segmented."""
     exp = io.load([data_dir / "extrap/mpi_data.csv"])

@@ -1219,7 +1219,7 @@ class ModelSet:
             for s in built:
                 m = series[s].model
                 if isinstance(m, SegmentedModel):
-                    m = m.segments[int(float(t[m.parameters[0]]) > m.cut)]
+                    m = m.plain_segment(float(t[m.parameters[0]]))
                 if type(m) is Model and all(p in t for p in m.parameters):
                     groups.setdefault(len(m.terms), []).append((s, m))
                 else:

@@ -55,6 +55,7 @@ import numpy as np
 from ..errors import PerfcastError
 from .core import FitOptions, fit_group, noise_scale
 from .model import STATUSES, Composite, Model, Quality
+from .special import t_quantile
 from .terms import block_values
 
 #: points a modelled regime needs (a one-term PMNF fit: constant + coefficient + one residual)
@@ -144,6 +145,25 @@ class SegmentedModel(Composite):
                                     where="at")
         return a.ravel(), a.shape
 
+    def two_point_law(self) -> tuple[float, float] | None:
+        """The measured (first, last) value of a last regime of :data:`MIN_LAST` points extended
+        by the one-term law through them (not a plateau: a level, no term), else None."""
+        last = self.last
+        q = last.quality
+        if self.status != "ok" or not last.terms or q is None or int(q.n_points) != MIN_LAST:
+            return None
+        return self.ranges[1]
+
+    def plain_segment(self, x: float) -> Model | None:
+        """The segment whose own interval is this model's at ``x`` (a value of the parameter), or
+        None where :meth:`interval` widens it: between the measured values that bracket the
+        change, and between the two points of a :meth:`two_point_law` (for batched callers)."""
+        if not self.shared and self.change[0] < x < self.change[1]:
+            return None
+        if x > self.cut and (law := self.two_point_law()) is not None and law[0] < x < law[1]:
+            return None
+        return self.segments[int(x > self.cut)]
+
     def segment_of(self, X) -> np.ndarray | int:
         """Index of the segment used at ``X`` (0: first regime, 1: last regime)."""
         x, shape = self._x(X)
@@ -163,7 +183,10 @@ class SegmentedModel(Composite):
 
     def interval(self, X, level: float = 0.9, averaged: bool = False) -> tuple:
         """(lower, upper) prediction interval of the segment containing ``X`` (NaN in an
-        insufficient last regime)."""
+        insufficient last regime), widened where that segment's own interval does not say what is
+        unknown: between the measured values that bracket the change (both regimes' intervals:
+        the change may happen anywhere there) and between the two points of a
+        :meth:`two_point_law` (the shape between them)."""
         if not 0 < level < 1:
             raise PerfcastError(f"interval level must be between 0 and 1, not {level}", where="level")
         x, shape = self._x(X)
@@ -173,6 +196,31 @@ class SegmentedModel(Composite):
             if mask.any():
                 a, b = seg.interval(x[mask], level, averaged=averaged)
                 lo[mask], hi[mask] = a, b
+        law = self.two_point_law()
+        if law is not None:
+            # between the two points of the law: what the law cannot know is the shape between
+            # them (they pin its two coefficients); the drift of its exponent counted from the
+            # nearer point as a bridge, d1 d2 / (d1 + d2) doublings (0 at both points)
+            x0, x1 = law
+            inner = ~first & (x > x0) & (x < x1)
+            if inner.any():
+                last, xi = self.last, x[inner]
+                d1, d2 = np.log2(xi / x0), np.log2(x1 / xi)
+                v = np.asarray(last.predict(xi, averaged=averaged), dtype=float)
+                half = (t_quantile(float(last.drift_dof), 0.5 + level / 2) * last.drift
+                        * (d1 * d2 / (d1 + d2)) ** last.growth * np.abs(v))
+                own = (hi[inner] - lo[inner]) / 2
+                half = np.sqrt(own ** 2 + half ** 2)
+                lo[inner], hi[inner] = v - half, v + half
+        if not self.shared:
+            # between the measured values that bracket the change, where it happens is not
+            # known: the truth may follow either regime there, and the interval spans both
+            # (NaN where either regime has none)
+            gap = (x > self.change[0]) & (x < self.change[1])
+            if gap.any():
+                for seg in self.segments:
+                    a, b = seg.interval(x[gap], level, averaged=averaged)
+                    lo[gap], hi[gap] = np.minimum(lo[gap], a), np.maximum(hi[gap], b)
         if shape == ():
             return float(lo[0]), float(hi[0])
         return lo.reshape(shape), hi.reshape(shape)
