@@ -138,3 +138,26 @@ def _bench_campaign(name):
     from pathlib import Path
 
     return Path(__file__).resolve().parents[1] / "bench" / "data" / name / f"{name}.perfcast"
+
+
+def test_a_flat_timer_predicted_above_the_whole_run_timer_says_so():
+    # flat timers (scope unknown), "main" at least every other timer at every measured point (the
+    # whole run): main = 100 + 10 p, solve = p^2 / 2 measured on p = 1..16 (at 16: 128 <= 260).
+    # At p = 64 the generating formulas give solve 2048 above main 740: the prediction says the two
+    # models disagree; at p = 16 nothing is said
+    laws = {"main": lambda p: 100 + 10 * p, "solve": lambda p: p * p / 2}
+    rows = [{"p": p, "rep": r, "callpath": cp, "metric": "time", "value": float(f(p) * (1 + 0.001 * (r - 1)))}
+            for cp, f in laws.items() for p in (1.0, 2.0, 4.0, 8.0, 16.0) for r in range(3)]
+    tree = CallTree([("main", None, "main"), ("solve", None, "solve")])
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time")], tree)
+    for filt in (None, ["solve"]):
+        ms = perfcast.model(exp, callpaths=filt)
+        assert ms.whole_run == {"time": "main"}
+        got = {(r["callpath"], r["at"]["p"]): r for r in ms.predict([{"p": 16.0}, {"p": 64.0}], 0.9)}
+        far = got["solve", 64.0]
+        assert far["value"] == pytest.approx(laws["solve"](64.0), rel=1e-3)
+        note = [n for n in far["notes"] if n.startswith("predicted above the whole-run timer main")]
+        assert note and far["confidence"] == "low"
+        assert not any("whole-run" in n for n in got["solve", 16.0]["notes"])
+        if filt is None:
+            assert not any("whole-run" in n for n in got["main", 64.0]["notes"])

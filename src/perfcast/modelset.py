@@ -77,6 +77,8 @@ NEGATIVE_WITHIN = (", inside the measured range (no measured value is negative):
                    "data here")
 #: the note of a child predicted above its parent (inclusive metrics, :meth:`ModelSet.predict`)
 ABOVE_PARENT = "predicted above its parent"
+#: the note of a flat timer predicted above its metric's whole-run timer (:attr:`ModelSet.whole_run`)
+ABOVE_WHOLE_RUN = "predicted above the whole-run timer"
 #: the note of a parent its children's predictions do not add up to (:meth:`ModelSet.predict`)
 CHILDREN_SUM = "its children's predictions add up to"
 #: the note of a value averaged over the competing hypotheses (``averaged``) that is not the formula's
@@ -1386,32 +1388,43 @@ class ModelSet:
     def _flag_children_above_parents(self, series: list, pts: list, value: np.ndarray, extra: dict,
                                      conf: np.ndarray) -> None:
         """Inclusive metrics: a child predicted above its parent at the same point contradicts the
-        tree; both stay as modelled (which one is wrong is not known) and the child says so, with
-        confidence low.  ``value`` and ``conf``: per row (series-major, then point); ``extra``: row
-        -> notes added to the model's.  Of equal points the last is compared."""
-        if not self.inclusive or not self.parents:
+        tree; flat metrics with a whole-run timer (:attr:`whole_run`, which holds every other timer
+        at every measured point): a timer predicted above it contradicts that.  Both stay as
+        modelled (which one is wrong is not known) and the part says so, with confidence low.
+        ``value`` and ``conf``: per row (series-major, then point); ``extra``: row -> notes added
+        to the model's.  Of equal points the last is compared."""
+        def whole_of(sm):
+            """(the callpath that holds ``sm``, the note's words) or (None, None)."""
+            if sm.metric in self.inclusive:
+                return self.parents.get(sm.callpath), ABOVE_PARENT
+            w = self.whole_run.get(sm.metric)
+            return (w, ABOVE_WHOLE_RUN) if w is not None and w != sm.callpath else (None, None)
+
+        if not (self.inclusive and self.parents) and not self.whole_run:
             return
         P = len(pts)
         last = {tuple(sorted(t.items())): j for j, t in enumerate(pts)}
         at = {(sm.callpath, sm.metric): s for s, sm in enumerate(series)}
         S = len(series)
         names = [sm.callpath for sm in series]
+        holders = [whole_of(sm) for sm in series]
         if self.context:
-            # parents outside the set (a callpath filter): their values as the full run has them
-            wanted = {(self.parents.get(sm.callpath), sm.metric) for sm in series} - at.keys()
+            # holders outside the set (a callpath filter): their values as the full run has them
+            wanted = {(h, sm.metric) for (h, _), sm in zip(holders, series) if h is not None} - at.keys()
             ctx = [sm for sm in self.context if (sm.callpath, sm.metric) in wanted]
             if ctx:
                 at.update({(sm.callpath, sm.metric): S + i for i, sm in enumerate(ctx)})
                 value = np.concatenate([value, self._batch(pts, 0.9, series=ctx)[0].ravel()])
                 names += [sm.callpath for sm in ctx]
         for s, sm in enumerate(series):
-            ps = at.get((self.parents.get(sm.callpath), sm.metric))
-            if sm.metric not in self.inclusive or ps is None:
+            holder, words = holders[s]
+            ps = at.get((holder, sm.metric))
+            if ps is None:
                 continue
             for j in last.values():
                 r, pr = s * P + j, ps * P + j
                 if value[r] > value[pr] * (1 + 1e-9) + 1e-300:
-                    extra.setdefault(r, []).append(f"{ABOVE_PARENT} {names[ps]} "
+                    extra.setdefault(r, []).append(f"{words} {names[ps]} "
                                                    f"({value[pr]:.4g}): the two models disagree here")
                     conf[r] = "low"
 
