@@ -276,3 +276,36 @@ def test_model_target_carries_the_averaged_note_with_the_formulas_own_value(caps
             assert float(avg[0].rsplit(" ", 1)[1]) == pytest.approx(own, rel=1e-5)
             assert r["value"] == r["prediction"]["value"] != pytest.approx(own, rel=1e-9)
     assert noted >= 1
+
+
+def _json(capsys, *args) -> dict:
+    code, out, err = cli(capsys, *args, "--json")
+    assert code == 0, err
+    return cli_json(out)
+
+
+def _evaluate(formula: str, **at) -> float:
+    """A printed PMNF formula (`-53.04 + 10.32 * p^(1/2) * log2(p)`) evaluated as printed."""
+    return float(eval(formula.replace("^", "**"), {"log2": math.log2, "__builtins__": {}}, at))
+
+
+def test_a_formula_whose_terms_cancel_is_printed_with_the_digits_its_value_needs(capsys, tmp_path):
+    # y = -53.04355 + 10.3238 p^(1/2): at p = 27 the two terms (53.0 and 53.6) cancel to 0.6005.
+    # Four significant digits (-53.04 + 10.32 p^(1/2)) give 0.584 there, 2.7% off the value shown
+    # next to the formula; printed with the digits the cancellation needs, the formula gives the
+    # generating law's value to 4 digits at every measured point and at the points predicted
+    law = lambda p: -53.04355 + 10.3238 * p ** 0.5            # noqa: E731
+    P = [27.0, 64.0, 125.0, 216.0, 343.0]
+    csv = tmp_path / "cancel.csv"
+    csv.write_text("p,callpath,metric,value\n" + "".join(f"{p:g},main,time,{law(p)!r}\n" for p in P for _ in range(2)))
+    for at in (27.0, 30.0, 1000.0):
+        (item,) = _json(capsys, "predict", str(csv), "--at", f"p={at:g}")["items"]
+        assert item["value"] == pytest.approx(law(at), rel=1e-6)
+        assert _evaluate(item["formula"], p=at) == pytest.approx(law(at), rel=5e-4), item["formula"]
+    (item,) = _json(capsys, "model", str(csv))["items"]
+    for p in P:
+        assert _evaluate(item["formula"], p=p) == pytest.approx(law(p), rel=5e-4), item["formula"]
+    # where the terms do not cancel, four digits as before
+    csv.write_text("p,callpath,metric,value\n" + "".join(f"{p:g},main,time,{3.0 + 2.0 * p!r}\n" for p in P for _ in range(2)))
+    (item,) = _json(capsys, "model", str(csv))["items"]
+    assert item["formula"] == "3 + 2 * p"

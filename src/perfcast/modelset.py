@@ -993,7 +993,7 @@ class ModelSet:
                    if grid is not None and grid.dims(float(pts[j].get(grid.parameter, float("nan")))) is None else "")
             raise PerfcastError(f"{series[s].callpath} / {series[s].metric}: the model {formula} is undefined at "
                                 f"{','.join(f'{k}={x:g}' for k, x in pts[j].items())}{why}", where="at")
-        texts = columns.formulas(series, parts=parts)
+        texts = columns.formulas(series, digits=self.formula_digits(series, parts, pts), parts=parts)
         warn = self._warnings_at(series, parts)
         lines = columns.lines(series, parts)
         # per series: the model's notes, status and whether it is segmented
@@ -1385,6 +1385,22 @@ class ModelSet:
             out[r] = items[source[r]].callpath
         return out
 
+    def formula_digits(self, series: Sequence, parts=None, points: Sequence[Mapping[str, float]] = ()) -> np.ndarray:
+        """Per series, the significant digits its formula is printed with, so that evaluated as
+        printed it gives the model's value to 4 digits at every corner of the measured range
+        (each parameter's smallest and largest measured value) and at ``points``
+        (:func:`perfcast.fit.columns.faithful_digits`: terms that cancel need more)."""
+        from itertools import product
+
+        from .fit import columns
+
+        known = all(p in self.smallest and p in (self.upper or {}) for p in self.parameters)
+        pts = [dict(zip(self.parameters, c)) for c in product(*[(self.smallest[p], self.upper[p])
+                                                               for p in self.parameters])] if known else []
+        pts += [t for t in points if all(p in t for p in self.parameters)]
+        cols = {p: np.array([float(t[p]) for t in pts]) for p in self.parameters} if pts else {}
+        return columns.faithful_digits(series, cols, parts)
+
     def _flag_children_above_parents(self, series: list, pts: list, value: np.ndarray, extra: dict,
                                      conf: np.ndarray) -> None:
         """Inclusive metrics: a child predicted above its parent at the same point contradicts the
@@ -1423,7 +1439,8 @@ class ModelSet:
                 continue
             for j in last.values():
                 r, pr = s * P + j, ps * P + j
-                if value[r] > value[pr] * (1 + 1e-9) + 1e-300:
+                # (a holder predicted below zero says so itself: nothing to compare with)
+                if value[pr] >= 0 and value[r] > value[pr] * (1 + 1e-9) + 1e-300:
                     extra.setdefault(r, []).append(f"{words} {names[ps]} "
                                                    f"({value[pr]:.4g}): the two models disagree here")
                     conf[r] = "low"
@@ -1508,7 +1525,7 @@ class ModelSet:
         pr = self._predicted(target, level) if target is not None and ranked else None
         row = {} if pr is None else {(sm.callpath, sm.metric): s for s, sm in enumerate(pr.series)}
         out = []
-        for r, md in zip(ranked, to_dicts([r.model for r in ranked])):
+        for r, md in zip(ranked, to_dicts([r.model for r in ranked], digits=self.formula_digits(ranked))):
             d = {"callpath": r.callpath, "metric": r.metric}
             d.update(md)
             d["unit"] = self.units.get(r.metric, "")
@@ -1746,7 +1763,8 @@ class ModelSet:
             cols += [predicted, "}"]
             mine_parts = columns.take(parts, S, mine)
             # the formulas in one batch (a pattern's texts at once, not a chunk's share of them each time)
-            formula = np.array(columns.formulas(sub, parts=mine_parts), dtype=object)
+            digits = self.formula_digits(sub, mine_parts)
+            formula = np.array(columns.formulas(sub, digits=digits, parts=mine_parts), dtype=object)
             # the columns as Arrow string arrays
             cols = [c if c is None or isinstance(c, str) else columns.text_array(c) for c in cols]
             for a in range(0, n, chunk):
@@ -1757,7 +1775,7 @@ class ModelSet:
                 built = sub_parts[1]
                 if built:
                     bodies = bodies.to_pylist()
-                    for i, d in zip(built, to_dicts([part[i].model for i in built])):
+                    for i, d in zip(built, to_dicts([part[i].model for i in built], digits=digits[a:a + k][built])):
                         bodies[i] = enc(d, allow_nan=False, default=_json_default)[1:-1]
                 ranks = pc.cast(arrow_array(np.arange(lo + a + 1, lo + a + k + 1, dtype=np.int64)), pa.string())
                 text = columns.joined_text([c if isinstance(c, str) else c.slice(a, k) if c is not None
@@ -1784,7 +1802,7 @@ class ModelSet:
 
         ranked = self.rank(target, by)
         rows = []
-        for r, text in zip(ranked, formulas([r.model for r in ranked])):
+        for r, text in zip(ranked, formulas([r.model for r in ranked], digits=self.formula_digits(ranked))):
             m = r.model
             q = getattr(m, "quality", None)
             row = {"rank": r.rank, "callpath": r.callpath, "metric": r.metric,
@@ -1884,7 +1902,7 @@ class ModelSet:
                       "aggregate": text([self.aggregates.get(mt, "") for mt in metrics]).take(by_metric)}
         ranked = list(map(series.__getitem__, idx.tolist()))
         parts = columns.take(parts, len(series), idx)
-        cols["formula"] = text(columns.formulas(ranked, parts=parts))
+        cols["formula"] = text(columns.formulas(ranked, digits=self.formula_digits(ranked, parts), parts=parts))
         cols["status"] = text(["insufficient", "ok"]).take(pa.array(columns.status_ok(ranked, parts).view(np.int8)))
         has, offsets, coef, kind, factors = columns.terms(ranked, parts)
         const = np.asarray(columns.constants(ranked, parts), dtype=float)

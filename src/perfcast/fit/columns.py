@@ -199,23 +199,54 @@ def terms(series: Sequence, parts=None) -> tuple[np.ndarray, np.ndarray, np.ndar
     return has, offsets, coef, kind, list(kind_of)
 
 
-def formulas(series: Sequence, style: str = "plain", digits: int = 4, parts=None) -> list[str]:
+def formulas(series: Sequence, style: str = "plain", digits=4, parts=None) -> list[str]:
     """:func:`perfcast.fit.model.formulas` of the series' models, the pending ones from their
     groups' arrays (the terms' texts once per pattern, the round-off test per pattern as one array
-    operation, as :func:`perfcast.fit.model._roundoff` does it)."""
+    operation, as :func:`perfcast.fit.model._roundoff` does it).  ``digits``: one for all, or one
+    per series (:func:`faithful_digits`)."""
     from .model import formulas as model_formulas
 
     out: list = [None] * len(series)
     parts, others = parts or split(series)
-    for s, text in zip(others, model_formulas([series[s].model for s in others], style, digits)):
+    dg = np.broadcast_to(np.asarray(digits, dtype=np.int64), (len(series),))
+    for s, text in zip(others, model_formulas([series[s].model for s in others], style, dg[others])):
         out[s] = text
     for g, pos, rows in parts:
-        for s, text in zip(pos.tolist(), _group_formulas(g, rows, style, digits)):
+        for s, text in zip(pos.tolist(), _group_formulas(g, rows, style, dg[pos])):
             out[s] = text
     return out
 
 
-def _group_formulas(g: GroupFit, rows: np.ndarray, style: str, digits: int) -> list[str]:
+#: significant digits of a formula's numbers where its terms do not cancel ...
+DIGITS = 4
+#: ... and at most, where they do (``-53.04 + 10.32 * j^(1/2)`` is 0.600 at j = 27)
+MAX_DIGITS = 9
+
+
+def faithful_digits(series: Sequence, cols: Mapping[str, np.ndarray], parts=None) -> np.ndarray:
+    """Per series, the significant digits its formula's numbers need so that the formula, evaluated
+    as printed, gives the model's value to :data:`DIGITS` significant digits at the points ``cols``
+    ({parameter: values}; the measured extremes, the points predicted): :data:`DIGITS` plus the
+    decimal logarithm of the terms' cancellation there, ``sum |part| / |sum of parts|`` (rounding
+    each part to d digits moves the sum by up to ``5 10^-d sum |part|``), at most
+    :data:`MAX_DIGITS`.  Models that are not plain PMNF functions (segmented, grid, sums) and
+    series not defined at the points: :data:`DIGITS`."""
+    S = len(series)
+    out = np.full(S, DIGITS, dtype=np.int64)
+    if not S or not cols:
+        return out
+    inb, b = batch(series, cols, False, parts)
+    with np.errstate(invalid="ignore", over="ignore"):
+        c = b.coef[:, None, :]
+        parts_at = np.where(c != 0, b.D * c, 0.0)                 # (S, n, k); an unused column adds 0
+        ratio = np.abs(parts_at).sum(axis=2) / np.abs(parts_at.sum(axis=2))   # inf: they cancel to 0
+        worst = np.max(np.where(np.isnan(ratio), 1.0, ratio), axis=1)
+        need = DIGITS + np.ceil(np.log10(np.maximum(worst, 1.0)) - 1e-9)
+    out[inb] = np.clip(need[inb], DIGITS, MAX_DIGITS).astype(np.int64)
+    return out
+
+
+def _group_formulas(g: GroupFit, rows: np.ndarray, style: str, digits) -> list[str]:
     """The formulas of rows of ``g`` (:func:`formulas`), all patterns at once: the terms' basis
     texts and factors at the largest measured point once per pattern (kept on the group), the
     round-off test and the numbers' texts a column at a time."""

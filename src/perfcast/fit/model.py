@@ -418,13 +418,14 @@ def _render(constant: float, coefficients: Sequence[float], bases: Sequence[str]
                        digits, style)[0]
 
 
-def render_rows(constants, coefficients, bases: Sequence, roundoff, digits: int, style: str,
+def render_rows(constants, coefficients, bases: Sequence, roundoff, digits, style: str,
                 nterms: np.ndarray | None = None) -> list[str]:
     """:func:`_render` of many models with the same terms (basis texts ``bases``) at once: the
     constants (n,), their coefficients (n, len(bases)), whether each constant is round-off (n,);
     the numbers a column at a time (:func:`_nums`), each text's pieces joined in one pass.
     ``nterms``: models with different terms (rows of a group's patterns) -- per row its number of
-    terms, ``bases[t]`` the rows' basis texts of their t-th term (n,)."""
+    terms, ``bases[t]`` the rows' basis texts of their t-th term (n,).  ``digits``: significant
+    digits, one for all rows or one per row (:func:`faithful_digits`)."""
     const = np.asarray(constants, dtype=float).reshape(-1)
     n = len(const)
     if not len(bases):
@@ -475,27 +476,30 @@ def term_signature(m: "Model") -> tuple:
     return sig
 
 
-def formulas(models: Sequence[Model], style: str = "plain", digits: int = 4) -> list[str]:
+def formulas(models: Sequence[Model], style: str = "plain", digits=4) -> list[str]:
     """:meth:`Model.formula` of many models at once: the terms' texts are built once per distinct
-    set of terms, and the round-off test of the constants is one array operation per set."""
+    set of terms, and the round-off test of the constants is one array operation per set.
+    ``digits``: one for all, or one per model."""
     if style not in ("plain", "python", "latex"):
         raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
     out: list = [None] * len(models)
+    dg = np.broadcast_to(np.asarray(digits, dtype=np.int64), (len(models),))
     by_sig: dict = {}
     for s, m in enumerate(models):
         if type(m) is Model:
             by_sig.setdefault(term_signature(m), []).append(s)
         else:
-            out[s] = m.formula(style, digits)
+            out[s] = m.formula(style, int(dg[s]))
     for (params, _), rows in by_sig.items():
         sig = tuple(t.factors for t in models[rows[0]].terms)
         const = [models[s].constant for s in rows]
         if not sig:
-            texts = render_rows(const, (), (), False, digits, style)
+            texts = render_rows(const, (), (), False, dg[rows], style)
         else:
             bases = [Term(0.0, f).basis_str(style) for f in sig]
             coef = [[t.coefficient for t in models[s].terms] for s in rows]
-            texts = render_rows(const, coef, bases, _roundoff([models[s] for s in rows], params, sig), digits, style)
+            texts = render_rows(const, coef, bases, _roundoff([models[s] for s in rows], params, sig), dg[rows],
+                                style)
         for s, text in zip(rows, texts):
             out[s] = text
     return out
@@ -551,10 +555,10 @@ def roundoff_rows(up: np.ndarray, coef: np.ndarray, const: np.ndarray, params: t
         return ok & np.isfinite(size) & (np.abs(const) < 1e-12 * size)
 
 
-def to_dicts(models: Sequence[Model], alternatives: bool = False) -> list[dict]:
-    """:meth:`Model.to_dict` of many models, the formulas (:func:`formulas`) and lead orders
-    computed once per distinct set of terms."""
-    texts = formulas(models)
+def to_dicts(models: Sequence[Model], alternatives: bool = False, digits=4) -> list[dict]:
+    """:meth:`Model.to_dict` of many models, the formulas (:func:`formulas`, ``digits`` as there)
+    and lead orders computed once per distinct set of terms."""
+    texts = formulas(models, digits=digits)
     leads: dict = {}
     out = []
     for m, text in zip(models, texts):
@@ -884,18 +888,22 @@ def _shape_ratio(beta: float, level: float) -> float:
     return q / math.sqrt(var) / NormalDist().inv_cdf(p)
 
 
-def _nums(values, digits: int, style: str) -> list[str]:
-    """The numbers of a formula: ``digits`` significant digits, "0" for zero, exponents without
-    padding or "+" (``4.271e-7``; LaTeX ``4.271 \\times 10^{-7}``)."""
+def _nums(values, digits, style: str) -> list[str]:
+    """The numbers of a formula: ``digits`` significant digits (one for all, or one per value),
+    "0" for zero, exponents without padding or "+" (``4.271e-7``; LaTeX ``4.271 \\times 10^{-7}``)."""
     v = np.asarray(values, dtype=float).reshape(-1)
-    out = list(map(("{:.%dg}" % digits).format, v.tolist()))
+    dg = np.broadcast_to(np.asarray(digits, dtype=np.int64), v.shape)
+    if not len(v) or (dg == dg[0]).all():
+        out = list(map(("{:.%dg}" % (int(dg[0]) if len(v) else 4)).format, v.tolist()))
+    else:
+        out = [("{:.%dg}" % d).format(x) for x, d in zip(v.tolist(), dg.tolist())]
     for i in np.flatnonzero(v == 0).tolist():
         out[i] = "0"
     # "g" writes an exponent where the value rounded to ``digits`` is below 1e-4 or at least
     # 10^digits: only values below 1e-4 or above 0.9 * 10^digits (and NaN) can have one
     mag = np.abs(v)
     with np.errstate(invalid="ignore"):
-        maybe = np.flatnonzero(~((mag >= 1e-4) & (mag < 0.9 * 10.0 ** max(digits, 1))))
+        maybe = np.flatnonzero(~((mag >= 1e-4) & (mag < 0.9 * 10.0 ** np.maximum(dg, 1))))
     for i in [i for i in maybe.tolist() if "e" in out[i]]:
         m, e = out[i].split("e")
         out[i] = f"{m} \\times 10^{{{int(e)}}}" if style == "latex" else f"{m}e{int(e)}"
