@@ -685,9 +685,9 @@ def _spread(tree, kernels: list[dict], k: dict, most: int = 3) -> str:
 def _growth_said(k: dict, unit: str | None) -> str:
     """The ranking's increase of row ``k`` in words: the measured part (per-process cost at the
     smallest and the largest measured run) and, where the model at the target lies below the last
-    measurement, that the model does not follow the measured growth -- the increase counts the
-    measured growth (:mod:`perfcast.analysis.ranking`), so "grows to the target" next to a flat
-    model's smaller value read as a contradiction."""
+    measurement by more than its misfit (:func:`_growth_fields`), that the model does not follow the
+    measured growth -- the increase counts the measured growth (:mod:`perfcast.analysis.ranking`),
+    so "grows to the target" next to a flat model's smaller value read as a contradiction."""
     u = f" {unit}" if unit else ""
     at = lambda pt: ", ".join(f"{a}={v:g}" for a, v in (pt or {}).items())  # noqa: E731
     f = _growth_fields(k)
@@ -704,14 +704,17 @@ def _growth_said(k: dict, unit: str | None) -> str:
 
 def _growth_fields(k: dict) -> dict:
     """The numbers behind :func:`_growth_said` for the answer's JSON: the per-process cost measured
-    at the smallest and the largest run, and whether the model at the target stays at or above the
-    last measurement (``follows``)."""
+    at the smallest and the largest run, and whether the model follows that growth (``follows``:
+    :func:`perfcast.analysis.fitcheck.follows_growth` -- at the target not below the last
+    measurement by more than a poor fit's misfit -- the rule ``perfcast check`` uses too)."""
+    from ..analysis.fitcheck import follows_growth
+
     a, b, t = k.get("per_process_first"), k.get("per_process_now"), k.get("per_process")
     if a is None or b is None:
         return {}
     return {"measured": {"first": a, "first_at": dict(k.get("first_at") or {}), "last": b,
                          "last_at": dict(k.get("now_at") or {})},
-            "follows": t is None or t >= b}
+            "follows": follows_growth(a, b, t, k.get("noise"))}
 
 
 def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> list[dict]:
