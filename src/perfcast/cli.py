@@ -767,7 +767,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 
     Ranking (--by cost, the default): the per-process cost increase from the smallest measured
     process count to --target -- measured up to the largest run, predicted beyond -- as a share of
-    the root's per-process cost there; a metric summed over ranks is divided by the process count,
+    the root's per-process cost there (the root at least each callpath's own cost there; without a
+    process-count parameter the costs as measured, and the increase from the smallest point); a metric summed over ranks is divided by the process count,
     metrics averaged over ranks come before the other aggregates, callpaths below 0.1% of the root
     rank last (perfcast.analysis.ranking).  --by growth: asymptotic order of the lead term first,
     then the value at --target.  The metric column names how a value combines the processes
@@ -851,9 +852,11 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         if by == "cost":
             row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
-    how = "by asymptotic growth" if by == "growth" else (
-        "by per-process cost increase up to " + ",".join(f"{k}={v:g}" for k, v in (at or {}).items())
-        + " (share of the root)" if total else "")
+    from .analysis.ranking import cost_heading
+
+    # the ranking's smallest measured point: the same for every row (Ranked.first_at)
+    first_at = shown[0].first_at if shown and shown[0].first_at else {}
+    how = "by asymptotic growth" if by == "growth" else (cost_heading(ms.procs, first_at, at or {}) if total else "")
     out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how})", cols, rows))
     _print_not_shown(err, total, len(rows), "models")
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
