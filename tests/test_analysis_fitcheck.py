@@ -105,4 +105,65 @@ def test_check_names_the_series_it_cannot_judge(capsys, tmp_path):
     assert e.value.code == 3
     cap = capsys.readouterr()
     assert "INCOMPLETE" in cap.out and "1 series could not be checked" in cap.out
-    assert "setup time: not checked" in cap.err
+    assert "series not (or not fully) checked" in cap.out and "setup" in cap.out and "unchecked" in cap.out
+
+
+def test_follows_growth_by_hand():
+    """The one rule of a model that stays below the measured growth (the report's "What grows?" and
+    `check`): grew from first to last, and the model at the target is below last by more than the
+    poor-fit limit, as the symmetric relative error 2 (last - t) / (last + t)."""
+    from perfcast.analysis.fitcheck import follows_growth, misfit_limit
+
+    assert misfit_limit(None) == 25.0 and misfit_limit(float("nan")) == 25.0
+    assert misfit_limit(2.0) == 10.0 and misfit_limit(5.0) == 15.0
+    # LULESH TimeIncrement: 2 * (16.43 - 11.62) / (16.43 + 11.62) = 34.3 % > 25 %
+    assert not follows_growth(7.865, 16.43, 11.62)
+    # LULESH main: 2 * (52.59 - 50.8) / 103.39 = 3.5 %: within the noise of single runs
+    assert follows_growth(47.24, 52.59, 50.8)
+    # measured noise 2 %: limit 10 %; 2 * (12 - 10.5) / 22.5 = 13.3 % beyond, 2 * (12 - 11) / 23 = 8.7 % within
+    assert not follows_growth(10.0, 12.0, 10.5, 2.0) and follows_growth(10.0, 12.0, 11.0, 2.0)
+    # a falling series (strong scaling, 1/p) falling further at the target follows; so does a model above
+    assert follows_growth(10.0, 5.0, 2.5) and follows_growth(1.0, 2.0, 4.0)
+    assert follows_growth(1.0, 2.0, None) and follows_growth(float("nan"), 2.0, 1.0)
+
+
+def _check_cli(capsys, tmp_path, values, expect):
+    path = tmp_path / "s.csv"
+    path.write_text("p,callpath,metric,value\n" + "".join(f"{p},main,time,{v!r}\n" for p, v in values.items()))
+    try:
+        main(["check", str(path), "--expect", expect, "--json"])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    return code, cli_json(capsys.readouterr().out, "check")
+
+
+def test_check_leaves_unchecked_a_model_below_the_measured_growth(capsys, tmp_path):
+    """LULESH TimeIncrement's five single runs (as the report test takes them): a constant model
+    (their mean, 11.39; SMAPE under the 25 % limit) at p = 64 lies 2 * (16.42 - 11.39) / 27.81 = 36 %
+    below the last run: `check O(1)` does not pass it (exit 3, as a poor fit)."""
+    ti = {27: 7.862, 64: 10.84, 125: 13.33, 216: 8.482, 343: 16.42}
+    code, d = _check_cli(capsys, tmp_path, ti, "*: O(1)")
+    assert code == 3 and d["status"] == "incomplete" and d["checked"] == 0
+    [u] = d["unchecked"]
+    mean = sum(ti.values()) / 5
+    assert u["growth"]["first"] == 7.862 and u["growth"]["last"] == 16.42
+    assert u["growth"]["model_at_target"] == pytest.approx(mean, rel=1e-9)
+    assert (u["growth"]["first_at"], u["growth"]["last_at"], u["growth"]["target"]) == ({"p": 27.0}, {"p": 343.0},
+                                                                                        {"p": 686.0})
+    assert u["reason"].startswith("the model does not follow the measured growth (x2.1 from p=27 to p=343")
+
+
+def test_check_passes_a_flat_series_whose_last_run_is_a_little_high(capsys, tmp_path):
+    """10 s per rank at every scale with +-3 % scatter, the last run 10.3: the constant (10.02)
+    lies 2.8 % below it -- noise, not growth: O(1) passes, O(log p) too."""
+    flat = {27: 10.0, 64: 9.8, 125: 10.1, 216: 9.9, 343: 10.3}
+    for expect in ("*: O(1)", "*: O(log p)"):
+        code, d = _check_cli(capsys, tmp_path, flat, expect)
+        assert (code, d["status"], d["checked"], d["unchecked"]) == (0, "pass", 1, [])
+
+
+def test_check_passes_a_growth_its_model_follows(capsys, tmp_path):
+    """3 + 2 p exactly: the model is the formula, at the target above the last run."""
+    code, d = _check_cli(capsys, tmp_path, {p: 3 + 2 * p for p in (4, 8, 16, 32, 64)}, "*: O(p)")
+    assert (code, d["status"], d["checked"], d["unchecked"]) == (0, "pass", 1, [])

@@ -291,3 +291,31 @@ def test_time_per_rank_flat_over_one_doubling_is_undetermined():
     names = _nonscalable(ks)
     assert "io" in names and "solve" not in names
     assert "solve" in _nonscalable(identify_kernels(_exp(funcs, ps=(2, 3, 4)), scaling="strong"))
+
+
+def test_growing_communication_is_named_outside_the_kernel_list():
+    """Weak scaling: solve 1000 per rank (scales), MPI_Allreduce 100 log2(2p) (100 -> 400 from p = 1
+    to 8), MPI_Waitall 10 p (10 -> 80), MPI_Isend 50 (constant), MPI_Wait 0.001 p (grows, but
+    0.008 of 1530 at p = 8: below the 1% a function needs).  The kernel list stays computation
+    only; the communication line names the two growing callpaths, the larger growth first, with
+    the cost per rank at both ends, the log-log slope and the share of all at p = 8 -- by hand."""
+    funcs = {"solve": lambda p: 1000.0, "MPI_Allreduce": lambda p: 100.0 * math.log2(2 * p),
+             "MPI_Waitall": lambda p: 10.0 * p, "MPI_Isend": lambda p: 50.0, "MPI_Wait": lambda p: 0.001 * p}
+    ks = identify_kernels(_exp(funcs), threshold=0.05, scaling="weak")
+    assert ks.names() == ["solve", REST]
+    ps = np.array(PS, dtype=float)
+    allreduce = 100.0 * np.log2(2 * ps)
+    all8 = 1000 + 400 + 80 + 50 + 0.008
+    got = [(c["callpath"], c["per_rank_first"], c["per_rank_last"], c["first_at"], c["last_at"]) for c in ks.communication]
+    assert got == [("main->MPI_Allreduce", 100.0, 400.0, "p=1", "p=8"), ("main->MPI_Waitall", 10.0, 80.0, "p=1", "p=8")]
+    a, w = ks.communication
+    assert a["slope"] == pytest.approx(np.polyfit(np.log(ps), np.log(allreduce), 1)[0], rel=1e-9)
+    assert w["slope"] == pytest.approx(1.0, rel=1e-9)
+    assert a["share_last"] == pytest.approx(400 / all8) and w["share_last"] == pytest.approx(80 / all8)
+    line = ks.explain()[-1]
+    assert line.startswith("communication is outside the kernel list")
+    assert "main->MPI_Allreduce 100 -> 400 per rank from p=1 to p=8" in line and "MPI_Isend" not in line
+    assert ks.to_dict()["communication"][0]["callpath"] == "main->MPI_Allreduce"
+    # nothing grows: said, not left out
+    ks = identify_kernels(_exp({"solve": lambda p: 1000.0, "MPI_Isend": lambda p: 50.0}), scaling="weak")
+    assert ks.communication == [] and ks.explain()[-1].endswith("none of its callpaths grows faster")

@@ -6,6 +6,8 @@ import json
 import math
 from fractions import Fraction
 
+import pytest
+
 from conftest import DATA, cli, cli_json, require_data
 
 RELEARN = DATA / "extrap" / "text" / "mpa" / "relearn_data.txt"   # parameters p, n; flat timers
@@ -168,3 +170,34 @@ def test_report_summary_line_counts_every_row_left_out(capsys, tmp_path):
     line = out.strip().splitlines()[-1]
     assert f"1 kernel(s) ranked ({len(regions) - 1 - small} more beyond --kernels 1, {small} more below " \
            "--min-share 1%)" in line, line
+
+
+def test_the_root_at_the_target_holds_each_part(capsys, tmp_path):
+    """Inclusive times, exact: main = 100 at p = 1..16 (a constant), main->grow = p^2 / 4 (at most 64,
+    inside main where measured).  At the default target p = 32 the laws give main 100 and grow 256:
+    the root at the target is at least its part, 256, so grow's increase -- (64 - 0.25) measured plus
+    (256 - 64) beyond -- is 255.75 / 256 of it, not 255.75 / 100 = 256 % (Extra-P's single_parameter
+    init_mat max_time: +147 % under main's flat model).  Without a process parameter (here p is one
+    by name) the heading says per-process; the cubeset's x is not, and its heading says cost."""
+    path = tmp_path / "t.csv"
+    ps = (1, 2, 4, 8, 16)
+    path.write_text("p,callpath,metric,scope,value\n"
+                    + "".join(f"{p},main,time,inclusive,100\n{p},main->grow,time,inclusive,{p * p / 4!r}\n" for p in ps))
+    code, out, err = cli(capsys, "model", path, "--json")
+    assert code == 0, err
+    items = {d["callpath"]: d["ranking"] for d in json.loads(out)["items"]}
+    assert items["main->grow"]["at"] == {"p": 32.0}
+    assert items["main->grow"]["per_process_at"] == pytest.approx(256.0, rel=1e-9)
+    assert items["main->grow"]["increase_share"] == pytest.approx(255.75 / 256, rel=1e-9)
+    assert items["main"]["increase_share"] == pytest.approx(0.0, abs=1e-9)
+    code, out, err = cli(capsys, "model", path)
+    assert "by per-process cost increase from p=1 to p=32 (share of the root's per-process cost at p=32)" in out
+
+
+def test_a_run_without_a_process_parameter_ranks_by_cost_not_per_process_cost(capsys):
+    cubes = DATA / "extrap" / "cubeset" / "single_parameter"
+    require_data(cubes)
+    code, out, err = cli(capsys, "model", cubes)
+    assert code == 0, err
+    assert out.splitlines()[0].endswith("ranked as scalability bugs by cost increase from x=1 to x=4000 (share of "
+                                        "the root's cost at x=4000; no process-count parameter: costs as measured))")

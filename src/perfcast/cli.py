@@ -767,7 +767,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 
     Ranking (--by cost, the default): the per-process cost increase from the smallest measured
     process count to --target -- measured up to the largest run, predicted beyond -- as a share of
-    the root's per-process cost there; a metric summed over ranks is divided by the process count,
+    the root's per-process cost there (the root at least each callpath's own cost there; without a
+    process-count parameter the costs as measured, and the increase from the smallest point); a metric summed over ranks is divided by the process count,
     metrics averaged over ranks come before the other aggregates, callpaths below 0.1% of the root
     rank last (perfcast.analysis.ranking).  --by growth: asymptotic order of the lead term first,
     then the value at --target.  The metric column names how a value combines the processes
@@ -851,9 +852,11 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
         if by == "cost":
             row.append("-" if r.increase is None else f"{r.increase:+.2%}" + ("" if r.significant else " (negligible)"))
         rows.append(row)
-    how = "by asymptotic growth" if by == "growth" else (
-        "by per-process cost increase up to " + ",".join(f"{k}={v:g}" for k, v in (at or {}).items())
-        + " (share of the root)" if total else "")
+    from .analysis.ranking import cost_heading
+
+    # the ranking's smallest measured point: the same for every row (Ranked.first_at)
+    first_at = shown[0].first_at if shown and shown[0].first_at else {}
+    how = "by asymptotic growth" if by == "growth" else (cost_heading(ms.procs, first_at, at or {}) if total else "")
     out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how})", cols, rows))
     _print_not_shown(err, total, len(rows), "models")
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
@@ -1298,14 +1301,15 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
       0  every matched series was judged and grows no faster than expected
       1  a model (or a modelled regime of a segmented one) grows faster than expected
       3  nothing grows faster, but a matched series could not be judged (too few points for a
-         model, or a model that does not follow its data: a poor fit): measure more; not a pass
+         model, or a model that does not follow its data: a poor fit, or one that stays below the
+         measured growth as the report's "What grows?" says): measure more; not a pass
       2  bad input
 
     \b
     Example:
       perfcast check exp.perfcast --metric time --expect "*: O(p log p)" --expect "main->io: O(1)"
     """
-    from .analysis.expectations import check, parse_expectation
+    from .analysis.expectations import check, growth_ends, parse_expectation
     from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
@@ -1313,8 +1317,11 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     # growth orders and formulas only: fitted without the check giving the intervals' drift
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, intervals=False)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(res, as_json)}
+    # the ranking's measured growth of each series (`perfcast model`'s default target): a model that
+    # does not follow it is not judged by its lead order
+    series, _, ranked = res.rank_order(None, "cost")
     # the fit's series, read from their arrays (iterating the model set would build every model)
-    result = check(list(res.series), parsed)
+    result = check(series, parsed, growth_ends(ranked, res.upper))
     if result.checked == 0 and not result.unchecked:
         raise PerfcastError("no modelled callpath matches the expectations' globs")
     bad, checked, unchecked = result.violations, result.checked, [u.to_dict() for u in result.unchecked]
@@ -1333,14 +1340,17 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                   f"(below; exit {result.exit_code})")
     else:
         out.print(f"all {checked} check(s) passed")
-    if not as_json:
-        def why(u):
+    if not as_json and unchecked:
+        def status(u):
             done = u["regimes_checked"]
-            return (f"not checked: {u['reason']}" if not done else
-                    f"checked only where {' and '.join(done)} (the last regime is not): {u['reason']}")
+            return "unchecked" if not done else f"checked only where {' and '.join(done)} (the last regime is not)"
 
-        _print_series_notes(err, "note", [(u["callpath"], u["metric"], why(u)) for u in unchecked],
-                            "no usable model (not, or not fully, checked)")
+        shown = _shown(unchecked, limit)
+        out.print(table(f"{len(unchecked)} series not (or not fully) checked: not a pass",
+                        ["callpath", "metric", "status", "why"],
+                        [[u["callpath"], _metric_label(u["metric"], res.aggregates, res.units), status(u), u["reason"]]
+                         for u in shown]))
+        _print_not_shown(err, len(unchecked), len(shown), "unchecked series", "--json lists")
     if result.exit_code:
         sys.exit(result.exit_code)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
 

@@ -162,10 +162,13 @@ class Unchecked:
     reason: str
     #: the regimes of a segmented model that were judged (``["p <= 128"]``); empty: none
     regimes_checked: tuple[str, ...] = ()
+    #: a model that does not follow the measured growth: the ranking's per-process cost measured at
+    #: the smallest and the largest run and the model's at the target, with their points; else None
+    growth: dict | None = None
 
     def to_dict(self) -> dict:
         return {"callpath": self.callpath, "metric": self.metric, "reason": self.reason,
-                "regimes_checked": list(self.regimes_checked)}
+                "regimes_checked": list(self.regimes_checked), "growth": self.growth}
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,17 @@ class CheckResult:
 EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3}
 
 
+def growth_ends(columns: Mapping, upper: Mapping[str, float]) -> dict | None:
+    """``check``'s ``ends`` from :func:`perfcast.analysis.ranking.rank_order`'s ``cost`` columns
+    (None when it ranked by growth: nothing known about the measured range) and the largest
+    measured value of each parameter ``upper``."""
+    if columns.get("by") != "cost":
+        return None
+    return {"first": columns["per_process_first"], "last": columns["per_process_now"],
+            "target": columns["per_process"], "first_at": columns["first_at"],
+            "last_at": {**columns["at"], **upper}, "target_at": columns["at"]}
+
+
 def _regimes(model) -> list[tuple[str, object]]:
     """(label, model) of the judged regimes of a segmented model whose last regime has too few
     points (the regimes with a model of their own); empty for any other model."""
@@ -206,12 +220,41 @@ def _why(model) -> str:
     return "; ".join(notes[:2]) or f"insufficient points: need {model.needed}"
 
 
-def check(series_models: Iterable, expectations: Sequence[Expectation]) -> CheckResult:
+def _growth(ends: Mapping | None, s: int, noise) -> dict | None:
+    """The measured growth of series ``s`` that its model does not follow
+    (:func:`perfcast.analysis.fitcheck.follows_growth`), None when it follows or nothing is known."""
+    from .fitcheck import follows_growth
+
+    if ends is None:
+        return None
+    a, b, t = (float(ends[k][s]) for k in ("first", "last", "target"))
+    if follows_growth(a, b, t, noise):
+        return None
+    return {"first": a, "first_at": dict(ends["first_at"]), "last": b, "last_at": dict(ends["last_at"]),
+            "model_at_target": t, "target": dict(ends["target_at"])}
+
+
+def growth_reason(g: Mapping) -> str:
+    """The reason a series whose model does not follow its measured growth is not checked."""
+    at = lambda pt: ",".join(f"{k}={v:g}" for k, v in pt.items())  # noqa: E731
+    times = f"x{g['last'] / g['first']:.2g} " if g["first"] > 0 else ""
+    return (f"the model does not follow the measured growth ({times}from {at(g['first_at'])} to "
+            f"{at(g['last_at'])}: {g['first']:.4g} -> {g['last']:.4g}); it gives {g['model_at_target']:.4g} at "
+            f"{at(g['target'])}, below the last measurement, so its lead order says nothing about how the "
+            "series grows")
+
+
+def check(series_models: Iterable, expectations: Sequence[Expectation], ends: Mapping | None = None) -> CheckResult:
     """Compare models (objects with ``callpath``, ``metric``, ``model``) with expectations.
 
     A series whose model is usable is judged by its lead order.  A poor fit
     (:func:`perfcast.analysis.fitcheck.poor_fits`: the model does not follow the data) is listed as
-    unchecked with its warning: its lead order says nothing about how the data grow.  One without a
+    unchecked with its warning: its lead order says nothing about how the data grow.  So is a model
+    that does not follow the measured growth (:func:`perfcast.analysis.fitcheck.follows_growth`, the
+    rule the report's "What grows?" answer uses), judged from ``ends``: the ranking's per-process
+    cost of each series (by position) measured at the smallest (``first``) and the largest run
+    (``last``) and the model's at the target (``target``), with the points ``first_at``,
+    ``last_at`` and ``target_at`` (:func:`growth_ends`; None: not judged).  One without a
     usable model is not passed over either: a segmented model whose last regime is the mean of its
     points (saved before such regimes became two-point laws) is judged in the regimes that have a
     model (a violation there fails the check) and is listed as unchecked, as is any other series
@@ -249,6 +292,13 @@ def check(series_models: Iterable, expectations: Sequence[Expectation]) -> Check
         if ok[s] and poor[s] and not getattr(sm.model, "segments", None):
             unchecked.append(Unchecked(sm.callpath, sm.metric, "; ".join(fit_warnings(sm.model))))
             continue
+        if ok[s] and ends is not None and ends["last"][s] > ends["first"][s] and ends["target"][s] < ends["last"][s]:
+            # a candidate by the rule's cheap part: its model (and noise) built for it only
+            q = getattr(sm.model, "quality", None)
+            g = _growth(ends, s, None if q is None else q.noise)
+            if g is not None:
+                unchecked.append(Unchecked(sm.callpath, sm.metric, growth_reason(g), growth=g))
+                continue
         if not ok[s]:
             model = sm.model
             regimes = _regimes(model)

@@ -116,6 +116,9 @@ class KernelSet:
     #: the log-log slope of the application's total work against the process count the mode was
     #: inferred from (None when the mode was given or could not be inferred)
     scaling_slope: float | None = None
+    #: the callpaths of excluded (MPI library/runtime) functions that the non-scalable rule flags:
+    #: communication outside the kernel list, each a dict (:func:`_growing_excluded`)
+    communication: list = field(default_factory=list)
 
     def names(self) -> list[str]:
         return [k.name for k in self.kernels]
@@ -139,15 +142,35 @@ class KernelSet:
             ex = ", ".join(f"{p}: {v:.1%}" for p, v in self.excluded_share.items())
             out.append(f"MPI library/runtime/loader functions (not computation kernels; left out of the "
                        f"shares): {ex} of all {self.metric}")
+            if self.scaling:
+                out.append(self.communication_line())
         out.extend(self.notes)
         return out
+
+    def communication_line(self) -> str:
+        """The excluded functions by the non-scalable rule: communication is outside the kernel list
+        (APMT models it apart: ``predict --breakdown``), but what of it grows is named."""
+        head = (f"communication is outside the kernel list (APMT models it apart: predict --breakdown); "
+                f"by the non-scalable rule ({self.scaling} scaling expects cost per rank "
+                f"{_expectation(self.scaling, self.procs, False)})")
+        if not self.communication:
+            return head + ": none of its callpaths grows faster"
+        return head + ", growing: " + "; ".join(
+            f"{c['callpath']} {_g(c['per_rank_first'])} -> {_g(c['per_rank_last'])} per rank from {c['first_at']} to "
+            f"{c['last_at']} (~ {self.procs}^{format_exponent(c['slope'])}; {c['share_last']:.1%} of all "
+            f"{self.metric} at {c['last_at']})" for c in self.communication)
 
     def to_dict(self) -> dict:
         return {"metric": self.metric, "procs": self.procs, "threshold": self.threshold,
                 "scaling": self.scaling, "scaling_basis": self.scaling_basis, "scaling_slope": self.scaling_slope,
+                "communication": [dict(c) for c in self.communication],
                 "kernels": [k.to_dict() for k in self.kernels],
                 "coverage": {k: float(v) for k, v in self.coverage.items()},
                 "excluded_share": {k: float(v) for k, v in self.excluded_share.items()}, "notes": list(self.notes)}
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"
 
 
 def find_metric(exp: Experiment, names: Sequence[str]) -> str | None:
@@ -229,14 +252,15 @@ def exclusive_values(exp: Experiment, metric: str) -> Experiment:
     return exp.select(metric=metric)
 
 
-def per_function(exp: Experiment, metric: str, procs: str | None = None) -> pd.DataFrame:
-    """Per point and function (frame name): ``total`` (summed over ranks, mean over repetitions) and
-    ``per_rank`` (total / number of ranks of the point; a value summed over the ranks in the file, Caliper
-    ``sum#``, over the process-count parameter ``procs``)."""
+def per_function(exp: Experiment, metric: str, procs: str | None = None, by_callpath: bool = False) -> pd.DataFrame:
+    """Per point and function (frame name; ``by_callpath``: per callpath, in the column ``function``
+    too): ``total`` (summed over ranks, mean over repetitions) and ``per_rank`` (total / number of
+    ranks of the point; a value summed over the ranks in the file, Caliper ``sum#``, over the
+    process-count parameter ``procs``)."""
     sub = exclusive_values(exp, metric)
     d = sub.data
     params = list(exp.parameters)
-    names = pd.Series({cp: sub.tree.name(cp) for cp in d["callpath"].cat.categories})
+    names = pd.Series({cp: cp if by_callpath else sub.tree.name(cp) for cp in d["callpath"].cat.categories})
     d = d.assign(function=d["callpath"].astype(str).map(names))
     keys = [*params, "rep", "function"]
     tot = d.groupby(keys, observed=True)["value"].sum().groupby([*params, "function"], observed=True).mean()
@@ -328,11 +352,11 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             reasons.append(f"share {sh.max():.1%} >= {threshold:.0%} at {lab}")
             kinds[f] = "hot"
         trend = _trend(pts, params, procs, per_rank.loc[f], share.loc[f], labels)
-        slopes[f] = {procs if what == "procs" else what: slope for what, slope, _ in trend}
-        for what, slope, lab in trend:
+        slopes[f] = {procs if what == "procs" else what: slope for what, slope, _, _ in trend}
+        for what, slope, lab, _ in trend:
             if share.loc[f].get(lab, 0) is None or not (share.loc[f].fillna(0).get(lab, 0) >= min_share):
                 continue
-            if what == "procs" and slope > EXPECTED_SLOPE[mode] + flat:
+            if what == "procs" and _grows(mode, slope, flat):
                 if mode != "strong":
                     how = f"grows as {procs} grows"
                 elif slope > -flat:
@@ -357,12 +381,16 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             continue
         chosen[f] = reasons
     assign: dict[str, list[str]] = {}
+    excluded_paths: dict[str, list[str]] = {}
     sub = exclusive_values(exp, metric)
     for cp in sub.data["callpath"].cat.categories:
         fn = sub.tree.name(cp)
         if fn in excluded:
+            excluded_paths.setdefault(fn, []).append(cp)
             continue
         assign.setdefault(fn if fn in chosen else REST, []).append(cp)
+    communication = _growing_excluded(exp, metric, [cp for f in excluded for cp in excluded_paths.get(f, ())],
+                                      totals, pts, params, procs, labels, mode, flat, min_share)
     kernels = []
     order = sorted(chosen, key=lambda f: -float(share.loc[f].fillna(0).max()))
     for f in order:
@@ -370,11 +398,55 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                               {lab: float(share.loc[f].fillna(0)[lab]) for lab in labels}, kinds[f], slopes[f]))
     rest_funcs = [f for f in funcs if f not in chosen and f not in excluded]
     rest_share = {lab: float(share.loc[rest_funcs, lab].fillna(0).sum()) if rest_funcs else 0.0 for lab in labels}
+    # what the rule left there: below the threshold everywhere and not non-scalable while holding
+    # min_share -- or measured at some scales only (a note each), whatever their share or growth
+    partial = [f for f in rest_funcs if f in kinds or any(n.startswith(f"{f}: ") for n in notes)]
+    why = (f"below {threshold:.0%} at every point and not non-scalable where they hold >= {min_share:.0%}")
     kernels.append(Kernel(REST, tuple(assign.get(REST, ())),
-                          (f"{len(rest_funcs)} other function(s), each below {threshold:.0%} and scaling",),
+                          (f"{len(rest_funcs)} other function(s): "
+                           + (f"{len(partial)} measured at some scales only (notes), the others {why}" if partial
+                              else f"each {why}"),),
                           rest_share, "rest"))
     coverage = {lab: float(sum(k.share[lab] for k in kernels[:-1])) for lab in labels}
-    return KernelSet(kernels, metric, procs, threshold, coverage, ex_share, notes, mode, basis, mode_slope)
+    return KernelSet(kernels, metric, procs, threshold, coverage, ex_share, notes, mode, basis, mode_slope,
+                     communication)
+
+
+def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mode, flat, min_share) -> list[dict]:
+    """The callpaths of the excluded (MPI library/runtime) functions, ``paths``, whose cost per rank
+    grows faster with the process count than the scaling mode expects -- the kernels' non-scalable
+    rule (:func:`_grows`), with ``min_share`` of *all* of the metric (``totals`` per point) at the
+    line's largest point -- largest growth of the cost per rank first (what ``scaling-loss``'s
+    excess work is under weak scaling): callpath, function, slope, the cost per rank at the smallest
+    and the largest point of the line and the share of all there.  Per callpath, as ``model`` and
+    ``scaling-loss`` take them: a routine that grows under one caller and shrinks under another
+    (LULESH's MPI_Wait) is not summed away."""
+    if procs is None or mode is None or not paths:
+        return []
+    # exclusive values from the whole tree (a callee left out would count in its caller), then the paths
+    pc = per_function(exp, metric, procs, by_callpath=True)
+    pc = pc[pc["function"].isin(set(paths))].copy()
+    pc["point"] = [point_label(params, r) for _, r in pc.iterrows()]
+    pc["share"] = pc["total"] / pc["point"].map(totals)
+    per_rank = pc.pivot_table(index="function", columns="point", values="per_rank", aggfunc="sum")
+    share = pc.pivot_table(index="function", columns="point", values="share", aggfunc="sum")
+    out = []
+    for cp in per_rank.index:
+        for what, slope, last, first in _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels):
+            if what != "procs" or not _grows(mode, slope, flat):
+                continue
+            sh, a, b = share.loc[cp].get(last), per_rank.loc[cp].get(first), per_rank.loc[cp].get(last)
+            if any(v is None or v != v for v in (sh, a, b)) or not sh >= min_share:
+                continue
+            out.append({"callpath": cp, "name": exp.tree.name(cp), "slope": float(slope), "first_at": first,
+                        "last_at": last, "per_rank_first": float(a), "per_rank_last": float(b), "share_last": float(sh)})
+    return sorted(out, key=lambda c: -(c["per_rank_last"] - c["per_rank_first"]))
+
+
+def _grows(mode: str | None, slope: float, flat: float) -> bool:
+    """The non-scalable rule along the process count: the cost per rank's log-log slope above the
+    scaling mode's expectation plus ``flat``."""
+    return mode is not None and slope > EXPECTED_SLOPE[mode] + flat
 
 
 def _expectation(mode: str, procs: str | None, long: bool = True) -> str:
@@ -434,8 +506,8 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
 def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd.Series, share: pd.Series,
            labels: list[str]) -> list[tuple[str, float, str]]:
     """Per parameter: the largest log-log slope over lines of >= 2 points (others fixed); for the
-    process count on the cost per rank, for other parameters on the share.  Also the label of the
-    largest point of the line with that slope."""
+    process count on the cost per rank, for other parameters on the share.  Also the labels of the
+    largest and the smallest point of the line with that slope."""
     out = []
     lab = pd.Series(labels, index=pts.index)
     for q in params:
@@ -451,9 +523,9 @@ def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd
             if slope != slope:
                 continue
             if best is None or slope > best[0]:
-                best = (slope, lab[g.index[-1]])
+                best = (slope, lab[g.index[-1]], lab[g.index[0]])
         if best is not None:
-            out.append(("procs" if q == procs else q, best[0], best[1]))
+            out.append(("procs" if q == procs else q, *best))
     return out
 
 

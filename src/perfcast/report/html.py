@@ -107,6 +107,8 @@ class Report:
     clipped: bool = False
     #: the metric's description from its source (a Caliper alias such as "Avg time/rank"), for labels
     description: str = ""
+    #: what the ranking's increase is of (:func:`perfcast.analysis.ranking.cost_words`)
+    cost: str = "per-process cost"
 
     @property
     def label(self) -> str:
@@ -479,7 +481,7 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         target[x] = 4 * maxpt[x]
         rep.target_default = True
     rep.target = target
-    from ..analysis.ranking import ranked_rows
+    from ..analysis.ranking import cost_words, ranked_rows
     from ..modelset import model, model_set
 
     if models is None:
@@ -494,6 +496,7 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         return
     # the ranking's order and columns, without a model per series: models are built for the rows shown
     series, order, rc = ms.rank_order(target, o.by)
+    rep.cost = cost_words(ms.procs)
 
     # shares: of the total at the largest measured point, and predicted at the target
     scope = exp.metrics[rep.metric].scope
@@ -682,16 +685,16 @@ def _spread(tree, kernels: list[dict], k: dict, most: int = 3) -> str:
         f"{r['callpath']} {r['increase']:+.1%}" for r in parts)
 
 
-def _growth_said(k: dict, unit: str | None) -> str:
+def _growth_said(k: dict, unit: str | None, cost: str = "per-process cost") -> str:
     """The ranking's increase of row ``k`` in words: the measured part (per-process cost at the
     smallest and the largest measured run) and, where the model at the target lies below the last
-    measurement, that the model does not follow the measured growth -- the increase counts the
-    measured growth (:mod:`perfcast.analysis.ranking`), so "grows to the target" next to a flat
-    model's smaller value read as a contradiction."""
+    measurement by more than its misfit (:func:`_growth_fields`), that the model does not follow the
+    measured growth -- the increase counts the measured growth (:mod:`perfcast.analysis.ranking`),
+    so "grows to the target" next to a flat model's smaller value read as a contradiction."""
     u = f" {unit}" if unit else ""
     at = lambda pt: ", ".join(f"{a}={v:g}" for a, v in (pt or {}).items())  # noqa: E731
     f = _growth_fields(k)
-    text = f": its per-process cost grows by {k['increase']:.1%} of the root's cost at the target"
+    text = f": its {cost} grows by {k['increase']:.1%} of the root's cost at the target"
     if "measured" not in f:
         return text + " (from the smallest measured run to the target)"
     a, b = f["measured"]["first"], f["measured"]["last"]
@@ -704,14 +707,17 @@ def _growth_said(k: dict, unit: str | None) -> str:
 
 def _growth_fields(k: dict) -> dict:
     """The numbers behind :func:`_growth_said` for the answer's JSON: the per-process cost measured
-    at the smallest and the largest run, and whether the model at the target stays at or above the
-    last measurement (``follows``)."""
+    at the smallest and the largest run, and whether the model follows that growth (``follows``:
+    :func:`perfcast.analysis.fitcheck.follows_growth` -- at the target not below the last
+    measurement by more than a poor fit's misfit -- the rule ``perfcast check`` uses too)."""
+    from ..analysis.fitcheck import follows_growth
+
     a, b, t = k.get("per_process_first"), k.get("per_process_now"), k.get("per_process")
     if a is None or b is None:
         return {}
     return {"measured": {"first": a, "first_at": dict(k.get("first_at") or {}), "last": b,
                          "last_at": dict(k.get("now_at") or {})},
-            "follows": t is None or t >= b}
+            "follows": follows_growth(a, b, t, k.get("noise"))}
 
 
 def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> list[dict]:
@@ -738,7 +744,7 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
         out.append({"question": "What grows?", "notes": [n for n in first.get("notes", ()) if n.startswith(said)],
                     "answer": f"{k['callpath']}{inside if inside else ' ranks first'}"
                               + (f" by asymptotic growth, {k['order']}" if o.by == "growth" else
-                                 _growth_said(k, rep.unit) if k.get("increase") is not None else "")
+                                 _growth_said(k, rep.unit, rep.cost) if k.get("increase") is not None else "")
                               + f"; model {k['formula']}" + _spread(exp.tree, rep.kernels, k),
                     "confidence": first.get("confidence"), "section": "ranking", "callpath": k["callpath"],
                     "formula": k["formula"], "value": k.get("predicted"), **_growth_fields(k)})
@@ -1278,8 +1284,8 @@ _TEMPLATE = r"""<!DOCTYPE html>
 </section>
 
 {% if r.kernels or r.other %}
-<section id="ranking"><h2>Scalability bugs: kernels ranked by {% if r.options.by == "growth" %}growth{% else %}per-process cost increase{% endif %}</h2>
-<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the per-process cost increase from the smallest measured process count to the target (measured up to the largest run, predicted beyond) as a share of the root's per-process cost at the target, then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}; the ranks of the others are skipped, so the numbers have gaps); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
+<section id="ranking"><h2>Scalability bugs: kernels ranked by {% if r.options.by == "growth" %}growth{% else %}{{ r.cost }} increase{% endif %}</h2>
+<p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the {{ r.cost }} increase from the smallest measured {% if r.cost == "cost" %}point{% else %}process count{% endif %} to the target (measured up to the largest run, predicted beyond) as a share of the root's {{ r.cost }} at the target (at least each callpath's own), then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}; the ranks of the others are skipped, so the numbers have gaps); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
 <thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="sortable">confidence<span class="full">at target</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, of root</span></th>{% endif %}<th class="num sortable">share<span class="full">at target</span></th><th class="num sortable">growth<span class="full">order</span></th><th>trend</th><th class="num sortable">now<span class="full">{{ maxlabel }}</span><span class="full">share</span></th><th class="num sortable">SMAPE<span class="full">noise</span></th></tr></thead>

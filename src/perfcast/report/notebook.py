@@ -66,7 +66,7 @@ def modelset_html(ms, limit: int = HTML_ROWS, level: float = 0.9) -> str:
     target = ms.default_target()
     at = ", ".join(f"{escape(k)}={v:g}" for k, v in target.items())
     # the ranking's arrays, models built for the rows shown only (as `perfcast model`'s table)
-    from ..analysis.ranking import ranked_rows
+    from ..analysis.ranking import cost_heading, ranked_rows
 
     series, order, rc = ms.rank_order(target)
     ranked = ranked_rows(series, order[:limit], rc)
@@ -96,7 +96,7 @@ def modelset_html(ms, limit: int = HTML_ROWS, level: float = 0.9) -> str:
     head = ("<tr><th>#</th><th>callpath</th><th>metric</th><th>model</th><th>model curve</th>"
             f"<th>at {at} ({level:.0%} interval)</th><th>confidence</th><th>increase</th></tr>")
     return (f"<div><p>perfcast ModelSet: {S} series over {', '.join(map(escape, ms.parameters))}, ranked as "
-            f"scalability bugs by per-process cost increase up to {at}{more}.</p>"
+            f"scalability bugs {escape(cost_heading(ms.procs, rc.get('first_at') or {}, rc.get('at') or target))}{more}.</p>"
             f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
