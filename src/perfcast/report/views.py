@@ -62,6 +62,9 @@ def _heading(d: dict) -> str:
     unit = escape(f" [{d['unit']}]") if d.get("unit") else ""
     ranks = (f"ranks {d['ranks']}" + (f" over {escape(d['over'])}" if d.get("over") else "")
              if not d.get("combined") else escape(d["combined"]))
+    if d.get("fewer_ranks"):    # analysis.views._fewer_locations: values over fewer ranks than the heading's
+        ranks += " (" + ", ".join(escape(f"{f['path']} {f['scope']}") + f" over {f['locations']}"
+                                  for f in d["fewer_ranks"][:4]) + (", ..." if len(d["fewer_ranks"]) > 4 else "") + ")"
     return f"[bold]{escape(d['metric'])}[/bold]{unit} at {escape(_point(d))}, {ranks}, total {_v(d['total'])}"
 
 
