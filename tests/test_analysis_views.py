@@ -298,3 +298,39 @@ def test_hpctoolkit_flat_max_min_match_hatchet_per_rank_sums(data_dir):
     for ranks in ("max", "min", "mean"):
         fl = {r["name"]: r for r in flat(profile(exp, "CPUTIME (E)", ranks=ranks))["rows"]}
         assert fl["<unknown file>:0"]["exclusive"] == pytest.approx(per_rank.agg(ranks), rel=1e-9)
+
+
+def test_scopes_over_fewer_ranks_are_named_and_unbalanced_columns_said(tmp_path, capsys):
+    # 8 ranks at p = 8, inclusive times main 112, main->solve 64, main->comm 28 per rank; rank 0 has
+    # no main->comm row: its comm and so its main exclusive are missing (not 0)
+    from perfcast.cli import main
+    import json
+
+    rows = ["p,rank,callpath,metric,value,scope"]
+    for r in range(8):
+        rows += [f"8,{r},main,time,112,inclusive", f"8,{r},main->solve,time,64,inclusive"]
+        if r:
+            rows.append(f"8,{r},main->comm,time,28,inclusive")
+    f = tmp_path / "miss.csv"
+    f.write_text("\n".join(rows) + "\n")
+    fewer = [{"path": "main", "scope": "exclusive", "locations": 7, "of": 8},
+             {"path": "main->comm", "scope": "inclusive", "locations": 7, "of": 8},
+             {"path": "main->comm", "scope": "exclusive", "locations": 7, "of": 8}]
+    # sum: main 8 x 112, solve 8 x 64, comm 7 x 28, main exclusive 7 x (112 - 64 - 28): the exclusive
+    # column adds up to 7 x 20 + 512 + 196 = 848 of 896 -- said, with the scopes over 7 ranks
+    assert main(["view", str(f), "--at", "p=8", "--ranks", "sum", "--json"]) == 0
+    item = json.loads(capsys.readouterr().out)["items"][0]
+    got = {n["path"]: (n["inclusive"], n["exclusive"]) for n in item["nodes"]}
+    assert got == {"main": (896, 140), "main->solve": (512, 512), "main->comm": (196, 196)}
+    assert item["total"] == 896 and item["fewer_ranks"] == fewer
+    said = [w for w in item["warnings"] if "do not add up" in w]
+    assert len(said) == 1 and "main->comm" in said[0]
+    # mean over the ranks that hold each value: 112 = 20 + 64 + 28, comm 28 / 112 = 25 %; nothing to
+    # say about the sums, but the heading's scopes over 7 ranks are still named
+    assert main(["view", str(f), "--at", "p=8", "--ranks", "mean", "--json"]) == 0
+    item = json.loads(capsys.readouterr().out)["items"][0]
+    got = {n["path"]: (n["inclusive"], n["exclusive"], n["inclusive_pct"]) for n in item["nodes"]}
+    assert got["main"][:2] == (112, 20) and got["main->comm"] == (28, 28, pytest.approx(25.0))
+    assert item["fewer_ranks"] == fewer and not [w for w in item["warnings"] if "do not add up" in w]
+    assert main(["view", str(f), "--at", "p=8", "--ranks", "mean"]) == 0
+    assert "main->comm inclusive over 7" in capsys.readouterr().out

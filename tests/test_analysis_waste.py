@@ -92,3 +92,79 @@ def test_blast_fp_efficiency_against_ground_truth(data_dir):
     t = pd.read_csv(d / "excl.csv", skipinitialspace=True).groupby("Cnode ID")[["time", "PAPI_FP_OPS"]].sum()
     want = (t["time"] * peak - t["PAPI_FP_OPS"]).sort_values(ascending=False)
     assert [r["path"] for r in res["rows"][:5]] == [paths[i] for i in want.index[:5]]
+
+
+def test_no_resource_and_above_peak_have_no_waste_and_shares_add_up():
+    # exclusive cycles and operations per rank (rank 1 doubles rank 0, so a sum over ranks is x3);
+    # peak 4 operations per cycle.  loop2 does 500 in 100 cycles: 5 per cycle, above the peak;
+    # helper has operations but no cycles row: no resource measured
+    cyc = {"main": 100.0, "main->loop1": 900.0, "main->loop2": 100.0}
+    ops = {"main": 0.0, "main->loop1": 1800.0, "main->loop2": 500.0, "main->helper": 30.0}
+    rows = []
+    for r in (0, 1):
+        rows += [dict(callpath=cp, metric="cycles", value=v * (r + 1), rank=r) for cp, v in cyc.items()]
+        rows += [dict(callpath=cp, metric="fp_ops", value=v * (r + 1), rank=r) for cp, v in ops.items()]
+    e = Experiment([], pd.DataFrame(rows), [Metric("cycles", "", "count", "exclusive"),
+                                            Metric("fp_ops", "", "count", "exclusive")], CallTree.from_paths(ops))
+    res = waste(e, "fp_ops", "cycles", 4.0)
+    got = {r["path"]: r for r in res["rows"]}
+    loop2, helper = got["main->loop2"], got["main->helper"]
+    assert loop2["status_exclusive"] == loop2["status_inclusive"] == "above peak"
+    assert loop2["waste_exclusive"] is None and loop2["waste_exclusive_share"] is None
+    assert loop2["efficiency_exclusive"] == pytest.approx(100 * 500 / 400)      # kept: by how much
+    assert helper["status_exclusive"] == "no resource"
+    assert helper["waste_exclusive"] is None and helper["efficiency_exclusive"] is None
+    # defined exclusive wastes: main 3 * 400, loop1 3 * (3600 - 1800); shares of their sum, 3 * 2200
+    assert got["main"]["waste_exclusive"] == pytest.approx(3 * 400)
+    assert res["waste_attributed"] == pytest.approx(3 * 2200)
+    assert got["main->loop1"]["waste_exclusive_share"] == pytest.approx(100 * 1800 / 2200)
+    assert got["main"]["waste_exclusive_share"] == pytest.approx(100 * 400 / 2200)
+    assert sum(r["waste_exclusive_share"] or 0 for r in res["rows"]) == pytest.approx(100.0)
+    # inclusive: the whole program, 3 * (1100 * 4 - 2330) with every operation counted
+    assert res["total_waste"] == pytest.approx(3 * (4400 - 2330))
+    assert got["main"]["waste_inclusive"] == pytest.approx(res["total_waste"])
+    assert got["main"]["waste_inclusive_share"] == pytest.approx(100.0)
+    assert not any(r["waste_exclusive"] is not None and r["waste_exclusive"] < 0 for r in res["rows"])
+    # ranked: defined wastes first (largest first), then above the peak, then no resource
+    assert [r["path"] for r in res["rows"]] == ["main->loop1", "main", "main->loop2", "main->helper"]
+    assert len(res["notes"]) == 3
+
+
+def test_whole_run_timer_is_not_a_scope_of_its_own():
+    # a campaign's inclusive times: app the wall time, the timers total (the solve loop), a and b
+    # (inside it); operations in a and b only; peak 1 operation per second.  total >= a, b at
+    # every point: the whole-run timer of the timers, so app's exclusive time is 20 - 4 - 1.5
+    t = {1: {"app": 20.0, "app->total": 6.0, "app->a": 4.0, "app->b": 1.5},
+         2: {"app": 30.0, "app->total": 8.0, "app->a": 5.0, "app->b": 2.0}}
+    ops = {"app->a": 2.0, "app->b": 1.0}
+    rows = [dict(p=p, callpath=cp, metric="time", value=v) for p, tv in t.items() for cp, v in tv.items()]
+    rows += [dict(p=p, callpath=cp, metric="ops", value=v) for p in t for cp, v in ops.items()]
+    e = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive"),
+                                               Metric("ops", "", "count", "exclusive")], CallTree.from_paths(t[1]))
+    res = waste(e, "ops", "time", 1.0, at={"p": 1})
+    got = {r["path"]: r for r in res["rows"]}
+    assert res["whole_run_timers"] == ["app->total"] and "app->total" not in got
+    assert got["app"]["potential_exclusive"] == pytest.approx(14.5)
+    assert got["app->a"]["waste_exclusive"] == pytest.approx(2.0)
+    assert got["app->b"]["waste_exclusive"] == pytest.approx(0.5)
+    assert res["total_waste"] == pytest.approx(20 - 3) == pytest.approx(res["waste_attributed"])
+    assert got["app"]["waste_exclusive_share"] == pytest.approx(100 * 14.5 / 17)
+    # without the whole-run timer's rule its potential (6) would have counted a's and b's again
+    # and app's own time would have been 20 - 11.5
+    assert sum(r["potential_exclusive"] for r in res["rows"]) == pytest.approx(20.0)
+
+
+def test_cg_p_waste_above_peak_and_without_time():
+    # the campaign of bench/data/cg-p at p = 2: Ir (cachegrind, both ranks) against the timers
+    # (rank 0); at 4G per second spmv's 2 ranks' Ir exceeds rank 0's time x the peak
+    from pathlib import Path
+
+    e = load([str(Path(__file__).resolve().parents[1] / "bench" / "data" / "cg-p" / "cg-p.perfcast")])
+    res = waste(e, "Ir", "time", 4e9, at={"p": 2})
+    got = {r["path"]: r for r in res["rows"]}
+    assert got["app->spmv"]["status_exclusive"] == "above peak" and got["app->spmv"]["waste_exclusive"] is None
+    assert got["app->xpby"]["status_exclusive"] == "no resource" and got["app->xpby"]["waste_exclusive"] is None
+    assert "app->total" not in got and res["whole_run_timers"] == ["app->total"]
+    assert not any(r["waste_exclusive"] is not None and r["waste_exclusive"] < 0 for r in res["rows"])
+    assert sum(r["waste_exclusive_share"] or 0 for r in res["rows"]) == pytest.approx(100.0)
+    assert res["warnings"]    # time held by rank 0, Ir by ranks 0 and 1, summed

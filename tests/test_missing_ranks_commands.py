@@ -62,3 +62,25 @@ def test_no_warning_without_a_gap(gap_csv, tmp_path, capsys):
     code, out, err = cli(capsys, "waste", full, "--ops", "ops", "--time", "time", "--peak-ops-per-second", "1G",
                          "--at", "p=8")
     assert code == 0 and "absent" not in err
+
+
+def test_a_metric_one_rank_holds_is_labelled_so_whatever_ranks_says(tmp_path, capsys):
+    # wall time printed by rank 0 only (a campaign's timers): wall = 2 + 0.5 p at p = 2..32; ops
+    # counted on every rank: 100 per rank.  No reduction over ranks happens for wall, so every
+    # --ranks gives 2 + 0.5 * 64 = 34 at p = 64, labelled "rank 0 only", not "sum/mean/max over ranks"
+    rows = ["p,callpath,metric,rank,value,kind"]
+    for p in (2, 4, 8, 16, 32):
+        rows.append(f"{p},app,wall,0,{2 + 0.5 * p},time")
+        rows += [f"{p},app,ops,{r},100,count" for r in range(p)]
+    f = tmp_path / "one.csv"
+    f.write_text("\n".join(rows) + "\n")
+    for ranks in ("auto", "sum", "mean", "max"):
+        code, out, err = cli(capsys, "predict", f, "--at", "p=64", "--callpath", "app", "--ranks", ranks, "--json")
+        assert code == 0, err
+        got = {i["metric"]: i for i in cli_json(out, "predictions")["items"]}
+        assert got["wall"]["aggregate"] == "rank 0 only", ranks
+        assert got["wall"]["value"] == pytest.approx(34.0), ranks
+        # ops is held by every rank: its label names the reduction (auto: counts summed)
+        want = {"auto": ("sum over ranks", 6400.0), "sum": ("sum over ranks", 6400.0),
+                "mean": ("mean over ranks", 100.0), "max": ("max over ranks", 100.0)}[ranks]
+        assert (got["ops"]["aggregate"], got["ops"]["value"]) == (want[0], pytest.approx(want[1])), ranks

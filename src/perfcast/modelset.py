@@ -232,10 +232,11 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
 def summable_metrics(inclusive, kinds: Mapping[str, str], aggregates: Mapping[str, str]) -> frozenset:
     """The metrics whose children add up to at most their parent's value: inclusive, additive
     (times, counts, bytes) and combined over the processes by a sum or a mean, or not at all
-    (``aggregates``: :func:`_aggregates`).  Not a maximum over ranks: the children's maxima can
+    (``aggregates``: :func:`_aggregates`; one location's values add up too).  Not a maximum over ranks: the children's maxima can
     add up to more than the parent's, their slowest ranks differ."""
     return frozenset(m for m in inclusive if kinds.get(m) in ("time", "count", "bytes")
-                     and (aggregates.get(m) or "").split(" ")[0] in ("", "sum", "mean"))
+                     and ((aggregates.get(m) or "").split(" ")[0] in ("", "sum", "mean")
+                          or (aggregates.get(m) or "").endswith(ONE_LOCATION)))
 
 
 #: relative difference below which a parent's measured mean is the sum of its children's
@@ -641,13 +642,46 @@ def _aggregates(exp, locations: str) -> dict[str, str]:
     out = {}
     where = [c for c in LOCATION_COLUMNS if c in exp.cols]
     over = "ranks" if where == ["rank"] else "threads" if where == ["thread"] else "locations"
+    single = _single_location(exp, where) if exp.has_locations else {}
     for name, m in exp.metrics.items():
         label = m.aggregate
         if not label and exp.has_locations:
-            how = locations if locations != "auto" else ("sum" if m.kind in ("count", "bytes") else "mean")
-            label = f"{_REDUCED.get(how, how)} over {over}"
+            if name in single:
+                # one location holds every value (a campaign's wall time and timers: rank 0):
+                # nothing was combined, whatever --ranks says
+                label = single[name]
+            else:
+                how = locations if locations != "auto" else ("sum" if m.kind in ("count", "bytes") else "mean")
+                label = f"{_REDUCED.get(how, how)} over {over}"
         out[name] = label
     return out
+
+
+#: the end of the aggregate label of a metric held by one location only (:func:`_single_location`)
+ONE_LOCATION = " only"
+
+
+def _single_location(exp, where: list[str]) -> dict[str, str]:
+    """metric -> ``"rank 0 only"`` (``"thread 2 only"``, ``"rank 0, thread 1 only"``) for each metric
+    whose values are all at one and the same location: no reduction over the locations happened."""
+    d = exp.data
+    cols = [c for c in where if c in d.columns]
+    if not cols:
+        return {}
+    d = d[["metric", *cols]].dropna(subset=cols)
+    if d.empty:
+        return {}
+    first = d.groupby("metric", observed=True)[cols].agg(["nunique", "first"])
+    out = {}
+    for name, row in first.iterrows():
+        if all(int(row[(c, "nunique")]) == 1 for c in cols):
+            out[str(name)] = ", ".join(f"{c} {_loc(row[(c, 'first')])}" for c in cols) + ONE_LOCATION
+    return out
+
+
+def _loc(v) -> str:
+    f = float(v)
+    return str(int(f)) if f.is_integer() else str(v)
 
 
 def _process_parameter(exp) -> str | None:

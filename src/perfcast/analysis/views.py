@@ -392,10 +392,55 @@ def _head(prof: Profile) -> dict:
     said = location_gaps_warning(gaps)
     rgaps = repetition_gaps(prof.exp, prof.metric)
     rsaid = repetition_gaps_warning(rgaps)
+    fewer = _fewer_locations(prof) if gaps else []
     return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
             **({} if combined else {"over": describe_locations(prof.exp)}),
+            **({"fewer_ranks": fewer} if fewer else {}),
             "total": prof.total, "missing_ranks": gaps, **({"missing_repetitions": rgaps} if rgaps else {}),
-            "warnings": _negative_exclusive(prof, m) + ([said] if said else []) + ([rsaid] if rsaid else [])}
+            "warnings": _negative_exclusive(prof, m) + ([said] if said else []) + ([rsaid] if rsaid else [])
+            + _unbalanced(prof, fewer)}
+
+
+def _fewer_locations(prof: Profile) -> list[dict]:
+    """The scopes whose values are reduced over fewer ranks/threads than hold the metric at the point
+    (a dense table: missing at the others, so the reduction used the locations present; a parent's
+    exclusive value and the inclusive values above a gap are missing where the gap is):
+    ``{"path", "scope", "locations", "of"}`` in tree order."""
+    exp = prof.exp
+    loc = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
+    if not loc or not absent_location_is_missing(exp):
+        return []
+    d = exp.data
+    of = int(d.loc[d["metric"] == prof.metric, loc].drop_duplicates().shape[0])
+    sc = _Scoped(exp)
+    out = []
+    counts = {}
+    for scope in ("inclusive", "exclusive"):
+        v = sc.values(prof.metric, scope).dropna(subset=["value"])
+        counts[scope] = v[[*loc, "callpath"]].drop_duplicates().groupby("callpath", observed=True).size()
+    for p in prof.table.index:
+        for scope in ("inclusive", "exclusive"):
+            n = int(counts[scope].get(p, 0))
+            if n < of:
+                out.append({"path": p, "scope": scope, "locations": n, "of": of})
+    return out
+
+
+def _unbalanced(prof: Profile, fewer: list[dict]) -> list[str]:
+    """Said when the exclusive values do not add up to the total because some are reduced over
+    fewer ranks than others (:func:`_fewer_locations`; a sum or mean over ranks, which adds up
+    along the tree when every value is over the same ranks)."""
+    if not fewer or prof.ranks not in ("sum", "mean") or not prof.total:
+        return []
+    added = math.fsum(float(x) for x in prof.table["exclusive"])
+    if abs(added - prof.total) <= 1e-9 * abs(prof.total):
+        return []
+    which = ", ".join(f"{f['path']} ({f['scope']}: {f['locations']} of {f['of']})" for f in fewer[:6])
+    more = f" and {len(fewer) - 6} more" if len(fewer) > 6 else ""
+    return [f"the exclusive {prof.metric} values add up to {added:.6g}, {100 * added / prof.total:.1f}% of the total "
+            f"{prof.total:.6g}, not 100%: {which}{more} are {prof.ranks}s over fewer ranks than the others "
+            f"(missing at the rest, not 0), so the columns and their percentages do not add up"
+            + ("; --ranks mean reduces each over the ranks that hold it" if prof.ranks == "sum" else "")]
 
 
 def _negative_exclusive(prof: Profile, m) -> list[str]:

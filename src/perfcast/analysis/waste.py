@@ -14,10 +14,21 @@ seconds first).  Costs are inclusive and exclusive per scope of one point, reduc
 computed from the reduced sums (the ratio of totals, not a mean of ratios).  Rows are ranked by
 exclusive waste (where the loss is incurred; inclusive waste is given too) and carry their share
 of the total waste.  A scope with no resource use has no defined efficiency (None).
+
+Where waste is not defined the row says why (``status_exclusive``/``status_inclusive``) and its
+waste is None, never a negative number: ``no resource`` (work counted in a scope where the resource
+was not measured, e.g. functions with instruction counts beside a campaign's timers) and ``above
+peak`` (the work done exceeds the potential: the rate achieved is above the peak given, so the
+peak is too low for this work metric there; its efficiency above 100 % is kept and a note says
+it).  Exclusive shares are of ``waste_attributed``, the sum of the exclusive wastes that are
+defined (they add up to 100 %); inclusive shares are of the whole program's ``total_waste``
+(potential minus all the work, that of the scopes left out included), so the root's is 100 %.
+A whole-run timer among a parent's leaf timers (:func:`_whole_run_timers`) is no scope of its own.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 import numpy as np
@@ -44,6 +55,39 @@ def time_factor(exp: Experiment, metric: str) -> float:
     return TIME_FACTORS[unit]
 
 
+def _whole_run_timers(exp: Experiment, work: str, resource: str) -> list[str]:
+    """The resource metric's whole-run timers: of the leaf children of one parent that have values
+    of ``resource`` but none of ``work`` (timers, not functions that did work: a campaign's
+    ``app->total`` beside ``app->spmv``, ...), the one that holds all the others at every measured
+    point (:func:`perfcast.analysis.views.whole_run_timer`, the rule ``project`` and ``advise``
+    apply to flat timers).  Its time is its siblings' and the rest: as a scope of its own its
+    potential would count theirs again."""
+    from ..experiment import LOCATION_COLUMNS
+    from .views import whole_run_timer
+
+    d = exp.data
+    have_r = set(d.loc[d["metric"] == resource, "callpath"].astype(str))
+    have_w = set(d.loc[d["metric"] == work, "callpath"].astype(str))
+    tree = exp.tree
+    groups: dict = {}
+    for p in have_r:
+        if not any(q in have_r for q in tree.descendants(p)):
+            groups.setdefault(tree.parent(p), []).append(p)
+    out = []
+    for parent, kids in groups.items():
+        timers = [k for k in kids if k not in have_w]
+        if parent is None or len(kids) < 2 or not timers:
+            continue
+        means = exp.select(callpath=kids, metric=resource).aggregate(
+            "mean", over=[c for c in ("rep", *LOCATION_COLUMNS) if c in d.columns])
+        wide = (means.pivot_table(index=list(exp.parameters), columns="callpath", values="value", observed=True)
+                if exp.parameters else means.set_index("callpath")[["value"]].T)
+        whole = whole_run_timer(wide)
+        if whole is not None and whole in timers:
+            out.append(str(whole))
+    return sorted(out)
+
+
 def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[str, float] | None = None,
           ranks: str = "sum", label: str = "waste", resource_factor: float = 1.0, threshold: float = 0.0) -> dict:
     """Waste and efficiency per callpath (see module doc).  ``resource_factor`` converts the
@@ -54,14 +98,23 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
     for m in (work, resource):
         if m not in exp.metrics:
             raise PerfcastError(f"no metric {m!r}; the experiment has: {', '.join(exp.metrics)}")
+    notes: list[str] = []
+    whole = _whole_run_timers(exp, work, resource)
+    if whole:
+        d = exp.data
+        exp = exp.replace(data=d[~((d["metric"] == resource) & d["callpath"].isin(whole))].reset_index(drop=True))
+        notes.append(f"{', '.join(whole)}: a timer with no {work} that holds each of its sibling timers at every "
+                     f"measured point (a whole-run timer, as project and advise take one): its {resource} is "
+                     f"theirs and the rest of its parent's, so it is no scope of its own (its potential would "
+                     f"count theirs again); its parent's exclusive {resource} is the parent's minus the other timers")
     exp, point = select_point(exp, at)
     w = profile(exp, work, None, ranks).table
     r = profile(exp, resource, None, ranks).table
+    timed = set(r.index)
     both = w.add_suffix("_w").join(r.add_suffix("_r"), how="outer").fillna(0.0)
     order = [p for p in exp.tree.preorder() if p in both.index]
     both = both.loc[order]
     rate = peak * resource_factor
-    rows = []
     for scope in ("inclusive", "exclusive"):
         both[f"potential_{scope}"] = both[f"{scope}_r"] * rate
         both[f"waste_{scope}"] = both[f"potential_{scope}"] - both[f"{scope}_w"]
@@ -70,21 +123,97 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
     total_work = whole_program_total(exp, work, ranks) if len(w) else 0.0
     total_pot = (whole_program_total(exp, resource, ranks) if len(r) else 0.0) * rate
     total_waste = total_pot - total_work
+    rows = []
     for path, b in both.iterrows():
         row = {"path": path, "name": exp.tree.name(path), "depth": exp.tree.depth(path)}
         for scope in ("exclusive", "inclusive"):
-            pot = float(b[f"potential_{scope}"])
-            row[f"work_{scope}"] = float(b[f"{scope}_w"])
+            pot, done = float(b[f"potential_{scope}"]), float(b[f"{scope}_w"])
+            status = _status(pot, done, path in timed)
+            row[f"work_{scope}"] = done
             row[f"potential_{scope}"] = pot
-            row[f"waste_{scope}"] = float(b[f"waste_{scope}"])
-            row[f"efficiency_{scope}"] = 100.0 * float(b[f"{scope}_w"]) / pot if pot > 0 else None
-            row[f"waste_{scope}_share"] = (100.0 * row[f"waste_{scope}"] / total_waste) if total_waste else None
+            row[f"status_{scope}"] = status
+            row[f"waste_{scope}"] = pot - done if status == "ok" else None
+            row[f"efficiency_{scope}"] = 100.0 * done / pot if pot > 0 else None
         rows.append(row)
+    # shares: the exclusive ones of the exclusive waste where it is defined (they add up to 100 %),
+    # the inclusive ones of the whole program's total waste (the root's inclusive waste)
+    attributed = math.fsum(x["waste_exclusive"] for x in rows if x["waste_exclusive"] is not None)
+    for row in rows:
+        row["waste_exclusive_share"] = (100.0 * row["waste_exclusive"] / attributed
+                                        if row["waste_exclusive"] is not None and attributed else None)
+        row["waste_inclusive_share"] = (100.0 * row["waste_inclusive"] / total_waste
+                                        if row["waste_inclusive"] is not None and total_waste else None)
+    notes += _undefined_notes(rows, work, resource, peak, attributed, total_waste)
+    warnings = _rank_mismatch(exp, work, resource, ranks)
     if threshold:
         rows = [x for x in rows if x["waste_inclusive_share"] is not None
                 and abs(x["waste_inclusive_share"]) >= threshold]
-    rows.sort(key=lambda x: -x["waste_exclusive"])
+    # ranked by exclusive waste; then the scopes above the peak (by efficiency), then those without resource
+    rows.sort(key=lambda x: (STATUSES.index(x["status_exclusive"]), -(x["waste_exclusive"] or 0.0),
+                             -(x["efficiency_exclusive"] or 0.0)))
     return {"label": label, "work": work, "resource": resource, "peak": float(peak),
             "resource_factor": float(resource_factor), "point": point, "ranks": ranks,
             "total_work": total_work, "total_potential": total_pot, "total_waste": total_waste,
-            "efficiency": 100.0 * total_work / total_pot if total_pot > 0 else None, "rows": rows}
+            "waste_attributed": attributed,
+            "shares_of": {"exclusive": "waste_attributed: the exclusive waste of the scopes where it is defined",
+                          "inclusive": "total_waste: the whole program's"},
+            "whole_run_timers": whole,
+            "efficiency": 100.0 * total_work / total_pot if total_pot > 0 else None, "rows": rows,
+            "notes": notes, "warnings": warnings}
+
+
+#: a scope's status: waste defined ("ok"), no resource measured or left at it, or work above the peak
+STATUSES = ("ok", "above peak", "no resource")
+
+
+def _status(potential: float, work: float, timed: bool) -> str:
+    """``ok`` when the scope's waste is defined: it used some of the resource (else ``no resource``:
+    not measured there, or none left in the scope's own) and did at most the potential work (else
+    ``above peak``: the rate achieved exceeds the peak given, so the peak is too low for this work
+    metric there and potential minus work is no waste)."""
+    if not timed or potential <= 0:
+        return "no resource" if work != 0 or not timed else "ok"
+    return "above peak" if work > potential * (1 + 1e-12) else "ok"
+
+
+def _undefined_notes(rows, work, resource, peak, attributed, total_waste) -> list[str]:
+    """One line each for the scopes without a defined waste, and what the shares are of."""
+    out = []
+    above = [x for x in rows if x["status_exclusive"] == "above peak" or x["status_inclusive"] == "above peak"]
+    if above:
+        def eff(x):
+            return max(x["efficiency_exclusive"] or 0.0, x["efficiency_inclusive"] or 0.0)
+        worst = max(above, key=eff)
+        out.append(f"{len(above)} scope(s) did {work} faster than the peak {peak:.4g} given (e.g. {worst['path']}: "
+                   f"{eff(worst) / 100 * peak:.4g}, efficiency {eff(worst):.1f}%): the peak is too low for "
+                   f"{work} there; their waste is not meaningful (shown as above peak, left out of the shares)")
+    none = [x for x in rows if x["status_exclusive"] == "no resource"]
+    if none:
+        w = math.fsum(x["work_exclusive"] for x in none)
+        out.append(f"{len(none)} scope(s) with {work} but no {resource} of their own measured (e.g. "
+                   f"{none[0]['path']}): waste undefined there (no {resource} measured), left out of the shares; "
+                   f"their {w:.4g} {work} is in the inclusive values and the total")
+    if above or none:
+        out.append(f"exclusive shares are of {attributed:.4g}, the exclusive waste of the scopes where it is "
+                   f"defined; inclusive shares are of the total waste {total_waste:.4g} (the whole program: "
+                   f"potential minus all the {work}, including that of the scopes left out)")
+    return out
+
+
+def _rank_mismatch(exp: Experiment, work: str, resource: str, ranks: str) -> list[str]:
+    """A warning when the work and the resource are held by different ranks/threads at the point and
+    summed over them: the potential is then of other ranks' resource than the work's."""
+    from ..experiment import LOCATION_COLUMNS
+
+    d = exp.data
+    loc = [c for c in LOCATION_COLUMNS if c in d.columns]
+    if not loc or ranks != "sum":
+        return []
+    held = {m: set(map(tuple, d.loc[d["metric"] == m, loc].dropna().drop_duplicates().to_numpy().tolist()))
+            for m in (work, resource)}
+    if held[work] == held[resource]:
+        return []
+    n_w, n_r = len(held[work]), len(held[resource])
+    return [f"{resource} is held by {n_r} rank(s)/thread(s), {work} by {n_w} (different ones): summed over "
+            f"them, the potential is of {n_r} location(s)' {resource} against {n_w} location(s)' {work}, so "
+            f"efficiencies and wastes compare different ranks; --ranks mean compares one rank's average each"]

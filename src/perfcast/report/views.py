@@ -62,6 +62,9 @@ def _heading(d: dict) -> str:
     unit = escape(f" [{d['unit']}]") if d.get("unit") else ""
     ranks = (f"ranks {d['ranks']}" + (f" over {escape(d['over'])}" if d.get("over") else "")
              if not d.get("combined") else escape(d["combined"]))
+    if d.get("fewer_ranks"):    # analysis.views._fewer_locations: values over fewer ranks than the heading's
+        ranks += " (" + ", ".join(escape(f"{f['path']} {f['scope']}") + f" over {f['locations']}"
+                                  for f in d["fewer_ranks"][:4]) + (", ..." if len(d["fewer_ranks"]) > 4 else "") + ")"
     return f"[bold]{escape(d['metric'])}[/bold]{unit} at {escape(_point(d))}, {ranks}, total {_v(d['total'])}"
 
 
@@ -128,22 +131,33 @@ def print_hot_path(d: dict) -> None:
     _warnings(d)
 
 
+def _waste_cell(r: dict, scope: str, resource: str) -> str:
+    """A scope's waste, or why it has none (analysis.waste: no resource measured, above the peak)."""
+    status = r.get(f"status_{scope}", "ok")
+    return _v(r[f"waste_{scope}"]) if status == "ok" else escape(f"no {resource}" if status == "no resource" else status)
+
+
 def print_waste(d: dict, limit: int = 30) -> None:
     out.print(f"[bold]{escape(d['label'])}[/bold]: {escape(d['work'])} against {escape(d['resource'])} x "
               f"peak {_v(d['peak'])} at {escape(_point(d))}; total waste {_v(d['total_waste'])}, "
               f"overall efficiency {_pct(d['efficiency'])}")
+    out.print(f"[dim]shares: exclusive of {_v(d['waste_attributed'])} (the exclusive waste where defined), "
+              f"inclusive of the total waste {_v(d['total_waste'])}[/dim]")
     t = new_table()
     t.add_column("scope", no_wrap=True, max_width=28)
     for c in ("waste exc", "share", "eff. exc", "waste inc", "share", "eff. inc"):
         t.add_column(c, justify="right", no_wrap=True)
     t.add_column("callpath", overflow="fold", min_width=20)
     for r in (d["rows"][:limit] if limit else d["rows"]):
-        t.add_row(escape(r["name"]), _v(r["waste_exclusive"]), _pct(r["waste_exclusive_share"]),
-                  _pct(r["efficiency_exclusive"]), _v(r["waste_inclusive"]), _pct(r["waste_inclusive_share"]),
+        t.add_row(escape(r["name"]), _waste_cell(r, "exclusive", d["resource"]), _pct(r["waste_exclusive_share"]),
+                  _pct(r["efficiency_exclusive"]), _waste_cell(r, "inclusive", d["resource"]), _pct(r["waste_inclusive_share"]),
                   _pct(r["efficiency_inclusive"]), escape(r["path"]))
     out.print(t)
     if limit and len(d["rows"]) > limit:
         out.print(f"[dim]… {len(d['rows']) - limit} more scope(s) (--limit)[/dim]")
+    for n in d.get("notes", ()):
+        err.print(f"perfcast: note: {n}", markup=False, highlight=False)
+    _warnings(d)
 
 
 def print_scaling_loss(d: dict, limit: int = 20) -> None:
