@@ -111,3 +111,23 @@ def test_negative_or_non_finite_timer_is_refused(tmp_path, capsys, printed, rege
     assert len(err) == 1 and err[0].startswith("perfcast: error:"), err
     assert "stdout.txt" in err[0] and f"timer 't' printed the time {printed!r}" in err[0]
     assert not out.exists()                       # nothing written
+
+
+def test_varied_parameter_the_command_never_uses_is_refused(tmp_path, capsys):
+    # every run would be `echo 1` .. `echo 2`: m's two values would label identical runs as two points
+    out = tmp_path / "a.perfcast"
+    argv = ["collect", "-o", str(out), "--reps", "1", "-P", "n=1,2", "-P", "m=3,4", "--", "echo", "{n}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "parameter m has 2 values but the command never uses {m}" in err[0], err
+    assert not out.exists() and not (tmp_path / "a.perfcast.campaign").exists()
+    # the same from a campaign file (env and workdir are not substituted: only the command counts)
+    y = tmp_path / "c.yaml"
+    y.write_text("command: [echo, '{n}']\nparameters: {n: [1, 2], m: [3, 4]}\nenv: {M: '{m}'}\nreps: 1\n"
+                 "output: y.perfcast\n")
+    assert main(["collect", str(y)]) == 2
+    assert "parameter m has 2 values" in capsys.readouterr().err
+    assert not (tmp_path / "y.perfcast").exists() and not (tmp_path / "y.perfcast.campaign").exists()
+    # one value stays a label of every run
+    assert main(argv[:-5] + ["-P", "m=3", "--json", "--", "echo", "{n}"]) == 0
+    assert store.read(out).points()[["n", "m"]].values.tolist() == [[1.0, 3.0], [2.0, 3.0]]

@@ -288,11 +288,21 @@ class CampaignSpec:
         tokens = self.tokens()
         if not tokens:
             raise PerfcastError("empty command", where="command")
+        used = set()
         for t in tokens:
             for name in _PLACEHOLDER.findall(t):
                 if name != "wrap" and name not in self.parameters:
                     raise PerfcastError(f"command uses {{{name}}} but there is no parameter {name!r} "
                                         f"(parameters: {', '.join(self.parameters)})", where="command")
+                used.add(name)
+        # only the command's words are substituted (build_argv; env and workdir are taken as they are):
+        # a parameter that varies but never reaches the command would label identical runs as different
+        # points.  One value may stay a label of the campaign.
+        for k, vs in self.parameters.items():
+            if len(vs) > 1 and k not in used:
+                raise PerfcastError(f"parameter {k} has {len(vs)} values but the command never uses {{{k}}} "
+                                    f"(each run would be the same; give it one value to keep it as a label)",
+                                    where="command")
         if "{wrap}" in tokens and not all(t == "{wrap}" or "{wrap}" not in t for t in tokens):
             raise PerfcastError("{wrap} must be a word of its own in the command", where="command")
         cg = self.settings.get("cachegrind")
