@@ -131,3 +131,32 @@ def test_varied_parameter_the_command_never_uses_is_refused(tmp_path, capsys):
     # one value stays a label of every run
     assert main(argv[:-5] + ["-P", "m=3", "--json", "--", "echo", "{n}"]) == 0
     assert store.read(out).points()[["n", "m"]].values.tolist() == [[1.0, 3.0], [2.0, 3.0]]
+
+
+def test_existing_experiment_without_a_campaign_journal_needs_force(tmp_path, capsys):
+    csv = tmp_path / "d.csv"
+    csv.write_text("m,callpath,metric,value\n1,main,time,1\n2,main,time,2\n")
+    out = tmp_path / "imp.perfcast"
+    assert main(["import", str(csv), "-o", str(out)]) == 0
+    argv = ["collect", "-o", str(out), "--reps", "1", "-P", "n=1", "--json", "--", "echo", "{n}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "output exists" in err[0] and "--force" in err[0], err
+    kept = store.read(out)                                   # the imported experiment is untouched
+    assert list(kept.parameters) == ["m"] and len(kept.points()) == 2
+    assert not (tmp_path / "imp.perfcast.campaign").exists()
+    # --force replaces it; then it is this campaign's own, and rerunning resumes it (nothing runs again)
+    assert main(["--force" if a == "--json" else a for a in argv]) == 0
+    assert list(store.read(out).parameters) == ["n"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert cli_items(capsys.readouterr().out, "campaign")[-1]["runs"] == 1
+
+
+def test_collect_output_is_a_store_name(tmp_path, capsys):
+    # `-o x.json` would have written a store directory named x.json (the README: stores are NAME.perfcast)
+    out = tmp_path / "x.json"
+    assert main(["collect", "-o", str(out), "--reps", "1", "-P", "n=1", "--", "echo", "{n}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "NAME.perfcast" in err[0], err
+    assert not out.exists() and not (tmp_path / "x.json.campaign").exists()

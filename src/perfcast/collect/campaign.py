@@ -978,14 +978,29 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
     return Experiment(params, data, metrics.values(), tree, meta)
 
 
-def run_campaign(spec: CampaignSpec, output: str | Path, progress: Progress | None = None,
-                 log: Callable[[str], None] | None = None, launcher=None) -> Experiment:
-    """Run (or resume) the campaign and store its experiment at ``output``; returns the experiment."""
-    out = Path(output)
+def check_output(output: str | Path, force: bool = False) -> Path:
+    """The ``-o`` of a campaign, checked before anything runs: :func:`perfcast.output.check_store_output`'s
+    rule (never a file, FIFO or device; a new name is a store's, ``NAME.perfcast``; its directory
+    exists) and an existing experiment is replaced only with ``force`` -- unless it is this campaign's
+    own, with its journal next to it (``NAME.perfcast.campaign/``): that is resumed (the journal's
+    header must match the campaign, :meth:`Campaign._open`)."""
+    from ..output import check_store_output
+
+    out = check_store_output(output, True)
     if out.exists() and not store.is_store(out):
         raise PerfcastError("output exists and is not a perfcast experiment", out)
-    if not out.parent.resolve().is_dir():
-        raise PerfcastError("output directory does not exist", out.parent)
+    if out.exists() and not force and not (campaign_dir(out) / HEADER).is_file():
+        raise PerfcastError(f"output exists and has no campaign journal to resume ({campaign_dir(out).name}/); "
+                            f"use --force to replace it", out)
+    return out
+
+
+def run_campaign(spec: CampaignSpec, output: str | Path, progress: Progress | None = None,
+                 log: Callable[[str], None] | None = None, launcher=None, force: bool = False) -> Experiment:
+    """Run (or resume) the campaign and store its experiment at ``output``; returns the experiment.
+    An existing ``output`` without the campaign's journal is replaced only with ``force``
+    (:func:`check_output`)."""
+    out = check_output(output, force)
     return Campaign(spec, out, progress, log, launcher).run()
 
 
