@@ -160,3 +160,25 @@ def test_collect_output_is_a_store_name(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "NAME.perfcast" in err[0], err
     assert not out.exists() and not (tmp_path / "x.json.campaign").exists()
+
+
+@pytest.mark.parametrize("grid, said", [(["n=64", "n=96"], "parameter n is given twice"),
+                                        (["n=64,64"], "the value 64 is given twice"),
+                                        (["n=64,96,64.0"], "the value 64 is given twice")])
+def test_repeated_parameter_or_value_is_refused(tmp_path, capsys, grid, said):
+    # the later -P n=... replaced the earlier one; a repeated value ran as one configuration
+    out = tmp_path / "a.perfcast"
+    argv = ["collect", "-o", str(out), "--reps", "1", *(a for g in grid for a in ("-P", g)), "--", "echo", "{n}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said in err[0], err
+    assert not out.exists() and not (tmp_path / "a.perfcast.campaign").exists()
+
+
+def test_repeated_value_in_a_campaign_file_is_refused(tmp_path, capsys):
+    y = tmp_path / "c.yaml"
+    y.write_text("command: [echo, '{n}']\nparameters: {n: [1, 2, 1.0]}\nreps: 1\noutput: y.perfcast\n")
+    assert main(["collect", str(y)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the value 1 is given twice" in err[0], err
+    assert not (tmp_path / "y.perfcast").exists() and not (tmp_path / "y.perfcast.campaign").exists()

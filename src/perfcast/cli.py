@@ -1629,13 +1629,13 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     elif args:
         if not grid:
             raise PerfcastError("give the parameters with -P NAME=V1,V2 (or use a YAML campaign file)")
-        params = dict(cp.parse_param(g) for g in grid)
+        params = cp.parse_params(grid)
         d = cp.CampaignSpec(command=args, parameters=params)
         yaml_out = None
     else:
         raise PerfcastError("nothing to run: give a command after -- or a campaign.yaml")
     if grid and len(args) == 1 and args[0].lower().endswith((".yaml", ".yml")):
-        d.parameters = dict(cp.parse_param(g) for g in grid)
+        d.parameters = cp.parse_params(grid)
     if reps is not None:
         d.reps_min, d.reps_max = cp.parse_reps(reps)
     if timeout is not None:

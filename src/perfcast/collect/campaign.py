@@ -154,9 +154,23 @@ def parse_param(text: str) -> tuple[str, list[float]]:
             raise PerfcastError(f"-P {text!r}: {v.strip()!r} is not a number", where="-P") from None
         if not math.isfinite(x):
             raise PerfcastError(f"-P {text!r}: {v.strip()!r} is not finite", where="-P")
-        if x not in out:
-            out.append(x)
+        if x in out:
+            raise PerfcastError(f"-P {text!r}: the value {fmt_value(x)} is given twice", where="-P")
+        out.append(x)
     return name, out
+
+
+def parse_params(texts) -> dict[str, list[float]]:
+    """Several ``-P NAME=V1,V2`` (:func:`parse_param`) -> {name: values}; a name given twice is refused
+    (the later -P replaced the earlier one)."""
+    params: dict[str, list[float]] = {}
+    for text in texts:
+        name, values = parse_param(text)
+        if name in params:
+            raise PerfcastError(f"-P {text!r}: parameter {name} is given twice; give all its values in one -P "
+                                f"({name}={','.join(fmt_value(v) for v in params[name] + values)})", where="-P")
+        params[name] = values
+    return params
 
 
 def parse_timeout(value, where: str = "timeout") -> float | None:
@@ -269,6 +283,10 @@ class CampaignSpec:
                 raise PerfcastError(f"parameter name {k!r} is reserved", where="parameters")
             if not vs:
                 raise PerfcastError(f"parameter {k!r} has no values", where="parameters")
+            twice = sorted({v for v in vs if vs.count(v) > 1})
+            if twice:
+                raise PerfcastError(f"parameter {k!r}: the value {fmt_value(twice[0])} is given twice "
+                                    f"(each value is one configuration)", where="parameters")
         if not (1 <= self.reps_min <= self.reps_max):
             raise PerfcastError("need 1 <= reps_min <= reps_max", where="reps")
         if not (self.cv >= 0):
