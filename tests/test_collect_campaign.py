@@ -114,7 +114,12 @@ def test_failed_and_timed_out_runs_are_recorded_and_excluded(tmp_path):
 
 
 def test_all_runs_failing_is_an_error(tmp_path):
-    spec = CampaignSpec(command=[str(tmp_path / "missing-program")], parameters={"n": [1]}, reps_min=1,
+    # an executable file that cannot start (its interpreter is missing; a missing program is refused
+    # before anything runs: test_collect_cli)
+    prog = tmp_path / "bad-interpreter"
+    prog.write_text("#!/nonexistent/interpreter\n")
+    prog.chmod(0o755)
+    spec = CampaignSpec(command=[str(prog)], parameters={"n": [1]}, reps_min=1,
                         reps_max=1, max_failures=1)
     with pytest.raises(PerfcastError, match="no run succeeded.*cannot start"):
         run_campaign(spec, tmp_path / "x.perfcast")

@@ -182,3 +182,70 @@ def test_repeated_value_in_a_campaign_file_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "the value 1 is given twice" in err[0], err
     assert not (tmp_path / "y.perfcast").exists() and not (tmp_path / "y.perfcast.campaign").exists()
+
+
+def test_missing_program_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    noexec = tmp_path / "noexec.sh"
+    noexec.write_text("#!/bin/sh\necho hi\n")
+    for words, said in ((["./later.sh", "{n}"], "'./later.sh' does not exist"),
+                        (["perfcast-no-such-program", "{n}"], "'perfcast-no-such-program' is not found on PATH"),
+                        (["./noexec.sh", "{n}"], "'./noexec.sh' is not an executable file")):
+        assert main(["collect", "-o", "g.perfcast", "--reps", "1", "-P", "n=64,128", "--", *words]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and said in err[0], err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["noexec.sh"]     # nothing left behind
+    # created afterwards, it runs (nothing stale was kept)
+    (tmp_path / "later.sh").write_text("#!/bin/sh\necho $1\n")
+    (tmp_path / "later.sh").chmod(0o755)
+    assert main(["collect", "-o", "g.perfcast", "--reps", "1", "-P", "n=64,128", "--json", "--", "./later.sh",
+                 "{n}"]) == 0
+    assert cli_items(capsys.readouterr().out, "campaign")[0]["runs"] == 2
+
+
+def test_program_after_an_mpi_launcher(tmp_path):
+    from perfcast.collect.campaign import CampaignSpec, check_program
+    from perfcast.errors import PerfcastError
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "mpirun").write_text("#!/bin/sh\nexit 0\n")
+    (bin_ / "mpirun").chmod(0o755)
+    (tmp_path / "app").write_text("")
+
+    def check(command):
+        check_program(CampaignSpec(command=command, parameters={"p": [1, 2]}, env={"PATH": str(bin_)},
+                                   workdir=str(tmp_path)))
+
+    for ok in ("mpirun -np {p} ./app", "mpirun -np {p} {wrap} ./app", "mpirun -np {p} {wrap} app",
+               "mpirun -np {p} app", "mpirun --wdir /elsewhere -np {p} ./missing"):
+        check(ok)                                      # no false alarm (a name: the launcher's PATH)
+    for bad in ("mpirun -np {p} ./missing", "mpirun -np {p} {wrap} ./missing", "mpirun -np {p} ./app_{p}"):
+        with pytest.raises(PerfcastError, match="that mpirun starts does not exist"):
+            check(bad)
+    with pytest.raises(PerfcastError, match="'mpirun' is not found on PATH"):
+        check_program(CampaignSpec(command="mpirun -np {p} ./app", parameters={"p": [1, 2]},
+                                   env={"PATH": str(tmp_path / "empty")}, workdir=str(tmp_path)))
+
+
+def test_resume_says_which_configurations_were_given_up(tmp_path, capsys):
+    app = tmp_path / "app.sh"
+    app.write_text('#!/bin/sh\n[ "$1" = 2 ] && [ ! -e "$0.fixed" ] && { echo broken >&2; exit 3; }\necho ok\n')
+    app.chmod(0o755)
+    out = tmp_path / "a.perfcast"
+    argv = ["collect", "-o", str(out), "--reps", "1", "-P", "n=1,2", "--max-failures", "1", "--allow-missing",
+            "--json", "--", str(app), "{n}"]
+    assert main(argv) == 0
+    assert cli_items(capsys.readouterr().out, "campaign")[0]["warnings"] == []
+    (tmp_path / "app.sh.fixed").write_text("")
+    assert main(argv) == 0                                # resumed: n=2 is not run again, and it says so
+    captured = capsys.readouterr()
+    summary = cli_items(captured.out, "campaign")[0]
+    assert summary["runs"] == 2 and summary["complete"] is False
+    (w,) = summary["warnings"]
+    assert "n=2" in w and "given up" in w and "exit code 3: broken" in w and "--max-failures 2" in w
+    assert w in captured.err
+    argv[argv.index("--max-failures") + 1] = "2"          # as it says: retried, and now it succeeds
+    assert main(argv) == 0
+    summary = cli_items(capsys.readouterr().out, "campaign")[0]
+    assert summary["runs"] == 3 and summary["complete"] is True

@@ -93,7 +93,7 @@ from typing import Callable, Mapping
 
 from ..analysis.advisor import LEVEL, total_interval
 from ..errors import PerfcastError
-from .campaign import Campaign, CampaignSpec, check_output, config_key, fmt_value
+from .campaign import Campaign, CampaignSpec, check_output, check_program, config_key, fmt_value
 
 #: the default relative width of the 90% interval of the total at the target
 UNTIL = 0.10
@@ -356,6 +356,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
 
     say = say or (lambda text: None)
     out = check_output(output, force)   # an existing output: this campaign's (resumed), or --force
+    check_program(spec)
     tgt, design = check(spec, target, budget, until)
     params = list(spec.parameters)
     camp = Campaign(spec, out, progress, log, launcher)

@@ -882,6 +882,24 @@ class Campaign:
                 self.launcher = LocalLauncher(self.dir)
         known = {r["id"] for r in self.records if r.get("type") == "run"}
         self.launcher.recover(lambda req, res: None if req.id in known else self._finish(req, res), None)
+        self._say_given_up()
+
+    def _say_given_up(self) -> None:
+        """On resume: the configurations an earlier launch gave up (``max_failures`` failed runs) are not
+        run again; say which, why, and how to retry them (the limit is not part of the campaign's
+        fingerprint, so a larger one resumes the same campaign)."""
+        given = [m for m in self.incomplete() if m["failed"] >= self.spec.max_failures]
+        if not given:
+            return
+        names = "; ".join(", ".join(f"{k}={fmt_value(v)}" for k, v in m["config"].items())
+                          + ("" if m["mode"] == "main" else f" ({m['mode']} runs)") for m in given)
+        last = given[-1]
+        more = max(m["failed"] for m in given) + 1
+        w = (f"{len(given)} configuration(s) given up after {self.spec.max_failures} failed run(s) are not run "
+             f"again: {names} (last: {last['last_status']}: {last['last_reason']}); to retry them rerun with "
+             f"--max-failures {more} (max_failures: in a campaign file)")
+        self.warnings.append(w)
+        self.log(w)
 
     def execute(self) -> None:
         """Run what :meth:`grid` still needs (rounds of interleaved runs, see the module docstring)."""
@@ -1013,12 +1031,69 @@ def check_output(output: str | Path, force: bool = False) -> Path:
     return out
 
 
+#: launcher options that change the directory the program is found in (then it is not checked)
+_CHDIR = {"-wdir", "--wdir", "-wd", "--chdir", "-D", "-chdir"}
+
+
+def _expand(spec: CampaignSpec, word: str) -> list[str]:
+    """``word`` with its placeholders replaced, for every configuration of the grid (``{wrap}`` kept)."""
+    if not _PLACEHOLDER.search(word):
+        return [word]
+    out = []
+    for config in spec.grid():
+        values = {k: fmt_value(v) for k, v in config.items()}
+        w = _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) == "wrap" else values[m.group(1)], word)
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def check_program(spec: CampaignSpec) -> None:
+    """Refuse, before anything runs, a command whose program cannot start (each run would fail and
+    the configurations would be given up after ``max_failures``): its first word as the launcher
+    starts it -- a path (with a ``/``) from the working directory, else a name on the run's PATH
+    (``env: PATH`` if set) -- must be an executable file; after an MPI launcher (``mpirun``, ``srun``)
+    the program it starts (after ``{wrap}``, else after the launcher's options) must exist when it is
+    a path and the launcher does not change the directory.  Local campaigns only: a Slurm run finds
+    its program on the node."""
+    if spec.launcher != "local":
+        return
+    tokens = spec.tokens()
+    cwd = Path(spec.workdir).resolve()
+    search = spec.env.get("PATH", os.environ.get("PATH", os.defpath))
+    for word in _expand(spec, tokens[0]):
+        if "/" in word:
+            path = cwd / word
+            if not path.exists():
+                raise PerfcastError(f"the command's program {word!r} does not exist (in {cwd})", where="command")
+            if path.is_dir() or not os.access(path, os.X_OK):
+                raise PerfcastError(f"the command's program {word!r} is not an executable file", where="command")
+        elif shutil.which(word, path=search) is None:
+            raise PerfcastError(f"the command's program {word!r} is not found on PATH", where="command")
+    if Path(tokens[0]).name not in _MPI_LAUNCHERS or _CHDIR & set(tokens):
+        return
+    if "{wrap}" in tokens:
+        i = tokens.index("{wrap}") + 1
+    else:
+        try:
+            i = _program_index(tokens)
+        except PerfcastError:
+            return   # said when the first run is prepared
+    if i is None or i >= len(tokens) or "/" not in tokens[i]:
+        return   # a name: the launcher searches its own PATH, on every node
+    for word in _expand(spec, tokens[i]):
+        if not (cwd / word).exists():
+            raise PerfcastError(f"the program {word!r} that {Path(tokens[0]).name} starts does not exist "
+                                f"(in {cwd})", where="command")
+
+
 def run_campaign(spec: CampaignSpec, output: str | Path, progress: Progress | None = None,
                  log: Callable[[str], None] | None = None, launcher=None, force: bool = False) -> Experiment:
     """Run (or resume) the campaign and store its experiment at ``output``; returns the experiment.
     An existing ``output`` without the campaign's journal is replaced only with ``force``
     (:func:`check_output`)."""
     out = check_output(output, force)
+    check_program(spec)
     return Campaign(spec, out, progress, log, launcher).run()
 
 
