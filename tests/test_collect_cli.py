@@ -249,3 +249,20 @@ def test_resume_says_which_configurations_were_given_up(tmp_path, capsys):
     assert main(argv) == 0
     summary = cli_items(capsys.readouterr().out, "campaign")[0]
     assert summary["runs"] == 3 and summary["complete"] is True
+
+
+def test_cv_metric_no_run_prints_is_warned_about(tmp_path, capsys):
+    app = tmp_path / "app.sh"
+    app.write_text('#!/bin/sh\necho "perfcast-timer solve 0.5"\n')     # the same time every run: cv 0
+    app.chmod(0o755)
+    base = ["collect", "--reps", "2..4", "-P", "n=1", "--json"]
+    assert main([*base, "-o", str(tmp_path / "a.perfcast"), "--cv-metric", "solve", "--", str(app)]) == 0
+    summary = cli_items(capsys.readouterr().out, "campaign")[0]
+    assert summary["runs"] == 2 and summary["warnings"] == []          # stopped by --cv at --reps MIN
+    assert main([*base, "-o", str(tmp_path / "b.perfcast"), "--cv-metric", "nosuch", "--", str(app)]) == 0
+    captured = capsys.readouterr()
+    summary = cli_items(captured.out, "campaign")[0]
+    assert summary["runs"] == 4                                          # nothing for --cv: --reps MAX
+    (w,) = summary["warnings"]
+    assert "--cv-metric nosuch" in w and "no timer 'nosuch'" in w and "solve" in w
+    assert captured.err.count("no timer 'nosuch'") == 1

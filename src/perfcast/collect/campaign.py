@@ -588,6 +588,8 @@ class Campaign:
         self.round_limits: Callable[[list[tuple[dict, str]]], list[tuple[float, str] | None]] | None = None
         #: the runs the last :meth:`execute` held back for :attr:`round_limits`, with why
         self.held: list[tuple[dict, str, str]] = []
+        #: whether the first successful run was looked at for the ``cv_metric`` timer (:meth:`_check_cv_metric`)
+        self._cv_metric_checked = False
 
     # state
     def _runs(self, config: dict, mode: str) -> list[dict]:
@@ -777,6 +779,8 @@ class Campaign:
         self.records.append(record)
         if status != "ok":
             self.log(f"run {req.id} {status}: {reason}")
+        elif req.mode == "main":
+            self._check_cv_metric(record)
         self.progress(self._done(), self._done() + self._remaining(), req.id)
 
     def _done(self) -> int:
@@ -883,6 +887,26 @@ class Campaign:
         known = {r["id"] for r in self.records if r.get("type") == "run"}
         self.launcher.recover(lambda req, res: None if req.id in known else self._finish(req, res), None)
         self._say_given_up()
+        first = next((r for r in self.records if r.get("type") == "run" and r["status"] == "ok"
+                      and r["mode"] == "main"), None)
+        if first is not None:
+            self._check_cv_metric(first)
+
+    def _check_cv_metric(self, record: dict) -> None:
+        """Warn (once) when the first successful run printed no timer named ``cv_metric``: --cv then
+        never sees two values, and every configuration runs ``reps_max`` times."""
+        name = self.spec.cv_metric
+        if name == "time" or self._cv_metric_checked:
+            return
+        self._cv_metric_checked = True
+        timers = sorted(record.get("timers") or {})
+        if name in timers:
+            return
+        seen = f"its timers: {', '.join(timers[:10])}{', ...' if len(timers) > 10 else ''}" if timers else "no timers"
+        w = (f"--cv-metric {name}: the first successful run ({record['id']}) printed no timer {name!r} ({seen}); "
+             f"--cv cannot stop the repetitions, each configuration runs --reps MAX ({self.spec.reps_max}) times")
+        self.warnings.append(w)
+        self.log(w)
 
     def _say_given_up(self) -> None:
         """On resume: the configurations an earlier launch gave up (``max_failures`` failed runs) are not
