@@ -1695,6 +1695,9 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     except cp.Terminated as e:
         click.echo(f"perfcast: terminated by {e}; rerun the same command to resume", err=True)
         sys.exit(e.exit_code)
+    except KeyboardInterrupt:   # Ctrl-C: stopped as cleanly (launchers.execute killed the run's process group)
+        click.echo("perfcast: interrupted (SIGINT); rerun the same command to resume", err=True)
+        sys.exit(130)
     s = exp.summary(callpaths=False)
     failed = exp.meta["campaign"]["failed"]
     runs = exp.meta["campaign"]["runs"]
@@ -1743,6 +1746,9 @@ def _collect_adaptive(spec, output, target, budget, until, log, as_json, force=F
     except cp.Terminated as e:
         click.echo(f"perfcast: terminated by {e}; rerun the same command to resume", err=True)
         sys.exit(e.exit_code)
+    except KeyboardInterrupt:   # Ctrl-C: stopped as cleanly (launchers.execute killed the run's process group)
+        click.echo("perfcast: interrupted (SIGINT); rerun the same command to resume", err=True)
+        sys.exit(130)
     if as_json:
         return write_json("campaign", [{k: r.get(k) for k in ("step", "at", "kind", "at_least", "reason",
                                                               "cost_estimate", "value", "lower", "upper", "width",
