@@ -266,3 +266,21 @@ def test_cv_metric_no_run_prints_is_warned_about(tmp_path, capsys):
     (w,) = summary["warnings"]
     assert "--cv-metric nosuch" in w and "no timer 'nosuch'" in w and "solve" in w
     assert captured.err.count("no timer 'nosuch'") == 1
+
+
+def test_collect_help_and_error_prefixes_are_said_once(tmp_path, capsys):
+    from perfcast.errors import PerfcastError
+
+    assert main(["collect", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "90% interval" in text and "[10%]" in text and "%%" not in text
+    for opt, said in ((["-P", "n=64,abc"], "perfcast: error: -P 'n=64,abc': 'abc' is not a number"),
+                      (["-P", "n=1", "--timeout", "-3"],
+                       "perfcast: error: --timeout '-3': expected seconds >= 0 (0 or 'none': no limit)")):
+        assert main(["collect", "-o", str(tmp_path / "t.perfcast"), *opt, "--", "echo"]) == 2
+        assert capsys.readouterr().err.strip() == said
+    # the one rule: a message that starts with its place does not get it twice; others get it once
+    assert PerfcastError("--target 'm=4': unknown", where="--target").format() == "--target 'm=4': unknown"
+    assert PerfcastError("--target: unknown", where="--target").format() == "--target: unknown"
+    assert PerfcastError("unknown parameter 'm'", where="--target").format() == "--target: unknown parameter 'm'"
+    assert PerfcastError("-Px", where="-P").format() == "-P: -Px"

@@ -1554,8 +1554,8 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
               help="With --adaptive: core-hours for the whole campaign (a run costs its wall time x processes); "
                    "a run that reaches it is stopped.")
 @click.option("--until", default=None, metavar="WIDTH",
-              help="With --adaptive: stop when the 90%% interval of the predicted total at --target is this "
-                   "wide relative to its value at three consecutive fits, one run apart [10%%].")
+              help="With --adaptive: stop when the 90% interval of the predicted total at --target is this "
+                   "wide relative to its value at three consecutive fits, one run apart [10%].")
 @click.option("--force", is_flag=True,
               help="Replace an existing OUTPUT that is not this campaign's (no NAME.perfcast.campaign/ journal "
                    "beside it); this campaign's own is resumed without it.")

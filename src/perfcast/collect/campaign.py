@@ -177,6 +177,7 @@ def parse_timeout(value, where: str = "timeout") -> float | None:
     """A run time limit: seconds > 0; ``0``/``none``/``off`` = no limit (0.0); ``auto``/None = automatic (None)."""
     if value is None:
         return None
+    given = value   # said as given ('-3', not -3.0)
     if isinstance(value, str):
         s = value.strip().lower()
         if s in ("none", "off", "no", "inf", "unlimited"):
@@ -189,7 +190,7 @@ def parse_timeout(value, where: str = "timeout") -> float | None:
             raise PerfcastError(f"{where} {value!r}: expected seconds, 'none' (no limit) or 'auto'",
                                 where=where) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise PerfcastError(f"{where} {value!r}: expected seconds >= 0 (0 or 'none': no limit)", where=where)
+        raise PerfcastError(f"{where} {given!r}: expected seconds >= 0 (0 or 'none': no limit)", where=where)
     return float(value)
 
 
