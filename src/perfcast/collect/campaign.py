@@ -771,7 +771,7 @@ class Campaign:
                   "stdout_tail": result.get("stdout_tail", ""), "stderr_tail": result.get("stderr_tail", ""),
                   "timers": result.get("timers", {}), "values": values}
         # what else kept the run's CPUs busy (launchers.CpuShare), where it could be measured
-        record.update({k: result[k] for k in ("cpus", "cpu", "others") if result.get(k) is not None})
+        record.update({k: result[k] for k in ("cpus", "cpu", "others", "others_resolution") if result.get(k) is not None})
         if any((result.get("output_dropped") or {}).values()):
             record["output_dropped"] = result["output_dropped"]  # bytes cut out of stdout/stderr (output cap)
         if "machine" in result:
@@ -995,7 +995,7 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
         seen.add(r["id"])
         info = {k: r.get(k) for k in ("id", "config", "mode", "status", "reason", "wall", "start", "host", "exit_code")}
         # what else kept the run's CPUs busy (launchers.CpuShare), where it was measured
-        info.update({k: r[k] for k in ("cpus", "cpu", "others") if r.get(k) is not None})
+        info.update({k: r[k] for k in ("cpus", "cpu", "others", "others_resolution") if r.get(k) is not None})
         if (r.get("values") or {}).get("cart"):
             info["cart"] = r["values"]["cart"]
         runs_meta.append(info)
