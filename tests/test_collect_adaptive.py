@@ -215,7 +215,8 @@ def runs_key(at):
 def test_bad_input_one_line_exit_2_nothing_run(tmp_path, args, where):
     app = script(tmp_path / "app.sh", f'touch {tmp_path}/ran\n')
     out = tmp_path / "x.perfcast"
-    r = cli("collect", "--adaptive", "--budget", "1", "-o", str(out), *args, "--", str(app), "{n}")
+    uses = ["{m}"] if any(a.startswith("m=") for a in args) else []   # a varied m must reach the command
+    r = cli("collect", "--adaptive", "--budget", "1", "-o", str(out), *args, "--", str(app), "{n}", *uses)
     assert r.returncode == 2 and where in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "ran").exists() and not out.exists() and not campaign_dir(out).exists()
 

@@ -114,7 +114,12 @@ def test_failed_and_timed_out_runs_are_recorded_and_excluded(tmp_path):
 
 
 def test_all_runs_failing_is_an_error(tmp_path):
-    spec = CampaignSpec(command=[str(tmp_path / "missing-program")], parameters={"n": [1]}, reps_min=1,
+    # an executable file that cannot start (its interpreter is missing; a missing program is refused
+    # before anything runs: test_collect_cli)
+    prog = tmp_path / "bad-interpreter"
+    prog.write_text("#!/nonexistent/interpreter\n")
+    prog.chmod(0o755)
+    spec = CampaignSpec(command=[str(prog)], parameters={"n": [1]}, reps_min=1,
                         reps_max=1, max_failures=1)
     with pytest.raises(PerfcastError, match="no run succeeded.*cannot start"):
         run_campaign(spec, tmp_path / "x.perfcast")
@@ -298,7 +303,7 @@ echo "perfcast-timer t $1"
 """
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
 def test_sigterm_and_sighup_stop_cleanly_and_resume(tmp_path, sig, code):
     gate, pids, count = tmp_path / "gate", tmp_path / "pids", tmp_path / "count"
     gate.touch()
@@ -308,7 +313,9 @@ def test_sigterm_and_sighup_stop_cleanly_and_resume(tmp_path, sig, code):
     out = tmp_path / "s.perfcast"
     argv = [sys.executable, "-m", "perfcast", "collect", "-o", str(out), "-P", "n=1,2,3", "--reps", "1",
             "--", str(app), "{n}"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Ctrl-C's default action even where the tests run with SIGINT ignored (a background job)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         while not pids.exists():
             assert proc.poll() is None, proc.communicate()
@@ -319,7 +326,8 @@ def test_sigterm_and_sighup_stop_cleanly_and_resume(tmp_path, sig, code):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == code, err
-    assert signal.Signals(sig).name in err.decode()
+    assert signal.Signals(sig).name in err.decode() and "rerun the same command to resume" in err.decode(), err
+    assert len(err.decode().strip().splitlines()) == 1, err
     app_pid, child_pid = map(int, pids.read_text().split())
     # the application and its child are gone (killed as a process group, not left as orphans)
     for pid in (app_pid, child_pid):

@@ -57,6 +57,32 @@ def test_a_process_outside_the_run_counts_as_others_and_the_runs_own_cpu_does_no
     assert res["others"] <= res["cpus"]
 
 
+def test_others_is_clamped_to_the_cpus_and_carries_its_resolution(monkeypatch):
+    # a 6 ms run on 2 CPUs: /proc/stat moved by 2 ticks (0.02 s busy) and the run used 0.003 s of CPU:
+    # (0.02 - 0.003) / 0.006 = 2.83 CPUs of "others" -- more than the machine has; at 100 ticks/s
+    # the figure is uncertain by 2 CPUs x 1 tick / 0.006 s = 3.33 CPUs
+    from perfcast.collect import launchers
+
+    monkeypatch.setattr(launchers.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(launchers, "_clock_ticks", lambda: 100)
+    busy, own = iter([10.0, 10.02]), iter([1.0, 1.003])
+    monkeypatch.setattr(launchers, "cpu_busy", lambda cpus: next(busy))
+    monkeypatch.setattr(launchers, "_own_cpu", lambda: next(own))
+    share = launchers.CpuShare()
+    assert share.result(0.006) == {"cpus": 2, "cpu": 0.003, "others": 2.0, "others_resolution": 3.333}
+    # a busy reading behind the run's own CPU time: 0, not negative
+    busy, own = iter([10.0, 10.0]), iter([1.0, 1.5])
+    assert launchers.CpuShare().result(1.0) == {"cpus": 2, "cpu": 0.5, "others": 0.0, "others_resolution": 0.02}
+
+
+def test_a_figure_within_the_resolution_does_not_call_a_run_contended():
+    # p=1 with 2 others: 3 > 2 + 0.25 -- unless /proc/stat could not tell 2 from 0 over the run
+    short = dict(_run(1, 2.0), others_resolution=3.333)
+    long = dict(_run(1, 2.0), others_resolution=0.02)
+    assert contended_runs([short], "p", 2) == ([], 1)
+    assert contended_runs([long], "p", 2) == ([(1.0, 2.0)], 1)
+
+
 def _camp(runs, cores=2):
     return {"campaign": {"command": ["mpirun", "-np", "{p}", "./app"], "launcher": "local", "runs": runs,
                          "machine": {"hostname": "box", "usable_cpus": cores}}}

@@ -1571,13 +1571,16 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
               help="With --adaptive: core-hours for the whole campaign (a run costs its wall time x processes); "
                    "a run that reaches it is stopped.")
 @click.option("--until", default=None, metavar="WIDTH",
-              help="With --adaptive: stop when the 90%% interval of the predicted total at --target is this "
-                   "wide relative to its value at three consecutive fits, one run apart [10%%].")
+              help="With --adaptive: stop when the 90% interval of the predicted total at --target is this "
+                   "wide relative to its value at three consecutive fits, one run apart [10%].")
+@click.option("--force", is_flag=True,
+              help="Replace an existing OUTPUT that is not this campaign's (no NAME.perfcast.campaign/ journal "
+                   "beside it); this campaign's own is resumed without it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout, output_cap, allow_missing, collect,
                 timer_regex, launcher, oversubscribe, perf_freq, perf_event, call_graph, counter_events, memory_events,
                 cg_i1, cg_d1, cg_ll, cg_toggle, max_failures, seed, slurm_opts, adaptive, target, budget, until,
-                as_json):
+                force, as_json):
     """Run an application over a parameter grid and store the profiles as one experiment.
 
     Give the command after `--` (with {NAME} placeholders, and optionally {wrap} where per-rank
@@ -1643,13 +1646,13 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
     elif args:
         if not grid:
             raise PerfcastError("give the parameters with -P NAME=V1,V2 (or use a YAML campaign file)")
-        params = dict(cp.parse_param(g) for g in grid)
+        params = cp.parse_params(grid)
         d = cp.CampaignSpec(command=args, parameters=params)
         yaml_out = None
     else:
         raise PerfcastError("nothing to run: give a command after -- or a campaign.yaml")
     if grid and len(args) == 1 and args[0].lower().endswith((".yaml", ".yml")):
-        d.parameters = dict(cp.parse_param(g) for g in grid)
+        d.parameters = cp.parse_params(grid)
     if reps is not None:
         d.reps_min, d.reps_max = cp.parse_reps(reps)
     if timeout is not None:
@@ -1702,13 +1705,16 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
         err.print(f"perfcast: warning: {msg}", markup=False, highlight=False)
 
     if adaptive:
-        return _collect_adaptive(d, output, target, budget, until, log, as_json)
+        return _collect_adaptive(d, output, target, budget, until, log, as_json, force)
     try:
         with cp.terminate_on_signals(), progress("collecting", enabled=None if not as_json else False) as cb:
-            exp = cp.run_campaign(d, output, progress=cb, log=log)
+            exp = cp.run_campaign(d, output, progress=cb, log=log, force=force)
     except cp.Terminated as e:
         click.echo(f"perfcast: terminated by {e}; rerun the same command to resume", err=True)
         sys.exit(e.exit_code)
+    except KeyboardInterrupt:   # Ctrl-C: stopped as cleanly (launchers.execute killed the run's process group)
+        click.echo("perfcast: interrupted (SIGINT); rerun the same command to resume", err=True)
+        sys.exit(130)
     s = exp.summary(callpaths=False)
     failed = exp.meta["campaign"]["failed"]
     runs = exp.meta["campaign"]["runs"]
@@ -1737,7 +1743,7 @@ def collect_cmd(args, output, grid, reps, cv, cv_metric, timeout, first_timeout,
         sys.exit(3)  # click (standalone_mode=False) would swallow click.exceptions.Exit's code
 
 
-def _collect_adaptive(spec, output, target, budget, until, log, as_json):
+def _collect_adaptive(spec, output, target, budget, until, log, as_json, force=False):
     """``collect --adaptive``: parse, run perfcast.collect.adaptive, render."""
     from .collect import adaptive as ad
     from .collect import campaign as cp
@@ -1753,10 +1759,13 @@ def _collect_adaptive(spec, output, target, budget, until, log, as_json):
 
     try:
         with cp.terminate_on_signals(), progress("collecting", enabled=None if not as_json else False) as cb:
-            res = ad.run_adaptive(spec, output, tgt, budget, width, progress=cb, log=log, say=say)
+            res = ad.run_adaptive(spec, output, tgt, budget, width, progress=cb, log=log, say=say, force=force)
     except cp.Terminated as e:
         click.echo(f"perfcast: terminated by {e}; rerun the same command to resume", err=True)
         sys.exit(e.exit_code)
+    except KeyboardInterrupt:   # Ctrl-C: stopped as cleanly (launchers.execute killed the run's process group)
+        click.echo("perfcast: interrupted (SIGINT); rerun the same command to resume", err=True)
+        sys.exit(130)
     if as_json:
         return write_json("campaign", [{k: r.get(k) for k in ("step", "at", "kind", "at_least", "reason",
                                                               "cost_estimate", "value", "lower", "upper", "width",

@@ -27,8 +27,8 @@ class PerfcastError(Exception):
                 # bare numbers are line numbers; anything else names a field or column
                 loc += f":{self.where}" if self.where.isdigit() else f" ({self.where})"
             loc += ": "
-        elif self.where:
-            loc = f"{self.where}: "
+        elif self.where and not self.message.startswith((f"{self.where} ", f"{self.where}:")):
+            loc = f"{self.where}: "   # not when the message already starts with it ("-P 'n=x': ...")
         return loc + self.message
 
     def at(self, path: str | Path | None = None, where: str | int | None = None) -> "PerfcastError":

@@ -16,7 +16,9 @@ are not this machine) nothing is claimed.
 Runs within the cores can still share them: other processes on the machine (another user's job, a
 build, a second campaign) take CPU time the ranks wait for.  The launcher measures it per run
 (:class:`perfcast.collect.launchers.CpuShare`: the usable CPUs' busy time from ``/proc/stat`` minus
-the run's own, as the average number of CPUs others kept busy, ``others``).  A run whose ranks
+the run's own, as the average number of CPUs others kept busy, ``others``, and how finely
+``/proc/stat``'s clock ticks resolve it over the run, ``others_resolution``: a run is judged by
+``others`` less that).  A run whose ranks
 and those others need more than the usable CPUs (by more than :data:`CONTENTION_SLACK`) *shared its
 cores*: its times are slowed by a load that is not the application's.  Runs without that record
 (older campaigns, third-party data) are not judged.
@@ -123,7 +125,10 @@ def contended_runs(runs, param: str, cores: int) -> tuple[list[tuple[float, floa
         if not isinstance(others, (int, float)) or not isinstance(ranks, (int, float)) or ranks > cores:
             continue
         judged += 1
-        if ranks + others > cores + CONTENTION_SLACK:
+        # a figure no larger than what /proc/stat can resolve over the run (a few-ms run) shows nothing
+        res = r.get("others_resolution")
+        res = float(res) if isinstance(res, (int, float)) and res > 0 else 0.0
+        if ranks + others - res > cores + CONTENTION_SLACK:
             found.append((float(ranks), float(others)))
     return found, judged
 

@@ -91,10 +91,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from .. import store
 from ..analysis.advisor import LEVEL, total_interval
 from ..errors import PerfcastError
-from .campaign import Campaign, CampaignSpec, config_key, fmt_value
+from .campaign import Campaign, CampaignSpec, check_output, check_program, config_key, fmt_value
 
 #: the default relative width of the 90% interval of the total at the target
 UNTIL = 0.10
@@ -349,18 +348,15 @@ def _request(spec: CampaignSpec, exp, tgt: dict, collector_runs: tuple = ()):
 
 def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, float], budget: float,
                  until: float = UNTIL, progress=None, log: Callable[[str], None] | None = None,
-                 say: Callable[[str], None] | None = None, launcher=None) -> AdaptiveResult:
+                 say: Callable[[str], None] | None = None, launcher=None, force: bool = False) -> AdaptiveResult:
     """Run (or resume) an adaptive campaign (module docstring) and store its experiment at
     ``output``.  ``say`` gets one line per decision (progress), ``log`` the campaign's warnings."""
     from ..analysis.advisor import MIN_STEP, advise, metrics_needed
     from ..modelset import model
 
     say = say or (lambda text: None)
-    out = Path(output)
-    if out.exists() and not store.is_store(out):
-        raise PerfcastError("output exists and is not a perfcast experiment", out)
-    if not out.parent.resolve().is_dir():
-        raise PerfcastError("output directory does not exist", out.parent)
+    out = check_output(output, force)   # an existing output: this campaign's (resumed), or --force
+    check_program(spec)
     tgt, design = check(spec, target, budget, until)
     params = list(spec.parameters)
     camp = Campaign(spec, out, progress, log, launcher)

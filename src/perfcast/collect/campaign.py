@@ -154,15 +154,30 @@ def parse_param(text: str) -> tuple[str, list[float]]:
             raise PerfcastError(f"-P {text!r}: {v.strip()!r} is not a number", where="-P") from None
         if not math.isfinite(x):
             raise PerfcastError(f"-P {text!r}: {v.strip()!r} is not finite", where="-P")
-        if x not in out:
-            out.append(x)
+        if x in out:
+            raise PerfcastError(f"-P {text!r}: the value {fmt_value(x)} is given twice", where="-P")
+        out.append(x)
     return name, out
+
+
+def parse_params(texts) -> dict[str, list[float]]:
+    """Several ``-P NAME=V1,V2`` (:func:`parse_param`) -> {name: values}; a name given twice is refused
+    (the later -P replaced the earlier one)."""
+    params: dict[str, list[float]] = {}
+    for text in texts:
+        name, values = parse_param(text)
+        if name in params:
+            raise PerfcastError(f"-P {text!r}: parameter {name} is given twice; give all its values in one -P "
+                                f"({name}={','.join(fmt_value(v) for v in params[name] + values)})", where="-P")
+        params[name] = values
+    return params
 
 
 def parse_timeout(value, where: str = "timeout") -> float | None:
     """A run time limit: seconds > 0; ``0``/``none``/``off`` = no limit (0.0); ``auto``/None = automatic (None)."""
     if value is None:
         return None
+    given = value   # said as given ('-3', not -3.0)
     if isinstance(value, str):
         s = value.strip().lower()
         if s in ("none", "off", "no", "inf", "unlimited"):
@@ -175,7 +190,7 @@ def parse_timeout(value, where: str = "timeout") -> float | None:
             raise PerfcastError(f"{where} {value!r}: expected seconds, 'none' (no limit) or 'auto'",
                                 where=where) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise PerfcastError(f"{where} {value!r}: expected seconds >= 0 (0 or 'none': no limit)", where=where)
+        raise PerfcastError(f"{where} {given!r}: expected seconds >= 0 (0 or 'none': no limit)", where=where)
     return float(value)
 
 
@@ -269,6 +284,10 @@ class CampaignSpec:
                 raise PerfcastError(f"parameter name {k!r} is reserved", where="parameters")
             if not vs:
                 raise PerfcastError(f"parameter {k!r} has no values", where="parameters")
+            twice = sorted({v for v in vs if vs.count(v) > 1})
+            if twice:
+                raise PerfcastError(f"parameter {k!r}: the value {fmt_value(twice[0])} is given twice "
+                                    f"(each value is one configuration)", where="parameters")
         if not (1 <= self.reps_min <= self.reps_max):
             raise PerfcastError("need 1 <= reps_min <= reps_max", where="reps")
         if not (self.cv >= 0):
@@ -288,11 +307,21 @@ class CampaignSpec:
         tokens = self.tokens()
         if not tokens:
             raise PerfcastError("empty command", where="command")
+        used = set()
         for t in tokens:
             for name in _PLACEHOLDER.findall(t):
                 if name != "wrap" and name not in self.parameters:
                     raise PerfcastError(f"command uses {{{name}}} but there is no parameter {name!r} "
                                         f"(parameters: {', '.join(self.parameters)})", where="command")
+                used.add(name)
+        # only the command's words are substituted (build_argv; env and workdir are taken as they are):
+        # a parameter that varies but never reaches the command would label identical runs as different
+        # points.  One value may stay a label of the campaign.
+        for k, vs in self.parameters.items():
+            if len(vs) > 1 and k not in used:
+                raise PerfcastError(f"parameter {k} has {len(vs)} values but the command never uses {{{k}}} "
+                                    f"(each run would be the same; give it one value to keep it as a label)",
+                                    where="command")
         if "{wrap}" in tokens and not all(t == "{wrap}" or "{wrap}" not in t for t in tokens):
             raise PerfcastError("{wrap} must be a word of its own in the command", where="command")
         cg = self.settings.get("cachegrind")
@@ -560,6 +589,8 @@ class Campaign:
         self.round_limits: Callable[[list[tuple[dict, str]]], list[tuple[float, str] | None]] | None = None
         #: the runs the last :meth:`execute` held back for :attr:`round_limits`, with why
         self.held: list[tuple[dict, str, str]] = []
+        #: whether the first successful run was looked at for the ``cv_metric`` timer (:meth:`_check_cv_metric`)
+        self._cv_metric_checked = False
 
     # state
     def _runs(self, config: dict, mode: str) -> list[dict]:
@@ -740,7 +771,7 @@ class Campaign:
                   "stdout_tail": result.get("stdout_tail", ""), "stderr_tail": result.get("stderr_tail", ""),
                   "timers": result.get("timers", {}), "values": values}
         # what else kept the run's CPUs busy (launchers.CpuShare), where it could be measured
-        record.update({k: result[k] for k in ("cpus", "cpu", "others") if result.get(k) is not None})
+        record.update({k: result[k] for k in ("cpus", "cpu", "others", "others_resolution") if result.get(k) is not None})
         if any((result.get("output_dropped") or {}).values()):
             record["output_dropped"] = result["output_dropped"]  # bytes cut out of stdout/stderr (output cap)
         if "machine" in result:
@@ -749,6 +780,8 @@ class Campaign:
         self.records.append(record)
         if status != "ok":
             self.log(f"run {req.id} {status}: {reason}")
+        elif req.mode == "main":
+            self._check_cv_metric(record)
         self.progress(self._done(), self._done() + self._remaining(), req.id)
 
     def _done(self) -> int:
@@ -854,6 +887,44 @@ class Campaign:
                 self.launcher = LocalLauncher(self.dir)
         known = {r["id"] for r in self.records if r.get("type") == "run"}
         self.launcher.recover(lambda req, res: None if req.id in known else self._finish(req, res), None)
+        self._say_given_up()
+        first = next((r for r in self.records if r.get("type") == "run" and r["status"] == "ok"
+                      and r["mode"] == "main"), None)
+        if first is not None:
+            self._check_cv_metric(first)
+
+    def _check_cv_metric(self, record: dict) -> None:
+        """Warn (once) when the first successful run printed no timer named ``cv_metric``: --cv then
+        never sees two values, and every configuration runs ``reps_max`` times."""
+        name = self.spec.cv_metric
+        if name == "time" or self._cv_metric_checked:
+            return
+        self._cv_metric_checked = True
+        timers = sorted(record.get("timers") or {})
+        if name in timers:
+            return
+        seen = f"its timers: {', '.join(timers[:10])}{', ...' if len(timers) > 10 else ''}" if timers else "no timers"
+        w = (f"--cv-metric {name}: the first successful run ({record['id']}) printed no timer {name!r} ({seen}); "
+             f"--cv cannot stop the repetitions, each configuration runs --reps MAX ({self.spec.reps_max}) times")
+        self.warnings.append(w)
+        self.log(w)
+
+    def _say_given_up(self) -> None:
+        """On resume: the configurations an earlier launch gave up (``max_failures`` failed runs) are not
+        run again; say which, why, and how to retry them (the limit is not part of the campaign's
+        fingerprint, so a larger one resumes the same campaign)."""
+        given = [m for m in self.incomplete() if m["failed"] >= self.spec.max_failures]
+        if not given:
+            return
+        names = "; ".join(", ".join(f"{k}={fmt_value(v)}" for k, v in m["config"].items())
+                          + ("" if m["mode"] == "main" else f" ({m['mode']} runs)") for m in given)
+        last = given[-1]
+        more = max(m["failed"] for m in given) + 1
+        w = (f"{len(given)} configuration(s) given up after {self.spec.max_failures} failed run(s) are not run "
+             f"again: {names} (last: {last['last_status']}: {last['last_reason']}); to retry them rerun with "
+             f"--max-failures {more} (max_failures: in a campaign file)")
+        self.warnings.append(w)
+        self.log(w)
 
     def execute(self) -> None:
         """Run what :meth:`grid` still needs (rounds of interleaved runs, see the module docstring)."""
@@ -924,7 +995,7 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
         seen.add(r["id"])
         info = {k: r.get(k) for k in ("id", "config", "mode", "status", "reason", "wall", "start", "host", "exit_code")}
         # what else kept the run's CPUs busy (launchers.CpuShare), where it was measured
-        info.update({k: r[k] for k in ("cpus", "cpu", "others") if r.get(k) is not None})
+        info.update({k: r[k] for k in ("cpus", "cpu", "others", "others_resolution") if r.get(k) is not None})
         if (r.get("values") or {}).get("cart"):
             info["cart"] = r["values"]["cart"]
         runs_meta.append(info)
@@ -968,14 +1039,86 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
     return Experiment(params, data, metrics.values(), tree, meta)
 
 
-def run_campaign(spec: CampaignSpec, output: str | Path, progress: Progress | None = None,
-                 log: Callable[[str], None] | None = None, launcher=None) -> Experiment:
-    """Run (or resume) the campaign and store its experiment at ``output``; returns the experiment."""
-    out = Path(output)
+def check_output(output: str | Path, force: bool = False) -> Path:
+    """The ``-o`` of a campaign, checked before anything runs: :func:`perfcast.output.check_store_output`'s
+    rule (never a file, FIFO or device; a new name is a store's, ``NAME.perfcast``; its directory
+    exists) and an existing experiment is replaced only with ``force`` -- unless it is this campaign's
+    own, with its journal next to it (``NAME.perfcast.campaign/``): that is resumed (the journal's
+    header must match the campaign, :meth:`Campaign._open`)."""
+    from ..output import check_store_output
+
+    out = check_store_output(output, True)
     if out.exists() and not store.is_store(out):
         raise PerfcastError("output exists and is not a perfcast experiment", out)
-    if not out.parent.resolve().is_dir():
-        raise PerfcastError("output directory does not exist", out.parent)
+    if out.exists() and not force and not (campaign_dir(out) / HEADER).is_file():
+        raise PerfcastError(f"output exists and has no campaign journal to resume ({campaign_dir(out).name}/); "
+                            f"use --force to replace it", out)
+    return out
+
+
+#: launcher options that change the directory the program is found in (then it is not checked)
+_CHDIR = {"-wdir", "--wdir", "-wd", "--chdir", "-D", "-chdir"}
+
+
+def _expand(spec: CampaignSpec, word: str) -> list[str]:
+    """``word`` with its placeholders replaced, for every configuration of the grid (``{wrap}`` kept)."""
+    if not _PLACEHOLDER.search(word):
+        return [word]
+    out = []
+    for config in spec.grid():
+        values = {k: fmt_value(v) for k, v in config.items()}
+        w = _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) == "wrap" else values[m.group(1)], word)
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def check_program(spec: CampaignSpec) -> None:
+    """Refuse, before anything runs, a command whose program cannot start (each run would fail and
+    the configurations would be given up after ``max_failures``): its first word as the launcher
+    starts it -- a path (with a ``/``) from the working directory, else a name on the run's PATH
+    (``env: PATH`` if set) -- must be an executable file; after an MPI launcher (``mpirun``, ``srun``)
+    the program it starts (after ``{wrap}``, else after the launcher's options) must exist when it is
+    a path and the launcher does not change the directory.  Local campaigns only: a Slurm run finds
+    its program on the node."""
+    if spec.launcher != "local":
+        return
+    tokens = spec.tokens()
+    cwd = Path(spec.workdir).resolve()
+    search = spec.env.get("PATH", os.environ.get("PATH", os.defpath))
+    for word in _expand(spec, tokens[0]):
+        if "/" in word:
+            path = cwd / word
+            if not path.exists():
+                raise PerfcastError(f"the command's program {word!r} does not exist (in {cwd})", where="command")
+            if path.is_dir() or not os.access(path, os.X_OK):
+                raise PerfcastError(f"the command's program {word!r} is not an executable file", where="command")
+        elif shutil.which(word, path=search) is None:
+            raise PerfcastError(f"the command's program {word!r} is not found on PATH", where="command")
+    if Path(tokens[0]).name not in _MPI_LAUNCHERS or _CHDIR & set(tokens):
+        return
+    if "{wrap}" in tokens:
+        i = tokens.index("{wrap}") + 1
+    else:
+        try:
+            i = _program_index(tokens)
+        except PerfcastError:
+            return   # said when the first run is prepared
+    if i is None or i >= len(tokens) or "/" not in tokens[i]:
+        return   # a name: the launcher searches its own PATH, on every node
+    for word in _expand(spec, tokens[i]):
+        if not (cwd / word).exists():
+            raise PerfcastError(f"the program {word!r} that {Path(tokens[0]).name} starts does not exist "
+                                f"(in {cwd})", where="command")
+
+
+def run_campaign(spec: CampaignSpec, output: str | Path, progress: Progress | None = None,
+                 log: Callable[[str], None] | None = None, launcher=None, force: bool = False) -> Experiment:
+    """Run (or resume) the campaign and store its experiment at ``output``; returns the experiment.
+    An existing ``output`` without the campaign's journal is replaced only with ``force``
+    (:func:`check_output`)."""
+    out = check_output(output, force)
+    check_program(spec)
     return Campaign(spec, out, progress, log, launcher).run()
 
 
