@@ -30,6 +30,21 @@ def test_non_finite_coordinates_are_rejected(capsys, cmd):
     assert f"{opt} '{cmd[3]}'" in line and "is not a finite number" in line
 
 
+@pytest.mark.parametrize("cmd", [
+    ["predict", TEXT, "--at", "x=-1"],
+    ["predict", TEXT, "--at", "x=0", "--json"],
+    ["model", TEXT, "--target", "x=0"],
+    ["model", TEXT, "--target", "x=-5", "--json"],
+    ["report", TEXT, "--target", "x=-5", "-o", "REPORT"],
+])
+def test_coordinates_at_or_below_zero_are_rejected(capsys, tmp_path, cmd):
+    # were accepted for power-law models (exit 0: a value at x = -1, an increase of -5043% at
+    # x = 0), while logarithms were undefined there and the report refused them
+    cmd = [str(tmp_path / "r.html") if c == "REPORT" else c for c in cmd]
+    line = one_error(*cli(capsys, *cmd)[::2])
+    assert f"{cmd[3]}: a scaling model predicts at positive parameter values only" in line
+    assert not (tmp_path / "r.html").exists()
+
 def test_callpath_glob_matching_nothing_names_the_glob(capsys):
     for extra in ([], ["--json"]):
         line = one_error(*cli(capsys, "model", TEXT, "--callpath", "nomatch*", *extra)[::2])

@@ -241,6 +241,16 @@ def summable_metrics(inclusive, kinds: Mapping[str, str], aggregates: Mapping[st
                           or (aggregates.get(m) or "").endswith(ONE_LOCATION)))
 
 
+def check_positive(point: Mapping[str, float], where: str) -> None:
+    """A point to predict at or rank for: every value a positive, finite number (a scaling model's
+    terms ``x^i log2(x)^j`` hold for x > 0 only: at x = -1 a power law gives a number and a
+    logarithm none, neither a prediction).  Else one error naming the parameters."""
+    bad = [k for k, v in point.items() if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0)]
+    if bad:
+        raise PerfcastError(f"{','.join(f'{k}={point[k]:g}' for k in bad)}: a scaling model predicts at positive "
+                            f"parameter values only", where=where)
+
+
 #: how a quantity is combined over the ranks (``Metric.aggregate``) -> the order of the family's members
 _ORDERED = {"min over ranks": "min", "mean over ranks": "mean", "max over ranks": "max"}
 
@@ -1030,6 +1040,7 @@ class ModelSet:
             if extra or missing:
                 raise PerfcastError(f"point {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
                                     f"parameters {', '.join(self.parameters)}", where="at")
+            check_positive(t, "at")
         from .fit import columns
         from .fit.lines import line_at, line_note
 
@@ -1650,6 +1661,8 @@ class ModelSet:
         them (a split costs a pass over every series)."""
         from .analysis.ranking import rank_order
 
+        if target is not None:
+            check_positive(target, "--target")
         series = list(self.series) if series is None else series
         items, measured = series, self.measured
         if by == "cost" and self.context and self.context_measured is not None:
