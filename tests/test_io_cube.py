@@ -410,6 +410,12 @@ def test_bad_files_raise_perfcast_errors(cube_dir, tmp_path):
     _rewrite(src, bad, {"1.data": b"CUBEX.DATA" + b"\x00" * 13})
     err = _fails(bad, "metric 'time'")
     assert err.path == str(bad) and err.where == "1.data"
+    # ... in words, not pycubexr's exception classes: a wrong header, a length that is no whole
+    # number of 8-byte values
+    _rewrite(src, bad, {"1.data": b"NOTCUBE..." + b"\x00" * 16})
+    assert "Error" not in str(_fails(bad, "its header is not a CUBE data header"))
+    _rewrite(src, bad, {"1.data": b"CUBEX.DATA" + b"\x00" * 13})
+    assert "Error" not in str(_fails(bad, "metric 'time'"))
     bad_xml = tmp_path / "bad_xml.cubex"
     _rewrite(src, bad_xml, {"anchor.xml": b"<?xml version='1.0'?>\n<cube>\n<metrics>\n</cube>"})
     err = _fails(bad_xml, "not well-formed XML")

@@ -609,8 +609,15 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
 
 
 def _why(e: BaseException) -> str:
+    """What a decoding error of pycubexr's says, in words (not the exception's class)."""
     msg = str(e).strip()
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+    if isinstance(e, AssertionError):       # pycubexr asserts the data file's header
+        return "its header is not a CUBE data header"
+    if "multiple of element size" in msg:
+        return "its length is not a whole number of values: truncated"
+    if "size of the index list" in msg:
+        return "the index does not match the number of call-tree nodes"
+    return msg or "it cannot be decoded"
 
 
 class _BytesReader:
