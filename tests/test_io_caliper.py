@@ -644,6 +644,23 @@ def test_thicket_bad_input(ensemble, tmp_path):
     assert e.where == "dataframe[5]" and "999" in e.message
 
 
+def test_thicket_text_in_a_metric_cell_is_an_error(ensemble, tmp_path, capsys):
+    # one text value in one cell made the whole column "not a metric": the metric vanished from
+    # all 172 runs, exit 0
+    from conftest import cli, one_error
+
+    _, doc = ensemble
+    col = "avg#inclusive#sum#time.duration"
+    assert all(isinstance(r[col], float) for r in doc["dataframe"])
+    bad = dict(doc)
+    bad["dataframe"] = [dict(r) for r in doc["dataframe"]]
+    bad["dataframe"][5][col] = "abc"
+    f = tmp_path / "ens.json"
+    f.write_text(json.dumps(bad))
+    line = one_error(*cli(capsys, "show", f)[::2])
+    assert line == f'perfcast: error: {f} (dataframe[5].{col}): "abc" is not a number'
+
+
 def test_non_finite_values_are_dropped_with_a_warning(data_dir, tmp_path):
     src = data_dir / "formats" / "caliper" / "caliper-example-cali" / "example-profile.cali"
     rec = "data=0.001533=0.001533=0.001533=0.001533=1=0.001533"

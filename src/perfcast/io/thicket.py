@@ -22,6 +22,7 @@ Hatchet are optional (``pip install 'perfcast[thicket]'``); only :func:`to_thick
 
 from __future__ import annotations
 
+import json
 import math
 from collections import OrderedDict
 from pathlib import Path
@@ -125,15 +126,23 @@ def _read_doc(doc: dict, path: Path, options: ReadOptions) -> Experiment:
         prof.globals = {k: _json_safe(v) for k, v in meta_of[pid].items() if k != "profile"}
         profiles[pid] = prof
 
-    # metric columns: numeric in every record that has them
-    columns: dict[str, bool] = {}
-    for r in records:
+    # metric columns: those holding numbers; one holding numbers and, in some record, anything else
+    # (text, a boolean) is damage, never a column that is "not a metric" (all its values lost)
+    numbers: dict[str, bool] = {}
+    other: dict[str, int] = {}  # column -> first record with a value that is no number
+    for i, r in enumerate(records):
         for k, v in r.items():
-            if k in _NOT_METRIC_COLUMNS or k in _NOT_METRICS or k.startswith("iteration#"):
+            if k in _NOT_METRIC_COLUMNS or k in _NOT_METRICS or k.startswith("iteration#") or v is None:
                 continue
-            numeric = v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-            columns[k] = columns.get(k, True) and numeric
-    metric_cols = [k for k, ok in columns.items() if ok]
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                numbers[k] = True
+            else:
+                other.setdefault(k, i)
+    for k in numbers:
+        if k in other:
+            i = other[k]
+            raise PerfcastError(f"{json.dumps(records[i][k])[:40]} is not a number", path, f"dataframe[{i}].{k}")
+    metric_cols = list(numbers)
     if not metric_cols:
         raise PerfcastError("no numeric metric column", path, "dataframe")
     metrics = {}
