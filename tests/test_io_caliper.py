@@ -512,6 +512,28 @@ def test_corrupt_record_reference(data_dir, tmp_path):
     assert e.path == str(headless) and e.where == "1" and "refers to a node or attribute" in e.message
 
 
+@pytest.mark.parametrize("drop", [2, 5])
+def test_record_with_fewer_values_than_attributes(data_dir, tmp_path, drop):
+    # caliperreader pairs attr ids with data values in order: a value dropped shifted the later
+    # ones onto the next attributes (main's avg read as its sum), exit 0
+    lines = (data_dir / LULESH / "64_cores.cali").read_text().splitlines(keepends=True)
+    no = next(i for i, ln in enumerate(lines, 1) if ln.startswith("__rec=ctx,ref=43=101,attr=86=89=92=96=94=99,"))
+    head, data = lines[no - 1].rstrip("\n").split(",data=")
+    values = data.split("=")
+    assert len(values) == len(head.split(",attr=")[1].split("=")) == 6
+    del values[drop]
+    lines[no - 1] = head + ",data=" + "=".join(values) + "\n"
+    d = tmp_path / "runs"
+    d.mkdir()
+    for f in (data_dir / LULESH).glob("*.cali"):
+        (d / f.name).write_text(f.read_text())
+    (d / "64_cores.cali").write_text("".join(lines))
+    with pytest.raises(PerfcastError) as ei:
+        load([d])
+    e = _err(ei)
+    assert (e.path, e.where, e.message) == (str(d / "64_cores.cali"), str(no), "record has 6 attributes but 5 values")
+
+
 def test_directory_without_cali(tmp_path):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     with pytest.raises(PerfcastError) as ei:

@@ -366,6 +366,7 @@ def _list_files(root: Path, exts: tuple[str, ...]) -> list[Path]:
 
 _CALI_FIELDS = frozenset({"__rec", "id", "attr", "data", "parent", "ref"})
 _CALI_FIELD_SPLIT = re.compile(r"(?<!\\),")
+_CALI_VALUE_SPLIT = re.compile(r"(?<!\\)=")
 
 
 def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
@@ -388,13 +389,20 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
                 state["globals"] += 1
             if not line.startswith("__rec="):
                 raise PerfcastError("not a Caliper .cali file (its records start with '__rec=')", path, i)
+            counts = {}
             for part in _CALI_FIELD_SPLIT.split(line.rstrip("\r\n")):
-                key = part.split("=", 1)[0]
+                key, _, value = part.partition("=")
                 if key not in _CALI_FIELDS:
                     # caliperreader skips a field it does not know: a garbled ref= would drop the
                     # record's calling context without a word
                     raise PerfcastError(f"unknown field {key[:40]!r} in a Caliper record (fields: "
                                         f"{', '.join(sorted(_CALI_FIELDS))})", path, i)
+                if key in ("attr", "data"):
+                    counts[key] = len(_CALI_VALUE_SPLIT.split(value))
+            if len(counts) == 2 and counts["attr"] != counts["data"]:
+                # caliperreader pairs them in order: a value too few shifts every later value onto
+                # the next attribute (the average read as the sum) without a word
+                raise PerfcastError(f"record has {counts['attr']} attributes but {counts['data']} values", path, i)
             yield line
 
     raw: list[dict] = []
