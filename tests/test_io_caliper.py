@@ -683,18 +683,52 @@ def test_thicket_text_in_a_metric_cell_is_an_error(ensemble, tmp_path, capsys):
     assert line == f'perfcast: error: {f} (dataframe[5].{col}): "abc" is not a number'
 
 
-def test_non_finite_values_are_dropped_with_a_warning(data_dir, tmp_path):
+@pytest.mark.parametrize("written, said", [("nan", "value 'nan' is not finite (NaN and infinity are not measurements)"),
+                                           ("inf", "value 'inf' is not finite (NaN and infinity are not measurements)"),
+                                           ("1e400", "value '1e400' overflows to infinity")])
+def test_non_finite_cali_value_is_an_error_at_its_line(data_dir, tmp_path, written, said):
+    # was dropped with a warning naming no file or place; every other reader refuses it
     src = data_dir / "formats" / "caliper" / "caliper-example-cali" / "example-profile.cali"
-    rec = "data=0.001533=0.001533=0.001533=0.001533=1=0.001533"
-    text = src.read_text()
-    assert rec in text
-    bad = tmp_path / "nan.cali"
-    bad.write_text(text.replace(rec, rec.replace("data=0.001533", "data=nan", 1), 1))
-    clean, dropped = load([src]), load([bad])
-    # exactly one value fewer, and the warning says so
-    assert len(dropped.data) == len(clean.data) - 1
-    assert any("1 non-finite value(s) (nan/inf) dropped" in w for w in dropped.meta.get("warnings", []))
-    assert not any("non-finite" in w for w in clean.meta.get("warnings", []))
+    rec = "attr=66=69=72=76=74=79,data=0.001533=0.001533=0.001533=0.001533=1=0.001533"
+    lines = src.read_text().splitlines(keepends=True)
+    no = next(i for i, ln in enumerate(lines, 1) if rec in ln)
+    lines[no - 1] = lines[no - 1].replace("data=0.001533", f"data={written}", 1)
+    bad = tmp_path / "bad.cali"
+    bad.write_text("".join(lines))
+    with pytest.raises(PerfcastError) as ei:
+        load([bad])
+    e = _err(ei)
+    # attribute 66 is the first of the record: its name is the one in its node record
+    name = next(ln.split(",data=")[1].split(",")[0] for ln in lines if ln.startswith("__rec=node,id=66,"))
+    assert (e.path, e.where, e.message) == (str(bad), str(no), f"metric {name!r}: {said}")
+    load([src])  # the file itself reads
+
+
+@pytest.mark.parametrize("value, text", [(float("nan"), "NaN"), (float("inf"), "Infinity")])
+def test_non_finite_json_values_are_errors_at_their_place(data_dir, ensemble, tmp_path, value, text):
+    said = f"value {text!r} is not finite (NaN and infinity are not measurements)"
+    # caliper json-split: data[row][column]
+    doc = json.loads((data_dir / "formats/caliper/caliper-cpi-json/cpi-callpath-profile.json").read_text())
+    j = doc["columns"].index("sum#time.duration")
+    doc["data"][1][j] = value
+    f = tmp_path / "split.json"
+    f.write_text(json.dumps(doc))  # Python's json writes NaN / Infinity
+    with pytest.raises(PerfcastError) as ei:
+        load([f])
+    e = _err(ei)
+    assert (e.path, e.where, e.message) == (str(f), f"data[1][{j}]", f"metric 'sum#time.duration': {said}")
+    # Thicket: dataframe[i].column (Thicket.to_json writes a missing value as null, never NaN)
+    _, ens = ensemble
+    col = "avg#inclusive#sum#time.duration"
+    bad = dict(ens)
+    bad["dataframe"] = [dict(r) for r in ens["dataframe"]]
+    bad["dataframe"][7][col] = value
+    f = tmp_path / "ens.json"
+    f.write_text(json.dumps(bad))
+    with pytest.raises(PerfcastError) as ei:
+        load([f])
+    e = _err(ei)
+    assert (e.path, e.where, e.message) == (str(f), f"dataframe[7].{col}", f"metric {col!r}: {said}")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -231,7 +231,6 @@ class _Profile:
     #: how the run is named in meta and messages when ``path`` holds several runs (Thicket)
     label: str | None = None
     notes: list[str] = field(default_factory=list)
-    dropped_nonfinite: int = 0
     #: read as a time series: what was read (meta); locations then carry the snapshot's
     #: iteration as a third element and :meth:`frame` adds the ``iteration`` column
     series: dict | None = None
@@ -243,9 +242,6 @@ class _Profile:
             self.order.append(frames)
         acc = by_loc.setdefault(loc, {})
         for m, v in values.items():
-            if not math.isfinite(v):
-                self.dropped_nonfinite += 1
-                continue
             op = self.combine[m]
             cur = acc.get(m)
             if cur is None:
@@ -296,6 +292,16 @@ class _Profile:
         if self.has_thread:
             df["thread"] = np.asarray(thread, dtype="int64")
         return df, tree, merged
+
+
+def _check_finite(value: float, written, metric: str, path: Path, where) -> None:
+    """A metric value NaN or infinite (``nan``, ``inf``, ``1e400``) is an error at its place, as in
+    every reader (:func:`perfcast.io.extrap._text_number` says what is wrong with it)."""
+    if not math.isfinite(value):
+        from .extrap import _text_number
+
+        text = written if isinstance(written, str) else json.dumps(written)
+        raise PerfcastError(f"metric {metric!r}: {_text_number(text.strip())}", path, where)
 
 
 def _to_int_location(v, what: str, path: Path, where) -> int:
@@ -406,10 +412,11 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
             yield line
 
     raw: list[dict] = []
+    rec_line: list[int] = []  # the line of each record of raw
     sr = CaliperStreamReader()
     try:
         with open(path, "r", encoding="utf-8", errors="strict", newline="") as f:
-            sr.read(lines(f), raw.append)
+            sr.read(lines(f), lambda rec: (raw.append(rec), rec_line.append(state["line"])))
     except PerfcastError:
         raise
     except UnicodeDecodeError:
@@ -527,6 +534,7 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
             except (ValueError, TypeError, OverflowError):
                 raise PerfcastError(f"metric attribute {k!r} has a non-numeric value {str(v)[:40]!r}", path,
                                     f"record {i + 1}") from None
+            _check_finite(values[k], v, k, path, rec_line[i])
         if not values:
             continue
         iteration = None
@@ -852,6 +860,9 @@ def _parse_json_split(path: Path) -> _Profile:
         if thread_i is not None and row[thread_i] is not None:
             t = _to_int_location(row[thread_i], columns[thread_i], path, f"data[{i}]")
         values = {columns[j]: float(row[j]) for j in metric_cols if row[j] is not None}
+        for j in metric_cols:
+            if row[j] is not None:
+                _check_finite(values[columns[j]], row[j], columns[j], path, f"data[{i}][{j}]")
         if not values:
             continue
         weight = 1.0
@@ -1073,7 +1084,6 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
     frames = []
     reps: dict[tuple, int] = {}
     runs = []
-    total_nonfinite = 0
     for prof, c in zip(profiles, coords):
         for name, m in prof.metrics.items():
             if name in metrics:
@@ -1098,7 +1108,6 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
         if threaded and "thread" not in df.columns:
             df["thread"] = 0
         frames.append(df)
-        total_nonfinite += prof.dropped_nonfinite
         if prof.label is not None:
             label = prof.label
         else:
@@ -1111,8 +1120,6 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             run["records_merged"] = f"up to {merged} records per callpath and location combined"
         if prof.notes:
             run["notes"] = list(prof.notes)
-        if prof.dropped_nonfinite:
-            run["dropped_nonfinite_values"] = prof.dropped_nonfinite
         runs.append(run)
     data = pd.concat(frames, ignore_index=True)
     cal: dict[str, Any] = {"parameters": explanation, "runs": runs,
@@ -1132,9 +1139,6 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
         warnings.append(f"snapshots of {uneven[0].path.name} cover different numbers of loop iterations "
                         f"({', '.join(map(str, uneven[0].series['iterations_per_snapshot']))}): per-snapshot "
                         "values are not comparable per iteration")
-    if total_nonfinite:
-        warnings.append(f"{total_nonfinite} non-finite value(s) (nan/inf) dropped; --json lists them per run "
-                        "(dropped_nonfinite_values)")
     meta = {"sources": list(dict.fromkeys(str(p.path) for p in profiles)), "caliper": cal}
     if warnings:
         meta["warnings"] = warnings

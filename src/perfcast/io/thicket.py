@@ -33,7 +33,7 @@ import pandas as pd
 from ..errors import PerfcastError
 from ..experiment import Experiment, Metric
 from . import ReadOptions, Reader, _warn_implausible, read_ends, read_json, register
-from .caliper import (_NOT_METRICS, _json_num, _THREAD_KEYS, _assemble, _combine_op, _json_safe, _Profile, _split_ops,
+from .caliper import (_NOT_METRICS, _check_finite, _json_num, _THREAD_KEYS, _assemble, _combine_op, _json_safe, _Profile, _split_ops,
                       _to_int_location, _unit_from_name, metric_kind, metric_scope)
 
 _KEYS = ("graph", "dataframe", "metadata")
@@ -172,6 +172,8 @@ def _read_doc(doc: dict, path: Path, options: ReadOptions) -> Experiment:
             prof.has_thread = True
             thread = _to_int_location(r[thread_key], thread_key, path, f"dataframe[{i}]")
         values = {c: float(r[c]) for c in metric_cols if r.get(c) is not None}
+        for c, v in values.items():
+            _check_finite(v, r[c], c, path, f"dataframe[{i}].{c}")
         if values:
             prof.add(frames_of[str(node)], (rank, thread), values, 1.0)
             prof.n_records += 1
