@@ -666,6 +666,60 @@ def test_thicket_bad_input(ensemble, tmp_path):
     assert e.where == "dataframe[5]" and "999" in e.message
 
 
+@pytest.mark.parametrize("value", [None, "big"])
+def test_thicket_profile_without_a_parameter_the_others_have(ensemble, tmp_path, value):
+    # one profile without jobsize (or jobsize 'big') turned the parameter off for the whole
+    # ensemble: different job sizes merged as repetitions
+    _, doc = ensemble
+    assert len({m["jobsize"] for m in doc["metadata"]}) > 1
+    bad = dict(doc)
+    bad["metadata"] = [dict(m) for m in doc["metadata"]]
+    if value is None:
+        del bad["metadata"][0]["jobsize"]
+        what = "has no metadata 'jobsize'"
+    else:
+        bad["metadata"][0]["jobsize"] = value
+        what = "has jobsize = 'big', not a number,"
+    f = tmp_path / "ens.json"
+    f.write_text(json.dumps(bad))
+    with pytest.raises(PerfcastError) as ei:
+        load([f])
+    e = _err(ei)
+    label = doc["profile_mapping"][str(doc["metadata"][0]["profile"])]
+    sizes = sorted({int(m["jobsize"]) for m in doc["metadata"][1:]})
+    assert (e.path, e.where) == (str(f), "metadata[0]")
+    assert e.message.startswith(f"run {label} {what} while {len(doc['metadata']) - 1} other run(s) have numeric "
+                                f"values of it ({', '.join(map(str, sizes))})")
+    # named by the user, the other parameters read without it
+    exp = load([f], options=ReadOptions(parameters=("problem_size",)))
+    assert exp.parameters == ("problem_size",)
+
+
+def test_cali_directory_run_without_a_parameter_the_others_have(data_dir, tmp_path):
+    d = tmp_path / "runs"
+    d.mkdir()
+    for f in (data_dir / LULESH).glob("*.cali"):
+        (d / f.name).write_text(f.read_text())
+    victim = d / "64_cores.cali"
+    lines = victim.read_text().splitlines(keepends=True)
+    # the globals record names jobsize through a node: the node record defining the value 64
+    # of the jobsize attribute is renamed, so this run has no jobsize
+    from caliperreader import read_caliper_contents
+
+    assert read_caliper_contents(str(victim))[1]["jobsize"] == "64"
+    jid = next(ln.split("id=")[1].split(",")[0] for ln in lines
+               if ln.startswith("__rec=node,") and ",data=jobsize," in ln)
+    i = next(i for i, ln in enumerate(lines) if ln.startswith("__rec=node,") and f",attr={jid},data=64" in ln)
+    lines[i] = lines[i].replace(f",attr={jid},data=64", f",attr={jid},data=sixty-four")
+    victim.write_text("".join(lines))
+    with pytest.raises(PerfcastError) as ei:
+        load([d])
+    e = _err(ei)
+    assert e.path == str(victim) and e.message.startswith(
+        "this run has jobsize = 'sixty-four', not a number, while 4 other run(s) have numeric values of it "
+        "(27, 125, 216, 343)")
+
+
 def test_thicket_text_in_a_metric_cell_is_an_error(ensemble, tmp_path, capsys):
     # one text value in one cell made the whole column "not a metric": the metric vanished from
     # all 172 runs, exit 0

@@ -230,6 +230,8 @@ class _Profile:
     n_records: int = 0
     #: how the run is named in meta and messages when ``path`` holds several runs (Thicket)
     label: str | None = None
+    #: where in ``path`` the run's metadata is (Thicket: ``metadata[3]``), for messages
+    place: str | None = None
     notes: list[str] = field(default_factory=list)
     #: read as a time series: what was read (meta); locations then carry the snapshot's
     #: iteration as a third element and :meth:`frame` adds the ``iteration`` column
@@ -948,6 +950,7 @@ def choose_parameters(profiles: Sequence[_Profile], requested: Sequence[str]) ->
     for p in profiles:
         for k, v in p.global_info.items():
             info.setdefault(k, v)
+    _check_gaps(profiles, info)
     table = [{} for _ in profiles]
     varying, noise = [], []
     for key in sorted(common):
@@ -992,6 +995,30 @@ def choose_parameters(profiles: Sequence[_Profile], requested: Sequence[str]) ->
         explanation["not_chosen"] = unused
     coords = [{k: row[k] for k in chosen} for row in table]
     return chosen, coords, explanation
+
+
+def _check_gaps(profiles: Sequence[_Profile], info: dict) -> None:
+    """A run that lacks a key (or holds no number in it) that the other runs hold as a varying
+    number -- a parameter -- is an error naming it: choosing without that key merged different job
+    sizes as repetitions of one point."""
+    keys = sorted(set().union(*(p.globals for p in profiles)))
+    for key in keys:
+        vals = [_numeric(p.globals.get(key)) for p in profiles]
+        have = [v for v in vals if v is not None]
+        if len(have) == len(profiles) or len(set(have)) < 2 or _is_noise(key, info.get(key, {})):
+            continue
+        typed = info.get(key, {}).get("type") in _NUMERIC_TYPES or all(
+            isinstance(p.globals[key], (int, float)) for p, v in zip(profiles, vals) if v is not None)
+        if not typed and key not in PREFERRED_PARAMETERS:
+            continue
+        bad = next(p for p, v in zip(profiles, vals) if v is None)
+        what = ("has no metadata " + repr(key) if key not in bad.globals
+                else f"has {key} = {str(bad.globals[key])[:40]!r}, not a number,")
+        run = f"run {bad.label}" if bad.label is not None else "this run"
+        shown = ", ".join(f"{v:g}" for v in sorted(set(have))[:8]) + (", ..." if len(set(have)) > 8 else "")
+        raise PerfcastError(f"{run} {what} while {len(have)} other run(s) have numeric values of it ({shown}): "
+                            f"its point is unknown; leave it out (--where) or choose the parameters (--param)",
+                            bad.path, bad.place)
 
 
 def _mixed_within_points(profiles: Sequence[_Profile], coords: list[dict]) -> dict[str, list]:

@@ -119,10 +119,11 @@ def _read_doc(doc: dict, path: Path, options: ReadOptions) -> Experiment:
     if isinstance(doc.get("profile"), list) and set(doc["profile"]) == set(order):
         order = list(doc["profile"])
     meta_of = {m["profile"]: m for m in metadata}
+    index_of = {m["profile"]: i for i, m in enumerate(metadata)}
     profiles: dict = {}
     for pid in order:
         label = str(mapping.get(str(pid), pid))
-        prof = _Profile(path, label=label)
+        prof = _Profile(path, label=label, place=f"metadata[{index_of[pid]}]")
         prof.globals = {k: _json_safe(v) for k, v in meta_of[pid].items() if k != "profile"}
         profiles[pid] = prof
 
