@@ -534,6 +534,35 @@ def test_record_with_fewer_values_than_attributes(data_dir, tmp_path, drop):
     assert (e.path, e.where, e.message) == (str(d / "64_cores.cali"), str(no), "record has 6 attributes but 5 values")
 
 
+def test_a_record_repeated_verbatim_is_read_once_for_every_metric(data_dir, tmp_path):
+    # a duplicated ctx record (no rank attribute) was added in for sum# metrics but averaged away
+    # for avg#: one consistent rule, read once, warned at its line
+    from caliperreader import read_caliper_contents
+
+    src = data_dir / LULESH / "64_cores.cali"
+    lines = src.read_text().splitlines(keepends=True)
+    no = next(i for i, ln in enumerate(lines, 1) if ln.startswith("__rec=ctx,ref=43=101,attr=86=89=92=96=94=99,"))
+    bad = tmp_path / "64_cores.cali"
+    bad.write_text("".join(lines[:no] + [lines[no - 1]] + lines[no:]))
+    exp = load([bad])
+    # each value is the one record's: caliperreader's records of the untouched file, keyed by path
+    records, _ = read_caliper_contents(str(src))
+    got = {(str(r.callpath), str(r.metric)): r.value for r in exp.data.itertuples()}
+    n = 0
+    for rec in records:
+        if "sum#inclusive#sum#time.duration" not in rec:
+            continue
+        p = rec.get("path", UNANNOTATED)
+        cp = SEP.join([p] if isinstance(p, str) else p)
+        for m in ("sum#inclusive#sum#time.duration", "avg#inclusive#sum#time.duration",
+                  "min#inclusive#sum#time.duration", "max#inclusive#sum#time.duration"):
+            assert got[(cp, m)] == float(rec[m]), (cp, m)
+            n += 1
+    assert n == 4 * len({k[0] for k in got})
+    assert exp.meta["warnings"][0] == (f"{bad}:{no + 1}: 1 record(s) repeat an earlier record exactly (line {no + 1} "
+                                       f"repeats line {no}): read once")
+
+
 def test_directory_without_cali(tmp_path):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     with pytest.raises(PerfcastError) as ei:

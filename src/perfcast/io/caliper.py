@@ -233,6 +233,8 @@ class _Profile:
     #: where in ``path`` the run's metadata is (Thicket: ``metadata[3]``), for messages
     place: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: what the file holds that is odd but read (meta["warnings"], each naming file and line)
+    warnings: list[str] = field(default_factory=list)
     #: read as a time series: what was read (meta); locations then carry the snapshot's
     #: iteration as a third element and :meth:`frame` adds the ``iteration`` column
     series: dict | None = None
@@ -385,6 +387,8 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
         raise PerfcastError("reading .cali files needs the 'caliper-reader' package", path) from None
 
     state = {"line": 0, "globals": 0, "last": ""}
+    ctx_seen: dict[str, int] = {}  # ctx record text -> its first line
+    repeated: list[tuple[int, int]] = []  # (line, the line it repeats)
 
     def lines(f):
         for i, line in enumerate(f, 1):
@@ -411,6 +415,14 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
                 # caliperreader pairs them in order: a value too few shifts every later value onto
                 # the next attribute (the average read as the sum) without a word
                 raise PerfcastError(f"record has {counts['attr']} attributes but {counts['data']} values", path, i)
+            if line.startswith("__rec=ctx,"):
+                # a record repeated verbatim (same context, same values) is one measurement written
+                # twice: Caliper's aggregation writes each context once per flush.  Read once for
+                # every metric -- combined, a sum# doubled while an avg# stayed
+                first = ctx_seen.setdefault(line, i)
+                if first != i:
+                    repeated.append((i, first))
+                    continue
             yield line
 
     raw: list[dict] = []
@@ -441,6 +453,10 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
                             state["line"])
 
     prof = _Profile(path)
+    if repeated:
+        shown = ", ".join(f"line {a} repeats line {b}" for a, b in repeated[:3]) + (" ..." if len(repeated) > 3 else "")
+        prof.warnings.append(f"{path}:{repeated[0][0]}: {len(repeated)} record(s) repeat an earlier record exactly "
+                             f"({shown}): read once")
     attrs = sr.db.attributes
     info: dict[str, dict] = {}
 
@@ -1153,7 +1169,7 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
                            **({"where": [list(w) for w in options.where], "runs_selected": len(profiles),
                                "runs_read": n_runs} if options.where else {}),
                            "unannotated": f"records outside every region are under the root {UNANNOTATED!r}"}
-    warnings = []
+    warnings = [w for p in profiles for w in p.warnings]
     if len(profiles) > 1:
         mixed = _mixed_within_points(profiles, coords)
         if mixed:
