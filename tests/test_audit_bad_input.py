@@ -252,7 +252,7 @@ def test_predict_at_on_an_experiment_without_parameters(tmp_path, capsys):
 def test_point_outside_a_models_domain_is_one_error_line(tmp_path):
     # log2(p) at p=0 is undefined: the refusal was preceded by a numpy "RuntimeWarning: invalid value
     # encountered in multiply" with a source line of perfcast on stderr (a separate process: pytest
-    # would catch the warning in-process)
+    # would catch the warning in-process); p = 0 is now refused before any model is evaluated
     import subprocess
     import sys
 
@@ -261,7 +261,7 @@ def test_point_outside_a_models_domain_is_one_error_line(tmp_path):
                        capture_output=True, text=True)
     assert r.stdout == ""
     line = one_error(r.returncode, r.stderr)
-    assert "is undefined at p=0,n=5" in line and "log2(p)" in line
+    assert line.endswith("p=0: a scaling model predicts at positive parameter values only")
 
 
 def test_points_beyond_the_range_of_floats(tmp_path):
