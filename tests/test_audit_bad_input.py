@@ -30,6 +30,21 @@ def test_non_finite_coordinates_are_rejected(capsys, cmd):
     assert f"{opt} '{cmd[3]}'" in line and "is not a finite number" in line
 
 
+@pytest.mark.parametrize("cmd", [
+    ["predict", TEXT, "--at", "x=-1"],
+    ["predict", TEXT, "--at", "x=0", "--json"],
+    ["model", TEXT, "--target", "x=0"],
+    ["model", TEXT, "--target", "x=-5", "--json"],
+    ["report", TEXT, "--target", "x=-5", "-o", "REPORT"],
+])
+def test_coordinates_at_or_below_zero_are_rejected(capsys, tmp_path, cmd):
+    # were accepted for power-law models (exit 0: a value at x = -1, an increase of -5043% at
+    # x = 0), while logarithms were undefined there and the report refused them
+    cmd = [str(tmp_path / "r.html") if c == "REPORT" else c for c in cmd]
+    line = one_error(*cli(capsys, *cmd)[::2])
+    assert f"{cmd[3]}: a scaling model predicts at positive parameter values only" in line
+    assert not (tmp_path / "r.html").exists()
+
 def test_callpath_glob_matching_nothing_names_the_glob(capsys):
     for extra in ([], ["--json"]):
         line = one_error(*cli(capsys, "model", TEXT, "--callpath", "nomatch*", *extra)[::2])
@@ -237,7 +252,7 @@ def test_predict_at_on_an_experiment_without_parameters(tmp_path, capsys):
 def test_point_outside_a_models_domain_is_one_error_line(tmp_path):
     # log2(p) at p=0 is undefined: the refusal was preceded by a numpy "RuntimeWarning: invalid value
     # encountered in multiply" with a source line of perfcast on stderr (a separate process: pytest
-    # would catch the warning in-process)
+    # would catch the warning in-process); p = 0 is now refused before any model is evaluated
     import subprocess
     import sys
 
@@ -246,7 +261,7 @@ def test_point_outside_a_models_domain_is_one_error_line(tmp_path):
                        capture_output=True, text=True)
     assert r.stdout == ""
     line = one_error(r.returncode, r.stderr)
-    assert "is undefined at p=0,n=5" in line and "log2(p)" in line
+    assert line.endswith("p=0: a scaling model predicts at positive parameter values only")
 
 
 def test_points_beyond_the_range_of_floats(tmp_path):

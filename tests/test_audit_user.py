@@ -337,6 +337,25 @@ def test_a_directory_read_by_one_reader_names_the_files_of_another_format_it_lef
     assert json.loads(out)["items"][0]["meta"]["sources"] == [str(run / cali.name)]
 
 
+def test_a_directory_names_a_file_of_its_format_under_another_ending(capsys, tmp_path):
+    # a .cali renamed .txt was left out without a word: 4 points instead of 5
+    require_data(LULESH)
+    run = tmp_path / "runs"
+    run.mkdir()
+    files = sorted(LULESH.glob("*.cali"))
+    assert len(files) == 5
+    for f in files:
+        (run / f.name).write_bytes(f.read_bytes())
+    code, out, err = cli(capsys, "show", run, "--json")
+    assert code == 0 and "left out" not in err
+    (run / "64_cores.cali").rename(run / "64_cores.txt")
+    code, out, err = cli(capsys, "show", run, "--json")
+    assert code == 0
+    assert (f"perfcast: warning: {run}: 1 file(s) in the caliper format by their content left out (64_cores.txt): "
+            "the caliper reader reads the files ending in .cali; rename them to read them") in err.splitlines()
+    assert len(json.loads(out)["items"][0]["meta"]["sources"]) == 4
+
+
 @pytest.mark.parametrize("extra, line", [
     (["--method", "mean"], "perfcast: error: --method: only with --base and --machine (the projection)"),
     (["--apmt", "off", "--timer", "solve=main()", "--comm-max-procs", "4"],

@@ -512,6 +512,57 @@ def test_corrupt_record_reference(data_dir, tmp_path):
     assert e.path == str(headless) and e.where == "1" and "refers to a node or attribute" in e.message
 
 
+@pytest.mark.parametrize("drop", [2, 5])
+def test_record_with_fewer_values_than_attributes(data_dir, tmp_path, drop):
+    # caliperreader pairs attr ids with data values in order: a value dropped shifted the later
+    # ones onto the next attributes (main's avg read as its sum), exit 0
+    lines = (data_dir / LULESH / "64_cores.cali").read_text().splitlines(keepends=True)
+    no = next(i for i, ln in enumerate(lines, 1) if ln.startswith("__rec=ctx,ref=43=101,attr=86=89=92=96=94=99,"))
+    head, data = lines[no - 1].rstrip("\n").split(",data=")
+    values = data.split("=")
+    assert len(values) == len(head.split(",attr=")[1].split("=")) == 6
+    del values[drop]
+    lines[no - 1] = head + ",data=" + "=".join(values) + "\n"
+    d = tmp_path / "runs"
+    d.mkdir()
+    for f in (data_dir / LULESH).glob("*.cali"):
+        (d / f.name).write_text(f.read_text())
+    (d / "64_cores.cali").write_text("".join(lines))
+    with pytest.raises(PerfcastError) as ei:
+        load([d])
+    e = _err(ei)
+    assert (e.path, e.where, e.message) == (str(d / "64_cores.cali"), str(no), "record has 6 attributes but 5 values")
+
+
+def test_a_record_repeated_verbatim_is_read_once_for_every_metric(data_dir, tmp_path):
+    # a duplicated ctx record (no rank attribute) was added in for sum# metrics but averaged away
+    # for avg#: one consistent rule, read once, warned at its line
+    from caliperreader import read_caliper_contents
+
+    src = data_dir / LULESH / "64_cores.cali"
+    lines = src.read_text().splitlines(keepends=True)
+    no = next(i for i, ln in enumerate(lines, 1) if ln.startswith("__rec=ctx,ref=43=101,attr=86=89=92=96=94=99,"))
+    bad = tmp_path / "64_cores.cali"
+    bad.write_text("".join(lines[:no] + [lines[no - 1]] + lines[no:]))
+    exp = load([bad])
+    # each value is the one record's: caliperreader's records of the untouched file, keyed by path
+    records, _ = read_caliper_contents(str(src))
+    got = {(str(r.callpath), str(r.metric)): r.value for r in exp.data.itertuples()}
+    n = 0
+    for rec in records:
+        if "sum#inclusive#sum#time.duration" not in rec:
+            continue
+        p = rec.get("path", UNANNOTATED)
+        cp = SEP.join([p] if isinstance(p, str) else p)
+        for m in ("sum#inclusive#sum#time.duration", "avg#inclusive#sum#time.duration",
+                  "min#inclusive#sum#time.duration", "max#inclusive#sum#time.duration"):
+            assert got[(cp, m)] == float(rec[m]), (cp, m)
+            n += 1
+    assert n == 4 * len({k[0] for k in got})
+    assert exp.meta["warnings"][0] == (f"{bad}:{no + 1}: 1 record(s) repeat an earlier record exactly (line {no + 1} "
+                                       f"repeats line {no}): read once")
+
+
 def test_directory_without_cali(tmp_path):
     (tmp_path / "notes.txt").write_text("nothing here\n")
     with pytest.raises(PerfcastError) as ei:
@@ -644,18 +695,123 @@ def test_thicket_bad_input(ensemble, tmp_path):
     assert e.where == "dataframe[5]" and "999" in e.message
 
 
-def test_non_finite_values_are_dropped_with_a_warning(data_dir, tmp_path):
+@pytest.mark.parametrize("value", [None, "big"])
+def test_thicket_profile_without_a_parameter_the_others_have(ensemble, tmp_path, value):
+    # one profile without jobsize (or jobsize 'big') turned the parameter off for the whole
+    # ensemble: different job sizes merged as repetitions
+    _, doc = ensemble
+    assert len({m["jobsize"] for m in doc["metadata"]}) > 1
+    bad = dict(doc)
+    bad["metadata"] = [dict(m) for m in doc["metadata"]]
+    if value is None:
+        del bad["metadata"][0]["jobsize"]
+        what = "has no metadata 'jobsize'"
+    else:
+        bad["metadata"][0]["jobsize"] = value
+        what = "has jobsize = 'big', not a number,"
+    f = tmp_path / "ens.json"
+    f.write_text(json.dumps(bad))
+    with pytest.raises(PerfcastError) as ei:
+        load([f])
+    e = _err(ei)
+    label = doc["profile_mapping"][str(doc["metadata"][0]["profile"])]
+    sizes = sorted({int(m["jobsize"]) for m in doc["metadata"][1:]})
+    assert (e.path, e.where) == (str(f), "metadata[0]")
+    assert e.message.startswith(f"run {label} {what} while {len(doc['metadata']) - 1} other run(s) have numeric "
+                                f"values of it ({', '.join(map(str, sizes))})")
+    # named by the user, the other parameters read without it
+    exp = load([f], options=ReadOptions(parameters=("problem_size",)))
+    assert exp.parameters == ("problem_size",)
+
+
+def test_cali_directory_run_without_a_parameter_the_others_have(data_dir, tmp_path):
+    d = tmp_path / "runs"
+    d.mkdir()
+    for f in (data_dir / LULESH).glob("*.cali"):
+        (d / f.name).write_text(f.read_text())
+    victim = d / "64_cores.cali"
+    lines = victim.read_text().splitlines(keepends=True)
+    # the globals record names jobsize through a node: the node record defining the value 64
+    # of the jobsize attribute is renamed, so this run has no jobsize
+    from caliperreader import read_caliper_contents
+
+    assert read_caliper_contents(str(victim))[1]["jobsize"] == "64"
+    jid = next(ln.split("id=")[1].split(",")[0] for ln in lines
+               if ln.startswith("__rec=node,") and ",data=jobsize," in ln)
+    i = next(i for i, ln in enumerate(lines) if ln.startswith("__rec=node,") and f",attr={jid},data=64" in ln)
+    lines[i] = lines[i].replace(f",attr={jid},data=64", f",attr={jid},data=sixty-four")
+    victim.write_text("".join(lines))
+    with pytest.raises(PerfcastError) as ei:
+        load([d])
+    e = _err(ei)
+    assert e.path == str(victim) and e.message.startswith(
+        "this run has jobsize = 'sixty-four', not a number, while 4 other run(s) have numeric values of it "
+        "(27, 125, 216, 343)")
+
+
+def test_thicket_text_in_a_metric_cell_is_an_error(ensemble, tmp_path, capsys):
+    # one text value in one cell made the whole column "not a metric": the metric vanished from
+    # all 172 runs, exit 0
+    from conftest import cli, one_error
+
+    _, doc = ensemble
+    col = "avg#inclusive#sum#time.duration"
+    assert all(isinstance(r[col], float) for r in doc["dataframe"])
+    bad = dict(doc)
+    bad["dataframe"] = [dict(r) for r in doc["dataframe"]]
+    bad["dataframe"][5][col] = "abc"
+    f = tmp_path / "ens.json"
+    f.write_text(json.dumps(bad))
+    line = one_error(*cli(capsys, "show", f)[::2])
+    assert line == f'perfcast: error: {f} (dataframe[5].{col}): "abc" is not a number'
+
+
+@pytest.mark.parametrize("written, said", [("nan", "value 'nan' is not finite (NaN and infinity are not measurements)"),
+                                           ("inf", "value 'inf' is not finite (NaN and infinity are not measurements)"),
+                                           ("1e400", "value '1e400' overflows to infinity")])
+def test_non_finite_cali_value_is_an_error_at_its_line(data_dir, tmp_path, written, said):
+    # was dropped with a warning naming no file or place; every other reader refuses it
     src = data_dir / "formats" / "caliper" / "caliper-example-cali" / "example-profile.cali"
-    rec = "data=0.001533=0.001533=0.001533=0.001533=1=0.001533"
-    text = src.read_text()
-    assert rec in text
-    bad = tmp_path / "nan.cali"
-    bad.write_text(text.replace(rec, rec.replace("data=0.001533", "data=nan", 1), 1))
-    clean, dropped = load([src]), load([bad])
-    # exactly one value fewer, and the warning says so
-    assert len(dropped.data) == len(clean.data) - 1
-    assert any("1 non-finite value(s) (nan/inf) dropped" in w for w in dropped.meta.get("warnings", []))
-    assert not any("non-finite" in w for w in clean.meta.get("warnings", []))
+    rec = "attr=66=69=72=76=74=79,data=0.001533=0.001533=0.001533=0.001533=1=0.001533"
+    lines = src.read_text().splitlines(keepends=True)
+    no = next(i for i, ln in enumerate(lines, 1) if rec in ln)
+    lines[no - 1] = lines[no - 1].replace("data=0.001533", f"data={written}", 1)
+    bad = tmp_path / "bad.cali"
+    bad.write_text("".join(lines))
+    with pytest.raises(PerfcastError) as ei:
+        load([bad])
+    e = _err(ei)
+    # attribute 66 is the first of the record: its name is the one in its node record
+    name = next(ln.split(",data=")[1].split(",")[0] for ln in lines if ln.startswith("__rec=node,id=66,"))
+    assert (e.path, e.where, e.message) == (str(bad), str(no), f"metric {name!r}: {said}")
+    load([src])  # the file itself reads
+
+
+@pytest.mark.parametrize("value, text", [(float("nan"), "NaN"), (float("inf"), "Infinity")])
+def test_non_finite_json_values_are_errors_at_their_place(data_dir, ensemble, tmp_path, value, text):
+    said = f"value {text!r} is not finite (NaN and infinity are not measurements)"
+    # caliper json-split: data[row][column]
+    doc = json.loads((data_dir / "formats/caliper/caliper-cpi-json/cpi-callpath-profile.json").read_text())
+    j = doc["columns"].index("sum#time.duration")
+    doc["data"][1][j] = value
+    f = tmp_path / "split.json"
+    f.write_text(json.dumps(doc))  # Python's json writes NaN / Infinity
+    with pytest.raises(PerfcastError) as ei:
+        load([f])
+    e = _err(ei)
+    assert (e.path, e.where, e.message) == (str(f), f"data[1][{j}]", f"metric 'sum#time.duration': {said}")
+    # Thicket: dataframe[i].column (Thicket.to_json writes a missing value as null, never NaN)
+    _, ens = ensemble
+    col = "avg#inclusive#sum#time.duration"
+    bad = dict(ens)
+    bad["dataframe"] = [dict(r) for r in ens["dataframe"]]
+    bad["dataframe"][7][col] = value
+    f = tmp_path / "ens.json"
+    f.write_text(json.dumps(bad))
+    with pytest.raises(PerfcastError) as ei:
+        load([f])
+    e = _err(ei)
+    assert (e.path, e.where, e.message) == (str(f), f"dataframe[7].{col}", f"metric {col!r}: {said}")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -387,6 +387,54 @@ def test_derived_metric_is_skipped(cube_dir, tmp_path):
     assert exp.equals(read_cube(src).replace(meta=exp.meta))
 
 
+_TIME_METRIC = ('<metric id="1" type="INCLUSIVE">\n<disp_name>Time</disp_name>\n<uniq_name>time</uniq_name>\n'
+                '<dtype>DOUBLE</dtype>')
+
+
+@pytest.mark.parametrize("old, new, said", [
+    ("<dtype>DOUBLE</dtype>", "<dtype>FLOAT128</dtype>", "metric 'time' has data type 'FLOAT128'"),
+    ('type="INCLUSIVE"', 'type="INCLUSIVEX"', "metric 'time' has type 'INCLUSIVEX'"),
+])
+def test_unknown_metric_type_is_an_error(cube_dir, tmp_path, old, new, said):
+    # was: the metric skipped without a word (in a set of runs, its values there read as 0)
+    src = cube_dir / "call_tree_test" / "call_tree_test.cubex"
+    with tarfile.open(src) as t:
+        anchor = t.extractfile("anchor.xml").read().decode()
+    assert anchor.count(_TIME_METRIC) == 1
+    dest = tmp_path / "bad.cubex"
+    _rewrite(src, dest, {"anchor.xml": anchor.replace(_TIME_METRIC, _TIME_METRIC.replace(old, new)).encode()})
+    err = _fails(dest, said)
+    assert err.path == str(dest) and err.where == "anchor.xml"
+
+
+def test_metric_missing_from_one_run_of_a_set_is_missing_not_zero(cube_dir, tmp_path):
+    # a run whose anchor does not declare 'time': its values were filled with 0 wherever another
+    # run had one, and a model fitted through a 0 point
+    src = cube_dir / "call_tree_test" / "call_tree_test.cubex"
+    with tarfile.open(src) as t:
+        anchor = t.extractfile("anchor.xml").read().decode()
+    start = anchor.index(_TIME_METRIC)
+    end = anchor.index("</metric>", start) + len("</metric>")
+    root = tmp_path / "set"
+    for x in (1, 2, 4, 8):
+        d = root / f"mm.x{x}.r1"
+        d.mkdir(parents=True)
+        if x == 4:
+            _rewrite(src, d / "profile.cubex", {"anchor.xml": (anchor[:start] + anchor[end:]).encode()})
+        else:
+            shutil.copy(src, d / "profile.cubex")
+    exp = read_cube(root)
+    time = exp.data[exp.data["metric"] == "time"]
+    assert sorted(time["x"].unique()) == [1.0, 2.0, 8.0]
+    # the other runs hold pycubexr's exclusive values of the file, summed over the tree
+    want = sum(_pycubexr_values(src, "time").values())
+    assert time.groupby("x")["value"].sum().to_numpy() == pytest.approx([want] * 3)
+    # the other metrics are still there at x=4
+    assert (exp.data[exp.data["metric"] == "visits"]["x"] == 4).any()
+    assert any("metric 'time' has no values in 1 of the 4 runs" in w and "mm.x4.r1" in w
+               for w in exp.meta["warnings"])
+
+
 # -- bad input --------------------------------------------------------------------------------------
 def _fails(path, match: str, **kw) -> PerfcastError:
     with pytest.raises(PerfcastError, match=match) as info:
@@ -410,6 +458,12 @@ def test_bad_files_raise_perfcast_errors(cube_dir, tmp_path):
     _rewrite(src, bad, {"1.data": b"CUBEX.DATA" + b"\x00" * 13})
     err = _fails(bad, "metric 'time'")
     assert err.path == str(bad) and err.where == "1.data"
+    # ... in words, not pycubexr's exception classes: a wrong header, a length that is no whole
+    # number of 8-byte values
+    _rewrite(src, bad, {"1.data": b"NOTCUBE..." + b"\x00" * 16})
+    assert "Error" not in str(_fails(bad, "its header is not a CUBE data header"))
+    _rewrite(src, bad, {"1.data": b"CUBEX.DATA" + b"\x00" * 13})
+    assert "Error" not in str(_fails(bad, "metric 'time'"))
     bad_xml = tmp_path / "bad_xml.cubex"
     _rewrite(src, bad_xml, {"anchor.xml": b"<?xml version='1.0'?>\n<cube>\n<metrics>\n</cube>"})
     err = _fails(bad_xml, "not well-formed XML")

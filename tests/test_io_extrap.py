@@ -344,7 +344,12 @@ def test_json_duplicates_become_repetitions(tmp_path):
     new = write(tmp_path, "n.json", '{"parameters": ["x"], "measurements": {"a": {"t": ['
                 '{"point": [1], "values": [1, 2]}, {"point": [1], "values": [3]}]}, '
                 '"a": {"t": [{"point": [1], "values": [4]}]}}}')
-    assert values_at(io.read_one(new), "a", "t", x=1) == [1, 2, 3, 4]
+    exp = io.read_one(new)
+    assert values_at(exp, "a", "t", x=1) == [1, 2, 3, 4]
+    # a point listed twice in one list is said, as the text reader says it of POINTS
+    assert exp.meta["warnings"] == [
+        "n.json: measurements.a.t lists (1) 2 times: the values of those entries are merged as repetitions of "
+        "one point; list every point once unless they are meant as repetitions"]
     old = write(tmp_path, "o.json", json.dumps({
         "parameters": [{"id": 2, "name": "y"}, {"id": 1, "name": "x"}],
         "callpaths": [{"id": 7, "name": "a->b"}],
@@ -358,6 +363,9 @@ def test_json_duplicates_become_repetitions(tmp_path):
     exp = io.read_one(old)
     assert exp.parameters == ("x", "y")  # ordered by id
     assert values_at(exp, "a->b", "time", x=1, y=5) == [1.5, 2.5]
+    assert exp.meta["warnings"] == [
+        "o.json: coordinates lists (1 5) 2 times: the measurements at those coordinates are merged as repetitions "
+        "of one point; list every point once unless they are meant as repetitions"]
     assert exp.metrics["time"].unit == "s" and exp.tree.parent("a->b") == "a"
 
 

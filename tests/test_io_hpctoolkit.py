@@ -445,6 +445,21 @@ def _copy(hpc, name, tmp_path) -> Path:
     return Path(shutil.copytree(hpc / name, tmp_path / name))
 
 
+def test_missing_rank_file_is_warned(hpc, tmp_path):
+    # rank 1's metric-db file removed: read as a 3-rank run without a word (totals changed)
+    db = _copy(hpc, LEGACY, tmp_path)
+    files = sorted(db.glob("*.metric-db"))
+    ranks = [int(f.name.split("-")[1]) for f in files]
+    assert ranks == [0, 1, 2, 3]
+    assert not any("no profile of rank" in w for w in H.read(db).meta.get("warnings", []))
+    files[1].unlink()
+    exp = load([db])
+    assert sorted(exp.data["rank"].unique()) == [0, 2, 3]
+    assert exp.meta["hpctoolkit"]["ranks_missing"] == [1]
+    assert any(w.startswith(f"{db}: the database has no profile of rank(s) 1 (its ranks run 0..3)")
+               for w in exp.meta["warnings"]), exp.meta.get("warnings")
+
+
 def test_truncated_metric_db(hpc, tmp_path):
     db = _copy(hpc, LEGACY, tmp_path)
     f = sorted(db.glob("*.metric-db"))[2]

@@ -86,3 +86,19 @@ def test_negative_time_warning_counted_across_row_blocks(tmp_path, monkeypatch, 
               for w in exp.meta.get("warnings", []) if "is a time" in w]
     assert len(warned) == 1 and warned[0].group(1) == "time" and int(warned[0].group(2)) == len(neg)
     assert float(warned[0].group(3)) == pytest.approx(min(neg), rel=1e-5)  # printed with 6 digits
+
+
+def test_a_row_with_more_fields_than_the_header_names_its_line(tmp_path):
+    # was "not valid CSV: Error tokenizing data. C error: Expected 4 fields in line 2501, saw 5",
+    # without the file's place
+    from perfcast.io import load
+
+    f, rows = _write(tmp_path, 3000)
+    lines = f.read_text().split("\n")
+    lines[2500] = "4,main,time,1.5,extra"
+    f.write_text("\n".join(lines))
+    for read in (lambda: tidy._read_csv(f, None), lambda: load([f])):
+        with pytest.raises(PerfcastError) as e:
+            read()
+        assert e.value.where == "2501" and str(f) in str(e.value)
+        assert e.value.message == "not valid CSV: expected 4 fields (the header's), found 5"

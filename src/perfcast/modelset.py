@@ -77,6 +77,8 @@ NEGATIVE_WITHIN = (", inside the measured range (no measured value is negative):
                    "data here")
 #: the note of a child predicted above its parent (inclusive metrics, :meth:`ModelSet.predict`)
 ABOVE_PARENT = "predicted above its parent"
+#: the note of a minimum (mean) over ranks predicted above the mean (maximum) of the same quantity
+AGGREGATE_ORDER = "predicted above"
 #: the note of a flat timer predicted above its metric's whole-run timer (:attr:`ModelSet.whole_run`)
 ABOVE_WHOLE_RUN = "predicted above the whole-run timer"
 #: the note of a parent its children's predictions do not add up to (:meth:`ModelSet.predict`)
@@ -237,6 +239,37 @@ def summable_metrics(inclusive, kinds: Mapping[str, str], aggregates: Mapping[st
     return frozenset(m for m in inclusive if kinds.get(m) in ("time", "count", "bytes")
                      and ((aggregates.get(m) or "").split(" ")[0] in ("", "sum", "mean")
                           or (aggregates.get(m) or "").endswith(ONE_LOCATION)))
+
+
+def check_positive(point: Mapping[str, float], where: str) -> None:
+    """A point to predict at or rank for: every value a positive, finite number (a scaling model's
+    terms ``x^i log2(x)^j`` hold for x > 0 only: at x = -1 a power law gives a number and a
+    logarithm none, neither a prediction).  Else one error naming the parameters."""
+    bad = [k for k, v in point.items() if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0)]
+    if bad:
+        raise PerfcastError(f"{','.join(f'{k}={point[k]:g}' for k in bad)}: a scaling model predicts at positive "
+                            f"parameter values only", where=where)
+
+
+#: how a quantity is combined over the ranks (``Metric.aggregate``) -> the order of the family's members
+_ORDERED = {"min over ranks": "min", "mean over ranks": "mean", "max over ranks": "max"}
+
+
+def aggregate_families(aggregates: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """metric -> (its family, its place in it): metrics that combine one quantity over the ranks as
+    a minimum, a mean and a maximum (``aggregates``: :func:`_aggregates`' labels), named alike but
+    for the operator in front (Caliper's and Hatchet's ``min#X``, ``avg#X``, ``max#X``: the family
+    ``X``).  Only families of two or more."""
+    out: dict = {}
+    for name, label in aggregates.items():
+        op = _ORDERED.get(label or "")
+        head, sep, rest = name.partition("#")
+        if op is not None and sep and rest and head.lower() in ("min", "avg", "mean", "max"):
+            out[name] = (rest, op)
+    size: dict = {}
+    for rest, _ in out.values():
+        size[rest] = size.get(rest, 0) + 1
+    return {m: f for m, f in out.items() if size[f[0]] >= 2}
 
 
 #: relative difference below which a parent's measured mean is the sum of its children's
@@ -1007,6 +1040,7 @@ class ModelSet:
             if extra or missing:
                 raise PerfcastError(f"point {','.join(f'{k}={v:g}' for k, v in t.items())}: give exactly the "
                                     f"parameters {', '.join(self.parameters)}", where="at")
+            check_positive(t, "at")
         from .fit import columns
         from .fit.lines import line_at, line_note
 
@@ -1108,6 +1142,7 @@ class ModelSet:
         # a clipped interval reaches below zero: wider than the value itself, so low
         conf = np.where(clipped, "low", confidences(v, lo, hi, doubted)).astype(object)
         self._flag_children_above_parents(series, pts, v, extra, conf)
+        self._flag_aggregate_order(series, pts, v, extra, conf)
         children: dict = {}
         self._flag_children_sums(series, pts, v, lo, hi, extra, conf, children)
         return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
@@ -1479,6 +1514,40 @@ class ModelSet:
                                                    f"({value[pr]:.4g}): the two models disagree here")
                     conf[r] = "low"
 
+    def _flag_aggregate_order(self, series: list, pts: list, value: np.ndarray, extra: dict,
+                              conf: np.ndarray) -> None:
+        """One quantity combined over the ranks in several ways, each its own metric (Caliper's
+        ``min#X``, ``avg#X``, ``max#X``: :func:`aggregate_families`): whatever the ranks, their
+        minimum is at most their mean, which is at most their maximum.  Models fitted apart can
+        cross beyond the data (LULESH's MPI_Comm_split: min 3.99 > mean 2.04 > max 1.69 at jobsize
+        5000); where they do, both rows say so, with confidence low (which is wrong is not known).
+        Among the series shown.  ``value`` and ``conf``: per row (series-major, then point);
+        ``extra``: row -> notes."""
+        fam = aggregate_families(self.aggregates)
+        if not fam:
+            return
+        P = len(pts)
+        at: dict = {}
+        for s, sm in enumerate(series):
+            f = fam.get(sm.metric)
+            if f is not None:
+                at.setdefault((sm.callpath, f[0]), {})[f[1]] = s
+        for (cp, _), members in at.items():
+            for lo_op, hi_op in (("min", "mean"), ("mean", "max"), ("min", "max")):
+                a, b = members.get(lo_op), members.get(hi_op)
+                if a is None or b is None:
+                    continue
+                for j in range(P):
+                    ra, rb = a * P + j, b * P + j
+                    va, vb = value[ra], value[rb]
+                    if va > vb * (1 + 1e-9) + 1e-300 and va > 0:
+                        extra.setdefault(ra, []).append(f"{AGGREGATE_ORDER} {series[b].metric} ({vb:.4g}): "
+                                                        f"a {lo_op} over ranks cannot exceed their {hi_op}; the two "
+                                                        "models disagree here")
+                        extra.setdefault(rb, []).append(f"predicted below the {lo_op} over ranks "
+                                                        f"{series[a].metric} ({va:.4g}): the two models disagree here")
+                        conf[ra] = conf[rb] = "low"
+
     def _flag_children_sums(self, series: list, pts: list, value: np.ndarray, lower: np.ndarray,
                             upper: np.ndarray, extra: dict, conf: np.ndarray, sums: dict) -> None:
         """Inclusive, additive metrics (:func:`summable_metrics`): the predictions of a parent's
@@ -1592,6 +1661,8 @@ class ModelSet:
         them (a split costs a pass over every series)."""
         from .analysis.ranking import rank_order
 
+        if target is not None:
+            check_positive(target, "--target")
         series = list(self.series) if series is None else series
         items, measured = series, self.measured
         if by == "cost" and self.context and self.context_measured is not None:

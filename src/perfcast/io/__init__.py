@@ -355,38 +355,51 @@ def read_one(path: str | Path, format: str | None = None, options: ReadOptions |
     exp.meta.setdefault("sources", [str(path)])
     exp.meta.setdefault("format", reader.name)
     if path.is_dir() and reader is not _STORE_READER:
-        left = _left_out(path, reader, exp.meta["sources"])
+        left, renamed = _left_out(path, reader, exp.meta["sources"])
+
+        def shown(files):
+            return ", ".join(str(f.relative_to(path)) for f in files[:4]) + (" ..." if len(files) > 4 else "")
+
         if left:
-            shown = ", ".join(str(f.relative_to(path)) for f in left[:4]) + (" ..." if len(left) > 4 else "")
             exp.meta.setdefault("warnings", []).append(
-                f"{path}: {len(left)} file(s) of another format left out ({shown}): the {reader.name} reader reads "
-                "its own files only; give the others as inputs of their own")
+                f"{path}: {len(left)} file(s) of another format left out ({shown(left)}): the {reader.name} reader "
+                "reads its own files only; give the others as inputs of their own")
+        if renamed:
+            exp.meta.setdefault("warnings", []).append(
+                f"{path}: {len(renamed)} file(s) in the {reader.name} format by their content left out "
+                f"({shown(renamed)}): the {reader.name} reader reads the files ending in "
+                f"{', '.join(reader.extensions)}; rename them to read them")
     return exp
 
 
-def _left_out(path: Path, reader: Reader, sources: Sequence[str]) -> list[Path]:
-    """Files in the directory ``path`` that ``reader`` did not read and another (file) reader
-    recognises: a tidy CSV beside the .cali files of a run was dropped without a word.  Known only when
-    the reader names the files it read (``sources`` inside ``path``, or its ``files``)."""
+def _left_out(path: Path, reader: Reader, sources: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """Files in the directory ``path`` that ``reader`` did not read and (1) another (file) reader
+    recognises: a tidy CSV beside the .cali files of a run was dropped without a word; (2) ``reader``
+    itself recognises by their content, under a name it does not read (a .cali renamed .txt).
+    Known only when the reader names the files it read (``sources`` inside ``path``, or its
+    ``files``)."""
     read = {Path(s).resolve() for s in sources}
     inside = [f for f in read if path.resolve() in f.parents]
     if not inside and reader.files is not None:
         try:
             inside = [f.resolve() for f in reader.files(path)]
         except OSError:
-            return []
+            return [], []
         read |= set(inside)
     if not inside:
-        return []
+        return [], []
     deep = any(f.parent != path.resolve() for f in inside)
     try:
         candidates = sorted(f for f in (path.rglob("*") if deep else path.iterdir())
                             if f.is_file() and not f.name.startswith(".") and f.resolve() not in read)
     except OSError:
-        return []
+        return [], []
     others = [r for r in _READERS.values() if r is not reader and not r.directories and r.extensions]
-    return [f for f in candidates
-            if any(f.name.lower().endswith(r.extensions) and _safe_sniff(r, f) for r in others)]
+    foreign = [f for f in candidates
+               if any(f.name.lower().endswith(r.extensions) and _safe_sniff(r, f) for r in others)]
+    renamed = [f for f in candidates if f not in foreign and reader.extensions
+               and not f.name.lower().endswith(reader.extensions) and _safe_sniff(reader, f)]
+    return foreign, renamed
 
 
 def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequence[Mapping] | None = None,

@@ -230,8 +230,11 @@ class _Profile:
     n_records: int = 0
     #: how the run is named in meta and messages when ``path`` holds several runs (Thicket)
     label: str | None = None
+    #: where in ``path`` the run's metadata is (Thicket: ``metadata[3]``), for messages
+    place: str | None = None
     notes: list[str] = field(default_factory=list)
-    dropped_nonfinite: int = 0
+    #: what the file holds that is odd but read (meta["warnings"], each naming file and line)
+    warnings: list[str] = field(default_factory=list)
     #: read as a time series: what was read (meta); locations then carry the snapshot's
     #: iteration as a third element and :meth:`frame` adds the ``iteration`` column
     series: dict | None = None
@@ -243,9 +246,6 @@ class _Profile:
             self.order.append(frames)
         acc = by_loc.setdefault(loc, {})
         for m, v in values.items():
-            if not math.isfinite(v):
-                self.dropped_nonfinite += 1
-                continue
             op = self.combine[m]
             cur = acc.get(m)
             if cur is None:
@@ -296,6 +296,16 @@ class _Profile:
         if self.has_thread:
             df["thread"] = np.asarray(thread, dtype="int64")
         return df, tree, merged
+
+
+def _check_finite(value: float, written, metric: str, path: Path, where) -> None:
+    """A metric value NaN or infinite (``nan``, ``inf``, ``1e400``) is an error at its place, as in
+    every reader (:func:`perfcast.io.extrap._text_number` says what is wrong with it)."""
+    if not math.isfinite(value):
+        from .extrap import _text_number
+
+        text = written if isinstance(written, str) else json.dumps(written)
+        raise PerfcastError(f"metric {metric!r}: {_text_number(text.strip())}", path, where)
 
 
 def _to_int_location(v, what: str, path: Path, where) -> int:
@@ -366,6 +376,7 @@ def _list_files(root: Path, exts: tuple[str, ...]) -> list[Path]:
 
 _CALI_FIELDS = frozenset({"__rec", "id", "attr", "data", "parent", "ref"})
 _CALI_FIELD_SPLIT = re.compile(r"(?<!\\),")
+_CALI_VALUE_SPLIT = re.compile(r"(?<!\\)=")
 
 
 def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
@@ -376,6 +387,8 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
         raise PerfcastError("reading .cali files needs the 'caliper-reader' package", path) from None
 
     state = {"line": 0, "globals": 0, "last": ""}
+    ctx_seen: dict[str, int] = {}  # ctx record text -> its first line
+    repeated: list[tuple[int, int]] = []  # (line, the line it repeats)
 
     def lines(f):
         for i, line in enumerate(f, 1):
@@ -388,20 +401,36 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
                 state["globals"] += 1
             if not line.startswith("__rec="):
                 raise PerfcastError("not a Caliper .cali file (its records start with '__rec=')", path, i)
+            counts = {}
             for part in _CALI_FIELD_SPLIT.split(line.rstrip("\r\n")):
-                key = part.split("=", 1)[0]
+                key, _, value = part.partition("=")
                 if key not in _CALI_FIELDS:
                     # caliperreader skips a field it does not know: a garbled ref= would drop the
                     # record's calling context without a word
                     raise PerfcastError(f"unknown field {key[:40]!r} in a Caliper record (fields: "
                                         f"{', '.join(sorted(_CALI_FIELDS))})", path, i)
+                if key in ("attr", "data"):
+                    counts[key] = len(_CALI_VALUE_SPLIT.split(value))
+            if len(counts) == 2 and counts["attr"] != counts["data"]:
+                # caliperreader pairs them in order: a value too few shifts every later value onto
+                # the next attribute (the average read as the sum) without a word
+                raise PerfcastError(f"record has {counts['attr']} attributes but {counts['data']} values", path, i)
+            if line.startswith("__rec=ctx,"):
+                # a record repeated verbatim (same context, same values) is one measurement written
+                # twice: Caliper's aggregation writes each context once per flush.  Read once for
+                # every metric -- combined, a sum# doubled while an avg# stayed
+                first = ctx_seen.setdefault(line, i)
+                if first != i:
+                    repeated.append((i, first))
+                    continue
             yield line
 
     raw: list[dict] = []
+    rec_line: list[int] = []  # the line of each record of raw
     sr = CaliperStreamReader()
     try:
         with open(path, "r", encoding="utf-8", errors="strict", newline="") as f:
-            sr.read(lines(f), raw.append)
+            sr.read(lines(f), lambda rec: (raw.append(rec), rec_line.append(state["line"])))
     except PerfcastError:
         raise
     except UnicodeDecodeError:
@@ -424,6 +453,10 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
                             state["line"])
 
     prof = _Profile(path)
+    if repeated:
+        shown = ", ".join(f"line {a} repeats line {b}" for a, b in repeated[:3]) + (" ..." if len(repeated) > 3 else "")
+        prof.warnings.append(f"{path}:{repeated[0][0]}: {len(repeated)} record(s) repeat an earlier record exactly "
+                             f"({shown}): read once")
     attrs = sr.db.attributes
     info: dict[str, dict] = {}
 
@@ -519,6 +552,7 @@ def _parse_cali(path: Path, timeseries: bool = False) -> _Profile:
             except (ValueError, TypeError, OverflowError):
                 raise PerfcastError(f"metric attribute {k!r} has a non-numeric value {str(v)[:40]!r}", path,
                                     f"record {i + 1}") from None
+            _check_finite(values[k], v, k, path, rec_line[i])
         if not values:
             continue
         iteration = None
@@ -844,6 +878,9 @@ def _parse_json_split(path: Path) -> _Profile:
         if thread_i is not None and row[thread_i] is not None:
             t = _to_int_location(row[thread_i], columns[thread_i], path, f"data[{i}]")
         values = {columns[j]: float(row[j]) for j in metric_cols if row[j] is not None}
+        for j in metric_cols:
+            if row[j] is not None:
+                _check_finite(values[columns[j]], row[j], columns[j], path, f"data[{i}][{j}]")
         if not values:
             continue
         weight = 1.0
@@ -929,6 +966,7 @@ def choose_parameters(profiles: Sequence[_Profile], requested: Sequence[str]) ->
     for p in profiles:
         for k, v in p.global_info.items():
             info.setdefault(k, v)
+    _check_gaps(profiles, info)
     table = [{} for _ in profiles]
     varying, noise = [], []
     for key in sorted(common):
@@ -973,6 +1011,30 @@ def choose_parameters(profiles: Sequence[_Profile], requested: Sequence[str]) ->
         explanation["not_chosen"] = unused
     coords = [{k: row[k] for k in chosen} for row in table]
     return chosen, coords, explanation
+
+
+def _check_gaps(profiles: Sequence[_Profile], info: dict) -> None:
+    """A run that lacks a key (or holds no number in it) that the other runs hold as a varying
+    number -- a parameter -- is an error naming it: choosing without that key merged different job
+    sizes as repetitions of one point."""
+    keys = sorted(set().union(*(p.globals for p in profiles)))
+    for key in keys:
+        vals = [_numeric(p.globals.get(key)) for p in profiles]
+        have = [v for v in vals if v is not None]
+        if len(have) == len(profiles) or len(set(have)) < 2 or _is_noise(key, info.get(key, {})):
+            continue
+        typed = info.get(key, {}).get("type") in _NUMERIC_TYPES or all(
+            isinstance(p.globals[key], (int, float)) for p, v in zip(profiles, vals) if v is not None)
+        if not typed and key not in PREFERRED_PARAMETERS:
+            continue
+        bad = next(p for p, v in zip(profiles, vals) if v is None)
+        what = ("has no metadata " + repr(key) if key not in bad.globals
+                else f"has {key} = {str(bad.globals[key])[:40]!r}, not a number,")
+        run = f"run {bad.label}" if bad.label is not None else "this run"
+        shown = ", ".join(f"{v:g}" for v in sorted(set(have))[:8]) + (", ..." if len(set(have)) > 8 else "")
+        raise PerfcastError(f"{run} {what} while {len(have)} other run(s) have numeric values of it ({shown}): "
+                            f"its point is unknown; leave it out (--where) or choose the parameters (--param)",
+                            bad.path, bad.place)
 
 
 def _mixed_within_points(profiles: Sequence[_Profile], coords: list[dict]) -> dict[str, list]:
@@ -1065,7 +1127,6 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
     frames = []
     reps: dict[tuple, int] = {}
     runs = []
-    total_nonfinite = 0
     for prof, c in zip(profiles, coords):
         for name, m in prof.metrics.items():
             if name in metrics:
@@ -1090,7 +1151,6 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
         if threaded and "thread" not in df.columns:
             df["thread"] = 0
         frames.append(df)
-        total_nonfinite += prof.dropped_nonfinite
         if prof.label is not None:
             label = prof.label
         else:
@@ -1103,15 +1163,13 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
             run["records_merged"] = f"up to {merged} records per callpath and location combined"
         if prof.notes:
             run["notes"] = list(prof.notes)
-        if prof.dropped_nonfinite:
-            run["dropped_nonfinite_values"] = prof.dropped_nonfinite
         runs.append(run)
     data = pd.concat(frames, ignore_index=True)
     cal: dict[str, Any] = {"parameters": explanation, "runs": runs,
                            **({"where": [list(w) for w in options.where], "runs_selected": len(profiles),
                                "runs_read": n_runs} if options.where else {}),
                            "unannotated": f"records outside every region are under the root {UNANNOTATED!r}"}
-    warnings = []
+    warnings = [w for p in profiles for w in p.warnings]
     if len(profiles) > 1:
         mixed = _mixed_within_points(profiles, coords)
         if mixed:
@@ -1124,9 +1182,6 @@ def _assemble(profiles: Sequence[_Profile], options: ReadOptions, root: Path | N
         warnings.append(f"snapshots of {uneven[0].path.name} cover different numbers of loop iterations "
                         f"({', '.join(map(str, uneven[0].series['iterations_per_snapshot']))}): per-snapshot "
                         "values are not comparable per iteration")
-    if total_nonfinite:
-        warnings.append(f"{total_nonfinite} non-finite value(s) (nan/inf) dropped; --json lists them per run "
-                        "(dropped_nonfinite_values)")
     meta = {"sources": list(dict.fromkeys(str(p.path) for p in profiles)), "caliper": cal}
     if warnings:
         meta["warnings"] = warnings

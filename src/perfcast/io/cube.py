@@ -119,7 +119,13 @@ _SCALAR_TYPES = {
     "UNSIGNED INTEGER", "UNSIGNED SHORT INT", "MINDOUBLE", "MAXDOUBLE",
 }
 _EXTREMA_TYPES = {"MINDOUBLE", "MAXDOUBLE"}
+#: CUBE data types that hold something else than numbers per value (skipped, named in meta)
+_OTHER_DTYPES = re.compile(r"^(TAU_ATOMIC|RATE|SCALE_FUNC|HISTOGRAM\s*\(\s*\d{1,4}\s*\))$")
 _STORED_TYPES = {"EXCLUSIVE", "INCLUSIVE"}
+#: why a metric declared in a complete archive without values is skipped: CUBE writes none when zero
+_ZERO_EVERYWHERE = "declared but no values stored (zero everywhere)"
+#: CUBE metric types whose values CUBE computes (CubePL), none stored
+_DERIVED_TYPES = {"SIMPLE", "POSTDERIVED", "PREDERIVED_INCLUSIVE", "PREDERIVED_EXCLUSIVE"}
 #: the largest UINT64 that survives CubeLib's round trip through double (larger ones read as 0)
 _MAX_UINT64 = np.uint64(0xFFFF_FFFF_FFFF_FBFF)
 _INT64_MAX = np.iinfo(np.int64).max
@@ -493,13 +499,22 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
     for m in anchor.metrics:
         if m.name in metrics or m.name in skipped:
             raise PerfcastError(f"anchor.xml: metric {m.name!r} is declared twice", path, "anchor.xml")
+        # a type or data type CUBE does not define is damage: skipped, the metric would vanish from
+        # this run only (in a set of runs, read as missing there)
+        if m.type not in _STORED_TYPES and m.type not in _DERIVED_TYPES:
+            raise PerfcastError(f"metric {m.name!r} has type {m.type or '(none)'!r}, not a CUBE "
+                                f"metric type ({', '.join(sorted(_STORED_TYPES | _DERIVED_TYPES))})", path,
+                                "anchor.xml")
         if m.type not in _STORED_TYPES or m.cubepl:
             skipped[m.name] = (f"derived metric (type {m.type or 'none'}): computed by CUBE from a "
                                f"CubePL expression, no values stored")
             continue
         width = _vector_width(m.dtype)
         if m.dtype not in _SCALAR_TYPES and width is None:
-            skipped[m.name] = f"values of type {m.dtype or 'none'} are not single numbers"
+            if not _OTHER_DTYPES.match(m.dtype):
+                raise PerfcastError(f"metric {m.name!r} has data type {m.dtype or '(none)'!r}, not a "
+                                    f"CUBE data type", path, "anchor.xml")
+            skipped[m.name] = f"values of type {m.dtype} are not single numbers"
             continue
         index_name, data_name = f"{m.id}.index", f"{m.id}.data"
         if index_name not in names or data_name not in names:
@@ -507,7 +522,7 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
                 lacking = data_name if index_name in names else index_name
                 raise PerfcastError(f"the archive is truncated or damaged: metric {m.name!r} lacks {lacking}",
                                     path, lacking)
-            skipped[m.name] = "declared but no values stored (zero everywhere)"
+            skipped[m.name] = _ZERO_EVERYWHERE
             continue
         try:
             idx = parse_index(index_file=_BytesReader(_member(tar, index_name, path)))
@@ -609,8 +624,15 @@ def _build(anchor: _Anchor, tar: tarfile.TarFile, names: set[str], path: Path, c
 
 
 def _why(e: BaseException) -> str:
+    """What a decoding error of pycubexr's says, in words (not the exception's class)."""
     msg = str(e).strip()
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+    if isinstance(e, AssertionError):       # pycubexr asserts the data file's header
+        return "its header is not a CUBE data header"
+    if "multiple of element size" in msg:
+        return "its length is not a whole number of values: truncated"
+    if "size of the index list" in msg:
+        return "the index does not match the number of call-tree nodes"
+    return msg or "it cannot be decoded"
 
 
 class _BytesReader:
@@ -698,7 +720,9 @@ def _experiment(runs: list[_Run], coords: list[dict[str, float]], reps: list[int
             else:
                 cps = np.empty(0, dtype=np.int64)
                 vals = np.empty((0, nloc))
-            if name in support:
+            # CUBE stores no values of a cnode where a metric is zero: zero where this run has the
+            # metric; a run without it (not declared, or not stored) lacks it: missing, never zero
+            if name in support and (name in run.blocks or run.skipped.get(name) == _ZERO_EVERYWHERE):
                 missing = np.setdiff1d(np.intersect1d(support[name], rc), cps)
                 if missing.size:
                     cps = np.concatenate([cps, missing])
@@ -731,8 +755,19 @@ def _experiment(runs: list[_Run], coords: list[dict[str, float]], reps: list[int
     for run in runs:
         for name, why in run.skipped.items():
             if name in metrics:
-                continue  # values in other runs; absent here means zero
+                continue  # values in other runs: zero here (_ZERO_EVERYWHERE) or missing (warned below)
             skipped[(name, why)] = skipped.get((name, why), 0) + 1
+    lacking: dict[str, list[int]] = {}
+    if len(runs) > 1:
+        for i, run in enumerate(runs):
+            for name in metric_names:
+                if name not in run.blocks and run.skipped.get(name) != _ZERO_EVERYWHERE:
+                    lacking.setdefault(name, []).append(i)
+    warns = []
+    for name, idx in lacking.items():
+        where = sources[idx[0]] if sources else f"run {idx[0] + 1}"
+        warns.append(f"{where}: metric {name!r} has no values in {len(idx)} of the {len(runs)} runs "
+                        f"({_run_why(runs[idx[0]], name)}): missing there, not zero")
     cube: dict = {"attrs": runs[0].attrs}
     for key in ("tar_checksums_ignored", "threads_renumbered", "locations_in_document_order"):
         if any(r.notes.get(key) for r in runs):
@@ -761,10 +796,17 @@ def _experiment(runs: list[_Run], coords: list[dict[str, float]], reps: list[int
         cube["negative_counts_kind_other"] = demoted
     meta: dict = {"cube": cube,
                   "skipped_metrics": [{"metric": n, "reason": w, "runs": k} for (n, w), k in skipped.items()]}
+    if warns:
+        meta["warnings"] = warns
     if sources is not None and len(runs) > 1:
         cube["runs"] = [{"path": s, "rep": int(r), **{p: _num(c[p]) for p in parameters}}
                         for s, r, c in zip(sources, reps, coords)]
     return Experiment(parameters, df, metrics.values(), tree, meta)
+
+
+def _run_why(run: _Run, name: str) -> str:
+    """Why ``run`` has no values of metric ``name``."""
+    return run.skipped.get(name) or "not declared"
 
 
 #: Extra-P's scaling types (``--scaling``), as perfcast spells them, and how each reduces a run

@@ -123,6 +123,8 @@ class _Builder:
         self._next_rep: dict[tuple, int] = {}
         self.tree = CallTree()
         self.metrics: dict[str, Metric] = {}
+        #: what the input holds that is odd but read (meta["warnings"])
+        self.warnings: list[str] = []
 
     def callpath(self, name: str) -> str:
         """Add ``name`` (frames joined by ``->``) to the tree; returns the callpath id.
@@ -176,8 +178,10 @@ class _Builder:
         frame["value"] = np.asarray(self.values, dtype="float64")
         # each callpath's repetitions are its own value list: a shorter one is fewer measurements
         # (experiment.absent_repetition_is_zero)
-        return Experiment(self.parameters, pd.DataFrame(frame), self.metrics.values(), self.tree,
-                          {**(meta or {}), "repetitions": LISTED_REPETITIONS})
+        meta = {**(meta or {}), "repetitions": LISTED_REPETITIONS}
+        if self.warnings:
+            meta["warnings"] = [*meta.get("warnings", []), *self.warnings]
+        return Experiment(self.parameters, pd.DataFrame(frame), self.metrics.values(), self.tree, meta)
 
 
 def _check_parameter_names(names: list[str]) -> str | None:
@@ -241,14 +245,9 @@ def _repeats(path: str | Path, points: list[tuple[float, ...]], blocks: list[tup
     and (callpath, metric) blocks of DATA lines met more than once (``blocks``: callpath, metric,
     how many blocks; the first few in name order of ``n_blocks`` such)."""
     out = []
-    counts = collections.Counter(points)
-    twice = [(pt, k) for pt, k in counts.items() if k > 1]
+    twice = _points_twice(path, "POINTS", points, "the DATA lines at those positions")
     if twice:
-        shown = ", ".join(f"({' '.join(_fmt(v) for v in pt)}) {k} times" for pt, k in twice[:5])
-        more = f" and {len(twice) - 5} more point(s)" if len(twice) > 5 else ""
-        out.append(f"{Path(path).name}: POINTS lists {shown}{more}: the DATA lines at those positions are merged "
-                   f"as repetitions of one point (Extra-P refuses such a file); list every point once unless "
-                   f"they are meant as repetitions")
+        out.append(twice)
     if blocks:
         shown = ", ".join(f"REGION {cp!r} METRIC {mt!r} {k} times" for cp, mt, k in blocks[:3])
         n_blocks = max(n_blocks, len(blocks))
@@ -257,6 +256,23 @@ def _repeats(path: str | Path, points: list[tuple[float, ...]], blocks: list[tup
                    f"at each point (Extra-P refuses such a file); rename the blocks unless they are meant as "
                    f"repetitions (runs appended to one file)")
     return out
+
+
+def _points_twice(path: str | Path, lister: str, points: list[tuple[float, ...]], merged: str,
+                  elsewhere: int = 0, refused: bool = True) -> str | None:
+    """The one warning for coordinates listed more than once (text POINTS, a JSON point list):
+    ``merged`` (what holds their values) is merged as repetitions of one point; ``elsewhere``:
+    further lists with points twice; ``refused``: Extra-P refuses such a file (its text reader)."""
+    counts = collections.Counter(points)
+    twice = [(pt, k) for pt, k in counts.items() if k > 1]
+    if not twice:
+        return None
+    shown = ", ".join(f"({' '.join(_fmt(v) for v in pt)}) {k} times" for pt, k in twice[:5])
+    more = f" and {len(twice) - 5} more point(s)" if len(twice) > 5 else ""
+    also = f" (so do {elsewhere} more list(s))" if elsewhere else ""
+    refuses = " (Extra-P refuses such a file)" if refused else ""
+    return (f"{Path(path).name}: {lister} lists {shown}{more}{also}: {merged} are merged as repetitions of one "
+            f"point{refuses}; list every point once unless they are meant as repetitions")
 
 
 def _parse_points(text: str, nparams: int) -> list[tuple[float, ...]] | str:
@@ -1279,6 +1295,7 @@ def _read_json_points(obj: dict, path: Path) -> _Builder:
     meas = obj["measurements"]
     if not meas:
         raise _jerr("no measurements", path, "measurements")
+    twice: list[tuple[str, list]] = []  # (where, points) of the point lists holding a point twice
     for cp_name, by_metric in _items(meas):
         w_cp = _field("measurements", cp_name)
         cp = _jcallpath(b, cp_name, path, w_cp)
@@ -1289,6 +1306,7 @@ def _read_json_points(obj: dict, path: Path) -> _Builder:
             metric = b.metric(_jstr(metric_name, path, w_m))
             if not isinstance(entries, list):
                 raise _jerr("expected a list of {\"point\": [...], \"values\": [...]}", path, w_m)
+            listed = []
             for i, entry in enumerate(entries):
                 w_e = _field(w_m, i)
                 point = _jget(entry, "point", path, w_e, kind=list)
@@ -1298,12 +1316,18 @@ def _read_json_points(obj: dict, path: Path) -> _Builder:
                     raise _jerr(f"point has {len(point)} coordinate(s) but {len(names)} parameter(s) are "
                                 f"declared", path, w_p)
                 coords = tuple(_jnum(c, path, _field(w_p, k)) for k, c in enumerate(point))
+                listed.append(coords)
                 w_v = _field(w_e, "values")
                 values = _jvalues(_jget(entry, "values", path, w_e), path, w_v)
                 try:
                     b.add(coords, cp, metric, values)
                 except PerfcastError as e:
                     raise _jerr(e.message, path, w_v) from None
+            if len(set(listed)) < len(listed):
+                twice.append((w_m, listed))
+    if twice:
+        b.warnings.append(_points_twice(path, twice[0][0], twice[0][1], "the values of those entries",
+                                        len(twice) - 1, refused=False))
     return b
 
 
@@ -1386,6 +1410,10 @@ def _read_json_ids(obj: dict, path: Path) -> _Builder:
             raise _jerr(e.message, path, _field(w, "value")) from None
     if not b.values:
         raise _jerr("no measurements", path, "measurements")
+    twice = _points_twice(path, "coordinates", [coords[c] for c in sorted(coords)],
+                          "the measurements at those coordinates", refused=False)
+    if twice:
+        b.warnings.append(twice)
     return b
 
 

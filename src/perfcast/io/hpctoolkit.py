@@ -338,9 +338,25 @@ def _build(src: _Sources, metrics: list[_MetricValues], locations: pd.DataFrame 
         for col in ("rank", "thread"):
             loc = locations[col].to_numpy().astype(np.int64)
             data[col] = np.concatenate([np.tile(loc, p[3]) for p in parts])
+        gap = _rank_gap(locations["rank"].to_numpy())
+        if gap:
+            meta["hpctoolkit"]["ranks_missing"] = gap
+            shown = ", ".join(map(str, gap[:8])) + (", ..." if len(gap) > 8 else "")
+            meta.setdefault("warnings", []).append(
+                f"{path.parent if path.is_file() else path}: the database has no profile of rank(s) {shown} "
+                f"(its ranks run 0..{int(locations['rank'].max())}): a file lost? their values are missing, and "
+                "totals over the ranks leave them out")
     if options.progress:
         options.progress(1, 1, "building the experiment")
     return Experiment((), data, declared, tree, meta)
+
+
+def _rank_gap(ranks: np.ndarray) -> list[int]:
+    """The MPI ranks below the largest one that have no profile (MPI numbers ranks 0..N-1)."""
+    have = np.unique(ranks)
+    if not len(have) or have[0] < 0:
+        return []
+    return [int(r) for r in np.setdiff1d(np.arange(int(have[-1]) + 1), have)]
 
 
 def _describe(m: _MetricValues, scope: str) -> str:

@@ -22,6 +22,7 @@ Hatchet are optional (``pip install 'perfcast[thicket]'``); only :func:`to_thick
 
 from __future__ import annotations
 
+import json
 import math
 from collections import OrderedDict
 from pathlib import Path
@@ -32,7 +33,7 @@ import pandas as pd
 from ..errors import PerfcastError
 from ..experiment import Experiment, Metric
 from . import ReadOptions, Reader, _warn_implausible, read_ends, read_json, register
-from .caliper import (_NOT_METRICS, _json_num, _THREAD_KEYS, _assemble, _combine_op, _json_safe, _Profile, _split_ops,
+from .caliper import (_NOT_METRICS, _check_finite, _json_num, _THREAD_KEYS, _assemble, _combine_op, _json_safe, _Profile, _split_ops,
                       _to_int_location, _unit_from_name, metric_kind, metric_scope)
 
 _KEYS = ("graph", "dataframe", "metadata")
@@ -118,22 +119,31 @@ def _read_doc(doc: dict, path: Path, options: ReadOptions) -> Experiment:
     if isinstance(doc.get("profile"), list) and set(doc["profile"]) == set(order):
         order = list(doc["profile"])
     meta_of = {m["profile"]: m for m in metadata}
+    index_of = {m["profile"]: i for i, m in enumerate(metadata)}
     profiles: dict = {}
     for pid in order:
         label = str(mapping.get(str(pid), pid))
-        prof = _Profile(path, label=label)
+        prof = _Profile(path, label=label, place=f"metadata[{index_of[pid]}]")
         prof.globals = {k: _json_safe(v) for k, v in meta_of[pid].items() if k != "profile"}
         profiles[pid] = prof
 
-    # metric columns: numeric in every record that has them
-    columns: dict[str, bool] = {}
-    for r in records:
+    # metric columns: those holding numbers; one holding numbers and, in some record, anything else
+    # (text, a boolean) is damage, never a column that is "not a metric" (all its values lost)
+    numbers: dict[str, bool] = {}
+    other: dict[str, int] = {}  # column -> first record with a value that is no number
+    for i, r in enumerate(records):
         for k, v in r.items():
-            if k in _NOT_METRIC_COLUMNS or k in _NOT_METRICS or k.startswith("iteration#"):
+            if k in _NOT_METRIC_COLUMNS or k in _NOT_METRICS or k.startswith("iteration#") or v is None:
                 continue
-            numeric = v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-            columns[k] = columns.get(k, True) and numeric
-    metric_cols = [k for k, ok in columns.items() if ok]
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                numbers[k] = True
+            else:
+                other.setdefault(k, i)
+    for k in numbers:
+        if k in other:
+            i = other[k]
+            raise PerfcastError(f"{json.dumps(records[i][k])[:40]} is not a number", path, f"dataframe[{i}].{k}")
+    metric_cols = list(numbers)
     if not metric_cols:
         raise PerfcastError("no numeric metric column", path, "dataframe")
     metrics = {}
@@ -163,6 +173,8 @@ def _read_doc(doc: dict, path: Path, options: ReadOptions) -> Experiment:
             prof.has_thread = True
             thread = _to_int_location(r[thread_key], thread_key, path, f"dataframe[{i}]")
         values = {c: float(r[c]) for c in metric_cols if r.get(c) is not None}
+        for c, v in values.items():
+            _check_finite(v, r[c], c, path, f"dataframe[{i}].{c}")
         if values:
             prof.add(frames_of[str(node)], (rank, thread), values, 1.0)
             prof.n_records += 1

@@ -431,7 +431,7 @@ def _read_csv_whole(path: Path, options: ReadOptions) -> Experiment:
     except pd.errors.EmptyDataError:
         raise PerfcastError("empty file", path) from None
     except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise PerfcastError(f"not valid CSV: {str(e).strip().splitlines()[-1]}", path) from None
+        raise _csv_error(e, path) from None
     # CSV line of data row i: header is line 1
     return _from_frame(df, path, row_to_line=lambda i: i + 2)
 
@@ -632,6 +632,19 @@ def _read_parquet_whole(path: Path) -> Experiment:
 
 def _where(path, row_to_line, i: int, col: str):
     return row_to_line(i) if row_to_line else f"row {i}, column {col!r}"
+
+
+def _csv_error(e: Exception, path) -> PerfcastError:
+    """pandas' CSV error as one located line: ``FILE:LINE: expected 5 fields, found 6`` (pandas counts
+    the file's lines from 1, the header included), else its last line without pandas' wording."""
+    import re
+
+    text = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+    m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+    if m:
+        return PerfcastError(f"not valid CSV: expected {m.group(1)} fields (the header's), found {m.group(3)}",
+                             path, int(m.group(2)))
+    return PerfcastError(f"not valid CSV: {text.replace('Error tokenizing data. C error: ', '')}", path)
 
 
 def _from_frame(df: pd.DataFrame, path: Path, row_to_line) -> Experiment:

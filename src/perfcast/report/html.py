@@ -473,9 +473,9 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
                                 f"{', '.join(exp.parameters)}", where="--target")
         for p in exp.parameters:
             target.setdefault(p, maxpt[p])
-        bad = [k for k, v in target.items() if not (v > 0 and math.isfinite(v))]
-        if bad:
-            raise PerfcastError(f"target value(s) of {', '.join(bad)} must be positive numbers", where="--target")
+        from ..modelset import check_positive
+
+        check_positive(target, "--target")
     else:
         target = dict(maxpt)
         target[x] = 4 * maxpt[x]
