@@ -286,15 +286,15 @@ def test_zero_coefficient_term_undefined_at_a_point_adds_nothing(capsys, text_fi
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["predict", "--at", "p=0"], "b / time: the model 10 + 5 * log2(p) is undefined at p=0"),
-    (["predict", "--at", "p=0", "--json"], "is undefined at p=0"),
-    (["model", "--target", "p=0"], "is undefined at the target p=0"),
-    (["model", "--target", "p=0", "--json"], "is undefined at the target p=0"),
+    (["predict", "--at", "p=0"], "at: p=0: a scaling model predicts at positive parameter values only"),
+    (["predict", "--at", "p=0", "--json"], "at: p=0: a scaling model predicts at positive parameter values only"),
+    (["model", "--target", "p=0"], "--target: p=0: a scaling model predicts at positive parameter values only"),
+    (["model", "--target", "p=0", "--json"], "--target: p=0: a scaling model predicts at positive parameter values only"),
 ])
 def test_log_at_zero_is_refused_in_one_line(capsys, text_file, args, needle):
-    """b = 10 + 5 log2(p) has no value at p = 0 (log2(0) = -inf): refused with exit 2 and one line
-    naming the series and the point -- not '-inf' in the table, not an internal error writing JSON,
-    and no numpy warning on the way (warnings are errors here)."""
+    """b = 10 + 5 log2(p) has no value at p = 0 (log2(0) = -inf), and no model predicts there: refused
+    with exit 2 and one line naming the point -- not '-inf' in the table, not an internal error
+    writing JSON, and no numpy warning on the way (warnings are errors here)."""
     import warnings
 
     with warnings.catch_warnings():

@@ -836,9 +836,10 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
             + (["increase"] if by == "cost" else []))
     rows = []
     pos = {} if pr is None else {(sm.callpath, sm.metric): s for s, sm in enumerate(pr.series)}
-    for r in shown:
+    digits = ms.formula_digits(shown)        # as every output of the set prints them
+    for r, d in zip(shown, digits.tolist()):
         m, q = r.model, r.model.quality
-        formula = m.formula()
+        formula = m.formula(digits=d)
         if m.status != "ok" and not getattr(m, "segments", None):
             formula += f"  (insufficient points: need {m.needed})"
         for w in fit_warnings(m):

@@ -219,7 +219,7 @@ def formula_mathml(model, digits: int = 4) -> Markup:
     (fit/segmented.py) as its two regimes with their ranges, one per line; a long formula one term
     per line (:data:`WRAP_CHARS`)."""
     segs = getattr(model, "segments", None)
-    text = model.formula()
+    text = model.formula(digits=digits)
     plain = escape(text)
     if segs:
         p, (lo, hi) = escape(model.parameters[0]), model.change
@@ -555,6 +555,10 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     by_cp = meas.series([row["callpath"] for row in rows])
     # the intervals at the target as `perfcast predict` gives them (clipped at 0, capped by ancestors)
     _, blo, bhi, bclip, bcap = ms.bounds([(row["callpath"], rep.metric) for row in rows], [target], o.level)
+    # the digits every output of the set prints the formulas with (their terms' cancellation)
+    from types import SimpleNamespace
+
+    digits = ms.formula_digits([SimpleNamespace(model=row["model"]) for row in rows], None, [target]).tolist()
     for i, row in enumerate(rows):
         mdl = row.pop("model")
         q = mdl.quality
@@ -573,7 +577,8 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
                     gg = gg[gg[p] == maxpt[p]]
             gg = gg.sort_values(x)
             series = [float(v) for v in gg["median"]]
-        row.update({"formula": mdl.formula(), "mathml": formula_mathml(mdl), "order": _order_str(mdl),
+        row.update({"formula": mdl.formula(digits=digits[i]), "mathml": formula_mathml(mdl, digits[i]),
+                    "order": _order_str(mdl),
                     "smape": None if q is None or not math.isfinite(q.smape) else q.smape,
                     "warnings": fit_warnings(mdl), "segmented": bool(getattr(mdl, "segments", None)),
                     "noise": None if q is None or q.noise is None else q.noise,
