@@ -298,3 +298,27 @@ def test_points_beyond_the_range_of_floats(tmp_path):
     assert "r / time: the model" in one_error(r.returncode, r.stderr)
     r = run("advise", str(f), "--target", "p=1e60")                 # 3e120 s
     assert "beyond 1e+100: no run plan is computed" in one_error(r.returncode, r.stderr)
+
+
+def test_yaml_key_given_twice_is_refused(capsys, tmp_path):
+    # was silent: PyYAML keeps the last of two equal keys, so this campaign ran p = 4, 8 only and the
+    # machine file used the second peak
+    spec = tmp_path / "campaign.yaml"
+    spec.write_text('command: ["true", "{p}"]\nparameters:\n  p: [1, 2]\nparameters:\n  p: [4, 8]\n')
+    line = one_error(*cli(capsys, "collect", spec)[::2])
+    assert line == (f"perfcast: error: {spec}:4: key 'parameters' given twice (first on line 2); "
+                    "YAML would keep only the last")
+    assert not (tmp_path / "campaign.perfcast").exists() and not (tmp_path / "campaign.perfcast.campaign").exists()
+    machine = tmp_path / "m.yaml"
+    machine.write_text("name: x\ncaches: []\npeak_flops: 1.0e+12\npeak_flops: 2.0e+12\n")
+    line = one_error(*cli(capsys, "machine", "--from", machine)[::2])
+    assert line.startswith(f"perfcast: error: {machine}:4: key 'peak_flops' given twice (first on line 3)")
+
+
+def test_yaml_merge_key_may_be_overridden(tmp_path):
+    # ``<<: *base`` followed by one of base's keys is YAML's way to override, not a repetition
+    from perfcast.yamlfile import read_yaml
+    f = tmp_path / "m.yaml"
+    f.write_text("base: &b {frequency_hz: 2.0e+9, name: a}\nmachine:\n  <<: *b\n  name: b\n")
+    assert read_yaml(f) == {"base": {"frequency_hz": 2e9, "name": "a"},
+                            "machine": {"frequency_hz": 2e9, "name": "b"}}

@@ -35,6 +35,7 @@ from typing import Mapping
 import yaml
 
 from .errors import PerfcastError
+from .yamlfile import read_yaml
 
 LEVELS = ("L1", "L2", "LLC", "memory")
 _KEYS = {"name", "frequency_hz", "cores_per_node", "latency_cycles", "flops_per_cycle", "peak_flops",
@@ -108,16 +109,7 @@ class Machine:
     @classmethod
     def load(cls, path: str | Path) -> "Machine":
         path = Path(path)
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise PerfcastError(f"cannot read the machine file ({e.strerror})", path) from None
-        except UnicodeDecodeError:
-            raise PerfcastError("not a YAML text file (binary content)", path) from None
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            raise PerfcastError(f"not valid YAML ({getattr(e, 'problem', e)})", path,
-                                None if mark is None else mark.line + 1) from None
+        doc = read_yaml(path, "the machine file")
         return cls.from_dict(doc or {}, path)
 
     @classmethod

@@ -417,17 +417,10 @@ def _or(value, default):
 
 def load_spec(path: str | Path) -> tuple[CampaignSpec, str | None]:
     """A campaign from a YAML file; also returns its ``output`` (relative to the file) if given."""
-    import yaml
+    from ..yamlfile import read_yaml
 
     path = Path(path)
-    try:
-        d = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise PerfcastError(f"cannot read: {e.strerror}", path) from None
-    except yaml.YAMLError as e:
-        line = getattr(getattr(e, "problem_mark", None), "line", None)
-        raise PerfcastError(f"not valid YAML: {getattr(e, 'problem', e)}", path,
-                            None if line is None else line + 1) from None
+    d = read_yaml(path, "the campaign file")
     spec = CampaignSpec.from_dict(d, path)
     out = d.get("output")
     if out is not None and not Path(out).is_absolute():
