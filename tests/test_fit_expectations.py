@@ -71,3 +71,23 @@ def test_rank_and_check_on_fitted_models():
     res = check(models, [parse_expectation("lin*: O(p)"), parse_expectation("one: O(p)")])
     assert (res.checked, res.violations, res.status, res.exit_code) == (2, [], "incomplete", 3)
     assert [v.callpath for v in bad] == ["sq"] and bad[0].found == "O(p^2)"
+
+
+def test_violation_formula_gives_the_model_value_where_its_terms_cancel(tmp_path, capsys):
+    """``check`` printed ``-53.04 + 10.32 * p^(1/2)`` for -53.04355 + 10.3238 sqrt(p): 0.585 at p = 27
+    where the series measures 0.600.  Its formulas now have the digits the other outputs print:
+    evaluated as printed at the smallest measured p they give the generating law's value."""
+    import json
+    import math
+
+    from conftest import cli
+
+    law = lambda p: -53.04355 + 10.3238 * math.sqrt(p)  # noqa: E731
+    f = tmp_path / "cancel.csv"
+    f.write_text("p,rep,callpath,metric,value\n" + "".join(
+        f"{p},{r},app,time,{law(p)!r}\n" for p in (27, 64, 125, 216, 343) for r in (0, 1)))
+    code, text, _ = cli(capsys, "check", f, "--expect", "*: O(1)", "--json")
+    assert code == 1
+    formula = json.loads(text)["items"][0]["formula"]
+    printed = eval(formula.replace("^", "**"), {"__builtins__": {}}, {"p": 27.0})
+    assert printed == pytest.approx(law(27), rel=5e-4)

@@ -1329,7 +1329,7 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     # does not follow it is not judged by its lead order
     series, _, ranked = res.rank_order(None, "cost")
     # the fit's series, read from their arrays (iterating the model set would build every model)
-    result = check(series, parsed, growth_ends(ranked, res.upper))
+    result = check(series, parsed, growth_ends(ranked, res.upper), res.formula_digits)
     if result.checked == 0 and not result.unchecked:
         raise PerfcastError("no modelled callpath matches the expectations' globs")
     bad, checked, unchecked = result.violations, result.checked, [u.to_dict() for u in result.unchecked]

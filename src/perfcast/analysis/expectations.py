@@ -244,7 +244,8 @@ def growth_reason(g: Mapping) -> str:
             "series grows")
 
 
-def check(series_models: Iterable, expectations: Sequence[Expectation], ends: Mapping | None = None) -> CheckResult:
+def check(series_models: Iterable, expectations: Sequence[Expectation], ends: Mapping | None = None,
+          digits=None) -> CheckResult:
     """Compare models (objects with ``callpath``, ``metric``, ``model``) with expectations.
 
     A series whose model is usable is judged by its lead order.  A poor fit
@@ -260,7 +261,9 @@ def check(series_models: Iterable, expectations: Sequence[Expectation], ends: Ma
     model (a violation there fails the check) and is listed as unchecked, as is any other series
     without a model.  The fit's series are read from their groups' arrays
     (:mod:`perfcast.fit.columns`: status, lead orders, the violators' formulas): each distinct lead
-    order is compared once per expectation."""
+    order is compared once per expectation.  ``digits``: series -> the significant digits of their
+    formulas (:meth:`perfcast.modelset.ModelSet.formula_digits`, as every other output prints them;
+    default 4); a regime's formula keeps 4."""
     from ..fit import columns
 
     from .fitcheck import fit_warnings, poor_fits
@@ -319,7 +322,8 @@ def check(series_models: Iterable, expectations: Sequence[Expectation], ends: Ma
             if v[0]:
                 found_at.append((s, k, v))
     bad = sorted({s for s, _, _ in found_at})
-    texts = dict(zip(bad, columns.formulas([series[s] for s in bad])))
+    shown = [series[s] for s in bad]
+    texts = dict(zip(bad, columns.formulas(shown, digits=4 if digits is None or not shown else digits(shown))))
     out = [Violation(series[s].callpath, series[s].metric, expectations[k].text, expected[k], v[1], v[0], texts[s])
            for s, k, v in found_at]
     out += [Violation(series[s].callpath, series[s].metric, expectations[k].text, expected[k], v[1], v[0], text, lab)
