@@ -525,7 +525,8 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
 @click.option("--metric", default=None, help="Cost metric (default: the first time metric).")
 @click.option("--procs", default=None, metavar="PARAM", help="Parameter counting processes (default: detected).")
 @click.option("--ranks", type=click.Choice(["mean", "max", "sum", "min"]), default="mean", show_default=True,
-              help="Per-process cost from per-rank values (mean = sum over ranks / ranks).")
+              help="Per-process cost from per-rank values (mean = sum over ranks / ranks; sum, a run's total, "
+                   "is refused).")
 @click.option("--sort", type=click.Choice(["exclusive", "inclusive"]), default="exclusive", show_default=True,
               help="Rank scopes by exclusive or inclusive loss.")
 @_rows_option(20, "Rows to print per pair")

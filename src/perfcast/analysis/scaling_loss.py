@@ -21,9 +21,12 @@ positive inclusive loss scale (``-``).
 
 Aggregation (decided here, documented for users): cost is *per process*: per repetition, the
 values of the locations (ranks/threads) are reduced with ``ranks`` -- ``mean`` by default, i.e.
-the sum over ranks divided by their number, which is what the formulas assume (summing would make
-perfect weak scaling look like a loss of (q - p)/q); ``max`` takes the critical path instead --
-and repetitions are then averaged.  An experiment without location columns is used as stored
+the sum over ranks divided by their number, which is what the formulas assume; ``max`` takes the
+critical path instead -- and repetitions are then averaged.  ``sum`` over per-rank values is
+refused: it is the run's total, no per-process cost (perfect weak scaling would look like a loss of
+(q - p)/q, and the strong-scaling formula would multiply the total by q/p once more), and the
+total over the processes is the mean times the ranks that hold the metric, which ``mean`` already is
+per process.  An experiment without location columns is used as stored
 (its values are taken to be per-process already, e.g. Caliper's ``avg#...`` aggregates).  In a
 dense table (tidy CSV/JSONL/Parquet) a rank lacking a callpath's value has no inclusive value above
 it nor exclusive value of its parent (:meth:`perfcast.experiment.Experiment._gapped`): costs and
@@ -102,6 +105,12 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                 raise PerfcastError(f"no run with {proc}={_num(v)}; runs: {', '.join(_num(c) for c in counts)}")
         if not (0 < p < q):
             raise PerfcastError(f"compare a smaller run with a larger one (0 < p < q), got {_num(p)} -> {_num(q)}")
+    if ranks == "sum" and exp.has_locations:
+        # was taken as a per-process cost: the strong-scaling loss of the jacobi campaign's Ir, p 1 -> 16,
+        # came out 95.65 % (the total work per process gives 30.35 %)
+        raise PerfcastError("sum: the sum over ranks is the run's total, not a per-process cost, and the "
+                            "formulas compare per-process costs; use mean (the sum over ranks / ranks) or max "
+                            "(the slowest rank)", where="--ranks")
     vals = scope_values(exp, metric, ranks=ranks).set_index([proc, "callpath"])
     vals = vals[[c for c in ("inclusive", "exclusive")]]
     m = exp.metrics[metric]
