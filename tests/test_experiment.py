@@ -186,8 +186,22 @@ def test_summary_is_json_ready():
 
     s = small(ranks=True).summary()
     json.dumps(s, allow_nan=False)
-    assert s["points"] == [{"p": 2, "repetitions": 2}, {"p": 4, "repetitions": 2}]
+    # p ranks at point p (small: ranks 0 .. p-1); the header's count is the whole experiment's
+    assert s["points"] == [{"p": 2, "repetitions": 2, "ranks": 2}, {"p": 4, "repetitions": 2, "ranks": 4}]
     assert s["locations"] == {"rank": 4}
+    assert all("repetitions" not in m for m in s["metrics"])
+
+
+def test_summary_says_a_metric_measured_fewer_times():
+    """A campaign's cachegrind counts are one run per point, its times three: the points' count (3)
+    is not every metric's.  Built: Ir once at p=2 and p=4, time 3 times at p=2 and twice at p=4."""
+    rows = [dict(p=2, rep=0, callpath="a", metric="Ir", value=1.0), dict(p=4, rep=0, callpath="a", metric="Ir", value=1.0)]
+    rows += [dict(p=2, rep=r, callpath="a", metric="time", value=1.0) for r in range(3)]
+    rows += [dict(p=4, rep=r, callpath="a", metric="time", value=1.0) for r in range(2)]
+    s = Experiment(["p"], pd.DataFrame(rows), [Metric("Ir", "#", "count", "exclusive"),
+                                               Metric("time", "s", "time", "exclusive")]).summary()
+    assert s["points"] == [{"p": 2, "repetitions": 3}, {"p": 4, "repetitions": 2}]
+    assert {m["name"]: m["repetitions"] for m in s["metrics"]} == {"Ir": 1, "time": [2, 3]}
 
 
 def test_inclusive_on_a_deep_chain_and_a_forest():

@@ -1181,17 +1181,51 @@ class Experiment:
         pts = self.repetitions()
         points = [{**{p: _json_num(r[p]) for p in self.parameters}, "repetitions": int(r["repetitions"])}
                   for _, r in pts.iterrows()]
+        for pt, n in zip(points, self._point_location_counts(pts)):
+            pt.update(n)
+        reps = self._metric_repetitions()
         return {
             "parameters": list(self.parameters),
             "points": points,
             "n_points": len(points),
-            "metrics": [m.to_dict() for m in self.metrics.values()],
+            "metrics": [{**m.to_dict(), **({"repetitions": reps[m.name]} if reps and m.name in reps else {})}
+                        for m in self.metrics.values()],
             "callpaths": list(self.callpath_records()) if callpaths else None,
             "n_callpaths": len(self.tree),
             "n_values": int(len(self.data)),
             "locations": {c: int(self.data[c].nunique()) for c in LOCATION_COLUMNS if c in self.data.columns},
             "meta": self.meta,
         }
+
+    def _point_location_counts(self, pts: pd.DataFrame) -> list[dict]:
+        """Per point of ``pts`` (as :meth:`repetitions` gives them), the distinct ranks (and threads)
+        that hold values there: ``{"ranks": 4}``; nothing without location columns.  The header's count
+        is the whole experiment's (16 ranks over p = 1 .. 16 is 1 rank at p = 1)."""
+        d = self.data
+        loc = [c for c in LOCATION_COLUMNS if c in d.columns]
+        if not loc:
+            return [{} for _ in range(len(pts))]
+        keys = list(self.parameters)
+        names = {"rank": "ranks", "thread": "threads"}
+        if not keys:
+            return [{names[c]: int(d[c].nunique()) for c in loc}]
+        g = d.groupby(keys, observed=True)[loc].nunique()
+        g.index = g.index.map(lambda k: tuple(float(x) for x in (k if isinstance(k, tuple) else (k,))))
+        return [{names[c]: int(g.at[tuple(float(r[p]) for p in keys), c]) for c in loc} for _, r in pts.iterrows()]
+
+    def _metric_repetitions(self) -> dict:
+        """{metric: repetitions per point} when the metrics were not all measured the same number of
+        times (a campaign's cachegrind counts once, its times three times; the points' count is the
+        largest): an int when equal at every point, else [fewest, most]; {} when all agree."""
+        d = self.data
+        if d.empty:
+            return {}
+        g = d.groupby(["metric", *self.parameters], observed=True)["rep"].nunique()
+        by = g.groupby(level="metric", observed=True).agg(["min", "max"])
+        if by["min"].min() == by["max"].max():
+            return {}
+        return {str(m): (int(r["min"]) if r["min"] == r["max"] else [int(r["min"]), int(r["max"])])
+                for m, r in by.iterrows()}
 
     def callpath_records(self) -> Iterator[dict]:
         """The summary's per-callpath dicts in tree order, one at a time (``show --json`` writes
