@@ -225,6 +225,8 @@ def test_text_output_gives_one_reason_per_candidate(tmp_path, capsys):
 @pytest.mark.parametrize("args, says", [
     (["--target", "q=512"], "unknown parameter 'q'"),
     (["--target", "p=16"], "inside the measured range"),
+    (["--target", "p=1"], "not beyond the measured range"),      # below the smallest run: not "inside"
+    (["--target", "p=0"], "p=0: a scaling model predicts at positive parameter values only"),
     (["--target", "p=256", "--candidates", "p=4,8,16"], "no candidate beyond the measured range"),
     (["--target", "p=256", "--candidates", "q=64"], "unknown parameter 'q'"),
     (["--target", "p=256", "--budget", "0.0001"], "buys no run"),
@@ -410,3 +412,17 @@ def test_a_total_without_interval_is_said_plainly(tmp_path, capsys):
     code, out, err = cli(capsys, "advise", src, "--target", "p=1000", "--json")
     assert code == 0 and cli_json(out, "advice")["uncertainty"] is None
 
+
+
+def test_a_target_at_zero_beside_one_beyond_is_refused_before_any_model(tmp_path, capsys, data_dir):
+    """p=256 is beyond the runs, n=0 is no run at all: refused as such.  On Relearn (p = 32 .. 512,
+    n = 5000 .. 9000) p=2048,n=0 was advised on until the models gave nan for the whole run there."""
+    path = tmp_path / "pn.csv"
+    path.write_text("p,n,rep,callpath,metric,value\n" + "".join(
+        f"{p},{n},{r},main,time,{(A + B * p) * n * s!r}\n" for p in PS for n in (10, 20)
+        for r, s in ((0, 1.01), (1, 0.99))))
+    relearn = data_dir / "extrap" / "text" / "mpa" / "relearn_data.txt"
+    for exp, target in ((path, "p=256,n=0"), (relearn, "p=2048,n=0")):
+        code, out, err = cli(capsys, "advise", exp, "--target", target)
+        assert "n=0: a scaling model predicts at positive parameter values only" in one_error(code, err)
+        assert out == ""

@@ -224,14 +224,22 @@ def request(parameters: Sequence[str], points: Sequence[Mapping[str, float]], ta
                                 f"{', '.join(params)}", where=what)
 
     check_names(target, "--target")
+    # a value at or below 0 is no run and no model predicts there (p=0 was "inside the measured range",
+    # n=0 beside p=2048 "the models predict nan for the whole run")
+    from ..modelset import check_positive
+    check_positive(target, "--target")
     tgt = {q: float(target.get(q, upper[q])) for q in params}
     for q in params:
         if len(measured[q]) == 1 and tgt[q] != measured[q][0]:
             raise PerfcastError(f"{_fmt(target)}: the campaign measured {q} at {measured[q][0]:g} only, so no model "
                                 f"says how it scales; keep {q}={measured[q][0]:g}", where="--target")
     if not any(tgt[q] > upper[q] for q in params):
-        raise PerfcastError(f"{_fmt(tgt)} is inside the measured range ({_fmt(upper)} measured): a prediction "
-                            f"there needs no extrapolation; give a target beyond it", where="--target")
+        # below the smallest measured value of a parameter is not "inside" the range: no larger run helps there
+        inside = all(tgt[q] >= measured[q][0] for q in params)
+        raise PerfcastError(f"{_fmt(tgt)} is {'inside' if inside else 'not beyond'} the measured range ({_fmt(upper)} "
+                            f"measured{'' if inside else ' at the largest'}): "
+                            + ("a prediction there needs no extrapolation; give a target beyond it" if inside else
+                               "the advice is for a target beyond the largest runs; give one there"), where="--target")
     if budget is not None and not budget > 0:
         raise PerfcastError(f"{budget:g} core-hours: a budget must be above 0", where="--budget")
     new: set = set()
