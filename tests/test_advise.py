@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from conftest import cli, cli_json, one_error
+from conftest import cli, cli_items, cli_json, one_error
 
 from perfcast.analysis.advisor import advise, progression, request
 from perfcast.fit.model import Model, Term
@@ -426,3 +426,22 @@ def test_a_target_at_zero_beside_one_beyond_is_refused_before_any_model(tmp_path
         code, out, err = cli(capsys, "advise", exp, "--target", target)
         assert "n=0: a scaling model predicts at positive parameter values only" in one_error(code, err)
         assert out == ""
+
+
+def test_each_reason_states_the_figure_the_candidates_are_ranked_by(capsys, data_dir):
+    """Relearn, target p=2048,n=9000: predict's interval of the total after a run at p=1024 is ±17.8% for
+    n = 6000 .. 9000 alike, while the candidates are ranked 7000, 8000, 6000, 9000 by the kernels' sd
+    removed per core-hour.  Each reason states that sd before and after, and by hand
+    (sd_before^2 - sd_after^2) / core-hours does not increase down the list."""
+    relearn = data_dir / "extrap" / "text" / "mpa" / "relearn_data.txt"
+    code, out, err = cli(capsys, "advise", relearn, "--target", "p=2048,n=9000", "--json")
+    assert code == 0, err
+    items = cli_items(out, "advice")
+    per = []
+    for c in items:
+        assert f"sd of the kernels ±{c['sd_before']:.1%} -> ±{c['sd_after']:.1%} (ranked by)" in c["reason"]
+        per.append((c["sd_before"] ** 2 - c["sd_after"] ** 2) / c["cost"])
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(per, per[1:]))
+    at_1024 = [c for c in items if c["at"]["p"] == 1024 and c["kind"] == "new"]
+    assert len({round(c["uncertainty_after"], 3) for c in at_1024}) == 1      # the interval does not tell them apart
+    assert len({round(c["sd_after"], 3) for c in at_1024}) == len(at_1024)     # the sd does
