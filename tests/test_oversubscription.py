@@ -84,3 +84,25 @@ def test_commands_say_it(tmp_path, capsys):
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()
     assert "more ranks than the 2 cores of box" in html and "low confidence" in html
+
+
+def test_scaling_loss_between_oversubscribed_runs_is_said_to_be_partly_the_machines():
+    """Strong scaling of time = 1 + 0.5 p (rank 0) on 2 cores: the pair 1 -> 2 is within the cores
+    (no note), 2 -> 4 and 4 -> 8 hold runs above them (noted, by the runs named); the counts' loss is
+    not noted.  The loss itself stays the formula's: (k T_q - T_p) / (k T_q), k = q / p."""
+    from perfcast.analysis.scaling_loss import scaling_loss
+
+    exp = Experiment(_exp().parameters, _exp().data, [Metric("time", "s", "time", "inclusive"),
+                                                      Metric("ops", "#", "count", "inclusive")], meta=_campaign())
+    res = scaling_loss(exp, "strong", "time")
+    t = {p: 1 + 0.5 * p for p in (1, 2, 4, 8)}
+    for pair in res["pairs"]:
+        p, q = pair["p"], pair["q"]
+        assert pair["loss"] == pytest.approx(((q / p) * t[q] - t[p]) / ((q / p) * t[q]), rel=1e-12)
+    notes = {(pr["p"], pr["q"]): pr["notes"] for pr in res["pairs"]}
+    assert notes[(1.0, 2.0)] == []
+    assert len(notes[(2.0, 4.0)]) == 1 and "p = 4 includes waiting" in notes[(2.0, 4.0)][0]
+    assert "p = 4, 8 includes waiting" in notes[(4.0, 8.0)][0] and "2 cores of box" in notes[(4.0, 8.0)][0]
+    assert res["oversubscribed"]["over"] == [4.0, 8.0]
+    counts = scaling_loss(exp, "strong", "ops")
+    assert all(pr["notes"] == [] for pr in counts["pairs"]) and "oversubscribed" not in counts

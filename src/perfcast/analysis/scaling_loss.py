@@ -132,6 +132,13 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
     how = "mean" if summed else ranks
     totals = {v: whole_program_total(exp.select(**{proc: v}), metric, how) / (v if summed else 1.0)
               for v in sorted({x for pq in pairs for x in pq})}
+    # times of runs whose ranks shared the cores (more ranks than cores, or other processes busy on them)
+    # measure the waiting, not the code: a loss between such runs is partly the machine's (the jacobi
+    # campaign's p 4 -> 8 "excess work 77.17%" on 2 cores was said as the code's)
+    from .oversubscription import AFFECTED_KINDS, oversubscription
+
+    over = oversubscription(exp, proc) if m.kind in AFFECTED_KINDS else None
+    shared = (set(over.over) | {v for v, _ in over.contended}) if over is not None else set()
     result = []
     for p, q in pairs:
         a = vals.xs(p, level=proc)
@@ -158,10 +165,18 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                  f"{_g(r)}: they were run by different ranks"
                  for v, t, r in ((p, tot_p, roots[0]), (q, tot_q, roots[1]))
                  if exp.has_locations and abs(t - r) > 1e-9 * max(abs(t), abs(r))]
+        hit = [v for v in (p, q) if v in shared] if over is not None and over.parameter == proc else sorted(shared)
+        if hit:
+            why = ([f"more ranks than the {over.cores} cores of {over.host}"] if set(hit) & set(over.over) else []) + \
+                (["other processes busy on the cores"] if set(hit) & {v for v, _ in over.contended} else [])
+            notes.append(f"the {metric} of the run(s) at {over.parameter} = {', '.join(_num(v) for v in hit)} "
+                         f"includes waiting for the cores ({' or '.join(why)}): this loss is partly the "
+                         f"machine's, not the code's")
         result.append({"p": p, "q": q, "total_p": tot_p, "total_q": tot_q,
                        "loss": float((k * tot_q - tot_p) / denom), "rows": rows, "notes": notes})
     return {"mode": mode, "metric": metric, "unit": m.unit, "procs": proc, "ranks": said, "sort": sort,
-            "at": {k: float(v) for k, v in at.items()}, "pairs": result}
+            "at": {k: float(v) for k, v in at.items()}, "pairs": result,
+            **({"oversubscribed": over.to_dict()} if over is not None else {})}
 
 
 def _g(x: float) -> str:
