@@ -113,7 +113,7 @@ def test_view_modes(capsys, tmp_path, csv):
     code, _, err = cli(capsys, "view", exp, "--metric", "cycles")
     assert code == 2 and "3 points" in err and "--at" in err
     code, _, err = cli(capsys, "view", exp, "--at", "p=3")
-    assert code == 2 and "selection is empty" in err
+    assert code == 2 and "no run with p=3; measured p: 2, 4, 8" in err
 
 
 def test_waste_cli(capsys, tmp_path, csv):

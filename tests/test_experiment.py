@@ -325,3 +325,10 @@ def test_thread_values_alone_are_locations_not_repetitions():
     pred = {r["metric"]: r["value"] for r in perfcast.model(exp).predict({"p": 32})}
     assert pred["ops"] == pytest.approx(20 * 32, rel=1e-9)
     assert pred["time"] == pytest.approx(3 + 3 * 32, rel=1e-9)
+
+
+def test_selecting_a_value_no_run_has_names_it_and_the_measured_ones():
+    # small(): p = 2 and 4 ("the selection is empty" said neither)
+    with pytest.raises(PerfcastError, match=r"^no run with p=3; measured p: 2, 4$"):
+        small().select(p=3)
+    assert small().select(p=[3, 4]).points()["p"].tolist() == [4.0]

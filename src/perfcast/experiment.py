@@ -1266,7 +1266,21 @@ class Experiment:
                *, literal: bool = False, **coords) -> "Experiment":
         """Rows matching callpath glob(s), metric name(s) and parameter values (a value or a list);
         ``literal``: the callpaths are names, not globs (``a[0]`` is itself)."""
-        return self._selected(self._selection(callpath, metric, literal, coords))
+        mask = self._selection(callpath, metric, literal, coords)
+        if coords and not mask.any():
+            # name the value no run has ("the selection is empty" for view --at jobsize=28)
+            for p, v in coords.items():
+                vals = {float(x) for x in ([v] if np.isscalar(v) else v)}
+                have = distinct_sorted(self.cols[p])
+                if not vals & {float(x) for x in have}:
+                    shown = ", ".join(f"{float(x):g}" for x in have[:12]) + (" ..." if len(have) > 12 else "")
+                    raise PerfcastError(f"no run with {p}={','.join(f'{x:g}' for x in sorted(vals))}; "
+                                        f"measured {p}: {shown}")
+            if callpath is None and metric is None:
+                raise PerfcastError("no run at " + ", ".join(f"{p}={v if not np.isscalar(v) else f'{float(v):g}'}"
+                                                             for p, v in coords.items()) +
+                                    " (each value is measured, not together)")
+        return self._selected(mask)
 
     def _selection(self, callpath, metric, literal: bool, coords: Mapping) -> np.ndarray:
         """The rows :meth:`select` keeps, as a boolean mask (on the columns: no pandas)."""
