@@ -183,3 +183,16 @@ def test_view_heading_names_what_a_mean_over_ranks_is_over(capsys, data_dir):
     d = e.data[e.data["metric"] == "CPUTIME (I)"]
     stored = d[d["callpath"].astype(str).isin(e.tree.roots())]["value"].sum() / 20
     assert js(capsys, "view", db, "--ranks", "mean", "--depth", "0")["total"] == pytest.approx(stored, rel=1e-9)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--hot-fraction", "0.3"], "--hot-fraction: only with --hot-path"),
+    (["--hot-path", "-", "--depth", "1"], "--depth: not with --hot-path"),
+    (["--hot-path", "-", "--mode", "flat", "--sort", "name"], "--mode, --sort: not with --hot-path"),
+    (["--limit", "2"], "--limit: not with --mode top-down"),
+])
+def test_view_options_the_view_does_not_use_are_refused(capsys, tmp_path, csv, args, says):
+    """Each was accepted and ignored: --hot-fraction 0.3 alone printed the whole top-down tree."""
+    exp = tidy_scopes(tmp_path, csv)
+    code, out, err = cli(capsys, "view", exp, "--at", "p=2", *args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err

@@ -412,6 +412,19 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
 
     if not 0 <= threshold <= 100:
         raise PerfcastError(f"--threshold {threshold}: must be a percentage between 0 and 100")
+    # options the chosen view does not use were accepted and ignored (--hot-fraction 0 without --hot-path
+    # printed the top-down tree; --limit 3 top-down printed every row)
+    ctx = click.get_current_context()
+    unused = [o for o, n in (("--mode", "mode"), ("--sort", "sort"), ("--threshold", "threshold"), ("--depth", "depth"),
+                             ("--limit", "limit"), ("--inclusive/--exclusive", "inclusive"))
+              if hot is not None and ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)]
+    if unused:
+        raise PerfcastError(f"{', '.join(unused)}: not with --hot-path (one path, followed by --hot-fraction)")
+    if hot is None and ctx.get_parameter_source("hot_fraction") not in (None, click.core.ParameterSource.DEFAULT):
+        raise PerfcastError("--hot-fraction: only with --hot-path")
+    if mode == "top-down" and hot is None and \
+            ctx.get_parameter_source("limit") not in (None, click.core.ParameterSource.DEFAULT):
+        raise PerfcastError("--limit: not with --mode top-down (the tree is cut by --depth and --threshold)")
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     prof = V.profile(exp, metric, parse_coords(at, "--at") if at else None, ranks)
     if sort is None:
