@@ -445,3 +445,20 @@ def test_each_reason_states_the_figure_the_candidates_are_ranked_by(capsys, data
     at_1024 = [c for c in items if c["at"]["p"] == 1024 and c["kind"] == "new"]
     assert len({round(c["uncertainty_after"], 3) for c in at_1024}) == 1      # the interval does not tell them apart
     assert len({round(c["sd_after"], 3) for c in at_1024}) == len(at_1024)     # the sd does
+
+
+def test_a_kernel_predicted_above_its_caller_is_said(tmp_path, capsys):
+    """Inclusive time: main = 10 + p holds main->a = 1 + 0.02 p^2 at every measured p (2 .. 32: 21.48 <= 42),
+    but at p=256 the child's formula gives 1 + 0.02 * 65536 = 1311.72 against main's 266: two models
+    disagreeing, which the kernels' shares (a above main) do not say by themselves."""
+    path = tmp_path / "nest.csv"
+    path.write_text("p,rep,callpath,metric,value,scope\n" + "".join(
+        f"{p},{r},{cp},time,{f(p) * s!r},inclusive\n" for p in PS for r, s in ((0, 1.01), (1, 0.99))
+        for cp, f in (("main", lambda p: 10 + p), ("main->a", lambda p: 1 + 0.02 * p ** 2))))
+    code, out, err = cli(capsys, "advise", path, "--target", "p=256", "--json")
+    assert code == 0, err
+    adv = cli_json(out, "advice")
+    share = {k["callpath"]: k["share"] for k in adv["kernels"]}
+    assert share["main->a"] > share["main"]
+    (note,) = [n for n in adv["notes"] if "predicted above a caller" in n]
+    assert "main->a 1312 above main 266" in note

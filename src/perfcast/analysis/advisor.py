@@ -746,6 +746,19 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
         notes.append(f"{metric!r} is a flat timer list whose {root[0]} holds every other timer at every measured "
                      f"point: the run is {root[0]}, not their sum; the kernels listed may nest in one another "
                      f"(their names do not say), so each counts in full beside the timers it holds")
+    if exp.metrics[metric].scope == "inclusive" and len(chosen) > 1:
+        # an inclusive value holds its callees': a kernel predicted above a caller listed beside it is
+        # two models disagreeing at the target, not a share (hpccg-n at n=64: MPI->MPI_Allreduce 42% under
+        # MPI 33%, said by nothing)
+        val = {s.callpath: s.value for s in chosen}
+        above = [(s.callpath, a) for s in chosen for a in (exp.tree.ancestors(s.callpath)
+                                                           if s.callpath in exp.tree else ())
+                 if a in val and s.value > val[a]]
+        if above:
+            cp, a = max(above, key=lambda t: val[t[0]] / val[t[1]])
+            notes.append(f"at {_fmt(req.target)} {len(above)} kernel(s) are predicted above a caller that holds "
+                         f"them, e.g. {cp} {val[cp]:.4g} above {a} {val[a]:.4g} ({metric}, inclusive): their "
+                         f"models disagree there, so those shares do not nest")
     if not chosen:
         raise PerfcastError(f"no series of {metric!r} with a fitted model predicts {MIN_SHARE:.0%} or more of the "
                             f"whole run at {_fmt(req.target)}", where="--metric")
