@@ -165,6 +165,18 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                  f"{_g(r)}: they were run by different ranks"
                  for v, t, r in ((p, tot_p, roots[0]), (q, tot_q, roots[1]))
                  if exp.has_locations and abs(t - r) > 1e-9 * max(abs(t), abs(r))]
+        # an exclusive value below 0 is no cost (its children's inclusive values exceed its own): its loss
+        # and 'where' are differences of non-costs (LULESH max#: lulesh.cycle's exclusive -11.08 s at 27)
+        neg = [r for r in rows if min(r["exclusive_p"], r["exclusive_q"]) < -1e-9 * max(
+            abs(r["inclusive_p"]), abs(r["inclusive_q"]), 1e-300)]
+        if neg:
+            worst = min(neg, key=lambda r: min(r["exclusive_p"], r["exclusive_q"]))
+            why = ("a maximum or minimum over ranks does not add up along the calling tree"
+                   if m.aggregate.startswith(("max", "min")) else "the children's inclusive values exceed their parent's")
+            notes.append(f"{len(neg)} scope(s) have a negative exclusive {metric} at {proc}={_num(p)} or "
+                         f"{_num(q)} (e.g. {worst['path']}: {_g(min(worst['exclusive_p'], worst['exclusive_q']))}): "
+                         f"{why}, so their exclusive loss and 'where' mean nothing; --sort inclusive ranks by "
+                         f"the inclusive loss")
         hit = [v for v in (p, q) if v in shared] if over is not None and over.parameter == proc else sorted(shared)
         if hit:
             why = ([f"more ranks than the {over.cores} cores of {over.host}"] if set(hit) & set(over.over) else []) + \
