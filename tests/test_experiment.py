@@ -187,7 +187,8 @@ def test_summary_is_json_ready():
     s = small(ranks=True).summary()
     json.dumps(s, allow_nan=False)
     # p ranks at point p (small: ranks 0 .. p-1); the header's count is the whole experiment's
-    assert s["points"] == [{"p": 2, "repetitions": 2, "ranks": 2}, {"p": 4, "repetitions": 2, "ranks": 4}]
+    assert s["points"] == [{"p": 2, "repetitions": 2, "locations": {"rank": 2}},
+                           {"p": 4, "repetitions": 2, "locations": {"rank": 4}}]
     assert s["locations"] == {"rank": 4}
     assert all("repetitions" not in m for m in s["metrics"])
 
@@ -202,6 +203,21 @@ def test_summary_says_a_metric_measured_fewer_times():
                                                Metric("time", "s", "time", "exclusive")]).summary()
     assert s["points"] == [{"p": 2, "repetitions": 3}, {"p": 4, "repetitions": 2}]
     assert {m["name"]: m["repetitions"] for m in s["metrics"]} == {"Ir": 1, "time": [2, 3]}
+    # metrics measured as often as each other, however that varies over the points: nothing per metric
+    same = [dict(r, metric="Ir") for r in rows if r["metric"] == "time"] + [r for r in rows if r["metric"] == "time"]
+    s = Experiment(["p"], pd.DataFrame(same), [Metric("Ir", "#", "count", "exclusive"),
+                                               Metric("time", "s", "time", "exclusive")]).summary()
+    assert s["points"] == [{"p": 2, "repetitions": 3}, {"p": 4, "repetitions": 2}]
+    assert all("repetitions" not in m for m in s["metrics"])
+
+
+def test_summary_per_point_locations_beside_a_parameter_named_threads():
+    """The point's own parameter 'threads' stays its value; the threads holding values are under locations."""
+    rows = [dict(threads=t, rep=0, callpath="a", metric="time", value=1.0, rank=0, thread=k)
+            for t in (1, 4) for k in range(t)]
+    s = Experiment(["threads"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")]).summary()
+    assert s["points"] == [{"threads": 1, "repetitions": 1, "locations": {"rank": 1, "thread": 1}},
+                           {"threads": 4, "repetitions": 1, "locations": {"rank": 1, "thread": 4}}]
 
 
 def test_inclusive_on_a_deep_chain_and_a_forest():

@@ -1182,7 +1182,8 @@ class Experiment:
         points = [{**{p: _json_num(r[p]) for p in self.parameters}, "repetitions": int(r["repetitions"])}
                   for _, r in pts.iterrows()]
         for pt, n in zip(points, self._point_location_counts(pts)):
-            pt.update(n)
+            if n:
+                pt["locations"] = n
         reps = self._metric_repetitions()
         return {
             "parameters": list(self.parameters),
@@ -1199,19 +1200,19 @@ class Experiment:
 
     def _point_location_counts(self, pts: pd.DataFrame) -> list[dict]:
         """Per point of ``pts`` (as :meth:`repetitions` gives them), the distinct ranks (and threads)
-        that hold values there: ``{"ranks": 4}``; nothing without location columns.  The header's count
-        is the whole experiment's (16 ranks over p = 1 .. 16 is 1 rank at p = 1)."""
+        that hold values there: ``{"rank": 4}`` (the keys of the summary's ``locations``); nothing
+        without location columns.  The summary's ``locations`` are the whole experiment's (16 ranks
+        over p = 1 .. 16 is 1 rank at p = 1)."""
         d = self.data
         loc = [c for c in LOCATION_COLUMNS if c in d.columns]
         if not loc:
             return [{} for _ in range(len(pts))]
         keys = list(self.parameters)
-        names = {"rank": "ranks", "thread": "threads"}
         if not keys:
-            return [{names[c]: int(d[c].nunique()) for c in loc}]
+            return [{c: int(d[c].nunique()) for c in loc}]
         g = d.groupby(keys, observed=True)[loc].nunique()
         g.index = g.index.map(lambda k: tuple(float(x) for x in (k if isinstance(k, tuple) else (k,))))
-        return [{names[c]: int(g.at[tuple(float(r[p]) for p in keys), c]) for c in loc} for _, r in pts.iterrows()]
+        return [{c: int(g.at[tuple(float(r[p]) for p in keys), c]) for c in loc} for _, r in pts.iterrows()]
 
     def _metric_repetitions(self) -> dict:
         """{metric: repetitions per point} when the metrics were not all measured the same number of
@@ -1221,9 +1222,16 @@ class Experiment:
         if d.empty:
             return {}
         g = d.groupby(["metric", *self.parameters], observed=True)["rep"].nunique()
+        if not self.parameters:
+            if g.nunique() <= 1:
+                return {}
+        else:
+            # metrics measured as often as each other at every point (however that varies over the points)
+            # say nothing: the points' count is theirs
+            wide = g.unstack("metric")
+            if (wide.nunique(axis=1, dropna=False) <= 1).all():
+                return {}
         by = g.groupby(level="metric", observed=True).agg(["min", "max"])
-        if by["min"].min() == by["max"].max():
-            return {}
         return {str(m): (int(r["min"]) if r["min"] == r["max"] else [int(r["min"]), int(r["max"])])
                 for m, r in by.iterrows()}
 

@@ -124,11 +124,13 @@ def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None
     for p in s["parameters"]:
         pts.add_column(esc(p), justify="right")
     pts.add_column("repetitions", justify="right")
-    locs = [k for k in ("ranks", "threads") if s["points"] and k in s["points"][0]]
+    # ranks/threads holding values at each point (a parameter may be called "threads" too)
+    locs = [k for k in ("rank", "thread") if s["points"] and k in s["points"][0].get("locations", {})]
     for k in locs:
-        pts.add_column(k, justify="right")
+        pts.add_column(f"{k}s" + (" (locations)" if f"{k}s" in s["parameters"] else ""), justify="right")
     for row in s["points"][:100]:
-        pts.add_row(*[_num(row[p]) for p in s["parameters"]], str(row["repetitions"]), *[str(row[k]) for k in locs])
+        pts.add_row(*[_num(row[p]) for p in s["parameters"]], str(row["repetitions"]),
+                    *[str(row["locations"][k]) for k in locs])
     if len(s["points"]) > 100:
         pts.add_row(*(["…"] * (len(s["parameters"]) + 1 + len(locs))))
     out.print(pts)
