@@ -11,7 +11,7 @@ from perfcast import store
 from perfcast.analysis.oversubscription import oversubscription, rank_parameter
 from perfcast.experiment import Experiment, Metric
 
-from conftest import cli, cli_json
+from conftest import cli, cli_items, cli_json
 
 
 def _campaign(cores=2, launcher="local", command=("mpirun", "--allow-run-as-root", "-np", "{p}", "{wrap}", "./app")):
@@ -106,3 +106,19 @@ def test_scaling_loss_between_oversubscribed_runs_is_said_to_be_partly_the_machi
     assert res["oversubscribed"]["over"] == [4.0, 8.0]
     counts = scaling_loss(exp, "strong", "ops")
     assert all(pr["notes"] == [] for pr in counts["pairs"]) and "oversubscribed" not in counts
+
+
+def test_advise_says_its_time_models_rest_on_oversubscribed_runs(tmp_path, capsys):
+    """p = 1 .. 8 on 2 cores (runs at 4 and 8 above them): the advice for p=32 ranks and prices runs by
+    time models fitted on them, and the runs it advises above 2 ranks would share the cores too."""
+    exp = store.write(_exp(), tmp_path / "a.perfcast")
+    code, out, err = cli(capsys, "advise", exp, "--target", "p=32", "--json")
+    assert code == 0, err
+    adv = cli_json(out, "advice")
+    (note,) = [n for n in adv["notes"] if "more ranks than the 2 cores of box" in n]
+    assert "p = 4, 8 had more ranks" in note and "fitted on them" in note
+    advised = sorted({c["at"]["p"] for c in cli_items(out, "advice") if c["at"]["p"] > 2})
+    assert advised and f"runs advised at p = {', '.join(f'{v:g}' for v in advised)} would share" in note
+    calm = store.write(_exp(ps=(1, 2)), tmp_path / "calm.perfcast")
+    code, out, err = cli(capsys, "advise", calm, "--target", "p=32", "--json")
+    assert code == 0 and not any("cores" in n for n in cli_json(out, "advice")["notes"])

@@ -640,6 +640,19 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
     cand = np.vstack([new, rep])
     C = len(cand)
     notes: list = []
+    over = getattr(ms, "oversubscribed", None)
+    if over is not None:
+        # the time models ranking and pricing the runs are fitted on runs whose ranks shared the cores
+        # (model/predict say so; advise did not: the jacobi campaign, 2 cores, p = 4 .. 16)
+        from .oversubscription import AFFECTED_KINDS
+
+        timed = [m for m in {metric or cost_metric, cost_metric} if ms.kinds.get(m) in AFFECTED_KINDS]
+        if timed:
+            above = [v for v in sorted({float(c[params.index(over.parameter)]) for c in cand})
+                     if v > over.cores] if over.parameter in params else []
+            notes.append(f"{over.note()}; the {' and '.join(timed)} models the advice rests on are fitted on them"
+                         + (f", and runs advised at {over.parameter} = {', '.join(f'{v:g}' for v in above)} would "
+                            f"share the {over.cores} cores too" if above else ""))
 
     def means_at(m_metric: str, cps: Sequence[str], pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Summed measured means of ``cps`` at ``pts`` (NaN where one is missing) and repetitions."""
