@@ -122,3 +122,14 @@ def test_advise_says_its_time_models_rest_on_oversubscribed_runs(tmp_path, capsy
     calm = store.write(_exp(ps=(1, 2)), tmp_path / "calm.perfcast")
     code, out, err = cli(capsys, "advise", calm, "--target", "p=32", "--json")
     assert code == 0 and not any("cores" in n for n in cli_json(out, "advice")["notes"])
+
+
+def test_the_reports_scaling_loss_tree_says_its_runs_shared_the_cores(tmp_path, capsys):
+    from perfcast.report.html import ReportOptions, build_report
+
+    exp = Experiment(_exp().parameters, _exp().data, [Metric("time", "s", "time", "inclusive"),
+                                                      Metric("ops", "#", "count", "inclusive")], meta=_campaign())
+    rep = build_report(exp, ReportOptions(metric="time", scaling="strong"))
+    assert (rep.scaling_loss["p"], rep.scaling_loss["q"]) == (1, 8)
+    assert any(n.startswith("Scaling-loss tree: the time of the run(s) at p = 8 includes waiting for the cores")
+               for n in rep.notes)
