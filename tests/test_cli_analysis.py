@@ -196,3 +196,21 @@ def test_view_options_the_view_does_not_use_are_refused(capsys, tmp_path, csv, a
     exp = tidy_scopes(tmp_path, csv)
     code, out, err = cli(capsys, "view", exp, "--at", "p=2", *args)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err
+
+
+def test_view_says_ranks_given_on_values_combined_in_the_file(capsys, data_dir):
+    """LULESH .cali avg#: one mean over ranks per run; --ranks max combines nothing (the values shown
+    are the file's means: main at jobsize=27 is 47.2 s, the avg# record read with caliper-reader)."""
+    import caliperreader
+
+    lulesh = data_dir / "thicket" / "lulesh_weak_scaling_cali"
+    r = caliperreader.CaliperReader()
+    r.read(str(lulesh / "27_cores.cali"))
+    main = next(float(x["avg#inclusive#sum#time.duration"]) for x in r.records if x.get("path") in ("main", ["main"]))
+    code, out, err = cli(capsys, "view", lulesh, "--at", "jobsize=27", "--ranks", "max", "--depth", "0")
+    assert code == 0 and "--ranks max: avg#inclusive#sum#time.duration holds one value per run (mean over ranks " \
+                         "in the file), so nothing is combined over ranks" in err
+    doc = js(capsys, "view", lulesh, "--at", "jobsize=27", "--ranks", "max", "--depth", "0")
+    assert {n["path"]: n["inclusive"] for n in doc["nodes"]}["main"] == pytest.approx(main, rel=1e-12)
+    code, out, err = cli(capsys, "view", lulesh, "--at", "jobsize=27", "--depth", "0")
+    assert code == 0 and "nothing is combined" not in err

@@ -427,6 +427,12 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
         raise PerfcastError("--limit: not with --mode top-down (the tree is cut by --depth and --threshold)")
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     prof = V.profile(exp, metric, parse_coords(at, "--at") if at else None, ranks)
+    combined = V.combined_in_file(prof.exp, prof.metric)
+    if combined and not as_json and ctx.get_parameter_source("ranks") not in (None, click.core.ParameterSource.DEFAULT):
+        # the heading names what a value is instead, easily read past: --ranks max on Caliper avg# showed means
+        from .report.terminal import err
+        err.print(f"perfcast: note: --ranks {ranks}: {prof.metric} holds one value per run ({combined}), so nothing "
+                  f"is combined over ranks", markup=False, highlight=False)
     if sort is None:
         sort = ("inclusive" if mode == "top-down" else "exclusive") if inclusive is None else \
             ("inclusive" if inclusive else "exclusive")
