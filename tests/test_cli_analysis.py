@@ -214,3 +214,13 @@ def test_view_says_ranks_given_on_values_combined_in_the_file(capsys, data_dir):
     assert {n["path"]: n["inclusive"] for n in doc["nodes"]}["main"] == pytest.approx(main, rel=1e-12)
     code, out, err = cli(capsys, "view", lulesh, "--at", "jobsize=27", "--depth", "0")
     assert code == 0 and "nothing is combined" not in err
+
+
+@pytest.mark.parametrize("mode", ["flat", "bottom-up"])
+def test_view_says_how_many_procedures_limit_left_out(capsys, tmp_path, csv, mode):
+    exp = tidy_scopes(tmp_path, csv)
+    n = len(js(capsys, "view", exp, "--at", "p=2", "--mode", mode, "--metric", "cycles")["rows"])
+    code, out, err = cli(capsys, "view", exp, "--at", "p=2", "--mode", mode, "--metric", "cycles", "--limit", "1")
+    assert code == 0 and n > 1 and f"{n - 1} more procedure(s) not shown" in err
+    code, out, err = cli(capsys, "view", exp, "--at", "p=2", "--mode", mode, "--metric", "cycles", "--limit", "0")
+    assert code == 0 and "not shown" not in err

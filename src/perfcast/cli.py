@@ -450,6 +450,9 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
         return write_json("view", res)
     shown = dict(res, rows=_shown(res["rows"], limit))
     R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, 3 if depth is None else depth)
+    from .report.terminal import err   # the rows --limit leaves out were dropped without a word
+
+    _print_not_shown(err, len(res["rows"]), len(shown["rows"]), "procedure(s)", "--json prints")
 
 
 @cli.command("waste")
