@@ -318,7 +318,7 @@ def _parse_rate(text: str, what: str) -> float:
               help="Add a derived metric; repeatable, applied in order.")
 @click.option("--scope", type=click.Choice(["both", "inclusive", "exclusive"]), default="both", show_default=True,
               help="Scopes to evaluate derived metrics in: both gives NAME (exclusive) and 'NAME (inc)'.")
-@click.option("--unit", default="", help="Unit of the derived metrics (default: from the formula and its operands' "
+@click.option("--unit", default="", help="Unit of the derived metric, with one --derive (default: from the formula and its operands' "
                                          "units, e.g. bytes / time is bytes/sec).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Store the experiment with its derived metrics (NAME.perfcast).")
