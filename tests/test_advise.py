@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from conftest import cli, cli_json, one_error
+from conftest import cli, cli_items, cli_json, one_error
 
 from perfcast.analysis.advisor import advise, progression, request
 from perfcast.fit.model import Model, Term
@@ -225,6 +225,8 @@ def test_text_output_gives_one_reason_per_candidate(tmp_path, capsys):
 @pytest.mark.parametrize("args, says", [
     (["--target", "q=512"], "unknown parameter 'q'"),
     (["--target", "p=16"], "inside the measured range"),
+    (["--target", "p=1"], "not beyond the measured range"),      # below the smallest run: not "inside"
+    (["--target", "p=0"], "p=0: a scaling model predicts at positive parameter values only"),
     (["--target", "p=256", "--candidates", "p=4,8,16"], "no candidate beyond the measured range"),
     (["--target", "p=256", "--candidates", "q=64"], "unknown parameter 'q'"),
     (["--target", "p=256", "--budget", "0.0001"], "buys no run"),
@@ -410,3 +412,53 @@ def test_a_total_without_interval_is_said_plainly(tmp_path, capsys):
     code, out, err = cli(capsys, "advise", src, "--target", "p=1000", "--json")
     assert code == 0 and cli_json(out, "advice")["uncertainty"] is None
 
+
+
+def test_a_target_at_zero_beside_one_beyond_is_refused_before_any_model(tmp_path, capsys, data_dir):
+    """p=256 is beyond the runs, n=0 is no run at all: refused as such.  On Relearn (p = 32 .. 512,
+    n = 5000 .. 9000) p=2048,n=0 was advised on until the models gave nan for the whole run there."""
+    path = tmp_path / "pn.csv"
+    path.write_text("p,n,rep,callpath,metric,value\n" + "".join(
+        f"{p},{n},{r},main,time,{(A + B * p) * n * s!r}\n" for p in PS for n in (10, 20)
+        for r, s in ((0, 1.01), (1, 0.99))))
+    relearn = data_dir / "extrap" / "text" / "mpa" / "relearn_data.txt"
+    for exp, target in ((path, "p=256,n=0"), (relearn, "p=2048,n=0")):
+        code, out, err = cli(capsys, "advise", exp, "--target", target)
+        assert "n=0: a scaling model predicts at positive parameter values only" in one_error(code, err)
+        assert out == ""
+
+
+def test_each_reason_states_the_figure_the_candidates_are_ranked_by(capsys, data_dir):
+    """Relearn, target p=2048,n=9000: predict's interval of the total after a run at p=1024 is ±17.8% for
+    n = 6000 .. 9000 alike, while the candidates are ranked 7000, 8000, 6000, 9000 by the kernels' sd
+    removed per core-hour.  Each reason states that sd before and after, and by hand
+    (sd_before^2 - sd_after^2) / core-hours does not increase down the list."""
+    relearn = data_dir / "extrap" / "text" / "mpa" / "relearn_data.txt"
+    code, out, err = cli(capsys, "advise", relearn, "--target", "p=2048,n=9000", "--json")
+    assert code == 0, err
+    items = cli_items(out, "advice")
+    per = []
+    for c in items:
+        assert f"sd of the kernels ±{c['sd_before']:.1%} -> ±{c['sd_after']:.1%} (ranked by)" in c["reason"]
+        per.append((c["sd_before"] ** 2 - c["sd_after"] ** 2) / c["cost"])
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(per, per[1:]))
+    at_1024 = [c for c in items if c["at"]["p"] == 1024 and c["kind"] == "new"]
+    assert len({round(c["uncertainty_after"], 3) for c in at_1024}) == 1      # the interval does not tell them apart
+    assert len({round(c["sd_after"], 3) for c in at_1024}) == len(at_1024)     # the sd does
+
+
+def test_a_kernel_predicted_above_its_caller_is_said(tmp_path, capsys):
+    """Inclusive time: main = 10 + p holds main->a = 1 + 0.02 p^2 at every measured p (2 .. 32: 21.48 <= 42),
+    but at p=256 the child's formula gives 1 + 0.02 * 65536 = 1311.72 against main's 266: two models
+    disagreeing, which the kernels' shares (a above main) do not say by themselves."""
+    path = tmp_path / "nest.csv"
+    path.write_text("p,rep,callpath,metric,value,scope\n" + "".join(
+        f"{p},{r},{cp},time,{f(p) * s!r},inclusive\n" for p in PS for r, s in ((0, 1.01), (1, 0.99))
+        for cp, f in (("main", lambda p: 10 + p), ("main->a", lambda p: 1 + 0.02 * p ** 2))))
+    code, out, err = cli(capsys, "advise", path, "--target", "p=256", "--json")
+    assert code == 0, err
+    adv = cli_json(out, "advice")
+    share = {k["callpath"]: k["share"] for k in adv["kernels"]}
+    assert share["main->a"] > share["main"]
+    (note,) = [n for n in adv["notes"] if "predicted above a caller" in n]
+    assert "main->a 1312 above main 266" in note

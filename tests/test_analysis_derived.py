@@ -89,6 +89,9 @@ def test_derived_metric_takes_the_formulas_unit_unless_given():
     assert out.metrics["twice"].unit == "#"
     out, _ = derive(exp, ["cpi = cycles / instructions"], scopes="exclusive", unit="cycles/instr")
     assert out.metrics["cpi"].unit == "cycles/instr"
+    # one unit given for two formulas labelled both (cpi and a count of cycles as "cycles/instr")
+    with pytest.raises(PerfcastError, match="with 2 derivations: it would label every one of them"):
+        derive(exp, ["cpi = cycles / instructions", "c2 = cycles"], scopes="exclusive", unit="cycles/instr")
 
 
 def test_references_and_quoting():

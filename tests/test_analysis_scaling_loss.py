@@ -262,3 +262,44 @@ def test_demo_campaign_strong_scaling_loss_of_the_report_by_hand(examples_built,
     assert (sl["mode"], sl["p"], sl["q"]) == ("strong", 1.0, 3.0)
     assert sl["total_p"] == pytest.approx(t[1.0], rel=1e-12) and sl["total_q"] == pytest.approx(t[3.0], rel=1e-12)
     assert sl["loss"] == pytest.approx(want, rel=1e-12)
+
+
+def test_a_sum_over_ranks_is_refused_not_taken_as_a_per_process_cost():
+    """Strong scaling, per-rank work: p=2 ranks do 3 and 5 (total 8), p=4 ranks 2, 2, 3, 3 (total 10).
+    By hand the per-process loss is (4/2 * 2.5 - 4) / (4/2 * 2.5) = 0.2 (the growth of the total work,
+    (10 - 8) / 10); the sum over ranks taken as the per-process cost gave (2 * 10 - 8) / (2 * 10) = 0.6."""
+    work = {2: [3.0, 5.0], 4: [2.0, 2.0, 3.0, 3.0]}
+    rows = [{"p": p, "rep": 0, "rank": r, "callpath": "main", "metric": "Ir", "value": v}
+            for p, vs in work.items() for r, v in enumerate(vs)]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("Ir", "#", "count", "exclusive")])
+    assert scaling_loss(exp, "strong", "Ir")["pairs"][0]["loss"] == pytest.approx((10 - 8) / 10, rel=1e-12)
+    with pytest.raises(PerfcastError, match="not a per-process cost"):
+        scaling_loss(exp, "strong", "Ir", ranks="sum")
+    # one value per run (no ranks): nothing is summed over ranks, the values are used as they are
+    flat = Experiment(["p"], pd.DataFrame([{"p": 2, "rep": 0, "callpath": "main", "metric": "t", "value": 4.0},
+                                           {"p": 4, "rep": 0, "callpath": "main", "metric": "t", "value": 2.5}]),
+                      [Metric("t", "s", "time", "exclusive")])
+    assert scaling_loss(flat, "strong", "t", ranks="sum")["pairs"][0]["loss"] == pytest.approx(0.2, rel=1e-12)
+
+
+def test_negative_exclusive_values_of_a_max_over_ranks_are_said():
+    """A max over ranks in the file (Caliper max#): main 10 holds a = 6 and b = 7 (their maxima came from
+    different ranks), so main's exclusive is 10 - 13 = -3 s at p=8 -- no cost, and its exclusive loss
+    (weak, by hand (1 - (-3)) / 12) means nothing; a note says so.  The mean over ranks adds up: no note."""
+    rows = [dict(p=8, rep=0, callpath="main", value=10.0), dict(p=8, rep=0, callpath="main->a", value=6.0),
+            dict(p=8, rep=0, callpath="main->b", value=7.0), dict(p=16, rep=0, callpath="main", value=12.0),
+            dict(p=16, rep=0, callpath="main->a", value=6.0), dict(p=16, rep=0, callpath="main->b", value=5.0)]
+    df = pd.DataFrame(rows).assign(metric="max#t")
+    tree = CallTree.from_paths(["main", "main->a", "main->b"])
+    exp = Experiment(["p"], df, [Metric("max#t", "s", "time", "inclusive", aggregate="max over ranks")], tree)
+    (pair,) = scaling_loss(exp, "weak")["pairs"]
+    r = rows_of(pair)
+    assert (r["main"]["exclusive_p"], r["main"]["exclusive_q"]) == (-3.0, 1.0)
+    assert r["main"]["exclusive_loss"] == pytest.approx((1 - (-3)) / 12, rel=1e-12)
+    (note,) = [n for n in pair["notes"] if "negative exclusive" in n]
+    assert note.startswith("1 scope(s) have a negative exclusive max#t at p=8 or 16 (e.g. main: -3)")
+    assert "maximum or minimum over ranks" in note
+    avg_rows = pd.DataFrame(rows).assign(metric="avg#t")
+    avg_rows.loc[avg_rows.callpath == "main", "value"] = [14.0, 12.0]       # a mean holds its callees
+    avg = Experiment(["p"], avg_rows, [Metric("avg#t", "s", "time", "inclusive", aggregate="mean over ranks")], tree)
+    assert scaling_loss(avg, "weak")["pairs"][0]["notes"] == []

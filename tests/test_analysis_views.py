@@ -334,3 +334,16 @@ def test_scopes_over_fewer_ranks_are_named_and_unbalanced_columns_said(tmp_path,
     assert item["fewer_ranks"] == fewer and not [w for w in item["warnings"] if "do not add up" in w]
     assert main(["view", str(f), "--at", "p=8", "--ranks", "mean"]) == 0
     assert "main->comm inclusive over 7" in capsys.readouterr().out
+
+
+def test_heading_counts_the_ranks_that_hold_the_metric():
+    """A campaign's wall time is recorded on rank 0 only while its counters come from all 4 ranks: the
+    time's reduction is over 1 rank (the heading said "ranks sum over 4 ranks" of rank 0's value)."""
+    rows = [{"rep": 0, "rank": 0, "callpath": "app", "metric": "time", "value": 1.5}]
+    rows += [{"rep": 0, "rank": r, "callpath": "app", "metric": "Ir", "value": 10.0 * (r + 1)} for r in range(4)]
+    exp = Experiment([], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive"),
+                                              Metric("Ir", "#", "count", "inclusive")])
+    t = top_down(profile(exp, "time", ranks="sum"))
+    assert t["total"] == 1.5 and t["over"].startswith("1 rank (of 4 ranks")
+    i = top_down(profile(exp, "Ir", ranks="sum"))
+    assert i["total"] == 100.0 and i["over"] == "4 ranks"

@@ -113,7 +113,7 @@ def test_view_modes(capsys, tmp_path, csv):
     code, _, err = cli(capsys, "view", exp, "--metric", "cycles")
     assert code == 2 and "3 points" in err and "--at" in err
     code, _, err = cli(capsys, "view", exp, "--at", "p=3")
-    assert code == 2 and "selection is empty" in err
+    assert code == 2 and "no run with p=3; measured p: 2, 4, 8" in err
 
 
 def test_waste_cli(capsys, tmp_path, csv):
@@ -183,3 +183,44 @@ def test_view_heading_names_what_a_mean_over_ranks_is_over(capsys, data_dir):
     d = e.data[e.data["metric"] == "CPUTIME (I)"]
     stored = d[d["callpath"].astype(str).isin(e.tree.roots())]["value"].sum() / 20
     assert js(capsys, "view", db, "--ranks", "mean", "--depth", "0")["total"] == pytest.approx(stored, rel=1e-9)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--hot-fraction", "0.3"], "--hot-fraction: only with --hot-path"),
+    (["--hot-path", "-", "--depth", "1"], "--depth: not with --hot-path"),
+    (["--hot-path", "-", "--mode", "flat", "--sort", "name"], "--mode, --sort: not with --hot-path"),
+    (["--limit", "2"], "--limit: not with --mode top-down"),
+])
+def test_view_options_the_view_does_not_use_are_refused(capsys, tmp_path, csv, args, says):
+    """Each was accepted and ignored: --hot-fraction 0.3 alone printed the whole top-down tree."""
+    exp = tidy_scopes(tmp_path, csv)
+    code, out, err = cli(capsys, "view", exp, "--at", "p=2", *args)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err
+
+
+def test_view_says_ranks_given_on_values_combined_in_the_file(capsys, data_dir):
+    """LULESH .cali avg#: one mean over ranks per run; --ranks max combines nothing (the values shown
+    are the file's means: main at jobsize=27 is 47.2 s, the avg# record read with caliper-reader)."""
+    import caliperreader
+
+    lulesh = data_dir / "thicket" / "lulesh_weak_scaling_cali"
+    r = caliperreader.CaliperReader()
+    r.read(str(lulesh / "27_cores.cali"))
+    main = next(float(x["avg#inclusive#sum#time.duration"]) for x in r.records if x.get("path") in ("main", ["main"]))
+    code, out, err = cli(capsys, "view", lulesh, "--at", "jobsize=27", "--ranks", "max", "--depth", "0")
+    assert code == 0 and "--ranks max: avg#inclusive#sum#time.duration holds one value per run (mean over ranks " \
+                         "in the file), so nothing is combined over ranks" in err
+    doc = js(capsys, "view", lulesh, "--at", "jobsize=27", "--ranks", "max", "--depth", "0")
+    assert {n["path"]: n["inclusive"] for n in doc["nodes"]}["main"] == pytest.approx(main, rel=1e-12)
+    code, out, err = cli(capsys, "view", lulesh, "--at", "jobsize=27", "--depth", "0")
+    assert code == 0 and "nothing is combined" not in err
+
+
+@pytest.mark.parametrize("mode", ["flat", "bottom-up"])
+def test_view_says_how_many_procedures_limit_left_out(capsys, tmp_path, csv, mode):
+    exp = tidy_scopes(tmp_path, csv)
+    n = len(js(capsys, "view", exp, "--at", "p=2", "--mode", mode, "--metric", "cycles")["rows"])
+    code, out, err = cli(capsys, "view", exp, "--at", "p=2", "--mode", mode, "--metric", "cycles", "--limit", "1")
+    assert code == 0 and n > 1 and f"{n - 1} more procedure(s) not shown" in err
+    code, out, err = cli(capsys, "view", exp, "--at", "p=2", "--mode", mode, "--metric", "cycles", "--limit", "0")
+    assert code == 0 and "not shown" not in err

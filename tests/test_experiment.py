@@ -186,8 +186,38 @@ def test_summary_is_json_ready():
 
     s = small(ranks=True).summary()
     json.dumps(s, allow_nan=False)
-    assert s["points"] == [{"p": 2, "repetitions": 2}, {"p": 4, "repetitions": 2}]
+    # p ranks at point p (small: ranks 0 .. p-1); the header's count is the whole experiment's
+    assert s["points"] == [{"p": 2, "repetitions": 2, "locations": {"rank": 2}},
+                           {"p": 4, "repetitions": 2, "locations": {"rank": 4}}]
     assert s["locations"] == {"rank": 4}
+    assert all("repetitions" not in m for m in s["metrics"])
+
+
+def test_summary_says_a_metric_measured_fewer_times():
+    """A campaign's cachegrind counts are one run per point, its times three: the points' count (3)
+    is not every metric's.  Built: Ir once at p=2 and p=4, time 3 times at p=2 and twice at p=4."""
+    rows = [dict(p=2, rep=0, callpath="a", metric="Ir", value=1.0), dict(p=4, rep=0, callpath="a", metric="Ir", value=1.0)]
+    rows += [dict(p=2, rep=r, callpath="a", metric="time", value=1.0) for r in range(3)]
+    rows += [dict(p=4, rep=r, callpath="a", metric="time", value=1.0) for r in range(2)]
+    s = Experiment(["p"], pd.DataFrame(rows), [Metric("Ir", "#", "count", "exclusive"),
+                                               Metric("time", "s", "time", "exclusive")]).summary()
+    assert s["points"] == [{"p": 2, "repetitions": 3}, {"p": 4, "repetitions": 2}]
+    assert {m["name"]: m["repetitions"] for m in s["metrics"]} == {"Ir": 1, "time": [2, 3]}
+    # metrics measured as often as each other, however that varies over the points: nothing per metric
+    same = [dict(r, metric="Ir") for r in rows if r["metric"] == "time"] + [r for r in rows if r["metric"] == "time"]
+    s = Experiment(["p"], pd.DataFrame(same), [Metric("Ir", "#", "count", "exclusive"),
+                                               Metric("time", "s", "time", "exclusive")]).summary()
+    assert s["points"] == [{"p": 2, "repetitions": 3}, {"p": 4, "repetitions": 2}]
+    assert all("repetitions" not in m for m in s["metrics"])
+
+
+def test_summary_per_point_locations_beside_a_parameter_named_threads():
+    """The point's own parameter 'threads' stays its value; the threads holding values are under locations."""
+    rows = [dict(threads=t, rep=0, callpath="a", metric="time", value=1.0, rank=0, thread=k)
+            for t in (1, 4) for k in range(t)]
+    s = Experiment(["threads"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")]).summary()
+    assert s["points"] == [{"threads": 1, "repetitions": 1, "locations": {"rank": 1, "thread": 1}},
+                           {"threads": 4, "repetitions": 1, "locations": {"rank": 1, "thread": 4}}]
 
 
 def test_inclusive_on_a_deep_chain_and_a_forest():
@@ -311,3 +341,10 @@ def test_thread_values_alone_are_locations_not_repetitions():
     pred = {r["metric"]: r["value"] for r in perfcast.model(exp).predict({"p": 32})}
     assert pred["ops"] == pytest.approx(20 * 32, rel=1e-9)
     assert pred["time"] == pytest.approx(3 + 3 * 32, rel=1e-9)
+
+
+def test_selecting_a_value_no_run_has_names_it_and_the_measured_ones():
+    # small(): p = 2 and 4 ("the selection is empty" said neither)
+    with pytest.raises(PerfcastError, match=r"^no run with p=3; measured p: 2, 4$"):
+        small().select(p=3)
+    assert small().select(p=[3, 4]).points()["p"].tolist() == [4.0]

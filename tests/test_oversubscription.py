@@ -11,7 +11,7 @@ from perfcast import store
 from perfcast.analysis.oversubscription import oversubscription, rank_parameter
 from perfcast.experiment import Experiment, Metric
 
-from conftest import cli, cli_json
+from conftest import cli, cli_items, cli_json
 
 
 def _campaign(cores=2, launcher="local", command=("mpirun", "--allow-run-as-root", "-np", "{p}", "{wrap}", "./app")):
@@ -84,3 +84,52 @@ def test_commands_say_it(tmp_path, capsys):
     assert code == 0, err
     html = (tmp_path / "r.html").read_text()
     assert "more ranks than the 2 cores of box" in html and "low confidence" in html
+
+
+def test_scaling_loss_between_oversubscribed_runs_is_said_to_be_partly_the_machines():
+    """Strong scaling of time = 1 + 0.5 p (rank 0) on 2 cores: the pair 1 -> 2 is within the cores
+    (no note), 2 -> 4 and 4 -> 8 hold runs above them (noted, by the runs named); the counts' loss is
+    not noted.  The loss itself stays the formula's: (k T_q - T_p) / (k T_q), k = q / p."""
+    from perfcast.analysis.scaling_loss import scaling_loss
+
+    exp = Experiment(_exp().parameters, _exp().data, [Metric("time", "s", "time", "inclusive"),
+                                                      Metric("ops", "#", "count", "inclusive")], meta=_campaign())
+    res = scaling_loss(exp, "strong", "time")
+    t = {p: 1 + 0.5 * p for p in (1, 2, 4, 8)}
+    for pair in res["pairs"]:
+        p, q = pair["p"], pair["q"]
+        assert pair["loss"] == pytest.approx(((q / p) * t[q] - t[p]) / ((q / p) * t[q]), rel=1e-12)
+    notes = {(pr["p"], pr["q"]): pr["notes"] for pr in res["pairs"]}
+    assert notes[(1.0, 2.0)] == []
+    assert len(notes[(2.0, 4.0)]) == 1 and "p = 4 includes waiting" in notes[(2.0, 4.0)][0]
+    assert "p = 4, 8 includes waiting" in notes[(4.0, 8.0)][0] and "2 cores of box" in notes[(4.0, 8.0)][0]
+    assert res["oversubscribed"]["over"] == [4.0, 8.0]
+    counts = scaling_loss(exp, "strong", "ops")
+    assert all(pr["notes"] == [] for pr in counts["pairs"]) and "oversubscribed" not in counts
+
+
+def test_advise_says_its_time_models_rest_on_oversubscribed_runs(tmp_path, capsys):
+    """p = 1 .. 8 on 2 cores (runs at 4 and 8 above them): the advice for p=32 ranks and prices runs by
+    time models fitted on them, and the runs it advises above 2 ranks would share the cores too."""
+    exp = store.write(_exp(), tmp_path / "a.perfcast")
+    code, out, err = cli(capsys, "advise", exp, "--target", "p=32", "--json")
+    assert code == 0, err
+    adv = cli_json(out, "advice")
+    (note,) = [n for n in adv["notes"] if "more ranks than the 2 cores of box" in n]
+    assert "p = 4, 8 had more ranks" in note and "fitted on them" in note
+    advised = sorted({c["at"]["p"] for c in cli_items(out, "advice") if c["at"]["p"] > 2})
+    assert advised and f"runs advised at p = {', '.join(f'{v:g}' for v in advised)} would share" in note
+    calm = store.write(_exp(ps=(1, 2)), tmp_path / "calm.perfcast")
+    code, out, err = cli(capsys, "advise", calm, "--target", "p=32", "--json")
+    assert code == 0 and not any("cores" in n for n in cli_json(out, "advice")["notes"])
+
+
+def test_the_reports_scaling_loss_tree_says_its_runs_shared_the_cores(tmp_path, capsys):
+    from perfcast.report.html import ReportOptions, build_report
+
+    exp = Experiment(_exp().parameters, _exp().data, [Metric("time", "s", "time", "inclusive"),
+                                                      Metric("ops", "#", "count", "inclusive")], meta=_campaign())
+    rep = build_report(exp, ReportOptions(metric="time", scaling="strong"))
+    assert (rep.scaling_loss["p"], rep.scaling_loss["q"]) == (1, 8)
+    assert any(n.startswith("Scaling-loss tree: the time of the run(s) at p = 8 includes waiting for the cores")
+               for n in rep.notes)

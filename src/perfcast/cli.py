@@ -318,7 +318,7 @@ def _parse_rate(text: str, what: str) -> float:
               help="Add a derived metric; repeatable, applied in order.")
 @click.option("--scope", type=click.Choice(["both", "inclusive", "exclusive"]), default="both", show_default=True,
               help="Scopes to evaluate derived metrics in: both gives NAME (exclusive) and 'NAME (inc)'.")
-@click.option("--unit", default="", help="Unit of the derived metrics (default: from the formula and its operands' "
+@click.option("--unit", default="", help="Unit of the derived metric, with one --derive (default: from the formula and its operands' "
                                          "units, e.g. bytes / time is bytes/sec).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Store the experiment with its derived metrics (NAME.perfcast).")
@@ -412,8 +412,27 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
 
     if not 0 <= threshold <= 100:
         raise PerfcastError(f"--threshold {threshold}: must be a percentage between 0 and 100")
+    # options the chosen view does not use were accepted and ignored (--hot-fraction 0 without --hot-path
+    # printed the top-down tree; --limit 3 top-down printed every row)
+    ctx = click.get_current_context()
+    unused = [o for o, n in (("--mode", "mode"), ("--sort", "sort"), ("--threshold", "threshold"), ("--depth", "depth"),
+                             ("--limit", "limit"), ("--inclusive/--exclusive", "inclusive"))
+              if hot is not None and ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)]
+    if unused:
+        raise PerfcastError(f"{', '.join(unused)}: not with --hot-path (one path, followed by --hot-fraction)")
+    if hot is None and ctx.get_parameter_source("hot_fraction") not in (None, click.core.ParameterSource.DEFAULT):
+        raise PerfcastError("--hot-fraction: only with --hot-path")
+    if mode == "top-down" and hot is None and \
+            ctx.get_parameter_source("limit") not in (None, click.core.ParameterSource.DEFAULT):
+        raise PerfcastError("--limit: not with --mode top-down (the tree is cut by --depth and --threshold)")
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     prof = V.profile(exp, metric, parse_coords(at, "--at") if at else None, ranks)
+    combined = V.combined_in_file(prof.exp, prof.metric)
+    if combined and not as_json and ctx.get_parameter_source("ranks") not in (None, click.core.ParameterSource.DEFAULT):
+        # the heading names what a value is instead, easily read past: --ranks max on Caliper avg# showed means
+        from .report.terminal import err
+        err.print(f"perfcast: note: --ranks {ranks}: {prof.metric} holds one value per run ({combined}), so nothing "
+                  f"is combined over ranks", markup=False, highlight=False)
     if sort is None:
         sort = ("inclusive" if mode == "top-down" else "exclusive") if inclusive is None else \
             ("inclusive" if inclusive else "exclusive")
@@ -431,6 +450,9 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
         return write_json("view", res)
     shown = dict(res, rows=_shown(res["rows"], limit))
     R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, 3 if depth is None else depth)
+    from .report.terminal import err   # the rows --limit leaves out were dropped without a word
+
+    _print_not_shown(err, len(res["rows"]), len(shown["rows"]), "procedure(s)", "--json prints")
 
 
 @cli.command("waste")
@@ -525,7 +547,8 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
 @click.option("--metric", default=None, help="Cost metric (default: the first time metric).")
 @click.option("--procs", default=None, metavar="PARAM", help="Parameter counting processes (default: detected).")
 @click.option("--ranks", type=click.Choice(["mean", "max", "sum", "min"]), default="mean", show_default=True,
-              help="Per-process cost from per-rank values (mean = sum over ranks / ranks).")
+              help="Per-process cost from per-rank values (mean = sum over ranks / ranks; sum, a run's total, "
+                   "is refused).")
 @click.option("--sort", type=click.Choice(["exclusive", "inclusive"]), default="exclusive", show_default=True,
               help="Rank scopes by exclusive or inclusive loss.")
 @_rows_option(20, "Rows to print per pair")

@@ -1181,17 +1181,59 @@ class Experiment:
         pts = self.repetitions()
         points = [{**{p: _json_num(r[p]) for p in self.parameters}, "repetitions": int(r["repetitions"])}
                   for _, r in pts.iterrows()]
+        for pt, n in zip(points, self._point_location_counts(pts)):
+            if n:
+                pt["locations"] = n
+        reps = self._metric_repetitions()
         return {
             "parameters": list(self.parameters),
             "points": points,
             "n_points": len(points),
-            "metrics": [m.to_dict() for m in self.metrics.values()],
+            "metrics": [{**m.to_dict(), **({"repetitions": reps[m.name]} if reps and m.name in reps else {})}
+                        for m in self.metrics.values()],
             "callpaths": list(self.callpath_records()) if callpaths else None,
             "n_callpaths": len(self.tree),
             "n_values": int(len(self.data)),
             "locations": {c: int(self.data[c].nunique()) for c in LOCATION_COLUMNS if c in self.data.columns},
             "meta": self.meta,
         }
+
+    def _point_location_counts(self, pts: pd.DataFrame) -> list[dict]:
+        """Per point of ``pts`` (as :meth:`repetitions` gives them), the distinct ranks (and threads)
+        that hold values there: ``{"rank": 4}`` (the keys of the summary's ``locations``); nothing
+        without location columns.  The summary's ``locations`` are the whole experiment's (16 ranks
+        over p = 1 .. 16 is 1 rank at p = 1)."""
+        d = self.data
+        loc = [c for c in LOCATION_COLUMNS if c in d.columns]
+        if not loc:
+            return [{} for _ in range(len(pts))]
+        keys = list(self.parameters)
+        if not keys:
+            return [{c: int(d[c].nunique()) for c in loc}]
+        g = d.groupby(keys, observed=True)[loc].nunique()
+        g.index = g.index.map(lambda k: tuple(float(x) for x in (k if isinstance(k, tuple) else (k,))))
+        return [{c: int(g.at[tuple(float(r[p]) for p in keys), c]) for c in loc} for _, r in pts.iterrows()]
+
+    def _metric_repetitions(self) -> dict:
+        """{metric: repetitions per point} when the metrics were not all measured the same number of
+        times (a campaign's cachegrind counts once, its times three times; the points' count is the
+        largest): an int when equal at every point, else [fewest, most]; {} when all agree."""
+        d = self.data
+        if d.empty:
+            return {}
+        g = d.groupby(["metric", *self.parameters], observed=True)["rep"].nunique()
+        if not self.parameters:
+            if g.nunique() <= 1:
+                return {}
+        else:
+            # metrics measured as often as each other at every point (however that varies over the points)
+            # say nothing: the points' count is theirs
+            wide = g.unstack("metric")
+            if (wide.nunique(axis=1, dropna=False) <= 1).all():
+                return {}
+        by = g.groupby(level="metric", observed=True).agg(["min", "max"])
+        return {str(m): (int(r["min"]) if r["min"] == r["max"] else [int(r["min"]), int(r["max"])])
+                for m, r in by.iterrows()}
 
     def callpath_records(self) -> Iterator[dict]:
         """The summary's per-callpath dicts in tree order, one at a time (``show --json`` writes
@@ -1232,7 +1274,21 @@ class Experiment:
                *, literal: bool = False, **coords) -> "Experiment":
         """Rows matching callpath glob(s), metric name(s) and parameter values (a value or a list);
         ``literal``: the callpaths are names, not globs (``a[0]`` is itself)."""
-        return self._selected(self._selection(callpath, metric, literal, coords))
+        mask = self._selection(callpath, metric, literal, coords)
+        if coords and not mask.any():
+            # name the value no run has ("the selection is empty" for view --at jobsize=28)
+            for p, v in coords.items():
+                vals = {float(x) for x in ([v] if np.isscalar(v) else v)}
+                have = distinct_sorted(self.cols[p])
+                if not vals & {float(x) for x in have}:
+                    shown = ", ".join(f"{float(x):g}" for x in have[:12]) + (" ..." if len(have) > 12 else "")
+                    raise PerfcastError(f"no run with {p}={','.join(f'{x:g}' for x in sorted(vals))}; "
+                                        f"measured {p}: {shown}")
+            if callpath is None and metric is None:
+                raise PerfcastError("no run at " + ", ".join(f"{p}={v if not np.isscalar(v) else f'{float(v):g}'}"
+                                                             for p, v in coords.items()) +
+                                    " (each value is measured, not together)")
+        return self._selected(mask)
 
     def _selection(self, callpath, metric, literal: bool, coords: Mapping) -> np.ndarray:
         """The rows :meth:`select` keeps, as a boolean mask (on the columns: no pandas)."""

@@ -224,14 +224,22 @@ def request(parameters: Sequence[str], points: Sequence[Mapping[str, float]], ta
                                 f"{', '.join(params)}", where=what)
 
     check_names(target, "--target")
+    # a value at or below 0 is no run and no model predicts there (p=0 was "inside the measured range",
+    # n=0 beside p=2048 "the models predict nan for the whole run")
+    from ..modelset import check_positive
+    check_positive(target, "--target")
     tgt = {q: float(target.get(q, upper[q])) for q in params}
     for q in params:
         if len(measured[q]) == 1 and tgt[q] != measured[q][0]:
             raise PerfcastError(f"{_fmt(target)}: the campaign measured {q} at {measured[q][0]:g} only, so no model "
                                 f"says how it scales; keep {q}={measured[q][0]:g}", where="--target")
     if not any(tgt[q] > upper[q] for q in params):
-        raise PerfcastError(f"{_fmt(tgt)} is inside the measured range ({_fmt(upper)} measured): a prediction "
-                            f"there needs no extrapolation; give a target beyond it", where="--target")
+        # below the smallest measured value of a parameter is not "inside" the range: no larger run helps there
+        inside = all(tgt[q] >= measured[q][0] for q in params)
+        raise PerfcastError(f"{_fmt(tgt)} is {'inside' if inside else 'not beyond'} the measured range ({_fmt(upper)} "
+                            f"measured{'' if inside else ' at the largest'}): "
+                            + ("a prediction there needs no extrapolation; give a target beyond it" if inside else
+                               "the advice is for a target beyond the largest runs; give one there"), where="--target")
     if budget is not None and not budget > 0:
         raise PerfcastError(f"{budget:g} core-hours: a budget must be above 0", where="--budget")
     new: set = set()
@@ -632,6 +640,19 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
     cand = np.vstack([new, rep])
     C = len(cand)
     notes: list = []
+    over = getattr(ms, "oversubscribed", None)
+    if over is not None:
+        # the time models ranking and pricing the runs are fitted on runs whose ranks shared the cores
+        # (model/predict say so; advise did not: the jacobi campaign, 2 cores, p = 4 .. 16)
+        from .oversubscription import AFFECTED_KINDS
+
+        timed = [m for m in {metric or cost_metric, cost_metric} if ms.kinds.get(m) in AFFECTED_KINDS]
+        if timed:
+            above = [v for v in sorted({float(c[params.index(over.parameter)]) for c in cand})
+                     if v > over.cores] if over.parameter in params else []
+            notes.append(f"{over.note()}; the {' and '.join(timed)} models the advice rests on are fitted on them"
+                         + (f", and runs advised at {over.parameter} = {', '.join(f'{v:g}' for v in above)} would "
+                            f"share the {over.cores} cores too" if above else ""))
 
     def means_at(m_metric: str, cps: Sequence[str], pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Summed measured means of ``cps`` at ``pts`` (NaN where one is missing) and repetitions."""
@@ -738,6 +759,19 @@ def advise(ms, exp, req: Request, metric: str | None = None, locations: str = "a
         notes.append(f"{metric!r} is a flat timer list whose {root[0]} holds every other timer at every measured "
                      f"point: the run is {root[0]}, not their sum; the kernels listed may nest in one another "
                      f"(their names do not say), so each counts in full beside the timers it holds")
+    if exp.metrics[metric].scope == "inclusive" and len(chosen) > 1:
+        # an inclusive value holds its callees': a kernel predicted above a caller listed beside it is
+        # two models disagreeing at the target, not a share (hpccg-n at n=64: MPI->MPI_Allreduce 42% under
+        # MPI 33%, said by nothing)
+        val = {s.callpath: s.value for s in chosen}
+        above = [(s.callpath, a) for s in chosen for a in (exp.tree.ancestors(s.callpath)
+                                                           if s.callpath in exp.tree else ())
+                 if a in val and s.value > val[a]]
+        if above:
+            cp, a = max(above, key=lambda t: val[t[0]] / val[t[1]])
+            notes.append(f"at {_fmt(req.target)} {len(above)} kernel(s) are predicted above a caller that holds "
+                         f"them, e.g. {cp} {val[cp]:.4g} above {a} {val[a]:.4g} ({metric}, inclusive): their "
+                         f"models disagree there, so those shares do not nest")
     if not chosen:
         raise PerfcastError(f"no series of {metric!r} with a fitted model predicts {MIN_SHARE:.0%} or more of the "
                             f"whole run at {_fmt(req.target)}", where="--metric")
@@ -843,7 +877,12 @@ def _explain(ch: Choice, i: int, per: list, denom: float, req: Request, params: 
                            if ch.kind == "repeat" else "")
     cost = f"~{core_hours(ch.cost)} core-h" + ("" if ch.cost_predicted else " (measured)")
     pm = lambda v: f"±{v:.1%}" if math.isfinite(v) else "none"  # noqa: E731
-    overall = f"{LEVEL:.0%} interval of the total {pm(ch.before)} -> {pm(ch.after)} at the target"
+    # the figure the candidates are ranked by (per core-hour) beside predict's interval: the interval counts
+    # the distance to the target from each parameter's largest value, so on a grid it can stay the same
+    # for runs the ranking tells apart (Relearn p=1024 at n=6000 .. 9000: all ±65.3% -> ±17.8%, while
+    # the kernels' sd falls to ±23.8% .. ±9.7%); without the sd the order looked arbitrary
+    overall = (f"sd of the kernels ±{ch.sd_before:.1%} -> ±{ch.sd_after:.1%} (ranked by), {LEVEL:.0%} interval "
+               f"of the total {pm(ch.before)} -> {pm(ch.after)} at the target")
     if best is None or bv <= 0:
         ch.reason = f"{where}: removes no uncertainty the models know of at the target; {cost}"
         return

@@ -729,6 +729,10 @@ def derive(exp: Experiment, specs: Sequence[str | Derivation], scopes: str = "bo
     """
     if scopes not in ("both", "inclusive", "exclusive"):
         raise PerfcastError(f"scope {scopes!r}: use both, inclusive or exclusive")
+    if unit and len(specs) > 1:
+        # one unit for every formula labelled a rate and a count alike ("a = bytes / time", "b = cycles")
+        raise PerfcastError(f"--unit {unit!r} with {len(specs)} derivations: it would label every one of them; "
+                            f"give it with one --derive (the others take their formulas' units)")
     reports: list[dict] = []
     for spec in specs:
         d = spec if isinstance(spec, Derivation) else parse(spec)

@@ -21,9 +21,12 @@ positive inclusive loss scale (``-``).
 
 Aggregation (decided here, documented for users): cost is *per process*: per repetition, the
 values of the locations (ranks/threads) are reduced with ``ranks`` -- ``mean`` by default, i.e.
-the sum over ranks divided by their number, which is what the formulas assume (summing would make
-perfect weak scaling look like a loss of (q - p)/q); ``max`` takes the critical path instead --
-and repetitions are then averaged.  An experiment without location columns is used as stored
+the sum over ranks divided by their number, which is what the formulas assume; ``max`` takes the
+critical path instead -- and repetitions are then averaged.  ``sum`` over per-rank values is
+refused: it is the run's total, no per-process cost (perfect weak scaling would look like a loss of
+(q - p)/q, and the strong-scaling formula would multiply the total by q/p once more), and the
+total over the processes is the mean times the ranks that hold the metric, which ``mean`` already is
+per process.  An experiment without location columns is used as stored
 (its values are taken to be per-process already, e.g. Caliper's ``avg#...`` aggregates).  In a
 dense table (tidy CSV/JSONL/Parquet) a rank lacking a callpath's value has no inclusive value above
 it nor exclusive value of its parent (:meth:`perfcast.experiment.Experiment._gapped`): costs and
@@ -102,6 +105,12 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                 raise PerfcastError(f"no run with {proc}={_num(v)}; runs: {', '.join(_num(c) for c in counts)}")
         if not (0 < p < q):
             raise PerfcastError(f"compare a smaller run with a larger one (0 < p < q), got {_num(p)} -> {_num(q)}")
+    if ranks == "sum" and exp.has_locations:
+        # was taken as a per-process cost: the strong-scaling loss of the jacobi campaign's Ir, p 1 -> 16,
+        # came out 95.65 % (the total work per process gives 30.35 %)
+        raise PerfcastError("sum: the sum over ranks is the run's total, not a per-process cost, and the "
+                            "formulas compare per-process costs; use mean (the sum over ranks / ranks) or max "
+                            "(the slowest rank)", where="--ranks")
     vals = scope_values(exp, metric, ranks=ranks).set_index([proc, "callpath"])
     vals = vals[[c for c in ("inclusive", "exclusive")]]
     m = exp.metrics[metric]
@@ -123,6 +132,13 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
     how = "mean" if summed else ranks
     totals = {v: whole_program_total(exp.select(**{proc: v}), metric, how) / (v if summed else 1.0)
               for v in sorted({x for pq in pairs for x in pq})}
+    # times of runs whose ranks shared the cores (more ranks than cores, or other processes busy on them)
+    # measure the waiting, not the code: a loss between such runs is partly the machine's (the jacobi
+    # campaign's p 4 -> 8 "excess work 77.17%" on 2 cores was said as the code's)
+    from .oversubscription import AFFECTED_KINDS, oversubscription
+
+    over = oversubscription(exp, proc) if m.kind in AFFECTED_KINDS else None
+    shared = (set(over.over) | {v for v, _ in over.contended}) if over is not None else set()
     result = []
     for p, q in pairs:
         a = vals.xs(p, level=proc)
@@ -149,10 +165,30 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                  f"{_g(r)}: they were run by different ranks"
                  for v, t, r in ((p, tot_p, roots[0]), (q, tot_q, roots[1]))
                  if exp.has_locations and abs(t - r) > 1e-9 * max(abs(t), abs(r))]
+        # an exclusive value below 0 is no cost (its children's inclusive values exceed its own): its loss
+        # and 'where' are differences of non-costs (LULESH max#: lulesh.cycle's exclusive -11.08 s at 27)
+        neg = [r for r in rows if min(r["exclusive_p"], r["exclusive_q"]) < -1e-9 * max(
+            abs(r["inclusive_p"]), abs(r["inclusive_q"]), 1e-300)]
+        if neg:
+            worst = min(neg, key=lambda r: min(r["exclusive_p"], r["exclusive_q"]))
+            why = ("a maximum or minimum over ranks does not add up along the calling tree"
+                   if m.aggregate.startswith(("max", "min")) else "the children's inclusive values exceed their parent's")
+            notes.append(f"{len(neg)} scope(s) have a negative exclusive {metric} at {proc}={_num(p)} or "
+                         f"{_num(q)} (e.g. {worst['path']}: {_g(min(worst['exclusive_p'], worst['exclusive_q']))}): "
+                         f"{why}, so their exclusive loss and 'where' mean nothing; --sort inclusive ranks by "
+                         f"the inclusive loss")
+        hit = [v for v in (p, q) if v in shared] if over is not None and over.parameter == proc else sorted(shared)
+        if hit:
+            why = ([f"more ranks than the {over.cores} cores of {over.host}"] if set(hit) & set(over.over) else []) + \
+                (["other processes busy on the cores"] if set(hit) & {v for v, _ in over.contended} else [])
+            notes.append(f"the {metric} of the run(s) at {over.parameter} = {', '.join(_num(v) for v in hit)} "
+                         f"includes waiting for the cores ({' or '.join(why)}): this loss is partly the "
+                         f"machine's, not the code's")
         result.append({"p": p, "q": q, "total_p": tot_p, "total_q": tot_q,
                        "loss": float((k * tot_q - tot_p) / denom), "rows": rows, "notes": notes})
     return {"mode": mode, "metric": metric, "unit": m.unit, "procs": proc, "ranks": said, "sort": sort,
-            "at": {k: float(v) for k, v in at.items()}, "pairs": result}
+            "at": {k: float(v) for k, v in at.items()}, "pairs": result,
+            **({"oversubscribed": over.to_dict()} if over is not None else {})}
 
 
 def _g(x: float) -> str:

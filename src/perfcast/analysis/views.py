@@ -394,11 +394,20 @@ def _head(prof: Profile) -> dict:
     rsaid = repetition_gaps_warning(rgaps)
     fewer = _fewer_locations(prof) if gaps else []
     return {"metric": prof.metric, "unit": m.unit, "point": prof.point, "ranks": prof.ranks, "combined": combined,
-            **({} if combined else {"over": describe_locations(prof.exp)}),
+            **({} if combined else {"over": _over(prof)}),
             **({"fewer_ranks": fewer} if fewer else {}),
             "total": prof.total, "missing_ranks": gaps, **({"missing_repetitions": rgaps} if rgaps else {}),
             "warnings": _negative_exclusive(prof, m) + ([said] if said else []) + ([rsaid] if rsaid else [])
             + _unbalanced(prof, fewer)}
+
+
+def _over(prof: Profile) -> str:
+    """The locations the metric's values are reduced over at the point: those holding the metric, not
+    every rank of the run (a campaign's wall time is one rank's while its counters are every rank's:
+    "ranks sum over 4 ranks" said of one rank's value)."""
+    held = describe_locations(prof.exp.select(metric=prof.metric))
+    run = describe_locations(prof.exp)
+    return held if held == run else f"{held} (of {run} in the run: the others hold no {prof.metric})"
 
 
 def _fewer_locations(prof: Profile) -> list[dict]:

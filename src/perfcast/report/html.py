@@ -1032,6 +1032,8 @@ def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd
         rep.notes.append(f"No scaling-loss tree: {e}")
         return
     pr = res["pairs"][0]
+    # what the pair's numbers need said (runs sharing the cores, negative exclusive values, ...)
+    rep.notes.extend(f"Scaling-loss tree: {n}" for n in pr.get("notes", ()))
     rows = pr["rows"]
     byp = {r["path"]: r for r in rows}
     tree = exp.tree

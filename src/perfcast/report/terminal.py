@@ -124,17 +124,26 @@ def show_experiment(exp: Experiment, max_callpaths: int = 200, depth: int | None
     for p in s["parameters"]:
         pts.add_column(esc(p), justify="right")
     pts.add_column("repetitions", justify="right")
+    # ranks/threads holding values at each point (a parameter may be called "threads" too)
+    locs = [k for k in ("rank", "thread") if s["points"] and k in s["points"][0].get("locations", {})]
+    for k in locs:
+        pts.add_column(f"{k}s" + (" (locations)" if f"{k}s" in s["parameters"] else ""), justify="right")
     for row in s["points"][:100]:
-        pts.add_row(*[_num(row[p]) for p in s["parameters"]], str(row["repetitions"]))
+        pts.add_row(*[_num(row[p]) for p in s["parameters"]], str(row["repetitions"]),
+                    *[str(row["locations"][k]) for k in locs])
     if len(s["points"]) > 100:
-        pts.add_row(*(["…"] * (len(s["parameters"]) + 1)))
+        pts.add_row(*(["…"] * (len(s["parameters"]) + 1 + len(locs))))
     out.print(pts)
     mt = new_table("Metrics")
     agg = any(m.get("aggregate") for m in s["metrics"])   # how a run's value combines the processes
-    for c in ("name", "unit", "kind", "scope") + (("aggregate",) if agg else ()):
+    # repetitions per point of each metric, when they differ (Experiment._metric_repetitions)
+    reps = any("repetitions" in m for m in s["metrics"])
+    for c in ("name", "unit", "kind", "scope") + (("aggregate",) if agg else ()) + (("repetitions",) if reps else ()):
         mt.add_column(c)
     for m in s["metrics"]:
-        mt.add_row(esc(m["name"]), esc(m["unit"]), m["kind"], m["scope"], *((m.get("aggregate") or "-",) if agg else ()))
+        r = m.get("repetitions")
+        mt.add_row(esc(m["name"]), esc(m["unit"]), m["kind"], m["scope"], *((m.get("aggregate") or "-",) if agg else ()),
+                   *((("-" if r is None else f"{r[0]}-{r[1]}" if isinstance(r, list) else str(r)),) if reps else ()))
     out.print(mt)
     out.print(callpath_tree(exp, max_callpaths, depth))
 
