@@ -292,9 +292,12 @@ def _x_param(exp: Experiment, x: str | None) -> str | None:
 class _Measured:
     """The measured values of the report's metric (locations reduced as the modeler does) and their
     median, min, max, mean and count over repetitions per point and callpath -- computed for what
-    the report shows only: the medians at one point for every callpath (the shares), the whole
+    the report shows only: the means at one point for every callpath (the shares), the whole
     series of the ranked kernels (their trends and plots).  Each statistic is the one the
-    grouping of every row gives (the same groups in the same order, fewer of them)."""
+    grouping of every row gives (the same groups in the same order, fewer of them).  The value
+    "now" (and its share) is the mean over repetitions, the statistic the models are fitted on
+    and the ranking's measured cost: a median there contradicted the ranking's increase and the
+    answers on the same page (cg 'now 2.603' next to 'measured ... to 2.81 s')."""
 
     def __init__(self, exp: Experiment, metric: str, locations: str):
         from ..experiment import fill_absent_repetitions
@@ -321,14 +324,14 @@ class _Measured:
             self._all = self._stats(self.data, self.keys)
         return self._all
 
-    def medians_at(self, point: Mapping[str, float]) -> dict:
-        """callpath -> median at ``point`` (in the order of the full table's rows)."""
+    def means_at(self, point: Mapping[str, float]) -> dict:
+        """callpath -> mean over repetitions at ``point`` (in the order of the full table's rows)."""
         d = self.data
         sel = np.ones(len(d), dtype=bool)
         for p, v in point.items():
             sel &= d[p].to_numpy() == np.float64(v)  # in float64 (a float32 column: exact)
         st = self._stats(d[sel], self.keys)
-        return dict(zip(st["callpath"], st["median"].astype(float)))
+        return dict(zip(st["callpath"], st["mean"].astype(float)))
 
     def series(self, callpaths) -> dict:
         """callpath -> its rows of :meth:`table` (as grouping it by callpath gives them)."""
@@ -501,10 +504,10 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     # shares: of the total at the largest measured point, and predicted at the target
     scope = exp.metrics[rep.metric].scope
     tree = exp.tree
-    now = meas.medians_at(maxpt)
+    now = meas.means_at(maxpt)
     if not now:  # no callpath measured at the corner point: use each callpath's largest x
         last = meas.table().sort_values(list(exp.parameters)).groupby("callpath", sort=False).tail(1)
-        now = dict(zip(last["callpath"], last["median"].astype(float)))
+        now = dict(zip(last["callpath"], last["mean"].astype(float)))
     predicted = rc["predicted"]
     pred = {series[s].callpath: (v if v is not None and math.isfinite(v) else None)
             for s, v in zip(order, (predicted[s] for s in order))}
@@ -1293,7 +1296,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the {{ r.cost }} increase from the smallest measured {% if r.cost == "cost" %}point{% else %}process count{% endif %} to the target (measured up to the largest run, predicted beyond) as a share of the root's {{ r.cost }} at the target (at least each callpath's own), then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}; the ranks of the others are skipped, so the numbers have gaps); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
-<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="sortable">confidence<span class="full">at target</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, of root</span></th>{% endif %}<th class="num sortable">share<span class="full">at target</span></th><th class="num sortable">growth<span class="full">order</span></th><th>trend</th><th class="num sortable">now<span class="full">{{ maxlabel }}</span><span class="full">share</span></th><th class="num sortable">SMAPE<span class="full">noise</span></th></tr></thead>
+<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="sortable">confidence<span class="full">at target</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, of root</span></th>{% endif %}<th class="num sortable">share<span class="full">at target</span></th><th class="num sortable">growth<span class="full">order</span></th><th>trend</th><th class="num sortable">now<span class="full">{{ maxlabel }}</span><span class="full">mean, share</span></th><th class="num sortable">SMAPE<span class="full">noise</span></th></tr></thead>
 <tbody>
 {% for k in r.kernels %}<tr>
 <td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
