@@ -455,3 +455,29 @@ def test_values_table_tells_rows_of_one_name_apart(tmp_path):
     assert len(waitall & set(titles)) >= 2
     assert len(set(titles)) == len(titles)
     assert len(set(shown)) == len(shown), shown    # what a reader sees tells every row apart
+
+
+def test_no_share_above_100_percent_when_a_part_is_predicted_above_the_whole():
+    """A callee whose model passes its root's at the target (hpccg-n: app->Total 78.56 s under app
+    22.45 s showed a share of 349.9%): shares stay within 100%, the whole taken as at least its
+    largest part (the ranking's rule), the row is marked and a note names the disagreement.
+    Ground truth: main = 10 at every p, main->k = 0.01 p^2 (exact, so both models are exact) --
+    at p = 100 k is 100 and main 10."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = [{"p": float(p), "rep": 0, "callpath": cp, "metric": "time", "value": v}
+            for p in (1, 2, 4, 8, 16) for cp, v in (("main", 10.0), ("main->k", 0.01 * p * p))]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")])
+    rep = build_report(exp, ReportOptions(target={"p": 100.0}, min_share=0.0, plots=0))
+    ks = {k["callpath"]: k for k in rep.kernels}
+    assert ks["main->k"]["predicted"] == pytest.approx(100.0, rel=1e-9)
+    assert ks["main"]["predicted"] == pytest.approx(10.0, rel=1e-9)
+    assert ks["main->k"]["share_target"] == pytest.approx(1.0, rel=1e-9)
+    assert ks["main"]["share_target"] == pytest.approx(0.1, rel=1e-9)
+    assert all(0 <= k["share_target"] <= 1 for k in rep.kernels)
+    assert ks["main->k"]["above_root"] and not ks["main"]["above_root"]
+    assert any("predicted above the whole" in n for n in rep.notes)
+    html = render_html(rep)
+    assert "(!)" in html

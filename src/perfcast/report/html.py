@@ -528,7 +528,21 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     # math.fsum: the correctly rounded sum, whatever the order of the set (a plain sum over a set of
     # strings changed the last digits with PYTHONHASHSEED)
     total_now = math.fsum(v for c, v in now.items() if c in tops and v > 0)
-    total_pred = math.fsum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
+    root_pred = math.fsum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
+    # the whole holds each of its parts -- the ranking's rule (analysis.ranking.cost_order): where a
+    # callpath's model predicts more than the root's at the target (hpccg-n: app->Total 78.56 s under
+    # app 22.45 s gave a share of 349.9%), the root is taken as at least that part, and the rows and
+    # a note say that the models disagree there
+    largest = max((v for v in pred.values() if v is not None and v > 0), default=0.0)
+    total_pred = max(root_pred, largest)
+    if largest > root_pred > 0:
+        above = [c for c, v in pred.items() if v is not None and v > root_pred]
+        rep.notes.append(
+            f"At the target, {len(above)} callpath(s) are predicted above the whole ({root_pred:.4g}"
+            f"{' ' + rep.unit if rep.unit else ''}: {', '.join(sorted(ptops)[:3])}{', ...' if len(ptops) > 3 else ''}), "
+            f"the largest {max(above, key=lambda c: pred[c])} at {largest:.4g}: their models and the root's "
+            "disagree there (marked (!)); the shares at the target take the whole as at least its largest part, "
+            "as the ranking's increase does.")
 
     rep.clipped = ms.nonnegative(rep.metric)   # costs that cannot be negative: intervals clip at 0
     rows, rest = [], []
@@ -545,7 +559,8 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         r = ranked_rows(series, [s], rc, start=i)[0]
         rows.append({"rank": r.rank, "callpath": cp, "name": tree.name(cp) if cp in tree else cp,
                      "context": _context(tree, cp), "depth": tree.depth(cp) if cp in tree else 0,
-                     "status": r.model.status, "share_now": sh_now, "share_target": sh_pred, "now": now.get(cp),
+                     "status": r.model.status, "share_now": sh_now, "share_target": sh_pred,
+                     "above_root": pv is not None and root_pred > 0 and pv > root_pred, "now": now.get(cp),
                      "predicted": pv, "model": r.model, "increase": r.increase, "per_process": r.per_process,
                      "per_process_first": r.per_process_first, "per_process_now": r.per_process_now,
                      "first_at": r.first_at, "now_at": maxpt})
@@ -1305,7 +1320,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.get("line") %}<span class="note" title="{{ k.line_note }}"> ×{{ fnum(k.line.factor, 3) }} measured line</span>{% endif %}{% if k.lower is not none %}<span class="full">[{% if k.clipped %}<span title="the interval reaches below 0; a cost cannot">0 clipped</span>{% else %}{{ fnum(k.lower) }}{% endif %}, {% if k.capped_by %}<span title="{{ CAPPED_NOTE }} {{ k.capped_by }}: a part cannot exceed the whole">{{ fnum(k.upper) }} capped</span>{% else %}{{ fnum(k.upper) }}{% endif %}]</span>{% endif %}</td>
 <td>{% if k.confidence %}<span class="conf conf-{{ k.confidence }}">{{ k.confidence }}</span>{% else %}–{% endif %}</td>
 {% if r.options.by != "growth" %}<td class="num" data-v="{{ k.increase if k.increase is not none else '' }}">{% if k.increase is not none %}{{ "%+.2f"|format(100 * k.increase) }} %{% else %}–{% endif %}</td>{% endif %}
-<td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}</td>
+<td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}{% if k.above_root %}<span class="note" title="predicted above the whole at the target: the models disagree there (see the note above the table)"> (!)</span>{% endif %}</td>
 <td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}<span class="full order">{{ k.order }}</span></td>
 <td>{{ k.trend }}</td>
 <td class="num" data-v="{{ k.now if k.now is not none else '' }}">{{ fnum(k.now) }}<span class="full">{{ pct(k.share_now) }}</span></td>
