@@ -721,7 +721,14 @@ def _growth_said(k: dict, unit: str | None, cost: str = "per-process cost") -> s
     if "measured" not in f:
         return text + " (from the smallest measured run to the target)"
     a, b = f["measured"]["first"], f["measured"]["last"]
-    text += f", measured {a:.4g} to {b:.4g}{u} from {at(f['measured']['first_at'])} to {at(f['measured']['last_at'])}"
+    if f["measured"]["first_at"] == f["measured"]["last_at"]:
+        # one process count measured (hpccg-n, p=2 throughout): no measured growth to name -- was
+        # "measured 2.503 to 2.503 s from p=2, n=40 to p=2, n=40"
+        text += (f", predicted from its {b:.4g}{u} measured at {at(f['measured']['last_at'])} (the runs take one "
+                 "process count: nothing measured grows per process)")
+    else:
+        text += (f", measured {a:.4g} to {b:.4g}{u} from {at(f['measured']['first_at'])} to "
+                 f"{at(f['measured']['last_at'])}")
     if not f["follows"]:
         text += (f"; its model gives {k['per_process']:.4g}{u} at the target, below that last measurement: it does not "
                  "follow the growth")
