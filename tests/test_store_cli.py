@@ -192,3 +192,43 @@ def test_help_describes_no_range_for_unbounded_numbers():
     # a bounded one still says its range
     view = cli.commands["view"]
     assert "x>=0" in view.get_help(click.Context(view, info_name="view", parent=ctx))
+
+
+def _text(path, points, values):
+    """An Extra-P text file of one parameter p, one callpath and metric, one DATA line per point."""
+    lines = ["PARAMETER p", "POINTS " + " ".join(f"( {p} )" for p in points), "REGION main", "METRIC time"]
+    lines += ["DATA " + " ".join(map(str, v)) for v in values]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_import_says_which_points_several_inputs_shared(tmp_path, capsys):
+    """Inputs whose points overlap are merged as further repetitions without a word (a stored
+    experiment given with the file it came from doubled every repetition: 700 -> 1400 values of
+    Relearn).  import now says how many points more than one input held (here p = 4 and 8, by
+    construction), and every command warns when an input repeats an earlier one's values exactly
+    at a point (measured times never do) -- but not for a real rerun, nor for integer counts."""
+    from conftest import cli
+
+    a = _text(tmp_path / "a.txt", (2, 4, 8), ([1.25, 1.5], [2.25, 2.5], [4.25, 4.5]))
+    rerun = _text(tmp_path / "b.txt", (4, 8, 16), ([2.3], [4.2], [8.1]))
+    code, out, err = cli(capsys, "import", a, rerun, "-o", tmp_path / "ab.perfcast", "--json")
+    assert code == 0, err
+    item = cli_items(out, "import")[0]
+    assert (item["n_points"], item["points_in_several_inputs"], item["n_inputs"], item["n_values"]) == (4, 2, 2, 9)
+    assert "warning" not in err
+    code, out, err = cli(capsys, "import", a, rerun, "-o", tmp_path / "ab2.perfcast")
+    assert code == 0 and "2 point(s) measured in more than one of the 2 inputs" in out
+    # the same runs twice: a stored experiment and the file it was imported from
+    assert cli(capsys, "import", a, "-o", tmp_path / "a.perfcast")[0] == 0
+    code, out, err = cli(capsys, "import", tmp_path / "a.perfcast", a, "-o", tmp_path / "aa.perfcast", "--json")
+    assert code == 0
+    assert cli_items(out, "import")[0]["points_in_several_inputs"] == 3
+    warned = [ln for ln in err.splitlines() if ln.startswith("perfcast: warning:")]
+    assert len(warned) == 1 and f"{a} holds exactly the values of {tmp_path / 'a.perfcast'} at 3 point(s)" in warned[0]
+    assert store.read(tmp_path / "aa.perfcast").data.groupby("p")["rep"].nunique().to_dict() == {2.0: 4, 4.0: 4, 8.0: 4}
+    # integer counts repeat exactly in real reruns: no warning
+    c1 = _text(tmp_path / "c1.txt", (2, 4), ([3], [5]))
+    c2 = _text(tmp_path / "c2.txt", (2, 4), ([3], [5]))
+    code, out, err = cli(capsys, "import", c1, c2, "-o", tmp_path / "c.perfcast", "--json")
+    assert code == 0 and "warning" not in err and cli_items(out, "import")[0]["points_in_several_inputs"] == 2

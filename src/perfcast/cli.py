@@ -230,13 +230,18 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     store.write(exp, output, overwrite=force)  # checked again under the output's lock
     s = exp.summary(callpaths=False)
+    # what several inputs had in common: their runs at a shared point became further repetitions
+    shared = (exp.meta.get("combined") or {}).get("points_in_several_inputs", 0) if len(inputs) > 1 else 0
     if as_json:
         write_json("import", {"output": str(output), "parameters": s["parameters"], "n_points": s["n_points"],
                               "n_callpaths": s["n_callpaths"], "metrics": [m["name"] for m in s["metrics"]],
-                              "n_values": s["n_values"]})
+                              "n_values": s["n_values"], "n_inputs": len(inputs),
+                              "points_in_several_inputs": shared})
     else:
         out.print(f"wrote {output}: {s['n_points']} point(s) over {', '.join(s['parameters']) or '(none)'}, "
-                  f"{s['n_callpaths']} callpath(s), {len(s['metrics'])} metric(s), {s['n_values']} value(s)",
+                  f"{s['n_callpaths']} callpath(s), {len(s['metrics'])} metric(s), {s['n_values']} value(s)"
+                  + (f"; {shared} point(s) measured in more than one of the {len(inputs)} inputs: their runs "
+                     "merged as further repetitions" if shared else ""),
                   markup=False, highlight=False)
 
 
