@@ -232,3 +232,26 @@ def test_import_says_which_points_several_inputs_shared(tmp_path, capsys):
     c2 = _text(tmp_path / "c2.txt", (2, 4), ([3], [5]))
     code, out, err = cli(capsys, "import", c1, c2, "-o", tmp_path / "c.perfcast", "--json")
     assert code == 0 and "warning" not in err and cli_items(out, "import")[0]["points_in_several_inputs"] == 2
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda h: h.update(metrics=5), "metrics"),
+    (lambda h: h.update(meta=[1]), "meta"),
+    (lambda h: h["metrics"][0].update(unit=[1]), "metrics"),
+    (lambda h: h.update(parameters="p"), "parameters"),
+])
+def test_a_corrupt_store_header_is_one_located_error(tmp_path, capsys, csv, edit, field):
+    """A hand-edited experiment.json of the wrong shape: 'metrics': 5 and 'meta': [1] ended in an
+    internal TypeError (exit 1), a unit [1] was taken as it was."""
+    import json
+
+    from conftest import cli, one_error
+
+    out = tmp_path / "e.perfcast"
+    assert main(["import", str(csv), "-o", str(out)]) == 0
+    head = out / "experiment.json"
+    h = json.loads(head.read_text())
+    edit(h)
+    head.write_text(json.dumps(h))
+    line = one_error(*cli(capsys, "show", out)[::2])
+    assert f"{head} ({field}): corrupt header" in line

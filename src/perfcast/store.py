@@ -355,6 +355,28 @@ def write(exp: Experiment, dest: str | Path, overwrite: bool = True) -> Path:
     return atomic_dir(Path(dest), fill, overwrite)
 
 
+def _check_header(header: dict, head: Path) -> None:
+    """The shape :func:`write` gives the header -- lists of names, metric objects whose fields are
+    strings, a meta object -- or one error naming the file and the field (a hand-edited header
+    ended in an internal TypeError, or a unit [1] shown as such)."""
+    def names(key):
+        v = header.get(key)
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise PerfcastError(f"corrupt header: {key!r} is not a list of names", head, key)
+
+    names("parameters")
+    names("columns")
+    ms = header.get("metrics")
+    if not isinstance(ms, list) or not all(isinstance(m, dict) for m in ms):
+        raise PerfcastError("corrupt header: 'metrics' is not a list of metric objects", head, "metrics")
+    for i, m in enumerate(ms):
+        for k in ("name", "unit", "kind", "scope", "description", "aggregate"):
+            if k in m and not isinstance(m[k], str) and not (k == "aggregate" and m[k] is None):
+                raise PerfcastError(f"corrupt header: metric {i + 1}'s {k!r} is not a string", head, "metrics")
+    if not isinstance(header.get("meta", {}), dict):
+        raise PerfcastError("corrupt header: 'meta' is not an object", head, "meta")
+
+
 def read(path: str | Path) -> Experiment:
     p = Path(path)
     recover(p)
@@ -374,6 +396,7 @@ def read(path: str | Path) -> Experiment:
         raise PerfcastError(f"corrupt header: store version {version!r} is not a number", head, "version")
     if version > VERSION:
         raise PerfcastError(f"written by a newer perfcast (store version {header['version']})", head)
+    _check_header(header, head)
     try:
         data = pq.read_table(p / "values.parquet").to_pandas()
         tree_t = pq.read_table(p / "callpaths.parquet").to_pydict()
