@@ -1175,7 +1175,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     if summary is not None:
         s = summary
         out.print(f"measured: {s['compared']} of {len(all_rows)} predictions"
-                  + (f"; |error| median {s['median_abs_error']:.1%}, mean {s['mean_abs_error']:.1%}, "
+                  + (f"; at the {s['held_out']} not fitted on" if s["at_fitted_points"] else "")
+                  + (f"{':' if s['at_fitted_points'] else ';'} |error| median {s['median_abs_error']:.1%}, mean {s['mean_abs_error']:.1%}, "
                      f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)
