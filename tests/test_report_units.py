@@ -481,3 +481,31 @@ def test_no_share_above_100_percent_when_a_part_is_predicted_above_the_whole():
     assert any("predicted above the whole" in n for n in rep.notes)
     html = render_html(rep)
     assert "(!)" in html
+
+
+def test_values_table_columns_carry_unit_and_rank_reduction():
+    """The 'Values at' table printed bare numbers: a count summed over the ranks next to a time
+    averaged over them, no unit.  Its columns now name both; the numbers by hand: 2 ranks, 2
+    repetitions at p = 4: calls (1+3, 2+4) summed -> 4, 6, mean 5; time (1, 3), (2, 4) averaged over
+    ranks -> 2, 3, mean 2.5."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = []
+    for p in (1, 2, 4):
+        for rep, (a, b) in enumerate(((1.0, 3.0), (2.0, 4.0))):
+            for rank, v in ((0, a), (1, b)):
+                rows += [{"p": float(p), "rep": rep, "rank": rank, "callpath": "main", "metric": "calls",
+                          "value": v * p}, {"p": float(p), "rep": rep, "rank": rank, "callpath": "main",
+                                            "metric": "time", "value": v * p}]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("calls", "#", "count", "inclusive"),
+                                                 Metric("time", "s", "time", "inclusive")])
+    rep = build_report(exp, ReportOptions(plots=0, metric="time"))
+    mt = rep.metrics_table
+    assert mt["heads"] == [{"name": "calls", "unit": "#", "ranks": "sum over ranks"},
+                           {"name": "time", "unit": "s", "ranks": "mean over ranks"}]
+    assert mt["rows"][0]["values"] == [pytest.approx(5 * 4), pytest.approx(2.5 * 4)]
+    html = render_html(rep)
+    assert '<th class="num">calls [#]<span class="full">sum over ranks</span></th>' in html
+    assert '<th class="num">time [s]<span class="full">mean over ranks</span></th>' in html

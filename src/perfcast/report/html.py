@@ -1112,7 +1112,14 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
         f = (derived.get(n) or {}).get("formula") if isinstance(derived.get(n), dict) else None
         mrows.append({"index": i, "name": n, "unit": mt.unit, "kind": mt.kind, "scope": mt.scope,
                       "aggregate": mt.aggregate, "description": mt.description, "formula": f})
-    rep.metrics_table = {"metrics": mrows, "columns": names, "at": at,
+    # each column's unit and, for per-rank values, how the ranks were combined (--ranks): the
+    # table's numbers had no unit, a count summed over ranks next to a time averaged over them
+    from ..experiment import location_reduction
+
+    how = {n: (location_reduction(exp.metrics[n]) if o.locations == "auto" else o.locations) for n in names}
+    heads = [{"name": n, "unit": exp.metrics[n].unit,
+              "ranks": f"{how[n]} over ranks" if exp.has_locations else ""} for n in names]
+    rep.metrics_table = {"metrics": mrows, "columns": names, "heads": heads, "at": at,
                          # the callers too, as in the ranking: two rows of one name (LULESH's
                          # MPI_Waitall under CalcForceForNodes and under LagrangeNodal) told apart
                          "rows": [{"callpath": c, "name": exp.tree.name(c) if c in exp.tree else c,
@@ -1407,7 +1414,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% endfor %}</tbody></table>
 {% if mt.rows %}
 <h3 style="margin-top:14px">Values at {% for k, v in mt.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %} (mean over repetitions)</h3>
-<div style="overflow-x:auto"><table><thead><tr><th>callpath</th>{% for c in mt.columns %}<th class="num">{{ c }}</th>{% endfor %}</tr></thead><tbody>
+<div style="overflow-x:auto"><table><thead><tr><th>callpath</th>{% for c in mt.heads %}<th class="num">{{ c.name }}{% if c.unit %} [{{ c.unit }}]{% endif %}{% if c.ranks %}<span class="full">{{ c.ranks }}</span>{% endif %}</th>{% endfor %}</tr></thead><tbody>
 {% for row in mt.rows %}<tr><td class="path" title="{{ row.callpath }}">{{ row.name }}{% if row.context %}<span class="full">{{ row.context }}</span>{% endif %}</td>{% for v in row["values"] %}<td class="num">{{ fnum(v) }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>
 {% endif %}
