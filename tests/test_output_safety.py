@@ -290,3 +290,29 @@ def _race_writer(path, tag, barrier, q):
         q.put(("ok", tag))
     except PerfcastError as e:
         q.put(("exists" if "output exists" in str(e) else str(e), tag))
+
+
+def test_a_directory_of_other_files_is_never_replaced_by_a_store(capsys, plain_csv, tmp_path):
+    """`import X -o DIR --force` replaced any existing directory with the store, deleting what was
+    in it (a directory of raw profiles, a thesis).  Only a perfcast experiment or an empty
+    directory is replaced; the check is made before anything is read and again by the store's
+    writer under its lock (the library call)."""
+    from perfcast import store
+    from perfcast.io import load
+
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "thesis.tex").write_text("precious\n")
+    for cmd in (["import", plain_csv, "-o", d, "--force"], ["metrics", plain_csv, "--derive", "y = 2 * t", "-o", d,
+                                                             "--force"]):
+        line = one_error(*cli(capsys, *cmd)[::2])
+        assert str(d) in line and "not a perfcast experiment" in line
+    with pytest.raises(PerfcastError, match="not a perfcast experiment"):
+        store.write(load([plain_csv]), d, overwrite=True)
+    assert sorted(p.name for p in d.iterdir()) == ["thesis.tex"] and (d / "thesis.tex").read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []   # no temporaries left
+    # an empty directory and an existing experiment are replaced with --force
+    e = tmp_path / "empty"
+    e.mkdir()
+    assert cli(capsys, "import", plain_csv, "-o", e, "--force")[0] == 0 and store.is_store(e)
+    assert cli(capsys, "import", plain_csv, "-o", e, "--force")[0] == 0 and store.is_store(e)

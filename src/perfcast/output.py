@@ -25,6 +25,9 @@ from pathlib import Path
 from .errors import PerfcastError
 
 REFUSE_EXISTING = "output exists; use --force to replace it"
+#: an existing directory that is not a perfcast experiment: --force would have deleted its files
+NOT_A_STORE = ("output exists and is a directory that is not a perfcast experiment (nor empty); not replacing "
+               "it (even with --force): its files would be deleted")
 
 
 def _kind(mode: int) -> str:
@@ -96,6 +99,10 @@ def check_store_output(path: str | Path, force: bool) -> Path:
             what = "a regular file" if st is not None and stat.S_ISREG(st.st_mode) else what
             raise PerfcastError(f"output exists and is {what}, not an experiment directory; not replacing it "
                                 f"(even with --force)", path)
+        from .store import replaceable
+
+        if not replaceable(path):
+            raise PerfcastError(NOT_A_STORE, path)
         if not force:
             raise PerfcastError(REFUSE_EXISTING, path)
     else:

@@ -289,11 +289,24 @@ def _replace(tmp: Path, dest: Path) -> None:
     _remove(old)
 
 
-def atomic_dir(dest: Path, fill, overwrite: bool = True) -> Path:
+def replaceable(path: str | Path) -> bool:
+    """An existing directory a store may replace: a perfcast experiment or an empty directory --
+    never a directory of someone's files (``import runs/ -o runs --force`` deleted the profiles)."""
+    p = Path(path)
+    if is_store(p):
+        return True
+    try:
+        return p.is_dir() and not any(os.scandir(p))
+    except OSError:
+        return False
+
+
+def atomic_dir(dest: Path, fill, overwrite: bool = True, replace_only=None) -> Path:
     """Create or replace directory ``dest`` atomically: ``fill(tmpdir)`` writes into a temporary
     sibling that is moved into place when complete (see the module docstring for the guarantees).
 
-    Without ``overwrite`` an existing ``dest`` -- judged while holding the lock -- is an error."""
+    Without ``overwrite`` an existing ``dest`` -- judged while holding the lock -- is an error;
+    ``replace_only(dest)`` false refuses to replace it even with ``overwrite``."""
     dest = Path(dest)
     parent = dest.parent if str(dest.parent) else Path(".")
     dest = parent / dest.name
@@ -304,10 +317,14 @@ def atomic_dir(dest: Path, fill, overwrite: bool = True) -> Path:
         for t in _temporaries(dest):
             _remove(t)
         if os.path.lexists(dest):
-            if not overwrite:
-                raise PerfcastError("output exists; use --force to replace it", dest)
             if not dest.is_dir():
                 raise PerfcastError("output exists and is not a directory", dest)
+            if replace_only is not None and not replace_only(dest):
+                from .output import NOT_A_STORE
+
+                raise PerfcastError(NOT_A_STORE, dest)
+            if not overwrite:
+                raise PerfcastError("output exists; use --force to replace it", dest)
         try:
             tmp = _mkdir_tmp(parent, dest.name, "tmp")
         except OSError as e:
@@ -352,7 +369,7 @@ def write(exp: Experiment, dest: str | Path, overwrite: bool = True) -> Path:
         pq.write_table(tree, tmp / "callpaths.parquet")
         (tmp / "experiment.json").write_text(text)  # written last: marks a complete store
 
-    return atomic_dir(Path(dest), fill, overwrite)
+    return atomic_dir(Path(dest), fill, overwrite, replace_only=replaceable)
 
 
 def _check_header(header: dict, head: Path) -> None:
