@@ -255,3 +255,17 @@ def test_a_corrupt_store_header_is_one_located_error(tmp_path, capsys, csv, edit
     head.write_text(json.dumps(h))
     line = one_error(*cli(capsys, "show", out)[::2])
     assert f"{head} ({field}): corrupt header" in line
+
+
+def test_a_metric_described_differently_by_two_inputs_names_the_difference(tmp_path, capsys):
+    """The error printed two dataclass reprs (Metric(name='time', unit='', kind='time', ...) vs ...)
+    for a unit that differs; it names the field and the two values."""
+    from conftest import cli, one_error
+
+    a = _text(tmp_path / "a.txt", (2, 4), ([1.5], [2.5]))
+    b = tmp_path / "b.csv"
+    b.write_text("p,callpath,metric,value,unit\n8,main,time,4.5,s\n")
+    line = one_error(*cli(capsys, "import", a, b, "-o", tmp_path / "ab.perfcast")[::2])
+    assert line == f"perfcast: error: {b}: metric 'time' differs between inputs (unit '' vs 's'); the inputs must " \
+                   "describe it alike"
+    assert not (tmp_path / "ab.perfcast").exists()

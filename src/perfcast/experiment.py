@@ -1611,7 +1611,11 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
                 f"{', '.join(e.parameters) or '(none)'}; name the parameter values of each input", src)
         for n, m in e.metrics.items():
             if n in metrics and metrics[n] != m:
-                raise PerfcastError(f"metric {n!r} differs between inputs ({metrics[n]} vs {m})", src)
+                a, b = metrics[n].to_dict(), m.to_dict()
+                diff = "; ".join(f"{k} {a.get(k, '')!r} vs {b.get(k, '')!r}" for k in dict.fromkeys([*a, *b])
+                                 if a.get(k, "") != b.get(k, ""))
+                raise PerfcastError(f"metric {n!r} differs between inputs ({diff}); the inputs must describe "
+                                    "it alike", src)
             metrics.setdefault(n, m)
         try:
             tree = tree.merged(e.tree)
