@@ -509,3 +509,23 @@ def test_values_table_columns_carry_unit_and_rank_reduction():
     html = render_html(rep)
     assert '<th class="num">calls [#]<span class="full">sum over ranks</span></th>' in html
     assert '<th class="num">time [s]<span class="full">mean over ranks</span></th>' in html
+
+
+def test_breakdown_tells_two_callpaths_of_one_name_apart():
+    """Two heavy callpaths named alike (LULESH has MPI_Wait under CalcQForElems and under
+    LagrangeNodal) were two bars with one label, and the breakdown's values, keyed by label, kept
+    only one series.  Exclusive times by hand: main->a->MPI_Wait = 3 p, main->b->MPI_Wait = 5 p."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = []
+    for p in (1, 2, 4):
+        for cp, v in (("main", 20.0 + 8 * p), ("main->a", 1.0 + 3 * p), ("main->a->MPI_Wait", 3.0 * p),
+                      ("main->b", 1.0 + 5 * p), ("main->b->MPI_Wait", 5.0 * p)):
+            rows.append({"p": float(p), "rep": 0, "callpath": cp, "metric": "time", "value": v})
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")])
+    bd = build_report(exp, ReportOptions(plots=0)).cost_breakdown
+    assert bd["values"]["MPI_Wait in a"] == pytest.approx([3.0, 6.0, 12.0])
+    assert bd["values"]["MPI_Wait in b"] == pytest.approx([5.0, 10.0, 20.0])
+    assert len(set(bd["names"])) == len(bd["names"])

@@ -999,7 +999,7 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
     top = [c for c in last.sort_values(ascending=False).index[:8] if last[c] > 0]
     series = [(c, piv.loc[c].to_numpy(float)) for c in top]
     rest = piv.drop(index=top).sum(axis=0).to_numpy(float)
-    names = [exp.tree.name(c) if c in exp.tree else c for c in top]
+    names = _distinct_names(exp.tree, top)
     colours = [S.PALETTE[i % len(S.PALETTE)] for i in range(len(series))]
     if len(piv) > len(top) and rest.sum() > 0:
         series.append((f"other ({len(piv) - len(top)} callpaths)", rest))
@@ -1018,6 +1018,22 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
     rep.cost_breakdown = {"x": x, "points": xs, "names": names, "ranks": ranks,
                           "svg": Markup(svg), "legend": Markup(legend),
                           "values": {n: [float(a) for a in s[1]] for n, s in zip(names, series)}}
+
+
+def _distinct_names(tree, callpaths: Sequence[str]) -> list[str]:
+    """Labels for ``callpaths``: the frame's name, with its caller where two share a name (LULESH's
+    MPI_Wait under CalcQForElems and under LagrangeNodal were two bars labelled alike, and the
+    breakdown's JSON, keyed by label, kept one of them), the whole callpath where that is not enough."""
+    from collections import Counter
+
+    name = [tree.name(c) if c in tree else c for c in callpaths]
+    seen = Counter(name)
+    out = []
+    for c, n in zip(callpaths, name):
+        par = tree.parent(c) if c in tree else None
+        out.append(n if seen[n] == 1 else f"{n} in {tree.name(par)}" if par is not None else c)
+    seen = Counter(out)
+    return [lab if seen[lab] == 1 else c for c, lab in zip(callpaths, out)]
 
 
 def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.DataFrame | None):
