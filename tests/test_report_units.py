@@ -529,3 +529,23 @@ def test_breakdown_tells_two_callpaths_of_one_name_apart():
     assert bd["values"]["MPI_Wait in a"] == pytest.approx([3.0, 6.0, 12.0])
     assert bd["values"]["MPI_Wait in b"] == pytest.approx([5.0, 10.0, 20.0])
     assert len(set(bd["names"])) == len(bd["names"])
+
+
+@pytest.mark.parametrize("metric,ranks,said", [("calls", "auto", "sum over ranks"), ("time", "auto", "mean over ranks"),
+                                               ("time", "max", "max over ranks")])
+def test_report_says_how_per_rank_values_were_combined(metric, ranks, said):
+    """Per-rank values: model and predict label the metric 'Ir [#] (sum over ranks)'; the report
+    said nothing, so a total over 16 ranks read as a rank's value.  Its heading and ranking note now
+    carry the label of the reduction --ranks chose."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = [{"p": float(p), "rep": 0, "rank": r, "callpath": "main", "metric": m, "value": float(p + r)}
+            for p in (1, 2, 4, 8) for r in range(2) for m in ("calls", "time")]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("calls", "#", "count", "inclusive"),
+                                                 Metric("time", "s", "time", "inclusive")])
+    rep = build_report(exp, ReportOptions(plots=0, metric=metric, locations=ranks))
+    assert rep.aggregate == said and rep.to_dict()["aggregate"] == said
+    html = render_html(rep)
+    assert f"modelled for {metric} ({said}" in html and f", {said}</div></header>" in html
