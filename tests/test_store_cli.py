@@ -269,3 +269,34 @@ def test_a_metric_described_differently_by_two_inputs_names_the_difference(tmp_p
     assert line == f"perfcast: error: {b}: metric 'time' differs between inputs (unit '' vs 's'); the inputs must " \
                    "describe it alike"
     assert not (tmp_path / "ab.perfcast").exists()
+
+
+def test_one_cali_file_under_two_names_is_warned_about(tmp_path, capsys, data_dir):
+    """Caliper files are read together (one run per file, the runs at one jobsize its repetitions):
+    the same .cali copied under two names became two identical repetitions without a word, and
+    import counted no shared point.  A real second run at another point is not warned about."""
+    import shutil
+
+    from conftest import cli
+
+    src = data_dir / "thicket" / "lulesh_weak_scaling_cali"
+    d = tmp_path / "runs"
+    d.mkdir()
+    shutil.copy(src / "27_cores.cali", d / "a.cali")
+    shutil.copy(src / "27_cores.cali", d / "b.cali")
+    shutil.copy(src / "64_cores.cali", d / "c.cali")
+    code, out, err = cli(capsys, "import", d / "a.cali", d / "b.cali", d / "c.cali", "-o", tmp_path / "x.perfcast",
+                         "--json")
+    assert code == 0, err
+    item = cli_items(out, "import")[0]
+    assert (item["n_points"], item["points_in_several_inputs"]) == (2, 1)
+    warned = [ln for ln in err.splitlines() if "holds exactly the values" in ln]
+    assert warned == [f"perfcast: warning: {d / 'b.cali'} holds exactly the values of {d / 'a.cali'} at 1 point(s) "
+                      "(the same runs given twice?): they are merged as further repetitions and count twice"]
+    # the directory: the same warning, with the names relative to it
+    code, out, err = cli(capsys, "show", d)
+    assert code == 0 and "b.cali holds exactly the values of a.cali at 1 point(s)" in err
+    # the real campaign: five runs at five points, nothing shared, nothing said
+    code, out, err = cli(capsys, "import", *sorted(src.glob("*.cali")), "-o", tmp_path / "l.perfcast", "--json")
+    assert code == 0 and "holds exactly" not in err
+    assert cli_items(out, "import")[0]["points_in_several_inputs"] == 0
