@@ -549,3 +549,19 @@ def test_report_says_how_per_rank_values_were_combined(metric, ranks, said):
     assert rep.aggregate == said and rep.to_dict()["aggregate"] == said
     html = render_html(rep)
     assert f"modelled for {metric} ({said}" in html and f", {said}</div></header>" in html
+
+
+def test_ranking_and_scaling_loss_columns_name_the_unit():
+    """The ranking's 'at target' and 'now' columns and the scaling-loss tree's inclusive columns
+    showed bare numbers (the unit only in the page heading and on the plots' axes)."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = [{"p": float(p), "rep": 0, "callpath": cp, "metric": "time", "value": v}
+            for p in (1, 2, 4, 8) for cp, v in (("main", 10.0 + p), ("main->k", 1.0 * p))]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "ms", "time", "inclusive")])
+    html = render_html(build_report(exp, ReportOptions(plots=0)))
+    assert '<th class="num sortable">at target [ms]<span class="full">' in html
+    assert '<th class="num sortable">now [ms]<span class="full">' in html
+    assert '<th class="num">inclusive 1 [ms]</th><th class="num">inclusive 8 [ms]</th>' in html
