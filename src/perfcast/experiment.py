@@ -1545,7 +1545,8 @@ def overlap(data: pd.DataFrame, params: Sequence[str], name, src: str = "_src") 
     # a multiset of rows per (input, point), compared across inputs by an order-free sum of row
     # hashes and the row count (the repetition number left out)
     cols = [c for c in ("callpath", "metric", *LOCATION_COLUMNS, "value") if c in data.columns and c != src]
-    h = pd.util.hash_pandas_object(data[cols].astype({"callpath": str, "metric": str}), index=False)
+    # (a categorical column hashes by its values, as a column of strings does: no copy as strings)
+    h = pd.util.hash_pandas_object(data[cols], index=False)
     h = h.to_numpy(np.uint64)
     v = data["value"].to_numpy(dtype=float)
     # the hash's two 32-bit halves summed apart: exact sums in 64 bits for any row count below 2^32
