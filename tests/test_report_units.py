@@ -565,3 +565,26 @@ def test_ranking_and_scaling_loss_columns_name_the_unit():
     assert '<th class="num sortable">at target [ms]<span class="full">' in html
     assert '<th class="num sortable">now [ms]<span class="full">' in html
     assert '<th class="num">inclusive 1 [ms]</th><th class="num">inclusive 8 [ms]</th>' in html
+
+
+def test_a_ratio_metric_gets_no_shares_and_no_run_cost(tmp_path, capsys):
+    """A derived ratio (Jacobi's 'share = 100 * time / @time', here 'r = t / w') does not add up
+    over callpaths: the report showed shares of its sum over callpaths and answered 'What will it
+    cost?' with the sum of the callpaths' percentages (134.1).  Now no shares, no run cost, a note
+    why; the values stay (main->a: t = p, w = 4, so r = p / 4: 2 at p = 8)."""
+    from conftest import cli
+
+    csv = tmp_path / "t.csv"
+    csv.write_text("p,callpath,metric,value\n" + "".join(
+        f"{p},{cp},t,{v}\n{p},{cp},w,4\n" for p in (1, 2, 4, 8)
+        for cp, v in (("main", 10.0 + 2 * p), ("main->a", 1.0 * p), ("main->b", 1.0 * p))))
+    code, out, err = cli(capsys, "report", csv, "-o", tmp_path / "r.html", "--derive", "r = t / w",
+                         "--metric", "r", "--target", "p=8", "--min-share", "0", "--json")
+    assert code == 0, err
+    doc = cli_items(out, "report")[0]
+    ks = {k["callpath"]: k for k in doc["kernels"]}
+    assert set(ks) == {"main", "main->a", "main->b"}
+    assert all(k["share_now"] is None and k["share_target"] is None for k in ks.values())
+    assert ks["main->a"]["now"] == pytest.approx(8 / 4)
+    assert not any(a["question"].startswith("What will it cost") for a in doc["answers"])
+    assert any(n.startswith("No shares and no run cost: 'r' is derived as") for n in doc["notes"])

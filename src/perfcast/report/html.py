@@ -109,6 +109,9 @@ class Report:
     description: str = ""
     #: what the ranking's increase is of (:func:`perfcast.analysis.ranking.cost_words`)
     cost: str = "per-process cost"
+    #: the metric's values add up over callpaths (False: derived as a ratio, rate or function --
+    #: no shares of a total, no run cost summed from its parts)
+    additive: bool = True
 
     @property
     def label(self) -> str:
@@ -549,14 +552,23 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
             "as the ranking's increase does.")
 
     rep.clipped = ms.nonnegative(rep.metric)   # costs that cannot be negative: intervals clip at 0
+    from ..analysis.derived import refuse_non_additive
+
+    try:
+        refuse_non_additive(exp, rep.metric, "shares of the total and the run's cost")
+    except PerfcastError as e:
+        # a ratio such as 'share = 100 * time / @time': the table showed shares of its sum over
+        # callpaths and the answers a run cost of 134.1 (the sum of the callpaths' percentages)
+        rep.additive = False
+        rep.notes.append(f"No shares and no run cost: {e}.")
     rows, rest = [], []
     for i, s in enumerate(order):
         cp = series[s].callpath
-        sh_now = now.get(cp, 0.0) / total_now if total_now > 0 else None
+        sh_now = now.get(cp, 0.0) / total_now if total_now > 0 and rep.additive else None
         pv = pred.get(cp)
-        sh_pred = pv / total_pred if (pv is not None and total_pred > 0) else None
+        sh_pred = pv / total_pred if (pv is not None and total_pred > 0 and rep.additive) else None
         significant = ((sh_now is not None and sh_now >= o.min_share) or
-                       (sh_pred is not None and sh_pred >= o.min_share) or o.min_share == 0)
+                       (sh_pred is not None and sh_pred >= o.min_share) or o.min_share == 0 or not rep.additive)
         if not (significant and len(rows) < o.kernels):
             rest.append((sh_now or 0.0, sh_pred or 0.0))
             continue
@@ -571,9 +583,10 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     rep.other = None
     if rest:
         rep.other = {"count": len(rest),
-                     "max_share_now": max(a for a, _ in rest),
-                     "max_share_target": max(b for _, b in rest),
-                     "insignificant": sum(1 for a, b in rest if not (a >= o.min_share or b >= o.min_share))}
+                     "max_share_now": max(a for a, _ in rest) if rep.additive else None,
+                     "max_share_target": max(b for _, b in rest) if rep.additive else None,
+                     "insignificant": sum(1 for a, b in rest if not (a >= o.min_share or b >= o.min_share))
+                     if rep.additive else 0}
     by_cp = meas.series([row["callpath"] for row in rows])
     # the intervals at the target as `perfcast predict` gives them (clipped at 0, capped by ancestors)
     _, blo, bhi, bclip, bcap = ms.bounds([(row["callpath"], rep.metric) for row in rows], [target], o.level)
@@ -796,7 +809,7 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
             whole = {c: r for c, r in whole.items() if r is not None}
             now = {c: whole[c]["value"] for c in whole}
             tops = [c for c in tops if c in whole]
-        if tops:
+        if tops and rep.additive:
             root = max(tops, key=lambda c: now.get(c, 0.0))
             r = whole[root]
             at = ", ".join(f"{a}={v:g}" for a, v in rep.target.items())
@@ -1361,7 +1374,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}<span class="full">{{ fpct1(k.noise) }}</span></td>
 </tr>
 {% endfor %}
-{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 9 if r.options.by == 'growth' else 10 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total (<code>--min-share 0</code> lists them){% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
+{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 9 if r.options.by == 'growth' else 10 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total (<code>--min-share 0</code> lists them){% endif %}{% if r.additive %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target{% endif %}</td></tr>{% endif %}
 </tbody></table></div>
 </section>
 {% endif %}
