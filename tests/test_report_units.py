@@ -588,3 +588,23 @@ def test_a_ratio_metric_gets_no_shares_and_no_run_cost(tmp_path, capsys):
     assert ks["main->a"]["now"] == pytest.approx(8 / 4)
     assert not any(a["question"].startswith("What will it cost") for a in doc["answers"])
     assert any(n.startswith("No shares and no run cost: 'r' is derived as") for n in doc["notes"])
+
+
+def test_breakdown_of_a_metric_summed_over_ranks_is_per_process():
+    """Caliper's sum#... holds the whole run's time: the breakdown said "per process" next to
+    LULESH's 212.3 s of MPI_Allreduce at 27 ranks (7.862 s each).  Divided by the process count on
+    the x axis, by hand: main->k sums 3 s per rank, so 3 p, shown as 3 at every p."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = [{"jobsize": float(p), "rep": 0, "callpath": cp, "metric": "sum#time", "value": v}
+            for p in (8, 27, 64) for cp, v in (("main", 5.0 * p), ("main->k", 3.0 * p))]
+    exp = Experiment(["jobsize"], pd.DataFrame(rows),
+                     [Metric("sum#time", "s", "time", "inclusive", aggregate="sum over ranks")])
+    rep = build_report(exp, ReportOptions(plots=0))
+    bd = rep.cost_breakdown
+    assert bd["values"]["k"] == pytest.approx([3.0, 3.0, 3.0])
+    assert bd["values"]["main"] == pytest.approx([2.0, 2.0, 2.0])
+    assert bd["per"].startswith("per process (the metric's sum over ranks divided by jobsize")
+    assert "Exclusive cost per process (the metric&#39;s sum over ranks divided by jobsize" in render_html(rep)

@@ -1012,6 +1012,24 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
     piv.index = piv.index.astype(str)
     xs = sorted(float(c) for c in piv.columns)
     piv = piv[xs]
+    # a metric that is itself a sum over the ranks (Caliper's sum#...): its values are the whole
+    # run's, not a process's -- the chart said "per process" next to LULESH's 212.3 s of
+    # MPI_Allreduce at 27 ranks (7.862 s each); divided by the process count when it is on the x
+    # axis (as the ranking does), otherwise labelled as the sum it is
+    from ..analysis.ranking import is_sum_over_ranks
+    from ..analysis.scaling_loss import process_parameter
+
+    per = "per process (ranks averaged, repetitions averaged)"
+    if is_sum_over_ranks(exp.metrics[rep.metric].aggregate):
+        try:
+            procs = process_parameter(exp)
+        except PerfcastError:
+            procs = None
+        if procs == x:
+            piv = piv / np.array(xs, dtype=float)
+            per = f"per process (the metric's {exp.metrics[rep.metric].aggregate} divided by {x}; repetitions averaged)"
+        else:
+            per = f"of all processes (the metric's {exp.metrics[rep.metric].aggregate}; repetitions averaged)"
     last = piv[xs[-1]]
     top = [c for c in last.sort_values(ascending=False).index[:8] if last[c] > 0]
     series = [(c, piv.loc[c].to_numpy(float)) for c in top]
@@ -1023,7 +1041,7 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
         names.append(series[-1][0])
         colours.append(S.OTHER_COLOUR)
     totals = np.sum([s[1] for s in series], axis=0)
-    fig = S.Figure(max(360, 90 * len(xs) + 80), 320, title=f"Exclusive cost per process by callpath", xlabel=x,
+    fig = S.Figure(max(360, 90 * len(xs) + 80), 320, title=f"Exclusive cost {per.split(' (')[0]} by callpath", xlabel=x,
                    ylabel=rep.label)
     fig.set_scales("linear", (-0.6, len(xs) - 0.4), "linear", (0.0, float(totals.max()) * 1.05 or 1.0))
     fig.stacked_bars([_num(c) for c in xs], [(n, s[1]) for n, s in zip(names, series)], colours)
@@ -1032,7 +1050,7 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
     svg = fig.svg()
     legend = "".join(f'<li><span class="sw" style="background:{c}"></span>{escape(n)}</li>'
                      for n, c in zip(reversed(names), reversed(colours)))
-    rep.cost_breakdown = {"x": x, "points": xs, "names": names, "ranks": ranks,
+    rep.cost_breakdown = {"x": x, "points": xs, "names": names, "ranks": ranks, "per": per,
                           "svg": Markup(svg), "legend": Markup(legend),
                           "values": {n: [float(a) for a in s[1]] for n, s in zip(names, series)}}
 
@@ -1424,7 +1442,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if r.cost_breakdown %}
 <section id="breakdown"><h2>Where the {{ r.metric }} goes, by {{ r.cost_breakdown.x }}</h2>
 <div class="bd">{{ r.cost_breakdown.svg }}<ul>{{ r.cost_breakdown.legend }}</ul></div>
-<p class="note">Exclusive cost per process (ranks averaged, repetitions averaged){% if r.summary.parameters|length > 1 %}; other parameters at their largest values{% endif %}.</p>
+<p class="note">Exclusive cost {{ r.cost_breakdown.per }}{% if r.summary.parameters|length > 1 %}; other parameters at their largest values{% endif %}.</p>
 </section>
 {% endif %}
 
