@@ -230,3 +230,89 @@ def test_long_flat_sum_is_refused_cleanly_and_a_short_one_works(capsys, plain_cs
     exp, _ = derive(load([plain_csv]), [spec])
     x = exp.data[exp.data["metric"] == "X"]
     assert sorted(zip(x["p"], x["value"])) == [(p, 1000.0 * p) for p in (1, 2, 4, 8)]
+
+
+def test_an_output_appearing_after_the_last_check_is_not_replaced_without_force(monkeypatch, tmp_path):
+    """Two writers without --force started together both passed the existence check and the later
+    os.replace silently replaced the earlier's file (200 races of two `write_file`s: 8 both
+    "succeeded").  Here the other writer finishes right after this one's last check: this one is
+    refused and the other's file is kept, byte for byte."""
+    import perfcast.output as output
+
+    out = tmp_path / "model.txt"
+    original = output.check_file_output
+    calls = []
+
+    def check_then_other_writer_finishes(path, force):
+        got = original(path, force)
+        calls.append(path)
+        if len(calls) == 2:          # the check just before the file is put in place
+            out.write_text("the other writer's file\n")
+        return got
+
+    monkeypatch.setattr(output, "check_file_output", check_then_other_writer_finishes)
+    with pytest.raises(PerfcastError, match="output exists"):
+        write_file(out, "mine\n", force=False)
+    assert out.read_text() == "the other writer's file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.txt"]   # no temporary left
+    # with --force the later writer replaces it, as asked
+    monkeypatch.setattr(output, "check_file_output", original)
+    write_file(out, "mine\n", force=True)
+    assert out.read_text() == "mine\n"
+
+
+def test_concurrent_writers_without_force_one_wins(tmp_path):
+    """Processes racing to write one new file without --force: exactly one succeeds each time, the
+    file holds its text whole, the others are told the output exists."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    for i in range(25):
+        path = tmp_path / f"r{i}.txt"
+        barrier, q = ctx.Barrier(3), ctx.Queue()
+        procs = [ctx.Process(target=_race_writer, args=(str(path), tag, barrier, q)) for tag in "abc"]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(30)
+        results = sorted(q.get(timeout=5) for _ in procs)
+        winners = [tag for status, tag in results if status == "ok"]
+        assert len(winners) == 1, results
+        assert [s for s, _ in results].count("exists") == 2, results
+        assert path.read_text() == winners[0] * 4096
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"r{i}.txt" for i in sorted(range(25), key=str)]
+
+
+def _race_writer(path, tag, barrier, q):
+    barrier.wait()
+    try:
+        write_file(path, tag * 4096, force=False)
+        q.put(("ok", tag))
+    except PerfcastError as e:
+        q.put(("exists" if "output exists" in str(e) else str(e), tag))
+
+
+def test_a_directory_of_other_files_is_never_replaced_by_a_store(capsys, plain_csv, tmp_path):
+    """`import X -o DIR --force` replaced any existing directory with the store, deleting what was
+    in it (a directory of raw profiles, a thesis).  Only a perfcast experiment or an empty
+    directory is replaced; the check is made before anything is read and again by the store's
+    writer under its lock (the library call)."""
+    from perfcast import store
+    from perfcast.io import load
+
+    d = tmp_path / "runs"
+    d.mkdir()
+    (d / "thesis.tex").write_text("precious\n")
+    for cmd in (["import", plain_csv, "-o", d, "--force"], ["metrics", plain_csv, "--derive", "y = 2 * t", "-o", d,
+                                                             "--force"]):
+        line = one_error(*cli(capsys, *cmd)[::2])
+        assert str(d) in line and "not a perfcast experiment" in line
+    with pytest.raises(PerfcastError, match="not a perfcast experiment"):
+        store.write(load([plain_csv]), d, overwrite=True)
+    assert sorted(p.name for p in d.iterdir()) == ["thesis.tex"] and (d / "thesis.tex").read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []   # no temporaries left
+    # an empty directory and an existing experiment are replaced with --force
+    e = tmp_path / "empty"
+    e.mkdir()
+    assert cli(capsys, "import", plain_csv, "-o", e, "--force")[0] == 0 and store.is_store(e)
+    assert cli(capsys, "import", plain_csv, "-o", e, "--force")[0] == 0 and store.is_store(e)

@@ -201,3 +201,25 @@ def test_the_cost_of_an_exclusive_metric_is_the_roots_inclusive_time():
     assert cost["value"] == pytest.approx(MAIN_SELF + SOLVE + comm(64), rel=1e-6)
     assert cost["lower"] <= cost["value"] <= cost["upper"]
     assert "with its callees" in cost["answer"]
+
+
+def test_what_grows_with_one_process_count_names_no_measured_growth():
+    """Runs at one process count (hpccg-n: p = 2 throughout, n varied): the smallest and the largest
+    run by process count are the same point, and the answer said "measured 2.503 to 2.503 s from
+    p=2, n=40 to p=2, n=40".  It now names the one measurement (comm at n = 16: 2 log2(16) + 0.5 =
+    8.5, the generating formula) and says that nothing measured grows per process."""
+    rows = []
+    for n in PS:
+        for rep in (0, 1):
+            rows += [(2, n, rep, "main", MAIN_SELF + SOLVE + comm(n)), (2, n, rep, "main->solve", SOLVE),
+                     (2, n, rep, "main->comm", comm(n))]
+    df = pd.DataFrame(rows, columns=["p", "n", "rep", "callpath", "value"]).assign(metric="time")
+    exp = Experiment(["p", "n"], df, [Metric("time", "s", "time", scope="inclusive")],
+                     CallTree.from_paths(["main", "main->solve", "main->comm"]))
+    grows = build_report(exp, ReportOptions(target={"p": 2, "n": 64})).answers[0]
+    assert grows["callpath"] == "main->comm"
+    m = grows["measured"]
+    assert m["first_at"] == m["last_at"] == {"p": 2.0, "n": 16.0} and m["last"] == pytest.approx(comm(16))
+    assert "measured 8.5 to 8.5" not in grows["answer"]
+    assert "predicted from its 8.5 s measured at p=2, n=16" in grows["answer"]
+    assert "one process count" in grows["answer"]

@@ -308,7 +308,8 @@ def _two_parameter_experiment(S=40, seed=3, negative=False):
 
 
 def test_report_numbers_by_hand_and_only_the_shown_models_built():
-    """The kernels' measured values (median at the largest point, the trend along p at the largest
+    """The kernels' measured values (mean over repetitions at the largest point -- the statistic the
+    models are fitted on and the ranking's measured cost --, the median trend along p at the largest
     n), shares and the "other kernels" row against numpy on the raw values; the report builds the
     models of the kernels it shows only (the ranking reads the fit's arrays)."""
     from perfcast.modelset import model
@@ -319,12 +320,13 @@ def test_report_numbers_by_hand_and_only_the_shown_models_built():
     rep = build_report(exp, ReportOptions(kernels=5, plots=2, min_share=0.0), models=series)
     d = exp.data
     med = d.groupby(["callpath", "p", "n"])["value"].median()
-    corner = {cp: float(np.median(d[(d.callpath == cp) & (d.p == 64) & (d.n == 40)]["value"])) for cp in med.index.levels[0]}
+    corner = {cp: float(np.mean(d[(d.callpath == cp) & (d.p == 64) & (d.n == 40)]["value"])) for cp in med.index.levels[0]}
     total = sum(corner.values())
     assert [k["callpath"] for k in rep.kernels][:2] == ["k7", "k23"]   # the growing ones first
     assert len(rep.kernels) == 5 and rep.other["count"] == 35 and len(rep.plots) == 2
     for k in rep.kernels:
-        assert k["now"] == corner[k["callpath"]]
+        assert k["now"] == pytest.approx(corner[k["callpath"]], rel=1e-14)
+        assert k["now"] == pytest.approx(k["per_process_now"], rel=1e-14)   # the ranking's measured cost
         assert k["share_now"] == pytest.approx(corner[k["callpath"]] / total, rel=1e-12)
         assert k["series"] == [float(np.median(d[(d.callpath == k["callpath"]) & (d.p == p) & (d.n == 40)]["value"]))
                                for p in (4, 8, 16, 32, 64)]
@@ -453,3 +455,156 @@ def test_values_table_tells_rows_of_one_name_apart(tmp_path):
     assert len(waitall & set(titles)) >= 2
     assert len(set(titles)) == len(titles)
     assert len(set(shown)) == len(shown), shown    # what a reader sees tells every row apart
+
+
+def test_no_share_above_100_percent_when_a_part_is_predicted_above_the_whole():
+    """A callee whose model passes its root's at the target (hpccg-n: app->Total 78.56 s under app
+    22.45 s showed a share of 349.9%): shares stay within 100%, the whole taken as at least its
+    largest part (the ranking's rule), the row is marked and a note names the disagreement.
+    Ground truth: main = 10 at every p, main->k = 0.01 p^2 (exact, so both models are exact) --
+    at p = 100 k is 100 and main 10."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = [{"p": float(p), "rep": 0, "callpath": cp, "metric": "time", "value": v}
+            for p in (1, 2, 4, 8, 16) for cp, v in (("main", 10.0), ("main->k", 0.01 * p * p))]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")])
+    rep = build_report(exp, ReportOptions(target={"p": 100.0}, min_share=0.0, plots=0))
+    ks = {k["callpath"]: k for k in rep.kernels}
+    assert ks["main->k"]["predicted"] == pytest.approx(100.0, rel=1e-9)
+    assert ks["main"]["predicted"] == pytest.approx(10.0, rel=1e-9)
+    assert ks["main->k"]["share_target"] == pytest.approx(1.0, rel=1e-9)
+    assert ks["main"]["share_target"] == pytest.approx(0.1, rel=1e-9)
+    assert all(0 <= k["share_target"] <= 1 for k in rep.kernels)
+    assert ks["main->k"]["above_root"] and not ks["main"]["above_root"]
+    assert any("predicted above the whole" in n for n in rep.notes)
+    html = render_html(rep)
+    assert "(!)" in html
+
+
+def test_values_table_columns_carry_unit_and_rank_reduction():
+    """The 'Values at' table printed bare numbers: a count summed over the ranks next to a time
+    averaged over them, no unit.  Its columns now name both; the numbers by hand: 2 ranks, 2
+    repetitions at p = 4: calls (1+3, 2+4) summed -> 4, 6, mean 5; time (1, 3), (2, 4) averaged over
+    ranks -> 2, 3, mean 2.5."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = []
+    for p in (1, 2, 4):
+        for rep, (a, b) in enumerate(((1.0, 3.0), (2.0, 4.0))):
+            for rank, v in ((0, a), (1, b)):
+                rows += [{"p": float(p), "rep": rep, "rank": rank, "callpath": "main", "metric": "calls",
+                          "value": v * p}, {"p": float(p), "rep": rep, "rank": rank, "callpath": "main",
+                                            "metric": "time", "value": v * p}]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("calls", "#", "count", "inclusive"),
+                                                 Metric("time", "s", "time", "inclusive")])
+    rep = build_report(exp, ReportOptions(plots=0, metric="time"))
+    mt = rep.metrics_table
+    assert mt["heads"] == [{"name": "calls", "unit": "#", "ranks": "sum over ranks"},
+                           {"name": "time", "unit": "s", "ranks": "mean over ranks"}]
+    assert mt["rows"][0]["values"] == [pytest.approx(5 * 4), pytest.approx(2.5 * 4)]
+    html = render_html(rep)
+    assert '<th class="num">calls [#]<span class="full">sum over ranks</span></th>' in html
+    assert '<th class="num">time [s]<span class="full">mean over ranks</span></th>' in html
+
+
+def test_breakdown_tells_two_callpaths_of_one_name_apart():
+    """Two heavy callpaths named alike (LULESH has MPI_Wait under CalcQForElems and under
+    LagrangeNodal) were two bars with one label, and the breakdown's values, keyed by label, kept
+    only one series.  Exclusive times by hand: main->a->MPI_Wait = 3 p, main->b->MPI_Wait = 5 p."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = []
+    for p in (1, 2, 4):
+        for cp, v in (("main", 20.0 + 8 * p), ("main->a", 1.0 + 3 * p), ("main->a->MPI_Wait", 3.0 * p),
+                      ("main->b", 1.0 + 5 * p), ("main->b->MPI_Wait", 5.0 * p)):
+            rows.append({"p": float(p), "rep": 0, "callpath": cp, "metric": "time", "value": v})
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive")])
+    bd = build_report(exp, ReportOptions(plots=0)).cost_breakdown
+    assert bd["values"]["MPI_Wait in a"] == pytest.approx([3.0, 6.0, 12.0])
+    assert bd["values"]["MPI_Wait in b"] == pytest.approx([5.0, 10.0, 20.0])
+    assert len(set(bd["names"])) == len(bd["names"])
+
+
+@pytest.mark.parametrize("metric,ranks,said", [("calls", "auto", "sum over ranks"), ("time", "auto", "mean over ranks"),
+                                               ("time", "max", "max over ranks")])
+def test_report_says_how_per_rank_values_were_combined(metric, ranks, said):
+    """Per-rank values: model and predict label the metric 'Ir [#] (sum over ranks)'; the report
+    said nothing, so a total over 16 ranks read as a rank's value.  Its heading and ranking note now
+    carry the label of the reduction --ranks chose."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = [{"p": float(p), "rep": 0, "rank": r, "callpath": "main", "metric": m, "value": float(p + r)}
+            for p in (1, 2, 4, 8) for r in range(2) for m in ("calls", "time")]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("calls", "#", "count", "inclusive"),
+                                                 Metric("time", "s", "time", "inclusive")])
+    rep = build_report(exp, ReportOptions(plots=0, metric=metric, locations=ranks))
+    assert rep.aggregate == said and rep.to_dict()["aggregate"] == said
+    html = render_html(rep)
+    assert f"modelled for {metric} ({said}" in html and f", {said}</div></header>" in html
+
+
+def test_ranking_and_scaling_loss_columns_name_the_unit():
+    """The ranking's 'at target' and 'now' columns and the scaling-loss tree's inclusive columns
+    showed bare numbers (the unit only in the page heading and on the plots' axes)."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = [{"p": float(p), "rep": 0, "callpath": cp, "metric": "time", "value": v}
+            for p in (1, 2, 4, 8) for cp, v in (("main", 10.0 + p), ("main->k", 1.0 * p))]
+    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "ms", "time", "inclusive")])
+    html = render_html(build_report(exp, ReportOptions(plots=0)))
+    assert '<th class="num sortable">at target [ms]<span class="full">' in html
+    assert '<th class="num sortable">now [ms]<span class="full">' in html
+    assert '<th class="num">inclusive 1 [ms]</th><th class="num">inclusive 8 [ms]</th>' in html
+
+
+def test_a_ratio_metric_gets_no_shares_and_no_run_cost(tmp_path, capsys):
+    """A derived ratio (Jacobi's 'share = 100 * time / @time', here 'r = t / w') does not add up
+    over callpaths: the report showed shares of its sum over callpaths and answered 'What will it
+    cost?' with the sum of the callpaths' percentages (134.1).  Now no shares, no run cost, a note
+    why; the values stay (main->a: t = p, w = 4, so r = p / 4: 2 at p = 8)."""
+    from conftest import cli
+
+    csv = tmp_path / "t.csv"
+    csv.write_text("p,callpath,metric,value\n" + "".join(
+        f"{p},{cp},t,{v}\n{p},{cp},w,4\n" for p in (1, 2, 4, 8)
+        for cp, v in (("main", 10.0 + 2 * p), ("main->a", 1.0 * p), ("main->b", 1.0 * p))))
+    code, out, err = cli(capsys, "report", csv, "-o", tmp_path / "r.html", "--derive", "r = t / w",
+                         "--metric", "r", "--target", "p=8", "--min-share", "0", "--json")
+    assert code == 0, err
+    doc = cli_items(out, "report")[0]
+    ks = {k["callpath"]: k for k in doc["kernels"]}
+    assert set(ks) == {"main", "main->a", "main->b"}
+    assert all(k["share_now"] is None and k["share_target"] is None for k in ks.values())
+    assert ks["main->a"]["now"] == pytest.approx(8 / 4)
+    assert not any(a["question"].startswith("What will it cost") for a in doc["answers"])
+    assert any(n.startswith("No shares and no run cost: 'r' is derived as") for n in doc["notes"])
+
+
+def test_breakdown_of_a_metric_summed_over_ranks_is_per_process():
+    """Caliper's sum#... holds the whole run's time: the breakdown said "per process" next to
+    LULESH's 212.3 s of MPI_Allreduce at 27 ranks (7.862 s each).  Divided by the process count on
+    the x axis, by hand: main->k sums 3 s per rank, so 3 p, shown as 3 at every p."""
+    import pandas as pd
+
+    from perfcast import Experiment, Metric
+
+    rows = [{"jobsize": float(p), "rep": 0, "callpath": cp, "metric": "sum#time", "value": v}
+            for p in (8, 27, 64) for cp, v in (("main", 5.0 * p), ("main->k", 3.0 * p))]
+    exp = Experiment(["jobsize"], pd.DataFrame(rows),
+                     [Metric("sum#time", "s", "time", "inclusive", aggregate="sum over ranks")])
+    rep = build_report(exp, ReportOptions(plots=0))
+    bd = rep.cost_breakdown
+    assert bd["values"]["k"] == pytest.approx([3.0, 3.0, 3.0])
+    assert bd["values"]["main"] == pytest.approx([2.0, 2.0, 2.0])
+    assert bd["per"].startswith("per process (the metric's sum over ranks divided by jobsize")
+    assert "Exclusive cost per process (the metric&#39;s sum over ranks divided by jobsize" in render_html(rep)

@@ -192,3 +192,111 @@ def test_help_describes_no_range_for_unbounded_numbers():
     # a bounded one still says its range
     view = cli.commands["view"]
     assert "x>=0" in view.get_help(click.Context(view, info_name="view", parent=ctx))
+
+
+def _text(path, points, values):
+    """An Extra-P text file of one parameter p, one callpath and metric, one DATA line per point."""
+    lines = ["PARAMETER p", "POINTS " + " ".join(f"( {p} )" for p in points), "REGION main", "METRIC time"]
+    lines += ["DATA " + " ".join(map(str, v)) for v in values]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_import_says_which_points_several_inputs_shared(tmp_path, capsys):
+    """Inputs whose points overlap are merged as further repetitions without a word (a stored
+    experiment given with the file it came from doubled every repetition: 700 -> 1400 values of
+    Relearn).  import now says how many points more than one input held (here p = 4 and 8, by
+    construction), and every command warns when an input repeats an earlier one's values exactly
+    at a point (measured times never do) -- but not for a real rerun, nor for integer counts."""
+    from conftest import cli
+
+    a = _text(tmp_path / "a.txt", (2, 4, 8), ([1.25, 1.5], [2.25, 2.5], [4.25, 4.5]))
+    rerun = _text(tmp_path / "b.txt", (4, 8, 16), ([2.3], [4.2], [8.1]))
+    code, out, err = cli(capsys, "import", a, rerun, "-o", tmp_path / "ab.perfcast", "--json")
+    assert code == 0, err
+    item = cli_items(out, "import")[0]
+    assert (item["n_points"], item["points_in_several_inputs"], item["n_inputs"], item["n_values"]) == (4, 2, 2, 9)
+    assert "warning" not in err
+    code, out, err = cli(capsys, "import", a, rerun, "-o", tmp_path / "ab2.perfcast")
+    assert code == 0 and "2 point(s) measured in more than one of the 2 inputs" in out
+    # the same runs twice: a stored experiment and the file it was imported from
+    assert cli(capsys, "import", a, "-o", tmp_path / "a.perfcast")[0] == 0
+    code, out, err = cli(capsys, "import", tmp_path / "a.perfcast", a, "-o", tmp_path / "aa.perfcast", "--json")
+    assert code == 0
+    assert cli_items(out, "import")[0]["points_in_several_inputs"] == 3
+    warned = [ln for ln in err.splitlines() if ln.startswith("perfcast: warning:")]
+    assert len(warned) == 1 and f"{a} holds exactly the values of {tmp_path / 'a.perfcast'} at 3 point(s)" in warned[0]
+    assert store.read(tmp_path / "aa.perfcast").data.groupby("p")["rep"].nunique().to_dict() == {2.0: 4, 4.0: 4, 8.0: 4}
+    # integer counts repeat exactly in real reruns: no warning
+    c1 = _text(tmp_path / "c1.txt", (2, 4), ([3], [5]))
+    c2 = _text(tmp_path / "c2.txt", (2, 4), ([3], [5]))
+    code, out, err = cli(capsys, "import", c1, c2, "-o", tmp_path / "c.perfcast", "--json")
+    assert code == 0 and "warning" not in err and cli_items(out, "import")[0]["points_in_several_inputs"] == 2
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda h: h.update(metrics=5), "metrics"),
+    (lambda h: h.update(meta=[1]), "meta"),
+    (lambda h: h["metrics"][0].update(unit=[1]), "metrics"),
+    (lambda h: h.update(parameters="p"), "parameters"),
+])
+def test_a_corrupt_store_header_is_one_located_error(tmp_path, capsys, csv, edit, field):
+    """A hand-edited experiment.json of the wrong shape: 'metrics': 5 and 'meta': [1] ended in an
+    internal TypeError (exit 1), a unit [1] was taken as it was."""
+    import json
+
+    from conftest import cli, one_error
+
+    out = tmp_path / "e.perfcast"
+    assert main(["import", str(csv), "-o", str(out)]) == 0
+    head = out / "experiment.json"
+    h = json.loads(head.read_text())
+    edit(h)
+    head.write_text(json.dumps(h))
+    line = one_error(*cli(capsys, "show", out)[::2])
+    assert f"{head} ({field}): corrupt header" in line
+
+
+def test_a_metric_described_differently_by_two_inputs_names_the_difference(tmp_path, capsys):
+    """The error printed two dataclass reprs (Metric(name='time', unit='', kind='time', ...) vs ...)
+    for a unit that differs; it names the field and the two values."""
+    from conftest import cli, one_error
+
+    a = _text(tmp_path / "a.txt", (2, 4), ([1.5], [2.5]))
+    b = tmp_path / "b.csv"
+    b.write_text("p,callpath,metric,value,unit\n8,main,time,4.5,s\n")
+    line = one_error(*cli(capsys, "import", a, b, "-o", tmp_path / "ab.perfcast")[::2])
+    assert line == f"perfcast: error: {b}: metric 'time' differs between inputs (unit '' vs 's'); the inputs must " \
+                   "describe it alike"
+    assert not (tmp_path / "ab.perfcast").exists()
+
+
+def test_one_cali_file_under_two_names_is_warned_about(tmp_path, capsys, data_dir):
+    """Caliper files are read together (one run per file, the runs at one jobsize its repetitions):
+    the same .cali copied under two names became two identical repetitions without a word, and
+    import counted no shared point.  A real second run at another point is not warned about."""
+    import shutil
+
+    from conftest import cli
+
+    src = data_dir / "thicket" / "lulesh_weak_scaling_cali"
+    d = tmp_path / "runs"
+    d.mkdir()
+    shutil.copy(src / "27_cores.cali", d / "a.cali")
+    shutil.copy(src / "27_cores.cali", d / "b.cali")
+    shutil.copy(src / "64_cores.cali", d / "c.cali")
+    code, out, err = cli(capsys, "import", d / "a.cali", d / "b.cali", d / "c.cali", "-o", tmp_path / "x.perfcast",
+                         "--json")
+    assert code == 0, err
+    item = cli_items(out, "import")[0]
+    assert (item["n_points"], item["points_in_several_inputs"]) == (2, 1)
+    warned = [ln for ln in err.splitlines() if "holds exactly the values" in ln]
+    assert warned == [f"perfcast: warning: {d / 'b.cali'} holds exactly the values of {d / 'a.cali'} at 1 point(s) "
+                      "(the same runs given twice?): they are merged as further repetitions and count twice"]
+    # the directory: the same warning, with the names relative to it
+    code, out, err = cli(capsys, "show", d)
+    assert code == 0 and "b.cali holds exactly the values of a.cali at 1 point(s)" in err
+    # the real campaign: five runs at five points, nothing shared, nothing said
+    code, out, err = cli(capsys, "import", *sorted(src.glob("*.cali")), "-o", tmp_path / "l.perfcast", "--json")
+    assert code == 0 and "holds exactly" not in err
+    assert cli_items(out, "import")[0]["points_in_several_inputs"] == 0

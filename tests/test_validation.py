@@ -133,3 +133,30 @@ def test_validation_runs_at_fitted_points_are_said_not_to_be_a_check(runs, tmp_p
     assert cli_json(out, "predictions")["accuracy"]["at_fitted_points"] == 0
     assert main(["predict", str(small_f), "--validate", str(big_f)]) == 0
     assert "fitted on" not in capsys.readouterr().err
+
+
+def test_error_figures_leave_out_the_fitted_points(runs, tmp_path, capsys):
+    """Validation runs at fitted points are the fit's residuals: mixed into the error figures they
+    made Relearn's report say '|error| median 1.0%' (100 fitted points) while its 25 held-out runs
+    were off by 4-10%.  The figures are of the held-out rows; the fitted ones apart (at_fitted).
+    Model 2 + 3 p (fitted on p = 1..8): at p = 8 (fitted) 26 vs a measured 30, -13.3%; at p = 16 (held
+    out) 50 vs a measured 40, +25%."""
+    small_f, _ = runs
+    mixed = _csv(tmp_path / "mixed.csv", [(8, "main->solve", "time", 0, 30.0), (16, "main->solve", "time", 0, 40.0)])
+    capsys.readouterr()
+    assert main(["predict", str(small_f), "--validate", str(mixed), "--json"]) == 0
+    acc = cli_json(capsys.readouterr().out, "predictions")["accuracy"]
+    assert (acc["compared"], acc["held_out"], acc["at_fitted_points"], acc["with_error"]) == (2, 1, 1, 1)
+    assert acc["median_abs_error"] == pytest.approx(50 / 40 - 1, abs=2e-3)
+    assert acc["max_abs_error"] == pytest.approx(50 / 40 - 1, abs=2e-3)
+    assert acc["at_fitted"]["median_abs_error"] == pytest.approx(1 - 26 / 30, abs=2e-3)
+    assert acc["with_interval"] == 1 and acc["at_fitted"]["with_interval"] == 1
+    assert main(["predict", str(small_f), "--validate", str(mixed)]) == 0
+    text = capsys.readouterr().out
+    assert "at the 1 not fitted on: |error| median" in text
+    assert number_after(text, "|error| median") == pytest.approx(25.0, abs=0.2)
+    out = tmp_path / "r.html"
+    assert main(["report", str(small_f), "-o", str(out), "--validate", str(mixed), "--json"]) == 0
+    vs = cli_items(capsys.readouterr().out, "report")[0]["validation"]["summary"]
+    assert vs["median_abs_error"] == pytest.approx(50 / 40 - 1, abs=2e-3) and vs["held_out"] == 1
+    assert "of the 1 at points the models were not fitted on: |error| median 25" in out.read_text()

@@ -230,13 +230,18 @@ def import_cmd(inputs, output, force, fmt, points, params, as_json):
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     store.write(exp, output, overwrite=force)  # checked again under the output's lock
     s = exp.summary(callpaths=False)
+    # what several inputs had in common: their runs at a shared point became further repetitions
+    shared = (exp.meta.get("combined") or {}).get("points_in_several_inputs", 0) if len(inputs) > 1 else 0
     if as_json:
         write_json("import", {"output": str(output), "parameters": s["parameters"], "n_points": s["n_points"],
                               "n_callpaths": s["n_callpaths"], "metrics": [m["name"] for m in s["metrics"]],
-                              "n_values": s["n_values"]})
+                              "n_values": s["n_values"], "n_inputs": len(inputs),
+                              "points_in_several_inputs": shared})
     else:
         out.print(f"wrote {output}: {s['n_points']} point(s) over {', '.join(s['parameters']) or '(none)'}, "
-                  f"{s['n_callpaths']} callpath(s), {len(s['metrics'])} metric(s), {s['n_values']} value(s)",
+                  f"{s['n_callpaths']} callpath(s), {len(s['metrics'])} metric(s), {s['n_values']} value(s)"
+                  + (f"; {shared} point(s) measured in more than one of the {len(inputs)} inputs: their runs "
+                     "merged as further repetitions" if shared else ""),
                   markup=False, highlight=False)
 
 
@@ -1193,7 +1198,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
     if summary is not None:
         s = summary
         out.print(f"measured: {s['compared']} of {len(all_rows)} predictions"
-                  + (f"; |error| median {s['median_abs_error']:.1%}, mean {s['mean_abs_error']:.1%}, "
+                  + (f"; at the {s['held_out']} not fitted on" if s["at_fitted_points"] else "")
+                  + (f"{':' if s['at_fitted_points'] else ';'} |error| median {s['median_abs_error']:.1%}, mean {s['mean_abs_error']:.1%}, "
                      f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)

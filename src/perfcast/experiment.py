@@ -1581,6 +1581,50 @@ def sources_at(exp: "Experiment", points: pd.DataFrame | None = None) -> list[st
     return list(dict.fromkeys(r[-1] for r in ps if tuple(r[:-1]) in want))
 
 
+def overlap(data: pd.DataFrame, params: Sequence[str], name, src: str = "_src") -> tuple[int, list[str]]:
+    """What merging inputs as repetitions of shared points did: the number of points (coordinates)
+    held by more than one input -- their runs became further repetitions, as repetitions of a
+    campaign should -- and warnings about an input holding exactly the same values as an earlier one
+    at a point (the same runs given twice, e.g. a stored experiment and the file it was imported
+    from, or one .cali file under two names: they would count twice).  Values that are all
+    integers (visits, counts) repeat exactly in real reruns and are not warned about.  ``data``:
+    the inputs' rows with their input number in column ``src``; ``name(coordinates, input)``: the
+    input's name for the message (:func:`combine`: the input given; Caliper: the run's file)."""
+    keys = list(params)
+    if not keys:
+        per = data[src].nunique()
+        return (1 if per > 1 else 0), []
+    src_per = data.groupby(keys, observed=True, sort=False)[src].nunique()
+    shared = int((src_per > 1).sum())
+    if not shared:
+        return 0, []
+    # a multiset of rows per (input, point), compared across inputs by an order-free sum of row
+    # hashes and the row count (the repetition number left out)
+    cols = [c for c in ("callpath", "metric", *LOCATION_COLUMNS, "value") if c in data.columns and c != src]
+    # (a categorical column hashes by its values, as a column of strings does: no copy as strings)
+    h = pd.util.hash_pandas_object(data[cols], index=False)
+    h = h.to_numpy(np.uint64)
+    v = data["value"].to_numpy(dtype=float)
+    # the hash's two 32-bit halves summed apart: exact sums in 64 bits for any row count below 2^32
+    sig = pd.DataFrame({**{k: data[k] for k in keys}, "_src": data[src].to_numpy(), "_hi": h >> np.uint64(32),
+                        "_lo": h & np.uint64(0xFFFFFFFF), "_frac": v != np.round(v)})
+    g = sig.groupby([*keys, "_src"], observed=True, sort=False).agg(
+        _n=("_hi", "size"), _hi=("_hi", "sum"), _lo=("_lo", "sum"), _frac=("_frac", "any")).reset_index()
+    g = g[g["_frac"]]
+    same = [*keys, "_n", "_hi", "_lo"]
+    dup = g.duplicated(same, keep=False)
+    pairs: dict[tuple[str, str], int] = {}
+    for _, grp in g[dup].groupby(same, observed=True, sort=False):
+        coord = tuple(float(grp[k].iloc[0]) for k in keys)
+        srcs = sorted(grp["_src"].tolist())
+        first = name(coord, srcs[0])
+        for later in srcs[1:]:
+            pair = (first, name(coord, later))
+            pairs[pair] = pairs.get(pair, 0) + 1
+    return shared, [f"{b} holds exactly the values of {a} at {n} point(s) (the same runs given twice?): they "
+                    f"are merged as further repetitions and count twice" for (a, b), n in pairs.items()]
+
+
 def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = None) -> Experiment:
     """Merge experiments that share parameters into one.
 
@@ -1628,7 +1672,11 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
                 f"{', '.join(e.parameters) or '(none)'}; name the parameter values of each input", src)
         for n, m in e.metrics.items():
             if n in metrics and metrics[n] != m:
-                raise PerfcastError(f"metric {n!r} differs between inputs ({metrics[n]} vs {m})", src)
+                a, b = metrics[n].to_dict(), m.to_dict()
+                diff = "; ".join(f"{k} {a.get(k, '')!r} vs {b.get(k, '')!r}" for k in dict.fromkeys([*a, *b])
+                                 if a.get(k, "") != b.get(k, ""))
+                raise PerfcastError(f"metric {n!r} differs between inputs ({diff}); the inputs must describe "
+                                    "it alike", src)
             metrics.setdefault(n, m)
         try:
             tree = tree.merged(e.tree)
@@ -1640,6 +1688,12 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
         if c in cols and not all(c in f.columns for f in frames):
             raise PerfcastError("some inputs hold per-rank values and others totals; reduce them first")
     data = pd.concat([f.assign(_src=i) for i, f in enumerate(frames)], ignore_index=True)
+    names = [s or f"input {i + 1}" for i, s in enumerate(sources)]
+    shared, twins = overlap(data, params, lambda _, i: names[i])
+    meta["combined"] = {"inputs": len(experiments), "points_in_several_inputs": shared}
+    if twins:
+        warnings = meta.setdefault("warnings", [])
+        warnings.extend(twins)
     # repetitions: the (input, rep) pairs at one coordinate/callpath/metric/location, numbered in
     # input order -- values at equal coordinates from different inputs are never collapsed
     keys = [*params, "callpath", "metric", *[c for c in LOCATION_COLUMNS if c in data.columns]]

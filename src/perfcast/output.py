@@ -6,7 +6,9 @@
   directory -- is never replaced, ``force`` or not: a report must not replace /dev/null (as root)
   or a named pipe someone reads from.
 * The file is written to a temporary sibling and renamed over the output (``os.replace``), so a
-  failed or interrupted write leaves the previous file (or nothing), never half a file.
+  failed or interrupted write leaves the previous file (or nothing), never half a file.  Without
+  ``force`` it is hard-linked into place, which fails if the output has appeared meanwhile: of two
+  writers started together, one writes and the other is told the output exists.
 
 Stores (``NAME.perfcast`` directories) are written by :mod:`perfcast.store`;
 :func:`check_store_output` applies the same ``--force`` rule to them before anything is computed.
@@ -23,6 +25,9 @@ from pathlib import Path
 from .errors import PerfcastError
 
 REFUSE_EXISTING = "output exists; use --force to replace it"
+#: an existing directory that is not a perfcast experiment: --force would have deleted its files
+NOT_A_STORE = ("output exists and is a directory that is not a perfcast experiment (nor empty); not replacing "
+               "it (even with --force): its files would be deleted")
 
 
 def _kind(mode: int) -> str:
@@ -94,6 +99,10 @@ def check_store_output(path: str | Path, force: bool) -> Path:
             what = "a regular file" if st is not None and stat.S_ISREG(st.st_mode) else what
             raise PerfcastError(f"output exists and is {what}, not an experiment directory; not replacing it "
                                 f"(even with --force)", path)
+        from .store import replaceable
+
+        if not replaceable(path):
+            raise PerfcastError(NOT_A_STORE, path)
         if not force:
             raise PerfcastError(REFUSE_EXISTING, path)
     else:
@@ -146,7 +155,8 @@ def atomic_file(path: str | Path, force: bool):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         check_file_output(path, force)  # again: something may have appeared meanwhile
-        os.replace(tmp, path)
+        if force or not _link_new(tmp, path):
+            os.replace(tmp, path)
     except BaseException as e:
         try:
             os.unlink(tmp)
@@ -155,6 +165,25 @@ def atomic_file(path: str | Path, force: bool):
         if isinstance(e, OSError):
             raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None
         raise
+
+
+def _link_new(tmp: str, path: Path) -> bool:
+    """Without ``--force``, put ``tmp`` at ``path`` only if nothing is there, in one step: a hard
+    link fails when ``path`` exists, so of two writers started together the second is refused
+    (a check before ``os.replace`` let both pass and the later silently replace the earlier's file).
+    True when done (``tmp`` removed); False where the filesystem has no hard links (then the
+    check-and-replace above is all there is)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise PerfcastError(REFUSE_EXISTING, path) from None
+    except OSError as e:
+        if e.errno in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS,
+                       getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)):
+            return False
+        raise
+    os.unlink(tmp)
+    return True
 
 
 def os_reason(e: OSError) -> str:

@@ -289,11 +289,24 @@ def _replace(tmp: Path, dest: Path) -> None:
     _remove(old)
 
 
-def atomic_dir(dest: Path, fill, overwrite: bool = True) -> Path:
+def replaceable(path: str | Path) -> bool:
+    """An existing directory a store may replace: a perfcast experiment or an empty directory --
+    never a directory of someone's files (``import runs/ -o runs --force`` deleted the profiles)."""
+    p = Path(path)
+    if is_store(p):
+        return True
+    try:
+        return p.is_dir() and not any(os.scandir(p))
+    except OSError:
+        return False
+
+
+def atomic_dir(dest: Path, fill, overwrite: bool = True, replace_only=None) -> Path:
     """Create or replace directory ``dest`` atomically: ``fill(tmpdir)`` writes into a temporary
     sibling that is moved into place when complete (see the module docstring for the guarantees).
 
-    Without ``overwrite`` an existing ``dest`` -- judged while holding the lock -- is an error."""
+    Without ``overwrite`` an existing ``dest`` -- judged while holding the lock -- is an error;
+    ``replace_only(dest)`` false refuses to replace it even with ``overwrite``."""
     dest = Path(dest)
     parent = dest.parent if str(dest.parent) else Path(".")
     dest = parent / dest.name
@@ -304,10 +317,14 @@ def atomic_dir(dest: Path, fill, overwrite: bool = True) -> Path:
         for t in _temporaries(dest):
             _remove(t)
         if os.path.lexists(dest):
-            if not overwrite:
-                raise PerfcastError("output exists; use --force to replace it", dest)
             if not dest.is_dir():
                 raise PerfcastError("output exists and is not a directory", dest)
+            if replace_only is not None and not replace_only(dest):
+                from .output import NOT_A_STORE
+
+                raise PerfcastError(NOT_A_STORE, dest)
+            if not overwrite:
+                raise PerfcastError("output exists; use --force to replace it", dest)
         try:
             tmp = _mkdir_tmp(parent, dest.name, "tmp")
         except OSError as e:
@@ -352,7 +369,29 @@ def write(exp: Experiment, dest: str | Path, overwrite: bool = True) -> Path:
         pq.write_table(tree, tmp / "callpaths.parquet")
         (tmp / "experiment.json").write_text(text)  # written last: marks a complete store
 
-    return atomic_dir(Path(dest), fill, overwrite)
+    return atomic_dir(Path(dest), fill, overwrite, replace_only=replaceable)
+
+
+def _check_header(header: dict, head: Path) -> None:
+    """The shape :func:`write` gives the header -- lists of names, metric objects whose fields are
+    strings, a meta object -- or one error naming the file and the field (a hand-edited header
+    ended in an internal TypeError, or a unit [1] shown as such)."""
+    def names(key):
+        v = header.get(key)
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise PerfcastError(f"corrupt header: {key!r} is not a list of names", head, key)
+
+    names("parameters")
+    names("columns")
+    ms = header.get("metrics")
+    if not isinstance(ms, list) or not all(isinstance(m, dict) for m in ms):
+        raise PerfcastError("corrupt header: 'metrics' is not a list of metric objects", head, "metrics")
+    for i, m in enumerate(ms):
+        for k in ("name", "unit", "kind", "scope", "description", "aggregate"):
+            if k in m and not isinstance(m[k], str) and not (k == "aggregate" and m[k] is None):
+                raise PerfcastError(f"corrupt header: metric {i + 1}'s {k!r} is not a string", head, "metrics")
+    if not isinstance(header.get("meta", {}), dict):
+        raise PerfcastError("corrupt header: 'meta' is not an object", head, "meta")
 
 
 def read(path: str | Path) -> Experiment:
@@ -374,6 +413,7 @@ def read(path: str | Path) -> Experiment:
         raise PerfcastError(f"corrupt header: store version {version!r} is not a number", head, "version")
     if version > VERSION:
         raise PerfcastError(f"written by a newer perfcast (store version {header['version']})", head)
+    _check_header(header, head)
     try:
         data = pq.read_table(p / "values.parquet").to_pandas()
         tree_t = pq.read_table(p / "callpaths.parquet").to_pydict()

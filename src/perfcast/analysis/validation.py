@@ -95,16 +95,27 @@ def compare(rows: list[dict], measured: Mapping, parameters: Sequence[str], fitt
 
 
 def summarize(rows: Sequence[dict]) -> dict:
-    """Relative errors and interval coverage over the compared rows."""
+    """Relative errors and interval coverage over the compared rows that are a check of a prediction:
+    those at points the models were not fitted on.  Rows at fitted points (``fitted_on``) are
+    counted (``at_fitted_points``) and summarised apart (``at_fitted``: the fit's residuals) -- mixed
+    in, 100 fitted points of Relearn gave a median error of 1.0% next to 25 held-out ones at 4-10%."""
+    measured = [r for r in rows if r.get("measured") is not None]
+    fitted = [r for r in measured if r.get("fitted_on")]
+    held = [r for r in measured if not r.get("fitted_on")]
+    out = {"compared": len(measured), **_errors(held), "at_fitted_points": len(fitted), "held_out": len(held)}
+    if fitted:
+        out["at_fitted"] = _errors(fitted)
+    return out
+
+
+def _errors(rows: Sequence[dict]) -> dict:
     err = np.array([abs(r["error"]) for r in rows if r.get("error") is not None and math.isfinite(r["error"])])
     inside = [r["inside"] for r in rows if r.get("inside") is not None]
-    return {"compared": sum(r.get("measured") is not None for r in rows),
-            "with_error": int(len(err)),
+    return {"with_error": int(len(err)),
             "median_abs_error": float(np.median(err)) if len(err) else None,
             "mean_abs_error": float(np.mean(err)) if len(err) else None,
             "max_abs_error": float(np.max(err)) if len(err) else None,
-            "inside": int(sum(inside)), "with_interval": len(inside),
-            "at_fitted_points": sum(bool(r.get("fitted_on")) for r in rows if r.get("measured") is not None)}
+            "inside": int(sum(inside)), "with_interval": len(inside)}
 
 
 def fitted_note(summary: Mapping) -> str | None:
@@ -114,4 +125,5 @@ def fitted_note(summary: Mapping) -> str | None:
     if not k:
         return None
     return (f"{k} of the {summary['compared']} compared prediction(s) are at points the models were fitted on: "
-            "their errors are the fit's residuals, not a check of a prediction (validate with runs not fitted on)")
+            "their errors are the fit's residuals, not a check of a prediction, and are left out of the error "
+            "and coverage figures (validate with runs not fitted on)")

@@ -449,11 +449,31 @@ def load(inputs: Sequence[str | Path], format: str | None = None, points: Sequen
     return _loaded(exps[0] if len(exps) == 1 else combine(exps, names), inputs, options)
 
 
+def _runs_overlap(exp: Experiment, n_inputs: int) -> None:
+    """Several files read as one experiment (Caliper's ``read_many``: one run per file, its
+    repetition number within its point): record, as :func:`perfcast.experiment.combine` does, how
+    many points more than one file held and warn about a file repeating another's values exactly
+    (one .cali copied under two names was two identical repetitions without a word)."""
+    from ..experiment import overlap
+
+    runs = (exp.meta.get("caliper") or {}).get("runs") or []
+    files = {(tuple(float(r["point"].get(p, 0)) for p in exp.parameters), int(r["rep"])): str(r["file"])
+             for r in runs if isinstance(r, dict) and "point" in r and "rep" in r}
+    if not files or "rep" not in exp.data.columns:
+        return
+    shared, twins = overlap(exp.data, exp.parameters, lambda c, rep: files.get((c, int(rep)), f"run {rep}"), "rep")
+    exp.meta["combined"] = {"inputs": n_inputs, "points_in_several_inputs": shared}
+    if twins:
+        exp.meta["warnings"] = list(dict.fromkeys([*exp.meta.get("warnings", []), *twins]))
+
+
 def _loaded(exp: Experiment, inputs: Sequence[str | Path], options: ReadOptions | None) -> Experiment:
     """:func:`load`'s result: every ``--param`` a parameter of ``exp`` (a format whose parameters
     the file declares, Extra-P text or a store, takes no other), the ``--where`` filters applied,
     implausible values warned about."""
     options = options or ReadOptions()
+    if "combined" not in exp.meta:
+        _runs_overlap(exp, len(inputs))
     missing = [p for p in options.parameters if p not in exp.parameters]
     if missing:
         raise PerfcastError(f"--param {missing[0]}: not a parameter of the input{'s' if len(inputs) > 1 else ''}, "

@@ -109,6 +109,9 @@ class Report:
     description: str = ""
     #: what the ranking's increase is of (:func:`perfcast.analysis.ranking.cost_words`)
     cost: str = "per-process cost"
+    #: the metric's values add up over callpaths (False: derived as a ratio, rate or function --
+    #: no shares of a total, no run cost summed from its parts)
+    additive: bool = True
 
     @property
     def label(self) -> str:
@@ -292,9 +295,12 @@ def _x_param(exp: Experiment, x: str | None) -> str | None:
 class _Measured:
     """The measured values of the report's metric (locations reduced as the modeler does) and their
     median, min, max, mean and count over repetitions per point and callpath -- computed for what
-    the report shows only: the medians at one point for every callpath (the shares), the whole
+    the report shows only: the means at one point for every callpath (the shares), the whole
     series of the ranked kernels (their trends and plots).  Each statistic is the one the
-    grouping of every row gives (the same groups in the same order, fewer of them)."""
+    grouping of every row gives (the same groups in the same order, fewer of them).  The value
+    "now" (and its share) is the mean over repetitions, the statistic the models are fitted on
+    and the ranking's measured cost: a median there contradicted the ranking's increase and the
+    answers on the same page (cg 'now 2.603' next to 'measured ... to 2.81 s')."""
 
     def __init__(self, exp: Experiment, metric: str, locations: str):
         from ..experiment import fill_absent_repetitions
@@ -321,14 +327,14 @@ class _Measured:
             self._all = self._stats(self.data, self.keys)
         return self._all
 
-    def medians_at(self, point: Mapping[str, float]) -> dict:
-        """callpath -> median at ``point`` (in the order of the full table's rows)."""
+    def means_at(self, point: Mapping[str, float]) -> dict:
+        """callpath -> mean over repetitions at ``point`` (in the order of the full table's rows)."""
         d = self.data
         sel = np.ones(len(d), dtype=bool)
         for p, v in point.items():
             sel &= d[p].to_numpy() == np.float64(v)  # in float64 (a float32 column: exact)
         st = self._stats(d[sel], self.keys)
-        return dict(zip(st["callpath"], st["median"].astype(float)))
+        return dict(zip(st["callpath"], st["mean"].astype(float)))
 
     def series(self, callpaths) -> dict:
         """callpath -> its rows of :meth:`table` (as grouping it by callpath gives them)."""
@@ -491,6 +497,10 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
         models = [sm for sm in models if sm.metric == rep.metric]
         ms = model_set(exp, models, o.locations, o.averaged) if models else None
     rep.n_models = len(ms) if ms is not None else 0
+    if ms is not None and ms.aggregates.get(rep.metric):
+        # per-rank values: how the modelled value combines them (--ranks), as model and predict label
+        # it ('Ir [#] (sum over ranks)'); the report said nothing, its values read as per rank
+        rep.aggregate = ms.aggregates[rep.metric]
     if not rep.n_models:
         rep.notes.append(f"No series of metric {rep.metric!r} to model.")
         return
@@ -501,10 +511,10 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     # shares: of the total at the largest measured point, and predicted at the target
     scope = exp.metrics[rep.metric].scope
     tree = exp.tree
-    now = meas.medians_at(maxpt)
+    now = meas.means_at(maxpt)
     if not now:  # no callpath measured at the corner point: use each callpath's largest x
         last = meas.table().sort_values(list(exp.parameters)).groupby("callpath", sort=False).tail(1)
-        now = dict(zip(last["callpath"], last["median"].astype(float)))
+        now = dict(zip(last["callpath"], last["mean"].astype(float)))
     predicted = rc["predicted"]
     pred = {series[s].callpath: (v if v is not None and math.isfinite(v) else None)
             for s, v in zip(order, (predicted[s] for s in order))}
@@ -525,33 +535,58 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     # math.fsum: the correctly rounded sum, whatever the order of the set (a plain sum over a set of
     # strings changed the last digits with PYTHONHASHSEED)
     total_now = math.fsum(v for c, v in now.items() if c in tops and v > 0)
-    total_pred = math.fsum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
+    root_pred = math.fsum(pred[c] for c in ptops if pred[c] is not None and pred[c] > 0)
+    # the whole holds each of its parts -- the ranking's rule (analysis.ranking.cost_order): where a
+    # callpath's model predicts more than the root's at the target (hpccg-n: app->Total 78.56 s under
+    # app 22.45 s gave a share of 349.9%), the root is taken as at least that part, and the rows and
+    # a note say that the models disagree there
+    largest = max((v for v in pred.values() if v is not None and v > 0), default=0.0)
+    total_pred = max(root_pred, largest)
+    if largest > root_pred > 0:
+        above = [c for c, v in pred.items() if v is not None and v > root_pred]
+        rep.notes.append(
+            f"At the target, {len(above)} callpath(s) are predicted above the whole ({root_pred:.4g}"
+            f"{' ' + rep.unit if rep.unit else ''}: {', '.join(sorted(ptops)[:3])}{', ...' if len(ptops) > 3 else ''}), "
+            f"the largest {max(above, key=lambda c: pred[c])} at {largest:.4g}: their models and the root's "
+            "disagree there (marked (!)); the shares at the target take the whole as at least its largest part, "
+            "as the ranking's increase does.")
 
     rep.clipped = ms.nonnegative(rep.metric)   # costs that cannot be negative: intervals clip at 0
+    from ..analysis.derived import refuse_non_additive
+
+    try:
+        refuse_non_additive(exp, rep.metric, "shares of the total and the run's cost")
+    except PerfcastError as e:
+        # a ratio such as 'share = 100 * time / @time': the table showed shares of its sum over
+        # callpaths and the answers a run cost of 134.1 (the sum of the callpaths' percentages)
+        rep.additive = False
+        rep.notes.append(f"No shares and no run cost: {e}.")
     rows, rest = [], []
     for i, s in enumerate(order):
         cp = series[s].callpath
-        sh_now = now.get(cp, 0.0) / total_now if total_now > 0 else None
+        sh_now = now.get(cp, 0.0) / total_now if total_now > 0 and rep.additive else None
         pv = pred.get(cp)
-        sh_pred = pv / total_pred if (pv is not None and total_pred > 0) else None
+        sh_pred = pv / total_pred if (pv is not None and total_pred > 0 and rep.additive) else None
         significant = ((sh_now is not None and sh_now >= o.min_share) or
-                       (sh_pred is not None and sh_pred >= o.min_share) or o.min_share == 0)
+                       (sh_pred is not None and sh_pred >= o.min_share) or o.min_share == 0 or not rep.additive)
         if not (significant and len(rows) < o.kernels):
             rest.append((sh_now or 0.0, sh_pred or 0.0))
             continue
         r = ranked_rows(series, [s], rc, start=i)[0]
         rows.append({"rank": r.rank, "callpath": cp, "name": tree.name(cp) if cp in tree else cp,
                      "context": _context(tree, cp), "depth": tree.depth(cp) if cp in tree else 0,
-                     "status": r.model.status, "share_now": sh_now, "share_target": sh_pred, "now": now.get(cp),
+                     "status": r.model.status, "share_now": sh_now, "share_target": sh_pred,
+                     "above_root": pv is not None and root_pred > 0 and pv > root_pred, "now": now.get(cp),
                      "predicted": pv, "model": r.model, "increase": r.increase, "per_process": r.per_process,
                      "per_process_first": r.per_process_first, "per_process_now": r.per_process_now,
                      "first_at": r.first_at, "now_at": maxpt})
     rep.other = None
     if rest:
         rep.other = {"count": len(rest),
-                     "max_share_now": max(a for a, _ in rest),
-                     "max_share_target": max(b for _, b in rest),
-                     "insignificant": sum(1 for a, b in rest if not (a >= o.min_share or b >= o.min_share))}
+                     "max_share_now": max(a for a, _ in rest) if rep.additive else None,
+                     "max_share_target": max(b for _, b in rest) if rep.additive else None,
+                     "insignificant": sum(1 for a, b in rest if not (a >= o.min_share or b >= o.min_share))
+                     if rep.additive else 0}
     by_cp = meas.series([row["callpath"] for row in rows])
     # the intervals at the target as `perfcast predict` gives them (clipped at 0, capped by ancestors)
     _, blo, bhi, bclip, bcap = ms.bounds([(row["callpath"], rep.metric) for row in rows], [target], o.level)
@@ -703,7 +738,14 @@ def _growth_said(k: dict, unit: str | None, cost: str = "per-process cost") -> s
     if "measured" not in f:
         return text + " (from the smallest measured run to the target)"
     a, b = f["measured"]["first"], f["measured"]["last"]
-    text += f", measured {a:.4g} to {b:.4g}{u} from {at(f['measured']['first_at'])} to {at(f['measured']['last_at'])}"
+    if f["measured"]["first_at"] == f["measured"]["last_at"]:
+        # one process count measured (hpccg-n, p=2 throughout): no measured growth to name -- was
+        # "measured 2.503 to 2.503 s from p=2, n=40 to p=2, n=40"
+        text += (f", predicted from its {b:.4g}{u} measured at {at(f['measured']['last_at'])} (the runs take one "
+                 "process count: nothing measured grows per process)")
+    else:
+        text += (f", measured {a:.4g} to {b:.4g}{u} from {at(f['measured']['first_at'])} to "
+                 f"{at(f['measured']['last_at'])}")
     if not f["follows"]:
         text += (f"; its model gives {k['per_process']:.4g}{u} at the target, below that last measurement: it does not "
                  "follow the growth")
@@ -767,7 +809,7 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
             whole = {c: r for c, r in whole.items() if r is not None}
             now = {c: whole[c]["value"] for c in whole}
             tops = [c for c in tops if c in whole]
-        if tops:
+        if tops and rep.additive:
             root = max(tops, key=lambda c: now.get(c, 0.0))
             r = whole[root]
             at = ", ".join(f"{a}={v:g}" for a, v in rep.target.items())
@@ -970,18 +1012,36 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
     piv.index = piv.index.astype(str)
     xs = sorted(float(c) for c in piv.columns)
     piv = piv[xs]
+    # a metric that is itself a sum over the ranks (Caliper's sum#...): its values are the whole
+    # run's, not a process's -- the chart said "per process" next to LULESH's 212.3 s of
+    # MPI_Allreduce at 27 ranks (7.862 s each); divided by the process count when it is on the x
+    # axis (as the ranking does), otherwise labelled as the sum it is
+    from ..analysis.ranking import is_sum_over_ranks
+    from ..analysis.scaling_loss import process_parameter
+
+    per = "per process (ranks averaged, repetitions averaged)"
+    if is_sum_over_ranks(exp.metrics[rep.metric].aggregate):
+        try:
+            procs = process_parameter(exp)
+        except PerfcastError:
+            procs = None
+        if procs == x:
+            piv = piv / np.array(xs, dtype=float)
+            per = f"per process (the metric's {exp.metrics[rep.metric].aggregate} divided by {x}; repetitions averaged)"
+        else:
+            per = f"of all processes (the metric's {exp.metrics[rep.metric].aggregate}; repetitions averaged)"
     last = piv[xs[-1]]
     top = [c for c in last.sort_values(ascending=False).index[:8] if last[c] > 0]
     series = [(c, piv.loc[c].to_numpy(float)) for c in top]
     rest = piv.drop(index=top).sum(axis=0).to_numpy(float)
-    names = [exp.tree.name(c) if c in exp.tree else c for c in top]
+    names = _distinct_names(exp.tree, top)
     colours = [S.PALETTE[i % len(S.PALETTE)] for i in range(len(series))]
     if len(piv) > len(top) and rest.sum() > 0:
         series.append((f"other ({len(piv) - len(top)} callpaths)", rest))
         names.append(series[-1][0])
         colours.append(S.OTHER_COLOUR)
     totals = np.sum([s[1] for s in series], axis=0)
-    fig = S.Figure(max(360, 90 * len(xs) + 80), 320, title=f"Exclusive cost per process by callpath", xlabel=x,
+    fig = S.Figure(max(360, 90 * len(xs) + 80), 320, title=f"Exclusive cost {per.split(' (')[0]} by callpath", xlabel=x,
                    ylabel=rep.label)
     fig.set_scales("linear", (-0.6, len(xs) - 0.4), "linear", (0.0, float(totals.max()) * 1.05 or 1.0))
     fig.stacked_bars([_num(c) for c in xs], [(n, s[1]) for n, s in zip(names, series)], colours)
@@ -990,9 +1050,25 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
     svg = fig.svg()
     legend = "".join(f'<li><span class="sw" style="background:{c}"></span>{escape(n)}</li>'
                      for n, c in zip(reversed(names), reversed(colours)))
-    rep.cost_breakdown = {"x": x, "points": xs, "names": names, "ranks": ranks,
+    rep.cost_breakdown = {"x": x, "points": xs, "names": names, "ranks": ranks, "per": per,
                           "svg": Markup(svg), "legend": Markup(legend),
                           "values": {n: [float(a) for a in s[1]] for n, s in zip(names, series)}}
+
+
+def _distinct_names(tree, callpaths: Sequence[str]) -> list[str]:
+    """Labels for ``callpaths``: the frame's name, with its caller where two share a name (LULESH's
+    MPI_Wait under CalcQForElems and under LagrangeNodal were two bars labelled alike, and the
+    breakdown's JSON, keyed by label, kept one of them), the whole callpath where that is not enough."""
+    from collections import Counter
+
+    name = [tree.name(c) if c in tree else c for c in callpaths]
+    seen = Counter(name)
+    out = []
+    for c, n in zip(callpaths, name):
+        par = tree.parent(c) if c in tree else None
+        out.append(n if seen[n] == 1 else f"{n} in {tree.name(par)}" if par is not None else c)
+    seen = Counter(out)
+    return [lab if seen[lab] == 1 else c for c, lab in zip(callpaths, out)]
 
 
 def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.DataFrame | None):
@@ -1089,7 +1165,14 @@ def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
         f = (derived.get(n) or {}).get("formula") if isinstance(derived.get(n), dict) else None
         mrows.append({"index": i, "name": n, "unit": mt.unit, "kind": mt.kind, "scope": mt.scope,
                       "aggregate": mt.aggregate, "description": mt.description, "formula": f})
-    rep.metrics_table = {"metrics": mrows, "columns": names, "at": at,
+    # each column's unit and, for per-rank values, how the ranks were combined (--ranks): the
+    # table's numbers had no unit, a count summed over ranks next to a time averaged over them
+    from ..experiment import location_reduction
+
+    how = {n: (location_reduction(exp.metrics[n]) if o.locations == "auto" else o.locations) for n in names}
+    heads = [{"name": n, "unit": exp.metrics[n].unit,
+              "ranks": f"{how[n]} over ranks" if exp.has_locations else ""} for n in names]
+    rep.metrics_table = {"metrics": mrows, "columns": names, "heads": heads, "at": at,
                          # the callers too, as in the ranking: two rows of one name (LULESH's
                          # MPI_Waitall under CalcForceForNodes and under LagrangeNodal) told apart
                          "rows": [{"callpath": c, "name": exp.tree.name(c) if c in exp.tree else c,
@@ -1266,7 +1349,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 </head>
 <body>
 <header><h1>{{ r.title }}</h1>
-<div class="sub">generated by perfcast {{ version }} on {{ generated }} · metric {{ r.metric }}{% if r.unit %} [{{ r.unit }}]{% endif %}{% if r.description %} ({{ r.description }}){% endif %}</div></header>
+<div class="sub">generated by perfcast {{ version }} on {{ generated }} · metric {{ r.metric }}{% if r.unit %} [{{ r.unit }}]{% endif %}{% if r.description %} ({{ r.description }}){% endif %}{% if r.aggregate %}, {{ r.aggregate }}{% endif %}</div></header>
 <nav>{% for id, label in nav %}<a href="#{{ id }}">{{ label }}</a>{% endfor %}</nav>
 <main>
 {% if r.answers %}<section id="answers"><h2>In short</h2>
@@ -1295,7 +1378,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <p class="note">{{ r.n_models }} callpath(s) modelled for {{ r.metric }}{% if r.aggregate %} ({{ r.aggregate }}{% if r.aggregate.startswith("sum over") and r.options.by != "growth" %}: divided by the process count for the ranking{% endif %}){% endif %}. {% if r.options.by == "growth" %}Ranked by the asymptotic order of the lead term, then by the value predicted at the target.{% else %}Ranked by the {{ r.cost }} increase from the smallest measured {% if r.cost == "cost" %}point{% else %}process count{% endif %} to the target (measured up to the largest run, predicted beyond) as a share of the root's {{ r.cost }} at the target (at least each callpath's own), then by growth order; callpaths below 0.1% of the root rank last.{% endif %} Shown: callpaths holding at least {{ pct(r.options.min_share) }} of the total now or at the target (top {{ r.options.kernels }}; the ranks of the others are skipped, so the numbers have gaps); interval: {{ pct(r.options.level) }} prediction interval for a new measurement. {% if r.options.averaged %}Model: the selected hypothesis; values at the target: averaged over the competing hypotheses with their weights (<code>--averaged</code>).{% else %}Values at the target: the selected hypothesis, the formula shown (as <code>perfcast predict</code>).{% endif %}</p>
 <input class="filter" type="search" placeholder="filter callpaths" data-table="ranktable" aria-label="filter callpaths">
 <div class="scroll"><table id="ranktable" class="sortable">
-<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="sortable">confidence<span class="full">at target</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, of root</span></th>{% endif %}<th class="num sortable">share<span class="full">at target</span></th><th class="num sortable">growth<span class="full">order</span></th><th>trend</th><th class="num sortable">now<span class="full">{{ maxlabel }}</span><span class="full">share</span></th><th class="num sortable">SMAPE<span class="full">noise</span></th></tr></thead>
+<thead><tr><th class="sortable num">#</th><th class="sortable">callpath</th><th>model</th><th class="num sortable">at target{% if r.unit %} [{{ r.unit }}]{% endif %}<span class="full">{{ pct(r.options.level) }} interval</span></th><th class="sortable">confidence<span class="full">at target</span></th>{% if r.options.by != "growth" %}<th class="num sortable">increase<span class="full">per process, of root</span></th>{% endif %}<th class="num sortable">share<span class="full">at target</span></th><th class="num sortable">growth<span class="full">order</span></th><th>trend</th><th class="num sortable">now{% if r.unit %} [{{ r.unit }}]{% endif %}<span class="full">{{ maxlabel }}</span><span class="full">mean, share</span></th><th class="num sortable">SMAPE<span class="full">noise</span></th></tr></thead>
 <tbody>
 {% for k in r.kernels %}<tr>
 <td class="num" data-v="{{ k.rank }}">{{ k.rank }}</td>
@@ -1304,14 +1387,14 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <td class="num" data-v="{{ k.predicted if k.predicted is not none else '' }}">{{ fnum(k.predicted) }}{% if k.get("line") %}<span class="note" title="{{ k.line_note }}"> ×{{ fnum(k.line.factor, 3) }} measured line</span>{% endif %}{% if k.lower is not none %}<span class="full">[{% if k.clipped %}<span title="the interval reaches below 0; a cost cannot">0 clipped</span>{% else %}{{ fnum(k.lower) }}{% endif %}, {% if k.capped_by %}<span title="{{ CAPPED_NOTE }} {{ k.capped_by }}: a part cannot exceed the whole">{{ fnum(k.upper) }} capped</span>{% else %}{{ fnum(k.upper) }}{% endif %}]</span>{% endif %}</td>
 <td>{% if k.confidence %}<span class="conf conf-{{ k.confidence }}">{{ k.confidence }}</span>{% else %}–{% endif %}</td>
 {% if r.options.by != "growth" %}<td class="num" data-v="{{ k.increase if k.increase is not none else '' }}">{% if k.increase is not none %}{{ "%+.2f"|format(100 * k.increase) }} %{% else %}–{% endif %}</td>{% endif %}
-<td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}</td>
+<td class="num" data-v="{{ k.share_target if k.share_target is not none else '' }}">{{ pct(k.share_target) }}{% if k.above_root %}<span class="note" title="predicted above the whole at the target: the models disagree there (see the note above the table)"> (!)</span>{% endif %}</td>
 <td class="num" data-v="{{ k.growth_factor if k.growth_factor is not none else '' }}">{% if k.growth_factor is not none %}×{{ fnum(k.growth_factor, 3) }}{% else %}–{% endif %}<span class="full order">{{ k.order }}</span></td>
 <td>{{ k.trend }}</td>
 <td class="num" data-v="{{ k.now if k.now is not none else '' }}">{{ fnum(k.now) }}<span class="full">{{ pct(k.share_now) }}</span></td>
 <td class="num" data-v="{{ k.smape if k.smape is not none else '' }}">{{ fpct1(k.smape) }}<span class="full">{{ fpct1(k.noise) }}</span></td>
 </tr>
 {% endfor %}
-{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 9 if r.options.by == 'growth' else 10 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total (<code>--min-share 0</code> lists them){% endif %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target</td></tr>{% endif %}
+{% if r.other %}<tr class="other"><td class="num">…</td><td colspan="{{ 9 if r.options.by == 'growth' else 10 }}">other kernels: {{ r.other.count }} more callpath(s){% if r.other.insignificant %}, {{ r.other.insignificant }} below {{ pct(r.options.min_share) }} of the total (<code>--min-share 0</code> lists them){% endif %}{% if r.additive %}; the largest holds {{ pct(r.other.max_share_now) }} now and {{ pct(r.other.max_share_target) }} at the target{% endif %}</td></tr>{% endif %}
 </tbody></table></div>
 </section>
 {% endif %}
@@ -1336,7 +1419,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <section id="validation"><h2>Predictions vs validation runs (not fitted on)</h2>
 {% set vs = r.validation.summary %}
 {% if r.validation.note %}<p class="note">{{ r.validation.note }}</p>{% else %}
-<p class="note">{{ vs.compared }} prediction(s) of the ranked kernels at the points of the validation runs{% if vs.with_error %}: |error| median {{ pct(vs.median_abs_error) }}, max {{ pct(vs.max_abs_error) }}{% endif %}{% if vs.with_interval %}; {{ vs.inside }} of {{ vs.with_interval }} measured means inside the {{ pct(r.options.level) }} prediction interval{% endif %}. Black points on the plots.</p>
+<p class="note">{{ vs.compared }} prediction(s) of the ranked kernels at the points of the validation runs{% if vs.at_fitted_points %}; of the {{ vs.held_out }} at points the models were not fitted on{% endif %}{% if vs.with_error %}: |error| median {{ pct(vs.median_abs_error) }}, max {{ pct(vs.max_abs_error) }}{% endif %}{% if vs.with_interval %}; {{ vs.inside }} of {{ vs.with_interval }} measured means inside the {{ pct(r.options.level) }} prediction interval{% endif %}. Black points on the plots.</p>
 {% if r.validation.fitted %}<p class="note"><b>Not a check:</b> {{ r.validation.fitted }}.</p>{% endif %}
 <table><thead><tr><th class="num">#</th><th>callpath</th><th>at</th><th class="num">predicted</th><th class="num">{{ pct(r.options.level) }} interval</th><th class="num">measured</th><th class="num">error</th></tr></thead><tbody>
 {% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}{% if v.get("line") %}<span class="note" title="{{ v.line_note }}"> ×{{ fnum(v.line.factor, 3) }} measured line</span>{% endif %}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% else %}–{% endif %}</td></tr>
@@ -1361,14 +1444,14 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if r.cost_breakdown %}
 <section id="breakdown"><h2>Where the {{ r.metric }} goes, by {{ r.cost_breakdown.x }}</h2>
 <div class="bd">{{ r.cost_breakdown.svg }}<ul>{{ r.cost_breakdown.legend }}</ul></div>
-<p class="note">Exclusive cost per process (ranks averaged, repetitions averaged){% if r.summary.parameters|length > 1 %}; other parameters at their largest values{% endif %}.</p>
+<p class="note">Exclusive cost {{ r.cost_breakdown.per }}{% if r.summary.parameters|length > 1 %}; other parameters at their largest values{% endif %}.</p>
 </section>
 {% endif %}
 
 {% if r.scaling_loss %}{% set sl = r.scaling_loss %}
 <section id="scaling-loss"><h2>Scaling loss from {{ sl.procs }}={{ fnum(sl.p) }} to {{ fnum(sl.q) }} ({{ sl.mode }} scaling)</h2>
 <p class="note">Excess work of each scope as a fraction of the larger run's total ({{ fnum(sl.total_q) }} {{ r.unit }}); the whole run loses {{ pct(sl.loss) }}.{% if sl.guessed %} Mode guessed from the totals ({{ fnum(sl.total_p) }} → {{ fnum(sl.total_q) }}); set it with --scaling.{% endif %} “self”: the scope's own code loses, “callees”: look below it.{% if sl.n_hidden %} {{ sl.n_hidden }} scope(s) with a loss under 0.2% are folded.{% endif %}</p>
-<table class="tree"><thead><tr><th>scope</th><th class="num">inclusive loss</th><th></th><th class="num">exclusive loss</th><th>where</th><th class="num">inclusive {{ fnum(sl.p) }}</th><th class="num">inclusive {{ fnum(sl.q) }}</th></tr></thead><tbody>
+<table class="tree"><thead><tr><th>scope</th><th class="num">inclusive loss</th><th></th><th class="num">exclusive loss</th><th>where</th><th class="num">inclusive {{ fnum(sl.p) }}{% if r.unit %} [{{ r.unit }}]{% endif %}</th><th class="num">inclusive {{ fnum(sl.q) }}{% if r.unit %} [{{ r.unit }}]{% endif %}</th></tr></thead><tbody>
 {% for row in sl.rows %}<tr><td class="name" style="padding-left:{{ 8 + 14 * row.depth }}px" title="{{ row.path }}">{{ row.name }}{% if row.hidden_children %} <span class="note">(+{{ row.hidden_children }})</span>{% endif %}</td>
 <td class="num">{{ pct(row.inclusive_loss) }}</td><td>{{ row.bar }}</td><td class="num">{{ pct(row.exclusive_loss) }}</td>
 <td class="where-{{ row.where if row.where in ('self', 'callees') else 'none' }}">{{ row.where }}</td>
@@ -1384,7 +1467,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% endfor %}</tbody></table>
 {% if mt.rows %}
 <h3 style="margin-top:14px">Values at {% for k, v in mt.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %} (mean over repetitions)</h3>
-<div style="overflow-x:auto"><table><thead><tr><th>callpath</th>{% for c in mt.columns %}<th class="num">{{ c }}</th>{% endfor %}</tr></thead><tbody>
+<div style="overflow-x:auto"><table><thead><tr><th>callpath</th>{% for c in mt.heads %}<th class="num">{{ c.name }}{% if c.unit %} [{{ c.unit }}]{% endif %}{% if c.ranks %}<span class="full">{{ c.ranks }}</span>{% endif %}</th>{% endfor %}</tr></thead><tbody>
 {% for row in mt.rows %}<tr><td class="path" title="{{ row.callpath }}">{{ row.name }}{% if row.context %}<span class="full">{{ row.context }}</span>{% endif %}</td>{% for v in row["values"] %}<td class="num">{{ fnum(v) }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table></div>
 {% endif %}
