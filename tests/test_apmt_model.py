@@ -310,3 +310,48 @@ def test_kernel_model_undefined_at_the_point_is_refused_not_nan():
     for p in (1, 0.5):
         with pytest.raises(PerfcastError, match=rf"pole time: .* undefined at p={p:g}"):
             m.predict({"p": p})
+
+
+CG_P = ROOT / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+
+
+@pytest.fixture(scope="module")
+def cg_p():
+    from perfcast.io import load
+
+    return load([CG_P])
+
+
+def test_a_campaigns_timers_are_no_function_times(cg_p):
+    # examples/cg prints timers named like its functions (spmv, dot, axpy), and the timer dot holds dot
+    # and its MPI_Allreduce, axpy holds axpy and xpby: the kernels were ranked by these timers and
+    # took a CPI from them unasked ("time samples")
+    from perfcast.analysis.kernels import cost_metric
+
+    assert cost_metric(cg_p) == "Ir"
+    m = fit_apmt(cg_p, MACHINE, comm_time_procs_max=2)
+    assert m.kernelset.metric == "Ir"
+    assert {k.name for k in m.kernels} >= {"spmv", "dot", "axpy", "xpby"}
+    assert all(k.cpi is None and k.time_model is None for k in m.kernels)
+    # mapped on purpose, the timer gives the effective CPI: the mean over p of timer x f / instructions
+    # (critical rank), read with pandas
+    m = fit_apmt(cg_p, MACHINE, timers={"spmv": "app->spmv"}, comm_time_procs_max=2)
+    v = pd.read_parquet(CG_P / "values.parquet")
+    t = v[(v.callpath == "app->spmv") & (v.metric == "time")].groupby("p").value.mean()
+    ir = v[(v.callpath == "app->spmv") & (v.metric == "Ir")].groupby(["p", "rep"]).value.max().groupby("p").mean()
+    spmv = next(k for k in m.kernels if k.name == "spmv")
+    assert spmv.cpi == pytest.approx(float((t * MACHINE.frequency_hz / ir).mean()), rel=1e-9)
+    assert all(k.cpi is None for k in m.kernels if k.name != "spmv")
+
+
+def test_without_a_function_profile_the_breakdown_is_communication_only(cg_p):
+    # a campaign without counters: its wall time and timers (the loop total holding the others) were
+    # summed as kernels, on top of the PMPI time of the same communication
+    exp = cg_p.select(metric=["time", "pmpi_time", "calls", "bytes", "bytes_sent", "bytes_recv"])
+    m = fit_apmt(exp, MACHINE, comm_time_procs_max=2)
+    assert m.kernels == []
+    pr = m.predict({"p": 32})
+    assert pr.kernels == {} and pr.to_dict()["computation"] is None
+    assert pr.total == pytest.approx(sum(m.comm.predict({"p": 32}).values()))
+    assert any("no function profile" in n for n in m.kernelset.explain())
+

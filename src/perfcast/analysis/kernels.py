@@ -55,7 +55,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import CallTree, Experiment, Metric, absent_location_is_missing, reduce_over_locations
+from ..experiment import (RUN_TIMERS, CallTree, Experiment, Metric, absent_location_is_missing,
+                          reduce_over_locations)
 from ..scaling import format_exponent, loglog_slope, scaling_mode
 
 REST = "rest"
@@ -129,6 +130,8 @@ class KernelSet:
         return {cp: k.name for k in self.kernels for cp in k.callpaths}
 
     def explain(self) -> list[str]:
+        if not self.kernels:
+            return list(self.notes)   # no computation profile (APMT of an MPI profile alone): why
         out = [f"cost metric: {self.metric}; threshold {self.threshold:.0%}"
                + (f"; process-count parameter {self.procs}" if self.procs else "")]
         if self.scaling:
@@ -209,11 +212,32 @@ def time_metric(exp: Experiment) -> str | None:
     return default_metric(exp, among=times)
 
 
+def run_timers(exp: Experiment, metric: str) -> bool:
+    """``metric`` is ``perfcast collect``'s time: the run's wall time and the application's timers
+    (:data:`perfcast.experiment.RUN_TIMERS`), no time of the functions -- a timer named like a
+    function (examples/cg's ``dot`` timer holds dot and its MPI_Allreduce) does not measure it."""
+    m = exp.metrics.get(metric)
+    return m is not None and m.description == RUN_TIMERS
+
+
+def function_time_metric(exp: Experiment) -> str | None:
+    """The time metric on the functions (sampled, CUBE's, Caliper's ...): :func:`time_metric` unless
+    that is a campaign's run time and timers (:func:`run_timers`), then another time metric on the
+    calling-context tree, else None."""
+    m = time_metric(exp)
+    if m is None or not run_timers(exp, m):
+        return m
+    rest = [n for n, x in exp.metrics.items() if x.kind == "time" and x.scope != "unknown" and n != m
+            and not run_timers(exp, n) and not n.startswith("pmpi")]
+    return find_metric(exp, [t for t in TIME_METRICS if t in rest]) or (rest[0] if rest else None)
+
+
 def cost_metric(exp: Experiment) -> str:
-    """Cycles, else a sampled time on the functions, else instructions."""
+    """Cycles, else a sampled time on the functions (not a campaign's timers: :func:`run_timers`),
+    else instructions."""
     fp = function_paths(exp)
     for group in (CYCLE_METRICS, TIME_METRICS, INSTR_METRICS):
-        m = time_metric(exp) if group is TIME_METRICS else find_metric(exp, group)
+        m = function_time_metric(exp) if group is TIME_METRICS else find_metric(exp, group)
         if m is None:
             continue
         if group is TIME_METRICS and fp is not None:
@@ -221,9 +245,12 @@ def cost_metric(exp: Experiment) -> str:
             if d[(d["metric"] == m) & d["callpath"].isin(fp)].empty:
                 continue
         return m
+    timers = [n for n in exp.metrics if run_timers(exp, n)]
     raise PerfcastError("no cost metric to rank functions by: need cycles, a time metric on the calling-context "
                         "tree (cpu_time, time, or any metric of kind time with an inclusive or exclusive scope) or "
-                        f"instructions (Ir, PAPI_TOT_INS); the experiment has {', '.join(exp.metrics)}")
+                        f"instructions (Ir, PAPI_TOT_INS); the experiment has {', '.join(exp.metrics)}"
+                        + (f" ({', '.join(timers)}: the campaign's run time and application timers, no profile of "
+                           "the functions: collect with cachegrind or perf)" if timers else ""))
 
 
 def procs_param(exp: Experiment, procs: str | None = None) -> str | None:

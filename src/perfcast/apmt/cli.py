@@ -109,7 +109,8 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
     if curve:
         say(f"strong scaling at {', '.join(f'{k}={v:g}' for k, v in targets[0].items() if k != model.procs)}:")
         for p in curve:
-            say(f"  {model.procs}={p.at[model.procs]:g}: {p.total:.4g} s (computation {p.computation:.4g} s, "
+            comp = f"{p.computation:.4g} s" if p.computation_modelled else "not modelled"
+            say(f"  {model.procs}={p.at[model.procs]:g}: {p.total:.4g} s (computation {comp}, "
                 f"communication {p.comm_total:.4g} s)")
     say("insights:")
     for line in model.insights(targets[0]):

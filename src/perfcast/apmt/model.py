@@ -158,12 +158,18 @@ class Prediction:
         return sum(v["total"] or 0.0 for v in self.kernels.values())
 
     @property
+    def computation_modelled(self) -> bool:
+        """Some kernel has a time (else the total holds no computation: not 0 s, unknown)."""
+        return any(v["total"] is not None for v in self.kernels.values())
+
+    @property
     def comm_total(self) -> float:
         return sum(self.communication.values())
 
     def to_dict(self) -> dict:
         return {"at": self.at, "size_ratio": self.size_ratio, "total": self.total,
-                "computation": self.computation, "communication_total": self.comm_total,
+                "computation": self.computation if self.computation_modelled else None,
+                "communication_total": self.comm_total,
                 "kernels": self.kernels, "communication": self.communication, "notes": list(self.notes)}
 
     def lines(self) -> list[str]:
@@ -412,6 +418,18 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         comp_exp = base.select(callpath=keep) if keep else None
     timers = dict(timers or {})
     roles = resolve(comp_exp) if comp_exp is not None else {}
+    if comp_exp is not None and not any(roles.get(r) for r in ("instructions", "cycles")) \
+            and kmod.function_time_metric(comp_exp) is None:
+        # no profile of the functions: a campaign's time is the run's wall time and the application's
+        # timers (overlapping: a loop total holds the others), no functions to sum as kernels
+        have = [m for m in comp_exp.metrics if kmod.run_timers(comp_exp, m)]
+        no_profile = ("no function profile (instruction or cycle counts, or sampled times, on the functions): "
+                      "computation is not modelled -- the total is communication only"
+                      + (f"; {', '.join(have)} holds the run's wall time and the application's timers, which may "
+                         "overlap and are no functions (collect with cachegrind or perf)" if have else ""))
+        comp_exp = None
+    else:
+        no_profile = "no computation profile"
     ks = None
     kms: list[KernelModel] = []
     contention = {}
@@ -434,13 +452,15 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         counter_metrics = sorted({m for v in roles.values() if v for m in v})
         time_metrics = [m for m in kmod.TIME_METRICS if m in cand.metrics and m != "time"] + \
             [m for m in cand.metrics if cand.metrics[m].kind == "time" and m not in kmod.TIME_METRICS
-             and cand.metrics[m].scope != "unknown"]
+             and cand.metrics[m].scope != "unknown" and not kmod.run_timers(cand, m)]
         if cost_metric in time_metrics:
             # the kernels' time is the metric they were chosen by (Caliper: avg#..., not min#... listed first)
             time_metrics.remove(cost_metric)
             time_metrics.insert(0, cost_metric)
-        if "time" in cand.metrics and cand.metrics["time"].scope in ("exclusive", "inclusive"):
-            # a time metric on the functions themselves (sampled profiles, CUBE), not the campaign's wall time
+        if "time" in cand.metrics and cand.metrics["time"].scope in ("exclusive", "inclusive") \
+                and not kmod.run_timers(cand, "time"):
+            # a time metric on the functions themselves (sampled profiles, CUBE), not the campaign's wall
+            # time and timers (a timer named like a function is no time of it: map it with timers=)
             fn_paths = set(cp for k in ks.kernels for cp in k.callpaths)
             has = cand.data[(cand.data["metric"] == "time") & cand.data["callpath"].isin(list(fn_paths))]
             if not has.empty:
@@ -549,7 +569,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     if ks is None and comm is None:
         raise PerfcastError("nothing to model: the experiment has neither function profiles nor an MPI profile")
     if ks is None:
-        ks = kmod.KernelSet([], "", procs, threshold, {}, {}, ["no computation profile"])
+        ks = kmod.KernelSet([], "", procs, threshold, {}, {}, [no_profile])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
                      base.points(), dict(timers), pmnf)
 
@@ -607,7 +627,8 @@ def _cost(exp: Experiment, roles: dict) -> str:
     for m in kmod.TIME_METRICS:
         if m in exp.metrics and exp.metrics[m].scope != "unknown" and m != "time":
             return m
-    if "time" in exp.metrics and exp.metrics["time"].scope in ("exclusive", "inclusive"):
+    if "time" in exp.metrics and exp.metrics["time"].scope in ("exclusive", "inclusive") \
+            and not kmod.run_timers(exp, "time"):
         return "time"
     if roles.get("instructions"):
         return roles["instructions"][0]

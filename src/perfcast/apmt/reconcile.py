@@ -136,7 +136,8 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
                             f"differ from the APMT experiment's ({', '.join(exp.parameters) or 'none'})")
     metric = _time_metric(src)
     at = dict(pred.at)
-    base = {"at": at, "apmt": {"total": pred.total, "computation": pred.computation,
+    base = {"at": at, "apmt": {"total": pred.total,
+                               "computation": pred.computation if pred.computation_modelled else None,
                                "communication": pred.comm_total}}
     untimed = [k for k, v in pred.kernels.items() if v["total"] is None]
     big = _largest_point(exp)
@@ -313,7 +314,8 @@ def lines(rec: Mapping) -> list[str]:
     at = ", ".join(f"{k}={v:g}" for k, v in rec["at"].items())
     out = [f"every prediction of the run at {at}:",
            f"  APMT total (above)            {rec['apmt']['total']:.4g} s  (computation "
-           f"{rec['apmt']['computation']:.4g} s, communication {rec['apmt']['communication']:.4g} s)"]
+           + ("not modelled" if rec["apmt"]["computation"] is None else f"{rec['apmt']['computation']:.4g} s")
+           + f", communication {rec['apmt']['communication']:.4g} s)"]
     src = f"; from {rec['times_from']}" if rec.get("times_from") else ""
     run = next((r for r in rec["runs"] if r.get("run_time")), None)
     if run is not None and run["pmnf"] is not None:
