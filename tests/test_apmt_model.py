@@ -312,6 +312,47 @@ def test_kernel_model_undefined_at_the_point_is_refused_not_nan():
             m.predict({"p": p})
 
 
+def _crossover_exp(ps=(1, 2, 4, 8, 16, 32)):
+    """solve: 1e9/p instructions per rank, timed 0.25/p s (CPI 0.5 at 2 GHz); MPI_Allreduce: 10 calls
+    per rank of 1e-3 * log2(p) s each.  Computation 0.25/p, communication 0.01 log2(p): the
+    communication is larger first at p=16 (0.04 > 0.015625; at p=8 0.03 < 0.03125)."""
+    import math
+
+    rows = []
+    for p in ps:
+        for r in range(p):
+            rows.append({"p": p, "rep": 0, "rank": r, "callpath": "app->solve", "metric": "Ir", "value": 1e9 / p})
+            for met, v in (("time", 10 * 1e-3 * math.log2(p)), ("calls", 10.0), ("bytes", 160.0)):
+                rows.append({"p": p, "rep": 0, "rank": r, "callpath": "MPI->MPI_Allreduce", "metric": met,
+                             "value": v})
+        rows.append({"p": p, "rep": 0, "rank": 0, "callpath": "app->t_solve", "metric": "time", "value": 0.25 / p})
+    return Experiment(["p"], pd.DataFrame(rows), [Metric("Ir", "#", "count", "exclusive"),
+                                                  Metric("time", "s", "time", "inclusive"),
+                                                  Metric("calls", "#", "count", "inclusive"),
+                                                  Metric("bytes", "B", "bytes", "inclusive")])
+
+
+def test_crossover_is_the_first_process_count_where_communication_is_larger():
+    # it was searched from the largest profiled count up only: "overtakes at p~32" for a crossover at 16
+    m = fit_apmt(_crossover_exp(), MACHINE, timers={"solve": "app->t_solve"})
+    assert m.crossover({"p": 64}) == 16
+    assert any("communication exceeds computation first at p=16" in s for s in m.insights({"p": 64}))
+    # above the profiled counts: the powers of 2 (crossover at 16, profiled up to 8)
+    m8 = fit_apmt(_crossover_exp((1, 2, 4, 8)), MACHINE, timers={"solve": "app->t_solve"})
+    assert m8.crossover({"p": 64}) == 16
+
+
+def test_no_crossover_nor_computation_without_a_kernel_time():
+    # no timer mapped, no cycles: no kernel has a time -- the computation is unknown, not 0 s that the
+    # communication "overtakes"
+    m = fit_apmt(_crossover_exp(), MACHINE)
+    assert m.crossover({"p": 64}) is None
+    assert not any("exceeds computation" in s or "overtakes" in s for s in m.insights({"p": 64}))
+    pr = m.predict({"p": 64})
+    assert pr.to_dict()["computation"] is None
+    assert pr.total == pytest.approx(10 * 1e-3 * 6, rel=1e-6)   # 10 calls x 1e-3 s x log2(64)
+
+
 CG_P = ROOT / "bench" / "data" / "cg-p" / "cg-p.perfcast"
 
 

@@ -288,15 +288,24 @@ class APMTModel:
         return [self.predict({**at, self.procs: p}, size_ratio=p / p0) for p in procs_values]
 
     def crossover(self, at: Mapping, limit: float = 2 ** 20) -> float | None:
-        """Smallest p (powers of 2 above the profiled ones) where communication exceeds computation."""
+        """Smallest p where the predicted communication exceeds the predicted computation: the profiled
+        process counts in order, then powers of 2 above the largest (the other parameters at ``at``).
+        None without a communication model or without any kernel time (no computation to compare)."""
         if self.comm is None or self.procs is None:
             return None
-        p = float(self.profiled[self.procs].max()) if self.profiled is not None else 1.0
+        prof = sorted({float(v) for v in self.profiled[self.procs].unique()}) if self.profiled is not None else []
+        cands = list(prof)
+        p = 2.0 ** math.ceil(math.log2(prof[-1])) if prof else 1.0
         while p <= limit:
-            pr = self.predict({**at, self.procs: p})
-            if pr.comm_total > pr.computation > 0 or (pr.comm_total > 0 and pr.computation <= 0):
-                return p
+            if not prof or p > prof[-1]:
+                cands.append(p)
             p *= 2
+        for p in cands:
+            pr = self.predict({**at, self.procs: p})
+            if not pr.computation_modelled:
+                return None
+            if pr.comm_total > pr.computation:
+                return p
         return None
 
     # -- words -------------------------------------------------------------------------------------
@@ -341,7 +350,8 @@ class APMTModel:
         if at is not None:
             x = self.crossover(at)
             if x is not None:
-                out.append(f"communication overtakes computation at {self.procs}~{kmod._num(x)}")
+                out.append(f"communication exceeds computation first at {self.procs}={kmod._num(x)} (of the profiled "
+                           f"{self.procs} and the powers of 2 above them)")
         return out
 
     def to_dict(self) -> dict:
