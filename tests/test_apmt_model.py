@@ -395,4 +395,11 @@ def test_without_a_function_profile_the_breakdown_is_communication_only(cg_p):
     assert pr.kernels == {} and pr.to_dict()["computation"] is None
     assert pr.total == pytest.approx(sum(m.comm.predict({"p": 32}).values()))
     assert any("no function profile" in n for n in m.kernelset.explain())
+    with pytest.raises(PerfcastError, match="no function profile, so no kernels"):
+        fit_apmt(exp, MACHINE, timers={"spmv": "app->spmv"})
 
+
+def test_a_timer_for_a_kernel_that_does_not_exist_is_refused(cg_p):
+    # it was ignored: the kernel stayed out of the total as if no timer had been given
+    with pytest.raises(PerfcastError, match=r"no kernel 'spmvv'.*the kernels are spmv, axpy, dot, xpby, rest"):
+        fit_apmt(cg_p, MACHINE, timers={"spmvv": "app->spmv"})

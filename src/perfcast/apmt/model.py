@@ -459,6 +459,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         cost_metric = cost or _cost(cand, roles)
         # only callpaths carrying the cost metric are functions (the campaign's app/timer paths are not)
         ks = kmod.identify_kernels(cand, metric=cost_metric, procs=procs, threshold=threshold, scaling=scaling)
+        _check_timers(timers, ks.names())
         counter_metrics = sorted({m for v in roles.values() if v for m in v})
         time_metrics = [m for m in kmod.TIME_METRICS if m in cand.metrics and m != "time"] + \
             [m for m in cand.metrics if cand.metrics[m].kind == "time" and m not in kmod.TIME_METRICS
@@ -576,12 +577,24 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         comm = cmod.fit_comm(base, procs=procs, ranks=ranks, form=comm_form, options=opts, bf_comm=bf_comm,
                              time_procs_max=comm_time_procs_max)
         notes.extend(comm.notes)
+    if ks is None:
+        _check_timers(timers, [])
     if ks is None and comm is None:
         raise PerfcastError("nothing to model: the experiment has neither function profiles nor an MPI profile")
     if ks is None:
         ks = kmod.KernelSet([], "", procs, threshold, {}, {}, [no_profile])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
                      base.points(), dict(timers), pmnf)
+
+
+def _check_timers(timers: Mapping[str, str], kernels: Sequence[str]) -> None:
+    """A timer mapped to a kernel that is not one (a typo, a function below the threshold) would be
+    ignored and its kernel left out of the total without a word: refused, naming the kernels."""
+    for name, cp in timers.items():
+        if name not in kernels:
+            raise PerfcastError(f"{name}={cp}: no kernel {name!r} to map the timer to; "
+                                + (f"the kernels are {', '.join(kernels)}" if kernels else
+                                   "the experiment has no function profile, so no kernels"), where="--timer")
 
 
 def _own_series(exp: Experiment, callpaths: Sequence[str], metric: str) -> str | None:
