@@ -403,3 +403,15 @@ def test_the_run_time_of_an_exclusive_metric_is_the_roots_inclusive_time(data_di
     m2 = fit_apmt(train)
     chk = reconcile(train, m2, m2.predict({"x": 2000.0}), measured=val)["check"]
     assert chk["value"] == pytest.approx(totals[2000.0], rel=1e-12)
+
+
+def test_a_larger_problem_is_not_set_beside_the_profiled_sizes_pmnf(recorded):
+    # --size-ratio 2: APMT's total is of a problem twice the profiled size; the PMNF models of the
+    # measured times know the profiled size only, and their prediction at p=32 (another run) was shown
+    # as "every prediction of the run", the kernel's two numbers "agree"
+    exp, model, _ = recorded
+    pred = model.predict({"p": 32}, size_ratio=2)
+    rec = reconcile(exp, model, pred, TIMERS)
+    assert rec["runs"] == [] and rec["kernels"] == [] and rec["coverage"] is None
+    assert rec["verdict"]["best"] == "apmt" and "2x the profiled size" in rec["verdict"]["text"]
+    assert rec["apmt"]["total"] == pred.total

@@ -91,7 +91,7 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
     if strong:
         if model.procs is None:
             raise PerfcastError("--strong needs a process-count parameter")
-        curve = model.strong_scaling(ps, targets[0])
+        curve = model.strong_scaling(ps, targets[0], size_ratio=size_ratio)
     from .reconcile import lines as reconciled_lines, reconcile
 
     recs = [reconcile(exp, model, p, parse_timers(timers), measured=measured, times=times, times_label=times_label)
@@ -107,7 +107,9 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
         for line in p.lines() + reconciled_lines(rec):
             say(line)
     if curve:
-        say(f"strong scaling at {', '.join(f'{k}={v:g}' for k, v in targets[0].items() if k != model.procs)}:")
+        fixed = ", ".join(f"{k}={v:g}" for k, v in targets[0].items() if k != model.procs)
+        say("strong scaling" + (f" at {fixed}" if fixed else "")
+            + (f" (problem {size_ratio:g}x the profiled size)" if size_ratio != 1 else "") + ":")
         for p in curve:
             comp = f"{p.computation:.4g} s" if p.computation_modelled else "not modelled"
             say(f"  {model.procs}={p.at[model.procs]:g}: {p.total:.4g} s (computation {comp}, "

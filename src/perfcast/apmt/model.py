@@ -279,8 +279,9 @@ class APMTModel:
                            f"({m.formula()})")
         return out
 
-    def strong_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:
-        return [self.predict({**at, self.procs: p}) for p in procs_values]
+    def strong_scaling(self, procs_values: Sequence[float], at: Mapping, size_ratio: float = 1.0) -> list[Prediction]:
+        """The same problem (``size_ratio`` x the profiled one) over ``procs_values``."""
+        return [self.predict({**at, self.procs: p}, size_ratio=size_ratio) for p in procs_values]
 
     def weak_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:
         """Problem grows with p (size ratio p / p0, p0 = the ``at`` process count): APMT's method."""

@@ -144,6 +144,14 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     label = ",".join(f"{k}={v:g}" for k, v in (big or {}).items())
     shares = {k.name: k.share.get(label) for k in model.kernelset.kernels}
     left_out = [{"kernel": k, "cost_share": shares.get(k), "at": label} for k in untimed]
+    if getattr(pred, "size_ratio", 1.0) != 1.0:
+        # APMT's larger problem (work per rank p / R): no PMNF model knows that size -- theirs at the same
+        # point is the profiled problem, another run; set side by side, they were called agreeing
+        return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
+                "oversubscribed": None, "check": None, "times_from": times_label,
+                "verdict": {"best": "apmt", "text": f"the problem is {pred.size_ratio:g}x the profiled size: the "
+                                                    "PMNF models of the measured times are of the profiled size "
+                                                    "(another run), so the APMT total is the only estimate"}}
     if metric is None:
         return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
                 "oversubscribed": None, "check": None, "times_from": times_label,
