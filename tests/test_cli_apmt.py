@@ -371,3 +371,19 @@ def test_size_ratio_applies_to_the_strong_curve_and_is_not_set_beside_pmnf(syn, 
                        "--strong", "8,128", *TIMERS, "--machine", syn / "m.yaml")
     assert "strong scaling at n=800 (problem 2x the profiled size):" in out
     assert number_after(out, "  p=128:") == pytest.approx(twice(128, 800), rel=1e-3)
+
+
+def test_compare_says_which_kernels_the_apmt_total_leaves_out(syn, capsys):
+    # with pack's timer not mapped, perfcast's total lacks pack's 400 n x 1.5 / f: its error next to the
+    # baselines' was shown without a word on what it leaves out
+    args = ("compare", syn / "prof.csv", "--validate", syn / "val.csv", "--timer", "sweep=app->sweep_t",
+            "--machine", syn / "m.yaml", "--measure", "app->total")
+    rc, out, err = run(capsys, *args, "--json")
+    assert rc == 0, err
+    d = cli_json(out, "comparison")
+    assert d["left_out"] == ["pack", "gather", "rest"]
+    for row in d["items"]:
+        comp, p2p, ar = truth(row["at"]["p"], row["at"]["n"])
+        assert row["perfcast"] == pytest.approx(comp["sweep"] + p2p + ar, rel=1e-6)
+    rc, out, err = run(capsys, *args)
+    assert "perfcast: the APMT total leaves out pack, gather, rest (no cycles counter" in out

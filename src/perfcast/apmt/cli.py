@@ -156,10 +156,18 @@ def compare_cmd(exp, validation, measure, machine, timers, size, threshold, proc
                 errs[name].append(abs(v - r["measured"]) / r["measured"])
         rows.append(row)
     summary = {k: (float(np.mean(v)) if v else None) for k, v in errs.items()}
+    # the kernels without a time (no CPI, no time model) are not in perfcast's total: a reader comparing
+    # its error with the baselines' must know what it leaves out
+    left_out = sorted({k for r in val.rows for k, v in model.predict(r["at"]).kernels.items() if v["total"] is None},
+                      key=[k.name for k in model.kernels].index)
     if as_json:
         return write_json("comparison", rows, mean_abs_error=summary, validation=val.to_dict(),
-                          baselines={k: (v if isinstance(v, str) else v.formula()) for k, v in base.items()})
+                          baselines={k: (v if isinstance(v, str) else v.formula()) for k, v in base.items()},
+                          left_out=left_out)
     say = lambda s: out.print(s, markup=False, highlight=False)  # noqa: E731
+    if left_out:
+        say(f"perfcast: the APMT total leaves out {', '.join(left_out)} (no cycles counter and no time mapped: "
+            "no CPI; --timer KERNEL=CALLPATH maps one)")
     for name, b in base.items():
         # Worley's form has no size: fitted at one size, it predicts there only (n/a elsewhere, said)
         at = "" if isinstance(b, str) or not getattr(b, "fixed", None) else \
