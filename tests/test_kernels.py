@@ -352,3 +352,17 @@ def test_cg_campaign_dot_is_a_kernel_with_its_measured_instructions():
         assert k["dot"].share[f"p={p}"] / k["spmv"].share[f"p={p}"] == pytest.approx(want, rel=1e-9)
     # p=1 has no MPI traffic: the library's share there is small, not dot's 20%
     assert ks.excluded_share["p=1"] < 0.01
+
+
+def test_a_cost_metric_not_on_the_functions_is_refused_in_one_line():
+    # `kernels --metric time` on a campaign with cachegrind counts: the timers are not on the functions'
+    # callpaths, and the selection of the functions dropped the metric: KeyError 'time' (exit 1)
+    timer = [{"p": p, "rep": 0, "callpath": "main->t_solve", "metric": "time", "value": 1.0 / p, "rank": 0}
+             for p in PS]
+    rows = [{"p": p, "rep": 0, "callpath": cp, "metric": "cycles", "value": v, "rank": r}
+            for p in PS for r in range(p) for cp, v in (("main->solve", 800.0 / p), ("main", 0.0))]
+    exp = Experiment(["p"], pd.DataFrame(rows + timer), [Metric("cycles", "#", "count", "exclusive"),
+                                                         Metric("time", "s", "time", "inclusive")])
+    with pytest.raises(PerfcastError, match=r"'time' is not measured on the functions .* but on main->t_solve"):
+        identify_kernels(exp, metric="time")
+    assert identify_kernels(exp, metric="cycles").names() == ["solve", REST]

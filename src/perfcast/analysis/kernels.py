@@ -337,6 +337,17 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                             f"{', '.join(_num(v) for v in sorted(pts[procs].unique()))} only")
     fp = function_paths(exp)
     if fp is not None and len(fp) < len(exp.data["callpath"].cat.categories):
+        d = exp.data
+        if d[(d["metric"] == metric) & d["callpath"].isin(fp)].empty:
+            # the metric sits on other callpaths only (a campaign's wall time and timers, the PMPI
+            # profile's MPI-> routines): no cost of the functions to rank
+            on = list(dict.fromkeys(map(str, d.loc[d["metric"] == metric, "callpath"])))
+            raise PerfcastError(f"{metric!r} is not measured on the functions (the callpaths with instruction or "
+                                f"cycle counts) but on {', '.join(on[:4])}{', ...' if len(on) > 4 else ''}"
+                                + (" -- the campaign's run time and application timers" if run_timers(exp, metric)
+                                   else "") + "; rank the functions by one of their metrics (e.g. "
+                                f"{find_metric(exp, CYCLE_METRICS) or find_metric(exp, INSTR_METRICS)})",
+                                where="metric")
         exp = exp.select(callpath=fp)
     pf = per_function(exp, metric, procs)
     if (pf["total"] < 0).any():
