@@ -415,3 +415,18 @@ def test_a_larger_problem_is_not_set_beside_the_profiled_sizes_pmnf(recorded):
     assert rec["runs"] == [] and rec["kernels"] == [] and rec["coverage"] is None
     assert rec["verdict"]["best"] == "apmt" and "2x the profiled size" in rec["verdict"]["text"]
     assert rec["apmt"]["total"] == pred.total
+
+
+def test_the_check_says_when_an_estimate_was_fitted_on_the_target_run(held_out, recorded):
+    # --run-times with the whole campaign (p = 1..16) and --validate at p=16: the PMNF run time was fitted
+    # on the very runs it is checked against, yet the check said "measured, not fitted"
+    train, val, _, _ = held_out
+    exp, _, _ = recorded
+    model = fit_apmt(train, timers=TIMERS)
+    rec = reconcile(train, model, model.predict({"p": 16}), TIMERS, measured=val, times=exp, times_label="all")
+    assert rec["check"]["fitted_on"] == ["pmnf"]
+    from perfcast.apmt.reconcile import lines
+
+    assert any("the PMNF model was fitted on runs at this point too: no independent check of it" in s
+               for s in lines(rec))
+    assert reconcile(train, model, model.predict({"p": 16}), TIMERS, measured=val)["check"]["fitted_on"] == []

@@ -226,7 +226,8 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     v = verdict(pred.total, run["pmnf"] if run else None, coverage, over is not None,
                 run["callpath"] if run else "")
     return {**base, "runs": runs, "kernels": kernels, "left_out": left_out,
-            "check": None if measured is None else check(measured, exp.parameters, run, pred.total, v.best, metric),
+            "check": None if measured is None else check(measured, exp.parameters, run, pred.total, v.best, metric,
+                                                         fitted={"apmt": exp, "pmnf": src}),
             "coverage": None if coverage is None else {"value": coverage, "at": big, "apmt": apmt_big,
                                                        "measured": run["measured_at_largest"],
                                                        "callpath": run["callpath"]},
@@ -277,14 +278,17 @@ def _own_times(exp, metric: str, paths: list[str]):
     return exp.select(metric=metric, callpath=keep, literal=True) if keep else None
 
 
-def check(measured, parameters, run: Mapping | None, apmt_total: float, best: str, metric: str) -> dict | None:
+def check(measured, parameters, run: Mapping | None, apmt_total: float, best: str, metric: str,
+          fitted: Mapping | None = None) -> dict | None:
     """The verdict checked against the run measured at the target: ``measured`` (validation runs)
     holds the run-time callpath ``run`` at ``run``'s point? Then ``value`` (its mean, ranks combined
     as :data:`RANKS`), ``repetitions``, each estimate's relative ``error`` (APMT's, PMNF's), whether
     the measurement lies in the PMNF ``interval``, which estimate is ``closer`` and whether that is
     the one the verdict chose (``confirms``).  None when the run time was not measured there;
     ``oversubscribed`` says when the measured runs themselves were (their times include
-    descheduling)."""
+    descheduling); ``fitted``: estimate -> the experiment it was fitted on, and ``fitted_on`` then names
+    the estimates whose runs include the target point (--run-times or the APMT experiment holding it:
+    no independent check of those)."""
     from ..analysis.oversubscription import oversubscription
     from ..analysis.validation import measured_means
 
@@ -305,7 +309,12 @@ def check(measured, parameters, run: Mapping | None, apmt_total: float, best: st
     inside = None if p["lower"] is None else bool(p["lower"] <= value <= p["upper"])
     over = oversubscription(measured)
     chosen = {"agree": None, "apmt": "apmt", "pmnf": "pmnf"}[best]
+    key = {p: float(at[p]) for p in parameters}
+    fitted_on = [name for name, e in (fitted or {}).items()
+                 if e is not None and not e.points().empty
+                 and (e.points()[list(key)].astype(float) == list(key.values())).all(axis=1).any()]
     return {"callpath": run["callpath"], "metric": metric, "at": dict(at), "value": value, "repetitions": reps,
+            "fitted_on": fitted_on,
             "error": err, "inside": inside, "closer": closer,
             "confirms": None if chosen is None else chosen == closer,
             "oversubscribed": None if over is None else over.to_dict()}
@@ -378,7 +387,13 @@ def check_line(c: Mapping) -> str:
     what = (f"the estimate the verdict chose ({name[c['closer']]}) was the closer" if c["confirms"] else
             f"{name[c['closer']]} was the closer, not the verdict's choice" if c["confirms"] is False else
             f"{name[c['closer']]} was the closer")
-    return (f"checked at {pt} (measured, not fitted): {c['callpath']} {c['value']:.4g} s "
+    name_of = {"apmt": "APMT", "pmnf": "the PMNF model"}
+    fitted = c.get("fitted_on") or []
+    how = ("measured, not fitted" if not fitted else
+           f"measured; {' and '.join(name_of[f] for f in fitted)} {'were' if len(fitted) > 1 else 'was'} fitted on "
+           "runs at this point too: no independent "
+           "check of " + ("them" if len(fitted) > 1 else "it"))
+    return (f"checked at {pt} ({how}): {c['callpath']} {c['value']:.4g} s "
             f"({c['repetitions']} run(s)): PMNF {c['error']['pmnf']:+.1%}{inside}, APMT "
             f"{c['error']['apmt']:+.1%}: {what}"
             + ("; the measured runs were oversubscribed too: their times include descheduling"
