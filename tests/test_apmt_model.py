@@ -403,3 +403,19 @@ def test_a_timer_for_a_kernel_that_does_not_exist_is_refused(cg_p):
     # it was ignored: the kernel stayed out of the total as if no timer had been given
     with pytest.raises(PerfcastError, match=r"no kernel 'spmvv'.*the kernels are spmv, axpy, dot, xpby, rest"):
         fit_apmt(cg_p, MACHINE, timers={"spmvv": "app->spmv"})
+
+
+def test_refinement_advice_names_two_distinct_counts_and_the_measured_ones():
+    # profiled up to p=16, validated at 32 and 64: the midpoint sqrt(16 x 64) = 32 and 2 x 16 = 32
+    # coincided -- "profile two more process counts (p=32)" -- and 32 is a validation run already
+    from types import SimpleNamespace
+
+    from perfcast.apmt.refine import suggest_runs
+
+    model = SimpleNamespace(procs="p", profiled=pd.DataFrame({"p": [2.0, 4.0, 8.0, 16.0]}))
+    advice = suggest_runs(model, "communication", [{"p": 32.0, "n": 100.0}, {"p": 64.0, "n": 100.0}])
+    assert advice == ["communication: profile two more process counts (p=32 (measured already: a validation run; "
+                      "fit on it) and 64 (measured already: a validation run; fit on it); one to refit the volume "
+                      "and Hockney models, one to validate) -- APMT's communication refinement"]
+    advice = suggest_runs(model, "communication", [{"p": 20.0}])
+    assert "(p=18 and 32;" in advice[0]          # 16 + (20 - 16) / 2 and 2 x 16, neither measured
