@@ -142,3 +142,16 @@ def test_time_fits_limited_to_undersubscribed_runs():
     assert any("p <= 8 only" in n for n in cm.notes)
     with pytest.raises(PerfcastError, match="no profiled run has p <= 2"):
         fit_comm(exp, time_procs_max=2)
+
+
+def test_one_bytes_per_message_ratio_cannot_separate_latency_from_bandwidth():
+    # n fixed: every message has 8000 bytes, so t = A s + B m = (8000 A + B) m -- any split of it fits;
+    # NNLS returned one (the jacobi campaign fitted within its 2 cores: "latency 0.00 us/message,
+    # bandwidth 23 MB/s") and nothing said it was arbitrary
+    cm = fit_comm(_profile(ns=(1000,)))
+    assert cm.p2p.separable is False and cm.p2p.to_dict()["separable"] is False
+    assert any("cannot be told apart" in n for n in cm.notes)
+    # any split reproduces the profiled times: an interior rank of p=8 moves 4 messages of 8000 bytes
+    assert cm.p2p.a * 32000 + cm.p2p.b * 4 == pytest.approx(A * 32000 + B * 4, rel=1e-6)
+    full = fit_comm(_profile())
+    assert full.p2p.separable is True and not any("cannot be told apart" in n for n in full.notes)

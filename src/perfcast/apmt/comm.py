@@ -8,7 +8,9 @@ Input: an experiment holding the PMPI reader's callpaths ``MPI-><routine>`` with
   the bytes a rank moved (sent + received) and ``n_msg`` its messages (sends + receives;
   Sendrecv counts two) -- ``a`` is the inverse bandwidth, ``b`` the latency per message.  APMT
   writes ``t = a * s_tot + b`` with a constant ``b`` (a fixed message count); ``form="apmt"`` fits
-  exactly that.  Coefficients are non-negative least squares.  ``s_tot`` and ``n_msg`` of the
+  exactly that.  Coefficients are non-negative least squares; when every fitted observation has one
+  bytes-per-message ratio (one message size: e.g. only p = 2 within the cores) ``a`` and ``b`` cannot
+  be told apart -- the split found is one of many, said in a note and ``separable`` False.  ``s_tot`` and ``n_msg`` of the
   critical rank (``ranks="max"``, default; ``"mean"`` for the average rank) are modelled as functions
   of the parameters with the PMNF modeler.  A rank that moved no point-to-point message in a run
   (e.g. the single rank at p = 1) is an observation of zero bytes and zero messages for these
@@ -63,6 +65,9 @@ class P2PModel:
     procs: str | None = None
     #: process counts at which the profile measured no point-to-point message on any rank
     zero_at: tuple = ()
+    #: False when the fitted observations cannot tell ``a`` from ``b`` (one bytes-per-message ratio, or
+    #: one volume in the ``apmt`` form): ``a`` and ``b`` are then one split of many that fit alike
+    separable: bool = True
 
     def silent(self, at: Mapping) -> bool:
         return self.procs is not None and self.procs in at and float(at[self.procs]) in self.zero_at
@@ -81,7 +86,8 @@ class P2PModel:
                 "bandwidth_bytes_per_s": (1 / self.a) if self.a > 0 else None, "r2": self.r2, "n_obs": self.n_obs,
                 "volume_model": self.volume.formula(),
                 "messages_model": None if self.messages is None else self.messages.formula(),
-                "routines": self.routines, "zero_at": {self.procs: list(self.zero_at)} if self.zero_at else {}}
+                "routines": self.routines, "zero_at": {self.procs: list(self.zero_at)} if self.zero_at else {},
+                "separable": self.separable}
 
 
 @dataclass
@@ -269,6 +275,14 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         scale = np.where(X.max(axis=0) > 0, X.max(axis=0), 1.0)
         coef, _ = nnls(X / scale, y)
         coef = coef / scale
+        separable = len(reg) > 0 and int(np.linalg.matrix_rank(X / scale, tol=1e-9)) == X.shape[1]
+        if not separable:
+            what = ("every observation has the same bytes per message" if form == "hockney"
+                    else "every observation moved the same volume")
+            notes.append(f"point-to-point: {what} in the runs the times are fitted on, so the transfer cost per "
+                         "byte and the latency cannot be told apart: the fitted split (the insight's latency and "
+                         "bandwidth) is one of many that fit them alike, and predictions where messages are "
+                         "larger or smaller depend on it")
         pred = X @ coef
         ss = float(((y - y.mean()) ** 2).sum())
         r2 = 1 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else 1.0
@@ -285,7 +299,8 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         vol = _fit(_reduce_ranks(full, params, "bytes", ranks), params, "bytes", options, grid)
         msgs = (_fit(_reduce_ranks(full, params, "msgs", ranks), params, "msgs", options, grid)
                 if form == "hockney" else None)
-        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at)
+        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at,
+                       separable)
         if r2 < 0.5:
             notes.append(f"point-to-point: the Hockney fit explains only {r2:.0%} of the variance of the "
                          "per-rank p2p time (waiting for late partners is not a transfer cost)")
