@@ -352,8 +352,11 @@ class APMTModel:
         if at is not None:
             x = self.crossover(at)
             if x is not None:
+                left = [k for k, v in self.predict({**at, self.procs: x}).kernels.items() if v["total"] is None]
                 out.append(f"communication exceeds computation first at {self.procs}={kmod._num(x)} (of the profiled "
-                           f"{self.procs} and the powers of 2 above them)")
+                           f"{self.procs} and the powers of 2 above them)"
+                           + (f"; the computation there holds only the kernels with a time, not {', '.join(left)}"
+                              if left else ""))
         return out
 
     def to_dict(self) -> dict:
@@ -484,6 +487,8 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         missing = missing_insights(roles)
         notes.extend(missing)
         for k in ks.kernels:
+            if k.kind == "rest" and not k.callpaths:
+                continue   # no other function: nothing to model, nothing left out of the total
             km = KernelModel(k.name, k.kind)
             for role, mets in roles.items():
                 if not mets or role in ("store_stalls",):
