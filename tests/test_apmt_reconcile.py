@@ -430,3 +430,17 @@ def test_the_check_says_when_an_estimate_was_fitted_on_the_target_run(held_out, 
     assert any("the PMNF model was fitted on runs at this point too: no independent check of it" in s
                for s in lines(rec))
     assert reconcile(train, model, model.predict({"p": 16}), TIMERS, measured=val)["check"]["fitted_on"] == []
+
+
+def test_left_out_kernels_name_the_metric_of_their_share(recorded):
+    # "rest (17.5% of the cost at p=16)": the cost is the instructions (Ir), not the time
+    exp, model, pred = recorded
+    rec = reconcile(exp, model, pred, TIMERS)
+    rest, = rec["left_out"]
+    assert rest["kernel"] == "rest" and rest["cost_metric"] == "Ir" and rest["at"] == "p=16"
+    # the share of the application's Ir at p=16 outside compute_sweep, by hand from the kernel shares
+    k = {x.name: x for x in model.kernelset.kernels}
+    assert rest["cost_share"] == pytest.approx(1 - k["compute_sweep"].share["p=16"], rel=1e-9)
+    from perfcast.apmt.reconcile import lines
+
+    assert any(f"not in APMT's total: rest ({rest['cost_share']:.1%} of the Ir at p=16)" in s for s in lines(rec))

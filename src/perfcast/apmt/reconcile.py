@@ -143,7 +143,8 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     big = _largest_point(exp)
     label = ",".join(f"{k}={v:g}" for k, v in (big or {}).items())
     shares = {k.name: k.share.get(label) for k in model.kernelset.kernels}
-    left_out = [{"kernel": k, "cost_share": shares.get(k), "at": label} for k in untimed]
+    left_out = [{"kernel": k, "cost_share": shares.get(k), "cost_metric": model.kernelset.metric or None, "at": label}
+                for k in untimed]
     if getattr(pred, "size_ratio", 1.0) != 1.0:
         # APMT's larger problem (work per rank p / R): no PMNF model knows that size -- theirs at the same
         # point is the profiled problem, another run; set side by side, they were called agreeing
@@ -364,7 +365,8 @@ def lines(rec: Mapping) -> list[str]:
             out.append(f"  {k['kernel']}: APMT {a}, PMNF {k['timer']} {pm}: {state}")
     if rec["left_out"]:
         out.append("  not in APMT's total: " + ", ".join(
-            k["kernel"] + (f" ({k['cost_share']:.1%} of the cost at {k['at']})" if k["cost_share"] is not None else "")
+            k["kernel"] + (f" ({k['cost_share']:.1%} of the {k.get('cost_metric') or 'cost'} at {k['at']})"
+                           if k["cost_share"] is not None else "")
             for k in rec["left_out"]) + "; and whatever runs outside the kernels and MPI routines (start-up, I/O)")
     c = rec["coverage"]
     if c is not None:
