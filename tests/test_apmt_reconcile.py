@@ -444,3 +444,21 @@ def test_left_out_kernels_name_the_metric_of_their_share(recorded):
     from perfcast.apmt.reconcile import lines
 
     assert any(f"not in APMT's total: rest ({rest['cost_share']:.1%} of the Ir at p=16)" in s for s in lines(rec))
+
+
+def test_breakdown_honours_level_and_refuses_options_it_cannot_use(capsys):
+    # --level was ignored (the PMNF intervals beside the APMT total stayed 90%); --metric, --callpath,
+    # --ranks, --averaged, --limit were accepted and did nothing
+    args = ["predict", CAMPAIGN, "--breakdown", "--at", "p=32", "--timer", "compute_sweep=app->compute"]
+    code, out, err = cli(capsys, *args, "--level", "0.5", "--json")
+    assert code == 0, err
+    rec, = cli_json(out, "breakdown")["reconciliation"]
+    code, out, err = cli(capsys, "predict", CAMPAIGN, "--at", "p=32", "--metric", "time", "--callpath", "app",
+                         "--ranks", "max", "--level", "0.5", "--json")
+    row, = cli_json(out, "predictions")["items"]
+    run, = rec["runs"]
+    assert run["pmnf"]["level"] == 0.5
+    assert run["pmnf"]["upper"] == pytest.approx(row["upper"], rel=1e-12)
+    for extra in (["--metric", "time"], ["--callpath", "app"], ["--ranks", "max"], ["--averaged"], ["--limit", "3"]):
+        code, out, err = cli(capsys, *args, *extra)
+        assert code == 2 and out == "" and f"{extra[0]}: not with --breakdown" in err

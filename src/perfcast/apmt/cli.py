@@ -71,7 +71,7 @@ def _fit(exp, machine, timers, threshold, procs, functions, quiet, comm_max_proc
 
 def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, functions, strong, as_json,
                   comm_max_procs=None, scaling="auto", measured=None, times=None, times_label=None,
-                  max_terms=1, negative=False):
+                  max_terms=1, negative=False, level=0.9):
     """``max_terms``, ``negative``: predict's ``--terms``, ``--negative`` (the kernels' time models and
     the PMNF estimates next to them are fitted as `perfcast predict` fits its series)."""
     from ..report.terminal import out, write_json
@@ -94,8 +94,8 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
         curve = model.strong_scaling(ps, targets[0], size_ratio=size_ratio)
     from .reconcile import lines as reconciled_lines, reconcile
 
-    recs = [reconcile(exp, model, p, parse_timers(timers), measured=measured, times=times, times_label=times_label)
-            for p in preds]
+    recs = [reconcile(exp, model, p, parse_timers(timers), level=level, measured=measured, times=times,
+                      times_label=times_label) for p in preds]
     if as_json:
         return write_json("breakdown", [p.to_dict() for p in preds], model=model.to_dict(),
                           strong_scaling=[p.to_dict() for p in curve], insights=model.insights(targets[0]),
