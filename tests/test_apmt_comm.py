@@ -189,3 +189,17 @@ def test_cg_campaign_halo_volume_follows_the_slab_decomposition():
     assert set(b[b.p >= 4].groupby(["p", "rep", "rank"]).value.sum().groupby(["p", "rep"]).max()) == {want}
     for p in (4, 16, 32):
         assert cm.p2p.volume.predict({"p": p}) == pytest.approx(want, rel=0.05)
+
+
+def test_no_round_off_sign_on_a_zero_r2():
+    # examples/cg fitted within 2 cores: one (bytes, messages) pair, the fit is the mean: R^2 -1e-16
+    # printed as "R^2 -0.00" and "explains only -0% of the variance"
+    from pathlib import Path
+
+    from perfcast.apmt.model import fit_options
+    from perfcast.io import load
+
+    store = Path(__file__).resolve().parents[1] / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+    cm = fit_comm(load([store]), time_procs_max=2, options=fit_options("pmnf"))
+    assert cm.p2p.r2 == 0.0 and str(cm.p2p.r2) == "0.0"
+    assert any("explains only 0% of the variance" in n for n in cm.notes)

@@ -197,6 +197,12 @@ def _messages(row_routine: str, calls: float) -> float:
     return 0.0
 
 
+def _r2(v: float) -> float:
+    """R^2 without a round-off sign: a fit no better than the mean by 1e-16 printed "R^2 -0.00" and
+    "explains only -0% of the variance"."""
+    return 0.0 if abs(v) < 1e-9 else v
+
+
 def _reduce_ranks(df: pd.DataFrame, params: list[str], col: str, ranks: str) -> pd.DataFrame:
     per = df.groupby([*params, "rep", "rank"], observed=True)[col].sum().reset_index()
     return per.groupby([*params, "rep"], observed=True)[col].agg(ranks).reset_index()
@@ -288,7 +294,7 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
                          "larger or smaller depend on it")
         pred = X @ coef
         ss = float(((y - y.mean()) ** 2).sum())
-        r2 = 1 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else 1.0
+        r2 = _r2(1 - float(((y - pred) ** 2).sum()) / ss) if ss > 0 else 1.0
         # every rank of every run is an observation: one without p2p calls moved 0 bytes in 0 messages
         every = t[[*params, "rep", "rank"]].drop_duplicates()
         full = every.merge(obs, on=[*params, "rep", "rank"], how="left").fillna(0.0)
@@ -348,7 +354,7 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         coef = coef / scale
         pred = X @ coef
         ss = float(((per_call - per_call.mean()) ** 2).sum())
-        r2 = 1 - float(((per_call - pred) ** 2).sum()) / ss if ss > 0 else 1.0
+        r2 = _r2(1 - float(((per_call - pred) ** 2).sum()) / ss) if ss > 0 else 1.0
         vals = dict(zip(keep_names, coef[:-1]))
         calls_pts = _reduce_ranks(d, params, "calls", ranks)
         d2 = d.assign(avg=d["bytes_sent"] / d["calls"])
