@@ -423,3 +423,15 @@ def test_refinement_advice_names_two_distinct_counts_and_the_measured_ones():
                       "and Hockney models, one to validate) -- APMT's communication refinement"]
     advice = suggest_runs(model, "communication", [{"p": 20.0}])
     assert "(p=18 and 32;" in advice[0]          # 16 + (20 - 16) / 2 and 2 x 16, neither measured
+
+
+def test_nan_baseline_has_no_negative_cost_of_work():
+    # times that fall as the work per rank grows (oversubscribed runs): the unconstrained fit gave a
+    # negative time per unit of work; a >= 0 leaves the constant b minimising sum ((b - t) / t)^2,
+    # b = sum(1/t) / sum(1/t^2) by hand
+    t = pd.Series([1.0, 2.0, 3.0], index=pd.MultiIndex.from_arrays([[1.0, 2.0, 4.0], [4.0, 4.0, 4.0]],
+                                                                     names=["p", "n"]))
+    nan = Nan.fit(t, "p", "n")
+    assert nan.a == 0.0
+    w = 1 / t.to_numpy()
+    assert nan.b == pytest.approx(w.sum() / (w ** 2).sum(), rel=1e-9)
