@@ -419,6 +419,9 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         notes.append(f"counters and CPI from the runs at {fp}={kmod._num(top)}; the other frequencies refine "
                      "CPI_core and BF_mem (Eq 5)")
     procs = kmod.procs_param(base, procs)
+    from ..analysis.oversubscription import oversubscription
+
+    over = oversubscription(base, procs)
     opts = fit_options(functions)
     # the times: predict's options (APMT's own function set when asked for)
     pmnf = fit.FitOptions(max_terms=max_terms, negative=negative)
@@ -549,6 +552,16 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 if len(common) == 0:
                     km.notes.append(f"the time ({tsrc}) and the instruction counts share no profiled point")
                 else:
+                    within = _within_cores(common, bparams, procs, over)
+                    if within is not None:
+                        # a time measured with more ranks than cores holds the waits for descheduled
+                        # ranks: no CPI of the code (the instruction counts are exact either way)
+                        km.notes.append(f"effective CPI from the runs within the {over.cores} cores ({procs} = "
+                                        f"{', '.join(kmod._num(v) for v in over.within())}); the runs at {procs} = "
+                                        f"{', '.join(kmod._num(v) for v in over.over)} were oversubscribed: their "
+                                        f"{tsrc} includes descheduling")
+                        notes.append(f"{k.name}: {km.notes[-1]}")
+                        common = within
                     cpis = (tser.loc[common] * machine.frequency_hz / instr.loc[common]).dropna()
                     km.cpi_source = f"effective (time from {tsrc} x f / instructions)"
             elif instr is not None:
@@ -592,6 +605,17 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         ks = kmod.KernelSet([], "", procs, threshold, {}, {}, [no_profile])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
                      base.points(), dict(timers), pmnf)
+
+
+def _within_cores(index, params, procs, over):
+    """The points of ``index`` (one parameter value or a tuple per point) whose process count the cores
+    held, when some others were oversubscribed; None when there is nothing to leave out (or nothing
+    would remain)."""
+    if over is None or not over.over or procs is None or procs not in params:
+        return None
+    i = list(params).index(procs)
+    keep = [x for x in index if float(x[i] if isinstance(x, tuple) else x) <= over.cores]
+    return index[[x in keep for x in index]] if 0 < len(keep) < len(index) else None
 
 
 def _check_timers(timers: Mapping[str, str], kernels: Sequence[str]) -> None:
