@@ -208,24 +208,35 @@ def _reduce_ranks(df: pd.DataFrame, params: list[str], col: str, ranks: str) -> 
     return per.groupby([*params, "rep"], observed=True)[col].agg(ranks).reset_index()
 
 
-def _fit(points: pd.DataFrame, params: list[str], col: str, options, grid=None):
-    """The model of ``col`` over the points; on a recorded process grid, a count no PMNF function
-    passes through is modelled in the grid's covariates (:func:`perfcast.fit.grid.fit_grid`)."""
+def _series(points: pd.DataFrame, params: list[str], col: str):
     g = points.groupby(params if len(params) > 1 else params[0], observed=True)[col]
     items = list(g)
     xs = np.array([list(k) if isinstance(k, tuple) else [k] for k, _ in items], dtype=float)
-    vals = [grp.to_numpy(dtype=float) for _, grp in items]
+    return xs, [grp.to_numpy(dtype=float) for _, grp in items]
+
+
+def _fit(points: pd.DataFrame, params: list[str], col: str, options, grid=None, silent: pd.Series | None = None):
+    """The model of ``col`` over the points; on a recorded process grid, a count no PMNF function
+    passes through is modelled in the grid's covariates (:func:`perfcast.fit.grid.fit_grid`).
+    ``silent``: the rows (True) of process counts without any message, predicted as exactly zero:
+    left out of the PMNF law (their zero pinned it to 0 at p=1), kept for the grid's covariates (a
+    rank without neighbours has none)."""
     # counts (bytes, messages, calls, sizes): the sign rule of counts, as the kernels' counters and
     # `perfcast model` fit them -- a law that falls below zero as the ranks grow is no count's
-    m = fit.fit_series(xs, vals, params, (options or fit.FitOptions()).for_kind("count"))
+    opts = (options or fit.FitOptions()).for_kind("count")
+    flows = points if silent is None or not silent.any() else points[~silent.to_numpy()]
+    m = fit.fit_series(*_series(flows, params, col), params, opts)
     if grid is None:
         return m
     from ..fit.grid import fit_grid
 
+    xs, vals = _series(points, params, col)
+    single = m if flows is points else fit.fit_series(xs, vals, params, opts)
     mean = np.array([v.mean() for v in vals])
     count = np.array([float(len(v)) for v in vals])
     ssd = np.array([float(((v - v.mean()) ** 2).sum()) for v in vals])
-    on_grid = fit_grid(xs, mean, count, ssd, params, grid, (options or fit.FitOptions()).for_kind("count", True), m)
+    on_grid = fit_grid(xs, mean, count, ssd, params, grid, (options or fit.FitOptions()).for_kind("count", True),
+                       single)
     return m if on_grid is None else on_grid
 
 
@@ -308,10 +319,10 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         # the volume and message models over the process counts where messages flow: at one without any
         # (predicted as exactly zero above) a zero pinned the laws to 0 at p=1 -- CG's constant halo
         # volume of the critical rank from p=4 on was fitted as 1.6e6 p^-1 log2(p)^2, 24% low at p=32
-        flows = full if not zero_at else full[~full[procs].astype(float).isin(zero_at)]
-        vol = _fit(_reduce_ranks(flows, params, "bytes", ranks), params, "bytes", options, grid)
-        msgs = (_fit(_reduce_ranks(flows, params, "msgs", ranks), params, "msgs", options, grid)
-                if form == "hockney" else None)
+        vols, ms = _reduce_ranks(full, params, "bytes", ranks), _reduce_ranks(full, params, "msgs", ranks)
+        silent = (lambda d: d[procs].astype(float).isin(zero_at) if zero_at else None)  # noqa: E731
+        vol = _fit(vols, params, "bytes", options, grid, silent(vols))
+        msgs = _fit(ms, params, "msgs", options, grid, silent(ms)) if form == "hockney" else None
         p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at,
                        separable)
         if r2 < 0.5:
