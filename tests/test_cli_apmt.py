@@ -387,3 +387,18 @@ def test_compare_says_which_kernels_the_apmt_total_leaves_out(syn, capsys):
         assert row["perfcast"] == pytest.approx(comp["sweep"] + p2p + ar, rel=1e-6)
     rc, out, err = run(capsys, *args)
     assert "perfcast: the APMT total leaves out pack, gather, rest (no cycles counter" in out
+
+
+def test_compare_computation_error_covers_the_timers_the_validation_runs_measured(syn, tmp_path, capsys):
+    # the validation runs lack pack's timer: its kernel was still in the predicted computation while the
+    # measured one summed sweep's timer alone (a computation error of +pack / total)
+    val = pd.read_csv(syn / "val.csv")
+    val[val.callpath != "app->pack_t"].to_csv(tmp_path / "val.csv", index=False)
+    rc, out, err = run(capsys, "compare", syn / "prof.csv", "--validate", tmp_path / "val.csv", *TIMERS,
+                       "--machine", syn / "m.yaml", "--measure", "app->total", "--json")
+    assert rc == 0, err
+    for r in cli_json(out, "comparison")["validation"]["rows"]:
+        comp, _, _ = truth(r["at"]["p"], r["at"]["n"])
+        assert r["comp_measured"] == pytest.approx(comp["sweep"], rel=1e-12)
+        assert r["comp_predicted"] == pytest.approx(comp["sweep"], rel=1e-6)
+        assert abs(r["comp_error"]) < 1e-6
