@@ -310,3 +310,147 @@ def test_kernel_model_undefined_at_the_point_is_refused_not_nan():
     for p in (1, 0.5):
         with pytest.raises(PerfcastError, match=rf"pole time: .* undefined at p={p:g}"):
             m.predict({"p": p})
+
+
+def _crossover_exp(ps=(1, 2, 4, 8, 16, 32)):
+    """solve: 1e9/p instructions per rank, timed 0.25/p s (CPI 0.5 at 2 GHz); MPI_Allreduce: 10 calls
+    per rank of 1e-3 * log2(p) s each; setup: 1e5 instructions, untimed (the rest).  Computation 0.25/p,
+    communication 0.01 log2(p): the
+    communication is larger first at p=16 (0.04 > 0.015625; at p=8 0.03 < 0.03125)."""
+    import math
+
+    rows = []
+    for p in ps:
+        for r in range(p):
+            rows.append({"p": p, "rep": 0, "rank": r, "callpath": "app->solve", "metric": "Ir", "value": 1e9 / p})
+            rows.append({"p": p, "rep": 0, "rank": r, "callpath": "app->setup", "metric": "Ir", "value": 1e5})
+            for met, v in (("time", 10 * 1e-3 * math.log2(p)), ("calls", 10.0), ("bytes", 160.0)):
+                rows.append({"p": p, "rep": 0, "rank": r, "callpath": "MPI->MPI_Allreduce", "metric": met,
+                             "value": v})
+        rows.append({"p": p, "rep": 0, "rank": 0, "callpath": "app->t_solve", "metric": "time", "value": 0.25 / p})
+    return Experiment(["p"], pd.DataFrame(rows), [Metric("Ir", "#", "count", "exclusive"),
+                                                  Metric("time", "s", "time", "inclusive"),
+                                                  Metric("calls", "#", "count", "inclusive"),
+                                                  Metric("bytes", "B", "bytes", "inclusive")])
+
+
+def test_crossover_is_the_first_process_count_where_communication_is_larger():
+    # it was searched from the largest profiled count up only: "overtakes at p~32" for a crossover at 16
+    m = fit_apmt(_crossover_exp(), MACHINE, timers={"solve": "app->t_solve"})
+    assert m.crossover({"p": 64}) == 16
+    assert any(s.endswith("communication exceeds computation first at p=16 (of the profiled p and the powers of 2 "
+                          "above them); the computation there holds only the kernels with a time, not rest")
+               for s in m.insights({"p": 64}))
+    # above the profiled counts: the powers of 2 (crossover at 16, profiled up to 8)
+    m8 = fit_apmt(_crossover_exp((1, 2, 4, 8)), MACHINE, timers={"solve": "app->t_solve"})
+    assert m8.crossover({"p": 64}) == 16
+
+
+def test_no_crossover_nor_computation_without_a_kernel_time():
+    # no timer mapped, no cycles: no kernel has a time -- the computation is unknown, not 0 s that the
+    # communication "overtakes"
+    m = fit_apmt(_crossover_exp(), MACHINE)
+    assert m.crossover({"p": 64}) is None
+    assert not any("exceeds computation" in s or "overtakes" in s for s in m.insights({"p": 64}))
+    pr = m.predict({"p": 64})
+    assert pr.to_dict()["computation"] is None
+    assert pr.total == pytest.approx(10 * 1e-3 * 6, rel=1e-6)   # 10 calls x 1e-3 s x log2(64)
+
+
+CG_P = ROOT / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+
+
+@pytest.fixture(scope="module")
+def cg_p():
+    from perfcast.io import load
+
+    return load([CG_P])
+
+
+def test_a_campaigns_timers_are_no_function_times(cg_p):
+    # examples/cg prints timers named like its functions (spmv, dot, axpy), and the timer dot holds dot
+    # and its MPI_Allreduce, axpy holds axpy and xpby: the kernels were ranked by these timers and
+    # took a CPI from them unasked ("time samples")
+    from perfcast.analysis.kernels import cost_metric
+
+    assert cost_metric(cg_p) == "Ir"
+    m = fit_apmt(cg_p, MACHINE, comm_time_procs_max=2)
+    assert m.kernelset.metric == "Ir"
+    assert {k.name for k in m.kernels} >= {"spmv", "dot", "axpy", "xpby"}
+    assert all(k.cpi is None and k.time_model is None for k in m.kernels)
+    # mapped on purpose, the timer gives the effective CPI: the mean over p of timer x f / instructions
+    # (critical rank), read with pandas -- over the runs the campaign's 2 cores held
+    m = fit_apmt(cg_p, MACHINE, timers={"spmv": "app->spmv"}, comm_time_procs_max=2)
+    v = pd.read_parquet(CG_P / "values.parquet")
+    t = v[(v.callpath == "app->spmv") & (v.metric == "time")].groupby("p").value.mean()
+    ir = v[(v.callpath == "app->spmv") & (v.metric == "Ir")].groupby(["p", "rep"]).value.max().groupby("p").mean()
+    spmv = next(k for k in m.kernels if k.name == "spmv")
+    assert spmv.cpi == pytest.approx(float((t * MACHINE.frequency_hz / ir).loc[[1.0, 2.0]].mean()), rel=1e-9)
+    assert all(k.cpi is None for k in m.kernels if k.name != "spmv")
+
+
+def test_without_a_function_profile_the_breakdown_is_communication_only(cg_p):
+    # a campaign without counters: its wall time and timers (the loop total holding the others) were
+    # summed as kernels, on top of the PMPI time of the same communication
+    exp = cg_p.select(metric=["time", "pmpi_time", "calls", "bytes", "bytes_sent", "bytes_recv"])
+    m = fit_apmt(exp, MACHINE, comm_time_procs_max=2)
+    assert m.kernels == []
+    pr = m.predict({"p": 32})
+    assert pr.kernels == {} and pr.to_dict()["computation"] is None
+    assert pr.total == pytest.approx(sum(m.comm.predict({"p": 32}).values()))
+    assert any("no function profile" in n for n in m.kernelset.explain())
+    with pytest.raises(PerfcastError, match="no function profile, so no kernels"):
+        fit_apmt(exp, MACHINE, timers={"spmv": "app->spmv"})
+
+
+def test_a_timer_for_a_kernel_that_does_not_exist_is_refused(cg_p):
+    # it was ignored: the kernel stayed out of the total as if no timer had been given
+    with pytest.raises(PerfcastError, match=r"no kernel 'spmvv'.*the kernels are spmv, axpy, dot, xpby, rest"):
+        fit_apmt(cg_p, MACHINE, timers={"spmvv": "app->spmv"})
+
+
+def test_refinement_advice_names_two_distinct_counts_and_the_measured_ones():
+    # profiled up to p=16, validated at 32 and 64: the midpoint sqrt(16 x 64) = 32 and 2 x 16 = 32
+    # coincided -- "profile two more process counts (p=32)" -- and 32 is a validation run already
+    from types import SimpleNamespace
+
+    from perfcast.apmt.refine import suggest_runs
+
+    model = SimpleNamespace(procs="p", profiled=pd.DataFrame({"p": [2.0, 4.0, 8.0, 16.0]}))
+    advice = suggest_runs(model, "communication", [{"p": 32.0, "n": 100.0}, {"p": 64.0, "n": 100.0}])
+    assert advice == ["communication: profile two more process counts (p=32 (measured already: a validation run; "
+                      "fit on it) and 64 (measured already: a validation run; fit on it); one to refit the volume "
+                      "and Hockney models, one to validate) -- APMT's communication refinement"]
+    advice = suggest_runs(model, "communication", [{"p": 20.0}])
+    assert "(p=18 and 32;" in advice[0]          # 16 + (20 - 16) / 2 and 2 x 16, neither measured
+
+
+def test_nan_baseline_has_no_negative_cost_of_work():
+    # times that fall as the work per rank grows (oversubscribed runs): the unconstrained fit gave a
+    # negative time per unit of work; a >= 0 leaves the constant b minimising sum ((b - t) / t)^2,
+    # b = sum(1/t) / sum(1/t^2) by hand
+    t = pd.Series([1.0, 2.0, 3.0], index=pd.MultiIndex.from_arrays([[1.0, 2.0, 4.0], [4.0, 4.0, 4.0]],
+                                                                     names=["p", "n"]))
+    nan = Nan.fit(t, "p", "n")
+    assert nan.a == 0.0
+    w = 1 / t.to_numpy()
+    assert nan.b == pytest.approx(w.sum() / (w ** 2).sum(), rel=1e-9)
+
+
+def test_effective_cpi_leaves_out_oversubscribed_runs():
+    # jacobi-p on a 2-core VM: the compute timer at p = 4, 8, 16 includes waiting for descheduled ranks
+    # (CPI 1.61 at p=8 against 0.58 at p=2); the effective CPI is the mean over the runs the cores held,
+    # by hand with pandas from the timer and the slowest rank's instructions
+    from perfcast.io import load
+
+    store = ROOT / "bench" / "data" / "jacobi-p" / "jacobi-p.perfcast"
+    m = fit_apmt(load([store]), MACHINE, timers={"compute_sweep": "app->compute"})
+    v = pd.read_parquet(store / "values.parquet")
+    t = v[(v.callpath == "app->compute") & (v.metric == "time")].groupby("p").value.mean()
+    ir = (v[(v.callpath == "app->compute_sweep") & (v.metric == "Ir")].groupby(["p", "rep"]).value.max()
+          .groupby("p").mean())
+    cpi = (t * MACHINE.frequency_hz / ir).loc[[1.0, 2.0]]
+    k = next(k for k in m.kernels if k.name == "compute_sweep")
+    assert k.cpi == pytest.approx(cpi.mean(), rel=1e-9) and [p for p, _ in k.cpi_values] == ["p=1", "p=2"]
+    assert any("compute_sweep: effective CPI from the runs within the 2 cores (p = 1, 2); the runs at p = 4, 8, 16 "
+               "were oversubscribed" in n for n in m.notes)

@@ -403,3 +403,62 @@ def test_the_run_time_of_an_exclusive_metric_is_the_roots_inclusive_time(data_di
     m2 = fit_apmt(train)
     chk = reconcile(train, m2, m2.predict({"x": 2000.0}), measured=val)["check"]
     assert chk["value"] == pytest.approx(totals[2000.0], rel=1e-12)
+
+
+def test_a_larger_problem_is_not_set_beside_the_profiled_sizes_pmnf(recorded):
+    # --size-ratio 2: APMT's total is of a problem twice the profiled size; the PMNF models of the
+    # measured times know the profiled size only, and their prediction at p=32 (another run) was shown
+    # as "every prediction of the run", the kernel's two numbers "agree"
+    exp, model, _ = recorded
+    pred = model.predict({"p": 32}, size_ratio=2)
+    rec = reconcile(exp, model, pred, TIMERS)
+    assert rec["runs"] == [] and rec["kernels"] == [] and rec["coverage"] is None
+    assert rec["verdict"]["best"] == "apmt" and "2x the profiled size" in rec["verdict"]["text"]
+    assert rec["apmt"]["total"] == pred.total
+
+
+def test_the_check_says_when_an_estimate_was_fitted_on_the_target_run(held_out, recorded):
+    # --run-times with the whole campaign (p = 1..16) and --validate at p=16: the PMNF run time was fitted
+    # on the very runs it is checked against, yet the check said "measured, not fitted"
+    train, val, _, _ = held_out
+    exp, _, _ = recorded
+    model = fit_apmt(train, timers=TIMERS)
+    rec = reconcile(train, model, model.predict({"p": 16}), TIMERS, measured=val, times=exp, times_label="all")
+    assert rec["check"]["fitted_on"] == ["pmnf"]
+    from perfcast.apmt.reconcile import lines
+
+    assert any("the PMNF model was fitted on runs at this point too: no independent check of it" in s
+               for s in lines(rec))
+    assert reconcile(train, model, model.predict({"p": 16}), TIMERS, measured=val)["check"]["fitted_on"] == []
+
+
+def test_left_out_kernels_name_the_metric_of_their_share(recorded):
+    # "rest (17.5% of the cost at p=16)": the cost is the instructions (Ir), not the time
+    exp, model, pred = recorded
+    rec = reconcile(exp, model, pred, TIMERS)
+    rest, = rec["left_out"]
+    assert rest["kernel"] == "rest" and rest["cost_metric"] == "Ir" and rest["at"] == "p=16"
+    # the share of the application's Ir at p=16 outside compute_sweep, by hand from the kernel shares
+    k = {x.name: x for x in model.kernelset.kernels}
+    assert rest["cost_share"] == pytest.approx(1 - k["compute_sweep"].share["p=16"], rel=1e-9)
+    from perfcast.apmt.reconcile import lines
+
+    assert any(f"not in APMT's total: rest ({rest['cost_share']:.1%} of the Ir at p=16)" in s for s in lines(rec))
+
+
+def test_breakdown_honours_level_and_refuses_options_it_cannot_use(capsys):
+    # --level was ignored (the PMNF intervals beside the APMT total stayed 90%); --metric, --callpath,
+    # --ranks, --averaged, --limit were accepted and did nothing
+    args = ["predict", CAMPAIGN, "--breakdown", "--at", "p=32", "--timer", "compute_sweep=app->compute"]
+    code, out, err = cli(capsys, *args, "--level", "0.5", "--json")
+    assert code == 0, err
+    rec, = cli_json(out, "breakdown")["reconciliation"]
+    code, out, err = cli(capsys, "predict", CAMPAIGN, "--at", "p=32", "--metric", "time", "--callpath", "app",
+                         "--ranks", "max", "--level", "0.5", "--json")
+    row, = cli_json(out, "predictions")["items"]
+    run, = rec["runs"]
+    assert run["pmnf"]["level"] == 0.5
+    assert run["pmnf"]["upper"] == pytest.approx(row["upper"], rel=1e-12)
+    for extra in (["--metric", "time"], ["--callpath", "app"], ["--ranks", "max"], ["--averaged"], ["--limit", "3"]):
+        code, out, err = cli(capsys, *args, *extra)
+        assert code == 2 and out == "" and f"{extra[0]}: not with --breakdown" in err

@@ -347,3 +347,58 @@ def test_scaling_option_reaches_the_apmt_model(syn, tmp_path, capsys, monkeypatc
                            "--apmt-machine", syn / "m.yaml", "--scaling", mode, "--json")
         assert rc == 0, err
         assert seen[-1] == want and cli_items(out, "report")[0]["apmt"] is not None
+
+
+def test_size_ratio_applies_to_the_strong_curve_and_is_not_set_beside_pmnf(syn, capsys):
+    # --size-ratio 2: the prediction is of a problem twice the profiled one (APMT: computation at the
+    # work per rank p / 2, communication volume x 2); the strong-scaling curve printed under it was of
+    # the profiled problem, and the PMNF models of the profiled problem were compared with it
+    def twice(p, n):
+        comp, _, _ = truth(p / 2, n)
+        return sum(comp.values()) + (A * 64 * n + B * 4) + CALLS * (CA * math.log2(p) + CB * 16 * n + CC)
+
+    rc, out, err = run(capsys, "predict", syn / "prof.csv", "--breakdown", "--at", "p=16,n=800", "--size-ratio", "2",
+                       "--strong", "8,128", *TIMERS, "--machine", syn / "m.yaml", "--json")
+    assert rc == 0, err
+    d = cli_json(out, "breakdown")
+    assert d["items"][0]["total"] == pytest.approx(twice(16, 800), rel=1e-6)
+    for pred, p in zip(d["strong_scaling"], (8, 128)):
+        assert pred["size_ratio"] == 2
+        assert pred["total"] == pytest.approx(twice(p, 800), rel=1e-6)
+    rec = d["reconciliation"][0]
+    assert rec["runs"] == [] and rec["kernels"] == [] and rec["verdict"]["best"] == "apmt"
+    rc, out, err = run(capsys, "predict", syn / "prof.csv", "--breakdown", "--at", "p=16,n=800", "--size-ratio", "2",
+                       "--strong", "8,128", *TIMERS, "--machine", syn / "m.yaml")
+    assert "strong scaling at n=800 (problem 2x the profiled size):" in out
+    assert number_after(out, "  p=128:") == pytest.approx(twice(128, 800), rel=1e-3)
+
+
+def test_compare_says_which_kernels_the_apmt_total_leaves_out(syn, capsys):
+    # with pack's timer not mapped, perfcast's total lacks pack's 400 n x 1.5 / f: its error next to the
+    # baselines' was shown without a word on what it leaves out
+    args = ("compare", syn / "prof.csv", "--validate", syn / "val.csv", "--timer", "sweep=app->sweep_t",
+            "--machine", syn / "m.yaml", "--measure", "app->total")
+    rc, out, err = run(capsys, *args, "--json")
+    assert rc == 0, err
+    d = cli_json(out, "comparison")
+    assert d["left_out"] == ["pack", "gather", "rest"]
+    for row in d["items"]:
+        comp, p2p, ar = truth(row["at"]["p"], row["at"]["n"])
+        assert row["perfcast"] == pytest.approx(comp["sweep"] + p2p + ar, rel=1e-6)
+    rc, out, err = run(capsys, *args)
+    assert "perfcast: the APMT total leaves out pack, gather, rest (no cycles counter" in out
+
+
+def test_compare_computation_error_covers_the_timers_the_validation_runs_measured(syn, tmp_path, capsys):
+    # the validation runs lack pack's timer: its kernel was still in the predicted computation while the
+    # measured one summed sweep's timer alone (a computation error of +pack / total)
+    val = pd.read_csv(syn / "val.csv")
+    val[val.callpath != "app->pack_t"].to_csv(tmp_path / "val.csv", index=False)
+    rc, out, err = run(capsys, "compare", syn / "prof.csv", "--validate", tmp_path / "val.csv", *TIMERS,
+                       "--machine", syn / "m.yaml", "--measure", "app->total", "--json")
+    assert rc == 0, err
+    for r in cli_json(out, "comparison")["validation"]["rows"]:
+        comp, _, _ = truth(r["at"]["p"], r["at"]["n"])
+        assert r["comp_measured"] == pytest.approx(comp["sweep"], rel=1e-12)
+        assert r["comp_predicted"] == pytest.approx(comp["sweep"], rel=1e-6)
+        assert abs(r["comp_error"]) < 1e-6

@@ -319,3 +319,50 @@ def test_growing_communication_is_named_outside_the_kernel_list():
     # nothing grows: said, not left out
     ks = identify_kernels(_exp({"solve": lambda p: 1000.0, "MPI_Isend": lambda p: 50.0}), scaling="weak")
     assert ks.communication == [] and ks.explain()[-1].endswith("none of its callpaths grows faster")
+
+
+def test_three_character_function_names_are_application_functions():
+    # the exclude list names cachegrind's unknown function "???" literally: an fnmatch "???" took
+    # every three-character name for the MPI library (examples/cg's dot: 20% of the instructions
+    # counted as MPI, left out of the kernels)
+    funcs = {"dot": lambda p: 300.0 / p, "spmv": lambda p: 700.0 / p, "???": lambda p: 50.0}
+    ks = identify_kernels(_exp(funcs))
+    assert ks.names()[:2] == ["spmv", "dot"]
+    dot = ks.kernels[1]
+    # shares by construction: at p=1 dot 300, spmv 700 of 1000 application cycles; ??? is excluded
+    assert dot.share["p=1"] == pytest.approx(0.3)
+    assert ks.excluded_share["p=1"] == pytest.approx(50 / 1050)
+
+
+def test_cg_campaign_dot_is_a_kernel_with_its_measured_instructions():
+    from pathlib import Path
+
+    from perfcast.io import load
+
+    store = Path(__file__).resolve().parents[1] / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+    ks = identify_kernels(load([store]), metric="Ir")
+    assert "dot" in ks.names()
+    # ground truth read with pandas: the ratio of the two functions' instructions (summed over ranks,
+    # one cachegrind run per point) is the ratio of their shares, whatever the denominator
+    v = pd.read_parquet(store / "values.parquet")
+    ir = v[v.metric == "Ir"].groupby(["p", "callpath"]).value.sum()
+    k = {x.name: x for x in ks.kernels}
+    for p in (1, 2, 4, 8, 16):
+        want = ir[(float(p), "app->dot")] / ir[(float(p), "app->spmv")]
+        assert k["dot"].share[f"p={p}"] / k["spmv"].share[f"p={p}"] == pytest.approx(want, rel=1e-9)
+    # p=1 has no MPI traffic: the library's share there is small, not dot's 20%
+    assert ks.excluded_share["p=1"] < 0.01
+
+
+def test_a_cost_metric_not_on_the_functions_is_refused_in_one_line():
+    # `kernels --metric time` on a campaign with cachegrind counts: the timers are not on the functions'
+    # callpaths, and the selection of the functions dropped the metric: KeyError 'time' (exit 1)
+    timer = [{"p": p, "rep": 0, "callpath": "main->t_solve", "metric": "time", "value": 1.0 / p, "rank": 0}
+             for p in PS]
+    rows = [{"p": p, "rep": 0, "callpath": cp, "metric": "cycles", "value": v, "rank": r}
+            for p in PS for r in range(p) for cp, v in (("main->solve", 800.0 / p), ("main", 0.0))]
+    exp = Experiment(["p"], pd.DataFrame(rows + timer), [Metric("cycles", "#", "count", "exclusive"),
+                                                         Metric("time", "s", "time", "inclusive")])
+    with pytest.raises(PerfcastError, match=r"'time' is not measured on the functions .* but on main->t_solve"):
+        identify_kernels(exp, metric="time")
+    assert identify_kernels(exp, metric="cycles").names() == ["solve", REST]

@@ -1107,6 +1107,15 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         if given:
             given = ["--timer" if g == "--timers" else g for g in given]
             raise PerfcastError(f"{', '.join(given)}: only with --breakdown (the APMT total and its parts)")
+    else:
+        # the breakdown models its own series (ranks: the slowest; every metric APMT uses): were ignored
+        ctx = click.get_current_context()
+        given = [opt for name, opt in (("metrics", "--metric"), ("callpaths", "--callpath"), ("locations", "--ranks"),
+                                       ("averaged", "--averaged"), ("limit", "--limit"))
+                 if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+        if given:
+            raise PerfcastError(f"{', '.join(given)}: not with --breakdown (it models the kernels' counters and the MPI "
+                                "routines, ranks reduced to the slowest, and prints every part)")
     if output is not None:
         from .output import check_file_output, table_format
 
@@ -1138,7 +1147,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
         times, label = _load_run_times(run_times, params, as_json)
         return breakdown_cmd(exp, targets, machine, timers, size_ratio, 0.05, None, "pmnf", strong, as_json,
                              comm_max_procs, scaling, measured=mexp, times=times, times_label=label,
-                             max_terms=max_terms, negative=negative)
+                             max_terms=max_terms, negative=negative, level=level)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
     over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json, mexp)}
     if as_json and check is None and output is None:

@@ -48,6 +48,10 @@ RESERVED = ("rep", "callpath", "metric", "value", "rank", "thread")
 LOCATION_COLUMNS = ("rank", "thread")
 KINDS = ("time", "count", "bytes", "other")
 SCOPES = ("inclusive", "exclusive", "unknown")
+#: the description of ``perfcast collect``'s ``time`` metric: the run's wall time on the root and the
+#: application's own timers beside it -- run-level values (rank 0), which may overlap (a loop total
+#: holding the other timers), not times of the profiled functions even where a timer is named like one
+RUN_TIMERS = "wall time of the run (app) and application-reported timers"
 AGGREGATES = ("mean", "median", "min", "max", "sum", "std", "count")
 
 _TIME_UNITS = {"s", "sec", "secs", "second", "seconds", "ms", "us", "usec", "ns", "nsec", "cycles"}

@@ -55,7 +55,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import CallTree, Experiment, Metric, absent_location_is_missing, reduce_over_locations
+from ..experiment import (RUN_TIMERS, CallTree, Experiment, Metric, absent_location_is_missing,
+                          reduce_over_locations)
 from ..scaling import format_exponent, loglog_slope, scaling_mode
 
 REST = "rest"
@@ -63,7 +64,9 @@ REST = "rest"
 DEFAULT_EXCLUDE = ("MPI_*", "PMPI_*", "mpi_*", "pmpi_*", "ompi_*", "opal_*", "orte_*", "mca_*", "pmix_*",
                    "PMIx_*", "ucp_*", "uct_*", "ucs_*", "hwloc_*", "MPIR_*", "MPID*", "MPIU_*", "psm*",
                    "fi_*", "ibv_*", "event_*", "_dl_*", "dl_*", "do_lookup*", "check_match", "_dl_*",
-                   "__GI__dl*", "???", "MPI", "APP",
+                   # cachegrind's unknown function, literally "???" (an fnmatch "???" is any
+                   # three-character name: CG's dot, a campaign's app)
+                   "__GI__dl*", "[?][?][?]", "MPI", "APP",
                    # functions without symbols named by the object they live in (io.cachegrind)
                    "* in mca_*", "* in libmpi*", "* in libopen-pal*", "* in libopen-rte*", "* in libpmix*",
                    "* in libmca_*", "* in libucp*", "* in libuct*", "* in libucs*", "* in libfabric*",
@@ -127,6 +130,8 @@ class KernelSet:
         return {cp: k.name for k in self.kernels for cp in k.callpaths}
 
     def explain(self) -> list[str]:
+        if not self.kernels:
+            return list(self.notes)   # no computation profile (APMT of an MPI profile alone): why
         out = [f"cost metric: {self.metric}; threshold {self.threshold:.0%}"
                + (f"; process-count parameter {self.procs}" if self.procs else "")]
         if self.scaling:
@@ -207,11 +212,32 @@ def time_metric(exp: Experiment) -> str | None:
     return default_metric(exp, among=times)
 
 
+def run_timers(exp: Experiment, metric: str) -> bool:
+    """``metric`` is ``perfcast collect``'s time: the run's wall time and the application's timers
+    (:data:`perfcast.experiment.RUN_TIMERS`), no time of the functions -- a timer named like a
+    function (examples/cg's ``dot`` timer holds dot and its MPI_Allreduce) does not measure it."""
+    m = exp.metrics.get(metric)
+    return m is not None and m.description == RUN_TIMERS
+
+
+def function_time_metric(exp: Experiment) -> str | None:
+    """The time metric on the functions (sampled, CUBE's, Caliper's ...): :func:`time_metric` unless
+    that is a campaign's run time and timers (:func:`run_timers`), then another time metric on the
+    calling-context tree, else None."""
+    m = time_metric(exp)
+    if m is None or not run_timers(exp, m):
+        return m
+    rest = [n for n, x in exp.metrics.items() if x.kind == "time" and x.scope != "unknown" and n != m
+            and not run_timers(exp, n) and not n.startswith("pmpi")]
+    return find_metric(exp, [t for t in TIME_METRICS if t in rest]) or (rest[0] if rest else None)
+
+
 def cost_metric(exp: Experiment) -> str:
-    """Cycles, else a sampled time on the functions, else instructions."""
+    """Cycles, else a sampled time on the functions (not a campaign's timers: :func:`run_timers`),
+    else instructions."""
     fp = function_paths(exp)
     for group in (CYCLE_METRICS, TIME_METRICS, INSTR_METRICS):
-        m = time_metric(exp) if group is TIME_METRICS else find_metric(exp, group)
+        m = function_time_metric(exp) if group is TIME_METRICS else find_metric(exp, group)
         if m is None:
             continue
         if group is TIME_METRICS and fp is not None:
@@ -219,9 +245,12 @@ def cost_metric(exp: Experiment) -> str:
             if d[(d["metric"] == m) & d["callpath"].isin(fp)].empty:
                 continue
         return m
+    timers = [n for n in exp.metrics if run_timers(exp, n)]
     raise PerfcastError("no cost metric to rank functions by: need cycles, a time metric on the calling-context "
                         "tree (cpu_time, time, or any metric of kind time with an inclusive or exclusive scope) or "
-                        f"instructions (Ir, PAPI_TOT_INS); the experiment has {', '.join(exp.metrics)}")
+                        f"instructions (Ir, PAPI_TOT_INS); the experiment has {', '.join(exp.metrics)}"
+                        + (f" ({', '.join(timers)}: the campaign's run time and application timers, no profile of "
+                           "the functions: collect with cachegrind or perf)" if timers else ""))
 
 
 def procs_param(exp: Experiment, procs: str | None = None) -> str | None:
@@ -308,6 +337,17 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                             f"{', '.join(_num(v) for v in sorted(pts[procs].unique()))} only")
     fp = function_paths(exp)
     if fp is not None and len(fp) < len(exp.data["callpath"].cat.categories):
+        d = exp.data
+        if d[(d["metric"] == metric) & d["callpath"].isin(fp)].empty:
+            # the metric sits on other callpaths only (a campaign's wall time and timers, the PMPI
+            # profile's MPI-> routines): no cost of the functions to rank
+            on = list(dict.fromkeys(map(str, d.loc[d["metric"] == metric, "callpath"])))
+            raise PerfcastError(f"{metric!r} is not measured on the functions (the callpaths with instruction or "
+                                f"cycle counts) but on {', '.join(on[:4])}{', ...' if len(on) > 4 else ''}"
+                                + (" -- the campaign's run time and application timers" if run_timers(exp, metric)
+                                   else "") + "; rank the functions by one of their metrics (e.g. "
+                                f"{find_metric(exp, CYCLE_METRICS) or find_metric(exp, INSTR_METRICS)})",
+                                where="metric")
         exp = exp.select(callpath=fp)
     pf = per_function(exp, metric, procs)
     if (pf["total"] < 0).any():

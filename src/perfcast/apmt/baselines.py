@@ -4,7 +4,8 @@
   process count at one problem size (non-negative a, b, d; 0 <= c <= 3; bounded least squares).
   It has no size dependence: at another size it cannot predict and says so.
 * Nan et al. (analytical): ``T = a * (size / p) + b`` with ``size`` a product of parameter powers
-  the user names (e.g. ``n^2`` for an n x n grid, ``n^2*i`` with iterations); linear least squares.
+  the user names (e.g. ``n^2`` for an n x n grid, ``n^2*i`` with iterations); relative least squares
+  with non-negative a and b.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, nnls
 
 from ..errors import PerfcastError
 
@@ -105,9 +106,12 @@ class Nan:
         t = df["_t"].to_numpy(float)
         if len(np.unique(x)) < 2:
             raise PerfcastError("the Nan model needs runs with >= 2 different amounts of work per rank")
-        A = np.column_stack([x, np.ones_like(x)]) / t[:, None]   # relative least squares
-        (a, b), *_ = np.linalg.lstsq(A, np.ones_like(t), rcond=None)
-        return cls(float(a), float(b), procs, sz)
+        # relative least squares, a and b >= 0: a time per unit of work and a fixed time (unconstrained,
+        # HPCCG's oversubscribed totals gave "-2.081e-05*(n^3/p) + 0.09854": more work, less time)
+        A = np.column_stack([x, np.ones_like(x)]) / t[:, None]
+        scale = np.where(A.max(axis=0) > 0, A.max(axis=0), 1.0)
+        (a, b), _ = nnls(A / scale, np.ones_like(t))
+        return cls(float(a / scale[0]), float(b / scale[1]), procs, sz)
 
     def predict(self, at: Mapping) -> float:
         return self.a * self._x(at) + self.b

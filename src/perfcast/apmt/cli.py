@@ -71,7 +71,7 @@ def _fit(exp, machine, timers, threshold, procs, functions, quiet, comm_max_proc
 
 def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, functions, strong, as_json,
                   comm_max_procs=None, scaling="auto", measured=None, times=None, times_label=None,
-                  max_terms=1, negative=False):
+                  max_terms=1, negative=False, level=0.9):
     """``max_terms``, ``negative``: predict's ``--terms``, ``--negative`` (the kernels' time models and
     the PMNF estimates next to them are fitted as `perfcast predict` fits its series)."""
     from ..report.terminal import out, write_json
@@ -91,11 +91,11 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
     if strong:
         if model.procs is None:
             raise PerfcastError("--strong needs a process-count parameter")
-        curve = model.strong_scaling(ps, targets[0])
+        curve = model.strong_scaling(ps, targets[0], size_ratio=size_ratio)
     from .reconcile import lines as reconciled_lines, reconcile
 
-    recs = [reconcile(exp, model, p, parse_timers(timers), measured=measured, times=times, times_label=times_label)
-            for p in preds]
+    recs = [reconcile(exp, model, p, parse_timers(timers), level=level, measured=measured, times=times,
+                      times_label=times_label) for p in preds]
     if as_json:
         return write_json("breakdown", [p.to_dict() for p in preds], model=model.to_dict(),
                           strong_scaling=[p.to_dict() for p in curve], insights=model.insights(targets[0]),
@@ -107,9 +107,12 @@ def breakdown_cmd(exp, targets, machine, timers, size_ratio, threshold, procs, f
         for line in p.lines() + reconciled_lines(rec):
             say(line)
     if curve:
-        say(f"strong scaling at {', '.join(f'{k}={v:g}' for k, v in targets[0].items() if k != model.procs)}:")
+        fixed = ", ".join(f"{k}={v:g}" for k, v in targets[0].items() if k != model.procs)
+        say("strong scaling" + (f" at {fixed}" if fixed else "")
+            + (f" (problem {size_ratio:g}x the profiled size)" if size_ratio != 1 else "") + ":")
         for p in curve:
-            say(f"  {model.procs}={p.at[model.procs]:g}: {p.total:.4g} s (computation {p.computation:.4g} s, "
+            comp = f"{p.computation:.4g} s" if p.computation_modelled else "not modelled"
+            say(f"  {model.procs}={p.at[model.procs]:g}: {p.total:.4g} s (computation {comp}, "
                 f"communication {p.comm_total:.4g} s)")
     say("insights:")
     for line in model.insights(targets[0]):
@@ -153,10 +156,18 @@ def compare_cmd(exp, validation, measure, machine, timers, size, threshold, proc
                 errs[name].append(abs(v - r["measured"]) / r["measured"])
         rows.append(row)
     summary = {k: (float(np.mean(v)) if v else None) for k, v in errs.items()}
+    # the kernels without a time (no CPI, no time model) are not in perfcast's total: a reader comparing
+    # its error with the baselines' must know what it leaves out
+    left_out = sorted({k for r in val.rows for k, v in model.predict(r["at"]).kernels.items() if v["total"] is None},
+                      key=[k.name for k in model.kernels].index)
     if as_json:
         return write_json("comparison", rows, mean_abs_error=summary, validation=val.to_dict(),
-                          baselines={k: (v if isinstance(v, str) else v.formula()) for k, v in base.items()})
+                          baselines={k: (v if isinstance(v, str) else v.formula()) for k, v in base.items()},
+                          left_out=left_out)
     say = lambda s: out.print(s, markup=False, highlight=False)  # noqa: E731
+    if left_out:
+        say(f"perfcast: the APMT total leaves out {', '.join(left_out)} (no cycles counter and no time mapped: "
+            "no CPI; --timer KERNEL=CALLPATH maps one)")
     for name, b in base.items():
         # Worley's form has no size: fitted at one size, it predicts there only (n/a elsewhere, said)
         at = "" if isinstance(b, str) or not getattr(b, "fixed", None) else \

@@ -8,12 +8,15 @@ Input: an experiment holding the PMPI reader's callpaths ``MPI-><routine>`` with
   the bytes a rank moved (sent + received) and ``n_msg`` its messages (sends + receives;
   Sendrecv counts two) -- ``a`` is the inverse bandwidth, ``b`` the latency per message.  APMT
   writes ``t = a * s_tot + b`` with a constant ``b`` (a fixed message count); ``form="apmt"`` fits
-  exactly that.  Coefficients are non-negative least squares.  ``s_tot`` and ``n_msg`` of the
+  exactly that.  Coefficients are non-negative least squares; when every fitted observation has one
+  bytes-per-message ratio (one message size: e.g. only p = 2 within the cores) ``a`` and ``b`` cannot
+  be told apart -- the split found is one of many, said in a note and ``separable`` False.  ``s_tot`` and ``n_msg`` of the
   critical rank (``ranks="max"``, default; ``"mean"`` for the average rank) are modelled as functions
   of the parameters with the PMNF modeler.  A rank that moved no point-to-point message in a run
   (e.g. the single rank at p = 1) is an observation of zero bytes and zero messages for these
   models, and at a process count where no rank of any profiled run sent or received a message the
-  prediction is exactly zero (no message, no time) instead of an extrapolated fit.
+  prediction is exactly zero (no message, no time) instead of an extrapolated fit -- such a count is
+  left out of the volume and message fits (its zero would pin their laws to 0 there).
 * Collectives, per routine: per call ``t = a * log2(p) + b * s + c`` with ``s`` the average bytes
   a rank sends per call (``bytes_sent``; half of ``bytes`` when only the sum is known); calls per rank and ``s`` are PMNF models.  A regressor that does not vary over the
   profiled runs (e.g. a fixed 8-byte Allreduce) cannot be separated from ``c``: it is dropped and
@@ -63,6 +66,9 @@ class P2PModel:
     procs: str | None = None
     #: process counts at which the profile measured no point-to-point message on any rank
     zero_at: tuple = ()
+    #: False when the fitted observations cannot tell ``a`` from ``b`` (one bytes-per-message ratio, or
+    #: one volume in the ``apmt`` form): ``a`` and ``b`` are then one split of many that fit alike
+    separable: bool = True
 
     def silent(self, at: Mapping) -> bool:
         return self.procs is not None and self.procs in at and float(at[self.procs]) in self.zero_at
@@ -81,7 +87,8 @@ class P2PModel:
                 "bandwidth_bytes_per_s": (1 / self.a) if self.a > 0 else None, "r2": self.r2, "n_obs": self.n_obs,
                 "volume_model": self.volume.formula(),
                 "messages_model": None if self.messages is None else self.messages.formula(),
-                "routines": self.routines, "zero_at": {self.procs: list(self.zero_at)} if self.zero_at else {}}
+                "routines": self.routines, "zero_at": {self.procs: list(self.zero_at)} if self.zero_at else {},
+                "separable": self.separable}
 
 
 @dataclass
@@ -190,27 +197,46 @@ def _messages(row_routine: str, calls: float) -> float:
     return 0.0
 
 
+def _r2(v: float) -> float:
+    """R^2 without a round-off sign: a fit no better than the mean by 1e-16 printed "R^2 -0.00" and
+    "explains only -0% of the variance"."""
+    return 0.0 if abs(v) < 1e-9 else v
+
+
 def _reduce_ranks(df: pd.DataFrame, params: list[str], col: str, ranks: str) -> pd.DataFrame:
     per = df.groupby([*params, "rep", "rank"], observed=True)[col].sum().reset_index()
     return per.groupby([*params, "rep"], observed=True)[col].agg(ranks).reset_index()
 
 
-def _fit(points: pd.DataFrame, params: list[str], col: str, options, grid=None):
-    """The model of ``col`` over the points; on a recorded process grid, a count no PMNF function
-    passes through is modelled in the grid's covariates (:func:`perfcast.fit.grid.fit_grid`)."""
+def _series(points: pd.DataFrame, params: list[str], col: str):
     g = points.groupby(params if len(params) > 1 else params[0], observed=True)[col]
     items = list(g)
     xs = np.array([list(k) if isinstance(k, tuple) else [k] for k, _ in items], dtype=float)
-    vals = [grp.to_numpy(dtype=float) for _, grp in items]
-    m = fit.fit_series(xs, vals, params, options)
+    return xs, [grp.to_numpy(dtype=float) for _, grp in items]
+
+
+def _fit(points: pd.DataFrame, params: list[str], col: str, options, grid=None, silent: pd.Series | None = None):
+    """The model of ``col`` over the points; on a recorded process grid, a count no PMNF function
+    passes through is modelled in the grid's covariates (:func:`perfcast.fit.grid.fit_grid`).
+    ``silent``: the rows (True) of process counts without any message, predicted as exactly zero:
+    left out of the PMNF law (their zero pinned it to 0 at p=1), kept for the grid's covariates (a
+    rank without neighbours has none)."""
+    # counts (bytes, messages, calls, sizes): the sign rule of counts, as the kernels' counters and
+    # `perfcast model` fit them -- a law that falls below zero as the ranks grow is no count's
+    opts = (options or fit.FitOptions()).for_kind("count")
+    flows = points if silent is None or not silent.any() else points[~silent.to_numpy()]
+    m = fit.fit_series(*_series(flows, params, col), params, opts)
     if grid is None:
         return m
     from ..fit.grid import fit_grid
 
+    xs, vals = _series(points, params, col)
+    single = m if flows is points else fit.fit_series(xs, vals, params, opts)
     mean = np.array([v.mean() for v in vals])
     count = np.array([float(len(v)) for v in vals])
     ssd = np.array([float(((v - v.mean()) ** 2).sum()) for v in vals])
-    on_grid = fit_grid(xs, mean, count, ssd, params, grid, (options or fit.FitOptions()).for_kind("count", True), m)
+    on_grid = fit_grid(xs, mean, count, ssd, params, grid, (options or fit.FitOptions()).for_kind("count", True),
+                       single)
     return m if on_grid is None else on_grid
 
 
@@ -269,9 +295,17 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         scale = np.where(X.max(axis=0) > 0, X.max(axis=0), 1.0)
         coef, _ = nnls(X / scale, y)
         coef = coef / scale
+        separable = len(reg) > 0 and int(np.linalg.matrix_rank(X / scale, tol=1e-9)) == X.shape[1]
+        if not separable:
+            what = ("every observation has the same bytes per message" if form == "hockney"
+                    else "every observation moved the same volume")
+            notes.append(f"point-to-point: {what} in the runs the times are fitted on, so the transfer cost per "
+                         "byte and the latency cannot be told apart: the fitted split (the insight's latency and "
+                         "bandwidth) is one of many that fit them alike, and predictions where messages are "
+                         "larger or smaller depend on it")
         pred = X @ coef
         ss = float(((y - y.mean()) ** 2).sum())
-        r2 = 1 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else 1.0
+        r2 = _r2(1 - float(((y - pred) ** 2).sum()) / ss) if ss > 0 else 1.0
         # every rank of every run is an observation: one without p2p calls moved 0 bytes in 0 messages
         every = t[[*params, "rep", "rank"]].drop_duplicates()
         full = every.merge(obs, on=[*params, "rep", "rank"], how="left").fillna(0.0)
@@ -282,10 +316,15 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
             if zero_at:
                 notes.append(f"point-to-point: no message at {procs}={', '.join(f'{v:g}' for v in zero_at)} "
                              "in the profile; predicted as zero there")
-        vol = _fit(_reduce_ranks(full, params, "bytes", ranks), params, "bytes", options, grid)
-        msgs = (_fit(_reduce_ranks(full, params, "msgs", ranks), params, "msgs", options, grid)
-                if form == "hockney" else None)
-        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at)
+        # the volume and message models over the process counts where messages flow: at one without any
+        # (predicted as exactly zero above) a zero pinned the laws to 0 at p=1 -- CG's constant halo
+        # volume of the critical rank from p=4 on was fitted as 1.6e6 p^-1 log2(p)^2, 24% low at p=32
+        vols, ms = _reduce_ranks(full, params, "bytes", ranks), _reduce_ranks(full, params, "msgs", ranks)
+        silent = (lambda d: d[procs].astype(float).isin(zero_at) if zero_at else None)  # noqa: E731
+        vol = _fit(vols, params, "bytes", options, grid, silent(vols))
+        msgs = _fit(ms, params, "msgs", options, grid, silent(ms)) if form == "hockney" else None
+        p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at,
+                       separable)
         if r2 < 0.5:
             notes.append(f"point-to-point: the Hockney fit explains only {r2:.0%} of the variance of the "
                          "per-rank p2p time (waiting for late partners is not a transfer cost)")
@@ -326,7 +365,7 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         coef = coef / scale
         pred = X @ coef
         ss = float(((per_call - per_call.mean()) ** 2).sum())
-        r2 = 1 - float(((per_call - pred) ** 2).sum()) / ss if ss > 0 else 1.0
+        r2 = _r2(1 - float(((per_call - pred) ** 2).sum()) / ss) if ss > 0 else 1.0
         vals = dict(zip(keep_names, coef[:-1]))
         calls_pts = _reduce_ranks(d, params, "calls", ranks)
         d2 = d.assign(avg=d["bytes_sent"] / d["calls"])

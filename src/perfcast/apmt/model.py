@@ -158,12 +158,18 @@ class Prediction:
         return sum(v["total"] or 0.0 for v in self.kernels.values())
 
     @property
+    def computation_modelled(self) -> bool:
+        """Some kernel has a time (else the total holds no computation: not 0 s, unknown)."""
+        return any(v["total"] is not None for v in self.kernels.values())
+
+    @property
     def comm_total(self) -> float:
         return sum(self.communication.values())
 
     def to_dict(self) -> dict:
         return {"at": self.at, "size_ratio": self.size_ratio, "total": self.total,
-                "computation": self.computation, "communication_total": self.comm_total,
+                "computation": self.computation if self.computation_modelled else None,
+                "communication_total": self.comm_total,
                 "kernels": self.kernels, "communication": self.communication, "notes": list(self.notes)}
 
     def lines(self) -> list[str]:
@@ -273,8 +279,9 @@ class APMTModel:
                            f"({m.formula()})")
         return out
 
-    def strong_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:
-        return [self.predict({**at, self.procs: p}) for p in procs_values]
+    def strong_scaling(self, procs_values: Sequence[float], at: Mapping, size_ratio: float = 1.0) -> list[Prediction]:
+        """The same problem (``size_ratio`` x the profiled one) over ``procs_values``."""
+        return [self.predict({**at, self.procs: p}, size_ratio=size_ratio) for p in procs_values]
 
     def weak_scaling(self, procs_values: Sequence[float], at: Mapping) -> list[Prediction]:
         """Problem grows with p (size ratio p / p0, p0 = the ``at`` process count): APMT's method."""
@@ -282,15 +289,24 @@ class APMTModel:
         return [self.predict({**at, self.procs: p}, size_ratio=p / p0) for p in procs_values]
 
     def crossover(self, at: Mapping, limit: float = 2 ** 20) -> float | None:
-        """Smallest p (powers of 2 above the profiled ones) where communication exceeds computation."""
+        """Smallest p where the predicted communication exceeds the predicted computation: the profiled
+        process counts in order, then powers of 2 above the largest (the other parameters at ``at``).
+        None without a communication model or without any kernel time (no computation to compare)."""
         if self.comm is None or self.procs is None:
             return None
-        p = float(self.profiled[self.procs].max()) if self.profiled is not None else 1.0
+        prof = sorted({float(v) for v in self.profiled[self.procs].unique()}) if self.profiled is not None else []
+        cands = list(prof)
+        p = 2.0 ** math.ceil(math.log2(prof[-1])) if prof else 1.0
         while p <= limit:
-            pr = self.predict({**at, self.procs: p})
-            if pr.comm_total > pr.computation > 0 or (pr.comm_total > 0 and pr.computation <= 0):
-                return p
+            if not prof or p > prof[-1]:
+                cands.append(p)
             p *= 2
+        for p in cands:
+            pr = self.predict({**at, self.procs: p})
+            if not pr.computation_modelled:
+                return None
+            if pr.comm_total > pr.computation:
+                return p
         return None
 
     # -- words -------------------------------------------------------------------------------------
@@ -327,7 +343,8 @@ class APMTModel:
             p = self.comm.p2p
             bw = f"{1 / p.a / 1e6:.0f} MB/s" if p.a > 0 else "unbounded"
             out.append(f"point-to-point: Hockney fit latency {p.b * 1e6:.2f} us/message, bandwidth {bw} "
-                       f"(R^2 {p.r2:.2f}); volume per rank ~ {p.volume.formula(digits=3)}")
+                       f"(R^2 {p.r2:.2f}" + ("" if p.separable else "; not separable: one split of many, see the note")
+                       + f"); volume per rank ~ {p.volume.formula(digits=3)}")
         if self.comm is not None:
             for c in self.comm.collectives:
                 out.append(f"{c.routine}: per call {c.a * 1e6:.2f} us * log2(p) + {c.b * 1e9:.3g} ns/byte * s + "
@@ -335,7 +352,11 @@ class APMTModel:
         if at is not None:
             x = self.crossover(at)
             if x is not None:
-                out.append(f"communication overtakes computation at {self.procs}~{kmod._num(x)}")
+                left = [k for k, v in self.predict({**at, self.procs: x}).kernels.items() if v["total"] is None]
+                out.append(f"communication exceeds computation first at {self.procs}={kmod._num(x)} (of the profiled "
+                           f"{self.procs} and the powers of 2 above them)"
+                           + (f"; the computation there holds only the kernels with a time, not {', '.join(left)}"
+                              if left else ""))
         return out
 
     def to_dict(self) -> dict:
@@ -398,6 +419,9 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         notes.append(f"counters and CPI from the runs at {fp}={kmod._num(top)}; the other frequencies refine "
                      "CPI_core and BF_mem (Eq 5)")
     procs = kmod.procs_param(base, procs)
+    from ..analysis.oversubscription import oversubscription
+
+    over = oversubscription(base, procs)
     opts = fit_options(functions)
     # the times: predict's options (APMT's own function set when asked for)
     pmnf = fit.FitOptions(max_terms=max_terms, negative=negative)
@@ -412,6 +436,18 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         comp_exp = base.select(callpath=keep) if keep else None
     timers = dict(timers or {})
     roles = resolve(comp_exp) if comp_exp is not None else {}
+    if comp_exp is not None and not any(roles.get(r) for r in ("instructions", "cycles")) \
+            and kmod.function_time_metric(comp_exp) is None:
+        # no profile of the functions: a campaign's time is the run's wall time and the application's
+        # timers (overlapping: a loop total holds the others), no functions to sum as kernels
+        have = [m for m in comp_exp.metrics if kmod.run_timers(comp_exp, m)]
+        no_profile = ("no function profile (instruction or cycle counts, or sampled times, on the functions): "
+                      "computation is not modelled -- the total is communication only"
+                      + (f"; {', '.join(have)} holds the run's wall time and the application's timers, which may "
+                         "overlap and are no functions (collect with cachegrind or perf)" if have else ""))
+        comp_exp = None
+    else:
+        no_profile = "no computation profile"
     ks = None
     kms: list[KernelModel] = []
     contention = {}
@@ -431,16 +467,19 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         cost_metric = cost or _cost(cand, roles)
         # only callpaths carrying the cost metric are functions (the campaign's app/timer paths are not)
         ks = kmod.identify_kernels(cand, metric=cost_metric, procs=procs, threshold=threshold, scaling=scaling)
+        _check_timers(timers, ks.names())
         counter_metrics = sorted({m for v in roles.values() if v for m in v})
         time_metrics = [m for m in kmod.TIME_METRICS if m in cand.metrics and m != "time"] + \
             [m for m in cand.metrics if cand.metrics[m].kind == "time" and m not in kmod.TIME_METRICS
-             and cand.metrics[m].scope != "unknown"]
+             and cand.metrics[m].scope != "unknown" and not kmod.run_timers(cand, m)]
         if cost_metric in time_metrics:
             # the kernels' time is the metric they were chosen by (Caliper: avg#..., not min#... listed first)
             time_metrics.remove(cost_metric)
             time_metrics.insert(0, cost_metric)
-        if "time" in cand.metrics and cand.metrics["time"].scope in ("exclusive", "inclusive"):
-            # a time metric on the functions themselves (sampled profiles, CUBE), not the campaign's wall time
+        if "time" in cand.metrics and cand.metrics["time"].scope in ("exclusive", "inclusive") \
+                and not kmod.run_timers(cand, "time"):
+            # a time metric on the functions themselves (sampled profiles, CUBE), not the campaign's wall
+            # time and timers (a timer named like a function is no time of it: map it with timers=)
             fn_paths = set(cp for k in ks.kernels for cp in k.callpaths)
             has = cand.data[(cand.data["metric"] == "time") & cand.data["callpath"].isin(list(fn_paths))]
             if not has.empty:
@@ -451,6 +490,8 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         missing = missing_insights(roles)
         notes.extend(missing)
         for k in ks.kernels:
+            if k.kind == "rest" and not k.callpaths:
+                continue   # no other function: nothing to model, nothing left out of the total
             km = KernelModel(k.name, k.kind)
             for role, mets in roles.items():
                 if not mets or role in ("store_stalls",):
@@ -511,6 +552,16 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 if len(common) == 0:
                     km.notes.append(f"the time ({tsrc}) and the instruction counts share no profiled point")
                 else:
+                    within = _within_cores(common, bparams, procs, over)
+                    if within is not None:
+                        # a time measured with more ranks than cores holds the waits for descheduled
+                        # ranks: no CPI of the code (the instruction counts are exact either way)
+                        km.notes.append(f"effective CPI from the runs within the {over.cores} cores ({procs} = "
+                                        f"{', '.join(kmod._num(v) for v in over.within())}); the runs at {procs} = "
+                                        f"{', '.join(kmod._num(v) for v in over.over)} were oversubscribed: their "
+                                        f"{tsrc} includes descheduling")
+                        notes.append(f"{k.name}: {km.notes[-1]}")
+                        common = within
                     cpis = (tser.loc[common] * machine.frequency_hz / instr.loc[common]).dropna()
                     km.cpi_source = f"effective (time from {tsrc} x f / instructions)"
             elif instr is not None:
@@ -546,12 +597,35 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         comm = cmod.fit_comm(base, procs=procs, ranks=ranks, form=comm_form, options=opts, bf_comm=bf_comm,
                              time_procs_max=comm_time_procs_max)
         notes.extend(comm.notes)
+    if ks is None:
+        _check_timers(timers, [])
     if ks is None and comm is None:
         raise PerfcastError("nothing to model: the experiment has neither function profiles nor an MPI profile")
     if ks is None:
-        ks = kmod.KernelSet([], "", procs, threshold, {}, {}, ["no computation profile"])
+        ks = kmod.KernelSet([], "", procs, threshold, {}, {}, [no_profile])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
                      base.points(), dict(timers), pmnf)
+
+
+def _within_cores(index, params, procs, over):
+    """The points of ``index`` (one parameter value or a tuple per point) whose process count the cores
+    held, when some others were oversubscribed; None when there is nothing to leave out (or nothing
+    would remain)."""
+    if over is None or not over.over or procs is None or procs not in params:
+        return None
+    i = list(params).index(procs)
+    keep = [x for x in index if float(x[i] if isinstance(x, tuple) else x) <= over.cores]
+    return index[[x in keep for x in index]] if 0 < len(keep) < len(index) else None
+
+
+def _check_timers(timers: Mapping[str, str], kernels: Sequence[str]) -> None:
+    """A timer mapped to a kernel that is not one (a typo, a function below the threshold) would be
+    ignored and its kernel left out of the total without a word: refused, naming the kernels."""
+    for name, cp in timers.items():
+        if name not in kernels:
+            raise PerfcastError(f"{name}={cp}: no kernel {name!r} to map the timer to; "
+                                + (f"the kernels are {', '.join(kernels)}" if kernels else
+                                   "the experiment has no function profile, so no kernels"), where="--timer")
 
 
 def _own_series(exp: Experiment, callpaths: Sequence[str], metric: str) -> str | None:
@@ -607,7 +681,8 @@ def _cost(exp: Experiment, roles: dict) -> str:
     for m in kmod.TIME_METRICS:
         if m in exp.metrics and exp.metrics[m].scope != "unknown" and m != "time":
             return m
-    if "time" in exp.metrics and exp.metrics["time"].scope in ("exclusive", "inclusive"):
+    if "time" in exp.metrics and exp.metrics["time"].scope in ("exclusive", "inclusive") \
+            and not kmod.run_timers(exp, "time"):
         return "time"
     if roles.get("instructions"):
         return roles["instructions"][0]

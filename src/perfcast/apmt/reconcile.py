@@ -136,13 +136,23 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
                             f"differ from the APMT experiment's ({', '.join(exp.parameters) or 'none'})")
     metric = _time_metric(src)
     at = dict(pred.at)
-    base = {"at": at, "apmt": {"total": pred.total, "computation": pred.computation,
+    base = {"at": at, "apmt": {"total": pred.total,
+                               "computation": pred.computation if pred.computation_modelled else None,
                                "communication": pred.comm_total}}
     untimed = [k for k, v in pred.kernels.items() if v["total"] is None]
     big = _largest_point(exp)
     label = ",".join(f"{k}={v:g}" for k, v in (big or {}).items())
     shares = {k.name: k.share.get(label) for k in model.kernelset.kernels}
-    left_out = [{"kernel": k, "cost_share": shares.get(k), "at": label} for k in untimed]
+    left_out = [{"kernel": k, "cost_share": shares.get(k), "cost_metric": model.kernelset.metric or None, "at": label}
+                for k in untimed]
+    if getattr(pred, "size_ratio", 1.0) != 1.0:
+        # APMT's larger problem (work per rank p / R): no PMNF model knows that size -- theirs at the same
+        # point is the profiled problem, another run; set side by side, they were called agreeing
+        return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
+                "oversubscribed": None, "check": None, "times_from": times_label,
+                "verdict": {"best": "apmt", "text": f"the problem is {pred.size_ratio:g}x the profiled size: the "
+                                                    "PMNF models of the measured times are of the profiled size "
+                                                    "(another run), so the APMT total is the only estimate"}}
     if metric is None:
         return {**base, "runs": [], "kernels": [], "left_out": left_out, "coverage": None,
                 "oversubscribed": None, "check": None, "times_from": times_label,
@@ -217,7 +227,8 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     v = verdict(pred.total, run["pmnf"] if run else None, coverage, over is not None,
                 run["callpath"] if run else "")
     return {**base, "runs": runs, "kernels": kernels, "left_out": left_out,
-            "check": None if measured is None else check(measured, exp.parameters, run, pred.total, v.best, metric),
+            "check": None if measured is None else check(measured, exp.parameters, run, pred.total, v.best, metric,
+                                                         fitted={"apmt": exp, "pmnf": src}),
             "coverage": None if coverage is None else {"value": coverage, "at": big, "apmt": apmt_big,
                                                        "measured": run["measured_at_largest"],
                                                        "callpath": run["callpath"]},
@@ -268,14 +279,17 @@ def _own_times(exp, metric: str, paths: list[str]):
     return exp.select(metric=metric, callpath=keep, literal=True) if keep else None
 
 
-def check(measured, parameters, run: Mapping | None, apmt_total: float, best: str, metric: str) -> dict | None:
+def check(measured, parameters, run: Mapping | None, apmt_total: float, best: str, metric: str,
+          fitted: Mapping | None = None) -> dict | None:
     """The verdict checked against the run measured at the target: ``measured`` (validation runs)
     holds the run-time callpath ``run`` at ``run``'s point? Then ``value`` (its mean, ranks combined
     as :data:`RANKS`), ``repetitions``, each estimate's relative ``error`` (APMT's, PMNF's), whether
     the measurement lies in the PMNF ``interval``, which estimate is ``closer`` and whether that is
     the one the verdict chose (``confirms``).  None when the run time was not measured there;
     ``oversubscribed`` says when the measured runs themselves were (their times include
-    descheduling)."""
+    descheduling); ``fitted``: estimate -> the experiment it was fitted on, and ``fitted_on`` then names
+    the estimates whose runs include the target point (--run-times or the APMT experiment holding it:
+    no independent check of those)."""
     from ..analysis.oversubscription import oversubscription
     from ..analysis.validation import measured_means
 
@@ -296,7 +310,12 @@ def check(measured, parameters, run: Mapping | None, apmt_total: float, best: st
     inside = None if p["lower"] is None else bool(p["lower"] <= value <= p["upper"])
     over = oversubscription(measured)
     chosen = {"agree": None, "apmt": "apmt", "pmnf": "pmnf"}[best]
+    key = {p: float(at[p]) for p in parameters}
+    fitted_on = [name for name, e in (fitted or {}).items()
+                 if e is not None and not e.points().empty
+                 and (e.points()[list(key)].astype(float) == list(key.values())).all(axis=1).any()]
     return {"callpath": run["callpath"], "metric": metric, "at": dict(at), "value": value, "repetitions": reps,
+            "fitted_on": fitted_on,
             "error": err, "inside": inside, "closer": closer,
             "confirms": None if chosen is None else chosen == closer,
             "oversubscribed": None if over is None else over.to_dict()}
@@ -313,7 +332,8 @@ def lines(rec: Mapping) -> list[str]:
     at = ", ".join(f"{k}={v:g}" for k, v in rec["at"].items())
     out = [f"every prediction of the run at {at}:",
            f"  APMT total (above)            {rec['apmt']['total']:.4g} s  (computation "
-           f"{rec['apmt']['computation']:.4g} s, communication {rec['apmt']['communication']:.4g} s)"]
+           + ("not modelled" if rec["apmt"]["computation"] is None else f"{rec['apmt']['computation']:.4g} s")
+           + f", communication {rec['apmt']['communication']:.4g} s)"]
     src = f"; from {rec['times_from']}" if rec.get("times_from") else ""
     run = next((r for r in rec["runs"] if r.get("run_time")), None)
     if run is not None and run["pmnf"] is not None:
@@ -345,7 +365,8 @@ def lines(rec: Mapping) -> list[str]:
             out.append(f"  {k['kernel']}: APMT {a}, PMNF {k['timer']} {pm}: {state}")
     if rec["left_out"]:
         out.append("  not in APMT's total: " + ", ".join(
-            k["kernel"] + (f" ({k['cost_share']:.1%} of the cost at {k['at']})" if k["cost_share"] is not None else "")
+            k["kernel"] + (f" ({k['cost_share']:.1%} of the {k.get('cost_metric') or 'cost'} at {k['at']})"
+                           if k["cost_share"] is not None else "")
             for k in rec["left_out"]) + "; and whatever runs outside the kernels and MPI routines (start-up, I/O)")
     c = rec["coverage"]
     if c is not None:
@@ -368,7 +389,13 @@ def check_line(c: Mapping) -> str:
     what = (f"the estimate the verdict chose ({name[c['closer']]}) was the closer" if c["confirms"] else
             f"{name[c['closer']]} was the closer, not the verdict's choice" if c["confirms"] is False else
             f"{name[c['closer']]} was the closer")
-    return (f"checked at {pt} (measured, not fitted): {c['callpath']} {c['value']:.4g} s "
+    name_of = {"apmt": "APMT", "pmnf": "the PMNF model"}
+    fitted = c.get("fitted_on") or []
+    how = ("measured, not fitted" if not fitted else
+           f"measured; {' and '.join(name_of[f] for f in fitted)} {'were' if len(fitted) > 1 else 'was'} fitted on "
+           "runs at this point too: no independent "
+           "check of " + ("them" if len(fitted) > 1 else "it"))
+    return (f"checked at {pt} ({how}): {c['callpath']} {c['value']:.4g} s "
             f"({c['repetitions']} run(s)): PMNF {c['error']['pmnf']:+.1%}{inside}, APMT "
             f"{c['error']['apmt']:+.1%}: {what}"
             + ("; the measured runs were oversubscribed too: their times include descheduling"

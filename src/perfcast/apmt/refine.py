@@ -95,13 +95,12 @@ def validate(model, validation: Experiment, measure: str, target: float = 0.15,
         raise PerfcastError(f"validation runs have parameters {', '.join(validation.parameters)}, the model "
                             f"{', '.join(params)}")
     meas = measured_totals(validation, measure, metric)
-    timers = dict(timers or {})
+    # the mapped timers the validation runs measured: the computation compared is theirs on both sides
+    # (a timer missing there was left out of the measured sum but its kernel kept in the predicted one)
+    timers = {k: tp for k, tp in (timers or {}).items() if tp in validation.data["callpath"].cat.categories}
     comp_meas = None
     if timers:
-        parts = [measured_totals(validation, tp) for tp in timers.values()
-                 if tp in validation.data["callpath"].cat.categories]
-        if parts:
-            comp_meas = sum(parts)
+        comp_meas = sum(measured_totals(validation, tp) for tp in timers.values())
     comm_meas = None
     try:
         t, vp = cmod.mpi_table(validation)
@@ -164,10 +163,19 @@ def suggest_runs(model, attribution: str | None, targets: Sequence[Mapping]) -> 
         pmax = float(prof[procs].max())
         tmax = max(float(t[procs]) for t in targets)
         if attribution in (None, "communication"):
-            a = 2 * pmax
-            b = math.sqrt(pmax * tmax) if tmax > 2 * pmax else pmax + (tmax - pmax) / 2
-            cands = sorted({kmod._num(round(a)), kmod._num(round(b))})
-            out.append(f"communication: profile two more process counts ({procs}={' and '.join(cands)}; one to "
+            # two distinct counts above the profiled ones (the midpoint towards the targets and 2 x the
+            # largest could coincide: "two more process counts (p=32)"); one measured already as a
+            # validation run is said so -- it needs fitting on, not measuring
+            mid = math.sqrt(pmax * tmax) if tmax > 2 * pmax else pmax + (tmax - pmax) / 2
+            cands: list[float] = []
+            for c in (2 * pmax, mid, 4 * pmax, 8 * pmax):
+                c = float(round(c))
+                if c > pmax and c not in cands:
+                    cands.append(c)
+            measured = {float(t[procs]) for t in targets if procs in t}
+            named = [kmod._num(c) + (" (measured already: a validation run; fit on it)" if c in measured else "")
+                     for c in sorted(cands[:2])]
+            out.append(f"communication: profile two more process counts ({procs}={' and '.join(named)}; one to "
                        "refit the volume and Hockney models, one to validate) -- APMT's communication refinement")
         if attribution in (None, "computation"):
             out.append(f"computation: rerun one profiled point (e.g. {procs}={kmod._num(pmax)}) at a lower CPU "

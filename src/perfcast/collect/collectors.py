@@ -56,7 +56,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import SEP, CallTree, Experiment, Metric
+from ..experiment import RUN_TIMERS, SEP, CallTree, Experiment, Metric
 from . import machine
 
 ROOT = "app"
@@ -217,7 +217,7 @@ class TimeCollector(Collector):
         else:
             df["rank"] = df["rank"].fillna(0).astype("int64")
         df["rep"] = 0
-        m = Metric("time", "s", "time", "inclusive", "wall time of the run (app) and application-reported timers")
+        m = Metric("time", "s", "time", "inclusive", RUN_TIMERS)
         return Experiment([], df, [m], tree, {})
 
 
