@@ -61,6 +61,45 @@ def test_comm_projection_eq17_to_21_by_hand():
     assert r2.elapsed_target == pytest.approx(0.001) and "no micro-benchmark" in r2.notes[0]
 
 
+def test_comm_transfer_above_the_measured_time_keeps_the_breakdown_and_the_identity():
+    t = _table()
+    # 1000 sends of 1024 B at p=2: the table says 1000 x 10 us = 10 ms, the run measured 4 ms.
+    # The base's 4 ms are all transfer; the target's table is twice as slow -> 8 ms (not 20 ms)
+    prof = [RoutineProfile("Send", 1000, 1024, 0.004)]
+    r = project_comm(prof, 2, t, "base", "tgt", compute_base=0.1, sf_comp=1.0)
+    row = r.rows[0]
+    assert row["transfer_base"] == pytest.approx(0.004) and row["wait_base"] == pytest.approx(0.0)
+    assert row["transfer_base"] + row["wait_base"] == pytest.approx(row["elapsed_base"])
+    assert row["transfer_target"] == pytest.approx(0.008) and r.elapsed_target == pytest.approx(0.008)
+    assert "exceeds the measured" in r.notes[0]
+    # the same network as base and target gives back the measured time (was 10 ms: 2.5 x)
+    same = project_comm(prof, 2, t, "base", "base", compute_base=0.1, sf_comp=1.0)
+    assert same.elapsed_target == pytest.approx(0.004)
+
+
+def test_comm_projection_onto_the_same_network_is_the_identity_on_real_data(capsys):
+    # cg at p=1 measured Allreduce of 8 B at ~0.6 us a call; ARCHER2's table (nearest: 128 ranks)
+    # says ~5 us: projecting onto ARCHER2 from ARCHER2 with compute factor 1 must change nothing
+    from perfcast.cli import main
+
+    exp = Path(__file__).parent.parent / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+    micro = DATA / "mpi" / "archer_benchmarks_imb.csv"
+    if not micro.exists():
+        pytest.skip("shared data not found")
+    for p in ("1", "2"):
+        capsys.readouterr()
+        assert main(["project", str(exp), "--at", f"p={p}", "--micro", str(micro), "--compute-factor", "1",
+                     "--base", "ARCHER2_CrayMPICH8015", "--target", "ARCHER2_CrayMPICH8015", "--json"]) == 0
+        res = cli_items(capsys.readouterr().out, "projection")[0]
+        t = res["targets"][0]
+        assert t["communication"] == pytest.approx(res["communication_base"], rel=1e-12)
+        assert t["total"] == pytest.approx(res["compute_base"] + res["communication_base"], rel=1e-12)
+        for row in t["communication_detail"]["routines"]:
+            assert row["elapsed_target"] == pytest.approx(row["elapsed_base"], rel=1e-12), row["routine"]
+            if row["transfer_base"] is not None:
+                assert row["transfer_base"] + row["wait_base"] == pytest.approx(row["elapsed_base"], rel=1e-12)
+
+
 def _sig(name, cpi, lf, sf, l1, l2, l3):
     return Signature(name, {"cpi": cpi, "load_frac": lf, "store_frac": sf, "l1_mpki": l1, "l2_mpki": l2,
                             "l3_mpki": l3}, 100.0)
