@@ -345,6 +345,32 @@ def test_bandwidth_group_from_raw_dram_counters_and_the_factor_model_uses_it(tmp
     assert out["targets"][0]["communication_detail"]["factor_model"]["features"] == ["bw_cpi"]
 
 
+def test_ready_per_instruction_metrics_are_averaged_not_summed(tmp_path):
+    # two ranks x two callpaths; whole-program CPI = total cycles / total instructions = 12e9 / 12e9 = 1.
+    # A cpi derived per callpath and rank (perfcast metrics --derive) was summed: 1 + 2 + 0.5 + 1 = 4.5
+    from perfcast.cli import main
+    from perfcast.io import load
+    from perfcast.projection.signatures import experiment_totals
+
+    rows = ["rank,callpath,metric,value,unit,scope"]
+    for r, cp, ins, cyc in ((0, "main", 1e9, 1e9), (1, "main", 3e9, 6e9), (0, "main->solve", 6e9, 3e9),
+                            (1, "main->solve", 2e9, 2e9)):
+        rows += [f"{r},{cp},instructions,{ins!r},#,exclusive", f"{r},{cp},cycles,{cyc!r},#,exclusive",
+                 f"{r},{cp},loads,{0.3 * ins!r},#,exclusive"]
+    rows += ["0,main,time,10,s,inclusive", "1,main,time,10,s,inclusive"]
+    src, out = tmp_path / "cnt.csv", tmp_path / "cnt.perfcast"
+    src.write_text("\n".join(rows) + "\n")
+    assert main(["metrics", str(src), "--derive", "cpi = cycles / instructions", "-o", str(out)]) == 0
+    sig = signature_from_totals(experiment_totals(load([out])))
+    assert sig.values["cpi"] == pytest.approx(12e9 / 12e9, rel=1e-12)
+    assert sig.values["load_frac"] == pytest.approx(0.3, rel=1e-12)
+    # a ready ratio without instruction counts: the ranks' plain mean (1 and 1 -> 1, not 2)
+    plain = tmp_path / "plain.csv"
+    plain.write_text("rank,callpath,metric,value,unit\n0,main,time,10,s\n1,main,time,10,s\n"
+                     "0,main,cpi,0.8,\n1,main,cpi,1.2,\n")
+    assert signature_from_totals(experiment_totals(load([plain]))).values["cpi"] == pytest.approx(1.0)
+
+
 def test_signature_from_a_likwid_mem_group_output():
     # tests/data/likwid/mem_broadwell_1thread.txt (real likwid-perfctr -g MEM output): the numbers
     # below are copied from its tables
