@@ -206,6 +206,31 @@ def test_navarro_loader_combines_inputs_by_instructions():
     assert set(lbm.groups()) == {"cpi", "mix", "cache", "llc", "bandwidth", "prefetch"}
 
 
+def test_mean_factors_over_different_benchmark_sets_say_so(tmp_path, capsys):
+    # boxB published 2 of the base's 3 benchmarks, boxC 1: their factors are geometric means over 2 and
+    # 1 benchmarks (0.5 and 0.8 by hand), and the definition said "over 3 benchmarks" for both
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nboxA,X,100\nboxA,Y,200\nboxA,Z,50\n"
+                  "boxB,X,50\nboxB,Y,100\nboxC,Z,40\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit\nmain,time,10,s\n")
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "boxA", "--target", "boxB", "--target", "boxC",
+                 "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    got = {t["system"]: (t["compute_factor"], t["communication_detail"]["benchmarks"]) for t in res["targets"]}
+    assert got["boxB"] == (pytest.approx(math.sqrt(50 / 100 * 100 / 200)), 2)
+    assert got["boxC"] == (pytest.approx(40 / 50), 1)
+    assert "over 1-2 benchmarks" in res["factor_definition"]["text"]
+    assert any("boxC: 1" in n and "boxB" not in n for n in res["notes"])
+    # one target: its own count
+    assert main(["project", str(app), "--db", str(db), "--base", "boxA", "--target", "boxB", "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    assert "over 2 benchmarks" in res["factor_definition"]["text"]
+
+
 def test_user_db_and_system_search(tmp_path):
     p = tmp_path / "db.csv"
     p.write_text("system,benchmark,time,model_name,sockets\n"

@@ -182,7 +182,7 @@ def _load(db: BenchmarkDB, system: str) -> dict:
 
 
 def factor_definition(db: BenchmarkDB, base: str, targets: Sequence[str], benchmarks: Sequence[str],
-                      source: str) -> dict:
+                      source: str, per_target: Mapping[str, int] | None = None) -> dict:
     """What the compute factor is a ratio of, for the result and the terminal.
 
     A SPEC CPU2017 *rate* result's runtime is the time of N concurrent copies of the benchmark, each
@@ -195,6 +195,10 @@ def factor_definition(db: BenchmarkDB, base: str, targets: Sequence[str], benchm
     memory and caches, so the copies per core of base and each target are listed, with a note when
     they differ by more than 10 %.  A speed result is one run of the benchmark (OpenMP threads on the
     whole machine); a user table's times are used as given.
+
+    ``per_target``: how many benchmarks each target's factor combines (those it and the base both
+    published); when they differ the text gives the range and a note names the targets with fewer,
+    whose factors combine another set of benchmarks than the others'.
     """
     suites = sorted(set(db.results.loc[db.results["benchmark"].isin(list(benchmarks)), "suite"].astype(str)))
     rate = bool(suites) and all("rate" in x for x in suites)
@@ -204,10 +208,19 @@ def factor_definition(db: BenchmarkDB, base: str, targets: Sequence[str], benchm
             f"published runtime ({', '.join(suites) or 'user table'})")
     combined = _COMBINED.get(source, source)
     loads = {s: _load(db, s) for s in [base, *targets]}
-    text = (f"factor = {what} on the target / on the base, {combined}, over {len(benchmarks)} benchmarks"
+    counts = sorted(set((per_target or {}).values()))
+    over = (f"over {counts[0]}-{counts[-1]} benchmarks (per target: those it and the base published)"
+            if len(counts) > 1 else f"over {counts[0] if counts else len(benchmarks)} benchmarks")
+    text = (f"factor = {what} on the target / on the base, {combined}, {over}"
             + ("; per copy = per MPI rank on a node loaded like the SPEC run (per-node score ratios are not used)"
                if rate else ""))
     notes = []
+    if len(counts) > 1:
+        few = [t for t in targets if per_target.get(t, counts[-1]) < counts[-1]]
+        notes.append(f"{len(few)} of {len(targets)} target(s) share fewer benchmarks with the base than the others "
+                     f"({', '.join(f'{t}: {per_target[t]}' for t in few[:3])}{', ...' if len(few) > 3 else ''}; "
+                     f"the others {counts[-1]}, e.g. no integer-suite result joined to the target): their factors "
+                     f"combine another set of benchmarks and compare with the others' only approximately")
     if rate:
         def per_core(s):
             ld = loads[s]
@@ -480,7 +493,9 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     results.sort(key=lambda r: r.total)
     comm_base = sum(r.elapsed for r in profile) if has_mpi else None
     source = " + ".join(sorted(sources)) or "surrogate"
-    fdef = factor_definition(db, base_id, [r.system for r in results], sorted(used), source)
+    per_target = {r.system: r.comm_detail["benchmarks"] for r in results if (r.comm_detail or {}).get("benchmarks")}
+    fdef = factor_definition(db, base_id, [r.system for r in results], sorted(used), source,
+                             None if short else per_target)
     notes += fdef.pop("notes")
     return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,
                       source, check, bt, fdef)
