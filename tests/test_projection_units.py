@@ -100,6 +100,30 @@ def test_comm_projection_onto_the_same_network_is_the_identity_on_real_data(caps
                 assert row["transfer_base"] + row["wait_base"] == pytest.approx(row["elapsed_base"], rel=1e-12)
 
 
+def test_at_a_measured_count_no_model_is_shown_next_to_the_measured_values(capsys):
+    # cg measured p=4: the base compute is the measured per-rank APP time (pandas, by hand); the
+    # Eq 14-16 models (APP's gave another value at p=4) were printed though not used
+    from perfcast.cli import main
+    from perfcast.io import load
+
+    path = Path(__file__).parent.parent / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+    micro = DATA / "mpi" / "archer_benchmarks_imb.csv"
+    if not micro.exists():
+        pytest.skip("shared data not found")
+    d = load([path]).data
+    d = d[(d["p"] == 4) & (d["metric"] == "pmpi_time") & (d["callpath"].astype(str) == "APP")]
+    app = float(d.groupby("rep", observed=True)["value"].sum().mean() / 4)
+    args = ["project", str(path), "--at", "p=4", "--micro", str(micro), "--compute-factor", "1",
+            "--base", "ARCHER2_CrayMPICH8015", "--target", "Cirrus_MPT218"]
+    capsys.readouterr()
+    assert main(args + ["--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    assert res["compute_base"] == pytest.approx(app, rel=1e-12)
+    assert res["mpi_models"] is None
+    assert main(args) == 0
+    assert "MPI profile models" not in capsys.readouterr().out
+
+
 def _sig(name, cpi, lf, sf, l1, l2, l3):
     return Signature(name, {"cpi": cpi, "load_frac": lf, "store_frac": sf, "l1_mpki": l1, "l2_mpki": l2,
                             "l3_mpki": l3}, 100.0)

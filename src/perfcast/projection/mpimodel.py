@@ -242,7 +242,8 @@ def combine_nonblocking(prof: Mapping[str, Mapping[str, float]]) -> tuple[dict[s
 def profile_at(exp, point: Mapping[str, float] | None = None):
     """(profile routine -> {calls, bytes, elapsed}, compute time, process count, models or None, notes).
 
-    At a measured process count the measured means; otherwise the Eq 14-16 models.
+    At a measured process count the measured means (and no models: none is used, so none is fitted
+    or shown next to values it did not give); otherwise the Eq 14-16 models.
     """
     prof = mpi_profiles(exp, point)
     counts = prof.counts
@@ -261,11 +262,11 @@ def profile_at(exp, point: Mapping[str, float] | None = None):
         p = float(point[prof.param])
         if not p >= 1 or not math.isfinite(p):
             raise PerfcastError(f"{prof.param} must be a process count >= 1, not {p:g}", where="--at")
-    models = fit_profile_models(prof) if len(counts) > 1 else None
     if p in counts:
         m = prof.measured(p)
         comp = m.pop("APP")["elapsed"]
-        return m, comp, p, models, notes
+        return m, comp, p, None, notes
+    models = fit_profile_models(prof) if len(counts) > 1 else None
     if models is None:
         raise PerfcastError(f"{prof.param}={p:g} was not measured and one process count is too few to model "
                             f"(measured: {', '.join(f'{c:g}' for c in counts)})", where="--at")
