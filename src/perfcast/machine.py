@@ -68,7 +68,10 @@ class Machine:
             raise PerfcastError(f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KEYS))}",
                                 path, sorted(unknown)[0])
         prov = {k: "file" for k in d if k not in ("provenance", "name")}
-        prov.update(d.get("provenance") or {})
+        given = d.get("provenance") or {}
+        if not isinstance(given, Mapping):
+            raise PerfcastError("provenance must map fields to where their values came from", path, "provenance")
+        prov.update({str(k): str(v) for k, v in given.items()})
         freq = _positive(d.get("frequency_hz"), "frequency_hz", path, required=True)
         lat_in = d.get("latency_cycles") or {}
         if not isinstance(lat_in, Mapping):
@@ -102,7 +105,10 @@ class Machine:
             peak = cores * freq * fpc
             prov["peak_flops"] = "derived: cores_per_node x frequency_hz x flops_per_cycle"
         bw = _positive(d.get("peak_bandwidth"), "peak_bandwidth", path)
-        caches = tuple(dict(c) for c in (d.get("caches") or ()))
+        caches = d.get("caches") or ()
+        if not isinstance(caches, (list, tuple)) or not all(isinstance(c, Mapping) for c in caches):
+            raise PerfcastError("caches must be a list of mappings (level, type, size, line)", path, "caches")
+        caches = tuple(dict(c) for c in caches)
         return cls(str(d.get("name") or "unnamed"), freq, cores, lat, fpc, peak, bw, caches, prov)
 
     @classmethod
