@@ -255,6 +255,26 @@ def test_mean_factors_over_different_benchmark_sets_say_so(tmp_path, capsys):
     assert "over 2 benchmarks" in res["factor_definition"]["text"]
 
 
+def test_project_says_what_it_hides_and_what_it_ignores(tmp_path, capsys):
+    # --limit 1 of 3 targets printed no word of the other two; --micro with an experiment without an MPI
+    # profile was silently unused
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nbase,X,100\nt1,X,50\nt2,X,80\nt3,X,120\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit\nmain,time,10,s\n")
+    micro = tmp_path / "micro.csv"
+    micro.write_text("system,routine,nprocs,bytes,time_us\nnet,PingPong,2,8,1.5\n")
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t", "--all-matches",
+                 "--limit", "1", "--micro", str(micro)]) == 0
+    cap = capsys.readouterr()
+    assert "2 more target(s) not shown" in cap.err
+    assert " t1 " in cap.out and " t2 " not in cap.out and " t3 " not in cap.out   # fastest first: 0.5
+    assert "--micro" in cap.out and "not used" in cap.out
+
+
 def test_user_db_and_system_search(tmp_path):
     p = tmp_path / "db.csv"
     p.write_text("system,benchmark,time,model_name,sockets\n"

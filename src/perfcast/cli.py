@@ -1917,7 +1917,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
     models in p (Eq 14-16), which are printed."""
     from .projection.comm import load_micro
     from .projection.project import load_db, load_signatures, project
-    from .report.terminal import out, table, write_json
+    from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     point = parse_coords(at, "--at") if at else None
@@ -1962,6 +1962,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         head, rows, {h: "right" for h in head[2:]}))
     for n in res.notes:
         out.print(f"note: {n}", markup=False, highlight=False)
+    _print_not_shown(err, len(res.targets), len(shown), "target(s)", "--json lists")
     detail = next((t.comm_detail for t in res.targets if t.comm_detail and "interpolation" in t.comm_detail), None)
     if detail:
         for n in dict.fromkeys(x for t in res.targets if t.comm_detail for x in t.comm_detail.get("notes", [])):

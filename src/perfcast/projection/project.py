@@ -305,6 +305,9 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         counts, param = mp.counts, mp.param
         bt = BaseTime(mp.time_metric, exp.metrics[mp.time_metric].unit, compute_base,
                       "mean over ranks of the MPI profile's time outside MPI (APP)")
+    if micro is not None and not has_mpi and compute_factor is None:
+        notes.append(f"--micro {micro.source or 'table'} not used: the experiment has no MPI profile (callpaths "
+                     f"MPI->MPI_*, calls), so its whole time is projected as compute")
     if compute_factor is not None:
         if not (compute_factor > 0 and math.isfinite(compute_factor)):
             raise PerfcastError(f"the compute factor must be a positive number, not {compute_factor:g}",
