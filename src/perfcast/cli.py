@@ -1893,7 +1893,8 @@ def data_wheel_cmd(source, out_dir, as_json):
 @click.option("--method", type=click.Choice(["auto", "factor", "surrogate", "mean"]), default="auto",
               show_default=True,
               help="Compute projection: factor = supervised factor model of the benchmark database (needs "
-                   "the memory groups llc/bandwidth/prefetch; closed loop with all of them: 11.8 % mean error, "
+                   "one of the memory groups llc/bandwidth/prefetch; closed loop with all of them on the default "
+                   "FP + integer rate database: 11.2 % mean error, bench/PROJECTION.md; "
                    "90 % intervals printed); surrogate = Sharkawi's surrogate; mean = geometric mean of the "
                    "benchmarks' ratios (needs no counters: an experiment with times only uses every benchmark "
                    "both systems published); auto = the one with the smallest error in a closed loop on the "
