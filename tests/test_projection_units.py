@@ -275,6 +275,29 @@ def test_project_says_what_it_hides_and_what_it_ignores(tmp_path, capsys):
     assert "--micro" in cap.out and "not used" in cap.out
 
 
+def test_a_model_number_inside_another_model_does_not_resolve_silently():
+    # "EPYC 7702 Fujitsu": the published table has EPYC 7702 results (Supermicro, ...) and one Fujitsu
+    # EPYC 7702P (another processor); the query resolved to the 7702P without a word
+    from perfcast.projection.project import load_db
+
+    fp = pd.read_csv(DATA / "spec" / "spec17ml_input_FP_rate.csv")
+    model, vendor = fp["model_name"].astype(str), fp["hardware_vendor"].astype(str)
+
+    def rows(v):
+        return fp[model.str.lower().str.contains("epyc 7702") & vendor.str.lower().str.contains(v)]
+    assert list(rows("fujitsu")["model_name"]) == ["EPYC 7702P"]
+    assert list(rows("supermicro")["model_name"]) == ["EPYC 7702"]
+    sid = rows("fujitsu")["file"].iloc[0].removesuffix(".csv")
+    db = load_db()
+    assert list(db.find("EPYC 7702 Fujitsu")["system"]) == [sid]          # the search still lists it
+    with pytest.raises(PerfcastError, match=f"matches one system, {sid} .*'7702' inside '7702p'") as e:
+        db.resolve("EPYC 7702 Fujitsu")
+    assert e.value.where == "system"
+    assert db.resolve("EPYC 7702P Fujitsu") == sid and db.resolve(sid) == sid
+    # a whole model number still resolves
+    assert db.resolve("EPYC 7702 Supermicro") == rows("supermicro")["file"].iloc[0].removesuffix(".csv")
+
+
 def test_user_db_and_system_search(tmp_path):
     p = tmp_path / "db.csv"
     p.write_text("system,benchmark,time,model_name,sockets\n"
