@@ -298,6 +298,28 @@ def test_a_model_number_inside_another_model_does_not_resolve_silently():
     assert db.resolve("EPYC 7702 Supermicro") == rows("supermicro")["file"].iloc[0].removesuffix(".csv")
 
 
+def test_the_mean_without_counters_states_its_error_on_the_published_data(tmp_path, capsys):
+    # two systems, ratios 2, 4, 8 (and 1/2, 1/4, 1/8 the other way): each benchmark projected by the
+    # geometric mean of the other two misses its own ratio by |sqrt(32)/2 - 1|, |sqrt(16)/4 - 1| = 0 and
+    # |sqrt(8)/8 - 1|, in either direction; nothing was said about the mean's error before
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nA,X,1\nA,Y,1\nA,Z,1\nB,X,2\nB,Y,4\nB,Z,8\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit\nmain,time,10,s\n")
+    errs = sorted([abs(math.sqrt(32) / 2 - 1), 0.0, abs(math.sqrt(8) / 8 - 1)])
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    got = res["closed_loop_check"]["mean"]
+    assert got["mean"] == pytest.approx(sum(errs) / 3, rel=1e-12)
+    assert got["median"] == pytest.approx(errs[1], rel=1e-12) and got["p90"] == pytest.approx(errs[2], rel=1e-12)
+    assert res["targets"][0]["compute_factor"] == pytest.approx((2 * 4 * 8) ** (1 / 3), rel=1e-12)
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B"]) == 0
+    assert f"by {sum(errs) / 3:.1%} on average" in capsys.readouterr().out
+
+
 def test_user_db_and_system_search(tmp_path):
     p = tmp_path / "db.csv"
     p.write_text("system,benchmark,time,model_name,sockets\n"

@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # the projection's modules import scipy: loaded by project(),
 COMPUTE_METHODS = ("auto", "factor", "surrogate", "mean")
 #: random published system pairs of the closed-loop check run with the application's counter groups
 CHECK_PAIRS = 24
+#: random published system pairs of the mean's own check (no counters: numpy only, so many more)
+MEAN_CHECK_PAIRS = 300
 _LABELS = {"factor": "factor model", "surrogate": "surrogate", "mean": "mean of the benchmarks"}
 
 
@@ -418,7 +420,21 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                                                                                else "surrogate")
         else:
             chosen = "surrogate" if method == "factor" and fp is None else method
-    if check:
+    if chosen == "mean" and not check:
+        # no closed loop ran (no counters, or --method mean): state the error the mean makes on published data
+        from .closed_loop import mean_baseline, random_pairs
+
+        try:
+            benches = list(t.columns)
+            check = {"mean": mean_baseline(db, benches, random_pairs(db, benches, MEAN_CHECK_PAIRS))}
+            e = check["mean"]
+            notes.append(f"closed loop on {MEAN_CHECK_PAIRS} random published system pairs with all {len(benches)} "
+                         f"benchmarks: the geometric mean of the other benchmarks' ratios misses a benchmark's own "
+                         f"ratio by {e['mean']:.1%} on average (median "
+                         f"{e['median']:.1%}, p90 {e['p90']:.1%}); expect an error of that order for the application")
+        except PerfcastError as e:
+            notes.append(f"no closed-loop check on the published data ({e})")
+    elif check:
         notes.append(f"closed loop on {CHECK_PAIRS} random published system pairs with the application's counter "
                      f"groups ({', '.join(groups)}), mean error: "
                      + ", ".join(f"{_LABELS[m]} {v['mean']:.1%}" for m, v in sorted(check.items(),
