@@ -320,6 +320,41 @@ def test_the_mean_without_counters_states_its_error_on_the_published_data(tmp_pa
     assert f"by {sum(errs) / 3:.1%} on average" in capsys.readouterr().out
 
 
+def test_micro_benchmark_options_that_would_go_unused_are_refused(tmp_path, capsys):
+    # 3 --micro-target for 2 targets (the third ignored), --micro-target without --micro, --micro-target
+    # with --compute-factor: all were silently ignored
+    from perfcast.cli import main
+
+    exp = Path(__file__).parent.parent / "bench" / "data" / "jacobi-p" / "jacobi-p.perfcast"
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\n" + "".join(f"{s},{b},{t}\n" for s, ts in (("A", (100, 100, 100)),
+                  ("B", (50, 80, 70)), ("C", (120, 90, 100))) for b, t in zip(("503.bwaves_r", "519.lbm_r",
+                                                                             "508.namd_r"), ts)))
+    micro = tmp_path / "micro.csv"
+    micro.write_text("system,routine,nprocs,bytes,time_us\n" + "".join(
+        f"{n},{r},4,{b},{t}\n" for n in ("n1", "n2", "n3") for r in ("Sendrecv", "Allreduce")
+        for b, t in ((8, 2.0), (1024, 5.0))))
+    common = ["project", str(exp), "--at", "p=4", "--db", str(db), "--base", "A", "--target", "B", "--target", "C"]
+    for args, where, msg in (
+            (["--micro", str(micro), "--micro-base", "n1", "--micro-target", "n2", "--micro-target", "n3",
+              "--micro-target", "n1"], "--micro-target", "3 --micro-target for 2 target"),
+            (["--micro-target", "n2"], "--micro-target", "give it with --micro"),
+            (["--micro-base", "n2"], "--micro-base", "give it with --micro")):
+        capsys.readouterr()
+        assert main(common + args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and where in err[0] and msg in err[0], err
+    capsys.readouterr()
+    assert main(["project", str(exp), "--at", "p=4", "--micro", str(micro), "--compute-factor", "1", "--base", "n1",
+                 "--target", "n2", "--micro-target", "n3"]) == 2
+    assert "--micro-target is for a projection between systems" in capsys.readouterr().err
+    # one per target, in order, is used as given
+    assert main(common + ["--micro", str(micro), "--micro-base", "n1", "--micro-target", "n2", "--micro-target", "n3",
+                          "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    assert all(t["communication"] is not None for t in res["targets"])
+
+
 def test_user_db_and_system_search(tmp_path):
     p = tmp_path / "db.csv"
     p.write_text("system,benchmark,time,model_name,sockets\n"

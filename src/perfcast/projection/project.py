@@ -317,6 +317,9 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         if micro is None or not has_mpi:
             raise PerfcastError("--compute-factor projects communication between micro-benchmark systems: it needs "
                                 "an MPI profile and --micro", where="--compute-factor")
+        if micro_targets:
+            raise PerfcastError("with --compute-factor, --target names the micro-benchmark systems; --micro-target "
+                                "is for a projection between systems of the benchmark database", where="--micro-target")
         mb = micro.resolve(micro_base or base)
         tids = []
         for q in targets:
@@ -350,6 +353,12 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                 tids.append(s)
     if not tids:
         raise PerfcastError("no target system left (the base is not its own target)", where="--target")
+    if (micro_targets or micro_base) and micro is None:
+        raise PerfcastError("--micro-base/--micro-target name systems of a micro-benchmark table: give it with --micro",
+                            where="--micro-target" if micro_targets else "--micro-base")
+    if len(micro_targets) > 1 and len(micro_targets) != len(tids):
+        raise PerfcastError(f"{len(micro_targets)} --micro-target for {len(tids)} target system(s): give one for "
+                            f"every target, in order, or one for all", where="--micro-target")
     spoint, n = _signature_point(exp, point, param, counts)
     if n:
         notes.append(n)
