@@ -355,6 +355,28 @@ def test_micro_benchmark_options_that_would_go_unused_are_refused(tmp_path, caps
     assert all(t["communication"] is not None for t in res["targets"])
 
 
+def test_the_surrogate_shown_names_its_target(tmp_path, capsys):
+    # the surrogate depends on the target; the text said "first target" of a table sorted by time, where
+    # the first row was another target (EPYC 7742 faster than the Gold 6248 given first)
+    from perfcast.cli import main
+
+    app = tmp_path / "app.csv"
+    app.write_text("rank,callpath,metric,value,unit\n" + "".join(
+        f"{r},main,{m},{v},{u}\n" for r in (0, 1) for m, v, u in (("time", 10, "s"), ("cpi", 1.0, ""),
+                                                                    ("load_frac", 0.3, ""), ("store_frac", 0.1, ""))))
+    first, second = "cpu2017-20190625-15882", "cpu2017-20200413-21968"
+    args = ["project", str(app), "--base", "cpu2017-20191014-19065", "--target", first, "--target", second,
+            "--method", "surrogate"]
+    capsys.readouterr()
+    assert main(args + ["--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    assert res["surrogate_target"] == first and res["targets"][0]["system"] == second
+    own = next(t for t in res["targets"] if t["system"] == first)["communication_detail"]["surrogate"]
+    assert res["surrogate"] == own
+    assert main(args) == 0
+    assert f"surrogate (target {first}" in capsys.readouterr().out
+
+
 def test_user_db_and_system_search(tmp_path):
     p = tmp_path / "db.csv"
     p.write_text("system,benchmark,time,model_name,sockets\n"

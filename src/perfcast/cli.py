@@ -1948,7 +1948,8 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         out.print(f"compute factor from: {res.compute_source}", markup=False, highlight=False)
     if s is not None:
         role = "" if res.compute_source == "surrogate" else ", for comparison"
-        out.print(f"surrogate (first target{role}): {s.describe()}  match {s.quality}; group errors "
+        out.print(f"surrogate (target {res.surrogate_target}{role}; per target in --json): {s.describe()}  match "
+                  f"{s.quality}; group errors "
                   + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
     shown = _shown(res.targets, limit)
     level = next((t.to_dict()["interval_level"] for t in shown if t.factor_interval), None)

@@ -148,6 +148,7 @@ class Projection:
     check: dict | None = None                 # closed_loop_check: method -> error on published data
     base_time: BaseTime | None = None         # which time metric, how ranks were combined
     factor_definition: dict | None = None     # what the compute factor is a ratio of (:func:`factor_definition`)
+    surrogate_target: str | None = None       # the target ``surrogate`` was found for (it depends on the target)
 
     def to_dict(self) -> dict:
         return {"base": self.base, "base_name": self.base_name, "compute_base": self.compute_base,
@@ -156,6 +157,7 @@ class Projection:
                 "base_time": None if self.base_time is None else self.base_time.to_dict(),
                 "factor_definition": self.factor_definition,
                 "surrogate": None if self.surrogate is None else self.surrogate.to_dict(),
+                "surrogate_target": self.surrogate_target,
                 "targets": [t.to_dict() for t in self.targets], "notes": self.notes, "mpi_models": self.models,
                 "data_note": "SPEC CPU2017 (rate) replaces the seed's SPEC CFP2006; signatures of the benchmarks "
                              "are Skylake-SP measurements (Navarro-Torres et al. 2019)"}
@@ -455,7 +457,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                      f"{', '.join(fp.metrics)}); the surrogate is shown for comparison")
     sources = set()
     results = []
-    surrogate = None
+    surrogate, surrogate_target = None, None
     used: set[str] = set()
     for tid in tids:
         have = [b for b in cand if tid in t.index and np.isfinite(t.at[tid, b])]
@@ -471,7 +473,8 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         if not times_only:
             sur = find_surrogate(sig, {b: signatures[b] for b in have}, groups,
                                  {b: math.log(r) for b, r in ratios.items()}, max_members)
-            surrogate = surrogate or sur
+            if surrogate is None:
+                surrogate, surrogate_target = sur, tid
             sf = sur.scaling_factor(ratios)
             extra["surrogate_factor"] = sf
         interval = None
@@ -526,4 +529,4 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                              None if short else per_target)
     notes += fdef.pop("notes")
     return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,
-                      source, check, bt, fdef)
+                      source, check, bt, fdef, surrogate_target)
