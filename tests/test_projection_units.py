@@ -298,6 +298,21 @@ def test_a_model_number_inside_another_model_does_not_resolve_silently():
     assert db.resolve("EPYC 7702 Supermicro") == rows("supermicro")["file"].iloc[0].removesuffix(".csv")
 
 
+def test_systems_unique_agrees_with_what_project_accepts(capsys):
+    # systems "EPYC 7702 Fujitsu" said unique: true of the one EPYC 7702P that project refuses
+    from perfcast.cli import main
+
+    from conftest import cli_json
+
+    for q, unique in (("EPYC 7702 Fujitsu", False), ("EPYC 7702P Fujitsu", True), ("EPYC 7702 Supermicro", True)):
+        capsys.readouterr()
+        assert main(["systems", q, "--json"]) == 0
+        got = cli_json(capsys.readouterr().out, "systems")
+        assert got["matches"] == 1 and got["unique"] is unique, q
+    assert main(["systems", "EPYC 7702 Fujitsu"]) == 0
+    assert "not a --base/--target as typed" in capsys.readouterr().out
+
+
 def test_the_mean_without_counters_states_its_error_on_the_published_data(tmp_path, capsys):
     # two systems, ratios 2, 4, 8 (and 1/2, 1/4, 1/8 the other way): each benchmark projected by the
     # geometric mean of the other two misses its own ratio by |sqrt(32)/2 - 1|, |sqrt(16)/4 - 1| = 0 and

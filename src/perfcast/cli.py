@@ -1792,15 +1792,17 @@ def _collect_adaptive(spec, output, target, budget, until, log, as_json, force=F
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def systems_cmd(query, dbs, limit, as_json):
     """Search the benchmark database: words must all match; KEY=V, KEY>V, KEY<V filter attributes."""
-    from .projection.lookup import load_systems  # pandas-free when the database cache is warm
+    from .projection.lookup import load_systems, partial_model_words  # pandas-free when the cache is warm
     from .report.terminal import out, table, write_json
 
     db = load_systems(dbs)
     hits = db.find(query)
     cols = [c for c in ("system", "name") if c in db.columns]
+    # one match through a model number inside a longer one is not a --base/--target (BenchmarkDB.resolve)
+    partial = partial_model_words(query, {c: v[hits[0]] for c, v in db.columns.items()}) if len(hits) == 1 else []
     if as_json:
         write_json("systems", [dict(zip(cols, r)) for r in db.rows(_shown(hits, limit), cols)], query=query,
-                   matches=len(hits), unique=len(hits) == 1)
+                   matches=len(hits), unique=len(hits) == 1 and not partial)
         return
     if not len(hits):
         raise db.no_match_error(query)
@@ -1808,6 +1810,9 @@ def systems_cmd(query, dbs, limit, as_json):
     title = f"{len(hits)} system(s) match {query!r}" if query else f"{len(hits)} systems in {db.source}"
     if len(hits) > 1 and query:
         title += " (ambiguous as a --base/--target: add words, filters or use an id)"
+    if partial:
+        title += (" (not a --base/--target as typed: " + ", ".join(f"{w!r} inside {t!r}" for w, t in partial)
+                  + "; give the whole model name or the id)")
     out.print(table(title, cols, rows))
 
 
