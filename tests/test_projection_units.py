@@ -124,6 +124,24 @@ def test_at_a_measured_count_no_model_is_shown_next_to_the_measured_values(capsy
     assert "MPI profile models" not in capsys.readouterr().out
 
 
+def test_a_rank_missing_from_the_mpi_profile_is_not_a_rank_without_calls():
+    # jacobi p=4 without rank 3's records (a lost output): Allreduce is called 51 times by every rank
+    # (50 iterations + 1); averaging the sum over p=4 gave 38.25 calls and 3/4 of the compute time
+    from perfcast.experiment import Experiment
+    from perfcast.io import load
+    from perfcast.projection.mpimodel import profile_at
+
+    exp = load([Path(__file__).parent.parent / "bench" / "data" / "jacobi-p" / "jacobi-p.perfcast"])
+    d = exp.data
+    d = d[~((d["p"] == 4) & (d["rank"] == 3))].reset_index(drop=True)
+    lost = Experiment(exp.parameters, d, list(exp.metrics.values()), exp.tree, meta=exp.meta)
+    app = d[(d["p"] == 4) & (d["metric"] == "pmpi_time") & (d["callpath"].astype(str) == "APP")]
+    want = float(app.groupby("rep", observed=True)["value"].sum().mean() / 3)
+    prof, compute, p, _, notes = profile_at(lost, {"p": 4})
+    assert prof["Allreduce"]["calls"] == pytest.approx(51.0) and compute == pytest.approx(want, rel=1e-12)
+    assert any("3 of 4 ranks reported" in n for n in notes)
+
+
 def _sig(name, cpi, lf, sf, l1, l2, l3):
     return Signature(name, {"cpi": cpi, "load_frac": lf, "store_frac": sf, "l1_mpki": l1, "l2_mpki": l2,
                             "l3_mpki": l3}, 100.0)
