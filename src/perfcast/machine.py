@@ -88,7 +88,11 @@ class Machine:
                 lat[lvl] = float(defaults["latency_cycles"][lvl])
                 prov[f"latency_cycles.{lvl}"] = f"assumed: {defaults['name']} default"
             else:
-                prov.setdefault(f"latency_cycles.{lvl}", prov.get("latency_cycles", "file"))
+                key = f"latency_cycles.{lvl}"
+                prov.setdefault(key, prov.get("latency_cycles", "file"))
+                if str(prov[key]).startswith("assumed") and lat[lvl] != float(defaults["latency_cycles"][lvl]):
+                    # a written file's value edited without deleting its provenance entry: the user's number
+                    prov[key] = "file"
         prov.pop("latency_cycles", None)
         order = [lat[lvl] for lvl in LEVELS]
         if any(b < a for a, b in zip(order, order[1:])):
@@ -170,7 +174,8 @@ class Machine:
         from .output import write_file
 
         head = ("# perfcast machine description.  Values marked 'assumed' in provenance are defaults,\n"
-                "# not measurements: replace them (and delete their provenance entry) for real predictions.\n")
+                "# not measurements: replace them for real predictions (a latency changed from its default is read\n"
+                "# as the file's own value).\n")
         write_file(path, head + yaml.safe_dump(self.to_dict(), sort_keys=False), force)
 
     def latency_seconds(self, level: str) -> float:
