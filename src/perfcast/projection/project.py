@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from .apptime import BaseTime, base_time
+from .apptime import BaseTime, base_time, mpi_region_share
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .lookup import DEFAULT_TABLES, data_root, table_paths  # noqa: F401  (DEFAULT_TABLES, data_root: API)
 from .lookup import default_table as _default_table  # noqa: F401
@@ -149,6 +149,8 @@ class Projection:
     base_time: BaseTime | None = None         # which time metric, how ranks were combined
     factor_definition: dict | None = None     # what the compute factor is a ratio of (:func:`factor_definition`)
     surrogate_target: str | None = None       # the target ``surrogate`` was found for (it depends on the target)
+    #: without a PMPI profile: the tree's MPI regions projected as compute ({share, routines}; :func:`mpi_region_share`)
+    mpi_regions: dict | None = None
 
     def to_dict(self) -> dict:
         return {"base": self.base, "base_name": self.base_name, "compute_base": self.compute_base,
@@ -157,7 +159,7 @@ class Projection:
                 "base_time": None if self.base_time is None else self.base_time.to_dict(),
                 "factor_definition": self.factor_definition,
                 "surrogate": None if self.surrogate is None else self.surrogate.to_dict(),
-                "surrogate_target": self.surrogate_target,
+                "surrogate_target": self.surrogate_target, "mpi_regions_in_compute": self.mpi_regions,
                 "targets": [t.to_dict() for t in self.targets], "notes": self.notes, "mpi_models": self.models,
                 "data_note": "SPEC CPU2017 (rate) replaces the seed's SPEC CFP2006; signatures of the benchmarks "
                              "are Skylake-SP measurements (Navarro-Torres et al. 2019)"}
@@ -292,6 +294,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     notes: list[str] = []
     has_mpi = any(str(c).startswith("MPI->") for c in exp.callpaths) and "calls" in exp.metrics
     profile, nprocs, models, counts, param = [], None, None, [], None
+    mpi_regions = None
     bt = None
     if has_mpi:
         from .mpimodel import combine_nonblocking, mpi_profiles, profile_at
@@ -376,6 +379,13 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         compute_base = bt.seconds
         if not compute_base > 0:
             raise PerfcastError(f"the time to project ({bt.metric}) is {compute_base:g} s at this point", where="--at")
+        share, names = mpi_region_share(exp, point, bt.metric)
+        if names:
+            mpi_regions = {"share": share, "routines": names, "metric": bt.metric}
+            notes.append(f"the profile has MPI regions ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}"
+                         + (f": {share:.1%} of {bt.metric}" if share is not None else "")
+                         + ") but no PMPI profile (callpaths MPI->MPI_* with calls): their time is projected with "
+                           "the compute factor, not from micro-benchmarks (perfcast collect --collect mpi records one)")
     sig = signature or signature_from_totals(totals, "application")
     times_only = False
     if groups is None:
@@ -529,4 +539,4 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                              None if short else per_target)
     notes += fdef.pop("notes")
     return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,
-                      source, check, bt, fdef, surrogate_target)
+                      source, check, bt, fdef, surrogate_target, mpi_regions)
