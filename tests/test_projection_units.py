@@ -410,6 +410,23 @@ def test_the_surrogate_shown_names_its_target(tmp_path, capsys):
     assert f"surrogate (target {first}" in capsys.readouterr().out
 
 
+def test_pmpi_named_regions_count_as_mpi_time(tmp_path, capsys):
+    # HPCToolkit names the OSU benchmark's calls PMPI_Allgather: by hand, 4 of the root's 10 s (exclusive
+    # 2 + 2 below it in the library), the rest in work; MPI_ frames under MPI regions are not counted twice
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nA,X,100\nB,X,50\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit,scope\nmain,time,1,s,exclusive\nmain->work,time,5,s,exclusive\n"
+                   "main->PMPI_Allgather,time,2,s,exclusive\nmain->PMPI_Allgather->MPIR_x,time,1,s,exclusive\n"
+                   "main->PMPI_Allgather->MPIR_x->MPI_Isend,time,1,s,exclusive\nmain->io,time,1,s,exclusive\n")
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--json"]) == 0
+    got = cli_items(capsys.readouterr().out, "projection")[0]["mpi_regions_in_compute"]
+    assert got["share"] == pytest.approx(4 / 11) and got["routines"] == ["MPI_Allgather", "MPI_Isend"]
+
+
 def test_user_db_and_system_search(tmp_path):
     p = tmp_path / "db.csv"
     p.write_text("system,benchmark,time,model_name,sockets\n"

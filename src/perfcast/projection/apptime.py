@@ -176,16 +176,17 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
 
 def mpi_region_share(exp, point: Mapping[str, float] | None, metric: str) -> tuple[float | None, list[str]]:
     """For a profile without a PMPI layout: the share of ``metric``'s whole-program time spent in MPI
-    regions of the calling-context tree (callpaths ending in ``MPI_*``, their inclusive time at the
-    topmost of them, summed over ranks, over the time at the roots), and their routine names.
+    regions of the calling-context tree (callpaths ending in ``MPI_*`` or ``PMPI_*``, their inclusive
+    time at the topmost of them, summed over ranks, over the time at the roots), and their routine
+    names (``MPI_*``).
     ``(None, [])`` when the tree has no MPI region; the share is None when it cannot be split (flat
     timers)."""
     paths = [str(c) for c in exp.callpaths]
-    mpi = [c for c in paths if c.rsplit("->", 1)[-1].startswith("MPI_")]
+    mpi = [c for c in paths if c.rsplit("->", 1)[-1].startswith(("MPI_", "PMPI_"))]
     if not mpi:
         return None, []
-    names = sorted({c.rsplit("->", 1)[-1] for c in mpi})
-    top = [c for c in mpi if not any(f.startswith("MPI_") for f in c.split("->")[:-1])]
+    names = sorted({c.rsplit("->", 1)[-1].removeprefix("P") for c in mpi})
+    top = [c for c in mpi if not any(f.startswith(("MPI_", "PMPI_")) for f in c.split("->")[:-1])]
     from ..analysis.views import scope_values, select_point
 
     try:
