@@ -427,6 +427,28 @@ def test_pmpi_named_regions_count_as_mpi_time(tmp_path, capsys):
     assert got["share"] == pytest.approx(4 / 11) and got["routines"] == ["MPI_Allgather", "MPI_Isend"]
 
 
+def test_counters_without_signature_benchmarks_fall_back_to_the_mean(tmp_path, capsys):
+    # an application with counters, a table whose benchmarks have no signature (here X, Y; a SPEC speed
+    # table alike): --method mean and auto refused ("no benchmark of the database has a counter
+    # signature") although the mean needs none; by hand sqrt(50/100 x 90/100)
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nA,X,100\nA,Y,100\nB,X,50\nB,Y,90\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit\nmain,time,10,s\nmain,instructions,1e9,#\nmain,cycles,2e9,#\n")
+    for method in ("mean", "auto"):
+        capsys.readouterr()
+        assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--method", method,
+                     "--json"]) == 0
+        res = cli_items(capsys.readouterr().out, "projection")[0]
+        assert res["targets"][0]["compute_factor"] == pytest.approx(math.sqrt(0.5 * 0.9), rel=1e-12)
+        assert res["compute_source"] == "mean of the benchmarks"
+        assert any("counters are not used" in n for n in res["notes"])
+        assert not any(n.startswith("metric groups matched") for n in res["notes"])
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--method", "surrogate"]) == 2
+
+
 def test_user_db_and_system_search(tmp_path):
     p = tmp_path / "db.csv"
     p.write_text("system,benchmark,time,model_name,sockets\n"

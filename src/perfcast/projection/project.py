@@ -407,6 +407,12 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     t = db.times()
     fp: FactorProjector | None = None
     check = None
+    if not times_only and method in ("mean", "auto") and not any(b in t.columns for b in (signatures or {})):
+        # the counters have nothing to be matched with (e.g. a SPEC speed or a user table): the mean needs none
+        times_only = True
+        notes[:] = [n for n in notes if not n.startswith("metric groups matched")]
+        notes.append("no benchmark of the database has a counter signature, so the counters are not used: the compute "
+                     "factor is the geometric mean of the ratios of every benchmark both systems published")
     if times_only:
         signatures = {}
         cand = [b for b in t.columns if base_id in t.index and np.isfinite(t.at[base_id, b])]
