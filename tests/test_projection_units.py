@@ -351,6 +351,12 @@ def test_the_mean_without_counters_states_its_error_on_the_published_data(tmp_pa
     assert res["targets"][0]["compute_factor"] == pytest.approx((2 * 4 * 8) ** (1 / 3), rel=1e-12)
     assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B"]) == 0
     assert f"by {sum(errs) / 3:.1%} on average" in capsys.readouterr().out
+    # the check uses the benchmarks the factor combined: B lacks Z, so X and Y (ratios 2 and 8, each
+    # projected by the other: errors 3 and 0.75 either way); over X, Y, Z no second system had all
+    db.write_text("system,benchmark,time\nA,X,1\nA,Y,1\nA,Z,1\nB,X,2\nB,Y,8\n")
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--json"]) == 0
+    got = cli_items(capsys.readouterr().out, "projection")[0]["closed_loop_check"]["mean"]
+    assert (got["mean"], got["median"], got["p90"]) == (pytest.approx(1.875), pytest.approx(1.875), pytest.approx(3))
 
 
 def test_micro_benchmark_options_that_would_go_unused_are_refused(tmp_path, capsys):
