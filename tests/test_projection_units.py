@@ -620,6 +620,25 @@ def test_ready_per_instruction_metrics_are_averaged_not_summed(tmp_path):
     assert signature_from_totals(experiment_totals(load([plain]))).values["cpi"] == pytest.approx(1.0)
 
 
+def test_cpu_time_in_milliseconds_is_converted_for_the_bandwidth_group(tmp_path):
+    # lbm's characterisation as raw counters (as in the test above) with task-clock in ms, as perf stat
+    # prints it: the CPU seconds were taken as 1000 times too many, bw_cpi 1000 times too small
+    from perfcast.io import load
+    from perfcast.projection.signatures import experiment_totals
+
+    sig = load_navarro(DATA / "spec" / "counters")["519.lbm_r"].values
+    ins, clock = 1e12, 2.5e9
+    cycles = sig["cpi"] * ins
+    dram = sig["bw_cpi"] * 1e9 * ins / clock
+    rows = ["callpath,metric,value,unit,kind", f"main,instructions,{ins!r},#,count", f"main,cycles,{cycles!r},#,count",
+            f"main,task-clock,{1e3 * cycles / clock!r},msec,time", "main,time,100,s,time",
+            f"main,dram_bytes,{dram / 1e9!r},GB,bytes"]
+    app = tmp_path / "app.csv"
+    app.write_text("\n".join(rows) + "\n")
+    got = signature_from_totals(experiment_totals(load([app])))
+    assert got.values["bw_cpi"] == pytest.approx(sig["bw_cpi"], rel=1e-12)
+
+
 def test_signature_from_a_likwid_mem_group_output():
     # tests/data/likwid/mem_broadwell_1thread.txt (real likwid-perfctr -g MEM output): the numbers
     # below are copied from its tables

@@ -241,8 +241,24 @@ def experiment_totals(exp, point: Mapping[str, float] | None = None) -> dict[str
         d = data[data["metric"] == name]
         if m.scope == "inclusive":
             d = d[d["callpath"].astype(str).isin(roots)]
-        out[name] = float(d["value"].sum()) * BYTE_UNITS.get(str(m.unit or "").strip().lower(), 1.0)
+        out[name] = float(d["value"].sum()) * _unit_factor(sel, name)
     return out
+
+
+def _unit_factor(exp, name: str) -> float:
+    """Bytes per unit of a byte metric, seconds per unit of a time metric (the CPU seconds of the
+    bandwidth group: ``task-clock`` in msec is 1e-3 s), else 1."""
+    unit = str(exp.metrics[name].unit or "").strip().lower()
+    if unit in BYTE_UNITS:
+        return BYTE_UNITS[unit]
+    if exp.metrics[name].kind == "time" and unit:
+        from ..analysis.waste import time_factor
+
+        try:
+            return time_factor(exp, name)
+        except PerfcastError:       # cycles and the like are not seconds
+            return 1.0
+    return 1.0
 
 
 def _ratio_mean(sel, name: str, roots: set) -> float:
