@@ -592,6 +592,12 @@ def test_bandwidth_group_from_raw_dram_counters_and_the_factor_model_uses_it(tmp
     check = out["closed_loop_check"]
     assert check["factor"]["mean"] < check["mean"]["mean"] and check["factor"]["mean"] < check["surrogate"]["mean"]
     assert out["targets"][0]["communication_detail"]["factor_model"]["features"] == ["bw_cpi"]
+    # the closed loop's interval coverage is said next to its error (it was in --json only)
+    cov = check["factor"]["interval_coverage"]
+    assert 0 < cov <= 1
+    assert main(["project", str(app), "--base", "cpu2017-20190916-18068", "--target", "cpu2017-20200413-21968"]) == 0
+    assert f"ranges held the published ratio in {cov:.0%} of the {check['factor']['projections']}" in \
+        capsys.readouterr().out
 
 
 def test_ready_per_instruction_metrics_are_averaged_not_summed(tmp_path):

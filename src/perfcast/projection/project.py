@@ -449,10 +449,15 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
             chosen = "surrogate" if method == "factor" and fp is None else method
     mean_check = chosen == "mean" and not check    # stated after the targets: over the benchmarks used
     if check:
+        from .factor import LEVEL
+
         notes.append(f"closed loop on {CHECK_PAIRS} random published system pairs with the application's counter "
                      f"groups ({', '.join(groups)}), mean error: "
-                     + ", ".join(f"{_LABELS[m]} {v['mean']:.1%}" for m, v in sorted(check.items(),
-                                                                                  key=lambda kv: kv[1]["mean"]))
+                     + ", ".join(f"{_LABELS[m]} {v['mean']:.1%}"
+                                 + (f" (its {LEVEL:.0%} ranges held the published ratio in {v['interval_coverage']:.0%} of "
+                                    f"the {v['projections']} projections)" if v.get("interval_coverage") is not None
+                                    else "")
+                                 for m, v in sorted(check.items(), key=lambda kv: kv[1]["mean"]))
                      + f"; compute factor from the {_LABELS[chosen]}")
     if chosen == "factor":
         notes.append(f"compute factor from the rank-{fp.model.rank} supervised factor model of {len(fp.model.systems)} "
