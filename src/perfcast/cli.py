@@ -1833,9 +1833,11 @@ def data_status_cmd(as_json):
     st = status()
     missing = [t["table"] for t in st["tables"] if not t["found"]]
     if as_json:
-        write_json("data", st["tables"], root=st["root"], source=st["source"], complete=not missing)
+        write_json("data", st["tables"], root=st["root"], source=st["source"], root_exists=st["exists"],
+                   complete=not missing)
     else:
-        out.print(table(f"shared data: {st['root']} ({st['source']})", ["table", "path"],
+        where = st["source"] + ("" if st["exists"] else "; no such directory")
+        out.print(table(f"shared data: {st['root']} ({where})", ["table", "path"],
                         [[t["table"], t["path"] or "MISSING"] for t in st["tables"]]))
         if missing:
             out.print("missing tables: `systems` and `project` need --db/--signatures, "
