@@ -349,8 +349,11 @@ def test_the_mean_without_counters_states_its_error_on_the_published_data(tmp_pa
     assert got["mean"] == pytest.approx(sum(errs) / 3, rel=1e-12)
     assert got["median"] == pytest.approx(errs[1], rel=1e-12) and got["p90"] == pytest.approx(errs[2], rel=1e-12)
     assert res["targets"][0]["compute_factor"] == pytest.approx((2 * 4 * 8) ** (1 / 3), rel=1e-12)
+    assert got["systems"] == 2
     assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B"]) == 0
-    assert f"by {sum(errs) / 3:.1%} on average" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert f"by {sum(errs) / 3:.1%} on average" in text and "of the 2 published systems" in text
+    assert "too few systems" in text
     # the check uses the benchmarks the factor combined: B lacks Z, so X and Y (ratios 2 and 8, each
     # projected by the other: errors 3 and 0.75 either way); over X, Y, Z no second system had all
     db.write_text("system,benchmark,time\nA,X,1\nA,Y,1\nA,Z,1\nB,X,2\nB,Y,8\n")

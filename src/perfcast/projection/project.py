@@ -531,8 +531,11 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         try:
             check = {"mean": mean_baseline(db, benches, random_pairs(db, benches, MEAN_CHECK_PAIRS))}
             e = check["mean"]
-            notes.append(f"closed loop on {MEAN_CHECK_PAIRS} random published system pairs with the {len(benches)} "
-                         f"benchmarks used: the geometric mean of the other benchmarks' ratios misses a benchmark's "
+            e["systems"] = n_sys = int(t[benches].dropna().shape[0])
+            notes.append(f"closed loop on {MEAN_CHECK_PAIRS} random pairs of the {n_sys} published systems with the "
+                         f"{len(benches)} benchmarks used"
+                         + (" (too few systems and benchmarks for the check to say much)" if n_sys < 10 or
+                            len(benches) < 3 else "") + ": the geometric mean of the other benchmarks' ratios misses a benchmark's "
                          f"own ratio by {e['mean']:.1%} on average (median {e['median']:.1%}, p90 {e['p90']:.1%}); "
                          f"expect an error of that order for the application")
         except PerfcastError as e:
