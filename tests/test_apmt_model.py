@@ -200,6 +200,36 @@ def test_machine_file_validation(tmp_path):
     assert Machine.load(tmp_path / "back.yaml").to_dict() == m.to_dict()
 
 
+def test_an_edited_latency_is_no_longer_called_assumed(tmp_path):
+    # machine --write marks the default latencies "assumed"; a user who edits L1 to 5 cycles but keeps
+    # the provenance entry had the measured 5 reported as an assumed default
+    f = tmp_path / "m.yaml"
+    f.write_text("name: x\nfrequency_hz: 2e9\nlatency_cycles: {L1: 5.0, L2: 14.0, LLC: 46.0, memory: 220.0}\n"
+                 "provenance:\n  latency_cycles.L1: 'assumed: generic-x86-64 default'\n"
+                 "  latency_cycles.L2: 'assumed: generic-x86-64 default'\n")
+    m = Machine.load(f)
+    assert m.latency_cycles["L1"] == 5.0 and m.provenance["latency_cycles.L1"] == "file"
+    # an unedited default keeps its label
+    assert m.provenance["latency_cycles.L2"].startswith("assumed") and "latency_cycles.L1" not in m.assumed()
+
+
+@pytest.mark.parametrize("extra,key", [("caches: 5", "caches"), ("caches: [1]", "caches"),
+                                       ("provenance: [1]", "provenance"), ("provenance: x", "provenance")])
+def test_machine_file_with_malformed_caches_or_provenance_is_one_line(tmp_path, capsys, extra, key):
+    # were internal errors (TypeError, exit 1)
+    from perfcast.cli import main
+
+    f = tmp_path / "m.yaml"
+    f.write_text(f"name: x\nfrequency_hz: 2e9\n{extra}\n")
+    with pytest.raises(PerfcastError) as e:
+        Machine.load(f)
+    assert e.value.where == key
+    capsys.readouterr()
+    assert main(["machine", "--from", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"({key})" in err[0] and "internal error" not in err[0]
+
+
 def test_a_count_on_a_measured_line_is_said_in_the_breakdown():
     # instructions per rank 2e8 + 1e9 * n / p, twice that on the line p = 4 (a known step), +-2% noise, 3
     # repetitions; timer = instructions * CPI 0.5 / 2 GHz.  At p = 4 the breakdown's computation is

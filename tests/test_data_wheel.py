@@ -99,6 +99,19 @@ def test_data_commands_json_and_errors(tmp_path, capsys):
     assert "missing" in one_error(code, err)
 
 
+def test_data_status_says_when_the_shared_data_directory_does_not_exist(tmp_path, capsys, monkeypatch):
+    # a mistyped $PERFCAST_SHARED_DATA listed every table MISSING without saying the directory is absent
+    monkeypatch.setenv("PERFCAST_SHARED_DATA", str(tmp_path / "typo"))
+    code, out, err = cli(capsys, "data", "status", "--json")
+    doc = cli_json(out, "data")
+    assert code == 1 and doc["root_exists"] is False and doc["complete"] is False
+    code, out, err = cli(capsys, "data", "status")
+    assert code == 1 and "(environment; no such directory)" in out
+    monkeypatch.setenv("PERFCAST_SHARED_DATA", str(tmp_path))
+    code, out, err = cli(capsys, "data", "status", "--json")
+    assert cli_json(out, "data")["root_exists"] is True
+
+
 def _hand_factor(base: str, target: str) -> float:
     """Geometric mean over the FP rate benchmarks both results publish of t(target) / t(base), read
     from the CSV here."""

@@ -326,7 +326,7 @@ def test_project_method_option_and_terminal_names_the_source(spec, tmp_path, cap
     text = capsys.readouterr().out
     assert "compute factor from: factor model" in text and "for comparison" in text
     lo, hi = auto["targets"][0]["compute_factor_interval"]
-    row = next(line for line in text.splitlines() if t in line)
+    row = next(line for line in text.splitlines() if line.strip().startswith(t + " "))   # the table row
     shown = re.search(r"(\d+\.\d+)-(\d+\.\d+)", row)
     assert "90% range" in text and shown is not None
     assert (float(shown[1]), float(shown[2])) == pytest.approx((lo, hi), abs=5e-4)

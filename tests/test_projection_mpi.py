@@ -95,7 +95,9 @@ def _hand_projection(times, counts, T, base, target, sf_comp=1.0):
             continue
         tb, tt = T[(base, test, m)], T[(target, test, m)]
         trans_b, trans_t = n * tb * 1e-6, n * tt * 1e-6
-        wait_b = max(e - trans_b, 0.0)
+        if trans_b > e:        # the table's transfer exceeds the measured time: its ratio only
+            trans_b, trans_t = e, e * tt / tb
+        wait_b = e - trans_b
         w_r = e / total
         sf = (w_r * tt / tb + w_comp * sf_comp) / (w_r + w_comp)
         out[r] = trans_t + sf * wait_b

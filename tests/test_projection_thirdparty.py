@@ -96,6 +96,32 @@ def test_lulesh_caliper_projected_by_the_mean_of_the_spec_ratios(capsys):
     assert float(cells[3]) == pytest.approx(mx * factor, rel=5e-4)
 
 
+def test_mpi_regions_without_a_pmpi_profile_are_said_with_their_share(capsys):
+    # LULESH at 27 ranks spends 39.6 % of its time in MPI regions (waits, Allreduce), read here with
+    # caliper-reader: topmost MPI_* regions' avg#inclusive time over the roots'.  Without a PMPI profile
+    # that time is scaled by the compute factor: it was not said
+    cr = pytest.importorskip("caliperreader")
+    r = cr.CaliperReader()
+    r.read(str(LULESH / "27_cores.cali"))
+    roots = mpi = 0.0
+    for rec in r.records:
+        path = rec.get("path")
+        path = path if isinstance(path, list) else ([path] if path else [])
+        v = float(rec.get("avg#inclusive#sum#time.duration", 0) or 0)
+        roots += v if len(path) == 1 else 0.0
+        if path and path[-1].startswith("MPI_") and not any(q.startswith("MPI_") for q in path[:-1]):
+            mpi += v
+    code, out, err = _run(capsys, LULESH, "--param", "jobsize", "--at", "jobsize=27", "--db", FP_RATE,
+                          "--base", BASE, "--target", TARGET, "--method", "mean", "--json")
+    assert code == 0, err
+    got = cli_items(out, "projection")[0]["mpi_regions_in_compute"]
+    assert got["share"] == pytest.approx(mpi / roots, rel=1e-4) and 0.3 < got["share"] < 0.5
+    assert {"MPI_Allreduce", "MPI_Wait", "MPI_Waitall"} <= set(got["routines"])
+    code, out, err = _run(capsys, LULESH, "--param", "jobsize", "--at", "jobsize=27", "--db", FP_RATE,
+                          "--base", BASE, "--target", TARGET, "--method", "mean")
+    assert code == 0 and "MPI regions" in out and "no PMPI profile" in out
+
+
 def test_cube_set_projected_with_times_only(capsys):
     factor, _, _ = _hand_factor(BASE, TARGET)
     exp = load(sorted(CUBESET.iterdir()))

@@ -61,6 +61,87 @@ def test_comm_projection_eq17_to_21_by_hand():
     assert r2.elapsed_target == pytest.approx(0.001) and "no micro-benchmark" in r2.notes[0]
 
 
+def test_comm_transfer_above_the_measured_time_keeps_the_breakdown_and_the_identity():
+    t = _table()
+    # 1000 sends of 1024 B at p=2: the table says 1000 x 10 us = 10 ms, the run measured 4 ms.
+    # The base's 4 ms are all transfer; the target's table is twice as slow -> 8 ms (not 20 ms)
+    prof = [RoutineProfile("Send", 1000, 1024, 0.004)]
+    r = project_comm(prof, 2, t, "base", "tgt", compute_base=0.1, sf_comp=1.0)
+    row = r.rows[0]
+    assert row["transfer_base"] == pytest.approx(0.004) and row["wait_base"] == pytest.approx(0.0)
+    assert row["transfer_base"] + row["wait_base"] == pytest.approx(row["elapsed_base"])
+    assert row["transfer_target"] == pytest.approx(0.008) and r.elapsed_target == pytest.approx(0.008)
+    assert "exceeds the measured" in r.notes[0]
+    # the same network as base and target gives back the measured time (was 10 ms: 2.5 x)
+    same = project_comm(prof, 2, t, "base", "base", compute_base=0.1, sf_comp=1.0)
+    assert same.elapsed_target == pytest.approx(0.004)
+
+
+def test_comm_projection_onto_the_same_network_is_the_identity_on_real_data(capsys):
+    # cg at p=1 measured Allreduce of 8 B at ~0.6 us a call; ARCHER2's table (nearest: 128 ranks)
+    # says ~5 us: projecting onto ARCHER2 from ARCHER2 with compute factor 1 must change nothing
+    from perfcast.cli import main
+
+    exp = Path(__file__).parent.parent / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+    micro = DATA / "mpi" / "archer_benchmarks_imb.csv"
+    if not micro.exists():
+        pytest.skip("shared data not found")
+    for p in ("1", "2"):
+        capsys.readouterr()
+        assert main(["project", str(exp), "--at", f"p={p}", "--micro", str(micro), "--compute-factor", "1",
+                     "--base", "ARCHER2_CrayMPICH8015", "--target", "ARCHER2_CrayMPICH8015", "--json"]) == 0
+        res = cli_items(capsys.readouterr().out, "projection")[0]
+        t = res["targets"][0]
+        assert t["communication"] == pytest.approx(res["communication_base"], rel=1e-12)
+        assert t["total"] == pytest.approx(res["compute_base"] + res["communication_base"], rel=1e-12)
+        for row in t["communication_detail"]["routines"]:
+            assert row["elapsed_target"] == pytest.approx(row["elapsed_base"], rel=1e-12), row["routine"]
+            if row["transfer_base"] is not None:
+                assert row["transfer_base"] + row["wait_base"] == pytest.approx(row["elapsed_base"], rel=1e-12)
+
+
+def test_at_a_measured_count_no_model_is_shown_next_to_the_measured_values(capsys):
+    # cg measured p=4: the base compute is the measured per-rank APP time (pandas, by hand); the
+    # Eq 14-16 models (APP's gave another value at p=4) were printed though not used
+    from perfcast.cli import main
+    from perfcast.io import load
+
+    path = Path(__file__).parent.parent / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+    micro = DATA / "mpi" / "archer_benchmarks_imb.csv"
+    if not micro.exists():
+        pytest.skip("shared data not found")
+    d = load([path]).data
+    d = d[(d["p"] == 4) & (d["metric"] == "pmpi_time") & (d["callpath"].astype(str) == "APP")]
+    app = float(d.groupby("rep", observed=True)["value"].sum().mean() / 4)
+    args = ["project", str(path), "--at", "p=4", "--micro", str(micro), "--compute-factor", "1",
+            "--base", "ARCHER2_CrayMPICH8015", "--target", "Cirrus_MPT218"]
+    capsys.readouterr()
+    assert main(args + ["--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    assert res["compute_base"] == pytest.approx(app, rel=1e-12)
+    assert res["mpi_models"] is None
+    assert main(args) == 0
+    assert "MPI profile models" not in capsys.readouterr().out
+
+
+def test_a_rank_missing_from_the_mpi_profile_is_not_a_rank_without_calls():
+    # jacobi p=4 without rank 3's records (a lost output): Allreduce is called 51 times by every rank
+    # (50 iterations + 1); averaging the sum over p=4 gave 38.25 calls and 3/4 of the compute time
+    from perfcast.experiment import Experiment
+    from perfcast.io import load
+    from perfcast.projection.mpimodel import profile_at
+
+    exp = load([Path(__file__).parent.parent / "bench" / "data" / "jacobi-p" / "jacobi-p.perfcast"])
+    d = exp.data
+    d = d[~((d["p"] == 4) & (d["rank"] == 3))].reset_index(drop=True)
+    lost = Experiment(exp.parameters, d, list(exp.metrics.values()), exp.tree, meta=exp.meta)
+    app = d[(d["p"] == 4) & (d["metric"] == "pmpi_time") & (d["callpath"].astype(str) == "APP")]
+    want = float(app.groupby("rep", observed=True)["value"].sum().mean() / 3)
+    prof, compute, p, _, notes = profile_at(lost, {"p": 4})
+    assert prof["Allreduce"]["calls"] == pytest.approx(51.0) and compute == pytest.approx(want, rel=1e-12)
+    assert any("3 of 4 ranks reported" in n for n in notes)
+
+
 def _sig(name, cpi, lf, sf, l1, l2, l3):
     return Signature(name, {"cpi": cpi, "load_frac": lf, "store_frac": sf, "l1_mpki": l1, "l2_mpki": l2,
                             "l3_mpki": l3}, 100.0)
@@ -165,6 +246,216 @@ def test_navarro_loader_combines_inputs_by_instructions():
     assert lbm.values["bw_cpi"] == pytest.approx(139.42 * 0.64)          # BW All x CPI
     assert lbm.values["pf_cpi_gain"] == pytest.approx(1.38 - 0.64)        # CPI None - CPI All
     assert set(lbm.groups()) == {"cpi", "mix", "cache", "llc", "bandwidth", "prefetch"}
+
+
+def test_mean_factors_over_different_benchmark_sets_say_so(tmp_path, capsys):
+    # boxB published 2 of the base's 3 benchmarks, boxC 1: their factors are geometric means over 2 and
+    # 1 benchmarks (0.5 and 0.8 by hand), and the definition said "over 3 benchmarks" for both
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nboxA,X,100\nboxA,Y,200\nboxA,Z,50\n"
+                  "boxB,X,50\nboxB,Y,100\nboxC,Z,40\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit\nmain,time,10,s\n")
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "boxA", "--target", "boxB", "--target", "boxC",
+                 "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    got = {t["system"]: (t["compute_factor"], t["communication_detail"]["benchmarks"]) for t in res["targets"]}
+    assert got["boxB"] == (pytest.approx(math.sqrt(50 / 100 * 100 / 200)), 2)
+    assert got["boxC"] == (pytest.approx(40 / 50), 1)
+    assert "over 1-2 benchmarks" in res["factor_definition"]["text"]
+    assert any("boxC: 1" in n and "boxB" not in n for n in res["notes"])
+    # one target: its own count
+    assert main(["project", str(app), "--db", str(db), "--base", "boxA", "--target", "boxB", "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    assert "over 2 benchmarks" in res["factor_definition"]["text"]
+
+
+def test_project_says_what_it_hides_and_what_it_ignores(tmp_path, capsys):
+    # --limit 1 of 3 targets printed no word of the other two; --micro with an experiment without an MPI
+    # profile was silently unused
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nbase,X,100\nt1,X,50\nt2,X,80\nt3,X,120\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit\nmain,time,10,s\n")
+    micro = tmp_path / "micro.csv"
+    micro.write_text("system,routine,nprocs,bytes,time_us\nnet,PingPong,2,8,1.5\n")
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "base", "--target", "t", "--all-matches",
+                 "--limit", "1", "--micro", str(micro)]) == 0
+    cap = capsys.readouterr()
+    assert "2 more target(s) not shown" in cap.err
+    assert " t1 " in cap.out and " t2 " not in cap.out and " t3 " not in cap.out   # fastest first: 0.5
+    assert "--micro" in cap.out and "not used" in cap.out
+
+
+def test_a_model_number_inside_another_model_does_not_resolve_silently():
+    # "EPYC 7702 Fujitsu": the published table has EPYC 7702 results (Supermicro, ...) and one Fujitsu
+    # EPYC 7702P (another processor); the query resolved to the 7702P without a word
+    from perfcast.projection.project import load_db
+
+    fp = pd.read_csv(DATA / "spec" / "spec17ml_input_FP_rate.csv")
+    model, vendor = fp["model_name"].astype(str), fp["hardware_vendor"].astype(str)
+
+    def rows(v):
+        return fp[model.str.lower().str.contains("epyc 7702") & vendor.str.lower().str.contains(v)]
+    assert list(rows("fujitsu")["model_name"]) == ["EPYC 7702P"]
+    assert list(rows("supermicro")["model_name"]) == ["EPYC 7702"]
+    sid = rows("fujitsu")["file"].iloc[0].removesuffix(".csv")
+    db = load_db()
+    assert list(db.find("EPYC 7702 Fujitsu")["system"]) == [sid]          # the search still lists it
+    with pytest.raises(PerfcastError, match=f"matches one system, {sid} .*'7702' inside '7702p'") as e:
+        db.resolve("EPYC 7702 Fujitsu")
+    assert e.value.where == "system"
+    assert db.resolve("EPYC 7702P Fujitsu") == sid and db.resolve(sid) == sid
+    # a whole model number still resolves
+    assert db.resolve("EPYC 7702 Supermicro") == rows("supermicro")["file"].iloc[0].removesuffix(".csv")
+
+
+def test_systems_unique_agrees_with_what_project_accepts(capsys):
+    # systems "EPYC 7702 Fujitsu" said unique: true of the one EPYC 7702P that project refuses
+    from perfcast.cli import main
+
+    from conftest import cli_json
+
+    for q, unique in (("EPYC 7702 Fujitsu", False), ("EPYC 7702P Fujitsu", True), ("EPYC 7702 Supermicro", True)):
+        capsys.readouterr()
+        assert main(["systems", q, "--json"]) == 0
+        got = cli_json(capsys.readouterr().out, "systems")
+        assert got["matches"] == 1 and got["unique"] is unique, q
+    assert main(["systems", "EPYC 7702 Fujitsu"]) == 0
+    assert "not a --base/--target as typed" in capsys.readouterr().out
+
+
+def test_the_mean_without_counters_states_its_error_on_the_published_data(tmp_path, capsys):
+    # two systems, ratios 2, 4, 8 (and 1/2, 1/4, 1/8 the other way): each benchmark projected by the
+    # geometric mean of the other two misses its own ratio by |sqrt(32)/2 - 1|, |sqrt(16)/4 - 1| = 0 and
+    # |sqrt(8)/8 - 1|, in either direction; nothing was said about the mean's error before
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nA,X,1\nA,Y,1\nA,Z,1\nB,X,2\nB,Y,4\nB,Z,8\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit\nmain,time,10,s\n")
+    errs = sorted([abs(math.sqrt(32) / 2 - 1), 0.0, abs(math.sqrt(8) / 8 - 1)])
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    got = res["closed_loop_check"]["mean"]
+    assert got["mean"] == pytest.approx(sum(errs) / 3, rel=1e-12)
+    assert got["median"] == pytest.approx(errs[1], rel=1e-12) and got["p90"] == pytest.approx(errs[2], rel=1e-12)
+    assert res["targets"][0]["compute_factor"] == pytest.approx((2 * 4 * 8) ** (1 / 3), rel=1e-12)
+    assert got["systems"] == 2
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B"]) == 0
+    text = capsys.readouterr().out
+    assert f"by {sum(errs) / 3:.1%} on average" in text and "of the 2 published systems" in text
+    assert "too few systems" in text
+    # the check uses the benchmarks the factor combined: B lacks Z, so X and Y (ratios 2 and 8, each
+    # projected by the other: errors 3 and 0.75 either way); over X, Y, Z no second system had all
+    db.write_text("system,benchmark,time\nA,X,1\nA,Y,1\nA,Z,1\nB,X,2\nB,Y,8\n")
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--json"]) == 0
+    got = cli_items(capsys.readouterr().out, "projection")[0]["closed_loop_check"]["mean"]
+    assert (got["mean"], got["median"], got["p90"]) == (pytest.approx(1.875), pytest.approx(1.875), pytest.approx(3))
+
+
+def test_micro_benchmark_options_that_would_go_unused_are_refused(tmp_path, capsys):
+    # 3 --micro-target for 2 targets (the third ignored), --micro-target without --micro, --micro-target
+    # with --compute-factor: all were silently ignored
+    from perfcast.cli import main
+
+    exp = Path(__file__).parent.parent / "bench" / "data" / "jacobi-p" / "jacobi-p.perfcast"
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\n" + "".join(f"{s},{b},{t}\n" for s, ts in (("A", (100, 100, 100)),
+                  ("B", (50, 80, 70)), ("C", (120, 90, 100))) for b, t in zip(("503.bwaves_r", "519.lbm_r",
+                                                                             "508.namd_r"), ts)))
+    micro = tmp_path / "micro.csv"
+    micro.write_text("system,routine,nprocs,bytes,time_us\n" + "".join(
+        f"{n},{r},4,{b},{t}\n" for n in ("n1", "n2", "n3") for r in ("Sendrecv", "Allreduce")
+        for b, t in ((8, 2.0), (1024, 5.0))))
+    common = ["project", str(exp), "--at", "p=4", "--db", str(db), "--base", "A", "--target", "B", "--target", "C"]
+    for args, where, msg in (
+            (["--micro", str(micro), "--micro-base", "n1", "--micro-target", "n2", "--micro-target", "n3",
+              "--micro-target", "n1"], "--micro-target", "3 --micro-target for 2 target"),
+            (["--micro-target", "n2"], "--micro-target", "give it with --micro"),
+            (["--micro-base", "n2"], "--micro-base", "give it with --micro")):
+        capsys.readouterr()
+        assert main(common + args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and where in err[0] and msg in err[0], err
+    capsys.readouterr()
+    assert main(["project", str(exp), "--at", "p=4", "--micro", str(micro), "--compute-factor", "1", "--base", "n1",
+                 "--target", "n2", "--micro-target", "n3"]) == 2
+    assert "--micro-target is for a projection between systems" in capsys.readouterr().err
+    # one per target, in order, is used as given
+    assert main(common + ["--micro", str(micro), "--micro-base", "n1", "--micro-target", "n2", "--micro-target", "n3",
+                          "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    assert all(t["communication"] is not None for t in res["targets"])
+
+
+def test_the_surrogate_shown_names_its_target(tmp_path, capsys):
+    # the surrogate depends on the target; the text said "first target" of a table sorted by time, where
+    # the first row was another target (EPYC 7742 faster than the Gold 6248 given first)
+    from perfcast.cli import main
+
+    app = tmp_path / "app.csv"
+    app.write_text("rank,callpath,metric,value,unit\n" + "".join(
+        f"{r},main,{m},{v},{u}\n" for r in (0, 1) for m, v, u in (("time", 10, "s"), ("cpi", 1.0, ""),
+                                                                    ("load_frac", 0.3, ""), ("store_frac", 0.1, ""))))
+    first, second = "cpu2017-20190625-15882", "cpu2017-20200413-21968"
+    args = ["project", str(app), "--base", "cpu2017-20191014-19065", "--target", first, "--target", second,
+            "--method", "surrogate"]
+    capsys.readouterr()
+    assert main(args + ["--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    assert res["surrogate_target"] == first and res["targets"][0]["system"] == second
+    own = next(t for t in res["targets"] if t["system"] == first)["communication_detail"]["surrogate"]
+    assert res["surrogate"] == own
+    assert main(args) == 0
+    assert f"surrogate (target {first}" in capsys.readouterr().out
+
+
+def test_pmpi_named_regions_count_as_mpi_time(tmp_path, capsys):
+    # HPCToolkit names the OSU benchmark's calls PMPI_Allgather: by hand, 4 of the root's 10 s (exclusive
+    # 2 + 2 below it in the library), the rest in work; MPI_ frames under MPI regions are not counted twice
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nA,X,100\nB,X,50\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit,scope\nmain,time,1,s,exclusive\nmain->work,time,5,s,exclusive\n"
+                   "main->PMPI_Allgather,time,2,s,exclusive\nmain->PMPI_Allgather->MPIR_x,time,1,s,exclusive\n"
+                   "main->PMPI_Allgather->MPIR_x->MPI_Isend,time,1,s,exclusive\nmain->io,time,1,s,exclusive\n")
+    capsys.readouterr()
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--json"]) == 0
+    got = cli_items(capsys.readouterr().out, "projection")[0]["mpi_regions_in_compute"]
+    assert got["share"] == pytest.approx(4 / 11) and got["routines"] == ["MPI_Allgather", "MPI_Isend"]
+
+
+def test_counters_without_signature_benchmarks_fall_back_to_the_mean(tmp_path, capsys):
+    # an application with counters, a table whose benchmarks have no signature (here X, Y; a SPEC speed
+    # table alike): --method mean and auto refused ("no benchmark of the database has a counter
+    # signature") although the mean needs none; by hand sqrt(50/100 x 90/100)
+    from perfcast.cli import main
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nA,X,100\nA,Y,100\nB,X,50\nB,Y,90\n")
+    app = tmp_path / "app.csv"
+    app.write_text("callpath,metric,value,unit\nmain,time,10,s\nmain,instructions,1e9,#\nmain,cycles,2e9,#\n")
+    for method in ("mean", "auto"):
+        capsys.readouterr()
+        assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--method", method,
+                     "--json"]) == 0
+        res = cli_items(capsys.readouterr().out, "projection")[0]
+        assert res["targets"][0]["compute_factor"] == pytest.approx(math.sqrt(0.5 * 0.9), rel=1e-12)
+        assert res["compute_source"] == "mean of the benchmarks"
+        assert any("counters are not used" in n for n in res["notes"])
+        assert not any(n.startswith("metric groups matched") for n in res["notes"])
+    assert main(["project", str(app), "--db", str(db), "--base", "A", "--target", "B", "--method", "surrogate"]) == 2
 
 
 def test_user_db_and_system_search(tmp_path):
@@ -304,6 +595,57 @@ def test_bandwidth_group_from_raw_dram_counters_and_the_factor_model_uses_it(tmp
     check = out["closed_loop_check"]
     assert check["factor"]["mean"] < check["mean"]["mean"] and check["factor"]["mean"] < check["surrogate"]["mean"]
     assert out["targets"][0]["communication_detail"]["factor_model"]["features"] == ["bw_cpi"]
+    # the closed loop's interval coverage is said next to its error (it was in --json only)
+    cov = check["factor"]["interval_coverage"]
+    assert 0 < cov <= 1
+    assert main(["project", str(app), "--base", "cpu2017-20190916-18068", "--target", "cpu2017-20200413-21968"]) == 0
+    assert f"ranges held the published ratio in {cov:.0%} of the {check['factor']['projections']}" in \
+        capsys.readouterr().out
+
+
+def test_ready_per_instruction_metrics_are_averaged_not_summed(tmp_path):
+    # two ranks x two callpaths; whole-program CPI = total cycles / total instructions = 12e9 / 12e9 = 1.
+    # A cpi derived per callpath and rank (perfcast metrics --derive) was summed: 1 + 2 + 0.5 + 1 = 4.5
+    from perfcast.cli import main
+    from perfcast.io import load
+    from perfcast.projection.signatures import experiment_totals
+
+    rows = ["rank,callpath,metric,value,unit,scope"]
+    for r, cp, ins, cyc in ((0, "main", 1e9, 1e9), (1, "main", 3e9, 6e9), (0, "main->solve", 6e9, 3e9),
+                            (1, "main->solve", 2e9, 2e9)):
+        rows += [f"{r},{cp},instructions,{ins!r},#,exclusive", f"{r},{cp},cycles,{cyc!r},#,exclusive",
+                 f"{r},{cp},loads,{0.3 * ins!r},#,exclusive"]
+    rows += ["0,main,time,10,s,inclusive", "1,main,time,10,s,inclusive"]
+    src, out = tmp_path / "cnt.csv", tmp_path / "cnt.perfcast"
+    src.write_text("\n".join(rows) + "\n")
+    assert main(["metrics", str(src), "--derive", "cpi = cycles / instructions", "-o", str(out)]) == 0
+    sig = signature_from_totals(experiment_totals(load([out])))
+    assert sig.values["cpi"] == pytest.approx(12e9 / 12e9, rel=1e-12)
+    assert sig.values["load_frac"] == pytest.approx(0.3, rel=1e-12)
+    # a ready ratio without instruction counts: the ranks' plain mean (1 and 1 -> 1, not 2)
+    plain = tmp_path / "plain.csv"
+    plain.write_text("rank,callpath,metric,value,unit\n0,main,time,10,s\n1,main,time,10,s\n"
+                     "0,main,cpi,0.8,\n1,main,cpi,1.2,\n")
+    assert signature_from_totals(experiment_totals(load([plain]))).values["cpi"] == pytest.approx(1.0)
+
+
+def test_cpu_time_in_milliseconds_is_converted_for_the_bandwidth_group(tmp_path):
+    # lbm's characterisation as raw counters (as in the test above) with task-clock in ms, as perf stat
+    # prints it: the CPU seconds were taken as 1000 times too many, bw_cpi 1000 times too small
+    from perfcast.io import load
+    from perfcast.projection.signatures import experiment_totals
+
+    sig = load_navarro(DATA / "spec" / "counters")["519.lbm_r"].values
+    ins, clock = 1e12, 2.5e9
+    cycles = sig["cpi"] * ins
+    dram = sig["bw_cpi"] * 1e9 * ins / clock
+    rows = ["callpath,metric,value,unit,kind", f"main,instructions,{ins!r},#,count", f"main,cycles,{cycles!r},#,count",
+            f"main,task-clock,{1e3 * cycles / clock!r},msec,time", "main,time,100,s,time",
+            f"main,dram_bytes,{dram / 1e9!r},GB,bytes"]
+    app = tmp_path / "app.csv"
+    app.write_text("\n".join(rows) + "\n")
+    got = signature_from_totals(experiment_totals(load([app])))
+    assert got.values["bw_cpi"] == pytest.approx(sig["bw_cpi"], rel=1e-12)
 
 
 def test_signature_from_a_likwid_mem_group_output():

@@ -1830,15 +1830,17 @@ def _collect_adaptive(spec, output, target, budget, until, log, as_json, force=F
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def systems_cmd(query, dbs, limit, as_json):
     """Search the benchmark database: words must all match; KEY=V, KEY>V, KEY<V filter attributes."""
-    from .projection.lookup import load_systems  # pandas-free when the database cache is warm
+    from .projection.lookup import load_systems, partial_model_words  # pandas-free when the cache is warm
     from .report.terminal import out, table, write_json
 
     db = load_systems(dbs)
     hits = db.find(query)
     cols = [c for c in ("system", "name") if c in db.columns]
+    # one match through a model number inside a longer one is not a --base/--target (BenchmarkDB.resolve)
+    partial = partial_model_words(query, {c: v[hits[0]] for c, v in db.columns.items()}) if len(hits) == 1 else []
     if as_json:
         write_json("systems", [dict(zip(cols, r)) for r in db.rows(_shown(hits, limit), cols)], query=query,
-                   matches=len(hits), unique=len(hits) == 1)
+                   matches=len(hits), unique=len(hits) == 1 and not partial)
         return
     if not len(hits):
         raise db.no_match_error(query)
@@ -1846,6 +1848,9 @@ def systems_cmd(query, dbs, limit, as_json):
     title = f"{len(hits)} system(s) match {query!r}" if query else f"{len(hits)} systems in {db.source}"
     if len(hits) > 1 and query:
         title += " (ambiguous as a --base/--target: add words, filters or use an id)"
+    if partial:
+        title += (" (not a --base/--target as typed: " + ", ".join(f"{w!r} inside {t!r}" for w, t in partial)
+                  + "; give the whole model name or the id)")
     out.print(table(title, cols, rows))
 
 
@@ -1866,9 +1871,11 @@ def data_status_cmd(as_json):
     st = status()
     missing = [t["table"] for t in st["tables"] if not t["found"]]
     if as_json:
-        write_json("data", st["tables"], root=st["root"], source=st["source"], complete=not missing)
+        write_json("data", st["tables"], root=st["root"], source=st["source"], root_exists=st["exists"],
+                   complete=not missing)
     else:
-        out.print(table(f"shared data: {st['root']} ({st['source']})", ["table", "path"],
+        where = st["source"] + ("" if st["exists"] else "; no such directory")
+        out.print(table(f"shared data: {st['root']} ({where})", ["table", "path"],
                         [[t["table"], t["path"] or "MISSING"] for t in st["tables"]]))
         if missing:
             out.print("missing tables: `systems` and `project` need --db/--signatures, "
@@ -1931,7 +1938,8 @@ def data_wheel_cmd(source, out_dir, as_json):
 @click.option("--method", type=click.Choice(["auto", "factor", "surrogate", "mean"]), default="auto",
               show_default=True,
               help="Compute projection: factor = supervised factor model of the benchmark database (needs "
-                   "the memory groups llc/bandwidth/prefetch; closed loop with all of them: 11.8 % mean error, "
+                   "one of the memory groups llc/bandwidth/prefetch; closed loop with all of them on the default "
+                   "FP + integer rate database: 11.2 % mean error, bench/PROJECTION.md; "
                    "90 % intervals printed); surrogate = Sharkawi's surrogate; mean = geometric mean of the "
                    "benchmarks' ratios (needs no counters: an experiment with times only uses every benchmark "
                    "both systems published); auto = the one with the smallest error in a closed loop on the "
@@ -1955,7 +1963,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
     models in p (Eq 14-16), which are printed."""
     from .projection.comm import load_micro
     from .projection.project import load_db, load_signatures, project
-    from .report.terminal import out, table, write_json
+    from .report.terminal import err, out, table, write_json
 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     point = parse_coords(at, "--at") if at else None
@@ -1985,7 +1993,8 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         out.print(f"compute factor from: {res.compute_source}", markup=False, highlight=False)
     if s is not None:
         role = "" if res.compute_source == "surrogate" else ", for comparison"
-        out.print(f"surrogate (first target{role}): {s.describe()}  match {s.quality}; group errors "
+        out.print(f"surrogate (target {res.surrogate_target}{role}; per target in --json): {s.describe()}  match "
+                  f"{s.quality}; group errors "
                   + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
     shown = _shown(res.targets, limit)
     level = next((t.to_dict()["interval_level"] for t in shown if t.factor_interval), None)
@@ -2000,6 +2009,7 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         head, rows, {h: "right" for h in head[2:]}))
     for n in res.notes:
         out.print(f"note: {n}", markup=False, highlight=False)
+    _print_not_shown(err, len(res.targets), len(shown), "target(s)", "--json lists")
     detail = next((t.comm_detail for t in res.targets if t.comm_detail and "interpolation" in t.comm_detail), None)
     if detail:
         for n in dict.fromkeys(x for t in res.targets if t.comm_detail for x in t.comm_detail.get("notes", [])):

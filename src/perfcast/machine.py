@@ -69,7 +69,10 @@ class Machine:
             raise PerfcastError(f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KEYS))}",
                                 path, sorted(unknown)[0])
         prov = {k: "file" for k in d if k not in ("provenance", "name")}
-        prov.update(d.get("provenance") or {})
+        given = d.get("provenance") or {}
+        if not isinstance(given, Mapping):
+            raise PerfcastError("provenance must map fields to where their values came from", path, "provenance")
+        prov.update({str(k): str(v) for k, v in given.items()})
         freq = _positive(d.get("frequency_hz"), "frequency_hz", path, required=True)
         lat_in = d.get("latency_cycles") or {}
         if not isinstance(lat_in, Mapping):
@@ -86,7 +89,11 @@ class Machine:
                 lat[lvl] = float(defaults["latency_cycles"][lvl])
                 prov[f"latency_cycles.{lvl}"] = f"assumed: {defaults['name']} default"
             else:
-                prov.setdefault(f"latency_cycles.{lvl}", prov.get("latency_cycles", "file"))
+                key = f"latency_cycles.{lvl}"
+                prov.setdefault(key, prov.get("latency_cycles", "file"))
+                if str(prov[key]).startswith("assumed") and lat[lvl] != float(defaults["latency_cycles"][lvl]):
+                    # a written file's value edited without deleting its provenance entry: the user's number
+                    prov[key] = "file"
         prov.pop("latency_cycles", None)
         order = [lat[lvl] for lvl in LEVELS]
         if any(b < a for a, b in zip(order, order[1:])):
@@ -103,7 +110,10 @@ class Machine:
             peak = cores * freq * fpc
             prov["peak_flops"] = "derived: cores_per_node x frequency_hz x flops_per_cycle"
         bw = _positive(d.get("peak_bandwidth"), "peak_bandwidth", path)
-        caches = tuple(dict(c) for c in (d.get("caches") or ()))
+        caches = d.get("caches") or ()
+        if not isinstance(caches, (list, tuple)) or not all(isinstance(c, Mapping) for c in caches):
+            raise PerfcastError("caches must be a list of mappings (level, type, size, line)", path, "caches")
+        caches = tuple(dict(c) for c in caches)
         return cls(str(d.get("name") or "unnamed"), freq, cores, lat, fpc, peak, bw, caches, prov)
 
     @classmethod
@@ -156,7 +166,8 @@ class Machine:
         from .output import write_file
 
         head = ("# perfcast machine description.  Values marked 'assumed' in provenance are defaults,\n"
-                "# not measurements: replace them (and delete their provenance entry) for real predictions.\n")
+                "# not measurements: replace them for real predictions (a latency changed from its default is read\n"
+                "# as the file's own value).\n")
         write_file(path, head + yaml.safe_dump(self.to_dict(), sort_keys=False), force)
 
     def latency_seconds(self, level: str) -> float:

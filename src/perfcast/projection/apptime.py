@@ -172,3 +172,29 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
     else:
         said = "one value per run (no per-rank values)"
     return BaseTime(name, m.unit, total * time_factor(exp, name), said + flat, others)
+
+
+def mpi_region_share(exp, point: Mapping[str, float] | None, metric: str) -> tuple[float | None, list[str]]:
+    """For a profile without a PMPI layout: the share of ``metric``'s whole-program time spent in MPI
+    regions of the calling-context tree (callpaths ending in ``MPI_*`` or ``PMPI_*``, their inclusive
+    time at the topmost of them, summed over ranks, over the time at the roots), and their routine
+    names (``MPI_*``).
+    ``(None, [])`` when the tree has no MPI region; the share is None when it cannot be split (flat
+    timers)."""
+    paths = [str(c) for c in exp.callpaths]
+    mpi = [c for c in paths if c.rsplit("->", 1)[-1].startswith(("MPI_", "PMPI_"))]
+    if not mpi:
+        return None, []
+    names = sorted({c.rsplit("->", 1)[-1].removeprefix("P") for c in mpi})
+    top = [c for c in mpi if not any(f.startswith(("MPI_", "PMPI_")) for f in c.split("->")[:-1])]
+    from ..analysis.views import scope_values, select_point
+
+    try:
+        sel, _ = select_point(exp, point)
+        sv = scope_values(sel, metric, ranks="sum")
+    except PerfcastError:
+        return None, names
+    cp = sv["callpath"].astype(str)
+    total = float(sv.loc[cp.isin([str(r) for r in sel.tree.roots()]), "inclusive"].sum())
+    part = float(sv.loc[cp.isin(top), "inclusive"].sum())
+    return (part / total if total > 0 else None), names

@@ -81,6 +81,26 @@ def random_pairs(db: BenchmarkDB, benchmarks: list[str], n: int, seed: int = 0) 
     return list(zip(ids[b[keep]][:n], ids[g[keep]][:n]))
 
 
+def mean_baseline(db: BenchmarkDB, benchmarks: list[str], pairs) -> dict:
+    """The geometric-mean baseline alone, for a projection without counters: on each pair every one of
+    ``benchmarks`` in turn is the application, projected by the geometric mean of the others' ratios.
+    ``{mean, median, p90, projections}`` of ``|projected / published - 1|``."""
+    t = db.times()[[b for b in benchmarks if b in db.benchmarks]]
+    err = []
+    for base, target in pairs:
+        lr = np.log(t.loc[target].to_numpy(float) / t.loc[base].to_numpy(float))
+        lr = lr[np.isfinite(lr)]
+        if len(lr) < 2:
+            continue
+        others = (lr.sum() - lr) / (len(lr) - 1)
+        err += list(np.abs(np.exp(others - lr) - 1))
+    if not err:
+        raise PerfcastError("no published pair with two benchmarks")
+    e = np.array(err)
+    return {"mean": float(e.mean()), "median": float(np.median(e)), "p90": float(np.quantile(e, 0.9)),
+            "projections": len(e)}
+
+
 def closed_loop(db: BenchmarkDB, signatures: dict[str, Signature], groups, pairs, target_aware: bool = True,
                 max_members: int = 4, blend: float | None = None, method: str = "factor",
                 rank: int | None = None, alpha: float | None = None, supervised: bool = True,

@@ -17,8 +17,13 @@ linearly in log2(p) between tabulated counts and held at the nearest count outsi
 Projection per MPI routine r of the application's profile at process count p (calls N, average
 message size m = max(bytes sent, bytes received) / N, elapsed time E on the base):
 
-* Eq 17  transfer_base = N x T_base(r, m, p),  wait_base = max(E - transfer_base, 0)
+* Eq 17  transfer_base = N x T_base(r, m, p),  wait_base = E - transfer_base
 * Eq 19  transfer_target = N x T_target(r, m, p)
+* when the table's N x T_base exceeds the measured E (the run's calls were faster than the table's,
+  e.g. within one node against a table of many nodes), both transfers are scaled by
+  E / (N x T_base): the base's transfer is then its measured E (no wait), the target's E x
+  T_target/T_base -- the table's ratio, never its absolute time, so that base and target on the
+  same table give back E; noted
 * Eq 20  SF_r = (w_r SF_comm,r + w_comp SF_comp) / (w_r + w_comp), with SF_comm,r =
   T_target/T_base at (m, p), w = shares of the base elapsed time (normalised so SF_r is a
   weighted mean -- the seed's form without the normalisation shrinks SF when w_r + w_comp < 1)
@@ -244,8 +249,15 @@ def project_comm(profile: Sequence[RoutineProfile], nprocs: float, table: MicroT
         p_t, n2 = ttable.time(target, rt, r.bytes, nprocs)
         notes += [n for n in n1 + n2 if n not in notes]
         trans_b = r.calls * p_b * 1e-6
-        wait_b = max(r.elapsed - trans_b, 0.0)
         trans_t = r.calls * p_t * 1e-6
+        if trans_b > r.elapsed:
+            # the table's transfer alone exceeds what the run measured: keep the table's ratio only
+            k = r.elapsed / trans_b
+            notes.append(f"{r.routine}: the micro-benchmark's transfer time on {base} ({trans_b:.4g} s for "
+                         f"{r.calls:g} calls) exceeds the measured {r.elapsed:.4g} s; both transfers scaled by "
+                         f"{k:.3g} (the base's time is all transfer, the target's is it x the table's ratio)")
+            trans_b, trans_t = r.elapsed, trans_t * k
+        wait_b = r.elapsed - trans_b
         sf_comm = p_t / p_b if p_b > 0 else 1.0
         sf = (w_r * sf_comm + w_comp * sf_comp) / (w_r + w_comp) if (w_r + w_comp) > 0 else sf_comm
         wait_t = sf * wait_b

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from .lookup import NAME_FIELDS, match, no_match_error  # noqa: F401  (NAME_FIELDS: the searched columns)
+from .lookup import NAME_FIELDS, match, no_match_error, partial_model_words  # noqa: F401  (NAME_FIELDS: searched)
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,13 @@ class BenchmarkDB:
             return str(exact["system"].iloc[0])
         hits = self.find(q)
         if len(hits) == 1:
+            row = hits.iloc[0]
+            partial = partial_model_words(q, row.to_dict())
+            if partial:
+                inside = ", ".join(f"{w!r} inside {t!r}" for w, t in partial)
+                raise PerfcastError(f"{q!r} matches one system, {row['system']} = {row['name']}, but only through "
+                                    f"{inside}: another model than the one typed; give its whole model name or "
+                                    f"its id", where="system")
             return str(hits["system"].iloc[0])
         if hits.empty:
             raise no_match_error(q, self.systems.get("model_name", self.systems["name"]), len(self), self.source)

@@ -11,6 +11,12 @@ Query rules (one implementation, used by :class:`.database.BenchmarkDB` too):
   column holds numbers, text case-insensitively as a substring), ``key>value``, ``key<value``,
   ``key>=value``, ``key<=value`` compare numerically.  A missing value matches nothing.
 
+Choosing one system (``--base``/``--target``, :meth:`.database.BenchmarkDB.resolve`) is stricter
+about model numbers: a word with a digit that the only matching system has just inside a longer
+word (``7302`` in ``EPYC 7302P``, ``6148`` in ``Gold 6148F``: other processors) is not taken as
+naming it (:func:`partial_model_words`); the error names the system so the user can give its whole
+model name or id.
+
 Importing this module loads numpy only; :func:`load_systems` adds pyarrow when the cache is warm and
 falls back to parsing the tables (pandas) when it is not.
 """
@@ -147,6 +153,27 @@ def match(columns: Mapping[str, np.ndarray], query: str) -> np.ndarray:
             with np.errstate(invalid="ignore"):
                 keep &= {"<": num < v, ">": num > v, "<=": num <= v, ">=": num >= v}[op]
     return keep
+
+
+_TOKENS = re.compile(r"[^\s(),;:/]+")
+
+
+def partial_model_words(query: str, row: Mapping[str, object]) -> list[tuple[str, str]]:
+    """``(word, longer word)`` for every word of ``query`` with a digit that occurs in the system's
+    description fields (``row``: column -> value) only inside a longer word, never whole: ``7302``
+    matching ``7302P`` names another processor than the one typed."""
+    words, _ = parse_query(query)
+    tokens = [t for c in NAME_FIELDS if c in row for t in _TOKENS.findall(_text(row[c]))]
+    ident = _text(row.get("system"))
+    out = []
+    for w in words:
+        w = w.lower()
+        if w == ident or not any(ch.isdigit() for ch in w) or w in tokens:
+            continue
+        longer = next((t for t in tokens if w in t), None)
+        if longer is not None:
+            out.append((w, longer))
+    return out
 
 
 def no_match_error(query: str, names, count: int, source: str) -> PerfcastError:

@@ -1,6 +1,7 @@
 """MPI profiles on the base per process count, and Sharkawi's Eq 14-16 models of them.
 
-Profile (per MPI routine r at process count p, averages per rank = sum over ranks / p):
+Profile (per MPI routine r at process count p, averages per rank = sum over ranks / the ranks that
+reported, p unless a run's profile lacks ranks, which is noted):
 calls N_r(p), message size S_r(p) = max(bytes sent, bytes received) / N_r(p), elapsed time
 E_r(p); plus the compute time C(p) = time outside MPI (PMPI's ``APP`` callpath).  The PMPI
 reader's layout is used: callpaths ``MPI->MPI_Xxx`` and ``APP``, metrics ``calls``,
@@ -68,6 +69,7 @@ class MPIProfiles:
     param: str | None
     fixed: dict = field(default_factory=dict)   # other parameters held at these values
     time_metric: str = "time"
+    notes: list = field(default_factory=list)   # e.g. runs lacking ranks
 
     @property
     def counts(self) -> list[float]:
@@ -123,25 +125,37 @@ def mpi_profiles(exp, point: Mapping[str, float] | None = None) -> MPIProfiles:
             (exp.meta.get("pmpi", {}) or {}).get("size", 1) or 1)
     else:
         d["_p"] = d[param].astype(float)
-    summed = d.groupby(keys + ["_p", "callpath", "metric"], observed=True)["value"].sum().unstack("metric")
+    # per-rank averages over the ranks that reported: a rank absent from a run's profile (a lost
+    # output) is not a rank that made no calls and spent no time
+    notes = []
+    if param is not None and "rank" in d.columns:
+        d["_n"] = d.groupby(keys, observed=True)["rank"].transform("nunique").astype(float)
+        short = d.loc[d["_n"] < d["_p"], keys + ["_p", "_n"]].drop_duplicates()
+        if len(short):
+            r0 = short.iloc[0]
+            notes.append(f"{len(short)} run(s) of the MPI profile lack ranks (e.g. {param}={r0['_p']:g}: "
+                         f"{r0['_n']:g} of {r0['_p']:g} ranks reported): per-rank averages over the ranks present")
+    else:
+        d["_n"] = d["_p"]
+    summed = d.groupby(keys + ["_p", "_n", "callpath", "metric"], observed=True)["value"].sum().unstack("metric")
     summed = summed.reindex(columns=["calls", "bytes_sent", "bytes_recv", tm]).fillna(0.0).reset_index()
     rows = []
     for _, r in summed.iterrows():
-        n = float(r["_p"])
+        n = float(r["_n"])
         path = r["callpath"]
         routine = "APP" if path == "APP" else path.split("->", 1)[1].removeprefix("MPI_")
         if routine in SKIP:
             continue
         calls = float(r["calls"]) / n
         nbytes = max(float(r["bytes_sent"]), float(r["bytes_recv"])) / n
-        rows.append({"p": n, "rep": r["rep"], "routine": routine, "calls": calls,
+        rows.append({"p": float(r["_p"]), "rep": r["rep"], "routine": routine, "calls": calls,
                      "bytes": nbytes / calls if calls > 0 else 0.0, "elapsed": float(r[tm]) / n,
                      "bytes_sent": float(r["bytes_sent"]) / n, "bytes_recv": float(r["bytes_recv"]) / n})
     t = pd.DataFrame(rows)
     if t.empty or not (t["routine"] == "APP").any():
         raise PerfcastError("the MPI profile has no APP time (compute time outside MPI)")
     t = t[(t["routine"] == "APP") | (t["calls"] > 0)].reset_index(drop=True)
-    return MPIProfiles(t, param, fixed, tm)
+    return MPIProfiles(t, param, fixed, tm, notes)
 
 
 @dataclass
@@ -242,11 +256,12 @@ def combine_nonblocking(prof: Mapping[str, Mapping[str, float]]) -> tuple[dict[s
 def profile_at(exp, point: Mapping[str, float] | None = None):
     """(profile routine -> {calls, bytes, elapsed}, compute time, process count, models or None, notes).
 
-    At a measured process count the measured means; otherwise the Eq 14-16 models.
+    At a measured process count the measured means (and no models: none is used, so none is fitted
+    or shown next to values it did not give); otherwise the Eq 14-16 models.
     """
     prof = mpi_profiles(exp, point)
     counts = prof.counts
-    notes = []
+    notes = list(prof.notes)
     if prof.param is None:
         p = counts[0]
         if point:
@@ -261,11 +276,11 @@ def profile_at(exp, point: Mapping[str, float] | None = None):
         p = float(point[prof.param])
         if not p >= 1 or not math.isfinite(p):
             raise PerfcastError(f"{prof.param} must be a process count >= 1, not {p:g}", where="--at")
-    models = fit_profile_models(prof) if len(counts) > 1 else None
     if p in counts:
         m = prof.measured(p)
         comp = m.pop("APP")["elapsed"]
-        return m, comp, p, models, notes
+        return m, comp, p, None, notes
+    models = fit_profile_models(prof) if len(counts) > 1 else None
     if models is None:
         raise PerfcastError(f"{prof.param}={p:g} was not measured and one process count is too few to model "
                             f"(measured: {', '.join(f'{c:g}' for c in counts)})", where="--at")

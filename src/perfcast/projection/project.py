@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from .apptime import BaseTime, base_time
+from .apptime import BaseTime, base_time, mpi_region_share
 from .database import BenchmarkDB, load_spec, load_user_csv
 from .lookup import DEFAULT_TABLES, data_root, table_paths  # noqa: F401  (DEFAULT_TABLES, data_root: API)
 from .lookup import default_table as _default_table  # noqa: F401
@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # the projection's modules import scipy: loaded by project(),
 COMPUTE_METHODS = ("auto", "factor", "surrogate", "mean")
 #: random published system pairs of the closed-loop check run with the application's counter groups
 CHECK_PAIRS = 24
+#: random published system pairs of the mean's own check (no counters: numpy only, so many more)
+MEAN_CHECK_PAIRS = 300
 _LABELS = {"factor": "factor model", "surrogate": "surrogate", "mean": "mean of the benchmarks"}
 
 
@@ -146,6 +148,9 @@ class Projection:
     check: dict | None = None                 # closed_loop_check: method -> error on published data
     base_time: BaseTime | None = None         # which time metric, how ranks were combined
     factor_definition: dict | None = None     # what the compute factor is a ratio of (:func:`factor_definition`)
+    surrogate_target: str | None = None       # the target ``surrogate`` was found for (it depends on the target)
+    #: without a PMPI profile: the tree's MPI regions projected as compute ({share, routines}; :func:`mpi_region_share`)
+    mpi_regions: dict | None = None
 
     def to_dict(self) -> dict:
         return {"base": self.base, "base_name": self.base_name, "compute_base": self.compute_base,
@@ -154,6 +159,7 @@ class Projection:
                 "base_time": None if self.base_time is None else self.base_time.to_dict(),
                 "factor_definition": self.factor_definition,
                 "surrogate": None if self.surrogate is None else self.surrogate.to_dict(),
+                "surrogate_target": self.surrogate_target, "mpi_regions_in_compute": self.mpi_regions,
                 "targets": [t.to_dict() for t in self.targets], "notes": self.notes, "mpi_models": self.models,
                 "data_note": "SPEC CPU2017 (rate) replaces the seed's SPEC CFP2006; signatures of the benchmarks "
                              "are Skylake-SP measurements (Navarro-Torres et al. 2019)"}
@@ -182,7 +188,7 @@ def _load(db: BenchmarkDB, system: str) -> dict:
 
 
 def factor_definition(db: BenchmarkDB, base: str, targets: Sequence[str], benchmarks: Sequence[str],
-                      source: str) -> dict:
+                      source: str, per_target: Mapping[str, int] | None = None) -> dict:
     """What the compute factor is a ratio of, for the result and the terminal.
 
     A SPEC CPU2017 *rate* result's runtime is the time of N concurrent copies of the benchmark, each
@@ -195,6 +201,10 @@ def factor_definition(db: BenchmarkDB, base: str, targets: Sequence[str], benchm
     memory and caches, so the copies per core of base and each target are listed, with a note when
     they differ by more than 10 %.  A speed result is one run of the benchmark (OpenMP threads on the
     whole machine); a user table's times are used as given.
+
+    ``per_target``: how many benchmarks each target's factor combines (those it and the base both
+    published); when they differ the text gives the range and a note names the targets with fewer,
+    whose factors combine another set of benchmarks than the others'.
     """
     suites = sorted(set(db.results.loc[db.results["benchmark"].isin(list(benchmarks)), "suite"].astype(str)))
     rate = bool(suites) and all("rate" in x for x in suites)
@@ -204,10 +214,19 @@ def factor_definition(db: BenchmarkDB, base: str, targets: Sequence[str], benchm
             f"published runtime ({', '.join(suites) or 'user table'})")
     combined = _COMBINED.get(source, source)
     loads = {s: _load(db, s) for s in [base, *targets]}
-    text = (f"factor = {what} on the target / on the base, {combined}, over {len(benchmarks)} benchmarks"
+    counts = sorted(set((per_target or {}).values()))
+    over = (f"over {counts[0]}-{counts[-1]} benchmarks (per target: those it and the base published)"
+            if len(counts) > 1 else f"over {counts[0] if counts else len(benchmarks)} benchmarks")
+    text = (f"factor = {what} on the target / on the base, {combined}, {over}"
             + ("; per copy = per MPI rank on a node loaded like the SPEC run (per-node score ratios are not used)"
                if rate else ""))
     notes = []
+    if len(counts) > 1:
+        few = [t for t in targets if per_target.get(t, counts[-1]) < counts[-1]]
+        notes.append(f"{len(few)} of {len(targets)} target(s) share fewer benchmarks with the base than the others "
+                     f"({', '.join(f'{t}: {per_target[t]}' for t in few[:3])}{', ...' if len(few) > 3 else ''}; "
+                     f"the others {counts[-1]}, e.g. no integer-suite result joined to the target): their factors "
+                     f"combine another set of benchmarks and compare with the others' only approximately")
     if rate:
         def per_core(s):
             ld = loads[s]
@@ -275,6 +294,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     notes: list[str] = []
     has_mpi = any(str(c).startswith("MPI->") for c in exp.callpaths) and "calls" in exp.metrics
     profile, nprocs, models, counts, param = [], None, None, [], None
+    mpi_regions = None
     bt = None
     if has_mpi:
         from .mpimodel import combine_nonblocking, mpi_profiles, profile_at
@@ -292,6 +312,9 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         counts, param = mp.counts, mp.param
         bt = BaseTime(mp.time_metric, exp.metrics[mp.time_metric].unit, compute_base,
                       "mean over ranks of the MPI profile's time outside MPI (APP)")
+    if micro is not None and not has_mpi and compute_factor is None:
+        notes.append(f"--micro {micro.source or 'table'} not used: the experiment has no MPI profile (callpaths "
+                     f"MPI->MPI_*, calls), so its whole time is projected as compute")
     if compute_factor is not None:
         if not (compute_factor > 0 and math.isfinite(compute_factor)):
             raise PerfcastError(f"the compute factor must be a positive number, not {compute_factor:g}",
@@ -299,6 +322,9 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         if micro is None or not has_mpi:
             raise PerfcastError("--compute-factor projects communication between micro-benchmark systems: it needs "
                                 "an MPI profile and --micro", where="--compute-factor")
+        if micro_targets:
+            raise PerfcastError("with --compute-factor, --target names the micro-benchmark systems; --micro-target "
+                                "is for a projection between systems of the benchmark database", where="--micro-target")
         mb = micro.resolve(micro_base or base)
         tids = []
         for q in targets:
@@ -332,6 +358,12 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                 tids.append(s)
     if not tids:
         raise PerfcastError("no target system left (the base is not its own target)", where="--target")
+    if (micro_targets or micro_base) and micro is None:
+        raise PerfcastError("--micro-base/--micro-target name systems of a micro-benchmark table: give it with --micro",
+                            where="--micro-target" if micro_targets else "--micro-base")
+    if len(micro_targets) > 1 and len(micro_targets) != len(tids):
+        raise PerfcastError(f"{len(micro_targets)} --micro-target for {len(tids)} target system(s): give one for "
+                            f"every target, in order, or one for all", where="--micro-target")
     spoint, n = _signature_point(exp, point, param, counts)
     if n:
         notes.append(n)
@@ -347,6 +379,13 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         compute_base = bt.seconds
         if not compute_base > 0:
             raise PerfcastError(f"the time to project ({bt.metric}) is {compute_base:g} s at this point", where="--at")
+        share, names = mpi_region_share(exp, point, bt.metric)
+        if names:
+            mpi_regions = {"share": share, "routines": names, "metric": bt.metric}
+            notes.append(f"the profile has MPI regions ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}"
+                         + (f": {share:.1%} of {bt.metric}" if share is not None else "")
+                         + ") but no PMPI profile (callpaths MPI->MPI_* with calls): their time is projected with "
+                           "the compute factor, not from micro-benchmarks (perfcast collect --collect mpi records one)")
     sig = signature or signature_from_totals(totals, "application")
     times_only = False
     if groups is None:
@@ -368,6 +407,12 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     t = db.times()
     fp: FactorProjector | None = None
     check = None
+    if not times_only and method in ("mean", "auto") and not any(b in t.columns for b in (signatures or {})):
+        # the counters have nothing to be matched with (e.g. a SPEC speed or a user table): the mean needs none
+        times_only = True
+        notes[:] = [n for n in notes if not n.startswith("metric groups matched")]
+        notes.append("no benchmark of the database has a counter signature, so the counters are not used: the compute "
+                     "factor is the geometric mean of the ratios of every benchmark both systems published")
     if times_only:
         signatures = {}
         cand = [b for b in t.columns if base_id in t.index and np.isfinite(t.at[base_id, b])]
@@ -402,11 +447,17 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                                                                                else "surrogate")
         else:
             chosen = "surrogate" if method == "factor" and fp is None else method
+    mean_check = chosen == "mean" and not check    # stated after the targets: over the benchmarks used
     if check:
+        from .factor import LEVEL
+
         notes.append(f"closed loop on {CHECK_PAIRS} random published system pairs with the application's counter "
                      f"groups ({', '.join(groups)}), mean error: "
-                     + ", ".join(f"{_LABELS[m]} {v['mean']:.1%}" for m, v in sorted(check.items(),
-                                                                                  key=lambda kv: kv[1]["mean"]))
+                     + ", ".join(f"{_LABELS[m]} {v['mean']:.1%}"
+                                 + (f" (its {LEVEL:.0%} ranges held the published ratio in {v['interval_coverage']:.0%} of "
+                                    f"the {v['projections']} projections)" if v.get("interval_coverage") is not None
+                                    else "")
+                                 for m, v in sorted(check.items(), key=lambda kv: kv[1]["mean"]))
                      + f"; compute factor from the {_LABELS[chosen]}")
     if chosen == "factor":
         notes.append(f"compute factor from the rank-{fp.model.rank} supervised factor model of {len(fp.model.systems)} "
@@ -414,7 +465,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                      f"{', '.join(fp.metrics)}); the surrogate is shown for comparison")
     sources = set()
     results = []
-    surrogate = None
+    surrogate, surrogate_target = None, None
     used: set[str] = set()
     for tid in tids:
         have = [b for b in cand if tid in t.index and np.isfinite(t.at[tid, b])]
@@ -430,7 +481,8 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         if not times_only:
             sur = find_surrogate(sig, {b: signatures[b] for b in have}, groups,
                                  {b: math.log(r) for b, r in ratios.items()}, max_members)
-            surrogate = surrogate or sur
+            if surrogate is None:
+                surrogate, surrogate_target = sur, tid
             sf = sur.scaling_factor(ratios)
             extra["surrogate_factor"] = sf
         interval = None
@@ -470,6 +522,24 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         results.append(TargetProjection(tid, db.name(tid), sf, comp_t, comm_t, comp_t + (comm_t or 0.0),
                                         detail if detail else {"surrogate": None if sur is None else sur.to_dict(),
                                                                **extra}, interval))
+    if mean_check:
+        # no closed loop ran (no counters, or --method mean): state the error the mean makes on published
+        # data with the benchmarks these factors combine
+        from .closed_loop import mean_baseline, random_pairs
+
+        benches = sorted(used)
+        try:
+            check = {"mean": mean_baseline(db, benches, random_pairs(db, benches, MEAN_CHECK_PAIRS))}
+            e = check["mean"]
+            e["systems"] = n_sys = int(t[benches].dropna().shape[0])
+            notes.append(f"closed loop on {MEAN_CHECK_PAIRS} random pairs of the {n_sys} published systems with the "
+                         f"{len(benches)} benchmarks used"
+                         + (" (too few systems and benchmarks for the check to say much)" if n_sys < 10 or
+                            len(benches) < 3 else "") + ": the geometric mean of the other benchmarks' ratios misses a benchmark's "
+                         f"own ratio by {e['mean']:.1%} on average (median {e['median']:.1%}, p90 {e['p90']:.1%}); "
+                         f"expect an error of that order for the application")
+        except PerfcastError as e:
+            notes.append(f"no closed-loop check on the published data ({e})")
     short = [] if fp is None else [r.comm_detail["pair_benchmarks"] for r in results
                                    if (r.comm_detail or {}).get("pair_benchmarks", math.inf) < len(fp.model.benchmarks)]
     if short:
@@ -480,7 +550,9 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     results.sort(key=lambda r: r.total)
     comm_base = sum(r.elapsed for r in profile) if has_mpi else None
     source = " + ".join(sorted(sources)) or "surrogate"
-    fdef = factor_definition(db, base_id, [r.system for r in results], sorted(used), source)
+    per_target = {r.system: r.comm_detail["benchmarks"] for r in results if (r.comm_detail or {}).get("benchmarks")}
+    fdef = factor_definition(db, base_id, [r.system for r in results], sorted(used), source,
+                             None if short else per_target)
     notes += fdef.pop("notes")
     return Projection(base_id, db.name(base_id), compute_base, comm_base, surrogate, results, notes, nprocs, models,
-                      source, check, bt, fdef)
+                      source, check, bt, fdef, surrogate_target, mpi_regions)

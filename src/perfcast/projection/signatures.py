@@ -217,7 +217,11 @@ def experiment_totals(exp, point: Mapping[str, float] | None = None) -> dict[str
     """Whole-program totals per metric at one point (mean over repetitions, summed over ranks).
 
     Inclusive metrics are read at the roots of the calling-context tree, exclusive and flat ones
-    summed over all callpaths.
+    summed over all callpaths.  A signature metric given ready (``cpi``, ``llc_mpki``, ... of
+    :data:`METRICS`: a per-instruction ratio, e.g. made by ``perfcast metrics --derive``) is not a
+    count and is not summed: its values over the callpaths and ranks are averaged, weighted by the
+    instructions of the same callpath and rank when the experiment counts them (what the ratio of
+    the summed counters would give), else equally.
     """
     sel = exp
     if exp.parameters:
@@ -231,11 +235,54 @@ def experiment_totals(exp, point: Mapping[str, float] | None = None) -> dict[str
     roots = set(sel.tree.roots())
     out = {}
     for name, m in sel.metrics.items():
+        if name in METRICS:
+            out[name] = _ratio_mean(sel, name, roots)
+            continue
         d = data[data["metric"] == name]
         if m.scope == "inclusive":
             d = d[d["callpath"].astype(str).isin(roots)]
-        out[name] = float(d["value"].sum()) * BYTE_UNITS.get(str(m.unit or "").strip().lower(), 1.0)
+        out[name] = float(d["value"].sum()) * _unit_factor(sel, name)
     return out
+
+
+def _unit_factor(exp, name: str) -> float:
+    """Bytes per unit of a byte metric, seconds per unit of a time metric (the CPU seconds of the
+    bandwidth group: ``task-clock`` in msec is 1e-3 s), else 1."""
+    unit = str(exp.metrics[name].unit or "").strip().lower()
+    if unit in BYTE_UNITS:
+        return BYTE_UNITS[unit]
+    if exp.metrics[name].kind == "time" and unit:
+        from ..analysis.waste import time_factor
+
+        try:
+            return time_factor(exp, name)
+        except PerfcastError:       # cycles and the like are not seconds
+            return 1.0
+    return 1.0
+
+
+def _ratio_mean(sel, name: str, roots: set) -> float:
+    """A ready per-instruction metric over the point's callpaths and ranks (:func:`experiment_totals`)."""
+    per = sel.aggregate("mean", over=("rep",))
+    keys = [c for c in per.columns if c not in ("metric", "value")]
+
+    def rows(metric):
+        d = per[per["metric"] == metric]
+        if sel.metrics[metric].scope == "inclusive":
+            d = d[d["callpath"].astype(str).isin(roots)]
+        d = d[np.isfinite(d["value"].to_numpy(float))]
+        return d.assign(callpath=d["callpath"].astype(str))[keys + ["value"]]
+
+    d = rows(name)
+    if d.empty:
+        return float("nan")
+    ins = next((a for a in ALIASES["instructions"] if a in sel.metrics
+                and sel.metrics[a].scope == sel.metrics[name].scope), None)
+    if ins is not None:
+        w = d.merge(rows(ins), on=keys, how="left", suffixes=("", "_ins"))["value_ins"].to_numpy(float)
+        if len(w) == len(d) and np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum() > 0:
+            return float(np.dot(w, d["value"].to_numpy(float)) / w.sum())
+    return float(d["value"].mean())
 
 
 def signature_from_totals(totals: Mapping[str, float], name: str = "application", source: str = "") -> Signature:
