@@ -77,15 +77,13 @@ def test_comm_transfer_above_the_measured_time_keeps_the_breakdown_and_the_ident
     assert same.elapsed_target == pytest.approx(0.004)
 
 
-def test_comm_projection_onto_the_same_network_is_the_identity_on_real_data(capsys):
+def test_comm_projection_onto_the_same_network_is_the_identity_on_real_data(capsys, data_dir):
     # cg at p=1 measured Allreduce of 8 B at ~0.6 us a call; ARCHER2's table (nearest: 128 ranks)
     # says ~5 us: projecting onto ARCHER2 from ARCHER2 with compute factor 1 must change nothing
     from perfcast.cli import main
 
     exp = Path(__file__).parent.parent / "bench" / "data" / "cg-p" / "cg-p.perfcast"
-    micro = DATA / "mpi" / "archer_benchmarks_imb.csv"
-    if not micro.exists():
-        pytest.skip("shared data not found")
+    micro = data_dir / "mpi" / "archer_benchmarks_imb.csv"
     for p in ("1", "2"):
         capsys.readouterr()
         assert main(["project", str(exp), "--at", f"p={p}", "--micro", str(micro), "--compute-factor", "1",
@@ -100,16 +98,14 @@ def test_comm_projection_onto_the_same_network_is_the_identity_on_real_data(caps
                 assert row["transfer_base"] + row["wait_base"] == pytest.approx(row["elapsed_base"], rel=1e-12)
 
 
-def test_at_a_measured_count_no_model_is_shown_next_to_the_measured_values(capsys):
+def test_at_a_measured_count_no_model_is_shown_next_to_the_measured_values(capsys, data_dir):
     # cg measured p=4: the base compute is the measured per-rank APP time (pandas, by hand); the
     # Eq 14-16 models (APP's gave another value at p=4) were printed though not used
     from perfcast.cli import main
     from perfcast.io import load
 
     path = Path(__file__).parent.parent / "bench" / "data" / "cg-p" / "cg-p.perfcast"
-    micro = DATA / "mpi" / "archer_benchmarks_imb.csv"
-    if not micro.exists():
-        pytest.skip("shared data not found")
+    micro = data_dir / "mpi" / "archer_benchmarks_imb.csv"
     d = load([path]).data
     d = d[(d["p"] == 4) & (d["metric"] == "pmpi_time") & (d["callpath"].astype(str) == "APP")]
     app = float(d.groupby("rep", observed=True)["value"].sum().mean() / 4)
