@@ -327,6 +327,30 @@ def test_systems_unique_agrees_with_what_project_accepts(capsys):
     assert "not a --base/--target as typed" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("query", ["nomatch", "boxA boxB"])
+def test_systems_without_a_match_is_an_error_with_and_without_json(tmp_path, capsys, query):
+    """A table of two systems (boxA, boxB) that ``query`` does not match (its words must all match)
+    matches: the table form exited 2 with one line naming the query, --json exited 0 with
+    ``matches: 0``.  Both forms now exit 2 with that one line and print nothing on stdout; a
+    query that matches still exits 0 in both."""
+    from conftest import cli, cli_json, one_error
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nboxA,X,100\nboxA,Y,200\nboxB,X,50\nboxB,Y,80\n")
+    lines = []
+    for form in ((), ("--json",)):
+        code, out, err = cli(capsys, "systems", query, "--db", db, *form)
+        lines.append(one_error(code, err))
+        assert out == "", form
+        assert f"no system matches {query!r}" in lines[-1], form
+    assert lines[0] == lines[1]
+    code, out, err = cli(capsys, "systems", "boxB", "--db", db, "--json")
+    assert code == 0, err
+    assert [s["system"] for s in cli_json(out, "systems")["items"]] == ["boxB"]
+    code, out, err = cli(capsys, "systems", "boxB", "--db", db)
+    assert code == 0 and "boxB" in out, err
+
+
 def test_the_mean_without_counters_states_its_error_on_the_published_data(tmp_path, capsys):
     # two systems, ratios 2, 4, 8 (and 1/2, 1/4, 1/8 the other way): each benchmark projected by the
     # geometric mean of the other two misses its own ratio by |sqrt(32)/2 - 1|, |sqrt(16)/4 - 1| = 0 and
