@@ -1994,9 +1994,11 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         out.print(f"compute factor from: {res.compute_source}", markup=False, highlight=False)
     if s is not None:
         role = "" if res.compute_source == "surrogate" else ", for comparison"
+        rating = (f"not rated ({s.free} free fraction(s) for {s.constraints} metric constraint(s): exact by "
+                  f"construction, see the notes)" if s.quality == "unrated" else
+                  f"{s.quality}; group errors " + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups))
         out.print(f"surrogate (target {res.surrogate_target}{role}; per target in --json): {s.describe()}  match "
-                  f"{s.quality}; group errors "
-                  + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
+                  + rating, markup=False, highlight=False)
     shown = _shown(res.targets, limit)
     level = next((t.to_dict()["interval_level"] for t in shown if t.factor_interval), None)
     rows = [[t.system, t.name, f"{t.compute_factor:.3f}"]
