@@ -128,8 +128,37 @@ def test_real_campaign_round_trip(tmp_path, capsys):
     assert _values(load([tmp_path / "h.txt"])) == want
     assert info["n_values"] == len(want) and info["n_series"] == len(complete)
     assert len(info["dropped"]) == len(npts) - len(complete) > 0
-    assert info["locations"]["time"] == "mean over ranks" and info["locations"]["Ir"] == "sum over ranks"
+    # time is a campaign timer, recorded by rank 0 alone: nothing was averaged
+    assert set(d.loc[d["metric"] == "time", "rank"]) == {0} and d.loc[d["metric"] == "Ir", "rank"].nunique() > 1
+    assert info["locations"]["time"] == "rank 0 only" and info["locations"]["Ir"] == "sum over ranks"
     assert info["units"]["time"] == "s"
+
+
+@pytest.mark.parametrize("ranks", ["auto", "max"])
+def test_a_metric_one_rank_holds_is_labelled_as_model_labels_it(tmp_path, capsys, ranks):
+    """A bench campaign (jacobi): its timers ("time") are recorded once per run, by rank 0; the other
+    metrics on every rank.  The description names, per metric, what pandas finds in the store: one
+    rank's values ("rank R only", whatever --ranks says), else the reduction over the ranks -- the
+    label ``perfcast model`` puts beside the metric (it said "mean over ranks" for the timers)."""
+    src = require_data(REPO / "bench" / "data" / "jacobi-p" / "jacobi-p.perfcast")
+    exp = load([src])
+    d = exp.data.astype({"metric": str})
+    code, out, err = cli(capsys, "export", src, "-o", tmp_path / "j.txt", "--drop-incomplete", "--ranks", ranks,
+                         "--json")
+    assert code == 0, err
+    info = cli_items(out, "export")[0]
+    ranks_of = d.groupby("metric")["rank"].unique()
+    one = {m: int(r[0]) for m, r in ranks_of.items() if len(r) == 1}
+    assert one == {"time": 0}
+    want = {m: (f"rank {one[m]} only" if m in one else
+                f"{ranks if ranks != 'auto' else ('sum' if exp.metrics[m].kind in ('count', 'bytes') else 'mean')}"
+                f" over ranks") for m in info["metrics"]}
+    assert info["locations"] == want
+    note = next(n for n in info["notes"] if "reduced per point" in n)
+    assert "rank 0 only (time)" in note and "over ranks (time" not in note and ", time" not in note
+    code, out, err = cli(capsys, "model", src, "--metric", "time", "--ranks", ranks, "--json")
+    assert code == 0, err
+    assert "rank 0 only" in out and "mean over ranks" not in out
 
 
 def test_caliper_set_round_trip(tmp_path, capsys, data_dir):

@@ -6,6 +6,7 @@ overlong formula is refused, not a crash."""
 import errno
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -316,3 +317,84 @@ def test_a_directory_of_other_files_is_never_replaced_by_a_store(capsys, plain_c
     e.mkdir()
     assert cli(capsys, "import", plain_csv, "-o", e, "--force")[0] == 0 and store.is_store(e)
     assert cli(capsys, "import", plain_csv, "-o", e, "--force")[0] == 0 and store.is_store(e)
+
+
+_SLOW_WRITER = """
+import sys
+from perfcast.output import atomic_file
+with atomic_file(sys.argv[1], True) as f:
+    f.write(sys.argv[2].encode() * (8 << 20))   # 8 MiB, then wait: killed here, or told to finish
+    f.flush()
+    print("ready", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def _writer(out, tag):
+    """A process writing ``out`` through atomic_file, stopped mid-write (its temporary in place)."""
+    import subprocess
+    import sys
+
+    import perfcast
+
+    env = dict(os.environ, PYTHONPATH=str(Path(perfcast.__file__).parents[1]))
+    p = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(out), tag], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, env=env)
+    assert p.stdout.readline() == "ready\n"
+    return p
+
+
+def _temps(out):
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.") and p.name.endswith(".tmp"))
+
+
+def _own_start_time():
+    """This process's start time in clock ticks since boot: field 22 of Linux /proc/self/stat."""
+    text = Path("/proc/self/stat").read_text()
+    return int(text[text.rfind(")") + 2:].split()[19])
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_writer_and_a_live_ones_never(tmp_path):
+    """A writer SIGKILLed mid-write left `.r.txt.XXXXXXXX.tmp` (8 MiB) beside the output for good:
+    nothing could tell it from a live writer's.  Its name now carries the host and the writer's
+    process id (and start time); the next write of r.txt removes it, while the temporary of a
+    writer still running is left alone (and that writer finishes normally), as are another host's
+    and older unnamed ones.  One with the id of a live process but another start time is a dead
+    writer's whose id was reused: removed."""
+    import signal
+    import socket
+
+    out = tmp_path / "r.txt"
+    dead = _writer(out, "a")
+    dead.send_signal(signal.SIGKILL)
+    dead.wait(30)
+    assert dead.returncode == -signal.SIGKILL
+    [left] = _temps(out)
+    assert (tmp_path / left).stat().st_size == 8 << 20
+    assert f".{dead.pid}-" in left                           # the dead writer's process id ...
+    assert socket.gethostname().split(".")[0][:10] in left    # ... and host, in the name
+
+    live = _writer(out, "b")
+    [live_tmp] = [t for t in _temps(out) if t != left]
+    assert f".{live.pid}-" in live_tmp
+    live_inode = (tmp_path / live_tmp).stat().st_ino
+    host_part = left.split(".")[3]                            # .r.txt.HOST.PID-START.XXXXXXXX.tmp
+    others = {   # name -> kept?
+        left.replace(host_part, "otherhost-000000"): True,                       # another host's
+        f".{out.name}.abcd1234.tmp": True,                                          # older perfcast's
+        f".{out.name}.{host_part}.{os.getpid()}-{_own_start_time() + 1}.zzzz9999.tmp": False,  # a reused id
+    }
+    for name in others:
+        (tmp_path / name).write_bytes(b"x")
+
+    write_file(out, "new\n", force=True)
+    assert out.read_text() == "new\n"
+    now = set(_temps(out))
+    assert left not in now                                   # the killed writer's: removed
+    assert live_tmp in now and (tmp_path / live_tmp).stat().st_ino == live_inode   # the live one's: untouched
+    assert {n for n, kept in others.items() if n in now} == {n for n, kept in others.items() if kept}
+
+    live.communicate("go\n", timeout=60)
+    assert live.returncode == 0
+    assert out.read_bytes() == b"b" * (8 << 20)              # the live writer finished its file
+    assert set(_temps(out)) == {n for n, kept in others.items() if kept}

@@ -168,6 +168,63 @@ def test_surrogate_search_recovers_a_known_mixture():
     assert "cache" in s2.poor and s2.scaling_factor({"C": 1.5}) == pytest.approx(1.5)
 
 
+def test_an_underdetermined_surrogate_match_is_not_rated():
+    """Counted by hand: the fractions of k members sum to one, so k - 1 of them are free.
+
+    * cpi alone (1 metric): A at 1, B at 3; the application at 1.5 = 0.75 A + 0.25 B.  Two
+      members have 1 free fraction for 1 constraint: a pair around 1.5 matches it exactly, whatever
+      A and B do elsewhere.  The search picks that exact pair and called it "good" with 0 % error.
+    * mix (load_frac, store_frac, 2 metrics): A (0.2, 0.1), B (0.4, 0.1), C (0.2, 0.3), the application
+      (0.25, 0.15) = 0.5 A + 0.25 B + 0.25 C, inside the triangle, on no edge: 3 members, 2 free
+      fractions for 2 constraints, again exact by construction.
+    * mix with the application (0.3, 0.1) = 0.5 A + 0.5 B on the edge AB: 2 members, 1 free fraction
+      for 2 constraints -- an exact match that was not bound to happen, rated "good"."""
+    def sig(name, **v):
+        return Signature(name, v, 100.0)
+
+    cands = {"A": sig("A", cpi=1.0), "B": sig("B", cpi=3.0)}
+    s = find_surrogate(sig("app", cpi=1.5), cands, ["cpi"], None, 2)
+    assert dict(zip(s.members, s.fractions)) == {"A": pytest.approx(0.75), "B": pytest.approx(0.25)}
+    assert s.group_error["cpi"] == pytest.approx(0, abs=1e-9)
+    assert s.quality != "good"      # the in-sample match is exact by construction: it rates nothing
+    assert (s.quality, s.free, s.constraints, s.dof) == ("unrated", 1, 1, 0)
+    d = s.to_dict()
+    assert (d["quality"], d["free_fractions"], d["constraints"], d["degrees_of_freedom"]) == ("unrated", 1, 1, 0)
+    assert any("not rated" in n for n in d["notes"])
+
+    tri = {"A": sig("A", load_frac=0.2, store_frac=0.1), "B": sig("B", load_frac=0.4, store_frac=0.1),
+           "C": sig("C", load_frac=0.2, store_frac=0.3)}
+    s = find_surrogate(sig("app", load_frac=0.25, store_frac=0.15), tri, ["mix"], None, 3)
+    got = dict(zip(s.members, s.fractions))
+    assert got == {"A": pytest.approx(0.5), "B": pytest.approx(0.25), "C": pytest.approx(0.25)}
+    assert (s.free, s.constraints, s.dof, s.quality) == (2, 2, 0, "unrated")
+
+    s = find_surrogate(sig("app", load_frac=0.3, store_frac=0.1), tri, ["mix"], None, 3)
+    assert dict(zip(s.members, s.fractions)) == {"A": pytest.approx(0.5), "B": pytest.approx(0.5)}
+    assert (s.free, s.constraints, s.dof, s.quality) == (1, 2, 1, "good")
+
+
+def test_jacobi_surrogate_on_two_metrics_is_not_rated_and_its_closed_loop_is_given(capsys):
+    """jacobi's cachegrind counts give the mix group only (load_frac = Dr/Ir, store_frac = Dw/Ir: 2
+    metrics); on the published SPEC data the surrogate takes 3 benchmarks, whose 2 free fractions
+    reproduce 2 metrics exactly.  It said "match good" with mix 0 %; now the match is not rated and,
+    with --method surrogate, the closed loop on published pairs states the surrogate's error."""
+    from perfcast.cli import main
+
+    exp = Path(__file__).parent.parent / "bench" / "data" / "jacobi-p" / "jacobi-p.perfcast"
+    assert main(["project", str(exp), "--at", "p=2", "--base", "cpu2017-20191014-19065", "--target",
+                 "cpu2017-20190625-15882", "--method", "surrogate", "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "projection")[0]
+    s = res["surrogate"]
+    assert s["groups"] == ["mix"] and s["quality"] != "good"
+    n_members = len(s["members"])
+    assert s["free_fractions"] == n_members - 1 >= 2 == s["constraints"]
+    assert s["degrees_of_freedom"] <= 0 and s["quality"] == "unrated"
+    assert any(n.startswith("surrogate match not rated") for n in res["notes"])
+    loop = res["closed_loop_check"]["surrogate"]
+    assert loop["projections"] > 0 and loop["mean"] > 0
+
+
 def test_batched_surrogate_search_finds_the_exhaustive_nnls_optimum():
     """The search fits every combination at once by least squares; the reference here is the
     plain NNLS (scipy) over every combination of the same pool, as the search used to run."""
@@ -325,6 +382,30 @@ def test_systems_unique_agrees_with_what_project_accepts(capsys):
         assert got["matches"] == 1 and got["unique"] is unique, q
     assert main(["systems", "EPYC 7702 Fujitsu"]) == 0
     assert "not a --base/--target as typed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("query", ["nomatch", "boxA boxB"])
+def test_systems_without_a_match_is_an_error_with_and_without_json(tmp_path, capsys, query):
+    """A table of two systems (boxA, boxB) that ``query`` does not match (its words must all match)
+    matches: the table form exited 2 with one line naming the query, --json exited 0 with
+    ``matches: 0``.  Both forms now exit 2 with that one line and print nothing on stdout; a
+    query that matches still exits 0 in both."""
+    from conftest import cli, cli_json, one_error
+
+    db = tmp_path / "db.csv"
+    db.write_text("system,benchmark,time\nboxA,X,100\nboxA,Y,200\nboxB,X,50\nboxB,Y,80\n")
+    lines = []
+    for form in ((), ("--json",)):
+        code, out, err = cli(capsys, "systems", query, "--db", db, *form)
+        lines.append(one_error(code, err))
+        assert out == "", form
+        assert f"no system matches {query!r}" in lines[-1], form
+    assert lines[0] == lines[1]
+    code, out, err = cli(capsys, "systems", "boxB", "--db", db, "--json")
+    assert code == 0, err
+    assert [s["system"] for s in cli_json(out, "systems")["items"]] == ["boxB"]
+    code, out, err = cli(capsys, "systems", "boxB", "--db", db)
+    assert code == 0 and "boxB" in out, err
 
 
 def test_the_mean_without_counters_states_its_error_on_the_published_data(tmp_path, capsys):

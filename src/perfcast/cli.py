@@ -1829,12 +1829,15 @@ def _collect_adaptive(spec, output, target, budget, until, log, as_json, force=F
 @_rows_option(25, "Rows to list (--json too)")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def systems_cmd(query, dbs, limit, as_json):
-    """Search the benchmark database: words must all match; KEY=V, KEY>V, KEY<V filter attributes."""
+    """Search the benchmark database: words must all match; KEY=V, KEY>V, KEY<V filter attributes.
+    No system matching is an error (exit 2, --json too)."""
     from .projection.lookup import load_systems, partial_model_words  # pandas-free when the cache is warm
     from .report.terminal import out, table, write_json
 
     db = load_systems(dbs)
     hits = db.find(query)
+    if not len(hits):   # a lookup that finds nothing is an error, with --json too (the same exit code)
+        raise db.no_match_error(query)
     cols = [c for c in ("system", "name") if c in db.columns]
     # one match through a model number inside a longer one is not a --base/--target (BenchmarkDB.resolve)
     partial = partial_model_words(query, {c: v[hits[0]] for c, v in db.columns.items()}) if len(hits) == 1 else []
@@ -1842,8 +1845,6 @@ def systems_cmd(query, dbs, limit, as_json):
         write_json("systems", [dict(zip(cols, r)) for r in db.rows(_shown(hits, limit), cols)], query=query,
                    matches=len(hits), unique=len(hits) == 1 and not partial)
         return
-    if not len(hits):
-        raise db.no_match_error(query)
     rows = db.rows(_shown(hits, limit), cols)
     title = f"{len(hits)} system(s) match {query!r}" if query else f"{len(hits)} systems in {db.source}"
     if len(hits) > 1 and query:
@@ -1993,9 +1994,11 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
         out.print(f"compute factor from: {res.compute_source}", markup=False, highlight=False)
     if s is not None:
         role = "" if res.compute_source == "surrogate" else ", for comparison"
+        rating = (f"not rated ({s.free} free fraction(s) for {s.constraints} metric constraint(s): exact by "
+                  f"construction, see the notes)" if s.quality == "unrated" else
+                  f"{s.quality}; group errors " + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups))
         out.print(f"surrogate (target {res.surrogate_target}{role}; per target in --json): {s.describe()}  match "
-                  f"{s.quality}; group errors "
-                  + ", ".join(f"{g} {s.group_error[g]:.0%}" for g in s.groups), markup=False, highlight=False)
+                  + rating, markup=False, highlight=False)
     shown = _shown(res.targets, limit)
     level = next((t.to_dict()["interval_level"] for t in shown if t.factor_interval), None)
     rows = [[t.system, t.name, f"{t.compute_factor:.3f}"]

@@ -77,6 +77,54 @@ def location_reduction(metric: "Metric") -> str:
     return "sum" if metric.kind in ("count", "bytes") else "mean"
 
 
+#: the end of the aggregate label of a metric held by one location only (:func:`_single_location`)
+ONE_LOCATION = " only"
+
+
+def aggregate_labels(exp: "Experiment", locations: str = "auto") -> dict[str, str]:
+    """metric -> how its value combines the processes once the locations are reduced by
+    ``locations`` (``auto``: :func:`location_reduction`; else one of :data:`AGGREGATES`): the
+    reader's label (``Metric.aggregate``) where it has one, ``rank 0 only`` (:func:`_single_location`)
+    where every value is at one location -- nothing was combined, whatever ``locations`` says (a
+    campaign's wall time and timers: rank 0) --, else ``sum over ranks``, ``mean over threads``,
+    ``max over locations`` (ranks and threads), ...; ``""`` for a metric without locations and label.
+    The one rule for the label ``perfcast model`` shows beside a metric and ``perfcast export`` notes."""
+    out = {}
+    where = [c for c in LOCATION_COLUMNS if c in exp.cols]
+    over = "ranks" if where == ["rank"] else "threads" if where == ["thread"] else "locations"
+    single = _single_location(exp, where) if where else {}
+    for name, m in exp.metrics.items():
+        label = m.aggregate
+        if not label and where:
+            label = single.get(name) or \
+                f"{location_reduction(m) if locations == 'auto' else locations} over {over}"
+        out[name] = label
+    return out
+
+
+def _single_location(exp: "Experiment", where: list[str]) -> dict[str, str]:
+    """metric -> ``"rank 0 only"`` (``"thread 2 only"``, ``"rank 0, thread 1 only"``) for each metric
+    whose values are all at one and the same location: no reduction over the locations happened."""
+    d = exp.data
+    cols = [c for c in where if c in d.columns]
+    if not cols:
+        return {}
+    d = d[["metric", *cols]].dropna(subset=cols)
+    if d.empty:
+        return {}
+    first = d.groupby("metric", observed=True)[cols].agg(["nunique", "first"])
+    out = {}
+    for name, row in first.iterrows():
+        if all(int(row[(c, "nunique")]) == 1 for c in cols):
+            out[str(name)] = ", ".join(f"{c} {_loc(row[(c, 'first')])}" for c in cols) + ONE_LOCATION
+    return out
+
+
+def _loc(v) -> str:
+    f = float(v)
+    return str(int(f)) if f.is_integer() else str(v)
+
+
 
 def has_ancestor(cp: str, cps, parents: Mapping[str, str]) -> bool:
     """Some ancestor of ``cp`` (``parents``: child -> parent links) is among ``cps``: ``cp`` is not

@@ -61,7 +61,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .errors import PerfcastError
-from .experiment import has_ancestor
+from .experiment import ONE_LOCATION, aggregate_labels, has_ancestor  # noqa: F401  (ONE_LOCATION re-exported)
 from .lazy import LazyModule
 from .table import Category, Columns, arrow_array, arrow_scalar, column
 
@@ -217,7 +217,7 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     from .analysis.oversubscription import oversubscription
     from .fit.sums import sum_models
 
-    aggregates = _aggregates(exp, locations)
+    aggregates = aggregate_labels(exp, locations)
     sum_nodes = _sum_nodes(st, res, parents, summable_metrics(inclusive, kinds, aggregates), params)
     # a parent measured as its children's sum, each child modelled exactly and the parent not: the
     # sum of their models (perfcast.fit.sums)
@@ -234,7 +234,7 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
 def summable_metrics(inclusive, kinds: Mapping[str, str], aggregates: Mapping[str, str]) -> frozenset:
     """The metrics whose children add up to at most their parent's value: inclusive, additive
     (times, counts, bytes) and combined over the processes by a sum or a mean, or not at all
-    (``aggregates``: :func:`_aggregates`; one location's values add up too).  Not a maximum over ranks: the children's maxima can
+    (``aggregates``: :func:`~perfcast.experiment.aggregate_labels`; one location's values add up too).  Not a maximum over ranks: the children's maxima can
     add up to more than the parent's, their slowest ranks differ."""
     return frozenset(m for m in inclusive if kinds.get(m) in ("time", "count", "bytes")
                      and ((aggregates.get(m) or "").split(" ")[0] in ("", "sum", "mean")
@@ -257,7 +257,7 @@ _ORDERED = {"min over ranks": "min", "mean over ranks": "mean", "max over ranks"
 
 def aggregate_families(aggregates: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """metric -> (its family, its place in it): metrics that combine one quantity over the ranks as
-    a minimum, a mean and a maximum (``aggregates``: :func:`_aggregates`' labels), named alike but
+    a minimum, a mean and a maximum (``aggregates``: :func:`~perfcast.experiment.aggregate_labels`' labels), named alike but
     for the operator in front (Caliper's and Hatchet's ``min#X``, ``avg#X``, ``max#X``: the family
     ``X``).  Only families of two or more."""
     out: dict = {}
@@ -663,58 +663,6 @@ class MeasuredEnds(_ArrayMap):
 
     def __bool__(self) -> bool:
         return bool(self.series)    # empty exactly when the map is, without building it
-
-
-_REDUCED = {"sum": "sum", "mean": "mean", "max": "max", "min": "min", "median": "median"}
-
-
-def _aggregates(exp, locations: str) -> dict[str, str]:
-    """metric -> how its modelled value combines the processes (module docstring)."""
-    from .experiment import LOCATION_COLUMNS
-
-    out = {}
-    where = [c for c in LOCATION_COLUMNS if c in exp.cols]
-    over = "ranks" if where == ["rank"] else "threads" if where == ["thread"] else "locations"
-    single = _single_location(exp, where) if exp.has_locations else {}
-    for name, m in exp.metrics.items():
-        label = m.aggregate
-        if not label and exp.has_locations:
-            if name in single:
-                # one location holds every value (a campaign's wall time and timers: rank 0):
-                # nothing was combined, whatever --ranks says
-                label = single[name]
-            else:
-                how = locations if locations != "auto" else ("sum" if m.kind in ("count", "bytes") else "mean")
-                label = f"{_REDUCED.get(how, how)} over {over}"
-        out[name] = label
-    return out
-
-
-#: the end of the aggregate label of a metric held by one location only (:func:`_single_location`)
-ONE_LOCATION = " only"
-
-
-def _single_location(exp, where: list[str]) -> dict[str, str]:
-    """metric -> ``"rank 0 only"`` (``"thread 2 only"``, ``"rank 0, thread 1 only"``) for each metric
-    whose values are all at one and the same location: no reduction over the locations happened."""
-    d = exp.data
-    cols = [c for c in where if c in d.columns]
-    if not cols:
-        return {}
-    d = d[["metric", *cols]].dropna(subset=cols)
-    if d.empty:
-        return {}
-    first = d.groupby("metric", observed=True)[cols].agg(["nunique", "first"])
-    out = {}
-    for name, row in first.iterrows():
-        if all(int(row[(c, "nunique")]) == 1 for c in cols):
-            out[str(name)] = ", ".join(f"{c} {_loc(row[(c, 'first')])}" for c in cols) + ONE_LOCATION
-    return out
-
-
-def _loc(v) -> str:
-    f = float(v)
-    return str(int(f)) if f.is_integer() else str(v)
 
 
 def _process_parameter(exp) -> str | None:

@@ -9,6 +9,16 @@
   failed or interrupted write leaves the previous file (or nothing), never half a file.  Without
   ``force`` it is hard-linked into place, which fails if the output has appeared meanwhile: of two
   writers started together, one writes and the other is told the output exists.
+* The temporary is ``.NAME.HOST.PID-START.XXXXXXXX.tmp``: the writer's host (:func:`host_tag`),
+  process id and process start time (Linux ``/proc``; 0 where unknown).  A writer killed outright
+  (SIGKILL, a power cut) cannot remove it, and a plain file has no lock to tell a dead writer's
+  temporary from a live one's, so the next writer of ``NAME`` removes the temporaries of ``NAME``
+  whose writer is gone (:func:`remove_dead_temporaries`): written on this host by a process that no
+  longer exists, is a zombie, or is another process with the same id (its start time differs).
+  Another host's temporaries, a live writer's, and unnamed ones (older perfcast's
+  ``.NAME.XXXXXXXX.tmp``) are never touched.  Limit: writers on one host name in separate process
+  namespaces (containers with the same host name sharing a directory) cannot see each other's
+  processes; a live writer whose temporary was removed fails with a one-line error, writing nothing.
 
 Stores (``NAME.perfcast`` directories) are written by :mod:`perfcast.store`;
 :func:`check_store_output` applies the same ``--force`` rule to them before anything is computed.
@@ -18,7 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import hashlib
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -143,7 +156,8 @@ def atomic_file(path: str | Path, force: bool):
     try:
         import tempfile   # writing a file only: not imported by every command
 
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+        remove_dead_temporaries(path)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=parent)
     except OSError as e:
         raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None
     try:
@@ -165,6 +179,88 @@ def atomic_file(path: str | Path, force: bool):
         if isinstance(e, OSError):
             raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None
         raise
+
+
+#: the longest file name most filesystems take (bytes)
+_NAME_MAX = 255
+
+
+@functools.lru_cache(maxsize=1)
+def host_tag() -> str:
+    """This host in a temporary's name: its first label (letters, digits and ``-`` only, at most 24
+    characters) and 6 hex digits of a hash of the whole name, e.g. ``node17-3fa2b1`` (the label for
+    people, the hash so that truncated or cleaned-up names of different hosts differ)."""
+    import socket
+
+    name = socket.gethostname() or "localhost"
+    label = re.sub(r"[^A-Za-z0-9-]", "-", name.split(".")[0])[:24]
+    return f"{label}-{hashlib.sha1(name.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+
+
+def _start_time(pid: int | str) -> tuple[int, str] | None:
+    """(start time in clock ticks since boot, state letter) of process ``pid`` from Linux
+    ``/proc/PID/stat``; None where it cannot be read (no such process, not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()   # after "(comm)", which may hold spaces and parentheses
+    try:
+        return int(fields[19]), fields[0]          # field 22 of stat(5); field 3 is the state
+    except (IndexError, ValueError):
+        return None
+
+
+def _temp_prefix(path: Path) -> str:
+    """``.NAME.HOST.PID-START.`` (module doc), or ``.NAME.`` where that name would be too long."""
+    own = _start_time("self")
+    prefix = f".{path.name}.{host_tag()}.{os.getpid()}-{own[0] if own else 0}."
+    if len(os.fsencode(prefix)) + 8 + len(".tmp") > _NAME_MAX:
+        return f".{path.name}."        # writable still, but not identifiable: never removed by others
+    return prefix
+
+
+def _writer_alive(pid: int, start: int) -> bool:
+    """Whether the process ``pid`` of this host that started at ``start`` (0: unknown) may still be
+    writing: True unless it is shown gone (no such process, a zombie, another process now)."""
+    if pid <= 0:
+        return True                    # not a process id os.kill may be asked about (0 = our group)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True                    # EPERM: it exists, as another user's process
+    now = _start_time(pid)
+    if now is None:
+        return True
+    return now[1] != "Z" and (not start or now[0] == start)
+
+
+def remove_dead_temporaries(path: Path) -> list[Path]:
+    """Remove the temporaries of ``path`` (``.NAME.HOST.PID-START.XXXXXXXX.tmp``, module doc) that a
+    writer on this host left when it was killed, and return them; anything else stays."""
+    pat = re.compile(rf"\.{re.escape(path.name)}\.([A-Za-z0-9-]*-[0-9a-f]{{6}})\.(\d+)-(\d+)\.[a-z0-9_]{{8}}\.tmp")
+    host = host_tag()
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return []
+    removed = []
+    for n in names:
+        m = pat.fullmatch(n)
+        if m is None or m.group(1) != host or _writer_alive(int(m.group(2)), int(m.group(3))):
+            continue
+        left = path.parent / n
+        try:
+            if not stat.S_ISREG(os.lstat(left).st_mode):
+                continue
+            os.unlink(left)
+        except OSError:
+            continue                   # gone already (another writer removed it), or not ours to remove
+        removed.append(left)
+    return removed
 
 
 def _link_new(tmp: str, path: Path) -> bool:

@@ -1877,13 +1877,15 @@ def export(exp: Experiment, path: str | Path, to: str, *, force: bool = False, l
     keep their order; numbered with gaps (after a selection) they are read back as 0..k-1.
     Per-rank/thread values are reduced per point, repetition and callpath by ``locations``
     (:meth:`Experiment.reduce_locations`; ``auto`` sums counts and bytes and averages the rest, as
-    ``perfcast model`` does), so Extra-P models the series perfcast models.  Extra-P refuses an
+    ``perfcast model`` does), so Extra-P models the series perfcast models; the description labels
+    each metric as ``perfcast model`` does (:func:`~perfcast.experiment.aggregate_labels`: ``rank 0
+    only`` for a metric one location holds).  Extra-P refuses an
     experiment in which a callpath x metric series lacks a point: such series are refused, naming
     the first, or left out with ``drop_incomplete`` (listed in the description).  Neither format
     carries units, metric kinds or scopes: the description lists the units left behind.  The file
     is checked completely before anything is written, then written atomically (``force`` replaces
     an existing file)."""
-    from ..experiment import LOCATION_COLUMNS, location_reduction
+    from ..experiment import aggregate_labels
     from ..output import check_file_output, write_file
 
     path = check_file_output(path, force)
@@ -1907,12 +1909,9 @@ def export(exp: Experiment, path: str | Path, to: str, *, force: bool = False, l
                          f"(use --to extrap-json)")
 
     reduced: dict[str, str] = {}
-    where = [c for c in LOCATION_COLUMNS if c in exp.data.columns]
-    if where:
-        over = " and ".join(c + "s" for c in where)
-        for name, m in exp.metrics.items():
-            how = location_reduction(m) if locations == "auto" else locations
-            reduced[name] = f"{how} over {over}"
+    if exp.has_locations:
+        # the labels perfcast model shows: "rank 0 only" where one location holds every value
+        reduced = {name: label for name, label in aggregate_labels(exp, locations).items() if label}
         exp = exp.reduce_locations(locations)
     # a profile's run without a callpath did not run it: written as a 0 value, so that Extra-P's
     # mean over the listed values is perfcast's (experiment.absent_repetition_is_zero)

@@ -66,6 +66,20 @@ def closed_loop_check(db: BenchmarkDB, signatures: Mapping[str, Signature], grou
     return out
 
 
+def _check_note(check: dict, groups: Sequence[str], chosen: str) -> str:
+    """The note stating :func:`closed_loop_check`'s errors and the method chosen."""
+    from .factor import LEVEL
+
+    return (f"closed loop on {CHECK_PAIRS} random published system pairs with the application's counter "
+            f"groups ({', '.join(groups)}), mean error: "
+            + ", ".join(f"{_LABELS[m]} {v['mean']:.1%}"
+                        + (f" (its {LEVEL:.0%} ranges held the published ratio in {v['interval_coverage']:.0%} of "
+                           f"the {v['projections']} projections)" if v.get("interval_coverage") is not None
+                           else "")
+                        for m, v in sorted(check.items(), key=lambda kv: kv[1]["mean"]))
+            + f"; compute factor from the {_LABELS[chosen]}")
+
+
 def load_db(paths: Sequence[str | Path] = ()) -> BenchmarkDB:
     """Benchmark database from ``paths`` (spec17-ml tables or tidy user CSVs), default
     :data:`DEFAULT_TABLES`.  A spec17-ml table of other benchmarks of the same kind (rate or speed)
@@ -449,16 +463,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
             chosen = "surrogate" if method == "factor" and fp is None else method
     mean_check = chosen == "mean" and not check    # stated after the targets: over the benchmarks used
     if check:
-        from .factor import LEVEL
-
-        notes.append(f"closed loop on {CHECK_PAIRS} random published system pairs with the application's counter "
-                     f"groups ({', '.join(groups)}), mean error: "
-                     + ", ".join(f"{_LABELS[m]} {v['mean']:.1%}"
-                                 + (f" (its {LEVEL:.0%} ranges held the published ratio in {v['interval_coverage']:.0%} of "
-                                    f"the {v['projections']} projections)" if v.get("interval_coverage") is not None
-                                    else "")
-                                 for m, v in sorted(check.items(), key=lambda kv: kv[1]["mean"]))
-                     + f"; compute factor from the {_LABELS[chosen]}")
+        notes.append(_check_note(check, groups, chosen))
     if chosen == "factor":
         notes.append(f"compute factor from the rank-{fp.model.rank} supervised factor model of {len(fp.model.systems)} "
                      f"systems x {len(fp.model.benchmarks)} benchmarks (loadings from "
@@ -466,6 +471,7 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
     sources = set()
     results = []
     surrogate, surrogate_target = None, None
+    unrated: list[str] = []     # targets whose surrogate match has no degrees of freedom (surrogate.py)
     used: set[str] = set()
     for tid in tids:
         have = [b for b in cand if tid in t.index and np.isfinite(t.at[tid, b])]
@@ -483,6 +489,8 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
                                  {b: math.log(r) for b, r in ratios.items()}, max_members)
             if surrogate is None:
                 surrogate, surrogate_target = sur, tid
+            if sur.quality == "unrated":
+                unrated.append(tid)
             sf = sur.scaling_factor(ratios)
             extra["surrogate_factor"] = sf
         interval = None
@@ -522,6 +530,20 @@ def project(exp, db: BenchmarkDB | None, signatures: Mapping[str, Signature] | N
         results.append(TargetProjection(tid, db.name(tid), sf, comp_t, comm_t, comp_t + (comm_t or 0.0),
                                         detail if detail else {"surrogate": None if sur is None else sur.to_dict(),
                                                                **extra}, interval))
+    if unrated:
+        s0 = next(r.comm_detail["surrogate"] for r in results if r.system == unrated[0])
+        notes.append(f"surrogate match not rated for {len(unrated)} of {len(results)} target(s) (e.g. {unrated[0]}): "
+                     f"{s0['free_fractions']} free fraction(s) for {s0['constraints']} independent metric "
+                     f"constraint(s) ({', '.join(groups)}) reproduce the application's signature by construction "
+                     f"(its group errors are 0 and say nothing); the surrogate's error is the closed loop's on "
+                     f"published data")
+        if chosen == "surrogate" and not (check or {}).get("surrogate"):
+            # the surrogate carries the projection and nothing rates it: its error on held-out published pairs
+            try:
+                check = closed_loop_check(db, signatures, groups, False)
+                notes.append(_check_note(check, groups, chosen))
+            except PerfcastError as e:
+                notes.append(f"no closed-loop check on the published data ({e})")
     if mean_check:
         # no closed loop ran (no counters, or --method mean): state the error the mean makes on published
         # data with the benchmarks these factors combine

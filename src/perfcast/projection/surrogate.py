@@ -18,6 +18,17 @@ benchmarks are found by non-negative least squares on the group-scaled metric re
 one enforced by a heavily weighted extra row); subsets are searched exhaustively among the
 candidates that a first NNLS over all benchmarks, and the best single benchmarks, propose.
 
+Degrees of freedom.  A combination of k benchmarks has k - 1 free fractions (they sum to one):
+it can move the combined signature in k - 1 independent directions (the affine rank of its
+members' signatures).  The match has as many independent constraints as the signatures of the
+candidates and the application vary in independent directions (the rank of their centred matrix;
+the number of metrics unless some are linear in others).  When the free fractions are as many as
+the constraints or more, a combination with positive fractions reproduces the application's
+signature exactly, whatever the benchmarks' behaviour on other machines: its in-sample group
+errors are 0 by construction and say nothing, so the match is not rated (``quality``
+``"unrated"``, with a note); the projection's error is then only known from held-out data (the
+closed loop on published pairs, :func:`perfcast.projection.project.closed_loop_check`).
+
 Group ranking (Eq 2-5).  Sharkawi ranks the groups by their share of cycles on the target,
 obtained by fitting the benchmarks' published target/base ratios.  Here the same data are used
 directly: a ridge regression across the candidate benchmarks of log P_b on their standardised
@@ -55,6 +66,14 @@ class Surrogate:
     residual: float                # weighted least-squares residual norm of the match
     tolerance: float = TOLERANCE
     notes: list[str] = field(default_factory=list)
+    free: int = 0                  # free instruction fractions: affine rank of the members' signatures
+    constraints: int = 1           # independent metric constraints (module doc: degrees of freedom)
+
+    @property
+    def dof(self) -> int:
+        """Degrees of freedom the match leaves: independent constraints less free fractions; at 0 or
+        below the combination reproduces the application's signature by construction."""
+        return self.constraints - self.free
 
     @property
     def poor(self) -> list[str]:
@@ -63,6 +82,10 @@ class Surrogate:
 
     @property
     def quality(self) -> str:
+        """``good``, ``fair`` or ``poor`` by the groups' match errors; ``unrated`` when the match has no
+        degrees of freedom left (:attr:`dof`): its errors are 0 by construction."""
+        if self.dof <= 0:
+            return "unrated"
         bad = self.poor
         if not bad:
             return "good"
@@ -84,7 +107,24 @@ class Surrogate:
                 "group_error": {g: float(e) for g, e in self.group_error.items()},
                 "group_weight": {g: float(w) for g, w in self.group_weight.items()},
                 "residual": float(self.residual), "quality": self.quality, "poor_groups": self.poor,
+                "free_fractions": self.free, "constraints": self.constraints, "degrees_of_freedom": self.dof,
                 "notes": self.notes}
+
+    def unrated_note(self) -> str:
+        """Why the match is not rated (:attr:`quality` ``unrated``), to print beside it."""
+        return (f"{len(self.members)} member(s) = {self.free} free fraction(s) for {self.constraints} independent "
+                f"metric constraint(s) ({', '.join(self.groups)}): the combination reproduces the application's "
+                f"signature by construction ({self.dof} degrees of freedom left), so its match error (0) says "
+                f"nothing; the surrogate's error is the closed loop's on published data")
+
+
+def degrees(members: np.ndarray, everything: np.ndarray) -> tuple[int, int]:
+    """(free fractions, independent constraints) of a match (module doc): the affine rank of the
+    members' signatures (rows of ``members``), and the rank of the centred signatures of the
+    candidates and the application (rows of ``everything``), in the fit's scaled metrics."""
+    free = int(np.linalg.matrix_rank(members[1:] - members[0])) if len(members) > 1 else 0
+    constraints = int(np.linalg.matrix_rank(everything - everything.mean(axis=0))) if len(everything) > 1 else 0
+    return free, constraints
 
 
 def _compress(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -258,4 +298,8 @@ def find_surrogate(app: Signature, candidates: Mapping[str, Signature], groups: 
     else:
         shares = phi.copy()
         notes.append("no CPI for every member: time shares taken equal to instruction fractions")
-    return Surrogate(members, phi, shares, ranked, gerr, gw, r, tolerance, notes)
+    free, constraints = degrees(A[:, sub].T, np.vstack([A.T, y]))
+    sur = Surrogate(members, phi, shares, ranked, gerr, gw, r, tolerance, notes, free, constraints)
+    if sur.quality == "unrated":
+        notes.append("match not rated: " + sur.unrated_note())
+    return sur
