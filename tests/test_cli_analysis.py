@@ -169,6 +169,24 @@ def test_view_heading_shows_the_unit(capsys, data_dir, mode):
     assert js(capsys, "view", db, "--mode", mode, "--depth", "1")["unit"] == "s"
 
 
+def test_view_flat_of_hpctoolkit_lists_procedures(capsys, data_dir):
+    """OSU allgather: `view --mode flat` listed source lines, its top row '<unknown file>
+    [libpsm_infinipath.so.1.16]:0' (53%) merging statements of dozens of procedures.  Now a row per
+    procedure, HPCToolkit's own procedure exclusive costs read from the raw database (--json
+    validated against the schema)."""
+    from test_analysis_views import hpctoolkit_procedure_truth
+
+    db = data_dir / "formats" / "hpctoolkit" / "hpctoolkit-allgather-database"
+    exc, inc = hpctoolkit_procedure_truth(db)
+    d = js(capsys, "view", db, "--mode", "flat", "--limit", "0")
+    want = sorted(((k[0], e) for k, e in exc.items() if e), key=lambda x: -x[1])
+    assert [r["name"] for r in d["rows"][:5]] == [n for n, _ in want[:5]]
+    assert d["rows"][0]["exclusive"] == pytest.approx(want[0][1], rel=1e-9)
+    assert sum(r["exclusive"] for r in d["rows"]) == pytest.approx(d["total"], rel=1e-9)
+    code, out, err = cli(capsys, "view", db, "--mode", "flat", "--limit", "3")
+    assert code == 0 and want[0][0] in out.splitlines()[3] and ":0 " not in out
+
+
 def test_view_heading_names_what_a_mean_over_ranks_is_over(capsys, data_dir):
     """OSU allgather, 10 ranks x 2 threads (the second thread idle): --ranks mean averages 20
     locations, half a rank's time; the heading says so.  The total is HPCToolkit's own stored

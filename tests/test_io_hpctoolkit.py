@@ -399,6 +399,50 @@ def test_naming_and_merging_on_a_hand_made_tree(tmp_path):
     assert not e.has_locations
 
 
+def test_frame_kinds_are_recorded(tmp_path):
+    """The toy database with load modules, and bar called from two unknown lines (0) of the loop,
+    once in libA and once in libB: two procedures, not one frame (which the flat view would take
+    for one procedure).  What each frame is, by hand from the XML tags: PF procedure (its
+    Procedure name, file and module), L loop, S statement."""
+    from perfcast.experiment import Frame
+
+    x = tmp_path / "experiment.xml"
+    x.write_text(TOY.replace('<FileTable>', '<LoadModuleTable><LoadModule i="30" n="/opt/toy"/>'
+                             '<LoadModule i="31" n="/lib/libA.so"/><LoadModule i="32" n="/lib/libB.so"/>'
+                             '</LoadModuleTable><FileTable>')
+                 .replace('<PF i="2" n="20"', '<PF i="2" lm="30" n="20"')
+                 .replace('<PF i="13" n="22"', '<PF i="13" lm="31" n="22"')
+                 .replace('<PF i="16" n="22"', '<PF i="16" lm="32" n="22"'))
+    e = H.read(x)
+    loop = "main->loop at toy.c:40"
+    kinds = {p: e.tree.frame(p) for p in e.tree.paths}
+    P = lambda n, w: Frame("procedure", n, w)  # noqa: E731
+    S = Frame("statement")
+    assert kinds == {
+        "main": P("main", "toy.c [toy]"), "main->toy.c:5": S,
+        "main->foo@toy.c:10": P("foo", "toy.c [toy]"), "main->foo@toy.c:10->toy.c:31": S,
+        "main->foo@toy.c:20": P("foo", "toy.c [toy]"), "main->foo@toy.c:20->toy.c:31": S,
+        loop: Frame("loop"), loop + "->toy.c:41": S,
+        loop + "->bar (toy.c [libA.so])": P("bar", "toy.c [libA.so]"), loop + "->bar (toy.c [libA.so])->toy.c:0": S,
+        loop + "->bar (toy.c [libB.so])": P("bar", "toy.c [libB.so]"), loop + "->bar (toy.c [libB.so])->toy.c:0": S}
+    exc = {k[0]: v for k, v in per_location(e, "PAPI_TOT_CYC (E)").items()}
+    assert exc[loop + "->bar (toy.c [libA.so])->toy.c:0"] == 15 and exc[loop + "->bar (toy.c [libB.so])->toy.c:0"] == 25
+
+
+def test_every_frame_of_the_real_databases_has_a_kind(exps):
+    """Legacy and v4: every frame is a procedure, loop or statement; loops are the frames named
+    'loop at', statements are leaves (calls from a line hang under the line's procedure or loop)."""
+    for name in (LEGACY, V4, ALLGATHER, FLASH):
+        t = exps[name].tree
+        kinds = {p: t.frame(p) for p in t.paths}
+        assert all(k is not None for k in kinds.values()), name
+        assert all((k.kind == "loop") == t.name(p).startswith("loop at") for p, k in kinds.items()), name
+        assert all(not t.children(p) for p, k in kinds.items() if k.kind == "statement"), name
+        assert {k.kind for k in kinds.values()} >= {"procedure", "statement"}, name
+        assert all(k.procedure and t.name(p).startswith(k.procedure) for p, k in kinds.items()
+                   if k.kind == "procedure"), name
+
+
 def test_sibling_names_are_unique(exps):
     for name in (LEGACY, V4, ALLGATHER, FLASH):
         t = exps[name].tree

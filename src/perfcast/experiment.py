@@ -495,15 +495,41 @@ class Metric:
                    d.get("description", ""), str(d.get("aggregate") or ""), d.get("exact") is True)
 
 
+#: what a frame of a calling-context tree can be (:class:`Frame`)
+FRAME_KINDS = ("procedure", "loop", "statement")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What a frame is, as its reader knows it (:meth:`CallTree.frame`): ``kind`` one of
+    :data:`FRAME_KINDS`; for a procedure, ``procedure`` -- its name, without what tells its calling
+    contexts apart in the tree (a call-site suffix) -- and ``where`` -- the file and/or load
+    module, so that procedures of equal names in different modules stay apart ("" unknown)."""
+
+    kind: str
+    procedure: str | None = None
+    where: str = ""
+
+    def __str__(self) -> str:
+        return self.kind + (f" {self.procedure}" if self.procedure else "") + (f" ({self.where})" if self.where else "")
+
+
 class CallTree:
     """Calling-context tree: callpath ids (display strings) with explicit parent links.
 
     A callpath id is the frames joined by :data:`SEP`; the parent link is stored explicitly, so a
     frame name containing the separator does not confuse the tree.  The tree may be a forest.
     Order of insertion is kept (it is the order the source listed the callpaths in).
+
+    A reader that knows what a frame is records it (:meth:`add`'s ``kind``, :meth:`frame`): a
+    ``procedure`` (with the procedure's own name -- a frame may be named after its call site -- and
+    ``where``, the file or load module that tells procedures of equal names apart), or a ``loop`` or
+    ``statement`` of the procedure it sits in (the nearest procedure frame above it).  Frames
+    without a kind are what their name says (Caliper regions, CUBE and cachegrind functions):
+    views group those by name.
     """
 
-    __slots__ = ("_par", "_name", "_children", "_sorted", "_order", "_lookups")
+    __slots__ = ("_par", "_name", "_children", "_sorted", "_order", "_lookups", "_kind")
 
     # Storage: ``_par`` holds every callpath; ``_name`` only the names that are not the path itself
     # (a root named as its path, the common flat case, costs no entry) and ``_children`` only the
@@ -526,6 +552,7 @@ class CallTree:
         self._sorted: np.ndarray | None = None
         self._order: np.ndarray | None = None
         self._lookups = 0
+        self._kind: dict[str, Frame] = {}
         for path, parent, name in nodes:
             self.add(path, parent, name)
 
@@ -582,9 +609,14 @@ class CallTree:
         return q[bad].tolist()
 
     # -- construction -------------------------------------------------------------------------
-    def add(self, path: str, parent: str | None = None, name: str | None = None) -> str:
+    def add(self, path: str, parent: str | None = None, name: str | None = None,
+            kind: "Frame | None" = None) -> str:
+        """Add ``path`` under ``parent`` (None: a root) with frame ``name`` (default: the last frame
+        of the path) and, when the reader knows it, what the frame is (:class:`Frame`)."""
         if self._par is None:
             self._materialise()
+        if kind is not None:
+            self._set_kind(path, kind)
         if path in self._parent:
             if self._parent[path] != parent:
                 raise PerfcastError(f"callpath {path!r} given two parents ({self._parent[path]!r}, {parent!r})")
@@ -603,6 +635,27 @@ class CallTree:
             else:
                 kids.append(path)
         return path
+
+    def _set_kind(self, path: str, kind: "Frame") -> None:
+        if kind.kind not in FRAME_KINDS:
+            raise PerfcastError(f"callpath {path!r}: frame kind {kind.kind!r} is not one of {', '.join(FRAME_KINDS)}")
+        had = self._kind.get(path)
+        if had is not None and had != kind:
+            raise PerfcastError(f"callpath {path!r} given two frame kinds ({had}, {kind})")
+        self._kind[path] = kind
+
+    def frame(self, path: str) -> "Frame | None":
+        """What the frame at ``path`` is, when its reader recorded it (None: a name only)."""
+        return self._kind.get(path)
+
+    @property
+    def has_kinds(self) -> bool:
+        """Whether any frame's kind is recorded."""
+        return bool(self._kind)
+
+    def kinds(self) -> dict[str, "Frame"]:
+        """callpath -> :class:`Frame` of the frames whose kind is recorded."""
+        return dict(self._kind)
 
     def add_frames(self, frames: Sequence[str]) -> str:
         """Add a callpath given as its frames (root first), creating missing ancestors."""
@@ -758,12 +811,26 @@ class CallTree:
                 wanted.update(self.ancestors(p))
         if self._par is None:
             return CallTree.from_paths([p for p in self if p in wanted])
-        return CallTree((p, self._parent[p], self.name(p)) for p in self._parent if p in wanted)
+        tree = CallTree((p, self._parent[p], self.name(p)) for p in self._parent if p in wanted)
+        tree._kind = {p: k for p, k in self._kind.items() if p in wanted}
+        return tree
 
     def merged(self, other: "CallTree") -> "CallTree":
         tree = CallTree(self.to_records())
         for path, parent, name in other.to_records():
             tree.add(path, parent, name)
+        # a frame's kind where the inputs agree on it: a procedure placed in different files or
+        # modules (two readers, two builds) keeps its name without a place; different kinds, or a
+        # kind one input lacks, leave the frame a name only
+        mine, theirs = self._kind, other._kind
+        for path in dict.fromkeys([*mine, *theirs]):
+            a, b = mine.get(path), theirs.get(path)
+            if path not in other or path not in self:   # a frame of one input only
+                tree._kind[path] = a or b
+            elif a == b:
+                tree._kind[path] = a
+            elif a is not None and b is not None and (a.kind, a.procedure) == (b.kind, b.procedure):
+                tree._kind[path] = Frame(a.kind, a.procedure, "")
         return tree
 
     def to_records(self) -> list[tuple[str, str | None, str]]:
@@ -777,7 +844,7 @@ class CallTree:
             return False
         if self._par is None and other._par is None:  # two flat trees: the same paths
             return len(self._sorted) == len(other._sorted) and bool((self._sorted == other._sorted).all())
-        return self._parent == other._parent and self._name == other._name
+        return self._parent == other._parent and self._name == other._name and self._kind == other._kind
 
     def __repr__(self) -> str:
         return f"CallTree({len(self)} callpaths, {sum(1 for _ in self.iter_roots())} roots)"

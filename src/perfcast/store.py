@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover - Windows
 import pyarrow as pa
 
 from .errors import PerfcastError
-from .experiment import CallTree, Experiment, Metric
+from .experiment import CallTree, Experiment, Frame, Metric
 from .lazy import LazyModule
 
 pd = LazyModule("pandas")   # imported where a store is read or written (perfcast.lazy)
@@ -363,9 +363,15 @@ def write(exp: Experiment, dest: str | Path, overwrite: bool = True) -> Path:
             raise PerfcastError(f"experiment metadata is not JSON-serialisable ({e})") from None
         pq.write_table(pa.Table.from_pandas(exp.data, preserve_index=False), tmp / "values.parquet")
         recs = exp.tree.to_records()
-        tree = pa.table({"path": pa.array([r[0] for r in recs], pa.string()),
-                         "parent": pa.array([r[1] for r in recs], pa.string()),
-                         "name": pa.array([r[2] for r in recs], pa.string())})
+        cols = {"path": pa.array([r[0] for r in recs], pa.string()),
+                "parent": pa.array([r[1] for r in recs], pa.string()),
+                "name": pa.array([r[2] for r in recs], pa.string())}
+        if exp.tree.has_kinds:   # what the frames are (CallTree.frame), when the reader recorded it
+            kinds = [exp.tree.frame(r[0]) for r in recs]
+            cols["kind"] = pa.array([k.kind if k else None for k in kinds], pa.string())
+            cols["procedure"] = pa.array([k.procedure if k else None for k in kinds], pa.string())
+            cols["where"] = pa.array([k.where if k else None for k in kinds], pa.string())
+        tree = pa.table(cols)
         pq.write_table(tree, tmp / "callpaths.parquet")
         (tmp / "experiment.json").write_text(text)  # written last: marks a complete store
 
@@ -419,7 +425,14 @@ def read(path: str | Path) -> Experiment:
         tree_t = pq.read_table(p / "callpaths.parquet").to_pydict()
     except (OSError, pa.ArrowException) as e:
         raise PerfcastError(f"cannot read stored tables: {e}", p) from None
-    tree = CallTree(zip(tree_t["path"], tree_t["parent"], tree_t["name"]))
+    try:
+        tree = CallTree()
+        kinds = zip(tree_t["kind"], tree_t["procedure"], tree_t["where"]) if "kind" in tree_t else None
+        for path, parent, name in zip(tree_t["path"], tree_t["parent"], tree_t["name"]):
+            k = next(kinds) if kinds is not None else (None, None, None)
+            tree.add(path, parent, name, Frame(k[0], k[1], k[2] or "") if k[0] is not None else None)
+    except (KeyError, PerfcastError) as e:
+        raise PerfcastError(f"corrupt callpath table ({e})", p / "callpaths.parquet") from None
     missing = [c for c in header.get("columns", []) if c not in data.columns]
     if missing:
         raise PerfcastError(f"the stored value table lacks column(s) {', '.join(map(str, missing))}",

@@ -18,9 +18,16 @@ metric at one point.  How the raw values are reduced (documented here, used ever
 * percentages are of the whole program's total (:func:`whole_program_total`: each location's
   root(s) summed, then reduced over the locations with ``ranks``).
 
-Bottom-up and flat views group calling contexts by their frame name (the procedure).  A
-procedure's exclusive cost is the sum over all its contexts; its inclusive cost sums only the
-contexts that have no ancestor of the same name, so recursion is not counted twice.  With
+Bottom-up and flat views group calling contexts by procedure.  A frame is a procedure when its
+reader says so (:meth:`perfcast.experiment.CallTree.frame`: HPCToolkit records procedures with
+their file and load module, and its loops and statements) and, without a recorded kind, the frame
+name is the procedure (Caliper regions, CUBE/cachegrind functions).  The flat view puts a loop or
+statement into the procedure it sits in (the nearest procedure frame above it, as HPCToolkit's
+own flat view nests load module -> file -> procedure -> loop -> statement), and tells procedures
+of one name in different files/modules apart; the bottom-up view groups by frame name.  A
+procedure's exclusive cost is the sum over all its contexts (in the flat view: its own frames'
+and those of its loops and statements); its inclusive cost sums only the contexts that have no
+ancestor of the same procedure, so recursion is not counted twice.  With
 ``ranks`` max or min these sums are formed per location first and then combined over the
 locations (:func:`_grouped`), as the total is: a procedure's max over ranks is the largest of the
 ranks' own times in it, never above the largest rank's total (summing each context's max could be).
@@ -479,15 +486,16 @@ def _instances(prof: Profile) -> dict[str, list[str]]:
     return by
 
 
-def outermost(tree) -> dict[str, bool]:
-    """Callpath -> True when no ancestor has the same frame name (one pass over the tree)."""
+def outermost(tree, key: Mapping | None = None) -> dict[str, bool]:
+    """Callpath -> True when no ancestor has the same frame name (one pass over the tree), or the
+    same ``key[callpath]`` when given (:func:`procedure_keys`)."""
     out: dict[str, bool] = {}
-    on_path: dict[str, int] = {}
+    on_path: dict = {}
     for r in tree.roots():
         stack = [(r, False)]
         while stack:
             p, leaving = stack.pop()
-            name = tree.name(p)
+            name = tree.name(p) if key is None else key[p]
             if leaving:
                 on_path[name] -= 1
                 continue
@@ -500,25 +508,70 @@ def outermost(tree) -> dict[str, bool]:
 
 
 
+def procedure_keys(tree) -> dict[str, tuple]:
+    """Callpath -> the procedure its cost belongs to in a flat view: ``(name, where)`` of a frame
+    recorded as a procedure (:class:`perfcast.experiment.Frame`), the key of the nearest procedure
+    above a loop or statement, and ``(frame name, None)`` for a frame without a recorded kind (or a
+    loop/statement with no procedure above it)."""
+    key: dict[str, tuple] = {}
+    for p, parent, name, _ in tree.walk():
+        fr = tree.frame(p)
+        if fr is None:
+            key[p] = (name, None)
+        elif fr.kind == "procedure":
+            key[p] = (fr.procedure or name, fr.where)
+        elif parent is not None and key[parent][1] is not None:
+            key[p] = key[parent]
+        else:
+            key[p] = (name, None)
+    return key
+
+
+def _procedure_names(keys: Iterable[tuple]) -> dict[tuple, str]:
+    """Row names of procedure keys: the name, and its file/module where two procedures share it."""
+    keys = list(dict.fromkeys(keys))
+    count: dict[str, int] = {}
+    for n, _ in keys:
+        count[n] = count.get(n, 0) + 1
+    out, seen = {}, set()
+    for k in keys:
+        name = f"{k[0]} ({k[1]})" if count[k[0]] > 1 and k[1] else k[0]
+        n, i = name, 1
+        while n in seen:     # still equal (a frame without kind named like a procedure): numbered
+            i += 1
+            n = f"{name} #{i}"
+        seen.add(n)
+        out[k] = n
+    return out
+
+
 def flat(prof: Profile, threshold: float = 0.0, sort: str = "exclusive") -> dict:
-    """Costs of each procedure aggregated over all its calling contexts."""
+    """Costs of each procedure aggregated over all its calling contexts (loops and statements in
+    the procedure they sit in: :func:`procedure_keys`)."""
     tree, t = prof.exp.tree, prof.table
-    I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
     rows = []
-    outer = outermost(tree)
-    inst = _instances(prof)
+    key = procedure_keys(tree)
+    outer = outermost(tree, key)
+    inst: dict[tuple, list[str]] = {}
+    for p in t.index:
+        inst.setdefault(key[p], []).append(p)
+    label = _procedure_names(inst)
     per_rank = prof.ranks in _NONADDITIVE
     if per_rank:
-        exc_of = _grouped(prof, "exclusive", {c: [n] for n, cs in inst.items() for c in cs})
-        inc_of = _grouped(prof, "inclusive", {c: [n] for n, cs in inst.items() for c in cs if outer[c]})
-    for name, ctxs in inst.items():
+        exc_of = _grouped(prof, "exclusive", {c: [label[k]] for k, cs in inst.items() for c in cs})
+        inc_of = _grouped(prof, "inclusive", {c: [label[k]] for k, cs in inst.items() for c in cs if outer[c]})
+    for k, ctxs in inst.items():
+        name = label[k]
         if per_rank:
             exc, inc = exc_of.get(name, 0.0), inc_of.get(name, 0.0)
         else:
             exc = float(t.loc[ctxs, "exclusive"].sum())
             inc = float(t.loc[[c for c in ctxs if outer[c]], "inclusive"].sum())
-        rows.append({"name": name, "inclusive": inc, "exclusive": exc, "inclusive_pct": _f(prof.pct(inc)),
-                     "exclusive_pct": _f(prof.pct(exc)), "contexts": len(ctxs)})
+        # calling contexts: the procedure's own frames (its loops' and statements' are inside them)
+        frames = [c for c in ctxs if (fr := tree.frame(c)) is None or fr.kind == "procedure"]
+        rows.append({"name": name, **({"where": k[1]} if k[1] else {}), "inclusive": inc, "exclusive": exc,
+                     "inclusive_pct": _f(prof.pct(inc)), "exclusive_pct": _f(prof.pct(exc)),
+                     "contexts": len(frames or ctxs)})
     return {"view": "flat", **_head(prof), "rows": _sort_rows(rows, threshold, sort, prof)}
 
 

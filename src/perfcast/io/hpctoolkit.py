@@ -26,6 +26,10 @@ structured dtypes), so a block of values costs one vectorised decode, not a Pyth
   instruction context -> ``MODULE@0xOFFSET``;
 * call sites (``C``; v4 line/instruction contexts through which a call passes) are not frames of
   their own: the callee frame hangs directly under the caller's procedure or loop frame.
+* what each frame is -- a procedure (with its own name and its file and load module, base names),
+  a loop or a statement -- is recorded in the tree (:meth:`perfcast.experiment.CallTree.frame`),
+  so that a flat view can put loops and statements into their procedure
+  (:func:`perfcast.analysis.views.flat`) as HPCToolkit's own flat view does.
 * v4 entry points are named like the legacy pseudo-procedures, so both versions give the same
   roots: ``main thread`` -> ``<program root>``, ``application thread`` -> ``<thread root>``,
   ``unknown entry`` -> ``<partial call paths>``.
@@ -33,7 +37,8 @@ structured dtypes), so a block of values costs one vectorised decode, not a Pyth
 **Siblings with equal names** (a procedure called from several call sites of one caller, several
 statements on line 0 of an unknown file, ...) are resolved deterministically: procedure frames
 of one parent that share a name but come from *different* call-site lines are named
-``NAME@FILE:LINE`` (the call site); contexts that still coincide -- same name and same call site,
+``NAME@FILE:LINE`` (the call site), those from unknown call sites but different files or load
+modules ``NAME (FILE [MODULE])``; contexts that still coincide -- same procedure and same call site,
 or statements of the same line -- are the same source-level context and are merged into one frame
 whose values are the sums (values of distinct contexts of one thread are disjoint sample sets, so
 sums are exact for inclusive and exclusive costs).  A call site on line 0 counts as unknown.  (A
@@ -86,7 +91,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import SEP, CallTree, Experiment, Metric
+from ..experiment import SEP, CallTree, Experiment, Frame, Metric
 from ..lazy import LazyModule
 from . import Reader, ReadOptions, register
 
@@ -115,6 +120,15 @@ def _base(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _where(file: str | None, module: str | None) -> str:
+    """What tells a procedure apart from others of its name: its file and load module (base names;
+    HPCToolkit's pseudo file ``<unknown file> [libc.so]`` already names the module)."""
+    file, module = file or "", module or ""
+    if module and not file.endswith(f"[{module}]"):
+        return f"{file} [{module}]" if file else f"[{module}]"
+    return file
+
+
 def _split_unit(base: str) -> tuple[str, str, float, str]:
     """``CPUTIME (usec)`` -> (name, unit, scale to that unit, kind)."""
     m = re.match(r"^(.*?)\s*\(([^()]*)\)\s*$", base)
@@ -140,14 +154,18 @@ class _Sources:
     name: list = field(default_factory=list)     # frame name (FRAME) or statement name (POINT)
     proc: list = field(default_factory=list)     # FRAME is a procedure (call-site naming applies)
     label: list = field(default_factory=list)    # call-site label this context gives its children
+    kind: list = field(default_factory=list)     # what a FRAME/POINT is (FRAME_KINDS) or None (call site)
+    where: list = field(default_factory=list)    # a procedure's file/load module ("" unknown)
 
     def add(self, parent: int, role: int, name: str | None, proc: bool = False,
-            label: str | None = None) -> int:
+            label: str | None = None, kind: str | None = None, where: str = "") -> int:
         self.parent.append(parent)
         self.role.append(role)
         self.name.append(name)
         self.proc.append(proc)
         self.label.append(label)
+        self.kind.append("procedure" if proc else kind)
+        self.where.append(where)
         return len(self.parent) - 1
 
     def __len__(self):
@@ -159,6 +177,8 @@ class _Folded:
     parent: np.ndarray          # frame -> parent frame (-1 for roots)
     base: list                  # frame base names
     site: list                  # call-site label used in the frame key (procedures) or None
+    kind: list                  # what each frame is (experiment.FRAME_KINDS)
+    where: list                 # a procedure frame's file/load module ("" unknown)
     m_frame: sp.csr_matrix      # frames x sources: FRAME sources whose inclusive value the frame sums
     m_point: sp.csr_matrix      # frames x sources: POINT sources whose own cost a statement leaf sums
     m_owner: sp.csr_matrix      # frames x sources: the frame each source's own cost belongs to
@@ -178,17 +198,20 @@ def _fold(src: _Sources, own_nonzero: np.ndarray) -> _Folded:
     lab: list = [None] * n                           # call-site label children of s see
     owner = np.full(n, -1, dtype=np.int64)
     keys: dict = {}
-    f_parent, f_base, f_site = [], [], []
+    f_parent, f_base, f_site, f_kind, f_where = [], [], [], [], []
     rows_f, cols_f, rows_p, cols_p = [], [], [], []
 
-    def frame(parent_frame, name, site):
-        k = (parent_frame, name, site)
+    def frame(parent_frame, name, site, kind, where):
+        # procedures of one name from different files/modules stay apart (a frame is one procedure)
+        k = (parent_frame, name, site, kind, where)
         f = keys.get(k)
         if f is None:
             f = keys[k] = len(f_parent)
             f_parent.append(parent_frame)
             f_base.append(name)
             f_site.append(site)
+            f_kind.append(kind)
+            f_where.append(where)
         return f
 
     for s in range(n):
@@ -197,7 +220,7 @@ def _fold(src: _Sources, own_nonzero: np.ndarray) -> _Folded:
         site = lab[p] if p >= 0 else None
         role = src.role[s]
         if role == _FRAME:
-            f = frame(up, src.name[s], site if src.proc[s] else None)
+            f = frame(up, src.name[s], site if src.proc[s] else None, src.kind[s], src.where[s])
             rows_f.append(f)
             cols_f.append(s)
             enc[s] = owner[s] = f
@@ -205,7 +228,7 @@ def _fold(src: _Sources, own_nonzero: np.ndarray) -> _Folded:
             enc[s] = owner[s] = up
             lab[s] = src.label[s]
             if role == _POINT and (not has_children[s] or own_nonzero[s]):
-                f = owner[s] = frame(up, src.name[s], None)
+                f = owner[s] = frame(up, src.name[s], None, "statement", "")
                 rows_p.append(f)
                 cols_p.append(s)
     nf = len(f_parent)
@@ -214,7 +237,7 @@ def _fold(src: _Sources, own_nonzero: np.ndarray) -> _Folded:
     m_point = sp.csr_matrix((ones(len(rows_p)), (rows_p, cols_p)), shape=(nf, n))
     placed = np.flatnonzero(owner >= 0)   # a call site at the very top has no frame to give its cost
     m_owner = sp.csr_matrix((ones(len(placed)), (owner[placed], placed)), shape=(nf, n))
-    return _Folded(np.asarray(f_parent, dtype=np.int64), f_base, f_site, m_frame, m_point, m_owner)
+    return _Folded(np.asarray(f_parent, dtype=np.int64), f_base, f_site, f_kind, f_where, m_frame, m_point, m_owner)
 
 
 def _paths(folded: _Folded, keep: np.ndarray) -> tuple[list, list]:
@@ -226,9 +249,12 @@ def _paths(folded: _Folded, keep: np.ndarray) -> tuple[list, list]:
     display = list(folded.base)
     for (_, name), members in groups.items():
         if len(members) > 1:
+            places = {folded.where[f] for f in members if folded.site[f] is None}
             for f in members:
                 if folded.site[f] is not None:
                     display[f] = f"{name}@{folded.site[f]}"
+                elif len(places) > 1 and folded.where[f]:   # procedures of one name from different places
+                    display[f] = f"{name} ({folded.where[f]})"
     # a name may still repeat in pathological cases (a procedure literally named like a suffixed
     # sibling): number the later ones in order of appearance
     seen: dict = {}
@@ -311,7 +337,9 @@ def _build(src: _Sources, metrics: list[_MetricValues], locations: pd.DataFrame 
     for f in range(nf):
         if keep[f]:
             p = int(folded.parent[f])
-            tree.add(paths[f], None if p < 0 else paths[p], names[f])
+            kind = folded.kind[f]
+            tree.add(paths[f], None if p < 0 else paths[p], names[f],
+                     Frame(kind, folded.base[f], folded.where[f]) if kind == "procedure" else Frame(kind))
     kept = np.flatnonzero(keep)
     categories = [paths[f] for f in kept]
     code_of = np.full(nf, -1, dtype=np.int64)
@@ -494,15 +522,16 @@ def read_meta_db(path: str | Path) -> _Meta:
         o = p_files + i * sz_file
         files[o] = b.cstr(b.unpack("<Q", o + 8, "source file path")[0], "source file path")
     p_funs, n_funs, sz_fun = b.unpack("<QIH", p_fun, "functions")
-    functions = {}
+    functions, fun_where = {}, {}
     for i in range(n_funs):
         o = p_funs + i * sz_fun
-        p_name, p_module, offset = b.unpack("<QQQ", o, f"function {i}")
+        p_name, p_module, offset, p_file = b.unpack("<QQQQ", o, f"function {i}")
+        mod = _base(modules.get(p_module, ""))
         if p_name:
             functions[o] = b.cstr(p_name, "function name")
         else:
-            mod = _base(modules.get(p_module, ""))
             functions[o] = f"<unknown procedure> 0x{offset:x} [{mod}]" if mod else "<unknown procedure>"
+        fun_where[o] = _where(_base(files.get(p_file, "")), mod)
 
     # context tree: iterative walk over the variable-size {Ctx} arrays
     src = _Sources()
@@ -528,8 +557,11 @@ def read_meta_db(path: str | Path) -> _Meta:
             w = 0
             fn = file = module = None
             line = offset = 0
+            fn_where = ""
             if flags & 1:
-                fn = functions.get(struct.unpack_from("<Q", b.buf, flex)[0], "<unknown procedure>")
+                p_fn = struct.unpack_from("<Q", b.buf, flex)[0]
+                fn = functions.get(p_fn, "<unknown procedure>")
+                fn_where = fun_where.get(p_fn, "")
                 w += 1
             if flags & 2:
                 p_f, line = struct.unpack_from("<QI", b.buf, flex + 8 * w)
@@ -544,16 +576,16 @@ def read_meta_db(path: str | Path) -> _Meta:
             point_name = (f"{file}:{line}" if file is not None else
                           f"{module}@0x{offset:x}" if module is not None else "<unknown line>")
             if lex == 0:      # function
-                s = src.add(parent, _FRAME, fn or "<unknown procedure>", proc=True)
+                s = src.add(parent, _FRAME, fn or "<unknown procedure>", proc=True, where=fn_where)
             elif lex == 1:    # loop
                 where = f"{file}:{line}" if file is not None else (
                     f"{module}@0x{offset:x}" if module is not None else "<unknown>")
-                s = src.add(parent, _FRAME, f"loop at {where}")
+                s = src.add(parent, _FRAME, f"loop at {where}", kind="loop")
             elif relation == 0:   # line / instruction inside its procedure: a statement or call site
                 label = point_name if (file is None or line > 0) else None
-                s = src.add(parent, _POINT, point_name, label=label)
+                s = src.add(parent, _POINT, point_name, label=label, kind="statement")
             else:                 # line / instruction reached by a call: code of an unknown procedure
-                s = src.add(parent, _FRAME, point_name, proc=True)
+                s = src.add(parent, _FRAME, point_name, proc=True, where=_where(file, module))
             if ctx_id in ctx_to_src:
                 b.fail(f"context id {ctx_id} appears twice", o, "ctxId")
             ctx_to_src[ctx_id] = s
@@ -791,15 +823,15 @@ def _read_legacy(xml_path: Path, options: ReadOptions) -> Experiment:
     def table(tag):
         return {e.get("i"): e.get("n", "") for e in head.iter(tag)}
 
-    procedures, files = table("Procedure"), table("File")
+    procedures, files, modules = table("Procedure"), table("File"), table("LoadModule")
 
     # ---- the source tree: iterative preorder walk ----------------------------------------
     src = _Sources()
     node_ids = []           # XML node id (i) per source, for metric-db rows
     summary_values: dict[int, list] = {}   # source -> [(metric id, value)]
-    stack = [(child, -1, "<unknown file>") for child in reversed(list(data))]
+    stack = [(child, -1, "<unknown file>", "") for child in reversed(list(data))]
     while stack:
-        e, parent, cur_file = stack.pop()
+        e, parent, cur_file, cur_module = stack.pop()
         tag = e.tag
         if tag == "M":
             continue
@@ -814,14 +846,16 @@ def _read_legacy(xml_path: Path, options: ReadOptions) -> Experiment:
             raise PerfcastError(f"<{tag}> node id {nid} out of range", xml_path, f"{tag} i={i}")
         f_attr = e.get("f")
         file = _base(files.get(f_attr, f_attr)) if f_attr is not None else cur_file
+        lm = e.get("lm")
+        module = _base(modules.get(lm, lm)) if lm is not None else cur_module
         if tag in ("PF", "Pr", "P", "A"):
             n = e.get("n", "")
             name = procedures.get(n, n) or "<unknown procedure>"
-            s = src.add(parent, _FRAME, name, proc=True)
+            s = src.add(parent, _FRAME, name, proc=True, where=_where(file, module))
         elif tag == "L":
-            s = src.add(parent, _FRAME, f"loop at {file}:{line}")
+            s = src.add(parent, _FRAME, f"loop at {file}:{line}", kind="loop")
         elif tag == "S":
-            s = src.add(parent, _FRAME, f"{file}:{line}")
+            s = src.add(parent, _FRAME, f"{file}:{line}", kind="statement")
         elif tag == "C":
             s = src.add(parent, _SITE, None, label=f"{file}:{line}" if line > 0 else None)
         else:
@@ -832,7 +866,7 @@ def _read_legacy(xml_path: Path, options: ReadOptions) -> Experiment:
             summary_values[s] = ms
         for child in reversed(list(e)):
             if child.tag != "M":
-                stack.append((child, s, file))
+                stack.append((child, s, file, module))
     if not len(src):
         raise PerfcastError("experiment.xml has an empty calling-context tree", xml_path, "SecCallPathProfileData")
     node_ids = np.asarray(node_ids, dtype=np.int64)
