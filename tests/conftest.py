@@ -86,14 +86,15 @@ def require_data(path: Path) -> Path:
     return path
 
 
-def extrap_python() -> Path | None:
+def extrap_python() -> Path:
     """The python of Extra-P 4.2.5's own virtual environment (PERFCAST_EXTRAP_PYTHON, else
-    bench/.venv-extrap, made by bench/vs_extrap.py), for tests against Extra-P itself; None when
-    neither exists (those tests are skipped)."""
+    bench/.venv-extrap), for tests against Extra-P itself.  `make test` installs it (requirements-extrap.lock),
+    so a missing one fails the test that needs it, as missing shared data does: a skip would hide it."""
     for p in (os.environ.get("PERFCAST_EXTRAP_PYTHON"), REPO / "bench" / ".venv-extrap" / "bin" / "python"):
         if p and Path(p).is_file():
             return Path(p)
-    return None
+    pytest.fail("Extra-P's venv is missing: bench/.venv-extrap/bin/python (make test installs it from "
+                "requirements-extrap.lock; or set PERFCAST_EXTRAP_PYTHON)", pytrace=False)
 
 
 @pytest.fixture(scope="session")

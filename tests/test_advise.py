@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from conftest import cli, cli_items, cli_json, one_error
+from conftest import cli, cli_items, cli_json, one_error, require_data
 
 from perfcast.analysis.advisor import advise, progression, request
 from perfcast.fit.model import Model, Term
@@ -302,9 +302,7 @@ def test_flat_timers_under_a_whole_run_timer_are_said_to_nest(capsys, data_dir):
     # Relearn's flat timers: main() is at least every other timer at each of the 25 points (by the
     # file's numbers, e.g. 406.0 against Simulation loop's 405.7 at p = 32, n = 5000): the run is
     # main(), and the kernels listed (main(), Simulation loop, ... each about 100%) may hold one another
-    relearn = data_dir / "extrap" / "text" / "mpa" / "relearn_data.txt"
-    if not relearn.exists():
-        pytest.skip("shared data missing")
+    relearn = require_data(data_dir / "extrap" / "text" / "mpa" / "relearn_data.txt")
     code, out, err = cli(capsys, "advise", relearn, "--target", "p=1024,n=9000", "--json")
     assert code == 0, err
     adv = cli_json(out, "advice")

@@ -202,7 +202,6 @@ json.dump(out, sys.stdout)
 """
 
 
-@pytest.mark.skipif(extrap_python() is None, reason="Extra-P's venv (bench/.venv-extrap) is not installed")
 def test_extrap_reads_and_models_the_files(generated, written, tmp_path, capsys):
     real = tmp_path / "h.json"
     code, _, err = cli(capsys, "export", REPO / "bench" / "data" / "hpccg-n" / "hpccg-n.perfcast", "-o", real,

@@ -104,8 +104,6 @@ json.dump({"parameters": [str(p) for p in e.parameters],
 """
 
 
-@pytest.mark.skipif(extrap_python() is None, reason="Extra-P's venv (bench/.venv-extrap) is not installed; "
-                    "the numbers written in the tests above come from it")
 @pytest.mark.parametrize("which", ["sp", "mp"])
 def test_every_point_equals_extrap(which, data_dir, tmp_path):
     path = SP if which == "sp" else require_data(data_dir / "extrap" / "input" / "experiment_3_mp")

@@ -11,7 +11,7 @@ import pytest
 from perfcast.cli import main
 from perfcast.io import ReadOptions, load
 
-from conftest import DATA, cli_items
+from conftest import DATA, cli_items, require_data
 
 FP_RATE = DATA / "spec" / "spec17ml_input_FP_rate.csv"
 LULESH = DATA / "thicket" / "lulesh_weak_scaling_cali"
@@ -20,7 +20,13 @@ ALLGATHER = DATA / "formats" / "hpctoolkit" / "hpctoolkit-allgather-database"
 BASE = "cpu2017-20191014-19065"     # Dell EPYC 7742, 2 x 64 cores, 128 copies
 TARGET = "cpu2017-20190625-15882"   # ASUSTeK Xeon Gold 6248, 2 x 20 cores, 80 copies (SMT)
 
-pytestmark = pytest.mark.skipif(not FP_RATE.exists() or not LULESH.exists(), reason="shared data missing")
+
+
+@pytest.fixture(autouse=True)
+def _shared_data():
+    """Every test here reads the shared data: missing files fail (conftest.require_data), never skip."""
+    for path in (FP_RATE, LULESH):
+        require_data(path)
 
 
 def _spec_rows():
@@ -100,7 +106,7 @@ def test_mpi_regions_without_a_pmpi_profile_are_said_with_their_share(capsys):
     # LULESH at 27 ranks spends 39.6 % of its time in MPI regions (waits, Allreduce), read here with
     # caliper-reader: topmost MPI_* regions' avg#inclusive time over the roots'.  Without a PMPI profile
     # that time is scaled by the compute factor: it was not said
-    cr = pytest.importorskip("caliperreader")
+    import caliperreader as cr   # a dependency of perfcast (pyproject)
     r = cr.CaliperReader()
     r.read(str(LULESH / "27_cores.cali"))
     roots = mpi = 0.0
@@ -149,8 +155,8 @@ def test_cube_set_projected_with_times_only(capsys):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--method mean" in err
 
 
-@pytest.mark.skipif(not ALLGATHER.exists(), reason="shared data missing")
 def test_per_rank_values_are_combined_as_asked(capsys):
+    require_data(ALLGATHER)
     factor, _, _ = _hand_factor(BASE, TARGET)
     exp = load([ALLGATHER])
     d = exp.data[exp.data["metric"] == "CPUTIME (E)"]
@@ -201,8 +207,8 @@ def test_time_units_are_converted_and_cycles_are_not_a_time(capsys, tmp_path):
 RELEARN = DATA / "extrap" / "text" / "mpa" / "relearn_data.txt"
 
 
-@pytest.mark.skipif(not RELEARN.exists(), reason="shared data missing")
 def test_flat_timers_with_a_whole_run_timer_are_not_summed(capsys, tmp_path):
+    require_data(RELEARN)
     # Relearn's flat timers: main() holds Simulation loop, which holds Connectivity update, ...; the
     # run is main(): its two repetitions at p = 32, n = 5000 in the file (DATA 406.498 405.58), not the
     # sum of the 14 timers (about 1975 s, nested time counted up to 5 times)
