@@ -320,6 +320,49 @@ def with_absent_zeros(exp: "Experiment") -> pd.DataFrame:
     return out
 
 
+def values_per_run(exp: "Experiment", metric: str) -> str | None:
+    """What one value of ``metric`` is when ``exp`` holds one value of it per run, so that a
+    reduction over ranks (``--ranks``) combines nothing: ``"mean over ranks in the file"`` (the
+    reader's :attr:`Metric.aggregate`: Caliper ``avg#``), ``"no per-rank values"`` (no rank/thread
+    column), ``"at one rank/thread only"`` (every run holds the metric at one location: a campaign's
+    wall time, taken on rank 0).  None when some run holds the metric at several locations.  The one
+    rule of :func:`ranks_not_combined` and the views' heading (``combined``)."""
+    if not exp.has_locations:
+        m = exp.metrics[metric]
+        return f"{m.aggregate} in the file" if m.aggregate else NO_RANKS
+    d = exp.data
+    d = d[d["metric"] == metric]
+    if len(d) and int(run_locations(exp, d).max()) <= 1:
+        return "at one rank/thread only"
+    return None
+
+
+#: :func:`values_per_run` of a metric of an input without rank/thread columns and no aggregate
+NO_RANKS = "no per-rank values"
+
+
+def ranks_not_combined(exp: "Experiment", metrics: Iterable[str] | None = None) -> list[dict]:
+    """The metrics of ``exp`` (``metrics`` when given) whose values ``--ranks`` cannot combine:
+    ``[{"metric", "holds"}]`` (``holds``: :func:`values_per_run`), in ``metrics``' order.  A command
+    given ``--ranks`` explicitly says them (:func:`ranks_not_combined_note`) instead of ignoring it."""
+    names = list(exp.metrics) if metrics is None else [m for m in dict.fromkeys(metrics) if m in exp.metrics]
+    out = []
+    for m in names:
+        holds = values_per_run(exp, m)
+        if holds is not None:
+            out.append({"metric": m, "holds": holds})
+    return out
+
+
+def ranks_not_combined_note(items: list[dict], ranks: str, shown: int = 3) -> str | None:
+    """The one-line note of :func:`ranks_not_combined`'s ``items`` for ``--ranks ranks``."""
+    if not items:
+        return None
+    some = "; ".join(f"{i['metric']} holds one value per run ({i['holds']})" for i in items[:shown])
+    more = f"; and {len(items) - shown} more metric(s) likewise" if len(items) > shown else ""
+    return f"--ranks {ranks}: {some}{more}, so nothing is combined over ranks"
+
+
 def run_locations(exp: "Experiment", data: pd.DataFrame | None = None) -> pd.Series:
     """The number of locations (ranks/threads) of each run of ``data`` (default ``exp.data``):
     per point, repetition and metric, those that hold some value of the metric -- a location that
