@@ -124,6 +124,7 @@ def test_adaptive_campaign_on_the_bundled_jacobi(tmp_path):
     import sys
 
     from perfcast.collect.campaign import campaign_dir
+    from perfcast.errors import PerfcastError
 
     repo = Path(__file__).resolve().parents[1]
     r = subprocess.run(["make", "-C", str(repo / "examples")], capture_output=True, text=True)
@@ -163,3 +164,40 @@ def test_adaptive_campaign_on_the_bundled_jacobi(tmp_path):
         assert summary["width"] > 0.10
     exp = store.read(out)
     assert {"app->compute", "app->halo", "app->total"} <= set(exp.data["callpath"].astype(str))
+
+
+def test_collectors_of_one_run_record_what_each_saw(app, tmp_path):
+    """time (the timing collector: the app's timers) and the PMPI counts of one run: ``time / calls`` at
+    MPI->MPI_Allreduce was 0 on rank 0 (the timing collector never saw MPI calls, its absence became a
+    0 beside rank 0's wall time); it is missing, while the counts keep their sparse zeros."""
+    import json
+
+    from perfcast.analysis.derived import derive
+    from perfcast.collect import pmpi
+    from perfcast.collect.campaign import campaign_dir
+    from perfcast.errors import PerfcastError
+
+    ok, why = pmpi.available()
+    if not ok:
+        pytest.fail(f"PMPI shim unavailable: {why}")
+    spec = CampaignSpec(command=f"mpirun -np 2 {app} 1000", parameters={"p": [2]}, reps_min=1, reps_max=1,
+                        collect="time,mpi", timeout=60)
+    out = tmp_path / "pmpi.perfcast"
+    run_campaign(spec, out)
+    run = next(json.loads(line) for line in (campaign_dir(out) / "journal.jsonl").read_text().splitlines()
+               if json.loads(line).get("type") == "run")
+    groups = {tuple(g["metrics"]): set(g["callpaths"]) for g in run["values"]["coverage"]}
+    assert ("time",) in groups and "MPI->MPI_Allreduce" not in groups[("time",)]
+    exp = store.read(out)
+    d = exp.data
+    # rank 0 holds both the wall time (at app) and ITERS Allreduce calls
+    assert d[(d.metric == "time") & (d["rank"] == 0)].shape[0] > 0
+    assert d[(d.metric == "calls") & (d.callpath == "MPI->MPI_Allreduce") & (d["rank"] == 0)]["value"].item() == ITERS
+    # the two collectors share no callpath: no cell of time / calls is measured (was 0 at the MPI calls)
+    with pytest.raises(PerfcastError, match="empty everywhere"):
+        derive(exp, ["Z = time / calls"], "inclusive")
+    # the run's wall time over the calls (the total is the whole run's, not the absent value): defined
+    z, _ = derive(exp, ["Z = @time / calls"], "inclusive")
+    zd = z.data[(z.data.metric == "Z") & (z.data.callpath == "MPI->MPI_Allreduce") & (z.data["rank"] == 0)]
+    wall = d[(d.metric == "time") & (d.callpath == "app") & (d["rank"] == 0)]["value"].item()
+    assert zd["value"].item() == pytest.approx(wall / ITERS, rel=1e-12)

@@ -432,27 +432,23 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
         raise PerfcastError("--limit: not with --mode top-down (the tree is cut by --depth and --threshold)")
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     prof = V.profile(exp, metric, parse_coords(at, "--at") if at else None, ranks)
-    combined = V.combined_in_file(prof.exp, prof.metric)
-    if combined and not as_json and ctx.get_parameter_source("ranks") not in (None, click.core.ParameterSource.DEFAULT):
-        # the heading names what a value is instead, easily read past: --ranks max on Caliper avg# showed means
-        from .report.terminal import err
-        err.print(f"perfcast: note: --ranks {ranks}: {prof.metric} holds one value per run ({combined}), so nothing "
-                  f"is combined over ranks", markup=False, highlight=False)
+    # the heading names what a value is instead, easily read past: --ranks max on Caliper avg# showed means
+    said = _ranks_said(prof.exp, as_json, [prof.metric], _given(ranks, "ranks"))
     if sort is None:
         sort = ("inclusive" if mode == "top-down" else "exclusive") if inclusive is None else \
             ("inclusive" if inclusive else "exclusive")
     if hot is not None:
         res = V.hot_path(prof, None if hot == "-" else hot, hot_fraction)
-        return write_json("view", res) if as_json else R.print_hot_path(res)
+        return write_json("view", res, **said) if as_json else R.print_hot_path(res)
     if mode == "top-down":
         res = V.top_down(prof, threshold, sort, depth)
-        return write_json("view", res) if as_json else R.print_top_down(res)
+        return write_json("view", res, **said) if as_json else R.print_top_down(res)
     if mode == "flat":
         res = V.flat(prof, threshold, sort)
     else:
         res = V.bottom_up(prof, threshold, sort, 3 if depth is None else depth)
     if as_json:
-        return write_json("view", res)
+        return write_json("view", res, **said)
     shown = dict(res, rows=_shown(res["rows"], limit))
     R.print_flat(shown) if mode == "flat" else R.print_bottom_up(shown, 3 if depth is None else depth)
     from .report.terminal import err   # the rows --limit leaves out were dropped without a word
@@ -535,7 +531,7 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
     if bytes_ is not None:
         results.append(waste(exp, bytes_, time_, _parse_rate(peak_bw, "--peak-bandwidth"), coords, ranks,
                              "bandwidth waste", seconds(time_), threshold))
-    gaps = _rank_gaps(exp, as_json, [m for m in (ops, cycles, time_, bytes_) if m is not None])
+    gaps = _rank_gaps(exp, as_json, [m for m in (ops, cycles, time_, bytes_) if m is not None], _given(ranks, "ranks"))
     if as_json:
         return write_json("waste", results, **gaps)
     for r in results:
@@ -588,7 +584,7 @@ def scaling_loss_cmd(inputs, fmt, points, params, mode, from_, to, metric, procs
         procs, pairs = name, [(a[name], b[name])]
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     res = scaling_loss(exp, mode, metric, procs, pairs, parse_coords(at, "--at") if at else None, ranks, sort)
-    gaps = _rank_gaps(exp, as_json, [res["metric"]])
+    gaps = _rank_gaps(exp, as_json, [res["metric"]], _given(ranks, "ranks"))
     if as_json:
         return write_json("scaling-loss", res, **gaps)
     print_scaling_loss(res, limit)
@@ -837,7 +833,8 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged,
                      intervals=as_json or output is not None or bool(target))
     tgt = parse_coords(target, "--target") if target else None
-    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by)}
+    over = {**_rank_gaps(exp, as_json), **_ranks_said(exp, as_json, _modelled(exp, metrics), _given(locations, "locations")),
+            **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by)}
     if as_json or (output is not None and table_format(output) == "json"):
         _json_arrow_pool()
     if output is not None:
@@ -900,7 +897,38 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     _say_whole_run(over, False)
 
 
-def _rank_gaps(exp, quiet: bool, metrics=None) -> dict:
+def _modelled(exp, metrics):
+    """The metrics ``--metric`` names (names or globs; None: all) of ``exp``."""
+    return exp.metric_names(list(metrics)) if metrics else None
+
+
+def _given(value, name: str):
+    """``value`` of the option ``name`` when the user gave it (not its default), else None."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or ctx.get_parameter_source(name) in (None, click.core.ParameterSource.DEFAULT):
+        return None
+    return value
+
+
+def _ranks_said(exp, quiet: bool, metrics=None, ranks=None) -> dict:
+    """``--ranks ranks`` given explicitly on metrics (of ``metrics``; None: all) holding one value per
+    run (:func:`perfcast.experiment.ranks_not_combined`): said once on stderr unless ``quiet`` and
+    returned as the JSON summary's ``ranks_not_combined`` field -- never ignored silently (--ranks max
+    on Caliper avg# modelled the means).  Nothing when ``ranks`` is None (the default)."""
+    from .experiment import ranks_not_combined, ranks_not_combined_note
+    from .report.terminal import err
+
+    if ranks is None:
+        return {}
+    items = ranks_not_combined(exp, metrics)
+    if not items:
+        return {}
+    if not quiet:
+        err.print(f"perfcast: note: {ranks_not_combined_note(items, ranks)}", markup=False, highlight=False)
+    return {"ranks_not_combined": {"ranks": ranks, "metrics": items}}
+
+
+def _rank_gaps(exp, quiet: bool, metrics=None, ranks=None) -> dict:
     """The callpaths/metrics of a dense input without values at some ranks
     (:func:`perfcast.experiment.location_gaps`) or in some repetitions of a point
     (:func:`perfcast.experiment.repetition_gaps`; of ``metrics`` only when given: the ones a command
@@ -920,7 +948,7 @@ def _rank_gaps(exp, quiet: bool, metrics=None) -> dict:
             err.print(f"perfcast: warning: {say(gaps)}", markup=False, highlight=False)
         if gaps:
             out[field] = gaps
-    return out
+    return {**out, **_ranks_said(exp, quiet, metrics, ranks)}
 
 
 def _whole_run_roots(whole_run, by: str) -> dict:
@@ -1149,7 +1177,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                              comm_max_procs, scaling, measured=mexp, times=times, times_label=label,
                              max_terms=max_terms, negative=negative, level=level)
     ms = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, averaged)
-    over = {**_rank_gaps(exp, as_json), **_oversubscribed(ms, as_json, mexp)}
+    over = {**_rank_gaps(exp, as_json), **_ranks_said(exp, as_json, _modelled(exp, metrics), _given(locations, "locations")),
+            **_oversubscribed(ms, as_json, mexp)}
     if as_json and check is None and output is None:
         return write_json_chunks("predictions", [ms.predict_json(targets, level)], **over)
     if check is None and output is not None:
@@ -1280,11 +1309,13 @@ def advise_cmd(inputs, fmt, points, params, target, budget, candidates, metric, 
     exp = load_experiment(inputs, fmt, points, params, quiet=as_json)
     req = request(exp.parameters, exp.points().to_dict("records"),
                   parse_coords(target, "--target"), [grid] if grid else (), budget)
-    ms = _fit_models(exp, metrics_needed(exp, metric), None, max_terms, negative, locations, as_json)
+    needed = metrics_needed(exp, metric)
+    ms = _fit_models(exp, needed, None, max_terms, negative, locations, as_json)
+    said = _ranks_said(exp, as_json, needed, _given(locations, "locations"))
     with progress("advising", enabled=None if not as_json else False) as cb:
         adv = advise(ms, exp, req, metric, locations, cb)
     if as_json:
-        return write_json("advice", adv.items(), **adv.summary())
+        return write_json("advice", adv.items(), **adv.summary(), **said)
     _print_advice(adv, limit)
 
 
@@ -1362,7 +1393,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     parsed = [parse_expectation(e, exp.parameters) for e in expects]
     # growth orders and formulas only: fitted without the check giving the intervals' drift
     res = _fit_models(exp, metrics, callpaths, max_terms, negative, locations, as_json, intervals=False)
-    over = {**_rank_gaps(exp, as_json), **_oversubscribed(res, as_json)}
+    over = {**_rank_gaps(exp, as_json), **_ranks_said(exp, as_json, _modelled(exp, metrics), _given(locations, "locations")),
+            **_oversubscribed(res, as_json)}
     # the ranking's measured growth of each series (`perfcast model`'s default target): a model that
     # does not follow it is not judged by its lead order
     series, _, ranked = res.rank_order(None, "cost")
@@ -1543,7 +1575,7 @@ def report_cmd(inputs, fmt, points, params, output, force, metric, target, x, ke
     times, label = _load_run_times(run_times, params, as_json)
     rep = write_report(exp, output, opts, force, projections=projections, apmt=apmt, apmt_note=apmt_note,
                        validation=vexp, run_times=times, run_times_label=label)
-    gaps = _rank_gaps(exp, as_json)
+    gaps = {**_rank_gaps(exp, as_json), **_ranks_said(exp, as_json, [rep.metric], _given(locations, "locations"))}
     if as_json:
         write_json("report", {"output": str(output), "bytes": output.stat().st_size, **rep.to_dict()}, **gaps)
     else:
@@ -1973,7 +2005,8 @@ def project_cmd(inputs, fmt, points, params, base, targets, all_matches, at, gro
                   point, [g.strip() for g in groups.split(",") if g.strip()] if groups else None,
                   load_micro(micro) if micro else None, micro_base, micro_targets, all_matches,
                   compute_factor=compute_factor, method=method, metric=metric, ranks=ranks)
-    gaps = _rank_gaps(exp, as_json, None if res.base_time is None else [res.base_time.metric])
+    gaps = _rank_gaps(exp, as_json, None if res.base_time is None else [res.base_time.metric],
+                      None if res.base_time is None else _given(ranks, "ranks"))
     if as_json:
         write_json("projection", res.to_dict(), **gaps)
         return
@@ -2123,8 +2156,9 @@ def export_cmd(inputs, output, to, force, fmt, points, params, locations, metric
     if metrics or callpaths:
         exp = exp.select(callpath=list(callpaths) or None, metric=list(metrics) or None)
     info = export(exp, output, to, force=force, locations=locations, drop_incomplete=drop_incomplete)
+    said = _ranks_said(exp, as_json, None, _given(locations, "locations"))
     if as_json:
-        write_json("export", info)
+        write_json("export", info, **said)
         return
     out.print(f"wrote {output} ({to}): {info['n_points']} point(s) over {', '.join(info['parameters'])}, "
               f"{info['n_callpaths']} callpath(s), {len(info['metrics'])} metric(s), {info['n_series']} series, "

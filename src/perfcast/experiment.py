@@ -368,6 +368,106 @@ def with_absent_zeros(exp: "Experiment") -> pd.DataFrame:
     return out
 
 
+def values_per_run(exp: "Experiment", metric: str) -> str | None:
+    """What one value of ``metric`` is when ``exp`` holds one value of it per run, so that a
+    reduction over ranks (``--ranks``) combines nothing: ``"mean over ranks in the file"`` (the
+    reader's :attr:`Metric.aggregate`: Caliper ``avg#``), ``"no per-rank values"`` (no rank/thread
+    column), ``"at one rank/thread only"`` (every run holds the metric at one location: a campaign's
+    wall time, taken on rank 0).  None when some run holds the metric at several locations.  The one
+    rule of :func:`ranks_not_combined` and the views' heading (``combined``)."""
+    if not exp.has_locations:
+        m = exp.metrics[metric]
+        return f"{m.aggregate} in the file" if m.aggregate else NO_RANKS
+    d = exp.data
+    d = d[d["metric"] == metric]
+    if len(d) and int(run_locations(exp, d).max()) <= 1:
+        return "at one rank/thread only"
+    return None
+
+
+#: :func:`values_per_run` of a metric of an input without rank/thread columns and no aggregate
+NO_RANKS = "no per-rank values"
+
+
+def ranks_not_combined(exp: "Experiment", metrics: Iterable[str] | None = None) -> list[dict]:
+    """The metrics of ``exp`` (``metrics`` when given) whose values ``--ranks`` cannot combine:
+    ``[{"metric", "holds"}]`` (``holds``: :func:`values_per_run`), in ``metrics``' order.  A command
+    given ``--ranks`` explicitly says them (:func:`ranks_not_combined_note`) instead of ignoring it."""
+    names = list(exp.metrics) if metrics is None else [m for m in dict.fromkeys(metrics) if m in exp.metrics]
+    out = []
+    for m in names:
+        holds = values_per_run(exp, m)
+        if holds is not None:
+            out.append({"metric": m, "holds": holds})
+    return out
+
+
+def ranks_not_combined_note(items: list[dict], ranks: str, shown: int = 3) -> str | None:
+    """The one-line note of :func:`ranks_not_combined`'s ``items`` for ``--ranks ranks``."""
+    if not items:
+        return None
+    some = "; ".join(f"{i['metric']} holds one value per run ({i['holds']})" for i in items[:shown])
+    more = f"; and {len(items) - shown} more metric(s) likewise" if len(items) > shown else ""
+    return f"--ranks {ranks}: {some}{more}, so nothing is combined over ranks"
+
+
+#: ``meta["coverage"]``: per group of metrics, the callpaths their collector could see -- written where
+#: inputs measured by different collectors are merged (:func:`combine`, a campaign's runs); a metric in
+#: no group was measured wherever the experiment has callpaths (every single-tool profile)
+COVERAGE = "coverage"
+
+
+def metric_coverage(exp: "Experiment", metric: str) -> frozenset[str] | None:
+    """The callpaths ``metric``'s collector could see (:data:`COVERAGE`), or None: all of them (no
+    record, e.g. a store written before the record existed: then today's sparse rule holds)."""
+    for g in exp.meta.get(COVERAGE) or ():
+        if metric in g.get("metrics", ()):
+            return frozenset(g.get("callpaths", ()))
+    return None
+
+
+def covered(exp: "Experiment", metric: str, callpaths) -> np.ndarray:
+    """Per callpath of ``callpaths``: could ``metric``'s collector see it?  The one rule of an absent
+    value across metrics: within its collector's coverage an absent value is a 0 (a sparse profile
+    omits the zeros of what its tool measured: :mod:`perfcast.analysis.derived`); outside it the value
+    is *missing* -- cachegrind's ``Ir`` at a campaign's ``app->halo`` timer, which only the timing
+    collector saw, is no 0 instructions (derived ``Ir/time`` was 0 there, ``waste`` said 0 % efficiency)."""
+    cps = np.asarray(callpaths, dtype=object)
+    cov = metric_coverage(exp, metric)
+    if cov is None:
+        return np.ones(len(cps), dtype=bool)
+    return np.fromiter((str(c) in cov for c in cps), dtype=bool, count=len(cps))
+
+
+def coverage_record(seen: Mapping[str, set], everywhere: Iterable[str]) -> list[dict] | None:
+    """:data:`COVERAGE`'s value from ``seen`` (metric -> the callpaths its collector(s) saw) and the
+    merged experiment's callpaths ``everywhere``: metrics seeing every callpath are left out, the others
+    grouped by their callpath sets; None when every metric sees everything (nothing to record)."""
+    every = set(everywhere)
+    groups: dict[frozenset, list[str]] = {}
+    for m, cps in seen.items():
+        cps = frozenset(cps) & every
+        if cps != every:
+            groups.setdefault(cps, []).append(m)
+    if not groups:
+        return None
+    return [{"metrics": ms, "callpaths": sorted(cps)} for cps, ms in groups.items()]
+
+
+def seen_callpaths(exp: "Experiment") -> dict[str, set]:
+    """Per metric of ``exp``, the callpaths its collector could see: the metric's own record
+    (:func:`metric_coverage`), else every callpath of ``exp``'s tree (one input, one collector)."""
+    every = None
+    out = {}
+    for m in exp.metrics:
+        cov = metric_coverage(exp, m)
+        if cov is None:
+            every = set(exp.tree.paths) if every is None else every
+            cov = every
+        out[m] = set(cov)
+    return out
+
+
 def run_locations(exp: "Experiment", data: pd.DataFrame | None = None) -> pd.Series:
     """The number of locations (ranks/threads) of each run of ``data`` (default ``exp.data``):
     per point, repetition and metric, those that hold some value of the metric -- a location that
@@ -1819,4 +1919,15 @@ def combine(experiments: Sequence[Experiment], sources: Sequence[str] | None = N
     order = data["_src"].to_numpy(np.int64) * (int(data["rep"].max()) + 1) + data["rep"].to_numpy(np.int64)
     data["rep"] = (data.assign(_k=order).groupby(keys, observed=True, sort=False)["_k"]
                    .rank(method="dense").to_numpy(np.int64) - 1)
+    # which callpaths each metric's input(s) could see: an input's metric absent where only another
+    # input's tree reaches is missing there, not a 0 (metric_coverage)
+    names = set(first.metrics)
+    if any(e.meta.get(COVERAGE) for e in experiments) or any(set(e.metrics) != names for e in experiments):
+        seen: dict[str, set] = {}
+        for e in experiments:
+            for m, cps in seen_callpaths(e).items():
+                seen.setdefault(m, set()).update(cps)
+        cov = coverage_record(seen, tree.paths)
+        if cov:
+            meta[COVERAGE] = cov
     return Experiment(params, data.drop(columns="_src"), metrics.values(), tree, meta)

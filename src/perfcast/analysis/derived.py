@@ -38,8 +38,11 @@ The scope of a derived metric says which operand values it was computed from; a 
 on inclusive values is the ratio of the inclusive costs, not a sum over the subtree.
 
 A metric that has no value at a callpath where others do counts as 0 there (profiles are sparse
-and omit zeros) as long as it has values elsewhere in the same point/repetition/location;
-otherwise the cell is empty.  Division by zero, ``sqrt``/``log`` of negative numbers, overflow and
+and omit zeros) as long as it has values elsewhere in the same point/repetition/location and its
+collector could see that callpath (:func:`perfcast.experiment.covered`: inputs of different
+collectors merged record what each saw -- cachegrind's ``Ir`` at a campaign's timer ``app->halo``
+is not measured, not 0); otherwise the cell is empty (counted in the report's ``not_measured``
+when a collector never saw the callpath).  Division by zero, ``sqrt``/``log`` of negative numbers, overflow and
 empty operands give an empty cell: the row is not stored (an Experiment holds finite values only)
 and the number of empty cells is reported.
 """
@@ -54,7 +57,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from ..experiment import LOCATION_COLUMNS, Experiment, Metric, absent_location_is_missing
+from ..experiment import (COVERAGE, LOCATION_COLUMNS, Experiment, Metric, absent_location_is_missing, covered,
+                          metric_coverage)
 from ..lazy import LazyModule
 
 pd = LazyModule("pandas")   # imported where a DataFrame is made (perfcast.lazy)
@@ -780,11 +784,16 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
         rows = rows.drop_duplicates(ignore_index=True)
         group_of_rows = _group_index(rows, keys)
         cols: dict[int, np.ndarray] = {}
+        unseen = np.zeros(len(rows), dtype=bool)   # cells where an operand's collector never saw the callpath
         for rid, f in operands.items():
             v = rows.merge(f, on=[*keys, "callpath"], how="left")["value"].to_numpy(dtype=float)
-            # absent at a callpath but measured in the same point/rep/location: 0 (sparse profile)
+            # absent at a callpath but measured in the same point/rep/location: 0 (sparse profile), where
+            # the metric's collector could see the callpath (experiment.covered); missing elsewhere
             measured = _group_index(f[keys].drop_duplicates(), keys)
-            v = np.where(np.isnan(v) & group_of_rows.isin(measured), 0.0, v)
+            absent = np.isnan(v)
+            seen = covered(exp, resolved[rid], rows["callpath"].to_numpy()) if absent.any() else ~absent
+            unseen |= absent & ~seen
+            v = np.where(absent & group_of_rows.isin(measured) & seen, 0.0, v)
             cols[rid] = v
         for t in refs:
             if isinstance(t, Total):
@@ -810,12 +819,14 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
         out["value"] = val[ok]
         frames.append(out)
         reports.append({"name": name, "scope": scope, "formula": formula, "values": int(ok.sum()),
-                        "empty": int((~ok).sum())})
+                        "empty": int((~ok).sum()), "not_measured": int((~ok & unseen).sum())})
         new_metrics.append(Metric(name, unit or formula_unit(d.expr, lambda r: exp.metrics[resolved[id(r)]].unit),
                                   "other", scope, f"derived: {formula}"))
     if all(len(f) == 0 for f in frames):
+        unseen = max(r["not_measured"] for r in reports)
         raise _error(text, len(d.name), f"{d.name!r} is empty everywhere (every cell divides by zero or "
-                                        f"has no operand values)")
+                                        f"has no operand values" + (f"; at {unseen}, an operand's collector never "
+                                                                    f"saw the callpath" if unseen else "") + ")")
     base = exp.data.astype({"callpath": str, "metric": str})
     data = pd.concat([base, *[f[base.columns] for f in frames]], ignore_index=True)
     meta = copy.deepcopy(exp.meta)
@@ -823,6 +834,12 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
     for rep in reports:
         derived[rep["name"]] = {"formula": rep["formula"], "scope": rep["scope"], "definition": text}
     meta["derived"] = derived
+    # a derived metric is seen where all its operands' collectors saw the callpath
+    covs = [c for c in (metric_coverage(exp, resolved[id(r.ref if isinstance(r, Total) else r)]) for r in refs)
+            if c is not None]
+    if covs:
+        meta[COVERAGE] = [*(meta.get(COVERAGE) or []), {"metrics": [r["name"] for r in reports],
+                                                       "callpaths": sorted(frozenset.intersection(*covs))}]
     metrics = [*exp.metrics.values(), *new_metrics]
     return Experiment(exp.parameters, data, metrics, exp.tree, meta), reports
 

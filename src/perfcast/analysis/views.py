@@ -381,10 +381,12 @@ def _valued_children(tree, p: str, present: set) -> list[str]:
 def combined_in_file(exp: Experiment, metric: str) -> str | None:
     """Without per-rank values ``--ranks`` combines nothing: what one value of ``metric`` is instead
     (Caliper avg#: "mean over ranks in the file"); None when the experiment has per-rank values."""
+    from ..experiment import NO_RANKS, values_per_run
+
     if exp.has_locations:
         return None
-    m = exp.metrics[metric]
-    return f"{m.aggregate} in the file" if m.aggregate else "one value per run"
+    holds = values_per_run(exp, metric)
+    return "one value per run" if holds == NO_RANKS else holds
 
 
 def _f(x) -> float | None:

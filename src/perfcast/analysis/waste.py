@@ -17,7 +17,9 @@ of the total waste.  A scope with no resource use has no defined efficiency (Non
 
 Where waste is not defined the row says why (``status_exclusive``/``status_inclusive``) and its
 waste is None, never a negative number: ``no resource`` (work counted in a scope where the resource
-was not measured, e.g. functions with instruction counts beside a campaign's timers) and ``above
+was not measured, e.g. functions with instruction counts beside a campaign's timers), ``no work``
+(the work metric's collector never saw the scope, :func:`perfcast.experiment.covered`: a campaign's
+timer beside cachegrind's functions -- its efficiency is unknown, None, not 0 %) and ``above
 peak`` (the work done exceeds the potential: the rate achieved is above the peak given, so the
 peak is too low for this work metric there; its efficiency above 100 % is kept and a note says
 it).  Exclusive shares are of ``waste_attributed``, the sum of the exclusive wastes that are
@@ -34,7 +36,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import PerfcastError
-from ..experiment import Experiment
+from ..experiment import Experiment, covered
 from .views import profile, select_point, whole_program_total
 
 __all__ = ["waste", "time_factor", "TIME_FACTORS"]
@@ -113,6 +115,10 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
     timed = set(r.index)
     both = w.add_suffix("_w").join(r.add_suffix("_r"), how="outer").fillna(0.0)
     order = [p for p in exp.tree.preorder() if p in both.index]
+    # a scope the work metric's collector never saw (a campaign's timer beside cachegrind's functions)
+    # has no work measured, not 0 work: its efficiency is unknown (was 0 %), not a number
+    workless = [p for p in order if p not in w.index]
+    unseen = {p for p, c in zip(workless, covered(exp, work, workless)) if not c}
     both = both.loc[order]
     rate = peak * resource_factor
     for scope in ("inclusive", "exclusive"):
@@ -128,12 +134,12 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
         row = {"path": path, "name": exp.tree.name(path), "depth": exp.tree.depth(path)}
         for scope in ("exclusive", "inclusive"):
             pot, done = float(b[f"potential_{scope}"]), float(b[f"{scope}_w"])
-            status = _status(pot, done, path in timed)
-            row[f"work_{scope}"] = done
+            status = "no work" if path in unseen else _status(pot, done, path in timed)
+            row[f"work_{scope}"] = None if path in unseen else done
             row[f"potential_{scope}"] = pot
             row[f"status_{scope}"] = status
             row[f"waste_{scope}"] = pot - done if status == "ok" else None
-            row[f"efficiency_{scope}"] = 100.0 * done / pot if pot > 0 else None
+            row[f"efficiency_{scope}"] = 100.0 * done / pot if pot > 0 and path not in unseen else None
         rows.append(row)
     # shares: the exclusive ones of the exclusive waste where it is defined (they add up to 100 %),
     # the inclusive ones of the whole program's total waste (the root's inclusive waste)
@@ -162,8 +168,9 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
             "notes": notes, "warnings": warnings}
 
 
-#: a scope's status: waste defined ("ok"), no resource measured or left at it, or work above the peak
-STATUSES = ("ok", "above peak", "no resource")
+#: a scope's status: waste defined ("ok"), no resource measured or left at it, work above the peak, or
+#: no work measured (the work metric's collector never saw the scope: experiment.covered)
+STATUSES = ("ok", "above peak", "no resource", "no work")
 
 
 def _status(potential: float, work: float, timed: bool) -> str:
@@ -193,7 +200,11 @@ def _undefined_notes(rows, work, resource, peak, attributed, total_waste) -> lis
         out.append(f"{len(none)} scope(s) with {work} but no {resource} of their own measured (e.g. "
                    f"{none[0]['path']}): waste undefined there (no {resource} measured), left out of the shares; "
                    f"their {w:.4g} {work} is in the inclusive values and the total")
-    if above or none:
+    unseen = [x for x in rows if x["status_exclusive"] == "no work"]
+    if unseen:
+        out.append(f"{len(unseen)} scope(s) where {work} was not measured (its collector never saw them, e.g. "
+                   f"{unseen[0]['path']}): their efficiency is unknown, not 0 %; left out of the shares")
+    if above or none or unseen:
         out.append(f"exclusive shares are of {attributed:.4g}, the exclusive waste of the scopes where it is "
                    f"defined; inclusive shares are of the total waste {total_waste:.4g} (the whole program: "
                    f"potential minus all the {work}, including that of the scopes left out)")

@@ -82,7 +82,7 @@ import pandas as pd
 
 from .. import store
 from ..errors import PerfcastError
-from ..experiment import CallTree, Experiment, Metric
+from ..experiment import COVERAGE, CallTree, Experiment, Metric, coverage_record
 from . import collectors as coll
 from . import machine
 from .launchers import (OUTPUT_CAP, LocalLauncher, RunRequest, SlurmLauncher, SlurmOptions, Terminated,  # noqa: F401
@@ -794,6 +794,7 @@ class Campaign:
         metrics: dict[str, dict] = {}
         tree = CallTree()
         frames = []
+        coverage = []   # the callpaths each collector could see (experiment.metric_coverage)
         for c, e in exps:
             rename = {}
             for name, m in e.metrics.items():
@@ -803,6 +804,7 @@ class Campaign:
                     rename[name] = new
                 metrics[new] = dataclasses.replace(m, name=new, aggregate="").to_dict()
             tree = tree.merged(e.tree)
+            coverage.append({"metrics": [rename.get(n, n) for n in e.metrics], "callpaths": e.tree.paths})
             d = e.data.astype({"callpath": str, "metric": str})
             if rename:
                 d["metric"] = d["metric"].map(lambda x: rename.get(x, x))
@@ -810,7 +812,7 @@ class Campaign:
         data = pd.concat(frames, ignore_index=True)
         out = {"callpath": data["callpath"].tolist(), "metric": data["metric"].tolist(),
                "value": [float(v) for v in data["value"]],
-               "metrics": list(metrics.values()), "tree": tree.to_records()}
+               "metrics": list(metrics.values()), "tree": tree.to_records(), "coverage": coverage}
         if "rank" in data.columns:
             out["rank"] = [int(r) for r in data["rank"].fillna(0)]
         # the process grids the run created (the PMPI library's record): perfcast.fit.grid
@@ -982,6 +984,9 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
     runs_meta, failed = [], []
     seen: set[str] = set()
     any_rank = any(r.get("values") and "rank" in r["values"] for r in records if r.get("type") == "run")
+    # per metric, the callpaths its collector saw in some run: each collector's own record, or (journals
+    # written before it) the run's tree -- a cachegrind run's functions, a main run's timers
+    saw: dict[str, set] = {}
     for r in records:
         if r.get("type") != "run" or r["id"] in seen:
             continue
@@ -1010,6 +1015,10 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
             metrics[m["name"]] = metric
         for path, parent, name in v["tree"]:
             tree.add(path, parent, name)
+        for g in v.get("coverage") or [{"metrics": [m["name"] for m in v["metrics"]],
+                                        "callpaths": [t[0] for t in v["tree"]]}]:
+            for m in g["metrics"]:
+                saw.setdefault(m, set()).update(g["callpaths"])
         df = pd.DataFrame({"callpath": v["callpath"], "metric": v["metric"], "value": v["value"]})
         if any_rank:
             df["rank"] = v.get("rank", [0] * len(df))
@@ -1029,6 +1038,9 @@ def build_experiment(spec: CampaignSpec, records: list[dict], extra: dict | None
                                        if any_rank else None),
                          **copy.deepcopy(extra or {})},
             "sources": [str(extra.get("campaign_dir"))] if extra and extra.get("campaign_dir") else []}
+    cov = coverage_record(saw, tree.paths)
+    if cov:
+        meta[COVERAGE] = cov
     return Experiment(params, data, metrics.values(), tree, meta)
 
 

@@ -46,7 +46,9 @@ def metrics_table(rows: list[dict], title: str = "Metrics") -> Table:
 
 def print_derived(reports: list[dict]) -> None:
     for r in reports:
-        empty = f", {r['empty']} empty cell(s) left out" if r["empty"] else ""
+        unseen = r.get("not_measured") or 0
+        empty = (f", {r['empty']} empty cell(s) left out" if r["empty"] else "") + \
+            (f" ({unseen} where an operand's collector never saw the callpath: not measured, not 0)" if unseen else "")
         out.print(f"derived {escape(r['name'])} ({r['scope']}) = {escape(r['formula'])}: {r['values']} value(s){empty}")
 
 
@@ -131,10 +133,12 @@ def print_hot_path(d: dict) -> None:
     _warnings(d)
 
 
-def _waste_cell(r: dict, scope: str, resource: str) -> str:
-    """A scope's waste, or why it has none (analysis.waste: no resource measured, above the peak)."""
+def _waste_cell(r: dict, scope: str, resource: str, work: str) -> str:
+    """A scope's waste, or why it has none (analysis.waste: no resource measured, above the peak, no
+    work measured)."""
     status = r.get(f"status_{scope}", "ok")
-    return _v(r[f"waste_{scope}"]) if status == "ok" else escape(f"no {resource}" if status == "no resource" else status)
+    said = {"no resource": f"no {resource}", "no work": f"no {work}"}
+    return _v(r[f"waste_{scope}"]) if status == "ok" else escape(said.get(status, status))
 
 
 def print_waste(d: dict, limit: int = 30) -> None:
@@ -149,8 +153,8 @@ def print_waste(d: dict, limit: int = 30) -> None:
         t.add_column(c, justify="right", no_wrap=True)
     t.add_column("callpath", overflow="fold", min_width=20)
     for r in (d["rows"][:limit] if limit else d["rows"]):
-        t.add_row(escape(r["name"]), _waste_cell(r, "exclusive", d["resource"]), _pct(r["waste_exclusive_share"]),
-                  _pct(r["efficiency_exclusive"]), _waste_cell(r, "inclusive", d["resource"]), _pct(r["waste_inclusive_share"]),
+        t.add_row(escape(r["name"]), _waste_cell(r, "exclusive", d["resource"], d["work"]), _pct(r["waste_exclusive_share"]),
+                  _pct(r["efficiency_exclusive"]), _waste_cell(r, "inclusive", d["resource"], d["work"]), _pct(r["waste_inclusive_share"]),
                   _pct(r["efficiency_inclusive"]), escape(r["path"]))
     out.print(t)
     if limit and len(d["rows"]) > limit:
