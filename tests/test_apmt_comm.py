@@ -1,5 +1,6 @@
 """Communication models recover the parameters a synthetic PMPI profile was generated from."""
 
+import itertools
 import math
 
 import numpy as np
@@ -203,3 +204,61 @@ def test_no_round_off_sign_on_a_zero_r2():
     cm = fit_comm(load([store]), time_procs_max=2, options=fit_options("pmnf"))
     assert cm.p2p.r2 == 0.0 and str(cm.p2p.r2) == "0.0"
     assert any("explains only 0% of the variance" in n for n in cm.notes)
+
+
+def _jacobi_busiest(dims, n, iters):
+    """Bytes (sent + received) and messages of jacobi.c's busiest rank in isend mode, counted rank by
+    rank from its decomposition: dimension a of the n x n grid split over dims[a] ranks, the first
+    n % dims[a] coordinates one point more; a face towards each existing neighbour along a holds
+    the rank's points along the other dimension, 8 bytes each, sent and received once per iteration."""
+    best = (0, 0)
+    for c in itertools.product(*(range(d) for d in dims)):
+        ln = [n // d + (c[a] < n % d) for a, d in enumerate(dims)]
+        nbrs = [(c[a] > 0) + (c[a] < dims[a] - 1) for a in range(2)]
+        doubles = sum(nbrs[a] * ln[1 - a] for a in range(2))
+        best = max(best, (2 * 8 * doubles * iters, 2 * sum(nbrs) * iters))
+    return best
+
+
+def test_jacobi_halo_on_its_process_grid_at_unmeasured_counts(tmp_path, examples_built):
+    """The bundled jacobi (n = 256, 50 sweeps: bench/data/jacobi-p's command) profiled with PMPI at
+    p = 1, 2, 4, 8, 16: the runs record their MPI_Cart_create grids, and the busiest rank's halo at
+    p = 12, 36, 48, 64 (4x3, 6x6, 8x6, 8x8: Open MPI's MPI_Dims_create, as jacobi prints them) is
+    predicted from those grids.  Messages exactly (the smooth law 100 * log2(p) passes through the
+    measured counts and was 600 at p = 64, +50%); bytes exactly where 256 divides by the dims (p = 64;
+    the smooth law stored for this campaign was +75% there), within 1% where jacobi.c gives the first
+    256 mod d coordinates one point more (the grid's covariate assumes equal blocks)."""
+    from perfcast import store
+    from perfcast.apmt import fit_apmt
+    from perfcast.collect.campaign import CampaignSpec, run_campaign
+
+    spec = CampaignSpec(parameters={"p": [1, 2, 4, 8, 16]},
+                        command=["mpirun", "--oversubscribe", "-np", "{p}", str(examples_built / "jacobi" / "jacobi"),
+                                 "-n", "256", "-i", "50", "-q"],
+                        reps_min=1, reps_max=1, collect=[("mpi", True)])
+    run_campaign(spec, tmp_path / "j.perfcast")
+    exp = store.read(tmp_path / "j.perfcast")
+    p2p = fit_comm(exp, time_procs_max=2).p2p
+    for p, dims in ((64, (8, 8)), (12, (4, 3)), (36, (6, 6)), (48, (8, 6))):
+        nbytes, msgs = _jacobi_busiest(dims, 256, 50)
+        assert p2p.messages.predict({"p": p}) == pytest.approx(msgs, rel=1e-9)
+        assert p2p.volume.predict({"p": p}) == pytest.approx(nbytes, rel=1e-9 if p == 64 else 1e-2)
+    assert _jacobi_busiest((8, 8), 256, 50) == (102400, 400)
+    # the breakdown says that its point-to-point counts come from the grid, and which
+    pr = fit_apmt(exp, comm_time_procs_max=2).predict({"p": 64})
+    said = [n for n in pr.notes if "on the process grid" in n]
+    assert len(said) == 2 and all("8x8" in n and "MPI_Dims_create(p, 2)" in n for n in said)
+
+
+def test_a_profile_without_a_recorded_grid_says_its_laws_are_smooth():
+    """bench/data/jacobi-p was collected before the PMPI library recorded MPI_Cart_create: it still
+    reads, its halo is modelled by smooth laws in p, and the model says why."""
+    from pathlib import Path
+
+    from perfcast import io
+    from perfcast.fit.grid import GridModel
+
+    exp = io.load([Path(__file__).parent.parent / "bench" / "data" / "jacobi-p" / "jacobi-p.perfcast"])
+    cm = fit_comm(exp, time_procs_max=2)
+    assert not isinstance(cm.p2p.volume, GridModel) and not isinstance(cm.p2p.messages, GridModel)
+    assert any("smooth laws in p" in n and "no run recorded an MPI_Cart_create" in n for n in cm.notes)

@@ -5,6 +5,7 @@ feeding the model of a real campaign of the bundled Jacobi solver."""
 
 import itertools
 import json
+import math
 import subprocess
 
 import numpy as np
@@ -265,3 +266,42 @@ def test_sum_model_merges_like_terms():
     assert s.formula() == "2 + 7 * p + 5 * nbrs(p)"
     assert s.predict(16) == pytest.approx(2 + 7 * 16 + 5 * 48)
     assert s.lead_order()["p"] == (1, 0)
+
+
+def _busiest_neighbours(dims) -> int:
+    """Neighbours of the rank with the most on a non-periodic grid, counted rank by rank."""
+    return max(sum((c > 0) + (c < d - 1) for c, d in zip(coords, dims))
+               for coords in itertools.product(*(range(d) for d in dims)))
+
+
+def test_grid_model_kept_where_a_power_law_passes_through_the_powers_of_two():
+    """The busiest rank's halo messages on a 2-D grid at p = 1, 2, 4, 8, 16 (2x1, 2x2, 4x2, 4x4:
+    1, 2, 3, 4 neighbours) are exactly 100 * log2(p) there; at p = 64 (8x8) the rank has 4, not 6.
+    Both models pass through every measured point: the recorded grid decides, and the interval spans
+    the plain law's value."""
+    dims = {1: (1, 1), 2: (2, 1), 4: (2, 2), 8: (4, 2), 16: (4, 4)}    # Open MPI's, as jacobi prints them
+    ps = sorted(dims)
+    y = np.array([100.0 * _busiest_neighbours(dims[p]) for p in ps])
+    assert list(y) == [100 * math.log2(p) for p in ps]        # the coincidence
+    x = np.array(ps, dtype=float)[:, None]
+    m = fit_grid(x, y, np.ones(5), np.zeros(5), ("p",), Grid("p", 2))
+    assert isinstance(m, GridModel) and m.covariate == "maxnbrs(p)" and m.rival
+    for p, d in ((64, (8, 8)), (12, (4, 3)), (36, (6, 6)), (48, (8, 6)), (1024, (32, 32))):
+        assert m.predict(p) == pytest.approx(100 * _busiest_neighbours(d), rel=1e-9)
+    assert m.interval(64) == pytest.approx((400, 600), rel=1e-9)
+    assert any("passes through every measured point too" in n for n in m.notes)
+    again = model_from_dict(json.loads(json.dumps(m.to_dict())))
+    assert again.rival and again.interval(64) == pytest.approx((400, 600), rel=1e-9)
+    # a grid whose covariate is the plain law itself (1-D: cut planes p - 1) keeps the plain model
+    x1 = np.arange(1, 9, dtype=float)[:, None]
+    assert fit_grid(x1, 7 * (x1[:, 0] - 1), np.ones(8), np.zeros(8), ("p",), Grid("p", 1)) is None
+
+
+def test_mpi_standard_dims_create_examples():
+    """The MPI standard's examples of MPI_Dims_create without a fixed dimension (MPI 4.0 §8.5.2):
+    6 over 2 dims is 3 x 2, 7 over 2 is 7 x 1 -- under either rule; and its non-increasing order
+    in 3 dims (6 is 3 x 2 x 1)."""
+    for rule in ("greedy", "balanced"):
+        assert dims_create(6, 2, rule) == (3, 2)
+        assert dims_create(7, 2, rule) == (7, 1)
+        assert dims_create(6, 3, rule) == (3, 2, 1)

@@ -17,6 +17,15 @@ Input: an experiment holding the PMPI reader's callpaths ``MPI-><routine>`` with
   models, and at a process count where no rank of any profiled run sent or received a message the
   prediction is exactly zero (no message, no time) instead of an extrapolated fit -- such a count is
   left out of the volume and message fits (its zero would pin their laws to 0 there).
+* Process grids: when the runs recorded the Cartesian grid their code built (the PMPI library's
+  record of MPI_Cart_create, :func:`perfcast.fit.grid.experiment_grid`), the noise-free volume,
+  message and call counts are modelled in the covariates of the dims MPI_Dims_create gives at each
+  process count (:func:`perfcast.fit.grid.fit_grid`: e.g. ``2.048e5 * maxface(p)``, the busiest
+  rank's faces, for jacobi's 256^2 halo) -- the grid's model also where a smooth law passes through
+  the measured counts by coincidence (``log2(p)`` neighbours at p = 2..16 on a 2-D grid); the
+  prediction says so (:meth:`perfcast.apmt.model.APMTModel.predict`'s notes).  Without a record
+  (a code without a Cartesian topology, or a store collected before the record existed) they are
+  smooth PMNF laws in ``p``, and a note says why.
 * Collectives, per routine: per call ``t = a * log2(p) + b * s + c`` with ``s`` the average bytes
   a rank sends per call (``bytes_sent``; half of ``bytes`` when only the sum is known); calls per rank and ``s`` are PMNF models.  A regressor that does not vary over the
   profiled runs (e.g. a fixed 8-byte Allreduce) cannot be separated from ``c``: it is dropped and
@@ -259,9 +268,9 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
     procs = procs_param(exp, procs)
     notes = []
     # the process grid the runs recorded: halo counts are modelled in its covariates
-    grid = experiment_grid(exp)[0]
+    grid, no_grid = experiment_grid(exp)
     if grid is not None and grid.parameter != procs:
-        grid = None
+        grid, no_grid = None, f"the recorded process grids count {grid.parameter}, not {procs}"
     timed = t
     if time_procs_max is not None:
         if procs is None:
@@ -325,6 +334,11 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         msgs = _fit(ms, params, "msgs", options, grid, silent(ms)) if form == "hockney" else None
         p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at,
                        separable)
+        if grid is None and procs is not None:
+            # said, so that a halo's smooth law is not taken for its grid's (a store collected before
+            # the PMPI library recorded MPI_Cart_create has no grid, whatever the code's decomposition)
+            notes.append(f"point-to-point: volume and messages per rank are smooth laws in {procs}, not functions "
+                         f"of a process grid: {no_grid}")
         if r2 < 0.5:
             notes.append(f"point-to-point: the Hockney fit explains only {r2:.0%} of the variance of the "
                          "per-rank p2p time (waiting for late partners is not a transfer cost)")

@@ -240,6 +240,7 @@ class APMTModel:
         if self.comm is None:
             notes.append("no MPI profile: communication is not modelled")
         notes += self._line_notes(named)
+        notes += self._grid_notes(named)
         notes += self._negative_notes(named)
         return Prediction(at, size_ratio, ks, cm, total, notes)
 
@@ -265,6 +266,23 @@ class APMTModel:
             line = m.line_at(pt) if hasattr(m, "line_at") else None
             if line is not None:
                 out.append(f"{label}: {line_note(line)}")
+        return out
+
+    @staticmethod
+    def _grid_notes(named: list[tuple]) -> list[str]:
+        """A note per fitted count that is a function of the process grid (:mod:`perfcast.fit.grid`):
+        its value here comes from the dims MPI_Dims_create gives at this process count, not from a
+        smooth law in it -- which rule, which dims, and the covariate's value."""
+        from ..fit.grid import GridModel
+
+        out = []
+        for label, m, pt in named:
+            if isinstance(m, GridModel) and m.grid.parameter in pt:
+                g = m.grid
+                out.append(f"{label}: on the process grid{' the runs recorded' if g.recorded else ''} -- "
+                           f"{m.definition(float(pt[g.parameter]))}"
+                           + (f" (the plain law {m.single.formula(digits=4)} passes through the measured points "
+                              f"too: {float(m.single.predict(dict(pt))):.6g} here)" if m.rival and m.single else ""))
         return out
 
     @staticmethod
@@ -344,7 +362,8 @@ class APMTModel:
             bw = f"{1 / p.a / 1e6:.0f} MB/s" if p.a > 0 else "unbounded"
             out.append(f"point-to-point: Hockney fit latency {p.b * 1e6:.2f} us/message, bandwidth {bw} "
                        f"(R^2 {p.r2:.2f}" + ("" if p.separable else "; not separable: one split of many, see the note")
-                       + f"); volume per rank ~ {p.volume.formula(digits=3)}")
+                       + f"); volume per rank ~ {p.volume.formula(digits=3)}"
+                       + ("" if p.messages is None else f", messages per rank ~ {p.messages.formula(digits=3)}"))
         if self.comm is not None:
             for c in self.comm.collectives:
                 out.append(f"{c.routine}: per call {c.a * 1e6:.2f} us * log2(p) + {c.b * 1e9:.3g} ns/byte * s + "

@@ -233,6 +233,9 @@ class GridModel(Composite):
     status: str = "ok"
     needed: int = 0
     notes: tuple[str, ...] = ()
+    #: ``single`` passes through every measured point too (the data cannot tell the two apart; they
+    #: part beyond the measured counts): the interval spans its value as well
+    rival: bool = False
 
     # -- the Model interface ----------------------------------------------------------------------
     @property
@@ -280,6 +283,11 @@ class GridModel(Composite):
                 other[self.covariate] = replace(self.grid, rule=rule).values(self.covariate, p)
                 y = np.asarray(self.base.predict(other, averaged), dtype=float).ravel()
                 lo, hi = np.fmin(lo, y), np.fmax(hi, y)
+        if self.rival and self.single is not None:
+            with np.errstate(all="ignore"):
+                y = np.asarray(self.single.predict(point_columns(self.parameters, X)[0], averaged),
+                               dtype=float).ravel()
+            lo, hi = np.fmin(lo, y), np.fmax(hi, y)
         if shape == ():
             return float(lo[0]), float(hi[0])
         return lo.reshape(shape), hi.reshape(shape)
@@ -309,6 +317,8 @@ class GridModel(Composite):
              "grid": self.grid.to_dict(), "model": self.base.to_dict(alternatives),
              "constant": float(self.constant), "terms": [t.to_dict() for t in self.terms],
              "quality": None if self.quality is None else self.quality.to_dict(), "lead": self.lead()}
+        if self.rival:
+            d["plain_exact"] = True
         return self._extras(d)
 
     @classmethod
@@ -327,7 +337,7 @@ class GridModel(Composite):
             return cls(tuple(d["parameters"]), Grid.from_dict(d["grid"]), cov, Model.from_dict(d["model"]),
                        None if largest is None else tuple(float(v) for v in largest),
                        None if single is None else Model.from_dict(single), status, int(d.get("needed", 0)),
-                       tuple(d.get("notes", ())))
+                       tuple(d.get("notes", ())), bool(d.get("plain_exact", False)))
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed process-grid model ({type(e).__name__}: {e})") from None
 
@@ -358,9 +368,17 @@ def fit_grid(X, mean, count, ssd, parameters: Sequence[str], grid: Grid, options
              single: Model | None = None) -> GridModel | None:
     """The :class:`GridModel` of one series (points ``X``, n x len(parameters); per-point ``mean``,
     ``count``, ``ssd`` as :func:`perfcast.fit.series_statistics` gives), or None: when the series is
-    noisy, ``single`` (the plain model, fitted here when None) passes through every point already, or
-    no covariate's model does with :data:`SPARE` points to spare.  Of several exact ones, the one
-    with the fewest terms (then :data:`COVARIATES` order)."""
+    noisy, no covariate's model passes through every point with :data:`SPARE` points to spare, or
+    ``single`` (the plain model, fitted here when None) passes through every point as well and
+    agrees with the covariate's beyond them.  Of several exact ones, the one with the fewest terms
+    (then :data:`COVARIATES` order).
+
+    Where both pass through every measured point and part beyond them, the data cannot tell them
+    apart, and the grid's model is kept: the runs recorded their process grid, and a count that is
+    a function of its dims is the mechanism, the plain law a coincidence of the measured counts
+    (the busiest rank's halo messages of a 2-D grid, 1, 2, 3, 4 neighbours at p = 2, 4, 8, 16, are
+    ``log2(p)`` there -- 6 at p = 64 where the 8 x 8 grid has 4).  Its interval spans the plain
+    model's value too (``rival``), and a note says where the two part."""
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
@@ -375,8 +393,7 @@ def fit_grid(X, mean, count, ssd, parameters: Sequence[str], grid: Grid, options
     opts = options or FitOptions()
     if single is None:
         single = _fit(X, mean, count, ssd, parameters, opts)
-    if single.status == "ok" and not _misses(single, X, parameters, mean):
-        return None
+    plain_exact = single.status == "ok" and not _misses(single, X, parameters, mean)
     keep = p < p.max()
     if len(np.unique(p[keep])) < 3:
         return None
@@ -405,13 +422,51 @@ def fit_grid(X, mean, count, ssd, parameters: Sequence[str], grid: Grid, options
     notes = (f"{name}: {MEANING[name]}, dims = MPI_Dims_create({grid.parameter}, {grid.ndims}) ({grid.rule} rule); "
              f"exact at all {len(mean)} measured points, and at the largest {grid.parameter} when fitted without "
              f"it; the plain model {single.formula()} is not",)
+    if plain_exact:
+        parting = _parting(m, single, grid, name, X, parameters)
+        if parting is None:
+            return None      # the same function wherever it was probed: the plain model stays
+        at, plain_v, grid_v = parting
+        notes = (notes[0].rsplit("; the plain model", 1)[0] + f"; the plain model {single.formula()} passes through "
+                 f"every measured point too, but the two part beyond them (first at {grid.parameter}={at:g}: "
+                 f"{grid.describe(at)}, {grid_v:.6g} on the grid, {plain_v:.6g} by the plain law): the grid's is "
+                 f"used, as the runs recorded their process grid; the interval spans both",)
     differ = first_difference(grid, p.max())
     if differ is not None:
         at, dims = differ
         notes += (f"the measured grids do not tell MPI_Dims_create's {grid.rule} rule from the "
                   + " and ".join(f"{r} one ({'x'.join(map(str, d))})" for r, d in dims.items())
                   + f"; they differ first at {grid.parameter}={at:g} ({grid.describe(at)} here)",)
-    return GridModel(parameters, grid, name, m, tuple(float(v) for v in X.max(axis=0)), single, "ok", 0, notes)
+    return GridModel(parameters, grid, name, m, tuple(float(v) for v in X.max(axis=0)), single, "ok", 0, notes,
+                     plain_exact)
+
+
+#: process counts above the largest measured one where an exact plain model and an exact grid
+#: model are compared (every whole count up to this many times the largest)
+PROBE = 64
+
+
+def _parting(m: Model, single: Model, grid: Grid, name: str, X: np.ndarray, parameters: tuple):
+    """The first whole process count above the measured ones (up to :data:`PROBE` times the largest;
+    the other parameters at their largest measured values) where the covariate ``name``'s model
+    ``m`` and the plain ``single`` differ by more than :data:`EXACT`, as (p, plain value, grid
+    value); None where they agree at every such count."""
+    k = parameters.index(grid.parameter)
+    top = int(X[:, k].max())
+    ps = np.arange(top + 1, PROBE * max(top, 1) + 1, dtype=float)
+    cols = {q: np.full(len(ps), float(X[:, j].max())) for j, q in enumerate(parameters)}
+    cols[grid.parameter] = ps
+    gcols = dict(cols)
+    gcols[name] = grid.values(name, gcols.pop(grid.parameter))
+    with np.errstate(all="ignore"):
+        plain = np.asarray(single.predict(cols), dtype=float).ravel()
+        on_grid = np.asarray(m.predict(gcols), dtype=float).ravel()
+    scale = np.maximum(np.maximum(np.abs(plain), np.abs(on_grid)), 1e-300)
+    apart = np.flatnonzero(~(np.abs(plain - on_grid) <= EXACT * scale))
+    if not len(apart):
+        return None
+    i = int(apart[0])
+    return float(ps[i]), float(plain[i]), float(on_grid[i])
 
 
 # ---------------------------------------------------------------------------------------------

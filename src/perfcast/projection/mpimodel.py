@@ -15,7 +15,12 @@ negative ones for strong scaling, non-negative coefficients, leave-one-point-out
 because only a few counts are measured; calls and message sizes in the space p^i log2(p)^j,
 |i| <= 1, j <= 1) over the measured process counts at which the routine is called (repetitions
 as replicates); a routine measured at one count only gets a constant
-(alpha = beta = 1), as the seed allows.  Every model is returned with its formula so the
+(alpha = beta = 1), as the seed allows.  When the runs recorded the Cartesian process grid their
+code built (:func:`perfcast.fit.grid.experiment_grid`), a routine's noise-free calls and volume
+per rank are modelled in the grid's covariates where those pass through every measured count
+(:func:`perfcast.fit.grid.fit_grid`), and its message size is their ratio: a halo's average face
+is no power law in p (jacobi's 256^2 grid at p = 64, 8 x 8: 256 bytes per Isend, where the power
+law fitted on p = 2..16 said 394); a note says so at the point.  Every model is returned with its formula so the
 projection can state what it used.  Models are evaluated only at a process count that was not
 measured; at a measured count the measured means are used.
 """
@@ -70,6 +75,8 @@ class MPIProfiles:
     fixed: dict = field(default_factory=dict)   # other parameters held at these values
     time_metric: str = "time"
     notes: list = field(default_factory=list)   # e.g. runs lacking ranks
+    #: the process grid the runs recorded (perfcast.fit.grid.Grid over ``param``), or None
+    grid: object = None
 
     @property
     def counts(self) -> list[float]:
@@ -155,7 +162,14 @@ def mpi_profiles(exp, point: Mapping[str, float] | None = None) -> MPIProfiles:
     if t.empty or not (t["routine"] == "APP").any():
         raise PerfcastError("the MPI profile has no APP time (compute time outside MPI)")
     t = t[(t["routine"] == "APP") | (t["calls"] > 0)].reset_index(drop=True)
-    return MPIProfiles(t, param, fixed, tm, notes)
+    grid = None
+    if param is not None:
+        from ..fit.grid import experiment_grid
+
+        grid = experiment_grid(exp)[0]
+        if grid is not None and grid.parameter != param:
+            grid = None
+    return MPIProfiles(t, param, fixed, tm, notes, grid)
 
 
 @dataclass
@@ -172,12 +186,56 @@ class SeriesFit:
             return self.constant
         return float(self.model.predict({"p": p}))
 
+    def grid_note(self, p: float) -> str | None:
+        """Where this quantity comes from the process grid at ``p``: which dims and rule."""
+        grids = [m for m in ((self.model,) if not isinstance(self.model, Ratio) else
+                             (self.model.num, self.model.den)) if getattr(m, "grid", None) is not None]
+        if not grids:
+            return None
+        g = grids[0].grid
+        return (f"{self.routine} {self.what}: on the process grid the runs recorded -- dims = MPI_Dims_create(p, "
+                f"{g.ndims}), {g.rule} rule: {g.describe(p)} at p={p:g} ({self.formula})")
+
     def to_dict(self) -> dict:
         return {"routine": self.routine, "quantity": self.what, "model": self.formula,
                 "fitted_on": [float(x) for x in self.points]}
 
 
-def _fit(routine: str, what: str, g: pd.DataFrame, col: str) -> SeriesFit:
+@dataclass(frozen=True)
+class PerRank:
+    """A per-rank mean as a model of the sum over ranks divided by the process count ``p``."""
+
+    total: object
+
+    @property
+    def grid(self):
+        return getattr(self.total, "grid", None)
+
+    def predict(self, at):
+        return np.asarray(self.total.predict(at), dtype=float) / np.asarray(at["p"], dtype=float)
+
+    def formula(self) -> str:
+        return f"({self.total.formula()}) / p"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A message size as the ratio of two models of the process grid: volume / calls per rank."""
+
+    num: object
+    den: object
+
+    def predict(self, at):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(self.num.predict(at), dtype=float) / np.asarray(self.den.predict(at), dtype=float)
+
+
+def _fit(routine: str, what: str, g: pd.DataFrame, col: str, grid=None, absent=()) -> SeriesFit:
+    """The PMNF model of ``col`` over the process counts (Eq 14-16); with a recorded ``grid``, a
+    noise-free count no PMNF function passes through (or that a grid covariate passes through as
+    well, parting from it beyond) is modelled on the grid (:func:`perfcast.fit.grid.fit_grid`),
+    which also sees the zero count at the measured process counts ``absent`` where the routine was
+    not called (a rank without neighbours: p = 1) -- the PMNF law does not (a zero pins it)."""
     from .. import fit
 
     by = g.groupby("p")[col]
@@ -192,6 +250,24 @@ def _fit(routine: str, what: str, g: pd.DataFrame, col: str) -> SeriesFit:
     opts = fit.FitOptions(negative=True, nonnegative=True, selection="cv",
                           space=VOLUME_SPACE if what in ("calls", "bytes") else fit.core.DEFAULT_SPACE)
     m = fit.fit_series(xs, vals, ("p",), opts)
+    if grid is not None:
+        from dataclasses import replace
+
+        from ..fit.grid import fit_grid
+
+        gx = sorted([*xs, *absent])
+        gvals = [vals[xs.index(x)] if x in xs else np.zeros(1) for x in gx]
+        mean = np.array([v.mean() for v in gvals])
+        ssd = np.array([float(((v - v.mean()) ** 2).sum()) for v in gvals])
+        # the sum over the ranks (the per-rank mean times p): its grid covariates take more distinct
+        # values than the per-rank ones (jacobi's halo bytes: cuts(p) = 0, 1, 2, 4, 6 at p = 1..16,
+        # cuts(p)/p = 0, 0.5, 0.5, 0.5, 0.375 -- too few to check a law on, fit_grid's held-out point)
+        gp = np.array(gx, dtype=float)
+        on_grid = fit_grid(gp[:, None], mean * gp, np.array([float(len(v)) for v in gvals]), ssd * gp ** 2,
+                           ("p",), replace(grid, parameter="p"), opts)
+        if on_grid is not None:
+            per = PerRank(on_grid)
+            return SeriesFit(what, routine, per.formula(), gx, per)
     return SeriesFit(what, routine, m.formula(), xs, m)
 
 
@@ -207,7 +283,13 @@ class ProfileModels:
         """Modelled profile at ``p``: routine -> {calls, bytes, elapsed}, compute time, notes."""
         prof, notes = {}, []
         for r, f in self.fits.items():
+            on_grid = {k: n for k in ("calls", "bytes") if (n := f[k].grid_note(p)) is not None}
+            notes += list(on_grid.values())
             v = {k: f[k](p) for k in ("calls", "bytes", "elapsed")}
+            for k in on_grid:
+                if not np.isfinite(v[k]):
+                    raise PerfcastError(f"{r} {k}: modelled on the process grid, which has a whole number of "
+                                        f"processes, not p={p:g}", where="--at")
             for k in ("calls", "bytes", "elapsed"):
                 if not np.isfinite(v[k]) or v[k] < 0:
                     notes.append(f"{r}: modelled {k} {v[k]:.4g} at p={p:g} is negative; clipped to 0")
@@ -228,10 +310,20 @@ def fit_profile_models(prof: MPIProfiles) -> ProfileModels:
     """Eq 14-16 with the modeler (module doc)."""
     t = prof.table
     fits = {}
+    grid = prof.grid
     for r in prof.routines():
         g = t[t["routine"] == r]
-        fits[r] = {"calls": _fit(r, "calls", g, "calls"), "bytes": _fit(r, "bytes", g, "bytes"),
-                   "elapsed": _fit(r, "elapsed", g, "elapsed")}
+        absent = [p for p in prof.counts if p not in set(g["p"])]
+        calls = _fit(r, "calls", g, "calls", grid, absent)
+        size = _fit(r, "bytes", g, "bytes")
+        if isinstance(calls.model, PerRank):
+            # the message size is the ratio of two counts of the grid (a halo's faces over its
+            # neighbours), no covariate itself: volume per rank on the grid, divided by the calls
+            vol = _fit(r, "volume", g.assign(volume=g["calls"] * g["bytes"]), "volume", grid, absent)
+            if isinstance(vol.model, PerRank):
+                size = SeriesFit("bytes", r, f"{vol.model.total.formula()} / ({calls.model.total.formula()})",
+                                 vol.points, Ratio(vol.model, calls.model))
+        fits[r] = {"calls": calls, "bytes": size, "elapsed": _fit(r, "elapsed", g, "elapsed")}
     comp = _fit("APP", "compute", t[t["routine"] == "APP"], "elapsed")
     return ProfileModels(fits, comp, prof.param)
 
