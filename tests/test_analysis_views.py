@@ -352,6 +352,170 @@ def hpctoolkit_procedure_truth(db):
     return exc, inc
 
 
+def hpctoolkit_callers_truth(db, depth, ranks="sum"):
+    """HPCToolkit's Callers View read straight from the database (no perfcast code): for each <PF>
+    its chain of calling procedures -- the procedure of the nearest enclosing <PF>, that one's, ...
+    (through <L>, <S> and <C>: a call from a loop or line of g is a call from g) -- cut after
+    ``depth`` callers; a chain (f, g, ...) gets the exclusive metric of f's <PF> nodes with that
+    chain and the inclusive metric of those with no enclosing <PF> of f (recursion once), as
+    :func:`hpctoolkit_procedure_truth` (procedures named by their <Procedure> name, distinct in
+    these databases).  Values per metric-db file (one per rank and thread), combined over the
+    files with ``ranks``; the XML's ':Sum' values when the database has no metric-db files (sum
+    only).  Returns {chain: (exclusive, inclusive)} in seconds."""
+    import glob
+
+    xml = db / "experiment.xml" if db.is_dir() else db
+    root = ET.parse(xml).getroot()
+    head = root.find(".//SecHeader")
+    procs = {e.get("i"): e.get("n") for e in head.iter("Procedure")}
+    dbs = sorted(glob.glob(str(xml.parent / "*.metric-db"))) if db.is_dir() else []
+    if dbs:
+        per = []
+        for f in dbs:
+            raw = open(f, "rb").read()
+            n, m = np.frombuffer(raw, ">u4", 2, 24)
+            per.append(np.frombuffer(raw, ">f8", int(n * m), 32).reshape(int(n), int(m)))
+        per = np.stack(per)        # files x nodes x metrics
+        cols = {e.get("t"): int(e.get("db-id")) for e in head.iter("MetricDB")}
+
+        def value(el, t):
+            return per[:, int(el.get("i")) - 1, cols[t]]
+    else:
+        assert ranks == "sum"
+        ids = {e.get("n"): e.get("i") for e in head.iter("Metric")}
+        want = {"inclusive": ids["CPUTIME (usec):Sum (I)"], "exclusive": ids["CPUTIME (usec):Sum (E)"]}
+
+        def value(el, t):
+            return np.array([sum(float(m.get("v")) for m in el.findall("M") if m.get("n") == want[t])])
+    exc, inc = {}, {}
+
+    def walk(el, stack):
+        for ch in el:
+            if ch.tag == "M":
+                continue
+            if ch.tag == "PF":
+                f = procs[ch.get("n")]
+                chain = (f, *reversed(stack[-depth:] if depth else []))
+                for i in range(1, len(chain) + 1):
+                    exc[chain[:i]] = exc.get(chain[:i], 0.0) + value(ch, "exclusive") / 1e6
+                    inc[chain[:i]] = inc.get(chain[:i], 0.0) + (0.0 if f in stack else value(ch, "inclusive") / 1e6)
+                walk(ch, [*stack, f])
+            else:
+                walk(ch, stack)
+    walk(root.find(".//SecCallPathProfileData"), [])
+    return {k: (float(getattr(np, ranks)(exc[k])), float(getattr(np, ranks)(inc[k]))) for k in exc}
+
+
+def _chains(rows, up=()):
+    """{(f, caller, caller's caller, ...): (exclusive, inclusive)} of a bottom-up view's rows."""
+    out = {}
+    for r in rows:
+        k = (*up, r["name"])
+        out[k] = (r["exclusive"], r["inclusive"])
+        out.update(_chains(r["callers"], k))
+    return out
+
+
+@pytest.mark.parametrize("db, ranks, rel", [("hpctoolkit-cpi-database", "sum", 1e-9),
+                                            ("hpctoolkit-allgather-database", "sum", 1e-9),
+                                            ("hpctoolkit-allgather-database", "max", 1e-9),
+                                            ("hpctoolkit-cpi-database", "max", 1e-9),
+                                            ("flash4-experiment1.xml", "sum", 2e-4)])
+def test_hpctoolkit_bottom_up_is_per_procedure_with_calling_procedures(data_dir, db, ranks, rel):
+    """The bottom-up view of an HPCToolkit database: one row per procedure and callers that are
+    procedures, two levels up, with HPCToolkit's own costs from the raw database
+    (:func:`hpctoolkit_callers_truth`), per rank and thread first with --ranks max.  It grouped
+    by frame name: the OSU allgather top row '<unknown file> [libpsm_infinipath.so.1.16]:0'
+    (13.92 s) merged hundreds of statements of different procedures, and its callers were the
+    procedures and loops the statements sat in."""
+    path = data_dir / "formats" / "hpctoolkit" / db
+    truth = hpctoolkit_callers_truth(path, 2, ranks)
+    exp = load([path]).select(metric="CPUTIME (E)")
+    prof = profile(exp, "CPUTIME (E)", ranks=ranks)
+    got = _chains(bottom_up(prof, depth=2)["rows"])
+    # every chain with a cost; a chain of contexts without values (never sampled) may be left out
+    assert {k for k, v in truth.items() if v[0] or v[1]} <= set(got) <= set(truth)
+    tol = 1e-6 * prof.total * (rel > 1e-9)   # the XML's 6 digits
+    for k, (e, i) in ((k, truth[k]) for k in got):
+        assert got[k][0] == pytest.approx(e, rel=rel, abs=tol), k
+        assert got[k][1] == pytest.approx(i, rel=rel, abs=tol), k
+    assert sum(len(k) == 3 for k in truth) >= 5
+    # the rows are the flat view's procedures
+    fl = {r["name"]: (r["exclusive"], r["inclusive"], r["contexts"]) for r in flat(prof)["rows"]}
+    bu = {r["name"]: (r["exclusive"], r["inclusive"], r["contexts"]) for r in bottom_up(prof, depth=0)["rows"]}
+    assert set(bu) == set(fl)
+    for name, (e, i, n) in fl.items():
+        assert bu[name][0] == pytest.approx(e, rel=1e-12, abs=1e-15) and bu[name][2] == n
+        assert bu[name][1] == pytest.approx(i, rel=1e-12, abs=1e-15)
+
+
+def test_bottom_up_callers_are_procedures():
+    """A constructed tree whose reader recorded what each frame is (procedures f of two modules,
+    statements on '<unknown file>:0', a loop of f calling k, a recursive g calling h, which has no
+    kind), on two ranks.  By hand, rank 0 (rank 1 holds only 100 in f's statement under g):
+    f (libA) exclusive 1 + 2 + 4, inclusive (1 + 2 + 128) + 4; called from main (3; 131) and
+    from g (4; 4), not from its statements or loop; k is called from f (libA), not from 'loop at
+    a.c:3'; g exclusive 16 + 32, inclusive 116 (the nested g once), called from main and from g
+    (32; 0); h <- g <- g <- main.  With --ranks max each entry is the larger rank's own sum."""
+    from perfcast.experiment import Frame
+
+    P = lambda name, where: Frame("procedure", name, where)  # noqa: E731
+    S = Frame("statement")
+    nodes = [  # path, kind, exclusive on rank 0
+        ("main", P("main", "m.c [app]"), 0.0),
+        ("main->f", P("f", "[libA]"), 0.0),
+        ("main->f-><unknown file>:0", S, 1.0),
+        ("main->f->loop at a.c:3", Frame("loop"), 0.0),
+        ("main->f->loop at a.c:3->a.c:4", S, 2.0),
+        ("main->f->loop at a.c:3->k", P("k", "k.c [app]"), 0.0),
+        ("main->f->loop at a.c:3->k->k.c:2", S, 128.0),
+        ("main->g", P("g", "g.c [app]"), 0.0),
+        ("main->g->f@g.c:7", P("f", "[libA]"), 0.0),
+        ("main->g->f@g.c:7-><unknown file>:0", S, 4.0),
+        ("main->g->g.c:9", S, 16.0),
+        ("main->g->g", P("g", "g.c [app]"), 0.0),
+        ("main->g->g->g.c:9", S, 32.0),
+        ("main->g->g->h", None, 64.0),
+        ("main->f2", P("f", "[libB]"), 0.0),
+        ("main->f2-><unknown file>:0", S, 8.0),
+    ]
+    tree = CallTree()
+    for path, kind, _ in nodes:
+        parent, _, name = path.rpartition("->")
+        tree.add(path, parent or None, name, kind)
+    rows = [dict(callpath=c, metric="time", value=v, rank=0) for c, _, v in nodes]
+    rows += [dict(callpath=c, metric="time", value=100.0 if c == "main->g->f@g.c:7-><unknown file>:0" else 0.0,
+                  rank=1) for c, _, _ in nodes]
+    exp = Experiment([], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")], tree)
+    one = Experiment([], pd.DataFrame(rows[:len(nodes)]).drop(columns="rank"), [Metric("time", "s", "time", "exclusive")],
+                     tree)
+    bu = bottom_up(profile(one))
+    got = _chains(bu["rows"])
+    fa, fb = "f ([libA])", "f ([libB])"
+    assert {k[0] for k in got} == {"main", fa, fb, "g", "h", "k"}
+    assert got == {
+        ("main",): (0.0, 255.0),
+        (fa,): (7.0, 135.0), (fa, "main"): (3.0, 131.0), (fa, "g"): (4.0, 4.0), (fa, "g", "main"): (4.0, 4.0),
+        ("k",): (128.0, 128.0), ("k", fa): (128.0, 128.0), ("k", fa, "main"): (128.0, 128.0),
+        ("g",): (48.0, 116.0), ("g", "main"): (16.0, 116.0), ("g", "g"): (32.0, 0.0), ("g", "g", "main"): (32.0, 0.0),
+        ("h",): (64.0, 64.0), ("h", "g"): (64.0, 64.0), ("h", "g", "g"): (64.0, 64.0),
+        ("h", "g", "g", "main"): (64.0, 64.0),
+        (fb,): (8.0, 8.0), (fb, "main"): (8.0, 8.0)}
+    rows_ = {r["name"]: r for r in bu["rows"]}
+    # calling contexts: f's two frames, g's two (the recursive one too); each caller's own
+    assert (rows_[fa]["contexts"], rows_["g"]["contexts"], rows_[fa]["where"]) == (2, 2, "[libA]")
+    assert [(c["name"], c["contexts"]) for c in rows_[fa]["callers"]] == [("g", 1), ("main", 1)]
+    assert "where" not in rows_["h"]
+    # depth: callers cut after one level
+    assert all(len(k) <= 2 for k in _chains(bottom_up(profile(one), depth=1)["rows"]))
+    # per rank first: f (libA) is rank 0's 7 or rank 1's 100, f <- g 4 or 100, f <- main 3 or 0
+    mx = _chains(bottom_up(profile(exp, ranks="max"))["rows"])
+    assert (mx[(fa,)], mx[(fa, "g")], mx[(fa, "main")]) == ((100.0, 135.0), (100.0, 100.0), (3.0, 131.0))
+    assert mx[("g",)] == (48.0, 116.0)
+    sm = _chains(bottom_up(profile(exp, ranks="sum"))["rows"])
+    assert (sm[(fa,)], sm[(fa, "g")]) == ((107.0, 235.0), (104.0, 104.0))
+
+
 @pytest.mark.parametrize("db, rel", [("hpctoolkit-cpi-database", 1e-9), ("hpctoolkit-allgather-database", 1e-9),
                                      ("flash4-experiment1.xml", 2e-4)])
 def test_hpctoolkit_flat_view_is_per_procedure(data_dir, db, rel):

@@ -187,6 +187,28 @@ def test_view_flat_of_hpctoolkit_lists_procedures(capsys, data_dir):
     assert code == 0 and want[0][0] in out.splitlines()[3] and ":0 " not in out
 
 
+
+def test_view_bottom_up_of_hpctoolkit_lists_procedures_and_calling_procedures(capsys, data_dir):
+    """OSU allgather: `view --mode bottom-up --depth 0` listed source lines, its top row '<unknown
+    file> [libpsm_infinipath.so.1.16]:0' (13.92 s) merging statements of dozens of procedures, and
+    a row's callers were the frames above it (its own procedure, loops).  Now the flat view's
+    procedures, with HPCToolkit's own procedure exclusive costs read from the raw database, and
+    calling procedures (--json validated against the schema)."""
+    from test_analysis_views import hpctoolkit_callers_truth
+
+    db = data_dir / "formats" / "hpctoolkit" / "hpctoolkit-allgather-database"
+    truth = hpctoolkit_callers_truth(db, 1)
+    d = js(capsys, "view", db, "--mode", "bottom-up", "--depth", "1", "--limit", "0")
+    want = sorted(((k[0], v[0]) for k, v in truth.items() if len(k) == 1 and v[0]), key=lambda x: -x[1])
+    assert [r["name"] for r in d["rows"][:5]] == [n for n, _ in want[:5]]
+    assert d["rows"][0]["exclusive"] == pytest.approx(want[0][1], rel=1e-9)
+    assert sum(r["exclusive"] for r in d["rows"]) == pytest.approx(d["total"], rel=1e-9)
+    for r in d["rows"][:5]:
+        assert {c["name"]: c["exclusive"] for c in r["callers"]} == pytest.approx(
+            {k[1]: v[0] for k, v in truth.items() if len(k) == 2 and k[0] == r["name"]}, rel=1e-9)
+    code, out, err = cli(capsys, "view", db, "--mode", "bottom-up", "--depth", "0", "--limit", "3")
+    assert code == 0 and want[0][0] in out.splitlines()[2] and ":0 " not in out
+
 def test_view_heading_names_what_a_mean_over_ranks_is_over(capsys, data_dir):
     """OSU allgather, 10 ranks x 2 threads (the second thread idle): --ranks mean averages 20
     locations, half a rank's time; the heading says so.  The total is HPCToolkit's own stored

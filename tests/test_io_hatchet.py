@@ -121,6 +121,41 @@ def test_csv_agrees_with_perfcasts_hpctoolkit_reader_on_the_same_run(hatchet_dir
     assert "<unknown procedure> #8" in exp.tree and "<unknown procedure> #9" not in exp.tree
 
 
+
+def test_csv_records_what_each_node_is_from_its_type_column(hatchet_dir, data_dir, capsys):
+    """The CSV's type column is the experiment.xml tag of each node (Hatchet's HPCToolkit reader):
+    PF a procedure, S a statement.  Frames recorded as perfcast's HPCToolkit reader does, read by
+    hand from the database's experiment.xml for the CSV's node ids: a <PF>'s <Procedure> name
+    (Hatchet's '27:MPI_Init' is MPI_Init called from line 27), its <File> and <LoadModule> base
+    names.  The views still refuse the CSV: its metrics have no scope (no parent links)."""
+    import collections
+    import csv
+    import os
+    import xml.etree.ElementTree as ET
+
+    from perfcast.experiment import Frame
+
+    f = hatchet_dir / "hpctoolkit-cpi-graphframe.csv"
+    xml = ET.parse(require_data(data_dir / "formats" / "hpctoolkit" / "hpctoolkit-cpi-database") / "experiment.xml")
+    head = xml.getroot().find(".//SecHeader")
+    table = {t: {e.get("i"): e.get("n") for e in head.iter(t)} for t in ("Procedure", "File", "LoadModule")}
+    node = {e.get("i"): e for e in xml.getroot().find(".//SecCallPathProfileData").iter() if e.get("i")}
+    want = collections.Counter()
+    for nid in dict.fromkeys(r["nid"] for r in csv.DictReader(open(f))):
+        e = node[nid]
+        if e.tag == "PF":
+            file = os.path.basename(table["File"][e.get("f")])
+            want[Frame("procedure", table["Procedure"][e.get("n")],
+                       f"{file} [{os.path.basename(table['LoadModule'][e.get('lm')])}]")] += 1
+        else:
+            want[Frame({"S": "statement", "L": "loop"}[e.tag])] += 1
+    exp = load([f])
+    got = collections.Counter(exp.tree.frame(p) for p in exp.tree.paths)
+    assert got == want and sum(want.values()) == 34
+    assert exp.tree.frame("27:MPI_Init") == Frame("procedure", "MPI_Init", "<unknown file> [libmonitor.so.0.0.0]")
+    code, out, err = cli(capsys, "view", f, "--mode", "flat")
+    assert code == 2 and "scopes unknown" in err
+
 # -- bad input ------------------------------------------------------------------------------------
 
 def _refused(f):

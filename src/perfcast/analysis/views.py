@@ -24,9 +24,11 @@ their file and load module, and its loops and statements) and, without a recorde
 name is the procedure (Caliper regions, CUBE/cachegrind functions).  The flat view puts a loop or
 statement into the procedure it sits in (the nearest procedure frame above it, as HPCToolkit's
 own flat view nests load module -> file -> procedure -> loop -> statement), and tells procedures
-of one name in different files/modules apart; the bottom-up view groups by frame name.  A
-procedure's exclusive cost is the sum over all its contexts (in the flat view: its own frames'
-and those of its loops and statements); its inclusive cost sums only the contexts that have no
+of one name in different files/modules apart (:func:`procedures`, one rule for both views).  The
+bottom-up view has the same rows, and a row's callers are procedures too: the one a calling
+context of it was called from (a call from a loop or line of g is a call from g), as HPCToolkit's
+Callers View.  A procedure's exclusive cost is the sum over all its contexts (its own frames' and
+those of its loops and statements); its inclusive cost sums only the contexts that have no
 ancestor of the same procedure, so recursion is not counted twice.  With
 ``ranks`` max or min these sums are formed per location first and then combined over the
 locations (:func:`_grouped`), as the total is: a procedure's max over ranks is the largest of the
@@ -480,14 +482,6 @@ def _negative_exclusive(prof: Profile, m) -> list[str]:
 
 
 # -- bottom-up and flat ---------------------------------------------------------------------------
-def _instances(prof: Profile) -> dict[str, list[str]]:
-    """Procedure name -> its calling contexts (callpaths with values)."""
-    by: dict[str, list[str]] = {}
-    for p in prof.table.index:
-        by.setdefault(prof.exp.tree.name(p), []).append(p)
-    return by
-
-
 def outermost(tree, key: Mapping | None = None) -> dict[str, bool]:
     """Callpath -> True when no ancestor has the same frame name (one pass over the tree), or the
     same ``key[callpath]`` when given (:func:`procedure_keys`)."""
@@ -511,22 +505,32 @@ def outermost(tree, key: Mapping | None = None) -> dict[str, bool]:
 
 
 def procedure_keys(tree) -> dict[str, tuple]:
-    """Callpath -> the procedure its cost belongs to in a flat view: ``(name, where)`` of a frame
-    recorded as a procedure (:class:`perfcast.experiment.Frame`), the key of the nearest procedure
-    above a loop or statement, and ``(frame name, None)`` for a frame without a recorded kind (or a
-    loop/statement with no procedure above it)."""
+    """Callpath -> the procedure its cost belongs to in a flat or bottom-up view: ``(name, where)``
+    of a frame recorded as a procedure (:class:`perfcast.experiment.Frame`), the key of the nearest
+    procedure above a loop or statement, and ``(frame name, None)`` for a frame without a recorded
+    kind (or a loop/statement with no procedure above it)."""
+    return procedures(tree)[0]
+
+
+def procedures(tree) -> tuple[dict[str, tuple], dict[str, str]]:
+    """``(key, entry)``: :func:`procedure_keys`' key of each callpath, and the callpath of the frame
+    at which that procedure's calling context begins (the procedure frame a loop or statement sits
+    in; the callpath itself for a procedure frame, a frame without kind or a loop/statement with no
+    procedure above it).  An entry's parent is where the procedure was called from: its caller is
+    that parent's procedure (a call from a loop or a line of g is a call from g)."""
     key: dict[str, tuple] = {}
+    entry: dict[str, str] = {}
     for p, parent, name, _ in tree.walk():
         fr = tree.frame(p)
         if fr is None:
-            key[p] = (name, None)
+            key[p], entry[p] = (name, None), p
         elif fr.kind == "procedure":
-            key[p] = (fr.procedure or name, fr.where)
+            key[p], entry[p] = (fr.procedure or name, fr.where), p
         elif parent is not None and key[parent][1] is not None:
-            key[p] = key[parent]
+            key[p], entry[p] = key[parent], entry[parent]
         else:
-            key[p] = (name, None)
-    return key
+            key[p], entry[p] = (name, None), p
+    return key, entry
 
 
 def _procedure_names(keys: Iterable[tuple]) -> dict[tuple, str]:
@@ -592,63 +596,79 @@ def _sort_rows(rows, threshold, sort, prof, key_thr="inclusive"):
 def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", depth: int | None = None) -> dict:
     """Callers view: each procedure with its costs over all contexts, expandable upward.
 
-    ``callers`` of a procedure f nest the chains of calling procedures: the entry f <- g holds the
-    costs of the contexts of f called from g, f <- g <- h those called from g called from h, and so
-    on up to ``depth`` levels (all when None).  Inclusive costs count outermost contexts only."""
+    Procedures are the flat view's (:func:`procedures`: a loop's or statement's cost is its
+    procedure's, procedures of one name in different files/modules apart), and so are the callers:
+    the caller of a calling context of f is the procedure the call comes from (a call from a loop or
+    line of g is a call from g), as HPCToolkit's Callers View shows procedure frames.  ``callers``
+    of a procedure f nest the chains of calling procedures: the entry f <- g holds the costs of the
+    contexts of f called from g, f <- g <- h those called from g called from h, and so on up to
+    ``depth`` levels (all when None).  Inclusive costs count outermost contexts only (recursion
+    once); ``contexts`` counts f's calling contexts (its procedure frames)."""
     tree, t = prof.exp.tree, prof.table
     I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
+    key, entry = procedures(tree)
+    outer = outermost(tree, key)
+    # each callpath's chain of procedures: its own, its caller's, the caller's caller, ...
+    walks: dict[str, list] = {}
+    for c in t.index:
+        ks, a = [key[c]], tree.parent(entry[c])
+        while a is not None and (depth is None or len(ks) <= depth):
+            ks.append(key[a])
+            a = tree.parent(entry[a])
+        walks[c] = ks
+    # row names: the flat view's (its rows' keys first), then the callers' not among them
+    label = _procedure_names([*(key[c] for c in t.index), *(k for ks in walks.values() for k in ks[1:])])
     out = []
-    outer = outermost(tree)
     chains: dict = {}          # callpath -> the entries (name, caller, caller's caller, ...) it adds to
     nodes: dict = {}           # entry -> its row
-    for name, ctxs in _instances(prof).items():
-        top: dict = {"name": name, "inclusive": 0.0, "exclusive": 0.0, "contexts": 0, "callers": {}}
-        nodes[(name,)] = top
-        for c in ctxs:
-            exc = float(E[c])
-            inc = float(I[c]) if outer[c] else 0.0
-            node, key = top, (name,)
-            chains[c] = [key]
+    seen: dict = {}            # entry -> the calling contexts (entry frames) counted in it
+
+    def new(k):
+        return {"name": label[k], **({"where": k[1]} if k[1] else {}), "inclusive": 0.0, "exclusive": 0.0,
+                "contexts": 0, "callers": {}}
+
+    for c in t.index:
+        exc = float(E[c])
+        inc = float(I[c]) if outer[c] else 0.0
+        ks = walks[c]
+        chain = tuple(label[k] for k in ks)
+        chains[c] = [chain[:i + 1] for i in range(len(chain))]
+        if chain[:1] not in nodes:
+            nodes[chain[:1]] = top = new(ks[0])
+            out.append(top)
+        node = nodes[chain[:1]]
+        for i, ch in enumerate(chains[c]):
+            if i:
+                node = node["callers"].get(ch[-1]) or node["callers"].setdefault(ch[-1], new(ks[i]))
+                nodes[ch] = node
             node["inclusive"] += inc
             node["exclusive"] += exc
-            node["contexts"] += 1
-            a, lvl = tree.parent(c), 0
-            while a is not None and (depth is None or lvl < depth):
-                an = tree.name(a)
-                key = (*key, an)
-                chains[c].append(key)
-                node = node["callers"].setdefault(an, {"name": an, "inclusive": 0.0, "exclusive": 0.0,
-                                                       "contexts": 0, "callers": {}})
-                nodes[key] = node
-                node["inclusive"] += inc
-                node["exclusive"] += exc
+            if entry[c] not in seen.setdefault(ch, set()):
+                seen[ch].add(entry[c])
                 node["contexts"] += 1
-                a, lvl = tree.parent(a), lvl + 1
-        out.append(top)
     if prof.ranks in _NONADDITIVE:
         # per location first (as flat): each entry's max/min over ranks of the ranks' own sums
         exc_of = _grouped(prof, "exclusive", chains)
         inc_of = _grouped(prof, "inclusive", {c: ks for c, ks in chains.items() if outer[c]})
-        for key, node in nodes.items():
-            node["exclusive"], node["inclusive"] = exc_of.get(key, 0.0), inc_of.get(key, 0.0)
+        for k, node in nodes.items():
+            node["exclusive"], node["inclusive"] = exc_of.get(k, 0.0), inc_of.get(k, 0.0)
 
-    def key(r):
+    def order(r):
         return (-r[sort], r["name"]) if sort in ("inclusive", "exclusive") else r["name"]
 
     # children before parents, without recursion (caller chains are as deep as the tree)
     for top in out:
-        todo, order = [top], []
+        todo, order_ = [top], []
         while todo:
             node = todo.pop()
-            order.append(node)
+            order_.append(node)
             todo.extend(node["callers"].values())
-        for node in reversed(order):
+        for node in reversed(order_):
             node["inclusive_pct"] = _f(prof.pct(node["inclusive"]))
             node["exclusive_pct"] = _f(prof.pct(node["exclusive"]))
-            node["callers"] = sorted(node["callers"].values(), key=key)
+            node["callers"] = sorted(node["callers"].values(), key=order)
 
-    rows = out
-    return {"view": "bottom-up", **_head(prof), "rows": _sort_rows(rows, threshold, sort, prof)}
+    return {"view": "bottom-up", **_head(prof), "rows": _sort_rows(out, threshold, sort, prof)}
 
 
 # -- hot path -------------------------------------------------------------------------------------

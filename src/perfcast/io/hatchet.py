@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import SEP, CallTree, Experiment, Metric, guess_kind
+from ..experiment import SEP, CallTree, Experiment, Frame, Metric, guess_kind
 from . import ReadOptions, Reader, check_readable, read_ends, read_json, read_text, register
 
 __all__ = ["read_hatchet"]
@@ -102,8 +102,9 @@ class _Graph:
         self.order: list = []
         self.rows: list[tuple] = []   # (node id, rank, thread, metric, value)
         self.seen: set = set()
+        self.kind: dict = {}          # node id -> what its frame is (Frame), when the file says
 
-    def node(self, nid, name: str, parent, where: str):
+    def node(self, nid, name: str, parent, where: str, kind: Frame | None = None):
         if nid in self.name:
             raise PerfcastError(f"node {nid} appears twice (under two parents?): perfcast reads trees only",
                                 self.path, where)
@@ -112,6 +113,8 @@ class _Graph:
         self.name[nid] = name
         self.parent[nid] = parent
         self.order.append(nid)
+        if kind is not None:
+            self.kind[nid] = kind
 
     def value(self, nid, rank, thread, metric: str, v, where: str):
         if v is None:
@@ -140,7 +143,7 @@ class _Graph:
             if cp in tree:
                 merged += 1
             try:
-                tree.add(cp, None if par is None else callpath[par], self.name[nid])
+                tree.add(cp, None if par is None else callpath[par], self.name[nid], self.kind.get(nid))
             except PerfcastError as e:
                 raise e.at(self.path, f"node {nid}") from None
             callpath[nid] = cp
@@ -327,6 +330,24 @@ def _read_literal(path: Path, doc: list) -> Experiment:
 
 # -- dataframe CSV -----------------------------------------------------------------------------
 
+#: Hatchet's ``type`` column of HPCToolkit data: the experiment.xml tag of the node
+_HPCTOOLKIT_TYPES = {"PF": "procedure", "Pr": "procedure", "L": "loop", "S": "statement"}
+
+
+def _csv_frame(r: list, col: dict, name: str) -> Frame | None:
+    """What a CSV row's node is when Hatchet read it from HPCToolkit (``type`` PF/Pr, L or S), as
+    :mod:`perfcast.io.hpctoolkit` records it: a procedure's own name -- Hatchet prefixes the
+    call-site line, ``27:MPI_Init`` -- and its file and load module; None for other types."""
+    kind = _HPCTOOLKIT_TYPES.get(r[col["type"]]) if "type" in col else None
+    if kind != "procedure":
+        return None if kind is None else Frame(kind)
+    from .hpctoolkit import procedure_where
+
+    proc = name.split(":", 1)[1] if name.split(":", 1)[0].isdigit() and ":" in name else name
+    return Frame("procedure", proc, procedure_where(r[col["file"]] if "file" in col else "",
+                                                     r[col["module"]] if "module" in col else ""))
+
+
 def _read_csv(path: Path) -> Experiment:
     text = read_text(path)
     rows = list(csv.reader(io.StringIO(text, newline="")))
@@ -388,7 +409,7 @@ def _read_csv(path: Path) -> Experiment:
             key_of[key] = nid
             k = count.get(name, -1) + 1 if name else 0
             count[name] = k
-            g.node(nid, name if k == 0 else f"{name} #{k}", None, str(n))
+            g.node(nid, name if k == 0 else f"{name} #{k}", None, str(n), _csv_frame(r, col, name))
         nid = key_of[key]
         rank = _location(r[col["rank"]], "rank", path, str(n)) if has_rank else None
         thread = _location(r[col["thread"]], "thread", path, str(n)) if has_thread else None

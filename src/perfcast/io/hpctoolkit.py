@@ -129,6 +129,13 @@ def _where(file: str | None, module: str | None) -> str:
     return file
 
 
+def procedure_where(file: str | None, module: str | None) -> str:
+    """A procedure's :attr:`perfcast.experiment.Frame.where` from its file and load module as
+    HPCToolkit names them (full paths or pseudo names): what this reader records, for readers of
+    HPCToolkit data saved by other tools (Hatchet's dataframe)."""
+    return _where(_base(file or ""), _base(module or ""))
+
+
 def _split_unit(base: str) -> tuple[str, str, float, str]:
     """``CPUTIME (usec)`` -> (name, unit, scale to that unit, kind)."""
     m = re.match(r"^(.*?)\s*\(([^()]*)\)\s*$", base)
