@@ -61,7 +61,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .errors import PerfcastError
-from .experiment import ONE_LOCATION, aggregate_labels, has_ancestor  # noqa: F401  (ONE_LOCATION re-exported)
+from .experiment import ONE_LOCATION, absent_repetition_is_zero, aggregate_labels, has_ancestor  # noqa: F401  (ONE_LOCATION re-exported)
 from .lazy import LazyModule
 from .table import Category, Columns, arrow_array, arrow_scalar, column
 
@@ -224,7 +224,7 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     res = sum_models(exp, res, sum_nodes, parents, st)
     return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
                     aggregates, procs, upper, lower,
-                    _measured_ends(st, res, lower, upper),
+                    _measured_ends(st, res, lower, upper, absent_repetition_is_zero(exp)),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
                     signed=_signed(exp), smallest={p: float(cols[p].min()) for p in exp.parameters},
@@ -581,11 +581,15 @@ class ObservedSlopes(_ArrayMap):
         return self._d
 
 
-def _measured_ends(st: Columns, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> "MeasuredEnds":
+def _measured_ends(st: Columns, series, lower: Mapping[str, float], upper: Mapping[str, float],
+                   absent_zero: bool = False) -> "MeasuredEnds":
     """(callpath, metric) -> mean measured value (locations reduced as fitted) at ``lower`` and at
     ``upper``, None where the series has no measurement there: arrays aligned with ``series``
     (:class:`MeasuredEnds`), found by one integer look-up per point (the names as the table's
-    codes), not a dict per series."""
+    codes), not a dict per series.  ``absent_zero`` (a profile that records what each run executed:
+    :func:`~perfcast.experiment.absent_repetition_is_zero`): a series without a value at a point
+    where its metric was measured did not run there, measured 0 (miniFE's MPI_Irecv at p = 1, one
+    rank without neighbours), not unknown."""
     S = len(series)
     value = np.full((S, 2), np.nan)
     given = np.zeros((S, 2), dtype=bool)
@@ -606,6 +610,15 @@ def _measured_ends(st: Columns, series, lower: Mapping[str, float], upper: Mappi
             found = (want >= 0) & (uniq[pos] == want) if len(uniq) else np.zeros(len(want), dtype=bool)
             value[found, k] = np.asarray(st["mean"], dtype=float)[at[last[pos[found]]]]
             given[found, k] = True
+            if absent_zero:
+                # the series' metric measured at the point, the series not: it did not run there
+                met = st["metric"]
+                here = {str(x) for x in (met.objects()[np.unique(met.codes[at])].tolist() if isinstance(met, Category)
+                                         else pd.unique(np.asarray(met, dtype=object)[at]).tolist())}
+                ran = np.fromiter((sm.metric in here for sm in series), dtype=bool, count=S)
+                zero = ~found & ran
+                value[zero, k] = 0.0
+                given[zero, k] = True
     return MeasuredEnds(tuple(series), value, given)
 
 
