@@ -398,8 +398,8 @@ def check_line(c: Mapping) -> str:
     return (f"checked at {pt} ({how}): {c['callpath']} {c['value']:.4g} s "
             f"({c['repetitions']} run(s)): PMNF {c['error']['pmnf']:+.1%}{inside}, APMT "
             f"{c['error']['apmt']:+.1%}: {what}"
-            + ("; the measured runs were oversubscribed too: their times include descheduling"
-               if c["oversubscribed"] else ""))
+            # what the measured runs shared: more ranks than cores, or cores other processes kept busy
+            + (f"; of the runs measured there, {c['oversubscribed']['note']}" if c["oversubscribed"] else ""))
 
 
 def _pm(p: Mapping) -> str:
