@@ -119,6 +119,18 @@ def line_effects(X: np.ndarray, mean: np.ndarray, fitted: np.ndarray) -> list[tu
     return [tuple(o) for o in out]
 
 
+def function_only(model):
+    """``model`` without its measured lines' levels: its PMNF function alone.  Whether that function
+    passes through the data is what the process-grid and children's-sum rules ask
+    (:mod:`perfcast.fit.grid`, :mod:`perfcast.fit.sums`); a line's level passes through its own
+    points by construction (exact data whose lines sit apart get one)."""
+    import dataclasses
+
+    if getattr(model, "lines", ()) and dataclasses.is_dataclass(model):
+        return dataclasses.replace(model, lines=())
+    return model
+
+
 def _on(lines: Sequence[tuple], cols: Sequence[np.ndarray]) -> np.ndarray:
     """(len(lines), points): the point lies on the line (its coordinates other than the line's
     parameter equal the line's)."""
