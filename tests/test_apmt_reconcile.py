@@ -201,7 +201,9 @@ def test_the_run_time_from_a_timing_campaign(recorded, tmp_path, capsys):
     assert run["pmnf"]["value"] == pytest.approx(0.5 + 0.1 * 128, rel=1e-9)
     k, = rec["kernels"]
     assert k["pmnf"]["value"] == pytest.approx(0.01 * 128, rel=1e-9)
-    assert rec["coverage"] == own["coverage"] and rec["times_from"] == "times.csv"
+    # (the same numbers; with another campaign's times it also says when its own run shared the cores)
+    same = lambda c: {k: v for k, v in c.items() if k != "shared"}  # noqa: E731
+    assert same(rec["coverage"]) == same(own["coverage"]) and rec["times_from"] == "times.csv"
     code, out, err = cli(capsys, "predict", CAMPAIGN, "--breakdown", "--at", "p=128", "--timer",
                          "compute_sweep=app->compute", "--run-times", tmp_path / "times.csv")
     assert code == 0, err
@@ -462,3 +464,25 @@ def test_breakdown_honours_level_and_refuses_options_it_cannot_use(capsys):
     for extra in (["--metric", "time"], ["--callpath", "app"], ["--ranks", "max"], ["--averaged"], ["--limit", "3"]):
         code, out, err = cli(capsys, *args, *extra)
         assert code == 2 and out == "" and f"{extra[0]}: not with --breakdown" in err
+
+
+def test_the_coverage_with_another_campaigns_times_says_when_its_run_shared_the_cores(recorded, tmp_path):
+    """miniFE: counters from a cachegrind campaign up to p = 4 on the 2-core VM, times from a timing
+    campaign (--run-times) at p = 1, 2.  The coverage compares APMT's total with the counter
+    campaign's own run time at its largest point (p = 4, more ranks than cores), but the only note
+    printed was the timing campaign's.  The recorded campaign ran p = 16 on 2 cores (its record:
+    p = 4, 8, 16 oversubscribed); the timing CSV has no record."""
+    from perfcast.apmt.reconcile import lines
+
+    exp, model, _ = recorded
+    pred = model.predict({"p": 128})
+    times = io.load([_timing_campaign(tmp_path / "times.csv")])
+    rec = reconcile(exp, model, pred, TIMERS, times=times, times_label="times.csv")
+    assert rec["oversubscribed"] is None                  # the timing campaign's: no record
+    cov = rec["coverage"]
+    assert cov["at"] == {"p": 16.0}
+    assert cov["shared"] is not None and "more ranks than the 2 cores" in cov["shared"]
+    assert any(ln.strip().startswith("note: that run time is the APMT experiment's") for ln in lines(rec))
+    # its own times: the note above is already the experiment's, nothing added
+    own = reconcile(exp, model, pred, TIMERS)
+    assert own["coverage"]["shared"] is None and own["oversubscribed"]["over"] == [4.0, 8.0, 16.0]

@@ -143,3 +143,24 @@ def test_time_predictions_fitted_on_shared_cores_say_so_and_counts_do_not(tmp_pa
     assert code == 0 and over["contended"] == [{"p": 1.0, "others": 1.5}, {"p": 2.0, "others": 0.6}]
     code, out, err = cli(capsys, "predict", path, "--at", "p=4")
     assert code == 0 and "shared them with other processes" in err
+
+
+def test_the_breakdowns_check_says_what_the_measured_runs_shared():
+    """predict --breakdown --validate BIG on miniFE at p = 2 on the 2-core VM: the validation runs
+    had no more ranks than cores, but other processes kept the cores busy.  The check line said
+    "the measured runs were oversubscribed too: their times include descheduling"; it now names
+    what they shared -- by construction (p <= 2 cores) no run was oversubscribed."""
+    from perfcast.apmt.reconcile import check, check_line
+
+    run = {"callpath": "main", "pmnf": {"at": {"p": 2.0}, "value": 2.0, "lower": 1.5, "upper": 2.5}}
+    shared = check(_exp(_camp(RUNS)), ["p"], run, 1.0, "pmnf", "time")
+    assert shared["oversubscribed"]["over"] == [] and shared["oversubscribed"]["contended"]
+    line = check_line(shared)
+    assert "oversubscribed" not in line and "descheduled" not in line
+    assert "shared them with other processes" in line
+    # p = 4 on the 2 cores: oversubscribed, and said so
+    over = check(_exp(_camp([_run(1, 0.1), _run(4, 0.0)]), ps=(1, 4)), ["p"],
+                 {"callpath": "main", "pmnf": {"at": {"p": 4.0}, "value": 3.0, "lower": 2.5, "upper": 3.5}},
+                 1.0, "pmnf", "time")
+    assert over["oversubscribed"]["over"] == [4.0]
+    assert "more ranks than the 2 cores" in check_line(over)

@@ -8,6 +8,7 @@ negative constant ruled ``c + b / p`` out and ``9.8e8 - 5.8e8 p^(-1/3) log2(p)``
 minimum at p = 20 and climbs back to 9.8e8, won in 9 of these 20 draws (417x too high)."""
 
 import numpy as np
+import pandas as pd
 
 from conftest import cli, cli_items
 
@@ -113,3 +114,15 @@ def test_fit_series_finds_a_falling_law_as_the_experiment_fit_does():
     assert any(n.startswith("falls with p") for n in m.notes)
     up = fit_series(p, 1e3 * p, "p")
     assert np.isclose(up.predict({"p": 1024}), 1.024e6, rtol=1e-9) and not up.notes
+
+
+def test_the_summary_names_a_parameter_no_model_follows(capsys, tmp_path):
+    # miniFE's campaign at p = 1, 2 x 5 sizes: p has no line of 3 points, so every model is flat in
+    # p; the summary line called that "other notes", and the ranking's default target (p = 4) moves
+    # p without a word on the table's side.  Seven series a * p * n (exact), summed over ranks.
+    rows = [{"p": p, "n": n, "callpath": f"r{s}", "metric": "calls", "value": (s + 1) * p * n}
+            for s in range(7) for p in (1, 2) for n in (16, 24, 32, 40, 48)]
+    pd.DataFrame(rows).to_csv(path := tmp_path / "two_p.csv", index=False)
+    code, out, err = cli(capsys, "model", path)
+    assert code == 0, err
+    assert "7 series with" in err and "a parameter no model follows (no line of >= 3 points along it)" in err

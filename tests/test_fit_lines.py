@@ -387,3 +387,23 @@ def test_the_reports_validation_rows_mark_a_value_on_a_measured_line(stepped, tm
     html = (tmp_path / "r.html").read_text()
     section = html[html.index('id="validation"'):]
     assert section.count("measured line</span>") == len(SCALE)
+
+
+@pytest.mark.parametrize("truth", [lambda p, n: p, lambda p, n: 3.0 * p])
+def test_exact_lines_at_different_levels_keep_their_levels(truth):
+    # noise-free counts measured at two process counts (no line of 3 along p, so no model follows
+    # p): miniFE's MPI_Init calls summed over ranks are p, its MPI_Allgather calls 3 p.  Within each
+    # line along n the data are exact multiples of the function (no scatter to test against), and
+    # the lines' levels differ: a value on a measured line is that line's level, the generating
+    # formula's at the new n (before: the function's level between the lines, 1.5 for calls = p)
+    rows = [{"p": p, "n": n, "callpath": "MPI->MPI_Init", "metric": "calls", "value": truth(p, n)}
+            for p in (1.0, 2.0) for n in (16.0, 24.0, 32.0, 40.0, 48.0)]
+    exp = Experiment.from_pandas(pd.DataFrame(rows), parameters=["p", "n"])
+    ms = perfcast.model(exp, ["calls"])
+    m = ms[("MPI->MPI_Init", "calls")]
+    for p in (1.0, 2.0):
+        for n in (56.0, 64.0):
+            assert m.predict({"p": p, "n": n}) == pytest.approx(truth(p, n), rel=1e-9)
+    rows = {(r["at"]["p"], r["at"]["n"]): r["value"] for r in ms.predict([{"p": 1.0, "n": 64.0}, {"p": 2.0, "n": 64.0}])}
+    assert rows[(1.0, 64.0)] == pytest.approx(truth(1.0, 64.0), rel=1e-9)
+    assert rows[(2.0, 64.0)] == pytest.approx(truth(2.0, 64.0), rel=1e-9)

@@ -250,3 +250,48 @@ def test_a_parameter_measured_at_one_value_is_not_extrapolated_in_silence():
     assert far["confidence"] == "low"
     assert any(n.startswith("n=200: the experiment measured n at 100 only") for n in far["notes"])
     assert kept["confidence"] != "low" and not any("measured n at" in n for n in kept["notes"])
+
+
+def test_a_series_measured_at_one_value_of_a_parameter_is_not_extrapolated_in_silence():
+    """miniFE under the PMPI collector at p = 1, 2: MPI_Irecv (halo exchange) runs from p = 2 on,
+    so its series holds p = 2 only and its model is flat in p.  `predict --at p=4,n=48` gave its
+    p = 2 level with medium confidence and no note, though the experiment's other series vary p.
+    Generating formulas (calls summed over ranks): MPI_Allreduce 2 n p at p = 1, 2, 4; MPI_Irecv
+    3 n at p = 2 only.  At p = 8 the Irecv value stays the model's (the p = 2 line: 3 n), with a
+    note and low confidence; at p = 2 nothing changes; Allreduce, measured along p, gets no note."""
+    from perfcast.experiment import Metric
+
+    ns = (16.0, 24.0, 32.0, 40.0, 48.0)
+    rows = [{"p": p, "n": n, "callpath": "MPI->MPI_Allreduce", "metric": "calls", "value": 2.0 * n * p}
+            for p in (1.0, 2.0, 4.0) for n in ns]
+    rows += [{"p": 2.0, "n": n, "callpath": "MPI->MPI_Irecv", "metric": "calls", "value": 3.0 * n} for n in ns]
+    exp = Experiment(["p", "n"], pd.DataFrame(rows), [Metric("calls", "#", "count", "inclusive")])
+    ms = perfcast.model(exp)
+    far, kept = (r for r in ms.predict([{"p": 8.0, "n": 48.0}, {"p": 2.0, "n": 64.0}])
+                 if r["callpath"] == "MPI->MPI_Irecv")
+    assert far["value"] == pytest.approx(3.0 * 48, rel=1e-6) and kept["value"] == pytest.approx(3.0 * 64, rel=1e-6)
+    assert far["confidence"] == "low"
+    assert any(n.startswith("p=8: this series was measured at p=2 only") for n in far["notes"])
+    assert kept["confidence"] != "low" and not any("was measured at" in n for n in kept["notes"])
+    other = next(r for r in ms.predict({"p": 8.0, "n": 48.0}) if r["callpath"] == "MPI->MPI_Allreduce")
+    assert not any("was measured at" in n for n in other["notes"])
+
+
+def test_a_prediction_beyond_a_parameter_no_line_follows_is_low_confidence():
+    """miniFE at p = 1, 2 x n = 16..48: p has no line of 3 points, so every model is flat in p
+    (the fit's note says so).  `predict --at p=4,n=48` gave MPI_Bcast's bytes (56 at both p,
+    exact) as [56, 56] with high confidence: nothing measured says how they change beyond p = 2.
+    Generating formula: 56 bytes at every point.  At p = 4 the value is the model's with a note and
+    low confidence; at p = 2, n = 64 (within the measured p) nothing is added."""
+    from perfcast.experiment import Metric
+
+    rows = [{"p": p, "n": n, "callpath": "MPI->MPI_Bcast", "metric": "bytes_sent", "value": 56.0}
+            for p in (1.0, 2.0) for n in (16.0, 24.0, 32.0, 40.0, 48.0)]
+    exp = Experiment(["p", "n"], pd.DataFrame(rows), [Metric("bytes_sent", "bytes", "bytes", "inclusive")])
+    ms = perfcast.model(exp)
+    far, kept = ms.predict([{"p": 4.0, "n": 48.0}, {"p": 2.0, "n": 64.0}])
+    assert far["value"] == pytest.approx(56.0) and kept["value"] == pytest.approx(56.0)
+    assert any(n.startswith("parameter 'p': no line of >= 3 points") for n in far["notes"])
+    assert far["confidence"] == "low"
+    assert any(n.startswith("p=4: beyond the measured p (1 to 2)") for n in far["notes"])
+    assert kept["confidence"] == "high" and not any("beyond the measured" in n for n in kept["notes"])

@@ -203,15 +203,50 @@ def test_descending_is_pythons_reverse_stable_sort():
 
 def test_measured_ends_are_the_measured_means_at_both_ends():
     """ModelSet.measured: per series the mean of the repetitions at the smallest and the largest
-    process count (the data's own values), None where the series lacks that point."""
+    process count (the data's own values); where the series lacks that point, None in a tidy
+    table (absent = missing) and 0 in a profile (absent where the metric was measured = did not
+    run)."""
     rows = [{"p": p, "rep": r, "callpath": cp, "metric": "time", "value": f(p) * (1 + 0.1 * r)}
             for cp, f in LAWS.items() for p in P for r in range(2) if not (cp == "d" and p == 2)]
-    exp = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")])
-    ms = perfcast.model(exp)
-    for cp, f in LAWS.items():
-        lo, hi = ms.measured[(cp, "time")]
-        assert hi == pytest.approx(f(32) * 1.05, rel=1e-12)
-        assert (lo is None) if cp == "d" else lo == pytest.approx(f(2) * 1.05, rel=1e-12)
+    met = Metric("time", "s", "time", "exclusive")
+    for exp, absent in ((Experiment.from_pandas(pd.DataFrame(rows), ["p"], [met]), None),
+                        (Experiment(["p"], pd.DataFrame(rows), [met]), 0.0)):
+        ms = perfcast.model(exp)
+        for cp, f in LAWS.items():
+            lo, hi = ms.measured[(cp, "time")]
+            assert hi == pytest.approx(f(32) * 1.05, rel=1e-12)
+            assert (lo == absent) if cp == "d" else lo == pytest.approx(f(2) * 1.05, rel=1e-12)
     # the arrays serve the series they were computed for, in that order, and nothing else
     assert ms.measured.arrays(list(ms.series)) is not None
     assert ms.measured.arrays(list(ms.series)[::-1]) is None
+
+
+def test_a_routine_a_profile_did_not_run_at_the_first_point_cost_zero_there():
+    """miniFE under the PMPI collector at p = 1, 2, 4: MPI_Irecv (halo exchange) runs from p = 2
+    on (one rank has no neighbour), so the p = 1 profile holds no row of it -- it did not run
+    there.  Generating formulas (calls summed over ranks): MPI_Allreduce 200 p, MPI_Irecv 100 (p - 1)
+    from p = 2 on.  Its per-process cost at the first point is the measured 0, not its model's
+    value at p = 1 (the sum model extrapolated below its data); the increase to p = 8 by hand:
+    (measured 100 * 3 / 4 - 0 + (model at 8 / 8 - model at 4 / 4)) / the root at p = 8."""
+    ps = (1.0, 2.0, 4.0)
+    rows = [{"p": p, "rep": 0, "callpath": "MPI->MPI_Allreduce", "metric": "calls", "value": 200.0 * p}
+            for p in ps]
+    rows += [{"p": p, "rep": 0, "callpath": "MPI->MPI_Irecv", "metric": "calls", "value": 100.0 * (p - 1)}
+             for p in ps if p > 1]
+    rows += [{"p": p, "rep": 0, "callpath": "MPI", "metric": "calls",
+              "value": 200.0 * p + 100.0 * (p - 1)} for p in ps]
+    met = Metric("calls", "#", "count", "inclusive", aggregate="sum over ranks")
+    sparse = Experiment(["p"], pd.DataFrame(rows), [met])            # a profile: absent = did not run
+    ms = perfcast.model(sparse)
+    irecv = ms[("MPI->MPI_Irecv", "calls")]
+    got = {r.callpath: r for r in ms.rank({"p": 8.0})}["MPI->MPI_Irecv"]
+    assert got.per_process_first == 0.0
+    assert got.per_process_now == pytest.approx(100.0 * 3 / 4, rel=1e-9)
+    # the root: MPI's per-process calls at p = 8 (at least each routine's own there)
+    root = max(ms[(cp, "calls")].predict({"p": 8.0}) / 8 for cp in ("MPI", "MPI->MPI_Allreduce", "MPI->MPI_Irecv"))
+    inc = (100.0 * 3 / 4 - 0.0 + irecv.predict({"p": 8.0}) / 8 - irecv.predict({"p": 4.0}) / 4) / root
+    assert got.increase == pytest.approx(inc, rel=1e-6)
+    # a tidy table's absent value is missing, not 0: the model's value stands in
+    dense = Experiment.from_pandas(pd.DataFrame(rows), parameters=["p"], metrics=[met])
+    got = {r.callpath: r for r in perfcast.model(dense).rank({"p": 8.0})}["MPI->MPI_Irecv"]
+    assert got.per_process_first == pytest.approx(perfcast.model(dense)[("MPI->MPI_Irecv", "calls")].predict({"p": 1.0}))

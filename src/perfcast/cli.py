@@ -1042,7 +1042,8 @@ def _notes_named(items) -> str:
 
     kinds = (("regime change", "regime change(s)"), ("measured line", "values on a measured line"),
              (NEGATIVE_NOTE, "negative values at the target"), ("poor fit", "poor fits"),
-             ("falls with", "values falling with a parameter (negative exponents searched)"))
+             ("falls with", "values falling with a parameter (negative exponents searched)"),
+             ("no line of >= 3 points", "a parameter no model follows (no line of >= 3 points along it)"))
     texts = {t for *_, t in items}
     named = [name for key, name in kinds if any(key in t for t in texts)]
     if any(not any(key in t for key, _ in kinds) for t in texts):

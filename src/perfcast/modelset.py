@@ -61,7 +61,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .errors import PerfcastError
-from .experiment import ONE_LOCATION, aggregate_labels, has_ancestor  # noqa: F401  (ONE_LOCATION re-exported)
+from .experiment import ONE_LOCATION, absent_repetition_is_zero, aggregate_labels, has_ancestor  # noqa: F401  (ONE_LOCATION re-exported)
 from .lazy import LazyModule
 from .table import Category, Columns, arrow_array, arrow_scalar, column
 
@@ -224,11 +224,12 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
     res = sum_models(exp, res, sum_nodes, parents, st)
     return ModelSet(params, tuple(res), kinds, units, averaged, parents, inclusive,
                     aggregates, procs, upper, lower,
-                    _measured_ends(st, res, lower, upper),
+                    _measured_ends(st, res, lower, upper, absent_repetition_is_zero(exp)),
                     ObservedSlopes(tuple(res), params, lambda: _observed_slopes(slope_data, params, res)),
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
                     signed=_signed(exp), smallest={p: float(cols[p].min()) for p in exp.parameters},
-                    path=_measured_path(exp), sum_nodes=sum_nodes)
+                    path=_measured_path(exp), sum_nodes=sum_nodes,
+                    one_valued_series=_one_valued_series(st, res, params))
 
 
 def summable_metrics(inclusive, kinds: Mapping[str, str], aggregates: Mapping[str, str]) -> frozenset:
@@ -581,11 +582,15 @@ class ObservedSlopes(_ArrayMap):
         return self._d
 
 
-def _measured_ends(st: Columns, series, lower: Mapping[str, float], upper: Mapping[str, float]) -> "MeasuredEnds":
+def _measured_ends(st: Columns, series, lower: Mapping[str, float], upper: Mapping[str, float],
+                   absent_zero: bool = False) -> "MeasuredEnds":
     """(callpath, metric) -> mean measured value (locations reduced as fitted) at ``lower`` and at
     ``upper``, None where the series has no measurement there: arrays aligned with ``series``
     (:class:`MeasuredEnds`), found by one integer look-up per point (the names as the table's
-    codes), not a dict per series."""
+    codes), not a dict per series.  ``absent_zero`` (a profile that records what each run executed:
+    :func:`~perfcast.experiment.absent_repetition_is_zero`): a series without a value at a point
+    where its metric was measured did not run there, measured 0 (miniFE's MPI_Irecv at p = 1, one
+    rank without neighbours), not unknown."""
     S = len(series)
     value = np.full((S, 2), np.nan)
     given = np.zeros((S, 2), dtype=bool)
@@ -606,7 +611,57 @@ def _measured_ends(st: Columns, series, lower: Mapping[str, float], upper: Mappi
             found = (want >= 0) & (uniq[pos] == want) if len(uniq) else np.zeros(len(want), dtype=bool)
             value[found, k] = np.asarray(st["mean"], dtype=float)[at[last[pos[found]]]]
             given[found, k] = True
+            if absent_zero:
+                # the series' metric measured at the point, the series not: it did not run there
+                met = st["metric"]
+                here = {str(x) for x in (met.objects()[np.unique(met.codes[at])].tolist() if isinstance(met, Category)
+                                         else pd.unique(np.asarray(met, dtype=object)[at]).tolist())}
+                ran = np.fromiter((sm.metric in here for sm in series), dtype=bool, count=S)
+                zero = ~found & ran
+                value[zero, k] = 0.0
+                given[zero, k] = True
     return MeasuredEnds(tuple(series), value, given)
+
+
+def _one_valued_series(st: Columns, series, params: Sequence[str]) -> dict:
+    """(callpath, metric) -> {parameter: its one value} for each series of ``series`` measured at
+    one value of a parameter that the statistics ``st`` hold at several (a routine that runs from
+    p = 2 on in a campaign at p = 1, 2): its model cannot say how the series changes with it."""
+    if not len(st) or not len(series) or not params:
+        return {}
+    key, want = _pair_codes(st, series)
+    uniq, inv = np.unique(key, return_inverse=True)
+    inv = np.asarray(inv).ravel()
+    pos = np.searchsorted(uniq, want).clip(0, max(len(uniq) - 1, 0))
+    found = (want >= 0) & (uniq[pos] == want)
+    out: dict = {}
+    for p in params:
+        x = np.asarray(st[p], dtype=float)
+        ok = np.isfinite(x)
+        if len(np.unique(x[ok])) < 2:
+            continue
+        lo = np.full(len(uniq), np.inf)
+        hi = np.full(len(uniq), -np.inf)
+        np.minimum.at(lo, inv[ok], x[ok])
+        np.maximum.at(hi, inv[ok], x[ok])
+        for s_ in np.flatnonzero(found & (lo[pos] == hi[pos])).tolist():
+            sm = series[s_]
+            out.setdefault((sm.callpath, sm.metric), {})[p] = float(lo[pos[s_]])
+    return out
+
+
+def beyond_flat_note(parameter: str, lo: float, hi: float, t: Mapping[str, float]) -> str:
+    """The note of a prediction beyond the measured range of ``parameter`` by a model that is flat
+    in it because the data hold no line of >= 3 points along it (:func:`perfcast.fit.core.no_line_note`)."""
+    return (f"{parameter}={t[parameter]:g}: beyond the measured {parameter} ({lo:g} to {hi:g}), along which the data "
+            f"hold no line of >= 3 points: no model says how the value changes with {parameter}")
+
+
+def one_value_series_note(parameter: str, measured: float, t: Mapping[str, float]) -> str:
+    """The note of a prediction at a value of ``parameter`` that the series was measured at one
+    value of (:attr:`ModelSet.one_valued_series`)."""
+    return (f"{parameter}={t[parameter]:g}: this series was measured at {parameter}={measured:g} only, so its "
+            f"model does not say how it changes with {parameter}: this is the value at {parameter}={measured:g}")
 
 
 _CALLPATH, _METRIC = attrgetter("callpath"), attrgetter("metric")
@@ -890,6 +945,10 @@ class ModelSet:
     #: metric whose measured mean equals the sum of its children's at every measured point (PMPI's
     #: ``MPI`` node, the sum of its routines; :func:`_sum_nodes`)
     sum_nodes: frozenset = frozenset()
+    #: (callpath, metric) -> {parameter: value} for the series measured at one value of a parameter
+    #: the experiment measured at several (miniFE's MPI_Irecv from p = 2 on, p = 1, 2): no model of
+    #: the series says how it changes with that parameter (:func:`_one_valued_series`)
+    one_valued_series: Mapping[tuple[str, str], Mapping[str, float]] = field(default_factory=dict)
     #: the measured points when the parameters were varied only together along one path
     #: (:mod:`perfcast.fit.path`), sorted along it; empty otherwise.  A prediction off the path has
     #: its interval widened to the values at the path's positions its coordinates name, a note and
@@ -1071,11 +1130,28 @@ class ModelSet:
                     extra.setdefault(i, []).append(note)
                 doubted[s * P:s * P + P] = True
         for j, t in enumerate(pts):
-            for q in self.one_valued(t):
+            moved = self.one_valued(t)
+            for q in moved:
                 note = one_value_note(q, self.upper[q], t)
                 for s in range(S):
                     extra.setdefault(s * P + j, []).append(note)
                     doubted[s * P + j] = True
+            beyond = [q for q in self.parameters if q not in moved and q in t and q in self.smallest
+                      and q in self.upper and not self.smallest[q] <= t[q] <= self.upper[q]]
+            if beyond:
+                from .fit.core import no_line_note
+
+                flat = {q: no_line_note(q) for q in beyond}
+                for s in range(S):
+                    for q in [q for q in beyond if flat[q] in notes_of[s]]:
+                        extra.setdefault(s * P + j, []).append(beyond_flat_note(q, self.smallest[q], self.upper[q], t))
+                        doubted[s * P + j] = True
+            if self.one_valued_series:
+                for s in range(S):
+                    for q, only in self.one_valued_series.get((series[s].callpath, series[s].metric), {}).items():
+                        if q not in moved and q in t and t[q] != only:
+                            extra.setdefault(s * P + j, []).append(one_value_series_note(q, only, t))
+                            doubted[s * P + j] = True
             eq = self.off_path(t)
             if eq:
                 note = off_path_note(self.parameters, eq)

@@ -224,6 +224,16 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     coverage = (apmt_big / run["measured_at_largest"]
                 if run is not None and run["measured_at_largest"] and apmt_big is not None else None)
     over = ms.oversubscribed
+    # with another campaign's times the note above is that campaign's; the coverage's measured run
+    # time is this experiment's own, at its largest point: say when that run shared its cores
+    shared = None
+    if coverage is not None and times is not None:
+        from ..analysis.oversubscription import oversubscription
+
+        own_over = oversubscription(exp)
+        if own_over is not None and big.get(own_over.parameter) in (
+                set(own_over.over) | {q for q, _ in own_over.contended}):
+            shared = own_over.note()
     v = verdict(pred.total, run["pmnf"] if run else None, coverage, over is not None,
                 run["callpath"] if run else "")
     return {**base, "runs": runs, "kernels": kernels, "left_out": left_out,
@@ -231,7 +241,7 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
                                                          fitted={"apmt": exp, "pmnf": src}),
             "coverage": None if coverage is None else {"value": coverage, "at": big, "apmt": apmt_big,
                                                        "measured": run["measured_at_largest"],
-                                                       "callpath": run["callpath"]},
+                                                       "callpath": run["callpath"], "shared": shared},
             "oversubscribed": None if over is None else over.to_dict(), "times_from": times_label,
             "verdict": {"best": v.best, "text": v.text}}
 
@@ -373,6 +383,8 @@ def lines(rec: Mapping) -> list[str]:
         pt = ", ".join(f"{k}={v:g}" for k, v in c["at"].items())
         out.append(f"  at {pt} (measured): APMT {c['apmt']:.4g} s vs {c['callpath']} {c['measured']:.4g} s: "
                    f"APMT accounts for {c['value']:.1%}")
+        if c.get("shared"):
+            out.append(f"  note: that run time is the APMT experiment's, where {c['shared']}")
     if rec["oversubscribed"]:
         out.append(f"  note: {rec['oversubscribed']['note']}")
     out.append("  => " + rec["verdict"]["text"])
@@ -398,8 +410,8 @@ def check_line(c: Mapping) -> str:
     return (f"checked at {pt} ({how}): {c['callpath']} {c['value']:.4g} s "
             f"({c['repetitions']} run(s)): PMNF {c['error']['pmnf']:+.1%}{inside}, APMT "
             f"{c['error']['apmt']:+.1%}: {what}"
-            + ("; the measured runs were oversubscribed too: their times include descheduling"
-               if c["oversubscribed"] else ""))
+            # what the measured runs shared: more ranks than cores, or cores other processes kept busy
+            + (f"; of the runs measured there, {c['oversubscribed']['note']}" if c["oversubscribed"] else ""))
 
 
 def _pm(p: Mapping) -> str:

@@ -1699,8 +1699,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     two = _two_point_axis(X) if (n == 2 and not usable) else None
     if two is None and path is not None and n == 2:
         two = varying_parameters(X)[0]
-    notes = tuple(f"parameter {parameters[p]!r}: no line of >= 3 points with the other parameters fixed; "
-                  f"treated as having no effect" for p in range(m)
+    notes = tuple(no_line_note(parameters[p]) for p in range(m)
                   if path is None and not lines[p] and p != two and len(np.unique(X[:, p])) > 1)
     if path is not None and n == 2:
         notes = (path_note(parameters, varying_parameters(X), n),)
@@ -2003,6 +2002,12 @@ def _holdout(X: np.ndarray, usable: Sequence[int], drop: int = 1):
         return None
     return keep, dist
 
+
+
+def no_line_note(parameter: str) -> str:
+    """The note of a model fitted as flat in ``parameter`` because the data hold no line of >= 3
+    points along it (the other parameters fixed): the data, not the fit, left it out."""
+    return f"parameter {parameter!r}: no line of >= 3 points with the other parameters fixed; treated as having no effect"
 
 
 def parameter_lines(X: np.ndarray, p: int) -> list[np.ndarray]:

@@ -346,9 +346,12 @@ class GridModel(Composite):
 # fitting
 # ---------------------------------------------------------------------------------------------
 def _misses(model, X: np.ndarray, parameters: Sequence[str], mean: np.ndarray) -> bool:
-    """Whether ``model`` misses a measured mean by more than :data:`EXACT`."""
+    """Whether ``model``'s function (its measured lines' levels aside: :func:`perfcast.fit.lines.function_only`)
+    misses a measured mean by more than :data:`EXACT`."""
+    from .lines import function_only
+
     with np.errstate(all="ignore"):
-        y = np.asarray(model.predict({q: X[:, k] for k, q in enumerate(parameters)}), dtype=float)
+        y = np.asarray(function_only(model).predict({q: X[:, k] for k, q in enumerate(parameters)}), dtype=float)
     scale = max(float(np.max(np.abs(mean))), 1e-300)
     return not bool(np.all(np.abs(y - mean) <= EXACT * scale))
 

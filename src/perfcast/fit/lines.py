@@ -16,7 +16,9 @@ The rule (a one-way random-effects model of the log residuals, per series and pe
   ``s2`` (``N - G`` degrees of freedom) and ``Q = sum n_g rbar_g^2`` (the lines' squared mean
   residuals), ``F = (Q / G) / s2`` against F(G, N - G); below the ``1 - LEVEL`` quantile
   (:data:`LEVEL` = 0.05) nothing changes; a scatter of ``s2 <= TINY`` (round-off of exact data)
-  is no scale to test against;
+  is no scale to test against: exact data whose lines sit apart (``Q / N > TINY``: each line an
+  exact multiple of the function, as miniFE's MPI_Init calls summed over ranks, p, measured at
+  p = 1, 2 only) keep each line's level unshrunk, and exact data the function follows keep none;
 * otherwise each line's effect is its *median* residual shrunk towards 0 by the best linear
   unbiased predictor's factor ``tau2 / (tau2 + s2 / n_g)``, ``tau2 = (Q - G s2) / N`` the moment
   estimate of the variance of the line levels around the function (``E[Q] = N tau2 + G s2``).  The
@@ -103,7 +105,11 @@ def line_effects(X: np.ndarray, mean: np.ndarray, fitted: np.ndarray) -> list[tu
         s2 = np.where(s2 > TINY, s2, 0.0)     # round-off of exact data is no scatter to test against
         with np.errstate(all="ignore"):
             F = level / G / s2
-            test = usable & (s2 > 0) & (f_sf_decided(G, N - G, np.where(s2 > 0, F, 0.0), LEVEL) < LEVEL)
+            # exact data (no scatter within the lines) whose lines sit apart beyond round-off: each
+            # line is an exact multiple of the function, its level known without a test
+            exact = (s2 == 0) & (level / N > TINY)
+            test = usable & (((s2 > 0) & (f_sf_decided(G, N - G, np.where(s2 > 0, F, 0.0), LEVEL) < LEVEL))
+                             | exact)
             tau2 = np.maximum(level - G * s2, 0.0) / N
             eff = tau2[:, None] / (tau2[:, None] + s2[:, None] / ng[None, :]) * medians
         for s_ in np.flatnonzero(test):
@@ -111,6 +117,18 @@ def line_effects(X: np.ndarray, mean: np.ndarray, fitted: np.ndarray) -> list[tu
                 if e != 0.0 and math.isfinite(e):
                     out[s_].append((j, tuple(float(v) for v in keys[k]), float(e)))
     return [tuple(o) for o in out]
+
+
+def function_only(model):
+    """``model`` without its measured lines' levels: its PMNF function alone.  Whether that function
+    passes through the data is what the process-grid and children's-sum rules ask
+    (:mod:`perfcast.fit.grid`, :mod:`perfcast.fit.sums`); a line's level passes through its own
+    points by construction (exact data whose lines sit apart get one)."""
+    import dataclasses
+
+    if getattr(model, "lines", ()) and dataclasses.is_dataclass(model):
+        return dataclasses.replace(model, lines=())
+    return model
 
 
 def _on(lines: Sequence[tuple], cols: Sequence[np.ndarray]) -> np.ndarray:

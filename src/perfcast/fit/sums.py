@@ -168,8 +168,12 @@ def _shown_constant(m) -> float:
 
 
 def _exact(model, X: np.ndarray, params: Sequence[str], mean: np.ndarray) -> bool:
+    """Whether ``model``'s function (its measured lines' levels aside: :func:`perfcast.fit.lines.function_only`)
+    passes through every measured mean."""
+    from .lines import function_only
+
     with np.errstate(all="ignore"):
-        y = np.asarray(model.predict({q: X[:, k] for k, q in enumerate(params)}), dtype=float)
+        y = np.asarray(function_only(model).predict({q: X[:, k] for k, q in enumerate(params)}), dtype=float)
     scale = max(float(np.max(np.abs(mean))), 1e-300) if len(mean) else 1.0
     return bool(np.all(np.abs(y - mean) <= EXACT * scale))
 
