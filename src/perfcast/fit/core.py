@@ -790,7 +790,10 @@ class _Space:
             return out
         h = np.where(hyp[rows, :k, :] < 0, self.H, hyp[rows, :k, :])
         b, sc = beta[rows], scale[rows, 1:]
-        base = np.log2(np.min(self.X, axis=0))                         # (m,)
+        # the smallest positive measured value per parameter (a process-grid covariate is 0 at p = 1:
+        # log2(0) would start the search at -inf)
+        pos = np.where(self.X > 0, self.X, np.inf).min(axis=0)
+        base = np.log2(np.where(np.isfinite(pos), pos, 1.0))          # (m,)
         num = {1: 81, 2: 21, 3: 11}.get(self.m, 6)
         step = 40.0 / (num - 1)
         axes = [base[p] + np.linspace(0.0, 40.0, num) for p in range(self.m)]
