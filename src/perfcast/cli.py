@@ -1225,7 +1225,10 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
             return []
         if r["measured"] is None:
             return ["-", "-"]
-        return [f"{r['measured']:.6g}" + ("" if r["inside"] in (None, True) else " (outside)"),
+        return [f"{r['measured']:.6g}" + (" (did not run)" if r.get("ran") is False else "")
+                + ("" if r["inside"] in (None, True) else " (outside)"),
+                ("none predicted" if r["measured"] == 0 and not r["value"] else "predicted where 0")
+                if r["measured"] == 0 else
                 "-" if r["error"] is None else f"{0.0 if abs(r['error']) < 5e-4 else r['error']:+.1%}"]
 
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
@@ -1240,6 +1243,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                   + (f"; at the {s['held_out']} not fitted on" if s["at_fitted_points"] else "")
                   + (f"{':' if s['at_fitted_points'] else ';'} |error| median {s['median_abs_error']:.1%}, mean {s['mean_abs_error']:.1%}, "
                      f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
+                  + (f"; {s['predicted_where_zero']} predicted non-zero where the measured value is 0 (up to "
+                     f"{s['max_predicted_where_zero']:.6g}: no relative error, a miss)" if s["predicted_where_zero"] else "")
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)
         from .analysis.validation import fitted_note
