@@ -168,7 +168,7 @@ def test_report_checks_the_verdict_with_the_validation_runs(held_out, tmp_path, 
     assert rec["check"] is not None and check_line(rec["check"]) in page
 
 
-def _timing_campaign(path, params=("p",), noisy=False):
+def _timing_campaign(path, params=("p",), noisy=False, ps=(1, 2, 4, 8, 16, 32, 64)):
     """A timing campaign of the 'same application' (a tidy CSV): app = 0.5 + 0.1 p and app->compute
     = 0.01 p seconds exactly, 3 runs at p = 1..64 (more and larger points than the counter runs);
     ``noisy``: 20% noise on them and six more timers under app with 40% noise."""
@@ -176,7 +176,7 @@ def _timing_campaign(path, params=("p",), noisy=False):
 
     rng = np.random.default_rng(8)
     rows = []
-    for p in (1, 2, 4, 8, 16, 32, 64):
+    for p in ps:
         for rep in range(3):
             vals = [("app", 0.5 + 0.1 * p, 0.2), ("app->compute", 0.01 * p, 0.2)]
             if noisy:
@@ -208,7 +208,7 @@ def test_the_run_time_from_a_timing_campaign(recorded, tmp_path, capsys):
                          "compute_sweep=app->compute", "--run-times", tmp_path / "times.csv")
     assert code == 0, err
     line, = [ln for ln in out.splitlines() if ln.strip().startswith("PMNF app ")]
-    assert f"from {tmp_path / 'times.csv'}" in line
+    assert f"fitted on {tmp_path / 'times.csv'}" in line
     # the report: its cost answer (this campaign's own model) names the timing campaign's estimate
     code, out, err = cli(capsys, "report", CAMPAIGN, "-o", tmp_path / "r.html", "--target", "p=128", "--timer",
                          "compute_sweep=app->compute", "--run-times", tmp_path / "times.csv", "--json")
@@ -486,3 +486,23 @@ def test_the_coverage_with_another_campaigns_times_says_when_its_run_shared_the_
     # its own times: the note above is already the experiment's, nothing added
     own = reconcile(exp, model, pred, TIMERS)
     assert own["coverage"]["shared"] is None and own["oversubscribed"]["over"] == [4.0, 8.0, 16.0]
+
+
+def test_the_run_time_label_names_the_experiment_of_its_point(tmp_path, capsys):
+    # the run-time scope is chosen where the counter campaign measured the most (its largest point),
+    # its PMNF model is the timing campaign's: a timing campaign without that point (p = 1, 2, 4 only,
+    # read back with pandas) must not be named as where it was measured
+    import pandas as pd
+
+    times = _timing_campaign(tmp_path / "times.csv", ps=(1, 2, 4))
+    big = float(io.load([CAMPAIGN]).data["p"].max())
+    assert big not in set(pd.read_csv(times)["p"].astype(float))
+    code, out, err = cli(capsys, "predict", CAMPAIGN, "--breakdown", "--at", "p=128", "--timer",
+                         "compute_sweep=app->compute", "--run-times", times)
+    assert code == 0, err
+    line, = [ln for ln in out.splitlines() if ln.strip().startswith("PMNF app ")]
+    clauses = line.split(";")
+    at, = [c for c in clauses if f"p={big:g}" in c]
+    assert str(times) not in at and "APMT experiment" in at
+    fitted, = [c for c in clauses if str(times) in c]
+    assert "fitted on" in fitted and f"p={big:g}" not in fitted

@@ -366,3 +366,39 @@ def test_a_cost_metric_not_on_the_functions_is_refused_in_one_line():
     with pytest.raises(PerfcastError, match=r"'time' is not measured on the functions .* but on main->t_solve"):
         identify_kernels(exp, metric="time")
     assert identify_kernels(exp, metric="cycles").names() == ["solve", REST]
+
+
+def test_a_function_near_zero_at_the_first_process_count_grows_from_its_first_real_work():
+    """miniFE's make_local_matrix: next to nothing at p = 1 (one rank: no neighbour to set up), real
+    work from p = 2 on.  Generating formula: 1 cycle at p = 1, 400 sqrt(p) per rank from p = 2.  The
+    growth of its cost per rank is the law's exponent, 0.5 (log(400 sqrt(8)) - log(400 sqrt(2))
+    over log 8 - log 2 = 0.5 log 4 / log 4), measured from p = 2 (the law of p = 2, 4, 8 gives 400 at
+    p = 1, where 1 is 0.25% of it: near zero); from the near-zero p = 1 a log-log
+    fit over all four points said p^3.09 (least squares of log(1), log(566), log(800), log(1131)
+    against log p), no scaling law."""
+    funcs = {"solve": lambda p: 8000.0, "make_local_matrix": lambda p: 1.0 if p == 1 else 400.0 * p ** 0.5}
+    ks = identify_kernels(_exp(funcs), scaling="weak")
+    k = {x.name: x for x in ks.kernels}["make_local_matrix"]
+    assert k.slopes["p"] == pytest.approx(0.5, rel=1e-9)
+    assert k.starts == {"p": "p=2"} and k.to_dict()["starts"] == {"p": "p=2"}
+    # still non-scalable under weak scaling (0.5 > 0 + flat), its reason naming where growth is measured from
+    assert k.kind == "hot" and any(r.startswith("non-scalable") and "p=2" in r and "p=1" in r for r in k.reasons)
+    # a true power law from p = 1 keeps its exponent and says nothing of a start, though its p = 1
+    # value is 0.2% of its p = 8 one (8 p^3: 8 and 4096): each value is the law of the later ones
+    ks = identify_kernels(_exp({"solve": lambda p: 8000.0, "cubic": lambda p: 8.0 * p ** 3}), scaling="weak")
+    k = {x.name: x for x in ks.kernels}["cubic"]
+    assert k.slopes["p"] == pytest.approx(3.0, rel=1e-9) and k.starts == {}
+
+
+def test_the_first_point_of_real_work_on_a_line_by_hand():
+    from perfcast.analysis.kernels import _real_start
+
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    # two near-zero values before the work starts: the law of p = 4, 8 (100 p) gives 200 at p = 2
+    assert _real_start(x, np.array([0.5, 1.0, 400.0, 800.0])) == 2
+    # a measured 0, then the work: 0 is below any fraction of it
+    assert _real_start(x, np.array([0.0, 50.0, 100.0, 200.0])) == 1
+    # a power law (p^4: 1 at p = 1, 4096 at p = 8) and a falling one (strong scaling): no cut
+    assert _real_start(x, x ** 4) == 0 and _real_start(x, 1e6 / x) == 0
+    # only the last point does real work: it starts there (one point: no slope)
+    assert _real_start(x, np.array([1.0, 1.0, 1.0, 5000.0])) == 3

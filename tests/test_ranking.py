@@ -14,7 +14,7 @@ from perfcast.analysis.scaling_loss import scaling_loss
 from perfcast.cli import main
 from perfcast.errors import PerfcastError
 
-from conftest import cli_items
+from conftest import cli_items, cli_json
 
 P = (2, 4, 8, 16, 32)
 LAWS = {"a": lambda p: 100.0,            # large, constant
@@ -250,3 +250,53 @@ def test_a_routine_a_profile_did_not_run_at_the_first_point_cost_zero_there():
     dense = Experiment.from_pandas(pd.DataFrame(rows), parameters=["p"], metrics=[met])
     got = {r.callpath: r for r in perfcast.model(dense).rank({"p": 8.0})}["MPI->MPI_Irecv"]
     assert got.per_process_first == pytest.approx(perfcast.model(dense)[("MPI->MPI_Irecv", "calls")].predict({"p": 1.0}))
+
+
+def _halo(ps):
+    """PMPI calls summed over ranks at ``ps`` x n = 64, 128, 256 (n changes nothing): MPI_Allreduce
+    100 p, MPI_Irecv 200 (p - 1) -- none at p = 1 (one rank, no neighbour) -- and their parent MPI."""
+    rows = []
+    for p in ps:
+        for n in (64.0, 128.0, 256.0):
+            rows.append({"p": p, "n": n, "rep": 0, "callpath": "MPI->MPI_Allreduce", "metric": "calls", "value": 100.0 * p})
+            if p > 1:
+                rows.append({"p": p, "n": n, "rep": 0, "callpath": "MPI->MPI_Irecv", "metric": "calls",
+                             "value": 200.0 * (p - 1)})
+            rows.append({"p": p, "n": n, "rep": 0, "callpath": "MPI", "metric": "calls",
+                         "value": 100.0 * p + 200.0 * (p - 1)})
+    met = Metric("calls", "#", "count", "inclusive", aggregate="sum over ranks")
+    return Experiment(["p", "n"], pd.DataFrame(rows), [met])
+
+
+def test_the_default_target_stays_within_a_process_count_no_model_follows(capsys, tmp_path):
+    """p = 1, 2 only: no line of >= 3 points along p, so no model says how the calls change with p
+    (each is fitted flat in it).  The default target (twice the largest p) would rank an increase to
+    p = 4 that no model speaks for; it stays at the largest measured point, p = 2, n = 256, and the
+    ranking is the measured one.  By hand, per process at p = 1: Allreduce 100, Irecv 0, MPI 100; at
+    p = 2: Allreduce 100, Irecv 100, MPI 200 (the root): increases 0, 100 / 200, 100 / 200."""
+    ms = perfcast.model(_halo((1.0, 2.0)))
+    assert ms.unfollowed == ("p",)
+    got = {r.callpath: r for r in ms.rank()}
+    assert got["MPI->MPI_Irecv"].at == {"p": 2.0, "n": 256.0}
+    assert got["MPI->MPI_Irecv"].increase == pytest.approx(100 / 200, rel=1e-9)
+    assert got["MPI->MPI_Allreduce"].increase == pytest.approx(0.0, abs=1e-9)
+    assert got["MPI"].increase == pytest.approx(100 / 200, rel=1e-9)
+    # the table's heading and the JSON say why; a given target beyond p = 2 is said to be no model's
+    from perfcast import store
+
+    store.write(_halo((1.0, 2.0)), tmp_path / "h.perfcast")
+    capsys.readouterr()
+    assert main(["model", str(tmp_path / "h.perfcast"), "--json"]) == 0
+    doc = cli_json(capsys.readouterr().out, "models")
+    assert doc["ranking_target"]["at"] == {"p": 2.0, "n": 256.0} and doc["ranking_target"]["given"] is False
+    assert doc["ranking_target"]["unfollowed"] == ["p"]
+    assert {r["callpath"]: r["ranking"]["at"] for r in doc["items"]}["MPI->MPI_Irecv"] == {"p": 2.0, "n": 256.0}
+    assert main(["model", str(tmp_path / "h.perfcast"), "--json", "--target", "p=4,n=256"]) == 0
+    doc = cli_json(capsys.readouterr().out, "models")
+    assert doc["ranking_target"]["given"] is True and doc["ranking_target"]["at"] == {"p": 4.0, "n": 256.0}
+    # with p = 1, 2, 4 (a line of 3 along p) the models follow p: the default is p = 8, nothing said
+    ms = perfcast.model(_halo((1.0, 2.0, 4.0)))
+    assert ms.unfollowed == () and ms.rank()[0].at == {"p": 8.0, "n": 256.0}
+    store.write(_halo((1.0, 2.0, 4.0)), tmp_path / "h4.perfcast")
+    assert main(["model", str(tmp_path / "h4.perfcast"), "--json"]) == 0
+    assert "ranking_target" not in cli_json(capsys.readouterr().out, "models")

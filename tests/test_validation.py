@@ -160,3 +160,76 @@ def test_error_figures_leave_out_the_fitted_points(runs, tmp_path, capsys):
     vs = cli_items(capsys.readouterr().out, "report")[0]["validation"]["summary"]
     assert vs["median_abs_error"] == pytest.approx(50 / 40 - 1, abs=2e-3) and vs["held_out"] == 1
     assert "of the 1 at points the models were not fitted on: |error| median 25" in out.read_text()
+
+
+def _halo_runs(meta):
+    """Fitted on p = 2, 4, 8 (two runs each): main->halo 2 p calls (a neighbour exchange) and
+    main->sum 1 call per run.  Measured at p = 1 and 16 (one run each): at p = 1 the one rank has no
+    neighbour, so its profile has no main->halo row; at p = 16, 32 calls."""
+    from perfcast.experiment import CallTree, Experiment, Metric
+    import pandas as pd
+
+    def exp(rows):
+        d = pd.DataFrame(rows, columns=["p", "rep", "callpath", "metric", "value"])
+        return Experiment(["p"], d, [Metric("calls", "#", "count", "exclusive")],
+                          CallTree.from_paths(["main", "main->halo", "main->sum"]), dict(meta))
+
+    fit = [(p, r, cp, "calls", v) for p in (2, 4, 8) for r in (0, 1)
+           for cp, v in (("main->sum", 1.0), ("main->halo", 2.0 * p))]
+    measured = [(1, 0, "main->sum", "calls", 1.0),
+                (16, 0, "main->sum", "calls", 1.0), (16, 0, "main->halo", "calls", 32.0)]
+    return exp(fit), exp(measured)
+
+
+def _halo_rows():
+    # predictions of main->halo (2 p: 2 at p = 1, 32 at p = 16) and of main->other, a callpath
+    # neither profile has
+    return [{"callpath": "main->halo", "metric": "calls", "at": {"p": 1.0}, "value": 2.0, "lower": 1.5,
+             "upper": 2.5},
+            {"callpath": "main->halo", "metric": "calls", "at": {"p": 16.0}, "value": 32.0, "lower": 31.0,
+             "upper": 33.0}]
+
+
+def test_a_routine_a_profile_does_not_record_at_a_measured_point_did_not_run_there():
+    # the profile rule (experiment.absent_repetition_is_zero): a sparse profile records what each run
+    # executed; p = 1 measured calls (main->sum: 1) without main->halo: it made 0 calls there, and the
+    # prediction of 2 calls is a miss to report, not a blank
+    fitted, measured = _halo_runs({})
+    means = validation.measured_means(measured, ["p"])
+    got = validation.compare(_halo_rows(), means, ["p"], fitted=fitted)
+    at1, at16 = got
+    assert (at1["measured"], at1["repetitions"], at1.get("ran")) == (0.0, 1, False)
+    assert at1["inside"] is False and at1["error"] is None
+    assert (at16["measured"], at16["error"], at16.get("ran", True)) == (32.0, 0.0, True)
+    s = validation.summarize(got)
+    assert s["compared"] == 2 and s["predicted_where_zero"] == 1 and s["max_predicted_where_zero"] == 2.0
+    # a callpath the measured profile has at no point of the metric stays unmeasured where no predicted
+    # series of the metric was measured either (other names: no evidence that nothing ran)
+    other = validation.compare([dict(r, callpath="elsewhere", metric="time") for r in _halo_rows()], means, ["p"])
+    assert [r["measured"] for r in other] == [None, None]
+
+
+def test_a_dense_table_keeps_an_absent_routine_missing():
+    fitted, measured = _halo_runs({"locations": "dense"})
+    got = validation.compare(_halo_rows(), validation.measured_means(measured, ["p"]), ["p"], fitted=fitted)
+    assert got[0]["measured"] is None and got[0].get("ran") is None
+    assert got[1]["measured"] == 32.0
+    assert validation.summarize(got)["predicted_where_zero"] == 0
+
+
+def test_cli_validate_shows_the_routine_that_did_not_run(tmp_path, capsys):
+    from perfcast import store
+
+    fitted, measured = _halo_runs({})
+    store.write(fitted, tmp_path / "fit.perfcast")
+    store.write(measured, tmp_path / "check.perfcast")
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "fit.perfcast"), "--validate", str(tmp_path / "check.perfcast"),
+                 "--callpath", "main->halo", "--json"]) == 0
+    doc = cli_json(capsys.readouterr().out, "predictions")
+    rows = {r["at"]["p"]: r for r in doc["items"]}
+    # the model (2 p, exact counts) predicts 2 calls at p = 1; the profile has none there: 0 measured
+    assert rows[1.0]["value"] == pytest.approx(2.0, rel=1e-6)
+    assert rows[1.0]["measured"] == 0.0 and rows[1.0]["ran"] is False
+    assert rows[16.0]["measured"] == 32.0
+    assert doc["accuracy"]["predicted_where_zero"] == 1

@@ -834,7 +834,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
                      intervals=as_json or output is not None or bool(target))
     tgt = parse_coords(target, "--target") if target else None
     over = {**_rank_gaps(exp, as_json), **_ranks_said(exp, as_json, _modelled(exp, metrics), _given(locations, "locations")),
-            **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by)}
+            **_oversubscribed(ms, as_json), **_whole_run_roots(ms.whole_run, by), **_ranking_target(ms, tgt, by)}
     if as_json or (output is not None and table_format(output) == "json"):
         _json_arrow_pool()
     if output is not None:
@@ -890,7 +890,9 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     # the ranking's smallest measured point: the same for every row (Ranked.first_at)
     first_at = shown[0].first_at if shown and shown[0].first_at else {}
     how = "by asymptotic growth" if by == "growth" else (cost_heading(ms.procs, first_at, at or {}) if total else "")
-    out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how})", cols, rows))
+    said = over.get("ranking_target", {}).get("note")
+    out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how}{'; ' + said if said else ''})",
+                    cols, rows))
     _print_not_shown(err, total, len(rows), "models")
     _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
     _print_series_notes(err, "note", noted)
@@ -949,6 +951,19 @@ def _rank_gaps(exp, quiet: bool, metrics=None, ranks=None) -> dict:
         if gaps:
             out[field] = gaps
     return {**out, **_ranks_said(exp, quiet, metrics, ranks)}
+
+
+def _ranking_target(ms, target, by: str) -> dict:
+    """The JSON summary's ``ranking_target`` field when the ranking's target meets a parameter no
+    model follows (:meth:`perfcast.modelset.ModelSet.target_note`): the point ranked at and the
+    note (the table's heading says it); nothing otherwise."""
+    if target is None and by != "cost":
+        return {}
+    note = ms.target_note(target)
+    if note is None:
+        return {}
+    return {"ranking_target": {"at": dict(target) if target is not None else ms.default_target(),
+                               "given": target is not None, "unfollowed": list(ms.unfollowed), "note": note}}
 
 
 def _whole_run_roots(whole_run, by: str) -> dict:
@@ -1225,7 +1240,10 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
             return []
         if r["measured"] is None:
             return ["-", "-"]
-        return [f"{r['measured']:.6g}" + ("" if r["inside"] in (None, True) else " (outside)"),
+        return [f"{r['measured']:.6g}" + (" (did not run)" if r.get("ran") is False else "")
+                + ("" if r["inside"] in (None, True) else " (outside)"),
+                ("none predicted" if r["measured"] == 0 and not r["value"] else "predicted where 0")
+                if r["measured"] == 0 else
                 "-" if r["error"] is None else f"{0.0 if abs(r['error']) < 5e-4 else r['error']:+.1%}"]
 
     out.print(table("Predictions" if summary is None else "Predictions vs measured", cols, [
@@ -1240,6 +1258,8 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
                   + (f"; at the {s['held_out']} not fitted on" if s["at_fitted_points"] else "")
                   + (f"{':' if s['at_fitted_points'] else ';'} |error| median {s['median_abs_error']:.1%}, mean {s['mean_abs_error']:.1%}, "
                      f"max {s['max_abs_error']:.1%}" if s["with_error"] else "")
+                  + (f"; {s['predicted_where_zero']} predicted non-zero where the measured value is 0 (up to "
+                     f"{s['max_predicted_where_zero']:.6g}: no relative error, a miss)" if s["predicted_where_zero"] else "")
                   + (f"; {s['inside']} of {s['with_interval']} measured means inside the {level:.0%} interval"
                      if s["with_interval"] else ""), markup=False, highlight=False)
         from .analysis.validation import fitted_note

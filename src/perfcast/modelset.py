@@ -229,7 +229,8 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
                     signed=_signed(exp), smallest={p: float(cols[p].min()) for p in exp.parameters},
                     path=_measured_path(exp), sum_nodes=sum_nodes,
-                    one_valued_series=_one_valued_series(st, res, params))
+                    one_valued_series=_one_valued_series(st, res, params),
+                    unfollowed=unfollowed_parameters(exp))
 
 
 def summable_metrics(inclusive, kinds: Mapping[str, str], aggregates: Mapping[str, str]) -> frozenset:
@@ -316,6 +317,21 @@ def _sum_nodes(st: Columns, series, parents: Mapping[str, str], summable: frozen
         if there.any() and np.all(np.abs(mine[there] - total[there]) <= SUM_TOL * np.abs(mine[there])):
             out.add((series[s].callpath, series[s].metric))
     return frozenset(out)
+
+
+def unfollowed_parameters(exp) -> tuple[str, ...]:
+    """The parameters of ``exp`` measured at several values along which its distinct points hold no
+    line of >= 3 values with the others fixed (:func:`perfcast.fit.core.parameter_lines`), unless
+    the points lie on one path (a path law follows them, :func:`_measured_path`): no model follows
+    such a parameter (each is fitted flat in it, :func:`perfcast.fit.core.no_line_note`), so no
+    ranking target goes beyond its measured values by default (:meth:`ModelSet.default_target`)."""
+    from .fit.core import parameter_lines
+
+    if not exp.parameters or _measured_path(exp):
+        return ()
+    X = np.column_stack(list(exp.point_arrays()[0].values()))
+    return tuple(q for k, q in enumerate(exp.parameters)
+                 if len(np.unique(X[:, k])) > 1 and not parameter_lines(X, k))
 
 
 def _measured_path(exp) -> tuple:
@@ -954,6 +970,9 @@ class ModelSet:
     #: its interval widened to the values at the path's positions its coordinates name, a note and
     #: confidence low
     path: tuple = ()
+    #: the parameters no model follows: the measured points hold no line of >= 3 values along them
+    #: (:func:`unfollowed_parameters`); the default ranking target keeps them at their largest value
+    unfollowed: tuple[str, ...] = ()
 
     # -- a mapping of (callpath, metric) -> model ------------------------------------------------
     def __len__(self) -> int:
@@ -1010,11 +1029,23 @@ class ModelSet:
 
     def default_target(self) -> dict[str, float]:
         """The point ranked at when no target is given (``perfcast model``'s default): twice the
-        largest measured process count, the other parameters at their largest measured values
+        largest measured process count, the other parameters at their largest measured values;
+        a process count no model follows (:attr:`unfollowed`) at its largest measured value
         (:func:`perfcast.analysis.ranking.default_target`)."""
         from .analysis.ranking import default_target
 
-        return default_target(self.upper, self.procs)
+        return default_target(self.upper, self.procs, unfollowed=self.unfollowed)
+
+    def target_note(self, target: Mapping[str, float] | None) -> str | None:
+        """What the ranking at ``target`` (None: :meth:`default_target`) says of the parameters no
+        model follows (:func:`perfcast.analysis.ranking.unfollowed_target_note`), or None."""
+        from .analysis.ranking import unfollowed_target_note
+
+        if not self.unfollowed or not self.upper:
+            return None
+        given = target is not None
+        return unfollowed_target_note(dict(target) if given else self.default_target(), self.upper,
+                                      self.smallest, self.unfollowed, self.procs, given)
 
     def with_averaged(self, averaged: bool = True) -> "ModelSet":
         return replace(self, averaged=averaged)
@@ -1698,7 +1729,8 @@ class ModelSet:
         order, rc = rank_order(items, target, averaged=self.averaged, by=by, procs=self.procs,
                                aggregates=self.aggregates, parents=self.parents, inclusive=self.inclusive,
                                upper=self.upper or None, lower=self.lower or None, measured=measured,
-                               kinds=self.kinds, units=self.units, parts=parts, whole_run=self.whole_run)
+                               kinds=self.kinds, units=self.units, parts=parts, whole_run=self.whole_run,
+                               unfollowed=self.unfollowed)
         if len(items) > len(series):
             from .analysis.ranking import restrict
 

@@ -306,7 +306,7 @@ def _fit_range(survey: dict, tmp: Path, k: int) -> dict:
     del items
     series = list(ms.series)
     sp = columns.split(series)
-    points = _cost_points(series, None, ms.procs, ms.upper or None, ms.lower or None)
+    points = _cost_points(series, None, ms.procs, ms.upper or None, ms.lower or None, ms.unfollowed)
     vals = columns.values(series, points, averaged, sp)
     mc, metrics, c_low, c_up, c_t, mod_up, ok, code, distinct = cost_values(
         series, points, vals, ms.procs, ms.aggregates, ms.measured, sp)

@@ -79,6 +79,11 @@ CYCLE_METRICS = ("cycles", "PAPI_TOT_CYC", "CPU_CLK_UNHALTED", "CPU_CLK_UNHALTED
 TIME_METRICS = ("cpu_time", "time", "samples")
 INSTR_METRICS = ("instructions", "Ir", "PAPI_TOT_INS", "INST_RETIRED.ANY", "INST_RETIRED")
 PROC_PARAMS = ("p", "procs", "np", "nprocs", "ranks", "processes", "mpi_ranks", "jobsize", "P")
+#: a leading value of a line of points below this fraction of what the power law of the points after
+#: it gives there is near zero: the function does no real work there (miniFE's make_local_matrix at
+#: p = 1: no neighbour to set up), and a growth exponent from it is no scaling law
+#: (:func:`_real_start`; a power law from the first point is never cut: each value is its own law's)
+NEAR_ZERO = 0.01
 
 
 @dataclass(frozen=True)
@@ -94,11 +99,15 @@ class Kernel:
     #: per parameter, the log-log slope behind the reasons: of the cost per rank against the process
     #: count, of the share against the other parameters (the steepest line of measured points)
     slopes: dict = field(default_factory=dict)
+    #: per parameter whose slope's line starts with near-zero values (:data:`NEAR_ZERO`): the first
+    #: point of real work, where the slope is measured from
+    starts: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "reasons": list(self.reasons),
                 "share": {k: float(v) for k, v in self.share.items()}, "callpaths": list(self.callpaths),
-                "slopes": {k: float(v) for k, v in self.slopes.items()}}
+                "slopes": {k: float(v) for k, v in self.slopes.items()},
+                **({"starts": dict(self.starts)} if self.starts else {})}
 
 
 @dataclass
@@ -380,6 +389,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
     notes: list[str] = []
     chosen: dict[str, list[str]] = {}
     slopes: dict[str, dict[str, float]] = {}
+    starts: dict[str, dict[str, str]] = {}
     kinds: dict[str, str] = {}
     for f in funcs:
         if f in excluded:
@@ -392,8 +402,11 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             reasons.append(f"share {sh.max():.1%} >= {threshold:.0%} at {lab}")
             kinds[f] = "hot"
         trend = _trend(pts, params, procs, per_rank.loc[f], share.loc[f], labels)
-        slopes[f] = {procs if what == "procs" else what: slope for what, slope, _, _ in trend}
-        for what, slope, lab, _ in trend:
+        slopes[f] = {procs if what == "procs" else what: slope for what, slope, *_ in trend}
+        starts[f] = {procs if what == "procs" else what: first for what, _, _, first, near in trend if near}
+        for what, slope, lab, first, near in trend:
+            # from near-zero values (no real work there) the exponent is measured from the first real point
+            since = f" from {first} on (near zero at {', '.join(near)})" if near else ""
             if share.loc[f].get(lab, 0) is None or not (share.loc[f].fillna(0).get(lab, 0) >= min_share):
                 continue
             if what == "procs" and _grows(mode, slope, flat):
@@ -403,12 +416,12 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                     how = f"does not decrease as {procs} grows"
                 else:
                     how = f"decreases slower than 1/{procs}"
-                reasons.append(f"non-scalable: cost per rank ~ {procs}^{format_exponent(slope)}, {how} ({mode} scaling expects "
+                reasons.append(f"non-scalable: cost per rank ~ {procs}^{format_exponent(slope)}{since}, {how} ({mode} scaling expects "
                                f"{_expectation(mode, procs, False)} per rank; {share.loc[f][lab]:.1%} at {lab})")
                 kinds.setdefault(f, "non-scalable")
                 break
             if what != "procs" and slope > flat:
-                reasons.append(f"share grows with {what} (~ {what}^{format_exponent(slope)}; {share.loc[f][lab]:.1%} at {lab})")
+                reasons.append(f"share grows with {what} (~ {what}^{format_exponent(slope)}{since}; {share.loc[f][lab]:.1%} at {lab})")
                 kinds.setdefault(f, "non-scalable")
                 break
         if not reasons:
@@ -435,7 +448,8 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
     order = sorted(chosen, key=lambda f: -float(share.loc[f].fillna(0).max()))
     for f in order:
         kernels.append(Kernel(f, tuple(assign.get(f, ())), tuple(chosen[f]),
-                              {lab: float(share.loc[f].fillna(0)[lab]) for lab in labels}, kinds[f], slopes[f]))
+                              {lab: float(share.loc[f].fillna(0)[lab]) for lab in labels}, kinds[f], slopes[f],
+                              starts.get(f, {})))
     rest_funcs = [f for f in funcs if f not in chosen and f not in excluded]
     rest_share = {lab: float(share.loc[rest_funcs, lab].fillna(0).sum()) if rest_funcs else 0.0 for lab in labels}
     # what the rule left there: below the threshold everywhere and not non-scalable while holding
@@ -472,7 +486,7 @@ def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mo
     share = pc.pivot_table(index="function", columns="point", values="share", aggfunc="sum")
     out = []
     for cp in per_rank.index:
-        for what, slope, last, first in _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels):
+        for what, slope, last, first, _ in _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels):
             if what != "procs" or not _grows(mode, slope, flat):
                 continue
             sh, a, b = share.loc[cp].get(last), per_rank.loc[cp].get(first), per_rank.loc[cp].get(last)
@@ -543,11 +557,37 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
+def _real_start(x: np.ndarray, y: np.ndarray) -> int:
+    """The position of the first point of real work on a line (``x`` ascending, ``y`` its values,
+    NaN where absent): scanning back from the last point, a value (or a 0) below :data:`NEAR_ZERO`
+    of the log-log least-squares law of the positive values after it (of the one value after it,
+    when only one) is near zero, and so is everything before it; 0 when none is."""
+    ok = np.isfinite(y) & (x > 0)
+    pos = np.flatnonzero(ok)
+    for i in range(len(pos) - 2, -1, -1):
+        j = pos[i]
+        after = pos[i + 1:]
+        after = after[y[after] > 0]
+        if not len(after):
+            return int(pos[i + 1])
+        if len(after) == 1:
+            ref = y[after[0]]
+        else:
+            b, a = np.polyfit(np.log(x[after]), np.log(y[after]), 1)
+            ref = math.exp(a + b * math.log(x[j]))
+        if not y[j] >= NEAR_ZERO * ref:
+            return int(pos[i + 1])
+    return 0
+
+
 def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd.Series, share: pd.Series,
-           labels: list[str]) -> list[tuple[str, float, str]]:
+           labels: list[str]) -> list[tuple[str, float, str, str, list[str]]]:
     """Per parameter: the largest log-log slope over lines of >= 2 points (others fixed); for the
     process count on the cost per rank, for other parameters on the share.  Also the labels of the
-    largest and the smallest point of the line with that slope."""
+    largest and the smallest point of the line with that slope, and of the points before it whose
+    values are near zero (:func:`_real_start`: no real work there), which
+    the slope leaves out -- from a near-zero first value (make_local_matrix at p = 1) a log-log slope
+    is a huge exponent of no scaling law; it starts at the first point of real work."""
     out = []
     lab = pd.Series(labels, index=pts.index)
     for q in params:
@@ -559,11 +599,13 @@ def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd
                 continue
             g = g.sort_values(q)
             ys = (per_rank if q == procs else share).reindex(lab[g.index]).to_numpy(dtype=float)
-            slope = loglog_slope(g[q], ys)
+            k = _real_start(g[q].to_numpy(dtype=float), ys)
+            slope = loglog_slope(g[q].iloc[k:], ys[k:])
             if slope != slope:
                 continue
             if best is None or slope > best[0]:
-                best = (slope, lab[g.index[-1]], lab[g.index[0]])
+                near = [str(x) for x, y in zip(lab[g.index[:k]], ys[:k]) if y == y]
+                best = (slope, lab[g.index[-1]], lab[g.index[k] if near else g.index[0]], near)
         if best is not None:
             out.append(("procs" if q == procs else q, *best))
     return out

@@ -130,10 +130,37 @@ def cost_heading(procs: str | None, first_at: Mapping[str, float], at: Mapping[s
             + ("" if procs is not None else "; no process-count parameter: costs as measured") + ")")
 
 
-def default_target(upper: Mapping[str, float], procs: str | None, factor: float = DEFAULT_FACTOR) -> dict:
+def default_target(upper: Mapping[str, float], procs: str | None, factor: float = DEFAULT_FACTOR,
+                   unfollowed: Iterable[str] = ()) -> dict:
     """``factor`` times the largest measured process count (every parameter when ``procs`` is None),
-    the other parameters at their largest measured values."""
-    return {p: (v * factor if procs is None or p == procs else v) for p, v in upper.items()}
+    the other parameters at their largest measured values.  A parameter in ``unfollowed`` (the
+    measured points hold no line of >= 3 values along it: no model can follow it,
+    :func:`perfcast.modelset.unfollowed_parameters`) stays at its largest measured value: an increase
+    beyond it would be no model's (:func:`unfollowed_target_note` says so)."""
+    skip = set(unfollowed)
+    return {p: (v * factor if (procs is None or p == procs) and p not in skip else v) for p, v in upper.items()}
+
+
+def unfollowed_target_note(target: Mapping[str, float], upper: Mapping[str, float],
+                           smallest: Mapping[str, float], unfollowed: Iterable[str], procs: str | None,
+                           given: bool) -> str | None:
+    """What the ranking's heading says when its target meets a parameter no model follows
+    (``unfollowed``): given (``--target``) beyond its measured range, the part of the increase
+    beyond is no model's; by default (:func:`default_target`), the target stays at its largest
+    measured value.  None when neither applies."""
+    skip = [q for q in unfollowed if q in upper]
+    if given:
+        beyond = [q for q in skip if q in target and not smallest.get(q, upper[q]) <= target[q] <= upper[q]]
+        if not beyond:
+            return None
+        return (f"--target lies beyond the measured {', '.join(f'{q} ({smallest.get(q, upper[q]):g} to {upper[q]:g})' for q in beyond)}, "
+                f"along which the measured points hold no line of >= 3 values: no model follows "
+                f"{' or '.join(beyond)}, so the increase beyond the largest measured value is no model's")
+    held = [q for q in skip if procs is None or q == procs]
+    if not held:
+        return None
+    return (f"ranked at the largest measured {', '.join(f'{q}={upper[q]:g}' for q in held)}, not beyond: the measured "
+            f"points hold no line of >= 3 values along {' or '.join(held)}, so no model follows it")
 
 
 def rank(series_models: Iterable, target: Mapping[str, float] | None = None, averaged: bool = False, *,
@@ -186,7 +213,8 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
                upper: Mapping[str, float] | None = None, lower: Mapping[str, float] | None = None,
                measured: Mapping[tuple, tuple] | None = None, negligible: float = NEGLIGIBLE,
                kinds: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
-               parts=None, whole_run: Mapping[str, str] | None = None) -> tuple[list, dict]:
+               parts=None, whole_run: Mapping[str, str] | None = None,
+               unfollowed: Iterable[str] = ()) -> tuple[list, dict]:
     """:func:`rank` without a :class:`Ranked` object (or a model) per series: (the positions of
     ``items`` in rank order, columns by position: ``growth`` (an array of codes and the table of
     growth keys they index), ``predicted`` (a list: value at ``target`` or None), with ``by``
@@ -194,7 +222,9 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
     arrays, NaN: unknown), ``significant`` (a boolean array), and the points ``at`` and
     ``first_at``).  The models' values, growth keys, statuses and constants come from
     :mod:`perfcast.fit.columns` (the fit's arrays for models not built); ``parts``:
-    :func:`perfcast.fit.columns.split` of ``items`` when the caller has it."""
+    :func:`perfcast.fit.columns.split` of ``items`` when the caller has it; ``unfollowed``: the
+    parameters no model follows, which the default target keeps at their largest measured value
+    (:func:`default_target`)."""
     from ..fit import columns
 
     if by not in BY:
@@ -214,7 +244,7 @@ def rank_order(items: list, target: Mapping[str, float] | None = None, averaged:
                 raise PerfcastError(f"lacks parameter(s) {', '.join(missing)}", where="--target")
     # ``cost``: the models' values at the smallest and the largest measured point and at the target,
     # the last the values at ``target`` when given -- one batch
-    points = _cost_points(items, target, procs, upper, lower) if by == "cost" else None
+    points = _cost_points(items, target, procs, upper, lower, unfollowed) if by == "cost" else None
     batch = points if points is not None else [target] if target is not None else []
     # a target beyond the range of floats (p = 1e308) gives infinity or NaN, refused below by name,
     # not numpy's RuntimeWarning with a source line on stderr
@@ -289,7 +319,7 @@ def _parameters(sm) -> tuple:
     return src[0].parameters if src is not None else sm.model.parameters
 
 
-def _cost_points(items, target, procs, upper, lower) -> tuple[dict, dict, dict] | None:
+def _cost_points(items, target, procs, upper, lower, unfollowed=()) -> tuple[dict, dict, dict] | None:
     """The points the ``cost`` order compares: (the smallest measured process count, the largest
     measured point, the target -- given, or the default one), None when nothing is known about the
     measured range (then the growth order)."""
@@ -300,7 +330,7 @@ def _cost_points(items, target, procs, upper, lower) -> tuple[dict, dict, dict] 
                 upper[p] = max(upper.get(p, u), u)
     if target is None and not upper:
         return None
-    tgt = dict(target) if target is not None else default_target(upper, procs)
+    tgt = dict(target) if target is not None else default_target(upper, procs, unfollowed=unfollowed)
     up = {**tgt, **upper}
     low = {**up, **(lower or {})}
     return low, up, tgt
@@ -432,5 +462,5 @@ def growth_str(key: tuple, parameters) -> str:
     return ", ".join(f"({i}, {j})" for i, j in key) if key else "-"
 
 
-__all__ = ["Ranked", "cost_heading", "cost_words", "rank", "rank_order", "ranked_rows", "restrict", "growth_key", "growth_keys", "default_target", "is_sum_over_ranks", "NEGLIGIBLE",
+__all__ = ["Ranked", "cost_heading", "cost_words", "rank", "rank_order", "ranked_rows", "restrict", "growth_key", "growth_keys", "default_target", "unfollowed_target_note", "is_sum_over_ranks", "NEGLIGIBLE",
            "DEFAULT_FACTOR", "BY", "Fraction"]

@@ -344,12 +344,17 @@ def lines(rec: Mapping) -> list[str]:
            f"  APMT total (above)            {rec['apmt']['total']:.4g} s  (computation "
            + ("not modelled" if rec["apmt"]["computation"] is None else f"{rec['apmt']['computation']:.4g} s")
            + f", communication {rec['apmt']['communication']:.4g} s)"]
-    src = f"; from {rec['times_from']}" if rec.get("times_from") else ""
+    # with another campaign's times (--run-times) the scope is chosen on this (the APMT) experiment's
+    # runs, at its largest point, and modelled on the other's: each named with the experiment it is of
+    other = rec.get("times_from")
+    src = f"; its PMNF model fitted on {other}" if other else ""
     run = next((r for r in rec["runs"] if r.get("run_time")), None)
     if run is not None and run["pmnf"] is not None:
         big = ", ".join(f"{k}={v:g}" for k, v in (run.get("largest") or {}).items())
-        why = (f"the top-level callpath measuring the most at {big}" if run["measured_at_largest"] is not None
-               else "the top-level callpath predicted the largest")
+        why = (f"the top-level callpath measuring the most at {big}"
+               + (" in the APMT experiment's (profiled) runs" if other else "")
+               if run["measured_at_largest"] is not None
+               else "the top-level callpath predicted the largest" + (f" by the models of {other}" if other else ""))
         inc = " with its callees: the sum of their models" if run.get("made_inclusive") else ""
         out.append(f"  PMNF {run['callpath']} ({run['metric']}{inc}, the run time: {why}{src})  {_pm(run['pmnf'])}")
     parts = [r for r in rec["runs"] if r is not run and r["pmnf"] is not None]

@@ -421,7 +421,7 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
     if validation is not None:
         from ..analysis.validation import measured_means
 
-        vmeans = {k: v for k, v in measured_means(validation, exp.parameters, o.locations).items() if k[1] == metric}
+        vmeans = measured_means(validation, exp.parameters, o.locations).of_metric(metric)
         if not vmeans:
             raise PerfcastError(f"the validation runs have no values of metric {metric!r}", where="--validate")
     ms = None
@@ -649,8 +649,11 @@ def _validation(rep: Report, ms, rows: list[dict], vmeans: Mapping, params: Sequ
         mdl = row["_model"]
         if mdl.status != "ok":
             continue
-        for (cp, mt, pt), _ in vmeans.items():
-            if cp != row["callpath"] or mt != rep.metric:
+        mt = rep.metric
+        for pt in vmeans.points(mt):
+            cp = row["callpath"]
+            # measured there, or (a sparse profile) did not run there: a 0 (compare says which)
+            if vmeans.lookup(cp, mt, pt) is None:
                 continue
             at = dict(zip(params, pt))
             value, lo, hi = (float(a[0, 0]) for a in ms.bounds([(cp, mt)], [at], o.level)[:3])
@@ -1422,7 +1425,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <p class="note">{{ vs.compared }} prediction(s) of the ranked kernels at the points of the validation runs{% if vs.at_fitted_points %}; of the {{ vs.held_out }} at points the models were not fitted on{% endif %}{% if vs.with_error %}: |error| median {{ pct(vs.median_abs_error) }}, max {{ pct(vs.max_abs_error) }}{% endif %}{% if vs.with_interval %}; {{ vs.inside }} of {{ vs.with_interval }} measured means inside the {{ pct(r.options.level) }} prediction interval{% endif %}. Black points on the plots.</p>
 {% if r.validation.fitted %}<p class="note"><b>Not a check:</b> {{ r.validation.fitted }}.</p>{% endif %}
 <table><thead><tr><th class="num">#</th><th>callpath</th><th>at</th><th class="num">predicted</th><th class="num">{{ pct(r.options.level) }} interval</th><th class="num">measured</th><th class="num">error</th></tr></thead><tbody>
-{% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}{% if v.get("line") %}<span class="note" title="{{ v.line_note }}"> ×{{ fnum(v.line.factor, 3) }} measured line</span>{% endif %}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% else %}–{% endif %}</td></tr>
+{% for v in r.validation.rows %}<tr><td class="num">{{ v.rank }}</td><td class="path" title="{{ v.callpath }}">{{ v.name }}</td><td>{% for k, x in v.at.items() %}{{ k }}={{ fnum(x) }}{% if not loop.last %}, {% endif %}{% endfor %}</td><td class="num">{{ fnum(v.value) }}{% if v.get("line") %}<span class="note" title="{{ v.line_note }}"> ×{{ fnum(v.line.factor, 3) }} measured line</span>{% endif %}</td><td class="num">{% if v.lower is not none %}[{{ fnum(v.lower) }}, {{ fnum(v.upper) }}]{% else %}–{% endif %}</td><td class="num">{% if v.measured is not none %}{{ fnum(v.measured) }}{% if v.get("ran") == false %} <span class="note">(did not run)</span>{% endif %}{% if v.inside == false %} <span class="note">(outside)</span>{% endif %}{% else %}–{% endif %}</td><td class="num">{% if v.error is not none %}{{ "%+.1f"|format(100 * v.error) }} %{% elif v.measured == 0 and v.value %}predicted where 0{% else %}–{% endif %}</td></tr>
 {% endfor %}</tbody></table>{% endif %}
 </section>
 {% endif %}
