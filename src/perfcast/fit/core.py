@@ -2085,18 +2085,20 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     * sum ``f(others) + c q^b``: ``d`` the mean difference of the pairs, ``f`` the search's model of
       the means less ``d`` at ``q2``; the law ``c q^b`` goes through ``f``'s constant at ``q1`` and
       that plus ``d`` at ``q2`` (``c * x^b`` through two levels, as :func:`_two_points`; the
-      straight line when a level is <= 0).
-
+      straight line when a level is <= 0);
     * the product with a constant of its own, ``c0 + f(others) * (q / q1)^a`` (``5 + 2 p n^2``): the
       product's terms refitted with a constant on all the means.
 
-    The search's criterion ranks them on all the measurements: ``N log((pe + rss) / N) + 2 k``
+    The search's criterion ranks the forms on all the measurements: ``N log((pe + rss) / N) + 2 k``
     (relative pure error and weighted residual sum of squares of the means; ``k`` the model of the
     others' coefficients, one more for a law in ``q``, one more for the product's own constant, so
-    a series flat in ``q`` keeps no law in it); the earlier form wins ties.  Noise, fit check and alternatives are those of the model
-    of the other parameters; beyond the data the interval carries the two-point exponent doubt
-    (:data:`TWO_POINT_EXPONENT_SD`, linear growth, :data:`TWO_POINT_DRIFT_DOF`) or the check's
-    drift when larger, and the model says so (:func:`two_level_note`, a warning)."""
+    a series flat in ``q`` keeps no law in it); the earlier form wins ties.  As with two points
+    (:func:`_two_points`) the exponent is not bounded: miniFE's bytes summed over ranks (almost none
+    at p = 1) get p^9.8 -- beyond p = 2 a guess, said so.  Noise, fit check and alternatives are
+    those of the model of the other parameters; beyond the data the interval carries the two-point
+    exponent doubt (:data:`TWO_POINT_EXPONENT_SD`, linear growth, :data:`TWO_POINT_DRIFT_DOF`; one
+    drift for the group, so also beyond the others' measured range, where the check's drift is
+    used when larger), and the model says so (:func:`two_level_note`, a warning)."""
     n, m = X.shape
     S = mean.shape[0]
     x = X[:, q]
