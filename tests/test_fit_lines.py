@@ -391,8 +391,10 @@ def test_the_reports_validation_rows_mark_a_value_on_a_measured_line(stepped, tm
 
 @pytest.mark.parametrize("truth", [lambda p, n: p, lambda p, n: 3.0 * p])
 def test_exact_lines_at_different_levels_keep_their_levels(truth):
-    # noise-free counts measured at two process counts (no line of 3 along p, so no model follows
-    # p): miniFE's MPI_Init calls summed over ranks are p, its MPI_Allgather calls 3 p.  Within each
+    # noise-free counts measured at two process counts (no line of 3 along p; since the law in p
+    # through the two levels, tests/test_fit_two_levels.py, the function itself is exact and no
+    # line keeps a level of its own): miniFE's MPI_Init calls summed over ranks are p, its
+    # MPI_Allgather calls 3 p.  Within each
     # line along n the data are exact multiples of the function (no scatter to test against), and
     # the lines' levels differ: a value on a measured line is that line's level, the generating
     # formula's at the new n (before: the function's level between the lines, 1.5 for calls = p)

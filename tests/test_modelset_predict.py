@@ -278,15 +278,16 @@ def test_a_series_measured_at_one_value_of_a_parameter_is_not_extrapolated_in_si
 
 
 def test_a_prediction_beyond_a_parameter_no_line_follows_is_low_confidence():
-    """miniFE at p = 1, 2 x n = 16..48: p has no line of 3 points, so every model is flat in p
-    (the fit's note says so).  `predict --at p=4,n=48` gave MPI_Bcast's bytes (56 at both p,
-    exact) as [56, 56] with high confidence: nothing measured says how they change beyond p = 2.
-    Generating formula: 56 bytes at every point.  At p = 4 the value is the model's with a note and
-    low confidence; at p = 2, n = 64 (within the measured p) nothing is added."""
+    """p = 1 at n = 16, 24, 32 and p = 2 at n = 40, 48 (no pair of points that differ in p alone,
+    so no law through two levels, tests/test_fit_two_levels.py): p has no line of 3 points, so every
+    model is flat in p (the fit's note says so).  `predict --at p=4,n=48` gave MPI_Bcast's bytes (56
+    at both p, exact) as [56, 56] with high confidence: nothing measured says how they change beyond
+    p = 2.  Generating formula: 56 bytes at every point.  At p = 4 the value is the model's with a
+    note and low confidence; at p = 2, n = 64 (within the measured p) nothing is added."""
     from perfcast.experiment import Metric
 
     rows = [{"p": p, "n": n, "callpath": "MPI->MPI_Bcast", "metric": "bytes_sent", "value": 56.0}
-            for p in (1.0, 2.0) for n in (16.0, 24.0, 32.0, 40.0, 48.0)]
+            for p, ns in ((1.0, (16.0, 24.0, 32.0)), (2.0, (40.0, 48.0))) for n in ns]
     exp = Experiment(["p", "n"], pd.DataFrame(rows), [Metric("bytes_sent", "bytes", "bytes", "inclusive")])
     ms = perfcast.model(exp)
     far, kept = ms.predict([{"p": 4.0, "n": 48.0}, {"p": 2.0, "n": 64.0}])
@@ -295,3 +296,21 @@ def test_a_prediction_beyond_a_parameter_no_line_follows_is_low_confidence():
     assert far["confidence"] == "low"
     assert any(n.startswith("p=4: beyond the measured p (1 to 2)") for n in far["notes"])
     assert kept["confidence"] == "high" and not any("beyond the measured" in n for n in kept["notes"])
+
+
+def test_a_prediction_beyond_two_measured_values_is_low_confidence_within_them_not():
+    """miniFE at p = 1, 2 x n = 16..48: MPI_Bcast's bytes, 56 at every point (the generating
+    formula).  The law along p goes through the two levels (exponent 0: flat); at p = 4 the value
+    is 56 with the note that the law along p rests on two values and low confidence, at p = 2,
+    n = 40 (measured) 56 without a doubt, and no note says that no model follows p."""
+    from perfcast.experiment import Metric
+
+    rows = [{"p": p, "n": n, "callpath": "MPI->MPI_Bcast", "metric": "bytes_sent", "value": 56.0}
+            for p in (1.0, 2.0) for n in (16.0, 24.0, 32.0, 40.0, 48.0)]
+    exp = Experiment(["p", "n"], pd.DataFrame(rows), [Metric("bytes_sent", "bytes", "bytes", "inclusive")])
+    far, kept = perfcast.model(exp).predict([{"p": 4.0, "n": 48.0}, {"p": 2.0, "n": 40.0}])
+    assert far["value"] == pytest.approx(56.0) and kept["value"] == pytest.approx(56.0)
+    assert far["confidence"] == "low"
+    assert any(n.startswith("p=4: beyond the measured p (1 to 2); the law along p rests on") for n in far["notes"])
+    assert kept["confidence"] == "high" and not any("beyond the measured" in n for n in kept["notes"])
+    assert not any("no model says" in n or "no line of" in n for r in (far, kept) for n in r["notes"])

@@ -894,7 +894,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
     out.print(table(f"Scaling models ({total} series, ranked as scalability bugs {how}{'; ' + said if said else ''})",
                     cols, rows))
     _print_not_shown(err, total, len(rows), "models")
-    _print_series_notes(err, "warning", warned, "poor fit(s), marked (!)")
+    _print_series_notes(err, "warning", warned, f"{_notes_named(warned)}, marked (!)")
     _print_series_notes(err, "note", noted)
     _say_whole_run(over, False)
 
@@ -1058,7 +1058,9 @@ def _notes_named(items) -> str:
     kinds = (("regime change", "regime change(s)"), ("measured line", "values on a measured line"),
              (NEGATIVE_NOTE, "negative values at the target"), ("poor fit", "poor fits"),
              ("falls with", "values falling with a parameter (negative exponents searched)"),
-             ("no line of >= 3 points", "a parameter no model follows (no line of >= 3 points along it)"))
+             ("no line of >= 3 points", "a parameter no model follows (no line of >= 3 points along it)"),
+             ("2 points only", "laws through 2 points"),
+             ("2 values of ", "a law on 2 values of a parameter (one power through its two levels)"))
     texts = {t for *_, t in items}
     named = [name for key, name in kinds if any(key in t for t in texts)]
     if any(not any(key in t for key, _ in kinds) for t in texts):

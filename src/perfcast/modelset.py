@@ -673,6 +673,13 @@ def beyond_flat_note(parameter: str, lo: float, hi: float, t: Mapping[str, float
             f"hold no line of >= 3 points: no model says how the value changes with {parameter}")
 
 
+def beyond_two_level_note(parameter: str, lo: float, hi: float, t: Mapping[str, float]) -> str:
+    """The note of a prediction beyond the measured range of ``parameter`` by a model whose law in
+    it rests on its two measured values (:func:`perfcast.fit.core.two_level_note`)."""
+    return (f"{parameter}={t[parameter]:g}: beyond the measured {parameter} ({lo:g} to {hi:g}); the law along "
+            f"{parameter} rests on these two values only")
+
+
 def one_value_series_note(parameter: str, measured: float, t: Mapping[str, float]) -> str:
     """The note of a prediction at a value of ``parameter`` that the series was measured at one
     value of (:attr:`ModelSet.one_valued_series`)."""
@@ -1149,7 +1156,11 @@ class ModelSet:
                 differ = ~np.isclose(own, v, rtol=1e-9, atol=0.0) & np.isfinite(own)
             for i in np.flatnonzero(differ).tolist():
                 extra.setdefault(i, []).append(f"{AVERAGED_NOTE} {own[i]:.6g}")
-        doubted = negative | np.repeat(np.array([bool(warn.get(s)) or (status[s] != "ok" and not segmented[s])
+        from .fit.core import two_level_parameter
+
+        # a law on two values of a parameter is doubted beyond them (below), not within
+        doubted = negative | np.repeat(np.array([any(two_level_parameter(w) is None for w in warn.get(s, ()))
+                                                 or (status[s] != "ok" and not segmented[s])
                                                  for s in range(S)], dtype=bool), P)
         if self.oversubscribed is not None:
             # times fitted on runs whose ranks shared cores: not the application's scaling
@@ -1170,12 +1181,16 @@ class ModelSet:
             beyond = [q for q in self.parameters if q not in moved and q in t and q in self.smallest
                       and q in self.upper and not self.smallest[q] <= t[q] <= self.upper[q]]
             if beyond:
-                from .fit.core import no_line_note
+                from .fit.core import no_line_note, two_level_parameter
 
                 flat = {q: no_line_note(q) for q in beyond}
                 for s in range(S):
                     for q in [q for q in beyond if flat[q] in notes_of[s]]:
                         extra.setdefault(s * P + j, []).append(beyond_flat_note(q, self.smallest[q], self.upper[q], t))
+                        doubted[s * P + j] = True
+                    two = {two_level_parameter(n) for n in notes_of[s]}
+                    for q in [q for q in beyond if q in two]:
+                        extra.setdefault(s * P + j, []).append(beyond_two_level_note(q, self.smallest[q], self.upper[q], t))
                         doubted[s * P + j] = True
             if self.one_valued_series:
                 for s in range(S):
@@ -1201,7 +1216,7 @@ class ModelSet:
         children: dict = {}
         self._flag_children_sums(series, pts, v, lo, hi, extra, conf, children)
         return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
-                          [list(warn.get(s, [])) + list(notes_of[s]) for s in range(S)], extra, line,
+                          [list(dict.fromkeys(list(warn.get(s, [])) + list(notes_of[s]))) for s in range(S)], extra, line,
                           self.units, self.aggregates, children)
 
     def predicted(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9) -> "_Predicted":
@@ -1742,12 +1757,14 @@ class ModelSet:
         ones found from their groups' quality arrays (a model built, not kept, only where a
         warning fires)."""
         from .analysis.fitcheck import SMAPE_FLOOR, fit_warnings
+        from .fit.core import two_level_parameter
 
         warn: dict = {}
         for g, pos, rows in parts[0]:
             q = g.quality[rows]
             # every limit of fitcheck's rule is at least SMAPE_FLOOR: a superset of the rows it flags
-            fire = np.nonzero((g.status[rows] == 0) & ((q[:, 2] > SMAPE_FLOOR) | (q[:, 5] == 2)))[0]
+            two = any(two_level_parameter(n) is not None for n in g.notes)
+            fire = np.nonzero((g.status[rows] == 0) & ((q[:, 2] > SMAPE_FLOOR) | (q[:, 5] == 2) | two))[0]
             for s, r in zip(pos[fire].tolist(), rows[fire].tolist()):
                 w = fit_warnings(g.model(r))
                 if w:
@@ -1781,7 +1798,9 @@ class ModelSet:
             if n:
                 notes[s] = n
         warned = [(series[s].callpath, series[s].metric, w) for s in order if s in warn for w in warn[s]]
-        noted = [(series[s].callpath, series[s].metric, n) for s in order if s in notes for n in notes[s]]
+        # a note that is also the series' warning (a law on two values of a parameter) is said once
+        noted = [(series[s].callpath, series[s].metric, n) for s in order if s in notes for n in notes[s]
+                 if n not in warn.get(s, ())]
         return head, len(order), (rc.get("at") if rc["by"] == "cost" else None), warned, noted
 
     def json_chunks(self, target: Mapping[str, float] | None = None, by: str = "cost",

@@ -42,6 +42,11 @@ def fit_warnings(model) -> list[str]:
     if q.n_points == 2:
         return ["2 points only: a law through them; its form cannot be checked, and its interval assumes "
                 "an exponent uncertain by 0.25; measure a third point to choose the form"]
+    from ..fit.core import two_level_parameter
+
+    two = [n for n in getattr(model, "notes", ()) if two_level_parameter(n) is not None]
+    if two:
+        return two
     measured = q.noise is not None and q.noise == q.noise
     if q.smape <= misfit_limit(q.noise):
         return []
@@ -83,6 +88,7 @@ def pending_warned(series, parts=None, two_point: bool = True):
     import numpy as np
 
     from ..fit import columns
+    from ..fit.core import two_level_parameter
 
     pending = np.zeros(len(series), dtype=bool)
     out = np.zeros(len(series), dtype=bool)
@@ -90,7 +96,9 @@ def pending_warned(series, parts=None, two_point: bool = True):
         q = g.quality[rows]
         noise = np.where(np.isfinite(q[:, 4]), q[:, 4], np.nan)
         pending[pos] = True
+        two = two_point and any(two_level_parameter(n) is not None for n in g.notes)
         out[pos] = warned(g.status[rows] == 0, q[:, 2], noise,
+                          np.full(len(rows), 2) if two else
                           q[:, 5].astype(np.int64) if two_point else np.full(len(rows), 3))
     return pending, out
 

@@ -1697,6 +1697,11 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
     path = measured_path(X) if (not usable and n >= 2) else None
     if path is not None and len(path) == n and n >= 3:
         return _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, check)
+    # one parameter at two values, the others on lines: a law in it through the two levels, not
+    # "no effect" (:func:`_two_level_fit`)
+    two_level = _two_level_axis(X, lines) if path is None else None
+    if two_level is not None:
+        return _two_level_fit(X, two_level, mean, count, ssd, parameters, options, progress, shape, check, pooled)
     # two points that differ in one parameter: a law in it (:func:`_two_points`), not "no effect";
     # two points of a path: a law in its first varying parameter
     two = _two_point_axis(X) if (n == 2 and not usable) else None
@@ -2005,6 +2010,273 @@ def _holdout(X: np.ndarray, usable: Sequence[int], drop: int = 1):
         return None
     return keep, dist
 
+
+
+def two_level_note(parameter: str, lo: float, hi: float) -> str:
+    """The note (and warning, :func:`perfcast.analysis.fitcheck.fit_warnings`) of a model whose law
+    in ``parameter`` rests on its two measured values (``lo``, ``hi``; :func:`_two_level_fit`): a
+    one-term power law, not "no effect"."""
+    return (f"2 values of {parameter} only ({lo:g}, {hi:g}): its law is one power of {parameter} through the "
+            f"two levels of the lines along it; its form cannot be checked, and its interval assumes an exponent "
+            f"uncertain by {TWO_POINT_EXPONENT_SD:g}; measure a third value of {parameter} to choose the form")
+
+
+def two_level_parameter(note: str) -> str | None:
+    """The parameter a :func:`two_level_note` is about; None for any other note."""
+    head, sep, _ = note.partition(" only (")
+    if not sep or not head.startswith("2 values of "):
+        return None
+    return head[len("2 values of "):]
+
+
+def _two_level_axis(X: np.ndarray, lines: Sequence) -> int | None:
+    """The parameter of a multi-parameter point set measured at exactly two (positive) values, with
+    pairs of points that differ only in it, while every other varying parameter has lines of >= 3
+    points once it is set aside (:func:`_two_level_fit`); None otherwise."""
+    n, m = X.shape
+    if m < 2 or n < 4:
+        return None
+    values = [len(np.unique(X[:, p])) for p in range(m)]
+    unlined = [p for p in range(m) if not lines[p] and values[p] > 1]
+    if len(unlined) != 1 or values[unlined[0]] != 2 or np.any(X[:, unlined[0]] <= 0):
+        return None
+    q = unlined[0]
+    others = [p for p in range(m) if p != q]
+    uniq, inv = np.unique(X[:, others], axis=0, return_inverse=True)
+    if len(uniq) == n or not any(parameter_lines(uniq, p) for p in range(len(others))):
+        return None     # no pair of points differing in q alone, or no line of the others
+    return q
+
+
+def _merged(inv: np.ndarray, R: int, y: np.ndarray, count: np.ndarray, ssd: np.ndarray):
+    """Means, counts and sums of squared deviations of the repetitions of the points sharing a
+    reduced point (``inv``: each point's reduced index): the pooled repetitions."""
+    S = y.shape[0]
+    N = np.zeros((S, R))
+    T = np.zeros((S, R))
+    np.add.at(N.T, inv, count.T)
+    np.add.at(T.T, inv, (count * y).T)
+    mr = T / N
+    dev = ssd + count * (y - mr[:, inv]) ** 2
+    Q = np.zeros((S, R))
+    np.add.at(Q.T, inv, dev.T)
+    return mr, N, Q
+
+
+def _term_values(blocks, hyp_row: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Values (n,) of one term (hyp_row (m,) block indices, -1 = no factor) at the points X."""
+    v = np.ones(len(X))
+    for p, b in enumerate(hyp_row):
+        if b >= 0:
+            i, j = blocks[b]
+            v = v * X[:, p] ** float(i) * (np.log2(X[:, p]) ** j if j else 1.0)
+    return v
+
+
+def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape, check, pooled) -> GroupFit:
+    """:func:`fit_group` of a point set whose parameter ``q`` was measured at two values only, the
+    others on lines (p = 1, 2 x five sizes): a law in ``q`` through the two levels, never the mean.
+
+    Three forms, each a one-term power law in ``q`` joined to a model of the other parameters:
+
+    * product ``f(others) * (q / q1)^a``: ``a`` from the count-weighted mean log ratio of the
+      pairs of points that differ in ``q`` alone (``log(y2 / y1) / log(q2 / q1)``, printed as
+      :func:`_exponent`); ``f`` the search's model of the means divided by ``(q / q1)^a``;
+    * sum ``f(others) + c q^b``: ``d`` the mean difference of the pairs, ``f`` the search's model of
+      the means less ``d`` at ``q2``; the law ``c q^b`` goes through ``f``'s constant at ``q1`` and
+      that plus ``d`` at ``q2`` (``c * x^b`` through two levels, as :func:`_two_points`; the
+      straight line when a level is <= 0);
+    * the product with a constant of its own, ``c0 + f(others) * (q / q1)^a`` (``5 + 2 p n^2``): the
+      product's terms refitted with a constant on all the means.
+
+    The search's criterion ranks the forms on all the measurements: ``N log((pe + rss) / N) + 2 k``
+    (relative pure error and weighted residual sum of squares of the means; ``k`` the model of the
+    others' coefficients, one more for a law in ``q``, one more for the product's own constant, so
+    a series flat in ``q`` keeps no law in it); the earlier form wins ties.  As with two points
+    (:func:`_two_points`) the exponent is not bounded: miniFE's bytes summed over ranks (almost none
+    at p = 1) get p^9.8 -- beyond p = 2 a guess, said so.  Noise, fit check and alternatives are
+    those of the model of the other parameters; beyond the data the interval carries the two-point
+    exponent doubt (:data:`TWO_POINT_EXPONENT_SD`, linear growth, :data:`TWO_POINT_DRIFT_DOF`; one
+    drift for the group, so also beyond the others' measured range, where the check's drift is
+    used when larger), and the model says so (:func:`two_level_note`, a warning)."""
+    n, m = X.shape
+    S = mean.shape[0]
+    x = X[:, q]
+    x1, x2 = (float(v) for v in np.unique(x))
+    hi = x == x2
+    others = [p for p in range(m) if p != q]
+    uniq, inv = np.unique(X[:, others], axis=0, return_inverse=True)
+    inv = np.asarray(inv).ravel()
+    R = len(uniq)
+    at1, at2 = np.full(R, -1), np.full(R, -1)
+    at1[inv[~hi]], at2[inv[hi]] = np.flatnonzero(~hi), np.flatnonzero(hi)
+    pair = (at1 >= 0) & (at2 >= 0)
+    i1, i2 = at1[pair], at2[pair]
+    y1, y2 = mean[:, i1], mean[:, i2]
+    wp = 1.0 / (1.0 / count[:, i1] + 1.0 / count[:, i2])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos = np.all(y1 > 0, axis=1) & np.all(y2 > 0, axis=1)
+        ratio = np.where(pos, np.sum(wp * np.log(np.where(pos[:, None], y2 / y1, 1.0)), axis=1)
+                         / np.sum(wp, axis=1) / math.log(x2 / x1), 0.0)
+    a = [_exponent(float(e)) if pos[s] else Fraction(0) for s, e in enumerate(ratio)]
+    d = np.sum(wp * (y2 - y1), axis=1) / np.sum(wp, axis=1)
+    fac = np.array([(x / x1) ** float(e) for e in a])                   # (S, n)
+    red = [parameters[p] for p in others]
+    mM = _merged(inv, R, mean / fac, count, ssd / fac ** 2)
+    mA = _merged(inv, R, mean - d[:, None] * hi, count, ssd)
+    gM = fit_group(uniq, *mM, red, options, progress, shape=shape, check=check, pooled=pooled)
+    gA = fit_group(uniq, *mA, red, options, None, shape=shape, check=check, pooled=pooled)
+    if gM.blocks != gA.blocks:
+        raise PerfcastError("internal: the two forms of a two-level fit have different term blocks")
+    blocks = list(gM.blocks)
+    index = {b: i for i, b in enumerate(blocks)}
+
+    def block(e):
+        if (e, 0) not in index:
+            index[(e, 0)] = len(blocks)
+            blocks.append((e, 0))
+        return index[(e, 0)]
+
+    _, M, K, _ = gM.hyp.shape
+    hyp = np.full((S, M, K + 1, m), -1, dtype=np.int32)
+    coef = np.zeros((S, M, K + 2))
+    cov = np.zeros((S, M, K + 2, K + 2))
+    quality = gM.quality.copy()
+    status, needed = gM.status.copy(), gM.needed.copy()
+    noise, dof = gM.noise.copy(), gM.dof.copy()
+    drift = None if gM.drift is None else gM.drift.copy()
+    weight = gM.weight.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wfit = np.where(mean != 0, count / np.where(mean != 0, mean, 1.0) ** 2, count)
+        pe = np.sum(np.where(mean != 0, ssd / np.where(mean != 0, mean, 1.0) ** 2, ssd), axis=1)
+    Ns = count.sum(axis=1)
+
+    def mapped(g, s, alt, form):
+        """(hyp (K+1, m), coef (K+2,), cov) of hypothesis ``alt`` of series ``s`` of the reduced fit ``g``."""
+        h = np.full((K + 1, m), -1, dtype=np.int32)
+        hr = g.hyp[s, alt]
+        terms = [t for t in range(K) if np.any(hr[t] >= 0)]
+        k = len(terms)
+        for t, src in enumerate(terms):
+            h[t, others] = hr[src]
+        c = g.coef[s, alt, :1 + k]
+        J = np.zeros((K + 2, 1 + k))          # new coefficients = J @ the reduced ones
+        if form in ("product", "product+constant"):
+            e = a[s]
+            if e == 0:
+                J[0, 0] = 1.0
+                J[1:1 + k, 1:] = np.eye(k)
+            else:
+                sc = x1 ** -float(e)
+                bq = block(e)
+                h[:k, q] = bq
+                h[k, q] = bq
+                J[1 + k, 0] = sc                   # the constant becomes c * (q / q1)^a
+                J[1:1 + k, 1:] = sc * np.eye(k)
+            v = J @ c
+        else:
+            J[1:1 + k, 1:] = np.eye(k)
+            I1 = float(c[0])
+            I2 = I1 + float(d[s])
+            if I1 > 0 and I2 > 0 and (e := _exponent(math.log(I2 / I1) / math.log(x2 / x1))) != 0:
+                h[k, q] = block(e)
+                J[1 + k, 0] = x1 ** -float(e)      # c = I1 / q1^b
+                v = J @ c
+            elif d[s] == 0 or (I1 > 0 and I2 > 0):
+                J[0, 0] = 1.0                      # no change between the levels: no law in q
+                v = J @ c
+            else:                                  # a level <= 0: the straight line through them
+                h[k, q] = block(Fraction(1))
+                J[0, 0] = 1.0
+                v = J @ c
+                slope = float(d[s]) / (x2 - x1)
+                v[0] -= slope * x1
+                v[1 + k] = slope
+        C = J @ g.cov[s, alt, :1 + k, :1 + k] @ J.T
+        # free coefficients: the reduced model's, and one more for a law in q (the exponent of
+        # the product, the difference of the sum's levels)
+        free = 1 + k + int(np.any(h[:, q] >= 0))
+        if form == "product+constant":
+            if a[s] == 0:
+                return None
+            # c0 + (q / q1)^a f(others): the constant refitted with the terms on all the means
+            used = [t for t in range(K + 1) if np.any(h[t] >= 0)]
+            W = wfit[s]
+            for _ in range(2):
+                D = np.column_stack([np.ones(n)] + [_term_values(blocks, h[t], X) for t in used])
+                A = D.T @ (W[:, None] * D)
+                try:
+                    Ai = np.linalg.inv(A)
+                except np.linalg.LinAlgError:
+                    return None
+                beta = Ai @ (D.T @ (W * mean[s]))
+                # a term the refit leaves at round-off (5 + 2 p n^2: the product's p) is dropped
+                size = np.abs(beta[1:]) * np.max(np.abs(D[:, 1:]), axis=0)
+                keep = size > 1e-9 * np.max(np.abs(mean[s]))
+                if keep.all() or not keep.any():
+                    break
+                used = [t for t, kk in zip(used, keep) if kk]
+            rows = h[used].copy()
+            h[:] = -1
+            h[:len(used)] = rows
+            r = mean[s] - D @ beta
+            dofr = max(Ns[s] - len(beta), 1)
+            s2r = (pe[s] + float(np.sum(W * r ** 2))) / dofr
+            v = np.zeros(K + 2)
+            v[0] = beta[0]
+            v[1:1 + len(used)] = beta[1:]
+            C = np.zeros((K + 2, K + 2))
+            C[:len(beta), :len(beta)] = s2r * Ai
+            free += 1
+        return h, v, C, free
+
+    for s in range(S):
+        best = None
+        for form, g in (("product", gM), ("sum", gA), ("product+constant", gM)):
+            if form != "sum" and not pos[s] and np.any(mean[s] != 0):
+                continue
+            if g.status[s] != 0:
+                continue
+            got = mapped(g, s, 0, form)
+            if got is None:
+                continue
+            h, v, C, k = got
+            fitted = v[0] + sum(v[1 + t] * _term_values(blocks, h[t], X) for t in range(K + 1) if np.any(h[t] >= 0))
+            rss = float(np.sum(wfit[s] * (fitted - mean[s]) ** 2))
+            crit = Ns[s] * math.log((pe[s] + rss) / Ns[s] + TINY) + 2 * k
+            if best is None or crit < best[0] - 1e-9:
+                best = (crit, form, g, fitted)
+        if best is None:
+            continue                               # the reduced fit is insufficient: its mean
+        _, form, g, fitted = best
+        for alt in range(M):
+            if g.weight[s, alt] > 0 or alt == 0:
+                got = mapped(g, s, alt, form)
+                if got is None:
+                    got = mapped(g, s, alt, "product")
+                hyp[s, alt], coef[s, alt], cov[s, alt], _ = got
+        weight[s] = g.weight[s]
+        quality[s] = g.quality[s]
+        status[s], needed[s], noise[s], dof[s] = g.status[s], g.needed[s], g.noise[s], g.dof[s]
+        if drift is not None and g.drift is not None:
+            drift[s] = g.drift[s]
+        y = mean[s]
+        den = np.abs(fitted) + np.abs(y)
+        quality[s, 0] = float(np.sum((fitted - y) ** 2))
+        quality[s, 2] = 100 * np.mean(np.where(den > 0, 2 * np.abs(fitted - y) / np.where(den > 0, den, 1.0), 0.0))
+        quality[s, 5], quality[s, 6] = n, count[s].sum()
+    for s in range(S):
+        if status[s] != 0:
+            # no model of the others: the mean, as fit_group reports it
+            hyp[s] = -1
+            coef[s] = 0.0
+            coef[s, 0, 0] = np.sum(mean[s] * count[s]) / np.sum(count[s])
+    if drift is not None:
+        drift = np.where(status == 0, np.maximum(drift, TWO_POINT_EXPONENT_SD * math.log(2)), 0.0)
+    notes = tuple(gM.notes) + (two_level_note(parameters[q], x1, x2),)
+    return GroupFit(tuple(parameters), tuple(blocks), n, status, needed, hyp, weight, coef, cov, quality,
+                    noise, dof, notes, drift, tuple(float(v) for v in np.max(X, axis=0)), 1.0,
+                    TWO_POINT_DRIFT_DOF, gM.shape)
 
 
 def no_line_note(parameter: str) -> str:
