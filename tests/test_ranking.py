@@ -269,9 +269,9 @@ def _halo(ps):
 
 
 def test_the_default_target_stays_within_a_process_count_no_model_follows(capsys, tmp_path):
-    """p = 1, 2 only: no line of >= 3 points along p, so no model says how the calls change with p
-    (each is fitted flat in it).  The default target (twice the largest p) would rank an increase to
-    p = 4 that no model speaks for; it stays at the largest measured point, p = 2, n = 256, and the
+    """p = 1, 2 only: no line of >= 3 points along p, so no law in p can be checked (at most one
+    power through the two values, fit.core's two-level law).  The default target (twice the largest
+    p) would rank an increase to p = 4 that no checked model speaks for; it stays at the largest measured point, p = 2, n = 256, and the
     ranking is the measured one.  By hand, per process at p = 1: Allreduce 100, Irecv 0, MPI 100; at
     p = 2: Allreduce 100, Irecv 100, MPI 200 (the root): increases 0, 100 / 200, 100 / 200."""
     ms = perfcast.model(_halo((1.0, 2.0)))

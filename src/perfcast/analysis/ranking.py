@@ -154,13 +154,15 @@ def unfollowed_target_note(target: Mapping[str, float], upper: Mapping[str, floa
         if not beyond:
             return None
         return (f"--target lies beyond the measured {', '.join(f'{q} ({smallest.get(q, upper[q]):g} to {upper[q]:g})' for q in beyond)}, "
-                f"along which the measured points hold no line of >= 3 values: no model follows "
-                f"{' or '.join(beyond)}, so the increase beyond the largest measured value is no model's")
+                f"along which the measured points hold no line of >= 3 values: no law in {' or '.join(beyond)} "
+                f"can be checked there (at most one power through two values), so the increase beyond the largest "
+                f"measured value rests on no checked model")
     held = [q for q in skip if procs is None or q == procs]
     if not held:
         return None
     return (f"ranked at the largest measured {', '.join(f'{q}={upper[q]:g}' for q in held)}, not beyond: the measured "
-            f"points hold no line of >= 3 values along {' or '.join(held)}, so no model follows it")
+            f"points hold no line of >= 3 values along {' or '.join(held)}, so no law in it can be checked beyond "
+            f"them (at most one power through two values)")
 
 
 def rank(series_models: Iterable, target: Mapping[str, float] | None = None, averaged: bool = False, *,
