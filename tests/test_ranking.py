@@ -300,3 +300,23 @@ def test_the_default_target_stays_within_a_process_count_no_model_follows(capsys
     store.write(_halo((1.0, 2.0, 4.0)), tmp_path / "h4.perfcast")
     assert main(["model", str(tmp_path / "h4.perfcast"), "--json"]) == 0
     assert "ranking_target" not in cli_json(capsys.readouterr().out, "models")
+
+
+def test_the_reports_target_beyond_a_process_count_without_a_line_of_three_is_said():
+    """The report ranks at its own default target, 4x the largest measured p: on p = 1, 2 only (no
+    line of >= 3 values along p) that lies beyond what any law in p can be checked on, and the
+    report's notes say so, naming its default target, as model's heading does for a given --target;
+    with p = 1, 2, 4 nothing is said."""
+    from perfcast.report.html import ReportOptions, build_report
+
+    def said(exp, target=None):
+        rep = build_report(exp, ReportOptions(metric="calls", target=target))
+        assert rep.target["p"] == (8.0 if target is None else target["p"])   # 4 x 2 by default
+        return [n for n in rep.notes if "no line of >= 3 values" in n]
+
+    notes = said(_halo((1.0, 2.0)))
+    assert len(notes) == 1 and notes[0].startswith("The default target (4x the largest measured p)")
+    notes = said(_halo((1.0, 2.0)), {"p": 8.0, "n": 256.0})
+    assert len(notes) == 1 and notes[0].startswith("--target")
+    rep = build_report(_halo((1.0, 2.0, 4.0)), ReportOptions(metric="calls"))
+    assert rep.target["p"] == 16.0 and not [n for n in rep.notes if "no line of >= 3 values" in n]

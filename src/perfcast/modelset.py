@@ -1043,7 +1043,7 @@ class ModelSet:
 
         return default_target(self.upper, self.procs, unfollowed=self.unfollowed)
 
-    def target_note(self, target: Mapping[str, float] | None) -> str | None:
+    def target_note(self, target: Mapping[str, float] | None, what: str = "--target") -> str | None:
         """What the ranking at ``target`` (None: :meth:`default_target`) says of the parameters no
         model follows (:func:`perfcast.analysis.ranking.unfollowed_target_note`), or None."""
         from .analysis.ranking import unfollowed_target_note
@@ -1052,7 +1052,7 @@ class ModelSet:
             return None
         given = target is not None
         return unfollowed_target_note(dict(target) if given else self.default_target(), self.upper,
-                                      self.smallest, self.unfollowed, self.procs, given)
+                                      self.smallest, self.unfollowed, self.procs, given, what)
 
     def with_averaged(self, averaged: bool = True) -> "ModelSet":
         return replace(self, averaged=averaged)

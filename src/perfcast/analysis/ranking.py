@@ -143,17 +143,18 @@ def default_target(upper: Mapping[str, float], procs: str | None, factor: float 
 
 def unfollowed_target_note(target: Mapping[str, float], upper: Mapping[str, float],
                            smallest: Mapping[str, float], unfollowed: Iterable[str], procs: str | None,
-                           given: bool) -> str | None:
+                           given: bool, what: str = "--target") -> str | None:
     """What the ranking's heading says when its target meets a parameter no model follows
     (``unfollowed``): given (``--target``) beyond its measured range, the part of the increase
     beyond is no model's; by default (:func:`default_target`), the target stays at its largest
-    measured value.  None when neither applies."""
+    measured value.  None when neither applies.  ``what``: the given target's name in the note (the
+    report's default target is one too: it names it)."""
     skip = [q for q in unfollowed if q in upper]
     if given:
         beyond = [q for q in skip if q in target and not smallest.get(q, upper[q]) <= target[q] <= upper[q]]
         if not beyond:
             return None
-        return (f"--target lies beyond the measured {', '.join(f'{q} ({smallest.get(q, upper[q]):g} to {upper[q]:g})' for q in beyond)}, "
+        return (f"{what} lies beyond the measured {', '.join(f'{q} ({smallest.get(q, upper[q]):g} to {upper[q]:g})' for q in beyond)}, "
                 f"along which the measured points hold no line of >= 3 values: no law in {' or '.join(beyond)} "
                 f"can be checked there (at most one power through two values), so the increase beyond the largest "
                 f"measured value rests on no checked model")

@@ -504,6 +504,11 @@ def _models_section(rep: Report, exp: Experiment, meas: _Measured, models, o: Re
     if not rep.n_models:
         rep.notes.append(f"No series of metric {rep.metric!r} to model.")
         return
+    # a target beyond a parameter measured without a line of >= 3 values: said, as model's heading says it
+    said = ms.target_note(target, "The default target (4x the largest measured " + x + ")" if rep.target_default
+                          else "--target")
+    if said:
+        rep.notes.append(said[:1].upper() + said[1:] + ".")
     # the ranking's order and columns, without a model per series: models are built for the rows shown
     series, order, rc = ms.rank_order(target, o.by)
     rep.cost = cost_words(ms.procs)
