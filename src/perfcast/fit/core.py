@@ -1943,10 +1943,7 @@ def _two_points(X, p, mean, count, ssd, blocks, out_hyp, out_coef, out_cov, out_
     index = {b: i for i, b in enumerate(blocks)}
 
     def block(e):
-        if (e, 0) not in index:
-            index[(e, 0)] = len(blocks)
-            blocks.append((e, 0))
-        return index[(e, 0)]
+        return _block_of(blocks, index, e)
 
     N = count.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -2132,10 +2129,7 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     index = {b: i for i, b in enumerate(blocks)}
 
     def block(e):
-        if (e, 0) not in index:
-            index[(e, 0)] = len(blocks)
-            blocks.append((e, 0))
-        return index[(e, 0)]
+        return _block_of(blocks, index, e)
 
     _, M, K, _ = gM.hyp.shape
     hyp = np.full((S, M, K + 1, m), -1, dtype=np.int32)
@@ -2277,6 +2271,15 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     return GroupFit(tuple(parameters), tuple(blocks), n, status, needed, hyp, weight, coef, cov, quality,
                     noise, dof, notes, drift, tuple(float(v) for v in np.max(X, axis=0)), 1.0,
                     TWO_POINT_DRIFT_DOF, gM.shape)
+
+
+def _block_of(blocks: list, index: dict, e) -> int:
+    """The index in ``blocks`` of the term block of exponent ``e`` (a power, no log), added to
+    ``blocks`` and ``index`` when new: the blocks of a group grow as two-point laws find exponents."""
+    if (e, 0) not in index:
+        index[(e, 0)] = len(blocks)
+        blocks.append((e, 0))
+    return index[(e, 0)]
 
 
 def no_line_note(parameter: str) -> str:
