@@ -603,15 +603,20 @@ FRAME_KINDS = ("procedure", "loop", "statement")
 class Frame:
     """What a frame is, as its reader knows it (:meth:`CallTree.frame`): ``kind`` one of
     :data:`FRAME_KINDS`; for a procedure, ``procedure`` -- its name, without what tells its calling
-    contexts apart in the tree (a call-site suffix) -- and ``where`` -- the file and/or load
-    module, so that procedures of equal names in different modules stay apart ("" unknown)."""
+    contexts apart in the tree (a call-site suffix) -- ``where`` -- the file and/or load
+    module, so that procedures of equal names in different modules stay apart ("" unknown) -- and
+    ``site`` -- the call site this calling context of the procedure was called from, ``FILE:LINE``
+    in the caller ("" unknown; HPCToolkit's ``<C>`` nodes).  ``where`` is what the procedure is
+    (views group by it), ``site`` only where this context of it comes from."""
 
     kind: str
     procedure: str | None = None
     where: str = ""
+    site: str = ""
 
     def __str__(self) -> str:
-        return self.kind + (f" {self.procedure}" if self.procedure else "") + (f" ({self.where})" if self.where else "")
+        return (self.kind + (f" {self.procedure}" if self.procedure else "") + (f" ({self.where})" if self.where else "")
+                + (f" called at {self.site}" if self.site else ""))
 
 
 class CallTree:
@@ -930,7 +935,8 @@ class CallTree:
             elif a == b:
                 tree._kind[path] = a
             elif a is not None and b is not None and (a.kind, a.procedure) == (b.kind, b.procedure):
-                tree._kind[path] = Frame(a.kind, a.procedure, "")
+                tree._kind[path] = Frame(a.kind, a.procedure, a.where if a.where == b.where else "",
+                                         a.site if a.site == b.site else "")
         return tree
 
     def to_records(self) -> list[tuple[str, str | None, str]]:
