@@ -134,7 +134,8 @@ class KernelSet:
     #: functions whose line along a parameter does real work at its last point only (near zero
     #: before it, :func:`_real_start`), holding ``min_share`` there: no growth exponent can be
     #: measured from one point, so the non-scalable rule did not judge that line (a note each too):
-    #: dicts function, parameter, at (the last point), near_zero (the points before), share (at it)
+    #: dicts function, parameter, at (the last point), near_zero (the points before), share (at it);
+    #: an excluded (communication) function's callpath with ``callpath`` (its share of all the metric)
     unjudged: list = field(default_factory=list)
 
     def names(self) -> list[str]:
@@ -462,7 +463,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             continue
         assign.setdefault(fn if fn in chosen else REST, []).append(cp)
     communication = _growing_excluded(exp, metric, [cp for f in excluded for cp in excluded_paths.get(f, ())],
-                                      totals, pts, params, procs, labels, mode, flat, min_share)
+                                      totals, pts, params, procs, labels, mode, flat, min_share, late, notes)
     kernels = []
     order = sorted(chosen, key=lambda f: -float(share.loc[f].fillna(0).max()))
     for f in order:
@@ -485,7 +486,8 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                      communication, late)
 
 
-def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mode, flat, min_share) -> list[dict]:
+def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mode, flat, min_share,
+                      unjudged: list | None = None, notes: list | None = None) -> list[dict]:
     """The callpaths of the excluded (MPI library/runtime) functions, ``paths``, whose cost per rank
     grows faster with the process count than the scaling mode expects -- the kernels' non-scalable
     rule (:func:`_grows`), with ``min_share`` of *all* of the metric (``totals`` per point) at the
@@ -505,7 +507,20 @@ def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mo
     share = pc.pivot_table(index="function", columns="point", values="share", aggfunc="sum")
     out = []
     for cp in per_rank.index:
-        for what, slope, last, first, _ in _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels):
+        late: list = []
+        trend = _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels, late)
+        for what, at, near in late:
+            # real work at the last process count only: no exponent, so the rule cannot judge it -- said
+            sh = share.loc[cp].get(at)
+            if what != "procs" or unjudged is None or sh is None or not sh >= min_share:
+                continue
+            unjudged.append({"function": exp.tree.name(cp), "callpath": cp, "parameter": procs, "at": at,
+                             "near_zero": near, "share": float(sh)})
+            notes.append(f"{cp} (communication): near zero at {', '.join(near)} and real work only at {at} "
+                         f"({sh:.1%} of all {metric} there), the last point of its line along {procs}: one point "
+                         f"gives no growth exponent on that line, so whether it grows faster than {mode} scaling "
+                         f"expects is not judged (measure beyond {at})")
+        for what, slope, last, first, _ in trend:
             if what != "procs" or not _grows(mode, slope, flat):
                 continue
             sh, a, b = share.loc[cp].get(last), per_rank.loc[cp].get(first), per_rank.loc[cp].get(last)
