@@ -449,6 +449,117 @@ def test_hpctoolkit_bottom_up_is_per_procedure_with_calling_procedures(data_dir,
         assert bu[name][1] == pytest.approx(i, rel=1e-12, abs=1e-15)
 
 
+def hpctoolkit_call_sites_truth(db, depth):
+    """The call sites of HPCToolkit's Callers View read straight from experiment.xml (no perfcast
+    code): a <PF> whose parent is a <C> with line l > 0 was called at FILE:l, FILE the base name of
+    the <File> of the nearest element at or above the <C> with an ``f`` attribute (the caller's
+    file).  A chain (f, g, h, ...) as in :func:`hpctoolkit_callers_truth`; the entry of the caller at
+    position i gets the call site of the <PF> at position i - 1 (f's for g, g's for h).  Only <PF>
+    nodes with values (an <M> child) count.  Returns {chain: set of "FILE:LINE"}."""
+    xml = db / "experiment.xml" if db.is_dir() else db
+    root = ET.parse(xml).getroot()
+    head = root.find(".//SecHeader")
+    procs = {e.get("i"): e.get("n") for e in head.iter("Procedure")}
+    files = {e.get("i"): e.get("n").rstrip("/").rsplit("/", 1)[-1] for e in head.iter("File")}
+    out: dict = {}
+
+    def walk(el, stack, file):          # stack: [(procedure, its call site)], outermost first
+        for ch in el:
+            if ch.tag == "M":
+                continue
+            f = files.get(ch.get("f"), file) if ch.get("f") is not None else file
+            if ch.tag == "PF":
+                site = None
+                if el.tag == "C" and int(el.get("l", "0").split("-")[0] or 0) > 0:
+                    site = f"{file}:{int(el.get('l').split('-')[0])}"
+                me = (procs[ch.get("n")], site)
+                links = [me, *reversed(stack)][:depth + 1]
+                for i in range(1, len(links)):
+                    chain = tuple(x for x, _ in links[:i + 1])
+                    out.setdefault(chain, set())
+                    if links[i - 1][1] and ch.find("M") is not None:
+                        out[chain].add(links[i - 1][1])
+                walk(ch, [*stack, me], f)
+            else:
+                walk(ch, stack, f)
+    walk(root.find(".//SecCallPathProfileData"), [], "<unknown file>")
+    return out
+
+
+def _sites(rows, up=()):
+    """{(f, caller, ...): set of call sites} of a bottom-up view's caller entries."""
+    out = {}
+    for r in rows:
+        k = (*up, r["name"])
+        if up:
+            out[k] = set(r["call_sites"])
+        out.update(_sites(r["callers"], k))
+    return out
+
+
+@pytest.mark.parametrize("db", ["hpctoolkit-cpi-database", "hpctoolkit-allgather-database", "flash4-experiment1.xml"])
+def test_hpctoolkit_callers_carry_the_call_site_lines(data_dir, db):
+    """Each caller entry of the bottom-up view names the line(s) of the caller that make the call,
+    as read from experiment.xml's <C> nodes (:func:`hpctoolkit_call_sites_truth`).  The reader
+    dropped the <C> nodes' lines (they only named a procedure called from two lines of one caller
+    NAME@FILE:LINE), so the Callers View could not say from which line a procedure is called."""
+    path = data_dir / "formats" / "hpctoolkit" / db
+    truth = hpctoolkit_call_sites_truth(path, 2)
+    exp = load([path]).select(metric="CPUTIME (E)")
+    got = _sites(bottom_up(profile(exp, "CPUTIME (E)"), depth=2)["rows"])
+    assert got and set(got) <= set(truth)
+    assert sum(bool(v) for v in got.values()) >= 3
+    for k, v in got.items():
+        assert v == truth[k], k
+
+
+def test_call_sites_and_callers_note_in_the_json_output(data_dir, capsys):
+    """`perfcast view DB --mode bottom-up --ranks max --json` on the HPCToolkit cpi database: the
+    output follows the schema, its caller entries carry experiment.xml's call sites, and since the
+    max over ranks of the callers of some entries add up to more than the entry (checked on the
+    numbers themselves), ``callers_note`` says so."""
+    from conftest import cli_items
+
+    from perfcast.cli import main
+
+    path = data_dir / "formats" / "hpctoolkit" / "hpctoolkit-cpi-database"
+    assert main(["view", str(path), "--metric", "CPUTIME (E)", "--mode", "bottom-up", "--ranks", "max",
+                 "--depth", "3", "--json"]) == 0
+    res = cli_items(capsys.readouterr().out, "view")[0]
+    truth = hpctoolkit_call_sites_truth(path, 3)
+    got = _sites(res["rows"])
+    assert any(got.values()) and all(v == truth[k] for k, v in got.items())
+
+    def over(rows):
+        return any(sum(c[s] for c in r["callers"]) > r[s] * (1 + 1e-9) or over(r["callers"])
+                   for r in rows for s in ("exclusive", "inclusive") if r["callers"])
+    assert over(res["rows"]) and res["callers_note"]
+
+
+def test_callers_that_add_up_to_more_than_their_row_with_ranks_max_are_said():
+    """--ranks max: f's caller entries are each the largest rank's own sum (g: rank 1's 5, main:
+    rank 0's 5) and add up to 10, more than f's row (rank 0's or rank 1's 6): said in
+    ``callers_note``; --ranks sum (12 = 6 + 6) needs no note."""
+    from perfcast.experiment import Frame
+
+    tree = CallTree()
+    for path, kind in (("main", Frame("procedure", "main")), ("main->g", Frame("procedure", "g")),
+                       ("main->f", Frame("procedure", "f", "", "m.c:3")),
+                       ("main->g->f", Frame("procedure", "f", "", "g.c:7"))):
+        parent, _, name = path.rpartition("->")
+        tree.add(path, parent or None, name, kind)
+    vals = {0: {"main->f": 5.0, "main->g->f": 1.0}, 1: {"main->f": 1.0, "main->g->f": 5.0}}
+    rows = [dict(callpath=c, metric="time", value=v, rank=r) for r, d in vals.items() for c, v in d.items()]
+    rows += [dict(callpath=c, metric="time", value=0.0, rank=r) for r in (0, 1) for c in ("main", "main->g")]
+    exp = Experiment([], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")], tree)
+    mx = bottom_up(profile(exp, ranks="max"), depth=1)
+    f = {r["name"]: r for r in mx["rows"]}["f"]
+    assert f["exclusive"] == 6.0 and sum(c["exclusive"] for c in f["callers"]) == 10.0
+    assert "callers_note" in mx
+    assert {c["name"]: c["call_sites"] for c in f["callers"]} == {"main": ["m.c:3"], "g": ["g.c:7"]}
+    assert "callers_note" not in bottom_up(profile(exp, ranks="sum"), depth=1)
+
+
 def test_bottom_up_callers_are_procedures():
     """A constructed tree whose reader recorded what each frame is (procedures f of two modules,
     statements on '<unknown file>:0', a loop of f calling k, a recursive g calling h, which has no

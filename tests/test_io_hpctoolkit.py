@@ -416,12 +416,13 @@ def test_frame_kinds_are_recorded(tmp_path):
     e = H.read(x)
     loop = "main->loop at toy.c:40"
     kinds = {p: e.tree.frame(p) for p in e.tree.paths}
-    P = lambda n, w: Frame("procedure", n, w)  # noqa: E731
+    P = lambda n, w, site="": Frame("procedure", n, w, site)  # noqa: E731
     S = Frame("statement")
+    # foo's two calling contexts record their <C> line in main (bar's lines are 0: unknown)
     assert kinds == {
         "main": P("main", "toy.c [toy]"), "main->toy.c:5": S,
-        "main->foo@toy.c:10": P("foo", "toy.c [toy]"), "main->foo@toy.c:10->toy.c:31": S,
-        "main->foo@toy.c:20": P("foo", "toy.c [toy]"), "main->foo@toy.c:20->toy.c:31": S,
+        "main->foo@toy.c:10": P("foo", "toy.c [toy]", "toy.c:10"), "main->foo@toy.c:10->toy.c:31": S,
+        "main->foo@toy.c:20": P("foo", "toy.c [toy]", "toy.c:20"), "main->foo@toy.c:20->toy.c:31": S,
         loop: Frame("loop"), loop + "->toy.c:41": S,
         loop + "->bar (toy.c [libA.so])": P("bar", "toy.c [libA.so]"), loop + "->bar (toy.c [libA.so])->toy.c:0": S,
         loop + "->bar (toy.c [libB.so])": P("bar", "toy.c [libB.so]"), loop + "->bar (toy.c [libB.so])->toy.c:0": S}

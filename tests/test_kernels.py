@@ -402,3 +402,39 @@ def test_the_first_point_of_real_work_on_a_line_by_hand():
     assert _real_start(x, x ** 4) == 0 and _real_start(x, 1e6 / x) == 0
     # only the last point does real work: it starts there (one point: no slope)
     assert _real_start(x, np.array([1.0, 1.0, 1.0, 5000.0])) == 3
+
+
+def test_a_line_with_real_work_at_its_last_point_only_is_said_not_passed_over(tmp_path, capsys):
+    """A tidy CSV written here: solve 8000 cycles at every p (weak scaling), setup 1 cycle at
+    p = 1, 2, 4 and 200 at p = 8, crumb 0 then 10.  setup's line along p does real work only at
+    p = 8 (1 is below 1% of 200: near zero), so no growth exponent can be measured: it was left in
+    the rest without a word.  Now `unjudged` (JSON) and a note say so; its share at p = 8 by hand:
+    200 / (8000 + 200 + 10).  crumb's 10 / 8210 (0.12%) is below min_share (1%): not listed.  The
+    MPI library's MPI_Allreduce (1 cycle, then 300 at p = 8: communication, outside the kernels)
+    likewise, its share of all cycles there 300 / 8510, with its callpath."""
+    from conftest import cli_items
+
+    from perfcast.cli import main
+
+    rows = ["p,callpath,metric,value,scope"]
+    for p in (1, 2, 4, 8):
+        rows += [f"{p},main,cycles,0,exclusive", f"{p},main->solve,cycles,8000,exclusive",
+                 f"{p},main->setup,cycles,{200 if p == 8 else 1},exclusive",
+                 f"{p},main->crumb,cycles,{10 if p == 8 else 0},exclusive",
+                 f"{p},main->MPI_Allreduce,cycles,{300 if p == 8 else 1},exclusive"]
+    csv = tmp_path / "late.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    assert main(["kernels", str(csv), "--scaling", "weak", "--json"]) == 0
+    ks = cli_items(capsys.readouterr().out, "kernels")[0]
+    assert [k["name"] for k in ks["kernels"]] == ["solve", REST]
+    assert len(ks["unjudged"]) == 2
+    u, c = ks["unjudged"]
+    assert (u["function"], u["parameter"], u["at"], u["near_zero"]) == ("setup", "p", "p=8", ["p=1", "p=2", "p=4"])
+    assert u["share"] == pytest.approx(200 / 8210, rel=1e-12) and "callpath" not in u
+    assert (c["function"], c["callpath"], c["parameter"], c["at"], c["near_zero"]) == \
+        ("MPI_Allreduce", "main->MPI_Allreduce", "p", "p=8", ["p=1", "p=2", "p=4"])
+    assert c["share"] == pytest.approx(300 / 8510, rel=1e-12)
+    assert sum(n.startswith("setup: ") for n in ks["notes"]) == 1
+    assert sum(n.startswith("main->MPI_Allreduce (communication): ") for n in ks["notes"]) == 1
+    assert main(["kernels", str(csv), "--scaling", "weak"]) == 0
+    assert "setup: near zero at p=1, p=2, p=4" in capsys.readouterr().out

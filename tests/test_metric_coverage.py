@@ -145,3 +145,38 @@ def test_bench_campaign_waste_says_it_cannot_tell_at_the_timers(tmp_path, capsys
     for timer in ("app->compute", "app->halo", "app->reduce"):
         assert rows[timer]["status_exclusive"] == "no work" and rows[timer]["efficiency_exclusive"] is None
         assert rows[timer]["efficiency_inclusive"] is None
+
+
+def test_coverage_survives_a_tidy_table_and_its_parquet_file(tmp_path, capsys):
+    """Experiment.to_pandas dropped the record: read back (Experiment.from_pandas, or the table written
+    with df.to_parquet and read as tidy Parquet), derived Ir/time at main->halo -- a timer
+    cachegrind never saw -- was 0 again.  The table now carries it in df.attrs, which from_pandas
+    and pandas' Parquet writer keep.  Hand ratios from _inputs' values; main->g at p=2 ran no
+    instructions (a 0 within Ir's coverage)."""
+    exp = combine(list(_inputs()))
+    df = exp.to_pandas()
+    back = Experiment.from_pandas(df, ["p"], list(exp.metrics.values()))
+    x, report = _derived(back)
+    assert x == {(1.0, "main->f"): 100 / 2, (1.0, "main->g"): 50 / 1, (2.0, "main->f"): 200 / 4,
+                 (2.0, "main->g"): 0.0}
+    assert report["not_measured"] == 2
+    f = tmp_path / "t.parquet"
+    df.astype({"callpath": str, "metric": str}).to_parquet(f)
+    code, out, err = cli(capsys, "metrics", f, "--derive", "X = Ir / time", "-o", tmp_path / "x.perfcast")
+    assert code == 0, err
+    got = _cells(store.read(tmp_path / "x.perfcast"), "X")
+    assert got == {(1.0, "main->f"): 100 / 2, (1.0, "main->g"): 50 / 1, (2.0, "main->f"): 200 / 4,
+                   (2.0, "main->g"): 0.0}
+    # a table without the record (a CSV, an older one) reads as before: absence within a measured run is 0
+    df.attrs = {}
+    assert _derived(Experiment.from_pandas(df, ["p"], list(exp.metrics.values())))[0][(1.0, "main->halo")] == 0.0
+
+
+def test_a_malformed_coverage_attribute_in_a_parquet_file_is_one_error(tmp_path, capsys):
+    exp = combine(list(_inputs()))
+    df = exp.to_pandas().astype({"callpath": str, "metric": str})
+    df.attrs = {"perfcast": {"coverage": [{"metrics": "Ir", "callpaths": ["main"]}]}}
+    f = tmp_path / "bad.parquet"
+    df.to_parquet(f)
+    code, out, err = cli(capsys, "show", f)
+    assert code == 2 and str(f) in err and "coverage" in err and "Traceback" not in err

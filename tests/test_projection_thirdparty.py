@@ -11,7 +11,7 @@ import pytest
 from perfcast.cli import main
 from perfcast.io import ReadOptions, load
 
-from conftest import DATA, cli_items, require_data
+from conftest import DATA, cli_items, cli_json, require_data
 
 FP_RATE = DATA / "spec" / "spec17ml_input_FP_rate.csv"
 LULESH = DATA / "thicket" / "lulesh_weak_scaling_cali"
@@ -229,3 +229,26 @@ def test_flat_timers_with_a_whole_run_timer_are_not_summed(capsys, tmp_path):
     res = cli_items(out, "projection")[0]
     assert res["compute_base"] == pytest.approx(1 + 3)
     assert "summed over 2 callpaths" in res["base_time"]["ranks"] and "not nested" in res["base_time"]["ranks"]
+
+
+def test_ranks_on_caliper_avg_metric_is_said_once(capsys):
+    """`project --ranks max` on LULESH's Caliper avg# metric (one value per run: the mean over the
+    ranks, combined in the file -- the file's avg# root equals its sum# root over 27 ranks, read
+    here) said so twice: the note every command gives (stderr; JSON ranks_not_combined) and the time
+    line's own '--ranks max has nothing to combine'.  One note now, in text and JSON."""
+    exp = load([LULESH], options=ReadOptions(parameters=("jobsize",)))
+    avg = _root_total(exp, "avg#inclusive#sum#time.duration", {"jobsize": 27})
+    assert avg == pytest.approx(_root_total(exp, "sum#inclusive#sum#time.duration", {"jobsize": 27}) / 27, rel=1e-4)
+    args = (LULESH, "--param", "jobsize", "--at", "jobsize=27", "--db", FP_RATE, "--base", BASE, "--target", TARGET,
+            "--method", "mean", "--ranks", "max")
+    code, out, err = _run(capsys, *args)
+    assert code == 0, err
+    text = out + err
+    assert text.count("--ranks max") == 1 and "nothing is combined over ranks" in err
+    code, out, err = _run(capsys, *args, "--json")
+    assert code == 0, err
+    doc = cli_json(out, "projection")
+    assert doc["ranks_not_combined"]["metrics"] == [{"metric": "avg#inclusive#sum#time.duration",
+                                                      "holds": "mean over ranks in the file"}]
+    bt = doc["items"][0]["base_time"]
+    assert "--ranks" not in bt["ranks"] and bt["seconds"] == pytest.approx(avg, rel=1e-12)

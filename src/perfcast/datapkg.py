@@ -168,7 +168,12 @@ def build_wheel(out_dir: str | Path, root: Path | None = None) -> dict:
     except OSError as e:
         raise PerfcastError(f"cannot create the output directory: {e.strerror}", out_dir) from None
     target = out_dir / f"perfcast_data-{version}-py3-none-any.whl"
-    fd, tmp = tempfile.mkstemp(prefix=".perfcast_data-", suffix=".whl.tmp", dir=out_dir)
+    from .output import temporary_file
+
+    try:   # named and cleaned by the one rule (a build killed outright leaves it to the next build)
+        fd, tmp = temporary_file(target)
+    except OSError as e:
+        raise PerfcastError(f"cannot write the wheel ({e.strerror})", out_dir) from None
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
             for name in sorted(files, key=lambda n: (n.startswith(info), n)):   # dist-info last

@@ -454,6 +454,29 @@ def coverage_record(seen: Mapping[str, set], everywhere: Iterable[str]) -> list[
     return [{"metrics": ms, "callpaths": sorted(cps)} for cps, ms in groups.items()]
 
 
+#: where a tidy table (a DataFrame of :meth:`Experiment.to_pandas`) carries the coverage record:
+#: ``df.attrs[TABLE_ATTRS][COVERAGE]`` -- kept by pandas' Parquet writer (``PANDAS_ATTRS``), read
+#: back by :meth:`Experiment.from_pandas` and the tidy Parquet reader; a CSV has no place for it
+TABLE_ATTRS = "perfcast"
+
+
+def coverage_from_attrs(attrs, where=None) -> list[dict] | None:
+    """The :data:`COVERAGE` record a tidy table's attributes carry (:data:`TABLE_ATTRS`), checked
+    to be its shape (a list of ``{"metrics": [names], "callpaths": [callpaths]}``), or None when it
+    carries none; a malformed one is an error naming ``where`` (the file)."""
+    rec = attrs.get(TABLE_ATTRS) if isinstance(attrs, Mapping) else None
+    cov = rec.get(COVERAGE) if isinstance(rec, Mapping) else None
+    if cov is None:
+        return None
+    ok = isinstance(cov, list) and all(
+        isinstance(g, Mapping) and all(isinstance(g.get(k), list) and all(isinstance(x, str) for x in g[k])
+                                       for k in ("metrics", "callpaths")) for g in cov)
+    if not ok:
+        raise PerfcastError(f"the table's {TABLE_ATTRS}.{COVERAGE} attribute is not a list of "
+                            f"{{metrics: [...], callpaths: [...]}}", where)
+    return [{"metrics": list(g["metrics"]), "callpaths": list(g["callpaths"])} for g in cov]
+
+
 def seen_callpaths(exp: "Experiment") -> dict[str, set]:
     """Per metric of ``exp``, the callpaths its collector could see: the metric's own record
     (:func:`metric_coverage`), else every callpath of ``exp``'s tree (one input, one collector)."""
@@ -603,15 +626,20 @@ FRAME_KINDS = ("procedure", "loop", "statement")
 class Frame:
     """What a frame is, as its reader knows it (:meth:`CallTree.frame`): ``kind`` one of
     :data:`FRAME_KINDS`; for a procedure, ``procedure`` -- its name, without what tells its calling
-    contexts apart in the tree (a call-site suffix) -- and ``where`` -- the file and/or load
-    module, so that procedures of equal names in different modules stay apart ("" unknown)."""
+    contexts apart in the tree (a call-site suffix) -- ``where`` -- the file and/or load
+    module, so that procedures of equal names in different modules stay apart ("" unknown) -- and
+    ``site`` -- the call site this calling context of the procedure was called from, ``FILE:LINE``
+    in the caller ("" unknown; HPCToolkit's ``<C>`` nodes).  ``where`` is what the procedure is
+    (views group by it), ``site`` only where this context of it comes from."""
 
     kind: str
     procedure: str | None = None
     where: str = ""
+    site: str = ""
 
     def __str__(self) -> str:
-        return self.kind + (f" {self.procedure}" if self.procedure else "") + (f" ({self.where})" if self.where else "")
+        return (self.kind + (f" {self.procedure}" if self.procedure else "") + (f" ({self.where})" if self.where else "")
+                + (f" called at {self.site}" if self.site else ""))
 
 
 class CallTree:
@@ -930,7 +958,8 @@ class CallTree:
             elif a == b:
                 tree._kind[path] = a
             elif a is not None and b is not None and (a.kind, a.procedure) == (b.kind, b.procedure):
-                tree._kind[path] = Frame(a.kind, a.procedure, "")
+                tree._kind[path] = Frame(a.kind, a.procedure, a.where if a.where == b.where else "",
+                                         a.site if a.site == b.site else "")
         return tree
 
     def to_records(self) -> list[tuple[str, str | None, str]]:
@@ -1267,6 +1296,10 @@ class Experiment:
             metrics = [Metric.guess(str(m)) for m in pd.unique(df["metric"].astype(str))]
         meta = dict(meta or {})
         meta.setdefault("locations", "dense")
+        if COVERAGE not in meta:   # the record a table of to_pandas carries (Parquet keeps it too)
+            cov = coverage_from_attrs(getattr(df, "attrs", None))
+            if cov:
+                meta[COVERAGE] = cov
         return cls(parameters, df, metrics, tree, meta)
 
     def to_pandas(self) -> pd.DataFrame:
@@ -1274,8 +1307,15 @@ class Experiment:
         metric at a point and repetition but hold no value of a callpath: a 0 there,
         :func:`reduce_over_locations`) and absent repetitions (:func:`absent_repetition_is_zero`)
         are written as explicit 0 rows, so that the table means the same when read back as a tidy
-        table, where an absent rank or repetition is missing (:func:`absent_location_is_missing`)."""
-        return with_absent_zeros(self)
+        table, where an absent rank or repetition is missing (:func:`absent_location_is_missing`).
+        The coverage record (:data:`COVERAGE`: a metric absent at a callpath its collector never saw
+        is missing, not 0) goes with it in ``df.attrs`` (:data:`TABLE_ATTRS`), which
+        :meth:`from_pandas` and a Parquet file written by ``df.to_parquet`` keep; ``df.to_csv``
+        cannot (read back from CSV, such an absence counts as a 0 again)."""
+        df = with_absent_zeros(self)
+        cov = self.meta.get(COVERAGE)
+        df.attrs = {TABLE_ATTRS: {COVERAGE: copy.deepcopy(cov)}} if cov else {}
+        return df
 
     @classmethod
     def from_thicket(cls, tk, parameters: Sequence[str] | None = None) -> "Experiment":

@@ -19,6 +19,9 @@
   ``.NAME.XXXXXXXX.tmp``) are never touched.  Limit: writers on one host name in separate process
   namespaces (containers with the same host name sharing a directory) cannot see each other's
   processes; a live writer whose temporary was removed fails with a one-line error, writing nothing.
+  Every other perfcast writer of a file by rename (the PMPI library build, the data wheel, the
+  benchmark-table cache, a campaign's records, a streamed fit's working directory) takes its
+  temporary from :func:`temporary_file` / :func:`temporary_dir`: the same names, the same cleanup.
 
 Stores (``NAME.perfcast`` directories) are written by :mod:`perfcast.store`;
 :func:`check_store_output` applies the same ``--force`` rule to them before anything is computed.
@@ -152,12 +155,8 @@ def atomic_file(path: str | Path, force: bool):
     beside it, put in place when the block ends without an error, else removed (nothing
     half-written); OS errors become one :class:`PerfcastError` naming ``path``."""
     path = check_file_output(path, force)
-    parent = _parent(path)
     try:
-        import tempfile   # writing a file only: not imported by every command
-
-        remove_dead_temporaries(path)
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=parent)
+        fd, tmp = temporary_file(path)
     except OSError as e:
         raise PerfcastError(f"cannot write the output ({os_reason(e)})", path) from None
     try:
@@ -183,6 +182,30 @@ def atomic_file(path: str | Path, force: bool):
 
 #: the longest file name most filesystems take (bytes)
 _NAME_MAX = 255
+
+
+def temporary_file(path: str | Path) -> tuple[int, str]:
+    """A new temporary file beside ``path`` for a writer that renames it over ``path`` when done:
+    ``(fd, name)``, named ``.NAME.HOST.PID-START.XXXXXXXX.tmp`` (mode 0600), after removing the
+    temporaries of ``path`` that killed writers left (:func:`remove_dead_temporaries`).  The one
+    rule of every perfcast writer's temporaries (module doc): outputs, the PMPI library build, the
+    data wheel, the benchmark-table cache, a campaign's files.  OS errors are raised as they are."""
+    import tempfile   # writing a file only: not imported by every command
+
+    path = Path(path)
+    remove_dead_temporaries(path)
+    return tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=_parent(path))
+
+
+def temporary_dir(path: str | Path) -> str:
+    """A new temporary directory beside ``path`` (its name as :func:`temporary_file`'s) for a writer
+    of ``path`` that keeps intermediate files there and removes it when done; one a killed writer
+    left is removed with its contents by the next writer of ``path``."""
+    import tempfile
+
+    path = Path(path)
+    remove_dead_temporaries(path)
+    return tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".tmp", dir=_parent(path))
 
 
 @functools.lru_cache(maxsize=1)
@@ -254,9 +277,15 @@ def remove_dead_temporaries(path: Path) -> list[Path]:
             continue
         left = path.parent / n
         try:
-            if not stat.S_ISREG(os.lstat(left).st_mode):
+            mode = os.lstat(left).st_mode
+            if stat.S_ISDIR(mode):     # a killed writer's working directory (temporary_dir)
+                import shutil
+
+                shutil.rmtree(left)
+            elif stat.S_ISREG(mode):
+                os.unlink(left)
+            else:
                 continue
-            os.unlink(left)
         except OSError:
             continue                   # gone already (another writer removed it), or not ours to remove
         removed.append(left)

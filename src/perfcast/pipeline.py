@@ -40,7 +40,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -99,7 +98,9 @@ def model_table(path: str | Path, output: str | Path, *, force: bool, options=No
             return None
         for w in survey["warnings"] if warn is not None else ():
             warn(w)
-        tmp = tempfile.mkdtemp(prefix=".perfcast-stream-", dir=_parent(output))
+        from .output import temporary_dir
+
+        tmp = temporary_dir(output)   # the one rule: a killed writer's directory goes with the next write
         try:
             ranking, pieces, meta = _fit(pool, survey, Path(tmp), prog)
             n = _write(output, force, ranking, pieces, meta, Path(tmp), prog)

@@ -371,6 +371,8 @@ def write(exp: Experiment, dest: str | Path, overwrite: bool = True) -> Path:
             cols["kind"] = pa.array([k.kind if k else None for k in kinds], pa.string())
             cols["procedure"] = pa.array([k.procedure if k else None for k in kinds], pa.string())
             cols["where"] = pa.array([k.where if k else None for k in kinds], pa.string())
+            if any(k is not None and k.site for k in kinds):   # call sites (stores before them lack the column)
+                cols["site"] = pa.array([k.site if k else None for k in kinds], pa.string())
         tree = pa.table(cols)
         pq.write_table(tree, tmp / "callpaths.parquet")
         (tmp / "experiment.json").write_text(text)  # written last: marks a complete store
@@ -427,10 +429,11 @@ def read(path: str | Path) -> Experiment:
         raise PerfcastError(f"cannot read stored tables: {e}", p) from None
     try:
         tree = CallTree()
-        kinds = zip(tree_t["kind"], tree_t["procedure"], tree_t["where"]) if "kind" in tree_t else None
+        sites = tree_t.get("site") or [None] * len(tree_t["path"])
+        kinds = zip(tree_t["kind"], tree_t["procedure"], tree_t["where"], sites) if "kind" in tree_t else None
         for path, parent, name in zip(tree_t["path"], tree_t["parent"], tree_t["name"]):
-            k = next(kinds) if kinds is not None else (None, None, None)
-            tree.add(path, parent, name, Frame(k[0], k[1], k[2] or "") if k[0] is not None else None)
+            k = next(kinds) if kinds is not None else (None, None, None, None)
+            tree.add(path, parent, name, Frame(k[0], k[1], k[2] or "", k[3] or "") if k[0] is not None else None)
     except (KeyError, PerfcastError) as e:
         raise PerfcastError(f"corrupt callpath table ({e})", p / "callpaths.parquet") from None
     missing = [c for c in header.get("columns", []) if c not in data.columns]

@@ -131,6 +131,12 @@ class KernelSet:
     #: the callpaths of excluded (MPI library/runtime) functions that the non-scalable rule flags:
     #: communication outside the kernel list, each a dict (:func:`_growing_excluded`)
     communication: list = field(default_factory=list)
+    #: functions whose line along a parameter does real work at its last point only (near zero
+    #: before it, :func:`_real_start`), holding ``min_share`` there: no growth exponent can be
+    #: measured from one point, so the non-scalable rule did not judge that line (a note each too):
+    #: dicts function, parameter, at (the last point), near_zero (the points before), share (at it);
+    #: an excluded (communication) function's callpath with ``callpath`` (its share of all the metric)
+    unjudged: list = field(default_factory=list)
 
     def names(self) -> list[str]:
         return [k.name for k in self.kernels]
@@ -180,7 +186,8 @@ class KernelSet:
                 "communication": [dict(c) for c in self.communication],
                 "kernels": [k.to_dict() for k in self.kernels],
                 "coverage": {k: float(v) for k, v in self.coverage.items()},
-                "excluded_share": {k: float(v) for k, v in self.excluded_share.items()}, "notes": list(self.notes)}
+                "excluded_share": {k: float(v) for k, v in self.excluded_share.items()},
+                "unjudged": [dict(u) for u in self.unjudged], "notes": list(self.notes)}
 
 
 def _g(x: float) -> str:
@@ -387,6 +394,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
     share = pf.pivot_table(index="function", columns="point", values="share", aggfunc="sum").reindex(columns=labels)
     per_rank = pf.pivot_table(index="function", columns="point", values="per_rank", aggfunc="sum")
     notes: list[str] = []
+    late: list[dict] = []
     chosen: dict[str, list[str]] = {}
     slopes: dict[str, dict[str, float]] = {}
     starts: dict[str, dict[str, str]] = {}
@@ -401,7 +409,19 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             lab = sh.idxmax()
             reasons.append(f"share {sh.max():.1%} >= {threshold:.0%} at {lab}")
             kinds[f] = "hot"
-        trend = _trend(pts, params, procs, per_rank.loc[f], share.loc[f], labels)
+        late_lines: list = []
+        trend = _trend(pts, params, procs, per_rank.loc[f], share.loc[f], labels, late_lines)
+        for what, at, near in late_lines:
+            # real work at the last point of a line only: one point, no exponent -- said, not passed over
+            at_share = share.loc[f].get(at)
+            if at_share is None or not at_share >= min_share:
+                continue
+            q = procs if what == "procs" else what
+            late.append({"function": f, "parameter": q, "at": at, "near_zero": near, "share": float(at_share)})
+            notes.append(f"{f}: near zero at {', '.join(near)} and real work only at {at} ({at_share:.1%} there), "
+                         f"the last point of its line along {q}: one point gives no growth exponent on that line, so whether "
+                         f"it grows {'faster than ' + mode + ' scaling expects' if what == 'procs' and mode else 'with ' + q} "
+                         f"is not judged (measure beyond {at})")
         slopes[f] = {procs if what == "procs" else what: slope for what, slope, *_ in trend}
         starts[f] = {procs if what == "procs" else what: first for what, _, _, first, near in trend if near}
         for what, slope, lab, first, near in trend:
@@ -443,7 +463,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             continue
         assign.setdefault(fn if fn in chosen else REST, []).append(cp)
     communication = _growing_excluded(exp, metric, [cp for f in excluded for cp in excluded_paths.get(f, ())],
-                                      totals, pts, params, procs, labels, mode, flat, min_share)
+                                      totals, pts, params, procs, labels, mode, flat, min_share, late, notes)
     kernels = []
     order = sorted(chosen, key=lambda f: -float(share.loc[f].fillna(0).max()))
     for f in order:
@@ -463,10 +483,11 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                           rest_share, "rest"))
     coverage = {lab: float(sum(k.share[lab] for k in kernels[:-1])) for lab in labels}
     return KernelSet(kernels, metric, procs, threshold, coverage, ex_share, notes, mode, basis, mode_slope,
-                     communication)
+                     communication, late)
 
 
-def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mode, flat, min_share) -> list[dict]:
+def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mode, flat, min_share,
+                      unjudged: list | None = None, notes: list | None = None) -> list[dict]:
     """The callpaths of the excluded (MPI library/runtime) functions, ``paths``, whose cost per rank
     grows faster with the process count than the scaling mode expects -- the kernels' non-scalable
     rule (:func:`_grows`), with ``min_share`` of *all* of the metric (``totals`` per point) at the
@@ -486,7 +507,20 @@ def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mo
     share = pc.pivot_table(index="function", columns="point", values="share", aggfunc="sum")
     out = []
     for cp in per_rank.index:
-        for what, slope, last, first, _ in _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels):
+        late: list = []
+        trend = _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels, late)
+        for what, at, near in late:
+            # real work at the last process count only: no exponent, so the rule cannot judge it -- said
+            sh = share.loc[cp].get(at)
+            if what != "procs" or unjudged is None or sh is None or not sh >= min_share:
+                continue
+            unjudged.append({"function": exp.tree.name(cp), "callpath": cp, "parameter": procs, "at": at,
+                             "near_zero": near, "share": float(sh)})
+            notes.append(f"{cp} (communication): near zero at {', '.join(near)} and real work only at {at} "
+                         f"({sh:.1%} of all {metric} there), the last point of its line along {procs}: one point "
+                         f"gives no growth exponent on that line, so whether it grows faster than {mode} scaling "
+                         f"expects is not judged (measure beyond {at})")
+        for what, slope, last, first, _ in trend:
             if what != "procs" or not _grows(mode, slope, flat):
                 continue
             sh, a, b = share.loc[cp].get(last), per_rank.loc[cp].get(first), per_rank.loc[cp].get(last)
@@ -581,13 +615,15 @@ def _real_start(x: np.ndarray, y: np.ndarray) -> int:
 
 
 def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd.Series, share: pd.Series,
-           labels: list[str]) -> list[tuple[str, float, str, str, list[str]]]:
+           labels: list[str], late: list | None = None) -> list[tuple[str, float, str, str, list[str]]]:
     """Per parameter: the largest log-log slope over lines of >= 2 points (others fixed); for the
     process count on the cost per rank, for other parameters on the share.  Also the labels of the
     largest and the smallest point of the line with that slope, and of the points before it whose
     values are near zero (:func:`_real_start`: no real work there), which
     the slope leaves out -- from a near-zero first value (make_local_matrix at p = 1) a log-log slope
-    is a huge exponent of no scaling law; it starts at the first point of real work."""
+    is a huge exponent of no scaling law; it starts at the first point of real work.  A line whose
+    only point of real work is its last has no slope (one point); ``late``, when given, receives
+    each such line: (parameter, the label of its last point, the labels of the near-zero points)."""
     out = []
     lab = pd.Series(labels, index=pts.index)
     for q in params:
@@ -602,6 +638,9 @@ def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd
             k = _real_start(g[q].to_numpy(dtype=float), ys)
             slope = loglog_slope(g[q].iloc[k:], ys[k:])
             if slope != slope:
+                near = [str(x) for x, y in zip(lab[g.index[:k]], ys[:k]) if y == y]
+                if late is not None and near and np.isfinite(ys[k:]).sum() == 1:
+                    late.append(("procs" if q == procs else q, str(lab[g.index[k]]), near))
                 continue
             if best is None or slope > best[0]:
                 near = [str(x) for x, y in zip(lab[g.index[:k]], ys[:k]) if y == y]

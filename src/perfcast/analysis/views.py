@@ -603,19 +603,26 @@ def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", de
     of a procedure f nest the chains of calling procedures: the entry f <- g holds the costs of the
     contexts of f called from g, f <- g <- h those called from g called from h, and so on up to
     ``depth`` levels (all when None).  Inclusive costs count outermost contexts only (recursion
-    once); ``contexts`` counts f's calling contexts (its procedure frames)."""
+    once); ``contexts`` counts f's calling contexts (its procedure frames).  Each caller entry has
+    ``call_sites``: the lines ``FILE:LINE`` of the caller that make the calls it holds, when the
+    reader recorded them (:attr:`perfcast.experiment.Frame.site`; empty when unknown).  With
+    ``ranks`` max or min an entry is the largest (smallest) rank's own sum, so the callers of an
+    entry may add up to more (less) than it: ``callers_note`` says so when they do."""
     tree, t = prof.exp.tree, prof.table
     I, E = t["inclusive"].to_dict(), t["exclusive"].to_dict()
     key, entry = procedures(tree)
     outer = outermost(tree, key)
     # each callpath's chain of procedures: its own, its caller's, the caller's caller, ...
     walks: dict[str, list] = {}
+    sites: dict[str, list] = {}   # callpath -> the call site of each link of its chain ("" unknown)
     for c in t.index:
         ks, a = [key[c]], tree.parent(entry[c])
+        ss = [_site(tree, entry[c])]
         while a is not None and (depth is None or len(ks) <= depth):
             ks.append(key[a])
+            ss.append(_site(tree, entry[a]))
             a = tree.parent(entry[a])
-        walks[c] = ks
+        walks[c], sites[c] = ks, ss
     # row names: the flat view's (its rows' keys first), then the callers' not among them
     label = _procedure_names([*(key[c] for c in t.index), *(k for ks in walks.values() for k in ks[1:])])
     out = []
@@ -623,9 +630,9 @@ def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", de
     nodes: dict = {}           # entry -> its row
     seen: dict = {}            # entry -> the calling contexts (entry frames) counted in it
 
-    def new(k):
+    def new(k, caller=False):
         return {"name": label[k], **({"where": k[1]} if k[1] else {}), "inclusive": 0.0, "exclusive": 0.0,
-                "contexts": 0, "callers": {}}
+                "contexts": 0, **({"call_sites": {}} if caller else {}), "callers": {}}
 
     for c in t.index:
         exc = float(E[c])
@@ -639,8 +646,10 @@ def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", de
         node = nodes[chain[:1]]
         for i, ch in enumerate(chains[c]):
             if i:
-                node = node["callers"].get(ch[-1]) or node["callers"].setdefault(ch[-1], new(ks[i]))
+                node = node["callers"].get(ch[-1]) or node["callers"].setdefault(ch[-1], new(ks[i], True))
                 nodes[ch] = node
+                if sites[c][i - 1]:   # the line of this caller that calls the callee below it
+                    node["call_sites"][sites[c][i - 1]] = None
             node["inclusive"] += inc
             node["exclusive"] += exc
             if entry[c] not in seen.setdefault(ch, set()):
@@ -667,8 +676,49 @@ def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", de
             node["inclusive_pct"] = _f(prof.pct(node["inclusive"]))
             node["exclusive_pct"] = _f(prof.pct(node["exclusive"]))
             node["callers"] = sorted(node["callers"].values(), key=order)
+            if "call_sites" in node:
+                node["call_sites"] = sorted(node["call_sites"], key=_site_order)
 
-    return {"view": "bottom-up", **_head(prof), "rows": _sort_rows(out, threshold, sort, prof)}
+    note = _callers_note(prof, out)
+    return {"view": "bottom-up", **_head(prof), **({"callers_note": note} if note else {}),
+            "rows": _sort_rows(out, threshold, sort, prof)}
+
+
+def _callers_note(prof: Profile, rows: list[dict]) -> str | None:
+    """With ``ranks`` max (min) each caller entry is the largest (smallest) rank's own sum in it,
+    possibly another rank's than its row's: the entries of a procedure's callers can add up to more
+    (less) than the procedure's row.  Said when it happens (None otherwise), with the first such row."""
+    if prof.ranks not in _NONADDITIVE:
+        return None
+    worse = (lambda a, b: a > b * (1 + 1e-9) + 1e-300) if prof.ranks == "max" else (lambda a, b: a < b * (1 - 1e-9))
+    n, first, todo = 0, None, [((r["name"],), r) for r in rows]
+    while todo:
+        chain, r = todo.pop()
+        for scope in ("exclusive", "inclusive"):
+            if r["callers"] and worse(math.fsum(c[scope] for c in r["callers"]), r[scope]):
+                n += 1
+                if first is None or chain < first[0]:
+                    first = (chain, scope)
+                break
+        todo.extend(((*chain, c["name"]), c) for c in r["callers"])
+    if not n:
+        return None
+    more, which = ("more", "largest") if prof.ranks == "max" else ("less", "smallest")
+    return (f"--ranks {prof.ranks}: each caller entry is the {which} rank's own sum in it, not necessarily the rank "
+            f"of the entry above it, so the callers of {n} entr{'y' if n == 1 else 'ies'} add up to {more} than the "
+            f"entry (e.g. the {first[1]} of {' <- '.join(first[0])}); --ranks sum or mean add up")
+
+
+def _site(tree, path: str) -> str:
+    """The call site a calling context was called from (:attr:`perfcast.experiment.Frame.site`; "" unknown)."""
+    fr = tree.frame(path)
+    return fr.site if fr is not None else ""
+
+
+def _site_order(site: str) -> tuple:
+    """Call sites ``FILE:LINE`` by file, then line number (10 after 9)."""
+    file, _, line = site.rpartition(":")
+    return (file, int(line), "") if line.isdigit() else (site, -1, site)
 
 
 # -- hot path -------------------------------------------------------------------------------------

@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from ..cache import cache_root
@@ -120,7 +119,12 @@ def build_shim(force: bool = False) -> Path:
         dest_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise PerfcastError(f"cannot create the cache directory ({e.strerror})", dest_dir) from None
-    fd, tmp = tempfile.mkstemp(prefix=f".{LIBRARY_NAME}.", suffix=".tmp", dir=dest_dir)
+    from ..output import temporary_file
+
+    try:   # named and cleaned by the one rule (a build killed outright leaves it to the next build)
+        fd, tmp = temporary_file(lib)
+    except OSError as e:
+        raise PerfcastError(f"cannot write into the cache directory ({e.strerror})", dest_dir) from None
     os.close(fd)
     try:
         r = _run([mpicc, *CFLAGS, "-o", tmp, str(SOURCE)], cwd=dest_dir)

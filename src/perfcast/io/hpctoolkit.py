@@ -25,7 +25,9 @@ structured dtypes), so a block of values costs one vectorised decode, not a Pyth
 * statements (``S``; v4 line contexts carrying samples) -> leaf frames ``FILE:LINE``; a v4
   instruction context -> ``MODULE@0xOFFSET``;
 * call sites (``C``; v4 line/instruction contexts through which a call passes) are not frames of
-  their own: the callee frame hangs directly under the caller's procedure or loop frame.
+  their own: the callee frame hangs directly under the caller's procedure or loop frame, and
+  records the call site (``FILE:LINE`` in the caller, line 0 unknown) as its
+  :attr:`perfcast.experiment.Frame.site`, which the bottom-up view shows for each caller.
 * what each frame is -- a procedure (with its own name and its file and load module, base names),
   a loop or a statement -- is recorded in the tree (:meth:`perfcast.experiment.CallTree.frame`),
   so that a flat view can put loops and statements into their procedure
@@ -346,7 +348,8 @@ def _build(src: _Sources, metrics: list[_MetricValues], locations: pd.DataFrame 
             p = int(folded.parent[f])
             kind = folded.kind[f]
             tree.add(paths[f], None if p < 0 else paths[p], names[f],
-                     Frame(kind, folded.base[f], folded.where[f]) if kind == "procedure" else Frame(kind))
+                     Frame(kind, folded.base[f], folded.where[f], folded.site[f] or "") if kind == "procedure"
+                     else Frame(kind))
     kept = np.flatnonzero(keep)
     categories = [paths[f] for f in kept]
     code_of = np.full(nf, -1, dtype=np.int64)

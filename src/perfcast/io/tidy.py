@@ -26,7 +26,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PerfcastError
-from ..experiment import KINDS, SCOPES, CallTree, Experiment, Metric, coordinate_dtype, guess_kind
+from ..experiment import (COVERAGE, KINDS, SCOPES, CallTree, Experiment, Metric, coordinate_dtype, coverage_from_attrs,
+                          guess_kind)
 from .. import arrow_kernels as pc
 from ..lazy import LazyModule
 from . import MAX_LINE_BYTES, ReadOptions, Reader, register, read_text as read_checked
@@ -571,10 +572,32 @@ def _read_jsonl_whole(path: Path) -> Experiment:
 
 def _read_parquet(path: Path, options: ReadOptions) -> Experiment:
     try:
-        return _dense(_read_parquet_stream(path))
+        exp = _dense(_read_parquet_stream(path))
     except _Slow:
         pa.default_memory_pool().release_unused()
-        return _dense(_read_parquet_whole(path))
+        exp = _dense(_read_parquet_whole(path))
+    cov = _parquet_coverage(path)
+    if cov:
+        exp.meta[COVERAGE] = cov
+    return exp
+
+
+def _parquet_coverage(path: Path) -> list | None:
+    """The coverage record of a table written by ``Experiment.to_pandas().to_parquet(...)``: pandas
+    keeps ``df.attrs`` in the schema metadata (``PANDAS_ATTRS``, JSON); None without one."""
+    import json
+
+    try:
+        raw = (pq.read_schema(path).metadata or {}).get(b"PANDAS_ATTRS")
+    except (OSError, pa.ArrowException):
+        return None
+    if raw is None:
+        return None
+    try:
+        attrs = json.loads(raw)
+    except ValueError:
+        raise PerfcastError("the schema's PANDAS_ATTRS metadata is not JSON", path, "PANDAS_ATTRS") from None
+    return coverage_from_attrs(attrs, path)
 
 
 #: rows pyarrow decodes at a time in the streaming Parquet path

@@ -165,10 +165,10 @@ def base_time(exp, point: Mapping[str, float] | None = None, metric: str | None 
         if with_total < every:
             said += f" ({with_total} of {every} with a whole-program total: the others lack a value, not counted as 0)"
     elif m.aggregate:
+        # an explicit --ranks that has nothing to combine here is said once, by the note every command
+        # gives (cli._ranks_said: stderr and the JSON's ranks_not_combined), not again in this text
         said = f"{m.aggregate} (combined in the file, {name.split('#', 1)[0]}#)" if "#" in name else \
             f"{m.aggregate} (combined in the file)"
-        if ranks is not None:
-            said += f"; --ranks {ranks} has nothing to combine: choose another metric with --metric"
     else:
         said = "one value per run (no per-rank values)"
     return BaseTime(name, m.unit, total * time_factor(exp, name), said + flat, others)

@@ -14,10 +14,12 @@ own source code and :data:`VERSION`; the key is also stored in each file and che
 table that changes (or a loader that changes) gives another key, and the database is parsed and
 written under the new name.  Writing a new pair removes the stale entries of the same database: its
 files of another key (or of the old unkeyed naming) that are older than the pair just written, and
-temporary files of interrupted writes older than :data:`STALE_TMP_SECONDS` -- never a file newer
-than the new pair (a concurrent run of another build may have just written it) and never the pair
-itself.  Each file is written to a temporary name and renamed
-into place (atomic on one file system), so a reader sees a whole file or none; a pair from two
+temporary files of interrupted writes of older perfcast (``NAME.XXXXXXXX.tmp``) older than
+:data:`STALE_TMP_SECONDS` -- never a file newer than the new pair (a concurrent run of another
+build may have just written it) and never the pair itself.  Each file is written to a temporary
+name and renamed into place (atomic on one file system), so a reader sees a whole file or none; the
+temporary is named and cleaned by the rule of every perfcast writer
+(:func:`perfcast.output.temporary_file`: a killed writer's goes with the next write of the file); a pair from two
 different builds has two keys and is not used.  A missing, corrupt, foreign or unreadable cache
 means parsing, and a cache that cannot be written is skipped -- the cache can make a command faster,
 never fail it.  Sources smaller than :data:`MIN_BYTES` in total are not cached (parsing them is as
@@ -35,7 +37,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -49,7 +50,8 @@ MIN_BYTES = 256 * 1024
 _META = b"perfcast.benchdb"
 #: modules whose code decides what the database holds (their digest is part of the key)
 _LOADER_FILES = ("database.py", "project.py", "dbcache.py")
-#: temporary files of this age (seconds) are left over from an interrupted write, not one under way
+#: temporary files of older perfcast's naming of this age (seconds) are left over from an interrupted
+#: write, not one under way (today's are removed when their writer is gone: output.temporary_file)
 STALE_TMP_SECONDS = 3600
 #: characters of the key in a file name
 _KEY_CHARS = 16
@@ -110,7 +112,9 @@ def _write(df: "pd.DataFrame",  # noqa: F821
     table = pa.Table.from_pandas(df)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            _META: json.dumps({"key": key, "source": source}).encode()})
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    from ..output import temporary_file
+
+    fd, tmp = temporary_file(path)   # the one rule: a killed writer's temporary goes with the next write
     try:
         with os.fdopen(fd, "wb") as fh:
             pq.write_table(table, fh, compression="zstd")

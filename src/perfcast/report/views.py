@@ -103,7 +103,10 @@ def print_bottom_up(d: dict, depth: int = 2) -> None:
     root = Tree("[bold]procedure[/bold]  inclusive (%)  exclusive (%)")
 
     def label(r):
-        return (f"{escape(r['name'])}  {_v(r['inclusive'])} ({_pct(r['inclusive_pct'])})  "
+        sites = r.get("call_sites")   # a caller: the line(s) of it that call the procedure below
+        at = (f" [dim]calls at {escape(', '.join(sites[:4]))}{', ...' if len(sites) > 4 else ''}[/dim]"
+              if sites else "")
+        return (f"{escape(r['name'])}{at}  {_v(r['inclusive'])} ({_pct(r['inclusive_pct'])})  "
                 f"{_v(r['exclusive'])} ({_pct(r['exclusive_pct'])})")
 
     def add(ui, r, lvl):
@@ -117,6 +120,8 @@ def print_bottom_up(d: dict, depth: int = 2) -> None:
     for r in d["rows"]:
         add(root, r, 0)
     out.print(root)
+    if d.get("callers_note"):
+        out.print(f"[dim]note: {escape(d['callers_note'])}[/dim]")
     _warnings(d)
 
 
