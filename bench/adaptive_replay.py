@@ -3,7 +3,7 @@
 target was made of (issue 21: "the adaptive campaign's 90% interval at the target jumps as runs are
 added").
 
-    PYTHONPATH=src .venv/bin/python bench/adaptive_replay.py OUT/jacobi-adaptive.perfcast [--callpath app]
+    PYTHONPATH=src .venv/bin/python bench/adaptive_replay.py OUT/jacobi-adaptive.perfcast [--callpath app] [--advise]
 
 The journal (``OUT.perfcast.campaign/journal.jsonl``, read only; a torn last line is skipped) holds
 every run and every ``choose``/``stop`` decision of ``perfcast collect --adaptive``.  Before each
@@ -26,7 +26,10 @@ For the whole-run series (``--callpath``; the campaign's ``app``) at the journal
 * the leave-largest-out check behind the drift, redone by hand: the largest measured value held
   out (its mean and repetitions), the largest kept, the averaged prediction of a fit without it
   (``perfcast.model(..., averaged=True)``, the check's extrapolation to within the fit's own
-  shortlist) and its relative miss.
+  shortlist) and its relative miss;
+* with ``--advise``, the run the advisor of the source tree imported would choose at that decision
+  (the first step of its plan within the budget left, on the campaign's request), beside the
+  journal's (bench/README.md, "Valuing a run for the drift").
 """
 
 from __future__ import annotations
@@ -104,11 +107,38 @@ def step_row(spec, recs, target, callpath, metric):
     return row
 
 
+def advised(spec, recs, target, left) -> str:
+    """The run the advisor (this source tree's) chooses on the records ``recs``: the first step of
+    its plan within ``left`` core-hours, as ``collect --adaptive`` chooses (its request,
+    :func:`perfcast.collect.adaptive._request`); the journal's collector prices are left out."""
+    import dataclasses
+
+    from perfcast.analysis.advisor import advise, metrics_needed
+    from perfcast.collect.adaptive import _request
+    from perfcast.collect.campaign import build_experiment
+    from perfcast.errors import PerfcastError
+    from perfcast.modelset import model
+
+    exp = build_experiment(spec, recs)
+    ms = model(exp, metrics_needed(exp, None))
+    req = _request(spec, exp, target)
+    try:
+        plan = advise(ms, exp, dataclasses.replace(req, budget=max(left, 1e-12))).plan
+    except PerfcastError as e:
+        return f"none ({e.message})"
+    if not plan:
+        return "none (empty plan)"
+    return f"{plan[0]['kind']} {','.join(f'{k}={v:g}' for k, v in plan[0]['at'].items())}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("output", help="the campaign's output (X.perfcast) or its X.perfcast.campaign directory")
     ap.add_argument("--callpath", default="app")
     ap.add_argument("--metric", default="time")
+    ap.add_argument("--advise", action="store_true",
+                    help="also the run the advisor of this source tree would choose at each decision (the first "
+                         "step of its plan within the budget left, as the campaign chooses)")
     args = ap.parse_args(argv)
     from perfcast.collect import collectors as coll
     from perfcast.collect.campaign import CampaignSpec
@@ -130,6 +160,8 @@ def main(argv=None) -> int:
         row["journal_width"] = r.get("width")
         row["next"] = (f"{r['kind']} {','.join(f'{k}={v:g}' for k, v in r['at'].items())}" if r["event"] == "choose"
                        else f"stop: {r['reason']}")
+        if args.advise:
+            row["advised"] = advised(spec, recs[:i], target, float(start["budget"]) - float(r.get("spent") or 0.0))
         rows.append(row)
     last = rows[-1]
     per = last["_vd"] / (last["_c"] ** 2 * last["_d"] ** (2 * last["_growth"])) if last["_d"] > 0 else 0.0
@@ -145,15 +177,16 @@ def main(argv=None) -> int:
     print(f"target {target}, series {args.callpath} ({args.metric})")
     print("| step | runs (value:reps) | formula | value | 90% interval | width (journal) | coef | noise | alt | drift "
           "| noise | drift/doubling | drift dof | dof | q | width: no drift | drift dof inf | last drift "
-          "| held out (mean, reps) | kept top | check's prediction | miss | next |")
-    print("|" + "---|" * 23)
+          "| held out (mean, reps) | kept top | check's prediction | miss | next |" + (" advised now |" if args.advise else ""))
+    print("|" + "---|" * (24 if args.advise else 23))
     for r in rows:
         sh = r["shares"]
         print(f"| {r['step']} | {r['runs']} | {r['formula']} | {r['value']:.4g} | [{r['lower']:.4g}, {r['upper']:.4g}] "
               f"| {pct(r['width'])} ({pct(r['journal_width'])}) | " + " | ".join(f"{sh[k]:.0%}" for k in PARTS)
               + f" | {r['noise']:.3g} | {r['drift']:.3g} | {r['drift_dof']} | {r['dof']:.2f} | {r['q']:.2f} "
               f"| {pct(r['no_drift'])} | {pct(r['drift_dof_inf'])} | {pct(r['drift_last'])} | {held(r)} "
-              f"| {r.get('kept', '')} | {r.get('rerun', math.nan):.4g} | {pct(r.get('miss'))} | {r['next']} |")
+              f"| {r.get('kept', '')} | {r.get('rerun', math.nan):.4g} | {pct(r.get('miss'))} | {r['next']} |"
+              + (f" {r['advised']} |" if args.advise else ""))
     return 0
 
 

@@ -55,12 +55,14 @@ def trajectory(o, seed: int, tmp: str) -> list[dict]:
             # no interval at this fit: as for the campaign, not within any width (it breaks a run
             # of narrow fits); left out of the coverage
             out.append({"runs": k, "spent": sum(o.cost(p) for p in runs[:k]) / full, "value": None, "lower": None,
-                        "upper": None, "width": float("inf"), "inside": None, "error": None})
+                        "upper": None, "width": float("inf"), "inside": None, "error": None,
+                        "at": list(runs[k - 1]) if k > len(o.start) else None})
             continue
         v, lo, hi = float(adv.value), float(adv.lower), float(adv.upper)
         out.append({"runs": k, "spent": sum(o.cost(p) for p in runs[:k]) / full, "value": v, "lower": lo,
                     "upper": hi, "width": (hi - lo) / abs(v) if v else float("inf"),
-                    "inside": bool(lo <= truth <= hi), "error": abs(v / truth - 1)})
+                    "inside": bool(lo <= truth <= hi), "error": abs(v / truth - 1),
+                    "at": list(runs[k - 1]) if k > len(o.start) else None})   # the run this step added
     return out
 
 

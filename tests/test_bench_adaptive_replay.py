@@ -42,6 +42,12 @@ def test_replay_reproduces_the_campaigns_fits(tmp_path, capsys):
             assert row["held_mean"] == pytest.approx(sum(walls) / len(walls), rel=1e-12)
             checked += 1
     assert checked >= 1
+    # --advise: the run this source tree's advisor chooses at each decision is the one the campaign
+    # (the same code, the same request and budget left) recorded in its journal
+    for i in cuts[:4]:
+        r = recs[i]
+        if r["event"] == "choose":
+            assert ar.advised(spec, recs[:i], {"n": 32.0}, 0.002 - r["spent"]) == f"{r['kind']} n={r['at']['n']:g}"
     # the whole table: one line per decision
     assert ar.main([str(out)]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| ") and not ln.startswith("| step")]

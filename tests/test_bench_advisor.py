@@ -56,3 +56,24 @@ def test_until_stops_rule_by_hand():
     assert us.stop_at(steps, 0.3, 3) is steps[5]
     assert us.stop_at(steps, 0.05, 1) is None
     assert us.stop_at(steps, 0.25, 3) is None          # 0.25, 0.1 then 0.3 breaks the run
+
+
+def test_adaptive_jumps_by_hand():
+    """bench/adaptive_jumps.py: width jumps (>= 2x or <= 1/2 the previous finite width), coverage over
+    the steps with an interval and the runs each step added, counted by hand on made-up campaigns."""
+    aj = bench_module("bench_adaptive_jumps", "adaptive_jumps.py")
+    inf = float("inf")
+
+    def step(w, inside, err, at=None):
+        return {"width": w, "inside": inside, "error": err, "at": at}
+
+    traj = {"o/0": [step(1.0, True, 0.1), step(2.5, False, 0.2, [512.0]), step(1.0, True, 0.05, [64.0]),
+                    step(1.1, True, 0.04, [512.0])],
+            "o/1": [step(0.5, True, 0.3), step(inf, None, None, [64.0]), step(0.2, False, 0.02, [512.0])]}
+    r = aj.summary(traj)["o"]
+    # pairs with both widths finite: 1->2.5 (jump), 2.5->1 (jump), 1->1.1; the inf breaks o/1's pairs
+    assert r["jumps_2x"] == pytest.approx(2 / 3)
+    assert r["coverage"] == pytest.approx(4 / 6)
+    assert r["last_error"] == pytest.approx((0.04 + 0.02) / 2)     # median of two
+    assert r["runs"] == 5 and r["at_largest_seen"] == pytest.approx(3 / 5)
+    assert r["by_value"] == {"64": 2, "512": 3}

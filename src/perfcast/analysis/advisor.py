@@ -50,7 +50,17 @@ relative variance (for one series: its squared relative standard deviation); sho
   Gauss-Hermite quadrature over y for each hypothesis (:data:`QUADRATURE_NODES` nodes).  Where the
   hypotheses agree at x (relative to the noise there) it is zero: such a point cannot separate them.
 * extrapolation: a new point closer to the target than every measured one shrinks the drift term to
-  its value at the new distance; an extra repetition leaves the distance where it is.  (Counting
+  its value at the new distance; an extra repetition leaves the distance where it is.  The drift
+  itself is held as fitted, and that is what the fit's own model expects of it: the drift is
+  ``max(m^2 - a, 0) / d^(2 growth)`` from the one held-out point's squared relative miss ``m^2`` and
+  what the interval allowed there, ``a`` (:func:`perfcast.fit.core._drift`).  A run makes a part
+  ``g`` of ``a`` known (a repetition at the held-out point: ``noise^2 / (k (k + 1))`` with k runs
+  there; a run at a kept point: the kept fit's variance at the held-out point it removes), and
+  given the miss ``m' ~ N(m (1 - g/V), g (1 - g/V))``, ``a' = a - g`` (``V = m^2``), so
+  ``E[m'^2 - a'] = m^2 - a``: no run changes the expected drift but through its floor at 0, which
+  raises it (a new point beyond the largest, the check's new held-out point, likewise).  Valuing
+  runs by that expected drift was measured and not kept (bench/README.md, "Valuing a run for the
+  drift": lower coverage on the synthetic one-parameter oracles).  (Counting
   from each parameter's largest value instead, as the interval does, made a run at p = 1024 and the
   smallest n look as good as one at the target's n: on bench/advisor.py's two-parameter scenarios
   the advisor then ran everything at the smallest n: median error 21.5% vs 7.1% with this count.)
@@ -100,7 +110,10 @@ its largest measured values moved out to theirs, through predict's own rule
 coefficient and drift variance).  Its degrees of freedom, drift and hypotheses' weights are left as
 fitted.  The ranking is still by the variance above (:attr:`Advice.sd`, :attr:`Choice.sd_after`):
 the change of the quantile a run brings (a repetition's pure-error degree of freedom, a new point's
-held-out point for the drift) is not counted in the gain.  (On the bundled jacobi-p experiment at
+held-out point for the drift) is not counted in the gain (ranked by ``q^2`` times the variance,
+Welch-Satterthwaite as the interval, the advisor spent its runs on the cheapest small points -- a
+lower coefficient variance moves the dof toward the drift's and raises ``q`` -- and coverage fell:
+bench/README.md, "Valuing a run for the drift").  (On the bundled jacobi-p experiment at
 p = 64 the kernels' sd is ±613% and predict's interval ±1990%: the interval's quantile is
 several times the sd, because the drift term has few degrees of freedom.)
 
