@@ -283,6 +283,51 @@ def fill_absent_repetitions(exp: "Experiment", data: pd.DataFrame) -> pd.DataFra
     return pd.concat([data, absent[list(data.columns)].astype(data.dtypes.to_dict())], ignore_index=True)
 
 
+def fill_absent_points(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` (as :func:`fill_absent_repetitions` takes it: one value per point, repetition,
+    callpath[, metric]) with, in a sparse profile (:func:`absent_repetition_is_zero`), a 0 row for
+    every repetition of a point that measured the metric (some callpath has a value of it there)
+    for each callpath the metric has elsewhere but not at that point, when the metric's collector
+    could see that callpath (:func:`covered`): a routine no run of the point executed (miniFE's
+    MPI_Irecv at p = 1, no neighbour to receive from) measured 0 there, not missing -- its model
+    was fitted from p = 2 on and predicted 200 calls at p = 1.  Outside the coverage the value stays
+    missing; a dense table's absence is missing (:func:`repetition_gaps`).  The model path applies
+    it (:func:`perfcast.fit.series.statistics_columns`)."""
+    if (not absent_repetition_is_zero(exp) or len(data) == 0 or "metric" not in data.columns
+            or any(c in data.columns for c in LOCATION_COLUMNS)):
+        return data
+    run = _run_keys(exp, data)
+    at = [c for c in run if c != "metric"]
+    if not at:
+        return data
+    rkeys = [*run, "rep"] if "rep" in data.columns else run
+    runs = data[rkeys].drop_duplicates()
+    cps = data[["metric", "callpath"]].drop_duplicates()
+    ok = np.ones(len(cps), dtype=bool)
+    for m in cps["metric"].unique():
+        sel = (cps["metric"] == m).to_numpy()
+        ok[sel] = covered(exp, str(m), cps["callpath"].to_numpy()[sel])
+    cps = cps[ok]
+    have = data[[*run, "callpath"]].drop_duplicates()
+    # the points (with the metric) per callpath: a callpath at every point of its metric has no gap
+    per = have.groupby(["metric", "callpath"], observed=True, sort=False).size().rename("_n").reset_index()
+    npts = runs[run].drop_duplicates().groupby("metric", observed=True, sort=False).size().rename("_N").reset_index()
+    gap = per.merge(npts, on="metric").query("_n < _N")[["metric", "callpath"]]
+    cps = cps.merge(gap, on=["metric", "callpath"])
+    if len(cps) == 0:
+        return data
+    full = cps.merge(runs, on="metric")
+    absent = full.merge(have.assign(_have=True), on=[*run, "callpath"], how="left")
+    absent = absent[absent["_have"].isna()].drop(columns="_have")
+    if len(absent) == 0:
+        return data
+    absent = absent.assign(value=0.0)
+    for c in data.columns:
+        if c not in absent.columns:
+            raise PerfcastError(f"cannot fill absent points: column {c!r} is not a key")
+    return pd.concat([data, absent[list(data.columns)].astype(data.dtypes.to_dict())], ignore_index=True)
+
+
 def reduce_over_repetitions(exp: "Experiment", data: pd.DataFrame, how: str = "mean") -> pd.DataFrame:
     """The one rule for combining the repetitions of a point: ``data`` (one value per point,
     repetition, callpath[, metric], locations already reduced: :func:`reduce_over_locations`) to one

@@ -1338,6 +1338,9 @@ class GroupFit:
     #: per series, the measured lines with their own level (:mod:`perfcast.fit.lines`, the
     #: models' ``lines``); None = none in the group
     lines: tuple | None = None
+    #: (parameter, start, bound): the group's series do not run below ``start`` of the process count
+    #: (0 there; :func:`not_running_first`), their law holds from ``start`` on; None = everywhere
+    zero_below: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.status)
@@ -1371,7 +1374,7 @@ class GroupFit:
                           int(q[5]), int(q[6]), q[7] if fin(q[7]) else None)
         if c[10][j] != 0:
             return Model(self.parameters, float(self.coef[s, 0, 0]), (), quality, None, 0.0, 0, (),
-                         "insufficient", int(self.needed[s]), self.notes)
+                         "insufficient", int(self.needed[s]), self.notes, zero_below=self.zero_below)
         _, M, K, m = self.hyp.shape
         wts = c[8][M * j:M * j + M]
         idx = [a for a in range(1, M) if wts[a] >= MIN_WEIGHT]
@@ -1381,6 +1384,8 @@ class GroupFit:
                           _LazyAlternatives(self, s, idx) if idx else (), self._drift_dof(s))
         if self.lines is not None and self.lines[s]:
             mdl = dataclasses.replace(mdl, lines=self.lines[s])
+        if self.zero_below is not None:
+            mdl = dataclasses.replace(mdl, zero_below=self.zero_below)
         return mdl
 
     def _drift_dof(self, s: int) -> int:
@@ -2016,6 +2021,90 @@ def two_level_note(parameter: str, lo: float, hi: float) -> str:
     return (f"2 values of {parameter} only ({lo:g}, {hi:g}): its law is one power of {parameter} through the "
             f"two levels of the lines along it; its form cannot be checked, and its interval assumes an exponent "
             f"uncertain by {TWO_POINT_EXPONENT_SD:g}; measure a third value of {parameter} to choose the form")
+
+
+#: a series whose values at p = 1 are on average below (1 / 2)^NOT_RUNNING_EXPONENT of its values at
+#: p = 2 (the same other coordinates; (x1 / x2)^4 for other second process counts) does not run at
+#: p = 1 (:func:`not_running_first`): a law through both would be steeper than p^4, which no
+#: scaling law of a routine that runs at both is (the search's exponents of p go to 3; measured,
+#: the laws from p = 1 to 2 of MPI counts summed over ranks are p^1 to p^3: MPI calls of miniFE and
+#: examples/jacobi 2.96, Barrier time 2.72) while routines without work at p = 1 give p^4.4 to
+#: p^11 and exact zeros (halo exchange time of examples/jacobi 7.3, its Allreduce time 5.8,
+#: miniFE's bytes 9.6, Allreduce time 9.9, Reduce time 4.9; MPI_Bcast bytes received 0 at p = 1)
+NOT_RUNNING_EXPONENT = 4
+
+
+def not_running_first(X: np.ndarray, mean: np.ndarray, parameters: Sequence[str]) -> tuple | None:
+    """The series of ``mean`` (S, n; at the points ``X``) that do not run at p = 1: (which (S,),
+    exact (S,): 0 at every point at p = 1, the process count's index, the next measured value x2),
+    or None.
+
+    p = 1 is a regime of its own, not a point on a scaling law: a routine that exchanges data
+    with neighbours has none there (miniFE's MPI_Irecv: never called; examples/jacobi's halo
+    exchange: ~0 s), and a power law through its ~0 there and its value at p = 2 is p^6 to p^10
+    (:data:`NOT_RUNNING_EXPONENT`).  The process count is the one parameter named as one
+    (:data:`perfcast.scaling.PROC_NAMES`) whose smallest value is 1; every point at p = 1 has a
+    point at x2 with the same other coordinates.  A series does not run at p = 1 when its values
+    there are >= 0, its values at x2 > 0 and the mean ratio of the pairs (p = 1 over x2) is below
+    ``(1 / x2)^NOT_RUNNING_EXPONENT`` (an exact 0 at every point at p = 1 included).  Its law is
+    then fitted from x2 on, and its model is 0 below x2 (:func:`zero_below`)."""
+    from ..scaling import PROC_NAMES
+
+    X = np.asarray(X, dtype=float)
+    n, m = X.shape
+    named = [k for k, p in enumerate(parameters) if str(p).lower() in PROC_NAMES]
+    if len(named) != 1 or n < 2:
+        return None
+    q = named[0]
+    vals = np.unique(X[:, q])
+    if len(vals) < 2 or vals[0] != 1:
+        return None
+    x2 = float(vals[1])
+    others = [k for k in range(m) if k != q]
+    at2 = {tuple(X[i, others]): i for i in np.flatnonzero(X[:, q] == x2)}
+    lo = np.flatnonzero(X[:, q] == 1)
+    hi = [at2.get(tuple(X[i, others]), -1) for i in lo]
+    if min(hi) < 0:
+        return None
+    y1, y2 = mean[:, lo], mean[:, np.array(hi)]
+    ok = np.all(y1 >= 0, axis=1) & np.all(y2 > 0, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.mean(np.where(ok[:, None], y1 / np.where(ok[:, None], y2, 1.0), 1.0), axis=1)
+    which = ok & (ratio < x2 ** -float(NOT_RUNNING_EXPONENT))
+    return (which, which & np.all(y1 == 0, axis=1), q, x2) if which.any() else None
+
+
+def not_running_note(parameter: str, start: float, bound: float, one_left: bool) -> str:
+    """The note of the models of :func:`not_running_first`'s series (fitted from ``start`` on; their
+    model is 0 below it: ``Model.zero_below``).  With one value of ``parameter`` left it begins as
+    :func:`two_level_note` does (``2 values of p only (1, 2)``): a warning, its interval carries the
+    two-point exponent doubt, and the law is flat in ``parameter`` beyond ``start`` -- a guess."""
+    why = ("0 in every run there" if bound == 0 else
+           f"0 taken: its values there are below 1/{start ** NOT_RUNNING_EXPONENT:g} of those at {parameter} = {start:g}, "
+           "its interval up to that share of the law")
+    head = f"does not run at {parameter} = 1 ({why}); law from {parameter} = {start:g} on"
+    if not one_left:
+        return head
+    return (f"2 values of {parameter} only (1, {start:g}): {head}, where one value of {parameter} is left: flat in "
+            f"{parameter} beyond it, a guess; its interval assumes an exponent uncertain by {TWO_POINT_EXPONENT_SD:g}; "
+            f"measure a third value of {parameter} to choose the form")
+
+
+def zero_below(gf: "GroupFit", parameter: str, start: float, bound: float) -> "GroupFit":
+    """``gf`` (fitted on the points from ``start`` of the process count ``parameter`` on) as the
+    group of :func:`not_running_first`'s series: 0 below ``start`` (``zero_below``; ``bound`` the
+    upper bound of the interval there as a share of the law's: 0 for series 0 in every run there,
+    ``start^-NOT_RUNNING_EXPONENT`` for those whose values there were below it) and the note;
+    with one value of ``parameter`` left, the two-point exponent's doubt beyond the data (as
+    :func:`_two_level_fit`'s)."""
+    k = list(gf.parameters).index(parameter)
+    one_left = gf.upper is not None and gf.upper[k] == start
+    gf = dataclasses.replace(gf, zero_below=(parameter, float(start), float(bound)),
+                             notes=tuple(gf.notes) + (not_running_note(parameter, start, bound, one_left),))
+    if one_left and gf.drift is not None:
+        drift = np.where(gf.status == 0, np.maximum(gf.drift, TWO_POINT_EXPONENT_SD * math.log(2)), 0.0)
+        gf = dataclasses.replace(gf, drift=drift, growth=1.0, drift_dof=TWO_POINT_DRIFT_DOF)
+    return gf
 
 
 def two_level_parameter(note: str) -> str | None:
