@@ -196,7 +196,7 @@ def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _reduced(exp: Experiment, locations: str) -> Columns:
+def _reduced(exp: Experiment, locations: str, points: bool = True) -> Columns:
     """The values the statistics are taken of: ``exp``'s locations reduced (:func:`_reduce_locations`)
     and, in a sparse profile, a 0 for a repetition that lacks a callpath
     (:func:`perfcast.experiment.fill_absent_repetitions`) -- the experiment's own columns when
@@ -206,13 +206,16 @@ def _reduced(exp: Experiment, locations: str) -> Columns:
         return exp.cols
     # and a 0 at a point where no run executed a callpath its metric's collector could see
     # (:func:`perfcast.experiment.fill_absent_points`)
-    return Columns.from_pandas(fill_absent_points(exp, fill_absent_repetitions(exp, _reduce_locations(exp, locations))))
+    d = fill_absent_repetitions(exp, _reduce_locations(exp, locations))
+    return Columns.from_pandas(fill_absent_points(exp, d) if points else d)
 
 
-def series_statistics(exp: Experiment, locations: str = "auto") -> pd.DataFrame:
+def series_statistics(exp: Experiment, locations: str = "auto", absent_points: bool = True) -> pd.DataFrame:
     """Per (point, callpath, metric): ``mean``, ``count`` (repetitions) and ``ssd`` (sum of squared
-    deviations from the mean)."""
-    return _statistics(exp, locations)[0].to_pandas()
+    deviations from the mean).  ``absent_points=False``: without the 0s of callpaths no run of a
+    point executed (:func:`perfcast.experiment.fill_absent_points`; validation marks those itself,
+    ``ran`` false)."""
+    return _statistics(exp, locations, absent_points)[0].to_pandas()
 
 
 def statistics_columns(exp: Experiment, locations: str = "auto") -> Columns:
@@ -220,12 +223,12 @@ def statistics_columns(exp: Experiment, locations: str = "auto") -> Columns:
     return _statistics(exp, locations)[0]
 
 
-def _statistics(exp: Experiment, locations: str):
+def _statistics(exp: Experiment, locations: str, points: bool = True):
     """:func:`statistics_columns` plus, per value row of the reduced data, its row in the
     statistics, its repetition number and the values themselves."""
     # a sparse profile's repetition that measured the metric but lacks the callpath is a 0, as in
     # every view (experiment.reduce_over_repetitions); a dense table's or a listed one's is missing
-    d = _reduced(exp, locations)
+    d = _reduced(exp, locations, points)
     keys = [*exp.parameters, "callpath", "metric"]
     # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
     # them) instead of grouping by the parameter floats and categoricals: same groups, same order,
