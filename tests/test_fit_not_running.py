@@ -126,3 +126,25 @@ def test_absent_point_outside_the_collector_coverage_stays_missing():
     out = fill_absent_points(exp, exp.data)
     at1 = out[out["p"] == 1.0].set_index("callpath")["value"]
     assert at1.to_dict() == {"MPI->MPI_Send": 5.0, "MPI->MPI_Irecv": 0.0}
+
+
+def test_cli_json_says_where_the_routine_does_not_run(tmp_path, capsys):
+    """`perfcast model --json` and `predict --json` (validated against the output schema): the model
+    says where it is 0 (``zero_below``) and the formula printed gives the value predicted."""
+    from perfcast import store
+
+    from conftest import cli, cli_items
+
+    exp = _sparse({"MPI->MPI_Irecv": IRECV, "MPI->MPI_Allreduce": ALLREDUCE}, (1.0, 2.0))
+    store.write(exp, tmp_path / "e.perfcast")
+    capsys.readouterr()
+    code, out, _ = cli(capsys, "model", tmp_path / "e.perfcast", "--json")
+    assert code == 0
+    m = next(i for i in cli_items(out, "models") if i["callpath"] == "MPI->MPI_Irecv")
+    assert m["zero_below"] == {"parameter": "p", "start": 2.0, "bound": 0.0}
+    code, out, _ = cli(capsys, "predict", tmp_path / "e.perfcast", "--at", "p=1,n=30", "--at", "p=2,n=30", "--json")
+    assert code == 0
+    got = {r["at"]["p"]: r for r in cli_items(out, "predictions") if r["callpath"] == "MPI->MPI_Irecv"}
+    assert got[1.0]["value"] == 0.0 and got[2.0]["value"] == pytest.approx(60.0, rel=1e-9)
+    for p, r in got.items():
+        assert _evaluated(r["formula"], p, 30.0) == pytest.approx(r["value"], rel=1e-9, abs=1e-12)
