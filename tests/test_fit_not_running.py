@@ -148,3 +148,18 @@ def test_cli_json_says_where_the_routine_does_not_run(tmp_path, capsys):
     assert got[1.0]["value"] == 0.0 and got[2.0]["value"] == pytest.approx(60.0, rel=1e-9)
     for p, r in got.items():
         assert _evaluated(r["formula"], p, 30.0) == pytest.approx(r["value"], rel=1e-9, abs=1e-12)
+
+
+def test_a_zero_on_the_law_at_p1_keeps_its_point():
+    """MPI_Bcast's bytes received summed over ranks: 56 (p - 1) -- the root receives nothing -- at
+    p = 1, 2, 4 (0 absent from the profile at p = 1).  The 0 is a point of the law, not a regime of
+    its own: the law through the three points is kept (392 at p = 8), not one fitted from p = 2, 4
+    alone (18.7 p^(19/12): 502)."""
+    exp = _sparse({"MPI->MPI_Bcast": lambda p, n: None if p == 1 else 56.0 * (p - 1),
+                   "MPI->MPI_Allreduce": ALLREDUCE}, (1.0, 2.0, 4.0))
+    ms = perfcast.model(exp)
+    got = {r["at"]["p"]: r for r in ms.predict([{"p": 1.0, "n": 30.0}, {"p": 8.0, "n": 30.0}])
+           if r["callpath"] == "MPI->MPI_Bcast"}
+    assert got[8.0]["value"] == pytest.approx(56.0 * 7, rel=1e-9), got[8.0]["formula"]
+    assert got[1.0]["value"] == pytest.approx(0.0, abs=1e-9)
+    assert "p >=" not in got[8.0]["formula"]

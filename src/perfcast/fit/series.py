@@ -696,7 +696,8 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         # (:func:`perfcast.fit.core.not_running_first`); series that fall with a parameter (strong
         # scaling) are fitted apart (:func:`falling`)
         sets = [(rows_all, cols, ())]
-        off = not_running_first(X, _part(mean, rows_all, cols), params)
+        off = not_running_first(X, _part(mean, rows_all, cols), params, _part(count, rows_all, cols),
+                                _part(ssd, rows_all, cols), opts)
         if off is not None:
             which, exact, q, x2 = off
             on = cols[X[:, q] >= x2]
