@@ -2217,8 +2217,9 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     (relative pure error and weighted residual sum of squares of the means; ``k`` the model of the
     others' coefficients, one more for a law in ``q``, one more for the product's own constant, so
     a series flat in ``q`` keeps no law in it); the earlier form wins ties.  As with two points
-    (:func:`_two_points`) the exponent is not bounded: miniFE's bytes summed over ranks (almost none
-    at p = 1) get p^9.8 -- beyond p = 2 a guess, said so.  Noise, fit check and alternatives are
+    (:func:`_two_points`) the exponent is not bounded -- beyond p = 2 a guess, said so; a series
+    whose level at p = 1 is 0 or negligible (miniFE's bytes summed over ranks got p^9.8) is not fitted
+    here but from p = 2 on, 0 at p = 1 (:func:`not_running_first`).  Noise, fit check and alternatives are
     those of the model of the other parameters; beyond the data the interval carries the two-point
     exponent doubt (:data:`TWO_POINT_EXPONENT_SD`, linear growth, :data:`TWO_POINT_DRIFT_DOF`; one
     drift for the group, so also beyond the others' measured range, where the check's drift is
