@@ -1060,7 +1060,8 @@ def _notes_named(items) -> str:
              ("falls with", "values falling with a parameter (negative exponents searched)"),
              ("no line of >= 3 points", "a parameter no model follows (no line of >= 3 points along it)"),
              ("2 points only", "laws through 2 points"),
-             ("2 values of ", "a law on 2 values of a parameter (one power through its two levels)"))
+             (" through the two levels", "a law on 2 values of a parameter (one power through its two levels)"),
+             ("does not run at", "routines that do not run at p = 1 (0 there, their law from the next process count on)"))
     texts = {t for *_, t in items}
     named = [name for key, name in kinds if any(key in t for t in texts)]
     if any(not any(key in t for key, _ in kinds) for t in texts):

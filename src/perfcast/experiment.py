@@ -283,6 +283,62 @@ def fill_absent_repetitions(exp: "Experiment", data: pd.DataFrame) -> pd.DataFra
     return pd.concat([data, absent[list(data.columns)].astype(data.dtypes.to_dict())], ignore_index=True)
 
 
+def fill_absent_points(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` (as :func:`fill_absent_repetitions` takes it: one value per point, repetition,
+    callpath[, metric]) with, in a sparse profile (:func:`absent_repetition_is_zero`), a 0 row for
+    every repetition of a point at p = 1 (the process count: the one parameter named as one,
+    :data:`perfcast.scaling.PROC_NAMES`) that measured the metric (some callpath has a value of it
+    there) for each callpath the metric has elsewhere but not at that point, when the metric's
+    collector could see that callpath (:func:`covered`): a routine no run at p = 1 executed
+    (miniFE's MPI_Irecv, no neighbour to receive from) measured 0 there, not missing -- its model
+    was fitted from p = 2 on and predicted 379 calls at p = 1.  Only p = 1: the one regime where a
+    routine need not run by construction (no other rank), which the fit models as such
+    (:func:`perfcast.fit.core.not_running_first`); a callpath absent at other points is fitted on
+    the points that have it, as before (a 0 there would be taken for a point on its law).  Outside
+    the coverage the value stays missing; a dense table's absence is missing
+    (:func:`repetition_gaps`).  The model path applies it (:func:`perfcast.fit.series.statistics_columns`)."""
+    from .scaling import PROC_NAMES
+
+    if (not absent_repetition_is_zero(exp) or len(data) == 0 or "metric" not in data.columns
+            or any(c in data.columns for c in LOCATION_COLUMNS)):
+        return data
+    run = _run_keys(exp, data)
+    procs = [c for c in run if c != "metric" and str(c).lower() in PROC_NAMES]
+    if len(procs) != 1:
+        return data
+    rkeys = [*run, "rep"] if "rep" in data.columns else run
+    runs = data[rkeys].drop_duplicates()
+    runs = runs[runs[procs[0]].to_numpy(dtype=float) == 1]
+    if len(runs) == 0:
+        return data
+    cps = data[["metric", "callpath"]].drop_duplicates()
+    ok = np.ones(len(cps), dtype=bool)
+    for m in cps["metric"].unique():
+        sel = (cps["metric"] == m).to_numpy()
+        ok[sel] = covered(exp, str(m), cps["callpath"].to_numpy()[sel])
+    cps = cps[ok]
+    have = data[[*run, "callpath"]].drop_duplicates()
+    # the points at p = 1 (with the metric) per callpath: a callpath at every one of them has no gap
+    at1 = have[have[procs[0]].to_numpy(dtype=float) == 1]
+    per = at1.groupby(["metric", "callpath"], observed=True, sort=False).size().rename("_n").reset_index()
+    per = cps.merge(per, on=["metric", "callpath"], how="left").fillna({"_n": 0})
+    npts = runs[run].drop_duplicates().groupby("metric", observed=True, sort=False).size().rename("_N").reset_index()
+    gap = per.merge(npts, on="metric").query("_n < _N")[["metric", "callpath"]]
+    cps = cps.merge(gap, on=["metric", "callpath"])
+    if len(cps) == 0:
+        return data
+    full = cps.merge(runs, on="metric")
+    absent = full.merge(have.assign(_have=True), on=[*run, "callpath"], how="left")
+    absent = absent[absent["_have"].isna()].drop(columns="_have")
+    if len(absent) == 0:
+        return data
+    absent = absent.assign(value=0.0)
+    for c in data.columns:
+        if c not in absent.columns:
+            raise PerfcastError(f"cannot fill absent points: column {c!r} is not a key")
+    return pd.concat([data, absent[list(data.columns)].astype(data.dtypes.to_dict())], ignore_index=True)
+
+
 def reduce_over_repetitions(exp: "Experiment", data: pd.DataFrame, how: str = "mean") -> pd.DataFrame:
     """The one rule for combining the repetitions of a point: ``data`` (one value per point,
     repetition, callpath[, metric], locations already reduced: :func:`reduce_over_locations`) to one

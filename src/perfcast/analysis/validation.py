@@ -69,7 +69,8 @@ def measured_means(exp: Experiment, parameters: Sequence[str], locations: str = 
 
     if set(exp.parameters) != set(parameters):
         raise parameter_mismatch(exp.parameters, parameters, source)
-    st = series_statistics(exp, locations)
+    # a callpath absent at a whole point: not filled with 0s here, the rule below marks it (``ran``)
+    st = series_statistics(exp, locations, absent_points=False)
     pts = st[list(parameters)].to_numpy(float)
     out = MeasuredMeans({(str(c), str(m), tuple(p)): (float(v), int(n))
                          for c, m, p, v, n in zip(st["callpath"], st["metric"], map(tuple, pts), st["mean"],

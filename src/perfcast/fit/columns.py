@@ -27,7 +27,7 @@ def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray
 
     fast = pending_rows(series)
     if fast is not None:
-        return fast
+        return _apart(series, fast)
     parts: dict = {}
     others = []
     for s, sm in enumerate(series):
@@ -48,7 +48,25 @@ def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray
             e = parts[id(g)] = (g, [], [])
         e[1].append(s)
         e[2].append(r)
-    return [(g, np.asarray(p, dtype=np.int64), np.asarray(r, dtype=np.int64)) for g, p, r in parts.values()], others
+    return _apart(series, ([(g, np.asarray(p, dtype=np.int64), np.asarray(r, dtype=np.int64))
+                            for g, p, r in parts.values()], others))
+
+
+def _apart(series: Sequence, parts: tuple) -> tuple:
+    """``parts`` with the series of groups whose models are 0 below a process count
+    (``GroupFit.zero_below``, :func:`perfcast.fit.core.not_running_first`) among the others: their
+    Model objects are built and read (the formula, value and interval say the exception), not the
+    group's arrays."""
+    groups, others = parts
+    if not any(g.zero_below is not None for g, _, _ in groups):
+        return parts
+    keep, more = [], list(others)
+    for g, pos, rows in groups:
+        if g.zero_below is None:
+            keep.append((g, pos, rows))
+        else:
+            more.extend(pos.tolist())
+    return keep, sorted(more)
 
 
 def take(parts, size: int, idx: np.ndarray):

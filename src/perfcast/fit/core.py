@@ -1338,6 +1338,9 @@ class GroupFit:
     #: per series, the measured lines with their own level (:mod:`perfcast.fit.lines`, the
     #: models' ``lines``); None = none in the group
     lines: tuple | None = None
+    #: (parameter, start, bound): the group's series do not run below ``start`` of the process count
+    #: (0 there; :func:`not_running_first`), their law holds from ``start`` on; None = everywhere
+    zero_below: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.status)
@@ -1371,7 +1374,7 @@ class GroupFit:
                           int(q[5]), int(q[6]), q[7] if fin(q[7]) else None)
         if c[10][j] != 0:
             return Model(self.parameters, float(self.coef[s, 0, 0]), (), quality, None, 0.0, 0, (),
-                         "insufficient", int(self.needed[s]), self.notes)
+                         "insufficient", int(self.needed[s]), self.notes, zero_below=self.zero_below)
         _, M, K, m = self.hyp.shape
         wts = c[8][M * j:M * j + M]
         idx = [a for a in range(1, M) if wts[a] >= MIN_WEIGHT]
@@ -1381,6 +1384,8 @@ class GroupFit:
                           _LazyAlternatives(self, s, idx) if idx else (), self._drift_dof(s))
         if self.lines is not None and self.lines[s]:
             mdl = dataclasses.replace(mdl, lines=self.lines[s])
+        if self.zero_below is not None:
+            mdl = dataclasses.replace(mdl, zero_below=self.zero_below)
         return mdl
 
     def _drift_dof(self, s: int) -> int:
@@ -2018,6 +2023,128 @@ def two_level_note(parameter: str, lo: float, hi: float) -> str:
             f"uncertain by {TWO_POINT_EXPONENT_SD:g}; measure a third value of {parameter} to choose the form")
 
 
+#: a series whose values at p = 1 are on average below (1 / 2)^NOT_RUNNING_EXPONENT of its values at
+#: p = 2 (the same other coordinates; (x1 / x2)^4 for other second process counts) does not run at
+#: p = 1 (:func:`not_running_first`): a law through both would be steeper than p^4, which no
+#: scaling law of a routine that runs at both is (the search's exponents of p go to 3; measured,
+#: the laws from p = 1 to 2 of MPI counts summed over ranks are p^1 to p^3: MPI calls of miniFE and
+#: examples/jacobi 2.96, Barrier time 2.72) while routines without work at p = 1 give p^4.4 to
+#: p^11 and exact zeros (halo exchange time of examples/jacobi 7.3, its Allreduce time 5.8,
+#: miniFE's bytes 9.6, Allreduce time 9.9, Reduce time 4.9; MPI_Bcast bytes received 0 at p = 1)
+NOT_RUNNING_EXPONENT = 4
+#: a law fitted through a series' zeros at p = 1 whose values there are within this share of the
+#: values at the next process count passes through them: the zeros are points of the law
+#: (:func:`not_running_first`; round-off of an exact fit is ~1e-15)
+ON_LAW = 1e-6
+
+
+def not_running_first(X: np.ndarray, mean: np.ndarray, parameters: Sequence[str], count: np.ndarray | None = None,
+                      ssd: np.ndarray | None = None, options: "FitOptions | None" = None) -> tuple | None:
+    """The series of ``mean`` (S, n; at the points ``X``) that do not run at p = 1: (which (S,),
+    exact (S,): 0 at every point at p = 1, the process count's index, the next measured value x2),
+    or None.
+
+    p = 1 is a regime of its own, not a point on a scaling law: a routine that exchanges data
+    with neighbours has none there (miniFE's MPI_Irecv: never called; examples/jacobi's halo
+    exchange: ~0 s), and a power law through its ~0 there and its value at p = 2 is p^6 to p^10
+    (:data:`NOT_RUNNING_EXPONENT`).  The process count is the one parameter named as one
+    (:data:`perfcast.scaling.PROC_NAMES`) whose smallest value is 1; every point at p = 1 has a
+    point at x2 with the same other coordinates.  A series does not run at p = 1 when its values
+    there are >= 0, its values at x2 > 0 and the mean ratio of the pairs (p = 1 over x2) is below
+    ``(1 / x2)^NOT_RUNNING_EXPONENT`` (an exact 0 at every point at p = 1 included).  Its law is
+    then fitted from x2 on, and its model is 0 below x2 (:func:`zero_below`).
+
+    Except a 0 that is a point of the law: with >= 2 process counts from x2 on (and ``count``,
+    ``ssd`` given), a series 0 at every point at p = 1 is fitted on all its points, and when that
+    law follows its points (SMAPE within 3x their noise, at least 1%) and passes through the zeros
+    (within :data:`ON_LAW` of the values at x2: MPI_Bcast's bytes
+    received summed over ranks, 56 (p - 1), measured at p = 1, 2, 4: 0, 56, 168) it keeps p = 1 --
+    fitted from p = 2 on, two points gave 18.7 p^(19/12) (502 at p = 8, not 392).  Passing near
+    them is not enough: a log2(p) term is 0 at p = 1, so miniFE's MPI_Irecv calls (0, 110-326,
+    ... at p = 1, 2, 4) got 1.04 + 13.8 p^(2/3) log2(p)^2 + ..., 1.04 at p = 1, no law of them; a
+    step 0, 200, 200, 200 at p = 1, 2, 4, 8 got 85.7 log2(p), through the 0 but not the rest."""
+    from ..scaling import PROC_NAMES
+
+    X = np.asarray(X, dtype=float)
+    n, m = X.shape
+    named = [k for k, p in enumerate(parameters) if str(p).lower() in PROC_NAMES]
+    if len(named) != 1 or n < 2:
+        return None
+    q = named[0]
+    vals = np.unique(X[:, q])
+    if len(vals) < 2 or vals[0] != 1:
+        return None
+    x2 = float(vals[1])
+    others = [k for k in range(m) if k != q]
+    at2 = {tuple(X[i, others]): i for i in np.flatnonzero(X[:, q] == x2)}
+    lo = np.flatnonzero(X[:, q] == 1)
+    hi = [at2.get(tuple(X[i, others]), -1) for i in lo]
+    if min(hi) < 0:
+        return None
+    y1, y2 = mean[:, lo], mean[:, np.array(hi)]
+    ok = np.all(y1 >= 0, axis=1) & np.all(y2 > 0, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.mean(np.where(ok[:, None], y1 / np.where(ok[:, None], y2, 1.0), 1.0), axis=1)
+    share = x2 ** -float(NOT_RUNNING_EXPONENT)
+    which = ok & (ratio < share)
+    exact = which & np.all(y1 == 0, axis=1)
+    if exact.any() and count is not None and ssd is not None and len(vals) >= 3:
+        e = np.flatnonzero(exact)
+        g = fit_group(X, mean[e], count[e], ssd[e], parameters, options, check=False)
+        good = np.flatnonzero(g.status == 0)
+        if len(good):
+            cols = {p: X[:, k] for k, p in enumerate(g.parameters)}
+            from .model import term_cache, values_of
+
+            with np.errstate(all="ignore"):
+                _, D, coef = g.hypotheses_design(good, np.zeros(len(good), dtype=np.int64), n, term_cache(cols))
+                f = values_of(D, coef)
+                y = mean[e[good]]
+                rest = X[:, q] >= x2
+                # the law follows its points from x2 on (SMAPE within 3x their noise, >= 1%) ...
+                den = np.abs(f[:, rest]) + np.abs(y[:, rest])
+                smape = 100 * np.mean(np.where(den > 0, 2 * np.abs(f[:, rest] - y[:, rest]) / den, 0.0), axis=1)
+                follows = smape <= np.maximum(1.0, 3.0 * np.nan_to_num(g.quality[good, 4]))
+                # ... and passes through the zeros
+                on = follows & np.all(np.abs(f[:, lo]) <= ON_LAW * np.abs(y[:, np.array(hi)]), axis=1)
+            which[e[good[on]]] = False
+            exact[e[good[on]]] = False
+    return (which, exact, q, x2) if which.any() else None
+
+
+def not_running_note(parameter: str, start: float, bound: float, one_left: bool) -> str:
+    """The note of the models of :func:`not_running_first`'s series (fitted from ``start`` on; their
+    model is 0 below it: ``Model.zero_below``).  With one value of ``parameter`` left it begins as
+    :func:`two_level_note` does (``2 values of p only (1, 2)``): a warning, its interval carries the
+    two-point exponent doubt, and the law is flat in ``parameter`` beyond ``start`` -- a guess."""
+    why = ("0 in every run there" if bound == 0 else
+           f"0 taken: its values there are below 1/{start ** NOT_RUNNING_EXPONENT:g} of those at {parameter} = {start:g}, "
+           "its interval up to that share of the law")
+    head = f"does not run at {parameter} = 1 ({why}); law from {parameter} = {start:g} on"
+    if not one_left:
+        return head
+    return (f"2 values of {parameter} only (1, {start:g}): {head}, where one value of {parameter} is left: flat in "
+            f"{parameter} beyond it, a guess; its interval assumes an exponent uncertain by {TWO_POINT_EXPONENT_SD:g}; "
+            f"measure a third value of {parameter} to choose the form")
+
+
+def zero_below(gf: "GroupFit", parameter: str, start: float, bound: float) -> "GroupFit":
+    """``gf`` (fitted on the points from ``start`` of the process count ``parameter`` on) as the
+    group of :func:`not_running_first`'s series: 0 below ``start`` (``zero_below``; ``bound`` the
+    upper bound of the interval there as a share of the law's: 0 for series 0 in every run there,
+    ``start^-NOT_RUNNING_EXPONENT`` for those whose values there were below it) and the note;
+    with one value of ``parameter`` left, the two-point exponent's doubt beyond the data (as
+    :func:`_two_level_fit`'s)."""
+    k = list(gf.parameters).index(parameter)
+    one_left = gf.upper is not None and gf.upper[k] == start
+    gf = dataclasses.replace(gf, zero_below=(parameter, float(start), float(bound)),
+                             notes=tuple(gf.notes) + (not_running_note(parameter, start, bound, one_left),))
+    if one_left and gf.drift is not None:
+        drift = np.where(gf.status == 0, np.maximum(gf.drift, TWO_POINT_EXPONENT_SD * math.log(2)), 0.0)
+        gf = dataclasses.replace(gf, drift=drift, growth=1.0, drift_dof=TWO_POINT_DRIFT_DOF)
+    return gf
+
+
 def two_level_parameter(note: str) -> str | None:
     """The parameter a :func:`two_level_note` is about; None for any other note."""
     head, sep, _ = note.partition(" only (")
@@ -2090,8 +2217,9 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     (relative pure error and weighted residual sum of squares of the means; ``k`` the model of the
     others' coefficients, one more for a law in ``q``, one more for the product's own constant, so
     a series flat in ``q`` keeps no law in it); the earlier form wins ties.  As with two points
-    (:func:`_two_points`) the exponent is not bounded: miniFE's bytes summed over ranks (almost none
-    at p = 1) get p^9.8 -- beyond p = 2 a guess, said so.  Noise, fit check and alternatives are
+    (:func:`_two_points`) the exponent is not bounded -- beyond p = 2 a guess, said so; a series
+    whose level at p = 1 is 0 or negligible (miniFE's bytes summed over ranks got p^9.8) is not fitted
+    here but from p = 2 on, 0 at p = 1 (:func:`not_running_first`).  Noise, fit check and alternatives are
     those of the model of the other parameters; beyond the data the interval carries the two-point
     exponent doubt (:data:`TWO_POINT_EXPONENT_SD`, linear growth, :data:`TWO_POINT_DRIFT_DOF`; one
     drift for the group, so also beyond the others' measured range, where the check's drift is

@@ -166,6 +166,11 @@ class Model:
     #: factor)``; a value on such a line is the function's times the factor
     #: (:mod:`perfcast.fit.lines`; multi-parameter models only)
     lines: tuple = ()
+    #: (parameter, start, bound): the routine does not run below ``start`` of the process count
+    #: ``parameter`` (p = 1: :func:`perfcast.fit.core.not_running_first`): the model is 0 there, its
+    #: interval [0, bound x the law's upper bound] (bound 0: 0 in every run), and its terms are the
+    #: law from ``start`` on; the formula says so (:func:`zero_below_text`)
+    zero_below: tuple | None = None
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -189,13 +194,19 @@ class Model:
         y = self._raw(cols, shape)
         if averaged and self.alternatives:
             y = self._averaged(cols, shape, y)
-        if self.lines:
-            y = y * np.exp(self._line_log(cols))
+        if self.lines or self.zero_below:
+            y = scaled(y, self._line_log(cols))
         return float(y[0]) if shape == () else y.reshape(shape)
 
     def _line_log(self, cols) -> np.ndarray:
-        """Log factors of :attr:`lines` at the points ``cols`` (:func:`perfcast.fit.lines.line_log_factors`)."""
-        return line_log_factors(self.lines, [cols[p] for p in self.parameters])
+        """Log factors of :attr:`lines` at the points ``cols`` (:func:`perfcast.fit.lines.line_log_factors`),
+        -inf where the routine does not run (:attr:`zero_below`)."""
+        out = line_log_factors(self.lines, [cols[p] for p in self.parameters]) if self.lines else None
+        if self.zero_below:
+            q, start = self.zero_below[:2]
+            x = np.asarray(cols[q], dtype=float)
+            out = (np.zeros(len(x)) if out is None else out) + np.where(x < start, -np.inf, 0.0)
+        return out
 
     def line_at(self, point: Mapping[str, float]) -> dict | None:
         """The measured lines a value at ``point`` lies on and its factor on the formula's value
@@ -260,11 +271,12 @@ class Model:
 
     def formula(self, style: str = "plain", digits: int = 4) -> str:
         """``plain`` (``3.1 + 0.2 * p^(3/2) * log2(p)``), ``python`` (uses ``log2`` from math) or
-        ``latex``."""
+        ``latex``; ``(p >= 2) * (...)`` for a routine that does not run below p = 2 (:attr:`zero_below`)."""
         if style not in ("plain", "python", "latex"):
             raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
-        return _render(self.constant, [t.coefficient for t in self.terms], [t.basis_str(style) for t in self.terms],
-                       self.constant_is_roundoff(), digits, style)
+        return zero_below_text(_render(self.constant, [t.coefficient for t in self.terms],
+                                       [t.basis_str(style) for t in self.terms], self.constant_is_roundoff(), digits,
+                                       style), self.zero_below, style)
 
     def constant_is_roundoff(self) -> bool:
         """A constant below 1e-12 of the terms' size over the measured range is the least-squares
@@ -307,6 +319,9 @@ class Model:
             d["noise_shape"] = _clean(self.noise_shape)
         if self.lines:
             d["lines"] = line_dicts(self.lines, self.parameters)
+        if self.zero_below:
+            d["zero_below"] = {"parameter": self.zero_below[0], "start": float(self.zero_below[1]),
+                               "bound": float(self.zero_below[2])}
         if alternatives and self.alternatives:
             d["alternatives"] = [{"weight": float(w), **m.to_dict(alternatives=False)} for w, m in self.alternatives]
         return d
@@ -327,12 +342,17 @@ class Model:
                 raise PerfcastError(f"unknown model status {status!r}", where="status")
             q = d.get("quality")
             largest = d.get("largest_measured", d.get("upper"))   # "upper" before output schema 1
+            zb = d.get("zero_below")
+            if zb is not None:
+                zb = (str(zb["parameter"]), float(zb["start"]), float(zb["bound"]))
+                if zb[0] not in params:
+                    raise PerfcastError(f"zero_below names {zb[0]!r}, not a parameter of the model", where="zero_below")
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
                        None if largest is None else tuple(float(v) for v in largest),
                        float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0),
-                       float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params))
+                       float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params), zb)
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
@@ -408,6 +428,26 @@ class Composite:
         if self.single is not None:
             d["single"] = self.single.to_dict(alternatives=False)
         return d
+
+
+def zero_below_text(text: str, zero_below: tuple | None, style: str) -> str:
+    """A formula's ``text`` for a model 0 below ``zero_below`` (:attr:`Model.zero_below`; None: the
+    text itself): ``(p >= 2) * (text)`` in plain and python (True is 1), the Iverson bracket in
+    LaTeX -- the function that gives the model's values."""
+    if not zero_below:
+        return text
+    q, start = zero_below[:2]
+    v = f"{start:g}"
+    if style == "latex":
+        return f"[{q} \\geq {v}] \\cdot \\left({text}\\right)"
+    return f"({q} >= {v}) * ({text})"
+
+
+def scaled(y: np.ndarray, log_factor: np.ndarray) -> np.ndarray:
+    """``y * exp(log_factor)``, 0 where the factor is 0 (-inf: a routine that does not run there,
+    :attr:`Model.zero_below`) whatever ``y`` is there (a term undefined at p = 1, log2(p)^-1)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(np.isneginf(log_factor), 0.0, y * np.exp(log_factor))
 
 
 def _render(constant: float, coefficients: Sequence[float], bases: Sequence[str], roundoff: bool, digits: int,
@@ -501,7 +541,7 @@ def formulas(models: Sequence[Model], style: str = "plain", digits=4) -> list[st
             texts = render_rows(const, coef, bases, _roundoff([models[s] for s in rows], params, sig), dg[rows],
                                 style)
         for s, text in zip(rows, texts):
-            out[s] = text
+            out[s] = zero_below_text(text, models[s].zero_below, style)
     return out
 
 
@@ -622,8 +662,12 @@ class PredictBatch:
         #: (group, owners, rows, hypothesis indices) read from the group's arrays
         self.alt_pairs: list = []
         self.alt_lazy: dict = {}
-        #: owner -> log factors of its measured lines at the points
+        #: owner -> log factors of its measured lines at the points (-inf where the routine does not
+        #: run: Model.zero_below)
         self.line_log: dict = {}
+        #: owner -> the bound of a model with ``zero_below``: its upper bound where it does not run is
+        #: the law's there times the bound
+        self.zero_cap: dict = {}
 
     def design(self, ms: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
         """(D, coef) of models ``ms``, as wide as their most terms + 1."""
@@ -660,8 +704,10 @@ class PredictBatch:
                 by_params.setdefault(m.parameters, ([], []))
                 by_params[m.parameters][0].append(s)
                 by_params[m.parameters][1].append(m.upper)
-            if m.lines:
+            if m.lines or m.zero_below:
                 self.line_log[s] = m._line_log(self.cols)
+            if m.zero_below:
+                self.zero_cap[s] = m.zero_below[2]
             if alternatives:
                 pend = getattr(m.alternatives, "pending", None)
                 src = pend() if pend is not None else None
@@ -780,11 +826,18 @@ class PredictBatch:
             lo = np.where(ok[:, None], centre - half, np.nan)
             hi = np.where(ok[:, None], centre + half, np.nan)
         for s, ll in self.line_log.items():
-            # on a measured line with its own level: value and interval times its factor
-            f = np.exp(ll)
-            centre[s] = centre[s] * f
-            lo[s] = lo[s] * f
-            hi[s] = hi[s] * f
+            # on a measured line with its own level: value and interval times its factor (0 where
+            # the routine does not run: Model.zero_below)
+            h = hi[s].copy()
+            centre[s] = scaled(centre[s], ll)
+            lo[s] = scaled(lo[s], ll)
+            hi[s] = scaled(h, ll)
+            cap = self.zero_cap.get(s)
+            if cap is not None:
+                # where it does not run: 0 in [0, what the rule calls not running] -- the values
+                # there were below that share of the law's from start on (not_running_first)
+                off = np.isneginf(ll)
+                hi[s] = np.where(off, np.where(np.isnan(h), 0.0, np.maximum(h, 0.0) * cap), hi[s])
         return centre, lo, hi
 
 

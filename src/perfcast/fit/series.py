@@ -25,10 +25,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from ..experiment import (Experiment, absent_repetition_is_zero, fill_absent_repetitions, location_reduction,
-                          reduce_over_locations)
+from ..experiment import (Experiment, absent_repetition_is_zero, fill_absent_points, fill_absent_repetitions,
+                          location_reduction, reduce_over_locations)
 from ..scaling import decreasing
-from .core import ASYMPTOTIC, CLAMPED, FitOptions, GroupFit, fit_group, parameter_lines
+from .core import (ASYMPTOTIC, CLAMPED, NOT_RUNNING_EXPONENT, FitOptions, GroupFit, fit_group, not_running_first,
+                   parameter_lines, zero_below)
 from .model import Model
 from ..lazy import LazyModule
 from ..table import Category, Columns, column, factorize
@@ -195,7 +196,7 @@ def _reduce_locations(exp: Experiment, locations: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _reduced(exp: Experiment, locations: str) -> Columns:
+def _reduced(exp: Experiment, locations: str, points: bool = True) -> Columns:
     """The values the statistics are taken of: ``exp``'s locations reduced (:func:`_reduce_locations`)
     and, in a sparse profile, a 0 for a repetition that lacks a callpath
     (:func:`perfcast.experiment.fill_absent_repetitions`) -- the experiment's own columns when
@@ -203,13 +204,18 @@ def _reduced(exp: Experiment, locations: str) -> Columns:
     _check_locations(locations)
     if not exp.has_locations and not absent_repetition_is_zero(exp):
         return exp.cols
-    return Columns.from_pandas(fill_absent_repetitions(exp, _reduce_locations(exp, locations)))
+    # and a 0 at a point where no run executed a callpath its metric's collector could see
+    # (:func:`perfcast.experiment.fill_absent_points`)
+    d = fill_absent_repetitions(exp, _reduce_locations(exp, locations))
+    return Columns.from_pandas(fill_absent_points(exp, d) if points else d)
 
 
-def series_statistics(exp: Experiment, locations: str = "auto") -> pd.DataFrame:
+def series_statistics(exp: Experiment, locations: str = "auto", absent_points: bool = True) -> pd.DataFrame:
     """Per (point, callpath, metric): ``mean``, ``count`` (repetitions) and ``ssd`` (sum of squared
-    deviations from the mean)."""
-    return _statistics(exp, locations)[0].to_pandas()
+    deviations from the mean).  ``absent_points=False``: without the 0s of callpaths no run of a
+    point executed (:func:`perfcast.experiment.fill_absent_points`; validation marks those itself,
+    ``ran`` false)."""
+    return _statistics(exp, locations, absent_points)[0].to_pandas()
 
 
 def statistics_columns(exp: Experiment, locations: str = "auto") -> Columns:
@@ -217,12 +223,12 @@ def statistics_columns(exp: Experiment, locations: str = "auto") -> Columns:
     return _statistics(exp, locations)[0]
 
 
-def _statistics(exp: Experiment, locations: str):
+def _statistics(exp: Experiment, locations: str, points: bool = True):
     """:func:`statistics_columns` plus, per value row of the reduced data, its row in the
     statistics, its repetition number and the values themselves."""
     # a sparse profile's repetition that measured the metric but lacks the callpath is a 0, as in
     # every view (experiment.reduce_over_repetitions); a dense table's or a listed one's is missing
-    d = _reduced(exp, locations)
+    d = _reduced(exp, locations, points)
     keys = [*exp.parameters, "callpath", "metric"]
     # one integer key (the rows numbered by first appearance, as groupby(keys, sort=False) numbers
     # them) instead of grouping by the parameter floats and categoricals: same groups, same order,
@@ -604,8 +610,11 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
     for key, rows, X, o, note, mean, count, ssd, reps in parts:
         gf = fit_group(X, mean, count, ssd, params, o, prog, reps, check=check,
                        shape=None if shapes is None else shapes(key))
+        note, start = _zero_below_of(note)
         if note:
             gf = replace(gf, notes=gf.notes + note)
+        if start is not None:
+            gf = zero_below(gf, *start)
         if len(params) >= 2:
             gf = _with_lines(gf, X, mean)
         done[0] += len(rows)
@@ -683,21 +692,48 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         sig = sigs[code // M]
         cols = np.nonzero(sig)[0]
         X = coords[cols]
-        # series that fall with a parameter (strong scaling) are fitted apart (:func:`falling`)
-        parts = [(rows_all, opts, ())]
-        fall = falling(opts, X, _part(mean, rows_all, cols), params)
-        if fall is not None:
-            dec, fo, note = fall
-            parts = [(rows_all[~dec], opts, ()), (rows_all[dec], fo, note)]
-        for rows, o, note in parts:
+        # series that do not run at p = 1 are fitted from the next process count on, 0 below it
+        # (:func:`perfcast.fit.core.not_running_first`); series that fall with a parameter (strong
+        # scaling) are fitted apart (:func:`falling`)
+        sets = [(rows_all, cols, ())]
+        off = not_running_first(X, _part(mean, rows_all, cols), params, _part(count, rows_all, cols),
+                                _part(ssd, rows_all, cols), opts)
+        if off is not None:
+            which, exact, q, x2 = off
+            on = cols[X[:, q] >= x2]
+            sets = [(rows_all[~which], cols, ()), (rows_all[exact], on, (params[q], x2, 0.0)),
+                    (rows_all[which & ~exact], on, (params[q], x2, x2 ** -float(NOT_RUNNING_EXPONENT)))]
+        parts = []
+        for rows_s, cols_s, start in sets:
+            fall = falling(opts, coords[cols_s], _part(mean, rows_s, cols_s), params) if len(rows_s) else None
+            if fall is not None:
+                dec, fo, note = fall
+                parts += [(rows_s[~dec], opts, (), cols_s, start), (rows_s[dec], fo, note, cols_s, start)]
+            else:
+                parts.append((rows_s, opts, (), cols_s, start))
+        for rows, o, note, cols, start in parts:
             if not len(rows):
                 continue
+            X = coords[cols]
+            if start:
+                note = note + ((ZERO_BELOW, *start),)      # read by _fit_series (:func:`_zero_below_of`)
             key = (o, mts[int(rows[0])], tuple(map(tuple, X.tolist())), note)
             reps, loc, pm = reps_of[code % M]
             out.append((key, rows, X, o, note, _part(mean, rows, cols), _part(count, rows, cols),
                         _part(ssd, rows, cols),
                         None if reps is None else _part(reps, loc[rows], np.searchsorted(pm, cols))))
     return out, cps, mts
+
+
+#: the marker of a part's note entry ``(ZERO_BELOW, parameter, start, bound)``: its series do not run
+#: below ``start`` (:func:`perfcast.fit.core.not_running_first`, :func:`perfcast.fit.core.zero_below`)
+ZERO_BELOW = "zero below"
+
+
+def _zero_below_of(note: tuple) -> tuple[tuple, tuple | None]:
+    """(the note's texts, (parameter, start, bound) of its :data:`ZERO_BELOW` entry or None)."""
+    start = [n[1:] for n in note if isinstance(n, tuple) and n[:1] == (ZERO_BELOW,)]
+    return tuple(n for n in note if not isinstance(n, tuple)), (start[0] if start else None)
 
 
 def _part(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
