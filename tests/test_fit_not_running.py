@@ -163,3 +163,21 @@ def test_a_zero_on_the_law_at_p1_keeps_its_point():
     assert got[8.0]["value"] == pytest.approx(56.0 * 7, rel=1e-9), got[8.0]["formula"]
     assert got[1.0]["value"] == pytest.approx(0.0, abs=1e-9)
     assert "p >=" not in got[8.0]["formula"]
+
+
+def test_fit_series_applies_the_same_rule():
+    """The single-series API (perfcast.fit.fit_series) models a routine that does not run at p = 1
+    as an experiment's fit does: 0 there, the law from p = 2 on.  Generating formula: MPI_Isend
+    calls summed over ranks of a 1-D halo exchange with 100 steps, 200 (p - 1) -- 0 at p = 1 --
+    measured at p = 1, 2, 4, 8 plus a routine that is 0 at p = 1 and a constant 2 n beyond."""
+    from perfcast.fit import fit_series
+
+    ps = [1.0, 2.0, 4.0, 8.0]
+    step = fit_series(ps, [[0.0, 0.0] if p == 1 else [64.0, 64.0] for p in ps], "p")
+    assert step.predict({"p": 1.0}) == 0.0
+    assert step.predict({"p": 16.0}) == pytest.approx(64.0, rel=1e-9)
+    assert step.zero_below is not None and step.zero_below[:2] == ("p", 2.0)
+    # a 0 at p = 1 that is a point of the law keeps its point (no exception below p = 2)
+    line = fit_series(ps, [[200.0 * (p - 1)] * 2 for p in ps], "p")
+    assert line.predict({"p": 16.0}) == pytest.approx(3000.0, rel=1e-9)
+    assert line.zero_below is None

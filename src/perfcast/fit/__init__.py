@@ -45,15 +45,27 @@ def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) 
     mean = np.array([[r.mean() for r in reps]])
     count = np.array([[len(r) for r in reps]])
     ssd = np.array([[((r - r.mean()) ** 2).sum() for r in reps]])
-    # a series that falls with a parameter (strong scaling) searches negative exponents too and
-    # says so, as in an experiment's fit (perfcast.fit.series.falling)
+    # a series that does not run at p = 1 is fitted from the next process count on, 0 below it
+    # (perfcast.fit.core.not_running_first), and one that falls with a parameter (strong scaling)
+    # searches negative exponents too and says so, as in an experiment's fit (series.falling)
+    from .core import NOT_RUNNING_EXPONENT, not_running_first, zero_below
+
     opts = (options or FitOptions()).for_kind(None)
+    start = None
+    off = not_running_first(x, mean, tuple(parameters), count, ssd, opts)
+    if off is not None:
+        _, exact, q, x2 = off
+        on = x[:, q] >= x2
+        x, mean, count, ssd = x[on], mean[:, on], count[:, on], ssd[:, on]
+        start = (tuple(parameters)[q], x2, 0.0 if exact[0] else x2 ** -float(NOT_RUNNING_EXPONENT))
     fall = falling(opts, x, mean, tuple(parameters))
     if fall is not None and fall[0][0]:
         gf = fit_group(x, mean, count, ssd, tuple(parameters), fall[1])
         gf = replace(gf, notes=gf.notes + fall[2])
     else:
         gf = fit_group(x, mean, count, ssd, tuple(parameters), options)
+    if start is not None:
+        gf = zero_below(gf, *start)
     if x.shape[1] >= 2:
         from .series import _with_lines      # measured lines with their own level, as for experiments
 
