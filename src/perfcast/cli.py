@@ -1402,7 +1402,9 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
       1  a model (or a modelled regime of a segmented one) grows faster than expected
       3  nothing grows faster, but a matched series could not be judged (too few points for a
          model, or a model that does not follow its data: a poor fit, or one that stays below the
-         measured growth as the report's "What grows?" says): measure more; not a pass
+         measured growth as the report's "What grows?" says, or a faster growth than expected
+         that its competing hypotheses hold less than half of the weight of: the data cannot
+         tell it from the expected one): measure more; not a pass
       2  bad input
 
     \b
