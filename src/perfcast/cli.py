@@ -482,7 +482,8 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
     FP waste = cycles x peak ops per cycle - ops (or time x peak ops per second - ops);
     efficiency = ops / potential x 100.  Bandwidth waste = time x peak bandwidth - bytes,
     likewise.  Peak rates come from flags (a machine description file will supply them later).
-    A scope with work but no time (cycles) of its own measured has no waste ("no time"); one whose
+    A scope with work but no time (cycles) of its own measured has no waste ("no time"), nor has one
+    whose own time is below zero (its children's exceed it: timers that nest); one whose
     work exceeds its potential ran above the peak given (the peak is too low for that metric):
     its waste is "above peak", not a negative number, and a note says so.  Both are left out of
     the shares: exclusive shares are of the exclusive waste where it is defined (adding up to
