@@ -220,25 +220,26 @@ def _regimes(model) -> list[tuple[str, object]]:
 DECIDED = 0.5
 
 
-def _undecided(model, expected: Order) -> str | None:
-    """Why the growth of ``model``, whose selected hypothesis exceeds ``expected``, cannot be
-    judged: the hypotheses that fit its data almost as well (``Model.alternatives``, with their
-    weights) put at least half of the weight (:data:`DECIDED`) within the expected order -- CoMD's
-    run time, O(n^3) by its source, measured on shared cores: the selected n^3 log2(n) holds 19% of
-    the weight, hypotheses within O(n^3) most of the rest.  None when the excess is decided (or the
-    model has no competing hypotheses)."""
-    alts = tuple(getattr(model, "alternatives", ()) or ())
-    if not alts:
+def _undecided(hypotheses, expected: Order) -> str | None:
+    """Why a series whose selected hypothesis exceeds ``expected`` cannot be judged: its competing
+    hypotheses (``hypotheses``: [(weight, lead order)], the selected one first,
+    :func:`perfcast.fit.columns.hypothesis_leads`), which fit its data almost as well, put at
+    least half of the weight (:data:`DECIDED`) within the expected order -- CoMD's run time, O(n^3)
+    by its source, measured on shared cores: the selected n^3 log2(n) holds 19% of the weight,
+    hypotheses within O(n^3) most of the rest.  None when the excess is decided (or there are no
+    competing hypotheses)."""
+    if not hypotheses or len(hypotheses) < 2:
         return None
-    within = [(float(w), a) for w, a in alts if not exceeds(a.lead_order(), expected)]
+    within = [(w, o) for w, o in hypotheses[1:] if not exceeds(o, expected)]
     share = sum(w for w, _ in within)
     if share < DECIDED:
         return None
+    zero = (Fraction(0), 0)
+    shown = lambda o: order_str({q: v for q, v in o.items() if v != zero})  # noqa: E731
     best = max(within, key=lambda x: x[0])[1]
-    chosen = 1.0 - sum(float(w) for w, _ in alts)
     return (f"the data cannot tell its growth from {order_str(expected)}: hypotheses within it hold "
-            f"{share:.0%} of the weight (e.g. {best.formula()}), the selected one "
-            f"({order_str({q: o for q, o in model.lead_order().items() if o != (Fraction(0), 0)})}) {chosen:.0%}")
+            f"{share:.0%} of the weight (e.g. {shown(best)}), the selected one ({shown(hypotheses[0][1])}) "
+            f"{hypotheses[0][0]:.0%}")
 
 
 def _why(model) -> str:
@@ -308,6 +309,7 @@ def check(series_models: Iterable, expectations: Sequence[Expectation], ends: Ma
     verdicts: dict = {}
     found_at, checked = [], 0
     partial: list = []          # (series, expectation, regime label, (params, found), formula)
+    leads: dict = {}            # series -> its hypotheses' weights and lead orders (violators only)
     unchecked: list[Unchecked] = []
 
     def judge(found, k):
@@ -345,7 +347,9 @@ def check(series_models: Iterable, expectations: Sequence[Expectation], ends: Ma
             if v is None:
                 v = verdicts[(code[s], k)] = judge(orders[code[s]], k)
             if v[0]:
-                why = _undecided(sm.model, expectations[k].order)
+                if s not in leads:
+                    leads.update(columns.hypothesis_leads(series, [s], parts))
+                why = _undecided(leads.get(s), expectations[k].order)
                 if why is not None:  # neither passed nor failed
                     unchecked.append(Unchecked(sm.callpath, sm.metric, why))
                     continue
