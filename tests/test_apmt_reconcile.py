@@ -526,3 +526,18 @@ def test_a_value_below_the_pmnf_value_inside_an_interval_clipped_at_0_is_not_agr
     assert agrees(4.0, free) is True and agrees(1.096, free) is False
     assert agrees(None, free) is None and agrees(1.0, None) is None
     assert agrees(1.0, {**free, "lower": None}) is None
+
+
+def test_the_run_verdict_does_not_call_a_value_below_a_clipped_interval_agreement():
+    """The run-level verdict follows the kernels' rule (reconcile.agrees): APMT's total below the
+    PMNF value of the run time, in an interval clipped at 0, is not agreement (by hand: 1 s against
+    4 s [0 (clipped), 40]); the PMNF model, fitted on the run time, is the estimate, said as not told
+    apart; inside an interval that is not clipped the two agree, as before."""
+    from perfcast.apmt.reconcile import verdict
+
+    v = verdict(1.0, {"value": 4.0, "lower": 0.0, "upper": 40.0, "clipped": True}, None, False, "app")
+    assert v.best == "pmnf" and "cannot tell" in v.text and "agree" not in v.text
+    v = verdict(1.0, {"value": 4.0, "lower": 0.0, "upper": 40.0, "clipped": True}, None, True, "app")
+    assert v.best == "apmt" and "cannot tell" in v.text
+    assert verdict(4.2, {"value": 4.0, "lower": 3.0, "upper": 5.0, "clipped": False}, None, False, "app").best == "agree"
+    assert verdict(4.2, {"value": 4.0, "lower": 0.0, "upper": 40.0, "clipped": True}, None, False, "app").best == "agree"

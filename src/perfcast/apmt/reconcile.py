@@ -70,16 +70,18 @@ def verdict(apmt_total: float, run: Mapping | None, coverage: float | None, over
                                   "so the PMNF model predicts descheduled runs like them, not a run on free cores "
                                   "(low confidence)"
                                   if oversubscribed else ""))
-    inside = lo is not None and hi is not None and lo <= apmt_total <= hi
-    if inside:
+    agree = agrees(apmt_total, run)
+    if agree:
         return Verdict("agree", f"the two agree: APMT's {apmt_total:.4g} s lies in the interval of {pmnf} "
                                 f"[{lo:.4g}, {hi:.4g}]; APMT adds the breakdown")
+    how = ("they disagree" if agree is False else "its interval, clipped at 0, cannot tell them apart"
+           if run.get("clipped") else "the PMNF model has no interval to compare them in")
     if oversubscribed:
-        return Verdict("apmt", f"they disagree (APMT {apmt_total:.4g} s, {pmnf}): the measured times include "
+        return Verdict("apmt", f"{how} (APMT {apmt_total:.4g} s, {pmnf}): the measured times include "
                                "descheduling of oversubscribed runs (or of runs sharing their cores with other "
                                "processes), so the APMT total (counts, and communication fitted within the "
                                "cores) is the better estimate for a run on free cores")
-    return Verdict("pmnf", f"they disagree (APMT {apmt_total:.4g} s, {pmnf}): the PMNF model is fitted on "
+    return Verdict("pmnf", f"{how} (APMT {apmt_total:.4g} s, {pmnf}): the PMNF model is fitted on "
                            "the run time itself and is the better estimate of it; APMT's parts explain where "
                            "it goes")
 
