@@ -753,3 +753,26 @@ def test_heading_counts_the_ranks_that_hold_the_metric():
     assert t["total"] == 1.5 and t["over"].startswith("1 rank (of 4 ranks")
     i = top_down(profile(exp, "Ir", ranks="sum"))
     assert i["total"] == 100.0 and i["over"] == "4 ranks"
+
+
+def test_a_campaigns_nested_timers_are_said_to_nest_not_an_inconsistent_profile(capsys):
+    """CoMD (tests/data/comd/md.perfcast): the campaign stores each timer CoMD printed (total > loop
+    > timestep > force, nested) under the run `app`, so app's exclusive time is below zero (truth:
+    the store's values, read with pandas).  view and scaling-loss said "the profile's tree is not
+    consistent", as of a broken input; they now say the application's timers nest."""
+    import json
+    from pathlib import Path
+
+    from conftest import cli
+
+    store = Path(__file__).parent / "data" / "comd" / "md.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    t = v[(v["metric"] == "time") & (v["p"] == 2) & (v["n"] == 28)].groupby(["rep", "callpath"])["value"].sum()
+    t = t.groupby("callpath").mean()
+    assert t["app"] - t.drop("app").sum() < 0                   # the premise
+    code, out, _ = cli(capsys, "view", store, "--at", "p=2,n=28", "--json")
+    (w,) = [x for x in json.loads(out)["items"][0]["warnings"] if "negative exclusive" in x]
+    assert "timers nest" in w and "not consistent" not in w
+    code, out, _ = cli(capsys, "scaling-loss", store, "--mode", "strong", "--at", "n=28", "--json")
+    (n,) = [x for x in json.loads(out)["items"][0]["pairs"][0]["notes"] if "negative exclusive" in x]
+    assert "timers nest" in n and "not consistent" not in n

@@ -168,3 +168,30 @@ def test_cg_p_waste_above_peak_and_without_time():
     assert not any(r["waste_exclusive"] is not None and r["waste_exclusive"] < 0 for r in res["rows"])
     assert sum(r["waste_exclusive_share"] or 0 for r in res["rows"]) == pytest.approx(100.0)
     assert res["warnings"]    # time held by rank 0, Ir by ranks 0 and 1, summed
+
+
+def test_nested_timers_leave_their_parent_no_time_and_no_negative_waste():
+    # CoMD's timers as a campaign stores them, each under app: total (the whole run of the others),
+    # loop > force (force runs inside loop, the collector cannot know it); operations in force and
+    # in a function `kernel` (cachegrind's, no time of its own); peak 1 operation per second.
+    # app's exclusive time is 20 - 15 - 12 = -7 s once the whole-run timer is set aside: less than
+    # none, its waste is undefined -- `perfcast waste` on a CoMD campaign printed app's exclusive
+    # waste -2.342e10 with a share of 186.9% and "exclusive of -1.253e+10"
+    t = {"app": 20.0, "app->total": 18.0, "app->loop": 15.0, "app->force": 12.0}
+    ops = {"app->force": 2.0, "app->kernel": 3.0}
+    rows = [dict(p=p, callpath=cp, metric="time", value=v * p) for p in (1, 2) for cp, v in t.items()]
+    rows += [dict(p=p, callpath=cp, metric="ops", value=v * p) for p in (1, 2) for cp, v in ops.items()]
+    e = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive"),
+                                               Metric("ops", "", "count", "exclusive")],
+                   CallTree.from_paths([*t, *ops]))
+    res = waste(e, "ops", "time", 1.0, at={"p": 1})
+    got = {r["path"]: r for r in res["rows"]}
+    assert res["whole_run_timers"] == ["app->total"]
+    assert got["app"]["potential_exclusive"] == pytest.approx(20 - 15 - 12)    # the premise: below zero
+    assert got["app"]["waste_exclusive"] is None and got["app"]["status_exclusive"] == "no resource"
+    assert got["app"]["waste_exclusive_share"] is None
+    assert not any(r["waste_exclusive"] is not None and r["waste_exclusive"] < 0 for r in res["rows"])
+    # defined: loop 15 - 0, force 12 - 2
+    assert res["waste_attributed"] == pytest.approx(15 + 10)
+    assert sum(r["waste_exclusive_share"] or 0 for r in res["rows"]) == pytest.approx(100.0)
+    assert any("app" in n and "below zero" in n for n in res["notes"])

@@ -262,3 +262,34 @@ def test_a_profile_without_a_recorded_grid_says_its_laws_are_smooth():
     cm = fit_comm(exp, time_procs_max=2)
     assert not isinstance(cm.p2p.volume, GridModel) and not isinstance(cm.p2p.messages, GridModel)
     assert any("smooth laws in p" in n and "no run recorded an MPI_Cart_create" in n for n in cm.notes)
+
+
+def test_comd_messages_are_sends_plus_receives_of_the_busiest_rank_and_say_so():
+    """CoMD (tests/data/comd/md.perfcast): haloExchange.c makes two MPI_Sendrecv per dimension per
+    exchange, one exchange per step plus one at start-up: 6 x (20 + 1) = 126 calls per rank, which
+    `perfcast model` shows as MPI_Sendrecv calls 126 * p summed over ranks.  APMT's insight said
+    "messages per rank ~ 252" with nothing saying that it counts a Sendrecv as a send and a receive:
+    two numbers for one quantity.  Its value is 2 x 126 and the model says what it counts."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from perfcast import io
+    from perfcast.apmt.model import fit_apmt
+
+    store = Path(__file__).parent / "data" / "comd" / "md.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    calls = v[(v["callpath"] == "MPI->MPI_Sendrecv") & (v["metric"] == "calls")]
+    per_rank = calls.groupby(["p", "n", "rep", "rank"])["value"].sum()
+    assert (per_rank == 6 * (20 + 1)).all()                     # the hand count
+    exp = io.load([str(store)])
+    p2p = fit_comm(exp).p2p
+    for at in ({"p": 1, "n": 12}, {"p": 2, "n": 36}, {"p": 8, "n": 20}):
+        assert float(p2p.messages.predict(at)) == pytest.approx(2 * 126, rel=1e-9)
+    # the busiest rank's bytes sent + received at a measured point
+    b = v[(v["callpath"] == "MPI->MPI_Sendrecv") & (v["metric"] == "bytes") & (v["p"] == 2) & (v["n"] == 28)]
+    busiest = b.groupby(["rep", "rank"])["value"].sum().groupby("rep").max().mean()
+    assert float(p2p.volume.predict({"p": 2, "n": 28})) == pytest.approx(busiest, rel=0.1)
+    d = p2p.to_dict()
+    assert d["ranks"] == "max" and "Sendrecv is two" in d["counted"]
+    assert any("messages per rank" in s and p2p.counted() in s for s in fit_apmt(exp).insights())

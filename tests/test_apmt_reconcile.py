@@ -65,7 +65,10 @@ def test_side_by_side_on_a_recorded_campaign(recorded, capsys):
     assert k["kernel"] == "compute_sweep" and k["timer"] == "app->compute"
     assert k["apmt"] == pytest.approx(pred.kernels["compute_sweep"]["total"])
     assert k["pmnf"]["value"] == pytest.approx(rows["app->compute"]["value"], rel=1e-12)
-    assert k["agree"] == (k["pmnf"]["lower"] <= k["apmt"] <= k["pmnf"]["upper"])
+    # inside the interval agrees, except below the value in an interval clipped at 0 (here: APMT
+    # 0.0008 s against 0.00395 s [0 (clipped), 0.13]): nothing smaller could disagree
+    below_clipped = k["pmnf"]["clipped"] and k["apmt"] < k["pmnf"]["value"]
+    assert k["agree"] == (None if below_clipped else k["pmnf"]["lower"] <= k["apmt"] <= k["pmnf"]["upper"])
     # p up to 16 on the 2-core VM: said, and the verdict follows the rules above
     assert rec["oversubscribed"]["over"] == [4.0, 8.0, 16.0]
     want = verdict(pred.total, run["pmnf"], cov["value"], True, "app")
@@ -506,3 +509,35 @@ def test_the_run_time_label_names_the_experiment_of_its_point(tmp_path, capsys):
     assert str(times) not in at and "APMT experiment" in at
     fitted, = [c for c in clauses if str(times) in c]
     assert "fitted on" in fitted and f"p={big:g}" not in fitted
+
+
+def test_a_value_below_the_pmnf_value_inside_an_interval_clipped_at_0_is_not_agreement():
+    """CoMD at p=2, n=36 (predict cg.perfcast --breakdown --timer ljForce=app->force): 'ljForce:
+    APMT 1.096 s, PMNF app->force 4.246 s [0 (clipped), 39.08]: agree' -- a factor 3.9 called
+    agreement because the interval, clipped at 0, holds every value below the prediction (its
+    lower end lies below zero: nothing smaller can disagree).  By hand: such a value is not
+    comparable; above the value, and in an interval not clipped, the interval decides."""
+    from perfcast.apmt.reconcile import agrees
+
+    clipped = {"value": 4.246, "lower": 0.0, "upper": 39.08, "clipped": True}
+    assert agrees(1.096, clipped) is None
+    assert agrees(5.0, clipped) is True and agrees(40.0, clipped) is False
+    free = {"value": 4.246, "lower": 3.0, "upper": 5.5, "clipped": False}
+    assert agrees(4.0, free) is True and agrees(1.096, free) is False
+    assert agrees(None, free) is None and agrees(1.0, None) is None
+    assert agrees(1.0, {**free, "lower": None}) is None
+
+
+def test_the_run_verdict_does_not_call_a_value_below_a_clipped_interval_agreement():
+    """The run-level verdict follows the kernels' rule (reconcile.agrees): APMT's total below the
+    PMNF value of the run time, in an interval clipped at 0, is not agreement (by hand: 1 s against
+    4 s [0 (clipped), 40]); the PMNF model, fitted on the run time, is the estimate, said as not told
+    apart; inside an interval that is not clipped the two agree, as before."""
+    from perfcast.apmt.reconcile import verdict
+
+    v = verdict(1.0, {"value": 4.0, "lower": 0.0, "upper": 40.0, "clipped": True}, None, False, "app")
+    assert v.best == "pmnf" and "cannot tell" in v.text and "agree" not in v.text
+    v = verdict(1.0, {"value": 4.0, "lower": 0.0, "upper": 40.0, "clipped": True}, None, True, "app")
+    assert v.best == "apmt" and "cannot tell" in v.text
+    assert verdict(4.2, {"value": 4.0, "lower": 3.0, "upper": 5.0, "clipped": False}, None, False, "app").best == "agree"
+    assert verdict(4.2, {"value": 4.0, "lower": 0.0, "upper": 40.0, "clipped": True}, None, False, "app").best == "agree"

@@ -122,3 +122,17 @@ def test_many_series_are_summed_up_as_laws_on_two_values(capsys, tmp_path):
     code, out, err = cli(capsys, "model", path)
     assert code == 0, err
     assert "7 series with a law on 2 values of a parameter" in err and "poor fit" not in err
+
+
+def test_a_level_of_zero_gives_the_straight_line_not_a_round_off_power():
+    # CoMD's barrier (cachegrind, tests of branch app20): 0 write misses at p = 2, 1, 0, 1 at p = 8
+    # (n = 10, 12, 14).  The sum form's law through the levels 0 and 2/3 is the straight line (a
+    # power law through a level <= 0 has no exponent), but the reduced fit's constant was a
+    # round-off 1.96e-17, not 0, and the law became 1.073e-25 * p^(302/11): 1.2e8 misses at p = 16,
+    # ranked first among CoMD's 15306 series as a scalability bug.  Truth: the straight line
+    # through (2, 0) and (8, 2/3) at p = 16 is 2/3 * 14 / 6.
+    rows = [{"p": p, "n": n, "callpath": "barrier", "metric": "misses", "value": v}
+            for p, vs in ((2.0, (0.0, 0.0, 0.0)), (8.0, (1.0, 0.0, 1.0))) for n, v in zip((10.0, 12.0, 14.0), vs)]
+    ms = perfcast.model(Experiment.from_pandas(pd.DataFrame(rows), parameters=["p", "n"]))
+    (r,) = ms.predict([{"p": 16.0, "n": 12.0}])
+    assert r["value"] == pytest.approx(2 / 3 * 14 / 6, rel=1e-6), r["formula"]

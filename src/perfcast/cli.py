@@ -482,7 +482,8 @@ def waste_cmd(inputs, fmt, points, params, ops, cycles, peak_ops, peak_ops_s, by
     FP waste = cycles x peak ops per cycle - ops (or time x peak ops per second - ops);
     efficiency = ops / potential x 100.  Bandwidth waste = time x peak bandwidth - bytes,
     likewise.  Peak rates come from flags (a machine description file will supply them later).
-    A scope with work but no time (cycles) of its own measured has no waste ("no time"); one whose
+    A scope with work but no time (cycles) of its own measured has no waste ("no time"), nor has one
+    whose own time is below zero (its children's exceed it: timers that nest); one whose
     work exceeds its potential ran above the peak given (the peak is too low for that metric):
     its waste is "above peak", not a negative number, and a note says so.  Both are left out of
     the shares: exclusive shares are of the exclusive waste where it is defined (adding up to
@@ -1403,7 +1404,9 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
       1  a model (or a modelled regime of a segmented one) grows faster than expected
       3  nothing grows faster, but a matched series could not be judged (too few points for a
          model, or a model that does not follow its data: a poor fit, or one that stays below the
-         measured growth as the report's "What grows?" says): measure more; not a pass
+         measured growth as the report's "What grows?" says, or a faster growth than expected
+         that its competing hypotheses hold less than half of the weight of: the data cannot
+         tell it from the expected one): measure more; not a pass
       2  bad input
 
     \b

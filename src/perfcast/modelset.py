@@ -229,6 +229,7 @@ def model_set(exp, series, locations: str = "auto", averaged: bool = False, stat
                     oversubscription(exp, procs), whole_run=_whole_run(exp, st, res),
                     signed=_signed(exp), smallest={p: float(cols[p].min()) for p in exp.parameters},
                     path=_measured_path(exp), sum_nodes=sum_nodes,
+                    nested_timers=_nested_timers(exp, st, res, parents, params),
                     one_valued_series=_one_valued_series(st, res, params),
                     unfollowed=unfollowed_parameters(exp))
 
@@ -283,16 +284,44 @@ def _sum_nodes(st: Columns, series, parents: Mapping[str, str], summable: frozen
     metric with children among ``series`` whose measured mean is the sum of those children's at
     every point it was measured (relative :data:`SUM_TOL`; a child not measured at a point counts 0
     there, so a parent that holds more than its measured children is never one)."""
-    if not parents or not summable or not len(st):
-        return frozenset()
+    out = set()
+    for s, mine, total, there in _children_means(st, series, parents, summable, params):
+        if there.any() and np.all(np.abs(mine[there] - total[there]) <= SUM_TOL * np.abs(mine[there])):
+            out.add((series[s].callpath, series[s].metric))
+    return frozenset(out)
+
+
+def _nested_timers(exp, st: Columns, series, parents: Mapping[str, str], params) -> frozenset:
+    """:attr:`ModelSet.nested_timers` of ``series`` (statistics ``st``): the runs of a campaign's
+    time metric (:data:`perfcast.experiment.RUN_TIMERS`: the run's wall time ``app`` and the
+    timers the application printed, each a child of ``app`` whatever holds what) whose timers'
+    measured means add up to more than the run's at every point it was measured: the timers nest
+    (CoMD's total > loop > timestep > force), so their sum is no part of the run and bounds nothing."""
+    from .experiment import RUN_TIMERS
+
+    timers = frozenset(name for name, m in exp.metrics.items() if m.description == RUN_TIMERS)
+    out = set()
+    for s, mine, total, there in _children_means(st, series, parents, timers, params):
+        if there.any() and np.all(total[there] > mine[there] * (1 + SUM_TOL)):
+            out.add((series[s].callpath, series[s].metric))
+    return frozenset(out)
+
+
+def _children_means(st: Columns, series, parents: Mapping[str, str], metrics: frozenset, params) -> Iterator[tuple]:
+    """(position of a parent in ``series``, its measured means, the sum of its children's, where both
+    were measured) for each series of one of ``metrics`` with children among ``series``; one entry
+    per distinct measured point, in one order (NaN: the parent not measured there; a child not
+    measured at a point adds nothing there)."""
+    if not parents or not metrics or not len(st):
+        return
     idx = {(sm.callpath, sm.metric): s for s, sm in enumerate(series)}
     kids: dict[int, list[int]] = {}
     for s, sm in enumerate(series):
         par = parents.get(sm.callpath)
-        if sm.metric in summable and par is not None and (par, sm.metric) in idx:
+        if sm.metric in metrics and par is not None and (par, sm.metric) in idx:
             kids.setdefault(idx[(par, sm.metric)], []).append(s)
     if not kids:
-        return frozenset()
+        return
     key, want = _pair_codes(st, series)
     # the means of the series involved, one row each, one column per distinct point (NaN: not measured)
     involved = np.array(sorted(set(kids) | {k for ks in kids.values() for k in ks}), dtype=np.int64)
@@ -306,17 +335,11 @@ def _sum_nodes(st: Columns, series, parents: Mapping[str, str], summable: frozen
     _, point = np.unique(coords, axis=0, return_inverse=True)
     M = np.full((len(involved), int(point.max()) + 1 if len(rows) else 0), np.nan)
     M[order[at[rows]], point.ravel()] = np.asarray(st["mean"], dtype=float)[rows]
-    out = set()
     for s, ks in kids.items():
         mine = M[pos[s]]
-        # a child absent at a point adds nothing there (PMPI lists the routines a run called): the
-        # equality holds only if it had nothing to add
+        # a child absent at a point adds nothing there (PMPI lists the routines a run called)
         sub = M[[pos[k] for k in ks]]
-        total = np.nansum(sub, axis=0)
-        there = ~np.isnan(mine) & ~np.all(np.isnan(sub), axis=0)
-        if there.any() and np.all(np.abs(mine[there] - total[there]) <= SUM_TOL * np.abs(mine[there])):
-            out.add((series[s].callpath, series[s].metric))
-    return frozenset(out)
+        yield s, mine, np.nansum(sub, axis=0), ~np.isnan(mine) & ~np.all(np.isnan(sub), axis=0)
 
 
 def unfollowed_parameters(exp) -> tuple[str, ...]:
@@ -968,6 +991,10 @@ class ModelSet:
     #: metric whose measured mean equals the sum of its children's at every measured point (PMPI's
     #: ``MPI`` node, the sum of its routines; :func:`_sum_nodes`)
     sum_nodes: frozenset = frozenset()
+    #: (callpath, metric) of the runs of a campaign's time metric whose application timers nest: their
+    #: measured means add up to more than the run's at every measured point (:func:`_nested_timers`),
+    #: so their predictions' sum is no bound on the run's
+    nested_timers: frozenset = frozenset()
     #: (callpath, metric) -> {parameter: value} for the series measured at one value of a parameter
     #: the experiment measured at several (miniFE's MPI_Irecv from p = 2 on, p = 1, 2): no model of
     #: the series says how it changes with that parameter (:func:`_one_valued_series`)
@@ -1627,6 +1654,7 @@ class ModelSet:
         the sum lies outside its interval (beyond the parent's own uncertainty: RAJAPerf's Basic
         group is predicted 0.9% below its 14 kernels' sum, well inside).  Both stay as modelled
         (which is wrong is not known).  One child alone: :meth:`_flag_children_above_parents`.
+        Not a run whose application timers nest (:attr:`nested_timers`): their sum is no bound.
         ``value``, ``lower``, ``upper`` and ``conf``: per row (series-major, then point);
         ``extra``: row -> notes; ``sums``: row -> the children's sum, for the rows that say it."""
         if not self.inclusive or not self.parents:
@@ -1642,6 +1670,8 @@ class ModelSet:
         V = value.reshape(len(series), P)
         for ps, ks in kids.items():
             sm = series[ps]
+            if (sm.callpath, sm.metric) in self.nested_timers:
+                continue  # timers that hold one another: their sum is no part of the run
             whole = (sm.callpath, sm.metric) in self.sum_nodes
             if len(ks) < 2 and not whole:
                 continue

@@ -41,7 +41,8 @@ from typing import Mapping, Sequence
 from ..errors import PerfcastError
 from ..experiment import Experiment
 from ..scaling import PROC_NAMES  # noqa: F401  (re-exported: its rule lives with the scaling rules)
-from .views import _num, combined_in_file, default_metric, scope_values, tree_total, whole_program_total
+from .views import (_num, combined_in_file, default_metric, negative_exclusive_cause, scope_values, tree_total,
+                    whole_program_total)
 
 __all__ = ["scaling_loss", "process_parameter", "MODES", "PROC_NAMES"]
 
@@ -172,7 +173,8 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         if neg:
             worst = min(neg, key=lambda r: min(r["exclusive_p"], r["exclusive_q"]))
             why = ("a maximum or minimum over ranks does not add up along the calling tree"
-                   if m.aggregate.startswith(("max", "min")) else "the children's inclusive values exceed their parent's")
+                   if m.aggregate.startswith(("max", "min")) else
+                   "the children's inclusive values exceed their parent's: " + negative_exclusive_cause(m))
             notes.append(f"{len(neg)} scope(s) have a negative exclusive {metric} at {proc}={_num(p)} or "
                          f"{_num(q)} (e.g. {worst['path']}: {_g(min(worst['exclusive_p'], worst['exclusive_q']))}): "
                          f"{why}, so their exclusive loss and 'where' mean nothing; --sort inclusive ranks by "

@@ -476,9 +476,23 @@ def _negative_exclusive(prof: Profile, m) -> list[str]:
     worst = neg["exclusive"].idxmin()
     why = ("a maximum or minimum over ranks does not add up along the calling tree, so its exclusive values "
            "are no costs (the mean or sum over ranks does)" if m.aggregate.startswith(("max", "min")) else
-           "the children's inclusive values exceed their parent's: the profile's tree is not consistent")
+           "the children's inclusive values exceed their parent's: " + negative_exclusive_cause(m))
     return [f"{len(neg)} scope(s) with a negative exclusive {prof.metric} (e.g. {worst}: "
             f"{float(neg.at[worst, 'exclusive']):.4g}): {why}"]
+
+
+def negative_exclusive_cause(m) -> str:
+    """Why a scope of metric ``m`` (a :class:`~perfcast.experiment.Metric`, summed or averaged over the
+    ranks) can have children whose inclusive values exceed its own: a campaign's time
+    (:data:`~perfcast.experiment.RUN_TIMERS`) stores every timer the application printed under the
+    run, not which holds which, so timers that nest (CoMD's loop > timestep > force) add up to more
+    than the run; any other profile's tree is not consistent."""
+    from ..experiment import RUN_TIMERS
+
+    if m.description == RUN_TIMERS:
+        return ("the application's timers nest (the campaign stores each timer it printed under the run, not which "
+                "holds which)")
+    return "the profile's tree is not consistent"
 
 
 # -- bottom-up and flat ---------------------------------------------------------------------------

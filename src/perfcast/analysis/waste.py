@@ -17,7 +17,8 @@ of the total waste.  A scope with no resource use has no defined efficiency (Non
 
 Where waste is not defined the row says why (``status_exclusive``/``status_inclusive``) and its
 waste is None, never a negative number: ``no resource`` (work counted in a scope where the resource
-was not measured, e.g. functions with instruction counts beside a campaign's timers), ``no work``
+was not measured, e.g. functions with instruction counts beside a campaign's timers, or below zero
+in the scope's own: its children's exceed it, timers that nest), ``no work``
 (the work metric's collector never saw the scope, :func:`perfcast.experiment.covered`: a campaign's
 timer beside cachegrind's functions -- its efficiency is unknown, None, not 0 %) and ``above
 peak`` (the work done exceeds the potential: the rate achieved is above the peak given, so the
@@ -177,7 +178,11 @@ def _status(potential: float, work: float, timed: bool) -> str:
     """``ok`` when the scope's waste is defined: it used some of the resource (else ``no resource``:
     not measured there, or none left in the scope's own) and did at most the potential work (else
     ``above peak``: the rate achieved exceeds the peak given, so the peak is too low for this work
-    metric there and potential minus work is no waste)."""
+    metric there and potential minus work is no waste).  A resource below zero (its children's
+    inclusive values exceed the scope's own: a campaign's timers that nest, CoMD's loop > force under
+    app) is none left: ``no resource``, never a negative waste."""
+    if timed and potential < 0:
+        return "no resource"  # its children's exceed its own (timers that nest): less than none left
     if not timed or potential <= 0:
         return "no resource" if work != 0 or not timed else "ok"
     return "above peak" if work > potential * (1 + 1e-12) else "ok"
@@ -194,7 +199,12 @@ def _undefined_notes(rows, work, resource, peak, attributed, total_waste) -> lis
         out.append(f"{len(above)} scope(s) did {work} faster than the peak {peak:.4g} given (e.g. {worst['path']}: "
                    f"{eff(worst) / 100 * peak:.4g}, efficiency {eff(worst):.1f}%): the peak is too low for "
                    f"{work} there; their waste is not meaningful (shown as above peak, left out of the shares)")
-    none = [x for x in rows if x["status_exclusive"] == "no resource"]
+    below = [x for x in rows if x["status_exclusive"] == "no resource" and x["potential_exclusive"] < 0]
+    if below:
+        out.append(f"{len(below)} scope(s) whose exclusive {resource} is below zero (e.g. {below[0]['path']}: its "
+                   f"children's {resource} exceeds its own -- timers that nest, each stored as a child): no "
+                   f"{resource} of their own, waste undefined there, left out of the shares")
+    none = [x for x in rows if x["status_exclusive"] == "no resource" and x not in below]
     if none:
         w = math.fsum(x["work_exclusive"] for x in none)
         out.append(f"{len(none)} scope(s) with {work} but no {resource} of their own measured (e.g. "
@@ -204,7 +214,7 @@ def _undefined_notes(rows, work, resource, peak, attributed, total_waste) -> lis
     if unseen:
         out.append(f"{len(unseen)} scope(s) where {work} was not measured (its collector never saw them, e.g. "
                    f"{unseen[0]['path']}): their efficiency is unknown, not 0 %; left out of the shares")
-    if above or none or unseen:
+    if above or below or none or unseen:
         out.append(f"exclusive shares are of {attributed:.4g}, the exclusive waste of the scopes where it is "
                    f"defined; inclusive shares are of the total waste {total_waste:.4g} (the whole program: "
                    f"potential minus all the {work}, including that of the scopes left out)")

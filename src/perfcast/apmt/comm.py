@@ -78,6 +78,14 @@ class P2PModel:
     #: False when the fitted observations cannot tell ``a`` from ``b`` (one bytes-per-message ratio, or
     #: one volume in the ``apmt`` form): ``a`` and ``b`` are then one split of many that fit alike
     separable: bool = True
+    #: the rank whose volume and messages are modelled: ``max`` the busiest (critical) one, ``mean``
+    ranks: str = "max"
+
+    def counted(self) -> str:
+        """What the volume and message models count, as the insight says it: not the routines' calls
+        (``perfcast model``'s ``calls``), an MPI_Sendrecv is a send and a receive."""
+        who = "the busiest rank" if self.ranks == "max" else "the mean over ranks"
+        return f"bytes sent + received and messages sent + received (an MPI_Sendrecv is two), of {who}"
 
     def silent(self, at: Mapping) -> bool:
         return self.procs is not None and self.procs in at and float(at[self.procs]) in self.zero_at
@@ -97,7 +105,7 @@ class P2PModel:
                 "volume_model": self.volume.formula(),
                 "messages_model": None if self.messages is None else self.messages.formula(),
                 "routines": self.routines, "zero_at": {self.procs: list(self.zero_at)} if self.zero_at else {},
-                "separable": self.separable}
+                "separable": self.separable, "ranks": self.ranks, "counted": self.counted()}
 
 
 @dataclass
@@ -333,7 +341,7 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         vol = _fit(vols, params, "bytes", options, grid, silent(vols))
         msgs = _fit(ms, params, "msgs", options, grid, silent(ms)) if form == "hockney" else None
         p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at,
-                       separable)
+                       separable, ranks)
         if grid is None and procs is not None:
             # said, so that a halo's smooth law is not taken for its grid's (a store collected before
             # the PMPI library recorded MPI_Cart_create has no grid, whatever the code's decomposition)

@@ -363,7 +363,8 @@ class APMTModel:
             out.append(f"point-to-point: Hockney fit latency {p.b * 1e6:.2f} us/message, bandwidth {bw} "
                        f"(R^2 {p.r2:.2f}" + ("" if p.separable else "; not separable: one split of many, see the note")
                        + f"); volume per rank ~ {p.volume.formula(digits=3)}"
-                       + ("" if p.messages is None else f", messages per rank ~ {p.messages.formula(digits=3)}"))
+                       + ("" if p.messages is None else f", messages per rank ~ {p.messages.formula(digits=3)}")
+                       + f" ({p.counted()})")
         if self.comm is not None:
             for c in self.comm.collectives:
                 out.append(f"{c.routine}: per call {c.a * 1e6:.2f} us * log2(p) + {c.b * 1e9:.3g} ns/byte * s + "

@@ -70,16 +70,18 @@ def verdict(apmt_total: float, run: Mapping | None, coverage: float | None, over
                                   "so the PMNF model predicts descheduled runs like them, not a run on free cores "
                                   "(low confidence)"
                                   if oversubscribed else ""))
-    inside = lo is not None and hi is not None and lo <= apmt_total <= hi
-    if inside:
+    agree = agrees(apmt_total, run)
+    if agree:
         return Verdict("agree", f"the two agree: APMT's {apmt_total:.4g} s lies in the interval of {pmnf} "
                                 f"[{lo:.4g}, {hi:.4g}]; APMT adds the breakdown")
+    how = ("they disagree" if agree is False else "its interval, clipped at 0, cannot tell them apart"
+           if run.get("clipped") else "the PMNF model has no interval to compare them in")
     if oversubscribed:
-        return Verdict("apmt", f"they disagree (APMT {apmt_total:.4g} s, {pmnf}): the measured times include "
+        return Verdict("apmt", f"{how} (APMT {apmt_total:.4g} s, {pmnf}): the measured times include "
                                "descheduling of oversubscribed runs (or of runs sharing their cores with other "
                                "processes), so the APMT total (counts, and communication fitted within the "
                                "cores) is the better estimate for a run on free cores")
-    return Verdict("pmnf", f"they disagree (APMT {apmt_total:.4g} s, {pmnf}): the PMNF model is fitted on "
+    return Verdict("pmnf", f"{how} (APMT {apmt_total:.4g} s, {pmnf}): the PMNF model is fitted on "
                            "the run time itself and is the better estimate of it; APMT's parts explain where "
                            "it goes")
 
@@ -203,14 +205,12 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
     for k, t in mapped.items():
         row = rows.get(t)
         a = pred.kernels[k]["total"]
-        agree = (None if a is None or row is None or row["lower"] is None
-                 else bool(row["lower"] <= a <= row["upper"]))
-        kernels.append({"kernel": k, "timer": t, "apmt": a, "pmnf": _row(row), "agree": agree, "relation": "timer"})
+        kernels.append({"kernel": k, "timer": t, "apmt": a, "pmnf": _row(row), "agree": agrees(a, row),
+                        "relation": "timer"})
     for k, (cp, relation) in kcps.items():
         row = rows.get(cp)
         a = pred.kernels[k]["total"]
-        agree = (None if a is None or row is None or row["lower"] is None or relation != "same"
-                 else bool(row["lower"] <= a <= row["upper"]))
+        agree = None if relation != "same" else agrees(a, row)
         kernels.append({"kernel": k, "timer": cp, "apmt": a, "pmnf": _row(row), "agree": agree, "relation": relation})
     # the run time: the root measuring most at the largest point
     seen = [(x["measured_at_largest"], x) for x in runs if x["measured_at_largest"]]
@@ -331,6 +331,18 @@ def check(measured, parameters, run: Mapping | None, apmt_total: float, best: st
             "oversubscribed": None if over is None else over.to_dict()}
 
 
+def agrees(apmt: float | None, row) -> bool | None:
+    """Whether an APMT time and a PMNF prediction ``row`` (value, lower, upper, clipped) of the same
+    time agree: APMT's inside the interval.  None (not comparable) without either, and for a value
+    below the prediction when the interval was clipped at 0: its lower end lay below zero, so no
+    smaller time could disagree (CoMD's ljForce, APMT 1.096 s against 4.246 s [0 (clipped), 39.08])."""
+    if apmt is None or row is None or row.get("lower") is None or row.get("upper") is None:
+        return None
+    if row.get("clipped") and apmt < row["value"]:
+        return None
+    return bool(row["lower"] <= apmt <= row["upper"])
+
+
 def _row(row) -> dict | None:
     if row is None:
         return None
@@ -377,6 +389,8 @@ def lines(rec: Mapping) -> list[str]:
                        "believe APMT's for the kernel alone, predict's for the callpath with its callees")
         else:
             state = {True: "agree", False: "disagree", None: "not comparable"}[k["agree"]]
+            if k["agree"] is None and k["pmnf"] and k["pmnf"].get("clipped") and k["apmt"] is not None:
+                state += " (below the PMNF value, in an interval clipped at 0: nothing smaller can disagree)"
             out.append(f"  {k['kernel']}: APMT {a}, PMNF {k['timer']} {pm}: {state}")
     if rec["left_out"]:
         out.append("  not in APMT's total: " + ", ".join(

@@ -374,6 +374,42 @@ def lead_codes(series: Sequence, parts=None) -> tuple[np.ndarray, list[dict]]:
     return code, orders
 
 
+def hypothesis_leads(series: Sequence, positions: Sequence[int], parts=None) -> dict[int, list[tuple]]:
+    """Position -> [(weight, :meth:`Model.lead_order`)] of the hypotheses of ``series[position]``:
+    the selected one first, then its competing ones (``Model.alternatives``: weight at least
+    :data:`perfcast.fit.core.MIN_WEIGHT`), the selected one's weight the rest of 1, as the model
+    built weighs them; no model is built for a pending series."""
+    from .core import MIN_WEIGHT
+
+    want = set(int(p) for p in positions)
+    parts, others = parts or split(series)
+    out: dict[int, list[tuple]] = {}
+    for s in others:
+        if s in want:
+            m = series[s].model
+            alts = [(float(w), a.lead_order()) for w, a in (getattr(m, "alternatives", ()) or ())]
+            out[s] = [(1.0 - sum(w for w, _ in alts), m.lead_order()), *alts]
+    for g, pos, rows in parts:
+        _, M, K, m = g.hyp.shape
+        params, blocks = g.parameters, g.blocks
+        for s, r in zip(pos.tolist(), rows.tolist()):
+            if s not in want or g.status[r] != 0:
+                continue
+            hyps = []
+            for a in range(M):
+                w = float(g.weight[r, a])
+                if a and w < MIN_WEIGHT:
+                    continue
+                h = g.hyp[r, a].reshape(K, m)
+                terms = tuple(Term(1.0, f) for f in (tuple((params[q], blocks[b][0], blocks[b][1])
+                                                           for q, b in enumerate(h[t].tolist()) if b >= 0)
+                                                     for t in range(K)) if f)
+                hyps.append([w, Model(params, 0.0, terms).lead_order()])
+            hyps[0][0] = 1.0 - sum(w for w, _ in hyps[1:])
+            out[s] = [tuple(h) for h in hyps]
+    return out
+
+
 def growth_codes(series: Sequence, parts=None) -> tuple[np.ndarray, list[tuple]]:
     """:func:`growth_keys` as (a code per series, the distinct keys in ascending order): code ``c``
     is ``keys[c]``, so the codes order the series as their keys do (ties equal)."""

@@ -2197,6 +2197,11 @@ def _term_values(blocks, hyp_row: np.ndarray, X: np.ndarray) -> np.ndarray:
     return v
 
 
+#: a level of a two-level law below this share of the series' largest measured mean is a level of 0
+#: (round-off of a fit through zeros): no power law goes through it, the straight line does
+LEVEL_ZERO = 1e-9
+
+
 def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape, check, pooled) -> GroupFit:
     """:func:`fit_group` of a point set whose parameter ``q`` was measured at two values only, the
     others on lines (p = 1, 2 x five sizes): a law in ``q`` through the two levels, never the mean.
@@ -2300,11 +2305,14 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
             J[1:1 + k, 1:] = np.eye(k)
             I1 = float(c[0])
             I2 = I1 + float(d[s])
-            if I1 > 0 and I2 > 0 and (e := _exponent(math.log(I2 / I1) / math.log(x2 / x1))) != 0:
+            # a level at round-off of the data's scale is a level of 0 (a fit's constant through
+            # zeros comes out as 1.96e-17, and the power through it as p^(302/11))
+            zero = LEVEL_ZERO * float(np.max(np.abs(mean[s])))
+            if I1 > zero and I2 > zero and (e := _exponent(math.log(I2 / I1) / math.log(x2 / x1))) != 0:
                 h[k, q] = block(e)
                 J[1 + k, 0] = x1 ** -float(e)      # c = I1 / q1^b
                 v = J @ c
-            elif d[s] == 0 or (I1 > 0 and I2 > 0):
+            elif d[s] == 0 or (I1 > zero and I2 > zero):
                 J[0, 0] = 1.0                      # no change between the levels: no law in q
                 v = J @ c
             else:                                  # a level <= 0: the straight line through them
