@@ -139,6 +139,11 @@ class FitOptions:
     #: model's error alone (:func:`exact_scale`: a growing series weighs its means alike, a falling
     #: one relative to their values; bench/README.md "Exact measurements")
     exact: bool = False
+    #: uneven noise between points (off by default; bench/README.md "Uneven noise between points"):
+    #: where Bartlett's test of equal relative variances across a series' points rejects at
+    #: :data:`HETERO_LEVEL`, each mean is weighed by its own relative pure-error variance shrunk
+    #: toward the pooled one (:func:`point_variance_ratio`)
+    hetero: bool = False
 
     def __post_init__(self):
         if self.max_terms not in (1, 2):
@@ -1025,6 +1030,54 @@ def absolute_noise(f: np.ndarray, count: np.ndarray, ssd: np.ndarray) -> np.ndar
     return c2
 
 
+#: :attr:`FitOptions.hetero`: level of Bartlett's test of equal relative variances across points
+HETERO_LEVEL = 1e-3
+
+
+def point_variance_ratio(mean: np.ndarray, count: np.ndarray, ssd: np.ndarray) -> np.ndarray:
+    """Per series and point ((S, n) arrays), the ratio of the point's relative noise variance to the
+    series' pooled one (1 where the noise is taken as even).  Points with >= 2 repetitions give
+    ``s_i^2 = ssd_i / (d_i mean_i^2)`` (``d_i = count_i - 1``); where Bartlett's test of equal
+    variances over those points (>= 3 of them) rejects at :data:`HETERO_LEVEL`, each is shrunk toward
+    the pooled ``s^2`` by its degrees of freedom (empirical Bayes, Smyth 2004: ``(d_i s_i^2 + d0 s^2)
+    / (d_i + d0)``, ``d0`` from the excess spread of ``log s_i^2`` over its chi-square sampling
+    spread); points without repetitions keep the pooled variance."""
+    from scipy.special import digamma, polygamma
+    from scipy.stats import chi2
+    S, n = mean.shape
+    r = np.ones((S, n))
+    d = np.maximum(count - 1.0, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s2 = np.where((d > 0) & (mean != 0), ssd / np.where(d > 0, d, 1.0) / np.where(mean != 0, mean, 1.0) ** 2, np.nan)
+    for s in range(S):
+        ok = np.isfinite(s2[s]) & (s2[s] > 0)
+        k = int(ok.sum())
+        if k < 3:
+            continue
+        di, si = d[s, ok], s2[s, ok]
+        D = di.sum()
+        sp = float(np.sum(di * si) / D)
+        B = (D * math.log(sp) - np.sum(di * np.log(si))) / (1 + (np.sum(1 / di) - 1 / D) / (3 * (k - 1)))
+        if not chi2.sf(B, k - 1) < HETERO_LEVEL:
+            continue
+        e = np.log(si) - digamma(di / 2) + np.log(di / 2)
+        excess = float(np.var(e, ddof=1) - np.mean(polygamma(1, di / 2)))
+        if excess <= 0:
+            continue
+        # trigamma(d0 / 2) = excess (Newton on y = d0 / 2, Smyth's starting point)
+        y = 0.5 + 1 / excess
+        for _ in range(50):
+            step = float((polygamma(1, y) - excess) / polygamma(2, y))
+            y = max(y - step, 1e-6)
+            if abs(step) < 1e-8 * y:
+                break
+        d0 = 2 * float(y)
+        # prior variance: the pooled one (Smyth's exp(mean e + digamma - log) is its log-scale analogue)
+        v = (di * si + d0 * sp) / (di + d0)
+        r[s, ok] = v / sp
+    return r
+
+
 #: :func:`_rowsum` adds up to this many values per row one by one (as numpy's sum does; from 8
 #: values on numpy sums pairwise)
 _FOLD_MAX = 7
@@ -1098,7 +1151,7 @@ class _Chunk:
     sign rule of :func:`_outgrown` (:func:`_model_error`)."""
 
     def __init__(self, mean, count, ssd, K, m, M, X=None, lines=None, noise="relative", exact=False,
-                 model_error=None):
+                 model_error=None, hetero=False):
         S, n = mean.shape
         self.n = n
         scale = np.max(np.abs(mean), axis=1)
@@ -1130,6 +1183,10 @@ class _Chunk:
             fin = np.isfinite(self.c2)[:, None]
             c2 = np.where(fin, self.c2[:, None], 0.0)
             self.f = np.where(fin, np.sqrt((self.f ** 2 + c2) / (1 + c2)), 1.0)
+        if hetero:
+            # each point's own relative noise, shrunk toward the series' pooled one
+            r = point_variance_ratio(mean, count, ssd)
+            self.f = self.f * np.sqrt(np.where(self.noisy[:, None], r, 1.0))
         self.count = count.astype(float)
         self.free = noise_free(mean, count, ssd, exact)
         self.w = self.count / self.f ** 2
@@ -1539,7 +1596,7 @@ def _model_error(space: _Space, ch: _Chunk, opt: FitOptions, K: int, m: int, M: 
     if not len(flag):
         return out
     fit0, kk = fit0[pick], kk[pick]
-    ch2 = _Chunk(mean[flag], count[flag], ssd[flag], K, m, M, X, chunk_lines, opt.noise, opt.exact,
+    ch2 = _Chunk(mean[flag], count[flag], ssd[flag], K, m, M, X, chunk_lines, opt.noise, opt.exact, hetero=opt.hetero,
                  model_error=np.ones(len(flag), dtype=bool))
     ch2.merge_constant(opt.selection)
     if m == 1:
@@ -1576,7 +1633,7 @@ def _fit_chunk(state: tuple, lo: int, hi: int) -> tuple:
     c = hi - lo
     out = (np.full((c, M, K, m), -1, dtype=np.int32), np.full((c, M), np.inf), np.zeros((c, M, 1 + K)),
            np.zeros((c, M, 1 + K, 1 + K)), np.full((c, 8), np.nan), np.zeros(c), np.zeros(c, dtype=np.int64))
-    ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M, X, lines, opt.noise, opt.exact)
+    ch = _Chunk(mean[lo:hi], count[lo:hi], ssd[lo:hi], K, m, M, X, lines, opt.noise, opt.exact, hetero=opt.hetero)
     ch.merge_constant(opt.selection)
     if usable and n >= 3:
         if m == 1:
@@ -2172,10 +2229,25 @@ def _two_level_axis(X: np.ndarray, lines: Sequence) -> int | None:
     return q
 
 
-def _merged(inv: np.ndarray, R: int, y: np.ndarray, count: np.ndarray, ssd: np.ndarray):
+def _merged(inv: np.ndarray, R: int, y: np.ndarray, count: np.ndarray, ssd: np.ndarray, r: np.ndarray | None = None):
     """Means, counts and sums of squared deviations of the repetitions of the points sharing a
-    reduced point (``inv``: each point's reduced index): the pooled repetitions."""
+    reduced point (``inv``: each point's reduced index): the pooled repetitions.  ``r`` (S, n): the
+    points' noise variances relative to the series' pooled one (:attr:`FitOptions.hetero`): each
+    point's repetitions weigh ``1 / r``, the sums of squares are in units of the pooled variance."""
     S = y.shape[0]
+    if r is not None:
+        ce = count / r
+        N = np.zeros((S, R))
+        Ne = np.zeros((S, R))
+        T = np.zeros((S, R))
+        np.add.at(N.T, inv, count.T)
+        np.add.at(Ne.T, inv, ce.T)
+        np.add.at(T.T, inv, (ce * y).T)
+        mr = T / Ne
+        dev = (ssd + count * (y - mr[:, inv]) ** 2) / r
+        Q = np.zeros((S, R))
+        np.add.at(Q.T, inv, dev.T)
+        return mr, N, Q * N / Ne
     N = np.zeros((S, R))
     T = np.zeros((S, R))
     np.add.at(N.T, inv, count.T)
@@ -2243,7 +2315,11 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     pair = (at1 >= 0) & (at2 >= 0)
     i1, i2 = at1[pair], at2[pair]
     y1, y2 = mean[:, i1], mean[:, i2]
-    wp = 1.0 / (1.0 / count[:, i1] + 1.0 / count[:, i2])
+    rv = point_variance_ratio(mean, count, ssd) if (options or FitOptions()).hetero else None
+    if rv is None:
+        wp = 1.0 / (1.0 / count[:, i1] + 1.0 / count[:, i2])
+    else:
+        wp = 1.0 / (rv[:, i1] / count[:, i1] + rv[:, i2] / count[:, i2])
     with np.errstate(divide="ignore", invalid="ignore"):
         pos = np.all(y1 > 0, axis=1) & np.all(y2 > 0, axis=1)
         ratio = np.where(pos, np.sum(wp * np.log(np.where(pos[:, None], y2 / y1, 1.0)), axis=1)
@@ -2252,8 +2328,8 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     d = np.sum(wp * (y2 - y1), axis=1) / np.sum(wp, axis=1)
     fac = np.array([(x / x1) ** float(e) for e in a])                   # (S, n)
     red = [parameters[p] for p in others]
-    mM = _merged(inv, R, mean / fac, count, ssd / fac ** 2)
-    mA = _merged(inv, R, mean - d[:, None] * hi, count, ssd)
+    mM = _merged(inv, R, mean / fac, count, ssd / fac ** 2, rv)
+    mA = _merged(inv, R, mean - d[:, None] * hi, count, ssd, rv)
     gM = fit_group(uniq, *mM, red, options, progress, shape=shape, check=check, pooled=pooled)
     gA = fit_group(uniq, *mA, red, options, None, shape=shape, check=check, pooled=pooled)
     if gM.blocks != gA.blocks:
@@ -2276,6 +2352,9 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     with np.errstate(divide="ignore", invalid="ignore"):
         wfit = np.where(mean != 0, count / np.where(mean != 0, mean, 1.0) ** 2, count)
         pe = np.sum(np.where(mean != 0, ssd / np.where(mean != 0, mean, 1.0) ** 2, ssd), axis=1)
+        if rv is not None:
+            wfit = wfit / rv
+            pe = np.sum(np.where(mean != 0, ssd / np.where(mean != 0, mean, 1.0) ** 2, ssd) / rv, axis=1)
     Ns = count.sum(axis=1)
 
     def mapped(g, s, alt, form):
@@ -3094,7 +3173,7 @@ def _rerun(space: _Space, mean, count, ssd, opt: FitOptions, K: int, M: int, usa
     m = X.shape[1]
     kept = [[i[keep[i]] for i in parameter_lines(X, p)] for p in range(m)]
     ckeep, skeep = count * keep[None, :], ssd * keep[None, :]
-    ch = _Chunk(mean, ckeep, skeep, K, m, M, X, kept, opt.noise, opt.exact)
+    ch = _Chunk(mean, ckeep, skeep, K, m, M, X, kept, opt.noise, opt.exact, hetero=opt.hetero)
     ch.merge_constant(opt.selection)
     if m == 1:
         _search_single(space, ch, opt, K)
