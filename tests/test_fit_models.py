@@ -718,3 +718,51 @@ def test_python_formula_writes_exponent_one_as_the_bare_factor():
     two = Model(("p", "n"), 1.0, (Term(2.0, (("p", F(1), 0), ("n", F(1), 1))),))
     assert two.formula("python") == "1 + 2 * p * n * log2(n)"
     assert eval(two.formula("python"), {"log2": math.log2, "p": 3.0, "n": 8.0}) == pytest.approx(1 + 2 * 3 * 8 * 3)
+
+
+def test_law_through_every_point_keeps_its_own_three_point_doubt():
+    """A grid with three values of one parameter cannot be checked by leaving its largest values
+    out, so beyond the data every series carries an exponent doubt -- on a multi-parameter grid the
+    two-point default, 0.25 per doubling, with 2 degrees of freedom (t = 2.92: +-50% one doubling
+    out).  CoMD's MPI calls (cg.perfcast, p = 1, 2, 4, 8 x n = 10, 12, 14): exactly 150 p at every
+    point, and 2400 at p = 16, n = 16, were predicted 2400 [1186, 3614].  A law through every
+    measured mean (to round-off) at four values of some parameter (p: the law through three also
+    meets the fourth) takes its own measurements' doubt instead (their exponent changes along every
+    line: 0 here, floored at THREE_POINT_MIN_SD, never 0 width).  A series the law misses (n^3 with
+    a staircase at n = 12) keeps the group's doubt, and so does the same law on three values of
+    every parameter (issue 16: three deterministic points do not narrow an extrapolation)."""
+    from perfcast.fit import core
+
+    P, N = np.meshgrid([1.0, 2.0, 4.0, 8.0], [10.0, 12.0, 14.0], indexing="ij")
+    X = np.column_stack([P.ravel(), N.ravel()])
+    calls = 150 * X[:, 0]                                   # exact: 150 calls per rank
+    bump = np.where(X[:, 1] == 12, 1.4, 1.0)                # a staircase in n, as CoMD's link cells
+    work = 1.5e6 * X[:, 1] ** 3 * bump
+    y = np.vstack([calls, work])
+    g = fit_group(X, y, np.ones_like(y), np.zeros_like(y), ["p", "n"], FitOptions(nonnegative="asymptotic"))
+    m = g.model(0)
+    assert m.predict({"p": 16, "n": 16}) == pytest.approx(2400, rel=1e-9)
+    lo, hi = m.interval({"p": 16, "n": 16}, 0.9)
+    assert lo < 2400 < hi                                   # never zero width
+    assert hi - 2400 < 0.1 * 2400 and 2400 - lo < 0.1 * 2400  # was +-50.6%
+    # the bending series: its law misses the staircase, the group's doubt stays
+    assert g.drift[1] == pytest.approx(core.TWO_POINT_EXPONENT_SD * math.log(2), rel=1e-12)
+    # three values of p and of n: no fourth value checks the law, the group's doubt stays
+    keep = X[:, 0] >= 2
+    g3 = fit_group(X[keep], y[:, keep], np.ones_like(y[:, keep]), np.zeros_like(y[:, keep]), ["p", "n"],
+                   FitOptions(nonnegative="asymptotic"))
+    assert g3.model(0).predict({"p": 16, "n": 16}) == pytest.approx(2400, rel=1e-9)
+    assert g3.drift[0] == pytest.approx(core.TWO_POINT_EXPONENT_SD * math.log(2), rel=1e-12)
+    # by hand: own exponent change along each line of a law through its points
+    own = core._own_three_point_doubt(X, np.vstack([calls, 100 + X[:, 0] * X[:, 1]]), [0, 1])
+    assert own[0] == core.THREE_POINT_MIN_SD
+    # 100 + p n: along p (2, 4, 8) at n: exponents log2((100+4n)/(100+2n)), log2((100+8n)/(100+4n));
+    # along n (10, 12, 14) at p: ln((100+12p)/(100+10p))/ln 1.2, ln((100+14p)/(100+12p))/ln(14/12)
+    ch = []
+    for n in (10.0, 12.0, 14.0):
+        ch.append(math.log2((100 + 8 * n) / (100 + 4 * n)) - math.log2((100 + 4 * n) / (100 + 2 * n)))
+    for p in (1.0, 2.0, 4.0, 8.0):
+        ch.append(math.log((100 + 14 * p) / (100 + 12 * p)) / math.log(14 / 12)
+                  - math.log((100 + 12 * p) / (100 + 10 * p)) / math.log(1.2))
+    want = max(math.log(2) * math.sqrt(sum(c * c for c in ch) / len(ch)), core.THREE_POINT_MIN_SD)
+    assert own[1] == pytest.approx(want, rel=1e-12)

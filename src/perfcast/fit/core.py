@@ -1836,7 +1836,18 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         # too few points to hold the largest out and check the chosen form against it (3 values of
         # a parameter): beyond the data the interval carries the two-point exponent doubt instead
         # of collapsing to the (possibly zero) noise of deterministic counts
-        out_drift[:] = (_three_point_doubt(X, mean) if pooled else TWO_POINT_EXPONENT_SD) * math.log(2)
+        doubt = _three_point_doubt(X, mean) if pooled else TWO_POINT_EXPONENT_SD
+        out_drift[:] = doubt * math.log(2)
+        # a law through every measured mean (to round-off) at four or more values of some parameter
+        # (there, a law through the first three that also meets the fourth: a check passed) is not
+        # given the group's doubt where its own measurements bend less: their own three-point
+        # doubt, never above the group's.  Three values of every parameter keep the group's doubt:
+        # three deterministic points alone do not narrow an extrapolation (issue 16)
+        through = np.nan_to_num(out_q[:, 2], nan=np.inf) <= EXACT_FIT_SMAPE
+        through &= any(len(np.unique(X[:, p])) >= 4 for p in usable)
+        if through.any():
+            own = _own_three_point_doubt(X, mean[through], usable)
+            out_drift[through] = np.fmin(own, doubt) * math.log(2)
         growth = 1.0
     # an all-zero series is exactly the constant 0, however few points
     allzero = np.all(mean == 0, axis=1)
@@ -1972,6 +1983,43 @@ def _three_point_doubt(X: np.ndarray, mean: np.ndarray) -> float:
     miss = (ly[:, 2] - ly[:, 1]) / math.log(x[2] / x[1]) - e
     miss = np.minimum(np.abs(miss), np.quantile(np.abs(miss), 0.95))
     return float(max(THREE_POINT_SHARE * math.sqrt(float(np.mean(miss ** 2))), THREE_POINT_MIN_SD))
+
+
+#: a law whose sMAPE at the measured means is at most this (percent: a relative miss ~1e-9 per
+#: point, round-off) goes through every measurement (:func:`_own_three_point_doubt`)
+EXACT_FIT_SMAPE = 100 * EXACT_RSD
+
+
+def _own_three_point_doubt(X: np.ndarray, mean: np.ndarray, usable: Sequence[int]) -> np.ndarray:
+    """Per series (``mean`` (S, n)) the exponent doubt of :func:`_three_point_doubt` from its own
+    measurements, for series whose law goes through every measured mean (where a group's doubt
+    would come from other series' misses): on every line of every usable parameter (the others
+    fixed, :func:`parameter_lines`) the exponent from the second-largest value to the largest less
+    the one from the third-largest to the second (positive values only), RMS over the lines, times
+    :data:`THREE_POINT_SHARE`, never below :data:`THREE_POINT_MIN_SD` (the doubt may shrink, not
+    vanish: three deterministic points do not make an extrapolation certain).  NaN where no line
+    has three positive values."""
+    S = mean.shape[0]
+    tot = np.zeros(S)
+    cnt = np.zeros(S)
+    for p in usable:
+        for ix in parameter_lines(X, p):
+            x = X[ix, p]
+            top = np.unique(x)[-3:]
+            if top[0] <= 0:
+                continue
+            pick = [ix[np.flatnonzero(x == v)[0]] for v in top]
+            y = mean[:, pick]
+            ok = np.all(y > 0, axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ly = np.log(np.where(ok[:, None], y, 1.0))
+                e1 = (ly[:, 1] - ly[:, 0]) / math.log(top[1] / top[0])
+                e2 = (ly[:, 2] - ly[:, 1]) / math.log(top[2] / top[1])
+            tot += np.where(ok, (e2 - e1) ** 2, 0.0)
+            cnt += ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rms = np.sqrt(tot / cnt)
+    return np.where(cnt > 0, np.maximum(THREE_POINT_SHARE * rms, THREE_POINT_MIN_SD), np.nan)
 
 
 def _two_point_axis(X: np.ndarray) -> int | None:
