@@ -830,8 +830,12 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
                         "notes": [n for n in r["notes"] if n.startswith(said)], "callpath": root,
                         "value": r["value"], "lower": r["lower"], "upper": r["upper"], "at": dict(rep.target)})
     sl = rep.scaling_loss
+    rows = []
     if sl and sl.get("rows"):
         rows = [x for x in sl["rows"] if x["path"] in exp.tree and exp.tree.depth(x["path"]) > 0] or sl["rows"]
+        # a scope whose exclusive loss is not known (timers that nest: views.no_exclusive) is no answer
+        rows = [x for x in rows if x["exclusive_loss"] is not None]
+    if sl and rows:
         top = max(rows, key=lambda x: x["exclusive_loss"])
         crowded = [] if over is None or over.parameter != sl["procs"] else (
             [f"{sl['procs']}={v:g} ran with more ranks than the {over.cores} cores: the loss includes "
@@ -1122,7 +1126,7 @@ def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd
     byp = {r["path"]: r for r in rows}
     tree = exp.tree
     thr = 0.002  # scopes with |inclusive loss| below 0.2% of the larger run are folded
-    keep = {r["path"] for r in rows if abs(r["inclusive_loss"]) >= thr or abs(r["exclusive_loss"]) >= thr}
+    keep = {r["path"] for r in rows if abs(r["inclusive_loss"]) >= thr or abs(r["exclusive_loss"] or 0.0) >= thr}
     keep = set(sorted(keep, key=lambda c: -abs(byp[c]["inclusive_loss"]))[: o.tree_rows])
     for c in list(keep):
         if c in tree:
@@ -1462,7 +1466,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 <table class="tree"><thead><tr><th>scope</th><th class="num">inclusive loss</th><th></th><th class="num">exclusive loss</th><th>where</th><th class="num">inclusive {{ fnum(sl.p) }}{% if r.unit %} [{{ r.unit }}]{% endif %}</th><th class="num">inclusive {{ fnum(sl.q) }}{% if r.unit %} [{{ r.unit }}]{% endif %}</th></tr></thead><tbody>
 {% for row in sl.rows %}<tr><td class="name" style="padding-left:{{ 8 + 14 * row.depth }}px" title="{{ row.path }}">{{ row.name }}{% if row.hidden_children %} <span class="note">(+{{ row.hidden_children }})</span>{% endif %}</td>
 <td class="num">{{ pct(row.inclusive_loss) }}</td><td>{{ row.bar }}</td><td class="num">{{ pct(row.exclusive_loss) }}</td>
-<td class="where-{{ row.where if row.where in ('self', 'callees') else 'none' }}">{{ row.where }}</td>
+<td class="where-{{ row.where if row.where in ('self', 'callees') else 'none' }}">{{ row.where or 'n/a' }}</td>
 <td class="num">{{ fnum(row.inclusive_p) }}</td><td class="num">{{ fnum(row.inclusive_q) }}</td></tr>
 {% endfor %}</tbody></table>
 </section>
