@@ -442,13 +442,20 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         from ..apmt.reconcile import check_line, lines as reconciled_lines, reconcile
         from ..apmt.report import breakdown_series
 
-        model, apmt = apmt, breakdown_series(apmt, rep.target or {})
-        rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level, measured=validation,
-                        times=run_times, times_label=run_times_label)
-        rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines({**rec, "check": None})[1:-1]],
-                              "verdict": rec["verdict"]["text"], "at": apmt["at"],
-                              "check": None if rec["check"] is None else check_line(rec["check"])}
-        _other_run_time(rep, rec)
+        try:
+            model, apmt = apmt, breakdown_series(apmt, rep.target or {})
+            rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level, measured=validation,
+                            times=run_times, times_label=run_times_label)
+        except PerfcastError as e:
+            if run_times is not None:
+                raise   # asked for the breakdown beside the run time: the reason predict --breakdown gives
+            # not asked for: the rest of the report, with the reason the breakdown is not shown
+            apmt, apmt_note = None, e.format()
+        else:
+            rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines({**rec, "check": None})[1:-1]],
+                                  "verdict": rec["verdict"]["text"], "at": apmt["at"],
+                                  "check": None if rec["check"] is None else check_line(rec["check"])}
+            _other_run_time(rep, rec)
     if apmt:
         rep.apmt = _check_apmt(apmt)
     if apmt_note:
