@@ -346,19 +346,6 @@ class _Measured:
         return {c: g for c, g in self._stats(d[sel], self.keys).groupby("callpath", sort=False)}
 
 
-def _guess_mode(first: float, last: float, p: float, q: float, metric: str) -> tuple[str, str]:
-    """(strong | weak | undetermined, why) from the per-process totals ``first`` at ``p`` and
-    ``last`` at ``q`` processes: the total work's log-log slope by the one rule
-    :func:`perfcast.scaling.scaling_mode`."""
-    from ..analysis.kernels import INSTR_METRICS
-    from ..scaling import scaling_mode
-
-    if not (first > 0 and last > 0 and q > p > 0):
-        return "undetermined", "the totals cannot be compared"
-    slope = math.log(last * q / (first * p)) / math.log(q / p)
-    return scaling_mode(slope, q / p, metric in INSTR_METRICS)
-
-
 def build_report(exp: Experiment, options: ReportOptions | None = None, *, models=None,
                  apmt=None, projections: Mapping | Sequence | None = None, apmt_note: str | None = None,
                  validation: Experiment | None = None, run_times: Experiment | None = None,
@@ -1109,16 +1096,16 @@ def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd
         pair = [(counts[0], counts[-1])]
         mode = o.scaling
         guessed = mode == "auto"
+        why = None
         if guessed:
-            tot = []
-            for c in (counts[0], counts[-1]):
-                t = v[v[proc] == c].set_index("callpath")["inclusive"]
-                tops = _topmost(exp.tree, set(t.index))
-                tot.append(float(t[[c2 for c2 in t.index if c2 in tops]].sum()))
-            mode, why = _guess_mode(tot[0], tot[1], counts[0], counts[-1], rep.metric)
-            if mode == "undetermined":
-                rep.notes.append(f"No scaling-loss tree: weak or strong scaling could not be told from the runs at "
-                                 f"{proc}={counts[0]:g} and {counts[-1]:g} ({why}); give --scaling weak or strong.")
+            # the one rule kernel identification follows (kernels.guess_scaling: the total work on every
+            # line of the other parameters, instructions when there are; was this pair's time alone)
+            from ..analysis.kernels import guess_scaling
+
+            mode, why, slope = guess_scaling(exp, rep.metric, proc)
+            if mode == "undetermined" or slope is None:
+                rep.notes.append(f"No scaling-loss tree: weak or strong scaling could not be told from the runs "
+                                 f"({why}); give --scaling weak or strong.")
                 return
         # only the two runs compared: the loss of each scope needs nothing else
         sub = exp.select(**{proc: [counts[0], counts[-1]]}, **at)
@@ -1151,7 +1138,7 @@ def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd
     rep.scaling_loss = {"mode": mode, "guessed": guessed, "procs": proc, "p": pr["p"], "q": pr["q"],
                         "total_p": pr["total_p"], "total_q": pr["total_q"], "loss": pr["loss"], "at": at,
                         "rows": out, "n_scopes": len(rows), "n_hidden": len(rows) - len(out),
-                        "ranks": res["ranks"]}
+                        "ranks": res["ranks"], **({"guessed_from": why} if guessed else {})}
 
 
 def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
@@ -1469,7 +1456,7 @@ _TEMPLATE = r"""<!DOCTYPE html>
 
 {% if r.scaling_loss %}{% set sl = r.scaling_loss %}
 <section id="scaling-loss"><h2>Scaling loss from {{ sl.procs }}={{ fnum(sl.p) }} to {{ fnum(sl.q) }} ({{ sl.mode }} scaling)</h2>
-<p class="note">Excess work of each scope as a fraction of the larger run's total ({{ fnum(sl.total_q) }} {{ r.unit }}); the whole run loses {{ pct(sl.loss) }}.{% if sl.guessed %} Mode guessed from the totals ({{ fnum(sl.total_p) }} → {{ fnum(sl.total_q) }}); set it with --scaling.{% endif %} “self”: the scope's own code loses, “callees”: look below it.{% if sl.n_hidden %} {{ sl.n_hidden }} scope(s) with a loss under 0.2% are folded.{% endif %}</p>
+<p class="note">Excess work of each scope as a fraction of the larger run's total ({{ fnum(sl.total_q) }} {{ r.unit }}); the whole run loses {{ pct(sl.loss) }}.{% if sl.guessed %} Mode guessed ({{ sl.guessed_from }}).{% endif %} “self”: the scope's own code loses, “callees”: look below it.{% if sl.n_hidden %} {{ sl.n_hidden }} scope(s) with a loss under 0.2% are folded.{% endif %}</p>
 <table class="tree"><thead><tr><th>scope</th><th class="num">inclusive loss</th><th></th><th class="num">exclusive loss</th><th>where</th><th class="num">inclusive {{ fnum(sl.p) }}{% if r.unit %} [{{ r.unit }}]{% endif %}</th><th class="num">inclusive {{ fnum(sl.q) }}{% if r.unit %} [{{ r.unit }}]{% endif %}</th></tr></thead><tbody>
 {% for row in sl.rows %}<tr><td class="name" style="padding-left:{{ 8 + 14 * row.depth }}px" title="{{ row.path }}">{{ row.name }}{% if row.hidden_children %} <span class="note">(+{{ row.hidden_children }})</span>{% endif %}</td>
 <td class="num">{{ pct(row.inclusive_loss) }}</td><td>{{ row.bar }}</td><td class="num">{{ pct(row.exclusive_loss) }}</td>
