@@ -763,10 +763,9 @@ def test_a_campaigns_nested_timers_have_no_exclusive_time_not_a_negative_one(cap
     "self" (their whole inclusive loss: nested timers are no scope's own).  Now no exclusive value
     (null, n/a) of the run or of its timers, the note says the timers nest, and the inclusive values
     and losses are the measured ones (hand-computed from the store)."""
-    import json
     from pathlib import Path
 
-    from conftest import cli
+    from conftest import cli, cli_json
 
     store = Path(__file__).parent / "data" / "comd" / "md.perfcast"
     v = pd.read_parquet(store / "values.parquet")
@@ -775,7 +774,7 @@ def test_a_campaigns_nested_timers_have_no_exclusive_time_not_a_negative_one(cap
     timers = [c for c in t.columns if c != "app"]
     assert len(timers) == 10 and (t[timers].sum(axis=1) > t["app"]).all()      # the premise, at every point
     code, out, _ = cli(capsys, "view", store, "--at", "p=2,n=28", "--json")
-    item = json.loads(out)["items"][0]
+    item = cli_json(out, "view")["items"][0]
     got = {n["path"]: (n["inclusive"], n["exclusive"]) for n in item["nodes"]}
     assert code == 0 and set(got) == {"app", *timers}
     assert got["app"][0] == pytest.approx(t.loc[(2, 28), "app"])
@@ -784,9 +783,9 @@ def test_a_campaigns_nested_timers_have_no_exclusive_time_not_a_negative_one(cap
     assert any("timers nest" in w for w in item["warnings"]) and not any("negative" in w for w in item["warnings"])
     for mode in ("flat", "bottom-up"):
         code, out, _ = cli(capsys, "view", store, "--at", "p=2,n=28", "--mode", mode, "--json")
-        assert all(r["exclusive"] is None for r in json.loads(out)["items"][0]["rows"])
+        assert all(r["exclusive"] is None for r in cli_json(out, "view")["items"][0]["rows"])
     code, out, _ = cli(capsys, "scaling-loss", store, "--mode", "strong", "--at", "n=28", "--json")
-    pair = json.loads(out)["items"][0]["pairs"][0]
+    pair = cli_json(out, "scaling-loss")["items"][0]["pairs"][0]
     rows = {r["path"]: r for r in pair["rows"]}
     assert all(r["exclusive_loss"] is None and r["where"] is None for r in rows.values())
     # strong scaling p 1 -> 2: (2 T_2 - T_1) of each timer's inclusive time over the run's 2 T_2
