@@ -268,3 +268,22 @@ def test_comd_time_alone_is_not_guessed_weak():
     rep = build_report(load([store]), ReportOptions())
     assert rep.scaling_loss is None or rep.scaling_loss["mode"] == "strong"
     assert rep.scaling_loss is not None or any("could not be told" in n for n in rep.notes)
+
+
+def test_comd_nested_timers_are_no_stack_of_own_costs():
+    """CoMD (tests/data/comd/md.perfcast): the timers CoMD printed nest (their sum exceeds the run's at
+    every point, pandas), so none has an own (exclusive) time: the report's cost breakdown stacked
+    them (total over loop over timestep ...: the same seconds three times, app's negative rest left
+    out) and, once they had none, drew an empty chart.  Now no breakdown, the reason in the notes."""
+    from pathlib import Path
+
+    from perfcast.io import load
+
+    store = Path(__file__).parent / "data" / "comd" / "md.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    t = v[v["metric"] == "time"].groupby(["p", "n", "rep", "callpath"])["value"].sum()
+    t = t.groupby(["p", "n", "callpath"]).mean().unstack("callpath")
+    assert (t.drop(columns="app").sum(axis=1) > t["app"]).all()          # the premise
+    rep = build_report(load([store]), ReportOptions())
+    assert rep.cost_breakdown is None
+    assert any(n.startswith("No cost breakdown") and "timers nest" in n for n in rep.notes)

@@ -1014,6 +1014,18 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
             v = v[v[p] == float(pts[p].max())]
     if v[x].nunique() < 2:
         return
+    # a scope whose exclusive cost is not known (views.no_exclusive: a run whose timers nest, and its
+    # timers) is no part of a stack of own costs: left out, said (CoMD's chart was empty, before that
+    # it stacked the nested timers' times)
+    unknown = sorted(set(v.loc[v["exclusive"].isna(), "callpath"].astype(str)))
+    if unknown:
+        v = v[v["exclusive"].notna()]
+        left = (f"{', '.join(unknown[:4])}{', ...' if len(unknown) > 4 else ''}: no exclusive {rep.metric} known "
+                f"(the application's timers nest)")
+        if not len(v) or v[x].nunique() < 2:
+            rep.notes.append(f"No cost breakdown: {left}.")
+            return
+        rep.notes.append(f"Cost breakdown: {left}; left out of it.")
     piv = v.pivot_table(index="callpath", columns=x, values="exclusive", aggfunc="sum", fill_value=0.0, observed=True)
     piv.index = piv.index.astype(str)
     xs = sorted(float(c) for c in piv.columns)
