@@ -154,20 +154,62 @@ def test_whole_run_timer_is_not_a_scope_of_its_own():
     assert sum(r["potential_exclusive"] for r in res["rows"]) == pytest.approx(20.0)
 
 
-def test_cg_p_waste_above_peak_and_without_time():
-    # the campaign of bench/data/cg-p at p = 2: Ir (cachegrind, both ranks) against the timers
-    # (rank 0); at 4G per second spmv's 2 ranks' Ir exceeds rank 0's time x the peak
+def test_cg_p_timers_named_like_functions_are_not_compared():
+    # the campaign of bench/data/cg-p at p = 2: Ir (cachegrind, both ranks) against the timers (rank 0).
+    # Its timer spmv and cachegrind's function spmv are both app->spmv: the timer's time (all it holds)
+    # was put against the function's own Ir ("above peak"); as CoMD's timer `timestep` against the
+    # function timestep's own Ir printed 0.05% efficiency and 100% of the waste.  Below the run no
+    # timer pairs a function's work; the run pairs its wall time with all the Ir (truth: pandas)
     from pathlib import Path
 
-    e = load([str(Path(__file__).resolve().parents[1] / "bench" / "data" / "cg-p" / "cg-p.perfcast")])
+    store = Path(__file__).resolve().parents[1] / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+    e = load([str(store)])
     res = waste(e, "Ir", "time", 4e9, at={"p": 2})
     got = {r["path"]: r for r in res["rows"]}
-    assert got["app->spmv"]["status_exclusive"] == "above peak" and got["app->spmv"]["waste_exclusive"] is None
+    v = pd.read_parquet(store / "values.parquet")
+    v = v[v["p"] == 2]
+    timers = set(v.loc[v["metric"] == "time", "callpath"]) - {"app"}
+    funcs = set(v.loc[v["metric"] == "Ir", "callpath"])
+    both = sorted((timers & funcs) - {"app->total"})
+    assert "app->spmv" in both                                                   # the premise
+    for p in both:
+        assert got[p]["status_exclusive"] == got[p]["status_inclusive"] == "not comparable"
+        assert got[p]["waste_exclusive"] is got[p]["efficiency_inclusive"] is got[p]["waste_inclusive_share"] is None
     assert got["app->xpby"]["status_exclusive"] == "no resource" and got["app->xpby"]["waste_exclusive"] is None
     assert "app->total" not in got and res["whole_run_timers"] == ["app->total"]
+    # the run: its wall time (rank 0, mean of the repetitions) x the peak against all the Ir (summed over ranks)
+    ir = v[v["metric"] == "Ir"].groupby("rep")["value"].sum().mean()
+    t = v[(v["metric"] == "time") & (v["callpath"] == "app")]["value"].mean()
+    assert got["app"]["efficiency_inclusive"] == pytest.approx(100 * ir / (4e9 * t))
+    assert got["app"]["waste_inclusive_share"] == pytest.approx(100.0)
     assert not any(r["waste_exclusive"] is not None and r["waste_exclusive"] < 0 for r in res["rows"])
-    assert sum(r["waste_exclusive_share"] or 0 for r in res["rows"]) == pytest.approx(100.0)
     assert res["warnings"]    # time held by rank 0, Ir by ranks 0 and 1, summed
+
+
+def test_comd_timer_and_function_timestep_are_not_compared():
+    # CoMD as a campaign with collectors time + cachegrind stores it: the timers (nested: total > loop >
+    # timestep > force) and cachegrind's flat functions, each under app; the timer `timestep` and the
+    # function timestep (its own 5e6 Ir, its callees' 4e9 elsewhere) are both app->timestep.  waste put
+    # the function's own Ir against the timer's 8 s: 0.05% efficiency, 100% of the waste.  Peak 1e9/s
+    from perfcast.experiment import RUN_TIMERS
+
+    t = {"app": 10.0, "app->total": 9.5, "app->loop": 9.0, "app->timestep": 8.0, "app->force": 6.0}
+    ir = {"app->timestep": 5e6, "app->ljForce": 4e9, "app->main": 1e6}
+    rows = [dict(p=p, rep=0, rank=0, callpath=c, metric="time", value=x) for p in (1, 2) for c, x in t.items()]
+    rows += [dict(p=p, rep=0, rank=0, callpath=c, metric="Ir", value=x) for p in (1, 2) for c, x in ir.items()]
+    e = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "inclusive", RUN_TIMERS),
+                                               Metric("Ir", "#", "count", "exclusive", exact=True)],
+                   CallTree.from_paths([*t, *ir]))
+    res = waste(e, "Ir", "time", 1e9, at={"p": 1})
+    got = {r["path"]: r for r in res["rows"]}
+    ts = got["app->timestep"]
+    assert ts["status_exclusive"] == ts["status_inclusive"] == "not comparable"
+    assert ts["efficiency_exclusive"] is ts["efficiency_inclusive"] is ts["waste_inclusive_share"] is None
+    # the run, whole with whole: 10 s x 1e9 against all 4.006e9 Ir; its own time is not known (nested)
+    assert got["app"]["efficiency_inclusive"] == pytest.approx(100 * 4.006e9 / 1e10)
+    assert got["app"]["waste_inclusive"] == pytest.approx(1e10 - 4.006e9)
+    assert got["app"]["waste_exclusive"] is None and got["app"]["potential_exclusive"] is None
+    assert not any(r["waste_exclusive"] is not None and r["waste_exclusive"] < 0 for r in res["rows"])
 
 
 def test_nested_timers_leave_their_parent_no_time_and_no_negative_waste():

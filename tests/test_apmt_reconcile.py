@@ -541,3 +541,40 @@ def test_the_run_verdict_does_not_call_a_value_below_a_clipped_interval_agreemen
     assert v.best == "apmt" and "cannot tell" in v.text
     assert verdict(4.2, {"value": 4.0, "lower": 3.0, "upper": 5.0, "clipped": False}, None, False, "app").best == "agree"
     assert verdict(4.2, {"value": 4.0, "lower": 0.0, "upper": 40.0, "clipped": True}, None, False, "app").best == "agree"
+
+
+def test_report_shows_the_communication_only_breakdown_predict_shows(tmp_path, capsys):
+    """jacobi-p (as CoMD's cg.perfcast): Ir from cachegrind, no cycles counter, no --timer, an MPI
+    profile.  `predict --breakdown --run-times` gave the communication-only breakdown (the kernels
+    "not in the total"), `report --run-times` refused it ("no APMT breakdown to put the run time next
+    to").  Now the report holds the breakdown predict prints (one library call, fit_apmt), with no
+    computation component (not modelled, not 0 s)."""
+    import pandas as pd
+
+    v = pd.read_parquet(CAMPAIGN / "values.parquet")
+    assert "cycles" not in set(v["metric"]) and v["callpath"].astype(str).str.startswith("MPI->").any()  # premise
+    code, out, err = cli(capsys, "report", CAMPAIGN, "-o", tmp_path / "r.html", "--target", "p=4",
+                         "--run-times", CAMPAIGN, "--json")
+    assert code == 0, err
+    rep = cli_json(out, "report")["items"][0]
+    comps = rep["apmt"]["components"]
+    assert set(comps) == {"communication"} and rep["reconciliation"]["verdict"]
+    for x, c in zip(rep["apmt"]["points"], comps["communication"]):
+        code, out, err = cli(capsys, "predict", CAMPAIGN, "--breakdown", "--at", f"p={x:g}", "--json")
+        assert code == 0, err
+        pr = cli_json(out, "breakdown")["items"][0]
+        assert pr["computation"] is None and c == pytest.approx(pr["communication_total"], rel=1e-12)
+
+
+def test_report_without_run_times_keeps_its_sections_when_the_breakdown_cannot_be_predicted(tmp_path, capsys):
+    """cg-p's communication model is undefined at p = 1 (predict --breakdown says so, exit 2): the
+    report, not asked for the breakdown beside a run time, is written without it, the reason said."""
+    store = REPO / "bench" / "data" / "cg-p" / "cg-p.perfcast"
+    code, out, err = cli(capsys, "predict", store, "--breakdown", "--at", "p=4")
+    assert code == 2 and "undefined at p=1" in err
+    code, out, err = cli(capsys, "report", store, "-o", tmp_path / "r.html", "--json")
+    assert code == 0, err
+    assert any(n.startswith("APMT breakdown not shown") and "undefined at p=1" in n
+               for n in cli_json(out, "report")["items"][0]["notes"])
+    code, out, err = cli(capsys, "report", store, "-o", tmp_path / "t.html", "--run-times", store)
+    assert code == 2 and "undefined at p=1" in err and not (tmp_path / "t.html").exists()

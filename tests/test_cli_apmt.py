@@ -217,6 +217,8 @@ def test_bad_input_is_one_line_exit_2(syn, tmp_path, capsys):
     zero.to_csv(tmp_path / "zero.csv", index=False)
     (tmp_path / "bad.yaml").write_text("frequency_hz: -1\n")
     prof, m = syn / "prof.csv", syn / "m.yaml"
+    nompi = pd.read_csv(prof)
+    nompi[~nompi["callpath"].str.startswith("MPI")].to_csv(tmp_path / "nompi.csv", index=False)
     cases = [
         (["kernels", tmp_path / "two.csv"], ">= 3"),
         (["kernels", prof, "--metric", "nope"], "no metric 'nope'"),
@@ -231,7 +233,9 @@ def test_bad_input_is_one_line_exit_2(syn, tmp_path, capsys):
         (["predict", tmp_path / "zero.csv", "--breakdown", "--at", "p=16,n=8", "--machine", m], "sums to zero"),
         (["compare", prof, "--validate", tmp_path / "two.csv", "--measure", "app->nope", "--machine", m],
          "no callpath 'app->nope'"),
-        (["report", prof, "-o", tmp_path / "r.html", "--apmt", "on", "--apmt-machine", m], "no kernel has a CPI"),
+        # no CPI source and no MPI profile: nothing to break down (with the MPI profile, the communication)
+        (["report", tmp_path / "nompi.csv", "-o", tmp_path / "r.html", "--apmt", "on", "--apmt-machine", m],
+         "no kernel has a CPI"),
     ]
     for argv, msg in cases:
         rc, out, err = run(capsys, *argv)
@@ -271,12 +275,23 @@ def test_report_apmt_section_matches_predict_breakdown_and_renders(syn, tmp_path
     assert "Computation, memory and communication vs p" in facts["text"]
     html = out.read_text()
     assert html.count('class="plot"') >= 1 + len(rep["plots"])
-    # without a CPI source the section is left out and the report says why; --apmt off says nothing
-    rc, o, err = run(capsys, "report", prof, "-o", tmp_path / "b.html", "--apmt-machine", m, "--json")
+    # without a CPI source the section holds what predict --breakdown gives then: the communication
+    # (no computation component: not modelled, not 0 s); --apmt off says nothing
+    rc, o, err = run(capsys, "report", prof, "-o", tmp_path / "b.html", "--apmt-machine", m, "--target", "p=64,n=800",
+                     "--json")
     assert rc == 0, err
     d = cli_items(o, "report")[0]
-    assert d["apmt"] is None and "apmt" not in d["sections"]
-    assert any(n.startswith("APMT breakdown not shown: no kernel has a CPI") for n in d["notes"])
+    sec = d["apmt"]
+    assert "apmt" in d["sections"] and set(sec["components"]) == {"communication"}
+    assert "the computation is not modelled" in sec["note"]
+    rc, o, err = run(capsys, "predict", prof, "--breakdown", *[a for x in sec["points"] for a in ("--at", f"p={x:g},n=800")],
+                     "--machine", m, "--json")
+    assert rc == 0, err
+    for i, (x, pred) in enumerate(zip(sec["points"], cli_items(o, "breakdown"))):
+        kc, p2p, ar = truth(x, 800)
+        assert pred["computation"] is None
+        assert sec["components"]["communication"][i] == pytest.approx(pred["communication_total"], rel=1e-12)
+        assert sec["components"]["communication"][i] == pytest.approx(p2p + ar, rel=1e-6)
     rc, o, err = run(capsys, "report", prof, "-o", tmp_path / "c.html", "--apmt", "off", "--json")
     assert rc == 0 and not any("APMT" in n for n in cli_items(o, "report")[0]["notes"])
 

@@ -223,3 +223,67 @@ def test_what_grows_with_one_process_count_names_no_measured_growth():
     assert "measured 8.5 to 8.5" not in grows["answer"]
     assert "predicted from its 8.5 s measured at p=2, n=16" in grows["answer"]
     assert "one process count" in grows["answer"]
+
+
+def test_scaling_guess_follows_the_total_work_not_one_pairs_time():
+    """CoMD's campaigns (n the global box, runs at fixed n strong scaling): at the largest n the p = 2
+    run's wall time was above p = 1's on a shared machine, and the report, from that pair's times
+    alone, guessed "weak scaling from p=1".  The guess is now kernel identification's rule
+    (kernels.guess_scaling): the total work on every line of the other parameters, instructions
+    when the profile has them.  Here (as CoMD under cachegrind) the instructions per run are the
+    same at every p (strong by hand: 4e9 per run, divided among the ranks) while the time per rank
+    grows at the largest n."""
+    rows = []
+    for n, t1, t2 in ((10, 1.0, 0.55), (12, 2.0, 1.1), (14, 3.0, 3.3)):
+        for p, t in ((1, t1), (2, t2), (4, t2 * 0.6)):
+            for r in range(p):
+                rows += [(p, n, 0, r, "app->ljForce", "Ir", 4e9 * n / 10 / p)]
+            rows += [(p, n, 0, 0, "app", "time", t)]
+    df = pd.DataFrame(rows, columns=["p", "n", "rep", "rank", "callpath", "metric", "value"])
+    exp = Experiment(["p", "n"], df, [Metric("time", "s", "time", "inclusive"),
+                                      Metric("Ir", "#", "count", "exclusive", exact=True)],
+                     CallTree.from_paths(["app", "app->ljForce"]))
+    w = df[df["metric"] == "Ir"].groupby(["n", "p"])["value"].sum().unstack("p")
+    assert (w.nunique(axis=1) == 1).all()                                 # the premise: the same work at every p
+    t = df[(df["metric"] == "time") & (df["n"] == 14)].set_index("p")["value"]
+    assert 4 * t[4] > 1 * t[1]                                            # and more time x ranks at the largest n
+    sl = build_report(exp, ReportOptions(metric="time")).scaling_loss
+    assert sl["mode"] == "strong" and sl["guessed"] is True
+    assert "Ir" in sl["guessed_from"]
+
+
+def test_comd_time_alone_is_not_guessed_weak():
+    """CoMD's time-only campaign (tests/data/comd/md.perfcast): n is the global box, so the runs at a
+    fixed n are strong scaling (PROVENANCE.md); the report guessed weak from n = 28's pair, whose p = 2
+    wall time exceeds p = 1's (read with pandas).  Time alone over one doubling cannot tell (the
+    scaling rule's 'undetermined'): said, never weak."""
+    from pathlib import Path
+
+    from perfcast.io import load
+
+    store = Path(__file__).parent / "data" / "comd" / "md.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    app = v[(v["metric"] == "time") & (v["callpath"] == "app")].groupby(["n", "p"])["value"].mean().unstack("p")
+    assert app.loc[28.0, 2.0] > app.loc[28.0, 1.0]                        # the premise
+    rep = build_report(load([store]), ReportOptions())
+    assert rep.scaling_loss is None or rep.scaling_loss["mode"] == "strong"
+    assert rep.scaling_loss is not None or any("could not be told" in n for n in rep.notes)
+
+
+def test_comd_nested_timers_are_no_stack_of_own_costs():
+    """CoMD (tests/data/comd/md.perfcast): the timers CoMD printed nest (their sum exceeds the run's at
+    every point, pandas), so none has an own (exclusive) time: the report's cost breakdown stacked
+    them (total over loop over timestep ...: the same seconds three times, app's negative rest left
+    out) and, once they had none, drew an empty chart.  Now no breakdown, the reason in the notes."""
+    from pathlib import Path
+
+    from perfcast.io import load
+
+    store = Path(__file__).parent / "data" / "comd" / "md.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    t = v[v["metric"] == "time"].groupby(["p", "n", "rep", "callpath"])["value"].sum()
+    t = t.groupby(["p", "n", "callpath"]).mean().unstack("callpath")
+    assert (t.drop(columns="app").sum(axis=1) > t["app"]).all()          # the premise
+    rep = build_report(load([store]), ReportOptions())
+    assert rep.cost_breakdown is None
+    assert any(n.startswith("No cost breakdown") and "timers nest" in n for n in rep.notes)

@@ -1477,8 +1477,8 @@ def check_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
               help="Show kernels holding at least PCT percent of the total, now or at the target.")
 @click.option("--scaling", type=click.Choice(["auto", "weak", "strong", "none"]), default="auto", show_default=True,
               help="Scaling mode of the experiment, for the scaling-loss tree and APMT's non-scalable kernels "
-                   "(auto: guessed, the tree from the totals, the kernels from the total instructions; none: "
-                   "no scaling-loss tree, kernels auto).")
+                   "(auto: guessed for both by one rule, from the application's total work against the process count: "
+                   "the instructions when measured, else the metric; none: no scaling-loss tree, kernels auto).")
 @click.option("--level", type=Finite(0, 1, min_open=True, max_open=True), default=0.9, show_default=True,
               help="Probability of the prediction intervals.")
 @click.option("--terms", "max_terms", type=click.IntRange(1, 2), default=1, show_default=True,

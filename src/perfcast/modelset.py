@@ -297,12 +297,12 @@ def _nested_timers(exp, st: Columns, series, parents: Mapping[str, str], params)
     timers the application printed, each a child of ``app`` whatever holds what) whose timers'
     measured means add up to more than the run's at every point it was measured: the timers nest
     (CoMD's total > loop > timestep > force), so their sum is no part of the run and bounds nothing."""
-    from .experiment import RUN_TIMERS
+    from .experiment import RUN_TIMERS, timers_nest
 
     timers = frozenset(name for name, m in exp.metrics.items() if m.description == RUN_TIMERS)
     out = set()
     for s, mine, total, there in _children_means(st, series, parents, timers, params):
-        if there.any() and np.all(total[there] > mine[there] * (1 + SUM_TOL)):
+        if timers_nest(np.where(there, mine, np.nan), np.where(there, total, np.nan), SUM_TOL):
             out.add((series[s].callpath, series[s].metric))
     return frozenset(out)
 

@@ -587,6 +587,22 @@ def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pt
     return mode, basis + "; --scaling strong|weak overrides", s
 
 
+def guess_scaling(exp: Experiment, metric: str, procs: str, exclude: Sequence[str] = DEFAULT_EXCLUDE,
+                  include: Sequence[str] = ()) -> tuple[str, str, float | None]:
+    """:func:`infer_scaling` from the experiment alone -- the one rule for telling strong from weak
+    scaling that kernel identification and the report's scaling-loss tree share: the application's
+    total work (instructions when the profile has them, else ``metric``) against ``procs`` on each line
+    of the other parameters fixed, the median slope.  CoMD's time at n = 28 alone (its p = 2 runs slower
+    on a shared machine) read as weak scaling, where its instructions at every n are divided."""
+    params = list(exp.parameters)
+    pts = exp.points()
+    labels = [point_label(params, r) for _, r in pts.iterrows()]
+    wm = find_metric(exp, INSTR_METRICS) or metric
+    pf = per_function(exp, wm, procs)
+    pf["point"] = [point_label(params, r) for _, r in pf.iterrows()]
+    return infer_scaling(exp, wm, pf, procs, pts, params, labels, exclude, include)
+
+
 def _matches(name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 

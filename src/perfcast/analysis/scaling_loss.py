@@ -36,13 +36,16 @@ present in only one run has cost 0 in the other, so diverging trees show up as l
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
+
+import numpy as np
 
 from ..errors import PerfcastError
 from ..experiment import Experiment
 from ..scaling import PROC_NAMES  # noqa: F401  (re-exported: its rule lives with the scaling rules)
-from .views import (_num, combined_in_file, default_metric, negative_exclusive_cause, scope_values, tree_total,
-                    whole_program_total)
+from .views import (_num, combined_in_file, default_metric, negative_exclusive_cause, no_exclusive, scope_values,
+                    tree_total, whole_program_total)
 
 __all__ = ["scaling_loss", "process_parameter", "MODES", "PROC_NAMES"]
 
@@ -88,6 +91,8 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}")
     proc = process_parameter(exp, procs)
     at = dict(at or {})
+    # whose own value is unknown (timers that nest): by the whole campaign's points, as view judges
+    unknown = no_exclusive(exp, metric, ranks=ranks) if metric in exp.metrics else frozenset()
     if proc in at:
         raise PerfcastError(f"--at fixes {proc!r}, the process count being compared; fix only other parameters")
     if at:
@@ -112,7 +117,7 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         raise PerfcastError("sum: the sum over ranks is the run's total, not a per-process cost, and the "
                             "formulas compare per-process costs; use mean (the sum over ranks / ranks) or max "
                             "(the slowest rank)", where="--ranks")
-    vals = scope_values(exp, metric, ranks=ranks).set_index([proc, "callpath"])
+    vals = scope_values(exp, metric, ranks=ranks, unknown=unknown).set_index([proc, "callpath"])
     vals = vals[[c for c in ("inclusive", "exclusive")]]
     m = exp.metrics[metric]
     summed = m.aggregate.startswith("sum over") and not exp.has_locations
@@ -145,6 +150,10 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         a = vals.xs(p, level=proc)
         b = vals.xs(q, level=proc)
         both = a.add_suffix("_p").join(b.add_suffix("_q"), how="outer").fillna(0.0)
+        # an exclusive value not known (views.no_exclusive: a run whose timers nest, and its timers) has
+        # no exclusive loss and no 'where': a difference of nested timers is nobody's own time
+        mine = both.index.astype(str).isin(unknown)
+        both.loc[mine, ["exclusive_p", "exclusive_q"]] = np.nan
         tot_p, tot_q = totals[p], totals[q]
         roots = tree_total(exp, a), tree_total(exp, b)
         k = q / p if mode == "strong" else 1.0
@@ -155,12 +164,16 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         for path, r in both.iterrows():
             inc_l = (k * r["inclusive_q"] - r["inclusive_p"]) / denom
             exc_l = (k * r["exclusive_q"] - r["exclusive_p"]) / denom
+            known = not math.isnan(exc_l)
             rows.append({"path": path, "name": tree.name(path), "depth": tree.depth(path),
                          "inclusive_p": float(r["inclusive_p"]), "inclusive_q": float(r["inclusive_q"]),
-                         "exclusive_p": float(r["exclusive_p"]), "exclusive_q": float(r["exclusive_q"]),
-                         "inclusive_loss": float(inc_l), "exclusive_loss": float(exc_l),
-                         "where": _where(inc_l, exc_l)})
-        rows.sort(key=lambda r: (-r[f"{sort}_loss"], order.get(r["path"], 0)))
+                         "exclusive_p": float(r["exclusive_p"]) if known else None,
+                         "exclusive_q": float(r["exclusive_q"]) if known else None,
+                         "inclusive_loss": float(inc_l), "exclusive_loss": float(exc_l) if known else None,
+                         "where": _where(inc_l, exc_l) if known else None})
+        # a loss not known last, those by their inclusive loss
+        rows.sort(key=lambda r: (r[f"{sort}_loss"] is None, -(r[f"{sort}_loss"] or 0.0), -r["inclusive_loss"],
+                                 order.get(r["path"], 0)))
         notes = [f"the total at {proc}={_num(v)} ({_g(t)}) is the {how} over ranks of each rank's whole-program "
                  f"{metric}, as project's base time; the sum of the topmost callpaths' own {how} values is "
                  f"{_g(r)}: they were run by different ranks"
@@ -168,7 +181,7 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                  if exp.has_locations and abs(t - r) > 1e-9 * max(abs(t), abs(r))]
         # an exclusive value below 0 is no cost (its children's inclusive values exceed its own): its loss
         # and 'where' are differences of non-costs (LULESH max#: lulesh.cycle's exclusive -11.08 s at 27)
-        neg = [r for r in rows if min(r["exclusive_p"], r["exclusive_q"]) < -1e-9 * max(
+        neg = [r for r in rows if r["exclusive_loss"] is not None and min(r["exclusive_p"], r["exclusive_q"]) < -1e-9 * max(
             abs(r["inclusive_p"]), abs(r["inclusive_q"]), 1e-300)]
         if neg:
             worst = min(neg, key=lambda r: min(r["exclusive_p"], r["exclusive_q"]))
@@ -179,6 +192,13 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
                          f"{_num(q)} (e.g. {worst['path']}: {_g(min(worst['exclusive_p'], worst['exclusive_q']))}): "
                          f"{why}, so their exclusive loss and 'where' mean nothing; --sort inclusive ranks by "
                          f"the inclusive loss")
+        gone = [r["path"] for r in rows if r["exclusive_loss"] is None]
+        if gone:
+            runs = [c for c in gone if tree.parent(c) not in unknown]
+            notes.append(f"the exclusive {metric} of {', '.join(runs)} and its {len(gone) - len(runs)} timer(s) is not "
+                         f"known: {negative_exclusive_cause(m)}, and they add up to more than the run at every "
+                         f"measured point, so no exclusive loss and no 'where' (n/a): a difference of nested timers "
+                         f"is no scope's own; their inclusive losses are measured")
         hit = [v for v in (p, q) if v in shared] if over is not None and over.parameter == proc else sorted(shared)
         if hit:
             why = ([f"more ranks than the {over.cores} cores of {over.host}"] if set(hit) & set(over.over) else []) + \

@@ -72,6 +72,8 @@ class Profile:
     ranks: str
     table: pd.DataFrame
     total: float
+    #: callpaths whose exclusive value is not known (NaN in ``table``: :func:`no_exclusive`)
+    no_exclusive: frozenset = frozenset()
 
     def pct(self, x) -> float:
         """``x`` as a percentage of the total (NaN when the total is 0)."""
@@ -114,9 +116,53 @@ def _num(v) -> str:
     return str(int(v)) if v.is_integer() else f"{v:g}"
 
 
-def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "mean") -> pd.DataFrame:
+def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "mean",
+                 unknown: frozenset | None = None) -> pd.DataFrame:
     """Inclusive and exclusive values of ``metric`` per point and callpath (locations reduced with
-    ``ranks``, repetitions with ``reps``): columns parameters..., callpath, inclusive, exclusive."""
+    ``ranks``, repetitions with ``reps``): columns parameters..., callpath, inclusive, exclusive.
+    The exclusive value of a callpath whose own value is not known (``unknown``; by default
+    :func:`no_exclusive` of these values: a run whose application timers nest, and its timers) is
+    NaN, never the negative difference of nested timers."""
+    out = _scope_values(exp, metric, ranks, reps)
+    unknown = no_exclusive(exp, metric, out) if unknown is None else unknown
+    if unknown:
+        out.loc[out["callpath"].astype(str).isin(unknown), "exclusive"] = np.nan
+    return out
+
+
+def no_exclusive(exp: Experiment, metric: str, values: pd.DataFrame | None = None, ranks: str = "sum") -> frozenset:
+    """The callpaths whose exclusive ``metric`` is not known: of a campaign's time
+    (:data:`~perfcast.experiment.RUN_TIMERS`), a run whose timers' inclusive values add up to more
+    than its own at every point of ``values`` (:func:`~perfcast.experiment.timers_nest`, the rule
+    :attr:`perfcast.modelset.ModelSet.nested_timers` follows; ``values``: :func:`scope_values`'
+    columns, by default those of every point of ``exp`` with ``ranks``) and each of those timers: the
+    store does not say which timer holds which (CoMD's total > loop > timestep > force), so neither the
+    run's time outside the timers nor any timer's own time is known.  Empty for any other metric."""
+    from ..experiment import RUN_TIMERS, timers_nest
+
+    m = exp.metrics.get(metric)
+    if m is None or m.description != RUN_TIMERS or m.scope == "unknown":
+        return frozenset()
+    if values is None:
+        values = _scope_values(exp, metric, ranks)
+    if not len(values):
+        return frozenset()
+    keys = [k for k in exp.parameters if k in values.columns]
+    v = values.assign(callpath=values["callpath"].astype(str))
+    wide = (v.pivot_table(index=keys, columns="callpath", values="inclusive", aggfunc="first", observed=True)
+            if keys else v.set_index("callpath")[["inclusive"]].T)
+    present = set(wide.columns)
+    out: set[str] = set()
+    for parent in present:
+        kids = _valued_children(exp.tree, parent, present) if parent in exp.tree else []
+        if kids and timers_nest(wide[parent].to_numpy(float), wide[kids].sum(axis=1, min_count=1).to_numpy(float)):
+            out.update([parent, *kids])
+    return frozenset(out)
+
+
+def _scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "mean") -> pd.DataFrame:
+    """:func:`scope_values` as the scopes convert (a parent's exclusive value its inclusive minus its
+    children's, whatever they are)."""
     if metric not in exp.metrics:
         raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}")
     if ranks not in RANK_REDUCTIONS:
@@ -313,13 +359,16 @@ def profile(exp: Experiment, metric: str | None = None, at: Mapping[str, float] 
     metric = metric or default_metric(exp)
     if metric not in exp.metrics:
         raise PerfcastError(f"no metric {metric!r}; the experiment has: {', '.join(exp.metrics)}")
+    # whose own value is unknown: by the whole campaign's points, as the models judge (ModelSet.nested_timers)
+    unknown = no_exclusive(exp, metric, ranks=ranks)
     exp, point = select_point(exp, at)
-    v = scope_values(exp, metric, ranks).set_index("callpath")[["inclusive", "exclusive"]]
+    v = scope_values(exp, metric, ranks, unknown=unknown).set_index("callpath")[["inclusive", "exclusive"]]
     order = [p for p in exp.tree.preorder() if p in v.index]
     table = v.loc[order]
     # the total: the one rule for a run's total (each rank's whole program, then over the ranks),
     # not the sum of each root's own rank reduction (several roots run by different ranks)
-    return Profile(exp, metric, point, ranks, table, whole_program_total(exp, metric, ranks) if len(table) else 0.0)
+    return Profile(exp, metric, point, ranks, table, whole_program_total(exp, metric, ranks) if len(table) else 0.0,
+                   frozenset(unknown) & set(map(str, table.index)))
 
 
 # -- top-down -------------------------------------------------------------------------------------
@@ -361,7 +410,7 @@ def top_down(prof: Profile, threshold: float = 0.0, sort: str = "inclusive", dep
             hidden += n_below(p)
             continue
         exc = float(E[p])
-        nodes.append({"path": p, "name": tree.name(p), "depth": d, "inclusive": inc, "exclusive": exc,
+        nodes.append({"path": p, "name": tree.name(p), "depth": d, "inclusive": inc, "exclusive": _f(exc),
                       "inclusive_pct": _f(prof.pct(inc)), "exclusive_pct": _f(prof.pct(exc))})
         stack.extend((c, d + 1) for c in reversed(_sorted_children(prof, kids_of(p), sort)))
     return {"view": "top-down", **_head(prof), "nodes": nodes, "hidden": hidden}
@@ -408,7 +457,8 @@ def _head(prof: Profile) -> dict:
             **({} if combined else {"over": _over(prof)}),
             **({"fewer_ranks": fewer} if fewer else {}),
             "total": prof.total, "missing_ranks": gaps, **({"missing_repetitions": rgaps} if rgaps else {}),
-            "warnings": _negative_exclusive(prof, m) + ([said] if said else []) + ([rsaid] if rsaid else [])
+            "warnings": _negative_exclusive(prof, m) + _unknown_exclusive(prof, m) + ([said] if said else [])
+            + ([rsaid] if rsaid else [])
             + _unbalanced(prof, fewer)}
 
 
@@ -450,7 +500,7 @@ def _unbalanced(prof: Profile, fewer: list[dict]) -> list[str]:
     """Said when the exclusive values do not add up to the total because some are reduced over
     fewer ranks than others (:func:`_fewer_locations`; a sum or mean over ranks, which adds up
     along the tree when every value is over the same ranks)."""
-    if not fewer or prof.ranks not in ("sum", "mean") or not prof.total:
+    if not fewer or prof.ranks not in ("sum", "mean") or not prof.total or prof.no_exclusive:
         return []
     added = math.fsum(float(x) for x in prof.table["exclusive"])
     if abs(added - prof.total) <= 1e-9 * abs(prof.total):
@@ -479,6 +529,18 @@ def _negative_exclusive(prof: Profile, m) -> list[str]:
            "the children's inclusive values exceed their parent's: " + negative_exclusive_cause(m))
     return [f"{len(neg)} scope(s) with a negative exclusive {prof.metric} (e.g. {worst}: "
             f"{float(neg.at[worst, 'exclusive']):.4g}): {why}"]
+
+
+def _unknown_exclusive(prof: Profile, m) -> list[str]:
+    """Said of the scopes whose exclusive value is not known (:func:`no_exclusive`): shown as n/a."""
+    if not prof.no_exclusive:
+        return []
+    t = prof.table
+    runs = [p for p in t.index if p in prof.no_exclusive and prof.exp.tree.parent(p) not in prof.no_exclusive]
+    return [f"the exclusive {prof.metric} of {', '.join(runs)} and its {len(prof.no_exclusive) - len(runs)} timer(s) "
+            f"is not known (n/a): {negative_exclusive_cause(m)}, and they add up to more than the run at every "
+            f"measured point, so neither the run's time outside them nor any timer's own time is known; their "
+            f"inclusive values are measured"]
 
 
 def negative_exclusive_cause(m) -> str:
@@ -585,11 +647,13 @@ def flat(prof: Profile, threshold: float = 0.0, sort: str = "exclusive") -> dict
         if per_rank:
             exc, inc = exc_of.get(name, 0.0), inc_of.get(name, 0.0)
         else:
-            exc = float(t.loc[ctxs, "exclusive"].sum())
+            exc = float(t.loc[ctxs, "exclusive"].sum(skipna=False))
             inc = float(t.loc[[c for c in ctxs if outer[c]], "inclusive"].sum())
+        if prof.no_exclusive.intersection(ctxs):
+            exc = math.nan  # a context's own value is not known (no_exclusive)
         # calling contexts: the procedure's own frames (its loops' and statements' are inside them)
         frames = [c for c in ctxs if (fr := tree.frame(c)) is None or fr.kind == "procedure"]
-        rows.append({"name": name, **({"where": k[1]} if k[1] else {}), "inclusive": inc, "exclusive": exc,
+        rows.append({"name": name, **({"where": k[1]} if k[1] else {}), "inclusive": inc, "exclusive": _f(exc),
                      "inclusive_pct": _f(prof.pct(inc)), "exclusive_pct": _f(prof.pct(exc)),
                      "contexts": len(frames or ctxs)})
     return {"view": "flat", **_head(prof), "rows": _sort_rows(rows, threshold, sort, prof)}
@@ -604,7 +668,12 @@ def _sort_rows(rows, threshold, sort, prof, key_thr="inclusive"):
         return sorted(rows, key=lambda r: r["name"])
     if sort == "tree":
         return rows
-    return sorted(rows, key=lambda r: -r[sort])
+    return sorted(rows, key=lambda r: _desc(r[sort]))
+
+
+def _desc(x) -> float:
+    """Sort key, largest first; a value not known (None) last."""
+    return math.inf if x is None else -x
 
 
 def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", depth: int | None = None) -> dict:
@@ -675,9 +744,12 @@ def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", de
         inc_of = _grouped(prof, "inclusive", {c: ks for c, ks in chains.items() if outer[c]})
         for k, node in nodes.items():
             node["exclusive"], node["inclusive"] = exc_of.get(k, 0.0), inc_of.get(k, 0.0)
+        for c in prof.no_exclusive:   # a context's own value is not known (no_exclusive)
+            for ch in chains.get(c, ()):
+                nodes[ch]["exclusive"] = math.nan
 
     def order(r):
-        return (-r[sort], r["name"]) if sort in ("inclusive", "exclusive") else r["name"]
+        return (_desc(r[sort]), r["name"]) if sort in ("inclusive", "exclusive") else r["name"]
 
     # children before parents, without recursion (caller chains are as deep as the tree)
     for top in out:
@@ -689,6 +761,7 @@ def bottom_up(prof: Profile, threshold: float = 0.0, sort: str = "exclusive", de
         for node in reversed(order_):
             node["inclusive_pct"] = _f(prof.pct(node["inclusive"]))
             node["exclusive_pct"] = _f(prof.pct(node["exclusive"]))
+            node["exclusive"] = _f(node["exclusive"])
             node["callers"] = sorted(node["callers"].values(), key=order)
             if "call_sites" in node:
                 node["call_sites"] = sorted(node["call_sites"], key=_site_order)
@@ -766,6 +839,6 @@ def hot_path(prof: Profile, start: str | None = None, fraction: float = 0.5) -> 
             break
         path.append(best)
     nodes = [{"path": p, "name": tree.name(p), "inclusive": float(I[p]),
-              "exclusive": float(E[p]), "inclusive_pct": _f(prof.pct(I[p])),
+              "exclusive": _f(E[p]), "inclusive_pct": _f(prof.pct(I[p])),
               "exclusive_pct": _f(prof.pct(E[p]))} for p in path]
     return {"view": "hot-path", **_head(prof), "fraction": fraction, "nodes": nodes}

@@ -114,6 +114,17 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
     w = profile(exp, work, None, ranks).table
     r = profile(exp, resource, None, ranks).table
     timed = set(r.index)
+    # a scope whose own resource is not known (views.no_exclusive: a run whose timers nest, and its
+    # timers) has no exclusive waste: not the 0 the join's fill would make of it
+    unknown = set(r.index[r["exclusive"].isna()])
+    # a campaign's timers are no functions (kernels.run_timers): a function of a timer's name (cachegrind's
+    # `timestep` beside CoMD's timer `timestep`, both app->timestep) did its own work, the timer timed all it
+    # holds -- neither scope pairs the two (the function's inclusive work is not measured either: its callees
+    # are not below it), so below the run no waste is computed there; the run itself pairs whole with whole
+    from .kernels import run_timers
+
+    unlike = ({p for p in timed & set(w.index) if exp.tree.depth(p) > 0}
+              if run_timers(exp, resource) and not run_timers(exp, work) else set())
     both = w.add_suffix("_w").join(r.add_suffix("_r"), how="outer").fillna(0.0)
     order = [p for p in exp.tree.preorder() if p in both.index]
     # a scope the work metric's collector never saw (a campaign's timer beside cachegrind's functions)
@@ -135,12 +146,16 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
         row = {"path": path, "name": exp.tree.name(path), "depth": exp.tree.depth(path)}
         for scope in ("exclusive", "inclusive"):
             pot, done = float(b[f"potential_{scope}"]), float(b[f"{scope}_w"])
-            status = "no work" if path in unseen else _status(pot, done, path in timed)
+            status = ("no work" if path in unseen else "not comparable" if path in unlike else
+                      "no resource" if scope == "exclusive" and path in unknown else _status(pot, done, path in timed))
             row[f"work_{scope}"] = None if path in unseen else done
-            row[f"potential_{scope}"] = pot
+            if status == "not comparable" or (status == "no resource" and scope == "exclusive" and path in unknown):
+                pot = math.nan   # no potential of a scope that pairs nothing, or whose own resource is not known
+            row[f"potential_{scope}"] = None if math.isnan(pot) else pot
             row[f"status_{scope}"] = status
             row[f"waste_{scope}"] = pot - done if status == "ok" else None
             row[f"efficiency_{scope}"] = 100.0 * done / pot if pot > 0 and path not in unseen else None
+        row["_unknown"] = path in unknown
         rows.append(row)
     # shares: the exclusive ones of the exclusive waste where it is defined (they add up to 100 %),
     # the inclusive ones of the whole program's total waste (the root's inclusive waste)
@@ -151,6 +166,8 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
         row["waste_inclusive_share"] = (100.0 * row["waste_inclusive"] / total_waste
                                         if row["waste_inclusive"] is not None and total_waste else None)
     notes += _undefined_notes(rows, work, resource, peak, attributed, total_waste)
+    for row in rows:
+        del row["_unknown"]
     warnings = _rank_mismatch(exp, work, resource, ranks)
     if threshold:
         rows = [x for x in rows if x["waste_inclusive_share"] is not None
@@ -171,7 +188,7 @@ def waste(exp: Experiment, work: str, resource: str, peak: float, at: Mapping[st
 
 #: a scope's status: waste defined ("ok"), no resource measured or left at it, work above the peak, or
 #: no work measured (the work metric's collector never saw the scope: experiment.covered)
-STATUSES = ("ok", "above peak", "no resource", "no work")
+STATUSES = ("ok", "above peak", "no resource", "no work", "not comparable")
 
 
 def _status(potential: float, work: float, timed: bool) -> str:
@@ -199,22 +216,29 @@ def _undefined_notes(rows, work, resource, peak, attributed, total_waste) -> lis
         out.append(f"{len(above)} scope(s) did {work} faster than the peak {peak:.4g} given (e.g. {worst['path']}: "
                    f"{eff(worst) / 100 * peak:.4g}, efficiency {eff(worst):.1f}%): the peak is too low for "
                    f"{work} there; their waste is not meaningful (shown as above peak, left out of the shares)")
-    below = [x for x in rows if x["status_exclusive"] == "no resource" and x["potential_exclusive"] < 0]
+    below = [x for x in rows if x["status_exclusive"] == "no resource" and (x["_unknown"] or x["potential_exclusive"] < 0)]
     if below:
-        out.append(f"{len(below)} scope(s) whose exclusive {resource} is below zero (e.g. {below[0]['path']}: its "
-                   f"children's {resource} exceeds its own -- timers that nest, each stored as a child): no "
-                   f"{resource} of their own, waste undefined there, left out of the shares")
+        out.append(f"{len(below)} scope(s) whose exclusive {resource} is below zero or not known (e.g. "
+                   f"{below[0]['path']}: its children's {resource} exceeds its own -- timers that nest, each stored "
+                   f"as a child): no {resource} of their own, waste undefined there, left out of the shares")
     none = [x for x in rows if x["status_exclusive"] == "no resource" and x not in below]
     if none:
         w = math.fsum(x["work_exclusive"] for x in none)
         out.append(f"{len(none)} scope(s) with {work} but no {resource} of their own measured (e.g. "
                    f"{none[0]['path']}): waste undefined there (no {resource} measured), left out of the shares; "
                    f"their {w:.4g} {work} is in the inclusive values and the total")
+    unlike = [x for x in rows if x["status_exclusive"] == "not comparable"]
+    if unlike:
+        out.append(f"{len(unlike)} scope(s) where the {resource} is an application timer's and the {work} a "
+                   f"function's of the same name (e.g. {unlike[0]['path']}): a timer holds all it times, the "
+                   f"function's {work} is its own (its callees' are not below it), so neither the exclusive nor the "
+                   f"inclusive values pair like with like: no waste there (not comparable), left out of the shares; "
+                   f"the run's whole {resource} and {work} are compared at its root")
     unseen = [x for x in rows if x["status_exclusive"] == "no work"]
     if unseen:
         out.append(f"{len(unseen)} scope(s) where {work} was not measured (its collector never saw them, e.g. "
                    f"{unseen[0]['path']}): their efficiency is unknown, not 0 %; left out of the shares")
-    if above or below or none or unseen:
+    if above or below or none or unseen or unlike:
         out.append(f"exclusive shares are of {attributed:.4g}, the exclusive waste of the scopes where it is "
                    f"defined; inclusive shares are of the total waste {total_waste:.4g} (the whole program: "
                    f"potential minus all the {work}, including that of the scopes left out)")

@@ -45,9 +45,12 @@ def fit_for_report(exp: Experiment, machine=None, timers: Mapping[str, str] | No
                       "computation model needs them" + ("; the MPI profile alone is not a breakdown" if has_mpi else ""))
     model = fit_apmt(exp, machine, timers=timers, threshold=threshold, comm_time_procs_max=comm_max_procs,
                      scaling=scaling, max_terms=max_terms, negative=negative)
-    if not any(k.cpi is not None or k.time_model is not None for k in model.kernels):
+    if not any(k.cpi is not None or k.time_model is not None for k in model.kernels) and model.comm is None:
         return None, ("no kernel has a CPI: the profile has no cycles counter or sampled time, and no application "
-                      "timer is mapped to a kernel (give --timer KERNEL=CALLPATH, e.g. compute_sweep=app->compute)")
+                      "timer is mapped to a kernel (give --timer KERNEL=CALLPATH, e.g. compute_sweep=app->compute), "
+                      "and no MPI profile to model the communication")
+    # no kernel with a time but a communication model: the breakdown `predict --breakdown` prints (its
+    # communication, the kernels said not in the total), not refused
     return model, None
 
 
@@ -65,6 +68,7 @@ def breakdown_series(model, target: Mapping[str, float]) -> dict:
     comp, mem, comm, totals = [], [], [], []
     has_mem = False
     left_out: set[str] = set()
+    in_any = False
     for x in xs:
         pr = model.predict({**at, procs: x})
         comp.append(sum(v["computation"] or 0.0 for v in pr.kernels.values() if v["total"] is not None))
@@ -73,7 +77,9 @@ def breakdown_series(model, target: Mapping[str, float]) -> dict:
         comm.append(pr.comm_total)
         totals.append(pr.total)
         left_out |= {k for k, v in pr.kernels.items() if v["total"] is None}
-    comps = {"computation": comp}
+        in_any = in_any or any(v["total"] is not None for v in pr.kernels.values())
+    # no kernel in the total at any point: the computation is not modelled (said), not 0 s
+    comps = {"computation": comp} if in_any else {}
     if has_mem:
         comps["memory"] = mem
     if model.comm is not None:
@@ -85,7 +91,8 @@ def breakdown_series(model, target: Mapping[str, float]) -> dict:
     if in_total:
         note.append(f"Kernels in the total: {', '.join(in_total)}.")
     if left_out:
-        note.append(f"Not in the total (no CPI: no cycles counter, no time mapped): {', '.join(sorted(left_out))}.")
+        note.append(f"Not in the total (no CPI: no cycles counter, no time mapped): {', '.join(sorted(left_out))}"
+                    + ("; the computation is not modelled: the total is the communication's." if not in_any else "."))
     if not has_mem:
         note.append("Memory is not split off (no stall counter): the effective CPI includes it.")
     if model.comm is None:

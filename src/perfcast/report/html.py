@@ -346,19 +346,6 @@ class _Measured:
         return {c: g for c, g in self._stats(d[sel], self.keys).groupby("callpath", sort=False)}
 
 
-def _guess_mode(first: float, last: float, p: float, q: float, metric: str) -> tuple[str, str]:
-    """(strong | weak | undetermined, why) from the per-process totals ``first`` at ``p`` and
-    ``last`` at ``q`` processes: the total work's log-log slope by the one rule
-    :func:`perfcast.scaling.scaling_mode`."""
-    from ..analysis.kernels import INSTR_METRICS
-    from ..scaling import scaling_mode
-
-    if not (first > 0 and last > 0 and q > p > 0):
-        return "undetermined", "the totals cannot be compared"
-    slope = math.log(last * q / (first * p)) / math.log(q / p)
-    return scaling_mode(slope, q / p, metric in INSTR_METRICS)
-
-
 def build_report(exp: Experiment, options: ReportOptions | None = None, *, models=None,
                  apmt=None, projections: Mapping | Sequence | None = None, apmt_note: str | None = None,
                  validation: Experiment | None = None, run_times: Experiment | None = None,
@@ -442,13 +429,20 @@ def build_report(exp: Experiment, options: ReportOptions | None = None, *, model
         from ..apmt.reconcile import check_line, lines as reconciled_lines, reconcile
         from ..apmt.report import breakdown_series
 
-        model, apmt = apmt, breakdown_series(apmt, rep.target or {})
-        rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level, measured=validation,
-                        times=run_times, times_label=run_times_label)
-        rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines({**rec, "check": None})[1:-1]],
-                              "verdict": rec["verdict"]["text"], "at": apmt["at"],
-                              "check": None if rec["check"] is None else check_line(rec["check"])}
-        _other_run_time(rep, rec)
+        try:
+            model, apmt = apmt, breakdown_series(apmt, rep.target or {})
+            rec = reconcile(exp, model, model.predict(apmt["at"]), level=o.level, measured=validation,
+                            times=run_times, times_label=run_times_label)
+        except PerfcastError as e:
+            if run_times is not None:
+                raise   # asked for the breakdown beside the run time: the reason predict --breakdown gives
+            # not asked for: the rest of the report, with the reason the breakdown is not shown
+            apmt, apmt_note = None, e.format()
+        else:
+            rep.reconciliation = {"lines": [ln.strip() for ln in reconciled_lines({**rec, "check": None})[1:-1]],
+                                  "verdict": rec["verdict"]["text"], "at": apmt["at"],
+                                  "check": None if rec["check"] is None else check_line(rec["check"])}
+            _other_run_time(rep, rec)
     if apmt:
         rep.apmt = _check_apmt(apmt)
     if apmt_note:
@@ -830,8 +824,12 @@ def _answers(rep: Report, exp: Experiment, ms, o: ReportOptions, over=None) -> l
                         "notes": [n for n in r["notes"] if n.startswith(said)], "callpath": root,
                         "value": r["value"], "lower": r["lower"], "upper": r["upper"], "at": dict(rep.target)})
     sl = rep.scaling_loss
+    rows = []
     if sl and sl.get("rows"):
         rows = [x for x in sl["rows"] if x["path"] in exp.tree and exp.tree.depth(x["path"]) > 0] or sl["rows"]
+        # a scope whose exclusive loss is not known (timers that nest: views.no_exclusive) is no answer
+        rows = [x for x in rows if x["exclusive_loss"] is not None]
+    if sl and rows:
         top = max(rows, key=lambda x: x["exclusive_loss"])
         crowded = [] if over is None or over.parameter != sl["procs"] else (
             [f"{sl['procs']}={v:g} ran with more ranks than the {over.cores} cores: the loss includes "
@@ -1016,6 +1014,18 @@ def _breakdown_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd.Da
             v = v[v[p] == float(pts[p].max())]
     if v[x].nunique() < 2:
         return
+    # a scope whose exclusive cost is not known (views.no_exclusive: a run whose timers nest, and its
+    # timers) is no part of a stack of own costs: left out, said (CoMD's chart was empty, before that
+    # it stacked the nested timers' times)
+    unknown = sorted(set(v.loc[v["exclusive"].isna(), "callpath"].astype(str)))
+    if unknown:
+        v = v[v["exclusive"].notna()]
+        left = (f"{', '.join(unknown[:4])}{', ...' if len(unknown) > 4 else ''}: no exclusive {rep.metric} known "
+                f"(the application's timers nest)")
+        if not len(v) or v[x].nunique() < 2:
+            rep.notes.append(f"No cost breakdown: {left}.")
+            return
+        rep.notes.append(f"Cost breakdown: {left}; left out of it.")
     piv = v.pivot_table(index="callpath", columns=x, values="exclusive", aggfunc="sum", fill_value=0.0, observed=True)
     piv.index = piv.index.astype(str)
     xs = sorted(float(c) for c in piv.columns)
@@ -1098,16 +1108,16 @@ def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd
         pair = [(counts[0], counts[-1])]
         mode = o.scaling
         guessed = mode == "auto"
+        why = None
         if guessed:
-            tot = []
-            for c in (counts[0], counts[-1]):
-                t = v[v[proc] == c].set_index("callpath")["inclusive"]
-                tops = _topmost(exp.tree, set(t.index))
-                tot.append(float(t[[c2 for c2 in t.index if c2 in tops]].sum()))
-            mode, why = _guess_mode(tot[0], tot[1], counts[0], counts[-1], rep.metric)
-            if mode == "undetermined":
-                rep.notes.append(f"No scaling-loss tree: weak or strong scaling could not be told from the runs at "
-                                 f"{proc}={counts[0]:g} and {counts[-1]:g} ({why}); give --scaling weak or strong.")
+            # the one rule kernel identification follows (kernels.guess_scaling: the total work on every
+            # line of the other parameters, instructions when there are; was this pair's time alone)
+            from ..analysis.kernels import guess_scaling
+
+            mode, why, slope = guess_scaling(exp, rep.metric, proc)
+            if mode == "undetermined" or slope is None:
+                rep.notes.append(f"No scaling-loss tree: weak or strong scaling could not be told from the runs "
+                                 f"({why}); give --scaling weak or strong.")
                 return
         # only the two runs compared: the loss of each scope needs nothing else
         sub = exp.select(**{proc: [counts[0], counts[-1]]}, **at)
@@ -1122,7 +1132,7 @@ def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd
     byp = {r["path"]: r for r in rows}
     tree = exp.tree
     thr = 0.002  # scopes with |inclusive loss| below 0.2% of the larger run are folded
-    keep = {r["path"] for r in rows if abs(r["inclusive_loss"]) >= thr or abs(r["exclusive_loss"]) >= thr}
+    keep = {r["path"] for r in rows if abs(r["inclusive_loss"]) >= thr or abs(r["exclusive_loss"] or 0.0) >= thr}
     keep = set(sorted(keep, key=lambda c: -abs(byp[c]["inclusive_loss"]))[: o.tree_rows])
     for c in list(keep):
         if c in tree:
@@ -1140,7 +1150,7 @@ def _scaling_loss_section(rep: Report, exp: Experiment, o: ReportOptions, sv: pd
     rep.scaling_loss = {"mode": mode, "guessed": guessed, "procs": proc, "p": pr["p"], "q": pr["q"],
                         "total_p": pr["total_p"], "total_q": pr["total_q"], "loss": pr["loss"], "at": at,
                         "rows": out, "n_scopes": len(rows), "n_hidden": len(rows) - len(out),
-                        "ranks": res["ranks"]}
+                        "ranks": res["ranks"], **({"guessed_from": why} if guessed else {})}
 
 
 def _metrics_section(rep: Report, exp: Experiment, o: ReportOptions):
@@ -1458,11 +1468,11 @@ _TEMPLATE = r"""<!DOCTYPE html>
 
 {% if r.scaling_loss %}{% set sl = r.scaling_loss %}
 <section id="scaling-loss"><h2>Scaling loss from {{ sl.procs }}={{ fnum(sl.p) }} to {{ fnum(sl.q) }} ({{ sl.mode }} scaling)</h2>
-<p class="note">Excess work of each scope as a fraction of the larger run's total ({{ fnum(sl.total_q) }} {{ r.unit }}); the whole run loses {{ pct(sl.loss) }}.{% if sl.guessed %} Mode guessed from the totals ({{ fnum(sl.total_p) }} → {{ fnum(sl.total_q) }}); set it with --scaling.{% endif %} “self”: the scope's own code loses, “callees”: look below it.{% if sl.n_hidden %} {{ sl.n_hidden }} scope(s) with a loss under 0.2% are folded.{% endif %}</p>
+<p class="note">Excess work of each scope as a fraction of the larger run's total ({{ fnum(sl.total_q) }} {{ r.unit }}); the whole run loses {{ pct(sl.loss) }}.{% if sl.guessed %} Mode guessed ({{ sl.guessed_from }}).{% endif %} “self”: the scope's own code loses, “callees”: look below it.{% if sl.n_hidden %} {{ sl.n_hidden }} scope(s) with a loss under 0.2% are folded.{% endif %}</p>
 <table class="tree"><thead><tr><th>scope</th><th class="num">inclusive loss</th><th></th><th class="num">exclusive loss</th><th>where</th><th class="num">inclusive {{ fnum(sl.p) }}{% if r.unit %} [{{ r.unit }}]{% endif %}</th><th class="num">inclusive {{ fnum(sl.q) }}{% if r.unit %} [{{ r.unit }}]{% endif %}</th></tr></thead><tbody>
 {% for row in sl.rows %}<tr><td class="name" style="padding-left:{{ 8 + 14 * row.depth }}px" title="{{ row.path }}">{{ row.name }}{% if row.hidden_children %} <span class="note">(+{{ row.hidden_children }})</span>{% endif %}</td>
 <td class="num">{{ pct(row.inclusive_loss) }}</td><td>{{ row.bar }}</td><td class="num">{{ pct(row.exclusive_loss) }}</td>
-<td class="where-{{ row.where if row.where in ('self', 'callees') else 'none' }}">{{ row.where }}</td>
+<td class="where-{{ row.where if row.where in ('self', 'callees') else 'none' }}">{{ row.where or 'n/a' }}</td>
 <td class="num">{{ fnum(row.inclusive_p) }}</td><td class="num">{{ fnum(row.inclusive_q) }}</td></tr>
 {% endfor %}</tbody></table>
 </section>

@@ -22,6 +22,11 @@ def _v(x, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
+def _ex(x) -> str:
+    """An exclusive value, or n/a where it is not known (analysis.views.no_exclusive: timers that nest)."""
+    return "n/a" if x is None else _v(x)
+
+
 def _pct(x) -> str:
     if x is None:
         return "-"
@@ -78,7 +83,7 @@ def print_top_down(d: dict) -> None:
         t.add_column(c, justify="right")
     for n in d["nodes"]:
         t.add_row("  " * n["depth"] + escape(n["name"]), _v(n["inclusive"]), _pct(n["inclusive_pct"]),
-                  _v(n["exclusive"]), _pct(n["exclusive_pct"]))
+                  _ex(n["exclusive"]), _pct(n["exclusive_pct"]))
     out.print(t)
     if d["hidden"]:
         out.print(f"[dim]{d['hidden']} callpath(s) below the threshold or depth hidden[/dim]")
@@ -92,7 +97,7 @@ def print_flat(d: dict) -> None:
     for c in ("inclusive", "%", "exclusive", "%", "contexts"):
         t.add_column(c, justify="right")
     for r in d["rows"]:
-        t.add_row(escape(r["name"]), _v(r["inclusive"]), _pct(r["inclusive_pct"]), _v(r["exclusive"]),
+        t.add_row(escape(r["name"]), _v(r["inclusive"]), _pct(r["inclusive_pct"]), _ex(r["exclusive"]),
                   _pct(r["exclusive_pct"]), str(r["contexts"]))
     out.print(t)
     _warnings(d)
@@ -107,7 +112,7 @@ def print_bottom_up(d: dict, depth: int = 2) -> None:
         at = (f" [dim]calls at {escape(', '.join(sites[:4]))}{', ...' if len(sites) > 4 else ''}[/dim]"
               if sites else "")
         return (f"{escape(r['name'])}{at}  {_v(r['inclusive'])} ({_pct(r['inclusive_pct'])})  "
-                f"{_v(r['exclusive'])} ({_pct(r['exclusive_pct'])})")
+                f"{_ex(r['exclusive'])} ({_pct(r['exclusive_pct'])})")
 
     def add(ui, r, lvl):
         node = ui.add(label(r))
@@ -132,7 +137,7 @@ def print_hot_path(d: dict) -> None:
     for c in ("inclusive", "%", "exclusive", "%"):
         t.add_column(c, justify="right")
     for i, n in enumerate(d["nodes"]):
-        t.add_row("  " * i + escape(n["name"]), _v(n["inclusive"]), _pct(n["inclusive_pct"]), _v(n["exclusive"]),
+        t.add_row("  " * i + escape(n["name"]), _v(n["inclusive"]), _pct(n["inclusive_pct"]), _ex(n["exclusive"]),
                   _pct(n["exclusive_pct"]))
     out.print(t)
     _warnings(d)
@@ -185,11 +190,13 @@ def print_scaling_loss(d: dict, limit: int = 20) -> None:
         t.add_column("callpath", overflow="fold", min_width=20)
         shown = pair["rows"][:limit] if limit else pair["rows"]
         key = "inclusive_loss" if d["sort"] == "inclusive" else "exclusive_loss"
-        top = max((abs(r[key]) for r in shown), default=0.0) or 1.0
+        top = max((abs(r[key]) for r in shown if r[key] is not None), default=0.0) or 1.0
         for r in shown:
-            t.add_row(escape(r["name"]), bar(max(r[key], 0.0) / top, 10, ascii=not out.is_terminal),
-                      f"{r['exclusive_loss'] * 100:.2f}%", f"{r['inclusive_loss'] * 100:.2f}%",
-                      r["where"], _v(r["inclusive_p"]), _v(r["inclusive_q"]), escape(r["path"]))
+            # an exclusive loss not known (timers that nest: analysis.views.no_exclusive) is n/a
+            t.add_row(escape(r["name"]), bar(max(r[key] or 0.0, 0.0) / top, 10, ascii=not out.is_terminal),
+                      "n/a" if r["exclusive_loss"] is None else f"{r['exclusive_loss'] * 100:.2f}%",
+                      f"{r['inclusive_loss'] * 100:.2f}%", r["where"] or "n/a", _v(r["inclusive_p"]),
+                      _v(r["inclusive_q"]), escape(r["path"]))
         out.print(t)
         if limit and len(pair["rows"]) > limit:
             out.print(f"[dim]… {len(pair['rows']) - limit} more scope(s) (--limit)[/dim]")
