@@ -2,6 +2,7 @@
 its loop nest), the Extra-P CUBE set with PAPI counters, synthetic Eq 5 / baselines, bad input."""
 
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -484,3 +485,32 @@ def test_effective_cpi_leaves_out_oversubscribed_runs():
     assert k.cpi == pytest.approx(cpi.mean(), rel=1e-9) and [p for p, _ in k.cpi_values] == ["p=1", "p=2"]
     assert any("compute_sweep: effective CPI from the runs within the 2 cores (p = 1, 2); the runs at p = 4, 8, 16 "
                "were oversubscribed" in n for n in m.notes)
+
+
+def test_crossover_and_breakdown_at_a_count_without_point_to_point_messages(cg_p):
+    """examples/cg's point-to-point volume per rank is fitted from p = 2 on (no message at p = 1:
+    MPI_Isend calls 0 there by pandas) with a strong-scaling law holding log2(p)^-1: undefined at
+    p = 1.  The crossover search started at the profiled p = 1 and `predict --breakdown --at p=4`
+    stopped in its insights with "the model ... is undefined at p=1" after printing the breakdown.
+    Where the profile has no point-to-point message the part is 0 (the comm model's own rule) and
+    its law is not evaluated; the crossover is the first candidate whose predictions say so."""
+    v = pd.read_parquet(CG_P / "values.parquet")
+    assert v[(v.callpath == "MPI->MPI_Isend") & (v.metric == "calls") & (v.p == 1.0)].value.sum() == 0
+    m = fit_apmt(cg_p, MACHINE, timers={"spmv": "app->spmv"}, comm_time_procs_max=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert not np.isfinite(float(m.comm.p2p.volume.predict({"p": 1.0})))
+    assert m.predict({"p": 1.0}).communication["point-to-point"] == 0.0
+    x = m.crossover({"p": 4.0})            # no error
+    cands = [1.0, 2.0, 4.0, 8.0, 16.0] + [2.0 ** k for k in range(5, 21)]
+    first = next((p for p in cands if (lambda pr: pr.computation_modelled and pr.comm_total > pr.computation)(
+        m.predict({"p": p}))), None)
+    assert x == first
+    assert any(s.startswith("point-to-point") for s in m.insights({"p": 4.0}))
+
+
+def test_breakdown_of_a_strong_scaling_p2p_law_runs_to_the_end():
+    """The CLI path of the case above: exit 0, the insights printed (not an error after them)."""
+    r = subprocess.run([sys.executable, "-m", "perfcast", "predict", str(CG_P), "--breakdown", "--at", "p=4"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "insights:" in r.stdout and "undefined" not in r.stderr

@@ -227,13 +227,12 @@ class APMTModel:
             notes.append(f"computation evaluated at the equivalent work per rank: {self.procs}="
                          f"{comp_at[self.procs]:.4g} on the profiled size (APMT)")
         named = self._named_models(comp_at, at)
-        for label, m, pt in named:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                undefined = not math.isfinite(float(m.predict(pt)))
-            if undefined:
-                # as ModelSet.predict: a model undefined there (log2(p)^-1 at p <= 1) is refused
-                raise PerfcastError(f"{label}: the model {m.formula()} is undefined at "
-                                    f"{','.join(f'{k}={v:g}' for k, v in pt.items())}", where="at")
+        bad = self._undefined(named)
+        if bad is not None:
+            # as ModelSet.predict: a model undefined there (log2(p)^-1 at p <= 1) is refused
+            label, m, pt = bad
+            raise PerfcastError(f"{label}: the model {m.formula()} is undefined at "
+                                f"{','.join(f'{k}={v:g}' for k, v in pt.items())}", where="at")
         ks = {k.name: k.predict(comp_at, self.machine) for k in self.kernels}
         cm = self.comm.predict(at, size_ratio) if self.comm is not None else {}
         total = sum(v["total"] or 0.0 for v in ks.values()) + sum(cm.values())
@@ -249,7 +248,7 @@ class APMTModel:
         named = [(f"{k.name} {role}", m, comp_at)
                  for k in self.kernels for role, m in (*k.counters.items(), ("time", k.time_model))]
         if self.comm is not None:
-            if self.comm.p2p is not None:
+            if self.comm.p2p is not None and not self.comm.p2p.silent(at):   # silent: 0, no law evaluated
                 named += [("point-to-point bytes", self.comm.p2p.volume, at),
                           ("point-to-point messages", self.comm.p2p.messages, at)]
             named += [(f"{c.routine} {what}", m, at) for c in self.comm.collectives
@@ -306,10 +305,22 @@ class APMTModel:
         p0 = float(at[self.procs])
         return [self.predict({**at, self.procs: p}, size_ratio=p / p0) for p in procs_values]
 
+    @staticmethod
+    def _undefined(named) -> tuple | None:
+        """The first (label, model, point) of ``named`` (:meth:`_named_models`) whose model is
+        undefined at its point (NaN: a ``log2(p)^-1`` term at p = 1), or None."""
+        for label, m, pt in named:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                if not math.isfinite(float(m.predict(pt))):
+                    return label, m, pt
+        return None
+
     def crossover(self, at: Mapping, limit: float = 2 ** 20) -> float | None:
         """Smallest p where the predicted communication exceeds the predicted computation: the profiled
-        process counts in order, then powers of 2 above the largest (the other parameters at ``at``).
-        None without a communication model or without any kernel time (no computation to compare)."""
+        process counts in order, then powers of 2 above the largest (the other parameters at ``at``),
+        leaving out those where a model is undefined (a law fitted from p = 2 on with a ``log2(p)^-1``
+        term has none at p = 1).  None without a communication model or without any kernel time
+        (no computation to compare)."""
         if self.comm is None or self.procs is None:
             return None
         prof = sorted({float(v) for v in self.profiled[self.procs].unique()}) if self.profiled is not None else []
@@ -320,6 +331,8 @@ class APMTModel:
                 cands.append(p)
             p *= 2
         for p in cands:
+            if self._undefined(self._named_models({**at, self.procs: p}, {**at, self.procs: p})) is not None:
+                continue   # a model undefined there (a strong-scaling law with log2(p)^-1 at p = 1): no comparison
             pr = self.predict({**at, self.procs: p})
             if not pr.computation_modelled:
                 return None
