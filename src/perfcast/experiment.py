@@ -284,15 +284,21 @@ def fill_absent_repetitions(exp: "Experiment", data: pd.DataFrame) -> pd.DataFra
     have = data[keys].drop_duplicates()
     if len(full) == len(have):
         return data
-    have = have.assign(_have=True)
-    absent = full.merge(have, on=keys, how="left")
+    return _with_zeros(data, full, have, keys, "repetitions")
+
+
+def _with_zeros(data: pd.DataFrame, full: pd.DataFrame, have: pd.DataFrame, keys: list, what: str) -> pd.DataFrame:
+    """``data`` and a 0 row for every row of ``full`` whose ``keys`` ``have`` lacks (the rows
+    :func:`fill_absent_repetitions` and :func:`fill_absent_points` add); ``what`` names them in the
+    error when ``data`` has a column that is not a key."""
+    absent = full.merge(have.assign(_have=True), on=keys, how="left")
     absent = absent[absent["_have"].isna()].drop(columns="_have")
     if len(absent) == 0:
         return data
     absent = absent.assign(value=0.0)
     for c in data.columns:
         if c not in absent.columns:
-            raise PerfcastError(f"cannot fill absent repetitions: column {c!r} is not a key")
+            raise PerfcastError(f"cannot fill absent {what}: column {c!r} is not a key")
     return pd.concat([data, absent[list(data.columns)].astype(data.dtypes.to_dict())], ignore_index=True)
 
 
@@ -340,16 +346,7 @@ def fill_absent_points(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
     cps = cps.merge(gap, on=["metric", "callpath"])
     if len(cps) == 0:
         return data
-    full = cps.merge(runs, on="metric")
-    absent = full.merge(have.assign(_have=True), on=[*run, "callpath"], how="left")
-    absent = absent[absent["_have"].isna()].drop(columns="_have")
-    if len(absent) == 0:
-        return data
-    absent = absent.assign(value=0.0)
-    for c in data.columns:
-        if c not in absent.columns:
-            raise PerfcastError(f"cannot fill absent points: column {c!r} is not a key")
-    return pd.concat([data, absent[list(data.columns)].astype(data.dtypes.to_dict())], ignore_index=True)
+    return _with_zeros(data, cps.merge(runs, on="metric"), have, [*run, "callpath"], "points")
 
 
 def reduce_over_repetitions(exp: "Experiment", data: pd.DataFrame, how: str = "mean") -> pd.DataFrame:
