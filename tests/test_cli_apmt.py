@@ -417,3 +417,47 @@ def test_compare_computation_error_covers_the_timers_the_validation_runs_measure
         assert r["comp_measured"] == pytest.approx(comp["sweep"], rel=1e-12)
         assert r["comp_predicted"] == pytest.approx(comp["sweep"], rel=1e-6)
         assert abs(r["comp_error"]) < 1e-6
+
+
+def test_report_of_an_mpi_profile_without_instruction_counts_shows_the_communication(syn, tmp_path, capsys):
+    """A campaign of times and PMPI counts only (make demo's jacobi.perfcast; here the synthetic
+    profile without its Ir rows): `predict --breakdown` gives the communication-only breakdown, and
+    the report said "APMT breakdown not shown: no instruction counts ...; the MPI profile alone is
+    not a breakdown" next to it.  Now the report shows it; truth: the generating point-to-point and
+    Allreduce costs (truth())."""
+    prof = pd.read_csv(syn / "prof.csv")
+    mpi = prof[prof["metric"] != "Ir"]
+    assert len(mpi) < len(prof) and not (mpi["metric"] == "Ir").any()
+    f = tmp_path / "mpi.csv"
+    mpi.to_csv(f, index=False)
+    rc, o, err = run(capsys, "report", f, "-o", tmp_path / "m.html", "--apmt-machine", syn / "m.yaml",
+                     "--target", "p=64,n=800", "--json")
+    assert rc == 0, err
+    d = cli_items(o, "report")[0]
+    assert not any(n.startswith("APMT breakdown not shown") for n in d["notes"])
+    sec = d["apmt"]
+    assert "communication" in sec["components"]
+    rc, o, err = run(capsys, "predict", f, "--breakdown", *[a for x in sec["points"] for a in ("--at", f"p={x:g},n=800")],
+                     "--machine", syn / "m.yaml", "--json")
+    assert rc == 0, err
+    for i, (x, pred) in enumerate(zip(sec["points"], cli_items(o, "breakdown"))):
+        _, p2p, ar = truth(x, 800)
+        assert sec["components"]["communication"][i] == pytest.approx(p2p + ar, rel=1e-6)
+        assert pred["communication_total"] == pytest.approx(p2p + ar, rel=1e-6)
+        if pred["computation"] is None:        # the kernels' time, where the profile has one, else not modelled
+            assert "computation" not in sec["components"]
+        else:
+            assert sec["components"]["computation"][i] == pytest.approx(pred["computation"], rel=1e-12)
+    # the PMPI profile alone: no kernel at all -- the section says the computation is not modelled,
+    # not that an effective CPI holds the memory time
+    g = tmp_path / "pmpi.csv"
+    prof[prof["callpath"].str.startswith("MPI->")].to_csv(g, index=False)
+    rc, o, err = run(capsys, "report", g, "-o", tmp_path / "g.html", "--apmt-machine", syn / "m.yaml",
+                     "--target", "p=64,n=800", "--json")
+    assert rc == 0, err
+    sec = cli_items(o, "report")[0]["apmt"]
+    assert set(sec["components"]) == {"communication"}
+    assert "the computation is not modelled" in sec["note"] and "effective CPI" not in sec["note"]
+    for i, x in enumerate(sec["points"]):
+        _, p2p, ar = truth(x, 800)
+        assert sec["components"]["communication"][i] == pytest.approx(p2p + ar, rel=1e-6)

@@ -40,9 +40,9 @@ def fit_for_report(exp: Experiment, machine=None, timers: Mapping[str, str] | No
     has_instr = bool(comp_paths) and resolve(exp.select(callpath=comp_paths)).get("instructions") is not None
     if not has_instr and not has_mpi and not timers:
         return None, None
-    if not has_instr:
+    if not has_instr and not has_mpi:
         return None, ("no instruction counts on the functions (collect with cachegrind or counters): the APMT "
-                      "computation model needs them" + ("; the MPI profile alone is not a breakdown" if has_mpi else ""))
+                      "computation model needs them")
     model = fit_apmt(exp, machine, timers=timers, threshold=threshold, comm_time_procs_max=comm_max_procs,
                      scaling=scaling, max_terms=max_terms, negative=negative)
     if not any(k.cpi is not None or k.time_model is not None for k in model.kernels) and model.comm is None:
@@ -93,7 +93,10 @@ def breakdown_series(model, target: Mapping[str, float]) -> dict:
     if left_out:
         note.append(f"Not in the total (no CPI: no cycles counter, no time mapped): {', '.join(sorted(left_out))}"
                     + ("; the computation is not modelled: the total is the communication's." if not in_any else "."))
-    if not has_mem:
+    if not model.kernels:
+        note.append("No instruction counts on the functions (collect with cachegrind or counters): the computation "
+                    "is not modelled; the total is the communication's.")
+    elif in_any and not has_mem:
         note.append("Memory is not split off (no stall counter): the effective CPI includes it.")
     if model.comm is None:
         note.append("No MPI profile: communication is not modelled.")
