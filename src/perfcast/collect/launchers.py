@@ -16,6 +16,7 @@ Both call ``finish(request, result)`` once per run as soon as its result is know
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -491,10 +492,8 @@ def _atomic_write(path: Path, text: str):
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):   # the next write's cleanup takes what is left
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
