@@ -304,18 +304,29 @@ def _with_zeros(data: pd.DataFrame, full: pd.DataFrame, have: pd.DataFrame, keys
 
 def fill_absent_points(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
     """``data`` (as :func:`fill_absent_repetitions` takes it: one value per point, repetition,
-    callpath[, metric]) with, in a sparse profile (:func:`absent_repetition_is_zero`), a 0 row for
-    every repetition of a point at p = 1 (the process count: the one parameter named as one,
-    :data:`perfcast.scaling.PROC_NAMES`) that measured the metric (some callpath has a value of it
-    there) for each callpath the metric has elsewhere but not at that point, when the metric's
-    collector could see that callpath (:func:`covered`): a routine no run at p = 1 executed
-    (miniFE's MPI_Irecv, no neighbour to receive from) measured 0 there, not missing -- its model
-    was fitted from p = 2 on and predicted 379 calls at p = 1.  Only p = 1: the one regime where a
-    routine need not run by construction (no other rank), which the fit models as such
-    (:func:`perfcast.fit.core.not_running_first`); a callpath absent at other points is fitted on
-    the points that have it, as before (a 0 there would be taken for a point on its law).  Outside
-    the coverage the value stays missing; a dense table's absence is missing
-    (:func:`repetition_gaps`).  The model path applies it (:func:`perfcast.fit.series.statistics_columns`)."""
+    callpath[, metric]) with, in a sparse profile (:func:`absent_repetition_is_zero`), 0 rows where
+    the process count (the one parameter named as one, :data:`perfcast.scaling.PROC_NAMES`) says a
+    routine need not run, for callpaths the metric's collector could see (:func:`covered`):
+
+    * at p = 1: a 0 row for every repetition of a point at p = 1 that measured the metric (some
+      callpath has a value of it there) for each callpath the metric has elsewhere but not at that
+      point: a routine no run at p = 1 executed (miniFE's MPI_Irecv, no neighbour to receive from)
+      measured 0 there, not missing -- its model was fitted from p = 2 on and predicted 379 calls at
+      p = 1;
+    * beyond p = 1: a 0 row for every repetition of every point at p > 1 that measured the metric
+      for each callpath present at p = 1 and at no point beyond it (it runs at p = 1 only: Open
+      MPI's ``mca_coll_self_allreduce_intra``, 714 Ir at p = 1 in CoMD's cachegrind profiles, was
+      predicted 714 at p = 16 where 0 was measured), when the metric's absence means "did not run":
+      the metric is exact (:attr:`Metric.exact`: a simulator's counts) or its collector recorded
+      what it could see (:data:`COVERAGE`: perfcast collect's timers, PMPI and cachegrind).  In a
+      sampled profile (no such record) a routine absent beyond p = 1 may have been too short to be
+      sampled there, and it stays missing.
+
+    Both regimes are the fit's (:func:`perfcast.fit.core.zero_rule_sets`); a callpath absent at
+    other points is fitted on the points that have it, as before (a 0 there would be taken for a
+    point on its law: main->solve absent at p = 4 of p = 4..32).  Outside the coverage the value
+    stays missing; a dense table's absence is missing (:func:`repetition_gaps`).  The model path
+    applies it (:func:`perfcast.fit.series.statistics_columns`)."""
     from .scaling import PROC_NAMES
 
     if (not absent_repetition_is_zero(exp) or len(data) == 0 or "metric" not in data.columns
@@ -327,8 +338,8 @@ def fill_absent_points(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
         return data
     rkeys = [*run, "rep"] if "rep" in data.columns else run
     runs = data[rkeys].drop_duplicates()
-    runs = runs[runs[procs[0]].to_numpy(dtype=float) == 1]
-    if len(runs) == 0:
+    one = runs[procs[0]].to_numpy(dtype=float) == 1
+    if not one.any():
         return data
     cps = data[["metric", "callpath"]].drop_duplicates()
     ok = np.ones(len(cps), dtype=bool)
@@ -337,16 +348,28 @@ def fill_absent_points(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
         ok[sel] = covered(exp, str(m), cps["callpath"].to_numpy()[sel])
     cps = cps[ok]
     have = data[[*run, "callpath"]].drop_duplicates()
+    at1 = have[procs[0]].to_numpy(dtype=float) == 1
     # the points at p = 1 (with the metric) per callpath: a callpath at every one of them has no gap
-    at1 = have[have[procs[0]].to_numpy(dtype=float) == 1]
-    per = at1.groupby(["metric", "callpath"], observed=True, sort=False).size().rename("_n").reset_index()
+    per = have[at1].groupby(["metric", "callpath"], observed=True, sort=False).size().rename("_n").reset_index()
     per = cps.merge(per, on=["metric", "callpath"], how="left").fillna({"_n": 0})
-    npts = runs[run].drop_duplicates().groupby("metric", observed=True, sort=False).size().rename("_N").reset_index()
+    npts = runs[one][run].drop_duplicates().groupby("metric", observed=True, sort=False).size().rename("_N").reset_index()
     gap = per.merge(npts, on="metric").query("_n < _N")[["metric", "callpath"]]
-    cps = cps.merge(gap, on=["metric", "callpath"])
-    if len(cps) == 0:
+    full = [cps.merge(gap, on=["metric", "callpath"]).merge(runs[one], on="metric")]
+    # callpaths at p = 1 only, of metrics whose absence means "did not run"
+    sure = [m for m in cps["metric"].unique()
+            if (str(m) in exp.metrics and exp.metrics[str(m)].exact) or metric_coverage(exp, str(m)) is not None]
+    if sure and (~one).any():
+        beyond = have[~at1][["metric", "callpath"]].drop_duplicates().assign(_b=True)
+        only = cps[cps["metric"].isin(sure)].merge(have[at1][["metric", "callpath"]].drop_duplicates(),
+                                                   on=["metric", "callpath"])
+        only = only.merge(beyond, on=["metric", "callpath"], how="left")
+        only = only[only["_b"].isna()].drop(columns="_b")
+        if len(only):
+            full.append(only.merge(runs[~one], on="metric"))
+    full = pd.concat(full, ignore_index=True) if len(full) > 1 else full[0]
+    if len(full) == 0:
         return data
-    return _with_zeros(data, cps.merge(runs, on="metric"), have, [*run, "callpath"], "points")
+    return _with_zeros(data, full, have, [*run, "callpath"], "points")
 
 
 def reduce_over_repetitions(exp: "Experiment", data: pd.DataFrame, how: str = "mean") -> pd.DataFrame:

@@ -18,9 +18,12 @@ __all__ = ["FitOptions", "GroupFit", "fit_group", "Model", "Quality", "Term", "S
            "DEFAULT_EXPONENTS", "DEFAULT_LOG_EXPONENTS", "make_blocks", "parse_fraction", "fit_series"]
 
 
-def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) -> Model:
+def fit_series(x, values, parameters=("p",), options: FitOptions | None = None, summed: bool = False) -> Model:
     """Model one series given as points ``x`` (n or n x m) and ``values`` (n values, or n lists of
-    repetitions); ``parameters``: the parameters' names (one name may be given as a string)."""
+    repetitions); ``parameters``: the parameters' names (one name may be given as a string);
+    ``summed``: the values are sums over ranks (a routine that does not run at p = 1, measured at
+    one process count beyond it, is then the line through its 0 there, not flat:
+    :func:`perfcast.fit.core.zero_rule_sets`)."""
     import numpy as np
 
     if isinstance(parameters, str):
@@ -30,9 +33,7 @@ def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) 
     if x.ndim == 1:
         x = x[:, None]
     from ..errors import PerfcastError
-    from dataclasses import replace
-
-    from .series import falling, out_of_range
+    from .series import out_of_range
 
     reps = [np.atleast_1d(np.asarray(v, dtype=float)) for v in values]
     if len(reps) != len(x):
@@ -42,32 +43,14 @@ def fit_series(x, values, parameters=("p",), options: FitOptions | None = None) 
         if bad is not None:
             at = ", ".join(f"{p}={v:g}" for p, v in zip(parameters, pt))
             raise PerfcastError(f"value {r[bad[0]]:g} at {at} is {bad[1]}")
-    mean = np.array([[r.mean() for r in reps]])
-    count = np.array([[len(r) for r in reps]])
-    ssd = np.array([[((r - r.mean()) ** 2).sum() for r in reps]])
-    # a series that does not run at p = 1 is fitted from the next process count on, 0 below it
-    # (perfcast.fit.core.not_running_first), and one that falls with a parameter (strong scaling)
-    # searches negative exponents too and says so, as in an experiment's fit (series.falling)
-    from .core import NOT_RUNNING_EXPONENT, not_running_first, zero_below
+    mean = np.array([r.mean() for r in reps])
+    count = np.array([len(r) for r in reps])
+    ssd = np.array([((r - r.mean()) ** 2).sum() for r in reps])
+    # as in an experiment's fit (one path, series.fit_one): a series that does not run at p = 1 is
+    # fitted from the next process count on, 0 below it (``summed``: a sum over ranks, with one
+    # process count beyond p = 1 the line through that 0), one that runs at p = 1 only is 0 beyond
+    # it (perfcast.fit.core.zero_rule_sets), and one that falls with a parameter (strong scaling)
+    # searches negative exponents too and says so (series.falling)
+    from .series import fit_one
 
-    opts = (options or FitOptions()).for_kind(None)
-    start = None
-    off = not_running_first(x, mean, tuple(parameters), count, ssd, opts)
-    if off is not None:
-        _, exact, q, x2 = off
-        on = x[:, q] >= x2
-        x, mean, count, ssd = x[on], mean[:, on], count[:, on], ssd[:, on]
-        start = (tuple(parameters)[q], x2, 0.0 if exact[0] else x2 ** -float(NOT_RUNNING_EXPONENT))
-    fall = falling(opts, x, mean, tuple(parameters))
-    if fall is not None and fall[0][0]:
-        gf = fit_group(x, mean, count, ssd, tuple(parameters), fall[1])
-        gf = replace(gf, notes=gf.notes + fall[2])
-    else:
-        gf = fit_group(x, mean, count, ssd, tuple(parameters), options)
-    if start is not None:
-        gf = zero_below(gf, *start)
-    if x.shape[1] >= 2:
-        from .series import _with_lines      # measured lines with their own level, as for experiments
-
-        gf = _with_lines(gf, x, mean)
-    return gf.model(0)
+    return fit_one(x, mean, count, ssd, tuple(parameters), options, summed=summed).model(0)

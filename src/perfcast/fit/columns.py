@@ -58,11 +58,11 @@ def _apart(series: Sequence, parts: tuple) -> tuple:
     Model objects are built and read (the formula, value and interval say the exception), not the
     group's arrays."""
     groups, others = parts
-    if not any(g.zero_below is not None for g, _, _ in groups):
+    if not any(g.zero_below is not None or g.zero_from is not None for g, _, _ in groups):
         return parts
     keep, more = [], list(others)
     for g, pos, rows in groups:
-        if g.zero_below is None:
+        if g.zero_below is None and g.zero_from is None:
             keep.append((g, pos, rows))
         else:
             more.extend(pos.tolist())

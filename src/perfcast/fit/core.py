@@ -1396,8 +1396,12 @@ class GroupFit:
     #: models' ``lines``); None = none in the group
     lines: tuple | None = None
     #: (parameter, start, bound): the group's series do not run below ``start`` of the process count
-    #: (0 there; :func:`not_running_first`), their law holds from ``start`` on; None = everywhere
+    #: (0 there; :func:`not_running_first`), their law holds from ``start`` on; None = everywhere.
+    #: A fourth element True: a line through that 0 from ``start`` on (``Model.zero_below``)
     zero_below: tuple | None = None
+    #: (parameter, start): the group's series run only below ``start`` (0 from there on:
+    #: :func:`runs_only_first`), their law holds below it; None = everywhere
+    zero_from: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.status)
@@ -1431,7 +1435,8 @@ class GroupFit:
                           int(q[5]), int(q[6]), q[7] if fin(q[7]) else None)
         if c[10][j] != 0:
             return Model(self.parameters, float(self.coef[s, 0, 0]), (), quality, None, 0.0, 0, (),
-                         "insufficient", int(self.needed[s]), self.notes, zero_below=self.zero_below)
+                         "insufficient", int(self.needed[s]), self.notes, zero_below=self.zero_below,
+                         zero_from=self.zero_from)
         _, M, K, m = self.hyp.shape
         wts = c[8][M * j:M * j + M]
         idx = [a for a in range(1, M) if wts[a] >= MIN_WEIGHT]
@@ -1441,8 +1446,8 @@ class GroupFit:
                           _LazyAlternatives(self, s, idx) if idx else (), self._drift_dof(s))
         if self.lines is not None and self.lines[s]:
             mdl = dataclasses.replace(mdl, lines=self.lines[s])
-        if self.zero_below is not None:
-            mdl = dataclasses.replace(mdl, zero_below=self.zero_below)
+        if self.zero_below is not None or self.zero_from is not None:
+            mdl = dataclasses.replace(mdl, zero_below=self.zero_below, zero_from=self.zero_from)
         return mdl
 
     def _drift_dof(self, s: int) -> int:
@@ -2168,17 +2173,12 @@ def not_running_first(X: np.ndarray, mean: np.ndarray, parameters: Sequence[str]
     them is not enough: a log2(p) term is 0 at p = 1, so miniFE's MPI_Irecv calls (0, 110-326,
     ... at p = 1, 2, 4) got 1.04 + 13.8 p^(2/3) log2(p)^2 + ..., 1.04 at p = 1, no law of them; a
     step 0, 200, 200, 200 at p = 1, 2, 4, 8 got 85.7 log2(p), through the 0 but not the rest."""
-    from ..scaling import PROC_NAMES
-
     X = np.asarray(X, dtype=float)
     n, m = X.shape
-    named = [k for k, p in enumerate(parameters) if str(p).lower() in PROC_NAMES]
-    if len(named) != 1 or n < 2:
+    q = _process_count(X, parameters)
+    if q is None:
         return None
-    q = named[0]
     vals = np.unique(X[:, q])
-    if len(vals) < 2 or vals[0] != 1:
-        return None
     x2 = float(vals[1])
     others = [k for k in range(m) if k != q]
     at2 = {tuple(X[i, others]): i for i in np.flatnonzero(X[:, q] == x2)}
@@ -2217,37 +2217,133 @@ def not_running_first(X: np.ndarray, mean: np.ndarray, parameters: Sequence[str]
     return (which, exact, q, x2) if which.any() else None
 
 
-def not_running_note(parameter: str, start: float, bound: float, one_left: bool) -> str:
+def not_running_note(parameter: str, start: float, bound: float, one_left: bool, line: bool = False) -> str:
     """The note of the models of :func:`not_running_first`'s series (fitted from ``start`` on; their
     model is 0 below it: ``Model.zero_below``).  With one value of ``parameter`` left it begins as
     :func:`two_level_note` does (``2 values of p only (1, 2)``): a warning, its interval carries the
-    two-point exponent doubt, and the law is flat in ``parameter`` beyond ``start`` -- a guess."""
+    two-point exponent doubt, and the law beyond ``start`` is a guess: flat in ``parameter``, or
+    (``line``: a sum over ranks, :func:`zero_rule_sets`) the line through the 0 at p = 1."""
     why = ("0 in every run there" if bound == 0 else
            f"0 taken: its values there are below 1/{start ** NOT_RUNNING_EXPONENT:g} of those at {parameter} = {start:g}, "
            "its interval up to that share of the law")
     head = f"does not run at {parameter} = 1 ({why}); law from {parameter} = {start:g} on"
     if not one_left:
         return head
-    return (f"2 values of {parameter} only (1, {start:g}): {head}, where one value of {parameter} is left: flat in "
-            f"{parameter} beyond it, a guess; its interval assumes an exponent uncertain by {TWO_POINT_EXPONENT_SD:g}; "
+    form = (f"flat in {parameter} beyond it" if not line else
+            f"a sum over ranks, its value there times ({parameter} - 1) / {start - 1:g} beyond it (the line through "
+            f"the 0 at {parameter} = 1)")
+    return (f"2 values of {parameter} only (1, {start:g}): {head}, where one value of {parameter} is left: {form}, "
+            f"a guess; its interval assumes an exponent uncertain by {TWO_POINT_EXPONENT_SD:g}; "
             f"measure a third value of {parameter} to choose the form")
 
 
-def zero_below(gf: "GroupFit", parameter: str, start: float, bound: float) -> "GroupFit":
+def zero_below(gf: "GroupFit", parameter: str, start: float, bound: float, line: bool = False) -> "GroupFit":
     """``gf`` (fitted on the points from ``start`` of the process count ``parameter`` on) as the
     group of :func:`not_running_first`'s series: 0 below ``start`` (``zero_below``; ``bound`` the
     upper bound of the interval there as a share of the law's: 0 for series 0 in every run there,
     ``start^-NOT_RUNNING_EXPONENT`` for those whose values there were below it) and the note;
     with one value of ``parameter`` left, the two-point exponent's doubt beyond the data (as
-    :func:`_two_level_fit`'s)."""
+    :func:`_two_level_fit`'s) and, with ``line`` (:func:`zero_rule_sets`), the law times ``(p - 1)
+    / (start - 1)`` from ``start`` on (``Model.zero_below``'s fourth element)."""
     k = list(gf.parameters).index(parameter)
     one_left = gf.upper is not None and gf.upper[k] == start
-    gf = dataclasses.replace(gf, zero_below=(parameter, float(start), float(bound)),
-                             notes=tuple(gf.notes) + (not_running_note(parameter, start, bound, one_left),))
+    line = bool(line and one_left)
+    zb = (parameter, float(start), float(bound)) + ((True,) if line else ())
+    gf = dataclasses.replace(gf, zero_below=zb,
+                             notes=tuple(gf.notes) + (not_running_note(parameter, start, bound, one_left, line),))
     if one_left and gf.drift is not None:
         drift = np.where(gf.status == 0, np.maximum(gf.drift, TWO_POINT_EXPONENT_SD * math.log(2)), 0.0)
         gf = dataclasses.replace(gf, drift=drift, growth=1.0, drift_dof=TWO_POINT_DRIFT_DOF)
     return gf
+
+
+def _process_count(X: np.ndarray, parameters: Sequence[str]) -> int | None:
+    """The index of the process count among ``parameters`` -- the one parameter named as one
+    (:data:`perfcast.scaling.PROC_NAMES`) -- when its smallest value at the points ``X`` is 1 and it
+    has another; None otherwise (the p = 1 rules do not apply)."""
+    from ..scaling import PROC_NAMES
+
+    named = [k for k, p in enumerate(parameters) if str(p).lower() in PROC_NAMES]
+    if len(named) != 1 or len(X) < 2:
+        return None
+    vals = np.unique(X[:, named[0]])
+    return named[0] if len(vals) >= 2 and vals[0] == 1 else None
+
+
+def runs_only_first(X: np.ndarray, mean: np.ndarray, parameters: Sequence[str]) -> tuple | None:
+    """The series of ``mean`` (S, n; at the points ``X``) that run at p = 1 only: (which (S,), the
+    process count's index, the next measured value x2), or None.  Such a series is > 0 at every
+    point at p = 1 and exactly 0 at every other point -- measured so, or absent from a profile
+    whose absence means "did not run" (:func:`perfcast.experiment.fill_absent_points`): Open MPI's
+    ``mca_coll_self_allreduce_intra``, 714 Ir at p = 1 in CoMD's cachegrind profiles, runs on the
+    self communicator of a single rank.  Its law is fitted on the points at p = 1 and its model is
+    0 [0, 0] from x2 on (``Model.zero_from``); fitted on all points, a PMNF law has no step to 0."""
+    X = np.asarray(X, dtype=float)
+    q = _process_count(X, parameters)
+    if q is None:
+        return None
+    lo = X[:, q] == 1
+    which = np.all(mean[:, lo] > 0, axis=1) & np.all(mean[:, ~lo] == 0, axis=1)
+    return (which, q, float(np.unique(X[:, q])[1])) if which.any() else None
+
+
+def zero_rule_sets(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarray, parameters: Sequence[str],
+                   options: "FitOptions | None" = None, summed: bool = False) -> list[tuple]:
+    """The one place the p = 1 rules split a group of series (``mean``, ``count``, ``ssd`` (S, n)
+    at the points ``X``) for fitting: ``[(rows, cols, rule)]`` -- the series (indices into S), the
+    points they are fitted on (indices into n) and the rule :func:`apply_zero_rule` puts on their
+    fit (``()``: none); sets without series left out, the plain one first.
+
+    * series that do not run at p = 1 (:func:`not_running_first`): fitted from the next process
+      count x2 on, 0 below it (``("below", parameter, x2, bound, line)``).  With one process count
+      left beyond p = 1 the law in p is a guess; ``summed`` (the metric is a sum over ranks,
+      :func:`perfcast.experiment.aggregate_labels`) makes it the line through the 0 at p = 1
+      (``line``: its value at x2 times ``(p - 1) / (x2 - 1)``), otherwise it is flat.  Measured at p
+      = 1, 2, 4 (bench/data/jacobi-p, examples/jacobi's 2-D halo exchange, 50 iterations), the
+      MPI_Isend calls summed over ranks are 0, 100, 400: from p = 1, 2 alone the line gives 300 at
+      p = 4 (truth 400; 2 (p - 1) messages per iteration on a 1-D grid, exact there: miniFE, HPCCG,
+      MPI_Bcast's bytes received 56 (p - 1)), flat 100; per rank (a mean over ranks, a rank-0
+      timer) the count of neighbours does not grow with p, so flat stays;
+    * series that run at p = 1 only (:func:`runs_only_first`): fitted on the points at p = 1, 0
+      from x2 on (``("from", parameter, x2)``).
+
+    Every path that fits series applies them through this function and :func:`apply_zero_rule`
+    (:func:`perfcast.fit.series.fit_one`, the experiment's groups)."""
+    X = np.asarray(X, dtype=float)
+    S, n = mean.shape
+    rows, cols = np.arange(S), np.arange(n)
+    rest = np.ones(S, dtype=bool)
+    sets = []
+    off = not_running_first(X, mean, parameters, count, ssd, options)
+    if off is not None:
+        which, exact, q, x2 = off
+        on = cols[X[:, q] >= x2]
+        line = bool(summed) and len(np.unique(X[on, q])) == 1
+        p = str(tuple(parameters)[q])
+        sets += [(rows[exact], on, ("below", p, x2, 0.0, line)),
+                 (rows[which & ~exact], on, ("below", p, x2, x2 ** -float(NOT_RUNNING_EXPONENT), line))]
+        rest &= ~which
+    first = runs_only_first(X, mean, parameters)
+    if first is not None:
+        which, q, x2 = first
+        which = which & rest
+        sets.append((rows[which], cols[X[:, q] < x2], ("from", str(tuple(parameters)[q]), x2)))
+        rest &= ~which
+    return [s for s in [(rows[rest], cols, ()), *sets] if len(s[0])]
+
+
+def apply_zero_rule(gf: "GroupFit", rule: tuple) -> "GroupFit":
+    """``gf`` (fitted on the points :func:`zero_rule_sets` gave with ``rule``) with that rule: 0
+    below the next process count (:func:`zero_below`) or from it on (``zero_from``, a note);
+    ``gf`` itself for ``()``."""
+    if not rule:
+        return gf
+    if rule[0] == "below":
+        return zero_below(gf, *rule[1:])
+    _, parameter, start = rule
+    note = (f"runs at {parameter} = 1 only (0 in every run from {parameter} = {start:g} on): its law is that of "
+            f"the points at {parameter} = 1, 0 from {parameter} = {start:g} on")
+    return dataclasses.replace(gf, zero_from=(parameter, float(start)), notes=tuple(gf.notes) + (note,))
 
 
 def two_level_parameter(note: str) -> str | None:

@@ -50,7 +50,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from .core import FitOptions, fit_group
+from .core import FitOptions
 from .model import STATUSES, Composite, Model, Quality, point_columns
 
 RULES = ("greedy", "balanced")
@@ -357,14 +357,12 @@ def _misses(model, X: np.ndarray, parameters: Sequence[str], mean: np.ndarray) -
 
 
 def _fit(X, mean, count, ssd, names, opts, check: bool = True) -> Model:
-    """One series' PMNF model (with its measured lines when it has several parameters, as
-    :func:`perfcast.fit.fit_series` gives)."""
-    from .series import _with_lines
+    """One series' PMNF model (with its measured lines when it has several parameters and the p = 1
+    rules when the process count is among ``names``, as :func:`perfcast.fit.fit_series` gives:
+    :func:`perfcast.fit.series.fit_one`)."""
+    from .series import fit_one
 
-    gf = fit_group(X, mean[None], count[None], ssd[None], names, opts, check=check)
-    if X.shape[1] >= 2:
-        gf = _with_lines(gf, X, mean[None])
-    return gf.model(0)
+    return fit_one(X, mean, count, ssd, names, opts, check=check, fall=False).model(0)
 
 
 def fit_grid(X, mean, count, ssd, parameters: Sequence[str], grid: Grid, options: FitOptions | None = None,

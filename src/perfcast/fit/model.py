@@ -169,8 +169,16 @@ class Model:
     #: (parameter, start, bound): the routine does not run below ``start`` of the process count
     #: ``parameter`` (p = 1: :func:`perfcast.fit.core.not_running_first`): the model is 0 there, its
     #: interval [0, bound x the law's upper bound] (bound 0: 0 in every run), and its terms are the
-    #: law from ``start`` on; the formula says so (:func:`zero_below_text`)
+    #: law from ``start`` on; the formula says so (:func:`zero_below_text`).  A fourth element True
+    #: (:func:`through_zero`): from ``start`` on the law is its value there times ``(p - 1) / (start
+    #: - 1)``, a line through the 0 at p = 1 (a sum over ranks measured at one process count beyond
+    #: p = 1: :func:`perfcast.fit.core.zero_rule_sets`)
     zero_below: tuple | None = None
+    #: (parameter, start): the routine runs only below ``start`` of the process count ``parameter``
+    #: (at p = 1 alone, 0 in every run from ``start`` on: :func:`perfcast.fit.core.runs_only_first`):
+    #: the model is 0 [0, 0] from ``start`` on, its terms the law below it; the formula says so
+    #: (``(p < 2) * (...)``, :func:`zero_below_text`)
+    zero_from: tuple | None = None
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -194,18 +202,27 @@ class Model:
         y = self._raw(cols, shape)
         if averaged and self.alternatives:
             y = self._averaged(cols, shape, y)
-        if self.lines or self.zero_below:
+        if self.lines or self.zero_below or self.zero_from:
             y = scaled(y, self._line_log(cols))
         return float(y[0]) if shape == () else y.reshape(shape)
 
     def _line_log(self, cols) -> np.ndarray:
         """Log factors of :attr:`lines` at the points ``cols`` (:func:`perfcast.fit.lines.line_log_factors`),
-        -inf where the routine does not run (:attr:`zero_below`)."""
+        -inf where the routine does not run (:attr:`zero_below`, :attr:`zero_from`), the log of
+        ``(p - 1) / (start - 1)`` from ``start`` on for a law through the 0 at p = 1 (:func:`through_zero`)."""
         out = line_log_factors(self.lines, [cols[p] for p in self.parameters]) if self.lines else None
         if self.zero_below:
             q, start = self.zero_below[:2]
             x = np.asarray(cols[q], dtype=float)
-            out = (np.zeros(len(x)) if out is None else out) + np.where(x < start, -np.inf, 0.0)
+            up = 0.0
+            if through_zero(self.zero_below):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    up = np.log(np.maximum(x - 1.0, 0.0) / (start - 1.0))
+            out = (np.zeros(len(x)) if out is None else out) + np.where(x < start, -np.inf, up)
+        if self.zero_from:
+            q, start = self.zero_from[:2]
+            x = np.asarray(cols[q], dtype=float)
+            out = (np.zeros(len(x)) if out is None else out) + np.where(x >= start, -np.inf, 0.0)
         return out
 
     def line_at(self, point: Mapping[str, float]) -> dict | None:
@@ -271,12 +288,13 @@ class Model:
 
     def formula(self, style: str = "plain", digits: int = 4) -> str:
         """``plain`` (``3.1 + 0.2 * p^(3/2) * log2(p)``), ``python`` (uses ``log2`` from math) or
-        ``latex``; ``(p >= 2) * (...)`` for a routine that does not run below p = 2 (:attr:`zero_below`)."""
+        ``latex``; ``(p >= 2) * (...)`` for a routine that does not run below p = 2 (:attr:`zero_below`),
+        ``(p < 2) * (...)`` for one that runs at p = 1 only (:attr:`zero_from`)."""
         if style not in ("plain", "python", "latex"):
             raise PerfcastError(f"unknown formula style {style!r} (plain, python, latex)", where="style")
         return zero_below_text(_render(self.constant, [t.coefficient for t in self.terms],
                                        [t.basis_str(style) for t in self.terms], self.constant_is_roundoff(), digits,
-                                       style), self.zero_below, style)
+                                       style), self.zero_below, style, self.zero_from)
 
     def constant_is_roundoff(self) -> bool:
         """A constant below 1e-12 of the terms' size over the measured range is the least-squares
@@ -322,6 +340,10 @@ class Model:
         if self.zero_below:
             d["zero_below"] = {"parameter": self.zero_below[0], "start": float(self.zero_below[1]),
                                "bound": float(self.zero_below[2])}
+            if through_zero(self.zero_below):
+                d["zero_below"]["through_zero"] = True
+        if self.zero_from:
+            d["zero_from"] = {"parameter": self.zero_from[0], "start": float(self.zero_from[1])}
         if alternatives and self.alternatives:
             d["alternatives"] = [{"weight": float(w), **m.to_dict(alternatives=False)} for w, m in self.alternatives]
         return d
@@ -347,12 +369,19 @@ class Model:
                 zb = (str(zb["parameter"]), float(zb["start"]), float(zb["bound"]))
                 if zb[0] not in params:
                     raise PerfcastError(f"zero_below names {zb[0]!r}, not a parameter of the model", where="zero_below")
+                if d["zero_below"].get("through_zero") is True:
+                    zb = (*zb, True)
+            zf = d.get("zero_from")
+            if zf is not None:
+                zf = (str(zf["parameter"]), float(zf["start"]))
+                if zf[0] not in params:
+                    raise PerfcastError(f"zero_from names {zf[0]!r}, not a parameter of the model", where="zero_from")
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
                        None if largest is None else tuple(float(v) for v in largest),
                        float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0),
-                       float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params), zb)
+                       float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params), zb, zf)
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
@@ -430,14 +459,33 @@ class Composite:
         return d
 
 
-def zero_below_text(text: str, zero_below: tuple | None, style: str) -> str:
+def through_zero(zero_below: tuple | None) -> bool:
+    """Is the law of a model 0 below ``zero_below`` (:attr:`Model.zero_below`) a line through its 0
+    at p = 1 from ``start`` on (its value there times ``(p - 1) / (start - 1)``)?"""
+    return bool(zero_below) and len(zero_below) > 3 and bool(zero_below[3])
+
+
+def zero_below_text(text: str, zero_below: tuple | None, style: str, zero_from: tuple | None = None) -> str:
     """A formula's ``text`` for a model 0 below ``zero_below`` (:attr:`Model.zero_below`; None: the
     text itself): ``(p >= 2) * (text)`` in plain and python (True is 1), the Iverson bracket in
-    LaTeX -- the function that gives the model's values."""
+    LaTeX -- the function that gives the model's values; ``(p >= 2) * (p - 1) * (text)`` (``(p - 1)
+    / 3`` from p = 4 on) for a law through the 0 at p = 1 (:func:`through_zero`); ``(p < 2) *
+    (text)`` for a model 0 from ``zero_from`` on (:attr:`Model.zero_from`)."""
+    if zero_from:
+        q, start = zero_from[:2]
+        v = f"{start:g}"
+        text = f"[{q} < {v}] \\cdot \\left({text}\\right)" if style == "latex" else f"({q} < {v}) * ({text})"
     if not zero_below:
         return text
     q, start = zero_below[:2]
     v = f"{start:g}"
+    if through_zero(zero_below):
+        d = f"{start - 1:g}"
+        if style == "latex":
+            line = f"({q} - 1)" if start == 2 else f"\\frac{{{q} - 1}}{{{d}}}"
+            return f"[{q} \\geq {v}] \\cdot {line} \\cdot \\left({text}\\right)"
+        line = f"({q} - 1)" if start == 2 else f"({q} - 1) / {d}"
+        return f"({q} >= {v}) * {line} * ({text})"
     if style == "latex":
         return f"[{q} \\geq {v}] \\cdot \\left({text}\\right)"
     return f"({q} >= {v}) * ({text})"
@@ -541,7 +589,7 @@ def formulas(models: Sequence[Model], style: str = "plain", digits=4) -> list[st
             texts = render_rows(const, coef, bases, _roundoff([models[s] for s in rows], params, sig), dg[rows],
                                 style)
         for s, text in zip(rows, texts):
-            out[s] = zero_below_text(text, models[s].zero_below, style)
+            out[s] = zero_below_text(text, models[s].zero_below, style, models[s].zero_from)
     return out
 
 
@@ -704,7 +752,7 @@ class PredictBatch:
                 by_params.setdefault(m.parameters, ([], []))
                 by_params[m.parameters][0].append(s)
                 by_params[m.parameters][1].append(m.upper)
-            if m.lines or m.zero_below:
+            if m.lines or m.zero_below or m.zero_from:
                 self.line_log[s] = m._line_log(self.cols)
             if m.zero_below:
                 self.zero_cap[s] = m.zero_below[2]

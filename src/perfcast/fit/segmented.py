@@ -53,7 +53,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from .core import FitOptions, fit_group, noise_scale
+from .core import FitOptions, apply_zero_rule, fit_group, noise_scale, zero_rule_sets
 from .model import STATUSES, Composite, Model, Quality
 from .special import t_quantile
 from .terms import block_values
@@ -375,10 +375,14 @@ def _segmented_many(jobs: Sequence[tuple]) -> list:
         k0, _, _, a0, z0 = reqs[0]
         x, params, opt = plans[k0].data.x[a0:z0 + 1], plans[k0].params, plans[k0].opt
         rows = [(plans[k].data, slice(a, z + 1)) for k, _, _, a, z in reqs]
-        g = fit_group(x, np.array([d.mean[sl] for d, sl in rows]), np.array([d.count[sl] for d, sl in rows]),
-                      np.array([d.ssd[sl] for d, sl in rows]), params, opt, pooled=False)
-        for r, (k, b, side, _, _) in enumerate(reqs):
-            pieces[k, b, side] = g.model(r)
+        M, C, Q = (np.array([getattr(d, f)[sl] for d, sl in rows]) for f in ("mean", "count", "ssd"))
+        # a piece from p = 1 on gets the p = 1 rules as every fit of a series (zero_rule_sets)
+        for at, cols, rule in zero_rule_sets(x[:, None], M, C, Q, params, opt):
+            g = apply_zero_rule(fit_group(x[cols], M[np.ix_(at, cols)], C[np.ix_(at, cols)], Q[np.ix_(at, cols)],
+                                          params, opt, pooled=False), rule)
+            for r, i in enumerate(at.tolist()):
+                k, b, side, _, _ = reqs[i]
+                pieces[k, b, side] = g.model(r)
     out = []
     for k, plan in enumerate(plans):
         if not isinstance(plan, _Plan):
@@ -423,9 +427,15 @@ def _plan(x, mean, count, ssd, parameter: str = "p", options: FitOptions | None 
     opt = options or FitOptions()
     params = (str(parameter),)
     if single is None:
-        single = fit_group(x, mean[None], count[None], ssd[None], params, opt).model(0)
+        # the p = 1 rules as every fit of a series applies them (perfcast.fit.series.fit_one)
+        from .series import fit_one
+
+        single = fit_one(x, mean, count, ssd, params, opt, fall=False).model(0)
     n = len(x)
-    if n < MIN_POINTS + MIN_LAST or single.status != "ok" or not np.all(np.isfinite(mean)):
+    if (n < MIN_POINTS + MIN_LAST or single.status != "ok" or not np.all(np.isfinite(mean))
+            or single.zero_below or single.zero_from):
+        # a routine that does not run at p = 1 (or runs there only) has its regimes already: 0
+        # there, its law beyond (perfcast.fit.core.zero_rule_sets); a piece through that 0 is no law
         return single
     data = _Data(x, mean, count, ssd)
     blocks = opt.blocks()
@@ -743,8 +753,9 @@ def plateau(x, mean, count, ssd, single: Model, parameter: str,
     if not (np.all(c[j:] >= 2) or abs(level) >= PLATEAU_SINGLE_RUNS):
         return None   # small values of single runs can be equal by chance (counts of 2 and 2)
     if j >= MIN_POINTS:
-        first = fit_group(x[:j, None], y[None, :j], c[None, :j], s[None, :j], [parameter],
-                          options or FitOptions()).model(0)
+        from .series import fit_one
+
+        first = fit_one(x[:j], y[:j], c[:j], s[:j], (parameter,), options or FitOptions(), fall=False).model(0)
     else:
         mean0 = float(np.sum(c[:j] * y[:j]) / np.sum(c[:j]))
         first = Model((parameter,), mean0, (), Quality(float(np.sum((y[:j] - mean0) ** 2)), float("nan"), 0.0, None,

@@ -25,11 +25,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from ..experiment import (Experiment, absent_repetition_is_zero, fill_absent_points, fill_absent_repetitions,
-                          location_reduction, reduce_over_locations)
+from ..experiment import (Experiment, absent_repetition_is_zero, aggregate_labels, fill_absent_points,
+                          fill_absent_repetitions, location_reduction, reduce_over_locations)
 from ..scaling import decreasing
-from .core import (ASYMPTOTIC, CLAMPED, NOT_RUNNING_EXPONENT, FitOptions, GroupFit, fit_group, not_running_first,
-                   parameter_lines, zero_below)
+from .core import (ASYMPTOTIC, CLAMPED, FitOptions, GroupFit, apply_zero_rule, fit_group, parameter_lines,
+                   zero_rule_sets)
 from .model import Model
 from ..lazy import LazyModule
 from ..table import Category, Columns, column, factorize
@@ -572,6 +572,34 @@ def _with_lines(gf: GroupFit, X: np.ndarray, mean: np.ndarray) -> GroupFit:
     return replace(gf, lines=tuple(eff))
 
 
+def fit_one(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarray, parameters: Sequence[str],
+            options: FitOptions | None = None, *, check: bool = True, summed: bool = False,
+            fall: bool = True) -> GroupFit:
+    """The fit of one series (``mean``, ``count``, ``ssd`` (n,) at the points ``X`` (n, m)) as an
+    experiment's fit makes it: the p = 1 rules (:func:`perfcast.fit.core.zero_rule_sets`; ``summed``:
+    the series is a sum over ranks), negative exponents for a series that falls with a parameter
+    (:func:`falling`; ``fall``), measured lines with their own level.  The one path of
+    :func:`perfcast.fit.fit_series`, :mod:`perfcast.fit.grid` and :mod:`perfcast.fit.segmented`."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    mean, count, ssd = (np.asarray(a, dtype=float).reshape(1, -1) for a in (mean, count, ssd))
+    params = tuple(parameters)
+    opts = (options or FitOptions()).for_kind(None)
+    [(_, cols, rule)] = zero_rule_sets(X, mean, count, ssd, params, opts, summed)
+    X, mean, count, ssd = X[cols], mean[:, cols], count[:, cols], ssd[:, cols]
+    dec = falling(opts, X, mean, params) if fall else None
+    if dec is not None and dec[0][0]:
+        gf = fit_group(X, mean, count, ssd, params, dec[1], check=check)
+        gf = replace(gf, notes=gf.notes + dec[2])
+    else:
+        gf = fit_group(X, mean, count, ssd, params, options, check=check)
+    gf = apply_zero_rule(gf, rule)
+    if X.shape[1] >= 2:
+        gf = _with_lines(gf, X, mean)
+    return gf
+
+
 def fit_experiment(exp: Experiment, options: FitOptions | None = None, locations: str = "auto",
                    progress: Callable[[int, int], None] | None = None, *, statistics: tuple | None = None
                    ) -> tuple[list[GroupFit], dict[tuple[str, str], tuple[int, int]]]:
@@ -610,11 +638,10 @@ def _fit_series(exp: Experiment, options: FitOptions | None, locations: str,
     for key, rows, X, o, note, mean, count, ssd, reps in parts:
         gf = fit_group(X, mean, count, ssd, params, o, prog, reps, check=check,
                        shape=None if shapes is None else shapes(key))
-        note, start = _zero_below_of(note)
+        note, rule = _zero_rule_of(note)
         if note:
             gf = replace(gf, notes=gf.notes + note)
-        if start is not None:
-            gf = zero_below(gf, *start)
+        gf = apply_zero_rule(gf, rule)
         if len(params) >= 2:
             gf = _with_lines(gf, X, mean)
         done[0] += len(rows)
@@ -654,6 +681,14 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
     st, row_of, rep_of, values = statistics if statistics is not None else _statistics(exp, locations)
     params = list(exp.parameters)
     _check_magnitudes(exp, st, row_of, values, params)
+    labels: list = []
+
+    def summed(metric: str) -> bool:
+        # a sum over ranks (the p = 1 rule's line through 0: zero_rule_sets), read when asked
+        if not labels:
+            labels.append(aggregate_labels(exp, locations))
+        return str(labels[0].get(metric, "")).startswith("sum over")
+
     # the statistics rows of a series together (a reader's order): numbered by runs, no hashing
     sid, first = _runs(st, ["callpath", "metric"]) or _factorize_rows(st, ["callpath", "metric"])
     if params:
@@ -692,17 +727,12 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
         sig = sigs[code // M]
         cols = np.nonzero(sig)[0]
         X = coords[cols]
-        # series that do not run at p = 1 are fitted from the next process count on, 0 below it
-        # (:func:`perfcast.fit.core.not_running_first`); series that fall with a parameter (strong
-        # scaling) are fitted apart (:func:`falling`)
-        sets = [(rows_all, cols, ())]
-        off = not_running_first(X, _part(mean, rows_all, cols), params, _part(count, rows_all, cols),
-                                _part(ssd, rows_all, cols), opts)
-        if off is not None:
-            which, exact, q, x2 = off
-            on = cols[X[:, q] >= x2]
-            sets = [(rows_all[~which], cols, ()), (rows_all[exact], on, (params[q], x2, 0.0)),
-                    (rows_all[which & ~exact], on, (params[q], x2, x2 ** -float(NOT_RUNNING_EXPONENT)))]
+        # series that do not run at p = 1 are fitted from the next process count on, 0 below it, and
+        # those that run at p = 1 only on its points, 0 beyond (:func:`perfcast.fit.core.zero_rule_sets`);
+        # series that fall with a parameter (strong scaling) are fitted apart (:func:`falling`)
+        sets = [(rows_all[r], cols[c], rule) for r, c, rule in
+                zero_rule_sets(X, _part(mean, rows_all, cols), _part(count, rows_all, cols), _part(ssd, rows_all, cols),
+                               params, opts, summed(mts[int(rows_all[0])]))]
         parts = []
         for rows_s, cols_s, start in sets:
             fall = falling(opts, coords[cols_s], _part(mean, rows_s, cols_s), params) if len(rows_s) else None
@@ -716,7 +746,7 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
                 continue
             X = coords[cols]
             if start:
-                note = note + ((ZERO_BELOW, *start),)      # read by _fit_series (:func:`_zero_below_of`)
+                note = note + ((ZERO_RULE, start),)      # read by _fit_series (:func:`_zero_rule_of`)
             key = (o, mts[int(rows[0])], tuple(map(tuple, X.tolist())), note)
             reps, loc, pm = reps_of[code % M]
             out.append((key, rows, X, o, note, _part(mean, rows, cols), _part(count, rows, cols),
@@ -725,15 +755,15 @@ def _group_parts(exp: Experiment, opts: FitOptions, locations: str, statistics, 
     return out, cps, mts
 
 
-#: the marker of a part's note entry ``(ZERO_BELOW, parameter, start, bound)``: its series do not run
-#: below ``start`` (:func:`perfcast.fit.core.not_running_first`, :func:`perfcast.fit.core.zero_below`)
-ZERO_BELOW = "zero below"
+#: the marker of a part's note entry ``(ZERO_RULE, rule)``: its series' fit gets ``rule``
+#: (:func:`perfcast.fit.core.zero_rule_sets`, :func:`perfcast.fit.core.apply_zero_rule`)
+ZERO_RULE = "zero rule"
 
 
-def _zero_below_of(note: tuple) -> tuple[tuple, tuple | None]:
-    """(the note's texts, (parameter, start, bound) of its :data:`ZERO_BELOW` entry or None)."""
-    start = [n[1:] for n in note if isinstance(n, tuple) and n[:1] == (ZERO_BELOW,)]
-    return tuple(n for n in note if not isinstance(n, tuple)), (start[0] if start else None)
+def _zero_rule_of(note: tuple) -> tuple[tuple, tuple]:
+    """(the note's texts, the rule of its :data:`ZERO_RULE` entry or ``()``)."""
+    rule = [n[1] for n in note if isinstance(n, tuple) and n[:1] == (ZERO_RULE,)]
+    return tuple(n for n in note if not isinstance(n, tuple)), (rule[0] if rule else ())
 
 
 def _part(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
