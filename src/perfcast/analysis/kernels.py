@@ -82,7 +82,16 @@ PROC_PARAMS = ("p", "procs", "np", "nprocs", "ranks", "processes", "mpi_ranks", 
 #: a leading value of a line of points below this fraction of what the power law of the points after
 #: it gives there is near zero: the function does no real work there (miniFE's make_local_matrix at
 #: p = 1: no neighbour to set up), and a growth exponent from it is no scaling law
-#: (:func:`_real_start`; a power law from the first point is never cut: each value is its own law's)
+#: (:func:`_real_start`; a power law from the first point is never cut: each value is its own law's).
+#: Not the fit's p = 1 rule (:data:`perfcast.fit.core.NOT_RUNNING_EXPONENT`: values at p = 1 below
+#: (1 / x2)^4 of those at the next process count x2, 1/16 at x2 = 2), and not meant to be: this one cuts
+#: a leading run of near-zero values from a log-log slope along any parameter, judged against the
+#: power law of the points after them (which may fall as well as rise), so a share of that law's value
+#: is what says "no real work"; the fit's decides whether p = 1 alone is a regime of its own, against
+#: the raw values at x2 (a two-level design has no law to extrapolate back), so its bound is the
+#: steepest growth a scaling law between the two process counts may have, which depends on x2.
+#: Between them (values 1/100 to 1/16 of p = 2's) a kernel's slope can start at p = 1 while its model
+#: is 0 there.
 NEAR_ZERO = 0.01
 
 

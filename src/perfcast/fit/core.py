@@ -2140,7 +2140,13 @@ def two_level_note(parameter: str, lo: float, hi: float) -> str:
 #: the laws from p = 1 to 2 of MPI counts summed over ranks are p^1 to p^3: MPI calls of miniFE and
 #: examples/jacobi 2.96, Barrier time 2.72) while routines without work at p = 1 give p^4.4 to
 #: p^11 and exact zeros (halo exchange time of examples/jacobi 7.3, its Allreduce time 5.8,
-#: miniFE's bytes 9.6, Allreduce time 9.9, Reduce time 4.9; MPI_Bcast bytes received 0 at p = 1)
+#: miniFE's bytes 9.6, Allreduce time 9.9, Reduce time 4.9; MPI_Bcast bytes received 0 at p = 1).
+#: Not the kernels' near-zero share (:data:`perfcast.analysis.kernels.NEAR_ZERO`, 1/100), and not meant
+#: to be: that one cuts a leading run of near-zero values from a kernel's log-log slope along any
+#: parameter, against the power law of the points after them; this one decides whether p = 1 alone
+#: is a regime of its own, against the raw values at the next process count x2 (a two-level design
+#: has no law to extrapolate back), so its bound is an exponent -- the steepest growth a scaling law
+#: between the two counts may have -- and the share it gives depends on x2 (1/16 at 2, 1/256 at 4)
 NOT_RUNNING_EXPONENT = 4
 #: a law fitted through a series' zeros at p = 1 whose values there are within this share of the
 #: values at the next process count passes through them: the zeros are points of the law
