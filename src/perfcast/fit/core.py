@@ -2236,7 +2236,8 @@ def not_running_note(parameter: str, start: float, bound: float, one_left: bool,
     if not one_left:
         return head
     form = (f"flat in {parameter} beyond it" if not line else
-            f"a sum over ranks, its value there times ({parameter} - 1) / {start - 1:g} beyond it (the line through "
+            f"a sum over ranks, its value there times ({parameter} - 1){'' if start == 2 else f' / {start - 1:g}'} "
+            f"beyond it (the line through "
             f"the 0 at {parameter} = 1)")
     return (f"2 values of {parameter} only (1, {start:g}): {head}, where one value of {parameter} is left: {form}, "
             f"a guess; its interval assumes an exponent uncertain by {TWO_POINT_EXPONENT_SD:g}; "
