@@ -55,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import (RUN_TIMERS, CallTree, Experiment, Metric, absent_location_is_missing,
-                          reduce_over_locations)
+from ..experiment import (ONE_LOCATION, RUN_TIMERS, CallTree, Experiment, Metric, absent_location_is_missing,
+                          aggregate_labels, reduce_over_locations)
 from ..scaling import format_exponent, loglog_slope, scaling_mode
 
 REST = "rest"
@@ -583,8 +583,23 @@ def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pt
     counts = pts[procs].to_numpy(dtype=float)
     mode, why = scaling_mode(s, float(counts.max() / counts.min()) if counts.min() > 0 else np.inf,
                              find_metric(exp, INSTR_METRICS) is not None)
-    basis = f"inferred: the application's total {wm} summed over the ranks ~ {procs}^{format_exponent(s)}: {why}"
+    basis = f"inferred: {_total_work_words(exp, wm, procs)} ~ {procs}^{format_exponent(s)}: {why}"
     return mode, basis + "; --scaling strong|weak overrides", s
+
+
+def _total_work_words(exp: Experiment, metric: str, procs: str) -> str:
+    """What :func:`infer_scaling`'s total work of a point is, in words: the per-rank cost
+    (:func:`per_function`) times the process count -- the sum over the ranks where every rank has a
+    value, but where one location holds every value (a campaign's wall time and timers: rank 0,
+    :func:`perfcast.experiment.aggregate_labels`) or the file holds one combined value (a mean over
+    the ranks) it is that value times ``procs``, no sum of anything measured."""
+    label = aggregate_labels(exp).get(metric, "")
+    if label.endswith(ONE_LOCATION):
+        where = label[: -len(ONE_LOCATION)]
+        return f"the application's {metric} at {where} (the only location holding it) times {procs}"
+    if "rank" not in exp.cols and "thread" not in exp.cols and label and not label.startswith("sum over"):
+        return f"the application's {metric} ({label}) times {procs}"
+    return f"the application's total {metric} summed over the ranks"
 
 
 def guess_scaling(exp: Experiment, metric: str, procs: str, exclude: Sequence[str] = DEFAULT_EXCLUDE,
