@@ -810,3 +810,28 @@ def test_timers_that_do_not_nest_keep_the_runs_exclusive_time():
     assert got == {"app": 6.0, "app->a": 6.0, "app->b": 8.0}
     got = {n["path"]: n["exclusive"] for n in top_down(profile(camp(9.0, 8.0), "time", {"p": 2}))["nodes"]}
     assert got == {"app": None, "app->a": None, "app->b": None}
+
+
+def test_a_cachegrind_campaigns_view_says_the_profile_is_flat(capsys):
+    """bench/data/hpccg-p (perfcast collect with cachegrind): cachegrind records no callers, so every
+    function holding Ir is app->function (read with pandas) and `view --metric Ir` showed each one's
+    inclusive Ir equal to its own, with nothing saying callees are not in it.  The view says so now
+    (JSON "flat", a note in the text); the campaign's time (app and HPCCG's timers) is no such profile."""
+    from pathlib import Path
+
+    from conftest import cli, cli_json
+
+    store = Path(__file__).parents[1] / "bench" / "data" / "hpccg-p" / "hpccg-p.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    ir = v[(v["metric"] == "Ir") & (v["p"] == 2)]
+    depth = ir["callpath"].astype(str).str.count("->")
+    assert depth.max() == 1 and (depth == 1).sum() > 10              # the premise: flat, many functions
+    code, out, err = cli(capsys, "view", store, "--metric", "Ir", "--at", "p=2", "--json")
+    assert code == 0, err
+    item = cli_json(out, "view")["items"][0]
+    assert item["flat"] is not None and "cachegrind" in item["flat"]
+    code, out, err = cli(capsys, "view", store, "--metric", "Ir", "--at", "p=2")
+    assert code == 0 and "note: flat profile" in err
+    code, out, err = cli(capsys, "view", store, "--metric", "time", "--at", "p=2", "--json")
+    assert code == 0, err
+    assert cli_json(out, "view")["items"][0]["flat"] is None

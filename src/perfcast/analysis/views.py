@@ -459,7 +459,30 @@ def _head(prof: Profile) -> dict:
             "total": prof.total, "missing_ranks": gaps, **({"missing_repetitions": rgaps} if rgaps else {}),
             "warnings": _negative_exclusive(prof, m) + _unknown_exclusive(prof, m) + ([said] if said else [])
             + ([rsaid] if rsaid else [])
-            + _unbalanced(prof, fewer)}
+            + _unbalanced(prof, fewer),
+            "flat": flat_profile(prof)}
+
+
+def flat_profile(prof: Profile) -> str | None:
+    """What the view says of a flat profile -- a metric its reader knows has no callers (cachegrind's
+    counts, per function: :data:`perfcast.io.cachegrind.DESCRIPTIONS`, the metric named and described
+    as that reader makes it) with every callpath holding it at the point a root or a root's child
+    (``app->function``) --: a function's inclusive value is its own code's only, equal to its
+    exclusive, not that of the functions it calls, which sit beside it.  None otherwise (a calling-
+    context tree, or a two-level tree no reader said was flat)."""
+    from ..io.cachegrind import DESCRIPTIONS
+
+    m = prof.exp.metrics[prof.metric]
+    if not m.description or m.description != DESCRIPTIONS.get(prof.metric):
+        return None
+    tree = prof.exp.tree
+    depth1 = [str(p) for p in prof.table.index if tree.parent(str(p)) is not None]
+    if not depth1 or any(tree.parent(tree.parent(p)) is not None for p in depth1):
+        return None
+    roots = sorted({tree.parent(p) for p in depth1})
+    return (f"flat profile: cachegrind records no callers, so its {prof.metric} is counted per function, each "
+            f"directly below {' or '.join(roots)}: a function's inclusive {prof.metric} is its own code's only, "
+            f"equal to its exclusive, not that of the functions it calls (they are listed beside it)")
 
 
 def _over(prof: Profile) -> str:
