@@ -291,8 +291,21 @@ def _num(x) -> str:
 
 
 def exclusive_values(exp: Experiment, metric: str) -> Experiment:
+    """``metric``'s exclusive values (converted from inclusive ones).  Refused where they are not
+    known (:func:`perfcast.analysis.views.no_exclusive`, the one rule the views, scaling-loss and the
+    report follow): a campaign's run whose application timers nest (CoMD's total > loop > timestep >
+    force) has a negative "exclusive" time, which is no cost to rank or sum into a kernel."""
     m = exp.metrics[metric]
     if m.scope == "inclusive":
+        from .views import negative_exclusive_cause, no_exclusive
+
+        unknown = no_exclusive(exp, metric)
+        if unknown:
+            runs = sorted(p for p in unknown if exp.tree.parent(p) not in unknown)
+            raise PerfcastError(f"metric {metric!r} has no known exclusive values: the exclusive {metric} of "
+                                f"{', '.join(runs)} and its {len(unknown) - len(runs)} timer(s) is not known: "
+                                f"{negative_exclusive_cause(m)}, and they add up to more than the run at every "
+                                f"measured point", where="metric")
         return exp.select(metric=metric).to_exclusive(metric)
     return exp.select(metric=metric)
 
