@@ -290,13 +290,18 @@ def _num(x) -> str:
     return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
-def exclusive_values(exp: Experiment, metric: str) -> Experiment:
+def exclusive_values(exp: Experiment, metric: str, summed: bool = False) -> Experiment:
     """``metric``'s exclusive values (converted from inclusive ones).  Refused where they are not
     known (:func:`perfcast.analysis.views.no_exclusive`, the one rule the views, scaling-loss and the
     report follow): a campaign's run whose application timers nest (CoMD's total > loop > timestep >
-    force) has a negative "exclusive" time, which is no cost to rank or sum into a kernel."""
+    force) has a negative "exclusive" time, which is no cost to rank or sum into a kernel.  ``summed``:
+    the caller only adds up every callpath's values of a point (the whole run's total, as
+    :func:`guess_scaling`), where the run's negative part and its timers add up to the run's measured
+    time: not refused."""
     m = exp.metrics[metric]
-    if m.scope == "inclusive":
+    if m.scope != "inclusive":
+        return exp.select(metric=metric)
+    if not summed:
         from .views import negative_exclusive_cause, no_exclusive
 
         unknown = no_exclusive(exp, metric)
@@ -306,16 +311,17 @@ def exclusive_values(exp: Experiment, metric: str) -> Experiment:
                                 f"{', '.join(runs)} and its {len(unknown) - len(runs)} timer(s) is not known: "
                                 f"{negative_exclusive_cause(m)}, and they add up to more than the run at every "
                                 f"measured point", where="metric")
-        return exp.select(metric=metric).to_exclusive(metric)
-    return exp.select(metric=metric)
+    return exp.select(metric=metric).to_exclusive(metric)
 
 
-def per_function(exp: Experiment, metric: str, procs: str | None = None, by_callpath: bool = False) -> pd.DataFrame:
+def per_function(exp: Experiment, metric: str, procs: str | None = None, by_callpath: bool = False,
+                 summed: bool = False) -> pd.DataFrame:
     """Per point and function (frame name; ``by_callpath``: per callpath, in the column ``function``
     too): ``total`` (summed over ranks, mean over repetitions) and ``per_rank`` (total / number of
     ranks of the point; a value summed over the ranks in the file, Caliper ``sum#``, over the
-    process-count parameter ``procs``)."""
-    sub = exclusive_values(exp, metric)
+    process-count parameter ``procs``).  ``summed``: the caller adds up every function of a point
+    (:func:`exclusive_values`)."""
+    sub = exclusive_values(exp, metric, summed)
     d = sub.data
     params = list(exp.parameters)
     names = pd.Series({cp: cp if by_callpath else sub.tree.name(cp) for cp in d["callpath"].cat.categories})
@@ -626,7 +632,7 @@ def guess_scaling(exp: Experiment, metric: str, procs: str, exclude: Sequence[st
     pts = exp.points()
     labels = [point_label(params, r) for _, r in pts.iterrows()]
     wm = find_metric(exp, INSTR_METRICS) or metric
-    pf = per_function(exp, wm, procs)
+    pf = per_function(exp, wm, procs, summed=True)   # the total work of each point only
     pf["point"] = [point_label(params, r) for _, r in pf.iterrows()]
     return infer_scaling(exp, wm, pf, procs, pts, params, labels, exclude, include)
 
