@@ -309,7 +309,7 @@ def exclusive_values(exp: Experiment, metric: str, summed: bool = False) -> Expe
             runs = sorted(p for p in unknown if exp.tree.parent(p) not in unknown)
             raise PerfcastError(f"metric {metric!r} has no known exclusive values: the exclusive {metric} of "
                                 f"{', '.join(runs)} and its {len(unknown) - len(runs)} timer(s) is not known: "
-                                f"{negative_exclusive_cause(m)}, and they add up to more than the run at every "
+                                f"{negative_exclusive_cause(m)}, and they add up to more than the run at some "
                                 f"measured point", where="metric")
     return exp.select(metric=metric).to_exclusive(metric)
 

@@ -133,7 +133,7 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
 def no_exclusive(exp: Experiment, metric: str, values: pd.DataFrame | None = None, ranks: str = "sum") -> frozenset:
     """The callpaths whose exclusive ``metric`` is not known: of a campaign's time
     (:data:`~perfcast.experiment.RUN_TIMERS`), a run whose timers' inclusive values add up to more
-    than its own at every point of ``values`` (:func:`~perfcast.experiment.timers_nest`, the rule
+    than its own at some point of ``values`` (:func:`~perfcast.experiment.timers_nest`, the rule
     :attr:`perfcast.modelset.ModelSet.nested_timers` follows; ``values``: :func:`scope_values`'
     columns, by default those of every point of ``exp`` with ``ranks``) and each of those timers: the
     store does not say which timer holds which (CoMD's total > loop > timestep > force), so neither the
@@ -561,7 +561,7 @@ def _unknown_exclusive(prof: Profile, m) -> list[str]:
     t = prof.table
     runs = [p for p in t.index if p in prof.no_exclusive and prof.exp.tree.parent(p) not in prof.no_exclusive]
     return [f"the exclusive {prof.metric} of {', '.join(runs)} and its {len(prof.no_exclusive) - len(runs)} timer(s) "
-            f"is not known (n/a): {negative_exclusive_cause(m)}, and they add up to more than the run at every "
+            f"is not known (n/a): {negative_exclusive_cause(m)}, and they add up to more than the run at some "
             f"measured point, so neither the run's time outside them nor any timer's own time is known; their "
             f"inclusive values are measured"]
 
