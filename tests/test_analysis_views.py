@@ -810,3 +810,56 @@ def test_timers_that_do_not_nest_keep_the_runs_exclusive_time():
     assert got == {"app": 6.0, "app->a": 6.0, "app->b": 8.0}
     got = {n["path"]: n["exclusive"] for n in top_down(profile(camp(9.0, 8.0), "time", {"p": 2}))["nodes"]}
     assert got == {"app": None, "app->a": None, "app->b": None}
+
+
+def test_a_cachegrind_campaigns_view_says_the_profile_is_flat(capsys):
+    """bench/data/hpccg-p (perfcast collect with cachegrind): cachegrind records no callers, so every
+    function holding Ir is app->function (read with pandas) and `view --metric Ir` showed each one's
+    inclusive Ir equal to its own, with nothing saying callees are not in it.  The view says so now
+    (JSON "flat", a note in the text); the campaign's time (app and HPCCG's timers) is no such profile."""
+    from pathlib import Path
+
+    from conftest import cli, cli_json
+
+    store = Path(__file__).parents[1] / "bench" / "data" / "hpccg-p" / "hpccg-p.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    ir = v[(v["metric"] == "Ir") & (v["p"] == 2)]
+    depth = ir["callpath"].astype(str).str.count("->")
+    assert depth.max() == 1 and (depth == 1).sum() > 10              # the premise: flat, many functions
+    code, out, err = cli(capsys, "view", store, "--metric", "Ir", "--at", "p=2", "--json")
+    assert code == 0, err
+    item = cli_json(out, "view")["items"][0]
+    assert item["flat"] is not None and "cachegrind" in item["flat"]
+    code, out, err = cli(capsys, "view", store, "--metric", "Ir", "--at", "p=2")
+    assert code == 0 and "note: flat profile" in err
+    code, out, err = cli(capsys, "view", store, "--metric", "time", "--at", "p=2", "--json")
+    assert code == 0, err
+    assert cli_json(out, "view")["items"][0]["flat"] is None
+
+
+def test_timers_that_nest_at_some_points_have_no_exclusive_time(capsys):
+    """bench/data/hpccg-n: HPCCG prints Total and, inside it, DDOT, WAXPBY and SPARSEMV; the campaign
+    stores each under app.  Their sum exceeds app's wall time from n = 28 on but not at n = 16 (read
+    with pandas: start-up outweighs the doubly counted parts there), so the rule "more than the run at
+    every point" did not apply, and `view --metric time --at n=40` printed app's exclusive time
+    negative (app - Total - DDOT - ...), scaling-loss and the report an exclusive loss of it.  One
+    point where timers inside the run add up to more than the run shows they nest: no exclusive time
+    of the run or its timers (null / n/a) at any point."""
+    from pathlib import Path
+
+    from conftest import cli, cli_json
+
+    store = Path(__file__).parents[1] / "bench" / "data" / "hpccg-n" / "hpccg-n.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    t = v[v["metric"] == "time"].groupby(["n", "callpath"])["value"].mean().unstack("callpath")
+    over = t.drop(columns="app").sum(axis=1) > t["app"]
+    assert over.any() and not over.all()                              # the premise: at some points only
+    for n in (16, 40):
+        code, out, err = cli(capsys, "view", store, "--metric", "time", "--at", f"n={n}", "--json")
+        assert code == 0, err
+        nodes = {x["path"]: x for x in cli_json(out, "view")["items"][0]["nodes"]}
+        assert all(nodes[c]["exclusive"] is None for c in ("app", "app->Total", "app->DDOT"))
+    code, out, err = cli(capsys, "scaling-loss", store, "--metric", "time", "--procs", "n", "--mode", "weak", "--json")
+    assert code == 0, err
+    for pair in cli_json(out, "scaling-loss")["items"][0]["pairs"]:
+        assert all(r["exclusive_loss"] is None for r in pair["rows"])

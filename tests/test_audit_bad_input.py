@@ -147,7 +147,10 @@ def test_tidy_empty_cell_is_named_plainly(capsys, tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("x,callpath,metric,value\n1,app,time,1.0\n2,app,time,\n")
     line = one_error(*cli(capsys, "show", f)[::2])
-    assert line == f"perfcast: error: {f}:3: column 'value': empty cell is not a number"
+    # an empty value means "not measured" (the coverage record of a tidy export, README): beside
+    # measured values of the same metric and callpath it is an error at its line
+    assert line == (f"perfcast: error: {f}:3: metric 'time' at 'app': an empty value (not measured: its collector "
+                    f"never saw the callpath) beside measured values of it")
     f.write_text("x,callpath,metric,value\n1,app,time,1.0\n1e400,app,time,2.0\n")
     line = one_error(*cli(capsys, "import", f, "-o", tmp_path / "t.perfcast")[::2])
     assert line == f"perfcast: error: {f}:3: column 'x': 'inf' is not finite"

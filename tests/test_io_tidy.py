@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import random
 
+import numpy as np
 import pytest
 
 from perfcast.errors import PerfcastError
@@ -102,3 +103,57 @@ def test_a_row_with_more_fields_than_the_header_names_its_line(tmp_path):
             read()
         assert e.value.where == "2501" and str(f) in str(e.value)
         assert e.value.message == "not valid CSV: expected 4 fields (the header's), found 5"
+
+
+@pytest.mark.parametrize("store_name", ["md", "big"])
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_tidy_export_keeps_the_coverage_record(tmp_path, capsys, store_name, fmt):
+    """CoMD's campaigns (tests/data/comd) merge two collectors: the timing one saw app and its timers,
+    PMPI saw MPI->*.  A tidy CSV or JSON Lines export (Experiment.to_pandas, then pandas' to_csv /
+    to_json) had no place for that record (df.attrs only), so read back, calls at app->force -- never
+    seen by PMPI -- was a 0 again.  The export now writes a row with an empty value for each callpath
+    a metric's collector never saw; read back, the record and every value are those of the store
+    (read with json and pandas)."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from conftest import cli, cli_json
+    from perfcast.io import load
+
+    store = Path(__file__).parent / "data" / "comd" / f"{store_name}.perfcast"
+    want_cov = json.loads((store / "experiment.json").read_text())["meta"]["coverage"]
+    want = pd.read_parquet(store / "values.parquet")
+    df = load([store]).to_pandas()
+    f = tmp_path / f"t.{fmt}"
+    if fmt == "csv":
+        df.to_csv(f, index=False)
+    else:
+        df.to_json(f, orient="records", lines=True)
+    back = load([f])
+    got_cov = {frozenset(g["metrics"]): set(g["callpaths"]) for g in back.meta["coverage"]}
+    assert got_cov == {frozenset(g["metrics"]): set(g["callpaths"]) for g in want_cov}
+    keys = ["p", "n", "rep", "callpath", "metric", "rank"]
+    got = back.data.astype({"callpath": str, "metric": str})
+    merged = want.astype({"callpath": str, "metric": str}).merge(got, on=keys, how="outer", suffixes=("", "_back"),
+                                                                 indicator=True)
+    assert (merged["_merge"] == "both").all()
+    # CSV: pandas writes every float exactly; JSON: to_json's 10 significant digits by default
+    close = (merged["value"] == merged["value_back"]) if fmt == "csv" else \
+        np.isclose(merged["value"], merged["value_back"], rtol=1e-9, atol=0)
+    assert close.all(), merged[~close].head().to_string()
+    # and what the record means: PMPI's calls at CoMD's force timer are not measured, not a 0
+    from perfcast.experiment import covered
+
+    assert covered(back, "calls", ["app->force", "MPI->MPI_Sendrecv"]).tolist() == [False, True]
+    assert covered(back, "time", ["app->force", "MPI->MPI_Sendrecv"]).tolist() == [True, False]
+
+
+def test_an_empty_value_beside_measured_values_is_one_error(tmp_path, capsys):
+    from conftest import cli
+
+    f = tmp_path / "t.csv"
+    f.write_text("p,callpath,metric,value\n1,main,time,2.5\n2,main,time,\n1,main->f,time,1\n")
+    code, out, err = cli(capsys, "show", f)
+    assert code == 2 and f"{f}:3" in err and "not measured" in err and "Traceback" not in err

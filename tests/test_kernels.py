@@ -438,3 +438,27 @@ def test_a_line_with_real_work_at_its_last_point_only_is_said_not_passed_over(tm
     assert sum(n.startswith("main->MPI_Allreduce (communication): ") for n in ks["notes"]) == 1
     assert main(["kernels", str(csv), "--scaling", "weak"]) == 0
     assert "setup: near zero at p=1, p=2, p=4" in capsys.readouterr().out
+
+
+def test_kernels_refuse_the_exclusive_time_of_timers_that_nest(capsys):
+    """CoMD's time campaign (tests/data/comd/md.perfcast): the timers CoMD prints nest (total > loop >
+    timestep > force), and the campaign stores each under app, so their inclusive times add up to more
+    than app's at every point (read with pandas): app's "exclusive" time is negative.  `kernels --metric
+    time --procs n` used it and stopped at "negative exclusive values"; the exclusive values are refused
+    by the views' rule now (exclusive_values), saying why -- and kernel_experiment leaves the metric out."""
+    from pathlib import Path
+
+    from conftest import cli
+    from perfcast.analysis.kernels import exclusive_values
+    from perfcast.io import load
+
+    store = Path(__file__).parent / "data" / "comd" / "md.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    t = v[v["metric"] == "time"].groupby(["p", "n", "callpath"])["value"].mean().unstack("callpath")
+    timers = [c for c in t.columns if c != "app"]
+    assert (t[timers].sum(axis=1) > t["app"]).all()                  # the premise: the timers nest
+    code, out, err = cli(capsys, "kernels", store, "--metric", "time", "--procs", "n")
+    assert code == 2 and "negative exclusive" not in err
+    assert "timers nest" in err and "Traceback" not in err
+    with pytest.raises(PerfcastError):
+        exclusive_values(load([store]), "time")

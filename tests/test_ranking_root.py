@@ -201,3 +201,24 @@ def test_a_run_without_a_process_parameter_ranks_by_cost_not_per_process_cost(ca
     assert code == 0, err
     assert out.splitlines()[0].endswith("ranked as scalability bugs by cost increase from x=1 to x=4000 (share of "
                                         "the root's cost at x=4000; no process-count parameter: costs as measured))")
+
+
+def test_a_falling_callpaths_change_is_not_called_an_increase(capsys, tmp_path):
+    """Inclusive times, exact: main = 100 + 1000 / p and main->fall = 1000 / p at p = 1..16 (strong
+    scaling).  Its per-process cost falls from 1000 at p = 1 to 1000 / 32 = 31.25 at p = 32, which is
+    (1000 - 31.25) / (100 + 31.25) = -738 % of the root's cost there: the ranking's column printed
+    it under "increase" ("increase -738.10%"); the column is the signed change now."""
+    path = tmp_path / "t.csv"
+    ps = (1, 2, 4, 8, 16)
+    path.write_text("p,callpath,metric,scope,value\n"
+                    + "".join(f"{p},main,time,inclusive,{100 + 1000 / p!r}\n{p},main->fall,time,inclusive,{1000 / p!r}\n"
+                              for p in ps))
+    code, out, err = cli(capsys, "model", path, "--target", "p=32", "--json")
+    assert code == 0, err
+    share = {d["callpath"]: d["ranking"]["increase_share"] for d in json.loads(out)["items"]}
+    assert share["main->fall"] == pytest.approx((31.25 - 1000) / (100 + 31.25), rel=1e-6)
+    code, out, err = cli(capsys, "model", path, "--target", "p=32")
+    assert code == 0, err
+    head = next(ln for ln in out.splitlines() if ln.lstrip().startswith("#"))
+    cols = [c.strip() for c in head.split("|")]
+    assert cols[-1] == "change" and "increase" not in cols

@@ -287,3 +287,23 @@ def test_comd_nested_timers_are_no_stack_of_own_costs():
     rep = build_report(load([store]), ReportOptions())
     assert rep.cost_breakdown is None
     assert any(n.startswith("No cost breakdown") and "timers nest" in n for n in rep.notes)
+
+
+def test_comd_scaling_guess_does_not_call_rank_0s_time_a_sum_over_ranks():
+    """The inferred-scaling text of CoMD's time-only campaign said "the application's total time
+    summed over the ranks", while only rank 0 holds the time (read with pandas): the total work it
+    compares is rank 0's time times p.  It says so now."""
+    from pathlib import Path
+
+    from perfcast.io import load
+
+    store = Path(__file__).parent / "data" / "comd" / "md.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    assert set(v.loc[v["metric"] == "time", "rank"].unique()) == {0}      # the premise: rank 0 only
+    rep = build_report(load([store]), ReportOptions())
+    said = [n for n in rep.notes if "inferred: " in n]
+    said += [rep.scaling_loss["guessed_from"]] if rep.scaling_loss and rep.scaling_loss.get("guessed") else []
+    assert said
+    for s in said:
+        assert "summed over the ranks" not in s
+        assert "time at rank 0 (the only location holding it) times p" in s

@@ -109,3 +109,71 @@ def test_a_killed_writers_temporary_goes_with_the_next_write_and_a_live_ones_sta
     # nothing else of the writer's is left beside the target
     left = sorted(p.name for p in target.parent.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp"))
     assert left == [live.name]
+
+
+_KILLED_WHEEL = """
+import os, signal, sys
+from pathlib import Path
+import perfcast.projection.project as project
+from perfcast.datapkg import build_wheel
+project._parse_db = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)   # killed outright while parsing
+build_wheel(Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+_KILLED_PROBE = """
+from perfcast.collect.collectors import _probe_record
+_probe_record("cpu-clock")
+"""
+
+
+def _run_killed(code: str, tmp_path: Path, *args, path: str | None = None) -> Path:
+    """Run ``code`` in a Python process with its own system temporary directory (TMPDIR), which it
+    is expected to die in by SIGKILL; returns that directory."""
+    import sys
+
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(system_tmp), "PYTHONPATH": os.pathsep.join(sys.path)}
+    if path is not None:
+        env["PATH"] = path
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    return system_tmp
+
+
+def test_a_wheel_build_killed_while_parsing_leaves_nothing_in_the_system_temp(tmp_path):
+    """The wheel's build laid the tables out to parse them in a tempfile.TemporaryDirectory() in the
+    system's /tmp: a build killed outright left it there for good.  It is now a temporary of the
+    output directory by the one rule, which the next build removes."""
+    out = tmp_path / "dist"
+    system_tmp = _run_killed(_KILLED_WHEEL, tmp_path, out, DATA)
+    assert os.listdir(system_tmp) == []
+    left = [p for p in out.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+    assert len(left) == 1 and left[0].is_dir()
+    from perfcast.datapkg import build_wheel
+
+    wheel = Path(build_wheel(out, DATA)["wheel"])
+    assert sorted(p.name for p in out.iterdir()) == [wheel.name]
+
+
+def test_a_perf_probe_killed_outright_leaves_nothing_in_the_system_temp(tmp_path):
+    """collectors._probe_record ran perf record into a tempfile.TemporaryDirectory() of the system's
+    /tmp: killed outright (here a `perf` that SIGKILLs its caller), the directory stayed.  The probe's
+    samples go to a pipe now: no scratch file at all."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "perf"
+    fake.write_text("#!/bin/sh\nkill -9 $PPID\n")
+    fake.chmod(0o755)
+    system_tmp = _run_killed(_KILLED_PROBE, tmp_path, path=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert os.listdir(system_tmp) == []
+
+
+def test_the_perf_probe_still_tells_a_usable_event_from_an_unknown_one():
+    """The probe without a file: perf record of `true` with the software event cpu-clock works on any
+    Linux perf allows (this machine: perf_event_paranoid 2, user-space events), an unknown event does not."""
+    from perfcast.collect.collectors import _probe_record
+
+    assert _probe_record("cpu-clock") == (True, "")
+    ok, why = _probe_record("no-such-event-xyz")
+    assert not ok and "no-such-event-xyz" in why

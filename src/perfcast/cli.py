@@ -859,7 +859,7 @@ def model_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, negati
 
     tr = trends(exp, [(r.callpath, r.metric) for r in shown], locations, ascii=not out.is_terminal)
     cols = (["#", "callpath", "metric", "trend", "model", "SMAPE %", "noise %"] + (["at target"] if target else [])
-            + (["increase"] if by == "cost" else []))
+            + (["change"] if by == "cost" else []))   # signed: a falling callpath's is negative, no "increase"
     rows = []
     pos = {} if pr is None else {(sm.callpath, sm.metric): s for s, sm in enumerate(pr.series)}
     digits = ms.formula_digits(shown)        # as every output of the set prints them

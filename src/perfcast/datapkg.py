@@ -24,7 +24,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,9 @@ from .shared_data import CHECKOUT, DATA_PACKAGE, ENV_VAR, locate
 
 #: the distribution's name on pip's side
 DIST_NAME = "perfcast-data"
+#: the name the build's working directory (the tables laid out to be parsed) is the temporary of, in
+#: the output directory (perfcast.output.temporary_dir: ``.perfcast_data.build.HOST.PID-START.XXXXXXXX.tmp``)
+WORK_NAME = "perfcast_data.build"
 #: the layout version of the package (the digest of the contents follows it in the version)
 LAYOUT = "1"
 #: what the default paths of ``systems`` and ``project`` read, relative to the data root; a table
@@ -106,14 +108,24 @@ def _init_py() -> bytes:
             b"DATA_DIR = Path(__file__).resolve().parent\n")
 
 
-def _packaged_db(files: dict[str, bytes]) -> dict[str, bytes]:
+def _packaged_db(files: dict[str, bytes], out_dir: Path) -> dict[str, bytes]:
     """The database of the package's default tables parsed now (``project``'s loader on the files as
-    they will be installed), as the packaged pair :mod:`.projection.dbcache` reads first."""
+    they will be installed), as the packaged pair :mod:`.projection.dbcache` reads first.  The files
+    are laid out in a working directory beside the wheel in ``out_dir`` (the one rule,
+    :func:`perfcast.output.temporary_dir`: one a killed build left goes with the next build), not in
+    the system's temporary directory, where it would stay."""
+    import shutil
+
+    from .output import temporary_dir
     from .projection.dbcache import PACKAGED_DIR, content_key, write_packaged
     from .projection.project import _parse_db
 
     prefix = f"{DATA_PACKAGE}/"
-    with tempfile.TemporaryDirectory() as tmp:
+    try:
+        tmp = temporary_dir(out_dir / WORK_NAME)
+    except OSError as e:
+        raise PerfcastError(f"cannot write the wheel ({e.strerror})", out_dir) from None
+    try:
         root = Path(tmp).resolve()
         for name, data in files.items():
             dest = root / name.removeprefix(prefix)
@@ -123,6 +135,8 @@ def _packaged_db(files: dict[str, bytes]) -> dict[str, bytes]:
         key = content_key(root, tables)
         written = write_packaged(_parse_db(tables), root, key)
         return {f"{prefix}{PACKAGED_DIR}/{p.name}": p.read_bytes() for p in written}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def build_wheel(out_dir: str | Path, root: Path | None = None) -> dict:
@@ -137,7 +151,12 @@ def build_wheel(out_dir: str | Path, root: Path | None = None) -> dict:
         manifest.append({"name": s.name, "source": str(s.path), "source_bytes": s.path.stat().st_size,
                          "source_sha256": hashlib.sha256(s.path.read_bytes()).hexdigest(),
                          "compressed": s.compress, "bytes": len(data)})
-    parsed = _packaged_db(files)
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PerfcastError(f"cannot create the output directory: {e.strerror}", out_dir) from None
+    parsed = _packaged_db(files, out_dir)
     files.update(parsed)
     digest = hashlib.sha256()
     for name in sorted(files):
@@ -162,11 +181,6 @@ def build_wheel(out_dir: str | Path, root: Path | None = None) -> dict:
     record = [f"{n},{_record_hash(d)},{len(d)}" for n, d in sorted(files.items())]
     files[f"{info}/RECORD"] = ("\n".join(record + [f"{info}/RECORD,,"]) + "\n").encode()
 
-    out_dir = Path(out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise PerfcastError(f"cannot create the output directory: {e.strerror}", out_dir) from None
     target = out_dir / f"perfcast_data-{version}-py3-none-any.whl"
     from .output import temporary_file
 

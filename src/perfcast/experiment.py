@@ -59,13 +59,17 @@ def timers_nest(mine, children, tol: float = 1e-9) -> bool:
     """The one rule for a run whose application timers nest (:data:`RUN_TIMERS`: the campaign stores
     each timer under the run, not which holds which): ``children`` (the sum of the run's timers per
     point, NaN where none was measured) exceeds ``mine`` (the run's, NaN where not measured) by more
-    than the relative ``tol`` at every point where both were measured, and there is one.  CoMD's
-    total > loop > timestep > force add up to more than the run: their sum is no part of it (no bound
-    on it, :attr:`perfcast.modelset.ModelSet.nested_timers`) and no timer's own time is known (the
-    run's exclusive time is no time: :func:`perfcast.analysis.views.no_exclusive`)."""
+    than the relative ``tol`` at some point where both were measured.  Timers inside a run that do not
+    overlap add up to less than it wherever they are measured, so one point where they add up to more
+    shows that some hold others.  CoMD's total > loop > timestep > force add up to more than the run
+    at every point; HPCCG's Total holds its DDOT, WAXPBY and SPARSEMV, which add up to more than the
+    run from n = 28 on (bench/data/hpccg-n), where the run's start-up no longer outweighs the doubly
+    counted parts -- at every point their sum is no part of the run (no bound on it,
+    :attr:`perfcast.modelset.ModelSet.nested_timers`) and no timer's own time is known (the run's
+    exclusive time is no time: :func:`perfcast.analysis.views.no_exclusive`)."""
     mine, children = np.asarray(mine, dtype=float), np.asarray(children, dtype=float)
     there = ~np.isnan(mine) & ~np.isnan(children)
-    return bool(there.any() and np.all(children[there] > mine[there] * (1 + tol)))
+    return bool(there.any() and np.any(children[there] > mine[there] * (1 + tol)))
 
 _TIME_UNITS = {"s", "sec", "secs", "second", "seconds", "ms", "us", "usec", "ns", "nsec", "cycles"}
 _BYTE_UNITS = {"b", "byte", "bytes", "kb", "mb", "gb", "kib", "mib", "gib"}
@@ -564,6 +568,80 @@ def coverage_from_attrs(attrs, where=None) -> list[dict] | None:
         raise PerfcastError(f"the table's {TABLE_ATTRS}.{COVERAGE} attribute is not a list of "
                             f"{{metrics: [...], callpaths: [...]}}", where)
     return [{"metrics": list(g["metrics"]), "callpaths": list(g["callpaths"])} for g in cov]
+
+
+def not_measured_rows(exp: "Experiment", df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (``exp``'s tidy table) with the coverage record written as rows: for each metric with a
+    record (:func:`metric_coverage`) and each callpath of the tree its collector never saw, a row with
+    an empty value (NaN: an empty cell in CSV, null in JSON Lines) at each point where the metric has
+    values (the repetition and location of the point's first row of the metric).  The one format of
+    "not measured" in a tidy table (README, tidy): read back by :func:`split_not_measured` (the tidy
+    readers, :meth:`Experiment.from_pandas`), so a CSV or JSON Lines export keeps the record, where an
+    absence within the coverage stays a 0 and one outside it missing."""
+    if not exp.meta.get(COVERAGE) or not len(df):
+        return df
+    params = [c for c in exp.parameters if c in df.columns]
+    paths = exp.tree.paths
+    parts = []
+    metric_col = df["metric"].astype(str)
+    for m in exp.metrics:
+        cov = metric_coverage(exp, m)
+        if cov is None:
+            continue
+        outside = [p for p in paths if p not in cov]
+        rows = df[(metric_col == m).to_numpy()]
+        if not outside or not len(rows):
+            continue
+        first = rows.drop_duplicates(params) if params else rows.iloc[:1]
+        rep = first.loc[first.index.repeat(len(outside))].reset_index(drop=True)
+        rep["callpath"] = np.tile(np.asarray(outside, dtype=object), len(first))
+        rep["value"] = np.nan
+        parts.append(rep)
+    if not parts:
+        return df
+    cps = list(dict.fromkeys([*map(str, df["callpath"].astype(str).unique()), *paths]))
+    out = pd.concat([df.astype({"callpath": str, "metric": str}),
+                     *[x.astype({"callpath": str, "metric": str}) for x in parts]], ignore_index=True)
+    out["callpath"] = pd.Categorical(out["callpath"], categories=sorted(cps))
+    out["metric"] = pd.Categorical(out["metric"], categories=sorted(map(str, df["metric"].astype(str).unique())))
+    return out
+
+
+def split_not_measured(df: pd.DataFrame, where=None) -> tuple[pd.DataFrame, dict[str, set[str]], np.ndarray]:
+    """A tidy table's rows with an empty value (:func:`not_measured_rows`) split off: (the table
+    without them, metric -> the callpaths those rows say its collector never saw, the positions of the
+    rows in ``df``).  A metric and callpath with both such a row and a value is an error at
+    ``where(i)`` (the file and place of row ``i``: PerfcastError's arguments), never read as one or
+    the other."""
+    empty = df["value"].isna().to_numpy()
+    if not empty.any():
+        return df, {}, np.zeros(0, dtype=np.int64)
+    pos = np.flatnonzero(empty)
+    marks = df.iloc[pos]
+    names = pd.DataFrame({"callpath": marks["callpath"].astype(str).str.strip().to_numpy(),
+                          "metric": marks["metric"].astype(str).str.strip().to_numpy()})
+    kept = df.iloc[np.flatnonzero(~empty)]
+    have = set(zip(kept["callpath"].astype(str).str.strip(), kept["metric"].astype(str).str.strip()))
+    out: dict[str, set[str]] = {}
+    for i, (c, m) in enumerate(zip(names["callpath"], names["metric"])):
+        if not c or not m or c == "nan" or m == "nan":
+            raise PerfcastError(f"empty {'callpath' if not c or c == 'nan' else 'metric'} in a row without a value",
+                                *(where(int(pos[i])) if where else ()))
+        if (c, m) in have:
+            raise PerfcastError(f"metric {m!r} at {c!r}: an empty value (not measured: its collector never saw "
+                                f"the callpath) beside measured values of it", *(where(int(pos[i])) if where else ()))
+        out.setdefault(m, set()).add(c)
+    return kept, out, pos
+
+
+def coverage_from_not_measured(unseen: Mapping[str, set], paths: Iterable[str], metrics: Iterable[str]) -> list[dict] | None:
+    """:data:`COVERAGE`'s record of a tidy table from :func:`split_not_measured`'s ``unseen`` (metric ->
+    the callpaths not measured), the table's callpaths ``paths`` and its ``metrics``: every metric saw
+    every callpath but those (:func:`coverage_record`); None when nothing was marked."""
+    if not unseen:
+        return None
+    every = set(paths)
+    return coverage_record({m: every - set(unseen.get(m, ())) for m in metrics}, every)
 
 
 def seen_callpaths(exp: "Experiment") -> dict[str, set]:
@@ -1381,12 +1459,20 @@ class Experiment:
         as the Caliper/CUBE/HPCToolkit readers build it)."""
         if parameters is None:
             parameters = [c for c in df.columns if c not in RESERVED]
+        attrs = getattr(df, "attrs", None)
+        # rows with an empty value: the coverage record of a table written by to_pandas (not_measured_rows)
+        df, unseen, _ = split_not_measured(df)
+        if unseen and tree is None:
+            tree = CallTree.from_paths(list(dict.fromkeys([*map(str, pd.unique(df["callpath"].astype(str))),
+                                                           *sorted(c for cs in unseen.values() for c in cs)])))
         if metrics is None:
             metrics = [Metric.guess(str(m)) for m in pd.unique(df["metric"].astype(str))]
         meta = dict(meta or {})
         meta.setdefault("locations", "dense")
         if COVERAGE not in meta:   # the record a table of to_pandas carries (Parquet keeps it too)
-            cov = coverage_from_attrs(getattr(df, "attrs", None))
+            cov = coverage_from_attrs(attrs) or coverage_from_not_measured(
+                unseen, tree.paths if tree is not None else map(str, pd.unique(df["callpath"].astype(str))),
+                [m.name for m in metrics])
             if cov:
                 meta[COVERAGE] = cov
         return cls(parameters, df, metrics, tree, meta)
@@ -1398,10 +1484,11 @@ class Experiment:
         are written as explicit 0 rows, so that the table means the same when read back as a tidy
         table, where an absent rank or repetition is missing (:func:`absent_location_is_missing`).
         The coverage record (:data:`COVERAGE`: a metric absent at a callpath its collector never saw
-        is missing, not 0) goes with it in ``df.attrs`` (:data:`TABLE_ATTRS`), which
-        :meth:`from_pandas` and a Parquet file written by ``df.to_parquet`` keep; ``df.to_csv``
-        cannot (read back from CSV, such an absence counts as a 0 again)."""
-        df = with_absent_zeros(self)
+        is missing, not 0) goes with it as rows with an empty value (:func:`not_measured_rows`), which
+        ``df.to_csv`` and ``df.to_json(orient="records", lines=True)`` keep and the tidy readers and
+        :meth:`from_pandas` read back as the record, and in ``df.attrs`` (:data:`TABLE_ATTRS`), which
+        a Parquet file written by ``df.to_parquet`` keeps too."""
+        df = not_measured_rows(self, with_absent_zeros(self))
         cov = self.meta.get(COVERAGE)
         df.attrs = {TABLE_ATTRS: {COVERAGE: copy.deepcopy(cov)}} if cov else {}
         return df

@@ -295,7 +295,7 @@ def _nested_timers(exp, st: Columns, series, parents: Mapping[str, str], params)
     """:attr:`ModelSet.nested_timers` of ``series`` (statistics ``st``): the runs of a campaign's
     time metric (:data:`perfcast.experiment.RUN_TIMERS`: the run's wall time ``app`` and the
     timers the application printed, each a child of ``app`` whatever holds what) whose timers'
-    measured means add up to more than the run's at every point it was measured: the timers nest
+    measured means add up to more than the run's at some point it was measured: the timers nest
     (CoMD's total > loop > timestep > force), so their sum is no part of the run and bounds nothing."""
     from .experiment import RUN_TIMERS, timers_nest
 
@@ -992,7 +992,7 @@ class ModelSet:
     #: ``MPI`` node, the sum of its routines; :func:`_sum_nodes`)
     sum_nodes: frozenset = frozenset()
     #: (callpath, metric) of the runs of a campaign's time metric whose application timers nest: their
-    #: measured means add up to more than the run's at every measured point (:func:`_nested_timers`),
+    #: measured means add up to more than the run's at some measured point (:func:`_nested_timers`),
     #: so their predictions' sum is no bound on the run's
     nested_timers: frozenset = frozenset()
     #: (callpath, metric) -> {parameter: value} for the series measured at one value of a parameter

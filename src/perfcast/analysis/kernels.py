@@ -55,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PerfcastError
-from ..experiment import (RUN_TIMERS, CallTree, Experiment, Metric, absent_location_is_missing,
-                          reduce_over_locations)
+from ..experiment import (ONE_LOCATION, RUN_TIMERS, CallTree, Experiment, Metric, absent_location_is_missing,
+                          aggregate_labels, reduce_over_locations)
 from ..scaling import format_exponent, loglog_slope, scaling_mode
 
 REST = "rest"
@@ -299,19 +299,38 @@ def _num(x) -> str:
     return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
-def exclusive_values(exp: Experiment, metric: str) -> Experiment:
+def exclusive_values(exp: Experiment, metric: str, summed: bool = False) -> Experiment:
+    """``metric``'s exclusive values (converted from inclusive ones).  Refused where they are not
+    known (:func:`perfcast.analysis.views.no_exclusive`, the one rule the views, scaling-loss and the
+    report follow): a campaign's run whose application timers nest (CoMD's total > loop > timestep >
+    force) has a negative "exclusive" time, which is no cost to rank or sum into a kernel.  ``summed``:
+    the caller only adds up every callpath's values of a point (the whole run's total, as
+    :func:`guess_scaling`), where the run's negative part and its timers add up to the run's measured
+    time: not refused."""
     m = exp.metrics[metric]
-    if m.scope == "inclusive":
-        return exp.select(metric=metric).to_exclusive(metric)
-    return exp.select(metric=metric)
+    if m.scope != "inclusive":
+        return exp.select(metric=metric)
+    if not summed:
+        from .views import negative_exclusive_cause, no_exclusive
+
+        unknown = no_exclusive(exp, metric)
+        if unknown:
+            runs = sorted(p for p in unknown if exp.tree.parent(p) not in unknown)
+            raise PerfcastError(f"metric {metric!r} has no known exclusive values: the exclusive {metric} of "
+                                f"{', '.join(runs)} and its {len(unknown) - len(runs)} timer(s) is not known: "
+                                f"{negative_exclusive_cause(m)}, and they add up to more than the run at some "
+                                f"measured point", where="metric")
+    return exp.select(metric=metric).to_exclusive(metric)
 
 
-def per_function(exp: Experiment, metric: str, procs: str | None = None, by_callpath: bool = False) -> pd.DataFrame:
+def per_function(exp: Experiment, metric: str, procs: str | None = None, by_callpath: bool = False,
+                 summed: bool = False) -> pd.DataFrame:
     """Per point and function (frame name; ``by_callpath``: per callpath, in the column ``function``
     too): ``total`` (summed over ranks, mean over repetitions) and ``per_rank`` (total / number of
     ranks of the point; a value summed over the ranks in the file, Caliper ``sum#``, over the
-    process-count parameter ``procs``)."""
-    sub = exclusive_values(exp, metric)
+    process-count parameter ``procs``).  ``summed``: the caller adds up every function of a point
+    (:func:`exclusive_values`)."""
+    sub = exclusive_values(exp, metric, summed)
     d = sub.data
     params = list(exp.parameters)
     names = pd.Series({cp: cp if by_callpath else sub.tree.name(cp) for cp in d["callpath"].cat.categories})
@@ -592,8 +611,23 @@ def infer_scaling(exp: Experiment, metric: str, pf: pd.DataFrame, procs: str, pt
     counts = pts[procs].to_numpy(dtype=float)
     mode, why = scaling_mode(s, float(counts.max() / counts.min()) if counts.min() > 0 else np.inf,
                              find_metric(exp, INSTR_METRICS) is not None)
-    basis = f"inferred: the application's total {wm} summed over the ranks ~ {procs}^{format_exponent(s)}: {why}"
+    basis = f"inferred: {_total_work_words(exp, wm, procs)} ~ {procs}^{format_exponent(s)}: {why}"
     return mode, basis + "; --scaling strong|weak overrides", s
+
+
+def _total_work_words(exp: Experiment, metric: str, procs: str) -> str:
+    """What :func:`infer_scaling`'s total work of a point is, in words: the per-rank cost
+    (:func:`per_function`) times the process count -- the sum over the ranks where every rank has a
+    value, but where one location holds every value (a campaign's wall time and timers: rank 0,
+    :func:`perfcast.experiment.aggregate_labels`) or the file holds one combined value (a mean over
+    the ranks) it is that value times ``procs``, no sum of anything measured."""
+    label = aggregate_labels(exp).get(metric, "")
+    if label.endswith(ONE_LOCATION):
+        where = label[: -len(ONE_LOCATION)]
+        return f"the application's {metric} at {where} (the only location holding it) times {procs}"
+    if "rank" not in exp.cols and "thread" not in exp.cols and label and not label.startswith("sum over"):
+        return f"the application's {metric} ({label}) times {procs}"
+    return f"the application's total {metric} summed over the ranks"
 
 
 def guess_scaling(exp: Experiment, metric: str, procs: str, exclude: Sequence[str] = DEFAULT_EXCLUDE,
@@ -607,7 +641,7 @@ def guess_scaling(exp: Experiment, metric: str, procs: str, exclude: Sequence[st
     pts = exp.points()
     labels = [point_label(params, r) for _, r in pts.iterrows()]
     wm = find_metric(exp, INSTR_METRICS) or metric
-    pf = per_function(exp, wm, procs)
+    pf = per_function(exp, wm, procs, summed=True)   # the total work of each point only
     pf["point"] = [point_label(params, r) for _, r in pf.iterrows()]
     return infer_scaling(exp, wm, pf, procs, pts, params, labels, exclude, include)
 

@@ -196,7 +196,7 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
         if gone:
             runs = [c for c in gone if tree.parent(c) not in unknown]
             notes.append(f"the exclusive {metric} of {', '.join(runs)} and its {len(gone) - len(runs)} timer(s) is not "
-                         f"known: {negative_exclusive_cause(m)}, and they add up to more than the run at every "
+                         f"known: {negative_exclusive_cause(m)}, and they add up to more than the run at some "
                          f"measured point, so no exclusive loss and no 'where' (n/a): a difference of nested timers "
                          f"is no scope's own; their inclusive losses are measured")
         hit = [v for v in (p, q) if v in shared] if over is not None and over.parameter == proc else sorted(shared)

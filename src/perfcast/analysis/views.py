@@ -133,7 +133,7 @@ def scope_values(exp: Experiment, metric: str, ranks: str = "sum", reps: str = "
 def no_exclusive(exp: Experiment, metric: str, values: pd.DataFrame | None = None, ranks: str = "sum") -> frozenset:
     """The callpaths whose exclusive ``metric`` is not known: of a campaign's time
     (:data:`~perfcast.experiment.RUN_TIMERS`), a run whose timers' inclusive values add up to more
-    than its own at every point of ``values`` (:func:`~perfcast.experiment.timers_nest`, the rule
+    than its own at some point of ``values`` (:func:`~perfcast.experiment.timers_nest`, the rule
     :attr:`perfcast.modelset.ModelSet.nested_timers` follows; ``values``: :func:`scope_values`'
     columns, by default those of every point of ``exp`` with ``ranks``) and each of those timers: the
     store does not say which timer holds which (CoMD's total > loop > timestep > force), so neither the
@@ -459,7 +459,30 @@ def _head(prof: Profile) -> dict:
             "total": prof.total, "missing_ranks": gaps, **({"missing_repetitions": rgaps} if rgaps else {}),
             "warnings": _negative_exclusive(prof, m) + _unknown_exclusive(prof, m) + ([said] if said else [])
             + ([rsaid] if rsaid else [])
-            + _unbalanced(prof, fewer)}
+            + _unbalanced(prof, fewer),
+            "flat": flat_profile(prof)}
+
+
+def flat_profile(prof: Profile) -> str | None:
+    """What the view says of a flat profile -- a metric its reader knows has no callers (cachegrind's
+    counts, per function: :data:`perfcast.io.cachegrind.DESCRIPTIONS`, the metric named and described
+    as that reader makes it) with every callpath holding it at the point a root or a root's child
+    (``app->function``) --: a function's inclusive value is its own code's only, equal to its
+    exclusive, not that of the functions it calls, which sit beside it.  None otherwise (a calling-
+    context tree, or a two-level tree no reader said was flat)."""
+    from ..io.cachegrind import DESCRIPTIONS
+
+    m = prof.exp.metrics[prof.metric]
+    if not m.description or m.description != DESCRIPTIONS.get(prof.metric):
+        return None
+    tree = prof.exp.tree
+    depth1 = [str(p) for p in prof.table.index if tree.parent(str(p)) is not None]
+    if not depth1 or any(tree.parent(tree.parent(p)) is not None for p in depth1):
+        return None
+    roots = sorted({tree.parent(p) for p in depth1})
+    return (f"flat profile: cachegrind records no callers, so its {prof.metric} is counted per function, each "
+            f"directly below {' or '.join(roots)}: a function's inclusive {prof.metric} is its own code's only, "
+            f"equal to its exclusive, not that of the functions it calls (they are listed beside it)")
 
 
 def _over(prof: Profile) -> str:
@@ -538,7 +561,7 @@ def _unknown_exclusive(prof: Profile, m) -> list[str]:
     t = prof.table
     runs = [p for p in t.index if p in prof.no_exclusive and prof.exp.tree.parent(p) not in prof.no_exclusive]
     return [f"the exclusive {prof.metric} of {', '.join(runs)} and its {len(prof.no_exclusive) - len(runs)} timer(s) "
-            f"is not known (n/a): {negative_exclusive_cause(m)}, and they add up to more than the run at every "
+            f"is not known (n/a): {negative_exclusive_cause(m)}, and they add up to more than the run at some "
             f"measured point, so neither the run's time outside them nor any timer's own time is known; their "
             f"inclusive values are measured"]
 

@@ -49,7 +49,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -225,12 +224,14 @@ class TimeCollector(Collector):
 def _probe_record(event: str) -> tuple[bool, str]:
     if not shutil.which("perf"):
         return False, "perf is not on PATH"
-    with tempfile.TemporaryDirectory() as d:
-        try:
-            proc = subprocess.run(["perf", "record", "-e", event, "-N", "-B", "--no-bpf-event", "-q", "-o",
-                                   f"{d}/probe.data", "--", "true"], capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return False, f"perf record does not run: {e}"
+    # the probe's samples go to a pipe (-o -: perf's pipe mode) and are dropped: no scratch file, so
+    # none in the system temporary directory that a probe killed outright would leave there
+    try:
+        proc = subprocess.run(["perf", "record", "-e", event, "-N", "-B", "--no-bpf-event", "-q", "-o", "-",
+                               "--", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"perf record does not run: {e}"
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
         return False, f"perf record -e {event} fails here: {last.strip()[:160]}"

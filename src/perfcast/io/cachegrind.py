@@ -53,7 +53,7 @@ def display_name(fn: str, obj: str | None = None, file: str | None = None) -> st
     where = next((w for w in (obj, file) if w and w.strip() not in ("", "???")), None)
     return f"{name} in {Path(where.strip()).name}" if where else name
 
-_DESCRIPTIONS = {
+DESCRIPTIONS = {
     "Ir": "instructions executed", "I1mr": "I1 cache read misses", "ILmr": "LL cache instruction read misses",
     "Dr": "memory reads", "D1mr": "D1 cache read misses", "DLmr": "LL cache data read misses",
     "Dw": "memory writes", "D1mw": "D1 cache write misses", "DLmw": "LL cache data write misses",
@@ -191,7 +191,7 @@ def read_files(paths: list[Path], root: str = ROOT) -> Experiment:
         mat = np.array([totals[f] for f in names], dtype=np.int64).reshape(len(names), len(events))
         for j, ev in enumerate(events):
             # a simulator's counts: a rerun of the same program gives the same numbers (Metric.exact)
-            metrics.setdefault(ev, Metric(ev, "#", "count", "exclusive", _DESCRIPTIONS.get(ev, ""), exact=True))
+            metrics.setdefault(ev, Metric(ev, "#", "count", "exclusive", DESCRIPTIONS.get(ev, ""), exact=True))
             frames.append(pd.DataFrame({"callpath": paths_, "metric": ev, "value": mat[:, j].astype(float),
                                         "rank": rank}))
     if not frames:

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from ..errors import PerfcastError
 from ..experiment import (COVERAGE, KINDS, SCOPES, CallTree, Experiment, Metric, coordinate_dtype, coverage_from_attrs,
-                          guess_kind)
+                          coverage_from_not_measured, guess_kind, split_not_measured)
 from .. import arrow_kernels as pc
 from ..lazy import LazyModule
 from . import MAX_LINE_BYTES, ReadOptions, Reader, register, read_text as read_checked
@@ -554,7 +554,9 @@ def _read_jsonl_whole(path: Path) -> Experiment:
                                 + (f"unexpected {', '.join(map(repr, extra))}" if extra else ""), path, no)
         for c in first:
             v = obj[c]
-            if c in numeric:
+            if c == "value" and v is None:
+                pass   # null: not measured (experiment.not_measured_rows)
+            elif c in numeric:
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise PerfcastError(f"field {c!r}: {json.dumps(v)[:40]} is not a number", path, no)
                 if isinstance(v, float) and not np.isfinite(v):  # the json module reads NaN, Infinity
@@ -567,6 +569,8 @@ def _read_jsonl_whole(path: Path) -> Experiment:
         raise PerfcastError("no records (empty file)", path)
     df = pd.DataFrame({c: pd.array(v, dtype=object) if c not in ("callpath", "metric") else v
                        for c, v in columns.items()})
+    if "value" in df.columns:
+        df["value"] = pd.to_numeric(df["value"])   # null -> NaN (not measured), numbers as they are
     return _from_frame(df, path, row_to_line=lambda i: lines[i])
 
 
@@ -677,6 +681,21 @@ def _from_frame(df: pd.DataFrame, path: Path, row_to_line) -> Experiment:
                             f"callpath, metric, value and one column per parameter)", path, "header")
     if len(df) == 0:
         raise PerfcastError("the table has no rows", path)
+    # an empty value: the row's metric was not measured at its callpath (the coverage record,
+    # experiment.not_measured_rows); the other rows are the values
+    if df["value"].isna().any():
+        df, unseen, _ = split_not_measured(df.reset_index(drop=True), lambda i: (path, _where(path, row_to_line, i, "value")))
+        if len(df) == 0:
+            raise PerfcastError("the table has no values (every row's value is empty: not measured)", path)
+        lines = df.index.to_numpy()
+        line_of = (lambda i: row_to_line(int(lines[i]))) if row_to_line else None
+        df = df.reset_index(drop=True)
+        exp = _from_frame(df, path, line_of)
+        every = list(dict.fromkeys([*exp.tree.paths, *sorted(c for cs in unseen.values() for c in cs)]))
+        tree = CallTree.from_paths(every)
+        cov = coverage_from_not_measured(unseen, tree.paths, list(exp.metrics))
+        return Experiment(exp.parameters, exp.data, exp.metrics.values(), tree, {**exp.meta, COVERAGE: cov}
+                          if cov else exp.meta)
     params = [c for c in df.columns if c not in (*_REQUIRED, "rep", "rank", "thread", *_META_COLUMNS)]
     for c in [*params, "value", "rep", "rank", "thread"]:
         if c not in df.columns:

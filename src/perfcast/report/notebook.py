@@ -94,7 +94,7 @@ def modelset_html(ms, limit: int = HTML_ROWS, level: float = 0.9) -> str:
     more = (f"; the first {len(ranked)} shown, <code>.to_pandas()</code> has every series"
             if S > len(ranked) else "")
     head = ("<tr><th>#</th><th>callpath</th><th>metric</th><th>model</th><th>model curve</th>"
-            f"<th>at {at} ({level:.0%} interval)</th><th>confidence</th><th>increase</th></tr>")
+            f"<th>at {at} ({level:.0%} interval)</th><th>confidence</th><th>change</th></tr>")
     return (f"<div><p>perfcast ModelSet: {S} series over {', '.join(map(escape, ms.parameters))}, ranked as "
             f"scalability bugs {escape(cost_heading(ms.procs, rc.get('first_at') or {}, rc.get('at') or target))}{more}.</p>"
             f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></div>")

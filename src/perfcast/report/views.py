@@ -62,6 +62,8 @@ def _warnings(d: dict) -> None:
 
     for w in d.get("warnings", ()):
         err.print(f"perfcast: warning: {w}", markup=False, highlight=False)
+    if d.get("flat"):     # analysis.views.flat_profile: inclusive = exclusive, no callees below
+        err.print(f"perfcast: note: {d['flat']}", markup=False, highlight=False)
 
 
 def _heading(d: dict) -> str:
