@@ -63,18 +63,25 @@ for ((q = 1; q <= cores; q++)); do within+=(--where "p=$q"); done
 echo "   3. the times at $TARGET, for the record (oversubscribed on both sides: not a test of the model)"
 "$PERFCAST" predict "$EXP" --validate "$CHECK" --callpath 'app' --metric time 2>&1 | tee "$OUT/check-oversubscribed.txt"
 
-echo "== adaptive campaign: measure only what the prediction at n=1024 points per rank (p=$cores) needs:"
+# the target: the largest n per rank whose working set stays within the last-level cache (probed),
+# the grid n/64..n/2 below it, the iterations that keep the runs' work (scripts/demo_target.py says why)
+ADAPT=$("${PYTHON:-.venv/bin/python}" scripts/demo_target.py "$cores")
+AN=$(sed -n 1p <<< "$ADAPT")
+AGRID=$(sed -n 2p <<< "$ADAPT")
+AITERS=$(sed -n 3p <<< "$ADAPT")
+echo "== adaptive campaign: measure only what the prediction at n=$AN points per rank (p=$cores) needs:"
 echo "   a start design, then one run at a time where perfcast advise says, until the 90% interval of the"
 echo "   predicted run time is within 10% of it at three fits in a row, or the budget (core-hours: wall time x"
 echo "   processes; a run that reaches it is stopped) is spent"
+echo "   $(sed -n 4p <<< "$ADAPT") ($AITERS iterations a run)"
 ABUDGET=${DEMO_ADAPTIVE_BUDGET:-$(awk -v c="$cores" 'BEGIN { print 0.005 * c }')}
-"$PERFCAST" collect --adaptive --target "p=$cores,n=1024" --budget "$ABUDGET" --until 10% \
-  -o "$OUT/jacobi-adaptive.perfcast" -P p="$cores" -P n=16,32,64,128,256,512 --reps 2..4 --cv 0.05 --cv-metric total \
-  -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 1000 -q 2>&1 | tee "$OUT/adaptive.txt"
-echo "   its check: measure n=1024 now (within the cores) and compare with what the campaign predicted"
+"$PERFCAST" collect --adaptive --target "p=$cores,n=$AN" --budget "$ABUDGET" --until 10% \
+  -o "$OUT/jacobi-adaptive.perfcast" -P p="$cores" -P n="$AGRID" --reps 2..4 --cv 0.05 --cv-metric total \
+  -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i "$AITERS" -q 2>&1 | tee "$OUT/adaptive.txt"
+echo "   its check: measure n=$AN now (within the cores) and compare with what the campaign predicted"
 ACHECK="$OUT/jacobi-adaptive-target.perfcast"
-"$PERFCAST" collect -o "$ACHECK" -P p="$cores" -P n=1024 --reps 2..4 --cv 0.05 --cv-metric total \
-  -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i 1000 -q
+"$PERFCAST" collect -o "$ACHECK" -P p="$cores" -P n="$AN" --reps 2..4 --cv 0.05 --cv-metric total \
+  -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i "$AITERS" -q
 "$PERFCAST" predict "$OUT/jacobi-adaptive.perfcast" --validate "$ACHECK" --callpath 'app' --metric time \
   2>&1 | tee "$OUT/adaptive-check.txt"
 

@@ -379,3 +379,38 @@ def test_other_collectors_runs_are_priced_from_their_measured_times(tmp_path):
         limits = _budget_limits(camp, spent + 100 / 3600, {})([(new, "main"), (new, "cachegrind")])
     assert limits[1][0] / limits[0][0] == pytest.approx(max(alpha + beta * t, t) / t, rel=1e-6)
     assert limits[0][0] + limits[1][0] == pytest.approx(100, rel=1e-9)
+
+
+def _sysfs_last_level_bytes():
+    """The size of CPU 0's highest data/unified cache level, read from sysfs here (None: none)."""
+    best = None
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level, kind, size = ((d / f).read_text().strip() for f in ("level", "type", "size"))
+        except OSError:
+            continue
+        if kind != "Instruction" and size[:-1].isdigit() and size[-1] == "K":
+            if best is None or int(level) > best[0]:
+                best = (int(level), int(size[:-1]) * 1024)
+    return None if best is None else best[1]
+
+
+def test_stop_says_the_interval_cannot_see_beyond_the_runs(tmp_path):
+    """The interval at a target beyond the runs comes from them: a change of behaviour between the
+    largest measured point and the target (the demo's n = 1024 outgrew the 32 MiB L3 every measured
+    n <= 512 fitted in: measured 31-40% above the interval) is not in it.  The campaign says so, in
+    its stop line and --json (caveat), with the largest measured values and, when the machine record
+    has caches, its last-level cache."""
+    res, out, lines = _one_run_per_point(tmp_path, "sleep 0.2\n", 4.5 * 0.2 / 3600)
+    ok = [r for r in runs(journal(out)) if r["status"] == "ok"]
+    assert res.measured_max == {"n": max(r["config"]["n"] for r in ok)}
+    assert res.measured_max["n"] < 64 and res.value is not None
+    assert res.caveat is not None and res.caveat in lines[-1] and lines[-1].startswith("adaptive: stop (")
+    assert res.summary()["caveat"] == res.caveat and res.summary()["measured_max"] == res.measured_max
+    # the machine's last-level cache named exactly when sysfs has one
+    assert ("last-level cache" in res.caveat) == (_sysfs_last_level_bytes() is not None)
+    # no caveat when nothing lies beyond the runs (the target at the largest measured value)
+    from perfcast.collect.adaptive import beyond_the_runs
+
+    top, caveat = beyond_the_runs(store.read(out), res.measured_max)
+    assert top == res.measured_max and caveat is None

@@ -72,6 +72,17 @@ consecutive fits (one run apart) gave 85-88% and 3.6-3.9%, for 54-61% of the ful
 instead of 26-50% (two fits: 72-80%, 3.7-7.0%).  On the replayed real grids (Relearn, HPCCG)
 no interval came within 50%, so neither rule stopped there.
 
+**What the interval does not know** (:func:`beyond_the_runs`).  The interval at the target comes from
+the runs: their fits, their noise and the calibrated extrapolation drift.  A change of behaviour
+between the largest measured point and the target that the runs do not show -- the working set
+outgrowing a cache level -- is not in it: make demo's old target, jacobi at n = 1024 points per rank
+(48 MiB for two ranks on a 32 MiB L3, every measured n <= 512 within it), took 1.35x more time per
+point than at n = 512, and in four of five demos it was measured 31-40% above the prediction,
+outside its 90% interval (18-74% wide).  perfcast knows no application's footprint, so every stop
+with an interval at a target beyond the runs says so, naming the largest measured values and the
+last-level cache of the campaign's machine record (``caveat``, ``measured_max`` in the result and in
+``--json``).
+
 **Journal.**  Every decision is a record in the campaign's ``journal.jsonl`` next to the runs
 (``type: "adaptive"``): ``design`` (the start design and why), ``choose`` (the point, new run or
 repetition, the successful runs wanted there afterwards, the advisor's one-line reason, its cost
@@ -197,6 +208,8 @@ class AdaptiveResult:
     upper: float | None = None
     width: float | None = None
     procs: str | None = None
+    measured_max: dict | None = None  # the largest measured value of each parameter
+    caveat: str | None = None         # what the interval cannot know (:func:`beyond_the_runs`)
     experiment: object = field(default=None, repr=False)
 
     def summary(self) -> dict:
@@ -204,7 +217,29 @@ class AdaptiveResult:
                 "until": self.until, "level": LEVEL, "design": self.design, "stop": self.stop, "why": self.why,
                 "spent": self.spent, "runs": self.runs, "points": len(self.experiment.points()) if self.experiment
                 is not None else None, "value": self.value, "lower": self.lower, "upper": self.upper,
-                "width": self.width, "procs": self.procs}
+                "width": self.width, "procs": self.procs, "measured_max": self.measured_max, "caveat": self.caveat}
+
+
+def beyond_the_runs(exp, target: Mapping[str, float]) -> tuple[dict, str | None]:
+    """The largest measured value of each parameter, and what an interval at ``target`` beyond them
+    cannot know: it comes from the runs' fits, their noise and the calibrated extrapolation drift,
+    so a change of behaviour between the largest measured point and the target that the runs do not
+    show (a working set outgrowing a cache level: the campaign's machine record names the last one)
+    is not in it.  No footprint model: perfcast does not know the application's working set, so it
+    says this whenever the target lies beyond the runs, not only when a cache is outgrown."""
+    from .machine import last_level
+
+    pts = exp.points()
+    top = {q: float(pts[q].max()) for q in pts.columns if q in target}
+    out = {q: v for q, v in top.items() if float(target[q]) > v}
+    if not out:
+        return top, None
+    llc = last_level(((exp.meta.get("campaign") or {}).get("machine") or {}).get("caches") or [])
+    cache = (f" (this machine's last-level cache: L{llc['level']}, {llc['size'] / 2**20:g} MiB per instance)"
+             if llc else "")
+    return top, (f"the interval comes from the runs measured up to {_fmt(out)}: a change of the machine's behaviour "
+                 f"between them and {_fmt({q: target[q] for q in out})} that they do not show, such as the working set "
+                 f"outgrowing a cache{cache}, is not in it")
 
 
 def run_cost(record: dict, procs: str | None) -> float:
@@ -344,6 +379,13 @@ def _request(spec: CampaignSpec, exp, tgt: dict, collector_runs: tuple = ()):
     grid = sorted(set(itertools.product(*(sorted(set(spec.parameters[q])) for q in params))) - set(measured_pts))
     measured = {q: sorted({t[k] for t in measured_pts}) for k, q in enumerate(params)}
     return Request(params, dict(tgt), tuple(grid), tuple(measured_pts), measured, None, collector_runs)
+
+
+def _caveat(exp, target: Mapping[str, float], value) -> str:
+    """``; <what the interval cannot know>`` for a stop line (:func:`beyond_the_runs`), or '' (also
+    when there is no interval: ``value`` None or NaN)."""
+    caveat = beyond_the_runs(exp, target)[1] if value is not None and math.isfinite(value) else None
+    return f"; {caveat}" if caveat else ""
 
 
 def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, float], budget: float,
@@ -487,7 +529,7 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 stop = None
             if stop is not None:
                 _stop(camp, {"reason": stop, "why": why, **state})
-                say(f"adaptive: stop ({stop}): {why}")
+                say(f"adaptive: stop ({stop}): {why}{_caveat(exp, tgt, value)}")
                 break
             # the first step of the advisor's plan within the budget left
             first = plan[0]
@@ -513,20 +555,24 @@ def run_adaptive(spec: CampaignSpec, output: str | Path, target: Mapping[str, fl
                 stop, why = "budget", (f"{_spent(camp, procs):.3g} of {budget:g} core-hours spent: {_fmt(at)} is "
                                        f"held back ({camp.held[0][2]})")
                 _stop(camp, {"reason": stop, "why": why, **state})
-                say(f"adaptive: stop ({stop}): {why}")
+                say(f"adaptive: stop ({stop}): {why}{_caveat(exp, tgt, value)}")
                 break
             if len(_runs(camp.records)) == before:
                 stop, why = "failed", f"{_fmt(at)} has failed {spec.max_failures} time(s): given up"
                 _stop(camp, {"reason": stop, "why": why, **state})
-                say(f"adaptive: stop ({stop}): {why}")
+                say(f"adaptive: stop ({stop}): {why}{_caveat(exp, tgt, value)}")
                 break
         steps = _chosen(camp)
+        # the fits' experiment (a stop after a failed or held-back run added no run to it)
+        top, caveat = beyond_the_runs(exp, tgt)
+        if value is None or not math.isfinite(value):
+            caveat = None   # no interval at the target
         res = AdaptiveResult(str(out), str(camp.dir), tgt, float(budget), float(until), design, steps, stop, why,
                              spent, len(_runs(camp.records)), value, lower, upper,
-                             width if math.isfinite(width) else None, procs)
+                             width if math.isfinite(width) else None, procs, top, caveat)
         res.experiment = camp.write({"adaptive": res.summary()})
         return res
 
 
-__all__ = ["run_adaptive", "check", "start_design", "parse_until", "total_interval", "run_cost", "AdaptiveResult",
-           "UNTIL", "LEVEL"]
+__all__ = ["run_adaptive", "check", "start_design", "beyond_the_runs", "parse_until", "total_interval", "run_cost",
+           "AdaptiveResult", "UNTIL", "LEVEL"]
