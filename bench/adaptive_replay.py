@@ -3,7 +3,7 @@
 target was made of (issue 21: "the adaptive campaign's 90% interval at the target jumps as runs are
 added").
 
-    PYTHONPATH=src .venv/bin/python bench/adaptive_replay.py OUT/jacobi-adaptive.perfcast [--callpath app] [--advise]
+    PYTHONPATH=src .venv/bin/python bench/adaptive_replay.py OUT/jacobi-adaptive-nN.perfcast [--callpath app] [--advise]
 
 The journal (``OUT.perfcast.campaign/journal.jsonl``, read only; a torn last line is skipped) holds
 every run and every ``choose``/``stop`` decision of ``perfcast collect --adaptive``.  Before each

@@ -74,15 +74,18 @@ echo "   a start design, then one run at a time where perfcast advise says, unti
 echo "   predicted run time is within 10% of it at three fits in a row, or the budget (core-hours: wall time x"
 echo "   processes; a run that reaches it is stopped) is spent"
 echo "   $(sed -n 4p <<< "$ADAPT") ($AITERS iterations a run)"
+# named by the target: a demo-out of an earlier design (another target) keeps its campaign, and
+# rerunning resumes this one instead of refusing a directory that holds a different campaign
+ACAMP="$OUT/jacobi-adaptive-n$AN.perfcast"
 ABUDGET=${DEMO_ADAPTIVE_BUDGET:-$(awk -v c="$cores" 'BEGIN { print 0.005 * c }')}
 "$PERFCAST" collect --adaptive --target "p=$cores,n=$AN" --budget "$ABUDGET" --until 10% \
-  -o "$OUT/jacobi-adaptive.perfcast" -P p="$cores" -P n="$AGRID" --reps 2..4 --cv 0.05 --cv-metric total \
+  -o "$ACAMP" -P p="$cores" -P n="$AGRID" --reps 2..4 --cv 0.05 --cv-metric total \
   -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i "$AITERS" -q 2>&1 | tee "$OUT/adaptive.txt"
 echo "   its check: measure n=$AN now (within the cores) and compare with what the campaign predicted"
-ACHECK="$OUT/jacobi-adaptive-target.perfcast"
+ACHECK="$OUT/jacobi-adaptive-n$AN-target.perfcast"
 "$PERFCAST" collect -o "$ACHECK" -P p="$cores" -P n="$AN" --reps 2..4 --cv 0.05 --cv-metric total \
   -- mpirun -np {p} examples/jacobi/jacobi -w {n} -i "$AITERS" -q
-"$PERFCAST" predict "$OUT/jacobi-adaptive.perfcast" --validate "$ACHECK" --callpath 'app' --metric time \
+"$PERFCAST" predict "$ACAMP" --validate "$ACHECK" --callpath 'app' --metric time \
   2>&1 | tee "$OUT/adaptive-check.txt"
 
 echo "== APMT breakdown: instruction counts of the solver's own functions (cachegrind, one run per"
