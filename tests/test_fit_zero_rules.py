@@ -215,3 +215,58 @@ def test_cli_json_carries_both_rules(tmp_path, capsys):
     m = next(i for i in cli_items(out, "models") if i["callpath"] == "MPI->MPI_Isend")
     assert m["zero_below"]["through_zero"] is True
     assert _evaluated(m["formula"], 8.0, 20.0) == pytest.approx(1400.0, rel=1e-3)
+
+
+def _sampled_and_counted():
+    """Per rank: app->run 1e6 Ir and 40 cpu-clock samples at every p; app->short 5000 Ir at every p
+    (it runs everywhere: cachegrind counts it) but one sample at p = 1 only (too short to be sampled
+    beyond it).  Ir is exact with a coverage record (cachegrind), the samples have none (perf)."""
+    rows = []
+    for p in (1.0, 2.0, 4.0, 8.0):
+        for rep in range(2):
+            for r in range(int(p)):
+                rows += [{"p": p, "rep": rep, "rank": r, "callpath": "app->run", "metric": "Ir", "value": 1e6},
+                         {"p": p, "rep": rep, "rank": r, "callpath": "app->run", "metric": "samples", "value": 40.0},
+                         {"p": p, "rep": rep, "rank": r, "callpath": "app->short", "metric": "Ir", "value": 5000.0}]
+                if p == 1:
+                    rows.append({"p": p, "rep": rep, "rank": r, "callpath": "app->short", "metric": "samples",
+                                 "value": 1.0})
+    return Experiment(["p"], pd.DataFrame(rows), [Metric("Ir", "#", "count", exact=True), Metric("samples", "#", "count")],
+                      meta={"locations": "sparse",
+                            "coverage": [{"metrics": ["Ir"], "callpaths": ["app->run", "app->short"]}]})
+
+
+def test_a_ratio_with_a_sampled_operand_is_not_zero_where_nothing_was_sampled():
+    """``Ir / samples`` inherits Ir's coverage record (analysis.derived), which made its absence
+    beyond p = 1 at app->short mean "did not run": 0 [0, 0] at p = 16, formula (p < 2) * (5000).
+    The routine ran (5000 Ir per rank at every p, read from the table above); only the sampler missed
+    it, and the ratio is x / 0 there: undefined, never 0.  It stays missing: the one point left,
+    p = 1, gives its mean (5000), no law.  A derived metric is as sure as its least sure operand:
+    ``2 * Ir`` of a routine absent beyond p = 1 is 0 there (as Ir's own model), ``2 * samples`` and
+    ``Ir + samples`` stay missing."""
+    from perfcast.analysis.derived import derive
+    from perfcast.experiment import fill_absent_points
+
+    d, _ = derive(_sampled_and_counted(), ["per_sample = Ir / samples"])
+    out = fill_absent_points(d, d.aggregate("sum", ("rank",)))
+    short = out[(out["callpath"] == "app->short") & (out["metric"] == "per_sample")]
+    assert sorted(short["p"].unique()) == [1.0]
+    ms = perfcast.model(d.select(metric=["per_sample"]))
+    got = {r["callpath"]: r for r in ms.predict([{"p": 16.0}])}
+    assert got["app->short"]["value"] == pytest.approx(5000.0, rel=1e-12)     # 5000 Ir / 1 sample at p = 1
+    assert got["app->run"]["value"] == pytest.approx(1e6 / 40, rel=1e-9)
+    m = next(sm.model for sm in ms.series if sm.callpath == "app->short")
+    assert "zero_from" not in m.to_dict()
+
+    exp = _sampled_and_counted()
+    gone = exp.data[~((exp.data["callpath"] == "app->short") & (exp.data["p"] > 1))].reset_index(drop=True)
+    exp = Experiment(["p"], gone, list(exp.metrics.values()), meta=exp.meta)
+    s, _ = derive(exp, ["twice_ir = 2 * Ir", "both = Ir + samples"])
+    out = fill_absent_points(s, s.aggregate("sum", ("rank",)))
+    short = out[(out["callpath"] == "app->short") & (out["metric"] == "twice_ir")]
+    assert sorted(short["p"].unique()) == [1.0, 2.0, 4.0, 8.0] and (short[short["p"] > 1]["value"] == 0).all()
+    assert sorted(out[(out["callpath"] == "app->short") & (out["metric"] == "both")]["p"].unique()) == [1.0]
+    # the samples alone: no record, not exact -- missing beyond p = 1 (test_a_sampled_profile_keeps_...)
+    only = derive(exp, ["twice = 2 * samples"])[0]
+    out = fill_absent_points(only, only.aggregate("sum", ("rank",)))
+    assert sorted(out[(out["callpath"] == "app->short") & (out["metric"] == "twice")]["p"].unique()) == [1.0]

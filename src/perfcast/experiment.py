@@ -322,9 +322,10 @@ def fill_absent_points(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
       MPI's ``mca_coll_self_allreduce_intra``, 714 Ir at p = 1 in CoMD's cachegrind profiles, was
       predicted 714 at p = 16 where 0 was measured), when the metric's absence means "did not run":
       the metric is exact (:attr:`Metric.exact`: a simulator's counts) or its collector recorded
-      what it could see (:data:`COVERAGE`: perfcast collect's timers, PMPI and cachegrind).  In a
-      sampled profile (no such record) a routine absent beyond p = 1 may have been too short to be
-      sampled there, and it stays missing.
+      what it could see (:data:`COVERAGE`: perfcast collect's timers, PMPI and cachegrind), one rule
+      (:func:`absent_means_not_run`).  In a sampled profile (no such record) a routine absent beyond
+      p = 1 may have been too short to be sampled there, and it stays missing; so does a metric
+      derived from one.
 
     Both regimes are the fit's (:func:`perfcast.fit.core.zero_rule_sets`); a callpath absent at
     other points is fitted on the points that have it, as before (a 0 there would be taken for a
@@ -360,8 +361,7 @@ def fill_absent_points(exp: "Experiment", data: pd.DataFrame) -> pd.DataFrame:
     gap = per.merge(npts, on="metric").query("_n < _N")[["metric", "callpath"]]
     full = [cps.merge(gap, on=["metric", "callpath"]).merge(runs[one], on="metric")]
     # callpaths at p = 1 only, of metrics whose absence means "did not run"
-    sure = [m for m in cps["metric"].unique()
-            if (str(m) in exp.metrics and exp.metrics[str(m)].exact) or metric_coverage(exp, str(m)) is not None]
+    sure = [m for m in cps["metric"].unique() if absent_means_not_run(exp, str(m))]
     if sure and (~one).any():
         beyond = have[~at1][["metric", "callpath"]].drop_duplicates().assign(_b=True)
         only = cps[cps["metric"].isin(sure)].merge(have[at1][["metric", "callpath"]].drop_duplicates(),
@@ -517,6 +517,32 @@ def metric_coverage(exp: "Experiment", metric: str) -> frozenset[str] | None:
         if metric in g.get("metrics", ()):
             return frozenset(g.get("callpaths", ()))
     return None
+
+
+def _derivation(exp: "Experiment", metric: str) -> dict | None:
+    """The record :mod:`perfcast.analysis.derived` keeps of a derived ``metric`` (``meta["derived"]``), or None."""
+    derived = exp.meta.get("derived")
+    d = derived.get(metric) if isinstance(derived, dict) else None
+    return d if isinstance(d, dict) else None
+
+
+def absent_means_not_run(exp: "Experiment", metric: str) -> bool:
+    """Whether ``metric``'s absence at a point that measured it means the callpath did not run
+    there (:func:`fill_absent_points` beyond p = 1): the metric is exact (:attr:`Metric.exact`: a
+    simulator's counts) or its collector recorded what it could see (:data:`COVERAGE`: perfcast
+    collect's timers, PMPI, cachegrind).  A derived metric inherits a coverage record from its
+    covered operands (:mod:`perfcast.analysis.derived`) whatever the others are, so its own says
+    nothing: its absence means "did not run" when every operand's does (it is as sure as its least
+    sure operand).  ``Ir / samples``, where perf's cpu-clock sampled nothing beyond p = 1 (too
+    short to be sampled, not "did not run": x / 0, no value), was 0 beyond p = 1 because ``Ir`` has
+    a record.  A derived metric of a store that did not record its operands: not sure."""
+    d = _derivation(exp, metric)
+    if d is not None:
+        ops = d.get("operands")
+        return (isinstance(ops, list) and len(ops) > 0
+                and all(o != metric and absent_means_not_run(exp, str(o)) for o in ops))
+    m = exp.metrics.get(metric)
+    return bool(m is not None and m.exact) or metric_coverage(exp, metric) is not None
 
 
 def covered(exp: "Experiment", metric: str, callpaths) -> np.ndarray:

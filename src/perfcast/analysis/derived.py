@@ -831,8 +831,11 @@ def _derive_one(exp: Experiment, d: Derivation, scopes: str, unit: str) -> tuple
     data = pd.concat([base, *[f[base.columns] for f in frames]], ignore_index=True)
     meta = copy.deepcopy(exp.meta)
     derived = meta.get("derived") if isinstance(meta.get("derived"), dict) else {}
+    # the operands whose absence the derived metric's inherits (experiment.absent_means_not_run)
+    names = list(dict.fromkeys(resolved[id(r.ref if isinstance(r, Total) else r)] for r in refs))
     for rep in reports:
-        derived[rep["name"]] = {"formula": rep["formula"], "scope": rep["scope"], "definition": text}
+        derived[rep["name"]] = {"formula": rep["formula"], "scope": rep["scope"], "definition": text,
+                                "operands": names}
     meta["derived"] = derived
     # a derived metric is seen where all its operands' collectors saw the callpath
     covs = [c for c in (metric_coverage(exp, resolved[id(r.ref if isinstance(r, Total) else r)]) for r in refs)

@@ -54,16 +54,24 @@ def split(series: Sequence) -> tuple[list[tuple[GroupFit, np.ndarray, np.ndarray
 
 def _apart(series: Sequence, parts: tuple) -> tuple:
     """``parts`` with the series of groups whose models are 0 below a process count
-    (``GroupFit.zero_below``, :func:`perfcast.fit.core.not_running_first`) among the others: their
-    Model objects are built and read (the formula, value and interval say the exception), not the
-    group's arrays."""
+    (``GroupFit.zero_below``, :func:`perfcast.fit.core.not_running_first`) and the series with a
+    drift per parameter (``GroupFit.drift_along``) among the others: their Model objects are built
+    and read (the formula, value and interval say the exception), not the group's arrays."""
     groups, others = parts
-    if not any(g.zero_below is not None or g.zero_from is not None for g, _, _ in groups):
+    if not any(g.zero_below is not None or g.zero_from is not None or g.drift_along is not None
+               for g, _, _ in groups):
         return parts
     keep, more = [], list(others)
     for g, pos, rows in groups:
         if g.zero_below is None and g.zero_from is None:
-            keep.append((g, pos, rows))
+            if g.drift_along is not None:
+                # a drift per parameter (``Model.drift_along``): those rows' models are built
+                own = ~np.isnan(g.drift_along[rows]).all(axis=1)
+                if own.any():
+                    more.extend(pos[own].tolist())
+                    pos, rows = pos[~own], rows[~own]
+            if len(pos):
+                keep.append((g, pos, rows))
         else:
             more.extend(pos.tolist())
     return keep, sorted(more)

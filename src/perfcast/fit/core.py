@@ -1402,6 +1402,10 @@ class GroupFit:
     #: (parameter, start): the group's series run only below ``start`` (0 from there on:
     #: :func:`runs_only_first`), their law holds below it; None = everywhere
     zero_from: tuple | None = None
+    #: (S, m) per series the drift along each parameter (``Model.drift_along``): a law through
+    #: every mean of a grid with three values of some parameter (:func:`_own_three_point_doubt`);
+    #: NaN rows (and None: every row) carry ``drift`` along every parameter
+    drift_along: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.status)
@@ -1448,7 +1452,18 @@ class GroupFit:
             mdl = dataclasses.replace(mdl, lines=self.lines[s])
         if self.zero_below is not None or self.zero_from is not None:
             mdl = dataclasses.replace(mdl, zero_below=self.zero_below, zero_from=self.zero_from)
+        along = self.along(s)
+        if along is not None:
+            mdl = dataclasses.replace(mdl, drift_along=along)
         return mdl
+
+    def along(self, s: int) -> tuple[float, ...] | None:
+        """Series ``s``'s drift along each parameter (``Model.drift_along``), None when ``drift``
+        holds along every one."""
+        a = self.drift_along
+        if a is None or np.isnan(a[s]).all():
+            return None
+        return tuple(float(v) for v in a[s])
 
     def _drift_dof(self, s: int) -> int:
         d = self.drift_dof
@@ -1818,6 +1833,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         if progress is not None:
             progress(hi, S)
     drift_dof = 0
+    drift_along = None
     if hold is not None and usable and n >= 3:
         out_drift[:], drift_dof = _pool_drift(miss, allowed, signed, pool=pooled)
     if two is not None:
@@ -1848,16 +1864,26 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         # given the group's doubt where its own measurements bend less: their own three-point
         # doubt, never above the group's.  Three values of every parameter keep the group's doubt:
         # three deterministic points alone do not narrow an extrapolation (issue 16)
+        # Per parameter: the doubt along a parameter is what its own lines support (a parameter
+        # at three values keeps the group's: :func:`_own_three_point_doubt`), so a law
+        # extrapolated along its three-value parameter is not narrowed by its four-value one's
+        # straight lines (``drift_along``; ``drift`` the largest of them)
         through = np.nan_to_num(out_q[:, 2], nan=np.inf) <= EXACT_FIT_SMAPE
         through &= any(len(np.unique(X[:, p])) >= 4 for p in usable)
         if through.any():
             own = _own_three_point_doubt(X, mean[through], usable)
-            out_drift[through] = np.fmin(own, doubt) * math.log(2)
+            along = np.where(np.isnan(own), doubt, np.fmin(own, doubt)) * math.log(2)
+            out_drift[through] = along.max(axis=1)
+            if m > 1:
+                drift_along = np.full((S, m), np.nan)
+                drift_along[through] = along
         growth = 1.0
     # an all-zero series is exactly the constant 0, however few points
     allzero = np.all(mean == 0, axis=1)
     status[allzero & (n >= 1)] = 0
     out_drift[status != 0] = 0.0
+    if drift_along is not None:
+        drift_along[status != 0] = np.nan
     with np.errstate(invalid="ignore", over="ignore"):
         w = np.exp(-(out_crit - out_crit[:, :1]) / 2)
     w = np.where(np.isfinite(out_crit) & np.isfinite(w), w, 0.0)
@@ -1870,8 +1896,10 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         # no check, no drift: unknown, so an interval made from these models is NaN, never one
         # that silently leaves the extrapolation drift out
         out_drift[:] = np.nan
+        drift_along = None
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
-                    out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape)
+                    out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape,
+                    drift_along=drift_along)
 
 
 def _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, check) -> GroupFit:
@@ -1996,18 +2024,24 @@ EXACT_FIT_SMAPE = 100 * EXACT_RSD
 
 
 def _own_three_point_doubt(X: np.ndarray, mean: np.ndarray, usable: Sequence[int]) -> np.ndarray:
-    """Per series (``mean`` (S, n)) the exponent doubt of :func:`_three_point_doubt` from its own
-    measurements, for series whose law goes through every measured mean (where a group's doubt
-    would come from other series' misses): on every line of every usable parameter (the others
-    fixed, :func:`parameter_lines`) the exponent from the second-largest value to the largest less
-    the one from the third-largest to the second (positive values only), RMS over the lines, times
-    :data:`THREE_POINT_SHARE`, never below :data:`THREE_POINT_MIN_SD` (the doubt may shrink, not
-    vanish: three deterministic points do not make an extrapolation certain).  NaN where no line
-    has three positive values."""
+    """Per series (``mean`` (S, n)) and parameter, (S, m): the exponent doubt of
+    :func:`_three_point_doubt` from the series' own measurements along that parameter, for series
+    whose law goes through every measured mean (where a group's doubt would come from other
+    series' misses): on every line of the parameter (the others fixed, :func:`parameter_lines`)
+    the exponent from the second-largest value to the largest less the one from the third-largest
+    to the second (positive values only), RMS over its lines, times :data:`THREE_POINT_SHARE`,
+    never below :data:`THREE_POINT_MIN_SD` (the doubt may shrink, not vanish: three deterministic
+    points do not make an extrapolation certain).  Only a usable parameter measured at four or more
+    values has a doubt of its own (there a law through the first three that also meets the fourth
+    passed a check); NaN for the others (three values: their extrapolation keeps the group's doubt,
+    issue 16) and where no line has three positive values."""
     S = mean.shape[0]
-    tot = np.zeros(S)
-    cnt = np.zeros(S)
+    out = np.full((S, X.shape[1]), np.nan)
     for p in usable:
+        if len(np.unique(X[:, p])) < 4:
+            continue
+        tot = np.zeros(S)
+        cnt = np.zeros(S)
         for ix in parameter_lines(X, p):
             x = X[ix, p]
             top = np.unique(x)[-3:]
@@ -2022,9 +2056,10 @@ def _own_three_point_doubt(X: np.ndarray, mean: np.ndarray, usable: Sequence[int
                 e2 = (ly[:, 2] - ly[:, 1]) / math.log(top[2] / top[1])
             tot += np.where(ok, (e2 - e1) ** 2, 0.0)
             cnt += ok
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rms = np.sqrt(tot / cnt)
-    return np.where(cnt > 0, np.maximum(THREE_POINT_SHARE * rms, THREE_POINT_MIN_SD), np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rms = np.sqrt(tot / cnt)
+        out[:, p] = np.where(cnt > 0, np.maximum(THREE_POINT_SHARE * rms, THREE_POINT_MIN_SD), np.nan)
+    return out
 
 
 def _two_point_axis(X: np.ndarray) -> int | None:
@@ -2260,7 +2295,9 @@ def zero_below(gf: "GroupFit", parameter: str, start: float, bound: float, line:
                              notes=tuple(gf.notes) + (not_running_note(parameter, start, bound, one_left, line),))
     if one_left and gf.drift is not None:
         drift = np.where(gf.status == 0, np.maximum(gf.drift, TWO_POINT_EXPONENT_SD * math.log(2)), 0.0)
-        gf = dataclasses.replace(gf, drift=drift, growth=1.0, drift_dof=TWO_POINT_DRIFT_DOF)
+        # the two-point doubt is the largest any parameter's is (:func:`_own_three_point_doubt`
+        # never exceeds it on a multi-parameter grid): one drift along every parameter again
+        gf = dataclasses.replace(gf, drift=drift, growth=1.0, drift_dof=TWO_POINT_DRIFT_DOF, drift_along=None)
     return gf
 
 

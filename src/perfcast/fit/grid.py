@@ -416,7 +416,7 @@ def fit_grid(X, mean, count, ssd, parameters: Sequence[str], grid: Grid, options
             continue
         if best is None or len(m.terms) < len(best[1].terms):
             # exact where it was held out: no extrapolation drift (as an exact plain model's)
-            best = (name, replace(m, drift=0.0, drift_dof=0))
+            best = (name, replace(m, drift=0.0, drift_dof=0, drift_along=None))
     if best is None:
         return None
     name, m = best

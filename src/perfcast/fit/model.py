@@ -179,6 +179,13 @@ class Model:
     #: the model is 0 [0, 0] from ``start`` on, its terms the law below it; the formula says so
     #: (``(p < 2) * (...)``, :func:`zero_below_text`)
     zero_from: tuple | None = None
+    #: the drift along each parameter (in ``parameters`` order), where it differs between them: a
+    #: law through every mean of a grid with three values of some parameter carries beyond the
+    #: data along each parameter the doubt that parameter's own measurements support
+    #: (:func:`perfcast.fit.core._own_three_point_doubt`); ``drift`` is then the largest.  None:
+    #: ``drift`` along every parameter.  Beyond the data the relative drift is the largest over
+    #: the parameters of ``drift_along[k] * doublings_k^growth`` (:func:`drift_reach`)
+    drift_along: tuple[float, ...] | None = None
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -330,6 +337,8 @@ class Model:
             d["drift"] = _clean(self.drift)
             d["growth"] = _clean(self.growth)
             d["drift_dof"] = int(self.drift_dof)
+        if self.drift and self.drift_along is not None:
+            d["drift_along"] = {p: _clean(v) for p, v in zip(self.parameters, self.drift_along)}
         if self.upper is not None:
             # the largest measured value of each parameter ("upper" elsewhere is an interval bound)
             d["largest_measured"] = [_clean(v) for v in self.upper]
@@ -376,12 +385,19 @@ class Model:
                 zf = (str(zf["parameter"]), float(zf["start"]))
                 if zf[0] not in params:
                     raise PerfcastError(f"zero_from names {zf[0]!r}, not a parameter of the model", where="zero_from")
+            da = d.get("drift_along")
+            if da is not None:
+                if not isinstance(da, Mapping) or set(da) != set(params):
+                    raise PerfcastError("drift_along must give a number for every parameter of the model",
+                                        where="drift_along")
+                da = tuple(float(da[p]) for p in params)
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
                        None if largest is None else tuple(float(v) for v in largest),
                        float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0),
-                       float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params), zb, zf)
+                       float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params), zb, zf,
+                       da)
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
@@ -716,6 +732,9 @@ class PredictBatch:
         #: owner -> the bound of a model with ``zero_below``: its upper bound where it does not run is
         #: the law's there times the bound
         self.zero_cap: dict = {}
+        #: owner -> the relative drift at the points of a model with ``drift_along`` (:func:`drift_reach`),
+        #: in place of ``drift * doublings^growth``
+        self.drift_rel: dict = {}
 
     def design(self, ms: Sequence[Model]) -> tuple[np.ndarray, np.ndarray]:
         """(D, coef) of models ``ms``, as wide as their most terms + 1."""
@@ -756,6 +775,8 @@ class PredictBatch:
                 self.line_log[s] = m._line_log(self.cols)
             if m.zero_below:
                 self.zero_cap[s] = m.zero_below[2]
+            if m.drift and m.drift_along is not None and m.upper is not None:
+                self.drift_rel[s] = drift_reach(m.parameters, m.upper, m.drift_along, m.growth, self.cols, self.n)
             if alternatives:
                 pend = getattr(m.alternatives, "pending", None)
                 src = pend() if pend is not None else None
@@ -848,7 +869,12 @@ class PredictBatch:
         d = self.doublings
         drift = self.drift[:, None]
         growth = self.growth[:, None]
-        vd = (drift * d ** growth * centre) ** 2
+        rel = drift * d ** growth
+        if self.drift_rel:
+            rel = rel.copy()
+            for s, r in self.drift_rel.items():
+                rel[s] = r
+        vd = (rel * centre) ** 2
         # non-normal noise: its part of the variance enters scaled by the squared ratio of its
         # quantile to the normal one (1 for normal noise; < 1 for light-tailed noise, whose
         # 90% range is narrower than a normal one of the same variance)
@@ -922,6 +948,21 @@ def doublings_rows(params: Sequence[str], up: np.ndarray, cols: Mapping[str, np.
         dp = np.nan_to_num(dp, nan=0.0, neginf=0.0)
         sub = np.where(u > 0, np.maximum(sub, dp), sub)
     return sub
+
+
+def drift_reach(params: Sequence[str], upper: Sequence[float], along: Sequence[float], growth: float,
+                cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """The relative drift (standard deviation over the value) at the points ``cols`` of a model
+    with a drift per parameter (``Model.drift_along``): the largest over the parameters of
+    ``along[k] * doublings_k^growth``, each parameter's doublings beyond its own largest measured
+    value (``upper[k]``; 0 inside the data), (n,).  With equal drifts it is the usual ``drift *
+    doublings^growth`` (:meth:`Model.doublings` is the largest of the parameters' doublings)."""
+    up = np.asarray(upper, dtype=float)[None, :]
+    out = np.zeros(n)
+    for k, p in enumerate(params):
+        dk = doublings_rows((p,), up[:, k:k + 1], cols, n)[0]
+        out = np.maximum(out, float(along[k]) * dk ** growth)
+    return out
 
 
 def _doublings_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
