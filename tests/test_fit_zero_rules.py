@@ -270,3 +270,46 @@ def test_a_ratio_with_a_sampled_operand_is_not_zero_where_nothing_was_sampled():
     only = derive(exp, ["twice = 2 * samples"])[0]
     out = fill_absent_points(only, only.aggregate("sum", ("rank",)))
     assert sorted(out[(out["callpath"] == "app->short") & (out["metric"] == "twice")]["p"].unique()) == [1.0]
+
+
+def test_a_sampled_metric_combined_with_a_covered_one_keeps_its_absence_beyond_p1_missing(tmp_path):
+    """``combine`` (and a campaign) records the tree of perf's input as its coverage, so perf's
+    samples had a record and a routine sampled at p = 1 only (one sample of a short routine: too
+    brief to be sampled at p = 2, 4, 8, not "did not run") got 0 rows beyond p = 1.  The perf reader
+    marks its metrics sampled (Metric.sampled, kept by the store) and such a metric is never filled
+    beyond p = 1, while the exact Ir of a routine at p = 1 only still is.  The truth is the
+    generating table: samples at app->short exist at p = 1 only."""
+    from perfcast.experiment import absent_means_not_run, combine, fill_absent_points
+    from perfcast.io.perf import samples_experiment
+
+    parts_s, parts_c = [], []
+    for p in (1.0, 2.0, 4.0, 8.0):
+        for r in range(int(p)):
+            acc = {(("run",), "cpu-clock", False): (40, 1_000_000)}
+            if p == 1.0:
+                acc[(("short",), "cpu-clock", False)] = (1, 1_000_000)
+            df, mets, tree = samples_experiment(acc, r)
+            parts_s.append(df.assign(p=p, rep=0))
+            parts_c += [{"p": p, "rep": 0, "rank": r, "callpath": cp, "metric": "Ir", "value": v}
+                        for cp, v in (("app->run", 1e6), ("app->short", 5e3))]
+            if p == 1.0:
+                parts_c.append({"p": p, "rep": 0, "rank": r, "callpath": "app->self", "metric": "Ir", "value": 714.0})
+    assert mets["samples"].sampled and mets["cpu_time"].sampled
+    data = pd.concat(parts_s, ignore_index=True)
+    data["callpath"] = data["callpath"].astype(str).str.replace(r"^[^>]*->", "app->", regex=True)
+    data = data[data["callpath"] != data["callpath"].str.split("->").str[0]]
+    s = Experiment(["p"], data, [mets["samples"], mets["cpu_time"]], meta={"locations": "sparse"})
+    c = Experiment(["p"], pd.DataFrame(parts_c), [Metric("Ir", "#", "count", exact=True)],
+                   meta={"locations": "sparse"})
+    x = combine([s, c])
+    assert x.metrics["samples"].sampled and not x.metrics["Ir"].sampled
+    assert not absent_means_not_run(x, "samples") and absent_means_not_run(x, "Ir")
+    out = fill_absent_points(x, x.aggregate("sum", ("rank",)))
+    short = out[(out["callpath"] == "app->short") & (out["metric"] == "samples")]
+    assert sorted(short["p"].unique()) == [1.0]
+    selfs = out[(out["callpath"] == "app->self") & (out["metric"] == "Ir")]
+    assert sorted(selfs["p"].unique()) == [1.0, 2.0, 4.0, 8.0] and (selfs[selfs["p"] > 1]["value"] == 0).all()
+    assert Metric.from_dict(x.metrics["samples"].to_dict()).sampled
+    from perfcast import store
+
+    assert store.read(store.write(x, tmp_path / "x.perfcast")).metrics["samples"].sampled

@@ -535,13 +535,18 @@ def absent_means_not_run(exp: "Experiment", metric: str) -> bool:
     nothing: its absence means "did not run" when every operand's does (it is as sure as its least
     sure operand).  ``Ir / samples``, where perf's cpu-clock sampled nothing beyond p = 1 (too
     short to be sampled, not "did not run": x / 0, no value), was 0 beyond p = 1 because ``Ir`` has
-    a record.  A derived metric of a store that did not record its operands: not sure."""
+    a record.  A sampled metric (:attr:`Metric.sampled`) is never sure, whatever its record says: a
+    campaign or ``combine`` records the tree of perf's input as its coverage, and a routine sampled
+    at p = 1 only (one sample of a short routine) was 0 beyond p = 1.  A derived metric of a store
+    that did not record its operands: not sure."""
     d = _derivation(exp, metric)
     if d is not None:
         ops = d.get("operands")
         return (isinstance(ops, list) and len(ops) > 0
                 and all(o != metric and absent_means_not_run(exp, str(o)) for o in ops))
     m = exp.metrics.get(metric)
+    if m is not None and m.sampled:
+        return False
     return bool(m is not None and m.exact) or metric_coverage(exp, metric) is not None
 
 
@@ -774,6 +779,11 @@ class Metric:
     the same number (a cache simulator's instruction counts).  Set by the readers of such tools
     (:mod:`perfcast.io.cachegrind`) and kept by the store; the fit then weighs such a series for
     the model's error alone (:attr:`perfcast.fit.FitOptions.exact`).
+
+    ``sampled`` says the values come from statistical sampling (perf's samples, HPCToolkit's
+    metrics): a callpath without a value at a point may have run too briefly to be sampled there,
+    so its absence is no evidence that it did not run (:func:`absent_means_not_run`).  Set by the
+    readers of such tools and kept by the store.
     """
 
     name: str
@@ -783,6 +793,7 @@ class Metric:
     description: str = ""
     aggregate: str = ""
     exact: bool = False
+    sampled: bool = False
 
     def __post_init__(self):
         if not self.name:
@@ -803,12 +814,15 @@ class Metric:
             d["aggregate"] = self.aggregate
         if self.exact:
             d["exact"] = True
+        if self.sampled:
+            d["sampled"] = True
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Metric":
         return cls(d["name"], d.get("unit", ""), d.get("kind", "other"), d.get("scope", "unknown"),
-                   d.get("description", ""), str(d.get("aggregate") or ""), d.get("exact") is True)
+                   d.get("description", ""), str(d.get("aggregate") or ""), d.get("exact") is True,
+                   d.get("sampled") is True)
 
 
 #: what a frame of a calling-context tree can be (:class:`Frame`)

@@ -361,7 +361,7 @@ def _build(src: _Sources, metrics: list[_MetricValues], locations: pd.DataFrame 
             if len(rows) == 0:
                 continue
             name = f"{m.name}{suffix}"
-            declared.append(Metric(name, m.unit, m.kind, scope, _describe(m, scope)))
+            declared.append(Metric(name, m.unit, m.kind, scope, _describe(m, scope), sampled=True))  # hpcrun samples
             block = mat[rows].toarray()            # frames x locations
             parts.append((np.repeat(code_of[rows], block.shape[1]), len(declared) - 1, block.ravel(), len(rows)))
     data = pd.DataFrame({

@@ -168,8 +168,9 @@ def samples_experiment(acc: dict, rank: int | None, hz: float | None = None, roo
     tree.add(root, None, root)
     rows: dict = defaultdict(float)
     metrics: dict[str, Metric] = {
-        "samples": Metric("samples", "#", "count", "exclusive", "perf samples"),
-        "mpi_samples": Metric("mpi_samples", "#", "count", "exclusive", "perf samples inside the MPI library"),
+        "samples": Metric("samples", "#", "count", "exclusive", "perf samples", sampled=True),
+        "mpi_samples": Metric("mpi_samples", "#", "count", "exclusive", "perf samples inside the MPI library",
+                              sampled=True),
     }
     for (frames, event, mpi), (n, period) in acc.items():
         cp = tree.add_frames([root, *frames])
@@ -179,17 +180,17 @@ def samples_experiment(acc: dict, rank: int | None, hz: float | None = None, roo
             rows[(cp, "mpi_samples")] += n
         if base in CLOCK_EVENTS:
             name, value = "cpu_time", period * 1e-9
-            metrics[name] = Metric(name, "s", "time", "exclusive", f"CPU time estimated from {base} samples")
+            metrics[name] = Metric(name, "s", "time", "exclusive", f"CPU time estimated from {base} samples", sampled=True)
         else:
             name, value = base, float(period)
-            metrics[name] = Metric(name, "#", "count", "exclusive", f"sampled {base} events")
+            metrics[name] = Metric(name, "#", "count", "exclusive", f"sampled {base} events", sampled=True)
         rows[(cp, name)] += value
         if mpi:
             mname = "mpi_time" if name == "cpu_time" else f"mpi_{name}"
             metrics[mname] = replace_name(metrics[name], mname, "inside the MPI library")
             rows[(cp, mname)] += value
         if base in CYCLE_EVENTS and hz:
-            metrics["cpu_time"] = Metric("cpu_time", "s", "time", "exclusive", f"{base} / {hz:.4g} Hz")
+            metrics["cpu_time"] = Metric("cpu_time", "s", "time", "exclusive", f"{base} / {hz:.4g} Hz", sampled=True)
             rows[(cp, "cpu_time")] += period / hz
             if mpi:
                 metrics["mpi_time"] = replace_name(metrics["cpu_time"], "mpi_time", "inside the MPI library")
@@ -203,7 +204,7 @@ def samples_experiment(acc: dict, rank: int | None, hz: float | None = None, roo
 
 
 def replace_name(m: Metric, name: str, extra: str) -> Metric:
-    return Metric(name, m.unit, m.kind, m.scope, f"{m.description} {extra}".strip())
+    return Metric(name, m.unit, m.kind, m.scope, f"{m.description} {extra}".strip(), sampled=m.sampled)
 
 
 def script_text(path: Path) -> str:
