@@ -88,3 +88,36 @@ def test_check_does_not_fail_a_growth_found_on_two_values_of_p(capsys):
     assert e.value.code == 1 and d["status"] == "fail"
     [v] = d["items"]
     assert v["metric"] == "bytes_sent" and "s" in v["parameters"]
+
+
+def busiest_messages(t: int, i: int = ITERATIONS) -> int:
+    """Messages sent + received by the busiest rank of a t x t x t cube over i iterations: one with
+    k = min(26, 3^3 - 1 neighbours of an interior rank) neighbours (every rank of the 2 x 2 x 2 cube
+    has 7, a rank inside a larger cube 26) and f face neighbours exchanges 2k at start-up (SBN),
+    then per iteration 2k (SBN), k (SYNC_POS_VEL: each pair once, sent or received) and 2f (MONOQ)."""
+    k = 7 if t == 2 else 26
+    f = 3 if t == 2 else 6
+    return 2 * k + i * (2 * k + k + 2 * f)
+
+
+def test_apmt_says_its_halo_laws_rest_on_two_values_of_p(capsys):
+    """APMT's point-to-point volume and messages (the busiest rank's) are fitted where messages
+    flow, p = 8 and 27: one power through two values, 0.368 + 18.6 p messages -- 1189 at p = 64,
+    where by LULESH's source the busiest rank has 26 neighbours as at p = 27: 502 (the store at
+    p = 64 holds 502).  The fit warns of its two-value law; `predict --breakdown` printed its
+    prediction with no such word.  Now its notes carry the fit's warning."""
+    v = pd.read_parquet(LULESH / "big.perfcast" / "values.parquet")
+    v = v[v["callpath"].astype(str).isin(["MPI->MPI_Isend", "MPI->MPI_Irecv"]) & (v["metric"] == "calls")]
+    assert v.groupby("rank")["value"].sum().max() == busiest_messages(4) == 502
+    assert busiest_messages(3) == 502 and busiest_messages(2) == 149
+    from perfcast.apmt.comm import fit_comm
+    from perfcast.store import read
+
+    cm = fit_comm(read(LULESH / "mpi.perfcast"))
+    assert abs(cm.p2p.messages.predict({"p": 64.0, "s": 6.0}) / busiest_messages(4) - 1) > 0.5
+    said = [n for n in cm.notes if n.startswith("point-to-point: volume and messages per rank (max over the ranks): "
+                                                 "2 values of p only (8, 27)")]
+    assert len(said) == 1
+    main(["predict", str(LULESH / "mpi.perfcast"), "--at", "p=64,s=6", "--breakdown", "--json"])
+    d = cli_json(capsys.readouterr().out, "breakdown")
+    assert said[0] in d["model"]["communication"]["notes"]
