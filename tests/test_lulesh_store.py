@@ -121,3 +121,27 @@ def test_apmt_says_its_halo_laws_rest_on_two_values_of_p(capsys):
     main(["predict", str(LULESH / "mpi.perfcast"), "--at", "p=64,s=6", "--breakdown", "--json"])
     d = cli_json(capsys.readouterr().out, "breakdown")
     assert said[0] in d["model"]["communication"]["notes"]
+
+
+def test_view_of_a_time_at_an_oversubscribed_point_says_so(capsys):
+    """The campaign's machine record (experiment.json, read as JSON) has 2 usable CPUs and the
+    launch command runs `mpirun -np {p}`: the runs at p = 27 put 27 ranks on 2 cores.  `view --at
+    p=27,s=6` showed LULESH's time there (the run's wall time, ~1 s of which most is waiting for
+    descheduled ranks) without a word, though every other command that shows times says so.  Now
+    it notes it (stderr; --json `oversubscribed.viewed`); a count (MPI calls) stays exact: no note."""
+    import json
+
+    meta = json.loads((LULESH / "mpi.perfcast" / "experiment.json").read_text())["meta"]["campaign"]
+    cores = meta["machine"]["usable_cpus"]
+    assert meta["command"][:3] == ["mpirun", "-np", "{p}"] and 27 > cores
+    store = str(LULESH / "mpi.perfcast")
+    main(["view", store, "--at", "p=27,s=6", "--json"])
+    d = cli_json(capsys.readouterr().out, "view")
+    assert d["items"][0]["metric"] == "time"
+    viewed = d["oversubscribed"]["viewed"]
+    assert (viewed["parameter"], viewed["cores"], viewed["over"]) == ("p", cores, [27.0])
+    main(["view", store, "--at", "p=27,s=6"])
+    assert "runs at p = 27 had more ranks than the 2 cores" in capsys.readouterr().err
+    main(["view", store, "--at", "p=27,s=6", "--metric", "calls", "--json"])
+    d = cli_json(capsys.readouterr().out, "view")
+    assert "oversubscribed" not in d

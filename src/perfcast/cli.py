@@ -434,6 +434,7 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
     prof = V.profile(exp, metric, parse_coords(at, "--at") if at else None, ranks)
     # the heading names what a value is instead, easily read past: --ranks max on Caliper avg# showed means
     said = _ranks_said(prof.exp, as_json, [prof.metric], _given(ranks, "ranks"))
+    said.update(_viewed_shared_cores(prof, as_json))
     if sort is None:
         sort = ("inclusive" if mode == "top-down" else "exclusive") if inclusive is None else \
             ("inclusive" if inclusive else "exclusive")
@@ -911,6 +912,22 @@ def _given(value, name: str):
     if ctx is None or ctx.get_parameter_source(name) in (None, click.core.ParameterSource.DEFAULT):
         return None
     return value
+
+
+def _viewed_shared_cores(prof, quiet: bool) -> dict:
+    """The runs of the point ``view`` shows whose ranks shared the cores (more ranks than cores, or
+    other processes busy on them), when its metric is a time: said once on stderr unless ``quiet``;
+    returned as the JSON summary's ``oversubscribed`` field (``viewed``).  LULESH's time at p = 27 on a
+    2-core machine was shown without a word, as if it were the code's."""
+    from .analysis.oversubscription import of_metric
+    from .report.terminal import err
+
+    over = of_metric(prof.exp, prof.metric)
+    if over is None:
+        return {}
+    if not quiet:
+        err.print(f"perfcast: note: {over.note()}", markup=False, highlight=False)
+    return {"oversubscribed": {"viewed": over.to_dict()}}
 
 
 def _ranks_said(exp, quiet: bool, metrics=None, ranks=None) -> dict:
