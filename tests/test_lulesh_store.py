@@ -145,3 +145,17 @@ def test_view_of_a_time_at_an_oversubscribed_point_says_so(capsys):
     main(["view", store, "--at", "p=27,s=6", "--metric", "calls", "--json"])
     d = cli_json(capsys.readouterr().out, "view")
     assert "oversubscribed" not in d
+
+
+def test_validate_says_a_zero_predicted_and_measured_is_as_predicted(capsys):
+    """MPI_Init sends no bytes (the store, read with pandas: 0 at every rank of the p = 64 run), and
+    its model is 0: `predict --validate` printed "none predicted" in the error column, which reads
+    as if nothing had been predicted.  It reads "0 as predicted" now."""
+    v = pd.read_parquet(LULESH / "big.perfcast" / "values.parquet")
+    sent = v[(v["callpath"].astype(str) == "MPI->MPI_Init") & (v["metric"] == "bytes_sent")]["value"]
+    assert len(sent) == 64 and (sent == 0).all()
+    main(["predict", str(LULESH / "mpi.perfcast"), "--validate", str(LULESH / "big.perfcast"),
+          "--callpath", "MPI->MPI_Init", "--metric", "bytes_sent"])
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("MPI->MPI_Init")]
+    cells = [c.strip() for c in row.split("|")]
+    assert "0 as predicted" in cells and "none predicted" not in row

@@ -1263,7 +1263,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
             return ["-", "-"]
         return [f"{r['measured']:.6g}" + (" (did not run)" if r.get("ran") is False else "")
                 + ("" if r["inside"] in (None, True) else " (outside)"),
-                ("none predicted" if r["measured"] == 0 and not r["value"] else "predicted where 0")
+                ("0 as predicted" if r["measured"] == 0 and not r["value"] else "predicted where 0")
                 if r["measured"] == 0 else
                 "-" if r["error"] is None else f"{0.0 if abs(r['error']) < 5e-4 else r['error']:+.1%}"]
 
