@@ -159,3 +159,19 @@ def test_validate_says_a_zero_predicted_and_measured_is_as_predicted(capsys):
     [row] = [line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("MPI->MPI_Init")]
     cells = [c.strip() for c in row.split("|")]
     assert "0 as predicted" in cells and "none predicted" not in row
+
+
+def test_apmt_insight_names_the_message_size_apart_from_the_parameter_s(capsys):
+    """LULESH reduces one double per MPI_Allreduce (lulesh.cc, TimeIncrement: MPI_Allreduce(&gnewdt,
+    &newdt, 1, MPI_DOUBLE, ...)): 8 bytes per call, as the store holds at every point.  The APMT
+    insight wrote its per-call law as '... ns/byte * s + ...', and s is LULESH's problem size; it now
+    writes '* size' and says what size is: the bytes sent per call, ~ 8."""
+    v = pd.read_parquet(LULESH / "mpi.perfcast" / "values.parquet")
+    a = v[v["callpath"].astype(str) == "MPI->MPI_Allreduce"]
+    per = a.pivot_table(index=["p", "s", "rep", "rank"], columns="metric", values="value", observed=True)
+    assert len(per) and (per["bytes_sent"] == 8 * per["calls"]).all()
+    main(["predict", str(LULESH / "mpi.perfcast"), "--at", "p=64,s=6", "--breakdown", "--json"])
+    d = cli_json(capsys.readouterr().out, "breakdown")
+    [line] = [i for i in d["insights"] if i.startswith("MPI_Allreduce: per call")]
+    assert "* s +" not in line and "ns/byte * size +" in line
+    assert line.split("size = bytes sent per call ~ ")[1].split(" ")[0] == "8"

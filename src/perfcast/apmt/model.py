@@ -380,8 +380,11 @@ class APMTModel:
                        + f" ({p.counted()})")
         if self.comm is not None:
             for c in self.comm.collectives:
-                out.append(f"{c.routine}: per call {c.a * 1e6:.2f} us * log2(p) + {c.b * 1e9:.3g} ns/byte * s + "
-                           f"{c.c * 1e6:.2f} us (R^2 {c.r2:.2f})")
+                # the message size by its name: LULESH's problem size is a parameter "s", and "ns/byte * s"
+                # read as it
+                out.append(f"{c.routine}: per call {c.a * 1e6:.2f} us * log2({c.procs or 'p'}) + {c.b * 1e9:.3g} "
+                           f"ns/byte * size + {c.c * 1e6:.2f} us, size = bytes sent per call ~ "
+                           f"{c.size.formula(digits=3)} (R^2 {c.r2:.2f})")
         if at is not None:
             x = self.crossover(at)
             if x is not None:
