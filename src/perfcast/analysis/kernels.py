@@ -364,7 +364,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                                    else "") + "; rank the functions by one of their metrics (e.g. "
                                 f"{find_metric(exp, CYCLE_METRICS) or find_metric(exp, INSTR_METRICS)})",
                                 where="metric")
-        exp = exp.select(callpath=fp)
+        exp = exp.select(callpath=fp, literal=True)   # names, not globs: "[unknown]", "f [clone .constprop.0]"
     pf = per_function(exp, metric, procs)
     if (pf["total"] < 0).any():
         raise PerfcastError(f"metric {metric!r} has negative exclusive values; cannot rank functions by it")

@@ -469,7 +469,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     comp_exp = base
     if mpi_paths:
         keep = [c for c in base.data["callpath"].cat.categories if c not in mpi_paths]
-        comp_exp = base.select(callpath=keep) if keep else None
+        comp_exp = base.select(callpath=keep, literal=True) if keep else None
     timers = dict(timers or {})
     roles = resolve(comp_exp) if comp_exp is not None else {}
     if comp_exp is not None and not any(roles.get(r) for r in ("instructions", "cycles")) \
@@ -499,7 +499,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         else:
             keep = [c for c in cand.data["callpath"].cat.categories if c not in timer_paths]
         if len(keep) < len(cand.data["callpath"].cat.categories):
-            cand = cand.select(callpath=keep)
+            cand = cand.select(callpath=keep, literal=True)
         cost_metric = cost or _cost(cand, roles)
         # only callpaths carrying the cost metric are functions (the campaign's app/timer paths are not)
         ks = kmod.identify_kernels(cand, metric=cost_metric, procs=procs, threshold=threshold, scaling=scaling)
@@ -550,7 +550,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 tp = timers[k.name]
                 if tp not in base.data["callpath"].cat.categories:
                     raise PerfcastError(f"timer {tp!r} for kernel {k.name!r} is not a callpath of the experiment")
-                tsel = base.select(callpath=tp)
+                tsel = base.select(callpath=tp, literal=True)
                 tm = "time" if "time" in tsel.metrics else next(iter(tsel.metrics))
                 from .refine import measured_totals
 
