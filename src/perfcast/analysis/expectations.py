@@ -338,7 +338,9 @@ def check(series_models: Iterable, expectations: Sequence[Expectation], ends: Ma
                 order_str({p: o for p, o in found.items() if o != zero}))
 
     for s, sm in enumerate(series):
-        matched = [k for k, e in enumerate(expectations) if fnmatch.fnmatchcase(sm.callpath, e.pattern)]
+        # a callpath's own name is that callpath even with glob characters ("app->[unknown]: O(1)")
+        matched = [k for k, e in enumerate(expectations)
+                   if sm.callpath == e.pattern or fnmatch.fnmatchcase(sm.callpath, e.pattern)]
         if not matched:
             continue
         if ok[s] and poor[s] and not getattr(sm.model, "segments", None):
