@@ -167,3 +167,17 @@ def test_check_passes_a_growth_its_model_follows(capsys, tmp_path):
     """3 + 2 p exactly: the model is the formula, at the target above the last run."""
     code, d = _check_cli(capsys, tmp_path, {p: 3 + 2 * p for p in (4, 8, 16, 32, 64)}, "*: O(p)")
     assert (code, d["status"], d["checked"], d["unchecked"]) == (0, "pass", 1, [])
+
+
+def test_check_takes_a_callpath_named_with_brackets_by_its_name(capsys, tmp_path):
+    """cachegrind's `[unknown]` (LULESH -O2): `check --expect 'app->[unknown]: O(1)'` said "no
+    modelled callpath matches the expectations' globs" (exit 2): the name was only a glob, whose
+    "[unknown]" is a one-character class.  Generating formula 100 p: O(p) exceeds O(1), a fail."""
+    path = tmp_path / "u.csv"
+    path.write_text("p,callpath,metric,value\n" + "".join(f"{p},app->[unknown],Ir,{100 * p}\n" for p in (1, 2, 4, 8)))
+    with pytest.raises(SystemExit) as e:
+        main(["check", str(path), "--expect", "app->[unknown]: O(1)", "--json"])
+    d = cli_json(capsys.readouterr().out, "check")
+    assert e.value.code == 1 and d["status"] == "fail"
+    [v] = d["items"]
+    assert (v["callpath"], v["found"], v["parameters"]) == ("app->[unknown]", "O(p)", ["p"])

@@ -514,3 +514,20 @@ def test_breakdown_of_a_strong_scaling_p2p_law_runs_to_the_end():
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "insights:" in r.stdout and "undefined" not in r.stderr
+
+
+def test_kernels_and_timers_whose_names_hold_brackets_are_modelled():
+    """LULESH -O2 under cachegrind: `IntegrateStressForElems(...) [clone .constprop.0]` and
+    `[unknown]` are functions, and the computation part selected the non-MPI callpaths by name taken
+    as globs: they were dropped from the breakdown (a timer named with brackets was 'the selection
+    is empty').  _crossover_exp's solve under such a name, timed by a timer `app->t[solve]`: 1e9/p
+    instructions per rank in 0.25/p s, so its time at p = 64 is 0.25/64 s."""
+    exp = _crossover_exp()
+    d = exp.data.copy()
+    d["callpath"] = d["callpath"].astype(str).replace({"app->solve": "app->solve [clone .constprop.0]",
+                                                       "app->t_solve": "app->t[solve]"})
+    exp = Experiment(["p"], d, list(exp.metrics.values()))
+    m = fit_apmt(exp, MACHINE, timers={"solve [clone .constprop.0]": "app->t[solve]"})
+    assert "solve [clone .constprop.0]" in [k.name for k in m.kernels]
+    got = m.predict({"p": 64}).kernels["solve [clone .constprop.0]"]["total"]
+    assert got == pytest.approx(0.25 / 64, rel=1e-6)

@@ -417,3 +417,38 @@ def test_timer_lines_are_scanned_line_by_line(tmp_path):
     scan = TimerScan()
     scan.feed_file(f, block=1010)
     assert scan.values == {("c", None): 12.25}
+
+
+#: what `mpirun -np 2 lulesh2.0` (LULESH 2.0, Open MPI 4.1.4) wrote to stderr: LULESH needs a cube
+#: of ranks (lulesh-init.cc: printf("Num processors must be a cube of an integer (1, 8, 27, ...)\n")
+#: on stdout, then MPI_Abort)
+OMPI_ABORT = """--------------------------------------------------------------------------
+MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD
+with errorcode -1.
+
+NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.
+You may or may not see output from other processes, depending on
+exactly when Open MPI kills them.
+--------------------------------------------------------------------------
+[vm:22486] 1 more process has sent help message help-mpi-api.txt / mpi-abort
+[vm:22486] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages
+"""
+
+
+def test_a_failed_mpi_run_is_said_by_the_abort_and_the_applications_last_words(tmp_path):
+    """LULESH at p = 2: the campaign's reason was Open MPI's last stderr line, 'exit code 255: [vm:22486]
+    Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages' -- nothing
+    of why.  Now the help aggregation lines are left out, Open MPI's help text is its first line,
+    and an MPI_ABORT brings the application's last line of output with it."""
+    err = tmp_path / "ompi.err"
+    err.write_text(OMPI_ABORT)
+    app = script(tmp_path / "app.sh",
+                 'echo "Running problem size 5^3 per domain until completion"\n'
+                 'echo "Num processors must be a cube of an integer (1, 8, 27, ...)"\n'
+                 f'cat {err} >&2\nexit 255\n')
+    spec = CampaignSpec(command=f"{app} {{n}}", parameters={"n": [2]}, reps_min=1, reps_max=1, max_failures=1)
+    with pytest.raises(PerfcastError):
+        run_campaign(spec, tmp_path / "l.perfcast", log=lambda *_: None)
+    [rec] = journal(tmp_path / "l.perfcast")
+    assert rec["reason"] == ("exit code 255: MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD; "
+                             "its last output: Num processors must be a cube of an integer (1, 8, 27, ...)")

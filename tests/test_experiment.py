@@ -100,9 +100,28 @@ def test_select_literal_names_are_not_globs():
     tree = CallTree.from_paths(["main->a[0]", "main->a0"])
     rows = [dict(p=p, rep=0, callpath=cp, metric="time", value=1.0) for p in (2, 4) for cp in ("main->a[0]", "main->a0")]
     e = Experiment(["p"], pd.DataFrame(rows), [Metric("time", "s", "time", "exclusive")], tree)
-    # as a glob "a[0]" is the character class [0]: it matches main->a0 only
-    assert set(e.select(callpath="main->a[0]").callpaths) == {"main->a0"}
+    # a callpath's own name is that callpath (as a metric's name is that metric), though as a glob
+    # "a[0]" is the character class [0], which matches main->a0 only; a glob that is no name globs
+    assert set(e.select(callpath="main->a[0]").callpaths) == {"main->a[0]"}
+    assert set(e.select(callpath="main->a[01]").callpaths) == {"main->a0"}
     assert set(e.select(callpath=["main->a[0]"], literal=True).callpaths) == {"main->a[0]"}
+
+
+def test_a_callpath_named_with_brackets_is_chosen_by_its_name(tmp_path, capsys):
+    """LULESH -O2 under cachegrind names functions `[unknown]` and `IntegrateStressForElems(...)
+    [clone .constprop.0]`; `predict --callpath NAME` with the name copied from `view` said "the
+    selection is empty: no callpath matches ..." (the brackets taken as a glob's character class).
+    Generating formula: 100 p at p = 1, 2, 4, 8, so 1600 at p = 16."""
+    from perfcast.cli import main
+
+    from conftest import cli_json
+
+    name = "app->f(double (*) [8]) [clone .constprop.0]"
+    path = tmp_path / "b.csv"
+    path.write_text("p,callpath,metric,value\n" + "".join(f'{p},"{name}",Ir,{100 * p}\n' for p in (1, 2, 4, 8)))
+    main(["predict", str(path), "--at", "p=16", "--callpath", name, "--json"])
+    [row] = cli_json(capsys.readouterr().out, "predictions")["items"]
+    assert row["callpath"] == name and row["value"] == pytest.approx(1600.0, rel=1e-9)
 
 
 def test_metric_globs_select_and_model():

@@ -434,6 +434,7 @@ def view_cmd(inputs, fmt, points, params, mode, metric, inclusive, sort, thresho
     prof = V.profile(exp, metric, parse_coords(at, "--at") if at else None, ranks)
     # the heading names what a value is instead, easily read past: --ranks max on Caliper avg# showed means
     said = _ranks_said(prof.exp, as_json, [prof.metric], _given(ranks, "ranks"))
+    said.update(_viewed_shared_cores(prof, as_json))
     if sort is None:
         sort = ("inclusive" if mode == "top-down" else "exclusive") if inclusive is None else \
             ("inclusive" if inclusive else "exclusive")
@@ -913,6 +914,22 @@ def _given(value, name: str):
     return value
 
 
+def _viewed_shared_cores(prof, quiet: bool) -> dict:
+    """The runs of the point ``view`` shows whose ranks shared the cores (more ranks than cores, or
+    other processes busy on them), when its metric is a time: said once on stderr unless ``quiet``;
+    returned as the JSON summary's ``oversubscribed`` field (``viewed``).  LULESH's time at p = 27 on a
+    2-core machine was shown without a word, as if it were the code's."""
+    from .analysis.oversubscription import of_metric
+    from .report.terminal import err
+
+    over = of_metric(prof.exp, prof.metric)
+    if over is None:
+        return {}
+    if not quiet:
+        err.print(f"perfcast: note: {over.note()}", markup=False, highlight=False)
+    return {"oversubscribed": {"viewed": over.to_dict()}}
+
+
 def _ranks_said(exp, quiet: bool, metrics=None, ranks=None) -> dict:
     """``--ranks ranks`` given explicitly on metrics (of ``metrics``; None: all) holding one value per
     run (:func:`perfcast.experiment.ranks_not_combined`): said once on stderr unless ``quiet`` and
@@ -1246,7 +1263,7 @@ def predict_cmd(inputs, fmt, points, params, metrics, callpaths, max_terms, nega
             return ["-", "-"]
         return [f"{r['measured']:.6g}" + (" (did not run)" if r.get("ran") is False else "")
                 + ("" if r["inside"] in (None, True) else " (outside)"),
-                ("none predicted" if r["measured"] == 0 and not r["value"] else "predicted where 0")
+                ("0 as predicted" if r["measured"] == 0 and not r["value"] else "predicted where 0")
                 if r["measured"] == 0 else
                 "-" if r["error"] is None else f"{0.0 if abs(r['error']) < 5e-4 else r['error']:+.1%}"]
 

@@ -1748,7 +1748,8 @@ class Experiment:
     def select(self, callpath: str | Sequence[str] | None = None, metric: str | Sequence[str] | None = None,
                *, literal: bool = False, **coords) -> "Experiment":
         """Rows matching callpath glob(s), metric name(s) and parameter values (a value or a list);
-        ``literal``: the callpaths are names, not globs (``a[0]`` is itself)."""
+        a callpath's own name is that callpath even where it holds glob characters (``a[0]`` is
+        itself when there is such a callpath); ``literal``: the callpaths are names, not globs."""
         mask = self._selection(callpath, metric, literal, coords)
         if coords and not mask.any():
             # name the value no run has ("the selection is empty" for view --at jobsize=28)
@@ -1774,8 +1775,12 @@ class Experiment:
             cp = d["callpath"]
             cats = cp.objects()
             # names without wildcards match themselves: a set lookup, not len(pats) fnmatch calls per
-            # callpath (the report selected 10,000 names out of 10,000 callpaths: 10^8 calls)
-            exact = {pat for pat in pats if literal or not any(ch in pat for ch in "*?[")}
+            # callpath (the report selected 10,000 names out of 10,000 callpaths: 10^8 calls); a name that
+            # is a callpath is that callpath even where it holds glob characters, as metric_names takes
+            # metrics (LULESH's "app->[unknown]", "...) [clone .constprop.0]" copied from `view` were
+            # "the selection is empty")
+            named = set(cats) if not literal and any(ch in pat for pat in pats for ch in "*?[") else set()
+            exact = {pat for pat in pats if literal or pat in named or not any(ch in pat for ch in "*?[")}
             globs = [pat for pat in pats if pat not in exact]
             if globs:
                 hit = np.array([c in exact or any(fnmatch.fnmatchcase(c, pat) for pat in globs) for c in cats],

@@ -33,6 +33,11 @@ NOISE_FACTOR = 3.0
 UNMEASURED_LIMIT = 25.0
 
 
+#: the warning of a model through two points (:func:`fit_warnings`)
+TWO_POINTS = ("2 points only: a law through them; its form cannot be checked, and its interval assumes "
+              "an exponent uncertain by 0.25; measure a third point to choose the form")
+
+
 def fit_warnings(model) -> list[str]:
     """Warnings about how well ``model`` (a fit.Model) describes its own data; [] when fine.  A
     model of two points cannot be checked at all: it is a law through them, and says so."""
@@ -40,8 +45,7 @@ def fit_warnings(model) -> list[str]:
     if getattr(model, "status", "ok") != "ok" or q is None or q.smape != q.smape:
         return []
     if q.n_points == 2:
-        return ["2 points only: a law through them; its form cannot be checked, and its interval assumes "
-                "an exponent uncertain by 0.25; measure a third point to choose the form"]
+        return [TWO_POINTS]
     from ..fit.core import two_level_parameter
 
     two = [n for n in getattr(model, "notes", ()) if two_level_parameter(n) is not None]
@@ -103,6 +107,42 @@ def pending_warned(series, parts=None, two_point: bool = True):
     return pending, out
 
 
+def two_value_laws(series, positions, parts=None) -> dict[int, dict[str, str]]:
+    """Of the series at ``positions`` of ``series`` (as :func:`pending_warned`), those whose law
+    along some parameter rests on two values, the fit's warning per such parameter: a law through
+    two points (:data:`TWO_POINTS`, under ``"*"``: every parameter) or one power through the two
+    levels of a parameter measured at two values (its two-level note,
+    :func:`perfcast.fit.core.two_level_parameter`).  From the group's notes and quality arrays
+    while the model is not built (no model is built), else from the model's warnings."""
+    from ..fit import columns
+    from ..fit.core import two_level_parameter
+
+    parts = parts or columns.split(series)
+    want = set(int(s) for s in positions)
+    out: dict[int, dict[str, str]] = {}
+
+    def laws(warns):
+        if TWO_POINTS in warns:
+            return {"*": TWO_POINTS}
+        return {p: w for w in warns if (p := two_level_parameter(w)) is not None}
+
+    for g, pos, rows in parts[0]:
+        hit = [(int(s), int(r)) for s, r in zip(pos, rows) if int(s) in want]
+        if not hit:
+            continue
+        two = laws([n for n in g.notes if two_level_parameter(n) is not None])
+        for s, r in hit:
+            found = {"*": TWO_POINTS} if g.status[r] == 0 and int(g.quality[r, 5]) == 2 else two
+            if found:
+                out[s] = found
+    for s in parts[1]:
+        if s in want:
+            found = laws(fit_warnings(series[s].model))
+            if found:
+                out[s] = found
+    return out
+
+
 def poor_fits(series, parts=None):
     """Per series of ``series`` (as :func:`pending_warned`), whether its model is a poor fit by the
     rule above (the SMAPE rule alone, not the two-point warning): from its group's quality arrays
@@ -126,4 +166,4 @@ def warned(ok, smape, noise, n_points):
     return np.asarray(ok, dtype=bool) & ~np.isnan(smape) & ((np.asarray(n_points) == 2) | (smape > limit))
 
 
-__all__ = ["fit_warnings", "follows_growth", "misfit_limit", "pending_warned", "poor_fits", "warned", "SMAPE_FLOOR", "NOISE_FACTOR", "UNMEASURED_LIMIT"]
+__all__ = ["fit_warnings", "follows_growth", "two_value_laws", "TWO_POINTS", "misfit_limit", "pending_warned", "poor_fits", "warned", "SMAPE_FLOOR", "NOISE_FACTOR", "UNMEASURED_LIMIT"]

@@ -392,7 +392,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
                                    else "") + "; rank the functions by one of their metrics (e.g. "
                                 f"{find_metric(exp, CYCLE_METRICS) or find_metric(exp, INSTR_METRICS)})",
                                 where="metric")
-        exp = exp.select(callpath=fp)
+        exp = exp.select(callpath=fp, literal=True)   # names, not globs: "[unknown]", "f [clone .constprop.0]"
     pf = per_function(exp, metric, procs)
     if (pf["total"] < 0).any():
         raise PerfcastError(f"metric {metric!r} has negative exclusive values; cannot rank functions by it")
@@ -427,6 +427,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
     slopes: dict[str, dict[str, float]] = {}
     starts: dict[str, dict[str, str]] = {}
     kinds: dict[str, str] = {}
+    lines = _trend_lines(pts, params, labels)
     for f in funcs:
         if f in excluded:
             continue
@@ -438,7 +439,7 @@ def identify_kernels(exp: Experiment, metric: str | None = None, procs: str | No
             reasons.append(f"share {sh.max():.1%} >= {threshold:.0%} at {lab}")
             kinds[f] = "hot"
         late_lines: list = []
-        trend = _trend(pts, params, procs, per_rank.loc[f], share.loc[f], labels, late_lines)
+        trend = _trend(pts, params, procs, per_rank.loc[f], share.loc[f], labels, late_lines, lines)
         for what, at, near in late_lines:
             # real work at the last point of a line only: one point, no exponent -- said, not passed over
             at_share = share.loc[f].get(at)
@@ -534,9 +535,10 @@ def _growing_excluded(exp, metric, paths, totals, pts, params, procs, labels, mo
     per_rank = pc.pivot_table(index="function", columns="point", values="per_rank", aggfunc="sum")
     share = pc.pivot_table(index="function", columns="point", values="share", aggfunc="sum")
     out = []
+    lines = _trend_lines(pts, params, labels)
     for cp in per_rank.index:
         late: list = []
-        trend = _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels, late)
+        trend = _trend(pts, params, procs, per_rank.loc[cp], share.loc[cp], labels, late, lines)
         for what, at, near in late:
             # real work at the last process count only: no exponent, so the rule cannot judge it -- said
             sh = share.loc[cp].get(at)
@@ -673,8 +675,29 @@ def _real_start(x: np.ndarray, y: np.ndarray) -> int:
     return 0
 
 
+def _trend_lines(pts: pd.DataFrame, params: list[str], labels: list[str]) -> list[tuple[str, list[tuple]]]:
+    """The lines :func:`_trend` takes its slopes on, once for all functions: per parameter ``q``, the
+    groups of points with the other parameters fixed that hold >= 2 values of ``q``, each as (its
+    values of ``q`` ascending, the positions of its points in ``pts``, their labels)."""
+    lab = pd.Series(labels, index=pts.index)
+    pos_of = pd.Series(np.arange(len(pts)), index=pts.index)
+    out = []
+    for q in params:
+        others = [o for o in params if o != q]
+        groups = pts.groupby(others) if others else [((), pts)]
+        lines = []
+        for _, g in groups:
+            if g[q].nunique() < 2:
+                continue
+            g = g.sort_values(q)
+            lines.append((g[q].to_numpy(dtype=float), pos_of[g.index].to_numpy(), list(lab[g.index])))
+        out.append((q, lines))
+    return out
+
+
 def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd.Series, share: pd.Series,
-           labels: list[str], late: list | None = None) -> list[tuple[str, float, str, str, list[str]]]:
+           labels: list[str], late: list | None = None, lines: list | None = None
+           ) -> list[tuple[str, float, str, str, list[str]]]:
     """Per parameter: the largest log-log slope over lines of >= 2 points (others fixed); for the
     process count on the cost per rank, for other parameters on the share.  Also the labels of the
     largest and the smallest point of the line with that slope, and of the points before it whose
@@ -682,30 +705,32 @@ def _trend(pts: pd.DataFrame, params: list[str], procs: str | None, per_rank: pd
     the slope leaves out -- from a near-zero first value (make_local_matrix at p = 1) a log-log slope
     is a huge exponent of no scaling law; it starts at the first point of real work.  A line whose
     only point of real work is its last has no slope (one point); ``late``, when given, receives
-    each such line: (parameter, the label of its last point, the labels of the near-zero points)."""
+    each such line: (parameter, the label of its last point, the labels of the near-zero points).
+    ``lines``: :func:`_trend_lines` of ``pts``, computed once by a caller that takes the trends of
+    many functions (LULESH under cachegrind: 1760 functions, a pandas groupby each took 20 s)."""
     out = []
-    lab = pd.Series(labels, index=pts.index)
-    for q in params:
-        others = [o for o in params if o != q]
-        groups = pts.groupby(others) if others else [((), pts)]
+    if lines is None:
+        lines = _trend_lines(pts, params, labels)
+    values: dict[bool, np.ndarray] = {}
+    for q, qlines in lines:
+        by_rank = q == procs
+        if qlines and by_rank not in values:
+            values[by_rank] = (per_rank if by_rank else share).reindex(labels).to_numpy(dtype=float)
         best = None
-        for _, g in groups:
-            if g[q].nunique() < 2:
-                continue
-            g = g.sort_values(q)
-            ys = (per_rank if q == procs else share).reindex(lab[g.index]).to_numpy(dtype=float)
-            k = _real_start(g[q].to_numpy(dtype=float), ys)
-            slope = loglog_slope(g[q].iloc[k:], ys[k:])
+        for x, pos, labs in qlines:
+            ys = values[by_rank][pos]
+            k = _real_start(x, ys)
+            slope = loglog_slope(x[k:], ys[k:])
             if slope != slope:
-                near = [str(x) for x, y in zip(lab[g.index[:k]], ys[:k]) if y == y]
+                near = [str(lb) for lb, y in zip(labs[:k], ys[:k]) if y == y]
                 if late is not None and near and np.isfinite(ys[k:]).sum() == 1:
-                    late.append(("procs" if q == procs else q, str(lab[g.index[k]]), near))
+                    late.append(("procs" if by_rank else q, str(labs[k]), near))
                 continue
             if best is None or slope > best[0]:
-                near = [str(x) for x, y in zip(lab[g.index[:k]], ys[:k]) if y == y]
-                best = (slope, lab[g.index[-1]], lab[g.index[k] if near else g.index[0]], near)
+                near = [str(lb) for lb, y in zip(labs[:k], ys[:k]) if y == y]
+                best = (slope, labs[-1], labs[k] if near else labs[0], near)
         if best is not None:
-            out.append(("procs" if q == procs else q, *best))
+            out.append(("procs" if by_rank else q, *best))
     return out
 
 

@@ -163,3 +163,11 @@ def oversubscription(exp, procs: str | None = None) -> Oversubscription | None:
         return None
     return Oversubscription(param, cores, str(machine.get("hostname") or "the machine"), over, measured,
                             tuple(contended), judged)
+
+
+def of_metric(exp, metric: str, procs: str | None = None) -> Oversubscription | None:
+    """:func:`oversubscription` of ``exp`` when the values of ``metric`` change with it (its kind in
+    :data:`AFFECTED_KINDS`: times), else None -- counts and bytes stay exact.  Of an experiment
+    selected at one point (``view --at p=27``), the runs of that point only."""
+    m = exp.metrics.get(metric)
+    return oversubscription(exp, procs) if m is not None and m.kind in AFFECTED_KINDS else None

@@ -141,9 +141,9 @@ def scaling_loss(exp: Experiment, mode: str, metric: str | None = None, procs: s
     # times of runs whose ranks shared the cores (more ranks than cores, or other processes busy on them)
     # measure the waiting, not the code: a loss between such runs is partly the machine's (the jacobi
     # campaign's p 4 -> 8 "excess work 77.17%" on 2 cores was said as the code's)
-    from .oversubscription import AFFECTED_KINDS, oversubscription
+    from .oversubscription import of_metric
 
-    over = oversubscription(exp, proc) if m.kind in AFFECTED_KINDS else None
+    over = of_metric(exp, metric, proc)
     shared = (set(over.over) | {v for v, _ in over.contended}) if over is not None else set()
     result = []
     for p, q in pairs:

@@ -81,7 +81,7 @@ def _whole_run_timers(exp: Experiment, work: str, resource: str) -> list[str]:
         timers = [k for k in kids if k not in have_w]
         if parent is None or len(kids) < 2 or not timers:
             continue
-        means = exp.select(callpath=kids, metric=resource).aggregate(
+        means = exp.select(callpath=kids, metric=resource, literal=True).aggregate(
             "mean", over=[c for c in ("rep", *LOCATION_COLUMNS) if c in d.columns])
         wide = (means.pivot_table(index=list(exp.parameters), columns="callpath", values="value", observed=True)
                 if exp.parameters else means.set_index("callpath")[["value"]].T)

@@ -342,6 +342,18 @@ def fit_comm(exp: Experiment, procs: str | None = None, ranks: str = "max", form
         msgs = _fit(ms, params, "msgs", options, grid, silent(ms)) if form == "hockney" else None
         p2p = P2PModel(float(coef[0]), float(coef[1]), form, vol, msgs, r2, len(reg), p2p_r, procs, zero_at,
                        separable, ranks)
+        # what the fit says about its own laws (a law on two values of p, a poor fit) is said here too:
+        # LULESH's busiest rank sends and receives 149, 502 messages at p = 8, 27 (none at p = 1), so the
+        # law is one power through two values, 0.368 + 18.6 p: 1191 at p = 64, where by its source
+        # the busiest rank still has 26 neighbours, 502 messages
+        from ..analysis.fitcheck import fit_warnings
+
+        said: dict[str, list[str]] = {}
+        for what, m in (("volume", vol), ("messages", msgs)):
+            for w in (fit_warnings(m) if m is not None else ()):
+                said.setdefault(w, []).append(what)
+        for w, whats in said.items():
+            notes.append(f"point-to-point: {' and '.join(whats)} per rank ({ranks} over the ranks): {w}")
         if grid is None and procs is not None:
             # said, so that a halo's smooth law is not taken for its grid's (a store collected before
             # the PMPI library recorded MPI_Cart_create has no grid, whatever the code's decomposition)

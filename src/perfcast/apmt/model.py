@@ -380,8 +380,11 @@ class APMTModel:
                        + f" ({p.counted()})")
         if self.comm is not None:
             for c in self.comm.collectives:
-                out.append(f"{c.routine}: per call {c.a * 1e6:.2f} us * log2(p) + {c.b * 1e9:.3g} ns/byte * s + "
-                           f"{c.c * 1e6:.2f} us (R^2 {c.r2:.2f})")
+                # the message size by its name: LULESH's problem size is a parameter "s", and "ns/byte * s"
+                # read as it
+                out.append(f"{c.routine}: per call {c.a * 1e6:.2f} us * log2({c.procs or 'p'}) + {c.b * 1e9:.3g} "
+                           f"ns/byte * size + {c.c * 1e6:.2f} us, size = bytes sent per call ~ "
+                           f"{c.size.formula(digits=3)} (R^2 {c.r2:.2f})")
         if at is not None:
             x = self.crossover(at)
             if x is not None:
@@ -466,7 +469,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     comp_exp = base
     if mpi_paths:
         keep = [c for c in base.data["callpath"].cat.categories if c not in mpi_paths]
-        comp_exp = base.select(callpath=keep) if keep else None
+        comp_exp = base.select(callpath=keep, literal=True) if keep else None
     timers = dict(timers or {})
     roles = resolve(comp_exp) if comp_exp is not None else {}
     if comp_exp is not None and not any(roles.get(r) for r in ("instructions", "cycles")) \
@@ -496,7 +499,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         else:
             keep = [c for c in cand.data["callpath"].cat.categories if c not in timer_paths]
         if len(keep) < len(cand.data["callpath"].cat.categories):
-            cand = cand.select(callpath=keep)
+            cand = cand.select(callpath=keep, literal=True)
         cost_metric = cost or _cost(cand, roles)
         # only callpaths carrying the cost metric are functions (the campaign's app/timer paths are not)
         ks = kmod.identify_kernels(cand, metric=cost_metric, procs=procs, threshold=threshold, scaling=scaling)
@@ -547,7 +550,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 tp = timers[k.name]
                 if tp not in base.data["callpath"].cat.categories:
                     raise PerfcastError(f"timer {tp!r} for kernel {k.name!r} is not a callpath of the experiment")
-                tsel = base.select(callpath=tp)
+                tsel = base.select(callpath=tp, literal=True)
                 tm = "time" if "time" in tsel.metrics else next(iter(tsel.metrics))
                 from .refine import measured_totals
 

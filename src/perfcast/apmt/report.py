@@ -37,7 +37,7 @@ def fit_for_report(exp: Experiment, machine=None, timers: Mapping[str, str] | No
     comp_paths = [c for c in exp.data["callpath"].cat.categories
                   if not (str(c) in ("MPI", "APP") or str(c).startswith("MPI->"))]
     has_mpi = len(comp_paths) < len(exp.data["callpath"].cat.categories)
-    has_instr = bool(comp_paths) and resolve(exp.select(callpath=comp_paths)).get("instructions") is not None
+    has_instr = bool(comp_paths) and resolve(exp.select(callpath=comp_paths, literal=True)).get("instructions") is not None
     if not has_instr and not has_mpi and not timers:
         return None, None
     if not has_instr and not has_mpi:

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import resource
 import selectors
 import shlex
@@ -94,6 +95,46 @@ def _tail(path: Path) -> str:
             return fh.read().decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+#: Open MPI's help aggregation lines ("[vm:22486] 1 more process has sent help message help-mpi-api.txt /
+#: mpi-abort", "[vm:22486] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error
+#: messages"): never why a run failed
+_MPI_HELP_NOISE = re.compile(r"^\[[^\]]*\] (?:\d+ more process(?:es)? ha(?:s|ve) sent help message|Set MCA parameter "
+                             r"\"orte_base_help_aggregate\")")
+_DASHES = re.compile(r"^-{10,}$")
+
+
+def failure_reason(stderr: str, stdout: str = "") -> str:
+    """Why a run that exited with an error failed, in one line: the last line of its ``stderr``
+    that says something -- Open MPI's help aggregation lines left out, and a help text between
+    dashed lines (MPI_ABORT's, ORTE's) by its first line -- and, when that is Open MPI's MPI_ABORT
+    notice, the application's last line of ``stdout`` (what it printed before it aborted: LULESH's
+    "Num processors must be a cube of an integer (1, 8, 27, ...)").  Empty when nothing is left."""
+    lines, block, first = [], False, None
+    for raw in stderr.strip().splitlines():
+        line = raw.strip()
+        if not line or _MPI_HELP_NOISE.match(line):
+            continue
+        if _DASHES.match(line):
+            if block and first is not None:
+                lines.append(first)
+            block, first = not block, None
+            continue
+        if block:
+            first = line if first is None else first
+        else:
+            lines.append(line)
+    if block and first is not None:
+        lines.append(first)
+    if not lines:
+        return ""
+    why = lines[-1][:200]
+    if why.startswith("MPI_ABORT was invoked"):
+        said = [ln.strip() for ln in stdout.strip().splitlines() if ln.strip()]
+        if said:
+            why += f"; its last output: {said[-1][:200]}"
+    return why
 
 
 class Terminated(KeyboardInterrupt):
@@ -369,9 +410,9 @@ def execute(req: RunRequest, running_file: Path | None = None) -> dict:
     if status == "ok" and code != 0:
         status = "failed"
         reason = (f"killed by signal {-code}" if code < 0 else f"exit code {code}")
-        last = [l for l in _tail(err_f).strip().splitlines() if l.strip()]
-        if last:
-            reason += f": {last[-1].strip()[:200]}"
+        why = failure_reason(_tail(err_f), _tail(out_f))
+        if why:
+            reason += f": {why}"
     wall = time.perf_counter() - t0
     end = time.time()
     result.update(share.result(wall))
