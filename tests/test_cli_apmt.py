@@ -17,13 +17,14 @@ A 32 n + 4 B + 10 (CA log2 p + CB 8 n + CC); gather and rest have no time, so no
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
 from perfcast.cli import main
-from conftest import cli_items, cli_json, number_after
+from conftest import cli, cli_items, cli_json, number_after
 
 F = 2e9
 CPI = {"sweep": 0.8, "pack": 1.5}
@@ -461,3 +462,39 @@ def test_report_of_an_mpi_profile_without_instruction_counts_shows_the_communica
     for i, x in enumerate(sec["points"]):
         _, p2p, ar = truth(x, 800)
         assert sec["components"]["communication"][i] == pytest.approx(p2p + ar, rel=1e-6)
+
+
+def test_eq5_leaves_a_campaigns_run_time_and_timers_out_of_the_kernels(capsys):
+    """tests/data/jacobi-freq/jacobi-f.perfcast: examples/jacobi collected with time,mpi,cachegrind at
+    two values of a frequency parameter f (PROVENANCE.md).  Its `time` is the campaign's: the run's
+    wall time (app) and jacobi's timers -- read with pandas, no function of the cachegrind profile
+    carries a time.  Eq 5 (apmt.refine.apply_eq5, runs at two frequencies) took every kernel's time
+    from `time` summed per kernel, so rest (no timer is named like a function) got app's own time
+    and every timer: at f=2,p=3,n=64 rest 0.5237 s, computation 12.87 s and memory -12.35 s, the
+    APMT total 0.5265 s above the measured run, 0.4697 s, and `predict --breakdown` stopped with an
+    internal error.  Now Eq 5 uses the kernels' own time metrics only (the build's rule): rest has
+    no time, no part is negative, and the total stays below the measured run."""
+    from perfcast.apmt.model import fit_apmt
+    from perfcast.io import load
+
+    store = Path(__file__).parent / "data" / "jacobi-freq" / "jacobi-f.perfcast"
+    v = pd.read_parquet(store / "values.parquet")
+    timed = set(v.loc[v["metric"] == "time", "callpath"].astype(str))
+    assert timed == {"app", "app->compute", "app->halo", "app->reduce", "app->total"}
+    assert sorted(v["f"].unique()) == [1.0, 2.0]
+    at = (v["f"] == 2) & (v["p"] == 3) & (v["n"] == 64) & (v["metric"] == "time") & (v["callpath"] == "app")
+    run = float(v.loc[at, "value"].mean())                 # one rank holds app's time; mean over repetitions
+    point = {"f": 2.0, "p": 3.0, "n": 64.0}
+    model = fit_apmt(load([store]), timers={"compute_sweep": "app->compute"})
+    for pred in (model.predict(point).to_dict(), None):
+        if pred is None:
+            code, out, err = cli(capsys, "predict", store, "--breakdown", "--at", "f=2,p=3,n=64", "--timer",
+                                 "compute_sweep=app->compute", "--json")
+            assert code == 0, err
+            doc = cli_json(out, "breakdown")
+            (pred,) = doc["items"]
+            assert doc["reconciliation"][0]["coverage"]["measured"] == pytest.approx(run, rel=1e-12)
+        assert pred["kernels"]["rest"] == {"computation": None, "memory": None, "total": None, "memory_bound": None}
+        for k in pred["kernels"].values():
+            assert all(k[part] is None or k[part] >= 0 for part in ("computation", "memory", "total"))
+        assert 0 < pred["total"] < run

@@ -627,7 +627,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 km.time_model, km.time_series = models[km.name]
         if freq:
             from .refine import apply_eq5
-            notes.extend(apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks))
+            notes.extend(apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks, time_metrics))
     comm = None
     if mpi_paths:
         comm = cmod.fit_comm(base, procs=procs, ranks=ranks, form=comm_form, options=opts, bf_comm=bf_comm,

@@ -195,22 +195,26 @@ def solve_eq5(cpi: Sequence[float], mem_cpi: Sequence[float]) -> tuple[float, fl
     return float(core), float(bf)
 
 
-def apply_eq5(exp: Experiment, fparam: str, ks, kms, machine, roles, ranks: str) -> list[str]:
+def apply_eq5(exp: Experiment, fparam: str, ks, kms, machine, roles, ranks: str,
+              time_metrics: Sequence[str]) -> list[str]:
     """Refine CPI_core and BF_mem of every kernel that has instructions, memory counters and a time at
-    two or more frequencies (frequency values in Hz, or GHz/MHz when below 1e3/1e6)."""
+    two or more frequencies (frequency values in Hz, or GHz/MHz when below 1e3/1e6).  ``time_metrics``:
+    the metrics that are the kernels' own time, the first one used (the build's rule,
+    :func:`perfcast.apmt.model.fit_apmt`: a campaign's ``time`` -- the run's wall time and the
+    application's timers -- is none; summed into ``rest`` it gave rest the whole run's time)."""
     notes = []
     freqs = sorted(exp.data[fparam].unique())
     if len(freqs) < 2:
         return notes
-    kexp = kmod.kernel_experiment(exp, ks, sorted({m for v in roles.values() if v for m in v}
-                                                  | {m for m in kmod.TIME_METRICS if m in exp.metrics}))
+    time_metrics = [m for m in time_metrics if m in exp.metrics]
+    kexp = kmod.kernel_experiment(exp, ks, sorted({m for v in roles.values() if v for m in v} | set(time_metrics)))
     params = list(kexp.parameters)
     d = kexp.data
     if "rank" in d.columns:
         # over the ranks by the one rule (a sparse profile's rank without the kernel: 0)
         d = reduce_over_locations(kexp, d[[*params, "rep", "callpath", "metric",
                                            *[c for c in LOCATION_COLUMNS if c in d.columns], "value"]], ranks)
-    tmetric = next((m for m in kmod.TIME_METRICS if m in kexp.metrics), None)
+    tmetric = next((m for m in time_metrics if m in kexp.metrics), None)
     for km in kms:
         ins = roles.get("instructions")
         if not ins or tmetric is None:
