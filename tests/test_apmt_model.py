@@ -531,3 +531,15 @@ def test_kernels_and_timers_whose_names_hold_brackets_are_modelled():
     assert "solve [clone .constprop.0]" in [k.name for k in m.kernels]
     got = m.predict({"p": 64}).kernels["solve [clone .constprop.0]"]["total"]
     assert got == pytest.approx(0.25 / 64, rel=1e-6)
+
+
+def test_insights_of_a_kernel_whose_cpi_has_no_spread():
+    """KernelModel.cpi_std is optional (None: no spread across runs known).  insights() formatted it
+    with ':.2g' and stopped with a TypeError (predict --breakdown's internal error on a kernel refined
+    without its runs' CPIs); now the CPI is stated and its spread said to be unknown."""
+    from perfcast.apmt.model import APMTModel, KernelModel
+
+    k = KernelModel("solve", "compute", cpi=1.5, cpi_source="effective")
+    m = APMTModel(("p",), "p", None, None, [k], None, {}, {})
+    (line,) = m.insights()
+    assert line.startswith("solve: effective CPI 1.5 (") and "unknown" in line and "std" not in line

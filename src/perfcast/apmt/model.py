@@ -345,7 +345,10 @@ class APMTModel:
         out = []
         for k in self.kernels:
             parts = []
-            if k.cpi is not None:
+            if k.cpi is not None and k.cpi_std is None:
+                # a CPI without its spread across runs (KernelModel.cpi_std is optional): no std to state
+                parts.append(f"{k.cpi_source} CPI {k.cpi:.3g} (Eq 4; its spread across runs unknown)")
+            elif k.cpi is not None:
                 rel = (k.cpi_std / k.cpi) if k.cpi else 0.0
                 parts.append(f"{k.cpi_source} CPI {k.cpi:.3g} (std {k.cpi_std:.2g}, {rel:.0%} across runs, Eq 4)")
                 if rel > 0.15:
