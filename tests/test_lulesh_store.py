@@ -175,3 +175,33 @@ def test_apmt_insight_names_the_message_size_apart_from_the_parameter_s(capsys):
     [line] = [i for i in d["insights"] if i.startswith("MPI_Allreduce: per call")]
     assert "* s +" not in line and "ns/byte * size +" in line
     assert line.split("size = bytes sent per call ~ ")[1].split(" ")[0] == "8"
+
+
+def test_predict_says_why_an_exact_law_on_three_values_of_p_has_a_wide_interval(capsys):
+    """MPI_Init is called once per rank: p calls in every run (read with pandas), the law 1 * p
+    exact at every measured point.  p is measured at three values (1, 8, 27): no point can be held
+    out to check the law, so beyond p = 27 its interval is the exponent doubt the fit gives such
+    laws, 0.25 (TWO_POINT_EXPONENT_SD: a two-parameter grid) times ln 2 per doubling, growing
+    linearly with the doublings, Student t with 2 degrees of freedom; no noise (0 in every run).
+    By hand at p = 64: 64 +- 64 t(0.95, 2) 0.25 ln 2 log2(64/27).  The prediction said nothing of
+    why (notes []); it now says it in one note, and only beyond the data."""
+    import math
+
+    from scipy.stats import t as student
+
+    calls = _summed("mpi.perfcast", "MPI->MPI_Init", "calls")
+    assert len(calls) == 18 and all(c == p for (p, _, _), c in calls.items())
+    store = str(LULESH / "mpi.perfcast")
+    main(["predict", store, "--at", "p=64,s=6", "--at", "p=27,s=6", "--callpath", "MPI->MPI_Init",
+          "--metric", "calls", "--json"])
+    d = cli_json(capsys.readouterr().out, "predictions")
+    beyond, inside = d["items"]
+    assert beyond["at"] == {"p": 64.0, "s": 6.0} and inside["at"] == {"p": 27.0, "s": 6.0}
+    drift = 0.25 * math.log(2)
+    half = 64 * student.ppf(0.95, 2) * drift * math.log2(64 / 27)
+    assert beyond["value"] == pytest.approx(64, rel=1e-9)
+    assert beyond["lower"] == pytest.approx(64 - half, rel=1e-6) and beyond["upper"] == pytest.approx(64 + half, rel=1e-6)
+    assert len(beyond["notes"]) == 1 and inside["notes"] == []
+    from perfcast.fit.core import exponent_doubt_note
+
+    assert beyond["notes"] == [exponent_doubt_note("p", 3, drift, True)]

@@ -1231,6 +1231,7 @@ class ModelSet:
                 for s in range(S):
                     extra.setdefault(s * P + j, []).append(note)
                     doubted[s * P + j] = True
+        self._note_exponent_doubt(series, parts, pts, extra)
         for j, st in enumerate(steep):
             for s, note in (st or {}).items():
                 if note:
@@ -1245,6 +1246,39 @@ class ModelSet:
         return _Predicted(series, pts, level, v, lo, hi, clipped, conf, texts, status, segmented,
                           [list(dict.fromkeys(list(warn.get(s, [])) + list(notes_of[s]))) for s in range(S)], extra, line,
                           self.units, self.aggregates, children)
+
+    @staticmethod
+    def _note_exponent_doubt(series, parts, pts, extra) -> None:
+        """Add to ``extra`` (row -> notes) why the interval of a law no measured point could be held
+        out to check (``Model.unchecked_on``) is wide beyond the data: the exponent doubt the fit
+        gave it (:func:`perfcast.fit.core.exponent_doubt_note`), along the parameter that drifts
+        most at that point."""
+        from .fit.core import EXACT_FIT_SMAPE, exponent_doubt_note
+
+        P = len(pts)
+        found = []      # (s, parameters, counts, drift per parameter, upper, exact)
+        for g, pos, rows in parts[0]:
+            if g.unchecked_on is None or g.drift is None or g.upper is None:
+                continue
+            for s, r in zip(pos.tolist(), rows.tolist()):
+                if g.status[r] == 0 and g.drift[r] > 0:
+                    found.append((s, g.parameters, g.unchecked_on, (float(g.drift[r]),) * len(g.parameters),
+                                  g.upper, bool(g.quality[r, 2] <= EXACT_FIT_SMAPE)))
+        for s in parts[1]:
+            m = series[s].model
+            uo = getattr(m, "unchecked_on", None)
+            if uo is None or not m.drift or m.upper is None or m.status != "ok":
+                continue
+            along = m.drift_along if m.drift_along is not None else (m.drift,) * len(m.parameters)
+            q = m.quality
+            found.append((s, m.parameters, uo, along, m.upper, q is not None and q.smape <= EXACT_FIT_SMAPE))
+        for s, params, counts, along, upper, exact in found:
+            for j, t in enumerate(pts):
+                reach = [(along[k] * math.log2(t[p] / upper[k]), k) for k, p in enumerate(params)
+                         if p in t and upper[k] > 0 and t[p] > upper[k] and along[k] > 0]
+                if reach:
+                    k = max(reach)[1]
+                    extra.setdefault(s * P + j, []).append(exponent_doubt_note(params[k], counts[k], along[k], exact))
 
     def predicted(self, points: Mapping[str, float] | Sequence[Mapping[str, float]], level: float = 0.9) -> "_Predicted":
         """:meth:`predict`'s rows as columns (series in ``self.series`` order, then point): the one

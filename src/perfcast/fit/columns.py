@@ -677,8 +677,11 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
                             dd = g.drift_dof
                             ddof = (np.full(len(r), int(dd)) if np.ndim(dd) == 0
                                     else np.asarray(dd)[r].astype(np.int64))
+                            # as Model.to_dict: the measured values of each parameter of an unchecked law
+                            uo = "" if g.unchecked_on is None else ', "unchecked_on": ' + enc(
+                                {q: int(v) for q, v in zip(g.parameters, g.unchecked_on)})
                             for i, dt, o in zip(nz.tolist(), float_texts(d[nz]), ddof[nz].tolist()):
-                                drift[i] = ', "drift": ' + dt + ', "growth": ' + growth + ', "drift_dof": ' + str(o)
+                                drift[i] = ', "drift": ' + dt + ', "growth": ' + growth + ', "drift_dof": ' + str(o) + uo
                     cols.append(drift if any(drift) else "")
                 else:
                     cols.append(ints(g.needed[r]))

@@ -1406,6 +1406,11 @@ class GroupFit:
     #: every mean of a grid with three values of some parameter (:func:`_own_three_point_doubt`);
     #: NaN rows (and None: every row) carry ``drift`` along every parameter
     drift_along: np.ndarray | None = None
+    #: the number of measured values of each parameter when no point could be held out to check
+    #: the laws (:func:`fit_group`'s three-point case): their drift is then the exponent doubt of
+    #: :func:`_three_point_doubt`, not a measured miss (``Model.unchecked_on``,
+    #: :func:`exponent_doubt_note`); None otherwise
+    unchecked_on: tuple[int, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.status)
@@ -1455,6 +1460,8 @@ class GroupFit:
         along = self.along(s)
         if along is not None:
             mdl = dataclasses.replace(mdl, drift_along=along)
+        if self.unchecked_on is not None and mdl.drift:
+            mdl = dataclasses.replace(mdl, unchecked_on=self.unchecked_on)
         return mdl
 
     def along(self, s: int) -> tuple[float, ...] | None:
@@ -1834,6 +1841,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
             progress(hi, S)
     drift_dof = 0
     drift_along = None
+    unchecked_on = None
     if hold is not None and usable and n >= 3:
         out_drift[:], drift_dof = _pool_drift(miss, allowed, signed, pool=pooled)
     if two is not None:
@@ -1878,6 +1886,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
                 drift_along = np.full((S, m), np.nan)
                 drift_along[through] = along
         growth = 1.0
+        unchecked_on = tuple(len(np.unique(X[:, p])) for p in range(m))
     # an all-zero series is exactly the constant 0, however few points
     allzero = np.all(mean == 0, axis=1)
     status[allzero & (n >= 1)] = 0
@@ -1897,9 +1906,10 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         # that silently leaves the extrapolation drift out
         out_drift[:] = np.nan
         drift_along = None
+        unchecked_on = None
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
                     out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape,
-                    drift_along=drift_along)
+                    drift_along=drift_along, unchecked_on=unchecked_on)
 
 
 def _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, check) -> GroupFit:
@@ -2016,6 +2026,18 @@ def _three_point_doubt(X: np.ndarray, mean: np.ndarray) -> float:
     miss = (ly[:, 2] - ly[:, 1]) / math.log(x[2] / x[1]) - e
     miss = np.minimum(np.abs(miss), np.quantile(np.abs(miss), 0.95))
     return float(max(THREE_POINT_SHARE * math.sqrt(float(np.mean(miss ** 2))), THREE_POINT_MIN_SD))
+
+
+def exponent_doubt_note(parameter: str, values: int, drift: float, exact: bool) -> str:
+    """The note of a prediction beyond the largest measured ``parameter`` by a law fitted where no
+    measured point could be held out to check it (``Model.unchecked_on``: ``values`` measured
+    values of ``parameter``): its interval there is the exponent doubt :func:`fit_group` gives
+    such laws (``drift``, relative standard deviation per doubling along ``parameter``), not the
+    noise; ``exact``: the law goes through every measured mean (:data:`EXACT_FIT_SMAPE`)."""
+    head = "exact at every measured point; " if exact else ""
+    return (f"{head}beyond the measured {parameter} the interval is the doubt of an exponent fitted on {values} "
+            f"values of {parameter} ({100 * drift:.0f}% per doubling), not noise: no measured point could be "
+            f"held out to check the law")
 
 
 #: a law whose sMAPE at the measured means is at most this (percent: a relative miss ~1e-9 per

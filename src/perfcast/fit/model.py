@@ -186,6 +186,11 @@ class Model:
     #: ``drift`` along every parameter.  Beyond the data the relative drift is the largest over
     #: the parameters of ``drift_along[k] * doublings_k^growth`` (:func:`drift_reach`)
     drift_along: tuple[float, ...] | None = None
+    #: the number of measured values of each parameter (in ``parameters`` order) when no measured
+    #: point could be held out to check the law: ``drift`` is then the exponent doubt
+    #: :func:`perfcast.fit.core.fit_group` gives such laws, not a measured miss (a prediction
+    #: beyond the data says so: :func:`perfcast.fit.core.exponent_doubt_note`); None otherwise
+    unchecked_on: tuple[int, ...] | None = None
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -339,6 +344,8 @@ class Model:
             d["drift_dof"] = int(self.drift_dof)
         if self.drift and self.drift_along is not None:
             d["drift_along"] = {p: _clean(v) for p, v in zip(self.parameters, self.drift_along)}
+        if self.drift and self.unchecked_on is not None:
+            d["unchecked_on"] = {p: int(v) for p, v in zip(self.parameters, self.unchecked_on)}
         if self.upper is not None:
             # the largest measured value of each parameter ("upper" elsewhere is an interval bound)
             d["largest_measured"] = [_clean(v) for v in self.upper]
@@ -391,13 +398,19 @@ class Model:
                     raise PerfcastError("drift_along must give a number for every parameter of the model",
                                         where="drift_along")
                 da = tuple(float(da[p]) for p in params)
+            uo = d.get("unchecked_on")
+            if uo is not None:
+                if not isinstance(uo, Mapping) or set(uo) != set(params):
+                    raise PerfcastError("unchecked_on must give a count for every parameter of the model",
+                                        where="unchecked_on")
+                uo = tuple(int(uo[p]) for p in params)
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
                        None if largest is None else tuple(float(v) for v in largest),
                        float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0),
                        float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params), zb, zf,
-                       da)
+                       da, uo)
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
