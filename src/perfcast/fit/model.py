@@ -132,6 +132,17 @@ def _clean(v):
     return v if math.isfinite(v) else None
 
 
+
+def _per_parameter(d: Mapping, key: str, params: Sequence[str], cast, what: str) -> tuple | None:
+    """A model dict's per-parameter field ``key`` (``{parameter: value}``, one per parameter of the
+    model) as a tuple in parameter order, or None when absent."""
+    v = d.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, Mapping) or set(v) != set(params):
+        raise PerfcastError(f"{key} must give {what} for every parameter of the model", where=key)
+    return tuple(cast(v[p]) for p in params)
+
 @dataclass(frozen=True)
 class Model:
     parameters: tuple[str, ...]
@@ -392,18 +403,8 @@ class Model:
                 zf = (str(zf["parameter"]), float(zf["start"]))
                 if zf[0] not in params:
                     raise PerfcastError(f"zero_from names {zf[0]!r}, not a parameter of the model", where="zero_from")
-            da = d.get("drift_along")
-            if da is not None:
-                if not isinstance(da, Mapping) or set(da) != set(params):
-                    raise PerfcastError("drift_along must give a number for every parameter of the model",
-                                        where="drift_along")
-                da = tuple(float(da[p]) for p in params)
-            uo = d.get("unchecked_on")
-            if uo is not None:
-                if not isinstance(uo, Mapping) or set(uo) != set(params):
-                    raise PerfcastError("unchecked_on must give a count for every parameter of the model",
-                                        where="unchecked_on")
-                uo = tuple(int(uo[p]) for p in params)
+            da = _per_parameter(d, "drift_along", params, float, "a number")
+            uo = _per_parameter(d, "unchecked_on", params, int, "a count")
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
