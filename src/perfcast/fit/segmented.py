@@ -53,7 +53,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PerfcastError
-from .core import FitOptions, apply_zero_rule, fit_group, noise_scale, zero_rule_sets
+from .core import FitOptions, apply_zero_rule, fit_group, noise_scale, smape_percent, zero_rule_sets
 from .model import STATUSES, Composite, Model, Quality
 from .special import t_quantile
 from .terms import block_values
@@ -656,8 +656,7 @@ def _insufficient(B: Model, data: _Data, j: int) -> Model:
     c, y = data.count[j:], data.mean[j:]
     mean = float(np.sum(c * y) / np.sum(c))
     resid = y - mean
-    den = np.abs(y) + abs(mean)
-    smape = float(100 * np.mean(np.where(den > 0, 2 * np.abs(resid) / np.where(den > 0, den, 1), 0.0)))
+    smape = float(smape_percent(np.full(len(y), mean), y))
     N, n = float(np.sum(c)), len(y)
     noise = None
     if N > n:
@@ -701,8 +700,7 @@ def _quality(data: _Data, pred: np.ndarray, k: int, crit: float, segs) -> Qualit
         adj = 1 - (rss / (n - k)) / (tss / max(n - 1, 1)) if n > k else float("nan")
     else:
         adj = 1.0 if rss <= 1e-24 * data.scale ** 2 else 0.0
-    den = np.abs(f) + np.abs(y)
-    smape = float(100 * np.mean(np.where(den > 0, 2 * np.abs(resid) / np.where(den > 0, den, 1), 0.0)))
+    smape = float(smape_percent(f, y))
     cvs = [(s.quality.cv, s.quality.n_points) for s in segs if s.quality is not None]
     cv = None
     if len(cvs) == len(segs) and all(c is not None for c, _ in cvs):
@@ -762,8 +760,7 @@ def plateau(x, mean, count, ssd, single: Model, parameter: str,
                                                         None, j, int(np.sum(c[:j])), None),
                       ((0.0,),), 0.0, max(j - 1, 0), (), "ok", 0, (), 0.0, (float(x[j - 1]),))
     pred = np.where(np.arange(n) < j, np.asarray(first.predict(x), dtype=float), level)
-    den = np.abs(pred) + np.abs(y)
-    smape = float(100 * np.mean(np.where(den > 0, 2 * np.abs(pred - y) / np.where(den > 0, den, 1), 0.0)))
+    smape = float(smape_percent(pred, y))
     q_last = Quality(0.0, 1.0, 0.0, 0.0, None, n - j, n - j, None)
     last = Model((parameter,), level, (), q_last, ((0.0,),), 0.0, n - j - 1, (), "ok", 0, (),
                  TWO_POINT_EXPONENT_SD * math.log(2), (float(x[-1]),), 1.0, TWO_POINT_DRIFT_DOF)
