@@ -621,3 +621,21 @@ def test_a_regime_met_to_round_off_is_not_a_poor_fit(capsys):
         assert model.predict(p) == pytest.approx(t, abs=1e-9)
     # SMAPE by hand: every point met within 1e-9 of the series' largest value (6)
     assert m["quality"]["smape"] < 1e-6
+
+
+def test_the_points_before_a_plateau_report_their_own_miss():
+    """Deterministic counts 40, 80 at p = 2, 4, then 102 from p = 8 on (three equal runs each): a
+    plateau from p = 8, and before it the mean of its two points, 60.  That mean misses both: SMAPE
+    by hand (2 x 20 / 100 + 2 x 20 / 140) / 2 = 34.3 %; the first regime's quality said 0 %."""
+    from perfcast.fit.segmented import plateau
+
+    x = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
+    y = np.array([40.0, 80.0, 102.0, 102.0, 102.0])
+    c, s = np.full(5, 3.0), np.zeros(5)
+    m = plateau(x, y, c, s, fit_series(x, [[v] * 3 for v in y], "p"), "p")
+    assert isinstance(m, SegmentedModel) and m.change == (4.0, 8.0)
+    first = m.segments[0]
+    assert first.constant == pytest.approx(60.0)
+    assert first.quality.smape == pytest.approx(100 * (40 / 100 + 40 / 140) / 2, rel=1e-12)
+    # the whole model: those two misses over the five points, the plateau met exactly
+    assert m.quality.smape == pytest.approx(100 * (40 / 100 + 40 / 140) / 5, rel=1e-12)

@@ -756,7 +756,8 @@ def plateau(x, mean, count, ssd, single: Model, parameter: str,
         first = fit_one(x[:j], y[:j], c[:j], s[:j], (parameter,), options or FitOptions(), fall=False).model(0)
     else:
         mean0 = float(np.sum(c[:j] * y[:j]) / np.sum(c[:j]))
-        first = Model((parameter,), mean0, (), Quality(float(np.sum((y[:j] - mean0) ** 2)), float("nan"), 0.0, None,
+        first = Model((parameter,), mean0, (), Quality(float(np.sum((y[:j] - mean0) ** 2)), float("nan"),
+                                                        float(smape_percent(np.full(j, mean0), y[:j])), None,
                                                         None, j, int(np.sum(c[:j])), None),
                       ((0.0,),), 0.0, max(j - 1, 0), (), "ok", 0, (), 0.0, (float(x[j - 1]),))
     pred = np.where(np.arange(n) < j, np.asarray(first.predict(x), dtype=float), level)
