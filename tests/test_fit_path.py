@@ -111,3 +111,36 @@ def test_extrap_input2_is_no_longer_the_training_mean(capsys):
     assert abs(row["value"] - mean) > 0.5 * mean
     assert row["value"] == pytest.approx(truth, rel=0.01)
     assert row["lower"] <= truth * (1 + 1e-9) and row["upper"] >= truth * (1 - 1e-9)
+
+
+def test_a_three_point_path_says_its_interval_is_the_exponent_doubt(capsys, tmp_path):
+    """3 x^2 exactly (two equal runs each) at (x, y) = (4, 10), (8, 20), (16, 30): three values of
+    each parameter, so no point of the path can be held out to check the law, and beyond the data
+    its interval is the exponent doubt, not noise.  Grids of three values say so (the exponent-doubt
+    note); the path said nothing.  Four points along a path (one held out) get no such note."""
+    from perfcast.fit.core import exponent_doubt_note
+
+    def path(points):
+        rows = [{"x": x, "y": y, "rep": r, "callpath": "k", "metric": "time", "value": 3.0 * x ** 2}
+                for x, y in points for r in range(2)]
+        return Experiment(["x", "y"], pd.DataFrame(rows), TIME)
+
+    three = ((4, 10), (8, 20), (16, 30))
+    ms = perfcast.model(path(three))
+    m = ms[("k", "time")]
+    assert m.predict({"x": 16.0, "y": 30.0}) == pytest.approx(3 * 16 ** 2, rel=1e-9)
+    far, inside = ms.predict([{"x": 32.0, "y": 40.0}, {"x": 8.0, "y": 20.0}])
+    # one doubling of x beyond the data (y by a third): the doubt along x, the law exact at every point
+    assert exponent_doubt_note("x", 3, m.drift, True) in far["notes"]
+    assert m.unchecked_on == (3, 3)
+    assert far["lower"] < 3 * 32 ** 2 < far["upper"]
+    assert not any("no measured point could be held out" in n for n in inside["notes"])
+    perfcast.store.write(path(three), tmp_path / "path.perfcast")
+    code, out, err = cli(capsys, "model", tmp_path / "path.perfcast", "--json")
+    assert code == 0, err
+    [item] = cli_items(out, "models")
+    assert item["unchecked_on"] == {"x": 3, "y": 3}
+    four = perfcast.model(path(three + ((32, 40),)))
+    assert four[("k", "time")].unchecked_on is None
+    (r,) = four.predict({"x": 64.0, "y": 50.0})
+    assert not any("no measured point could be held out" in n for n in r["notes"])

@@ -1966,10 +1966,15 @@ def _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, c
     drift = None if subs[0].drift is None else pick("drift")
     drift_dof = np.array([g._drift_dof(s) for g, s in zip((subs[i] for i in win.tolist()), range(S))],
                          dtype=np.int64) if S else 0
+    # no point of the path could be held out to check the laws (three points: every fit along it is
+    # fit_group's three-point case): their drift is the exponent doubt, counted per parameter as
+    # fit_group counts it (Model.unchecked_on, exponent_doubt_note)
+    unchecked_on = (tuple(len(np.unique(X[:, p])) for p in range(m))
+                    if all(g.unchecked_on is not None for g in subs) else None)
     return GroupFit(tuple(parameters), blocks, n, pick("status"), pick("needed"), hyp, w, coef, cov,
                     pick("quality"), pick("noise"), pick("dof"), (path_note(parameters, varying, n),), drift,
                     tuple(float(v) for v in np.max(X, axis=0)), max(g.growth for g in subs), drift_dof,
-                    subs[0].shape)
+                    subs[0].shape, unchecked_on=unchecked_on)
 
 
 #: two-point models: standard deviation of the exponent (a quarter power: the spacing of the
