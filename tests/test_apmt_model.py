@@ -543,3 +543,52 @@ def test_insights_of_a_kernel_whose_cpi_has_no_spread():
     m = APMTModel(("p",), "p", None, None, [k], None, {}, {})
     (line,) = m.insights()
     assert line.startswith("solve: effective CPI 1.5 (") and "unknown" in line and "std" not in line
+
+
+def _eq5_experiment(core, bf):
+    """Runs at f = 1 and 2 GHz whose timer app->t_solve follows Eq 5 exactly: per rank Ir = 1e6 n / p,
+    loads 0.4 Ir, stores 0.1 Ir, L1 misses 0.02 n Ir, LLC misses 0.004 n^2 Ir (each split read / write
+    as cachegrind counts them); M(f) = ((Dr + Dw - D1m) 4 + (D1m - DLm) 40 + DLm 200 f / 2 GHz) / Ir
+    (MACHINE's latencies, no L2 counter), time = Ir (core + bf M(f)) / f."""
+    rows = []
+    for fg in (1.0, 2.0):
+        for p in (1, 2, 4):
+            for n in (1, 2, 3):
+                ir = 1e6 * n / p
+                c = {"Ir": ir, "Dr": 0.4 * ir, "Dw": 0.1 * ir, "D1mr": 0.015 * n * ir, "D1mw": 0.005 * n * ir,
+                     "DLmr": 0.003 * n * n * ir, "DLmw": 0.001 * n * n * ir}
+                l1m, llc = c["D1mr"] + c["D1mw"], c["DLmr"] + c["DLmw"]
+                m = ((c["Dr"] + c["Dw"] - l1m) * 4 + (l1m - llc) * 40 + llc * 200 * fg * 1e9 / 2e9) / ir
+                for r in range(p):
+                    for k, val in c.items():
+                        rows.append({"f": fg, "p": p, "n": n, "rep": 0, "rank": r, "callpath": "app->solve",
+                                     "metric": k, "value": val})
+                    rows.append({"f": fg, "p": p, "n": n, "rep": 0, "rank": r, "callpath": "app->setup",
+                                 "metric": "Ir", "value": 1e3})
+                rows.append({"f": fg, "p": p, "n": n, "rep": 0, "rank": 0, "callpath": "app->t_solve",
+                             "metric": "time", "value": ir * (core + bf * m) / (fg * 1e9)})
+    metrics = [Metric(k, "#", "count", "exclusive") for k in ("Ir", "Dr", "Dw", "D1mr", "D1mw", "DLmr", "DLmw")]
+    return Experiment(["f", "p", "n"], pd.DataFrame(rows), [*metrics, Metric("time", "s", "time", "inclusive")])
+
+
+def test_eq5_recovers_the_generating_cpi_core_and_bf_mem_through_the_mapped_timer():
+    m = fit_apmt(_eq5_experiment(0.6, 0.3), MACHINE, timers={"solve": "app->t_solve"})
+    km = next(k for k in m.kernels if k.name == "solve")
+    assert km.cpi_core == pytest.approx(0.6, rel=1e-9) and km.bf_mem == pytest.approx(0.3, rel=1e-9)
+    assert km.cpi == km.cpi_core
+    (r,) = m.eq5.refined
+    assert r["kernel"] == "solve" and r["time"] == "timer app->t_solve" and r["points"] == 18
+    assert m.to_dict()["eq5"]["refined"][0]["cpi_core"] == pytest.approx(0.6, rel=1e-9)
+    assert any(n.startswith("Eq 5 over the runs at f = 1, 2 refined CPI_core and BF_mem of solve") for n in m.notes)
+
+
+def test_eq5_line_that_is_no_machines_leaves_the_effective_cpi():
+    # a slope below 0 (the CPI falls as memory cycles grow) is no BF_mem: not taken, said, its values in JSON
+    exp = _eq5_experiment(0.6, -0.3)
+    m = fit_apmt(exp, MACHINE, timers={"solve": "app->t_solve"})
+    km = next(k for k in m.kernels if k.name == "solve")
+    assert km.cpi_core is None and km.bf_mem is None and km.cpi_source.startswith("effective")
+    assert m.eq5.refined == []
+    (r,) = [x for x in m.eq5.not_refined if x["kernel"] == "solve"]
+    assert r["cpi_core"] == pytest.approx(0.6, rel=1e-9) and r["bf_mem"] == pytest.approx(-0.3, rel=1e-9)
+    assert any(n.startswith("Eq 5 over the runs at f = 1, 2 refined nothing") for n in m.notes)

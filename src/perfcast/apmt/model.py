@@ -72,6 +72,34 @@ def fit_options(functions: str = "pmnf", negative: bool = True) -> fit.FitOption
     raise PerfcastError(f"functions must be pmnf or apmt, not {functions!r}", where="functions")
 
 
+#: the counter roles the memory levels' hits come from (:func:`level_hits`)
+MEMORY_ROLES = ("loads", "stores", "l1_misses", "l2_misses", "llc_misses")
+
+
+def level_hits(counts: Mapping[str, float | None]) -> dict:
+    """Hits per memory level from the counts of :data:`MEMORY_ROLES` (None: not counted): L1 hits =
+    loads + stores - L1 misses, L2 hits = L1 misses - L2 misses, LLC hits = (L2 or L1) misses - LLC
+    misses, memory = LLC misses; a level whose counters are missing is left out."""
+    acc = None
+    if counts.get("loads") is not None:
+        acc = counts["loads"] + (counts.get("stores") or 0.0)
+    l1m, l2m, llcm = counts.get("l1_misses"), counts.get("l2_misses"), counts.get("llc_misses")
+    hits = {}
+    if acc is not None and l1m is not None:
+        hits["L1"] = max(acc - l1m, 0.0)
+    upper = l1m
+    if l2m is not None and l1m is not None:
+        hits["L2"] = max(l1m - l2m, 0.0)
+        upper = l2m
+    elif l2m is not None:
+        upper = l2m
+    if llcm is not None and upper is not None:
+        hits["LLC"] = max(upper - llcm, 0.0)
+    if llcm is not None:
+        hits["memory"] = llcm
+    return hits
+
+
 @dataclass
 class KernelModel:
     name: str
@@ -95,23 +123,7 @@ class KernelModel:
 
     def memory_time(self, at, machine: Machine) -> tuple[float | None, dict]:
         """Latency-weighted T_mem (seconds) and per-level hits; None when no level is known."""
-        acc = None
-        if self.counters.get("loads") is not None:
-            acc = self._count("loads", at) + (self._count("stores", at) or 0.0)
-        l1m, l2m, llcm = self._count("l1_misses", at), self._count("l2_misses", at), self._count("llc_misses", at)
-        hits = {}
-        if acc is not None and l1m is not None:
-            hits["L1"] = max(acc - l1m, 0.0)
-        upper = l1m
-        if l2m is not None and l1m is not None:
-            hits["L2"] = max(l1m - l2m, 0.0)
-            upper = l2m
-        elif l2m is not None:
-            upper = l2m
-        if llcm is not None and upper is not None:
-            hits["LLC"] = max(upper - llcm, 0.0)
-        if llcm is not None:
-            hits["memory"] = llcm
+        hits = level_hits({r: self._count(r, at) for r in MEMORY_ROLES})
         if not hits:
             return None, {}
         t = sum(h * machine.latency_cycles[lvl] for lvl, h in hits.items()) / machine.frequency_hz
@@ -208,6 +220,9 @@ class APMTModel:
     #: the options `perfcast predict` fits the times with here (``--terms``, ``--negative``): the
     #: kernels' time models and the PMNF run times next to the breakdown (:mod:`.reconcile`)
     pmnf_options: fit.FitOptions = field(default_factory=fit.FitOptions)
+    #: what Eq 5 refined with the runs at other frequencies (:class:`perfcast.apmt.refine.Eq5`); None
+    #: without a frequency parameter
+    eq5: object | None = None
 
     # -- prediction ------------------------------------------------------------------------------
     def predict(self, at: Mapping, size_ratio: float = 1.0) -> Prediction:
@@ -403,7 +418,8 @@ class APMTModel:
                 "kernels": self.kernelset.to_dict(), "kernel_models": [k.to_dict() for k in self.kernels],
                 "communication": None if self.comm is None else self.comm.to_dict(),
                 "counters": {r: list(v) if v else None for r, v in self.roles.items()},
-                "contention": self.contention, "notes": list(self.notes)}
+                "contention": self.contention, "eq5": None if self.eq5 is None else self.eq5.to_dict(),
+                "notes": list(self.notes)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,8 +471,8 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         base = exp.select(**{fp: top})
         base = Experiment([p for p in exp.parameters if p != fp], base.data.drop(columns=[fp]), base.metrics,
                           base.tree, base.meta)
-        notes.append(f"counters and CPI from the runs at {fp}={kmod._num(top)}; the other frequencies refine "
-                     "CPI_core and BF_mem (Eq 5)")
+        notes.append(f"counters and CPI from the runs at {fp}={kmod._num(top)} (Eq 5 below: what the other "
+                     "frequencies refine)")
     procs = kmod.procs_param(base, procs)
     from ..analysis.oversubscription import oversubscription
 
@@ -488,6 +504,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     else:
         no_profile = "no computation profile"
     ks = None
+    eq5 = None
     kms: list[KernelModel] = []
     contention = {}
     if comp_exp is not None:
@@ -550,14 +567,10 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
             tsrc = None
             tof = None
             if k.name in timers:
-                tp = timers[k.name]
-                if tp not in base.data["callpath"].cat.categories:
-                    raise PerfcastError(f"timer {tp!r} for kernel {k.name!r} is not a callpath of the experiment")
-                tsel = base.select(callpath=tp, literal=True)
-                tm = "time" if "time" in tsel.metrics else next(iter(tsel.metrics))
-                from .refine import measured_totals
+                from .refine import timer_series
 
-                tser = measured_totals(base, tp, tm)
+                tp = timers[k.name]
+                tser, tm = timer_series(base, k.name, tp)
                 tsrc = f"timer {tp}"
                 tof = (tp, tm)
             elif time_metrics:
@@ -630,7 +643,9 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 km.time_model, km.time_series = models[km.name]
         if freq:
             from .refine import apply_eq5
-            notes.extend(apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks, time_metrics))
+
+            eq5 = apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks, time_metrics, timers=timers,
+                            procs=procs, over=over)
     comm = None
     if mpi_paths:
         comm = cmod.fit_comm(base, procs=procs, ranks=ranks, form=comm_form, options=opts, bf_comm=bf_comm,
@@ -640,10 +655,17 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         _check_timers(timers, [])
     if ks is None and comm is None:
         raise PerfcastError("nothing to model: the experiment has neither function profiles nor an MPI profile")
+    if freq:
+        if eq5 is None:
+            from .refine import Eq5
+
+            eq5 = Eq5(freq[0], sorted(float(v) for v in exp.data[freq[0]].unique()),
+                      nothing="no computation profile, so no kernel to refine")
+        notes.append(eq5.note())
     if ks is None:
         ks = kmod.KernelSet([], "", procs, threshold, {}, {}, [no_profile])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
-                     base.points(), dict(timers), pmnf)
+                     base.points(), dict(timers), pmnf, eq5)
 
 
 def _within_cores(index, params, procs, over):
