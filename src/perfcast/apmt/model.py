@@ -121,20 +121,26 @@ class KernelModel:
         m = self.counters.get(role)
         return None if m is None else max(float(m.predict(at)), 0.0)
 
-    def memory_time(self, at, machine: Machine) -> tuple[float | None, dict]:
-        """Latency-weighted T_mem (seconds) and per-level hits; None when no level is known."""
+    def memory_time(self, at, machine: Machine, freq_hz: float | None = None) -> tuple[float | None, dict]:
+        """Latency-weighted T_mem (seconds) and per-level hits; None when no level is known.  At a core
+        frequency ``freq_hz`` (default the machine's) the caches' latencies stay fixed in core cycles,
+        main memory's in seconds (its cycles at the machine's frequency), as in Eq 5."""
         hits = level_hits({r: self._count(r, at) for r in MEMORY_ROLES})
         if not hits:
             return None, {}
-        t = sum(h * machine.latency_cycles[lvl] for lvl, h in hits.items()) / machine.frequency_hz
+        f = freq_hz or machine.frequency_hz
+        t = sum(h * machine.latency_cycles[lvl] for lvl, h in hits.items() if lvl != "memory") / f \
+            + hits.get("memory", 0.0) * machine.latency_cycles["memory"] / machine.frequency_hz
         return t, hits
 
-    def predict(self, at, machine: Machine) -> dict:
-        """{'computation', 'memory', 'total', 'memory_bound'} in seconds (None where unavailable)."""
+    def predict(self, at, machine: Machine, freq_hz: float | None = None) -> dict:
+        """{'computation', 'memory', 'total', 'memory_bound'} in seconds (None where unavailable), at the
+        core frequency ``freq_hz`` (default the machine's): T_comp = N_instr x CPI / f."""
         n = self._count("instructions", at)
         if n is not None and self.cpi is not None:
-            comp = n * self.cpi / machine.frequency_hz
-            tmem, _ = self.memory_time(at, machine)
+            f = freq_hz or machine.frequency_hz
+            comp = n * self.cpi / f
+            tmem, _ = self.memory_time(at, machine, f)
             mem = None
             if self.bf_mem is not None and tmem is not None:
                 mem = self.bf_mem * tmem
@@ -223,6 +229,10 @@ class APMTModel:
     #: what Eq 5 refined with the runs at other frequencies (:class:`perfcast.apmt.refine.Eq5`); None
     #: without a frequency parameter
     eq5: object | None = None
+    #: with a frequency parameter (runs at several CPU frequencies): (parameter, its value and its
+    #: frequency in Hz at the runs the counters and effective CPIs come from); the computation is
+    #: evaluated at the frequency ``predict``'s point gives, not at the machine description's
+    frequency: tuple | None = None
 
     # -- prediction ------------------------------------------------------------------------------
     def predict(self, at: Mapping, size_ratio: float = 1.0) -> Prediction:
@@ -248,7 +258,8 @@ class APMTModel:
             label, m, pt = bad
             raise PerfcastError(f"{label}: the model {m.formula()} is undefined at "
                                 f"{','.join(f'{k}={v:g}' for k, v in pt.items())}", where="at")
-        ks = {k.name: k.predict(comp_at, self.machine) for k in self.kernels}
+        fhz = self._frequency_at(at, notes)
+        ks = {k.name: k.predict(comp_at, self.machine, fhz) for k in self.kernels}
         cm = self.comm.predict(at, size_ratio) if self.comm is not None else {}
         total = sum(v["total"] or 0.0 for v in ks.values()) + sum(cm.values())
         if self.comm is None:
@@ -257,6 +268,28 @@ class APMTModel:
         notes += self._grid_notes(named)
         notes += self._negative_notes(named)
         return Prediction(at, size_ratio, ks, cm, total, notes)
+
+    def _frequency_at(self, at: Mapping, notes: list) -> float | None:
+        """The core frequency (Hz) the computation is evaluated at: the point's value of the frequency
+        parameter (the profiled runs' one when the point has none), None without such a parameter (the
+        machine's).  Said in ``notes`` where the frequency is not the profiled runs': a kernel whose CPI
+        Eq 5 did not split keeps its effective CPI, memory stalls included, as if they were core cycles."""
+        if self.frequency is None:
+            return None
+        from .refine import _hz
+
+        fp, top, top_hz = self.frequency
+        if fp not in at:
+            return top_hz
+        fhz = _hz(at[fp])
+        if not fhz > 0:
+            raise PerfcastError(f"{fp}={at[fp]:g}: a CPU frequency must be > 0", where="at")
+        kept = [k.name for k in self.kernels if k.cpi is not None and k.cpi_core is None]
+        if fhz != top_hz and kept:
+            notes.append(f"{', '.join(kept)}: the effective CPI of the runs at {fp}={kmod._num(top)} is taken as it is "
+                         f"at {fp}={kmod._num(at[fp])} (Eq 5 did not split it into CPI_core and BF_mem): its memory "
+                         "stalls scale with the frequency as if they were core cycles")
+        return fhz
 
     def _named_models(self, comp_at: Mapping, at: Mapping) -> list[tuple]:
         """(label, fitted model, point it is evaluated at) of every count and time the breakdown uses."""
@@ -459,6 +492,8 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     `predict` take them (``--terms``, ``--negative``; their defaults): a kernel time is the model of
     its series in the model set those commands build (:func:`_time_models`)."""
     machine = machine or Machine.host()
+    # the core frequency of the runs the counters and CPIs come from: a frequency parameter's, else the machine's
+    fhz = machine.frequency_hz
     if ranks not in ("max", "mean"):
         raise PerfcastError(f"ranks must be max or mean, not {ranks!r}", where="ranks")
     params = [p for p in exp.parameters if p.lower() not in FREQ_PARAMS]
@@ -466,13 +501,17 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     notes = []
     base = exp
     if freq:
+        from .refine import _hz
+
         fp = freq[0]
         top = float(exp.data[fp].max())
+        fhz = _hz(top)
         base = exp.select(**{fp: top})
         base = Experiment([p for p in exp.parameters if p != fp], base.data.drop(columns=[fp]), base.metrics,
                           base.tree, base.meta)
         notes.append(f"counters and CPI from the runs at {fp}={kmod._num(top)} (Eq 5 below: what the other "
-                     "frequencies refine)")
+                     f"frequencies refine); the computation is evaluated at the point's {fp}, not at the machine "
+                     "description's frequency")
     procs = kmod.procs_param(base, procs)
     from ..analysis.oversubscription import oversubscription
 
@@ -598,7 +637,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 cpis = (c / instr).dropna()
                 km.cpi_source = "measured" + (" (computation cycles: cycles - stalls)" if stalls is not None else "")
                 if stalls is not None:
-                    km.bf_mem = _bf_mem(km, vals, bparams, k.name, stalls, machine, roles)
+                    km.bf_mem = _bf_mem(km, vals, bparams, k.name, stalls, machine, roles, fhz)
             elif instr is not None and tser is not None:
                 common = instr.index.intersection(tser.index)
                 if len(common) == 0:
@@ -614,7 +653,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                                         f"{tsrc} includes descheduling")
                         notes.append(f"{k.name}: {km.notes[-1]}")
                         common = within
-                    cpis = (tser.loc[common] * machine.frequency_hz / instr.loc[common]).dropna()
+                    cpis = (tser.loc[common] * fhz / instr.loc[common]).dropna()
                     km.cpi_source = f"effective (time from {tsrc} x f / instructions)"
             elif instr is not None:
                 km.notes.append("no cycles counter and no time for this kernel: CPI unavailable, so the kernel "
@@ -665,7 +704,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     if ks is None:
         ks = kmod.KernelSet([], "", procs, threshold, {}, {}, [no_profile])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
-                     base.points(), dict(timers), pmnf, eq5)
+                     base.points(), dict(timers), pmnf, eq5, (freq[0], top, fhz) if freq else None)
 
 
 def _within_cores(index, params, procs, over):
@@ -765,14 +804,16 @@ def _means(vals: pd.DataFrame, params, kernel, metrics) -> pd.Series | None:
     return per.groupby(level=list(range(len(params))) if len(params) > 1 else 0).mean()
 
 
-def _bf_mem(km: KernelModel, vals, params, kernel, stalls: pd.Series, machine: Machine, roles) -> float | None:
-    """Mean over profiled points of T_stall / T_mem (from the counter values at the points)."""
+def _bf_mem(km: KernelModel, vals, params, kernel, stalls: pd.Series, machine: Machine, roles,
+            freq_hz: float) -> float | None:
+    """Mean over profiled points of T_stall / T_mem (from the counter values at the points), both at the
+    core frequency ``freq_hz`` of the runs."""
     ratios = []
     for idx, st in stalls.items():
         at = dict(zip(params, idx if isinstance(idx, tuple) else (idx,)))
-        tmem, _ = km.memory_time(at, machine) if km.counters else (None, {})
+        tmem, _ = km.memory_time(at, machine, freq_hz) if km.counters else (None, {})
         if tmem and tmem > 0:
-            ratios.append(st / machine.frequency_hz / tmem)
+            ratios.append(st / freq_hz / tmem)
     if not ratios:
         km.notes.append("stall cycles measured but no memory level counted: BF_mem unavailable")
         return None
