@@ -543,3 +543,88 @@ def test_insights_of_a_kernel_whose_cpi_has_no_spread():
     m = APMTModel(("p",), "p", None, None, [k], None, {}, {})
     (line,) = m.insights()
     assert line.startswith("solve: effective CPI 1.5 (") and "unknown" in line and "std" not in line
+
+
+def _eq5_time(core, bf, p, n, fg, machine_hz=2e9):
+    """Per-rank counts at (p, n) and the time Eq 5 gives them at fg GHz: Ir = 1e6 n / p, loads 0.4 Ir,
+    stores 0.1 Ir, L1 misses 0.02 n Ir, LLC misses 0.004 n^2 Ir (each split read / write as cachegrind
+    counts them); M(f) = ((Dr + Dw - D1m) 4 + (D1m - DLm) 40 + DLm 200 f / machine_hz) / Ir (MACHINE's
+    latencies in cycles, main memory's 200 cycles at the machine's frequency, fixed in seconds; no L2
+    counter), time = Ir (core + bf M(f)) / f."""
+    ir = 1e6 * n / p
+    c = {"Ir": ir, "Dr": 0.4 * ir, "Dw": 0.1 * ir, "D1mr": 0.015 * n * ir, "D1mw": 0.005 * n * ir,
+         "DLmr": 0.003 * n * n * ir, "DLmw": 0.001 * n * n * ir}
+    l1m, llc = c["D1mr"] + c["D1mw"], c["DLmr"] + c["DLmw"]
+    m = ((c["Dr"] + c["Dw"] - l1m) * 4 + (l1m - llc) * 40 + llc * 200 * fg * 1e9 / machine_hz) / ir
+    return c, ir * (core + bf * m) / (fg * 1e9)
+
+
+def _eq5_experiment(core, bf, machine_hz=2e9):
+    """Runs at f = 1 and 2 GHz, p = 1, 2, 4, n = 1, 2, 3 whose timer app->t_solve follows Eq 5 exactly
+    (:func:`_eq5_time`)."""
+    rows = []
+    for fg in (1.0, 2.0):
+        for p in (1, 2, 4):
+            for n in (1, 2, 3):
+                c, t = _eq5_time(core, bf, p, n, fg, machine_hz)
+                for r in range(p):
+                    for k, val in c.items():
+                        rows.append({"f": fg, "p": p, "n": n, "rep": 0, "rank": r, "callpath": "app->solve",
+                                     "metric": k, "value": val})
+                    rows.append({"f": fg, "p": p, "n": n, "rep": 0, "rank": r, "callpath": "app->setup",
+                                 "metric": "Ir", "value": 1e3})
+                rows.append({"f": fg, "p": p, "n": n, "rep": 0, "rank": 0, "callpath": "app->t_solve",
+                             "metric": "time", "value": t})
+    metrics = [Metric(k, "#", "count", "exclusive") for k in ("Ir", "Dr", "Dw", "D1mr", "D1mw", "DLmr", "DLmw")]
+    return Experiment(["f", "p", "n"], pd.DataFrame(rows), [*metrics, Metric("time", "s", "time", "inclusive")])
+
+
+def test_eq5_recovers_the_generating_cpi_core_and_bf_mem_through_the_mapped_timer():
+    m = fit_apmt(_eq5_experiment(0.6, 0.3), MACHINE, timers={"solve": "app->t_solve"})
+    km = next(k for k in m.kernels if k.name == "solve")
+    assert km.cpi_core == pytest.approx(0.6, rel=1e-9) and km.bf_mem == pytest.approx(0.3, rel=1e-9)
+    assert km.cpi == km.cpi_core
+    (r,) = m.eq5.refined
+    assert r["kernel"] == "solve" and r["time"] == "timer app->t_solve" and r["points"] == 18
+    assert m.to_dict()["eq5"]["refined"][0]["cpi_core"] == pytest.approx(0.6, rel=1e-9)
+    assert any(n.startswith("Eq 5 over the runs at f = 1, 2 refined CPI_core and BF_mem of solve") for n in m.notes)
+
+
+def test_eq5_line_that_is_no_machines_leaves_the_effective_cpi():
+    # a slope below 0 (the CPI falls as memory cycles grow) is no BF_mem: not taken, said, its values in JSON
+    exp = _eq5_experiment(4.0, -0.2)
+    m = fit_apmt(exp, MACHINE, timers={"solve": "app->t_solve"})
+    km = next(k for k in m.kernels if k.name == "solve")
+    assert km.cpi_core is None and km.bf_mem is None and km.cpi_source.startswith("effective")
+    assert m.eq5.refined == []
+    (r,) = [x for x in m.eq5.not_refined if x["kernel"] == "solve"]
+    assert r["cpi_core"] == pytest.approx(4.0, rel=1e-9) and r["bf_mem"] == pytest.approx(-0.2, rel=1e-9)
+    assert any(n.startswith("Eq 5 over the runs at f = 1, 2 refined nothing") for n in m.notes)
+
+
+def test_the_breakdown_is_evaluated_at_the_frequency_of_the_point():
+    """With runs at several frequencies the computation is N x CPI / f at the point's f, not at the
+    machine description's frequency (here 2.5 GHz, none of the runs'): Eq 5's CPI_core and BF_mem give
+    back the generating time at f = 1 and 2 GHz; a kernel whose CPI Eq 5 did not split (the
+    no-machine line) gives back its measured time at the runs' f = 2 GHz, where its effective CPI is
+    from, and its use at f = 1 is said."""
+    machine = Machine.from_dict({"name": "m25", "frequency_hz": 2.5e9, "cores_per_node": 2,
+                                 "latency_cycles": {"L1": 4, "L2": 12, "LLC": 40, "memory": 200}})
+    m = fit_apmt(_eq5_experiment(0.6, 0.3, 2.5e9), machine, timers={"solve": "app->t_solve"})
+    assert [r["kernel"] for r in m.eq5.refined] == ["solve"]
+    for fg, p, n in ((1.0, 2, 2), (2.0, 4, 3), (1.0, 1, 1)):
+        _, t = _eq5_time(0.6, 0.3, p, n, fg, 2.5e9)
+        k = m.predict({"f": fg, "p": p, "n": n}).kernels["solve"]
+        assert k["total"] == pytest.approx(t, rel=1e-6)
+        assert k["computation"] == pytest.approx(1e6 * n / p * 0.6 / (fg * 1e9), rel=1e-6)
+    # CPI falling as the memory cycles grow (times stay > 0): the effective CPI, the mean over the runs at
+    # f = 2 GHz of time x f / Ir, times Ir / f at the point's f
+    m = fit_apmt(_eq5_experiment(4.0, -0.2, 2.5e9), machine, timers={"solve": "app->t_solve"})
+    assert m.eq5.refined == []
+    eff = np.mean([_eq5_time(4.0, -0.2, p, n, 2.0, 2.5e9)[1] * 2e9 / (1e6 * n / p)
+                   for p in (1, 2, 4) for n in (1, 2, 3)])
+    for fg in (2.0, 1.0):
+        pr = m.predict({"f": fg, "p": 2, "n": 2})
+        assert pr.kernels["solve"]["total"] == pytest.approx(1e6 * 2 / 2 * eff / (fg * 1e9), rel=1e-6)
+        said = [n for n in pr.notes if n.startswith("solve: the effective CPI of the runs at f=2 is taken as it is")]
+        assert len(said) == (fg != 2.0)

@@ -72,6 +72,34 @@ def fit_options(functions: str = "pmnf", negative: bool = True) -> fit.FitOption
     raise PerfcastError(f"functions must be pmnf or apmt, not {functions!r}", where="functions")
 
 
+#: the counter roles the memory levels' hits come from (:func:`level_hits`)
+MEMORY_ROLES = ("loads", "stores", "l1_misses", "l2_misses", "llc_misses")
+
+
+def level_hits(counts: Mapping[str, float | None]) -> dict:
+    """Hits per memory level from the counts of :data:`MEMORY_ROLES` (None: not counted): L1 hits =
+    loads + stores - L1 misses, L2 hits = L1 misses - L2 misses, LLC hits = (L2 or L1) misses - LLC
+    misses, memory = LLC misses; a level whose counters are missing is left out."""
+    acc = None
+    if counts.get("loads") is not None:
+        acc = counts["loads"] + (counts.get("stores") or 0.0)
+    l1m, l2m, llcm = counts.get("l1_misses"), counts.get("l2_misses"), counts.get("llc_misses")
+    hits = {}
+    if acc is not None and l1m is not None:
+        hits["L1"] = max(acc - l1m, 0.0)
+    upper = l1m
+    if l2m is not None and l1m is not None:
+        hits["L2"] = max(l1m - l2m, 0.0)
+        upper = l2m
+    elif l2m is not None:
+        upper = l2m
+    if llcm is not None and upper is not None:
+        hits["LLC"] = max(upper - llcm, 0.0)
+    if llcm is not None:
+        hits["memory"] = llcm
+    return hits
+
+
 @dataclass
 class KernelModel:
     name: str
@@ -93,36 +121,26 @@ class KernelModel:
         m = self.counters.get(role)
         return None if m is None else max(float(m.predict(at)), 0.0)
 
-    def memory_time(self, at, machine: Machine) -> tuple[float | None, dict]:
-        """Latency-weighted T_mem (seconds) and per-level hits; None when no level is known."""
-        acc = None
-        if self.counters.get("loads") is not None:
-            acc = self._count("loads", at) + (self._count("stores", at) or 0.0)
-        l1m, l2m, llcm = self._count("l1_misses", at), self._count("l2_misses", at), self._count("llc_misses", at)
-        hits = {}
-        if acc is not None and l1m is not None:
-            hits["L1"] = max(acc - l1m, 0.0)
-        upper = l1m
-        if l2m is not None and l1m is not None:
-            hits["L2"] = max(l1m - l2m, 0.0)
-            upper = l2m
-        elif l2m is not None:
-            upper = l2m
-        if llcm is not None and upper is not None:
-            hits["LLC"] = max(upper - llcm, 0.0)
-        if llcm is not None:
-            hits["memory"] = llcm
+    def memory_time(self, at, machine: Machine, freq_hz: float | None = None) -> tuple[float | None, dict]:
+        """Latency-weighted T_mem (seconds) and per-level hits; None when no level is known.  At a core
+        frequency ``freq_hz`` (default the machine's) the caches' latencies stay fixed in core cycles,
+        main memory's in seconds (its cycles at the machine's frequency), as in Eq 5."""
+        hits = level_hits({r: self._count(r, at) for r in MEMORY_ROLES})
         if not hits:
             return None, {}
-        t = sum(h * machine.latency_cycles[lvl] for lvl, h in hits.items()) / machine.frequency_hz
+        f = freq_hz or machine.frequency_hz
+        t = sum(h * machine.latency_cycles[lvl] for lvl, h in hits.items() if lvl != "memory") / f \
+            + hits.get("memory", 0.0) * machine.latency_cycles["memory"] / machine.frequency_hz
         return t, hits
 
-    def predict(self, at, machine: Machine) -> dict:
-        """{'computation', 'memory', 'total', 'memory_bound'} in seconds (None where unavailable)."""
+    def predict(self, at, machine: Machine, freq_hz: float | None = None) -> dict:
+        """{'computation', 'memory', 'total', 'memory_bound'} in seconds (None where unavailable), at the
+        core frequency ``freq_hz`` (default the machine's): T_comp = N_instr x CPI / f."""
         n = self._count("instructions", at)
         if n is not None and self.cpi is not None:
-            comp = n * self.cpi / machine.frequency_hz
-            tmem, _ = self.memory_time(at, machine)
+            f = freq_hz or machine.frequency_hz
+            comp = n * self.cpi / f
+            tmem, _ = self.memory_time(at, machine, f)
             mem = None
             if self.bf_mem is not None and tmem is not None:
                 mem = self.bf_mem * tmem
@@ -208,6 +226,13 @@ class APMTModel:
     #: the options `perfcast predict` fits the times with here (``--terms``, ``--negative``): the
     #: kernels' time models and the PMNF run times next to the breakdown (:mod:`.reconcile`)
     pmnf_options: fit.FitOptions = field(default_factory=fit.FitOptions)
+    #: what Eq 5 refined with the runs at other frequencies (:class:`perfcast.apmt.refine.Eq5`); None
+    #: without a frequency parameter
+    eq5: object | None = None
+    #: with a frequency parameter (runs at several CPU frequencies): (parameter, its value and its
+    #: frequency in Hz at the runs the counters and effective CPIs come from); the computation is
+    #: evaluated at the frequency ``predict``'s point gives, not at the machine description's
+    frequency: tuple | None = None
 
     # -- prediction ------------------------------------------------------------------------------
     def predict(self, at: Mapping, size_ratio: float = 1.0) -> Prediction:
@@ -233,7 +258,8 @@ class APMTModel:
             label, m, pt = bad
             raise PerfcastError(f"{label}: the model {m.formula()} is undefined at "
                                 f"{','.join(f'{k}={v:g}' for k, v in pt.items())}", where="at")
-        ks = {k.name: k.predict(comp_at, self.machine) for k in self.kernels}
+        fhz = self._frequency_at(at, notes)
+        ks = {k.name: k.predict(comp_at, self.machine, fhz) for k in self.kernels}
         cm = self.comm.predict(at, size_ratio) if self.comm is not None else {}
         total = sum(v["total"] or 0.0 for v in ks.values()) + sum(cm.values())
         if self.comm is None:
@@ -242,6 +268,28 @@ class APMTModel:
         notes += self._grid_notes(named)
         notes += self._negative_notes(named)
         return Prediction(at, size_ratio, ks, cm, total, notes)
+
+    def _frequency_at(self, at: Mapping, notes: list) -> float | None:
+        """The core frequency (Hz) the computation is evaluated at: the point's value of the frequency
+        parameter (the profiled runs' one when the point has none), None without such a parameter (the
+        machine's).  Said in ``notes`` where the frequency is not the profiled runs': a kernel whose CPI
+        Eq 5 did not split keeps its effective CPI, memory stalls included, as if they were core cycles."""
+        if self.frequency is None:
+            return None
+        from .refine import _hz
+
+        fp, top, top_hz = self.frequency
+        if fp not in at:
+            return top_hz
+        fhz = _hz(at[fp])
+        if not fhz > 0:
+            raise PerfcastError(f"{fp}={at[fp]:g}: a CPU frequency must be > 0", where="at")
+        kept = [k.name for k in self.kernels if k.cpi is not None and k.cpi_core is None]
+        if fhz != top_hz and kept:
+            notes.append(f"{', '.join(kept)}: the effective CPI of the runs at {fp}={kmod._num(top)} is taken as it is "
+                         f"at {fp}={kmod._num(at[fp])} (Eq 5 did not split it into CPI_core and BF_mem): its memory "
+                         "stalls scale with the frequency as if they were core cycles")
+        return fhz
 
     def _named_models(self, comp_at: Mapping, at: Mapping) -> list[tuple]:
         """(label, fitted model, point it is evaluated at) of every count and time the breakdown uses."""
@@ -403,7 +451,8 @@ class APMTModel:
                 "kernels": self.kernelset.to_dict(), "kernel_models": [k.to_dict() for k in self.kernels],
                 "communication": None if self.comm is None else self.comm.to_dict(),
                 "counters": {r: list(v) if v else None for r, v in self.roles.items()},
-                "contention": self.contention, "notes": list(self.notes)}
+                "contention": self.contention, "eq5": None if self.eq5 is None else self.eq5.to_dict(),
+                "notes": list(self.notes)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,6 +492,8 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     `predict` take them (``--terms``, ``--negative``; their defaults): a kernel time is the model of
     its series in the model set those commands build (:func:`_time_models`)."""
     machine = machine or Machine.host()
+    # the core frequency of the runs the counters and CPIs come from: a frequency parameter's, else the machine's
+    fhz = machine.frequency_hz
     if ranks not in ("max", "mean"):
         raise PerfcastError(f"ranks must be max or mean, not {ranks!r}", where="ranks")
     params = [p for p in exp.parameters if p.lower() not in FREQ_PARAMS]
@@ -450,13 +501,17 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     notes = []
     base = exp
     if freq:
+        from .refine import _hz
+
         fp = freq[0]
         top = float(exp.data[fp].max())
+        fhz = _hz(top)
         base = exp.select(**{fp: top})
         base = Experiment([p for p in exp.parameters if p != fp], base.data.drop(columns=[fp]), base.metrics,
                           base.tree, base.meta)
-        notes.append(f"counters and CPI from the runs at {fp}={kmod._num(top)}; the other frequencies refine "
-                     "CPI_core and BF_mem (Eq 5)")
+        notes.append(f"counters and CPI from the runs at {fp}={kmod._num(top)} (Eq 5 below: what the other "
+                     f"frequencies refine); the computation is evaluated at the point's {fp}, not at the machine "
+                     "description's frequency")
     procs = kmod.procs_param(base, procs)
     from ..analysis.oversubscription import oversubscription
 
@@ -488,6 +543,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
     else:
         no_profile = "no computation profile"
     ks = None
+    eq5 = None
     kms: list[KernelModel] = []
     contention = {}
     if comp_exp is not None:
@@ -550,14 +606,10 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
             tsrc = None
             tof = None
             if k.name in timers:
-                tp = timers[k.name]
-                if tp not in base.data["callpath"].cat.categories:
-                    raise PerfcastError(f"timer {tp!r} for kernel {k.name!r} is not a callpath of the experiment")
-                tsel = base.select(callpath=tp, literal=True)
-                tm = "time" if "time" in tsel.metrics else next(iter(tsel.metrics))
-                from .refine import measured_totals
+                from .refine import timer_series
 
-                tser = measured_totals(base, tp, tm)
+                tp = timers[k.name]
+                tser, tm = timer_series(base, k.name, tp)
                 tsrc = f"timer {tp}"
                 tof = (tp, tm)
             elif time_metrics:
@@ -585,7 +637,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 cpis = (c / instr).dropna()
                 km.cpi_source = "measured" + (" (computation cycles: cycles - stalls)" if stalls is not None else "")
                 if stalls is not None:
-                    km.bf_mem = _bf_mem(km, vals, bparams, k.name, stalls, machine, roles)
+                    km.bf_mem = _bf_mem(km, vals, bparams, k.name, stalls, machine, roles, fhz)
             elif instr is not None and tser is not None:
                 common = instr.index.intersection(tser.index)
                 if len(common) == 0:
@@ -601,7 +653,7 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                                         f"{tsrc} includes descheduling")
                         notes.append(f"{k.name}: {km.notes[-1]}")
                         common = within
-                    cpis = (tser.loc[common] * machine.frequency_hz / instr.loc[common]).dropna()
+                    cpis = (tser.loc[common] * fhz / instr.loc[common]).dropna()
                     km.cpi_source = f"effective (time from {tsrc} x f / instructions)"
             elif instr is not None:
                 km.notes.append("no cycles counter and no time for this kernel: CPI unavailable, so the kernel "
@@ -630,7 +682,9 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
                 km.time_model, km.time_series = models[km.name]
         if freq:
             from .refine import apply_eq5
-            notes.extend(apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks, time_metrics))
+
+            eq5 = apply_eq5(exp, freq[0], ks, kms, machine, roles, ranks, time_metrics, timers=timers,
+                            procs=procs, over=over)
     comm = None
     if mpi_paths:
         comm = cmod.fit_comm(base, procs=procs, ranks=ranks, form=comm_form, options=opts, bf_comm=bf_comm,
@@ -640,10 +694,17 @@ def fit_apmt(exp: Experiment, machine: Machine | None = None, *, procs: str | No
         _check_timers(timers, [])
     if ks is None and comm is None:
         raise PerfcastError("nothing to model: the experiment has neither function profiles nor an MPI profile")
+    if freq:
+        if eq5 is None:
+            from .refine import Eq5
+
+            eq5 = Eq5(freq[0], sorted(float(v) for v in exp.data[freq[0]].unique()),
+                      nothing="no computation profile, so no kernel to refine")
+        notes.append(eq5.note())
     if ks is None:
         ks = kmod.KernelSet([], "", procs, threshold, {}, {}, [no_profile])
     return APMTModel(tuple(base.parameters), procs, machine, ks, kms, comm, roles, contention, notes,
-                     base.points(), dict(timers), pmnf)
+                     base.points(), dict(timers), pmnf, eq5, (freq[0], top, fhz) if freq else None)
 
 
 def _within_cores(index, params, procs, over):
@@ -743,14 +804,16 @@ def _means(vals: pd.DataFrame, params, kernel, metrics) -> pd.Series | None:
     return per.groupby(level=list(range(len(params))) if len(params) > 1 else 0).mean()
 
 
-def _bf_mem(km: KernelModel, vals, params, kernel, stalls: pd.Series, machine: Machine, roles) -> float | None:
-    """Mean over profiled points of T_stall / T_mem (from the counter values at the points)."""
+def _bf_mem(km: KernelModel, vals, params, kernel, stalls: pd.Series, machine: Machine, roles,
+            freq_hz: float) -> float | None:
+    """Mean over profiled points of T_stall / T_mem (from the counter values at the points), both at the
+    core frequency ``freq_hz`` of the runs."""
     ratios = []
     for idx, st in stalls.items():
         at = dict(zip(params, idx if isinstance(idx, tuple) else (idx,)))
-        tmem, _ = km.memory_time(at, machine) if km.counters else (None, {})
+        tmem, _ = km.memory_time(at, machine, freq_hz) if km.counters else (None, {})
         if tmem and tmem > 0:
-            ratios.append(st / machine.frequency_hz / tmem)
+            ratios.append(st / freq_hz / tmem)
     if not ratios:
         km.notes.append("stall cycles measured but no memory level counted: BF_mem unavailable")
         return None

@@ -83,6 +83,19 @@ def measured_totals(exp: Experiment, callpath: str, metric: str = "time") -> pd.
     return sub.groupby(params, observed=True)["value"].mean()
 
 
+def timer_series(exp: Experiment, kernel: str, callpath: str) -> tuple[pd.Series, str]:
+    """The time of ``kernel`` from the application timer ``callpath`` mapped to it (``--timer
+    KERNEL=CALLPATH``), per point of ``exp`` (:func:`measured_totals`: slowest rank, mean over the
+    repetitions), and the metric it is read from (``time`` where the timer has it).  The one rule of a
+    mapped timer: the kernel's effective CPI (:func:`perfcast.apmt.model.fit_apmt`) and Eq 5
+    (:func:`apply_eq5`) read the same values."""
+    if callpath not in exp.data["callpath"].cat.categories:
+        raise PerfcastError(f"timer {callpath!r} for kernel {kernel!r} is not a callpath of the experiment")
+    tsel = exp.select(callpath=callpath, literal=True)
+    tm = "time" if "time" in tsel.metrics else next(iter(tsel.metrics))
+    return measured_totals(exp, callpath, tm), tm
+
+
 def _at(params, idx):
     return dict(zip(params, idx if isinstance(idx, tuple) else (idx,)))
 
@@ -195,17 +208,64 @@ def solve_eq5(cpi: Sequence[float], mem_cpi: Sequence[float]) -> tuple[float, fl
     return float(core), float(bf)
 
 
+@dataclass
+class Eq5:
+    """What Eq 5 did with the runs at several frequencies: the kernels whose CPI_core and BF_mem it
+    refined (``refined``: kernel, cpi_core, bf_mem, time, points, frequencies) and why every other
+    kernel kept its effective CPI (``not_refined``: kernel, reason; cpi_core and bf_mem where a line
+    was solved but is no machine's).  ``nothing``: why no kernel was tried at all (one frequency, no
+    function profile), else None."""
+    parameter: str
+    frequencies: list
+    refined: list = field(default_factory=list)
+    not_refined: list = field(default_factory=list)
+    nothing: str | None = None
+
+    def note(self) -> str:
+        fs = ", ".join(kmod._num(v) for v in self.frequencies)
+        head = f"Eq 5 over the runs at {self.parameter} = {fs}"
+        if self.nothing:
+            return f"{head} refined nothing: {self.nothing}"
+        why = "; ".join(f"{r['kernel']}: {r['reason']}" for r in self.not_refined)
+        if not self.refined:
+            return f"{head} refined nothing (no kernel's CPI_core or BF_mem; every CPI is the effective one)" \
+                + (f": {why}" if why else "")
+        done = ", ".join(f"{r['kernel']} (CPI_core {r['cpi_core']:.3g}, BF_mem {r['bf_mem']:.3g}, {r['points']} "
+                         f"points, time from {r['time']})" for r in self.refined)
+        return f"{head} refined CPI_core and BF_mem of {done}" + (f"; not of {why}" if why else "")
+
+    def to_dict(self) -> dict:
+        return {"parameter": self.parameter, "frequencies": [float(v) for v in self.frequencies],
+                "refined": [dict(r) for r in self.refined], "not_refined": [dict(r) for r in self.not_refined],
+                "nothing": self.nothing}
+
+
 def apply_eq5(exp: Experiment, fparam: str, ks, kms, machine, roles, ranks: str,
-              time_metrics: Sequence[str]) -> list[str]:
+              time_metrics: Sequence[str], timers: Mapping[str, str] | None = None,
+              procs: str | None = None, over=None) -> Eq5:
     """Refine CPI_core and BF_mem of every kernel that has instructions, memory counters and a time at
-    two or more frequencies (frequency values in Hz, or GHz/MHz when below 1e3/1e6).  ``time_metrics``:
-    the metrics that are the kernels' own time, the first one used (the build's rule,
-    :func:`perfcast.apmt.model.fit_apmt`: a campaign's ``time`` -- the run's wall time and the
-    application's timers -- is none; summed into ``rest`` it gave rest the whole run's time)."""
-    notes = []
-    freqs = sorted(exp.data[fparam].unique())
+    two or more frequencies (frequency values in Hz, or GHz/MHz when below 1e3/1e6), by the least-squares
+    line CPI(x) = CPI_core + BF_mem * M(x) through its points x (every profiled point at every
+    frequency), where at each point, from the values measured there: CPI = time x f / instructions and
+    M = memory-hierarchy cycles per instruction (:func:`perfcast.apmt.model.level_hits` of the measured
+    counts; cache latencies in core cycles, the main-memory latency fixed in seconds, so its cycles scale
+    with f / the machine's frequency).
+
+    The time is the one the rest of the breakdown uses (:func:`perfcast.apmt.model.fit_apmt`): the
+    application timer ``timers`` maps to the kernel (:func:`timer_series`), else the first of
+    ``time_metrics`` -- the kernels' own time metrics (a campaign's ``time``, the run's wall time and
+    the application's timers, is none: summed into ``rest`` it gave rest the whole run's time); and
+    from the same runs: with ``over`` (:func:`perfcast.analysis.oversubscription.oversubscription`)
+    the points whose ``procs`` the cores held, as the effective CPI.  A line with CPI_core <= 0 or
+    BF_mem < 0 is no machine's: the kernel keeps its effective CPI, and says so."""
+    from .model import MEMORY_ROLES, _within_cores, level_hits
+
+    timers = dict(timers or {})
+    freqs = sorted(float(v) for v in exp.data[fparam].unique())
+    out = Eq5(fparam, freqs)
     if len(freqs) < 2:
-        return notes
+        out.nothing = f"the runs have one {fparam} only"
+        return out
     time_metrics = [m for m in time_metrics if m in exp.metrics]
     kexp = kmod.kernel_experiment(exp, ks, sorted({m for v in roles.values() if v for m in v} | set(time_metrics)))
     params = list(kexp.parameters)
@@ -215,40 +275,67 @@ def apply_eq5(exp: Experiment, fparam: str, ks, kms, machine, roles, ranks: str,
         d = reduce_over_locations(kexp, d[[*params, "rep", "callpath", "metric",
                                            *[c for c in LOCATION_COLUMNS if c in d.columns], "value"]], ranks)
     tmetric = next((m for m in time_metrics if m in kexp.metrics), None)
+    ins = roles.get("instructions")
+
+    def skip(km, reason, **solved):
+        out.not_refined.append({"kernel": km.name, "reason": reason, **solved})
+        km.notes.append(f"Eq 5 not applied: {reason}")
+
     for km in kms:
-        ins = roles.get("instructions")
-        if not ins or tmetric is None:
+        if not ins:
+            skip(km, "no instruction counter")
             continue
         sub = d[d["callpath"] == km.name]
         piv = sub.pivot_table(index=params, columns="metric", values="value", aggfunc="mean", observed=True)
-        if tmetric not in piv.columns:
+        if km.name in timers:
+            tser, _ = timer_series(exp, km.name, timers[km.name])
+            tsrc = f"timer {timers[km.name]}"
+        elif tmetric is not None and tmetric in piv.columns:
+            tser, tsrc = piv[tmetric], f"{tmetric} samples"
+        else:
+            skip(km, "no time of its own (no time metric on its functions, no --timer mapped to it)")
             continue
-        others = [p for p in params if p != fparam]
-        pts_cpi, pts_m = [], []
+        tser = tser.reindex(piv.index)
+        within = _within_cores(piv.index, params, procs, over)
+        if within is not None:
+            piv, tser = piv.loc[within], tser.loc[within]
+        pts_cpi, pts_m, pts_f = [], [], set()
         for idx, row in piv.iterrows():
             at = dict(zip(params, idx if isinstance(idx, tuple) else (idx,)))
             f = _hz(at[fparam])
-            n = sum(row[m] for m in ins)
-            if not n > 0:
+            n = sum(row.get(m, math.nan) for m in ins)
+            t = float(tser.loc[idx])
+            counts = {r: (float(sum(row.get(m, math.nan) for m in roles[r])) if roles.get(r) else None)
+                      for r in MEMORY_ROLES}
+            if not n > 0 or not math.isfinite(t) or any(v is not None and not math.isfinite(v)
+                                                        for v in counts.values()):
                 continue
-            hit_at = {p: at[p] for p in others}
-            _, hits = km.memory_time(hit_at, machine)
+            hits = level_hits(counts)
             if not hits:
                 continue
-            cyc = sum(h * machine.latency_cycles[l] for l, h in hits.items() if l != "memory")
+            cyc = sum(h * machine.latency_cycles[lvl] for lvl, h in hits.items() if lvl != "memory")
             cyc += hits.get("memory", 0.0) * machine.latency_cycles["memory"] * f / machine.frequency_hz
-            pts_cpi.append(row[tmetric] * f / n)
+            pts_cpi.append(t * f / n)
             pts_m.append(cyc / n)
+            pts_f.add(f)
+        if len(pts_f) < 2:
+            skip(km, f"its time, instructions and memory counters together at {len(pts_f)} {fparam} only")
+            continue
         try:
             core, bf = solve_eq5(pts_cpi, pts_m)
         except PerfcastError as e:
-            km.notes.append(f"Eq 5 not solved: {e.message}")
+            skip(km, e.message)
+            continue
+        if not core > 0 or bf < 0:
+            skip(km, "the line through its points is no machine's (CPI_core must be > 0, BF_mem >= 0): "
+                     "its effective CPI is kept", cpi_core=core, bf_mem=bf)
             continue
         km.cpi_core, km.bf_mem = core, bf
         km.cpi = core
-        km.cpi_source = "CPI_core from Eq 5 (two frequencies)"
-        notes.append(f"{km.name}: Eq 5 gives CPI_core {core:.3g}, BF_mem {bf:.3g}")
-    return notes
+        km.cpi_source = f"CPI_core from Eq 5 ({fparam} = {', '.join(kmod._num(v) for v in freqs)})"
+        out.refined.append({"kernel": km.name, "cpi_core": core, "bf_mem": bf, "time": tsrc,
+                            "points": len(pts_cpi)})
+    return out
 
 
 def _hz(v: float) -> float:
