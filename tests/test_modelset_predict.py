@@ -318,3 +318,18 @@ def test_a_prediction_beyond_two_measured_values_is_low_confidence_within_them_n
     assert any(n.startswith("p=4: beyond the measured p (1 to 2); the law along p rests on") for n in far["notes"])
     assert kept["confidence"] == "high" and not any("beyond the measured" in n for n in kept["notes"])
     assert not any("no model says" in n or "no line of" in n for r in (far, kept) for n in r["notes"])
+
+
+def test_the_exponent_doubt_note_names_a_parameter_with_an_exponent():
+    """3 x^2 exactly at x = 4, 8, 16 with y measured at 5 only: beyond the data in both, the law's
+    exponent doubt is x's (3 values); y, measured at one value, has no exponent to doubt (the note
+    once read 'an exponent fitted on 1 values of y')."""
+    rows = [dict(x=x, y=5.0, rep=r, callpath="k", metric="Ir", value=3.0 * x * x)
+            for x in (4.0, 8.0, 16.0) for r in range(2)]
+    ms = perfcast.model(Experiment.from_pandas(pd.DataFrame(rows)))
+    both, y_only = ms.predict([{"x": 32.0, "y": 50.0}, {"x": 16.0, "y": 50.0}])
+    assert both["value"] == pytest.approx(3 * 32.0 ** 2)
+    doubt = [n for n in both["notes"] if "doubt of an exponent" in n]
+    assert len(doubt) == 1 and "fitted on 3 values of x" in doubt[0]
+    assert not [n for n in y_only["notes"] if "doubt of an exponent" in n]
+    assert any("measured y at 5 only" in n for n in y_only["notes"])

@@ -1274,8 +1274,9 @@ class ModelSet:
             found.append((s, m.parameters, uo, along, m.upper, q is not None and q.smape <= EXACT_FIT_SMAPE))
         for s, params, counts, along, upper, exact in found:
             for j, t in enumerate(pts):
+                # a parameter measured at one value has no exponent to doubt (its own note says so)
                 reach = [(along[k] * math.log2(t[p] / upper[k]), k) for k, p in enumerate(params)
-                         if p in t and upper[k] > 0 and t[p] > upper[k] and along[k] > 0]
+                         if p in t and upper[k] > 0 and t[p] > upper[k] and along[k] > 0 and counts[k] >= 2]
                 if reach:
                     k = max(reach)[1]
                     extra.setdefault(s * P + j, []).append(exponent_doubt_note(params[k], counts[k], along[k], exact))

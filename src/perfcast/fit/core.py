@@ -2274,8 +2274,7 @@ def not_running_first(X: np.ndarray, mean: np.ndarray, parameters: Sequence[str]
                 y = mean[e[good]]
                 rest = X[:, q] >= x2
                 # the law follows its points from x2 on (SMAPE within 3x their noise, >= 1%) ...
-                den = np.abs(f[:, rest]) + np.abs(y[:, rest])
-                smape = 100 * np.mean(np.where(den > 0, 2 * np.abs(f[:, rest] - y[:, rest]) / den, 0.0), axis=1)
+                smape = smape_percent(f[:, rest], y[:, rest])
                 follows = smape <= np.maximum(1.0, 3.0 * np.nan_to_num(g.quality[good, 4]))
                 # ... and passes through the zeros
                 on = follows & np.all(np.abs(f[:, lo]) <= ON_LAW * np.abs(y[:, np.array(hi)]), axis=1)
