@@ -100,6 +100,12 @@ def test_report_shows_it_with_the_apmt_breakdown(recorded, tmp_path, capsys):
     rec = reconcile(exp, model, model.predict({"p": 32}))       # the model's own timers
     assert rec["kernels"][0]["timer"] == "app->compute"
     assert "Every prediction of the run at p=32" in page and rec["verdict"]["text"] in page
+    # what the model says of its data, as predict --breakdown prints it: among it, that the effective
+    # CPI comes from the runs within the VM's 2 cores, the others (p > 2 in the store) oversubscribed
+    over = sorted(int(v) for v in exp.data["p"].unique() if v > 2)
+    said = page.split("What the APMT model says of its data", 1)[1].split("</details>", 1)[0]
+    assert f"the runs at p = {', '.join(map(str, over))} were oversubscribed" in said
+    assert all(n in said for n in model.notes)
 
 
 @pytest.fixture(scope="module")

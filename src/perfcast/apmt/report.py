@@ -100,5 +100,8 @@ def breakdown_series(model, target: Mapping[str, float]) -> dict:
         note.append("Memory is not split off (no stall counter): the effective CPI includes it.")
     if model.comm is None:
         note.append("No MPI profile: communication is not modelled.")
+    # what the model itself says (oversubscribed runs, missing counters, what Eq 5 refined, ...) and
+    # what its prediction at the target adds: the notes `predict --breakdown` prints
+    said = list(dict.fromkeys([*model.notes, *model.predict(at).notes]))
     return {"x": procs, "points": xs, "components": comps, "unit": "s", "note": " ".join(note),
-            "totals": totals, "at": at}
+            "notes": said, "totals": totals, "at": at}

@@ -133,7 +133,7 @@ class Report:
                 "other": self.other, "plots": [p["callpath"] for p in self.plots],
                 "sections": self.sections(), "scaling_loss": sl, "notes": self.notes,
                 "apmt": None if not self.apmt else {k: self.apmt[k] for k in ("x", "points", "components", "unit",
-                                                                              "note")},
+                                                                              "note", "notes")},
                 "reconciliation": self.reconciliation, "answers": self.answers,
                 "projections": self.projections, "validation": self.validation,
                 "summary": {k: v for k, v in self.summary.items() if k != "points"}}
@@ -1220,7 +1220,7 @@ def _check_apmt(a: Mapping) -> dict:
     colours = {"computation": "#0072B2", "memory": "#E69F00", "communication": "#D55E00"}
     fig.stacked_areas(xs, list(comps.items()), [colours.get(k, S.PALETTE[i % 10]) for i, k in enumerate(comps)])
     return {"x": x, "points": xs, "components": comps, "unit": unit, "svg": Markup(fig.svg()),
-            "note": str(a.get("note", ""))}
+            "note": str(a.get("note", "")), "notes": [str(n) for n in a.get("notes", ())]}
 
 
 def projection_table(proj) -> dict:
@@ -1448,7 +1448,9 @@ _TEMPLATE = r"""<!DOCTYPE html>
 {% if r.apmt %}
 <section id="apmt"><h2>Computation, memory and communication vs {{ r.apmt.x }}</h2>
 {{ r.apmt.svg }}
-{% if r.apmt.note %}<p class="note">{{ r.apmt.note }}</p>{% endif %}
+{% if r.apmt.note %}<p class="note">{{ r.apmt.note }}</p>{% endif %}{% if r.apmt.notes %}
+<details><summary>What the APMT model says of its data ({{ r.apmt.notes|length }} notes)</summary>
+<ul class="notes">{% for n in r.apmt.notes %}<li>{{ n }}</li>{% endfor %}</ul></details>{% endif %}
 {% if r.reconciliation %}<h3>Every prediction of the run at {% for k, v in r.reconciliation.at.items() %}{{ k }}={{ fnum(v) }}{% if not loop.last %}, {% endif %}{% endfor %}</h3>
 <ul class="reconcile">{% for ln in r.reconciliation.lines %}<li>{{ ln }}</li>{% endfor %}</ul>
 <p><strong>{{ r.reconciliation.verdict }}</strong></p>{% if r.reconciliation.check %}
