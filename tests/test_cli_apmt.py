@@ -576,3 +576,8 @@ def test_eq5_uses_the_timer_mapped_to_the_kernel(capsys, tmp_path):
     assert r["kernel"] == "compute_sweep" and r["time"] == "timer app->compute" and r["points"] == 12
     assert r["cpi_core"] == pytest.approx(core, rel=1e-9) and r["bf_mem"] == pytest.approx(bf, rel=1e-9)
     assert [x["kernel"] for x in eq5["not_refined"]] == ["rest"]
+    # the runs' spread is their miss of the line (it was the effective CPI's spread across runs, set
+    # beside CPI_core as if it were its own): residual standard deviation, 2 coefficients fitted
+    resid = np.sqrt(np.sum((cpi - core - bf * mem / ins) ** 2) / (len(cpi) - 2))
+    assert r["residual_std"] == pytest.approx(resid, rel=1e-9) and km.cpi_std == pytest.approx(resid, rel=1e-9)
+    assert r["cpi_mean"] == pytest.approx(cpi.mean(), rel=1e-9)

@@ -393,7 +393,18 @@ class APMTModel:
         out = []
         for k in self.kernels:
             parts = []
-            if k.cpi is not None and k.cpi_std is None:
+            line = next((r for r in (self.eq5.refined if self.eq5 is not None else ()) if r["kernel"] == k.name), None)
+            if line is not None:
+                # CPI_core of Eq 5's line: the runs' spread is their miss of that line, relative to their CPI
+                std = line.get("residual_std")
+                rel = std / line["cpi_mean"] if std is not None and line["cpi_mean"] else None
+                parts.append(f"{k.cpi_source} {k.cpi:.3g} (a line through {line['points']} points; "
+                             + ("its miss of the runs unknown: 2 points)" if rel is None else
+                                f"the runs' CPIs miss it by std {std:.2g}, {rel:.0%} of their mean {line['cpi_mean']:.3g})"))
+                if rel is not None and rel > 0.15:
+                    parts.append("the runs miss the Eq 5 line by much: CPI_core and BF_mem are uncertain "
+                                 "(oversubscribed or memory-contended runs?)")
+            elif k.cpi is not None and k.cpi_std is None:
                 # a CPI without its spread across runs (KernelModel.cpi_std is optional): no std to state
                 parts.append(f"{k.cpi_source} CPI {k.cpi:.3g} (Eq 4; its spread across runs unknown)")
             elif k.cpi is not None:

@@ -333,8 +333,12 @@ def apply_eq5(exp: Experiment, fparam: str, ks, kms, machine, roles, ranks: str,
         km.cpi_core, km.bf_mem = core, bf
         km.cpi = core
         km.cpi_source = f"CPI_core from Eq 5 ({fparam} = {', '.join(kmod._num(v) for v in freqs)})"
+        # the runs' spread is now their miss of the line (the effective CPI's spread across runs was
+        # that of another quantity): standard deviation of the residuals, two coefficients fitted
+        c, mm = np.asarray(pts_cpi), np.asarray(pts_m)
+        km.cpi_std = float(np.sqrt(np.sum((c - core - bf * mm) ** 2) / (len(c) - 2))) if len(c) > 2 else None
         out.refined.append({"kernel": km.name, "cpi_core": core, "bf_mem": bf, "time": tsrc,
-                            "points": len(pts_cpi)})
+                            "points": len(pts_cpi), "cpi_mean": float(np.mean(c)), "residual_std": km.cpi_std})
     return out
 
 
