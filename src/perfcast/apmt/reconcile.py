@@ -18,7 +18,8 @@ another needs both put next to each other with what each covers and which to bel
   includes the callees: both shown, and which answers what;
 * what APMT's total leaves out: the kernels without a time (with their share of the cost metric at
   the largest profiled point) and everything outside the kernels and the MPI routines;
-* coverage: APMT's total at the largest profiled point over the measured run time there -- how much
+* coverage: APMT's total at the largest profiled point (the largest within the cores where that one's
+  ranks outnumbered them) over the measured run time there -- how much
   of what was measured APMT accounts for where both are known;
 * one verdict: which number is the best estimate of the run's time at the target, and why;
 * when the run at the target was measured too (validation runs, never fitted), the check of the
@@ -49,10 +50,10 @@ class Verdict:
 
 
 def verdict(apmt_total: float, run: Mapping | None, coverage: float | None, oversubscribed: bool,
-            root: str = "") -> Verdict:
+            root: str = "", where: str = "the largest profiled point") -> Verdict:
     """The best estimate of the run's time (module doc).  ``run``: the PMNF prediction row of the run
-    time (``value``, ``lower``, ``upper``); ``coverage``: APMT / measured run time at the largest
-    profiled point."""
+    time (``value``, ``lower``, ``upper``); ``coverage``: APMT / measured run time at ``where`` (the
+    largest profiled point, or the largest within the cores)."""
     if run is None:
         return Verdict("apmt", "no measured run time to compare with: the APMT total is the only estimate")
     v, lo, hi = run["value"], run["lower"], run["upper"]
@@ -63,7 +64,7 @@ def verdict(apmt_total: float, run: Mapping | None, coverage: float | None, over
                                f"{apmt_total:.4g} s, is the only estimate")
     if coverage is not None and coverage < PARTIAL:
         return Verdict("pmnf", f"best estimate of the run's time: {pmnf} -- APMT's total accounts for "
-                               f"{coverage:.1%} of the measured run time at the largest profiled point: it holds "
+                               f"{coverage:.1%} of the measured run time at {where}: it holds "
                                "the kernels and MPI routines it models, not the rest of the run; use it for the "
                                "breakdown of those parts"
                                + ("; but the measured runs were oversubscribed or shared their cores with other processes, "
@@ -98,6 +99,18 @@ def _largest_point(exp) -> dict | None:
         return top
     row = pts.sort_values(list(exp.parameters)).iloc[-1]
     return {p: float(row[p]) for p in exp.parameters}
+
+
+def _largest_within_cores(exp, big: dict | None) -> dict | None:
+    """``big`` (:func:`_largest_point`), or where its ranks outnumbered the cores of the campaign's
+    machine (:func:`perfcast.analysis.oversubscription.oversubscription`) the largest point of the runs
+    the cores held; ``big`` when there is none."""
+    from ..analysis.oversubscription import oversubscription
+
+    over = oversubscription(exp) if big is not None else None
+    if over is None or big.get(over.parameter) not in set(over.over) or not over.within():
+        return big
+    return _largest_point(exp.select(**{over.parameter: list(over.within())}))
 
 
 def _time_metric(exp) -> str | None:
@@ -192,15 +205,18 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
         run_rows = {r: subtree_total(ms, metric, [r, *src.tree.descendants(r)], at, level, r) for r in roots}
     # the run time measured with the counters (where APMT's total is known too): exp's own
     own = _own_times(run_src if times is None else _inclusive(exp, metric), metric, roots)
-    means = measured_means(own, exp.parameters, RANKS) if big is not None and own is not None else {}
-    key = tuple(big[p] for p in exp.parameters) if big is not None else ()
-    apmt_big = model.predict(big).total if big is not None else None
+    # the coverage's point: the largest whose ranks the cores held (APMT's CPIs come from such runs; a
+    # run with more ranks than cores measures descheduling too), else the largest
+    cover = _largest_within_cores(exp, big)
+    means = measured_means(own, exp.parameters, RANKS) if cover is not None and own is not None else {}
+    key = tuple(cover[p] for p in exp.parameters) if cover is not None else ()
+    apmt_big = model.predict(cover).total if cover is not None else None
     runs = []
     for r in roots:
         row = run_rows.get(r)
         m = means.get((r, metric, key))
         runs.append({"callpath": r, "metric": metric, "pmnf": _row(row), "measured_at_largest": None if m is None
-                     else m[0], "largest": big, "made_inclusive": run_src is not src})
+                     else m[0], "largest": cover, "made_inclusive": run_src is not src})
     kernels = []
     for k, t in mapped.items():
         row = rows.get(t)
@@ -231,15 +247,16 @@ def reconcile(exp, model, pred, timers: Mapping[str, str] | None = None, level: 
         from ..analysis.oversubscription import oversubscription
 
         own_over = oversubscription(exp)
-        if own_over is not None and big.get(own_over.parameter) in (
+        if own_over is not None and cover.get(own_over.parameter) in (
                 set(own_over.over) | {q for q, _ in own_over.contended}):
             shared = own_over.note()
     v = verdict(pred.total, run["pmnf"] if run else None, coverage, over is not None,
-                run["callpath"] if run else "")
+                run["callpath"] if run else "", "the largest profiled point" if cover == big else
+                "the largest profiled point within the cores (" + ", ".join(f"{k}={x:g}" for k, x in cover.items()) + ")")
     return {**base, "runs": runs, "kernels": kernels, "left_out": left_out,
             "check": None if measured is None else check(measured, exp.parameters, run, pred.total, v.best, metric,
                                                          fitted={"apmt": exp, "pmnf": src}),
-            "coverage": None if coverage is None else {"value": coverage, "at": big, "apmt": apmt_big,
+            "coverage": None if coverage is None else {"value": coverage, "at": cover, "apmt": apmt_big,
                                                        "measured": run["measured_at_largest"],
                                                        "callpath": run["callpath"], "shared": shared},
             "oversubscribed": None if over is None else over.to_dict(), "times_from": times_label,
