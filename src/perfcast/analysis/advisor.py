@@ -18,9 +18,10 @@ of its predicted value has three parts, all read from the model the fit left
   (:func:`distances`: the path from x to the target in doublings, one parameter after the other;
   what a model learns about how p scales at a small n says nothing of how it scales at the
   target's n when the parameters interact).  Where one parameter is extrapolated, as from a full
-  grid, this is the interval's own count from the largest measured value of each parameter
-  (:meth:`perfcast.fit.model.Model.doublings`); on a sparse design it is larger: a run at p = 1024
-  with a small n is still 3 doublings of n away from p = 1024 at n = 8 times that.  (Combining
+  grid, this is the interval's own count (:meth:`perfcast.fit.model.Model.doublings`: from the
+  nearest measured point, the largest of the ``d_q``); where several are it is larger: from
+  p = 1024 at a small n, p = 2048 at n = 8 times that is 1 + 3 doublings away here, 3 for the
+  interval.  (Combining
   the ``d_q`` as independent errors, ``(sum_q d_q^(2 growth))^(1/(2 growth))``, valued a run 1
   doubling of p and 3 of n from the target like one 3 doublings away on the target's line, and
   cheap runs at small n won: on bench/advisor.py's two-parameter scenarios the advisor crept along
@@ -105,7 +106,8 @@ predict``'s :data:`LEVEL` interval of the total (the root callpaths, their half-
 independent errors: :func:`total_interval`, the interval ``perfcast collect --adaptive --until``
 stops by) relative to its value, now and after each candidate (:attr:`Choice.after`) or plan step:
 each root model with its coefficient covariance updated by the runs (the rank-one update above) and
-its largest measured values moved out to theirs, through predict's own rule
+its measured points joined by theirs (the largest measured values and the frontier the interval
+counts the distance beyond the data from: :func:`perfcast.fit.model.reach_after`), through predict's own rule
 (:func:`perfcast.fit.model.predict_many`; so the Welch-Satterthwaite quantile follows the new mix of
 coefficient and drift variance).  Its degrees of freedom, drift and hypotheses' weights are left as
 fitted.  The ranking is still by the variance above (:attr:`Advice.sd`, :attr:`Choice.sd_after`):
@@ -424,9 +426,9 @@ def half_width(value: float, lower: float, upper: float) -> float:
 
 class _RootInterval:
     """:func:`total_interval` now, and after planned runs: each root model with the covariance of
-    its coefficients updated by the runs (the rank-one update of the ranking) and its largest
-    measured values moved out to theirs, through the interval rule of ``perfcast predict``
-    (:func:`perfcast.fit.model.predict_many`, :func:`perfcast.modelset.clip_interval`).  Its
+    its coefficients updated by the runs (the rank-one update of the ranking) and its measured
+    points joined by theirs (:func:`perfcast.fit.model.reach_after`), through the interval rule of
+    ``perfcast predict`` (:func:`perfcast.fit.model.predict_many`, :func:`perfcast.modelset.clip_interval`).  Its
     degrees of freedom and drift are left as fitted.  Roots the advisor does not model (not a
     single fitted function, or below MIN_SHARE) keep their interval."""
 
@@ -449,7 +451,7 @@ class _RootInterval:
         """The relative half-width after each list of candidate indices in ``runs`` is run."""
         from dataclasses import replace
 
-        from ..fit.model import predict_many
+        from ..fit.model import predict_many, reach_after
         from ..modelset import clip_interval
         out = np.full(len(runs), self.now)
         if not self.moved or not runs:
@@ -466,11 +468,11 @@ class _RootInterval:
                     den = float(ex["s2"][i] + x @ u)
                     if den > 0:
                         cov = cov - np.outer(u, u) / den
-                upper = m.upper
+                upper, frontier = m.upper, m.frontier
                 if upper is not None and len(idx):
-                    upper = tuple(float(v) for v in np.maximum(np.asarray(upper, dtype=float),
-                                                               self.cand[list(idx)].max(axis=0)))
-                models.append(replace(m, cov=tuple(map(tuple, cov.tolist())), upper=upper))
+                    # the measured points with the runs': the interval's distance beyond the data
+                    upper, frontier = reach_after(upper, frontier, self.cand[list(idx)])
+                models.append(replace(m, cov=tuple(map(tuple, cov.tolist())), upper=upper, frontier=frontier))
             cols = {q: np.array([float(self.target[q])]) for q in m.parameters}
             v, lo, hi = predict_many(models, cols, LEVEL, self.averaged)
             lo, hi, _ = clip_interval(v[:, 0], lo[:, 0], hi[:, 0], np.full(len(runs), self.nonneg))

@@ -618,6 +618,9 @@ def model_json_array(series: Sequence, parts=None, texts: Sequence[str] | None =
         p = pat[rows]
         params = _fixed(enc(list(g.parameters)))
         upper = "" if g.upper is None else _fixed(', "largest_measured": [' + ", ".join(float_texts(g.upper)) + "]")
+        if g.upper is not None and g.frontier is not None:
+            upper += _fixed(', "measured_frontier": [' + ", ".join("[" + ", ".join(float_texts(q)) + "]"
+                                                                   for q in g.frontier) + "]")
         shape = "" if g.shape.beta == 2.0 else _fixed(', "noise_shape": ' + float_texts([g.shape.beta])[0])
         notes = _fixed(', "notes": ' + enc(list(g.notes))) if g.notes else ""
         growth = float_texts([g.growth])[0]
@@ -737,7 +740,7 @@ def batch(series: Sequence, cols: Mapping[str, np.ndarray], alternatives: bool =
     interval (``alternatives``: with the competing hypotheses)."""
     from .core import MIN_WEIGHT
     from .lines import line_log_factors
-    from .model import PredictBatch, doublings_rows
+    from .model import PredictBatch, doublings_rows, frontier_doublings
 
     S = len(series)
     n = len(next(iter(cols.values()))) if cols else 1
@@ -785,7 +788,9 @@ def batch(series: Sequence, cols: Mapping[str, np.ndarray], alternatives: bool =
         dd = g.drift_dof
         b.drift_dof[gp] = int(dd) if np.ndim(dd) == 0 else np.asarray(dd)[gr].astype(np.int64)   # as GroupFit._drift_dof
         b.noise_shape[gp] = g.shape.beta
-        if g.upper is not None and len(gp):
+        if g.upper is not None and g.frontier is not None and len(gp):
+            b.doublings[gp] = frontier_doublings(g.parameters, g.frontier, cols, n)[None, :]
+        elif g.upper is not None and len(gp):
             up = np.broadcast_to(np.asarray(g.upper, dtype=float)[None, :], (len(gp), len(g.parameters)))
             b.doublings[gp] = doublings_rows(g.parameters, up, cols, n)
         if g.lines is not None:

@@ -45,7 +45,7 @@ from collections.abc import Sequence as _Seq  # noqa: F401
 import numpy as np
 
 from ..errors import PerfcastError
-from .model import Model, Quality, Term
+from .model import Model, Quality, Term, measured_frontier
 from .shape import NORMAL, NoiseShape, estimate_shape, fast_wls, gn_efficiency, lbeta_fit
 from .special import chi2_sf_below, f_sf_decided
 from .path import measured_path, note as path_note, varying_parameters
@@ -1411,6 +1411,9 @@ class GroupFit:
     #: :func:`_three_point_doubt`, not a measured miss (``Model.unchecked_on``,
     #: :func:`exponent_doubt_note`); None otherwise
     unchecked_on: tuple[int, ...] | None = None
+    #: the measured points no other dominates, where the largest values' corner was not measured
+    #: (``Model.frontier``, :func:`perfcast.fit.model.measured_frontier`); None: a full grid
+    frontier: tuple[tuple[float, ...], ...] | None = None
 
     def __len__(self) -> int:
         return len(self.status)
@@ -1493,7 +1496,8 @@ class GroupFit:
         k = 1 + len(terms)
         cov = tuple([tuple(cv[i * k1:i * k1 + k]) for i in range(k)])
         return Model(self.parameters, coef[0], tuple(terms), quality, cov, noise, dof, alternatives,
-                     "ok", 0, self.notes, drift, self.upper, self.growth, drift_dof, self.shape.beta)
+                     "ok", 0, self.notes, drift, self.upper, self.growth, drift_dof, self.shape.beta,
+                     frontier=self.frontier)
 
     def _one(self, s: int, a: int, quality) -> Model:
         _, K, m = self.hyp.shape[1:]
@@ -1909,7 +1913,7 @@ def fit_group(X: np.ndarray, mean: np.ndarray, count: np.ndarray, ssd: np.ndarra
         unchecked_on = None
     return GroupFit(tuple(parameters), blocks, n, status, needed, out_hyp, w, out_coef, out_cov, out_q,
                     out_noise, out_dof, notes, out_drift, upper, growth, drift_dof, shape,
-                    drift_along=drift_along, unchecked_on=unchecked_on)
+                    drift_along=drift_along, unchecked_on=unchecked_on, frontier=measured_frontier(X) if n else None)
 
 
 def _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, check) -> GroupFit:
@@ -1974,7 +1978,7 @@ def _path_fit(X, mean, count, ssd, parameters, options, progress, reps, shape, c
     return GroupFit(tuple(parameters), blocks, n, pick("status"), pick("needed"), hyp, w, coef, cov,
                     pick("quality"), pick("noise"), pick("dof"), (path_note(parameters, varying, n),), drift,
                     tuple(float(v) for v in np.max(X, axis=0)), max(g.growth for g in subs), drift_dof,
-                    subs[0].shape, unchecked_on=unchecked_on)
+                    subs[0].shape, unchecked_on=unchecked_on, frontier=measured_frontier(X))
 
 
 #: two-point models: standard deviation of the exponent (a quarter power: the spacing of the
@@ -2697,7 +2701,7 @@ def _two_level_fit(X, q, mean, count, ssd, parameters, options, progress, shape,
     notes = tuple(gM.notes) + (two_level_note(parameters[q], x1, x2),)
     return GroupFit(tuple(parameters), tuple(blocks), n, status, needed, hyp, weight, coef, cov, quality,
                     noise, dof, notes, drift, tuple(float(v) for v in np.max(X, axis=0)), 1.0,
-                    TWO_POINT_DRIFT_DOF, gM.shape)
+                    TWO_POINT_DRIFT_DOF, gM.shape, frontier=measured_frontier(X))
 
 
 def _block_of(blocks: list, index: dict, e) -> int:

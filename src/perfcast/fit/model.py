@@ -12,8 +12,10 @@ prediction interval needs:
 * ``drift`` and ``upper`` -- a calibrated misspecification term: the search and averaging
   redone without the largest point(s) missed them by more than noise, coefficient uncertainty
   and hypothesis spread explain; ``drift`` is that excess (relative standard deviation) at one
-  doubling beyond the data.  Intervals beyond ``upper`` (the largest measured value of each
-  parameter) add ``(drift * doublings^growth * value)^2`` to the variance; ``growth`` (>= 2) is
+  doubling beyond the data.  Intervals beyond the data add ``(drift * doublings^growth * value)^2``
+  to the variance, ``doublings`` the distance to the nearest measured point that does not lie
+  below it (:func:`frontier_doublings`: the measured points no other dominates, ``frontier``; on a
+  full grid the one corner of the largest measured values, ``upper``); ``growth`` (>= 2) is
   estimated per fitted group from a second rerun without the two largest values.  The drift is
   estimated from ``drift_dof`` held-out points only (a series' own, or a group's pooled over its
   effective number of independent series, :func:`perfcast.fit.core._pool_drift`), so its
@@ -202,6 +204,12 @@ class Model:
     #: :func:`perfcast.fit.core.fit_group` gives such laws, not a measured miss (a prediction
     #: beyond the data says so: :func:`perfcast.fit.core.exponent_doubt_note`); None otherwise
     unchecked_on: tuple[int, ...] | None = None
+    #: the measured points no other measured point dominates (each a tuple in ``parameters``
+    #: order), where there is more than one: a sparse design (a cross, a diagonal) whose corner of
+    #: the largest values (``upper``) was never run.  The distance beyond the data is counted from
+    #: the nearest of them (:func:`frontier_doublings`).  None: ``upper`` is a measured point (a
+    #: full grid) or the points are unknown
+    frontier: tuple[tuple[float, ...], ...] | None = None
 
     # -- evaluation -----------------------------------------------------------------------------
     def _columns(self, X) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
@@ -270,8 +278,10 @@ class Model:
         return out
 
     def doublings(self, X) -> np.ndarray | float:
-        """Distance of ``X`` beyond the measured data: max over parameters of
-        ``log2(x / upper)``, 0 inside the data (or without ``upper``)."""
+        """Distance of ``X`` beyond the measured data: the fewest doublings, over the measured
+        points ``q`` of the :attr:`frontier`, of ``max_k log2(x_k / q_k)`` (0 along a parameter
+        where ``x_k <= q_k``); on a full grid ``max_k log2(x_k / upper_k)``.  0 inside the data (or
+        without ``upper``)."""
         cols, shape = self._columns(X)
         d = self._doublings(cols, int(np.prod(shape)) if shape else 1)
         return float(d[0]) if shape == () else d.reshape(shape)
@@ -360,6 +370,8 @@ class Model:
         if self.upper is not None:
             # the largest measured value of each parameter ("upper" elsewhere is an interval bound)
             d["largest_measured"] = [_clean(v) for v in self.upper]
+        if self.frontier is not None:
+            d["measured_frontier"] = [[_clean(v) for v in q] for q in self.frontier]
         if self.noise_shape != 2.0:
             d["noise_shape"] = _clean(self.noise_shape)
         if self.lines:
@@ -405,13 +417,19 @@ class Model:
                     raise PerfcastError(f"zero_from names {zf[0]!r}, not a parameter of the model", where="zero_from")
             da = _per_parameter(d, "drift_along", params, float, "a number")
             uo = _per_parameter(d, "unchecked_on", params, int, "a count")
+            fr = d.get("measured_frontier")
+            if fr is not None:
+                fr = tuple(tuple(float(v) for v in q) for q in fr)
+                if len(fr) < 2 or any(len(q) != len(params) for q in fr):
+                    raise PerfcastError("measured_frontier must list two or more points, each with a value for "
+                                        "every parameter of the model", where="measured_frontier")
             return cls(params, float(d["constant"]), terms, None if q is None else Quality.from_dict(q), cov,
                        float(d.get("noise") or 0.0), int(d.get("dof", 0)), alts, status,
                        int(d.get("needed", 0)), tuple(d.get("notes", ())), float(d.get("drift") or 0.0),
                        None if largest is None else tuple(float(v) for v in largest),
                        float(d.get("growth") or 2.0), int(d.get("drift_dof") or 0),
                        float(d.get("noise_shape") or 2.0), lines_from_dicts(d.get("lines") or (), params), zb, zf,
-                       da, uo)
+                       da, uo, fr)
         except (KeyError, TypeError, ValueError) as e:
             raise PerfcastError(f"malformed model ({type(e).__name__}: {e})") from None
 
@@ -774,6 +792,7 @@ class PredictBatch:
         self.coef[at, :kk] = coef
         at_l = at.tolist()
         by_params: dict = {}
+        by_frontier: dict = {}
         for s, m in zip(at_l, models):
             if m.cov is not None and m.dof > 0 and m.status == "ok":
                 self.ok[s] = True
@@ -781,7 +800,9 @@ class PredictBatch:
                 self.cov[s, :c.shape[0], :c.shape[1]] = c
             self.noise[s], self.dof[s], self.drift[s] = m.noise, float(m.dof), m.drift
             self.growth[s], self.drift_dof[s], self.noise_shape[s] = m.growth, float(m.drift_dof), m.noise_shape
-            if m.upper is not None:
+            if m.upper is not None and m.frontier is not None:
+                by_frontier.setdefault((m.parameters, m.frontier), []).append(s)
+            elif m.upper is not None:
                 by_params.setdefault(m.parameters, ([], []))
                 by_params[m.parameters][0].append(s)
                 by_params[m.parameters][1].append(m.upper)
@@ -790,7 +811,8 @@ class PredictBatch:
             if m.zero_below:
                 self.zero_cap[s] = m.zero_below[2]
             if m.drift and m.drift_along is not None and m.upper is not None:
-                self.drift_rel[s] = drift_reach(m.parameters, m.upper, m.drift_along, m.growth, self.cols, self.n)
+                self.drift_rel[s] = drift_reach(m.parameters, m.upper, m.drift_along, m.growth, self.cols, self.n,
+                                                m.frontier)
             if alternatives:
                 pend = getattr(m.alternatives, "pending", None)
                 src = pend() if pend is not None else None
@@ -802,6 +824,8 @@ class PredictBatch:
         for params, (rows, up) in by_params.items():
             self.doublings[rows] = doublings_rows(params, np.array(up, dtype=float).reshape(len(rows), len(params)),
                                                   self.cols, self.n)
+        for (params, fr), rows in by_frontier.items():
+            self.doublings[rows] = frontier_doublings(params, fr, self.cols, self.n)[None, :]
 
     def add_lazy(self, group, owners, rows, hyps) -> None:
         """Competing hypotheses ``hyps`` of rows ``rows`` of fit group ``group``, owned by batch
@@ -964,13 +988,70 @@ def doublings_rows(params: Sequence[str], up: np.ndarray, cols: Mapping[str, np.
     return sub
 
 
+def _beyond_each(params: Sequence[str], points: np.ndarray, cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """Doublings of the points ``cols`` beyond each of the measured ``points`` (r, len(params))
+    along each parameter: (r, len(params), n), ``log2(x_k / q_k)``, 0 where ``x_k <= q_k`` and
+    along a parameter whose measured value is not > 0 (:func:`doublings_rows`'s rule)."""
+    out = np.zeros((points.shape[0], len(params), n))
+    for k, p in enumerate(params):
+        out[:, k, :] = doublings_rows((p,), points[:, k:k + 1], cols, n)
+    return out
+
+
+def frontier_doublings(params: Sequence[str], frontier, cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """:meth:`Model.doublings` of a model whose measured points' frontier is ``frontier`` (r,
+    len(params)) at the points ``cols``: ``min_q max_k log2(x_k / q_k)^+``, the doublings from the
+    nearest measured point that does not lie below x, (n,).  With one point (a full grid's corner,
+    ``upper``) it is :func:`doublings_rows`."""
+    pts = np.asarray(frontier, dtype=float).reshape(-1, len(params))
+    return _beyond_each(params, pts, cols, n).max(axis=1).min(axis=0)
+
+
+def measured_frontier(X) -> tuple[tuple[float, ...], ...] | None:
+    """The measured points ``X`` (n, m) that no other measured point dominates (is at least as
+    large along every parameter), in descending order (``Model.frontier``); None when one point
+    dominates all of them -- the corner of the largest values was measured (a full grid), where
+    the distance beyond the data is counted from ``upper`` alone -- or there are none."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    X = X[~np.isnan(X).any(axis=1)]
+    if not len(X):
+        return None
+    X = np.unique(X, axis=0)[::-1]          # lexicographically descending: a dominating point comes first
+    kept = np.empty((0, X.shape[1]))
+    for x in X:
+        if not (kept >= x[None, :]).all(axis=1).any():
+            kept = np.vstack([kept, x])
+    if len(kept) < 2:
+        return None
+    return tuple(tuple(float(v) for v in q) for q in kept)
+
+
+def reach_after(upper, frontier, points) -> tuple:
+    """A model's largest measured values and frontier (``Model.upper``, ``Model.frontier``) once
+    the ``points`` (r, len(upper)) are measured too: (upper, frontier), as the fit would find them
+    (:func:`measured_frontier`); (None, None) without a measured range."""
+    if upper is None:
+        return None, None
+    old = np.asarray(frontier if frontier is not None else (upper,), dtype=float)
+    pts = np.vstack([old, np.asarray(points, dtype=float).reshape(-1, old.shape[1])])
+    return tuple(float(v) for v in pts.max(axis=0)), measured_frontier(pts)
+
+
 def drift_reach(params: Sequence[str], upper: Sequence[float], along: Sequence[float], growth: float,
-                cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+                cols: Mapping[str, np.ndarray], n: int, frontier=None) -> np.ndarray:
     """The relative drift (standard deviation over the value) at the points ``cols`` of a model
     with a drift per parameter (``Model.drift_along``): the largest over the parameters of
     ``along[k] * doublings_k^growth``, each parameter's doublings beyond its own largest measured
     value (``upper[k]``; 0 inside the data), (n,).  With equal drifts it is the usual ``drift *
-    doublings^growth`` (:meth:`Model.doublings` is the largest of the parameters' doublings)."""
+    doublings^growth`` (:meth:`Model.doublings` is the largest of the parameters' doublings).
+    ``frontier`` (``Model.frontier``, a sparse design): the doublings are counted from each of its
+    points, and the smallest of their drifts holds (the nearest measured point's)."""
+    if frontier is not None:
+        d = _beyond_each(params, np.asarray(frontier, dtype=float).reshape(-1, len(params)), cols, n)
+        a = np.asarray(along, dtype=float)[None, :, None]
+        return (a * d ** growth).max(axis=1).min(axis=0)
     up = np.asarray(upper, dtype=float)[None, :]
     out = np.zeros(n)
     for k, p in enumerate(params):
@@ -981,11 +1062,13 @@ def drift_reach(params: Sequence[str], upper: Sequence[float], along: Sequence[f
 
 def _doublings_many(models: Sequence[Model], cols: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     """:meth:`Model.doublings` of many models at the same points, (len(models), n): one array
-    operation per parameter."""
+    operation per parameter (per distinct frontier of a sparse design)."""
     d = np.zeros((len(models), n))
     by_params: dict = {}
     for s, m in enumerate(models):
-        if m.upper is not None:
+        if m.upper is not None and m.frontier is not None:
+            d[s] = frontier_doublings(m.parameters, m.frontier, cols, n)
+        elif m.upper is not None:
             by_params.setdefault(m.parameters, []).append(s)
     for params, rows in by_params.items():
         up = np.array([models[s].upper for s in rows], dtype=float).reshape(len(rows), len(params))
