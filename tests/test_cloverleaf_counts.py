@@ -97,3 +97,30 @@ def test_a_sum_with_a_child_that_does_not_run_at_p1_prints_the_function_it_evalu
         assert r["value"] == pytest.approx(truth, rel=1e-9)
         assert _evaluated(r["formula"], p, n) == pytest.approx(truth, rel=1e-3), (r["formula"], p, n)
 
+
+
+STORES = __import__("pathlib").Path(__file__).parent / "data" / "cloverleaf"
+
+
+def _measured(store, callpath, metric, p, n):
+    """Summed over ranks, mean over repetitions, read with pandas from the store's table."""
+    df = pd.read_parquet(STORES / store / "values.parquet")
+    sel = df[(df.callpath.astype(str) == callpath) & (df.metric.astype(str) == metric) & (df.p == p) & (df.n == n)]
+    return float(sel.groupby("rep")["value"].sum().mean())
+
+
+def test_the_measured_campaign_holds_the_hand_counts_and_predicts_them_at_p8():
+    for p in (2.0, 4.0):
+        for n in NS:
+            assert _measured("cl.perfcast", "MPI->MPI_Isend", "bytes_sent", p, n) == isend_bytes(p, n)
+    assert _measured("cgbig.perfcast", "MPI->MPI_Isend", "bytes_sent", 8.0, 320.0) == isend_bytes(8, 320)
+    exp = perfcast.io.load([STORES / "cl.perfcast"])
+    ms = perfcast.model(exp, metrics=["bytes_sent"])
+    rows = {(r["callpath"], r["at"]["p"]): r for r in ms.predict([{"p": 1.0, "n": 256.0}, {"p": 8.0, "n": 320.0}])}
+    # was 1.307e4 * log2(p) * n: 1.254e7 at p = 8, n = 320, -26%
+    assert rows["MPI->MPI_Isend", 8.0]["value"] == pytest.approx(isend_bytes(8, 320), rel=1e-9)
+    mpi1 = rows["MPI", 1.0]
+    truth = _measured("cl.perfcast", "MPI", "bytes_sent", 1.0, 256.0)
+    assert truth == COLLECTIVES
+    assert mpi1["value"] == pytest.approx(truth, rel=1e-9)          # was 0 (0 taken below p = 2)
+    assert _evaluated(mpi1["formula"], 1.0, 256.0) == pytest.approx(truth, rel=1e-3), mpi1["formula"]
