@@ -13,6 +13,7 @@ library: tests/data/cloverleaf/PROVENANCE.md)."""
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -124,3 +125,30 @@ def test_the_measured_campaign_holds_the_hand_counts_and_predicts_them_at_p8():
     assert truth == COLLECTIVES
     assert mpi1["value"] == pytest.approx(truth, rel=1e-9)          # was 0 (0 taken below p = 2)
     assert _evaluated(mpi1["formula"], 1.0, 256.0) == pytest.approx(truth, rel=1e-3), mpi1["formula"]
+
+
+def test_advise_credits_no_run_outside_a_routines_law(capsys):
+    # CloverLeaf's MPI_Waitall time is fitted from p = 2 on (0 by rule at p = 1: (p >= 2) * ...).
+    # advise said "p=1,n=640 again: pins down the coefficients of MPI->MPI_Waitall: +-20.3% ->
+    # +-0.4%".  Truth: a refit with that repetition added (a copy of a measured run at p = 1, n = 640)
+    # gives MPI_Waitall the same model, so no run at p = 1 can pin it down.
+    from conftest import cli, cli_items
+
+    store = STORES / "cl.perfcast"
+    exp = perfcast.io.load([store])
+    wait = ("MPI->MPI_Waitall", "pmpi_time")
+    before = perfcast.model(exp, metrics=["pmpi_time"])[wait]
+    assert before.zero_below and before.zero_below[:2] == ("p", 2.0)
+    df = exp.to_pandas()
+    extra = df[(df.p == 1.0) & (df.n == 640.0) & (df.rep == 0)].assign(rep=99)
+    again = perfcast.experiment.Experiment.from_pandas(pd.concat([df, extra]), parameters=["p", "n"])
+    after = perfcast.model(again, metrics=["pmpi_time"])[wait]
+    assert after.formula() == before.formula()
+    assert np.allclose(after.cov, before.cov, rtol=1e-9, atol=0)
+
+    code, out, _ = cli(capsys, "advise", store, "--target", "p=8,n=640", "--metric", "pmpi_time", "--json")
+    assert code == 0
+    at_p1 = [c for c in cli_items(out, "advice") if c["at"]["p"] == 1.0]
+    assert at_p1
+    for c in at_p1:
+        assert c["series"] != "MPI->MPI_Waitall", c["reason"]
