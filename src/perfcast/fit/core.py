@@ -3068,7 +3068,9 @@ def _constant_level(ch: _Chunk, rows) -> np.ndarray:
         level = np.sum(reg * y, axis=1) / np.sum(reg, axis=1)
         for _ in range(3):      # the dips' share of the weight depends on the level
             g2 = (level[:, None] ** 2 + c2) / (1 + c2)
-            own = np.where(lifted, w, r / g2)
+            # a dip keeps its lifted scale; a mean lifted only to the floor (a 0 whose neighbours
+            # are 0 too: no dip rule applies) weighs as the level's, not as the floor's
+            own = np.where(lifted, r / np.maximum(r / np.where(w > 0, w, np.inf), g2), r / g2)
             level = np.sum(own * y, axis=1) / np.sum(own, axis=1)
         wls = np.sum(w * y, axis=1) / np.sum(w, axis=1)
     return np.where(ch.noisy[rows] & np.isfinite(level), level, wls)
