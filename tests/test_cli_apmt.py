@@ -584,3 +584,21 @@ def test_eq5_uses_the_timer_mapped_to_the_kernel(capsys, tmp_path):
     resid = np.sqrt(np.sum((cpi - core - bf * mem / ins) ** 2) / (len(cpi) - 2))
     assert r["residual_std"] == pytest.approx(resid, rel=1e-9) and km.cpi_std == pytest.approx(resid, rel=1e-9)
     assert r["cpi_mean"] == pytest.approx(cpi.mean(), rel=1e-9)
+
+
+def test_compare_without_a_computation_says_the_error_is_outside_the_communication(syn, capsys):
+    # Without --timer no kernel has a time (no cycles counter): APMT's total is the communication
+    # alone.  CloverLeaf's compare said "the error comes mostly from communication" (its run time
+    # missed by -28%, -59%, its communication by +55%, -2%) and advised more process counts.  Here
+    # the communication is exact and the generating model's computation (truth) is all that is missed.
+    rc, out, err = run(capsys, "compare", syn / "prof.csv", "--validate", syn / "val.csv", "--machine",
+                       syn / "m.yaml", "--measure", "app->total", "--json")
+    assert rc == 0, err
+    v = cli_json(out, "comparison")["validation"]
+    assert v["attribution"].startswith("outside the modelled communication"), v["attribution"]
+    assert len(v["advice"]) == 1 and "--timer KERNEL=CALLPATH" in v["advice"][0]
+    for r in v["rows"]:
+        comp, p2p, ar = truth(r["at"]["p"], r["at"]["n"])
+        assert r["comm_measured"] == pytest.approx(p2p + ar, rel=1e-12)
+        assert r["rest_measured"] == pytest.approx(sum(comp.values()), rel=1e-9)
+        assert r["rest_predicted"] == 0.0

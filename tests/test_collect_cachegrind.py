@@ -157,3 +157,16 @@ def test_callgrind_objects_kept_for_unnamed_functions(tmp_path):
     e = cg_io.read_files([dst])
     got = {str(cp).split("->")[-1]: v for cp, m, v in zip(e.data.callpath, e.data.metric, e.data["value"])}
     assert got == {"0x4d50 in libA.so": 10, "0x4d50 in libB.so": 4}
+
+
+def test_toggle_matching_nothing_names_the_programs_functions_like_it(app, tmp_path):
+    # CloverLeaf: --cachegrind-toggle hydro matched nothing (its symbol is hydro_, gfortran's) and the
+    # reason said no more.  The reason now names the program's functions whose names hold the
+    # pattern: here kernel_step (SOURCE above defines it; "kernel" is no function of its own).
+    spec = CampaignSpec(command=f"mpirun -np 1 {app} 100", parameters={"n": [1]}, reps_min=1, reps_max=1,
+                        collect="time,cachegrind", settings={"cachegrind": {"toggle": ["kernel"]}},
+                        max_failures=1, timeout=120)
+    exp = run_campaign(spec, tmp_path / "none.perfcast")
+    (failed,) = exp.meta["campaign"]["failed"]
+    assert "matched no executed function" in failed["reason"]
+    assert "named like it: kernel_step (" in failed["reason"], failed["reason"]

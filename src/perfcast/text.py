@@ -10,8 +10,23 @@ escapes control characters itself and keeps the exact string.
 
 from __future__ import annotations
 
+import re
+
 #: Separator used to display callpaths as one string (Extra-P's convention).
 SEP = "->"
+
+# gfortran's symbol of a module procedure: "__" module "_MOD_" procedure (gfortran's
+# trans-decl.c, gfc_sym_mangled_function_id); valgrind and perf demangle C++ and Rust, not Fortran
+_GFORTRAN = re.compile(r"__(?P<module>[A-Za-z0-9_$]+?)_MOD_(?P<proc>[A-Za-z0-9_$]+)")
+
+
+def fortran_name(symbol: str) -> str:
+    """A gfortran module procedure's symbol as the source names it, ``module::procedure`` (as gdb
+    shows it): ``__pdv_kernel_module_MOD_pdv_kernel`` -> ``pdv_kernel_module::pdv_kernel``; any other
+    symbol unchanged (an external procedure's trailing ``_``, ``hydro_``, cannot be told from a C
+    name's)."""
+    m = _GFORTRAN.fullmatch(symbol)
+    return f"{m.group('module')}::{m.group('proc')}" if m else symbol
 
 # bidi embeddings/overrides (U+202A-U+202E), isolates (U+2066-U+2069), marks (LRM, RLM, ALM)
 _BIDI = {*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C}

@@ -441,12 +441,47 @@ class CachegrindCollector(Collector):
             for f in raw:
                 counted += callgrind_to_cachegrind(f, f.with_name(f.name.replace("callgrind", "cachegrind", 1)))
             if counted == 0:
+                like = toggle_candidates(raw, self.toggle)
+                hint = (f"; the program's functions named like it: {', '.join(like)} (give the symbol: Fortran "
+                        "compilers add _ to a procedure's name, gfortran names a module procedure "
+                        "__<module>_MOD_<name>)" if like else "")
                 raise PerfcastError(f"the cachegrind toggle {', '.join(self.toggle)} matched no executed function "
-                                    "(nothing was counted on any rank)", run_dir)
+                                    f"(nothing was counted on any rank){hint}", run_dir)
         files = sorted(run_dir.glob("cachegrind.out.rank*"))
         if not files:
             raise PerfcastError("cachegrind wrote no cachegrind.out.rank* file", run_dir)
         return cg_io.read_files(files)
+
+
+def toggle_candidates(callgrind_files, patterns, limit: int = 8) -> list[str]:
+    """The functions of the profiled program (the ``cmd:`` of the first callgrind file; its symbol
+    table read by ``nm``) whose names contain a toggle pattern's text (glob characters left out,
+    case ignored): what a toggle that matched nothing was probably meant to name (CloverLeaf's
+    ``hydro`` is the symbol ``hydro_``).  Empty when the program or ``nm`` cannot be found."""
+    nm = shutil.which("nm")
+    if not nm or not callgrind_files:
+        return []
+    program = None
+    try:
+        with open(callgrind_files[0], errors="replace") as fh:
+            for line in fh:
+                if line.startswith("cmd:"):
+                    words = line[4:].split()
+                    program = words[0] if words else None
+                    break
+                if line.startswith(("fn=", "events:")):
+                    break
+    except OSError:
+        return []
+    if not program or not Path(program).is_file():
+        return []
+    try:
+        out = subprocess.run([nm, "--defined-only", program], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    keys = [k for k in (re.sub(r"[*?\[\]]", "", p).lower() for p in patterns) if k]
+    names = {w[2] for w in (line.split() for line in out.splitlines()) if len(w) == 3 and w[1] in "TtWw"}
+    return sorted(n for n in names if any(k in n.lower() for k in keys))[:limit]
 
 
 def callgrind_to_cachegrind(src: Path, dst: Path) -> int:

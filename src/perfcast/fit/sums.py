@@ -49,10 +49,11 @@ class SumModel(Composite):
     notes: tuple[str, ...] = ()
 
     # -- the Model interface ----------------------------------------------------------------------
-    def _merged(self) -> Model:
-        """One Model of the merged terms (its parameters: every name a part's terms use)."""
+    def _merged(self, parts=None) -> Model:
+        """One Model of the merged terms of ``parts`` (default: all; its parameters: every name a
+        part's terms use), whatever the parts' gates (:meth:`_gates`)."""
         const, coef, order = 0.0, {}, []
-        for m in self.parts:
+        for m in self.parts if parts is None else parts:
             const += _shown_constant(m)
             for t in m.terms:
                 if t.factors not in coef:
@@ -110,9 +111,41 @@ class SumModel(Composite):
             lo, hi = (a, b) if lo is None else (lo + a, hi + b)
         return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
 
+    def _gates(self) -> list:
+        """The parts grouped by where they are present: ``[(gate, parts)]``, ``gate`` = (the part's
+        own :attr:`Model.zero_below`, its :attr:`Model.zero_from`, its start in :attr:`starts`),
+        the parts present everywhere first."""
+        groups: dict = {}
+        for k, m in enumerate(self.parts):
+            inner = getattr(m, "base", m)
+            zb, zf = getattr(inner, "zero_below", None), getattr(inner, "zero_from", None)
+            start = self.starts[k] if k < len(self.starts) else None
+            key = (tuple(zb) if zb else None, tuple(zf) if zf else None, tuple(start) if start else None)
+            groups.setdefault(key, []).append(m)
+        return sorted(groups.items(), key=lambda g: g[0] != (None, None, None))
+
     def formula(self, style: str = "plain", digits: int = 4) -> str:
-        """The children's models added up, like terms merged: ``204 * p + 200 * nbrs(p)``."""
-        return self._merged().formula(style, digits)
+        """The children's models added up, like terms merged: ``204 * p + 200 * nbrs(p)``; the parts
+        that are 0 somewhere (a routine that does not run at p = 1, :attr:`Model.zero_below`, or a
+        child first measured at a larger scale, :attr:`starts`) are merged apart, under their
+        condition, as :meth:`predict` adds them: ``608 * p + (p >= 2) * (-1.28e5 + 6400 * p * n + 96000 * p)``."""
+        from .model import zero_below_text
+
+        texts = []
+        for (zb, zf, start), parts in self._gates():
+            merged = self._merged(parts)
+            if (zb is not None or zf is not None or start is not None) and merged.constant == 0 and not merged.terms:
+                continue        # a part that is 0 wherever it is present (MPI_Waitall's bytes)
+            text = merged.formula(style, digits)
+            if zb is None and zf is None and start is None:
+                texts.append(text)
+                continue
+            text = zero_below_text(text, zb, style, zf)
+            for q, lo in zip(self.parameters, start or ()):
+                text = (f"[{q} \\geq {lo:g}] \\cdot \\left({text}\\right)" if style == "latex"
+                        else f"({q} >= {lo:g}) * ({text})")
+            texts.append(text)
+        return " + ".join(texts) or "0"
 
     def __str__(self) -> str:
         return self.formula()

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
+from ..text import fortran_name
 from . import Reader, ReadOptions, register, read_text as read_checked
 
 ROOT = "app"
@@ -44,11 +45,12 @@ _ADDR = re.compile(r"0x([0-9a-fA-F]+)")
 
 
 def display_name(fn: str, obj: str | None = None, file: str | None = None) -> str:
-    """``fn`` unless it is a bare address: then ``0x<hex without leading zeros>`` plus ``in <base name
+    """``fn`` (a gfortran module procedure as ``module::procedure``, :func:`perfcast.text.fortran_name`)
+    unless it is a bare address: then ``0x<hex without leading zeros>`` plus ``in <base name
     of obj, else of file>`` when one is known (module docstring)."""
     m = _ADDR.fullmatch(fn)
     if not m:
-        return fn
+        return fortran_name(fn)
     name = f"0x{int(m.group(1), 16):x}"
     where = next((w for w in (obj, file) if w and w.strip() not in ("", "???")), None)
     return f"{name} in {Path(where.strip()).name}" if where else name

@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..errors import PerfcastError
 from ..experiment import SEP, CallTree, Experiment, Metric
+from ..text import fortran_name
 from . import Reader, ReadOptions, register, read_text as read_checked
 
 ROOT = "app"
@@ -75,7 +76,7 @@ def _frame_name(sym: str, dso: str) -> str:
         return f"[{base}]"
     if sym.startswith("PMPI_"):
         sym = sym[1:]
-    return sym
+    return fortran_name(sym)
 
 
 def _kernel(dso: str) -> bool:
