@@ -89,12 +89,18 @@ def test_toggle_counts_only_the_kernel_and_its_callees(app, tmp_path):
     assert camp["toggle"] == ["kernel_*"]
 
 
-def test_toggle_matching_nothing_fails_the_run_with_a_reason(app, tmp_path):
+def _failed_toggle(app, tmp_path, pattern: str) -> dict:
+    """The one failed run of a one-run cachegrind campaign whose toggle is ``pattern``."""
     spec = CampaignSpec(command=f"mpirun -np 1 {app} 100", parameters={"n": [1]}, reps_min=1, reps_max=1,
-                        collect="time,cachegrind", settings={"cachegrind": {"toggle": ["no_such_fn*"]}},
+                        collect="time,cachegrind", settings={"cachegrind": {"toggle": [pattern]}},
                         max_failures=1, timeout=120)
     exp = run_campaign(spec, tmp_path / "none.perfcast")
     (failed,) = exp.meta["campaign"]["failed"]
+    return failed
+
+
+def test_toggle_matching_nothing_fails_the_run_with_a_reason(app, tmp_path):
+    failed = _failed_toggle(app, tmp_path, "no_such_fn*")
     assert failed["mode"] == "cachegrind" and "matched no executed function" in failed["reason"]
 
 
@@ -163,10 +169,6 @@ def test_toggle_matching_nothing_names_the_programs_functions_like_it(app, tmp_p
     # CloverLeaf: --cachegrind-toggle hydro matched nothing (its symbol is hydro_, gfortran's) and the
     # reason said no more.  The reason now names the program's functions whose names hold the
     # pattern: here kernel_step (SOURCE above defines it; "kernel" is no function of its own).
-    spec = CampaignSpec(command=f"mpirun -np 1 {app} 100", parameters={"n": [1]}, reps_min=1, reps_max=1,
-                        collect="time,cachegrind", settings={"cachegrind": {"toggle": ["kernel"]}},
-                        max_failures=1, timeout=120)
-    exp = run_campaign(spec, tmp_path / "none.perfcast")
-    (failed,) = exp.meta["campaign"]["failed"]
+    failed = _failed_toggle(app, tmp_path, "kernel")
     assert "matched no executed function" in failed["reason"]
     assert "named like it: kernel_step (" in failed["reason"], failed["reason"]
