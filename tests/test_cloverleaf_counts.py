@@ -152,3 +152,24 @@ def test_advise_credits_no_run_outside_a_routines_law(capsys):
     assert at_p1
     for c in at_p1:
         assert c["series"] != "MPI->MPI_Waitall", c["reason"]
+
+
+def test_advise_says_a_caller_listed_beside_its_callees_counts_them_twice(capsys):
+    # advise listed CloverLeaf's MPI node (pmpi_time, inclusive: the sum of its routines) at 96% of
+    # the run beside MPI_Init 30%, MPI_Allreduce 10%, MPI_Barrier 1% and MPI_Waitall 57%, shares
+    # adding to 198%, and said nothing.  The nesting is the store's own callpaths (read with pandas):
+    # every routine is MPI->NAME.
+    from conftest import cli, cli_json
+
+    names = set(pd.read_parquet(STORES / "cl.perfcast" / "values.parquet")["callpath"].astype(str))
+    code, out, _ = cli(capsys, "advise", STORES / "cl.perfcast", "--target", "p=8,n=640", "--metric", "pmpi_time",
+                       "--json")
+    assert code == 0
+    doc = cli_json(out, "advice")
+    listed = [k["callpath"] for k in doc["kernels"]]
+    assert "MPI" in listed
+    under = [cp for cp in listed if cp.startswith("MPI->")]
+    assert under and all(cp in names for cp in under)
+    assert sum(k["share"] for k in doc["kernels"]) > 1.0
+    [note] = [n for n in doc["notes"] if n.startswith("MPI holds ")]
+    assert all(cp in note for cp in under)
