@@ -610,7 +610,7 @@ def test_a_regime_met_to_round_off_is_not_a_poor_fit(capsys):
     v = v[(v["callpath"].astype(str) == "app->unlink_chunk.constprop.0") & (v["metric"] == "I1mr")]
     per_run = v.groupby(["p", "rep"], observed=True)["value"].sum().groupby("p").mean()
     truth = {1.0: 0.0, 2.0: 0.0, 4.0: 0.0, 8.0: 2.0, 16.0: 6.0}
-    assert 1.0 not in per_run.index and per_run.to_dict() == {p: t for p, t in truth.items() if p != 1.0}
+    assert (1.0 not in per_run.index) and per_run.to_dict() == {p: t for p, t in truth.items() if p != 1.0}
     assert all(t == (0.0 if p <= 4 else -2 + p / 2) for p, t in truth.items())
     main(["model", str(store), "--callpath", "app->unlink_chunk.constprop.0", "--metric", "I1mr", "--json"])
     [m] = cli_json(capsys.readouterr().out, "models")["items"]
